@@ -1,0 +1,115 @@
+# scope-profiler - build, test, benchmark, install.
+#
+#   make            build build/scope-profiler
+#   make demo       install missing packages, build, profile examples/timestep.py
+#   make check      install missing packages, build, run every test
+#   make asan       the unit and end-to-end tests under ASan + UBSan
+#   make bench      overhead and I/O benchmarks against their peers
+#   make install    PREFIX=/usr/local
+#
+# The embedded interpreter is Debian's CPython (/usr/bin/python3, 3.11), on
+# purpose: the Python packages on these machines (numpy, h5py, mpi4py) are
+# Debian's and are built for it. Override with PYTHON=/path/to/python3.X.
+
+PYTHON        ?= /usr/bin/python3
+PYTHON_CONFIG ?= $(PYTHON)-config
+PREFIX        ?= /usr/local
+BUILD         ?= build
+VERSION       := 0.1.0
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null)
+HDF5_LIBS   := $(shell pkg-config --libs hdf5 2>/dev/null)
+PY_CFLAGS   := $(shell $(PYTHON_CONFIG) --includes 2>/dev/null)
+PY_LIBS     := $(shell $(PYTHON_CONFIG) --embed --ldflags 2>/dev/null)
+PY_EXE      := $(shell $(PYTHON) -c 'import sys,os; print(os.path.realpath(sys.executable))' 2>/dev/null)
+PY_VERSION  := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)
+
+CPPFLAGS += -Iinclude -I$(BUILD) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"'
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS)
+
+# The core library: no Python, no MPI. Shared by the CLI and the unit tests.
+LIB_SRC := src/error.c src/profile.c src/tree.c src/recorder.c src/h5write.c src/h5read.c src/render.c
+# The executable: the command table, the commands, the embedded interpreter.
+CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c
+
+LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:src/%.c=$(BUILD)/obj/%.o)
+LIB     := $(BUILD)/libscope-profiler.a
+BIN     := $(BUILD)/scope-profiler
+
+UNIT_SRC := $(wildcard tests/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all demo check test unit e2e asan bench install clean deps
+all: $(BIN)
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+# Python sources embedded in the executable (the read API's classes).
+$(BUILD)/obj/pymodule.o: $(BUILD)/sp_pysrc.h
+$(BUILD)/obj/pymodule.o $(BUILD)/obj/cmd_run.o $(BUILD)/obj/main.o: CPPFLAGS += $(PY_CFLAGS) \
+	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
+$(BUILD)/sp_pysrc.h: src/scope_profiler_py.py | $(BUILD)/obj
+	cd src && xxd -i scope_profiler_py.py > ../$@.tmp && mv ../$@.tmp ../$@
+
+$(LIB): $(LIB_OBJ)
+	$(AR) rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(HDF5_LIBS) $(PY_LIBS) -lz
+
+$(BUILD)/tests/%: tests/%.c $(LIB) | $(BUILD)/tests
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(HDF5_LIBS) -lcmocka -lm
+
+$(BUILD)/obj $(BUILD)/tests:
+	mkdir -p $@
+
+deps:
+	./scripts/install-deps.sh
+
+# The README's first command: set up, build, profile the bundled example.
+demo: deps
+	$(MAKE) all
+	./$(BIN) run -o $(BUILD)/timestep.h5 examples/timestep.py
+	./$(BIN) summary $(BUILD)/timestep.h5
+
+# The README's second command, and what CI runs.
+check: deps
+	$(MAKE) all unit-build
+	$(MAKE) unit e2e
+
+test: check
+
+unit-build: $(UNIT_BIN)
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CMOCKA_MESSAGE_OUTPUT=stdout ./$$t; done
+
+e2e: $(BIN)
+	SCOPE_PROFILER=$(abspath $(BIN)) $(PYTHON) -m pytest -q tests/e2e
+
+# Same tests, built with AddressSanitizer and UndefinedBehaviorSanitizer.
+# Leak checking is off for the embedded interpreter (CPython keeps its
+# allocations at exit by design); the unit tests run with it on.
+ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+asan:
+	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" LDFLAGS="-fsanitize=address,undefined" all unit-build
+	ASAN_OPTIONS=allocator_may_return_null=1 $(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" \
+		LDFLAGS="-fsanitize=address,undefined" unit
+	ASAN_OPTIONS=detect_leaks=0 $(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" \
+		LDFLAGS="-fsanitize=address,undefined" e2e
+
+bench: $(BIN)
+	$(PYTHON) scripts/bench.py --binary $(abspath $(BIN))
+
+install: $(BIN)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/scope-profiler
+	install -m 644 man/scope-profiler.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,19 @@
+/* sp_clock.h - the one clock: CLOCK_MONOTONIC nanoseconds, the same origin as
+ * Python's time.perf_counter_ns() on Linux. */
+#ifndef SP_CLOCK_H
+#define SP_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* Sentinel for "no timestamp" (e.g. a run start that was never recorded). */
+#define SP_NO_TIME INT64_MIN
+
+static inline int64_t sp_clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+#endif

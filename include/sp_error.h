@@ -1,0 +1,31 @@
+/* sp_error.h - the one error type of the scope-profiler library. */
+#ifndef SP_ERROR_H
+#define SP_ERROR_H
+
+#include <stddef.h>
+
+enum sp_err {
+	SP_OK = 0,
+	SP_ENOMEM,     /* out of memory, or a size computation overflowed */
+	SP_EIO,        /* the operating system or HDF5 failed to read or write */
+	SP_ENOENT,     /* the file does not exist */
+	SP_ENOTHDF5,   /* the file is not an HDF5 file (empty, text, truncated) */
+	SP_ENOTPROF,   /* an HDF5 file, but not a scope-profiler profile */
+	SP_ECORRUPT,   /* a profile whose contents contradict each other */
+	SP_EINVAL,     /* an invalid argument */
+};
+
+/* A code plus one line of detail, filled by the function that failed. */
+struct sp_error {
+	enum sp_err code;
+	char msg[512];
+};
+
+/* Static description of a code; never NULL. */
+const char *sp_strerror(enum sp_err code);
+
+/* Sets err (when not NULL) to code and a printf-style detail; returns code. */
+enum sp_err sp_error_set(struct sp_error *err, enum sp_err code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

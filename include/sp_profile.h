@@ -1,0 +1,79 @@
+/* sp_profile.h - the in-memory profile model shared by the recorder's writer,
+ * the HDF5 reader, the analysis and the renderers: ranks -> regions -> events. */
+#ifndef SP_PROFILE_H
+#define SP_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sp_error.h"
+
+/* Summary statistics of one region on one rank; durations are end - start. */
+struct sp_stats {
+	int64_t num_calls;
+	int64_t total_ns;
+	int64_t min_ns, max_ns;        /* 0 when num_calls == 0 */
+	double mean_ns, std_ns;        /* population standard deviation */
+	int64_t first_start_ns;        /* SP_NO_TIME when num_calls == 0 */
+	int64_t last_end_ns;           /* SP_NO_TIME when num_calls == 0 */
+};
+
+/* One region on one rank. */
+struct sp_region_data {
+	char *name;                    /* exact name, UTF-8, owned by the profile */
+	struct sp_stats stats;
+	/* Event columns, num_calls each, in call (entry) order; NULL when they
+	 * were not loaded (summary-only read). */
+	int64_t *starts, *ends;
+	int owns_events;               /* free starts/ends with the profile */
+};
+
+/* One node of a rank's call tree. Nodes are stored parents first: a node's
+ * parent index is always smaller than its own; siblings appear in the order
+ * their first call started. */
+struct sp_tree_node {
+	int32_t parent;                /* -1 for a root */
+	int32_t region;                /* index into the rank's regions[] */
+	int64_t calls;
+	int64_t total_ns;
+};
+
+struct sp_rank {
+	int rank;
+	int64_t run_start_ns;          /* SP_NO_TIME when unknown */
+	int64_t run_end_ns;            /* SP_NO_TIME when unknown */
+	int64_t pid;                   /* 0 when unknown */
+	char *hostname;                /* NULL when unknown; owned */
+	size_t nregions;
+	struct sp_region_data *regions;
+	size_t ntree;                  /* 0 with tree == NULL when not built */
+	struct sp_tree_node *tree;
+};
+
+/* A string attribute of /metadata. */
+struct sp_kv {
+	char *key, *value;             /* owned */
+};
+
+struct sp_profile {
+	int format_version;            /* 1; 0 for the plain hand-written layout */
+	size_t nranks;
+	struct sp_rank *ranks;         /* sorted by rank number */
+	size_t nmeta;
+	struct sp_kv *meta;
+};
+
+/* Frees everything the profile owns, then the profile itself. NULL is fine. */
+void sp_profile_free(struct sp_profile *p);
+
+/* Computes stats from events (n pairs). */
+void sp_stats_compute(struct sp_stats *st, const int64_t *starts, const int64_t *ends, size_t n);
+
+/* Builds rank->tree from the rank's event columns by containment (all
+ * regions' events must be loaded). Replaces any previous tree. */
+enum sp_err sp_tree_build(struct sp_rank *rank, struct sp_error *err);
+
+/* Returns the value of a metadata key, or NULL. */
+const char *sp_profile_meta(const struct sp_profile *p, const char *key);
+
+#endif

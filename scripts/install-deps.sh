@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages scope-profiler needs to build, test and benchmark.
+# Used by the README's commands and by CI (.ci/run). Idempotent: installs only
+# what is missing, so a second run costs a few dpkg queries.
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config
+  libpython3.11-dev python3 python3-numpy python3-h5py python3-pytest
+  libhdf5-dev hdf5-tools zlib1g-dev
+  libcmocka-dev
+  valgrind
+  python3-line-profiler python3-yappi
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists; refresh them once.
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

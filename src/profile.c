@@ -1,0 +1,78 @@
+/* profile.c - owning and summarising the in-memory profile model. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_clock.h"
+#include "sp_profile.h"
+
+void sp_profile_free(struct sp_profile *p)
+{
+	if (!p)
+		return;
+	for (size_t r = 0; r < p->nranks; r++) {
+		struct sp_rank *rk = &p->ranks[r];
+		for (size_t i = 0; i < rk->nregions; i++) {
+			struct sp_region_data *rd = &rk->regions[i];
+			free(rd->name);
+			if (rd->owns_events) {
+				free(rd->starts);
+				free(rd->ends);
+			}
+		}
+		free(rk->regions);
+		free(rk->tree);
+		free(rk->hostname);
+	}
+	free(p->ranks);
+	for (size_t i = 0; i < p->nmeta; i++) {
+		free(p->meta[i].key);
+		free(p->meta[i].value);
+	}
+	free(p->meta);
+	free(p);
+}
+
+void sp_stats_compute(struct sp_stats *st, const int64_t *starts, const int64_t *ends, size_t n)
+{
+	memset(st, 0, sizeof *st);
+	st->first_start_ns = SP_NO_TIME;
+	st->last_end_ns = SP_NO_TIME;
+	if (n == 0)
+		return;
+	/* Welford's update: stable for long runs of similar durations. */
+	double mean = 0.0, m2 = 0.0;
+	int64_t total = 0, mn = INT64_MAX, mx = INT64_MIN;
+	int64_t first = INT64_MAX, last = INT64_MIN;
+	for (size_t i = 0; i < n; i++) {
+		int64_t d = ends[i] - starts[i];
+		total += d;
+		if (d < mn)
+			mn = d;
+		if (d > mx)
+			mx = d;
+		if (starts[i] < first)
+			first = starts[i];
+		if (ends[i] > last)
+			last = ends[i];
+		double delta = (double)d - mean;
+		mean += delta / (double)(i + 1);
+		m2 += delta * ((double)d - mean);
+	}
+	st->num_calls = (int64_t)n;
+	st->total_ns = total;
+	st->min_ns = mn;
+	st->max_ns = mx;
+	st->mean_ns = mean;
+	st->std_ns = sqrt(m2 / (double)n);
+	st->first_start_ns = first;
+	st->last_end_ns = last;
+}
+
+const char *sp_profile_meta(const struct sp_profile *p, const char *key)
+{
+	for (size_t i = 0; i < p->nmeta; i++)
+		if (strcmp(p->meta[i].key, key) == 0)
+			return p->meta[i].value;
+	return NULL;
+}
