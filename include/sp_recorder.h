@@ -1,0 +1,44 @@
+/* sp_recorder.h - per-region growable event columns (int64 start/end ns).
+ * The recording path is sp_buf_reserve(): one compare and an increment;
+ * growth (doubling, overflow-checked) is the only slow path. */
+#ifndef SP_RECORDER_H
+#define SP_RECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SP_DEFAULT_BUFFER_LIMIT 1024
+
+struct sp_buf {
+	int64_t *starts, *ends;   /* cap entries each; NULL until the first event */
+	size_t n;                 /* events reserved so far */
+	size_t cap;               /* allocated entries */
+	size_t initial_cap;       /* capacity of the first allocation */
+	size_t dropped;           /* events lost because memory ran out */
+};
+
+/* An empty buffer that allocates initial_cap entries (>= 1) on first use. */
+void sp_buf_init(struct sp_buf *b, size_t initial_cap);
+
+/* Doubles the capacity (or allocates initial_cap). Returns 0, or -1 when the
+ * new size overflows or memory runs out; the buffer is then unchanged. */
+int sp_buf_grow(struct sp_buf *b);
+
+/* Forgets all events; keeps the allocation. */
+void sp_buf_clear(struct sp_buf *b);
+
+/* Frees the columns; the buffer is empty again (same initial_cap). */
+void sp_buf_free(struct sp_buf *b);
+
+/* Reserves the next slot and returns its index, or -1 (counted in dropped)
+ * when the buffer could not grow. */
+static inline ptrdiff_t sp_buf_reserve(struct sp_buf *b)
+{
+	if (__builtin_expect(b->n == b->cap, 0) && sp_buf_grow(b) != 0) {
+		b->dropped++;
+		return -1;
+	}
+	return (ptrdiff_t)b->n++;
+}
+
+#endif

@@ -1,0 +1,120 @@
+/* test_recorder.c - unit tests of the event columns (growth, overflow,
+ * out-of-memory behaviour) and of the clock. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "sp_clock.h"
+#include "sp_recorder.h"
+
+static void test_first_use_allocates_initial_capacity(void **state)
+{
+	struct sp_buf b;
+	sp_buf_init(&b, 4);
+	assert_int_equal(b.cap, 0);
+	assert_null(b.starts);
+	assert_int_equal(sp_buf_reserve(&b), 0);
+	assert_int_equal(b.cap, 4);
+	sp_buf_free(&b);
+}
+
+static void test_doubles_when_full_and_keeps_events(void **state)
+{
+	struct sp_buf b;
+	sp_buf_init(&b, 4);
+	for (int64_t i = 0; i < 10; i++) {
+		ptrdiff_t k = sp_buf_reserve(&b);
+		assert_int_equal(k, i);
+		b.starts[k] = i * 10;
+		b.ends[k] = i * 10 + 1;
+	}
+	assert_int_equal(b.n, 10);
+	assert_int_equal(b.cap, 16);   /* 4 -> 8 -> 16, as the seed shows */
+	for (int64_t i = 0; i < 10; i++) {
+		assert_int_equal(b.starts[i], i * 10);
+		assert_int_equal(b.ends[i], i * 10 + 1);
+	}
+	sp_buf_clear(&b);
+	assert_int_equal(b.n, 0);
+	assert_int_equal(b.cap, 16);   /* clearing keeps the allocation */
+	sp_buf_free(&b);
+	assert_int_equal(b.cap, 0);
+}
+
+static void test_zero_initial_capacity_means_one(void **state)
+{
+	struct sp_buf b;
+	sp_buf_init(&b, 0);
+	assert_int_equal(sp_buf_reserve(&b), 0);
+	assert_int_equal(b.cap, 1);
+	assert_int_equal(sp_buf_reserve(&b), 1);
+	assert_int_equal(b.cap, 2);
+	sp_buf_free(&b);
+}
+
+static void test_overflowing_growth_fails_cleanly(void **state)
+{
+	struct sp_buf b;
+	sp_buf_init(&b, 4);
+	assert_int_equal(sp_buf_reserve(&b), 0);
+	int64_t *starts = b.starts;
+	/* Pretend the buffer is so large that doubling overflows size_t. */
+	size_t real_cap = b.cap;
+	b.cap = b.n = SIZE_MAX / 2 + 1;
+	assert_int_equal(sp_buf_grow(&b), -1);
+	assert_ptr_equal(b.starts, starts);         /* unchanged on failure */
+	assert_int_equal(sp_buf_reserve(&b), -1);   /* the event is dropped... */
+	assert_int_equal(b.dropped, 1);             /* ...and counted */
+	/* Doubling that fits size_t but not size_t / 8 bytes also fails. */
+	b.cap = b.n = SIZE_MAX / 16;
+	assert_int_equal(sp_buf_grow(&b), -1);
+	b.cap = real_cap;
+	b.n = 1;
+	sp_buf_free(&b);
+}
+
+static void test_out_of_memory_is_an_error(void **state)
+{
+	struct sp_buf b;
+	/* An initial capacity no allocator can satisfy. */
+	sp_buf_init(&b, SIZE_MAX / sizeof(int64_t) / 2);
+	assert_int_equal(sp_buf_reserve(&b), -1);
+	assert_int_equal(b.dropped, 1);
+	assert_int_equal(b.cap, 0);
+	sp_buf_free(&b);
+}
+
+static void test_clock_is_monotonic_and_matches_clock_monotonic(void **state)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t before = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	int64_t prev = sp_clock_ns();
+	assert_true(prev >= before);
+	for (int i = 0; i < 100000; i++) {
+		int64_t t = sp_clock_ns();
+		assert_true(t >= prev);
+		prev = t;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t after = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	assert_true(prev <= after);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_first_use_allocates_initial_capacity),
+		cmocka_unit_test(test_doubles_when_full_and_keeps_events),
+		cmocka_unit_test(test_zero_initial_capacity_means_one),
+		cmocka_unit_test(test_overflowing_growth_fails_cleanly),
+		cmocka_unit_test(test_out_of_memory_is_an_error),
+		cmocka_unit_test(test_clock_is_monotonic_and_matches_clock_monotonic),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
