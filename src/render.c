@@ -1,0 +1,619 @@
+/* render.c - the terminal summary of a profile: call tree and region table. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_clock.h"
+#include "sp_render.h"
+
+/* A table is as narrow as its names allow; its name column may always grow to
+ * NAME_CAP columns, and further only while the table stays within TABLE_CAP.
+ * Longer labels are cut with an ellipsis. */
+#define NAME_CAP 32
+#define TABLE_CAP 100
+#define SECS 9                         /* width of sp_render_seconds() */
+
+/* A node of the call tree merged over ranks by path. */
+struct mnode {
+	const char *name;              /* borrowed from the profile */
+	int32_t parent, first, last, next;
+	int depth;
+	int64_t calls, total, child_total;
+};
+
+/* A region merged over ranks by name. */
+struct frow {
+	const char *name;
+	const struct sp_stats *st;     /* its stats on the first rank having it */
+	int64_t calls, total;          /* summed over ranks */
+	int64_t min_rank, max_rank;    /* per-rank totals over the ranks having it */
+	size_t present;                /* ranks where it has calls */
+	size_t order;                  /* first appearance, to break ties */
+	size_t seen_rank;              /* bookkeeping while merging */
+	int64_t cur_calls, cur_total;
+};
+
+struct view {
+	const struct sp_profile *p;
+	struct mnode *nodes;
+	size_t nnodes;
+	int32_t roots_first, roots_last;
+	struct frow *rows;
+	size_t nrows;
+	unsigned char *last;           /* per depth: is the row the last sibling */
+	int32_t *slots;                /* open addressing, shared by both merges */
+	size_t nslots;
+	int64_t span, calls;
+};
+
+static int64_t add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int64_t sub_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_sub_overflow(a, b, &r))
+		return a > b ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* FNV-1a of the name, mixed with the parent. */
+static size_t name_hash(int32_t parent, const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)(uint32_t)parent * 0x9e3779b97f4a7c15ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return (size_t)(h ^ h >> 29);
+}
+
+/* Empties the slot table, sized for up to n entries; -1 on out of memory. */
+static int slots_reset(struct view *v, size_t n)
+{
+	size_t ns = 16;
+	while (ns < 2 * n) {
+		if (ns > SIZE_MAX / 2 / sizeof *v->slots)
+			return -1;
+		ns *= 2;
+	}
+	if (ns > v->nslots) {
+		int32_t *s = realloc(v->slots, ns * sizeof *s);
+		if (!s)
+			return -1;
+		v->slots = s;
+		v->nslots = ns;
+	}
+	memset(v->slots, 0xff, v->nslots * sizeof *v->slots);
+	return 0;
+}
+
+/* ---- merging ranks ------------------------------------------------------ */
+
+/* The merged node `name` under parent, appended to parent's children if new.
+ * The caller sized nodes[] and the slots for every node of every rank. */
+static int32_t mnode_get(struct view *v, int32_t parent, const char *name)
+{
+	size_t mask = v->nslots - 1, h = name_hash(parent, name) & mask;
+	for (int32_t i; (i = v->slots[h]) != -1; h = (h + 1) & mask)
+		if (v->nodes[i].parent == parent && strcmp(v->nodes[i].name, name) == 0)
+			return i;
+	int32_t id = (int32_t)v->nnodes++;
+	struct mnode *m = &v->nodes[id];
+	*m = (struct mnode){ .name = name, .parent = parent, .first = -1, .last = -1, .next = -1 };
+	v->slots[h] = id;
+	int32_t *first = parent < 0 ? &v->roots_first : &v->nodes[parent].first;
+	int32_t *last = parent < 0 ? &v->roots_last : &v->nodes[parent].last;
+	if (*last < 0)
+		*first = id;
+	else
+		v->nodes[*last].next = id;
+	*last = id;
+	m->depth = parent < 0 ? 0 : v->nodes[parent].depth + 1;
+	return id;
+}
+
+static enum sp_err merge_trees(struct view *v, struct sp_error *err)
+{
+	const struct sp_profile *p = v->p;
+	size_t total = 0, widest = 0;
+	for (size_t r = 0; r < p->nranks; r++) {
+		size_t nt = p->ranks[r].ntree;
+		if (nt > INT32_MAX - total)
+			return sp_error_set(err, SP_ENOMEM, "call trees too large to merge");
+		total += nt;
+		widest = nt > widest ? nt : widest;
+	}
+	int32_t *map = malloc((widest ? widest : 1) * sizeof *map);
+	v->nodes = malloc((total ? total : 1) * sizeof *v->nodes);
+	if (!map || !v->nodes || slots_reset(v, total) != 0) {
+		free(map);
+		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu tree nodes", total);
+	}
+	for (size_t r = 0; r < p->nranks; r++) {
+		const struct sp_rank *rk = &p->ranks[r];
+		if (rk->ntree && !rk->tree) {
+			free(map);
+			return sp_error_set(err, SP_EINVAL, "rank %d: call tree not built", rk->rank);
+		}
+		for (size_t i = 0; i < rk->ntree; i++) {
+			const struct sp_tree_node *nd = &rk->tree[i];
+			if (nd->region < 0 || (size_t)nd->region >= rk->nregions || nd->parent < -1 ||
+			    (nd->parent >= 0 && (size_t)nd->parent >= i)) {
+				free(map);
+				return sp_error_set(err, SP_EINVAL, "rank %d: call tree node %zu is invalid",
+						    rk->rank, i);
+			}
+			int32_t parent = nd->parent < 0 ? -1 : map[nd->parent];
+			int32_t m = mnode_get(v, parent, rk->regions[nd->region].name);
+			v->nodes[m].calls = add_sat(v->nodes[m].calls, nd->calls);
+			v->nodes[m].total = add_sat(v->nodes[m].total, nd->total_ns);
+			map[i] = m;
+		}
+	}
+	free(map);
+	/* Parents come first, so one pass gives every node its children's sum. */
+	int maxdepth = 0;
+	for (size_t i = 0; i < v->nnodes; i++) {
+		if (v->nodes[i].parent >= 0) {
+			struct mnode *pa = &v->nodes[v->nodes[i].parent];
+			pa->child_total = add_sat(pa->child_total, v->nodes[i].total);
+		}
+		maxdepth = v->nodes[i].depth > maxdepth ? v->nodes[i].depth : maxdepth;
+	}
+	v->last = calloc((size_t)maxdepth + 2, 1);
+	if (!v->last)
+		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu tree nodes", total);
+	return SP_OK;
+}
+
+static struct frow *frow_get(struct view *v, const char *name)
+{
+	size_t mask = v->nslots - 1, h = name_hash(-1, name) & mask;
+	for (int32_t i; (i = v->slots[h]) != -1; h = (h + 1) & mask)
+		if (strcmp(v->rows[i].name, name) == 0)
+			return &v->rows[i];
+	struct frow *f = &v->rows[v->nrows];
+	*f = (struct frow){ .name = name, .order = v->nrows, .seen_rank = SIZE_MAX };
+	v->slots[h] = (int32_t)v->nrows++;
+	return f;
+}
+
+static int frow_cmp(const void *a, const void *b)
+{
+	const struct frow *x = a, *y = b;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return (x->order > y->order) - (x->order < y->order);
+}
+
+static enum sp_err merge_regions(struct view *v, struct sp_error *err)
+{
+	const struct sp_profile *p = v->p;
+	size_t total = 0;
+	for (size_t r = 0; r < p->nranks; r++) {
+		if (p->ranks[r].nregions > INT32_MAX - total)
+			return sp_error_set(err, SP_ENOMEM, "too many regions to merge");
+		total += p->ranks[r].nregions;
+	}
+	v->rows = malloc((total ? total : 1) * sizeof *v->rows);
+	if (!v->rows || slots_reset(v, total) != 0)
+		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu regions", total);
+	for (size_t r = 0; r < p->nranks; r++) {
+		const struct sp_rank *rk = &p->ranks[r];
+		/* Sum this rank's calls of each name, then fold the rank's total
+		 * into the per-rank extremes once per name. */
+		for (size_t i = 0; i < rk->nregions; i++) {
+			const struct sp_region_data *rd = &rk->regions[i];
+			struct frow *f = frow_get(v, rd->name);
+			if (f->seen_rank != r) {
+				f->seen_rank = r;
+				f->cur_calls = f->cur_total = 0;
+			}
+			if (!f->st && rd->stats.num_calls > 0)
+				f->st = &rd->stats;
+			f->cur_calls = add_sat(f->cur_calls, rd->stats.num_calls);
+			f->cur_total = add_sat(f->cur_total, rd->stats.total_ns);
+			v->calls = add_sat(v->calls, rd->stats.num_calls);
+		}
+		for (size_t i = 0; i < rk->nregions; i++) {
+			struct frow *f = frow_get(v, rk->regions[i].name);
+			if (f->seen_rank != r)
+				continue;
+			f->seen_rank = SIZE_MAX - 1;   /* folded */
+			f->calls = add_sat(f->calls, f->cur_calls);
+			f->total = add_sat(f->total, f->cur_total);
+			if (f->cur_calls <= 0)
+				continue;
+			if (f->present == 0 || f->cur_total < f->min_rank)
+				f->min_rank = f->cur_total;
+			if (f->present == 0 || f->cur_total > f->max_rank)
+				f->max_rank = f->cur_total;
+			f->present++;
+		}
+	}
+	for (size_t i = 0; i < v->nrows; i++)
+		if (v->rows[i].present < p->nranks)
+			v->rows[i].min_rank = 0;   /* absent ranks count as 0 s */
+	qsort(v->rows, v->nrows, sizeof *v->rows, frow_cmp);
+	return SP_OK;
+}
+
+/* The run span of one rank: its recorded run, else first entry to last exit. */
+static int64_t rank_span(const struct sp_rank *rk)
+{
+	int64_t s;
+	if (rk->run_start_ns != SP_NO_TIME && rk->run_end_ns != SP_NO_TIME) {
+		s = sub_sat(rk->run_end_ns, rk->run_start_ns);
+	} else {
+		int64_t first = INT64_MAX, last = INT64_MIN;
+		for (size_t i = 0; i < rk->nregions; i++) {
+			const struct sp_stats *st = &rk->regions[i].stats;
+			if (st->num_calls <= 0 || st->first_start_ns == SP_NO_TIME ||
+			    st->last_end_ns == SP_NO_TIME)
+				continue;
+			first = st->first_start_ns < first ? st->first_start_ns : first;
+			last = st->last_end_ns > last ? st->last_end_ns : last;
+		}
+		s = first <= last ? sub_sat(last, first) : 0;
+	}
+	return s > 0 ? s : 0;
+}
+
+/* ---- text --------------------------------------------------------------- */
+
+/* Decodes one character at s into *cp; returns its length in bytes. A
+ * malformed byte or a control character gives *cp = -1 (shown as '?'). */
+static size_t u8_decode(const unsigned char *s, int32_t *cp)
+{
+	unsigned c = s[0];
+	size_t len;
+	uint32_t v, min;
+	if (c < 0x80) {
+		*cp = c < 0x20 || c == 0x7f ? -1 : (int32_t)c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, v = c & 0x1f, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, v = c & 0x0f, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, v = c & 0x07, min = 0x10000;
+	else
+		return *cp = -1, 1;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return *cp = -1, 1;
+		v = v << 6 | (s[i] & 0x3f);
+	}
+	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		return *cp = -1, 1;
+	*cp = v < 0xa0 ? -1 : (int32_t)v;   /* C1 controls */
+	return len;
+}
+
+/* Terminal columns of a code point: 0 for combining marks, 2 for East Asian
+ * wide characters and emoji, else 1. */
+static int cp_width(int32_t cp)
+{
+	if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x200b && cp <= 0x200f) ||
+	    (cp >= 0xfe00 && cp <= 0xfe0f))
+		return 0;
+	if ((cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf && cp != 0x303f) ||
+	    (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) ||
+	    (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
+	    (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1f64f) ||
+	    (cp >= 0x1f900 && cp <= 0x1f9ff) || (cp >= 0x20000 && cp <= 0x3fffd))
+		return 2;
+	return 1;
+}
+
+static int text_width(const char *s)
+{
+	int w = 0;
+	for (const unsigned char *q = (const unsigned char *)s; *q && w < INT32_MAX / 2;) {
+		int32_t cp;
+		q += u8_decode(q, &cp);
+		w += cp_width(cp);
+	}
+	return w;
+}
+
+/* Writes s in at most maxw columns, cut with "…" when wider; returns the
+ * columns written. */
+static int put_text(FILE *out, const char *s, int maxw)
+{
+	if (maxw <= 0)
+		return 0;
+	int cut = text_width(s) > maxw, budget = cut ? maxw - 1 : maxw, used = 0;
+	const unsigned char *q = (const unsigned char *)s;
+	while (*q) {
+		int32_t cp;
+		size_t len = u8_decode(q, &cp);
+		int w = cp_width(cp);
+		if (used + w > budget)
+			break;
+		if (cp < 0)
+			putc('?', out);
+		else
+			fwrite(q, 1, len, out);
+		used += w;
+		q += len;
+	}
+	if (cut) {
+		fputs("…", out);
+		used++;
+	}
+	return used;
+}
+
+static void pad(FILE *out, int n)
+{
+	for (; n > 0; n--)
+		putc(' ', out);
+}
+
+static void rule(FILE *out, int n)
+{
+	for (; n > 0; n--)
+		fputs("─", out);
+	putc('\n', out);
+}
+
+char *sp_render_seconds(char *buf, size_t len, double ns)
+{
+	double s = ns / 1e9;
+	/* %9.6f would print 1000.000000 for 999.9999996: switch before it. */
+	snprintf(buf, len, fabs(s) < 999.9999995 ? "%9.6f" : "%9.1f", s);
+	return buf;
+}
+
+/* The seconds without their leading padding, for use inside a sentence. */
+static const char *secs_trim(char *buf, size_t len, double ns)
+{
+	const char *s = sp_render_seconds(buf, len, ns);
+	while (*s == ' ')
+		s++;
+	return s;
+}
+
+static int digits(int64_t n)
+{
+	int d = 1;
+	for (; n >= 10 || n <= -10; n /= 10)
+		d++;
+	return d + (n < 0);
+}
+
+/* Width of the name column: what the labels need, at least "region", within
+ * the caps for a table whose other columns take rest. */
+static int name_width(int need, int rest)
+{
+	int cap = TABLE_CAP - rest > NAME_CAP ? TABLE_CAP - rest : NAME_CAP;
+	need = need > 6 ? need : 6;
+	return need < cap ? need : cap;
+}
+
+/* ---- the call tree ------------------------------------------------------ */
+
+/* One column of a tree prefix: at row depth d the prefix has 3 * d columns,
+ * the ancestors' continuation lines and then the row's own connector. */
+static const char *prefix_cell(const unsigned char *last, int d, int own, int col)
+{
+	int k = col / 3 + 1, j = col % 3;
+	if (k < d)
+		return j == 0 && !last[k] ? "│" : " ";
+	if (j == 1)
+		return "─";
+	if (j == 2)
+		return " ";
+	return !own && last[d] ? "└" : "├";
+}
+
+/* Writes a tree label in exactly w columns: the prefix, then the name cut
+ * on its right when too wide (keeping the " (Nx)" suffix). When the tree is
+ * too deep for its column, indentation wraps every `wrap` levels: the deeper
+ * rows start again from the left behind a "…". */
+static void put_label(FILE *out, int w, const unsigned char *last, int d, int own, int wrap,
+		      const char *name, const char *suffix)
+{
+	int hidden = wrap && d > wrap ? (d - 1) / wrap * wrap : 0, used = 0;
+	if (hidden) {
+		fputs("…", out);
+		used++;
+	}
+	for (int col = 3 * hidden; col < 3 * d; col++, used++)
+		fputs(prefix_cell(last, d, own, col), out);
+	int room = w - used, sw = (int)strlen(suffix), tw = text_width(name) + sw;
+	if (tw <= room || room >= sw + 2) {
+		used += put_text(out, name, room - sw);
+		fputs(suffix, out);
+		used += sw;
+	} else {
+		used += put_text(out, name, room);
+	}
+	pad(out, w - used);
+}
+
+static void tree_row(FILE *out, int w, int cw, const unsigned char *last, int d, int own,
+		     int wrap, const char *name, int64_t calls, int64_t ns, double denom)
+{
+	char suffix[32] = "", cbuf[32] = "", sbuf[32], pbuf[32] = "-";
+	if (!own) {
+		snprintf(cbuf, sizeof cbuf, "%lld", (long long)calls);
+		if (calls > 1)
+			snprintf(suffix, sizeof suffix, " (%lldx)", (long long)calls);
+	}
+	if (denom > 0)
+		snprintf(pbuf, sizeof pbuf, "%.1f", 100.0 * (double)ns / denom);
+	put_label(out, w, last, d, own, wrap, own ? "(own)" : name, suffix);
+	fprintf(out, "  %*s  %s  %6s\n", cw, cbuf, sp_render_seconds(sbuf, sizeof sbuf, (double)ns),
+		pbuf);
+}
+
+static void render_tree(FILE *out, const struct view *v)
+{
+	size_t nranks = v->p->nranks;
+	int64_t maxcalls = 0, need = 0;
+	for (size_t i = 0; i < v->nnodes; i++) {
+		const struct mnode *m = &v->nodes[i];
+		char suffix[32] = "";
+		if (m->calls > 1)
+			snprintf(suffix, sizeof suffix, " (%lldx)", (long long)m->calls);
+		int64_t lw = 3 * (int64_t)m->depth + text_width(m->name) + (int64_t)strlen(suffix);
+		if (m->first >= 0 && 3 * (int64_t)m->depth + 8 > lw)
+			lw = 3 * (int64_t)m->depth + 8;   /* its "├─ (own)" row */
+		need = lw > need ? lw : need;
+		maxcalls = m->calls > maxcalls ? m->calls : maxcalls;
+	}
+	unsigned char *last = v->last;
+	int cw = digits(maxcalls) > 5 ? digits(maxcalls) : 5;
+	int w = name_width(need > INT32_MAX / 2 ? INT32_MAX / 2 : (int)need, cw + 2 + 2 + SECS + 2 + 6);
+	int tw = w + 2 + cw + 2 + SECS + 2 + 6;
+	/* When labels must be cut, keep at least half the column for the text. */
+	int wrap = need > w ? (w / 2) / 3 : 0;
+	/* % run: share of the run span, of every rank's together when summed. */
+	double denom = (double)v->span * (double)(nranks ? nranks : 1);
+
+	if (nranks > 1)
+		fprintf(out, "Call tree (sum of %zu ranks; %% run is of %zu × run span)\n", nranks,
+			nranks);
+	else
+		fputs("Call tree\n", out);
+	fprintf(out, "%-*s  %*s  %*s  %6s\n", w, "region", cw, "calls", SECS, "total [s]", "% run");
+	rule(out, tw);
+	if (v->nnodes == 0)
+		fputs("(no calls recorded)\n", out);
+	/* Depth first, without recursion: recursive profiles can be deep. */
+	int32_t i = v->nnodes ? v->roots_first : -1;
+	while (i >= 0) {
+		const struct mnode *m = &v->nodes[i];
+		last[m->depth] = m->next < 0;
+		tree_row(out, w, cw, last, m->depth, 0, wrap, m->name, m->calls, m->total, denom);
+		if (m->first >= 0) {
+			int64_t own = m->total - m->child_total;
+			tree_row(out, w, cw, last, m->depth + 1, 1, wrap, NULL, 0, own > 0 ? own : 0,
+				 denom);
+			i = m->first;
+			continue;
+		}
+		while (i >= 0 && v->nodes[i].next < 0)
+			i = v->nodes[i].parent;
+		if (i >= 0)
+			i = v->nodes[i].next;
+	}
+}
+
+/* ---- the region table --------------------------------------------------- */
+
+static void render_flat(FILE *out, const struct view *v)
+{
+	size_t nranks = v->p->nranks;
+	int64_t maxcalls = 0;
+	int need = 0, flagged = 0;
+	for (size_t i = 0; i < v->nrows; i++) {
+		int nw = text_width(v->rows[i].name);
+		need = nw > need ? nw : need;
+		maxcalls = v->rows[i].calls > maxcalls ? v->rows[i].calls : maxcalls;
+		flagged |= nranks > 1 && v->rows[i].present < nranks;
+	}
+	int cw = digits(maxcalls) > 5 ? digits(maxcalls) : 5;
+	char a[32], b[32], c[32], d[32], e[32];
+	int w, tw, iw = 9;
+	if (nranks > 1) {
+		char flag[48];
+		snprintf(flag, sizeof flag, "ranks %zu/%zu", nranks, nranks);
+		iw = (int)strlen(flag) > iw ? (int)strlen(flag) : iw;
+		int rest = 2 + cw + 2 + 13 + 2 + 12 + 2 + 12 + 2 + iw;
+		w = name_width(need, rest);
+		tw = w + rest;
+		fprintf(out, "Regions (%zu ranks: calls summed; times are each rank's total)\n", nranks);
+		fprintf(out, "%-*s  %*s  %13s  %12s  %12s  %*s\n", w, "region", cw, "calls",
+			"mean/rank [s]", "min rank [s]", "max rank [s]", iw, "imbalance");
+	} else {
+		int rest = 2 + cw + 2 + SECS + 4 * (1 + SECS);
+		w = name_width(need, rest);
+		tw = w + rest;
+		fputs("Regions\n", out);
+		fprintf(out, "%-*s  %*s  %9s %9s %9s %9s %9s\n", w, "region", cw, "calls", "total [s]",
+			"mean [s]", "min [s]", "max [s]", "std [s]");
+	}
+	rule(out, tw);
+	if (v->nrows == 0)
+		fputs("(no regions)\n", out);
+	for (size_t i = 0; i < v->nrows; i++) {
+		const struct frow *f = &v->rows[i];
+		pad(out, w - put_text(out, f->name, w));
+		fprintf(out, "  %*lld  ", cw, (long long)f->calls);
+		if (nranks > 1) {
+			char imb[48] = "-";
+			if (f->present < nranks)
+				snprintf(imb, sizeof imb, "ranks %zu/%zu", f->present, nranks);
+			else if (f->min_rank > 0)
+				snprintf(imb, sizeof imb, "%.2fx", (double)f->max_rank / (double)f->min_rank);
+			fprintf(out, "%13s  %12s  %12s  %*s\n",
+				sp_render_seconds(a, sizeof a, (double)f->total / (double)nranks),
+				sp_render_seconds(b, sizeof b, (double)f->min_rank),
+				sp_render_seconds(c, sizeof c, (double)f->max_rank), iw, imb);
+		} else if (f->st && f->calls > 0) {
+			fprintf(out, "%s %s %s %s %s\n", sp_render_seconds(a, sizeof a, (double)f->total),
+				sp_render_seconds(b, sizeof b, f->st->mean_ns),
+				sp_render_seconds(c, sizeof c, (double)f->st->min_ns),
+				sp_render_seconds(d, sizeof d, (double)f->st->max_ns),
+				sp_render_seconds(e, sizeof e, f->st->std_ns));
+		} else {
+			fprintf(out, "%s %9s %9s %9s %9s\n", sp_render_seconds(a, sizeof a, 0.0), "-", "-",
+				"-", "-");
+		}
+	}
+	if (flagged)
+		fprintf(out, "ranks k/%zu: recorded on k ranks only; the others count as 0 s.\n",
+			nranks);
+}
+
+/* ---- the summary -------------------------------------------------------- */
+
+/* Prints the summary. Returns SP_EINVAL for a malformed tree, SP_ENOMEM when
+ * out of memory (nothing written then), SP_EIO when writing to out failed. */
+enum sp_err sp_render_summary(FILE *out, const struct sp_profile *p, const char *title,
+			      int parts, struct sp_error *err)
+{
+	struct view v = { .p = p, .roots_first = -1, .roots_last = -1 };
+	enum sp_err rc = merge_regions(&v, err);
+	if (rc == SP_OK && (parts & SP_RENDER_TREE))
+		rc = merge_trees(&v, err);
+	if (rc != SP_OK)
+		goto out;
+	for (size_t r = 0; r < p->nranks; r++) {
+		int64_t s = rank_span(&p->ranks[r]);
+		v.span = s > v.span ? s : v.span;
+	}
+
+	char buf[32];
+	fputs("Profile: ", out);
+	put_text(out, title ? title : "(untitled)", INT32_MAX);
+	fprintf(out, "\n%zu rank(s), %zu region%s, %lld call%s, run span %s s\n", p->nranks,
+		v.nrows, v.nrows == 1 ? "" : "s", (long long)v.calls, v.calls == 1 ? "" : "s",
+		secs_trim(buf, sizeof buf, (double)v.span));
+	if (parts & SP_RENDER_TREE) {
+		fputc('\n', out);
+		render_tree(out, &v);
+	}
+	if (parts & SP_RENDER_FLAT) {
+		fputc('\n', out);
+		render_flat(out, &v);
+	}
+	if (fflush(out) != 0 || ferror(out))
+		rc = sp_error_set(err, SP_EIO, "writing the summary failed");
+out:
+	free(v.nodes);
+	free(v.rows);
+	free(v.slots);
+	free(v.last);
+	return rc;
+}

@@ -1,0 +1,486 @@
+/* test_render.c - unit tests of the terminal summary (sp_render_summary). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sp_clock.h"
+#include "sp_render.h"
+
+#define MS 1000000LL
+#define S 1000000000LL
+
+static struct sp_profile *profile_new(size_t nranks)
+{
+	struct sp_profile *p = calloc(1, sizeof *p);
+	assert_non_null(p);
+	p->nranks = nranks;
+	p->ranks = calloc(nranks ? nranks : 1, sizeof *p->ranks);
+	assert_non_null(p->ranks);
+	for (size_t r = 0; r < nranks; r++) {
+		p->ranks[r].rank = (int)r;
+		p->ranks[r].run_start_ns = p->ranks[r].run_end_ns = SP_NO_TIME;
+	}
+	return p;
+}
+
+/* The index of region `name` on rank rk, added if new. */
+static size_t region(struct sp_rank *rk, const char *name)
+{
+	for (size_t i = 0; i < rk->nregions; i++)
+		if (strcmp(rk->regions[i].name, name) == 0)
+			return i;
+	rk->regions = realloc(rk->regions, (rk->nregions + 1) * sizeof *rk->regions);
+	assert_non_null(rk->regions);
+	struct sp_region_data *rd = &rk->regions[rk->nregions];
+	memset(rd, 0, sizeof *rd);
+	rd->name = strdup(name);
+	rd->owns_events = 1;
+	return rk->nregions++;
+}
+
+static void event(struct sp_rank *rk, const char *name, int64_t start, int64_t end)
+{
+	size_t i = region(rk, name);   /* may move rk->regions */
+	struct sp_region_data *rd = &rk->regions[i];
+	size_t n = (size_t)rd->stats.num_calls;
+	rd->starts = realloc(rd->starts, (n + 1) * sizeof *rd->starts);
+	rd->ends = realloc(rd->ends, (n + 1) * sizeof *rd->ends);
+	assert_true(rd->starts && rd->ends);
+	rd->starts[n] = start;
+	rd->ends[n] = end;
+	rd->stats.num_calls++;
+}
+
+/* Stats and trees on every rank, as the reader hands them over. */
+static void finish(struct sp_profile *p)
+{
+	for (size_t r = 0; r < p->nranks; r++) {
+		struct sp_rank *rk = &p->ranks[r];
+		for (size_t i = 0; i < rk->nregions; i++) {
+			struct sp_region_data *rd = &rk->regions[i];
+			sp_stats_compute(&rd->stats, rd->starts, rd->ends, (size_t)rd->stats.num_calls);
+		}
+		assert_int_equal(sp_tree_build(rk, NULL), SP_OK);
+	}
+}
+
+/* Renders p into a string; SP_TEST_SHOW=1 prints it too. */
+static char *render(const struct sp_profile *p, int parts)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	struct sp_error err = { 0 };
+	assert_int_equal(sp_render_summary(f, p, "test.h5", parts, &err), SP_OK);
+	assert_int_equal(fclose(f), 0);
+	if (getenv("SP_TEST_SHOW"))   /* to look at what the tests check */
+		fputs(buf, stdout);
+	return buf;
+}
+
+/* Display columns of the first line of s (the test names are one column per
+ * code point). */
+static int columns(const char *s)
+{
+	int w = 0;
+	for (; *s && *s != '\n'; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+/* A copy of the line of out that starts with prefix, or NULL. */
+static char *line_starting(const char *out, const char *prefix)
+{
+	static char line[1024];
+	for (const char *l = out; *l; l = strchr(l, '\n') + 1) {
+		size_t n = strcspn(l, "\n");
+		if (strncmp(l, prefix, strlen(prefix)) == 0 && n < sizeof line) {
+			memcpy(line, l, n);
+			line[n] = '\0';
+			return line;
+		}
+		if (!l[n])
+			break;
+	}
+	return NULL;
+}
+
+/* The line after the one starting with prefix. */
+static char *line_after(const char *out, const char *prefix)
+{
+	char *l = line_starting(out, prefix);
+	assert_non_null(l);
+	const char *at = strstr(out, l);
+	return line_starting(at + strlen(l) + 1, "");
+}
+
+static int max_columns(const char *out)
+{
+	int m = 0;
+	for (const char *l = out; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
+		m = columns(l) > m ? columns(l) : m;
+	return m;
+}
+
+/* Within each table (from the header to the next blank line), every row is
+ * exactly as wide as the rule under the header: the columns line up. */
+static void assert_aligned(const char *out)
+{
+	const char *l = out;
+	while ((l = strstr(l, "\n─")) != NULL) {
+		l++;
+		int w = columns(l);
+		const char *row = l;
+		while (*row && *row != '\n')
+			row++;
+		for (row++; *row && *row != '\n' && strncmp(row, "ranks k/", 8) != 0;
+		     row += strcspn(row, "\n") + 1) {
+			if (strncmp(row, "(no ", 4) == 0)
+				continue;
+			assert_int_equal(columns(row), w);
+		}
+	}
+}
+
+static char *secs(double ns)
+{
+	static char buf[4][32];
+	static int k;
+	k = (k + 1) % 4;
+	return sp_render_seconds(buf[k], sizeof buf[k], ns);
+}
+
+/* Seed 003's loop: setup, 6 timesteps of assemble + solve, 2 checkpoints. */
+static struct sp_profile *seed_profile(int64_t *own)
+{
+	struct sp_profile *p = profile_new(1);
+	struct sp_rank *rk = &p->ranks[0];
+	int64_t children = 0, parent = 0;
+	event(rk, "setup", 1959806, 12039456);
+	int64_t t = 12221036;
+	for (int step = 0; step < 6; step++) {
+		int64_t a0 = t + 2000, a1 = a0 + 2068768, s0 = a1 + 1000, s1 = s0 + 2068768 + MS * step;
+		event(rk, "timestep", t, s1 + 2000);
+		event(rk, "assemble", a0, a1);
+		event(rk, "solve", s0, s1);
+		parent += s1 + 2000 - t;
+		children += (a1 - a0) + (s1 - s0);
+		t = s1 + 5000;
+		if (step % 3 == 2) {
+			event(rk, "checkpoint", t, t + 4069000);
+			t += 4070000;
+		}
+	}
+	finish(p);
+	*own = parent - children;
+	return p;
+}
+
+static void test_seconds(void **state)
+{
+	(void)state;
+	char buf[32];
+	assert_string_equal(sp_render_seconds(buf, sizeof buf, 2191000), " 0.002191");
+	assert_string_equal(sp_render_seconds(buf, sizeof buf, 12345678000.0), "12.345678");
+	assert_string_equal(sp_render_seconds(buf, sizeof buf, 999.5e9), "999.500000");
+	assert_string_equal(sp_render_seconds(buf, sizeof buf, 12345.7e9), "  12345.7");
+	assert_string_equal(sp_render_seconds(buf, sizeof buf, 999.9999996e9), "   1000.0");
+	assert_string_equal(sp_render_seconds(buf, sizeof buf, 0), " 0.000000");
+}
+
+static void test_seed_tree(void **state)
+{
+	(void)state;
+	int64_t own;
+	struct sp_profile *p = seed_profile(&own);
+	char *out = render(p, SP_RENDER_ALL);
+	assert_true(strncmp(out, "Profile: test.h5\n", 17) == 0);
+	char *l = line_starting(out, "1 rank(s), 5 regions, 21 calls, run span ");
+	assert_non_null(l);
+	assert_non_null(strstr(l, " s"));
+	assert_non_null(line_starting(out, "Call tree"));
+	l = line_starting(out, "region");
+	assert_non_null(strstr(l, "calls"));
+	assert_non_null(strstr(l, "total [s]"));
+	assert_non_null(strstr(l, "% run"));
+	assert_non_null(line_starting(out, "setup  "));
+	assert_null(line_starting(out, "setup (1x)"));
+	assert_non_null(line_starting(out, "timestep (6x) "));
+	/* The (own) row is the first child, with the self time and no calls. */
+	l = line_after(out, "timestep (6x)");
+	assert_non_null(l);
+	assert_true(strncmp(l, "├─ (own) ", strlen("├─ (own) ")) == 0);
+	/* Nothing but blanks between the label and the time: no call count. */
+	const char *t = strstr(l, secs((double)own));
+	assert_non_null(t);
+	for (const char *c = l + strlen("├─ (own)"); c < t; c++)
+		assert_int_equal(*c, ' ');
+	assert_non_null(line_starting(out, "├─ assemble (6x) "));
+	assert_non_null(line_starting(out, "└─ solve (6x) "));
+	assert_non_null(line_starting(out, "checkpoint (2x) "));
+	/* Leaves have no (own) row. */
+	assert_int_equal(strstr(strstr(out, "(own)") + 1, "(own)") != NULL, 0);
+	assert_true(max_columns(out) <= 80);
+	assert_aligned(out);
+	free(out);
+	sp_profile_free(p);
+}
+
+/* The flat table: sorted by total, one-rank columns, std of the solve. */
+static void test_seed_flat(void **state)
+{
+	(void)state;
+	int64_t own;
+	struct sp_profile *p = seed_profile(&own);
+	char *out = render(p, SP_RENDER_FLAT);
+	assert_null(strstr(out, "Call tree"));
+	assert_non_null(line_starting(out, "Regions"));
+	char *l = line_after(out, "Regions");
+	assert_non_null(strstr(l, "mean [s]"));
+	assert_non_null(strstr(l, "std [s]"));
+	const char *order[] = { "timestep ", "solve ", "assemble ", "setup ", "checkpoint " };
+	const char *at = strstr(out, "\n─");
+	for (int i = 0; i < 5; i++) {
+		at = strchr(at + 1, '\n') + 1;
+		assert_true(strncmp(at, order[i], strlen(order[i])) == 0);
+	}
+	const struct sp_stats *st = &p->ranks[0].regions[region(&p->ranks[0], "solve")].stats;
+	l = line_starting(out, "solve ");
+	assert_non_null(strstr(l, secs(st->std_ns)));
+	assert_non_null(strstr(l, secs((double)st->max_ns)));
+	assert_true(max_columns(out) <= 80);
+	assert_aligned(out);
+	free(out);
+	sp_profile_free(p);
+}
+
+/* Seed 003's two-rank file: rank 1 is 1.6 times slower. */
+static void test_two_rank_imbalance(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(2);
+	const int64_t starts[] = { 0, 500 * MS, 1000 * MS };
+	const int64_t durs[] = { 200 * MS, 250 * MS, 200 * MS };
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < 3; i++)
+			event(&p->ranks[r], "solve", starts[i], starts[i] + durs[i] * (r ? 16 : 10) / 10);
+	finish(p);
+	char *out = render(p, SP_RENDER_ALL);
+	assert_non_null(line_starting(out, "2 rank(s), 1 region, 6 calls, run span 1.320000 s"));
+	char *l = line_starting(out, "Regions");
+	assert_non_null(strstr(l, "2 ranks"));
+	l = line_after(out, "Regions");
+	assert_non_null(strstr(l, "mean/rank [s]"));
+	assert_non_null(strstr(l, "imbalance"));
+	l = line_starting(out, "solve  ");
+	assert_non_null(l);
+	assert_non_null(strstr(l, " 0.845000"));
+	assert_non_null(strstr(l, " 0.650000"));
+	assert_non_null(strstr(l, " 1.040000"));
+	assert_non_null(strstr(l, "1.60x"));
+	/* The tree sums the ranks and says so. */
+	assert_non_null(strstr(line_starting(out, "Call tree"), "sum of 2 ranks"));
+	l = line_starting(out, "solve (6x)");
+	assert_non_null(l);
+	assert_non_null(strstr(l, " 1.690000"));
+	assert_non_null(strstr(l, "64.0"));   /* 1.69 s of 2 x 1.32 s */
+	assert_true(max_columns(out) <= 80);
+	assert_aligned(out);
+	free(out);
+	sp_profile_free(p);
+}
+
+/* Trees merge by path across ranks; a region missing on a rank is flagged. */
+static void test_ranks_merge_and_missing(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(4);
+	for (int r = 0; r < 4; r++) {
+		struct sp_rank *rk = &p->ranks[r];
+		event(rk, "step", 0, 100 * MS);
+		event(rk, "halo", 10 * MS, 20 * MS);
+		if (r != 2)
+			event(rk, "io", 30 * MS, 40 * MS + r * MS);
+		if (r == 3)   /* io at a different path on one rank */
+			event(rk, "io", 200 * MS, 210 * MS);
+	}
+	finish(p);
+	char *out = render(p, SP_RENDER_ALL);
+	assert_non_null(line_starting(out, "step (4x) "));
+	assert_non_null(line_starting(out, "├─ halo (4x) "));
+	assert_non_null(line_starting(out, "└─ io (3x) "));
+	assert_non_null(line_starting(out, "io  "));   /* the root one, 1 call */
+	char *l = line_starting(strstr(out, "Regions"), "io ");
+	assert_non_null(strstr(l, "ranks 3/4"));
+	assert_non_null(strstr(l, " 0.000000"));   /* min rank: the missing one */
+	l = line_starting(strstr(out, "Regions"), "halo ");
+	assert_non_null(strstr(l, "1.00x"));
+	assert_non_null(line_starting(out, "ranks k/4:"));
+	assert_aligned(out);
+	free(out);
+	sp_profile_free(p);
+}
+
+/* Connectors: ├─ for all but the last child, └─ for the last, │ below an
+ * ancestor that has later siblings. */
+static void test_connectors(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(1);
+	struct sp_rank *rk = &p->ranks[0];
+	event(rk, "a", 0, 100);
+	event(rk, "b", 10, 50);
+	event(rk, "c", 20, 30);
+	event(rk, "d", 30, 40);
+	event(rk, "e", 60, 90);
+	event(rk, "f", 200, 300);
+	finish(p);
+	char *out = render(p, SP_RENDER_TREE);
+	const char *rows[] = { "a ", "├─ (own) ", "├─ b ", "│  ├─ (own) ", "│  ├─ c ", "│  └─ d ",
+			       "└─ e ", "f " };
+	const char *at = strstr(out, "\n─");
+	assert_non_null(at);
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		at = strchr(at + 1, '\n') + 1;
+		assert_true(strncmp(at, rows[i], strlen(rows[i])) == 0);
+	}
+	assert_aligned(out);
+	free(out);
+	sp_profile_free(p);
+}
+
+/* Long names widen the name column up to a cap, then are cut with "…". */
+static void test_long_names(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(1);
+	struct sp_rank *rk = &p->ranks[0];
+	char name[201];
+	memset(name, 'n', 200);
+	name[200] = '\0';
+	memcpy(name, "pkg.module.", 11);
+	event(rk, "main", 0, 10 * S);
+	event(rk, name, 1 * S, 2 * S);
+	event(rk, name, 3 * S, 4 * S);
+	event(rk, "pkg.module.Solver.a_rather_long_method_name", 5 * S, 6 * S);
+	finish(p);
+	char *out = render(p, SP_RENDER_ALL);
+	assert_non_null(strstr(out, "…"));
+	assert_null(strstr(out, name));
+	/* The cut keeps the call count. */
+	assert_non_null(strstr(out, "n… (2x)"));
+	assert_non_null(line_starting(out, "└─ pkg.module.Solver.a_rather_long_method_name "));
+	assert_true(max_columns(out) > 80);
+	assert_true(max_columns(out) <= 100);
+	assert_aligned(out);
+	free(out);
+	sp_profile_free(p);
+}
+
+/* A 100-deep recursion: the prefix is cut on its left, the name stays. */
+static void test_deep_tree(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(1);
+	for (int64_t i = 0; i < 100; i++)
+		event(&p->ranks[0], "mod.recurse", 10 * i, 10000 - 10 * i);
+	finish(p);
+	char *out = render(p, SP_RENDER_TREE);
+	assert_null(strstr(out, "Regions"));
+	assert_true(max_columns(out) <= 100);
+	assert_non_null(strstr(out, "…"));
+	/* Every node row still shows its name. */
+	int rows = 0;
+	for (const char *l = strstr(out, "mod.recurse"); l; l = strstr(l + 1, "mod.recurse"))
+		rows++;
+	assert_int_equal(rows, 100);
+	assert_aligned(out);
+	free(out);
+	sp_profile_free(p);
+}
+
+/* The recorded run gives the span and the % run; names with odd bytes are
+ * shown safely and keep the columns aligned. */
+static void test_span_and_odd_names(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(1);
+	struct sp_rank *rk = &p->ranks[0];
+	rk->run_start_ns = 0;
+	rk->run_end_ns = 4 * S;
+	event(rk, "résumé", 1 * S, 2 * S);
+	event(rk, "tab\there", 2 * S, 2 * S + 500 * MS);
+	event(rk, "bad\xff", 3 * S, 3 * S + 1);
+	finish(p);
+	char *out = render(p, SP_RENDER_ALL);
+	assert_non_null(line_starting(out, "1 rank(s), 3 regions, 3 calls, run span 4.000000 s"));
+	char *l = line_starting(out, "résumé ");
+	assert_non_null(l);
+	assert_non_null(strstr(l, "25.0"));
+	assert_non_null(line_starting(out, "tab?here "));
+	assert_non_null(line_starting(out, "bad? "));
+	assert_aligned(out);
+	free(out);
+	sp_profile_free(p);
+}
+
+static void test_empty(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(1);
+	region(&p->ranks[0], "never");
+	finish(p);
+	char *out = render(p, SP_RENDER_ALL);
+	assert_non_null(line_starting(out, "1 rank(s), 1 region, 0 calls, run span 0.000000 s"));
+	assert_non_null(line_starting(out, "(no calls recorded)"));
+	assert_non_null(line_starting(out, "never "));
+	free(out);
+	sp_profile_free(p);
+
+	p = profile_new(0);
+	out = render(p, SP_RENDER_ALL);
+	assert_non_null(line_starting(out, "0 rank(s), 0 regions, 0 calls"));
+	assert_non_null(line_starting(out, "(no regions)"));
+	free(out);
+	sp_profile_free(p);
+}
+
+static void test_write_error(void **state)
+{
+	(void)state;
+	FILE *f = fopen("/dev/full", "w");
+	if (!f)
+		skip();
+	int64_t own;
+	struct sp_profile *p = seed_profile(&own);
+	struct sp_error err = { 0 };
+	assert_int_equal(sp_render_summary(f, p, "x", SP_RENDER_ALL, &err), SP_EIO);
+	assert_int_equal(err.code, SP_EIO);
+	fclose(f);
+	sp_profile_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_seconds),
+		cmocka_unit_test(test_seed_tree),
+		cmocka_unit_test(test_seed_flat),
+		cmocka_unit_test(test_two_rank_imbalance),
+		cmocka_unit_test(test_ranks_merge_and_missing),
+		cmocka_unit_test(test_connectors),
+		cmocka_unit_test(test_long_names),
+		cmocka_unit_test(test_deep_tree),
+		cmocka_unit_test(test_span_and_odd_names),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_write_error),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

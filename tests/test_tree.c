@@ -1,0 +1,409 @@
+/* test_tree.c - unit tests of sp_tree_build(): call trees by containment. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "sp_clock.h"
+#include "sp_profile.h"
+
+/* A one-rank profile; sp_profile_free() releases all of it. */
+static struct sp_profile *profile_new(void)
+{
+	struct sp_profile *p = calloc(1, sizeof *p);
+	assert_non_null(p);
+	p->nranks = 1;
+	p->ranks = calloc(1, sizeof *p->ranks);
+	assert_non_null(p->ranks);
+	p->ranks[0].run_start_ns = p->ranks[0].run_end_ns = SP_NO_TIME;
+	return p;
+}
+
+static size_t add_region(struct sp_rank *rk, const char *name)
+{
+	rk->regions = realloc(rk->regions, (rk->nregions + 1) * sizeof *rk->regions);
+	assert_non_null(rk->regions);
+	struct sp_region_data *rd = &rk->regions[rk->nregions];
+	memset(rd, 0, sizeof *rd);
+	rd->name = strdup(name);
+	rd->owns_events = 1;
+	return rk->nregions++;
+}
+
+static void add_event(struct sp_rank *rk, size_t r, int64_t start, int64_t end)
+{
+	struct sp_region_data *rd = &rk->regions[r];
+	size_t n = (size_t)rd->stats.num_calls;
+	rd->starts = realloc(rd->starts, (n + 1) * sizeof *rd->starts);
+	rd->ends = realloc(rd->ends, (n + 1) * sizeof *rd->ends);
+	assert_true(rd->starts && rd->ends);
+	rd->starts[n] = start;
+	rd->ends[n] = end;
+	rd->stats.num_calls++;
+}
+
+/* Builds the tree and checks what holds for every tree: parents first, one
+ * node per (parent, region), every event counted once. */
+static void build(struct sp_rank *rk)
+{
+	struct sp_error err = { 0 };
+	assert_int_equal(sp_tree_build(rk, &err), SP_OK);
+	assert_non_null(rk->tree);
+	int64_t calls = 0, events = 0;
+	for (size_t i = 0; i < rk->ntree; i++) {
+		const struct sp_tree_node *nd = &rk->tree[i];
+		assert_true(nd->parent >= -1 && nd->parent < (int32_t)i);
+		assert_true(nd->region >= 0 && (size_t)nd->region < rk->nregions);
+		assert_true(nd->calls > 0);
+		calls += nd->calls;
+	}
+	for (size_t r = 0; r < rk->nregions; r++)
+		events += rk->regions[r].stats.num_calls;
+	assert_int_equal(calls, events);
+}
+
+/* The node of region `name` under parent, or -1. */
+static int find(const struct sp_rank *rk, int32_t parent, const char *name)
+{
+	int found = -1;
+	for (size_t i = 0; i < rk->ntree; i++)
+		if (rk->tree[i].parent == parent && strcmp(rk->regions[rk->tree[i].region].name, name) == 0) {
+			assert_int_equal(found, -1);   /* (parent, region) is unique */
+			found = (int)i;
+		}
+	return found;
+}
+
+static const char *name_of(const struct sp_rank *rk, size_t node)
+{
+	return rk->regions[rk->tree[node].region].name;
+}
+
+/* The shape of seed 003: setup, then 6 timesteps of assemble + solve, with a
+ * checkpoint after every third. Regions are listed in an order unlike their
+ * start order, so that sibling order must come from the timestamps. */
+static void test_timestep_loop(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	size_t ck = add_region(rk, "checkpoint"), sv = add_region(rk, "solve");
+	size_t ts = add_region(rk, "timestep"), as = add_region(rk, "assemble");
+	size_t su = add_region(rk, "setup");
+	int64_t tot_ts = 0, tot_as = 0, tot_sv = 0, tot_ck = 0;
+	add_event(rk, su, 1959806, 12039456);
+	int64_t t = 12221036;
+	for (int step = 0; step < 6; step++) {
+		int64_t a0 = t + 2000, a1 = a0 + 2068768, s0 = a1 + 1000, s1 = s0 + 2068768 + 1000000 * step;
+		add_event(rk, ts, t, s1 + 2000);
+		add_event(rk, as, a0, a1);
+		add_event(rk, sv, s0, s1);
+		tot_ts += s1 + 2000 - t, tot_as += a1 - a0, tot_sv += s1 - s0;
+		t = s1 + 5000;
+		if (step % 3 == 2) {
+			add_event(rk, ck, t, t + 4069000);
+			tot_ck += 4069000;
+			t += 4070000;
+		}
+	}
+	build(rk);
+	assert_int_equal(rk->ntree, 5);
+	const char *order[] = { "setup", "timestep", "assemble", "solve", "checkpoint" };
+	for (size_t i = 0; i < 5; i++)
+		assert_string_equal(name_of(rk, i), order[i]);
+	int n_ts = find(rk, -1, "timestep"), n_as = find(rk, n_ts, "assemble");
+	int n_sv = find(rk, n_ts, "solve"), n_ck = find(rk, -1, "checkpoint");
+	assert_int_equal(find(rk, -1, "setup"), 0);
+	assert_true(n_as > 0 && n_sv > 0 && n_ck > 0);
+	assert_int_equal(rk->tree[0].calls, 1);
+	assert_int_equal(rk->tree[0].total_ns, 12039456 - 1959806);
+	assert_int_equal(rk->tree[n_ts].calls, 6);
+	assert_int_equal(rk->tree[n_ts].total_ns, tot_ts);
+	assert_int_equal(rk->tree[n_as].calls, 6);
+	assert_int_equal(rk->tree[n_as].total_ns, tot_as);
+	assert_int_equal(rk->tree[n_sv].calls, 6);
+	assert_int_equal(rk->tree[n_sv].total_ns, tot_sv);
+	assert_int_equal(rk->tree[n_ck].calls, 2);
+	assert_int_equal(rk->tree[n_ck].total_ns, tot_ck);
+	sp_profile_free(p);
+}
+
+/* A region nested in itself 100 deep is a chain of 100 nodes. */
+static void test_recursion_chain(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	size_t f = add_region(rk, "f");
+	for (int64_t i = 0; i < 100; i++)
+		add_event(rk, f, 10 * i, 10000 - 10 * i);
+	build(rk);
+	assert_int_equal(rk->ntree, 100);
+	for (int32_t i = 0; i < 100; i++) {
+		assert_int_equal(rk->tree[i].parent, i - 1);
+		assert_int_equal(rk->tree[i].calls, 1);
+		assert_int_equal(rk->tree[i].total_ns, 10000 - 20 * i);
+	}
+	sp_profile_free(p);
+}
+
+/* Mutual recursion a -> b -> a -> ... alternates along one chain. */
+static void test_mutual_recursion(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	size_t a = add_region(rk, "a"), b = add_region(rk, "b");
+	for (int64_t i = 0; i < 40; i++)
+		add_event(rk, i % 2 ? b : a, 10 * i, 1000 - 10 * i);
+	build(rk);
+	assert_int_equal(rk->ntree, 40);
+	for (int32_t i = 0; i < 40; i++) {
+		assert_int_equal(rk->tree[i].parent, i - 1);
+		assert_string_equal(name_of(rk, (size_t)i), i % 2 ? "b" : "a");
+	}
+	sp_profile_free(p);
+}
+
+/* Siblings come in the order of their first start, not of region index;
+ * repeated calls aggregate into the first node. */
+static void test_sibling_order(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	size_t a = add_region(rk, "a"), b = add_region(rk, "b"), c = add_region(rk, "c");
+	size_t par = add_region(rk, "parent");
+	add_event(rk, par, 0, 100);
+	add_event(rk, c, 10, 20);
+	add_event(rk, a, 30, 40);
+	add_event(rk, c, 50, 60);
+	add_event(rk, b, 70, 71);
+	add_event(rk, a, 80, 90);
+	build(rk);
+	assert_int_equal(rk->ntree, 4);
+	const char *order[] = { "parent", "c", "a", "b" };
+	for (size_t i = 0; i < 4; i++)
+		assert_string_equal(name_of(rk, i), order[i]);
+	assert_int_equal(rk->tree[1].calls, 2);
+	assert_int_equal(rk->tree[1].total_ns, 20);
+	assert_int_equal(rk->tree[2].calls, 2);
+	assert_int_equal(rk->tree[2].total_ns, 20);
+	assert_int_equal(rk->tree[3].total_ns, 1);
+	sp_profile_free(p);
+}
+
+/* Equal starts: the longer event is the parent; equal start and end: the
+ * lower region index is; an event ending where another starts is no child. */
+static void test_ties(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	size_t x = add_region(rk, "x"), y = add_region(rk, "y");
+	add_event(rk, y, 0, 10);
+	add_event(rk, x, 0, 10);       /* same span: x (index 0) is y's parent */
+	add_event(rk, x, 100, 105);
+	add_event(rk, y, 100, 120);    /* longer: y is x's parent */
+	add_event(rk, x, 120, 130);    /* starts where y ends: a root */
+	build(rk);
+	int rx = find(rk, -1, "x"), ry = find(rk, -1, "y");
+	assert_true(rx >= 0 && ry >= 0);
+	assert_int_equal(rx, 0);
+	assert_int_equal(rk->tree[rx].calls, 2);
+	assert_int_equal(rk->tree[rx].total_ns, 20);
+	int xy = find(rk, rx, "y"), yx = find(rk, ry, "x");
+	assert_true(xy >= 0 && yx >= 0);
+	assert_int_equal(rk->tree[xy].total_ns, 10);
+	assert_int_equal(rk->tree[yx].total_ns, 5);
+	assert_int_equal(rk->ntree, 4);
+	sp_profile_free(p);
+}
+
+/* Interleaved threads: b starts inside a and ends after it. b becomes a's
+ * sibling, and c, inside b only, b's child. */
+static void test_partial_overlap(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	size_t a = add_region(rk, "a"), b = add_region(rk, "b"), c = add_region(rk, "c");
+	add_event(rk, a, 0, 10);
+	add_event(rk, b, 5, 15);
+	add_event(rk, c, 6, 8);
+	build(rk);
+	assert_int_equal(rk->ntree, 3);
+	assert_int_equal(find(rk, -1, "a"), 0);
+	assert_int_equal(find(rk, -1, "b"), 1);
+	assert_int_equal(find(rk, 1, "c"), 2);
+	sp_profile_free(p);
+}
+
+/* Random overlapping events, zero lengths and repeats included: no crash,
+ * and the invariants of build() hold. */
+static void test_random_overlaps(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	char name[16];
+	for (int r = 0; r < 20; r++) {
+		snprintf(name, sizeof name, "r%d", r);
+		add_region(rk, name);
+	}
+	srand(12345);
+	int64_t dur = 0;
+	for (int i = 0; i < 20000; i++) {
+		int64_t s = rand() % 1000, d = rand() % 50;
+		add_event(rk, (size_t)(rand() % 20), s, s + d);
+		dur += d;
+	}
+	build(rk);
+	int64_t total = 0;
+	for (size_t i = 0; i < rk->ntree; i++)
+		total += rk->tree[i].total_ns;
+	assert_int_equal(total, dur);
+	sp_profile_free(p);
+}
+
+/* One parent with thousands of distinct children. */
+static void test_wide(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	char name[16];
+	size_t root = add_region(rk, "root");
+	add_event(rk, root, 0, 1000000);
+	for (int r = 1; r <= 5000; r++) {
+		snprintf(name, sizeof name, "f%d", r);
+		add_event(rk, add_region(rk, name), 10 * (5001 - r), 10 * (5001 - r) + 5);
+	}
+	build(rk);
+	assert_int_equal(rk->ntree, 5001);
+	for (int32_t i = 1; i <= 5000; i++) {
+		assert_int_equal(rk->tree[i].parent, 0);
+		assert_int_equal(rk->tree[i].region, 5001 - i);
+	}
+	sp_profile_free(p);
+}
+
+/* No events: an empty, non-NULL tree. */
+static void test_empty(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	build(rk);
+	assert_int_equal(rk->ntree, 0);
+	add_region(rk, "never");       /* no calls, no columns */
+	build(rk);
+	assert_int_equal(rk->ntree, 0);
+	sp_profile_free(p);
+}
+
+/* Columns not loaded: SP_EINVAL and the rank untouched. A rebuild replaces
+ * the previous tree (ASan checks that nothing leaks). */
+static void test_errors_and_rebuild(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	size_t a = add_region(rk, "a");
+	add_event(rk, a, 0, 10);
+	build(rk);
+	build(rk);
+	struct sp_tree_node *old = rk->tree;
+	assert_int_equal(rk->ntree, 1);
+	size_t b = add_region(rk, "b");
+	rk->regions[b].stats.num_calls = 3;
+	struct sp_error err = { 0 };
+	assert_int_equal(sp_tree_build(rk, &err), SP_EINVAL);
+	assert_int_equal(err.code, SP_EINVAL);
+	assert_non_null(strstr(err.msg, "'b'"));
+	assert_ptr_equal(rk->tree, old);
+	assert_int_equal(rk->ntree, 1);
+	sp_profile_free(p);
+}
+
+static double now_s(void)
+{
+	return (double)sp_clock_ns() / 1e9;
+}
+
+/* 1e6 events of a timestep loop (8 per step), then a 1e6-deep chain: both
+ * complete. Times are printed, not asserted. */
+static void test_million(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	const char *names[] = { "step", "a", "a1", "a2", "b", "b1", "c", "c1" };
+	const int64_t off[8][2] = { { 0, 100 }, { 1, 40 }, { 2, 10 }, { 11, 30 },
+				    { 41, 70 }, { 42, 69 }, { 71, 99 }, { 72, 98 } };
+	const size_t steps = 125000;
+	for (size_t r = 0; r < 8; r++) {
+		add_region(rk, names[r]);
+		struct sp_region_data *rd = &rk->regions[r];
+		rd->starts = malloc(steps * sizeof *rd->starts);
+		rd->ends = malloc(steps * sizeof *rd->ends);
+		assert_true(rd->starts && rd->ends);
+		for (size_t s = 0; s < steps; s++) {
+			rd->starts[s] = (int64_t)s * 100 + off[r][0];
+			rd->ends[s] = (int64_t)s * 100 + off[r][1];
+		}
+		rd->stats.num_calls = (int64_t)steps;
+	}
+	double t0 = now_s();
+	build(rk);
+	double t1 = now_s();
+	assert_int_equal(rk->ntree, 8);
+	assert_int_equal(rk->tree[0].calls, (int64_t)steps);
+	assert_int_equal(find(rk, find(rk, find(rk, -1, "step"), "b"), "b1"), 5);
+	sp_profile_free(p);
+
+	p = profile_new();
+	rk = &p->ranks[0];
+	size_t f = add_region(rk, "f");
+	struct sp_region_data *rd = &rk->regions[f];
+	const int64_t n = 1000000;
+	rd->starts = malloc((size_t)n * sizeof *rd->starts);
+	rd->ends = malloc((size_t)n * sizeof *rd->ends);
+	assert_true(rd->starts && rd->ends);
+	for (int64_t i = 0; i < n; i++) {
+		rd->starts[i] = i;
+		rd->ends[i] = 2 * n - i;
+	}
+	rd->stats.num_calls = n;
+	double t2 = now_s();
+	build(rk);
+	double t3 = now_s();
+	assert_int_equal(rk->ntree, (size_t)n);
+	assert_int_equal(rk->tree[n - 1].parent, n - 2);
+	printf("    1e6 events: timestep loop %.3f s, 1e6-deep chain %.3f s\n", t1 - t0, t3 - t2);
+	sp_profile_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_timestep_loop),
+		cmocka_unit_test(test_recursion_chain),
+		cmocka_unit_test(test_mutual_recursion),
+		cmocka_unit_test(test_sibling_order),
+		cmocka_unit_test(test_ties),
+		cmocka_unit_test(test_partial_overlap),
+		cmocka_unit_test(test_random_overlaps),
+		cmocka_unit_test(test_wide),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_errors_and_rebuild),
+		cmocka_unit_test(test_million),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
