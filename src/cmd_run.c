@@ -1,0 +1,415 @@
+/* cmd_run.c - `scope-profiler run`: runs a script (or -m module) as __main__
+ * in the embedded interpreter, exactly as `python script.py` would, with the
+ * explicit regions recording; the profile is written when the interpreter
+ * exits (normal end, sys.exit, an uncaught exception, SIGINT or SIGTERM). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sp_cmd.h"
+#include "sp_pymodule.h"
+
+#define CMD "run"
+
+/* One table gives getopt its options and --help its text. */
+struct run_option {
+	struct option opt;
+	const char *arg;   /* argument's name in --help, or NULL */
+	const char *help;
+};
+
+enum { OPT_BUFFER_LIMIT = 256, OPT_NO_OUTPUT, OPT_DISABLE };
+
+static const struct run_option run_options[] = {
+	{{"outfile", required_argument, NULL, 'o'}, "PATH",
+	 "write the profile to PATH (default: profiling_data.h5)"},
+	{{"quiet", no_argument, NULL, 'q'}, NULL, "print no summary after the run"},
+	{{"buffer-limit", required_argument, NULL, OPT_BUFFER_LIMIT}, "N",
+	 "initial event capacity per region (default: 1024; doubles when full)"},
+	{{"no-output", no_argument, NULL, OPT_NO_OUTPUT}, NULL,
+	 "record, but write no file (setup(deactivate_file_output=True))"},
+	{{"disable", no_argument, NULL, OPT_DISABLE}, NULL,
+	 "record nothing; decorators return the function itself"},
+	{{"help", no_argument, NULL, 'h'}, NULL, "show this help and exit"},
+};
+
+#define NOPTS (sizeof run_options / sizeof run_options[0])
+
+static void run_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: scope-profiler run [OPTIONS] script.py [ARGS...]\n"
+		"       scope-profiler run [OPTIONS] -m module [ARGS...]\n"
+		"\n"
+		"Runs the script as __main__, like `python script.py ARGS...`, with its\n"
+		"regions (@scope_profiler.profile, with scope_profiler.region(...)) recording,\n"
+		"and writes the profile when it ends. Options stop at the script's name:\n"
+		"what follows is the script's own.\n"
+		"\n"
+		"Options:\n");
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct run_option *o = &run_options[i];
+		char left[64];
+		if (o->opt.val < 256)
+			snprintf(left, sizeof left, "-%c, --%s%s%s", o->opt.val, o->opt.name,
+				 o->arg ? " " : "", o->arg ? o->arg : "");
+		else
+			snprintf(left, sizeof left, "    --%s%s%s", o->opt.name,
+				 o->arg ? " " : "", o->arg ? o->arg : "");
+		fprintf(out, "  %-24s %s\n", left, o->help);
+	}
+	fprintf(out,
+		"  %-24s %s\n"
+		"\n"
+		"Exit status: the script's own (sys.exit(n) -> n, an uncaught exception\n"
+		"-> 1, Ctrl-C -> 130, SIGTERM -> 143); 2 for usage errors. The profile is\n"
+		"written in each of these cases. The interpreter is %s.\n",
+		"-m MODULE", "run a module as __main__, like `python -m MODULE`",
+		SP_PYTHON_EXECUTABLE);
+}
+
+struct run_args {
+	const char *outfile;       /* NULL: the default */
+	int outfile_given;
+	int quiet;
+	long long buffer_limit;    /* 0: the default */
+	int no_output;
+	int disable;
+	const char *module;        /* -m MODULE */
+	const char *script;
+	int script_argc;           /* arguments after the script or module */
+	char **script_argv;
+};
+
+static int parse_args(int argc, char **argv, struct run_args *a)
+{
+	struct option longopts[NOPTS + 1];
+	for (size_t i = 0; i < NOPTS; i++)
+		longopts[i] = run_options[i].opt;
+	memset(&longopts[NOPTS], 0, sizeof longopts[NOPTS]);
+
+	memset(a, 0, sizeof *a);
+	opterr = 0;
+	optind = 1;
+	int c;
+	/* '+': stop at the first non-option, the script's name. */
+	while (!a->module && (c = getopt_long(argc, argv, "+o:qm:h", longopts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 'o':
+			if (!*optarg) {
+				sp_cmd_error(CMD, "--outfile needs a path");
+				return -1;
+			}
+			a->outfile = optarg;
+			a->outfile_given = 1;
+			break;
+		case 'q':
+			a->quiet = 1;
+			break;
+		case 'm':
+			a->module = optarg;
+			break;
+		case OPT_BUFFER_LIMIT:
+			errno = 0;
+			a->buffer_limit = strtoll(optarg, &end, 10);
+			if (errno || *end || end == optarg || a->buffer_limit < 1) {
+				sp_cmd_error(CMD, "--buffer-limit takes a positive whole number, not '%s'", optarg);
+				return -1;
+			}
+			break;
+		case OPT_NO_OUTPUT:
+			a->no_output = 1;
+			break;
+		case OPT_DISABLE:
+			a->disable = 1;
+			break;
+		case 'h':
+			run_usage(stdout);
+			return 1;
+		case ':':
+		case '?':
+		default:
+			if (optopt && optopt < 256 && strchr("om", optopt))
+				sp_cmd_error(CMD, "option -%c needs an argument; see 'scope-profiler run --help'", optopt);
+			else if (optopt && optopt < 256)
+				sp_cmd_error(CMD, "unknown option -%c; see 'scope-profiler run --help'", optopt);
+			else
+				sp_cmd_error(CMD, "unknown or incomplete option '%s'; see 'scope-profiler run --help'",
+					     argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (!a->module) {
+		if (optind >= argc) {
+			sp_cmd_error(CMD, "no script given; usage: scope-profiler run [OPTIONS] script.py [ARGS...]");
+			return -1;
+		}
+		a->script = argv[optind++];
+	}
+	a->script_argc = argc - optind;
+	a->script_argv = argv + optind;
+	return 0;
+}
+
+/* The script must be a readable file, or a folder with __main__.py (which
+ * Python runs like `python folder`). */
+static int check_script(const char *script)
+{
+	struct stat st;
+	if (stat(script, &st) != 0) {
+		sp_cmd_error(CMD, "cannot open script '%s': %s", script, strerror(errno));
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		char main_py[PATH_MAX];
+		snprintf(main_py, sizeof main_py, "%s/__main__.py", script);
+		if (access(main_py, R_OK) != 0) {
+			sp_cmd_error(CMD, "'%s' is a directory with no __main__.py", script);
+			return -1;
+		}
+		return 0;
+	}
+	if (access(script, R_OK) != 0) {
+		sp_cmd_error(CMD, "cannot read script '%s': %s", script, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Resolves path against the current folder, so a script's chdir does not
+ * move the profile; checks now, before the script runs for hours, that a
+ * file can be created there. */
+static int check_outfile(const char *path, char *abs, size_t len)
+{
+	if (path[0] == '/') {
+		snprintf(abs, len, "%s", path);
+	} else {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof cwd)) {
+			sp_cmd_error(CMD, "cannot resolve '%s': %s", path, strerror(errno));
+			return -1;
+		}
+		if ((size_t)snprintf(abs, len, "%s/%s", cwd, path) >= len) {
+			sp_cmd_error(CMD, "output path '%s' is too long", path);
+			return -1;
+		}
+	}
+	struct stat st;
+	if (stat(abs, &st) == 0 && S_ISDIR(st.st_mode)) {
+		sp_cmd_error(CMD, "cannot write the profile to '%s': it is a directory", path);
+		return -1;
+	}
+	char probe[PATH_MAX + 32];
+	snprintf(probe, sizeof probe, "%s.tmp.%ld", abs, (long)getpid());
+	int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0) {
+		sp_cmd_error(CMD, "cannot write the profile to '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	unlink(probe);
+	return 0;
+}
+
+/* Compiles the script once before running it, so a syntax error is one
+ * clear line and no profile is written. Returns 0 when it compiles. */
+static int precompile(const char *script)
+{
+	struct stat st;
+	if (stat(script, &st) != 0 || S_ISDIR(st.st_mode))
+		return 0;  /* a folder: Python reports its own errors */
+	FILE *f = fopen(script, "rb");
+	if (!f) {
+		sp_cmd_error(CMD, "cannot read script '%s': %s", script, strerror(errno));
+		return -1;
+	}
+	PyObject *src = NULL;
+	char *buf = malloc((size_t)st.st_size + 1);
+	size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+	fclose(f);
+	if (buf)
+		src = PyBytes_FromStringAndSize(buf, (Py_ssize_t)n);
+	free(buf);
+	if (!src) {
+		PyErr_Clear();
+		sp_cmd_error(CMD, "cannot read script '%s': out of memory", script);
+		return -1;
+	}
+	PyObject *builtins = PyEval_GetBuiltins();
+	PyObject *compile = builtins ? PyDict_GetItemString(builtins, "compile") : NULL;
+	PyObject *code = compile ? PyObject_CallFunction(compile, "Oss", src, script, "exec") : NULL;
+	Py_DECREF(src);
+	if (code) {
+		Py_DECREF(code);
+		return 0;
+	}
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	PyErr_NormalizeException(&type, &value, &tb);
+	PyObject *s = value ? PyObject_Str(value) : NULL;
+	const char *name = type ? ((PyTypeObject *)type)->tp_name : "error";
+	const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+	sp_cmd_error(CMD, "%s: %s: %s", script, name, text ? text : "cannot compile");
+	PyErr_Clear();
+	Py_XDECREF(s);
+	Py_XDECREF(type);
+	Py_XDECREF(value);
+	Py_XDECREF(tb);
+	return -1;
+}
+
+static int init_python(const struct run_args *a)
+{
+	PyConfig config;
+	PyStatus status;
+	PyConfig_InitPythonConfig(&config);
+	config.parse_argv = 0;
+	/* sys.argv: [script, ARGS...] or ["-m", ARGS...] as python sets it
+	 * before runpy replaces it with the module's path. */
+	int n = a->script_argc + 1;
+	char **argv = malloc(sizeof(char *) * (size_t)(n + 1));
+	if (!argv) {
+		sp_cmd_error(CMD, "out of memory");
+		return -1;
+	}
+	argv[0] = (char *)(a->module ? "-m" : a->script);
+	for (int i = 0; i < a->script_argc; i++)
+		argv[i + 1] = a->script_argv[i];
+	argv[n] = NULL;
+	status = PyConfig_SetBytesArgv(&config, n, argv);
+	free(argv);
+	if (PyStatus_Exception(status))
+		goto fail;
+	if (a->module)
+		status = PyConfig_SetBytesString(&config, &config.run_module, a->module);
+	else
+		status = PyConfig_SetBytesString(&config, &config.run_filename, a->script);
+	if (PyStatus_Exception(status))
+		goto fail;
+	/* sys.executable is the real interpreter, so subprocesses and
+	 * multiprocessing's spawn start plain Python, not this tool. */
+	if (access(SP_PYTHON_EXECUTABLE, X_OK) == 0) {
+		status = PyConfig_SetBytesString(&config, &config.program_name, SP_PYTHON_EXECUTABLE);
+		if (!PyStatus_Exception(status))
+			status = PyConfig_SetBytesString(&config, &config.executable, SP_PYTHON_EXECUTABLE);
+		if (PyStatus_Exception(status))
+			goto fail;
+	}
+	status = Py_InitializeFromConfig(&config);
+	if (PyStatus_Exception(status))
+		goto fail;
+	PyConfig_Clear(&config);
+	return 0;
+fail:
+	PyConfig_Clear(&config);
+	sp_cmd_error(CMD, "cannot start the Python interpreter: %s",
+		     status.err_msg ? status.err_msg : "unknown error");
+	return -1;
+}
+
+/* Starts the implicit session: scope_profiler._run_begin(...). */
+static int begin_session(const struct run_args *a, const char *outfile, const char *cmdline)
+{
+	PyObject *mod = PyImport_ImportModule("scope_profiler");
+	PyObject *opts = PyDict_New(), *locked = PyDict_New(), *res = NULL;
+	if (!mod || !opts || !locked)
+		goto out;
+	PyObject *path = PyUnicode_DecodeFSDefault(outfile);
+	int bad = !path || PyDict_SetItemString(opts, "file_path", path) != 0;
+	if (!bad && a->outfile_given)
+		bad = PyDict_SetItemString(locked, "file_path", path) != 0;
+	Py_XDECREF(path);
+	if (bad)
+		goto out;
+	if (a->buffer_limit) {
+		PyObject *v = PyLong_FromLongLong(a->buffer_limit);
+		bad = !v || PyDict_SetItemString(opts, "buffer_limit", v) != 0 ||
+		      PyDict_SetItemString(locked, "buffer_limit", v) != 0;
+		Py_XDECREF(v);
+		if (bad)
+			goto out;
+	}
+	if ((a->no_output && (PyDict_SetItemString(opts, "deactivate_file_output", Py_True) ||
+			      PyDict_SetItemString(locked, "deactivate_file_output", Py_True))) ||
+	    (a->disable && (PyDict_SetItemString(opts, "deactivate_profiling", Py_True) ||
+			    PyDict_SetItemString(locked, "deactivate_profiling", Py_True))))
+		goto out;
+	res = PyObject_CallMethod(mod, "_run_begin", "OOis", opts, locked, a->quiet, cmdline);
+out:
+	Py_XDECREF(mod);
+	Py_XDECREF(opts);
+	Py_XDECREF(locked);
+	if (!res) {
+		PyErr_Print();
+		sp_cmd_error(CMD, "cannot start the profiling session");
+		return -1;
+	}
+	Py_DECREF(res);
+	return 0;
+}
+
+static char *join_args(int argc, char **argv)
+{
+	size_t len = 1;
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	char *s = malloc(len), *p = s;
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++)
+		p += sprintf(p, i ? " %s" : "%s", argv[i]);
+	*p = '\0';
+	return s;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_args a;
+	int rc = parse_args(argc, argv, &a);
+	if (rc != 0)
+		return rc > 0 ? 0 : SP_EXIT_USAGE;
+	if (a.script && check_script(a.script) != 0)
+		return SP_EXIT_USAGE;
+	char outfile[PATH_MAX];
+	const char *out = a.outfile ? a.outfile : "profiling_data.h5";
+	if (a.no_output || a.disable)
+		snprintf(outfile, sizeof outfile, "%s", out);
+	else if (check_outfile(out, outfile, sizeof outfile) != 0)
+		return SP_EXIT_USAGE;
+
+	if (sp_pymodule_register() != 0) {
+		sp_cmd_error(CMD, "cannot register the scope_profiler module");
+		return 1;
+	}
+	if (init_python(&a) != 0)
+		return 1;
+	if (a.script && precompile(a.script) != 0) {
+		Py_FinalizeEx();
+		return 1;
+	}
+	/* The command line as the user typed it, for the file's metadata. */
+	char *cmdline = join_args(argc + 1, argv - 1);
+	rc = begin_session(&a, outfile, cmdline ? cmdline : "");
+	free(cmdline);
+	if (rc != 0) {
+		Py_FinalizeEx();
+		return 1;
+	}
+	/* Runs the script, then Py_FinalizeEx, whose atexit stage writes the
+	 * profile. On an unhandled KeyboardInterrupt it ends this process with
+	 * SIGINT, as python does. */
+	rc = Py_RunMain();
+	if (rc == 0 && sp_run_write_failed)
+		rc = 1;
+	return rc;
+}

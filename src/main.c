@@ -1,0 +1,93 @@
+/* main.c - the scope-profiler executable: global options and the table of
+ * subcommands, each implemented in its own cmd_<name>.c. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sp_cmd.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{"run", cmd_run, "run a Python script with its regions recording, write the profile"},
+	{"summary", cmd_summary, "print the call tree and region table of a profile"},
+};
+
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+void sp_cmd_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fprintf(stderr, "scope-profiler: %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: scope-profiler [--version] [--help] COMMAND [OPTIONS] ...\n"
+		"\n"
+		"Profiles Python programs: records every call of every region with\n"
+		"nanosecond timestamps and writes one HDF5 file.\n"
+		"\n"
+		"Commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out,
+		"\n"
+		"'scope-profiler COMMAND --help' describes a command; man scope-profiler\n"
+		"describes them all.\n");
+}
+
+static void version(void)
+{
+	printf("scope-profiler %s\n", SP_VERSION);
+	printf("embedded Python: %s\n", SP_PYTHON_VERSION);
+	printf("MPI: not built in\n");
+}
+
+/* A full disk or a closed pipe must not truncate a report silently. */
+static int finish_stdout(int status)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno != EPIPE)
+			fprintf(stderr, "scope-profiler: error writing to standard output: %s\n",
+				strerror(errno));
+		return status ? status : 1;
+	}
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return SP_EXIT_USAGE;
+	}
+	const char *arg = argv[1];
+	if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || strcmp(arg, "help") == 0) {
+		usage(stdout);
+		return finish_stdout(0);
+	}
+	if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0) {
+		version();
+		return finish_stdout(0);
+	}
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(arg, commands[i].name) == 0)
+			return finish_stdout(commands[i].fn(argc - 1, argv + 1));
+	if (arg[0] == '-')
+		fprintf(stderr, "scope-profiler: unknown option '%s'\n", arg);
+	else
+		fprintf(stderr, "scope-profiler: '%s' is not a command; see 'scope-profiler --help'\n", arg);
+	return SP_EXIT_USAGE;
+}

@@ -1,0 +1,981 @@
+/* pymodule.c - the built-in module `scope_profiler`: region objects, the
+ * C decorator wrapper, and the session primitives its Python layer
+ * (scope_profiler_py.py, embedded) builds ProfileManager on.
+ *
+ * Recording never runs Python code of ours: `with region:` calls the C
+ * __enter__/__exit__ below, a decorated call goes through pf_call_timed().
+ * The mode is chosen at setup by swapping the region objects' type and the
+ * wrappers' vectorcall pointer, so the recording path checks nothing. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_clock.h"
+#include "sp_h5.h"
+#include "sp_profile.h"
+#include "sp_pymodule.h"
+#include "sp_recorder.h"
+#include "sp_render.h"
+#include "sp_pysrc.h"
+
+/* ------------------------------------------------------------------ */
+/* Region objects                                                      */
+
+typedef struct {
+	PyObject_HEAD
+	PyObject *name;               /* str, exact */
+	struct sp_buf buf;
+	uint64_t gen;                 /* bumped when the events are cleared */
+	ptrdiff_t *open;              /* slots of `with` entries not yet exited */
+	size_t depth, open_cap;
+	ptrdiff_t open_inline[4];
+} RegionObject;
+
+static PyTypeObject TimeOnlyRegionType;
+static PyTypeObject DisabledRegionType;
+
+/* Module state: one interpreter per process, so plain statics. */
+static PyObject *registry;            /* dict: name -> RegionObject, creation order */
+static size_t buffer_limit = SP_DEFAULT_BUFFER_LIMIT;
+static PyTypeObject *region_type = &TimeOnlyRegionType;
+
+static int region_open_grow(RegionObject *r)
+{
+	size_t cap = r->open_cap * 2;
+	ptrdiff_t *p;
+	if (r->open == r->open_inline) {
+		p = PyMem_Malloc(cap * sizeof *p);
+		if (p)
+			memcpy(p, r->open_inline, r->depth * sizeof *p);
+	} else {
+		p = PyMem_Realloc(r->open, cap * sizeof *p);
+	}
+	if (!p)
+		return -1;
+	r->open = p;
+	r->open_cap = cap;
+	return 0;
+}
+
+static PyObject *region_enter_timed(PyObject *self, PyObject *unused)
+{
+	RegionObject *r = (RegionObject *)self;
+	if (r->depth == r->open_cap && region_open_grow(r) != 0)
+		return PyErr_NoMemory();
+	ptrdiff_t i = sp_buf_reserve(&r->buf);
+	r->open[r->depth++] = i;
+	if (i >= 0) {
+		r->buf.ends[i] = SP_NO_TIME;
+		r->buf.starts[i] = sp_clock_ns();
+	}
+	return Py_NewRef(self);
+}
+
+static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	int64_t t = sp_clock_ns();
+	RegionObject *r = (RegionObject *)self;
+	/* depth is 0 when the session was finalized inside the block. */
+	if (r->depth) {
+		ptrdiff_t i = r->open[--r->depth];
+		if (i >= 0)
+			r->buf.ends[i] = t;
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *region_enter_disabled(PyObject *self, PyObject *unused)
+{
+	return Py_NewRef(self);
+}
+
+static PyObject *region_exit_disabled(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	Py_RETURN_NONE;
+}
+
+static PyObject *region_repr(PyObject *self)
+{
+	RegionObject *r = (RegionObject *)self;
+	return PyUnicode_FromFormat("<%s %R: %zu calls>", Py_TYPE(self)->tp_name, r->name, r->buf.n);
+}
+
+static void region_dealloc(PyObject *self)
+{
+	RegionObject *r = (RegionObject *)self;
+	Py_XDECREF(r->name);
+	sp_buf_free(&r->buf);
+	if (r->open != r->open_inline)
+		PyMem_Free(r->open);
+	Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *region_get_name(PyObject *self, void *c)
+{
+	return Py_NewRef(((RegionObject *)self)->name);
+}
+
+static PyObject *region_get_num_calls(PyObject *self, void *c)
+{
+	return PyLong_FromSize_t(((RegionObject *)self)->buf.n);
+}
+
+static PyObject *region_get_capacity(PyObject *self, void *c)
+{
+	return PyLong_FromSize_t(((RegionObject *)self)->buf.cap);
+}
+
+static PyObject *region_get_dropped(PyObject *self, void *c)
+{
+	return PyLong_FromSize_t(((RegionObject *)self)->buf.dropped);
+}
+
+/* A numpy int64 array built from n int64 values (a copy). */
+static PyObject *int64_numpy(const int64_t *v, size_t n)
+{
+	PyObject *np = PyImport_ImportModule("numpy");
+	if (!np)
+		return NULL;
+	PyObject *bytes = PyBytes_FromStringAndSize((const char *)v, (Py_ssize_t)(n * sizeof *v));
+	PyObject *arr = NULL;
+	if (bytes) {
+		PyObject *tmp = PyObject_CallMethod(np, "frombuffer", "Os", bytes, "int64");
+		if (tmp) {
+			arr = PyObject_CallMethod(tmp, "copy", NULL);
+			Py_DECREF(tmp);
+		}
+	}
+	Py_XDECREF(bytes);
+	Py_DECREF(np);
+	return arr;
+}
+
+/* Durations in ns of the completed calls, as a numpy int64 array. */
+static PyObject *region_get_durations_numpy(PyObject *self, PyObject *unused)
+{
+	RegionObject *r = (RegionObject *)self;
+	int64_t *d = PyMem_Malloc((r->buf.n ? r->buf.n : 1) * sizeof *d);
+	if (!d)
+		return PyErr_NoMemory();
+	size_t k = 0;
+	for (size_t i = 0; i < r->buf.n; i++)
+		if (r->buf.ends[i] != SP_NO_TIME)
+			d[k++] = r->buf.ends[i] - r->buf.starts[i];
+	PyObject *arr = int64_numpy(d, k);
+	PyMem_Free(d);
+	return arr;
+}
+
+static PyObject *region_timestamps_numpy(PyObject *self, PyObject *unused, int ends)
+{
+	RegionObject *r = (RegionObject *)self;
+	return int64_numpy(ends ? r->buf.ends : r->buf.starts, r->buf.n);
+}
+
+static PyObject *region_get_start_times_numpy(PyObject *self, PyObject *unused)
+{
+	return region_timestamps_numpy(self, unused, 0);
+}
+
+static PyObject *region_get_end_times_numpy(PyObject *self, PyObject *unused)
+{
+	return region_timestamps_numpy(self, unused, 1);
+}
+
+static PyGetSetDef region_getset[] = {
+	{"name", region_get_name, NULL, "the region's name", NULL},
+	{"num_calls", region_get_num_calls, NULL, "calls recorded in this session", NULL},
+	{"capacity", region_get_capacity, NULL, "allocated event slots (doubles when full)", NULL},
+	{"dropped", region_get_dropped, NULL, "calls lost because memory ran out", NULL},
+	{NULL},
+};
+
+static PyObject *pf_new(RegionObject *region, PyObject *func);
+
+/* region(func): the decorator form. */
+static PyObject *region_call_timed(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PyObject *func;
+	if (kw && PyDict_GET_SIZE(kw)) {
+		PyErr_SetString(PyExc_TypeError, "a region decorates one function: region(func)");
+		return NULL;
+	}
+	if (!PyArg_ParseTuple(args, "O:region", &func))
+		return NULL;
+	if (!PyCallable_Check(func)) {
+		PyErr_Format(PyExc_TypeError, "a region decorates a callable, not %.100s",
+			     Py_TYPE(func)->tp_name);
+		return NULL;
+	}
+	return pf_new((RegionObject *)self, func);
+}
+
+static PyObject *region_call_disabled(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PyObject *func;
+	if (!PyArg_ParseTuple(args, "O:region", &func))
+		return NULL;
+	return Py_NewRef(func);
+}
+
+#define REGION_COMMON_METHODS \
+	{"get_durations_numpy", region_get_durations_numpy, METH_NOARGS, \
+	 "Durations in ns of the completed calls (numpy int64 array)."}, \
+	{"get_start_times_numpy", region_get_start_times_numpy, METH_NOARGS, \
+	 "Start timestamps in ns (numpy int64 array)."}, \
+	{"get_end_times_numpy", region_get_end_times_numpy, METH_NOARGS, \
+	 "End timestamps in ns (numpy int64 array; INT64_MIN while open)."}
+
+static PyMethodDef timed_methods[] = {
+	{"__enter__", region_enter_timed, METH_NOARGS, NULL},
+	{"__exit__", (PyCFunction)(void (*)(void))region_exit_timed, METH_FASTCALL, NULL},
+	REGION_COMMON_METHODS,
+	{NULL},
+};
+
+static PyMethodDef disabled_methods[] = {
+	{"__enter__", region_enter_disabled, METH_NOARGS, NULL},
+	{"__exit__", (PyCFunction)(void (*)(void))region_exit_disabled, METH_FASTCALL, NULL},
+	REGION_COMMON_METHODS,
+	{NULL},
+};
+
+static PyTypeObject TimeOnlyRegionType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler.TimeOnlyProfileRegion",
+	.tp_basicsize = sizeof(RegionObject),
+	.tp_dealloc = region_dealloc,
+	.tp_repr = region_repr,
+	.tp_call = region_call_timed,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "A region that records the start and end of every call.",
+	.tp_methods = timed_methods,
+	.tp_getset = region_getset,
+};
+
+static PyTypeObject DisabledRegionType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler.DisabledProfileRegion",
+	.tp_basicsize = sizeof(RegionObject),
+	.tp_dealloc = region_dealloc,
+	.tp_repr = region_repr,
+	.tp_call = region_call_disabled,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "A region that records nothing; as a decorator it returns the function itself.",
+	.tp_methods = disabled_methods,
+	.tp_getset = region_getset,
+};
+
+static PyObject *region_create(PyObject *name)
+{
+	Py_ssize_t len = PyUnicode_GetLength(name);
+	if (len < 0)
+		return NULL;
+	if (len == 0) {
+		PyErr_SetString(PyExc_ValueError, "a region name must not be empty");
+		return NULL;
+	}
+	if (PyUnicode_FindChar(name, 0, 0, len, 1) >= 0) {
+		PyErr_SetString(PyExc_ValueError, "a region name must not contain NUL characters");
+		return NULL;
+	}
+	RegionObject *r = PyObject_New(RegionObject, region_type);
+	if (!r)
+		return NULL;
+	r->name = Py_NewRef(name);
+	sp_buf_init(&r->buf, buffer_limit);
+	r->gen = 0;
+	r->open = r->open_inline;
+	r->depth = 0;
+	r->open_cap = sizeof r->open_inline / sizeof r->open_inline[0];
+	if (PyDict_SetItem(registry, name, (PyObject *)r) != 0) {
+		Py_DECREF(r);
+		return NULL;
+	}
+	return (PyObject *)r;
+}
+
+static PyObject *check_name(PyObject *name)
+{
+	if (!PyUnicode_Check(name)) {
+		PyErr_Format(PyExc_TypeError, "a region name must be a str, not %.100s",
+			     Py_TYPE(name)->tp_name);
+		return NULL;
+	}
+	return name;
+}
+
+/* region(name, functions=None): the region called `name`, created on first
+ * use with the class the current setup chose. */
+static PyObject *mod_region(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+	PyObject *name = NULL;
+	if (nargs == 1 && !kwnames) {
+		name = args[0];
+	} else {
+		static const char *const kwlist[] = {"name", "functions", NULL};
+		PyObject *functions = Py_None;
+		Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+		PyObject *argv[2] = {NULL, NULL};
+		if (nargs > 2) {
+			PyErr_Format(PyExc_TypeError, "region() takes at most 2 arguments (%zd given)", nargs);
+			return NULL;
+		}
+		for (Py_ssize_t i = 0; i < nargs; i++)
+			argv[i] = args[i];
+		for (Py_ssize_t i = 0; i < nkw; i++) {
+			PyObject *k = PyTuple_GET_ITEM(kwnames, i);
+			int slot = -1;
+			for (int j = 0; kwlist[j]; j++)
+				if (PyUnicode_CompareWithASCIIString(k, kwlist[j]) == 0)
+					slot = j;
+			if (slot < 0 || argv[slot]) {
+				PyErr_Format(PyExc_TypeError, "region() got an unexpected or repeated argument %R", k);
+				return NULL;
+			}
+			argv[slot] = args[nargs + i];
+		}
+		name = argv[0];
+		functions = argv[1] ? argv[1] : Py_None;
+		(void)functions; /* used by line profiling */
+		if (!name) {
+			PyErr_SetString(PyExc_TypeError, "region() missing required argument 'name'");
+			return NULL;
+		}
+	}
+	if (!check_name(name))
+		return NULL;
+	PyObject *r = PyDict_GetItemWithError(registry, name);
+	if (r)
+		return Py_NewRef(r);
+	if (PyErr_Occurred())
+		return NULL;
+	return region_create(name);
+}
+
+static PyObject *mod_get_region(PyObject *m, PyObject *name)
+{
+	if (!check_name(name))
+		return NULL;
+	PyObject *r = PyDict_GetItemWithError(registry, name);
+	if (r)
+		return Py_NewRef(r);
+	if (!PyErr_Occurred())
+		PyErr_Format(PyExc_KeyError, "no region named %R", name);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The decorator wrapper                                               */
+
+typedef struct ProfiledFunction {
+	PyObject_HEAD
+	vectorcallfunc vectorcall;
+	PyObject *func;
+	RegionObject *region;
+	PyObject *dict;
+	PyObject *weaklist;
+	struct ProfiledFunction *prev, *next;   /* all live wrappers */
+} ProfiledFunction;
+
+static PyTypeObject ProfiledFunctionType;
+static ProfiledFunction *wrappers;
+
+static PyObject *pf_call_timed(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	RegionObject *r = pf->region;
+	ptrdiff_t i = sp_buf_reserve(&r->buf);
+	if (i < 0)
+		return PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
+	uint64_t gen = r->gen;
+	r->buf.ends[i] = SP_NO_TIME;
+	r->buf.starts[i] = sp_clock_ns();
+	PyObject *res = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
+	int64_t t = sp_clock_ns();
+	/* The session may have been finalized during the call; then the slot
+	 * is no longer ours. */
+	if (r->gen == gen)
+		r->buf.ends[i] = t;
+	return res;
+}
+
+static PyObject *pf_call_disabled(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return PyObject_Vectorcall(((ProfiledFunction *)self)->func, args, nargsf, kwnames);
+}
+
+static vectorcallfunc wrapper_call = pf_call_timed;
+
+static PyObject *pf_new(RegionObject *region, PyObject *func)
+{
+	ProfiledFunction *pf = PyObject_GC_New(ProfiledFunction, &ProfiledFunctionType);
+	if (!pf)
+		return NULL;
+	pf->vectorcall = wrapper_call;
+	pf->func = Py_NewRef(func);
+	pf->region = (RegionObject *)Py_NewRef((PyObject *)region);
+	pf->dict = NULL;
+	pf->weaklist = NULL;
+	pf->prev = NULL;
+	pf->next = wrappers;
+	if (wrappers)
+		wrappers->prev = pf;
+	wrappers = pf;
+	PyObject_GC_Track(pf);
+	return (PyObject *)pf;
+}
+
+static int pf_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	Py_VISIT(pf->func);
+	Py_VISIT(pf->dict);
+	return 0;
+}
+
+static int pf_clear(PyObject *self)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	Py_CLEAR(pf->func);
+	Py_CLEAR(pf->dict);
+	return 0;
+}
+
+static void pf_dealloc(PyObject *self)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	PyObject_GC_UnTrack(self);
+	if (pf->weaklist)
+		PyObject_ClearWeakRefs(self);
+	if (pf->prev)
+		pf->prev->next = pf->next;
+	else if (wrappers == pf)
+		wrappers = pf->next;
+	if (pf->next)
+		pf->next->prev = pf->prev;
+	pf_clear(self);
+	Py_CLEAR(pf->region);
+	PyObject_GC_Del(self);
+}
+
+static PyObject *pf_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+	if (obj == NULL || obj == Py_None)
+		return Py_NewRef(self);
+	return PyMethod_New(self, obj);
+}
+
+/* Attributes the wrapper does not have (__code__, __defaults__, ...) are
+ * the wrapped function's. */
+static PyObject *pf_getattro(PyObject *self, PyObject *name)
+{
+	PyObject *v = PyObject_GenericGetAttr(self, name);
+	if (v || !PyErr_ExceptionMatches(PyExc_AttributeError))
+		return v;
+	PyErr_Clear();
+	return PyObject_GetAttr(((ProfiledFunction *)self)->func, name);
+}
+
+static PyObject *pf_repr(PyObject *self)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	return PyUnicode_FromFormat("<profiled %R in region %R>", pf->func, pf->region->name);
+}
+
+static PyObject *pf_get_wrapped(PyObject *self, void *c)
+{
+	return Py_NewRef(((ProfiledFunction *)self)->func);
+}
+
+static PyObject *pf_get_region(PyObject *self, void *c)
+{
+	return Py_NewRef((PyObject *)((ProfiledFunction *)self)->region);
+}
+
+/* __name__, __qualname__, __doc__, __module__: the function's, unless set
+ * on the wrapper (functools.wraps-style). */
+static PyObject *pf_get_forwarded(PyObject *self, void *c)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	if (pf->dict) {
+		PyObject *v = PyDict_GetItemString(pf->dict, (const char *)c);
+		if (v)
+			return Py_NewRef(v);
+	}
+	return PyObject_GetAttrString(pf->func, (const char *)c);
+}
+
+static int pf_set_forwarded(PyObject *self, PyObject *value, void *c)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	if (!pf->dict && !(pf->dict = PyDict_New()))
+		return -1;
+	if (value)
+		return PyDict_SetItemString(pf->dict, (const char *)c, value);
+	return PyDict_DelItemString(pf->dict, (const char *)c);
+}
+
+static PyGetSetDef pf_getset[] = {
+	{"__wrapped__", pf_get_wrapped, NULL, "the wrapped function", NULL},
+	{"region", pf_get_region, NULL, "the region this function records into", NULL},
+	{"__name__", pf_get_forwarded, pf_set_forwarded, NULL, "__name__"},
+	{"__qualname__", pf_get_forwarded, pf_set_forwarded, NULL, "__qualname__"},
+	{"__doc__", pf_get_forwarded, pf_set_forwarded, NULL, "__doc__"},
+	{"__module__", pf_get_forwarded, pf_set_forwarded, NULL, "__module__"},
+	{"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+	{NULL},
+};
+
+static PyTypeObject ProfiledFunctionType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler.ProfiledFunction",
+	.tp_basicsize = sizeof(ProfiledFunction),
+	.tp_dealloc = pf_dealloc,
+	.tp_vectorcall_offset = offsetof(ProfiledFunction, vectorcall),
+	.tp_repr = pf_repr,
+	.tp_call = PyVectorcall_Call,
+	.tp_getattro = pf_getattro,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+		    Py_TPFLAGS_METHOD_DESCRIPTOR,
+	.tp_doc = "A function whose calls are recorded in a region.",
+	.tp_traverse = pf_traverse,
+	.tp_clear = pf_clear,
+	.tp_weaklistoffset = offsetof(ProfiledFunction, weaklist),
+	.tp_getset = pf_getset,
+	.tp_descr_get = pf_descr_get,
+	.tp_dictoffset = offsetof(ProfiledFunction, dict),
+};
+
+/* ------------------------------------------------------------------ */
+/* Session primitives                                                  */
+
+/* _configure(disabled, buffer_limit): choose the region class and the
+ * wrapper call for every region and wrapper, existing and future. */
+static PyObject *mod_configure(PyObject *m, PyObject *args)
+{
+	int disabled;
+	Py_ssize_t limit;
+	if (!PyArg_ParseTuple(args, "pn:_configure", &disabled, &limit))
+		return NULL;
+	if (limit < 1) {
+		PyErr_SetString(PyExc_ValueError, "buffer_limit must be a positive integer");
+		return NULL;
+	}
+	buffer_limit = (size_t)limit;
+	region_type = disabled ? &DisabledRegionType : &TimeOnlyRegionType;
+	wrapper_call = disabled ? pf_call_disabled : pf_call_timed;
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	while (PyDict_Next(registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		Py_SET_TYPE(v, region_type);
+		r->buf.initial_cap = buffer_limit;
+		if (r->buf.n == 0 && r->buf.cap != buffer_limit)
+			sp_buf_free(&r->buf);
+	}
+	for (ProfiledFunction *pf = wrappers; pf; pf = pf->next)
+		pf->vectorcall = wrapper_call;
+	Py_RETURN_NONE;
+}
+
+/* _reset(): forget every recorded event (the regions stay registered). */
+static PyObject *mod_reset(PyObject *m, PyObject *unused)
+{
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	while (PyDict_Next(registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		if (r->buf.cap != buffer_limit)
+			sp_buf_free(&r->buf);
+		sp_buf_clear(&r->buf);
+		r->buf.initial_cap = buffer_limit;
+		r->depth = 0;
+		r->gen++;
+	}
+	Py_RETURN_NONE;
+}
+
+static char *dup_utf8(PyObject *s)
+{
+	const char *u = PyUnicode_AsUTF8(s);
+	if (!u)
+		return NULL;
+	char *d = strdup(u);
+	if (!d)
+		PyErr_NoMemory();
+	return d;
+}
+
+/* Builds a one-rank profile over the live regions (events borrowed, not
+ * copied), closing calls still open at `now`, with its call tree when
+ * `tree` is set. Sets a Python exception and
+ * returns NULL on failure. */
+static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject *meta, int tree)
+{
+	struct sp_profile *p = calloc(1, sizeof *p);
+	struct sp_error err = {0};
+	if (!p)
+		return (struct sp_profile *)PyErr_NoMemory();
+	p->format_version = 1;
+	p->nranks = 1;
+	p->ranks = calloc(1, sizeof *p->ranks);
+	size_t nreg = (size_t)PyDict_GET_SIZE(registry);
+	if (!p->ranks || !(p->ranks[0].regions = calloc(nreg ? nreg : 1, sizeof(struct sp_region_data))))
+		goto nomem;
+	struct sp_rank *rk = &p->ranks[0];
+	rk->rank = 0;
+	rk->run_start_ns = run_start;
+	rk->run_end_ns = now;
+	rk->pid = (int64_t)getpid();
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	while (PyDict_Next(registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		if (r->buf.n == 0)
+			continue;
+		for (size_t i = 0; i < r->buf.n; i++)
+			if (r->buf.ends[i] == SP_NO_TIME)
+				r->buf.ends[i] = now;
+		struct sp_region_data *rd = &rk->regions[rk->nregions];
+		if (!(rd->name = dup_utf8(r->name)))
+			goto fail;
+		rk->nregions++;
+		rd->starts = r->buf.starts;
+		rd->ends = r->buf.ends;
+		rd->owns_events = 0;
+		sp_stats_compute(&rd->stats, rd->starts, rd->ends, r->buf.n);
+	}
+	if (meta && PyDict_Check(meta)) {
+		Py_ssize_t n = PyDict_GET_SIZE(meta);
+		p->meta = calloc(n ? (size_t)n : 1, sizeof *p->meta);
+		if (!p->meta)
+			goto nomem;
+		pos = 0;
+		while (PyDict_Next(meta, &pos, &k, &v)) {
+			PyObject *sv = PyObject_Str(v);
+			if (!sv)
+				goto fail;
+			struct sp_kv *kv = &p->meta[p->nmeta];
+			kv->key = PyUnicode_Check(k) ? dup_utf8(k) : NULL;
+			kv->value = dup_utf8(sv);
+			Py_DECREF(sv);
+			if (!kv->key || !kv->value) {
+				free(kv->key);
+				free(kv->value);
+				if (!PyErr_Occurred())
+					PyErr_SetString(PyExc_TypeError, "metadata keys must be str");
+				goto fail;
+			}
+			p->nmeta++;
+			if (strcmp(kv->key, "hostname") == 0 && !rk->hostname)
+				rk->hostname = strdup(kv->value);
+		}
+	}
+	if (tree && sp_tree_build(rk, &err) != SP_OK) {
+		PyErr_SetString(PyExc_MemoryError, err.msg);
+		goto fail;
+	}
+	return p;
+nomem:
+	PyErr_NoMemory();
+fail:
+	sp_profile_free(p);
+	return NULL;
+}
+
+/* The rendered summary of p as a str, or NULL with an exception set. */
+static PyObject *render_str(const struct sp_profile *p, const char *title)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct sp_error err = {0};
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return PyErr_NoMemory();
+	enum sp_err rc = sp_render_summary(f, p, title, SP_RENDER_ALL, &err);
+	fclose(f);
+	PyObject *s = NULL;
+	if (rc != SP_OK)
+		PyErr_SetString(PyExc_RuntimeError, err.msg);
+	else
+		s = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace");
+	free(text);
+	return s;
+}
+
+/* Events of a region as raw int64 bytes, or None when not loaded. */
+static PyObject *column_bytes(const int64_t *v, int64_t n)
+{
+	if (!v)
+		Py_RETURN_NONE;
+	return PyBytes_FromStringAndSize((const char *)v, (Py_ssize_t)(n * (int64_t)sizeof *v));
+}
+
+static PyObject *time_or_none(int64_t t)
+{
+	if (t == SP_NO_TIME)
+		Py_RETURN_NONE;
+	return PyLong_FromLongLong(t);
+}
+
+/* The profile as plain Python data for the read API's classes. */
+static PyObject *profile_to_py(const struct sp_profile *p)
+{
+	PyObject *ranks = PyList_New(0), *meta = PyDict_New(), *out = NULL;
+	if (!ranks || !meta)
+		goto out;
+	for (size_t i = 0; i < p->nmeta; i++) {
+		PyObject *v = PyUnicode_DecodeUTF8(p->meta[i].value, (Py_ssize_t)strlen(p->meta[i].value), "replace");
+		if (!v || PyDict_SetItemString(meta, p->meta[i].key, v) != 0) {
+			Py_XDECREF(v);
+			goto out;
+		}
+		Py_DECREF(v);
+	}
+	for (size_t r = 0; r < p->nranks; r++) {
+		const struct sp_rank *rk = &p->ranks[r];
+		PyObject *regions = PyDict_New();
+		if (!regions)
+			goto out;
+		for (size_t i = 0; i < rk->nregions; i++) {
+			const struct sp_region_data *rd = &rk->regions[i];
+			const struct sp_stats *st = &rd->stats;
+			PyObject *starts = column_bytes(rd->starts, st->num_calls);
+			PyObject *ends = column_bytes(rd->ends, st->num_calls);
+			PyObject *first = time_or_none(st->first_start_ns);
+			PyObject *last = time_or_none(st->last_end_ns);
+			PyObject *d = (starts && ends && first && last)
+				? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O}",
+						"num_calls", (long long)st->num_calls,
+						"total_ns", (long long)st->total_ns,
+						"min_ns", (long long)st->min_ns,
+						"max_ns", (long long)st->max_ns,
+						"mean_ns", st->mean_ns, "std_ns", st->std_ns,
+						"first_start_ns", first, "last_end_ns", last,
+						"starts", starts, "ends", ends)
+				: NULL;
+			Py_XDECREF(starts);
+			Py_XDECREF(ends);
+			Py_XDECREF(first);
+			Py_XDECREF(last);
+			if (!d || PyDict_SetItemString(regions, rd->name, d) != 0) {
+				Py_XDECREF(d);
+				Py_DECREF(regions);
+				goto out;
+			}
+			Py_DECREF(d);
+		}
+		PyObject *start = time_or_none(rk->run_start_ns), *end = time_or_none(rk->run_end_ns);
+		PyObject *rd = (start && end)
+			? Py_BuildValue("{s:i,s:O,s:O,s:L,s:s,s:N}", "rank", rk->rank,
+					"run_start_ns", start, "run_end_ns", end,
+					"pid", (long long)rk->pid, "hostname", rk->hostname,
+					"regions", regions)
+			: NULL;
+		Py_XDECREF(start);
+		Py_XDECREF(end);
+		if (!rd) {
+			if (!start || !end)
+				Py_DECREF(regions);
+			goto out;
+		}
+		int bad = PyList_Append(ranks, rd);
+		Py_DECREF(rd);
+		if (bad)
+			goto out;
+	}
+	out = Py_BuildValue("{s:i,s:O,s:O}", "format_version", p->format_version,
+			    "meta", meta, "ranks", ranks);
+out:
+	Py_XDECREF(ranks);
+	Py_XDECREF(meta);
+	return out;
+}
+
+/* _finalize(path or None, render: bool, meta: dict, run_start_ns or None,
+ *           snapshot: bool) -> (summary str or None, data or None)
+ * Writes the live regions to path (atomically) and renders the summary.
+ * Raises OSError when the file cannot be written; the events are kept. */
+static PyObject *mod_finalize(PyObject *m, PyObject *args)
+{
+	PyObject *path_obj, *meta, *start_obj;
+	int render, snapshot;
+	if (!PyArg_ParseTuple(args, "OpOOp:_finalize", &path_obj, &render, &meta, &start_obj, &snapshot))
+		return NULL;
+	int64_t now = sp_clock_ns();
+	int64_t start = start_obj == Py_None ? SP_NO_TIME : PyLong_AsLongLong(start_obj);
+	if (start == -1 && PyErr_Occurred())
+		return NULL;
+	const char *path = NULL;
+	PyObject *path_bytes = NULL;
+	if (path_obj != Py_None) {
+		if (!PyUnicode_FSConverter(path_obj, &path_bytes))
+			return NULL;
+		path = PyBytes_AS_STRING(path_bytes);
+	}
+	/* The call tree costs O(n log n): only for the file or the summary. */
+	struct sp_profile *p = live_profile(now, start, meta, path || render || snapshot);
+	PyObject *summary = NULL, *data = NULL, *res = NULL;
+	if (!p)
+		goto out;
+	if (path) {
+		struct sp_error err = {0};
+		enum sp_err rc;
+		Py_BEGIN_ALLOW_THREADS
+		rc = sp_h5_write(p, path, &err);
+		Py_END_ALLOW_THREADS
+		if (rc != SP_OK) {
+			PyErr_SetString(PyExc_OSError, err.msg);
+			goto out;
+		}
+	}
+	if (render) {
+		if (!(summary = render_str(p, path ? path : "(in memory)")))
+			goto out;
+	} else {
+		summary = Py_NewRef(Py_None);
+	}
+	if (snapshot) {
+		if (!(data = profile_to_py(p)))
+			goto out;
+	} else {
+		data = Py_NewRef(Py_None);
+	}
+	res = PyTuple_Pack(2, summary, data);
+out:
+	Py_XDECREF(summary);
+	Py_XDECREF(data);
+	Py_XDECREF(path_bytes);
+	sp_profile_free(p);
+	return res;
+}
+
+/* _read(path, events: bool) -> (data, summary str). */
+static PyObject *mod_read(PyObject *m, PyObject *args)
+{
+	PyObject *path_obj, *path_bytes = NULL, *res = NULL;
+	int events;
+	if (!PyArg_ParseTuple(args, "Op:_read", &path_obj, &events))
+		return NULL;
+	if (!PyUnicode_FSConverter(path_obj, &path_bytes))
+		return NULL;
+	const char *path = PyBytes_AS_STRING(path_bytes);
+	struct sp_profile *p = NULL;
+	struct sp_error err = {0};
+	enum sp_err rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = sp_h5_read(path, events ? SP_READ_EVENTS : SP_READ_SUMMARY, &p, &err);
+	Py_END_ALLOW_THREADS
+	if (rc != SP_OK) {
+		PyObject *exc = rc == SP_ENOENT ? PyExc_FileNotFoundError
+			: rc == SP_ENOMEM ? PyExc_MemoryError : PyExc_OSError;
+		PyErr_SetString(exc, err.msg);
+		goto out;
+	}
+	PyObject *data = profile_to_py(p);
+	PyObject *summary = data ? render_str(p, path) : NULL;
+	if (data && summary)
+		res = PyTuple_Pack(2, data, summary);
+	Py_XDECREF(data);
+	Py_XDECREF(summary);
+out:
+	sp_profile_free(p);
+	Py_XDECREF(path_bytes);
+	return res;
+}
+
+int sp_run_write_failed;
+
+static PyObject *mod_mark_write_failed(PyObject *m, PyObject *unused)
+{
+	sp_run_write_failed = 1;
+	Py_RETURN_NONE;
+}
+
+static PyObject *mod_clock_ns(PyObject *m, PyObject *unused)
+{
+	return PyLong_FromLongLong(sp_clock_ns());
+}
+
+static PyMethodDef module_methods[] = {
+	{"region", (PyCFunction)(void (*)(void))mod_region, METH_FASTCALL | METH_KEYWORDS,
+	 "region(name, functions=None)\n--\n\nThe region called `name`: use it as "
+	 "`with region(name):` or as a decorator."},
+	{"get_region", mod_get_region, METH_O,
+	 "get_region(name)\n--\n\nThe existing region called `name` (KeyError if none)."},
+	{"_configure", mod_configure, METH_VARARGS, NULL},
+	{"_reset", mod_reset, METH_NOARGS, NULL},
+	{"_finalize", mod_finalize, METH_VARARGS, NULL},
+	{"_read", mod_read, METH_VARARGS, NULL},
+	{"_mark_write_failed", mod_mark_write_failed, METH_NOARGS, NULL},
+	{"_clock_ns", mod_clock_ns, METH_NOARGS,
+	 "The profiler's clock in ns (same as time.perf_counter_ns())."},
+	{NULL},
+};
+
+static struct PyModuleDef module_def = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "scope_profiler",
+	.m_doc = "scope-profiler: nanosecond timing regions for Python, recorded in C.",
+	.m_size = -1,
+	.m_methods = module_methods,
+};
+
+/* Runs the embedded Python layer in the module's namespace. */
+static int run_python_layer(PyObject *mod)
+{
+	PyObject *d = PyModule_GetDict(mod);
+	if (PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins()) != 0)
+		return -1;
+	PyObject *src = PyUnicode_DecodeUTF8((const char *)scope_profiler_py_py,
+					     (Py_ssize_t)scope_profiler_py_py_len, "strict");
+	if (!src)
+		return -1;
+	PyObject *fname = PyUnicode_FromString("<scope_profiler>");
+	const char *text = PyUnicode_AsUTF8(src);
+	PyObject *code = (fname && text)
+		? Py_CompileStringObject(text, fname, Py_file_input, NULL, -1) : NULL;
+	Py_XDECREF(fname);
+	Py_DECREF(src);
+	if (!code)
+		return -1;
+	PyObject *r = PyEval_EvalCode(code, d, d);
+	Py_DECREF(code);
+	if (!r)
+		return -1;
+	Py_DECREF(r);
+	return 0;
+}
+
+static PyObject *module_init(void)
+{
+	if (PyType_Ready(&TimeOnlyRegionType) < 0 || PyType_Ready(&DisabledRegionType) < 0 ||
+	    PyType_Ready(&ProfiledFunctionType) < 0)
+		return NULL;
+	PyObject *mod = PyModule_Create(&module_def);
+	if (!mod)
+		return NULL;
+	if (!registry && !(registry = PyDict_New()))
+		goto fail;
+	if (PyModule_AddObjectRef(mod, "TimeOnlyProfileRegion", (PyObject *)&TimeOnlyRegionType) < 0 ||
+	    PyModule_AddObjectRef(mod, "DisabledProfileRegion", (PyObject *)&DisabledRegionType) < 0 ||
+	    PyModule_AddObjectRef(mod, "ProfiledFunction", (PyObject *)&ProfiledFunctionType) < 0 ||
+	    PyModule_AddStringConstant(mod, "__version__", SP_VERSION) < 0 ||
+	    PyModule_AddObjectRef(mod, "_registry", registry) < 0)
+		goto fail;
+	if (run_python_layer(mod) != 0)
+		goto fail;
+	return mod;
+fail:
+	Py_DECREF(mod);
+	return NULL;
+}
+
+int sp_pymodule_register(void)
+{
+	return PyImport_AppendInittab("scope_profiler", module_init);
+}

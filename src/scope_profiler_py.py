@@ -1,0 +1,411 @@
+"""The Python layer of the built-in module ``scope_profiler``.
+
+Embedded in the scope-profiler executable and run in the module's namespace
+after the C part (regions, the decorator wrapper, the clock, the HDF5 writer
+and reader) is in place. Nothing here runs while a region records: it holds
+the session's configuration (setup/finalize), the ProfileManager facade and
+the read API's result classes.
+"""
+
+import os as _os
+import sys as _sys
+
+# setup() options: name -> default. The order is the one `help` shows.
+_DEFAULTS = {
+    "file_path": "profiling_data.h5",
+    "buffer_limit": 1024,
+    "deactivate_profiling": False,
+    "deactivate_file_output": False,
+    "verbose": True,
+    "recursive_profile": False,
+    "use_line_profiler": False,
+    "aggregation_mode": False,
+    "track_threads": False,
+    "track_async": False,
+    "hdf5_compression": None,
+    "use_likwid": False,
+}
+
+# Options this build accepts but cannot honour yet: a true value is refused
+# rather than silently ignored.
+_NOT_YET = {
+    "recursive_profile": "recursive profiling",
+    "use_line_profiler": "line profiling",
+    "aggregation_mode": "aggregation mode",
+    "track_threads": "thread lanes",
+    "track_async": "asyncio lanes",
+    "use_likwid": "LIKWID hardware counters",
+}
+
+
+class _Session:
+    active = False        # between setup() and finalize()
+    options = dict(_DEFAULTS)
+    locked = {}           # options fixed on the scope-profiler command line
+    run_start_ns = None
+    pid = None
+    command_line = None   # set by `scope-profiler run`
+    quiet = False
+
+
+_session = _Session()
+
+
+def _check_options(options):
+    for key, value in options.items():
+        if key not in _DEFAULTS:
+            raise TypeError(f"setup() got an unexpected keyword argument {key!r}")
+        if key in _NOT_YET and value:
+            raise NotImplementedError(
+                f"setup({key}=True): {_NOT_YET[key]} is not available in this "
+                f"scope-profiler build ({__version__})"
+            )
+    limit = options.get("buffer_limit", 1)
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ValueError(f"buffer_limit must be a positive integer, not {limit!r}")
+    compression = options.get("hdf5_compression")
+    if compression not in (None, False, "none"):
+        raise NotImplementedError(
+            f"setup(hdf5_compression={compression!r}): compression is not available "
+            f"in this scope-profiler build ({__version__})"
+        )
+
+
+def setup(**options):
+    """Configure profiling and start a session (see DESIGN.md / the README).
+
+    Calling it again before finalize() reconfigures the running session and
+    keeps what was recorded so far. Options given on the scope-profiler
+    command line take precedence over the script's.
+    """
+    _check_options(options)
+    merged = dict(_session.options if _session.active else _DEFAULTS)
+    merged.update(options)
+    merged.update(_session.locked)
+    _session.options = merged
+    if not _session.active:
+        _session.active = True
+        _session.run_start_ns = _clock_ns()
+        _session.pid = _os.getpid()
+    _configure(bool(merged["deactivate_profiling"]), merged["buffer_limit"])
+
+
+def _metadata():
+    uname = _os.uname()
+    opts = _session.options
+    return {
+        "hostname": uname.nodename,
+        "platform": f"{uname.sysname} {uname.release} {uname.machine}",
+        "python_version": _sys.version.split()[0],
+        "tool": "scope-profiler",
+        "tool_version": __version__,
+        "command_line": _session.command_line or " ".join(_sys.argv),
+        "mpi_size": "1",
+        "omp_num_threads": _os.environ.get("OMP_NUM_THREADS", ""),
+        "mode": "disabled" if opts["deactivate_profiling"] else "time_only",
+        "buffer_limit": str(opts["buffer_limit"]),
+    }
+
+
+def _finish(verbose, return_results, stream):
+    """finalize()'s work; returns (results or None, path written or None)."""
+    opts = _session.options
+    forked = _os.getpid() != _session.pid
+    write = not (opts["deactivate_file_output"] or opts["deactivate_profiling"] or forked)
+    path = _os.fspath(opts["file_path"]) if write else None
+    snapshot = bool(return_results) and path is None
+    show = bool(verbose) and not forked
+    summary, data = _finalize(path, show or snapshot, _metadata(),
+                              _session.run_start_ns, snapshot)
+    _session.active = False
+    _reset()
+    # Until the next setup(), regions record nothing.
+    _configure(True, opts["buffer_limit"])
+    if show and summary:
+        stream.write(summary)
+        stream.flush()
+    results = None
+    if return_results:
+        results = read_h5(path) if path else ProfilingResults(data, None, summary)
+    return results, path
+
+
+def finalize(verbose=None, return_results=False, verbose_line_profiler=False):
+    """End the session: write the profile (unless file output is off) and
+    print its summary when verbose. Returns the results when asked to."""
+    if not _session.active:
+        return None
+    if verbose is None:
+        verbose = _session.options["verbose"]
+    results, _ = _finish(verbose, return_results, _sys.stdout)
+    return results
+
+
+class session:
+    """``with ProfileManager.session(**options):`` = setup() ... finalize()."""
+
+    def __init__(self, **options):
+        _check_options(options)
+        self._options = options
+        self.results = None
+
+    def __enter__(self):
+        setup(**self._options)
+        return self
+
+    def __exit__(self, *exc):
+        self.results = finalize(verbose=self._options.get("verbose"), return_results=False)
+        return False
+
+
+def _qualname(func):
+    return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+
+
+def profile(name=None, recursive=False):
+    """Decorator: ``@profile``, ``@profile("name")`` or ``@profile(recursive=...)``.
+
+    The function's calls are recorded in the region `name` (default: the
+    function's qualified name). With profiling disabled the function itself
+    is returned, unwrapped.
+    """
+    if recursive:
+        raise NotImplementedError(
+            f"profile(recursive=True): recursive profiling is not available in "
+            f"this scope-profiler build ({__version__})"
+        )
+    if callable(name) and not isinstance(name, str):
+        return region(_qualname(name))(name)
+    if name is None:
+        return lambda func: region(_qualname(func))(func)
+    return region(name)
+
+
+def read_results():
+    """The results of the file the current configuration writes."""
+    return read_h5(_session.options["file_path"])
+
+
+class ProfileManager:
+    """The facade of the original package: every method is static."""
+
+    setup = staticmethod(setup)
+    finalize = staticmethod(finalize)
+    session = staticmethod(session)
+    region = staticmethod(region)
+    profile_region = staticmethod(region)
+    profile = staticmethod(profile)
+    get_region = staticmethod(get_region)
+    read_results = staticmethod(read_results)
+
+
+profile_region = region
+
+
+# ---------------------------------------------------------------------------
+# `scope-profiler run` glue
+
+def _on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def _run_begin(options, locked, quiet, command_line):
+    """Start the implicit session of `scope-profiler run`."""
+    import atexit
+    import signal
+
+    _session.locked = dict(locked)
+    _session.quiet = bool(quiet)
+    _session.command_line = command_line
+    setup(**options)
+    atexit.register(_run_end)
+    # SIGTERM (a batch system's time limit) unwinds like sys.exit(143), so
+    # the profile is written; a script may still install its own handler.
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _run_end():
+    """atexit: write what the script did not finalize itself."""
+    if not _session.active:
+        return
+    if _os.getpid() != _session.pid:
+        return  # a forked child never writes into its parent's file
+    try:
+        _, path = _finish(not _session.quiet, False, _sys.stderr)
+    except OSError as exc:
+        _sys.stderr.write(f"scope-profiler: run: {exc}\n")
+        _mark_write_failed()
+        fallback = _os.path.join(_os.environ.get("TMPDIR", "/tmp"),
+                                 f"scope-profiler-{_os.getpid()}.h5")
+        _session.options["file_path"] = fallback
+        _session.options["verbose"] = False
+        try:
+            _, path = _finish(False, False, _sys.stderr)
+        except OSError as exc2:
+            _sys.stderr.write(f"scope-profiler: run: {exc2}; the profile is lost\n")
+            return
+        _sys.stderr.write(f"scope-profiler: run: profile saved to {path} instead\n")
+        return
+    if path and not _session.quiet:
+        _sys.stderr.write(f"scope-profiler: profile written to {path}\n")
+
+
+# ---------------------------------------------------------------------------
+# Read API
+
+_NS = 1_000_000_000
+
+try:
+    import numpy as _np
+except ImportError:  # the read API works without numpy, with lists
+    _np = None
+
+
+def _column(raw):
+    if raw is None:
+        return None
+    if _np is not None:
+        return _np.frombuffer(raw, dtype=_np.int64).copy()
+    import array
+
+    col = array.array("q")
+    col.frombytes(raw)
+    return col
+
+
+class Region:
+    """One region on one rank. Times in seconds; raw ns in the *_ns names."""
+
+    def __init__(self, name, rank, raw):
+        self.name = name
+        self.rank = rank
+        self.num_calls = raw["num_calls"]
+        self.total_duration_ns = raw["total_ns"]
+        self.total_duration = raw["total_ns"] / _NS
+        self.min_duration = raw["min_ns"] / _NS
+        self.max_duration = raw["max_ns"] / _NS
+        self.mean_duration = raw["mean_ns"] / _NS
+        self.std_duration = raw["std_ns"] / _NS
+        self.first_start_ns = raw["first_start_ns"]
+        self.last_end_ns = raw["last_end_ns"]
+        self.start_times_ns = _column(raw["starts"])
+        self.end_times_ns = _column(raw["ends"])
+
+    @property
+    def durations_ns(self):
+        if self.start_times_ns is None:
+            raise ValueError("events were not loaded (read_h5_summary); use read_h5")
+        if _np is not None:
+            return self.end_times_ns - self.start_times_ns
+        return [e - s for s, e in zip(self.start_times_ns, self.end_times_ns)]
+
+    @property
+    def durations(self):
+        d = self.durations_ns
+        return d / _NS if _np is not None else [x / _NS for x in d]
+
+    def __repr__(self):
+        return f"<Region {self.name!r} rank {self.rank}: {self.num_calls} calls, {self.total_duration:.6f} s>"
+
+
+class MPIRegion:
+    """One region across all ranks; ``mpi_region[rank]`` is a Region."""
+
+    def __init__(self, name, per_rank):
+        self.name = name
+        self._per_rank = per_rank  # rank -> Region
+
+    def __getitem__(self, rank):
+        return self._per_rank[rank]
+
+    @property
+    def ranks(self):
+        return sorted(self._per_rank)
+
+    @property
+    def num_calls(self):
+        return sum(r.num_calls for r in self._per_rank.values())
+
+    @property
+    def total_duration(self):
+        return sum(r.total_duration_ns for r in self._per_rank.values()) / _NS
+
+    def total_durations(self):
+        return {rank: r.total_duration for rank, r in sorted(self._per_rank.items())}
+
+    def __repr__(self):
+        return f"<MPIRegion {self.name!r}: {self.num_calls} calls on {len(self._per_rank)} rank(s)>"
+
+
+class ProfilingResults:
+    """A profile read back: ``results[name]`` is an MPIRegion."""
+
+    def __init__(self, data, file_path, summary):
+        import pathlib
+
+        self.file_path = pathlib.Path(file_path) if file_path is not None else None
+        self.metadata = data["meta"]
+        self.format_version = data["format_version"]
+        self._summary = summary
+        self._ranks = data["ranks"]
+        regions = {}
+        for rank in self._ranks:
+            for name, raw in rank["regions"].items():
+                regions.setdefault(name, {})[rank["rank"]] = Region(name, rank["rank"], raw)
+        self._regions = {name: MPIRegion(name, per) for name, per in regions.items()}
+
+    def __getitem__(self, name):
+        return self._regions[name]
+
+    def __contains__(self, name):
+        return name in self._regions
+
+    def __iter__(self):
+        return iter(self._regions.values())
+
+    def __len__(self):
+        return len(self._regions)
+
+    def get_regions(self):
+        return list(self._regions.values())
+
+    @property
+    def region_names(self):
+        return list(self._regions)
+
+    @property
+    def ranks(self):
+        return [r["rank"] for r in self._ranks]
+
+    @property
+    def num_ranks(self):
+        return len(self._ranks)
+
+    @property
+    def run_start_time(self):
+        starts = [r["run_start_ns"] for r in self._ranks if r["run_start_ns"] is not None]
+        return min(starts) / _NS if starts else None
+
+    def print_summary(self, file=None, suppress_notes=False):
+        (file or _sys.stdout).write(self._summary or "")
+
+    def __repr__(self):
+        name = self.file_path.name if self.file_path is not None else "(in memory)"
+        return (f"<ProfilingResults {name!r}: {len(self._regions)} region(s), "
+                f"{len(self._ranks)} rank(s)>")
+
+
+def read_h5(path):
+    """Read a profile with all its events."""
+    data, summary = _read(_os.fspath(path), True)
+    return ProfilingResults(data, path, summary)
+
+
+load = read_h5
+
+
+def read_h5_summary(path):
+    """Read a profile's per-region summaries only: cost independent of events."""
+    data, summary = _read(_os.fspath(path), False)
+    return ProfilingResults(data, path, summary)
