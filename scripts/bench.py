@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""`make bench`: scope-profiler's per-call costs beside their peers.
+
+Every figure is a ratio against a peer measured side by side in one run:
+the candidates are timed in alternation, many repeats, and the minimum is
+kept (noise only ever adds time). On these shared machines wall-clock ratios
+wander; `--callgrind` adds instructions per call from valgrind, which repeat
+exactly.
+
+    python3 scripts/bench.py --binary build/scope-profiler [--callgrind] [--json]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+# The measuring script, run under `scope-profiler run --no-output`.
+INNER = r'''
+import json, sys, threading, time
+import scope_profiler as sp
+from scope_profiler import ProfileManager
+
+N = int(sys.argv[1]); REPEATS = int(sys.argv[2])
+clock = time.perf_counter_ns
+
+def t_empty():
+    t0 = clock()
+    for _ in range(N):
+        pass
+    return clock() - t0
+
+lock = threading.Lock()
+def t_lock():
+    t0 = clock()
+    for _ in range(N):
+        with lock:
+            pass
+    return clock() - t0
+
+reused = sp.region("bench_with")
+def t_region():
+    t0 = clock()
+    for _ in range(N):
+        with reused:
+            pass
+    return clock() - t0
+
+region = sp.region
+def t_region_lookup():
+    t0 = clock()
+    for _ in range(N):
+        with region("bench_lookup"):
+            pass
+    return clock() - t0
+
+def work():
+    return None
+
+def noop_decorator(func):
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+    return wrapper
+
+py_wrapped = noop_decorator(work)
+sp_wrapped = sp.profile("bench_call")(work)
+
+def t_call():
+    f = work
+    t0 = clock()
+    for _ in range(N):
+        f()
+    return clock() - t0
+
+def t_py_deco():
+    f = py_wrapped
+    t0 = clock()
+    for _ in range(N):
+        f()
+    return clock() - t0
+
+def t_sp_deco():
+    f = sp_wrapped
+    t0 = clock()
+    for _ in range(N):
+        f()
+    return clock() - t0
+
+def measure(cands):
+    best = {k: float("inf") for k in cands}
+    for _ in range(REPEATS):
+        for k, fn in cands.items():
+            best[k] = min(best[k], fn())
+            sp._reset()  # forget the events: the buffers never grow mid-measure
+    return {k: v / N for k, v in best.items()}
+
+enabled = measure({"empty": t_empty, "lock": t_lock, "region": t_region,
+                   "region_lookup": t_region_lookup, "call": t_call,
+                   "py_deco": t_py_deco, "sp_deco": t_sp_deco})
+# The disabled mode, in the same process: setup() swaps the region class.
+ProfileManager.setup(deactivate_profiling=True)
+disabled_with = reused
+disabled = {}
+best = {"lock": float("inf"), "region": float("inf"), "empty": float("inf")}
+for _ in range(REPEATS):
+    best["empty"] = min(best["empty"], t_empty())
+    best["lock"] = min(best["lock"], t_lock())
+    best["region"] = min(best["region"], t_region())
+disabled = {k: v / N for k, v in best.items()}
+disabled["decorator_returns_function"] = sp.profile("d")(work) is work
+print(json.dumps({"enabled": enabled, "disabled": disabled}))
+'''
+
+# One candidate alone, for callgrind: ITER iterations of one statement.
+CG_INNER = r'''
+import sys, threading
+import scope_profiler as sp
+kind, n = sys.argv[1], int(sys.argv[2])
+lock = threading.Lock()
+reused = sp.region("cg")
+def work():
+    return None
+def noop_decorator(func):
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+    return wrapper
+py_wrapped = noop_decorator(work)
+sp_wrapped = sp.profile("cg_call")(work)
+if kind == "disabled":
+    sp.ProfileManager.setup(deactivate_profiling=True)
+def loop_empty():
+    for _ in range(n): pass
+def loop_lock():
+    for _ in range(n):
+        with lock: pass
+def loop_region():
+    for _ in range(n):
+        with reused: pass
+def loop_call():
+    f = work
+    for _ in range(n): f()
+def loop_py_deco():
+    f = py_wrapped
+    for _ in range(n): f()
+def loop_sp_deco():
+    f = sp_wrapped
+    for _ in range(n): f()
+{"empty": loop_empty, "lock": loop_lock, "region": loop_region, "disabled": loop_region,
+ "call": loop_call, "py_deco": loop_py_deco, "sp_deco": loop_sp_deco}[kind]()
+sp._reset()  # the count is of the loop, not of finalising its events
+'''
+
+
+def run_inner(binary, n, repeats):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "inner.py")
+        with open(path, "w") as f:
+            f.write(INNER)
+        proc = subprocess.run([binary, "run", "-q", "--no-output", "--buffer-limit", str(n + 1),
+                               path, str(n), str(repeats)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"bench: inner run failed:\n{proc.stderr}")
+        return json.loads(proc.stdout)
+
+
+def callgrind_ir(binary, kind, n):
+    """Total instructions of one run (the program's, not valgrind's)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "cg.py")
+        with open(path, "w") as f:
+            f.write(CG_INNER)
+        out = os.path.join(d, "cg.out")
+        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                               binary, "run", "-q", "--no-output", "--buffer-limit", str(n + 1),
+                               path, kind, str(n)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"bench: callgrind run failed:\n{proc.stderr[-2000:]}")
+        with open(out) as f:
+            for line in f:
+                if line.startswith("summary:") or line.startswith("totals:"):
+                    return int(line.split()[1])
+    raise RuntimeError("no callgrind summary")
+
+
+def callgrind_per_call(binary, kind, n=200_000, small=20_000):
+    """Instructions per iteration: the difference of two loop lengths, so
+    start-up and finalisation cancel out."""
+    return (callgrind_ir(binary, kind, n) - callgrind_ir(binary, kind, small)) / (n - small)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default="build/scope-profiler")
+    ap.add_argument("--calls", type=int, default=200_000)
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--callgrind", action="store_true", help="also count instructions per call")
+    ap.add_argument("--json", action="store_true", help="print the raw figures as JSON")
+    args = ap.parse_args()
+
+    r = run_inner(args.binary, args.calls, args.repeats)
+    e, d = r["enabled"], r["disabled"]
+    lock = e["lock"] - e["empty"]
+    rows = [
+        ("with region (reused object)", e["region"] - e["empty"], "empty with on a Lock", lock, 1.0),
+        ("with sp.region(name) (lookup)", e["region_lookup"] - e["empty"], "empty with on a Lock", lock, None),
+        ("decorated call, overhead", e["sp_deco"] - e["call"], "Python no-op decorator",
+         e["py_deco"] - e["call"], 1.0),
+        ("disabled: with region", d["region"] - d["empty"], "empty with on a Lock",
+         d["lock"] - d["empty"], 0.6),
+    ]
+    cg = {}
+    if args.callgrind:
+        if not shutil.which("valgrind"):
+            sys.exit("bench: --callgrind needs valgrind (scripts/install-deps.sh installs it)")
+        for kind in ("empty", "lock", "region", "disabled", "call", "py_deco", "sp_deco"):
+            cg[kind] = callgrind_per_call(args.binary, kind)
+    if args.json:
+        print(json.dumps({"wall_ns": r, "callgrind_ir": cg}, indent=2))
+        return
+
+    print(f"scope-profiler per-call overhead, {args.calls} calls x {args.repeats} repeats, "
+          f"min of repeats, loop cost subtracted")
+    print(f"{'measure':<32}{'ns':>7}  {'peer':<24}{'ns':>7}{'ratio':>8}{'budget':>8}")
+    print("-" * 88)
+    for name, ours, peer_name, peer, budget in rows:
+        ratio = ours / peer if peer > 0 else float("nan")
+        b = f"<={budget:.1f}x" if budget else ""
+        print(f"{name:<32}{ours:7.1f}  {peer_name:<24}{peer:7.1f}{ratio:7.2f}x{b:>8}")
+    print(f"disabled decorator returns the function itself: {d['decorator_returns_function']}")
+    if cg:
+        print()
+        print("instructions per call (callgrind, loop cost subtracted)")
+        pairs = [
+            ("with region", cg["region"] - cg["empty"], "with Lock", cg["lock"] - cg["empty"]),
+            ("decorated call", cg["sp_deco"] - cg["call"], "Python no-op decorator",
+             cg["py_deco"] - cg["call"]),
+            ("disabled with region", cg["disabled"] - cg["empty"], "with Lock", cg["lock"] - cg["empty"]),
+        ]
+        for name, ours, peer_name, peer in pairs:
+            print(f"{name:<32}{ours:7.0f}  {peer_name:<24}{peer:7.0f}{ours / peer:7.2f}x")
+
+
+if __name__ == "__main__":
+    main()

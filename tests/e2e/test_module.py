@@ -1,0 +1,305 @@
+"""The built-in module `scope_profiler`: the API of the original package."""
+import h5py
+import numpy as np
+import pytest
+
+
+def run_ok(sp, text, *args):
+    script = sp.script(text)
+    proc = sp("run", "-q", *args, script)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_regions_active_without_setup(sp):
+    run_ok(sp, """
+        import scope_profiler as sp
+
+        @sp.profile("solve")
+        def solve(x):
+            return x * 2
+
+        @sp.profile
+        def bare():
+            pass
+
+        class Mesh:
+            @sp.profile()
+            def refine(self, k):
+                return k + 1
+
+        for i in range(5):
+            with sp.region("step"):
+                assert solve(i) == 2 * i
+        bare(); bare()
+        assert Mesh().refine(1) == 2
+        assert solve.__name__ == "solve" and solve.__wrapped__(3) == 6
+    """, "-o", "out.h5")
+    with h5py.File(sp.tmp / "out.h5") as f:
+        regions = f["rank0/regions"]
+        assert regions["step"].attrs["num_calls"] == 5
+        assert regions["solve"].attrs["num_calls"] == 5
+        assert regions["bare"].attrs["num_calls"] == 2
+        assert regions["Mesh.refine"].attrs["num_calls"] == 1
+        starts = regions["solve/start_times"][:]
+        ends = regions["solve/end_times"][:]
+        assert starts.dtype == np.int64 and len(starts) == 5
+        assert (ends >= starts).all() and (np.diff(starts) > 0).all()
+        # Each solve lies inside its step.
+        step_s, step_e = regions["step/start_times"][:], regions["step/end_times"][:]
+        assert ((step_s <= starts) & (ends <= step_e)).all()
+        assert f.attrs["format"] in (b"scope-profiler", "scope-profiler")
+        assert f.attrs["format_version"] == 1
+        assert "hostname" in f["metadata"].attrs
+
+
+def test_timestamps_share_perf_counter_clock(sp):
+    run_ok(sp, """
+        import time, scope_profiler as sp
+        a = time.perf_counter_ns()
+        with sp.region("r"):
+            pass
+        b = time.perf_counter_ns()
+        r = sp.get_region("r")
+        s, e = int(r.get_start_times_numpy()[0]), int(r.get_end_times_numpy()[0])
+        assert a <= s <= e <= b, (a, s, e, b)
+    """, "--no-output")
+
+
+def test_names_survive_round_trip(sp):
+    names = ["a/b", ".", "x.y", "with space", "löser/ß∑", "100%"]
+    run_ok(sp, f"""
+        import scope_profiler as sp
+        for name in {names!r}:
+            with sp.region(name):
+                pass
+    """, "-o", "out.h5")
+    with h5py.File(sp.tmp / "out.h5") as f:
+        got = sorted(g.attrs["name"] for g in f["rank0/regions"].values())
+    assert got == sorted(names)
+    proc = sp("summary", "out.h5")
+    assert proc.returncode == 0
+    for name in names:
+        assert name in proc.stdout
+
+
+def test_invalid_region_names(sp):
+    run_ok(sp, """
+        import scope_profiler as sp
+        for bad, exc in (("", ValueError), ("a\\0b", ValueError), (3, TypeError)):
+            try:
+                sp.region(bad)
+            except exc:
+                pass
+            else:
+                raise AssertionError(f"{bad!r} accepted")
+    """, "--no-output")
+
+
+def test_unknown_setup_option_is_typeerror(sp):
+    out = run_ok(sp, """
+        from scope_profiler import ProfileManager
+        try:
+            ProfileManager.setup(no_such_option=True)
+        except TypeError as e:
+            print(e)
+    """, "--no-output")
+    assert "no_such_option" in out
+
+
+def test_seed_turning_profiling_off(sp):
+    # 001_4a6f8ec3cb02df95.txt, "Turning profiling off", unchanged.
+    out = run_ok(sp, """
+        import time
+        from scope_profiler import ProfileManager
+
+        def workload():
+            time.sleep(0.002)
+
+        def show_region_class():
+            region = ProfileManager.region("probe")
+            print("  region class:", type(region).__name__)
+
+        ProfileManager.setup(deactivate_profiling=True)
+        show_region_class()
+
+        @ProfileManager.profile
+        def maybe_profiled():
+            workload()
+
+        maybe_profiled()
+        # Nothing was recorded, and finalize() writes no file.
+        print("  calls recorded:", ProfileManager.get_region("probe").num_calls)
+        print("unwrapped:", maybe_profiled.__class__.__name__)
+        ProfileManager.finalize(verbose=False)
+        import os
+        print("file:", os.path.exists("profiling_data.h5"))
+    """)
+    assert out.splitlines() == [
+        "  region class: DisabledProfileRegion",
+        "  calls recorded: 0",
+        "unwrapped: function",
+        "file: False",
+    ]
+
+
+def test_seed_keeping_data_in_memory(sp):
+    out = run_ok(sp, """
+        import os, time
+        from scope_profiler import ProfileManager
+
+        def workload():
+            time.sleep(0.002)
+
+        def show_region_class():
+            region = ProfileManager.region("probe")
+            print("  region class:", type(region).__name__)
+
+        ProfileManager.setup(deactivate_file_output=True, file_path="unused.h5")
+        show_region_class()
+
+        for _ in range(3):
+            with ProfileManager.region("in_memory"):
+                workload()
+
+        region = ProfileManager.get_region("in_memory")
+        print("  calls   :", region.num_calls)
+        print("  durations [ns]:", region.get_durations_numpy())
+
+        results = ProfileManager.finalize(verbose=False, return_results=True)
+
+        print("file written  :", os.path.exists("unused.h5"))
+        print("num_calls     :", results["in_memory"].num_calls)
+        print("total [s]     :", results["in_memory"].total_duration)
+    """)
+    lines = out.splitlines()
+    assert lines[0] == "  region class: TimeOnlyProfileRegion"
+    assert lines[1] == "  calls   : 3"
+    durations = [int(x) for x in lines[2].split("[")[2].rstrip("]").split()]
+    assert len(durations) == 3 and all(2_000_000 <= d < 200_000_000 for d in durations)
+    assert lines[3] == "file written  : False"
+    assert lines[4] == "num_calls     : 3"
+    assert abs(float(lines[5].split(":")[1]) - sum(durations) / 1e9) < 1e-9
+    assert not (sp.tmp / "profiling_data.h5").exists()
+
+
+def test_seed_buffer_size(sp):
+    out = run_ok(sp, """
+        from scope_profiler import ProfileManager, read_h5
+        ProfileManager.setup(file_path="buffered.h5", buffer_limit=4)
+
+        for _ in range(10):
+            with ProfileManager.region("grows_often"):
+                pass
+
+        region = ProfileManager.get_region("grows_often")
+        print("  calls    :", region.num_calls)
+        print("  capacity :", region.capacity, "(grew from 4)")
+
+        ProfileManager.finalize(verbose=False)
+        print("recorded  :", read_h5("buffered.h5")["grows_often"].num_calls)
+    """)
+    assert out.splitlines() == ["  calls    : 10", "  capacity : 16 (grew from 4)", "recorded  : 10"]
+    # The script finalized itself: `run` wrote nothing more.
+    assert not (sp.tmp / "profiling_data.h5").exists()
+
+
+def test_session_context_manager_and_decorator_reuse(sp):
+    out = run_ok(sp, """
+        from scope_profiler import ProfileManager
+        with ProfileManager.session(buffer_limit=100, verbose=False, deactivate_file_output=True):
+            def _work():
+                return sum(range(50))
+            profiled = ProfileManager.profile("bench")(_work)
+            for _ in range(7):
+                profiled()
+            print(ProfileManager.get_region("bench").num_calls)
+        # After finalize the region is reset and idle until the next setup().
+        profiled()
+        print(ProfileManager.get_region("bench").num_calls)
+    """)
+    assert out.split() == ["7", "0"]
+
+
+def test_setup_after_decorating_applies_mode(sp):
+    # Decorated at import under run's session, then the script turns
+    # profiling off: the existing wrapper stops recording.
+    out = run_ok(sp, """
+        import scope_profiler as sp
+        @sp.profile("f")
+        def f():
+            pass
+        f()
+        sp.ProfileManager.setup(deactivate_profiling=True)
+        f(); f()
+        print(sp.get_region("f").num_calls, type(sp.region("f")).__name__)
+    """)
+    assert out.split() == ["1", "DisabledProfileRegion"]
+
+
+def test_finalize_inside_open_region_keeps_it(sp):
+    run_ok(sp, """
+        from scope_profiler import ProfileManager
+        ProfileManager.setup(file_path="inner.h5")
+        @ProfileManager.profile("main")
+        def main():
+            with ProfileManager.region("work"):
+                pass
+            ProfileManager.finalize(verbose=False)
+        main()
+        main()  # after finalize: records nothing, crashes nothing
+    """)
+    with h5py.File(sp.tmp / "inner.h5") as f:
+        assert f["rank0/regions/main"].attrs["num_calls"] == 1
+        assert f["rank0/regions/work"].attrs["num_calls"] == 1
+
+
+def test_cli_options_override_script_setup(sp):
+    run_ok(sp, """
+        from scope_profiler import ProfileManager
+        ProfileManager.setup(file_path="script_choice.h5")
+        with ProfileManager.region("r"):
+            pass
+    """, "-o", "cli_choice.h5")
+    assert (sp.tmp / "cli_choice.h5").exists()
+    assert not (sp.tmp / "script_choice.h5").exists()
+
+
+def test_disable_flag(sp):
+    out = run_ok(sp, """
+        import scope_profiler as sp
+        def f():
+            pass
+        print(sp.profile("f")(f) is f, type(sp.region("x")).__name__)
+    """, "--disable")
+    assert out.split() == ["True", "DisabledProfileRegion"]
+    assert not (sp.tmp / "profiling_data.h5").exists()
+
+
+def test_recursion_and_generators_in_one_region(sp):
+    run_ok(sp, """
+        import scope_profiler as sp
+        @sp.profile("fib")
+        def fib(n):
+            return n if n < 2 else fib(n - 1) + fib(n - 2)
+        assert fib(10) == 55
+
+        def gen():
+            with sp.region("gen"):
+                yield 1
+                yield 2
+        g = gen(); next(g)
+        with sp.region("between"):
+            pass
+        list(g)
+    """, "-o", "out.h5")
+    with h5py.File(sp.tmp / "out.h5") as f:
+        r = f["rank0/regions"]
+        assert r["fib"].attrs["num_calls"] == 177
+        s, e = r["fib/start_times"][:], r["fib/end_times"][:]
+        assert (e >= s).all()
+        # The outermost call spans all the others.
+        assert s[0] == s.min() and e[0] == e.max()
+        assert r["gen"].attrs["num_calls"] == 1
+        assert r["gen/start_times"][0] < r["between/start_times"][0]
+        assert r["gen/end_times"][0] > r["between/end_times"][0]

@@ -1,0 +1,236 @@
+"""`scope-profiler run` behaves like `python script.py`, with regions on."""
+import os
+import signal
+import sys
+
+import h5py
+import pytest
+
+from conftest import one_line_error
+
+
+def test_argv_name_path_and_stdio(sp):
+    script = sp.script("""
+        import os, sys
+        print("name", __name__)
+        print("argv", sys.argv)
+        print("path0", sys.path[0])
+        print("stdin", sys.stdin.read().strip())
+        print("to stderr", file=sys.stderr)
+    """, name="sub/prog.py")
+    proc = sp("run", "-q", script, "a", "--help", "-o", "x", input="hello\n")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0] == "name __main__"
+    assert out[1] == f"argv [{str(script)!r}, 'a', '--help', '-o', 'x']"
+    assert out[2] == f"path0 {script.parent}"
+    assert out[3] == "stdin hello"
+    assert "to stderr" in proc.stderr
+    # The script's own -o went to the script: the profile has the default name.
+    assert (sp.tmp / "profiling_data.h5").exists()
+    assert not (sp.tmp / "x").exists()
+
+
+def test_sys_exit_status_and_profile_written(sp):
+    script = sp.script("""
+        import sys, scope_profiler as sp
+        with sp.region("before_exit"):
+            pass
+        sys.exit(3)
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 3
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert f["rank0/regions/before_exit"].attrs["num_calls"] == 1
+
+
+def test_uncaught_exception_traceback_status_1(sp):
+    script = sp.script("""
+        import scope_profiler as sp
+        @sp.profile("fails")
+        def fails():
+            raise ValueError("boom")
+        fails()
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 1
+    assert "Traceback" in proc.stderr and "ValueError: boom" in proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert f["rank0/regions/fails"].attrs["num_calls"] == 1
+
+
+def test_dash_m_runs_module(sp):
+    sp.script("""
+        import sys
+        print("module main", __name__, sys.argv[1:])
+    """, name="pkg/tool.py")
+    (sp.tmp / "pkg" / "__init__.py").write_text("")
+    proc = sp("run", "-q", "-m", "pkg.tool", "x", "--flag")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "module main __main__ ['x', '--flag']"
+
+
+def test_site_packages_numpy_importable(sp):
+    script = sp.script("import numpy; print(numpy.arange(3).sum())")
+    proc = sp("run", "-q", "--no-output", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "3"
+
+
+def test_sys_executable_is_the_real_interpreter(sp):
+    script = sp.script("""
+        import subprocess, sys
+        print(subprocess.run([sys.executable, "-c", "print(6*7)"], capture_output=True, text=True).stdout.strip())
+    """)
+    proc = sp("run", "-q", "--no-output", script)
+    assert proc.stdout.strip() == "42", proc.stderr
+
+
+def test_summary_printed_unless_quiet(sp):
+    script = sp.script("""
+        import scope_profiler as sp
+        for _ in range(3):
+            with sp.region("work"):
+                pass
+    """)
+    proc = sp("run", "-o", "out.h5", script)
+    assert proc.returncode == 0
+    assert "work (3x)" in proc.stderr
+    assert "profile written to" in proc.stderr and "out.h5" in proc.stderr
+    assert proc.stdout == ""  # the script's stdout stays the script's
+    quiet = sp("run", "-q", "-o", "out2.h5", script)
+    assert quiet.stderr == "" and quiet.stdout == ""
+
+
+def test_sigint_writes_profile_and_dies_of_sigint(sp):
+    script = sp.script("""
+        import os, signal, scope_profiler as sp
+        with sp.region("interrupted"):
+            os.kill(os.getpid(), signal.SIGINT)
+            while True:
+                pass
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == -signal.SIGINT  # a shell reports 130
+    assert "KeyboardInterrupt" in proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert f["rank0/regions/interrupted"].attrs["num_calls"] == 1
+
+
+def test_sigterm_writes_profile_status_143(sp):
+    script = sp.script("""
+        import os, signal, time, scope_profiler as sp
+        with sp.region("terminated"):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 143
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert f["rank0/regions/terminated"].attrs["num_calls"] == 1
+
+
+def test_forked_child_never_writes(sp):
+    script = sp.script("""
+        import os, sys, scope_profiler as sp
+        pid = os.fork()
+        if pid == 0:
+            with sp.region("child"):
+                pass
+            sys.exit(0)
+        os.waitpid(pid, 0)
+        with sp.region("parent"):
+            pass
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert list(f["rank0/regions"]) == ["parent"]
+
+
+def test_bad_inputs_one_line_nonzero(sp):
+    proc = sp("run", "missing.py")
+    assert proc.returncode == 2
+    one_line_error(proc, "run", "missing.py", "No such file")
+
+    (sp.tmp / "adir").mkdir()
+    proc = sp("run", "adir")
+    assert proc.returncode == 2
+    one_line_error(proc, "adir", "directory")
+
+    bad = sp.script("def f(:\n    pass\n", name="bad.py")
+    proc = sp("run", "-o", "bad.h5", bad)
+    assert proc.returncode == 1
+    one_line_error(proc, "bad.py", "SyntaxError")
+    assert not (sp.tmp / "bad.h5").exists()
+
+    ok = sp.script("open('ran', 'w').write('yes')", name="ok.py")
+    proc = sp("run", "-o", "/nonexistent/dir/out.h5", ok)
+    assert proc.returncode == 2
+    one_line_error(proc, "cannot write the profile", "/nonexistent/dir/out.h5")
+    assert not (sp.tmp / "ran").exists()  # refused before the script ran
+
+    proc = sp("run", "--bogus", ok)
+    assert proc.returncode == 2
+    one_line_error(proc, "--bogus")
+    proc = sp("run", "--buffer-limit", "0", ok)
+    assert proc.returncode == 2
+    one_line_error(proc, "--buffer-limit")
+    proc = sp("run")
+    assert proc.returncode == 2
+    one_line_error(proc, "no script")
+
+
+def test_unreadable_script(sp):
+    if os.geteuid() == 0:
+        # root reads any file; a folder that vanishes is the closest test.
+        proc = sp("run", "gone/script.py")
+        assert proc.returncode == 2
+        one_line_error(proc, "gone/script.py")
+        return
+    script = sp.script("pass")
+    script.chmod(0)
+    proc = sp("run", script)
+    assert proc.returncode == 2
+    one_line_error(proc, "cannot read script")
+
+
+def test_help_and_version(sp):
+    for args in (("--help",), ("run", "--help"), ("summary", "--help")):
+        proc = sp(*args)
+        assert proc.returncode == 0 and "usage: scope-profiler" in proc.stdout
+    proc = sp("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("scope-profiler ")
+    proc = sp("nosuchcommand")
+    assert proc.returncode == 2
+    one_line_error(proc, "nosuchcommand")
+
+
+def test_output_path_survives_chdir(sp):
+    script = sp.script("""
+        import os, scope_profiler as sp
+        os.makedirs("elsewhere", exist_ok=True)
+        os.chdir("elsewhere")
+        with sp.region("r"):
+            pass
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert (sp.tmp / "out.h5").exists()
+
+
+def test_write_failure_at_end_falls_back(sp):
+    script = sp.script("""
+        import os, shutil, scope_profiler as sp
+        with sp.region("r"):
+            pass
+        shutil.rmtree("outdir")
+    """)
+    (sp.tmp / "outdir").mkdir()
+    proc = sp("run", "-q", "-o", "outdir/out.h5", script, env={"TMPDIR": str(sp.tmp)})
+    assert proc.returncode == 1
+    assert "saved to" in proc.stderr
+    fallback = [p for p in sp.tmp.iterdir() if p.name.startswith("scope-profiler-")]
+    assert len(fallback) == 1
+    with h5py.File(fallback[0]) as f:
+        assert f["rank0/regions/r"].attrs["num_calls"] == 1
