@@ -1,0 +1,780 @@
+/* h5read.c - reading a profile from HDF5: format version 1 and the plain
+ * rank{N}/regions/{name}/{start_times,end_times} layout. Defensive: the file
+ * may be anything, and nothing in it is trusted without a check. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "sp_clock.h"
+#include "sp_h5.h"
+
+#if H5_VERSION_GE(1, 12, 0)
+#define vlen_reclaim(t, s, buf) H5Treclaim(t, s, H5P_DEFAULT, buf)
+#define is_hdf5(path) H5Fis_accessible(path, H5P_DEFAULT)
+#else
+#define vlen_reclaim(t, s, buf) H5Dvlen_reclaim(t, s, H5P_DEFAULT, buf)
+#define is_hdf5(path) H5Fis_hdf5(path)
+#endif
+
+struct reader {
+	const char *path;
+	struct sp_error *err;
+	int flags;
+};
+
+/* Link names of a group, in creation order when it is tracked. */
+struct names {
+	char **v;
+	size_t n, cap;
+	int oom;
+};
+
+/* A region name and its index, sorted by name for lookups. */
+struct name_ref {
+	const char *name;
+	int32_t idx;
+};
+
+/* Closes an HDF5 identifier of any kind (group, dataset, attribute, type,
+ * space, property list) unless it is invalid. */
+static void h5close(hid_t id)
+{
+	if (id >= 0)
+		H5Idec_ref(id);
+}
+
+/* Fills err with "cannot read '<path>': <detail>" on one line. */
+static enum sp_err rfail(struct reader *r, enum sp_err code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static enum sp_err rfail(struct reader *r, enum sp_err code, const char *fmt, ...)
+{
+	char what[448];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	sp_error_set(r->err, code, "cannot read '%s': %s", r->path, what);
+	if (r->err)
+		for (char *c = r->err->msg; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+	return code;
+}
+
+static void names_free(struct names *nl)
+{
+	for (size_t i = 0; i < nl->n; i++)
+		free(nl->v[i]);
+	free(nl->v);
+	*nl = (struct names){0};
+}
+
+static herr_t names_cb(hid_t g, const char *name, const H5L_info_t *info, void *op)
+{
+	struct names *nl = op;
+	(void)g;
+	if (info->type != H5L_TYPE_HARD)
+		return 0;              /* soft and external links are not followed */
+	if (nl->n == nl->cap) {
+		size_t cap = nl->cap ? nl->cap * 2 : 16;
+		char **v = cap <= SIZE_MAX / sizeof *v ? realloc(nl->v, cap * sizeof *v) : NULL;
+		if (!v)
+			goto oom;
+		nl->v = v;
+		nl->cap = cap;
+	}
+	if (!(nl->v[nl->n] = strdup(name)))
+		goto oom;
+	nl->n++;
+	return 0;
+oom:
+	nl->oom = 1;
+	return -1;
+}
+
+/* Lists g's hard links, in creation order if the group tracks it, else by
+ * name. Returns 0, or -1 (HDF5 failure) or -2 (out of memory). */
+static int list_links(hid_t g, struct names *nl)
+{
+	unsigned crt = 0;
+	hid_t gcpl = H5Gget_create_plist(g);
+	if (gcpl >= 0) {
+		if (H5Pget_link_creation_order(gcpl, &crt) < 0)
+			crt = 0;
+		H5Pclose(gcpl);
+	}
+	if ((crt & H5P_CRT_ORDER_TRACKED) &&
+	    H5Literate(g, H5_INDEX_CRT_ORDER, H5_ITER_INC, NULL, names_cb, nl) >= 0)
+		return 0;
+	if (nl->oom)
+		return -2;
+	names_free(nl);
+	if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, names_cb, nl) >= 0)
+		return 0;
+	return nl->oom ? -2 : -1;
+}
+
+/* 1 when name is a hard link in g, 0 when absent (or another kind of link),
+ * -1 on failure. */
+static int hard_link(hid_t g, const char *name)
+{
+	H5L_info_t li;
+	htri_t ex = H5Lexists(g, name, H5P_DEFAULT);
+	if (ex <= 0)
+		return ex < 0 ? -1 : 0;
+	if (H5Lget_info(g, name, &li, H5P_DEFAULT) < 0)
+		return -1;
+	return li.type == H5L_TYPE_HARD;
+}
+
+/* Reads a scalar numeric attribute converted to mtype. Returns 1 when read,
+ * 0 when absent, -1 when present but not a single number. */
+static int attr_num(hid_t loc, const char *name, hid_t mtype, void *v)
+{
+	htri_t ex = H5Aexists(loc, name);
+	if (ex <= 0)
+		return ex < 0 ? -1 : 0;
+	hid_t a = H5Aopen(loc, name, H5P_DEFAULT), t = -1, s = -1;
+	int rc = -1;
+	if (a < 0)
+		return -1;
+	if ((t = H5Aget_type(a)) >= 0 && (s = H5Aget_space(a)) >= 0 &&
+	    (H5Tget_class(t) == H5T_INTEGER || H5Tget_class(t) == H5T_FLOAT) &&
+	    H5Sget_simple_extent_npoints(s) == 1 && H5Aread(a, mtype, v) >= 0)
+		rc = 1;
+	h5close(t); h5close(s);
+	H5Aclose(a);
+	return rc;
+}
+
+/* Reads an open attribute holding one string (fixed or variable length) into
+ * a malloc'd copy. Returns 1, -1 when it is not one string, -2 on OOM. */
+static int attr_str_open(hid_t a, char **out)
+{
+	hid_t t = H5Aget_type(a), s = H5Aget_space(a), m = -1;
+	int rc = -1;
+	htri_t var;
+	if (t < 0 || s < 0 || H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_npoints(s) != 1 ||
+	    (var = H5Tis_variable_str(t)) < 0 || (m = H5Tcopy(H5T_C_S1)) < 0 ||
+	    H5Tset_cset(m, H5Tget_cset(t)) < 0)
+		goto out;
+	if (var) {
+		char *v = NULL;
+		if (H5Tset_size(m, H5T_VARIABLE) < 0 || H5Aread(a, m, &v) < 0)
+			goto out;
+		*out = strdup(v ? v : "");
+		H5free_memory(v);
+	} else {
+		size_t n = H5Tget_size(t);
+		if (n == 0 || n > (1u << 24) || H5Tset_size(m, n + 1) < 0 ||
+		    H5Tset_strpad(m, H5T_STR_NULLTERM) < 0)
+			goto out;
+		if (!(*out = calloc(1, n + 1)))
+			goto out_oom;
+		if (H5Aread(a, m, *out) < 0) {
+			free(*out);
+			*out = NULL;
+			goto out;
+		}
+	}
+out_oom:
+	rc = *out ? 1 : -2;
+out:
+	h5close(m); h5close(t); h5close(s);
+	return rc;
+}
+
+/* Like attr_num for a string attribute: 1, 0 (absent), -1, or -2 (OOM). */
+static int attr_str(hid_t loc, const char *name, char **out)
+{
+	htri_t ex = H5Aexists(loc, name);
+	if (ex <= 0)
+		return ex < 0 ? -1 : 0;
+	hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+	if (a < 0)
+		return -1;
+	int rc = attr_str_open(a, out);
+	H5Aclose(a);
+	return rc;
+}
+
+/* Opens the 1-D column name in g and returns its length in *n; want is
+ * H5T_STRING or H5T_INTEGER (which also accepts floats). Rejects layouts that
+ * would read other files, and extents the stored bytes cannot back. */
+static enum sp_err column_open(struct reader *r, hid_t g, const char *ctx, const char *name,
+			       H5T_class_t want, hid_t *ds, hsize_t *n)
+{
+	hid_t t = -1, s = -1, dcpl = -1;
+	enum sp_err rc = SP_ECORRUPT;
+	int hl = hard_link(g, name);
+	if (hl <= 0)
+		return rfail(r, SP_ECORRUPT, "%s has no %s dataset", ctx, name);
+	if ((*ds = H5Dopen2(g, name, H5P_DEFAULT)) < 0)
+		return rfail(r, SP_ECORRUPT, "%s/%s is not a readable dataset", ctx, name);
+	t = H5Dget_type(*ds);
+	s = H5Dget_space(*ds);
+	dcpl = H5Dget_create_plist(*ds);
+	H5T_class_t cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+	if (want == H5T_INTEGER ? cls != H5T_INTEGER && cls != H5T_FLOAT : cls != want) {
+		rfail(r, rc, "%s/%s has the wrong type", ctx, name);
+		goto out;
+	}
+	if (s < 0 || H5Sget_simple_extent_type(s) != H5S_SIMPLE || H5Sget_simple_extent_ndims(s) != 1 ||
+	    H5Sget_simple_extent_dims(s, n, NULL) != 1) {
+		rfail(r, rc, "%s/%s is not 1-D", ctx, name);
+		goto out;
+	}
+	H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+	if ((layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED && layout != H5D_COMPACT) ||
+	    H5Pget_external_count(dcpl) != 0) {
+		rfail(r, rc, "%s/%s has an unsupported storage layout", ctx, name);
+		goto out;
+	}
+	size_t tsize = H5Tget_size(t);
+	hsize_t stored = H5Dget_storage_size(*ds);
+	if (tsize == 0 || *n > (hsize_t)-1 / 4096 / tsize) {
+		rfail(r, rc, "%s/%s is too large", ctx, name);
+		goto out;
+	}
+	/* Compressed chunks shrink data, but not beyond what deflate can do. */
+	hsize_t need = *n * tsize, have = stored;
+	if (layout == H5D_CHUNKED)
+		have = stored > (hsize_t)-1 / 4096 ? (hsize_t)-1 : stored * 4096;
+	if (need > have) {
+		rfail(r, rc, "%s/%s is missing data (%llu of %llu bytes stored)", ctx, name,
+		      (unsigned long long)stored, (unsigned long long)need);
+		goto out;
+	}
+	rc = SP_OK;
+out:
+	h5close(t); h5close(s); h5close(dcpl);
+	if (rc != SP_OK) {
+		H5Dclose(*ds);
+		*ds = -1;
+	}
+	return rc;
+}
+
+/* Allocates n elements of size sz (at least one byte), or NULL. */
+static void *alloc_n(size_t n, size_t sz)
+{
+	if (n > SIZE_MAX / sz)
+		return NULL;
+	return malloc(n ? n * sz : 1);
+}
+
+/* Loads a region's event columns and checks every call has end >= start and
+ * the durations add up without overflow. */
+static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struct sp_region_data *rd,
+			       size_t *count)
+{
+	hid_t ds = -1, de = -1;
+	hsize_t ns = 0, ne = 0;
+	int64_t *starts = NULL, *ends = NULL, total = 0, d;
+	enum sp_err rc;
+
+	if ((rc = column_open(r, g, ctx, "start_times", H5T_INTEGER, &ds, &ns)) != SP_OK ||
+	    (rc = column_open(r, g, ctx, "end_times", H5T_INTEGER, &de, &ne)) != SP_OK)
+		goto out;
+	if (ns != ne) {
+		rc = rfail(r, SP_ECORRUPT, "%s: start_times and end_times differ in length (%llu vs %llu)",
+			   ctx, (unsigned long long)ns, (unsigned long long)ne);
+		goto out;
+	}
+	size_t n = (size_t)ns;
+	if ((hsize_t)n != ns || !(starts = alloc_n(n, sizeof *starts)) || !(ends = alloc_n(n, sizeof *ends))) {
+		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %llu events", ctx, (unsigned long long)ns);
+		goto out;
+	}
+	if (n && (H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, starts) < 0 ||
+		  H5Dread(de, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ends) < 0)) {
+		rc = rfail(r, SP_ECORRUPT, "%s: cannot read the event columns", ctx);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (ends[i] < starts[i]) {
+			rc = rfail(r, SP_ECORRUPT, "%s: call %zu ends before it starts", ctx, i);
+			goto out;
+		}
+		if (__builtin_sub_overflow(ends[i], starts[i], &d) || __builtin_add_overflow(total, d, &total)) {
+			rc = rfail(r, SP_ECORRUPT, "%s: durations overflow 64 bits", ctx);
+			goto out;
+		}
+	}
+	rd->starts = starts;
+	rd->ends = ends;
+	rd->owns_events = 1;
+	starts = ends = NULL;
+	*count = n;
+out:
+	free(starts);
+	free(ends);
+	h5close(ds); h5close(de);
+	return rc;
+}
+
+static enum sp_err read_region(struct reader *r, hid_t regions, const char *link, int rankno,
+			       int need_events, struct sp_region_data *rd)
+{
+	static const char *const inames[] = {"num_calls", "total_ns", "min_ns", "max_ns",
+					     "first_start_ns", "last_end_ns"};
+	struct sp_stats *st = &rd->stats;
+	int64_t *ivals[] = {&st->num_calls, &st->total_ns, &st->min_ns, &st->max_ns,
+			    &st->first_start_ns, &st->last_end_ns};
+	enum sp_err rc = SP_OK;
+	char ctx[256];
+	int got = 0, a;
+	size_t n = 0;
+
+	snprintf(ctx, sizeof ctx, "rank%d/regions/%s", rankno, link);
+	hid_t g = H5Gopen2(regions, link, H5P_DEFAULT);
+	if (g < 0)
+		return rfail(r, SP_ECORRUPT, "%s is not a group", ctx);
+	if ((a = attr_str(g, "name", &rd->name)) == 0)
+		rd->name = sp_h5_unescape(link);
+	if (a == -2 || (a == 0 && !rd->name)) {
+		rc = rfail(r, SP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (a < 0 || !rd->name[0]) {
+		rc = rfail(r, SP_ECORRUPT, "%s: bad 'name' attribute", ctx);
+		goto out;
+	}
+	for (size_t i = 0; i < 8; i++) {
+		if (i < 6)
+			a = attr_num(g, inames[i], H5T_NATIVE_INT64, ivals[i]);
+		else
+			a = attr_num(g, i == 6 ? "mean_ns" : "std_ns", H5T_NATIVE_DOUBLE,
+				     i == 6 ? &st->mean_ns : &st->std_ns);
+		if (a < 0) {
+			rc = rfail(r, SP_ECORRUPT, "%s: unreadable summary attribute", ctx);
+			goto out;
+		}
+		got += a;
+	}
+	if (got == 8 && st->num_calls < 0) {
+		rc = rfail(r, SP_ECORRUPT, "%s: negative num_calls", ctx);
+		goto out;
+	}
+	if (got == 8 && !need_events)
+		goto out;
+	if ((rc = read_events(r, g, ctx, rd, &n)) != SP_OK)
+		goto out;
+	if (got != 8)
+		sp_stats_compute(st, rd->starts, rd->ends, n);
+	else if ((uint64_t)st->num_calls != n)
+		rc = rfail(r, SP_ECORRUPT, "%s: num_calls is %lld but there are %zu events", ctx,
+			   (long long)st->num_calls, n);
+out:
+	H5Gclose(g);
+	return rc;
+}
+
+static int name_ref_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct name_ref *)a)->name, ((const struct name_ref *)b)->name);
+}
+
+/* Reads the four tree columns; regions are given by name and looked up in
+ * idx (nidx entries sorted by name). */
+static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const struct name_ref *idx,
+			     size_t nidx, struct sp_rank *rk)
+{
+	static const char *const cols[4] = {"parent", "region", "calls", "total_ns"};
+	hid_t tg = -1, ds[4] = {-1, -1, -1, -1}, mt = -1, space = -1, ft = -1;
+	hsize_t len[4];
+	int32_t *parent = NULL;
+	int64_t *calls = NULL, *total = NULL;
+	char **vnames = NULL, *fnames = NULL;
+	size_t fsize = 0, n = 0;
+	int vlen = 0;
+	struct sp_tree_node *tree = NULL;
+	enum sp_err rc = SP_OK;
+	char ctx[32];
+
+	snprintf(ctx, sizeof ctx, "rank%d/tree", rankno);
+	if ((tg = H5Gopen2(rank_g, "tree", H5P_DEFAULT)) < 0)
+		return rfail(r, SP_ECORRUPT, "%s is not a group", ctx);
+	for (int i = 0; i < 4; i++)
+		if ((rc = column_open(r, tg, ctx, cols[i], i == 1 ? H5T_STRING : H5T_INTEGER, &ds[i],
+				      &len[i])) != SP_OK)
+			goto out;
+	if (len[1] != len[0] || len[2] != len[0] || len[3] != len[0] || len[0] > INT32_MAX) {
+		rc = rfail(r, SP_ECORRUPT, "%s: columns of different lengths", ctx);
+		goto out;
+	}
+	n = (size_t)len[0];
+	parent = alloc_n(n, sizeof *parent);
+	calls = alloc_n(n, sizeof *calls);
+	total = alloc_n(n, sizeof *total);
+	tree = alloc_n(n, sizeof *tree);
+	if ((ft = H5Dget_type(ds[1])) < 0 || (space = H5Dget_space(ds[1])) < 0 ||
+	    (mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_cset(mt, H5Tget_cset(ft)) < 0 ||
+	    (vlen = H5Tis_variable_str(ft)) < 0) {
+		rc = rfail(r, SP_ECORRUPT, "%s/region: unreadable type", ctx);
+		goto out;
+	}
+	fsize = vlen ? 0 : H5Tget_size(ft);
+	if (vlen ? H5Tset_size(mt, H5T_VARIABLE) < 0
+		 : (fsize == 0 || fsize >= SIZE_MAX - 1 || H5Tset_size(mt, fsize + 1) < 0 ||
+		    H5Tset_strpad(mt, H5T_STR_NULLTERM) < 0)) {
+		rc = rfail(r, SP_ECORRUPT, "%s/region: unreadable type", ctx);
+		goto out;
+	}
+	if (vlen)
+		vnames = n ? calloc(n, sizeof *vnames) : malloc(1);
+	else
+		fnames = alloc_n(n, fsize + 1);
+	if (!parent || !calls || !total || !tree || (vlen ? !vnames : !fnames)) {
+		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu nodes", ctx, n);
+		goto out;
+	}
+	if (n && (H5Dread(ds[0], H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, parent) < 0 ||
+		  H5Dread(ds[1], mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, vlen ? (void *)vnames : fnames) < 0 ||
+		  H5Dread(ds[2], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, calls) < 0 ||
+		  H5Dread(ds[3], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, total) < 0)) {
+		rc = rfail(r, SP_ECORRUPT, "%s: cannot read the tree columns", ctx);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct name_ref key = {vlen ? vnames[i] : fnames + i * (fsize + 1), 0}, *hit;
+		if (!key.name || !(hit = bsearch(&key, idx, nidx, sizeof *idx, name_ref_cmp))) {
+			rc = rfail(r, SP_ECORRUPT, "%s: node %zu names no region of this rank", ctx, i);
+			goto out;
+		}
+		if (parent[i] < -1 || (parent[i] >= 0 && (size_t)parent[i] >= i)) {
+			rc = rfail(r, SP_ECORRUPT, "%s: node %zu has a bad parent %d", ctx, i, (int)parent[i]);
+			goto out;
+		}
+		tree[i] = (struct sp_tree_node){parent[i], hit->idx, calls[i], total[i]};
+	}
+	free(rk->tree);
+	rk->tree = tree;
+	rk->ntree = n;
+	tree = NULL;
+out:
+	if (vnames && n)
+		vlen_reclaim(mt, space, vnames);
+	free(vnames);
+	free(fnames);
+	free(parent);
+	free(calls);
+	free(total);
+	free(tree);
+	h5close(mt); h5close(ft); h5close(space);
+	for (int i = 0; i < 4; i++)
+		h5close(ds[i]);
+	H5Gclose(tg);
+	return rc;
+}
+
+static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
+{
+	hid_t g = -1, regions = -1;
+	struct names nl = {0};
+	struct name_ref *idx = NULL;
+	enum sp_err rc = SP_OK;
+	int has_tree, a = 0;
+
+	if ((g = H5Gopen2(file, gname, H5P_DEFAULT)) < 0)
+		return rfail(r, SP_ECORRUPT, "%s is not a group", gname);
+	if (attr_num(g, "run_start_time", H5T_NATIVE_INT64, &rk->run_start_ns) < 0 ||
+	    attr_num(g, "run_end_time", H5T_NATIVE_INT64, &rk->run_end_ns) < 0 ||
+	    attr_num(g, "pid", H5T_NATIVE_INT64, &rk->pid) < 0 ||
+	    (a = attr_str(g, "hostname", &rk->hostname)) == -1) {
+		rc = rfail(r, SP_ECORRUPT, "%s: unreadable attribute", gname);
+		goto out;
+	}
+	if (a == -2) {
+		rc = rfail(r, SP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (hard_link(g, "regions") != 1 || (regions = H5Gopen2(g, "regions", H5P_DEFAULT)) < 0) {
+		rc = rfail(r, SP_ECORRUPT, "%s has no regions group", gname);
+		goto out;
+	}
+	if ((has_tree = hard_link(g, "tree")) < 0) {
+		rc = rfail(r, SP_ECORRUPT, "%s: cannot look up the tree", gname);
+		goto out;
+	}
+	if ((a = list_links(regions, &nl)) < 0) {
+		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "%s: cannot list the regions", gname);
+		goto out;
+	}
+	if (nl.n > INT32_MAX || !(rk->regions = calloc(nl.n ? nl.n : 1, sizeof *rk->regions)) ||
+	    !(idx = alloc_n(nl.n, sizeof *idx))) {
+		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu regions", gname, nl.n);
+		goto out;
+	}
+	rk->nregions = nl.n;
+	int need_events = (r->flags & SP_READ_EVENTS) || !has_tree;
+	for (size_t i = 0; i < nl.n; i++) {
+		if ((rc = read_region(r, regions, nl.v[i], rk->rank, need_events, &rk->regions[i])) != SP_OK)
+			goto out;
+		idx[i] = (struct name_ref){rk->regions[i].name, (int32_t)i};
+	}
+	qsort(idx, nl.n, sizeof *idx, name_ref_cmp);
+	for (size_t i = 1; i < nl.n; i++)
+		if (strcmp(idx[i - 1].name, idx[i].name) == 0) {
+			rc = rfail(r, SP_ECORRUPT, "%s has two regions named '%s'", gname, idx[i].name);
+			goto out;
+		}
+	if (has_tree) {
+		rc = read_tree(r, g, rk->rank, idx, nl.n, rk);
+	} else if ((rc = sp_tree_build(rk, r->err)) != SP_OK) {
+		char msg[sizeof r->err->msg];
+		snprintf(msg, sizeof msg, "%s", r->err ? r->err->msg : "cannot build the call tree");
+		rfail(r, rc, "%s", msg);
+	}
+out:
+	free(idx);
+	names_free(&nl);
+	h5close(regions);
+	H5Gclose(g);
+	return rc;
+}
+
+/* A single integer or float attribute as text: 1, -1 (something else), -2 (OOM). */
+static int attr_num_text(hid_t a, char **out)
+{
+	hid_t t = H5Aget_type(a), s = H5Aget_space(a);
+	H5T_class_t cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+	int rc = -1;
+	char buf[40];
+	int64_t i;
+	double d;
+	if (s >= 0 && H5Sget_simple_extent_npoints(s) == 1) {
+		if (cls == H5T_INTEGER && H5Aread(a, H5T_NATIVE_INT64, &i) >= 0)
+			rc = snprintf(buf, sizeof buf, "%lld", (long long)i);
+		else if (cls == H5T_FLOAT && H5Aread(a, H5T_NATIVE_DOUBLE, &d) >= 0)
+			rc = snprintf(buf, sizeof buf, "%.17g", d);
+		if (rc >= 0)
+			rc = (*out = strdup(buf)) ? 1 : -2;
+	}
+	h5close(t); h5close(s);
+	return rc;
+}
+
+static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void *op)
+{
+	struct sp_profile *p = op;
+	char *value = NULL, *key = NULL;
+	hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+	(void)info;
+	if (a < 0)
+		return 0;
+	int rc = attr_str_open(a, &value);
+	if (rc == -1)
+		rc = attr_num_text(a, &value);
+	H5Aclose(a);
+	if (rc == -1)
+		return 0;              /* neither a string nor a number: skipped */
+	if (rc == -2 || !(key = strdup(name)))
+		goto oom;
+	if ((p->nmeta & (p->nmeta - 1)) == 0) { /* full at every power of two */
+		size_t cap = p->nmeta ? p->nmeta * 2 : 1;
+		struct sp_kv *m = cap <= SIZE_MAX / sizeof *m ? realloc(p->meta, cap * sizeof *m) : NULL;
+		if (!m)
+			goto oom;
+		p->meta = m;
+	}
+	p->meta[p->nmeta++] = (struct sp_kv){key, value};
+	return 0;
+oom:
+	free(key);
+	free(value);
+	return -1;
+}
+
+/* The string attributes of /metadata, in creation order when tracked. */
+static enum sp_err read_meta(struct reader *r, hid_t file, struct sp_profile *p)
+{
+	hid_t g = H5Gopen2(file, "metadata", H5P_DEFAULT), gcpl;
+	unsigned crt = 0;
+	if (g < 0)
+		return rfail(r, SP_ECORRUPT, "metadata is not a group");
+	if ((gcpl = H5Gget_create_plist(g)) >= 0) {
+		if (H5Pget_attr_creation_order(gcpl, &crt) < 0)
+			crt = 0;
+		H5Pclose(gcpl);
+	}
+	herr_t e = -1;
+	for (int by_name = !(crt & H5P_CRT_ORDER_TRACKED); by_name < 2 && e < 0; by_name++) {
+		for (size_t i = 0; i < p->nmeta; i++) {
+			free(p->meta[i].key);
+			free(p->meta[i].value);
+		}
+		p->nmeta = 0;
+		e = H5Aiterate2(g, by_name ? H5_INDEX_NAME : H5_INDEX_CRT_ORDER, H5_ITER_INC, NULL,
+				meta_cb, p);
+	}
+	H5Gclose(g);
+	if (e < 0)
+		return rfail(r, SP_ECORRUPT, "cannot read the metadata");
+	return SP_OK;
+}
+
+static int rank_cmp(const void *a, const void *b)
+{
+	int x = ((const struct sp_rank *)a)->rank, y = ((const struct sp_rank *)b)->rank;
+	return (x > y) - (x < y);
+}
+
+/* "rank<digits>" -> the number, or -1. */
+static int rank_number(const char *name)
+{
+	long long v = 0;
+	if (strncmp(name, "rank", 4) != 0 || !name[4])
+		return -1;
+	for (const char *c = name + 4; *c; c++) {
+		if (*c < '0' || *c > '9' || (v = v * 10 + (*c - '0')) > INT_MAX)
+			return -1;
+	}
+	return (int)v;
+}
+
+/* Sorts out what the OS can say before HDF5 is asked: missing, a directory,
+ * unreadable, empty. */
+static enum sp_err check_path(struct reader *r)
+{
+	struct stat sb;
+	if (stat(r->path, &sb) != 0)
+		return rfail(r, errno == ENOENT ? SP_ENOENT : SP_EIO, "%s", strerror(errno));
+	if (S_ISDIR(sb.st_mode))
+		return rfail(r, SP_EIO, "is a directory");
+	if (!S_ISREG(sb.st_mode))
+		return rfail(r, SP_EIO, "not a regular file");
+	int fd = open(r->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rfail(r, SP_EIO, "%s", strerror(errno));
+	close(fd);
+	if (sb.st_size == 0 || is_hdf5(r->path) <= 0)
+		return rfail(r, SP_ENOTHDF5, "not an HDF5 file");
+	return SP_OK;
+}
+
+/* Reads the file's structure into p; the caller frees p on failure. */
+static enum sp_err read_file(struct reader *r, hid_t file, struct sp_profile *p)
+{
+	struct names nl = {0};
+	enum sp_err rc = SP_OK;
+	char *format = NULL;
+	int32_t version = 0;
+	int a;
+
+	if ((a = attr_str(file, "format", &format)) < 0 ||
+	    attr_num(file, "format_version", H5T_NATIVE_INT32, &version) < 0) {
+		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "unreadable file attributes");
+		goto out;
+	}
+	if (format && strcmp(format, "scope-profiler") != 0) {
+		rc = rfail(r, SP_ENOTPROF, "not a scope-profiler file (format '%.64s')", format);
+		goto out;
+	}
+	if (version < 0 || version > 1) {
+		rc = rfail(r, SP_ENOTPROF, "format version %d is not supported (1 is)", (int)version);
+		goto out;
+	}
+	p->format_version = version;
+	if ((a = list_links(file, &nl)) < 0) {
+		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "cannot list the root group");
+		goto out;
+	}
+	size_t nr = 0;
+	for (size_t i = 0; i < nl.n; i++)
+		nr += rank_number(nl.v[i]) >= 0;
+	if (nr == 0) {
+		rc = rfail(r, SP_ENOTPROF, "not a scope-profiler file (no rank groups)");
+		goto out;
+	}
+	if (!(p->ranks = calloc(nr, sizeof *p->ranks))) {
+		rc = rfail(r, SP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nl.n; i++) {
+		int k = rank_number(nl.v[i]);
+		if (k < 0)
+			continue;
+		p->ranks[p->nranks++] = (struct sp_rank){
+			.rank = k, .run_start_ns = SP_NO_TIME, .run_end_ns = SP_NO_TIME};
+	}
+	qsort(p->ranks, p->nranks, sizeof *p->ranks, rank_cmp);
+	for (size_t i = 1; i < p->nranks; i++)
+		if (p->ranks[i].rank == p->ranks[i - 1].rank) {
+			rc = rfail(r, SP_ECORRUPT, "two groups for rank %d", p->ranks[i].rank);
+			goto out;
+		}
+	for (size_t i = 0; i < p->nranks; i++) {
+		char gname[32];
+		snprintf(gname, sizeof gname, "rank%d", p->ranks[i].rank);
+		/* "rank007" names rank 7 too: find the link actually listed. */
+		if (hard_link(file, gname) != 1)
+			for (size_t j = 0; j < nl.n; j++)
+				if (rank_number(nl.v[j]) == p->ranks[i].rank)
+					snprintf(gname, sizeof gname, "%.31s", nl.v[j]);
+		if ((rc = read_rank(r, file, gname, &p->ranks[i])) != SP_OK)
+			goto out;
+	}
+	if ((a = hard_link(file, "metadata")) == 1)
+		rc = read_meta(r, file, p);
+	else if (a < 0)
+		rc = rfail(r, SP_ECORRUPT, "cannot look up the metadata");
+out:
+	free(format);
+	names_free(&nl);
+	return rc;
+}
+
+/* Reads path into *out. Returns SP_ENOENT, SP_EIO, SP_ENOTHDF5, SP_ENOTPROF,
+ * SP_ECORRUPT, SP_ENOMEM or SP_EINVAL on failure, with *out NULL and nothing
+ * left allocated or open. */
+enum sp_err sp_h5_read(const char *path, int flags, struct sp_profile **out, struct sp_error *err)
+{
+	struct reader r = {.path = path ? path : "", .err = err, .flags = flags};
+	struct sp_profile *p = NULL;
+	hid_t fapl = -1, file = -1;
+	enum sp_err rc;
+
+	if (!out || !path || (flags & ~SP_READ_EVENTS))
+		return sp_error_set(err, SP_EINVAL, "sp_h5_read: bad arguments");
+	*out = NULL;
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	if ((rc = check_path(&r)) != SP_OK)
+		return rc;
+	/* Strong close: whatever a failure path left open goes with the file. */
+	if ((fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
+		rc = rfail(&r, SP_EIO, "cannot set up HDF5");
+		goto out;
+	}
+	errno = 0;
+	if ((file = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0) {
+		if (errno == EWOULDBLOCK || errno == EAGAIN)
+			rc = rfail(&r, SP_EIO, "locked by another process");
+		else
+			rc = rfail(&r, SP_ENOTHDF5, "truncated or damaged HDF5 file");
+		goto out;
+	}
+	if (!(p = calloc(1, sizeof *p))) {
+		rc = rfail(&r, SP_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = read_file(&r, file, p);
+out:
+	if (file >= 0 && H5Fclose(file) < 0 && rc == SP_OK)
+		rc = rfail(&r, SP_EIO, "cannot close the file");
+	h5close(fapl);
+	if (rc != SP_OK)
+		sp_profile_free(p);
+	else
+		*out = p;
+	return rc;
+}

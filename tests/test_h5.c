@@ -1,0 +1,590 @@
+/* test_h5.c - unit tests of the HDF5 file format: src/h5write.c and src/h5read.c. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "sp_clock.h"
+#include "sp_h5.h"
+
+/* Fails the test with err's message unless the call returned SP_OK. */
+#define assert_ok(call, err) do { \
+	if ((call) != SP_OK) \
+		fail_msg("%s", (err)->msg); \
+} while (0)
+
+static char dir[64];
+static char pathbuf[4][512];
+
+/* A path inside the test's temporary folder (four live at a time). */
+static const char *tpath(const char *name)
+{
+	static int next;
+	char *p = pathbuf[next++ % 4];
+	snprintf(p, sizeof pathbuf[0], "%s/%s", dir, name);
+	return p;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof dir, "/tmp/test_h5.XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			remove(tpath(e->d_name));
+	if (d)
+		closedir(d);
+	return rmdir(dir);
+}
+
+/* Number of entries in the temporary folder. */
+static int count_files(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void write_bytes(const char *path, const void *buf, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+static char *read_bytes(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	*n = (size_t)ftell(f);
+	rewind(f);
+	char *buf = malloc(*n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, *n, f), *n);
+	fclose(f);
+	return buf;
+}
+
+/* ---- a profile to write ---- */
+
+static void add_region(struct sp_rank *rk, const char *name, const int64_t *se, size_t n)
+{
+	struct sp_region_data *rd = &rk->regions[rk->nregions++];
+	rd->name = strdup(name);
+	rd->starts = malloc((n ? n : 1) * sizeof(int64_t));
+	rd->ends = malloc((n ? n : 1) * sizeof(int64_t));
+	rd->owns_events = 1;
+	for (size_t i = 0; i < n; i++) {
+		rd->starts[i] = se[2 * i];
+		rd->ends[i] = se[2 * i + 1];
+	}
+	sp_stats_compute(&rd->stats, rd->starts, rd->ends, n);
+}
+
+static void set_tree(struct sp_rank *rk, const struct sp_tree_node *nodes, size_t n)
+{
+	rk->tree = malloc((n ? n : 1) * sizeof *nodes);
+	if (n)
+		memcpy(rk->tree, nodes, n * sizeof *nodes);
+	rk->ntree = n;
+}
+
+static struct sp_profile *make_profile(void)
+{
+	static const int64_t main_ev[] = {1000, 2000}, ab[] = {1010, 1100, 1200, 1300},
+		xy[] = {1020, 1050}, sp[] = {1400, 1500}, pct[] = {1600, 1610}, de[] = {1700, 1800},
+		dot[] = {1810, 1820}, dotdot[] = {1830, 1840}, lit[] = {1850, 1860},
+		solve[] = {5, 10, 20, 40, 50, 90};
+	static const struct sp_tree_node t0[] = {
+		{-1, 0, 1, 1000}, {0, 1, 2, 190}, {1, 2, 1, 30}, {0, 4, 1, 100}, {0, 5, 1, 10},
+		{0, 6, 1, 100}, {0, 7, 1, 10}, {0, 8, 1, 10}, {0, 9, 1, 10},
+	};
+	static const struct sp_tree_node t3[] = {{-1, 0, 3, 65}};
+	struct sp_profile *p = calloc(1, sizeof *p);
+	p->format_version = 1;
+	p->nranks = 3;
+	p->ranks = calloc(3, sizeof *p->ranks);
+
+	struct sp_rank *r0 = &p->ranks[0];
+	r0->rank = 0;
+	r0->run_start_ns = 900;
+	r0->run_end_ns = 2100;
+	r0->pid = 4242;
+	r0->hostname = strdup("node-ä1");
+	r0->regions = calloc(10, sizeof *r0->regions);
+	add_region(r0, "main", main_ev, 1);
+	add_region(r0, "a/b", ab, 2);
+	add_region(r0, "x.y", xy, 1);
+	add_region(r0, "never called", NULL, 0);  /* skipped by the writer */
+	add_region(r0, "with space", sp, 1);
+	add_region(r0, "100%", pct, 1);
+	add_region(r0, "löser/ß", de, 1);
+	add_region(r0, ".", dot, 1);
+	add_region(r0, "..", dotdot, 1);
+	add_region(r0, "%2F", lit, 1);
+	set_tree(r0, t0, sizeof t0 / sizeof t0[0]);
+
+	struct sp_rank *r3 = &p->ranks[1];   /* nothing known about this run */
+	r3->rank = 3;
+	r3->run_start_ns = r3->run_end_ns = SP_NO_TIME;
+	r3->regions = calloc(1, sizeof *r3->regions);
+	add_region(r3, "solve", solve, 3);
+	set_tree(r3, t3, 1);
+
+	struct sp_rank *r5 = &p->ranks[2];   /* a rank that recorded nothing */
+	r5->rank = 5;
+	r5->run_start_ns = r5->run_end_ns = SP_NO_TIME;
+	set_tree(r5, NULL, 0);
+
+	static const char *kv[][2] = {
+		{"zeta", "first"}, {"command line", "python3 x.py --flag"}, {"alpha", "ü/%"},
+		{"hostname", "node-ä1"},
+	};
+	p->nmeta = 4;
+	p->meta = calloc(4, sizeof *p->meta);
+	for (size_t i = 0; i < 4; i++)
+		p->meta[i] = (struct sp_kv){strdup(kv[i][0]), strdup(kv[i][1])};
+	return p;
+}
+
+static const struct sp_region_data *find_region(const struct sp_rank *rk, const char *name)
+{
+	for (size_t i = 0; i < rk->nregions; i++)
+		if (strcmp(rk->regions[i].name, name) == 0)
+			return &rk->regions[i];
+	return NULL;
+}
+
+/* got must equal want, less want's regions without calls; events only when
+ * with_events. */
+static void assert_same(const struct sp_profile *want, const struct sp_profile *got, int with_events)
+{
+	assert_int_equal(got->format_version, 1);
+	assert_int_equal(got->nranks, want->nranks);
+	for (size_t r = 0; r < want->nranks; r++) {
+		const struct sp_rank *a = &want->ranks[r], *b = &got->ranks[r];
+		assert_int_equal(b->rank, a->rank);
+		assert_true(b->run_start_ns == a->run_start_ns);
+		assert_true(b->run_end_ns == a->run_end_ns);
+		assert_true(b->pid == a->pid);
+		if (a->hostname)
+			assert_string_equal(b->hostname, a->hostname);
+		else
+			assert_null(b->hostname);
+		size_t k = 0;
+		for (size_t i = 0; i < a->nregions; i++) {
+			const struct sp_region_data *x = &a->regions[i], *y;
+			if (x->stats.num_calls == 0)
+				continue;
+			assert_true(k < b->nregions);
+			y = &b->regions[k++];
+			assert_string_equal(y->name, x->name);
+			assert_memory_equal(&y->stats, &x->stats, sizeof x->stats);
+			if (with_events) {
+				assert_non_null(y->starts);
+				assert_memory_equal(y->starts, x->starts, x->stats.num_calls * sizeof(int64_t));
+				assert_memory_equal(y->ends, x->ends, x->stats.num_calls * sizeof(int64_t));
+			} else {
+				assert_null(y->starts);
+				assert_null(y->ends);
+			}
+		}
+		assert_int_equal(b->nregions, k);
+		assert_non_null(b->tree);
+		assert_int_equal(b->ntree, a->ntree);
+		for (size_t i = 0; i < a->ntree; i++) {
+			assert_int_equal(b->tree[i].parent, a->tree[i].parent);
+			assert_true(b->tree[i].calls == a->tree[i].calls);
+			assert_true(b->tree[i].total_ns == a->tree[i].total_ns);
+			assert_string_equal(b->regions[b->tree[i].region].name,
+					    a->regions[a->tree[i].region].name);
+		}
+	}
+	assert_int_equal(got->nmeta, want->nmeta);
+	for (size_t i = 0; i < want->nmeta; i++) {
+		assert_string_equal(got->meta[i].key, want->meta[i].key);
+		assert_string_equal(got->meta[i].value, want->meta[i].value);
+	}
+}
+
+/* ---- tests ---- */
+
+static void check_escape(const char *name, const char *link)
+{
+	char *e = sp_h5_escape(name), *u = sp_h5_unescape(link);
+	assert_string_equal(e, link);
+	assert_string_equal(u, name);
+	free(e);
+	free(u);
+}
+
+static void check_unescape(const char *link, const char *name)
+{
+	char *u = sp_h5_unescape(link);
+	assert_string_equal(u, name);
+	free(u);
+}
+
+static void test_escape(void **state)
+{
+	(void)state;
+	check_escape("plain", "plain");
+	check_escape("a/b", "a%2Fb");
+	check_escape("100%", "100%25");
+	check_escape(".", "%2E");
+	check_escape("..", "..");
+	check_escape("x.y", "x.y");
+	check_escape("with space", "with space");
+	check_escape("löser/ß", "löser%2Fß");
+	check_escape("%2F", "%252F");
+	check_escape("/", "%2F");
+	check_escape("", "");
+	check_unescape("a%2fb", "a/b");
+	check_unescape("%2e", ".");
+	check_unescape("%41%4a", "AJ");
+	check_unescape("%zz", "%zz");
+	check_unescape("%2", "%2");
+	check_unescape("%", "%");
+	check_unescape("100%", "100%");
+	check_unescape("%%2F", "%/");
+	check_unescape("%00x", "%00x");
+}
+
+static void test_roundtrip(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	const char *path = tpath("round.h5");
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
+	assert_same(p, q, 1);
+	assert_int_equal(q->ranks[2].nregions, 0);
+	sp_profile_free(q);
+	/* Writing what was read gives the same profile again. */
+	assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
+	assert_ok(sp_h5_write(q, path, &err), &err);
+	sp_profile_free(q);
+	assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
+	assert_same(p, q, 1);
+	assert_int_equal(count_files(), 1);
+	sp_profile_free(q);
+	sp_profile_free(p);
+	remove(path);
+}
+
+static void test_summary_read(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	const char *path = tpath("summary.h5");
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+	assert_same(p, q, 0);
+	assert_string_equal(sp_profile_meta(q, "command line"), "python3 x.py --flag");
+	sp_profile_free(q);
+	sp_profile_free(p);
+	remove(path);
+}
+
+/* A version-1 file written without trees: the reader builds them. */
+static void test_v1_without_tree(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	const char *path = tpath("notree.h5");
+	for (size_t r = 0; r < p->nranks; r++) {
+		free(p->ranks[r].tree);
+		p->ranks[r].tree = NULL;
+		p->ranks[r].ntree = 0;
+	}
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+	const struct sp_rank *rk = &q->ranks[1];
+	assert_non_null(rk->tree);
+	assert_int_equal(rk->ntree, 1);
+	assert_true(rk->tree[0].calls == 3 && rk->tree[0].total_ns == 65);
+	assert_non_null(find_region(&q->ranks[0], "löser/ß")->starts);
+	assert_non_null(q->ranks[0].tree);
+	sp_profile_free(q);
+	sp_profile_free(p);
+	remove(path);
+}
+
+static void test_write_fails_cleanly(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	char missing[256];
+	snprintf(missing, sizeof missing, "%s/no/such/folder/x.h5", dir);
+	assert_int_equal(sp_h5_write(p, missing, &err), SP_EIO);
+	assert_non_null(strstr(err.msg, "no/such/folder/x.h5.tmp."));
+	assert_non_null(strstr(err.msg, "No such file or directory"));
+	assert_int_equal(count_files(), 0);
+
+	/* A good file survives a later write that fails half-way. */
+	const char *path = tpath("keep.h5");
+	size_t n0, n1;
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	char *before = read_bytes(path, &n0);
+	p->ranks[0].tree[3].region = 3;      /* a region without calls */
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "keep.h5"));
+	free(p->ranks[0].regions[3].name);
+	p->ranks[0].regions[3].name = strdup("main");
+	p->ranks[0].regions[3].stats.num_calls = 1;
+	p->ranks[0].tree[3].region = 4;
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);   /* "main" twice */
+	assert_non_null(strstr(err.msg, "two regions named 'main'"));
+	char *after = read_bytes(path, &n1);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	assert_int_equal(count_files(), 1);
+	assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+	sp_profile_free(q);
+
+	/* Renaming over a folder fails and leaves no temporary file. */
+	const char *sub = tpath("sub.h5");
+	assert_int_equal(mkdir(sub, 0700), 0);
+	p->ranks[0].regions[3].stats.num_calls = 0;
+	assert_int_equal(sp_h5_write(p, sub, &err), SP_EIO);
+	assert_non_null(strstr(err.msg, "sub.h5"));
+	assert_int_equal(count_files(), 2);
+	rmdir(sub);
+	free(before);
+	free(after);
+	remove(path);
+	sp_profile_free(p);
+}
+
+static void expect_read(const char *path, enum sp_err code, const char *needle)
+{
+	struct sp_profile *q = (struct sp_profile *)&q;   /* must be reset */
+	struct sp_error err = {0};
+	for (int flags = 0; flags < 2; flags++) {
+		assert_int_equal(sp_h5_read(path, flags, &q, &err), code);
+		assert_int_equal(err.code, code);
+		assert_null(q);
+		assert_non_null(strstr(err.msg, path));
+		if (!strstr(err.msg, needle))
+			fail_msg("'%s' does not say '%s'", err.msg, needle);
+		assert_null(strchr(err.msg, '\n'));
+	}
+}
+
+static void test_read_errors(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	expect_read(tpath("missing.h5"), SP_ENOENT, "No such file or directory");
+	write_bytes(tpath("empty.h5"), "", 0);
+	expect_read(tpath("empty.h5"), SP_ENOTHDF5, "not an HDF5 file");
+	write_bytes(tpath("text.h5"), "rank0/regions\nhello\n", 20);
+	expect_read(tpath("text.h5"), SP_ENOTHDF5, "not an HDF5 file");
+	expect_read(dir, SP_EIO, "is a directory");
+
+	const char *good = tpath("good.h5");
+	size_t n;
+	assert_ok(sp_h5_write(p, good, &err), &err);
+	char *bytes = read_bytes(good, &n);
+	write_bytes(tpath("half.h5"), bytes, n / 2);
+	expect_read(tpath("half.h5"), SP_ENOTHDF5, "truncated or damaged HDF5 file");
+	/* Every truncation fails cleanly (no crash, no leak, no output). */
+	for (size_t len = 1; len < n; len += 1 + len / 8) {
+		struct sp_profile *q = NULL;
+		write_bytes(tpath("cut.h5"), bytes, len);
+		assert_int_not_equal(sp_h5_read(tpath("cut.h5"), SP_READ_EVENTS, &q, &err), SP_OK);
+		assert_null(q);
+	}
+
+	hid_t f = H5Fcreate(tpath("norank.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	hid_t g = H5Gcreate2(f, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	H5Gclose(g);
+	g = H5Gcreate2(f, "metadata", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	H5Gclose(g);
+	H5Fclose(f);
+	expect_read(tpath("norank.h5"), SP_ENOTPROF, "not a scope-profiler file (no rank groups)");
+	free(bytes);
+	sp_profile_free(p);
+}
+
+/* ---- the plain layout, as h5py users write it ---- */
+
+static void plain_region(hid_t regions, const char *name, hid_t ftype, const double *se, size_t n,
+			 size_t n_end)
+{
+	double s[8], e[8];
+	for (size_t i = 0; i < n; i++) {
+		s[i] = se[2 * i];
+		e[i] = se[2 * i + 1];
+	}
+	hsize_t dims[2] = {n, n_end};
+	hid_t g = H5Gcreate2(regions, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	hid_t sp = H5Screate_simple(1, dims, NULL), sp2 = H5Screate_simple(1, dims + 1, NULL);
+	hid_t ds = H5Dcreate2(g, "start_times", ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	hid_t de = H5Dcreate2(g, "end_times", ftype, sp2, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	assert_true(g >= 0 && ds >= 0 && de >= 0);
+	assert_true(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, s) >= 0);
+	assert_true(H5Dwrite(de, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, e) >= 0);
+	H5Dclose(ds);
+	H5Dclose(de);
+	H5Sclose(sp);
+	H5Sclose(sp2);
+	H5Gclose(g);
+}
+
+static hid_t plain_rank(hid_t f, const char *name)
+{
+	hid_t g = H5Gcreate2(f, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	hid_t regions = H5Gcreate2(g, "regions", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	H5Gclose(g);
+	return regions;
+}
+
+static void test_plain_layout(void **state)
+{
+	(void)state;
+	static const double outer[] = {100, 200, 300, 500}, inner[] = {110, 120, 130, 150, 310, 320},
+		solve[] = {0, 0.2e9, 0.5e9, 0.75e9, 1e9, 1.2e9};
+	const char *path = tpath("plain.h5");
+	struct sp_profile *q = NULL;
+	struct sp_error err = {0};
+
+	hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	hid_t g = H5Gcreate2(f, "notes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	H5Gclose(g);
+	hid_t rg = plain_rank(f, "rank10");
+	plain_region(rg, "solve", H5T_STD_I64LE, solve, 3, 3);
+	H5Gclose(rg);
+	rg = plain_rank(f, "rank2");
+	plain_region(rg, "outer", H5T_STD_I32LE, outer, 2, 2);
+	plain_region(rg, "inner", H5T_IEEE_F64LE, inner, 3, 3);
+	plain_region(rg, "a%2Fb", H5T_STD_U16BE, outer, 2, 2);
+	H5Gclose(rg);
+	H5Fclose(f);
+
+	assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+	assert_int_equal(q->format_version, 0);
+	assert_int_equal(q->nmeta, 0);
+	assert_int_equal(q->nranks, 2);
+	assert_int_equal(q->ranks[0].rank, 2);
+	assert_int_equal(q->ranks[1].rank, 10);
+	assert_true(q->ranks[0].run_start_ns == SP_NO_TIME && q->ranks[0].pid == 0);
+	/* By name: "a%2Fb" < "inner" < "outer"; the link name is unescaped. */
+	const struct sp_rank *rk = &q->ranks[0];
+	assert_int_equal(rk->nregions, 3);
+	assert_string_equal(rk->regions[0].name, "a/b");
+	assert_string_equal(rk->regions[1].name, "inner");
+	assert_string_equal(rk->regions[2].name, "outer");
+	const struct sp_stats *st = &rk->regions[1].stats;
+	assert_true(st->num_calls == 3 && st->total_ns == 40 && st->min_ns == 10 && st->max_ns == 20);
+	assert_true(st->first_start_ns == 110 && st->last_end_ns == 320);
+	assert_int_equal(rk->regions[1].ends[1], 150);
+	st = &q->ranks[1].regions[0].stats;
+	assert_true(st->num_calls == 3 && st->total_ns == 650000000);
+	assert_true(st->max_ns == 250000000);
+	for (size_t r = 0; r < q->nranks; r++) {
+		assert_non_null(q->ranks[r].tree);
+		for (size_t i = 0; i < q->ranks[r].ntree; i++) {
+			assert_true(q->ranks[r].tree[i].parent < (int32_t)i);
+			assert_true(q->ranks[r].tree[i].region < (int32_t)q->ranks[r].nregions);
+		}
+	}
+	assert_int_equal(q->ranks[1].ntree, 1);
+	assert_true(q->ranks[1].tree[0].calls == 3);
+	sp_profile_free(q);
+	remove(path);
+}
+
+static void test_plain_corrupt(void **state)
+{
+	(void)state;
+	static const double ok[] = {1, 2, 3, 4, 5, 6}, backwards[] = {1, 2, 5, 3};
+	const char *path = tpath("bad.h5");
+	hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	hid_t rg = plain_rank(f, "rank0");
+	plain_region(rg, "solve", H5T_STD_I64LE, ok, 3, 2);
+	H5Gclose(rg);
+	H5Fclose(f);
+	expect_read(path, SP_ECORRUPT, "rank0/regions/solve: start_times and end_times differ in length");
+
+	f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	rg = plain_rank(f, "rank0");
+	plain_region(rg, "solve", H5T_STD_I64LE, backwards, 2, 2);
+	H5Gclose(rg);
+	H5Fclose(f);
+	expect_read(path, SP_ECORRUPT, "call 1 ends before it starts");
+
+	/* 2-D columns. */
+	f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	rg = plain_rank(f, "rank0");
+	hid_t g = H5Gcreate2(rg, "grid", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	hsize_t dims[2] = {2, 2};
+	int64_t v[4] = {1, 2, 3, 4};
+	hid_t sp = H5Screate_simple(2, dims, NULL);
+	for (int i = 0; i < 2; i++) {
+		hid_t d = H5Dcreate2(g, i ? "end_times" : "start_times", H5T_STD_I64LE, sp, H5P_DEFAULT,
+				     H5P_DEFAULT, H5P_DEFAULT);
+		H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+		H5Dclose(d);
+	}
+	H5Sclose(sp);
+	H5Gclose(g);
+	H5Gclose(rg);
+	H5Fclose(f);
+	expect_read(path, SP_ECORRUPT, "rank0/regions/grid/start_times is not 1-D");
+
+	/* A region group without its columns. */
+	f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	rg = plain_rank(f, "rank0");
+	H5Gclose(H5Gcreate2(rg, "empty", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+	H5Gclose(rg);
+	H5Fclose(f);
+	expect_read(path, SP_ECORRUPT, "rank0/regions/empty has no start_times dataset");
+	remove(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_summary_read),
+		cmocka_unit_test(test_v1_without_tree),
+		cmocka_unit_test(test_write_fails_cleanly),
+		cmocka_unit_test(test_read_errors),
+		cmocka_unit_test(test_plain_layout),
+		cmocka_unit_test(test_plain_corrupt),
+	};
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
