@@ -27,7 +27,8 @@ struct run_option {
 	const char *help;
 };
 
-enum { OPT_BUFFER_LIMIT = 256, OPT_NO_OUTPUT, OPT_DISABLE };
+enum { OPT_BUFFER_LIMIT = 256, OPT_NO_OUTPUT, OPT_DISABLE, OPT_RECURSIVE, OPT_ALL, OPT_INCLUDE,
+       OPT_EXCLUDE };
 
 static const struct run_option run_options[] = {
 	{{"outfile", required_argument, NULL, 'o'}, "PATH",
@@ -39,6 +40,14 @@ static const struct run_option run_options[] = {
 	 "record, but write no file (setup(deactivate_file_output=True))"},
 	{{"disable", no_argument, NULL, OPT_DISABLE}, NULL,
 	 "record nothing; decorators return the function itself"},
+	{{"recursive", no_argument, NULL, OPT_RECURSIVE}, NULL,
+	 "record every Python function call as a region <module>.<qualname>"},
+	{{"all", no_argument, NULL, OPT_ALL}, NULL,
+	 "with --recursive: also the stdlib and installed packages"},
+	{{"include", required_argument, NULL, OPT_INCLUDE}, "GLOB",
+	 "with --recursive: only functions whose region name matches (repeatable)"},
+	{{"exclude", required_argument, NULL, OPT_EXCLUDE}, "GLOB",
+	 "with --recursive: not functions whose region name matches (repeatable)"},
 	{{"help", no_argument, NULL, 'h'}, NULL, "show this help and exit"},
 };
 
@@ -84,6 +93,9 @@ struct run_args {
 	long long buffer_limit;    /* 0: the default */
 	int no_output;
 	int disable;
+	int recursive, all;
+	int ninclude, nexclude;
+	char **include, **exclude; /* argc entries each, filled in order */
 	const char *module;        /* -m MODULE */
 	const char *script;
 	int script_argc;           /* arguments after the script or module */
@@ -98,6 +110,12 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	memset(&longopts[NOPTS], 0, sizeof longopts[NOPTS]);
 
 	memset(a, 0, sizeof *a);
+	a->include = calloc((size_t)argc + 1, sizeof(char *));
+	a->exclude = calloc((size_t)argc + 1, sizeof(char *));
+	if (!a->include || !a->exclude) {
+		sp_cmd_error(CMD, "out of memory");
+		return -1;
+	}
 	opterr = 0;
 	optind = 1;
 	int c;
@@ -133,6 +151,18 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		case OPT_DISABLE:
 			a->disable = 1;
 			break;
+		case OPT_RECURSIVE:
+			a->recursive = 1;
+			break;
+		case OPT_ALL:
+			a->all = 1;
+			break;
+		case OPT_INCLUDE:
+			a->include[a->ninclude++] = optarg;
+			break;
+		case OPT_EXCLUDE:
+			a->exclude[a->nexclude++] = optarg;
+			break;
 		case 'h':
 			run_usage(stdout);
 			return 1;
@@ -148,6 +178,10 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 					     argv[optind - 1]);
 			return -1;
 		}
+	}
+	if (!a->recursive && (a->all || a->ninclude || a->nexclude)) {
+		sp_cmd_error(CMD, "--all, --include and --exclude go with --recursive");
+		return -1;
 	}
 	if (!a->module) {
 		if (optind >= argc) {
@@ -317,6 +351,53 @@ fail:
 	return -1;
 }
 
+static PyObject *str_tuple(char **v, int n)
+{
+	PyObject *t = PyTuple_New(n);
+	for (int i = 0; t && i < n; i++) {
+		PyObject *s = PyUnicode_DecodeFSDefault(v[i]);
+		if (!s) {
+			Py_CLEAR(t);
+			break;
+		}
+		PyTuple_SET_ITEM(t, i, s);
+	}
+	return t;
+}
+
+/* The root region of --recursive: the script's file name, or the module. */
+static const char *run_target(const struct run_args *a)
+{
+	if (a->module)
+		return a->module;
+	const char *slash = strrchr(a->script, '/');
+	return slash && slash[1] ? slash + 1 : a->script;
+}
+
+static PyObject *run_begin_call(PyObject *mod, const struct run_args *a, PyObject *opts,
+				PyObject *locked, const char *cmdline)
+{
+	PyObject *inc = str_tuple(a->include, a->ninclude);
+	PyObject *exc = str_tuple(a->exclude, a->nexclude);
+	PyObject *fn = PyObject_GetAttrString(mod, "_run_begin");
+	PyObject *args = NULL, *kw = NULL, *res = NULL;
+	if (inc && exc && fn) {
+		args = Py_BuildValue("(OOis)", opts, locked, a->quiet, cmdline);
+		kw = Py_BuildValue("{s:s,s:O,s:O,s:O,s:O}", "target", run_target(a),
+				   "recursive", a->recursive ? Py_True : Py_False,
+				   "trace_all", a->all ? Py_True : Py_False,
+				   "include", inc, "exclude", exc);
+	}
+	if (args && kw)
+		res = PyObject_Call(fn, args, kw);
+	Py_XDECREF(inc);
+	Py_XDECREF(exc);
+	Py_XDECREF(fn);
+	Py_XDECREF(args);
+	Py_XDECREF(kw);
+	return res;
+}
+
 /* Starts the implicit session: scope_profiler._run_begin(...). */
 static int begin_session(const struct run_args *a, const char *outfile, const char *cmdline)
 {
@@ -344,7 +425,7 @@ static int begin_session(const struct run_args *a, const char *outfile, const ch
 	    (a->disable && (PyDict_SetItemString(opts, "deactivate_profiling", Py_True) ||
 			    PyDict_SetItemString(locked, "deactivate_profiling", Py_True))))
 		goto out;
-	res = PyObject_CallMethod(mod, "_run_begin", "OOis", opts, locked, a->quiet, cmdline);
+	res = run_begin_call(mod, a, opts, locked, cmdline);
 out:
 	Py_XDECREF(mod);
 	Py_XDECREF(opts);
@@ -372,17 +453,14 @@ static char *join_args(int argc, char **argv)
 	return s;
 }
 
-int cmd_run(int argc, char **argv)
+/* Runs the script; returns its exit status (see run_usage). */
+static int run(int argc, char **argv, struct run_args *a)
 {
-	struct run_args a;
-	int rc = parse_args(argc, argv, &a);
-	if (rc != 0)
-		return rc > 0 ? 0 : SP_EXIT_USAGE;
-	if (a.script && check_script(a.script) != 0)
+	if (a->script && check_script(a->script) != 0)
 		return SP_EXIT_USAGE;
 	char outfile[PATH_MAX];
-	const char *out = a.outfile ? a.outfile : "profiling_data.h5";
-	if (a.no_output || a.disable)
+	const char *out = a->outfile ? a->outfile : "profiling_data.h5";
+	if (a->no_output || a->disable)
 		snprintf(outfile, sizeof outfile, "%s", out);
 	else if (check_outfile(out, outfile, sizeof outfile) != 0)
 		return SP_EXIT_USAGE;
@@ -391,15 +469,15 @@ int cmd_run(int argc, char **argv)
 		sp_cmd_error(CMD, "cannot register the scope_profiler module");
 		return 1;
 	}
-	if (init_python(&a) != 0)
+	if (init_python(a) != 0)
 		return 1;
-	if (a.script && precompile(a.script) != 0) {
+	if (a->script && precompile(a->script) != 0) {
 		Py_FinalizeEx();
 		return 1;
 	}
 	/* The command line as the user typed it, for the file's metadata. */
 	char *cmdline = join_args(argc + 1, argv - 1);
-	rc = begin_session(&a, outfile, cmdline ? cmdline : "");
+	int rc = begin_session(a, outfile, cmdline ? cmdline : "");
 	free(cmdline);
 	if (rc != 0) {
 		Py_FinalizeEx();
@@ -411,5 +489,18 @@ int cmd_run(int argc, char **argv)
 	rc = Py_RunMain();
 	if (rc == 0 && sp_run_write_failed)
 		rc = 1;
+	return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_args a;
+	int rc = parse_args(argc, argv, &a);
+	if (rc == 0)
+		rc = run(argc, argv, &a);
+	else
+		rc = rc > 0 ? 0 : SP_EXIT_USAGE;
+	free(a.include);
+	free(a.exclude);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include "sp_h5.h"
 #include "sp_profile.h"
 #include "sp_pymodule.h"
+#include "sp_pyregion.h"
 #include "sp_recorder.h"
 #include "sp_render.h"
 #include "sp_pysrc.h"
@@ -24,15 +25,7 @@
 /* ------------------------------------------------------------------ */
 /* Region objects                                                      */
 
-typedef struct {
-	PyObject_HEAD
-	PyObject *name;               /* str, exact */
-	struct sp_buf buf;
-	uint64_t gen;                 /* bumped when the events are cleared */
-	ptrdiff_t *open;              /* slots of `with` entries not yet exited */
-	size_t depth, open_cap;
-	ptrdiff_t open_inline[4];
-} RegionObject;
+
 
 static PyTypeObject TimeOnlyRegionType;
 static PyTypeObject DisabledRegionType;
@@ -193,7 +186,7 @@ static PyGetSetDef region_getset[] = {
 	{NULL},
 };
 
-static PyObject *pf_new(RegionObject *region, PyObject *func);
+static PyObject *pf_new(RegionObject *region, PyObject *func, int recursive);
 
 /* region(func): the decorator form. */
 static PyObject *region_call_timed(PyObject *self, PyObject *args, PyObject *kw)
@@ -210,7 +203,7 @@ static PyObject *region_call_timed(PyObject *self, PyObject *args, PyObject *kw)
 			     Py_TYPE(func)->tp_name);
 		return NULL;
 	}
-	return pf_new((RegionObject *)self, func);
+	return pf_new((RegionObject *)self, func, 0);
 }
 
 static PyObject *region_call_disabled(PyObject *self, PyObject *args, PyObject *kw)
@@ -308,6 +301,18 @@ static PyObject *check_name(PyObject *name)
 	return name;
 }
 
+RegionObject *sp_region_lookup(PyObject *name)
+{
+	PyObject *r = PyDict_GetItemWithError(registry, name);
+	if (r)
+		return (RegionObject *)r;
+	if (PyErr_Occurred())
+		return NULL;
+	r = region_create(name);
+	Py_XDECREF(r);   /* the registry holds it */
+	return (RegionObject *)r;
+}
+
 /* region(name, functions=None): the region called `name`, created on first
  * use with the class the current setup chose. */
 static PyObject *mod_region(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -356,6 +361,21 @@ static PyObject *mod_region(PyObject *m, PyObject *const *args, Py_ssize_t nargs
 	return region_create(name);
 }
 
+/* _profile_recursive(region, func): profile(name, recursive=True)(func). */
+static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
+{
+	PyObject *region, *func;
+	if (!PyArg_ParseTuple(args, "OO:_profile_recursive", &region, &func))
+		return NULL;
+	if (Py_TYPE(region) == &DisabledRegionType)
+		return Py_NewRef(func);
+	if (Py_TYPE(region) != &TimeOnlyRegionType || !PyCallable_Check(func)) {
+		PyErr_SetString(PyExc_TypeError, "_profile_recursive(region, callable)");
+		return NULL;
+	}
+	return pf_new((RegionObject *)region, func, 1);
+}
+
 static PyObject *mod_get_region(PyObject *m, PyObject *name)
 {
 	if (!check_name(name))
@@ -378,6 +398,7 @@ typedef struct ProfiledFunction {
 	RegionObject *region;
 	PyObject *dict;
 	PyObject *weaklist;
+	int recursive;                          /* profile(recursive=True) */
 	struct ProfiledFunction *prev, *next;   /* all live wrappers */
 } ProfiledFunction;
 
@@ -408,14 +429,37 @@ static PyObject *pf_call_disabled(PyObject *self, PyObject *const *args, size_t 
 	return PyObject_Vectorcall(((ProfiledFunction *)self)->func, args, nargsf, kwnames);
 }
 
-static vectorcallfunc wrapper_call = pf_call_timed;
+/* profile(recursive=True): the --recursive hook records every call made
+ * under this one, in this thread. */
+static PyObject *pf_call_recursive(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	int started = sp_tracer_start_thread();
+	if (started < 0)
+		return NULL;
+	PyObject *res = pf_call_timed(self, args, nargsf, kwnames);
+	if (started)
+		sp_tracer_stop_thread();
+	return res;
+}
 
-static PyObject *pf_new(RegionObject *region, PyObject *func)
+static int profiling_disabled;
+static int recursive_all;   /* setup(recursive_profile=True) */
+
+static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
+{
+	if (profiling_disabled)
+		return pf_call_disabled;
+	return pf->recursive || recursive_all ? pf_call_recursive : pf_call_timed;
+}
+
+static PyObject *pf_new(RegionObject *region, PyObject *func, int recursive)
 {
 	ProfiledFunction *pf = PyObject_GC_New(ProfiledFunction, &ProfiledFunctionType);
 	if (!pf)
 		return NULL;
-	pf->vectorcall = wrapper_call;
+	pf->recursive = recursive;
+	pf->vectorcall = pf_choose_call(pf);
+	sp_tracer_mark_explicit(func);
 	pf->func = Py_NewRef(func);
 	pf->region = (RegionObject *)Py_NewRef((PyObject *)region);
 	pf->dict = NULL;
@@ -553,13 +597,13 @@ static PyTypeObject ProfiledFunctionType = {
 /* ------------------------------------------------------------------ */
 /* Session primitives                                                  */
 
-/* _configure(disabled, buffer_limit): choose the region class and the
- * wrapper call for every region and wrapper, existing and future. */
+/* _configure(disabled, buffer_limit, recursive): choose the region class
+ * and the wrapper call for every region and wrapper, existing and future. */
 static PyObject *mod_configure(PyObject *m, PyObject *args)
 {
-	int disabled;
+	int disabled, recursive;
 	Py_ssize_t limit;
-	if (!PyArg_ParseTuple(args, "pn:_configure", &disabled, &limit))
+	if (!PyArg_ParseTuple(args, "pnp:_configure", &disabled, &limit, &recursive))
 		return NULL;
 	if (limit < 1) {
 		PyErr_SetString(PyExc_ValueError, "buffer_limit must be a positive integer");
@@ -567,7 +611,8 @@ static PyObject *mod_configure(PyObject *m, PyObject *args)
 	}
 	buffer_limit = (size_t)limit;
 	region_type = disabled ? &DisabledRegionType : &TimeOnlyRegionType;
-	wrapper_call = disabled ? pf_call_disabled : pf_call_timed;
+	profiling_disabled = disabled;
+	recursive_all = recursive;
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
 	while (PyDict_Next(registry, &pos, &k, &v)) {
@@ -578,7 +623,7 @@ static PyObject *mod_configure(PyObject *m, PyObject *args)
 			sp_buf_free(&r->buf);
 	}
 	for (ProfiledFunction *pf = wrappers; pf; pf = pf->next)
-		pf->vectorcall = wrapper_call;
+		pf->vectorcall = pf_choose_call(pf);
 	Py_RETURN_NONE;
 }
 
@@ -908,6 +953,7 @@ static PyMethodDef module_methods[] = {
 	{"get_region", mod_get_region, METH_O,
 	 "get_region(name)\n--\n\nThe existing region called `name` (KeyError if none)."},
 	{"_configure", mod_configure, METH_VARARGS, NULL},
+	{"_profile_recursive", mod_profile_recursive, METH_VARARGS, NULL},
 	{"_reset", mod_reset, METH_NOARGS, NULL},
 	{"_finalize", mod_finalize, METH_VARARGS, NULL},
 	{"_read", mod_read, METH_VARARGS, NULL},
@@ -966,6 +1012,8 @@ static PyObject *module_init(void)
 	    PyModule_AddObjectRef(mod, "ProfiledFunction", (PyObject *)&ProfiledFunctionType) < 0 ||
 	    PyModule_AddStringConstant(mod, "__version__", SP_VERSION) < 0 ||
 	    PyModule_AddObjectRef(mod, "_registry", registry) < 0)
+		goto fail;
+	if (sp_tracer_init() != 0 || PyModule_AddFunctions(mod, sp_tracer_methods) != 0)
 		goto fail;
 	if (run_python_layer(mod) != 0)
 		goto fail;

@@ -29,7 +29,6 @@ _DEFAULTS = {
 # Options this build accepts but cannot honour yet: a true value is refused
 # rather than silently ignored.
 _NOT_YET = {
-    "recursive_profile": "recursive profiling",
     "use_line_profiler": "line profiling",
     "aggregation_mode": "aggregation mode",
     "track_threads": "thread lanes",
@@ -46,6 +45,8 @@ class _Session:
     pid = None
     command_line = None   # set by `scope-profiler run`
     quiet = False
+    tracing = False       # `run --recursive`: the hook runs in every thread
+    trace_all = False
 
 
 _session = _Session()
@@ -87,7 +88,8 @@ def setup(**options):
         _session.active = True
         _session.run_start_ns = _clock_ns()
         _session.pid = _os.getpid()
-    _configure(bool(merged["deactivate_profiling"]), merged["buffer_limit"])
+    _configure(bool(merged["deactivate_profiling"]), merged["buffer_limit"],
+               bool(merged["recursive_profile"]))
 
 
 def _metadata():
@@ -103,6 +105,7 @@ def _metadata():
         "mpi_size": "1",
         "omp_num_threads": _os.environ.get("OMP_NUM_THREADS", ""),
         "mode": "disabled" if opts["deactivate_profiling"] else "time_only",
+        "recursive": "all" if _session.trace_all else str(bool(_session.tracing)).lower(),
         "buffer_limit": str(opts["buffer_limit"]),
     }
 
@@ -115,12 +118,14 @@ def _finish(verbose, return_results, stream):
     path = _os.fspath(opts["file_path"]) if write else None
     snapshot = bool(return_results) and path is None
     show = bool(verbose) and not forked
+    if _session.tracing:
+        _stop_tracing()
     summary, data = _finalize(path, show or snapshot, _metadata(),
                               _session.run_start_ns, snapshot)
     _session.active = False
     _reset()
     # Until the next setup(), regions record nothing.
-    _configure(True, opts["buffer_limit"])
+    _configure(True, opts["buffer_limit"], False)
     if show and summary:
         stream.write(summary)
         stream.flush()
@@ -169,13 +174,12 @@ def profile(name=None, recursive=False):
     function's qualified name). With profiling disabled the function itself
     is returned, unwrapped.
     """
-    if recursive:
-        raise NotImplementedError(
-            f"profile(recursive=True): recursive profiling is not available in "
-            f"this scope-profiler build ({__version__})"
-        )
     if callable(name) and not isinstance(name, str):
         return region(_qualname(name))(name)
+    if recursive:
+        if name is None:
+            return lambda func: _profile_recursive(region(_qualname(func)), func)
+        return lambda func: _profile_recursive(region(name), func)
     if name is None:
         return lambda func: region(_qualname(func))(func)
     return region(name)
@@ -209,7 +213,55 @@ def _on_sigterm(signum, frame):
     raise SystemExit(128 + signum)
 
 
-def _run_begin(options, locked, quiet, command_line):
+def _foreign_prefixes():
+    """Folders whose code is not the user's: the stdlib and installed packages."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    found = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(sorted(p.rstrip("/") + "/" for p in found if p))
+
+
+def _warn_hook_replaced(name, original):
+    def replacement(function):
+        if _session.tracing and function is not None:
+            _sys.stderr.write(
+                f"scope-profiler: warning: the script called sys.{name}(); "
+                + ("--recursive stops recording calls in this thread\n" if name == "setprofile"
+                   else "--recursive goes on, but its timings now include the trace function\n"))
+        return original(function)
+
+    replacement.__name__ = name
+    replacement.__doc__ = original.__doc__
+    return replacement
+
+
+def _start_tracing(target, trace_all, include, exclude):
+    """`run --recursive`: the root region, then the hook in every thread."""
+    _session.root = region(target)
+    _session.root.__enter__()
+    import threading
+
+    _tracer_configure(bool(trace_all), tuple(include), tuple(exclude),
+                      () if trace_all else _foreign_prefixes())
+    _session.tracing = True
+    _session.trace_all = bool(trace_all)
+    _tracer_start()
+    threading.setprofile(_thread_hook)
+    _sys.setprofile = _warn_hook_replaced("setprofile", _sys.setprofile)
+    _sys.settrace = _warn_hook_replaced("settrace", _sys.settrace)
+
+
+def _stop_tracing():
+    import threading
+
+    threading.setprofile(None)
+    _tracer_stop_all()
+    _session.tracing = False
+
+
+def _run_begin(options, locked, quiet, command_line, target=None, recursive=False,
+               trace_all=False, include=(), exclude=()):
     """Start the implicit session of `scope-profiler run`."""
     import atexit
     import signal
@@ -218,6 +270,8 @@ def _run_begin(options, locked, quiet, command_line):
     _session.quiet = bool(quiet)
     _session.command_line = command_line
     setup(**options)
+    if recursive and not _session.options["deactivate_profiling"]:
+        _start_tracing(target, trace_all, include, exclude)
     atexit.register(_run_end)
     # SIGTERM (a batch system's time limit) unwinds like sys.exit(143), so
     # the profile is written; a script may still install its own handler.

@@ -1,0 +1,43 @@
+/* sp_pyregion.h - the region object of the built-in module, shared by the
+ * module (pymodule.c) and the --recursive profile hook (tracer.c). Include
+ * <Python.h> first. */
+#ifndef SP_PYREGION_H
+#define SP_PYREGION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sp_recorder.h"
+
+typedef struct {
+	PyObject_HEAD
+	PyObject *name;               /* str, exact */
+	struct sp_buf buf;
+	uint64_t gen;                 /* bumped when the events are cleared */
+	ptrdiff_t *open;              /* slots of `with` entries not yet exited */
+	size_t depth, open_cap;
+	ptrdiff_t open_inline[4];
+} RegionObject;
+
+/* The region called name (a str), created on first use; a borrowed
+ * reference (the registry keeps every region alive), or NULL with an
+ * exception set. */
+RegionObject *sp_region_lookup(PyObject *name);
+
+/* --recursive: the profile hook (tracer.c). */
+
+/* Prepares the hook (once, at module initialisation); -1 with an exception. */
+int sp_tracer_init(void);
+/* Marks a function's code as recorded by an explicit region, so the hook
+ * does not count it twice. */
+void sp_tracer_mark_explicit(PyObject *func);
+/* Starts the hook in the calling thread unless it runs already; returns 1
+ * when it started it, 0 when it was running, -1 with an exception set. */
+int sp_tracer_start_thread(void);
+/* Stops the hook in the calling thread. */
+void sp_tracer_stop_thread(void);
+
+/* Module functions of the tracer, added to the module's method table. */
+extern PyMethodDef sp_tracer_methods[];
+
+#endif

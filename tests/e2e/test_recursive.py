@@ -1,0 +1,302 @@
+"""`run --recursive`: every Python function of an unmodified script, from a
+C profile hook; counts checked against cProfile on the same program."""
+import pstats
+import re
+import subprocess
+import sys
+
+import h5py
+import pytest
+
+from conftest import one_line_error
+
+PYTHON = "/usr/bin/python3"  # the interpreter scope-profiler embeds
+
+CALL_HEAVY = """
+import sys
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+def countdown(n):
+    for i in range(n):
+        yield i
+
+class Shape:
+    def __init__(self, k):
+        self.k = k
+    def area(self):
+        return helper_square(self.k)
+    @staticmethod
+    def unit():
+        return Shape(1)
+    @classmethod
+    def make(cls, k):
+        return cls(k)
+
+def helper_square(x):
+    return x * x
+
+def raises(n):
+    if n % 3 == 0:
+        raise ValueError(n)
+    return n
+
+def catcher(n):
+    try:
+        return raises(n)
+    except ValueError:
+        return -1
+
+def outer(n):
+    def inner(k):
+        return k + 1
+    return sum(inner(i) for i in range(n))
+
+def deep(n):
+    return 0 if n == 0 else 1 + deep(n - 1)
+
+def main():
+    sys.setrecursionlimit(5000)
+    total = fib(15)
+    total += sum(countdown(50))
+    total += sum(Shape.make(i).area() for i in range(30))
+    total += Shape.unit().area()
+    total += sum(catcher(i) for i in range(40))
+    total += outer(25)
+    total += deep(600)
+    squares = [helper_square(i) for i in range(10)]
+    print(total, len(squares))
+
+main()
+"""
+
+
+def regions_of(path):
+    with h5py.File(path) as f:
+        return {g.attrs["name"].decode(): int(g.attrs["num_calls"])
+                for g in f["rank0/regions"].values()}
+
+
+def test_seed_two_function_script(sp):
+    script = sp.script("""
+        import time
+
+
+        def leaf():
+            time.sleep(0.001)
+
+
+        def main():
+            for _ in range(3):
+                leaf()
+
+
+        main()
+    """, name="my_script.py")
+    proc = sp("run", "--recursive", "-q", "-o", "script.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    tree = sp("summary", "--tree", "script.h5").stdout
+    lines = [l for l in tree.splitlines() if "__main__" in l or "my_script.py" in l or "(own)" in l]
+    labels = [re.match(r"^(.*?)\s{2,}\d", l).group(1).strip() for l in lines]
+    assert labels == ["my_script.py", "├─ (own)", "└─ __main__.<module>", "├─ (own)",
+                      "└─ __main__.main", "├─ (own)", "└─ __main__.leaf (3x)"], tree
+    assert regions_of(sp.tmp / "script.h5") == {
+        "my_script.py": 1, "__main__.<module>": 1, "__main__.main": 1, "__main__.leaf": 3}
+
+
+def test_counts_equal_cprofile(sp):
+    script = sp.script(CALL_HEAVY, name="heavy.py")
+    proc = sp("run", "--recursive", "-q", "-o", "heavy.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    ours = regions_of(sp.tmp / "heavy.h5")
+
+    prof = sp.tmp / "heavy.prof"
+    subprocess.run([PYTHON, "-m", "cProfile", "-o", prof, script], check=True,
+                   capture_output=True, cwd=sp.tmp)
+    theirs = {}
+    for (filename, _, funcname), (_, ncalls, *_rest) in pstats.Stats(str(prof)).stats.items():
+        if filename == str(script):
+            theirs[funcname] = theirs.get(funcname, 0) + ncalls
+    # Our names are <module>.<qualname>; cProfile's are co_name.
+    by_code_name = {}
+    for name, calls in ours.items():
+        if name.startswith("__main__."):
+            code_name = name.rsplit(".", 1)[-1]
+            by_code_name[code_name] = by_code_name.get(code_name, 0) + calls
+    assert by_code_name == theirs
+    assert ours["__main__.deep"] == 601
+    assert ours["__main__.fib"] == 1973
+    assert ours["__main__.countdown"] == 51  # each resume is a call
+
+
+def test_nesting_under_exceptions_and_recursion(sp):
+    script = sp.script(CALL_HEAVY, name="heavy.py")
+    sp("run", "--recursive", "-q", "-o", "heavy.h5", script)
+    with h5py.File(sp.tmp / "heavy.h5") as f:
+        r = f["rank0/regions"]
+        for g in r.values():
+            s, e = g["start_times"][:], g["end_times"][:]
+            assert (e >= s).all(), g.attrs["name"]
+        # Every raises() call lies inside a catcher() call.
+        cs, ce = r["__main__.catcher/start_times"][:], r["__main__.catcher/end_times"][:]
+        rs, re_ = r["__main__.raises/start_times"][:], r["__main__.raises/end_times"][:]
+        assert ((cs <= rs) & (re_ <= ce)).all()
+        # The outermost deep() call spans all 600 nested ones.
+        ds, de = r["__main__.deep/start_times"][:], r["__main__.deep/end_times"][:]
+        assert ds[0] == ds.min() and de[0] == de.max()
+    tree = sp("summary", "--tree", "heavy.h5").stdout
+    assert "__main__.deep" in tree and "__main__.catcher (40x)" in tree
+
+
+def test_own_code_only_by_default_all_includes_stdlib(sp):
+    script = sp.script("""
+        import json
+        def encode():
+            return json.dumps({"a": [1, 2, 3]})
+        encode()
+    """)
+    sp("run", "--recursive", "-q", "-o", "own.h5", script)
+    own = regions_of(sp.tmp / "own.h5")
+    assert "__main__.encode" in own
+    assert not any(n.startswith("json") for n in own)
+    sp("run", "--recursive", "--all", "-q", "-o", "all.h5", script)
+    everything = regions_of(sp.tmp / "all.h5")
+    assert "json.dumps" in everything and "json.encoder.JSONEncoder.encode" in everything
+
+
+def test_include_exclude_globs(sp):
+    script = sp.script("""
+        def solve_a(): pass
+        def solve_b(): pass
+        def io_read(): pass
+        solve_a(); solve_b(); io_read()
+    """)
+    sp("run", "--recursive", "--include", "*solve_*", "--exclude", "*_b", "-q", "-o", "g.h5", script)
+    names = set(regions_of(sp.tmp / "g.h5"))
+    assert "__main__.solve_a" in names
+    assert "__main__.solve_b" not in names and "__main__.io_read" not in names
+    proc = sp("run", "--include", "x", script)
+    assert proc.returncode == 2
+    one_line_error(proc, "--recursive")
+
+
+def test_seed_recursive_decorator(sp):
+    # 001_4a6f8ec3cb02df95.txt, "Recursive profiling", unchanged but for the print.
+    script = sp.script("""
+        import time
+        from scope_profiler import ProfileManager
+        ProfileManager.setup(file_path="recursive.h5")
+
+
+        def leaf():
+            time.sleep(0.001)
+
+
+        def middle():
+            for _ in range(2):
+                leaf()
+
+
+        @ProfileManager.profile("entry", recursive=True)
+        def entry():
+            middle()
+
+
+        entry()
+        leaf()  # outside the region: not traced
+        results = ProfileManager.finalize(verbose=False, return_results=True)
+        print(sorted((r.name, r.num_calls) for r in results.get_regions()))
+    """)
+    proc = sp("run", "-q", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == (
+        "[('__main__.leaf', 2), ('__main__.middle', 1), ('entry', 1)]")
+    tree = sp("summary", "--tree", "recursive.h5").stdout
+    assert "entry" in tree and "└─ __main__.middle" in tree and "__main__.leaf (2x)" in tree
+
+
+def test_setup_recursive_profile_option(sp):
+    script = sp.script("""
+        from scope_profiler import ProfileManager
+        ProfileManager.setup(recursive_profile=True, file_path="r.h5")
+        def helper():
+            pass
+        @ProfileManager.profile("work")
+        def work():
+            helper()
+        work(); work()
+        ProfileManager.finalize(verbose=False)
+    """)
+    assert sp("run", "-q", script).returncode == 0
+    assert regions_of(sp.tmp / "r.h5") == {"work": 2, "__main__.helper": 2}
+
+
+def test_explicit_region_not_counted_twice(sp):
+    script = sp.script("""
+        import scope_profiler as sp
+        @sp.profile("solve")
+        def solve():
+            return inner()
+        def inner():
+            return 1
+        for _ in range(4):
+            solve()
+    """)
+    sp("run", "--recursive", "-q", "-o", "x.h5", script)
+    names = regions_of(sp.tmp / "x.h5")
+    assert names["solve"] == 4 and names["__main__.inner"] == 4
+    assert "__main__.solve" not in names
+
+
+def test_sys_exit_deep_inside(sp):
+    script = sp.script("""
+        import sys
+        def down(n):
+            if n == 0:
+                sys.exit(7)
+            down(n - 1)
+        down(50)
+    """)
+    proc = sp("run", "--recursive", "-q", "-o", "exit.h5", script)
+    assert proc.returncode == 7
+    with h5py.File(sp.tmp / "exit.h5") as f:
+        g = f["rank0/regions/__main__.down"]
+        assert g.attrs["num_calls"] == 51
+        assert (g["end_times"][:] >= g["start_times"][:]).all()
+
+
+def test_threads_each_on_own_stack(sp):
+    script = sp.script("""
+        import threading
+        def work(n):
+            return sum(step(i) for i in range(n))
+        def step(i):
+            return i
+        threads = [threading.Thread(target=work, args=(100,)) for _ in range(3)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        work(10)
+    """)
+    proc = sp("run", "--recursive", "-q", "-o", "t.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    names = regions_of(sp.tmp / "t.h5")
+    assert names["__main__.work"] == 4
+    assert names["__main__.step"] == 310
+
+
+def test_script_setting_its_own_profiler_is_warned(sp):
+    script = sp.script("""
+        import sys
+        def f(): pass
+        f()
+        sys.setprofile(lambda *a: None)
+        f()
+        sys.setprofile(None)
+        print("done")
+    """)
+    proc = sp("run", "--recursive", "-q", "-o", "w.h5", script)
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == "done"
+    assert "warning: the script called sys.setprofile()" in proc.stderr
+    assert regions_of(sp.tmp / "w.h5")["__main__.f"] >= 1
