@@ -36,6 +36,9 @@ void sp_tracer_mark_explicit(PyObject *func);
 int sp_tracer_start_thread(void);
 /* Stops the hook in the calling thread. */
 void sp_tracer_stop_thread(void);
+/* Stops the hook in every thread, discarding their stacks of open calls;
+ * called before the regions' events are cleared. */
+void sp_tracer_stop_all(void);
 
 /* Module functions of the tracer, added to the module's method table. */
 extern PyMethodDef sp_tracer_methods[];

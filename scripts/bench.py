@@ -97,9 +97,42 @@ def measure(cands):
             sp._reset()  # forget the events: the buffers never grow mid-measure
     return {k: v / N for k, v in best.items()}
 
+import cProfile
+
+def fcall():
+    return None
+
+def heavy(n):
+    for _ in range(n):
+        fcall()
+
+def t_heavy_plain():
+    t0 = clock()
+    heavy(N)
+    return clock() - t0
+
+def t_heavy_cprofile():
+    p = cProfile.Profile()
+    p.enable()
+    t0 = clock()
+    heavy(N)
+    t = clock() - t0
+    p.disable()
+    return t
+
+sp._tracer_configure(False, (), (), sp._foreign_prefixes())
+def t_heavy_ours():
+    sp._tracer_start()
+    t0 = clock()
+    heavy(N)
+    t = clock() - t0
+    sp._tracer_stop_all()
+    return t
+
 enabled = measure({"empty": t_empty, "lock": t_lock, "region": t_region,
                    "region_lookup": t_region_lookup, "call": t_call,
-                   "py_deco": t_py_deco, "sp_deco": t_sp_deco})
+                   "py_deco": t_py_deco, "sp_deco": t_sp_deco, "heavy_plain": t_heavy_plain,
+                   "heavy_cprofile": t_heavy_cprofile, "heavy_ours": t_heavy_ours})
 # The disabled mode, in the same process: setup() swaps the region class.
 ProfileManager.setup(deactivate_profiling=True)
 disabled_with = reused
@@ -131,6 +164,24 @@ py_wrapped = noop_decorator(work)
 sp_wrapped = sp.profile("cg_call")(work)
 if kind == "disabled":
     sp.ProfileManager.setup(deactivate_profiling=True)
+def fcall():
+    return None
+def heavy(n):
+    for _ in range(n):
+        fcall()
+def loop_rec_plain():
+    heavy(n)
+def loop_rec_cprofile():
+    import cProfile
+    p = cProfile.Profile()
+    p.enable()
+    heavy(n)
+    p.disable()
+def loop_rec_ours():
+    sp._tracer_configure(False, (), (), sp._foreign_prefixes())
+    sp._tracer_start()
+    heavy(n)
+    sp._tracer_stop_all()
 def loop_empty():
     for _ in range(n): pass
 def loop_lock():
@@ -149,7 +200,8 @@ def loop_sp_deco():
     f = sp_wrapped
     for _ in range(n): f()
 {"empty": loop_empty, "lock": loop_lock, "region": loop_region, "disabled": loop_region,
- "call": loop_call, "py_deco": loop_py_deco, "sp_deco": loop_sp_deco}[kind]()
+ "call": loop_call, "py_deco": loop_py_deco, "sp_deco": loop_sp_deco,
+ "rec_plain": loop_rec_plain, "rec_cprofile": loop_rec_cprofile, "rec_ours": loop_rec_ours}[kind]()
 sp._reset()  # the count is of the loop, not of finalising its events
 '''
 
@@ -173,9 +225,11 @@ def callgrind_ir(binary, kind, n):
         with open(path, "w") as f:
             f.write(CG_INNER)
         out = os.path.join(d, "cg.out")
+        # A fixed hash seed makes the counts repeat exactly run to run.
+        env = dict(os.environ, PYTHONHASHSEED="0")
         proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                                binary, "run", "-q", "--no-output", "--buffer-limit", str(n + 1),
-                               path, kind, str(n)], capture_output=True, text=True)
+                               path, kind, str(n)], capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             sys.exit(f"bench: callgrind run failed:\n{proc.stderr[-2000:]}")
         with open(out) as f:
@@ -210,12 +264,15 @@ def main():
          e["py_deco"] - e["call"], 1.0),
         ("disabled: with region", d["region"] - d["empty"], "empty with on a Lock",
          d["lock"] - d["empty"], 0.6),
+        ("--recursive, per traced call", e["heavy_ours"] - e["heavy_plain"], "cProfile",
+         e["heavy_cprofile"] - e["heavy_plain"], 0.85),
     ]
     cg = {}
     if args.callgrind:
         if not shutil.which("valgrind"):
             sys.exit("bench: --callgrind needs valgrind (scripts/install-deps.sh installs it)")
-        for kind in ("empty", "lock", "region", "disabled", "call", "py_deco", "sp_deco"):
+        for kind in ("empty", "lock", "region", "disabled", "call", "py_deco", "sp_deco",
+                     "rec_plain", "rec_cprofile", "rec_ours"):
             cg[kind] = callgrind_per_call(args.binary, kind)
     if args.json:
         print(json.dumps({"wall_ns": r, "callgrind_ir": cg}, indent=2))
@@ -227,7 +284,7 @@ def main():
     print("-" * 88)
     for name, ours, peer_name, peer, budget in rows:
         ratio = ours / peer if peer > 0 else float("nan")
-        b = f"<={budget:.1f}x" if budget else ""
+        b = f"<={budget:.2f}x" if budget else ""
         print(f"{name:<32}{ours:7.1f}  {peer_name:<24}{peer:7.1f}{ratio:7.2f}x{b:>8}")
     print(f"disabled decorator returns the function itself: {d['decorator_returns_function']}")
     if cg:
@@ -238,6 +295,8 @@ def main():
             ("decorated call", cg["sp_deco"] - cg["call"], "Python no-op decorator",
              cg["py_deco"] - cg["call"]),
             ("disabled with region", cg["disabled"] - cg["empty"], "with Lock", cg["lock"] - cg["empty"]),
+            ("--recursive, per traced call", cg["rec_ours"] - cg["rec_plain"], "cProfile",
+             cg["rec_cprofile"] - cg["rec_plain"]),
         ]
         for name, ours, peer_name, peer in pairs:
             print(f"{name:<32}{ours:7.0f}  {peer_name:<24}{peer:7.0f}{ours / peer:7.2f}x")

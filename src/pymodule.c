@@ -630,6 +630,8 @@ static PyObject *mod_configure(PyObject *m, PyObject *args)
 /* _reset(): forget every recorded event (the regions stay registered). */
 static PyObject *mod_reset(PyObject *m, PyObject *unused)
 {
+	/* The hook's open calls point into the buffers cleared below. */
+	sp_tracer_stop_all();
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
 	while (PyDict_Next(registry, &pos, &k, &v)) {

@@ -120,6 +120,8 @@ def _finish(verbose, return_results, stream):
     show = bool(verbose) and not forked
     if _session.tracing:
         _stop_tracing()
+    else:
+        _tracer_stop_all()  # profile(recursive=True) calls still running end now
     summary, data = _finalize(path, show or snapshot, _metadata(),
                               _session.run_start_ns, snapshot)
     _session.active = False

@@ -10,30 +10,75 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <fnmatch.h>
 #include <string.h>
 
 #include "sp_clock.h"
+#include "sp_filter.h"
 #include "sp_pyregion.h"
 
-/* The value in a code object's extra slot for "not traced". */
-#define SKIP ((void *)&skip_marker)
-static char skip_marker;
+/* The value in a code object's cache slot for "not traced" (no object
+ * lives at address 1). */
+#define SKIP ((void *)1)
 
+/* Each code object's region (or SKIP) lives in its co_extra slot, so it
+ * dies with the code object and an address is never mistaken for another
+ * code's. */
 static Py_ssize_t extra_index = -1;
 
-/* What to trace; fixed before the first code object is classified. */
-static struct {
-	int all;                 /* also the stdlib and installed packages */
-	PyObject *include;       /* tuple of glob str, or empty */
-	PyObject *exclude;       /* tuple of glob str */
-	PyObject *foreign;       /* tuple of path prefixes that are not own code */
-} cfg;
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+/* 3.11, read without function calls or reference counting: the frame's
+ * code object, and the code object's extra slot (the layout of
+ * Objects/codeobject.c's _PyCodeObjectExtra, unchanged since 3.6). */
+#define Py_BUILD_CORE 1
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+struct code_extra {
+	Py_ssize_t size;
+	void *extras[1];
+};
+
+static inline PyCodeObject *frame_code(PyFrameObject *f)
+{
+	return f->f_frame->f_code;
+}
+
+static inline void *code_cached(PyCodeObject *co)
+{
+	const struct code_extra *e = co->co_extra;
+	return e && extra_index < e->size ? e->extras[extra_index] : NULL;
+}
+#else
+static inline PyCodeObject *frame_code(PyFrameObject *f)
+{
+	PyCodeObject *co = PyFrame_GetCode(f);
+	Py_DECREF(co);   /* the frame keeps it alive */
+	return co;
+}
+
+static inline void *code_cached(PyCodeObject *co)
+{
+	void *x = NULL;
+	_PyCode_GetExtra((PyObject *)co, extra_index, &x);
+	return x;
+}
+#endif
+
+/* What to trace; set before the first code object is classified. */
+static struct sp_filter filter;
+
+/* Slots are valid until the regions are reset, which stops the hook in
+ * every thread first (sp_tracer_stop_all), discarding these stacks. */
+/* Where a call goes when its region's buffer cannot grow: one slot,
+ * overwritten, never written to a file (it is in no registry). */
+static int64_t scratch_starts[1], scratch_ends[1];
+static RegionObject scratch = {
+	.buf = {.starts = scratch_starts, .ends = scratch_ends, .n = 1, .cap = 1, .initial_cap = 1},
+};
 
 struct open_call {
+	PyFrameObject *frame;    /* identity only, never dereferenced */
 	RegionObject *region;
 	ptrdiff_t slot;
-	uint64_t gen;
 };
 
 /* A thread's stack of traced calls still open: the hook's object. */
@@ -57,7 +102,7 @@ static PyTypeObject TracerStateType = {
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 };
 
-static int ts_grow(TracerState *ts)
+static __attribute__((noinline, cold)) int ts_grow(TracerState *ts)
 {
 	size_t cap = ts->cap ? ts->cap * 2 : 64;
 	if (cap > PY_SSIZE_T_MAX / sizeof *ts->calls)
@@ -70,33 +115,15 @@ static int ts_grow(TracerState *ts)
 	return 0;
 }
 
-static int glob_any(PyObject *globs, const char *name)
+static void cache_put(PyCodeObject *co, void *value)
 {
-	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(globs); i++) {
-		const char *g = PyUnicode_AsUTF8(PyTuple_GET_ITEM(globs, i));
-		if (g && fnmatch(g, name, 0) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-static int is_foreign(const char *filename)
-{
-	if (filename[0] == '<')      /* frozen modules, <string>, <stdin>, our layer */
-		return 1;
-	if (strstr(filename, "/site-packages/") || strstr(filename, "/dist-packages/"))
-		return 1;
-	for (Py_ssize_t i = 0; cfg.foreign && i < PyTuple_GET_SIZE(cfg.foreign); i++) {
-		const char *p = PyUnicode_AsUTF8(PyTuple_GET_ITEM(cfg.foreign, i));
-		if (p && *p && strncmp(filename, p, strlen(p)) == 0)
-			return 1;
-	}
-	return 0;
+	if (_PyCode_SetExtra((PyObject *)co, extra_index, value) != 0)
+		PyErr_Clear();   /* out of memory: classified again next time */
 }
 
 /* The slow path, once per code object: traced or not, and its region. Never
  * raises: on any failure the code is simply not traced. */
-static void *classify(PyCodeObject *co, PyFrameObject *frame)
+static __attribute__((noinline, cold)) void *classify(PyCodeObject *co, PyFrameObject *frame)
 {
 	void *result = SKIP;
 	PyObject *globals = NULL, *name = NULL, *exc_type, *exc_value, *exc_tb;
@@ -104,7 +131,7 @@ static void *classify(PyCodeObject *co, PyFrameObject *frame)
 	const char *filename = PyUnicode_AsUTF8(co->co_filename);
 	if (!filename || strcmp(filename, "<scope_profiler>") == 0)
 		goto out;   /* never the profiler's own Python layer */
-	if (!cfg.all && is_foreign(filename))
+	if (!sp_filter_own_code(&filter, filename))
 		goto out;
 	globals = PyFrame_GetGlobals(frame);
 	PyObject *module = globals ? PyDict_GetItemString(globals, "__name__") : NULL;
@@ -113,71 +140,71 @@ static void *classify(PyCodeObject *co, PyFrameObject *frame)
 	else
 		name = PyUnicode_FromFormat("%U", co->co_qualname);
 	const char *u = name ? PyUnicode_AsUTF8(name) : NULL;
-	if (!u)
-		goto out;
-	if (PyTuple_GET_SIZE(cfg.include) && !glob_any(cfg.include, u))
-		goto out;
-	if (glob_any(cfg.exclude, u))
+	if (!u || !sp_filter_name(&filter, u))
 		goto out;
 	RegionObject *r = sp_region_lookup(name);
 	if (r)
 		result = r;
 out:
-	PyErr_Clear();
 	Py_XDECREF(globals);
 	Py_XDECREF(name);
-	_PyCode_SetExtra((PyObject *)co, extra_index, result);
+	cache_put(co, result);
 	PyErr_Clear();
 	PyErr_Restore(exc_type, exc_value, exc_tb);
 	return result;
 }
 
-static inline void *code_region(PyFrameObject *frame, int classify_new)
+/* The hook only dispatches to one of two small functions, so that each
+ * saves just the registers it needs. A call: its region from the code
+ * object's cache slot, a slot in the region, the start time. */
+static __attribute__((noinline)) int on_call(TracerState *ts, PyFrameObject *frame)
 {
-	PyCodeObject *co = PyFrame_GetCode(frame);
-	void *x = NULL;
-	_PyCode_GetExtra((PyObject *)co, extra_index, &x);
-	if (!x && classify_new)
+	PyCodeObject *co = frame_code(frame);
+	void *x = code_cached(co);
+	if (__builtin_expect(!x, 0))
 		x = classify(co, frame);
-	Py_DECREF(co);
-	return x;
+	if (x == SKIP)
+		return 0;
+	RegionObject *r = x;
+	if (__builtin_expect(ts->depth == ts->cap, 0) && ts_grow(ts) != 0) {
+		r->buf.dropped++;
+		return 0;
+	}
+	ptrdiff_t i = sp_buf_reserve(&r->buf);
+	if (__builtin_expect(i < 0, 0)) {
+		/* Out of memory (counted in dropped): the call goes to a
+		 * scratch slot, so the return path needs no check. */
+		r = &scratch;
+		i = 0;
+	}
+	struct open_call *c = &ts->calls[ts->depth++];
+	c->frame = frame;
+	c->region = r;
+	c->slot = i;
+	/* The end is written at the return, or by sp_tracer_stop_all. */
+	r->buf.starts[i] = sp_clock_ns();
+	return 0;
+}
+
+static __attribute__((noinline)) int on_return(TracerState *ts, PyFrameObject *frame)
+{
+	/* The frame object lives as long as the frame runs, so the open call
+	 * on top is this frame's exactly when the pointers match; untraced
+	 * frames and frames that were running before the hook started have
+	 * no entry. No lookup on this path. */
+	if (!ts->depth || ts->calls[ts->depth - 1].frame != frame)
+		return 0;
+	struct open_call *c = &ts->calls[--ts->depth];
+	c->region->buf.ends[c->slot] = sp_clock_ns();
+	return 0;
 }
 
 static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
-	TracerState *ts = (TracerState *)obj;
-	if (what == PyTrace_CALL) {
-		void *x = code_region(frame, 1);
-		if (x == SKIP)
-			return 0;
-		RegionObject *r = x;
-		if (ts->depth == ts->cap && ts_grow(ts) != 0) {
-			r->buf.dropped++;
-			return 0;
-		}
-		ptrdiff_t i = sp_buf_reserve(&r->buf);
-		struct open_call *c = &ts->calls[ts->depth++];
-		c->region = r;
-		c->slot = i;
-		c->gen = r->gen;
-		if (i >= 0) {
-			r->buf.ends[i] = SP_NO_TIME;
-			r->buf.starts[i] = sp_clock_ns();
-		}
-	} else if (what == PyTrace_RETURN) {
-		int64_t t = sp_clock_ns();
-		if (!ts->depth)
-			return 0;
-		void *x = code_region(frame, 0);
-		struct open_call *c = &ts->calls[ts->depth - 1];
-		/* A frame that was running before the hook started has no
-		 * entry: leave the stack alone. */
-		if ((void *)c->region != x)
-			return 0;
-		ts->depth--;
-		if (c->slot >= 0 && c->region->gen == c->gen)
-			c->region->buf.ends[c->slot] = t;
-	}
+	if (what == PyTrace_CALL)
+		return on_call((TracerState *)obj, frame);
+	if (what == PyTrace_RETURN)
+		return on_return((TracerState *)obj, frame);
 	return 0;
 }
 
@@ -192,16 +219,13 @@ int sp_tracer_init(void)
 		PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot for the profile hook");
 		return -1;
 	}
-	cfg.include = PyTuple_New(0);
-	cfg.exclude = PyTuple_New(0);
-	cfg.foreign = PyTuple_New(0);
-	return cfg.include && cfg.exclude && cfg.foreign ? 0 : -1;
+	return 0;
 }
 
 void sp_tracer_mark_explicit(PyObject *func)
 {
 	if (extra_index >= 0 && PyFunction_Check(func))
-		_PyCode_SetExtra(PyFunction_GET_CODE(func), extra_index, SKIP);
+		cache_put((PyCodeObject *)PyFunction_GET_CODE(func), SKIP);
 }
 
 int sp_tracer_start_thread(void)
@@ -221,11 +245,47 @@ int sp_tracer_start_thread(void)
 
 void sp_tracer_stop_thread(void)
 {
-	if (PyThreadState_Get()->c_profilefunc == hook)
+	PyThreadState *t = PyThreadState_Get();
+	if (t->c_profilefunc == hook) {
+		/* Calls still open here were entered and never returned (the
+		 * hook ends under them): they end now. */
+		TracerState *ts = (TracerState *)t->c_profileobj;
+		int64_t now = sp_clock_ns();
+		for (size_t i = 0; i < ts->depth; i++)
+			ts->calls[i].region->buf.ends[ts->calls[i].slot] = now;
+		ts->depth = 0;
 		PyEval_SetProfile(NULL, NULL);
+	}
 }
 
-/* _tracer_configure(all, include, exclude, foreign) */
+/* A tuple of str as a malloc'd array of malloc'd UTF-8 strings. */
+static int str_list(PyObject *tuple, char ***out, size_t *n)
+{
+	Py_ssize_t len = PyTuple_GET_SIZE(tuple);
+	char **v = calloc(len ? (size_t)len : 1, sizeof *v);
+	if (!v) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (Py_ssize_t i = 0; i < len; i++) {
+		const char *u = PyUnicode_Check(PyTuple_GET_ITEM(tuple, i))
+			? PyUnicode_AsUTF8(PyTuple_GET_ITEM(tuple, i)) : NULL;
+		if (!u || !(v[i] = strdup(u))) {
+			for (Py_ssize_t j = 0; j < i; j++)
+				free(v[j]);
+			free(v);
+			if (!PyErr_Occurred())
+				PyErr_SetString(PyExc_TypeError, "filters must be tuples of str");
+			return -1;
+		}
+	}
+	*out = v;
+	*n = (size_t)len;
+	return 0;
+}
+
+/* _tracer_configure(all, include, exclude, foreign): the filter for code
+ * objects not yet seen. */
 static PyObject *tr_configure(PyObject *m, PyObject *args)
 {
 	int all;
@@ -233,10 +293,14 @@ static PyObject *tr_configure(PyObject *m, PyObject *args)
 	if (!PyArg_ParseTuple(args, "pO!O!O!:_tracer_configure", &all, &PyTuple_Type, &inc,
 			      &PyTuple_Type, &exc, &PyTuple_Type, &foreign))
 		return NULL;
-	cfg.all = all;
-	Py_SETREF(cfg.include, Py_NewRef(inc));
-	Py_SETREF(cfg.exclude, Py_NewRef(exc));
-	Py_SETREF(cfg.foreign, Py_NewRef(foreign));
+	struct sp_filter f = {.all = all};
+	if (str_list(inc, &f.include, &f.ninclude) != 0 || str_list(exc, &f.exclude, &f.nexclude) != 0 ||
+	    str_list(foreign, &f.foreign, &f.nforeign) != 0) {
+		sp_filter_clear(&f);
+		return NULL;
+	}
+	sp_filter_clear(&filter);
+	filter = f;
 	Py_RETURN_NONE;
 }
 
@@ -247,14 +311,26 @@ static PyObject *tr_start(PyObject *m, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* Stops the hook in every thread of the interpreter. */
+void sp_tracer_stop_all(void)
+{
+	int64_t now = sp_clock_ns();
+	PyThreadState *me = PyThreadState_Get();
+	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t; t = PyThreadState_Next(t)) {
+		if (t->c_profilefunc != hook)
+			continue;
+		/* Calls still running end now. */
+		TracerState *ts = (TracerState *)t->c_profileobj;
+		for (size_t i = 0; i < ts->depth; i++)
+			ts->calls[i].region->buf.ends[ts->calls[i].slot] = now;
+		ts->depth = 0;
+		_PyEval_SetProfile(t, NULL, NULL);
+	}
+	PyErr_Clear();
+}
+
 static PyObject *tr_stop_all(PyObject *m, PyObject *unused)
 {
-	PyThreadState *me = PyThreadState_Get();
-	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t; t = PyThreadState_Next(t))
-		if (t->c_profilefunc == hook)
-			_PyEval_SetProfile(t, NULL, NULL);
-	PyErr_Clear();
+	sp_tracer_stop_all();
 	Py_RETURN_NONE;
 }
 
