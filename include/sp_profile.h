@@ -25,7 +25,9 @@ struct sp_region_data {
 	/* Event columns, num_calls each, in call (entry) order; NULL when they
 	 * were not loaded (summary-only read). */
 	int64_t *starts, *ends;
-	int owns_events;               /* free starts/ends with the profile */
+	/* The thread lane of each call (--track-threads), or NULL: one lane. */
+	int32_t *lanes;
+	int owns_events;               /* free starts/ends/lanes with the profile */
 };
 
 /* One node of a rank's call tree. Nodes are stored parents first: a node's

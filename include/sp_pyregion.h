@@ -24,6 +24,18 @@ typedef struct {
  * exception set. */
 RegionObject *sp_region_lookup(PyObject *name);
 
+/* --track-threads: the calling thread's lane (0 for the first thread that
+ * asks, the main thread under `run`; then 1, 2, ... in order of first use). */
+extern _Thread_local int32_t sp_my_lane;
+int32_t sp_lane_assign(void);
+static inline int32_t sp_current_lane(void)
+{
+	return sp_my_lane >= 0 ? sp_my_lane : sp_lane_assign();
+}
+
+/* Whether regions keep a lane per event (setup(track_threads=True)). */
+extern int sp_track_threads;
+
 /* --recursive: the profile hook (tracer.c). */
 
 /* Prepares the hook (once, at module initialisation); -1 with an exception. */
@@ -34,6 +46,8 @@ void sp_tracer_mark_explicit(PyObject *func);
 /* Starts the hook in the calling thread unless it runs already; returns 1
  * when it started it, 0 when it was running, -1 with an exception set. */
 int sp_tracer_start_thread(void);
+/* Chooses the hook that also records lanes (for threads started later). */
+void sp_tracer_set_lanes(int on);
 /* Stops the hook in the calling thread. */
 void sp_tracer_stop_thread(void);
 /* Stops the hook in every thread, discarding their stacks of open calls;

@@ -11,6 +11,8 @@
 
 struct sp_buf {
 	int64_t *starts, *ends;   /* cap entries each; NULL until the first event */
+	int32_t *lanes;           /* cap entries when lanes are kept, else NULL */
+	int keep_lanes;           /* grow (and allocate) the lanes column too */
 	size_t n;                 /* events reserved so far */
 	size_t cap;               /* allocated entries */
 	size_t initial_cap;       /* capacity of the first allocation */
@@ -29,6 +31,10 @@ void sp_buf_clear(struct sp_buf *b);
 
 /* Frees the columns; the buffer is empty again (same initial_cap). */
 void sp_buf_free(struct sp_buf *b);
+
+/* From now on, keep a lane per event; events already recorded get lane 0.
+ * Returns 0, or -1 when out of memory (lanes stay off). */
+int sp_buf_keep_lanes(struct sp_buf *b);
 
 /* Reserves the next slot and returns its index, or -1 (counted in dropped)
  * when the buffer could not grow. */

@@ -28,7 +28,7 @@ struct run_option {
 };
 
 enum { OPT_BUFFER_LIMIT = 256, OPT_NO_OUTPUT, OPT_DISABLE, OPT_RECURSIVE, OPT_ALL, OPT_INCLUDE,
-       OPT_EXCLUDE };
+       OPT_EXCLUDE, OPT_TRACK_THREADS };
 
 static const struct run_option run_options[] = {
 	{{"outfile", required_argument, NULL, 'o'}, "PATH",
@@ -48,6 +48,8 @@ static const struct run_option run_options[] = {
 	 "with --recursive: only functions whose region name matches (repeatable)"},
 	{{"exclude", required_argument, NULL, OPT_EXCLUDE}, "GLOB",
 	 "with --recursive: not functions whose region name matches (repeatable)"},
+	{{"track-threads", no_argument, NULL, OPT_TRACK_THREADS}, NULL,
+	 "give each thread its own lane, so threads' calls never nest in each other"},
 	{{"help", no_argument, NULL, 'h'}, NULL, "show this help and exit"},
 };
 
@@ -93,7 +95,7 @@ struct run_args {
 	long long buffer_limit;    /* 0: the default */
 	int no_output;
 	int disable;
-	int recursive, all;
+	int recursive, all, track_threads;
 	int ninclude, nexclude;
 	char **include, **exclude; /* argc entries each, filled in order */
 	const char *module;        /* -m MODULE */
@@ -156,6 +158,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			break;
 		case OPT_ALL:
 			a->all = 1;
+			break;
+		case OPT_TRACK_THREADS:
+			a->track_threads = 1;
 			break;
 		case OPT_INCLUDE:
 			a->include[a->ninclude++] = optarg;
@@ -420,7 +425,9 @@ static int begin_session(const struct run_args *a, const char *outfile, const ch
 		if (bad)
 			goto out;
 	}
-	if ((a->no_output && (PyDict_SetItemString(opts, "deactivate_file_output", Py_True) ||
+	if ((a->track_threads && (PyDict_SetItemString(opts, "track_threads", Py_True) ||
+				  PyDict_SetItemString(locked, "track_threads", Py_True))) ||
+	    (a->no_output && (PyDict_SetItemString(opts, "deactivate_file_output", Py_True) ||
 			      PyDict_SetItemString(locked, "deactivate_file_output", Py_True))) ||
 	    (a->disable && (PyDict_SetItemString(opts, "deactivate_profiling", Py_True) ||
 			    PyDict_SetItemString(locked, "deactivate_profiling", Py_True))))

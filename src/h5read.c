@@ -280,6 +280,7 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 	hid_t ds = -1, de = -1;
 	hsize_t ns = 0, ne = 0;
 	int64_t *starts = NULL, *ends = NULL, total = 0, d;
+	int32_t *lanes = NULL;
 	enum sp_err rc;
 
 	if ((rc = column_open(r, g, ctx, "start_times", H5T_INTEGER, &ds, &ns)) != SP_OK ||
@@ -310,14 +311,33 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 			goto out;
 		}
 	}
+	/* The optional thread lane of each call (--track-threads). */
+	if (hard_link(g, "lanes") > 0) {
+		hid_t dl = -1;
+		hsize_t nl = 0;
+		if ((rc = column_open(r, g, ctx, "lanes", H5T_INTEGER, &dl, &nl)) != SP_OK)
+			goto out;
+		if (nl != ns)
+			rc = rfail(r, SP_ECORRUPT, "%s: lanes and start_times differ in length", ctx);
+		else if (!(lanes = alloc_n(n, sizeof *lanes)))
+			rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu lanes", ctx, n);
+		else if (n && H5Dread(dl, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, lanes) < 0)
+			rc = rfail(r, SP_ECORRUPT, "%s: cannot read the lanes column", ctx);
+		h5close(dl);
+		if (rc != SP_OK)
+			goto out;
+	}
 	rd->starts = starts;
 	rd->ends = ends;
+	rd->lanes = lanes;
 	rd->owns_events = 1;
 	starts = ends = NULL;
+	lanes = NULL;
 	*count = n;
 out:
 	free(starts);
 	free(ends);
+	free(lanes);
 	h5close(ds); h5close(de);
 	return rc;
 }

@@ -203,7 +203,9 @@ static enum sp_err write_region(struct writer *w, hid_t regions, const struct sp
 	if (column_write(w, g, "start_times", H5T_STD_I64LE, H5T_NATIVE_INT64, (size_t)st->num_calls,
 			 rd->starts) < 0 ||
 	    column_write(w, g, "end_times", H5T_STD_I64LE, H5T_NATIVE_INT64, (size_t)st->num_calls,
-			 rd->ends) < 0)
+			 rd->ends) < 0 ||
+	    (rd->lanes && column_write(w, g, "lanes", H5T_STD_I32LE, H5T_NATIVE_INT32,
+				       (size_t)st->num_calls, rd->lanes) < 0))
 		rc = wfail(w, SP_EIO, "cannot write events of rank %d region '%s'", rk->rank, rd->name);
 out:
 	if (g >= 0 && H5Gclose(g) < 0 && rc == SP_OK)

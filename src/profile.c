@@ -18,6 +18,7 @@ void sp_profile_free(struct sp_profile *p)
 			if (rd->owns_events) {
 				free(rd->starts);
 				free(rd->ends);
+				free(rd->lanes);
 			}
 		}
 		free(rk->regions);

@@ -28,6 +28,7 @@
 
 
 static PyTypeObject TimeOnlyRegionType;
+static PyTypeObject ThreadsRegionType;
 static PyTypeObject DisabledRegionType;
 
 /* Module state: one interpreter per process, so plain statics. */
@@ -78,6 +79,51 @@ static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssi
 			r->buf.ends[i] = t;
 	}
 	Py_RETURN_NONE;
+}
+
+/* --track-threads: also the lane of the calling thread. */
+static PyObject *region_enter_threads(PyObject *self, PyObject *unused)
+{
+	RegionObject *r = (RegionObject *)self;
+	if (r->depth == r->open_cap && region_open_grow(r) != 0)
+		return PyErr_NoMemory();
+	ptrdiff_t i = sp_buf_reserve(&r->buf);
+	r->open[r->depth++] = i;
+	if (i >= 0) {
+		r->buf.lanes[i] = sp_current_lane();
+		r->buf.ends[i] = SP_NO_TIME;
+		r->buf.starts[i] = sp_clock_ns();
+	}
+	return Py_NewRef(self);
+}
+
+_Thread_local int32_t sp_my_lane = -1;
+int sp_track_threads;
+static int32_t next_lane;
+static PyObject *lane_names;   /* list: lane -> "name (ident)" */
+
+int32_t sp_lane_assign(void)
+{
+	sp_my_lane = next_lane++;
+	/* The thread's name, for the file; never raises into the caller. */
+	PyObject *type, *value, *tb, *name = NULL;
+	PyErr_Fetch(&type, &value, &tb);
+	PyObject *threading = PyImport_ImportModule("threading");
+	PyObject *thread = threading ? PyObject_CallMethod(threading, "current_thread", NULL) : NULL;
+	PyObject *tname = thread ? PyObject_GetAttrString(thread, "name") : NULL;
+	if (tname)
+		name = PyUnicode_FromFormat("%S", tname);
+	else
+		name = PyUnicode_FromFormat("thread %lu", PyThread_get_thread_ident());
+	if (name && lane_names)
+		PyList_Append(lane_names, name);
+	Py_XDECREF(name);
+	Py_XDECREF(tname);
+	Py_XDECREF(thread);
+	Py_XDECREF(threading);
+	PyErr_Clear();
+	PyErr_Restore(type, value, tb);
+	return sp_my_lane;
 }
 
 static PyObject *region_enter_disabled(PyObject *self, PyObject *unused)
@@ -229,6 +275,13 @@ static PyMethodDef timed_methods[] = {
 	{NULL},
 };
 
+static PyMethodDef threads_methods[] = {
+	{"__enter__", region_enter_threads, METH_NOARGS, NULL},
+	{"__exit__", (PyCFunction)(void (*)(void))region_exit_timed, METH_FASTCALL, NULL},
+	REGION_COMMON_METHODS,
+	{NULL},
+};
+
 static PyMethodDef disabled_methods[] = {
 	{"__enter__", region_enter_disabled, METH_NOARGS, NULL},
 	{"__exit__", (PyCFunction)(void (*)(void))region_exit_disabled, METH_FASTCALL, NULL},
@@ -246,6 +299,19 @@ static PyTypeObject TimeOnlyRegionType = {
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "A region that records the start and end of every call.",
 	.tp_methods = timed_methods,
+	.tp_getset = region_getset,
+};
+
+static PyTypeObject ThreadsRegionType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler.ThreadsProfileRegion",
+	.tp_basicsize = sizeof(RegionObject),
+	.tp_dealloc = region_dealloc,
+	.tp_repr = region_repr,
+	.tp_call = region_call_timed,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "A region that records every call with the lane of its thread.",
+	.tp_methods = threads_methods,
 	.tp_getset = region_getset,
 };
 
@@ -280,6 +346,10 @@ static PyObject *region_create(PyObject *name)
 		return NULL;
 	r->name = Py_NewRef(name);
 	sp_buf_init(&r->buf, buffer_limit);
+	if (sp_track_threads && sp_buf_keep_lanes(&r->buf) != 0) {
+		Py_DECREF(r);
+		return PyErr_NoMemory();
+	}
 	r->gen = 0;
 	r->open = r->open_inline;
 	r->depth = 0;
@@ -369,7 +439,8 @@ static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 		return NULL;
 	if (Py_TYPE(region) == &DisabledRegionType)
 		return Py_NewRef(func);
-	if (Py_TYPE(region) != &TimeOnlyRegionType || !PyCallable_Check(func)) {
+	if ((Py_TYPE(region) != &TimeOnlyRegionType && Py_TYPE(region) != &ThreadsRegionType) ||
+	    !PyCallable_Check(func)) {
 		PyErr_SetString(PyExc_TypeError, "_profile_recursive(region, callable)");
 		return NULL;
 	}
@@ -405,7 +476,10 @@ typedef struct ProfiledFunction {
 static PyTypeObject ProfiledFunctionType;
 static ProfiledFunction *wrappers;
 
-static PyObject *pf_call_timed(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+/* The recording call; `lanes` is a constant in each caller below, so each
+ * compiles to its own branch-free path. */
+static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t nargsf,
+				  PyObject *kwnames, int lanes)
 {
 	ProfiledFunction *pf = (ProfiledFunction *)self;
 	RegionObject *r = pf->region;
@@ -413,6 +487,8 @@ static PyObject *pf_call_timed(PyObject *self, PyObject *const *args, size_t nar
 	if (i < 0)
 		return PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
 	uint64_t gen = r->gen;
+	if (lanes)
+		r->buf.lanes[i] = sp_current_lane();
 	r->buf.ends[i] = SP_NO_TIME;
 	r->buf.starts[i] = sp_clock_ns();
 	PyObject *res = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
@@ -422,6 +498,16 @@ static PyObject *pf_call_timed(PyObject *self, PyObject *const *args, size_t nar
 	if (r->gen == gen)
 		r->buf.ends[i] = t;
 	return res;
+}
+
+static PyObject *pf_call_timed(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_record(self, args, nargsf, kwnames, 0);
+}
+
+static PyObject *pf_call_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_record(self, args, nargsf, kwnames, 1);
 }
 
 static PyObject *pf_call_disabled(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -436,7 +522,7 @@ static PyObject *pf_call_recursive(PyObject *self, PyObject *const *args, size_t
 	int started = sp_tracer_start_thread();
 	if (started < 0)
 		return NULL;
-	PyObject *res = pf_call_timed(self, args, nargsf, kwnames);
+	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_track_threads);
 	if (started)
 		sp_tracer_stop_thread();
 	return res;
@@ -449,7 +535,9 @@ static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 {
 	if (profiling_disabled)
 		return pf_call_disabled;
-	return pf->recursive || recursive_all ? pf_call_recursive : pf_call_timed;
+	if (pf->recursive || recursive_all)
+		return pf_call_recursive;
+	return sp_track_threads ? pf_call_threads : pf_call_timed;
 }
 
 static PyObject *pf_new(RegionObject *region, PyObject *func, int recursive)
@@ -597,26 +685,32 @@ static PyTypeObject ProfiledFunctionType = {
 /* ------------------------------------------------------------------ */
 /* Session primitives                                                  */
 
-/* _configure(disabled, buffer_limit, recursive): choose the region class
- * and the wrapper call for every region and wrapper, existing and future. */
+/* _configure(disabled, buffer_limit, recursive, threads): choose the region
+ * class and the wrapper call for every region and wrapper, existing and
+ * future. Lanes, once on, stay on until the session's events are reset. */
 static PyObject *mod_configure(PyObject *m, PyObject *args)
 {
-	int disabled, recursive;
+	int disabled, recursive, threads;
 	Py_ssize_t limit;
-	if (!PyArg_ParseTuple(args, "pnp:_configure", &disabled, &limit, &recursive))
+	if (!PyArg_ParseTuple(args, "pnpp:_configure", &disabled, &limit, &recursive, &threads))
 		return NULL;
 	if (limit < 1) {
 		PyErr_SetString(PyExc_ValueError, "buffer_limit must be a positive integer");
 		return NULL;
 	}
 	buffer_limit = (size_t)limit;
-	region_type = disabled ? &DisabledRegionType : &TimeOnlyRegionType;
+	sp_track_threads = sp_track_threads || threads;
+	region_type = disabled ? &DisabledRegionType
+		: sp_track_threads ? &ThreadsRegionType : &TimeOnlyRegionType;
 	profiling_disabled = disabled;
 	recursive_all = recursive;
+	sp_tracer_set_lanes(sp_track_threads);
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
 	while (PyDict_Next(registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
+		if (sp_track_threads && sp_buf_keep_lanes(&r->buf) != 0)
+			return PyErr_NoMemory();
 		Py_SET_TYPE(v, region_type);
 		r->buf.initial_cap = buffer_limit;
 		if (r->buf.n == 0 && r->buf.cap != buffer_limit)
@@ -632,11 +726,12 @@ static PyObject *mod_reset(PyObject *m, PyObject *unused)
 {
 	/* The hook's open calls point into the buffers cleared below. */
 	sp_tracer_stop_all();
+	sp_track_threads = 0;
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
 	while (PyDict_Next(registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
-		if (r->buf.cap != buffer_limit)
+		if (r->buf.cap != buffer_limit || r->buf.keep_lanes)
 			sp_buf_free(&r->buf);
 		sp_buf_clear(&r->buf);
 		r->buf.initial_cap = buffer_limit;
@@ -693,6 +788,7 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject 
 		rk->nregions++;
 		rd->starts = r->buf.starts;
 		rd->ends = r->buf.ends;
+		rd->lanes = r->buf.keep_lanes ? r->buf.lanes : NULL;
 		rd->owns_events = 0;
 		sp_stats_compute(&rd->stats, rd->starts, rd->ends, r->buf.n);
 	}
@@ -791,20 +887,25 @@ static PyObject *profile_to_py(const struct sp_profile *p)
 		for (size_t i = 0; i < rk->nregions; i++) {
 			const struct sp_region_data *rd = &rk->regions[i];
 			const struct sp_stats *st = &rd->stats;
+			PyObject *lanes = rd->lanes
+				? PyBytes_FromStringAndSize((const char *)rd->lanes,
+							    (Py_ssize_t)(st->num_calls * (int64_t)sizeof(int32_t)))
+				: Py_NewRef(Py_None);
 			PyObject *starts = column_bytes(rd->starts, st->num_calls);
 			PyObject *ends = column_bytes(rd->ends, st->num_calls);
 			PyObject *first = time_or_none(st->first_start_ns);
 			PyObject *last = time_or_none(st->last_end_ns);
-			PyObject *d = (starts && ends && first && last)
-				? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O}",
+			PyObject *d = (starts && ends && first && last && lanes)
+				? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O}",
 						"num_calls", (long long)st->num_calls,
 						"total_ns", (long long)st->total_ns,
 						"min_ns", (long long)st->min_ns,
 						"max_ns", (long long)st->max_ns,
 						"mean_ns", st->mean_ns, "std_ns", st->std_ns,
 						"first_start_ns", first, "last_end_ns", last,
-						"starts", starts, "ends", ends)
+						"starts", starts, "ends", ends, "lanes", lanes)
 				: NULL;
+			Py_XDECREF(lanes);
 			Py_XDECREF(starts);
 			Py_XDECREF(ends);
 			Py_XDECREF(first);
@@ -1002,6 +1103,7 @@ static int run_python_layer(PyObject *mod)
 static PyObject *module_init(void)
 {
 	if (PyType_Ready(&TimeOnlyRegionType) < 0 || PyType_Ready(&DisabledRegionType) < 0 ||
+	    PyType_Ready(&ThreadsRegionType) < 0 ||
 	    PyType_Ready(&ProfiledFunctionType) < 0)
 		return NULL;
 	PyObject *mod = PyModule_Create(&module_def);
@@ -1009,16 +1111,22 @@ static PyObject *module_init(void)
 		return NULL;
 	if (!registry && !(registry = PyDict_New()))
 		goto fail;
+	if (!lane_names && !(lane_names = PyList_New(0)))
+		goto fail;
 	if (PyModule_AddObjectRef(mod, "TimeOnlyProfileRegion", (PyObject *)&TimeOnlyRegionType) < 0 ||
 	    PyModule_AddObjectRef(mod, "DisabledProfileRegion", (PyObject *)&DisabledRegionType) < 0 ||
 	    PyModule_AddObjectRef(mod, "ProfiledFunction", (PyObject *)&ProfiledFunctionType) < 0 ||
 	    PyModule_AddStringConstant(mod, "__version__", SP_VERSION) < 0 ||
+	    PyModule_AddObjectRef(mod, "ThreadsProfileRegion", (PyObject *)&ThreadsRegionType) < 0 ||
+	    PyModule_AddObjectRef(mod, "_lane_names", lane_names) < 0 ||
 	    PyModule_AddObjectRef(mod, "_registry", registry) < 0)
 		goto fail;
 	if (sp_tracer_init() != 0 || PyModule_AddFunctions(mod, sp_tracer_methods) != 0)
 		goto fail;
 	if (run_python_layer(mod) != 0)
 		goto fail;
+	/* The importing thread (the main thread under `run`) is lane 0. */
+	sp_current_lane();
 	return mod;
 fail:
 	Py_DECREF(mod);

@@ -30,7 +30,27 @@ int sp_buf_grow(struct sp_buf *b)
 	if (!e)
 		return -1;   /* starts is larger now, harmlessly; cap is unchanged */
 	b->ends = e;
+	if (b->keep_lanes) {
+		int32_t *l = realloc(b->lanes, cap * sizeof(int32_t));
+		if (!l)
+			return -1;
+		b->lanes = l;
+	}
 	b->cap = cap;
+	return 0;
+}
+
+int sp_buf_keep_lanes(struct sp_buf *b)
+{
+	if (b->keep_lanes)
+		return 0;
+	if (b->cap) {
+		int32_t *l = calloc(b->cap, sizeof(int32_t));
+		if (!l)
+			return -1;
+		b->lanes = l;
+	}
+	b->keep_lanes = 1;
 	return 0;
 }
 
@@ -44,7 +64,10 @@ void sp_buf_free(struct sp_buf *b)
 {
 	free(b->starts);
 	free(b->ends);
+	free(b->lanes);
 	b->starts = b->ends = NULL;
+	b->lanes = NULL;
+	b->keep_lanes = 0;
 	b->n = b->cap = 0;
 	b->dropped = 0;
 }

@@ -31,7 +31,6 @@ _DEFAULTS = {
 _NOT_YET = {
     "use_line_profiler": "line profiling",
     "aggregation_mode": "aggregation mode",
-    "track_threads": "thread lanes",
     "track_async": "asyncio lanes",
     "use_likwid": "LIKWID hardware counters",
 }
@@ -89,7 +88,7 @@ def setup(**options):
         _session.run_start_ns = _clock_ns()
         _session.pid = _os.getpid()
     _configure(bool(merged["deactivate_profiling"]), merged["buffer_limit"],
-               bool(merged["recursive_profile"]))
+               bool(merged["recursive_profile"]), bool(merged["track_threads"]))
 
 
 def _metadata():
@@ -104,7 +103,9 @@ def _metadata():
         "command_line": _session.command_line or " ".join(_sys.argv),
         "mpi_size": "1",
         "omp_num_threads": _os.environ.get("OMP_NUM_THREADS", ""),
-        "mode": "disabled" if opts["deactivate_profiling"] else "time_only",
+        "mode": ("disabled" if opts["deactivate_profiling"]
+                 else "threads" if opts["track_threads"] else "time_only"),
+        "lanes": "; ".join(f"{i}={name}" for i, name in enumerate(_lane_names)),
         "recursive": "all" if _session.trace_all else str(bool(_session.tracing)).lower(),
         "buffer_limit": str(opts["buffer_limit"]),
     }
@@ -127,7 +128,7 @@ def _finish(verbose, return_results, stream):
     _session.active = False
     _reset()
     # Until the next setup(), regions record nothing.
-    _configure(True, opts["buffer_limit"], False)
+    _configure(True, opts["buffer_limit"], False, False)
     if show and summary:
         stream.write(summary)
         stream.flush()
@@ -226,7 +227,8 @@ def _foreign_prefixes():
 
 def _warn_hook_replaced(name, original):
     def replacement(function):
-        if _session.tracing and function is not None:
+        # threading installs our own _thread_hook in each new thread.
+        if _session.tracing and function is not None and function is not _thread_hook:
             _sys.stderr.write(
                 f"scope-profiler: warning: the script called sys.{name}(); "
                 + ("--recursive stops recording calls in this thread\n" if name == "setprofile"
@@ -330,6 +332,19 @@ def _column(raw):
     return col
 
 
+def _lanes(raw):
+    """The thread lane of each call (int32), or None when lanes were off."""
+    if raw is None:
+        return None
+    if _np is not None:
+        return _np.frombuffer(raw, dtype=_np.int32).copy()
+    import array
+
+    col = array.array("i")
+    col.frombytes(raw)
+    return col
+
+
 class Region:
     """One region on one rank. Times in seconds; raw ns in the *_ns names."""
 
@@ -347,6 +362,7 @@ class Region:
         self.last_end_ns = raw["last_end_ns"]
         self.start_times_ns = _column(raw["starts"])
         self.end_times_ns = _column(raw["ends"])
+        self.lanes = _lanes(raw.get("lanes"))
 
     @property
     def durations_ns(self):

@@ -71,8 +71,10 @@ static struct sp_filter filter;
 /* Where a call goes when its region's buffer cannot grow: one slot,
  * overwritten, never written to a file (it is in no registry). */
 static int64_t scratch_starts[1], scratch_ends[1];
+static int32_t scratch_lanes[1];
 static RegionObject scratch = {
-	.buf = {.starts = scratch_starts, .ends = scratch_ends, .n = 1, .cap = 1, .initial_cap = 1},
+	.buf = {.starts = scratch_starts, .ends = scratch_ends, .lanes = scratch_lanes,
+		.n = 1, .cap = 1, .initial_cap = 1},
 };
 
 struct open_call {
@@ -157,7 +159,7 @@ out:
 /* The hook only dispatches to one of two small functions, so that each
  * saves just the registers it needs. A call: its region from the code
  * object's cache slot, a slot in the region, the start time. */
-static __attribute__((noinline)) int on_call(TracerState *ts, PyFrameObject *frame)
+static inline int on_call(TracerState *ts, PyFrameObject *frame, int lanes)
 {
 	PyCodeObject *co = frame_code(frame);
 	void *x = code_cached(co);
@@ -181,6 +183,8 @@ static __attribute__((noinline)) int on_call(TracerState *ts, PyFrameObject *fra
 	c->frame = frame;
 	c->region = r;
 	c->slot = i;
+	if (lanes)
+		r->buf.lanes[i] = sp_current_lane();
 	/* The end is written at the return, or by sp_tracer_stop_all. */
 	r->buf.starts[i] = sp_clock_ns();
 	return 0;
@@ -199,13 +203,46 @@ static __attribute__((noinline)) int on_return(TracerState *ts, PyFrameObject *f
 	return 0;
 }
 
+static __attribute__((noinline)) int on_call_plain(TracerState *ts, PyFrameObject *frame)
+{
+	return on_call(ts, frame, 0);
+}
+
+static __attribute__((noinline)) int on_call_lanes(TracerState *ts, PyFrameObject *frame)
+{
+	return on_call(ts, frame, 1);
+}
+
 static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
 	if (what == PyTrace_CALL)
-		return on_call((TracerState *)obj, frame);
+		return on_call_plain((TracerState *)obj, frame);
 	if (what == PyTrace_RETURN)
 		return on_return((TracerState *)obj, frame);
 	return 0;
+}
+
+/* --track-threads: the same, with the thread's lane per call. */
+static int hook_lanes(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	if (what == PyTrace_CALL)
+		return on_call_lanes((TracerState *)obj, frame);
+	if (what == PyTrace_RETURN)
+		return on_return((TracerState *)obj, frame);
+	return 0;
+}
+
+/* The hook new threads get; chosen at setup. */
+static Py_tracefunc active_hook = hook;
+
+void sp_tracer_set_lanes(int on)
+{
+	active_hook = on ? hook_lanes : hook;
+}
+
+static inline int is_ours(Py_tracefunc f)
+{
+	return f == hook || f == hook_lanes;
 }
 
 int sp_tracer_init(void)
@@ -231,14 +268,14 @@ void sp_tracer_mark_explicit(PyObject *func)
 int sp_tracer_start_thread(void)
 {
 	PyThreadState *tstate = PyThreadState_Get();
-	if (tstate->c_profilefunc == hook)
+	if (is_ours(tstate->c_profilefunc))
 		return 0;
 	PyObject *ts = (PyObject *)PyObject_New(TracerState, &TracerStateType);
 	if (!ts)
 		return -1;
 	((TracerState *)ts)->calls = NULL;
 	((TracerState *)ts)->depth = ((TracerState *)ts)->cap = 0;
-	PyEval_SetProfile(hook, ts);
+	PyEval_SetProfile(active_hook, ts);
 	Py_DECREF(ts);   /* the thread state holds it */
 	return 1;
 }
@@ -246,7 +283,7 @@ int sp_tracer_start_thread(void)
 void sp_tracer_stop_thread(void)
 {
 	PyThreadState *t = PyThreadState_Get();
-	if (t->c_profilefunc == hook) {
+	if (is_ours(t->c_profilefunc)) {
 		/* Calls still open here were entered and never returned (the
 		 * hook ends under them): they end now. */
 		TracerState *ts = (TracerState *)t->c_profileobj;
@@ -316,7 +353,7 @@ void sp_tracer_stop_all(void)
 	int64_t now = sp_clock_ns();
 	PyThreadState *me = PyThreadState_Get();
 	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t; t = PyThreadState_Next(t)) {
-		if (t->c_profilefunc != hook)
+		if (!is_ours(t->c_profilefunc))
 			continue;
 		/* Calls still running end now. */
 		TracerState *ts = (TracerState *)t->c_profileobj;
@@ -347,13 +384,13 @@ static PyObject *tr_thread_hook(PyObject *m, PyObject *args)
 	PyThreadState *tstate = PyThreadState_Get();
 	if (PyFrame_Check(frame) && PyUnicode_Check(event) &&
 	    PyUnicode_CompareWithASCIIString(event, "call") == 0)
-		hook(tstate->c_profileobj, (PyFrameObject *)frame, PyTrace_CALL, NULL);
+		tstate->c_profilefunc(tstate->c_profileobj, (PyFrameObject *)frame, PyTrace_CALL, NULL);
 	Py_RETURN_NONE;
 }
 
 static PyObject *tr_active(PyObject *m, PyObject *unused)
 {
-	return PyBool_FromLong(PyThreadState_Get()->c_profilefunc == hook);
+	return PyBool_FromLong(is_ours(PyThreadState_Get()->c_profilefunc));
 }
 
 PyMethodDef sp_tracer_methods[] = {

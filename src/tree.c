@@ -11,6 +11,7 @@ struct event {
 	int64_t start, end;
 	size_t seq;
 	int32_t region;
+	int32_t lane;                  /* threads nest only within their lane */
 };
 
 /* An event still open during the sweep, and the node it was counted in. */
@@ -59,11 +60,13 @@ static size_t key_hash(int32_t parent, int32_t region)
 	return (size_t)k;
 }
 
-/* Start ascending; on a tie the longer event first (it is the parent), then
- * the lower region index, then the earlier call. */
+/* Lane, then start ascending; on a tie the longer event first (it is the
+ * parent), then the lower region index, then the earlier call. */
 static int event_cmp(const void *a, const void *b)
 {
 	const struct event *x = a, *y = b;
+	if (x->lane != y->lane)
+		return x->lane < y->lane ? -1 : 1;
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
 	if (x->end != y->end)
@@ -139,6 +142,10 @@ static int sweep(struct builder *b, const struct event *ev, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct event *e = &ev[i];
+		/* A new lane (thread) starts at the roots; the same paths in
+		 * several lanes merge into one node. */
+		if (i > 0 && e->lane != ev[i - 1].lane)
+			b->depth = 0;
 		/* Sorted by start, so every open event started no later than e:
 		 * pop those that end before e does or that e merely overlaps. */
 		while (b->depth > 0) {
@@ -196,7 +203,8 @@ enum sp_err sp_tree_build(struct sp_rank *rank, struct sp_error *err)
 	for (size_t r = 0; r < rank->nregions; r++) {
 		const struct sp_region_data *rd = &rank->regions[r];
 		for (int64_t c = 0; c < rd->stats.num_calls; c++, k++)
-			ev[k] = (struct event){ rd->starts[c], rd->ends[c], k, (int32_t)r };
+			ev[k] = (struct event){ rd->starts[c], rd->ends[c], k, (int32_t)r,
+						rd->lanes ? rd->lanes[c] : 0 };
 	}
 	qsort(ev, n, sizeof *ev, event_cmp);
 	if (sweep(&b, ev, n) != 0)

@@ -298,6 +298,28 @@ static void test_roundtrip(void **state)
 	remove(path);
 }
 
+static void test_lanes_roundtrip(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	const char *path = tpath("lanes.h5");
+	struct sp_region_data *rd = &p->ranks[0].regions[0];
+	rd->lanes = malloc((size_t)rd->stats.num_calls * sizeof *rd->lanes);
+	for (int64_t i = 0; i < rd->stats.num_calls; i++)
+		rd->lanes[i] = (int32_t)(i % 3);
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
+	const struct sp_region_data *qd = &q->ranks[0].regions[0];
+	assert_non_null(qd->lanes);
+	for (int64_t i = 0; i < rd->stats.num_calls; i++)
+		assert_int_equal(qd->lanes[i], i % 3);
+	assert_null(q->ranks[0].regions[1].lanes);   /* only where recorded */
+	sp_profile_free(q);
+	sp_profile_free(p);
+	remove(path);
+}
+
 static void test_summary_read(void **state)
 {
 	(void)state;
@@ -579,6 +601,7 @@ int main(void)
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_summary_read),
+		cmocka_unit_test(test_lanes_roundtrip),
 		cmocka_unit_test(test_v1_without_tree),
 		cmocka_unit_test(test_write_fails_cleanly),
 		cmocka_unit_test(test_read_errors),

@@ -89,6 +89,35 @@ static void test_out_of_memory_is_an_error(void **state)
 	sp_buf_free(&b);
 }
 
+static void test_lanes_follow_growth_and_backfill_zero(void **state)
+{
+	struct sp_buf b;
+	sp_buf_init(&b, 2);
+	for (int i = 0; i < 3; i++)
+		assert_true(sp_buf_reserve(&b) >= 0);   /* before lanes: cap 4 */
+	assert_null(b.lanes);
+	assert_int_equal(sp_buf_keep_lanes(&b), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(b.lanes[i], 0);        /* earlier events: lane 0 */
+	for (int32_t i = 3; i < 40; i++) {
+		ptrdiff_t k = sp_buf_reserve(&b);
+		assert_int_equal(k, i);
+		b.lanes[k] = i;                        /* the column grows too */
+	}
+	assert_int_equal(b.cap, 64);
+	for (int32_t i = 3; i < 40; i++)
+		assert_int_equal(b.lanes[i], i);
+	sp_buf_free(&b);
+	assert_null(b.lanes);
+	assert_false(b.keep_lanes);
+	/* Lanes asked for before the first event: allocated with it. */
+	sp_buf_init(&b, 4);
+	assert_int_equal(sp_buf_keep_lanes(&b), 0);
+	assert_int_equal(sp_buf_reserve(&b), 0);
+	assert_non_null(b.lanes);
+	sp_buf_free(&b);
+}
+
 static void test_clock_is_monotonic_and_matches_clock_monotonic(void **state)
 {
 	struct timespec ts;
@@ -114,6 +143,7 @@ int main(void)
 		cmocka_unit_test(test_zero_initial_capacity_means_one),
 		cmocka_unit_test(test_overflowing_growth_fails_cleanly),
 		cmocka_unit_test(test_out_of_memory_is_an_error),
+		cmocka_unit_test(test_lanes_follow_growth_and_backfill_zero),
 		cmocka_unit_test(test_clock_is_monotonic_and_matches_clock_monotonic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

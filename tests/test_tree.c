@@ -390,10 +390,49 @@ static void test_million(void **state)
 	sp_profile_free(p);
 }
 
+/* Two threads whose calls overlap in time: with lanes each nests only in its
+ * own thread, and the same path in both lanes is one node. */
+static void test_lanes_keep_threads_apart(void **state)
+{
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	size_t outer = add_region(rk, "outer"), inner = add_region(rk, "inner"),
+	       other = add_region(rk, "other");
+	add_event(rk, outer, 0, 100);    /* lane 1 */
+	add_event(rk, inner, 90, 95);    /* lane 1 */
+	add_event(rk, other, 10, 20);    /* lane 0, inside outer's span */
+	add_event(rk, outer, 30, 40);    /* lane 0 */
+	int32_t lane_outer[] = {1, 0}, lane_inner[] = {1}, lane_other[] = {0};
+	rk->regions[outer].lanes = malloc(sizeof lane_outer);
+	rk->regions[inner].lanes = malloc(sizeof lane_inner);
+	rk->regions[other].lanes = malloc(sizeof lane_other);
+	memcpy(rk->regions[outer].lanes, lane_outer, sizeof lane_outer);
+	memcpy(rk->regions[inner].lanes, lane_inner, sizeof lane_inner);
+	memcpy(rk->regions[other].lanes, lane_other, sizeof lane_other);
+	build(rk);
+	int o = find(rk, -1, "outer");
+	assert_true(o >= 0);
+	assert_int_equal(rk->tree[o].calls, 2);          /* both lanes, one node */
+	assert_int_equal(rk->tree[o].total_ns, 110);
+	assert_true(find(rk, -1, "other") >= 0);           /* not under outer */
+	assert_int_equal(find(rk, o, "other"), -1);
+	assert_true(find(rk, o, "inner") >= 0);
+	/* Without lanes, the same events nest across threads. */
+	for (size_t r = 0; r < rk->nregions; r++) {
+		free(rk->regions[r].lanes);
+		rk->regions[r].lanes = NULL;
+	}
+	build(rk);
+	o = find(rk, -1, "outer");
+	assert_true(find(rk, o, "other") >= 0);
+	sp_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_timestep_loop),
+		cmocka_unit_test(test_lanes_keep_threads_apart),
 		cmocka_unit_test(test_recursion_chain),
 		cmocka_unit_test(test_mutual_recursion),
 		cmocka_unit_test(test_sibling_order),

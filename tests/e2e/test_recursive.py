@@ -280,6 +280,7 @@ def test_threads_each_on_own_stack(sp):
     """)
     proc = sp("run", "--recursive", "-q", "-o", "t.h5", script)
     assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
     names = regions_of(sp.tmp / "t.h5")
     assert names["__main__.work"] == 4
     assert names["__main__.step"] == 310
@@ -300,3 +301,74 @@ def test_script_setting_its_own_profiler_is_warned(sp):
     assert proc.stdout.strip() == "done"
     assert "warning: the script called sys.setprofile()" in proc.stderr
     assert regions_of(sp.tmp / "w.h5")["__main__.f"] >= 1
+
+
+THREADED = """
+import threading, time
+def outer():
+    time.sleep(0.2)
+    inner()
+def inner():
+    pass
+def other():
+    time.sleep(0.01)
+t = threading.Thread(target=outer, name="worker")
+t.start()
+time.sleep(0.05)
+other()   # runs while outer() sleeps in the other thread
+t.join()
+"""
+
+
+def test_track_threads_keeps_threads_apart(sp):
+    script = sp.script(THREADED, name="threads.py")
+    proc = sp("run", "--recursive", "--track-threads", "-q", "-o", "lanes.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # threading's own setprofile call is not the script's
+    with h5py.File(sp.tmp / "lanes.h5") as f:
+        r = f["rank0/regions"]
+        assert list(r["__main__.outer/lanes"][:]) == [1]
+        assert list(r["__main__.inner/lanes"][:]) == [1]
+        assert list(r["__main__.other/lanes"][:]) == [0]
+        assert "1=worker" in f["metadata"].attrs["lanes"].decode()
+    tree = sp("summary", "--tree", "lanes.h5").stdout
+    rows = {re.match(r"^(.*?)\s{2,}\d", l).group(1).strip(): l for l in tree.splitlines()
+            if "__main__." in l}
+    # other() belongs under the main thread's module; outer() is a root of
+    # its own lane, with inner() under it.
+    assert "└─ __main__.other" in rows or "├─ __main__.other" in rows
+    assert "__main__.outer" in rows and rows["__main__.outer"].startswith("__main__.outer")
+    assert any(k.endswith("__main__.inner") for k in rows)
+    order = [k for k in rows]
+    assert order.index("__main__.outer") < [i for i, k in enumerate(order) if k.endswith("inner")][0]
+
+    # Without lanes the threads mix: other() lands inside outer().
+    proc = sp("run", "--recursive", "-q", "-o", "mixed.h5", script)
+    with h5py.File(sp.tmp / "mixed.h5") as f:
+        assert "lanes" not in f["rank0/regions/__main__.outer"]
+    mixed = sp("summary", "--tree", "mixed.h5").stdout
+    lines = mixed.splitlines()
+    outer_at = next(i for i, l in enumerate(lines) if "__main__.outer" in l)
+    assert any("__main__.other" in l for l in lines[outer_at + 1:outer_at + 4])
+
+
+def test_setup_track_threads_explicit_regions(sp):
+    script = sp.script("""
+        import threading
+        from scope_profiler import ProfileManager
+        ProfileManager.setup(track_threads=True, file_path="t.h5")
+        print(type(ProfileManager.region("work")).__name__)
+        def body():
+            for _ in range(5):
+                with ProfileManager.region("work"):
+                    pass
+        threads = [threading.Thread(target=body) for _ in range(3)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        body()
+        results = ProfileManager.finalize(verbose=False, return_results=True)
+        print(sorted(set(results["work"][0].lanes.tolist())))
+    """)
+    proc = sp("run", "-q", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["ThreadsProfileRegion", "[0, 1, 2, 3]"]
