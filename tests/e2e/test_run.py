@@ -234,3 +234,18 @@ def test_write_failure_at_end_falls_back(sp):
     assert len(fallback) == 1
     with h5py.File(fallback[0]) as f:
         assert f["rank0/regions/r"].attrs["num_calls"] == 1
+
+
+def test_help_readme_and_man_page_agree(sp):
+    """Every option `--help` lists is documented in the README and man page."""
+    import re
+    from conftest import ROOT
+    readme = (ROOT / "README.md").read_text()
+    man = (ROOT / "man" / "scope-profiler.1").read_text().replace("\\-", "-")
+    for command in ("run", "summary"):
+        text = sp(command, "--help").stdout
+        options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", text)) - {"--help"}
+        assert options, text
+        for opt in options:
+            assert opt in readme, f"{command} {opt} missing from README.md"
+            assert opt in man, f"{command} {opt} missing from man/scope-profiler.1"
