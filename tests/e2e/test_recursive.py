@@ -13,6 +13,7 @@ from conftest import one_line_error
 PYTHON = "/usr/bin/python3"  # the interpreter scope-profiler embeds
 
 CALL_HEAVY = """
+import asyncio
 import sys
 
 def fib(n):
@@ -56,6 +57,13 @@ def outer(n):
 def deep(n):
     return 0 if n == 0 else 1 + deep(n - 1)
 
+async def tick(k):
+    await asyncio.sleep(0)
+    return k
+
+async def gather_ticks():
+    return sum(await asyncio.gather(*(tick(k) for k in range(5))))
+
 def main():
     sys.setrecursionlimit(5000)
     total = fib(15)
@@ -66,6 +74,7 @@ def main():
     total += outer(25)
     total += deep(600)
     squares = [helper_square(i) for i in range(10)]
+    total += asyncio.run(gather_ticks())
     print(total, len(squares))
 
 main()
@@ -128,6 +137,7 @@ def test_counts_equal_cprofile(sp):
     assert ours["__main__.deep"] == 601
     assert ours["__main__.fib"] == 1973
     assert ours["__main__.countdown"] == 51  # each resume is a call
+    assert ours["__main__.tick"] == 10       # a coroutine: two steps each
 
 
 def test_nesting_under_exceptions_and_recursion(sp):
@@ -372,3 +382,23 @@ def test_setup_track_threads_explicit_regions(sp):
     proc = sp("run", "-q", script)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:2] == ["ThreadsProfileRegion", "[0, 1, 2, 3]"]
+
+
+def test_calls_still_running_at_exit_are_closed(sp):
+    script = sp.script("""
+        import threading, time
+        def forever():
+            while True:
+                time.sleep(0.01)
+        threading.Thread(target=forever, daemon=True).start()
+        time.sleep(0.05)
+    """)
+    proc = sp("run", "--recursive", "-q", "-o", "open.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "open.h5") as f:
+        g = f["rank0/regions/__main__.forever"]
+        assert g.attrs["num_calls"] == 1
+        start, end = int(g["start_times"][0]), int(g["end_times"][0])
+        # Closed at the end of the run: it lasted most of the 50 ms.
+        assert end - start >= 30_000_000
+        assert end <= int(f["rank0"].attrs["run_end_time"])
