@@ -268,65 +268,37 @@ static PyObject *region_call_disabled(PyObject *self, PyObject *args, PyObject *
 	{"get_end_times_numpy", region_get_end_times_numpy, METH_NOARGS, \
 	 "End timestamps in ns (numpy int64 array; INT64_MIN while open)."}
 
-static PyMethodDef timed_methods[] = {
-	{"__enter__", region_enter_timed, METH_NOARGS, NULL},
-	{"__exit__", (PyCFunction)(void (*)(void))region_exit_timed, METH_FASTCALL, NULL},
-	REGION_COMMON_METHODS,
-	{NULL},
-};
+/* The region classes differ only in __enter__/__exit__ and the decorator
+ * call; they share the layout, so setup() can switch an object's class. */
+#define REGION_CLASS(var, methods_var, pyname, enter, exit, call, doc) \
+	static PyMethodDef methods_var[] = { \
+		{"__enter__", enter, METH_NOARGS, NULL}, \
+		{"__exit__", (PyCFunction)(void (*)(void))exit, METH_FASTCALL, NULL}, \
+		REGION_COMMON_METHODS, \
+		{NULL}, \
+	}; \
+	static PyTypeObject var = { \
+		PyVarObject_HEAD_INIT(NULL, 0) \
+		.tp_name = "scope_profiler." pyname, \
+		.tp_basicsize = sizeof(RegionObject), \
+		.tp_dealloc = region_dealloc, \
+		.tp_repr = region_repr, \
+		.tp_call = call, \
+		.tp_flags = Py_TPFLAGS_DEFAULT, \
+		.tp_doc = doc, \
+		.tp_methods = methods_var, \
+		.tp_getset = region_getset, \
+	};
 
-static PyMethodDef threads_methods[] = {
-	{"__enter__", region_enter_threads, METH_NOARGS, NULL},
-	{"__exit__", (PyCFunction)(void (*)(void))region_exit_timed, METH_FASTCALL, NULL},
-	REGION_COMMON_METHODS,
-	{NULL},
-};
-
-static PyMethodDef disabled_methods[] = {
-	{"__enter__", region_enter_disabled, METH_NOARGS, NULL},
-	{"__exit__", (PyCFunction)(void (*)(void))region_exit_disabled, METH_FASTCALL, NULL},
-	REGION_COMMON_METHODS,
-	{NULL},
-};
-
-static PyTypeObject TimeOnlyRegionType = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "scope_profiler.TimeOnlyProfileRegion",
-	.tp_basicsize = sizeof(RegionObject),
-	.tp_dealloc = region_dealloc,
-	.tp_repr = region_repr,
-	.tp_call = region_call_timed,
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "A region that records the start and end of every call.",
-	.tp_methods = timed_methods,
-	.tp_getset = region_getset,
-};
-
-static PyTypeObject ThreadsRegionType = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "scope_profiler.ThreadsProfileRegion",
-	.tp_basicsize = sizeof(RegionObject),
-	.tp_dealloc = region_dealloc,
-	.tp_repr = region_repr,
-	.tp_call = region_call_timed,
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "A region that records every call with the lane of its thread.",
-	.tp_methods = threads_methods,
-	.tp_getset = region_getset,
-};
-
-static PyTypeObject DisabledRegionType = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "scope_profiler.DisabledProfileRegion",
-	.tp_basicsize = sizeof(RegionObject),
-	.tp_dealloc = region_dealloc,
-	.tp_repr = region_repr,
-	.tp_call = region_call_disabled,
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "A region that records nothing; as a decorator it returns the function itself.",
-	.tp_methods = disabled_methods,
-	.tp_getset = region_getset,
-};
+REGION_CLASS(TimeOnlyRegionType, timed_methods, "TimeOnlyProfileRegion", region_enter_timed,
+	     region_exit_timed, region_call_timed,
+	     "A region that records the start and end of every call.")
+REGION_CLASS(ThreadsRegionType, threads_methods, "ThreadsProfileRegion", region_enter_threads,
+	     region_exit_timed, region_call_timed,
+	     "A region that records every call with the lane of its thread.")
+REGION_CLASS(DisabledRegionType, disabled_methods, "DisabledProfileRegion", region_enter_disabled,
+	     region_exit_disabled, region_call_disabled,
+	     "A region that records nothing; as a decorator it returns the function itself.")
 
 static PyObject *region_create(PyObject *name)
 {

@@ -320,27 +320,16 @@ except ImportError:  # the read API works without numpy, with lists
     _np = None
 
 
-def _column(raw):
+def _column(raw, code="q"):
+    """A stored column from its raw bytes: int64 ("q") or int32 ("i"); a
+    numpy array when numpy is there, else an array.array; None if absent."""
     if raw is None:
         return None
     if _np is not None:
-        return _np.frombuffer(raw, dtype=_np.int64).copy()
+        return _np.frombuffer(raw, dtype=_np.int64 if code == "q" else _np.int32).copy()
     import array
 
-    col = array.array("q")
-    col.frombytes(raw)
-    return col
-
-
-def _lanes(raw):
-    """The thread lane of each call (int32), or None when lanes were off."""
-    if raw is None:
-        return None
-    if _np is not None:
-        return _np.frombuffer(raw, dtype=_np.int32).copy()
-    import array
-
-    col = array.array("i")
+    col = array.array(code)
     col.frombytes(raw)
     return col
 
@@ -362,7 +351,7 @@ class Region:
         self.last_end_ns = raw["last_end_ns"]
         self.start_times_ns = _column(raw["starts"])
         self.end_times_ns = _column(raw["ends"])
-        self.lanes = _lanes(raw.get("lanes"))
+        self.lanes = _column(raw.get("lanes"), "i")  # None unless --track-threads
 
     @property
     def durations_ns(self):
