@@ -34,7 +34,7 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS)
 LIB_SRC := src/error.c src/profile.c src/tree.c src/recorder.c src/filter.c \
            src/h5write.c src/h5read.c src/render.c
 # The executable: the command table, the commands, the embedded interpreter.
-CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c src/tracer.c
+CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c src/tracer.c src/linetrace.c
 
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:src/%.c=$(BUILD)/obj/%.o)
@@ -52,10 +52,10 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
 
 # Python sources embedded in the executable (the read API's classes).
 $(BUILD)/obj/pymodule.o: $(BUILD)/sp_pysrc.h
-$(BUILD)/obj/pymodule.o $(BUILD)/obj/tracer.o $(BUILD)/obj/cmd_run.o $(BUILD)/obj/main.o: CPPFLAGS += $(PY_CFLAGS) \
+$(BUILD)/obj/pymodule.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o $(BUILD)/obj/cmd_run.o $(BUILD)/obj/main.o: CPPFLAGS += $(PY_CFLAGS) \
 	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
 # The profile hook calls clock_gettime twice per traced call: no PLT hop.
-$(BUILD)/obj/tracer.o: ALL_CFLAGS += -fno-plt
+$(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o: ALL_CFLAGS += -fno-plt
 $(BUILD)/sp_pysrc.h: src/scope_profiler_py.py | $(BUILD)/obj
 	cd src && xxd -i scope_profiler_py.py > ../$@.tmp && mv ../$@.tmp ../$@
 
@@ -66,7 +66,7 @@ $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(HDF5_LIBS) $(PY_LIBS) -lz
 
 # The hook's unit test embeds the interpreter with the built-in module.
-PYMOD_OBJ := $(BUILD)/obj/pymodule.o $(BUILD)/obj/tracer.o
+PYMOD_OBJ := $(BUILD)/obj/pymodule.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o
 $(BUILD)/tests/test_tracer: tests/test_tracer.c $(PYMOD_OBJ) $(LIB) | $(BUILD)/tests
 	$(CC) $(CPPFLAGS) $(PY_CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PYMOD_OBJ) $(LIB) \
 		$(HDF5_LIBS) $(PY_LIBS) -lcmocka -lm

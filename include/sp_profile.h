@@ -40,6 +40,19 @@ struct sp_tree_node {
 	int64_t total_ns;
 };
 
+/* Per-line timings of one function on one rank (--line-profile). Lines are
+ * the function's source lines in order, first_line .. first_line + n - 1. */
+struct sp_line_table {
+	char *function;                /* qualified name, e.g. "Mesh.refine" */
+	char *region;                  /* the region it was profiled under */
+	char *filename;                /* source file as recorded */
+	int32_t first_line;            /* line number of lines[0] (the def line) */
+	size_t n;                      /* lines */
+	int64_t *hits;                 /* line events per line */
+	int64_t *time_ns;              /* time attributed to each line */
+	char **source;                 /* n source lines, no newline; "" when unknown */
+};
+
 struct sp_rank {
 	int rank;
 	int64_t run_start_ns;          /* SP_NO_TIME when unknown */
@@ -50,6 +63,8 @@ struct sp_rank {
 	struct sp_region_data *regions;
 	size_t ntree;                  /* 0 with tree == NULL when not built */
 	struct sp_tree_node *tree;
+	size_t nlines;                 /* line tables, one per profiled function */
+	struct sp_line_table *lines;
 };
 
 /* A string attribute of /metadata. */
@@ -64,6 +79,9 @@ struct sp_profile {
 	size_t nmeta;
 	struct sp_kv *meta;
 };
+
+/* Frees what a line table owns (not the table itself). */
+void sp_line_table_clear(struct sp_line_table *t);
 
 /* Frees everything the profile owns, then the profile itself. NULL is fine. */
 void sp_profile_free(struct sp_profile *p);

@@ -19,6 +19,13 @@ enum sp_render_parts {
 enum sp_err sp_render_summary(FILE *out, const struct sp_profile *p, const char *title,
 			      int parts, struct sp_error *err);
 
+/* Prints the per-line tables of p (every rank's line tables), one table per
+ * function and rank: line, hits, time [s], per hit [s], % time, source;
+ * or one line saying the profile has no line timings. Returns SP_EIO when
+ * writing failed. */
+enum sp_err sp_render_lines(FILE *out, const struct sp_profile *p, const char *title,
+			    struct sp_error *err);
+
 /* Formats a duration in nanoseconds as seconds into buf (9 visible chars,
  * e.g. " 0.002191", "12.345678", "  12345.7"). Returns buf. */
 char *sp_render_seconds(char *buf, size_t len, double ns);

@@ -6,6 +6,20 @@
 #include "sp_clock.h"
 #include "sp_profile.h"
 
+void sp_line_table_clear(struct sp_line_table *t)
+{
+	free(t->function);
+	free(t->region);
+	free(t->filename);
+	free(t->hits);
+	free(t->time_ns);
+	if (t->source)
+		for (size_t i = 0; i < t->n; i++)
+			free(t->source[i]);
+	free(t->source);
+	memset(t, 0, sizeof *t);
+}
+
 void sp_profile_free(struct sp_profile *p)
 {
 	if (!p)
@@ -23,6 +37,9 @@ void sp_profile_free(struct sp_profile *p)
 		}
 		free(rk->regions);
 		free(rk->tree);
+		for (size_t i = 0; i < rk->nlines; i++)
+			sp_line_table_clear(&rk->lines[i]);
+		free(rk->lines);
 		free(rk->hostname);
 	}
 	free(p->ranks);
