@@ -33,8 +33,10 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS)
 # The core library: no Python, no MPI. Shared by the CLI and the unit tests.
 LIB_SRC := src/error.c src/profile.c src/tree.c src/recorder.c src/filter.c \
            src/h5write.c src/h5read.c src/render.c
+LIB_SRC += src/render_lines.c
 # The executable: the command table, the commands, the embedded interpreter.
 CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c src/tracer.c src/linetrace.c
+CLI_SRC += src/cmd_line_profile.c
 
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:src/%.c=$(BUILD)/obj/%.o)

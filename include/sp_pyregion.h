@@ -17,6 +17,7 @@ typedef struct {
 	ptrdiff_t *open;              /* slots of `with` entries not yet exited */
 	size_t depth, open_cap;
 	ptrdiff_t open_inline[4];
+	int holds_functions;          /* region(name, functions=[...]) in line mode */
 } RegionObject;
 
 /* The region called name (a str), created on first use; a borrowed

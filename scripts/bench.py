@@ -144,7 +144,32 @@ for _ in range(REPEATS):
     best["region"] = min(best["region"], t_region())
 disabled = {k: v / N for k, v in best.items()}
 disabled["decorator_returns_function"] = sp.profile("d")(work) is work
-print(json.dumps({"enabled": enabled, "disabled": disabled}))
+
+# Line timing, in the same process: line_profiler and ours on the same
+# function, 2n + 3 line events per call.
+from line_profiler import LineProfiler
+
+def lines_fn(n):
+    s = 0
+    for i in range(n):
+        s += i
+    return s
+
+LN = max(N // 10, 1000)
+lp = LineProfiler()
+lp_wrapped = lp(lines_fn)
+ProfileManager.setup(deactivate_profiling=False, use_line_profiler=True)
+sp_lines = sp.profile("lines")(lines_fn)
+def outside():
+    return lines_fn(LN)
+best = {k: float("inf") for k in ("plain", "line_profiler", "ours", "outside_on")}
+for _ in range(REPEATS):
+    for k, f in (("plain", lines_fn), ("line_profiler", lp_wrapped), ("ours", sp_lines)):
+        t0 = clock(); f(LN); best[k] = min(best[k], clock() - t0)
+    # Code outside the profiled functions, with line mode on.
+    t0 = clock(); outside(); best["outside_on"] = min(best["outside_on"], clock() - t0)
+lines = {k: v / (2 * LN + 3) for k, v in best.items()}
+print(json.dumps({"enabled": enabled, "disabled": disabled, "lines": lines}))
 '''
 
 # One candidate alone, for callgrind: ITER iterations of one statement.
@@ -177,6 +202,19 @@ def loop_rec_cprofile():
     p.enable()
     heavy(n)
     p.disable()
+def lines_fn(n):
+    s = 0
+    for i in range(n):
+        s += i
+    return s
+def loop_lines_plain():
+    lines_fn(n)
+def loop_lines_lp():
+    from line_profiler import LineProfiler
+    LineProfiler()(lines_fn)(n)
+def loop_lines_ours():
+    sp.ProfileManager.setup(use_line_profiler=True)
+    sp.profile("lines")(lines_fn)(n)
 def loop_rec_ours():
     sp._tracer_configure(False, (), (), sp._foreign_prefixes())
     sp._tracer_start()
@@ -201,7 +239,8 @@ def loop_sp_deco():
     for _ in range(n): f()
 {"empty": loop_empty, "lock": loop_lock, "region": loop_region, "disabled": loop_region,
  "call": loop_call, "py_deco": loop_py_deco, "sp_deco": loop_sp_deco,
- "rec_plain": loop_rec_plain, "rec_cprofile": loop_rec_cprofile, "rec_ours": loop_rec_ours}[kind]()
+ "rec_plain": loop_rec_plain, "rec_cprofile": loop_rec_cprofile, "rec_ours": loop_rec_ours,
+ "lines_plain": loop_lines_plain, "lines_lp": loop_lines_lp, "lines_ours": loop_lines_ours}[kind]()
 sp._reset()  # the count is of the loop, not of finalising its events
 '''
 
@@ -255,7 +294,7 @@ def main():
     args = ap.parse_args()
 
     r = run_inner(args.binary, args.calls, args.repeats)
-    e, d = r["enabled"], r["disabled"]
+    e, d, ln = r["enabled"], r["disabled"], r["lines"]
     lock = e["lock"] - e["empty"]
     rows = [
         ("with region (reused object)", e["region"] - e["empty"], "empty with on a Lock", lock, 1.0),
@@ -266,13 +305,17 @@ def main():
          d["lock"] - d["empty"], 0.6),
         ("--recursive, per traced call", e["heavy_ours"] - e["heavy_plain"], "cProfile",
          e["heavy_cprofile"] - e["heavy_plain"], 0.85),
+        ("--line-profile, per line event", ln["ours"] - ln["plain"], "line_profiler",
+         ln["line_profiler"] - ln["plain"], 0.5),
+        ("line mode on: code outside", ln["outside_on"], "the same, plain", ln["plain"], None),
     ]
     cg = {}
     if args.callgrind:
         if not shutil.which("valgrind"):
             sys.exit("bench: --callgrind needs valgrind (scripts/install-deps.sh installs it)")
         for kind in ("empty", "lock", "region", "disabled", "call", "py_deco", "sp_deco",
-                     "rec_plain", "rec_cprofile", "rec_ours"):
+                     "rec_plain", "rec_cprofile", "rec_ours", "lines_plain", "lines_lp",
+                     "lines_ours"):
             cg[kind] = callgrind_per_call(args.binary, kind)
     if args.json:
         print(json.dumps({"wall_ns": r, "callgrind_ir": cg}, indent=2))
@@ -297,6 +340,9 @@ def main():
             ("disabled with region", cg["disabled"] - cg["empty"], "with Lock", cg["lock"] - cg["empty"]),
             ("--recursive, per traced call", cg["rec_ours"] - cg["rec_plain"], "cProfile",
              cg["rec_cprofile"] - cg["rec_plain"]),
+            # per loop iteration of lines_fn: two line events
+            ("--line-profile, per line event", (cg["lines_ours"] - cg["lines_plain"]) / 2,
+             "line_profiler", (cg["lines_lp"] - cg["lines_plain"]) / 2),
         ]
         for name, ours, peer_name, peer in pairs:
             print(f"{name:<32}{ours:7.0f}  {peer_name:<24}{peer:7.0f}{ours / peer:7.2f}x")

@@ -28,7 +28,7 @@ struct run_option {
 };
 
 enum { OPT_BUFFER_LIMIT = 256, OPT_NO_OUTPUT, OPT_DISABLE, OPT_RECURSIVE, OPT_ALL, OPT_INCLUDE,
-       OPT_EXCLUDE, OPT_TRACK_THREADS };
+       OPT_EXCLUDE, OPT_TRACK_THREADS, OPT_LINE_PROFILE };
 
 static const struct run_option run_options[] = {
 	{{"outfile", required_argument, NULL, 'o'}, "PATH",
@@ -48,6 +48,8 @@ static const struct run_option run_options[] = {
 	 "with --recursive: only functions whose region name matches (repeatable)"},
 	{{"exclude", required_argument, NULL, OPT_EXCLUDE}, "GLOB",
 	 "with --recursive: not functions whose region name matches (repeatable)"},
+	{{"line-profile", no_argument, NULL, OPT_LINE_PROFILE}, NULL,
+	 "also time every line of the functions decorated with sp.profile"},
 	{{"track-threads", no_argument, NULL, OPT_TRACK_THREADS}, NULL,
 	 "give each thread its own lane, so threads' calls never nest in each other"},
 	{{"help", no_argument, NULL, 'h'}, NULL, "show this help and exit"},
@@ -95,7 +97,7 @@ struct run_args {
 	long long buffer_limit;    /* 0: the default */
 	int no_output;
 	int disable;
-	int recursive, all, track_threads;
+	int recursive, all, track_threads, line_profile;
 	int ninclude, nexclude;
 	char **include, **exclude; /* argc entries each, filled in order */
 	const char *module;        /* -m MODULE */
@@ -162,6 +164,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		case OPT_TRACK_THREADS:
 			a->track_threads = 1;
 			break;
+		case OPT_LINE_PROFILE:
+			a->line_profile = 1;
+			break;
 		case OPT_INCLUDE:
 			a->include[a->ninclude++] = optarg;
 			break;
@@ -183,6 +188,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 					     argv[optind - 1]);
 			return -1;
 		}
+	}
+	if (a->recursive && a->line_profile) {
+		sp_cmd_error(CMD, "--line-profile and --recursive cannot be combined: time the lines of "
+			     "the functions you decorate, or the calls of every function");
+		return -1;
 	}
 	if (!a->recursive && (a->all || a->ninclude || a->nexclude)) {
 		sp_cmd_error(CMD, "--all, --include and --exclude go with --recursive");
@@ -425,7 +435,9 @@ static int begin_session(const struct run_args *a, const char *outfile, const ch
 		if (bad)
 			goto out;
 	}
-	if ((a->track_threads && (PyDict_SetItemString(opts, "track_threads", Py_True) ||
+	if ((a->line_profile && (PyDict_SetItemString(opts, "use_line_profiler", Py_True) ||
+				 PyDict_SetItemString(locked, "use_line_profiler", Py_True))) ||
+	    (a->track_threads && (PyDict_SetItemString(opts, "track_threads", Py_True) ||
 				  PyDict_SetItemString(locked, "track_threads", Py_True))) ||
 	    (a->no_output && (PyDict_SetItemString(opts, "deactivate_file_output", Py_True) ||
 			      PyDict_SetItemString(locked, "deactivate_file_output", Py_True))) ||

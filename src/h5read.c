@@ -497,6 +497,195 @@ out:
 	return rc;
 }
 
+/* Reads a string attribute of a line table that must be there. */
+static enum sp_err line_attr_str(struct reader *r, hid_t g, const char *ctx, const char *name,
+				 char **out)
+{
+	int a = attr_str(g, name, out);
+	if (a == -2)
+		return rfail(r, SP_ENOMEM, "out of memory");
+	if (a == 0)
+		return rfail(r, SP_ECORRUPT, "%s has no '%s' attribute", ctx, name);
+	if (a < 0)
+		return rfail(r, SP_ECORRUPT, "%s: bad '%s' attribute", ctx, name);
+	return SP_OK;
+}
+
+/* Reads the source column (n strings, fixed or variable length) of ds into
+ * t->source, a calloc'd array of malloc'd strings; a missing line is "". */
+static enum sp_err read_source(struct reader *r, hid_t ds, const char *ctx, size_t n,
+			       struct sp_line_table *t)
+{
+	hid_t ft = -1, mt = -1, space = -1;
+	char **vlines = NULL, *fixed = NULL;
+	size_t fsize = 0;
+	int vlen = 0;
+	enum sp_err rc = SP_OK;
+
+	if ((ft = H5Dget_type(ds)) < 0 || (space = H5Dget_space(ds)) < 0 ||
+	    (mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_cset(mt, H5Tget_cset(ft)) < 0 ||
+	    (vlen = H5Tis_variable_str(ft)) < 0) {
+		rc = rfail(r, SP_ECORRUPT, "%s/source: unreadable type", ctx);
+		goto out;
+	}
+	fsize = vlen ? 0 : H5Tget_size(ft);
+	if (vlen ? H5Tset_size(mt, H5T_VARIABLE) < 0
+		 : (fsize == 0 || fsize >= SIZE_MAX - 1 || H5Tset_size(mt, fsize + 1) < 0 ||
+		    H5Tset_strpad(mt, H5T_STR_NULLTERM) < 0)) {
+		rc = rfail(r, SP_ECORRUPT, "%s/source: unreadable type", ctx);
+		goto out;
+	}
+	if (!(t->source = calloc(n ? n : 1, sizeof *t->source)) ||
+	    (vlen ? !(vlines = calloc(n ? n : 1, sizeof *vlines)) : !(fixed = alloc_n(n, fsize + 1)))) {
+		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu source lines", ctx, n);
+		goto out;
+	}
+	if (n && H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, vlen ? (void *)vlines : fixed) < 0) {
+		rc = rfail(r, SP_ECORRUPT, "%s: cannot read the source column", ctx);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *line = vlen ? vlines[i] : fixed + i * (fsize + 1);
+		if (!(t->source[i] = strdup(line ? line : ""))) {
+			rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu source lines", ctx, n);
+			goto out;
+		}
+	}
+out:
+	if (vlines && n)
+		vlen_reclaim(mt, space, vlines);
+	free(vlines);
+	free(fixed);
+	h5close(mt); h5close(ft); h5close(space);
+	return rc;
+}
+
+/* Reads the line table in group `link` of g into *t (zeroed by the caller);
+ * on failure the caller clears *t. */
+static enum sp_err read_line_table(struct reader *r, hid_t lines, int rankno, const char *link,
+				   struct sp_line_table *t)
+{
+	static const char *const cols[2] = {"hits", "time_ns"};
+	hid_t g = -1, ds[3] = {-1, -1, -1};
+	hsize_t len[3];
+	int64_t first = 0;
+	enum sp_err rc = SP_OK;
+	char ctx[256];
+	int a;
+
+	snprintf(ctx, sizeof ctx, "rank%d/lines/%.200s", rankno, link);
+	if ((g = H5Gopen2(lines, link, H5P_DEFAULT)) < 0)
+		return rfail(r, SP_ECORRUPT, "%s is not a group", ctx);
+	if ((rc = line_attr_str(r, g, ctx, "function", &t->function)) != SP_OK ||
+	    (rc = line_attr_str(r, g, ctx, "region", &t->region)) != SP_OK ||
+	    (rc = line_attr_str(r, g, ctx, "filename", &t->filename)) != SP_OK)
+		goto out;
+	if ((a = attr_num(g, "first_line", H5T_NATIVE_INT64, &first)) <= 0) {
+		rc = rfail(r, SP_ECORRUPT, a == 0 ? "%s has no 'first_line' attribute"
+						  : "%s: bad 'first_line' attribute", ctx);
+		goto out;
+	}
+	if (first < 0 || first > INT32_MAX) {
+		rc = rfail(r, SP_ECORRUPT, "%s: first_line %lld out of range", ctx, (long long)first);
+		goto out;
+	}
+	t->first_line = (int32_t)first;
+	for (int i = 0; i < 3; i++)
+		if ((rc = column_open(r, g, ctx, i < 2 ? cols[i] : "source",
+				      i < 2 ? H5T_INTEGER : H5T_STRING, &ds[i], &len[i])) != SP_OK)
+			goto out;
+	if (len[1] != len[0] || len[2] != len[0]) {
+		rc = rfail(r, SP_ECORRUPT, "%s: hits, time_ns and source differ in length", ctx);
+		goto out;
+	}
+	/* The last line's number must be an int32 too. */
+	if (len[0] && len[0] - 1 > (hsize_t)(INT32_MAX - t->first_line)) {
+		rc = rfail(r, SP_ECORRUPT, "%s: %llu lines from line %d run past the last line number", ctx,
+			   (unsigned long long)len[0], (int)t->first_line);
+		goto out;
+	}
+	size_t n = (size_t)len[0];
+	if (!(t->hits = alloc_n(n, sizeof *t->hits)) || !(t->time_ns = alloc_n(n, sizeof *t->time_ns))) {
+		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu lines", ctx, n);
+		goto out;
+	}
+	if (n && (H5Dread(ds[0], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->hits) < 0 ||
+		  H5Dread(ds[1], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->time_ns) < 0)) {
+		rc = rfail(r, SP_ECORRUPT, "%s: cannot read the hits and time_ns columns", ctx);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (t->hits[i] < 0 || t->time_ns[i] < 0) {
+			rc = rfail(r, SP_ECORRUPT, "%s: negative %s at line %lld", ctx,
+				   t->hits[i] < 0 ? "hits" : "time", (long long)t->first_line + (long long)i);
+			goto out;
+		}
+	if ((rc = read_source(r, ds[2], ctx, n, t)) != SP_OK)
+		goto out;
+	t->n = n;              /* only now: clearing frees n source lines */
+out:
+	for (int i = 0; i < 3; i++)
+		h5close(ds[i]);
+	H5Gclose(g);
+	return rc;
+}
+
+/* Orders line-table links by number ("2" before "10"), other names after,
+ * by name, so that a file without tracked creation order reads the same. */
+static int line_link_cmp(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	size_t dx = strspn(x, "0123456789"), dy = strspn(y, "0123456789");
+	int nx = dx && !x[dx], ny = dy && !y[dy];
+	if (nx != ny)
+		return ny - nx;
+	if (nx) {
+		while (dx > 1 && *x == '0')
+			x++, dx--;
+		while (dy > 1 && *y == '0')
+			y++, dy--;
+		if (dx != dy)
+			return dx < dy ? -1 : 1;
+	}
+	return strcmp(x, y);
+}
+
+/* Reads the rank's per-line tables (group lines, one subgroup per table);
+ * small, so read in either mode. */
+static enum sp_err read_lines(struct reader *r, hid_t rank_g, struct sp_rank *rk)
+{
+	struct names nl = {0};
+	struct sp_line_table t = {0};
+	enum sp_err rc = SP_OK;
+	hid_t g;
+	int a;
+
+	if ((g = H5Gopen2(rank_g, "lines", H5P_DEFAULT)) < 0)
+		return rfail(r, SP_ECORRUPT, "rank%d/lines is not a group", rk->rank);
+	if ((a = list_links(g, &nl)) < 0) {
+		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "rank%d: cannot list the line tables",
+			   rk->rank);
+		goto out;
+	}
+	qsort(nl.v, nl.n, sizeof *nl.v, line_link_cmp);
+	if (nl.n && !(rk->lines = calloc(nl.n, sizeof *rk->lines))) {
+		rc = rfail(r, SP_ENOMEM, "rank%d: out of memory for %zu line tables", rk->rank, nl.n);
+		goto out;
+	}
+	for (size_t i = 0; i < nl.n; i++) {
+		if ((rc = read_line_table(r, g, rk->rank, nl.v[i], &t)) != SP_OK) {
+			sp_line_table_clear(&t);
+			goto out;
+		}
+		rk->lines[rk->nlines++] = t;   /* freed with the profile from here on */
+		t = (struct sp_line_table){0};
+	}
+out:
+	names_free(&nl);
+	H5Gclose(g);
+	return rc;
+}
+
 static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
 {
 	hid_t g = -1, regions = -1;
@@ -555,6 +744,12 @@ static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, st
 		snprintf(msg, sizeof msg, "%s", r->err ? r->err->msg : "cannot build the call tree");
 		rfail(r, rc, "%s", msg);
 	}
+	if (rc != SP_OK)
+		goto out;
+	if ((a = hard_link(g, "lines")) < 0)
+		rc = rfail(r, SP_ECORRUPT, "%s: cannot look up the line tables", gname);
+	else if (a == 1)
+		rc = read_lines(r, g, rk);
 out:
 	free(idx);
 	names_free(&nl);

@@ -278,6 +278,91 @@ out:
 	return rc;
 }
 
+/* Checks a line table before anything of it is written; the reader refuses
+ * what this lets through. */
+static enum sp_err check_line_table(struct writer *w, const struct sp_rank *rk, size_t k,
+				    const struct sp_line_table *t)
+{
+	if (!t->function || !t->region || !t->filename)
+		return wfail(w, SP_EINVAL, "rank %d line table %zu: no function, region or filename",
+			     rk->rank, k);
+	if (t->first_line < 0 || (t->n && (uint64_t)t->n - 1 > (uint64_t)(INT32_MAX - t->first_line)))
+		return wfail(w, SP_EINVAL, "rank %d line table %zu: line numbers out of range", rk->rank, k);
+	if (t->n && (!t->hits || !t->time_ns || !t->source))
+		return wfail(w, SP_EINVAL, "rank %d line table %zu: columns missing", rk->rank, k);
+	for (size_t i = 0; i < t->n; i++)
+		if (t->hits[i] < 0 || t->time_ns[i] < 0)
+			return wfail(w, SP_EINVAL, "rank %d line table %zu: negative hits or time at line %zu",
+				     rk->rank, k, i);
+	return SP_OK;
+}
+
+/* One line table as group lines/<k>: attributes function, region, filename,
+ * first_line; columns hits, time_ns, source (fixed-length UTF-8, as wide as
+ * the longest line; a NULL line is written as ""). */
+static enum sp_err write_line_table(struct writer *w, hid_t lines, const struct sp_rank *rk, size_t k,
+				    const struct sp_line_table *t)
+{
+	enum sp_err rc = check_line_table(w, rk, k, t);
+	hid_t g = H5I_INVALID_HID, stype = H5I_INVALID_HID;
+	char name[32], *text = NULL;
+	size_t width = 1;
+
+	if (rc != SP_OK)
+		return rc;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t len = t->source[i] ? strlen(t->source[i]) + 1 : 1;
+		width = len > width ? len : width;
+	}
+	if ((t->n && t->n > SIZE_MAX / width) || !(text = calloc(t->n ? t->n : 1, width)))
+		return wfail(w, SP_ENOMEM, "out of memory");
+	for (size_t i = 0; i < t->n; i++)
+		if (t->source[i])
+			memcpy(text + i * width, t->source[i], strlen(t->source[i]));
+	snprintf(name, sizeof name, "%zu", k);
+	g = H5Gcreate2(lines, name, w->lcpl, w->gcpl, H5P_DEFAULT);
+	if (g < 0) {
+		rc = wfail(w, SP_EIO, "cannot create group rank%d/lines/%s", rk->rank, name);
+		goto out;
+	}
+	if (attr_str(g, "function", t->function) < 0 || attr_str(g, "region", t->region) < 0 ||
+	    attr_str(g, "filename", t->filename) < 0 ||
+	    attr_write(g, "first_line", H5T_STD_I32LE, H5T_NATIVE_INT32, &t->first_line) < 0) {
+		rc = wfail(w, SP_EIO, "cannot write attributes of rank%d/lines/%s", rk->rank, name);
+		goto out;
+	}
+	if ((stype = str_type(width)) < 0 ||
+	    column_write(w, g, "hits", H5T_STD_I64LE, H5T_NATIVE_INT64, t->n, t->hits) < 0 ||
+	    column_write(w, g, "time_ns", H5T_STD_I64LE, H5T_NATIVE_INT64, t->n, t->time_ns) < 0 ||
+	    column_write(w, g, "source", stype, stype, t->n, text) < 0)
+		rc = wfail(w, SP_EIO, "cannot write the columns of rank%d/lines/%s", rk->rank, name);
+out:
+	if (stype >= 0)
+		H5Tclose(stype);
+	if (g >= 0 && H5Gclose(g) < 0 && rc == SP_OK)
+		rc = wfail(w, SP_EIO, "cannot close rank%d/lines/%s", rk->rank, name);
+	free(text);
+	return rc;
+}
+
+/* The rank's line tables as lines/0, lines/1, ... in order (creation order
+ * tracked, so readers list them as written). */
+static enum sp_err write_lines(struct writer *w, hid_t rank_g, const struct sp_rank *rk)
+{
+	enum sp_err rc = SP_OK;
+	hid_t g;
+
+	if (!rk->lines)
+		return wfail(w, SP_EINVAL, "rank %d: %zu line tables but no array", rk->rank, rk->nlines);
+	if ((g = H5Gcreate2(rank_g, "lines", w->lcpl, w->gcpl_regions, H5P_DEFAULT)) < 0)
+		return wfail(w, SP_EIO, "cannot create group rank%d/lines", rk->rank);
+	for (size_t k = 0; k < rk->nlines && rc == SP_OK; k++)
+		rc = write_line_table(w, g, rk, k, &rk->lines[k]);
+	if (H5Gclose(g) < 0 && rc == SP_OK)
+		rc = wfail(w, SP_EIO, "cannot close rank%d/lines", rk->rank);
+	return rc;
+}
+
 static enum sp_err write_rank(struct writer *w, hid_t file, const struct sp_rank *rk)
 {
 	enum sp_err rc = SP_OK;
@@ -313,6 +398,8 @@ static enum sp_err write_rank(struct writer *w, hid_t file, const struct sp_rank
 			rc = write_region(w, regions, rk, &rk->regions[i]);
 	if (rc == SP_OK && rk->tree)
 		rc = write_tree(w, g, rk);
+	if (rc == SP_OK && rk->nlines > 0)
+		rc = write_lines(w, g, rk);
 out:
 	if (regions >= 0 && H5Gclose(regions) < 0 && rc == SP_OK)
 		rc = wfail(w, SP_EIO, "cannot close %s/regions", name);

@@ -16,6 +16,7 @@ struct command {
 static const struct command commands[] = {
 	{"run", cmd_run, "run a Python script with its regions recording, write the profile"},
 	{"summary", cmd_summary, "print the call tree and region table of a profile"},
+	{"line-profile", cmd_line_profile, "print per-line hits and times recorded with run --line-profile"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

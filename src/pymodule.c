@@ -15,6 +15,7 @@
 
 #include "sp_clock.h"
 #include "sp_h5.h"
+#include "sp_linetrace.h"
 #include "sp_profile.h"
 #include "sp_pymodule.h"
 #include "sp_pyregion.h"
@@ -29,6 +30,7 @@
 
 static PyTypeObject TimeOnlyRegionType;
 static PyTypeObject ThreadsRegionType;
+static PyTypeObject LinesRegionType;
 static PyTypeObject DisabledRegionType;
 
 /* Module state: one interpreter per process, so plain statics. */
@@ -95,6 +97,27 @@ static PyObject *region_enter_threads(PyObject *self, PyObject *unused)
 		r->buf.starts[i] = sp_clock_ns();
 	}
 	return Py_NewRef(self);
+}
+
+/* --line-profile, a region holding functions: the line hook runs in this
+ * thread while the block does. Heavy anyway, so lanes are a branch here. */
+static PyObject *region_enter_lines(PyObject *self, PyObject *unused)
+{
+	if (sp_linetrace_hold() != 0)
+		return NULL;
+	RegionObject *r = (RegionObject *)self;
+	PyObject *res = r->buf.keep_lanes ? region_enter_threads(self, unused)
+					  : region_enter_timed(self, unused);
+	if (!res)
+		sp_linetrace_release();
+	return res;
+}
+
+static PyObject *region_exit_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	PyObject *res = region_exit_timed(self, args, nargs);
+	sp_linetrace_release();
+	return res;
 }
 
 _Thread_local int32_t sp_my_lane = -1;
@@ -296,6 +319,9 @@ REGION_CLASS(TimeOnlyRegionType, timed_methods, "TimeOnlyProfileRegion", region_
 REGION_CLASS(ThreadsRegionType, threads_methods, "ThreadsProfileRegion", region_enter_threads,
 	     region_exit_timed, region_call_timed,
 	     "A region that records every call with the lane of its thread.")
+REGION_CLASS(LinesRegionType, lines_methods, "LineProfileRegion", region_enter_lines,
+	     region_exit_lines, region_call_timed,
+	     "A region whose functions' lines are timed while it runs.")
 REGION_CLASS(DisabledRegionType, disabled_methods, "DisabledProfileRegion", region_enter_disabled,
 	     region_exit_disabled, region_call_disabled,
 	     "A region that records nothing; as a decorator it returns the function itself.")
@@ -355,6 +381,34 @@ RegionObject *sp_region_lookup(PyObject *name)
 	return (RegionObject *)r;
 }
 
+static int lines_mode;   /* setup(use_line_profiler=True) */
+
+/* region(name, functions=[...]): in line mode, the functions' lines are
+ * timed while the region runs; otherwise the list is only checked. */
+static int region_add_functions(RegionObject *r, PyObject *functions)
+{
+	PyObject *seq = PySequence_Fast(functions, "region(functions=...) takes a list of functions");
+	if (!seq)
+		return -1;
+	int rc = 0;
+	for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && rc == 0; i++) {
+		PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
+		if (!PyCallable_Check(f)) {
+			PyErr_Format(PyExc_TypeError, "region(functions=...): %.100s is not callable",
+				     Py_TYPE(f)->tp_name);
+			rc = -1;
+		} else if (lines_mode) {
+			rc = sp_linetrace_choose(f, r->name);
+		}
+	}
+	Py_DECREF(seq);
+	if (rc == 0 && lines_mode && Py_TYPE(r) != &DisabledRegionType) {
+		r->holds_functions = 1;
+		Py_SET_TYPE(r, &LinesRegionType);
+	}
+	return rc;
+}
+
 /* region(name, functions=None): the region called `name`, created on first
  * use with the class the current setup chose. */
 static PyObject *mod_region(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -387,10 +441,17 @@ static PyObject *mod_region(PyObject *m, PyObject *const *args, Py_ssize_t nargs
 		}
 		name = argv[0];
 		functions = argv[1] ? argv[1] : Py_None;
-		(void)functions; /* used by line profiling */
 		if (!name) {
 			PyErr_SetString(PyExc_TypeError, "region() missing required argument 'name'");
 			return NULL;
+		}
+		if (functions != Py_None) {
+			if (!check_name(name))
+				return NULL;
+			RegionObject *r = sp_region_lookup(name);
+			if (!r || region_add_functions(r, functions) != 0)
+				return NULL;
+			return Py_NewRef((PyObject *)r);
 		}
 	}
 	if (!check_name(name))
@@ -500,6 +561,16 @@ static PyObject *pf_call_recursive(PyObject *self, PyObject *const *args, size_t
 	return res;
 }
 
+/* --line-profile: the function's lines are timed while it runs. */
+static PyObject *pf_call_lines(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	if (sp_linetrace_hold() != 0)
+		return NULL;
+	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_track_threads);
+	sp_linetrace_release();
+	return sp_linetrace_wrap_result(((ProfiledFunction *)self)->func, res);
+}
+
 static int profiling_disabled;
 static int recursive_all;   /* setup(recursive_profile=True) */
 
@@ -509,6 +580,8 @@ static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 		return pf_call_disabled;
 	if (pf->recursive || recursive_all)
 		return pf_call_recursive;
+	if (lines_mode)
+		return pf_call_lines;
 	return sp_track_threads ? pf_call_threads : pf_call_timed;
 }
 
@@ -518,6 +591,10 @@ static PyObject *pf_new(RegionObject *region, PyObject *func, int recursive)
 	if (!pf)
 		return NULL;
 	pf->recursive = recursive;
+	if (lines_mode && !recursive && sp_linetrace_choose(func, region->name) != 0) {
+		PyObject_GC_Del(pf);
+		return NULL;
+	}
 	pf->vectorcall = pf_choose_call(pf);
 	sp_tracer_mark_explicit(func);
 	pf->func = Py_NewRef(func);
@@ -662,9 +739,9 @@ static PyTypeObject ProfiledFunctionType = {
  * future. Lanes, once on, stay on until the session's events are reset. */
 static PyObject *mod_configure(PyObject *m, PyObject *args)
 {
-	int disabled, recursive, threads;
+	int disabled, recursive, threads, lines;
 	Py_ssize_t limit;
-	if (!PyArg_ParseTuple(args, "pnpp:_configure", &disabled, &limit, &recursive, &threads))
+	if (!PyArg_ParseTuple(args, "pnppp:_configure", &disabled, &limit, &recursive, &threads, &lines))
 		return NULL;
 	if (limit < 1) {
 		PyErr_SetString(PyExc_ValueError, "buffer_limit must be a positive integer");
@@ -676,6 +753,7 @@ static PyObject *mod_configure(PyObject *m, PyObject *args)
 		: sp_track_threads ? &ThreadsRegionType : &TimeOnlyRegionType;
 	profiling_disabled = disabled;
 	recursive_all = recursive;
+	lines_mode = lines && !disabled;
 	sp_tracer_set_lanes(sp_track_threads);
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
@@ -683,13 +761,17 @@ static PyObject *mod_configure(PyObject *m, PyObject *args)
 		RegionObject *r = (RegionObject *)v;
 		if (sp_track_threads && sp_buf_keep_lanes(&r->buf) != 0)
 			return PyErr_NoMemory();
-		Py_SET_TYPE(v, region_type);
+		Py_SET_TYPE(v, r->holds_functions && lines_mode ? &LinesRegionType : region_type);
 		r->buf.initial_cap = buffer_limit;
 		if (r->buf.n == 0 && r->buf.cap != buffer_limit)
 			sp_buf_free(&r->buf);
 	}
-	for (ProfiledFunction *pf = wrappers; pf; pf = pf->next)
+	/* Line mode re-wraps what was decorated before it was asked for. */
+	for (ProfiledFunction *pf = wrappers; pf; pf = pf->next) {
+		if (lines_mode && !pf->recursive && sp_linetrace_choose(pf->func, pf->region->name) != 0)
+			return NULL;
 		pf->vectorcall = pf_choose_call(pf);
+	}
 	Py_RETURN_NONE;
 }
 
@@ -699,6 +781,7 @@ static PyObject *mod_reset(PyObject *m, PyObject *unused)
 	/* The hook's open calls point into the buffers cleared below. */
 	sp_tracer_stop_all();
 	sp_track_threads = 0;
+	sp_linetrace_reset();
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
 	while (PyDict_Next(registry, &pos, &k, &v)) {
@@ -790,6 +873,8 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject 
 				rk->hostname = strdup(kv->value);
 		}
 	}
+	if (sp_linetrace_collect(rk) != 0)
+		goto fail;
 	if (tree && sp_tree_build(rk, &err) != SP_OK) {
 		PyErr_SetString(PyExc_MemoryError, err.msg);
 		goto fail;
@@ -802,8 +887,9 @@ fail:
 	return NULL;
 }
 
-/* The rendered summary of p as a str, or NULL with an exception set. */
-static PyObject *render_str(const struct sp_profile *p, const char *title)
+/* The rendered summary of p (or its line tables, with lines set) as a str;
+ * "" for line tables when there are none; NULL with an exception set. */
+static PyObject *render_str(const struct sp_profile *p, const char *title, int lines)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -811,10 +897,13 @@ static PyObject *render_str(const struct sp_profile *p, const char *title)
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		return PyErr_NoMemory();
-	enum sp_err rc = sp_render_summary(f, p, title, SP_RENDER_ALL, &err);
+	enum sp_err rc = lines ? sp_render_lines(f, p, title, &err)
+			       : sp_render_summary(f, p, title, SP_RENDER_ALL, &err);
 	fclose(f);
 	PyObject *s = NULL;
-	if (rc != SP_OK)
+	if (lines && rc == SP_ENOTPROF)
+		s = PyUnicode_FromString("");
+	else if (rc != SP_OK)
 		PyErr_SetString(PyExc_RuntimeError, err.msg);
 	else
 		s = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace");
@@ -917,14 +1006,16 @@ out:
 }
 
 /* _finalize(path or None, render: bool, meta: dict, run_start_ns or None,
- *           snapshot: bool) -> (summary str or None, data or None)
+ *           snapshot: bool, render_lines: bool)
+ *   -> (summary str or None, data or None, line tables str or None)
  * Writes the live regions to path (atomically) and renders the summary.
  * Raises OSError when the file cannot be written; the events are kept. */
 static PyObject *mod_finalize(PyObject *m, PyObject *args)
 {
 	PyObject *path_obj, *meta, *start_obj;
-	int render, snapshot;
-	if (!PyArg_ParseTuple(args, "OpOOp:_finalize", &path_obj, &render, &meta, &start_obj, &snapshot))
+	int render, snapshot, render_lines;
+	if (!PyArg_ParseTuple(args, "OpOOpp:_finalize", &path_obj, &render, &meta, &start_obj, &snapshot,
+			      &render_lines))
 		return NULL;
 	int64_t now = sp_clock_ns();
 	int64_t start = start_obj == Py_None ? SP_NO_TIME : PyLong_AsLongLong(start_obj);
@@ -939,7 +1030,7 @@ static PyObject *mod_finalize(PyObject *m, PyObject *args)
 	}
 	/* The call tree costs O(n log n): only for the file or the summary. */
 	struct sp_profile *p = live_profile(now, start, meta, path || render || snapshot);
-	PyObject *summary = NULL, *data = NULL, *res = NULL;
+	PyObject *summary = NULL, *data = NULL, *lines = NULL, *res = NULL;
 	if (!p)
 		goto out;
 	if (path) {
@@ -953,21 +1044,21 @@ static PyObject *mod_finalize(PyObject *m, PyObject *args)
 			goto out;
 		}
 	}
-	if (render) {
-		if (!(summary = render_str(p, path ? path : "(in memory)")))
-			goto out;
-	} else {
-		summary = Py_NewRef(Py_None);
-	}
+	const char *title = path ? path : "(in memory)";
+	summary = render ? render_str(p, title, 0) : Py_NewRef(Py_None);
+	lines = render_lines ? render_str(p, title, 1) : Py_NewRef(Py_None);
+	if (!summary || !lines)
+		goto out;
 	if (snapshot) {
 		if (!(data = profile_to_py(p)))
 			goto out;
 	} else {
 		data = Py_NewRef(Py_None);
 	}
-	res = PyTuple_Pack(2, summary, data);
+	res = PyTuple_Pack(3, summary, data, lines);
 out:
 	Py_XDECREF(summary);
+	Py_XDECREF(lines);
 	Py_XDECREF(data);
 	Py_XDECREF(path_bytes);
 	sp_profile_free(p);
@@ -997,7 +1088,7 @@ static PyObject *mod_read(PyObject *m, PyObject *args)
 		goto out;
 	}
 	PyObject *data = profile_to_py(p);
-	PyObject *summary = data ? render_str(p, path) : NULL;
+	PyObject *summary = data ? render_str(p, path, 0) : NULL;
 	if (data && summary)
 		res = PyTuple_Pack(2, data, summary);
 	Py_XDECREF(data);
@@ -1075,7 +1166,7 @@ static int run_python_layer(PyObject *mod)
 static PyObject *module_init(void)
 {
 	if (PyType_Ready(&TimeOnlyRegionType) < 0 || PyType_Ready(&DisabledRegionType) < 0 ||
-	    PyType_Ready(&ThreadsRegionType) < 0 ||
+	    PyType_Ready(&ThreadsRegionType) < 0 || PyType_Ready(&LinesRegionType) < 0 ||
 	    PyType_Ready(&ProfiledFunctionType) < 0)
 		return NULL;
 	PyObject *mod = PyModule_Create(&module_def);
@@ -1090,10 +1181,12 @@ static PyObject *module_init(void)
 	    PyModule_AddObjectRef(mod, "ProfiledFunction", (PyObject *)&ProfiledFunctionType) < 0 ||
 	    PyModule_AddStringConstant(mod, "__version__", SP_VERSION) < 0 ||
 	    PyModule_AddObjectRef(mod, "ThreadsProfileRegion", (PyObject *)&ThreadsRegionType) < 0 ||
+	    PyModule_AddObjectRef(mod, "LineProfileRegion", (PyObject *)&LinesRegionType) < 0 ||
 	    PyModule_AddObjectRef(mod, "_lane_names", lane_names) < 0 ||
 	    PyModule_AddObjectRef(mod, "_registry", registry) < 0)
 		goto fail;
-	if (sp_tracer_init() != 0 || PyModule_AddFunctions(mod, sp_tracer_methods) != 0)
+	if (sp_tracer_init() != 0 || sp_linetrace_init() != 0 ||
+	    PyModule_AddFunctions(mod, sp_tracer_methods) != 0)
 		goto fail;
 	if (run_python_layer(mod) != 0)
 		goto fail;

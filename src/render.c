@@ -352,6 +352,16 @@ static int put_text(FILE *out, const char *s, int maxw)
 	return used;
 }
 
+int sp_render_text_width(const char *s)
+{
+	return text_width(s);
+}
+
+int sp_render_text(FILE *out, const char *s, int maxw)
+{
+	return put_text(out, s, maxw);
+}
+
 static void pad(FILE *out, int n)
 {
 	for (; n > 0; n--)

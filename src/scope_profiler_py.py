@@ -29,7 +29,6 @@ _DEFAULTS = {
 # Options this build accepts but cannot honour yet: a true value is refused
 # rather than silently ignored.
 _NOT_YET = {
-    "use_line_profiler": "line profiling",
     "aggregation_mode": "aggregation mode",
     "track_async": "asyncio lanes",
     "use_likwid": "LIKWID hardware counters",
@@ -82,13 +81,17 @@ def setup(**options):
     merged = dict(_session.options if _session.active else _DEFAULTS)
     merged.update(options)
     merged.update(_session.locked)
+    if merged["use_line_profiler"] and merged["recursive_profile"]:
+        raise ValueError("use_line_profiler and recursive_profile cannot be combined: time the "
+                         "lines of chosen functions, or the calls of every function")
     _session.options = merged
     if not _session.active:
         _session.active = True
         _session.run_start_ns = _clock_ns()
         _session.pid = _os.getpid()
     _configure(bool(merged["deactivate_profiling"]), merged["buffer_limit"],
-               bool(merged["recursive_profile"]), bool(merged["track_threads"]))
+               bool(merged["recursive_profile"]), bool(merged["track_threads"]),
+               bool(merged["use_line_profiler"]))
 
 
 def _metadata():
@@ -107,11 +110,12 @@ def _metadata():
                  else "threads" if opts["track_threads"] else "time_only"),
         "lanes": "; ".join(f"{i}={name}" for i, name in enumerate(_lane_names)),
         "recursive": "all" if _session.trace_all else str(bool(_session.tracing)).lower(),
+        "line_profile": str(bool(opts["use_line_profiler"])).lower(),
         "buffer_limit": str(opts["buffer_limit"]),
     }
 
 
-def _finish(verbose, return_results, stream):
+def _finish(verbose, return_results, stream, verbose_lines=False):
     """finalize()'s work; returns (results or None, path written or None)."""
     opts = _session.options
     forked = _os.getpid() != _session.pid
@@ -123,15 +127,18 @@ def _finish(verbose, return_results, stream):
         _stop_tracing()
     else:
         _tracer_stop_all()  # profile(recursive=True) calls still running end now
-    summary, data = _finalize(path, show or snapshot, _metadata(),
-                              _session.run_start_ns, snapshot)
+    show_lines = bool(verbose_lines) and not forked
+    summary, data, lines = _finalize(path, show or snapshot, _metadata(),
+                                     _session.run_start_ns, snapshot, show_lines)
     _session.active = False
     _reset()
     # Until the next setup(), regions record nothing.
-    _configure(True, opts["buffer_limit"], False, False)
+    _configure(True, opts["buffer_limit"], False, False, False)
     if show and summary:
         stream.write(summary)
-        stream.flush()
+    if show_lines and lines:
+        stream.write(("\n" if show and summary else "") + lines)
+    stream.flush()
     results = None
     if return_results:
         results = read_h5(path) if path else ProfilingResults(data, None, summary)
@@ -145,7 +152,7 @@ def finalize(verbose=None, return_results=False, verbose_line_profiler=False):
         return None
     if verbose is None:
         verbose = _session.options["verbose"]
-    results, _ = _finish(verbose, return_results, _sys.stdout)
+    results, _ = _finish(verbose, return_results, _sys.stdout, verbose_line_profiler)
     return results
 
 
@@ -289,8 +296,9 @@ def _run_end():
         return
     if _os.getpid() != _session.pid:
         return  # a forked child never writes into its parent's file
+    show_lines = not _session.quiet and _session.options["use_line_profiler"]
     try:
-        _, path = _finish(not _session.quiet, False, _sys.stderr)
+        _, path = _finish(not _session.quiet, False, _sys.stderr, show_lines)
     except OSError as exc:
         _sys.stderr.write(f"scope-profiler: run: {exc}\n")
         _mark_write_failed()

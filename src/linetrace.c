@@ -1,0 +1,472 @@
+/* linetrace.c - `run --line-profile`: hits and time of every line of the
+ * chosen functions (decorated with sp.profile, or passed as
+ * region(name, functions=[...])), from a C trace hook (PyEval_SetTrace).
+ *
+ * The hook is installed in a thread only while a chosen function (or a
+ * region holding chosen functions) runs there, and it turns line events off
+ * in every other frame at its first event, so code outside runs untraced
+ * and code called from a chosen function pays only for its call events.
+ * A line's time runs from its line event to the next event of the same
+ * frame (the next line, or the return), as line_profiler counts it. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_clock.h"
+#include "sp_linetrace.h"
+#include "sp_profile.h"
+
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define Py_BUILD_CORE 1
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+#else
+#error "linetrace.c reads PyFrameObject fields of CPython 3.11"
+#endif
+
+/* Line counts of one chosen function. */
+struct table {
+	PyCodeObject *code;            /* strong reference */
+	PyObject *region;              /* str: the region it is profiled under */
+	int32_t first_line;            /* co_firstlineno */
+	size_t n;                      /* lines first_line .. first_line + n - 1 */
+	int64_t *hits, *time_ns;
+};
+
+static struct table **tables;          /* every chosen function, in order */
+static size_t ntables, tables_cap;
+static Py_ssize_t extra_index = -1;    /* code object -> struct table * */
+
+/* A traced frame of a chosen function and its line in progress. */
+struct frame_state {
+	PyFrameObject *frame;          /* identity only */
+	struct table *t;
+	ptrdiff_t last;                /* index of the line in progress, or -1 */
+	int64_t last_t;
+};
+
+typedef struct {
+	PyObject_HEAD
+	struct frame_state *stack;
+	size_t depth, cap;
+} LineState;
+
+static void ls_dealloc(PyObject *self)
+{
+	PyMem_Free(((LineState *)self)->stack);
+	Py_TYPE(self)->tp_free(self);
+}
+
+static PyTypeObject LineStateType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler._LineState",
+	.tp_basicsize = sizeof(LineState),
+	.tp_dealloc = ls_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+};
+
+static struct table *code_table(PyCodeObject *co)
+{
+	void *x = NULL;
+	if (_PyCode_GetExtra((PyObject *)co, extra_index, &x) != 0) {
+		PyErr_Clear();
+		return NULL;
+	}
+	return x;
+}
+
+static __attribute__((noinline, cold)) int ls_grow(LineState *ls)
+{
+	size_t cap = ls->cap ? ls->cap * 2 : 32;
+	struct frame_state *s = PyMem_Realloc(ls->stack, cap * sizeof *s);
+	if (!s)
+		return -1;
+	ls->stack = s;
+	ls->cap = cap;
+	return 0;
+}
+
+static int on_call(LineState *ls, PyFrameObject *frame)
+{
+	struct table *t = code_table(frame->f_frame->f_code);
+	if (!t) {
+		frame->f_trace_lines = 0;   /* not chosen: no line events here */
+		return 0;
+	}
+	if (ls->depth == ls->cap && ls_grow(ls) != 0)
+		return 0;
+	ls->stack[ls->depth++] = (struct frame_state){.frame = frame, .t = t, .last = -1};
+	return 0;
+}
+
+static inline int on_line(LineState *ls, PyFrameObject *frame)
+{
+	int64_t now = sp_clock_ns();
+	if (!ls->depth || ls->stack[ls->depth - 1].frame != frame)
+		return 0;
+	struct frame_state *fs = &ls->stack[ls->depth - 1];
+	struct table *t = fs->t;
+	if (fs->last >= 0)
+		t->time_ns[fs->last] += now - fs->last_t;
+	ptrdiff_t i = (ptrdiff_t)frame->f_lineno - t->first_line;
+	if (i >= 0 && (size_t)i < t->n) {
+		t->hits[i]++;
+		fs->last = i;
+	} else {
+		fs->last = -1;
+	}
+	/* The next line's time starts after this bookkeeping. */
+	fs->last_t = sp_clock_ns();
+	return 0;
+}
+
+static int on_return(LineState *ls, PyFrameObject *frame)
+{
+	int64_t now = sp_clock_ns();
+	if (!ls->depth || ls->stack[ls->depth - 1].frame != frame)
+		return 0;
+	struct frame_state *fs = &ls->stack[--ls->depth];
+	if (fs->last >= 0)
+		fs->t->time_ns[fs->last] += now - fs->last_t;
+	return 0;
+}
+
+static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	switch (what) {
+	case PyTrace_LINE:
+		return on_line((LineState *)obj, frame);
+	case PyTrace_CALL:
+		return on_call((LineState *)obj, frame);
+	case PyTrace_RETURN:
+		return on_return((LineState *)obj, frame);
+	default:
+		return 0;
+	}
+}
+
+/* How many holds the calling thread has on the hook. */
+static _Thread_local int holds;
+
+int sp_linetrace_hold(void)
+{
+	if (holds++ > 0)
+		return 0;
+	PyThreadState *ts = PyThreadState_Get();
+	if (ts->c_tracefunc == hook)
+		return 0;
+	if (ts->c_tracefunc) {
+		/* A debugger or coverage tool traces this thread: leave it. */
+		return 0;
+	}
+	LineState *ls = PyObject_New(LineState, &LineStateType);
+	if (!ls) {
+		holds--;
+		return -1;
+	}
+	ls->stack = NULL;
+	ls->depth = ls->cap = 0;
+	PyEval_SetTrace(hook, (PyObject *)ls);
+	Py_DECREF(ls);   /* the thread state holds it */
+	return 0;
+}
+
+void sp_linetrace_release(void)
+{
+	if (holds <= 0 || --holds > 0)
+		return;
+	PyThreadState *ts = PyThreadState_Get();
+	if (ts->c_tracefunc == hook)
+		PyEval_SetTrace(NULL, NULL);
+}
+
+int sp_linetrace_init(void)
+{
+	if (extra_index >= 0)
+		return 0;
+	if (PyType_Ready(&LineStateType) < 0)
+		return -1;
+	extra_index = _PyEval_RequestCodeExtraIndex(NULL);
+	if (extra_index < 0) {
+		PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot for line timing");
+		return -1;
+	}
+	return 0;
+}
+
+/* The last line number of a code object, from co_lines(); -1 with an
+ * exception on failure. */
+static long last_line(PyCodeObject *co)
+{
+	PyObject *it = PyObject_CallMethod((PyObject *)co, "co_lines", NULL);
+	if (!it)
+		return -1;
+	PyObject *iter = PyObject_GetIter(it), *item;
+	Py_DECREF(it);
+	if (!iter)
+		return -1;
+	long last = co->co_firstlineno;
+	while ((item = PyIter_Next(iter))) {
+		PyObject *line = PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 3
+			? PyTuple_GET_ITEM(item, 2) : NULL;
+		if (line && PyLong_Check(line)) {
+			long l = PyLong_AsLong(line);
+			if (l > last)
+				last = l;
+		}
+		Py_DECREF(item);
+	}
+	Py_DECREF(iter);
+	return PyErr_Occurred() ? -1 : last;
+}
+
+int sp_linetrace_choose(PyObject *func, PyObject *region)
+{
+	if (!PyFunction_Check(func))
+		return 0;   /* builtins and callables without Python code: no lines */
+	PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(func);
+	if (code_table(co))
+		return 0;
+	long last = last_line(co);
+	if (last < 0)
+		return -1;
+	if (ntables == tables_cap) {
+		size_t cap = tables_cap ? tables_cap * 2 : 16;
+		struct table **tb = PyMem_Realloc(tables, cap * sizeof *tb);
+		if (!tb) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		tables = tb;
+		tables_cap = cap;
+	}
+	struct table *t = PyMem_Calloc(1, sizeof *t);
+	size_t n = (size_t)(last - co->co_firstlineno + 1);
+	if (t) {
+		t->hits = PyMem_Calloc(n, sizeof *t->hits);
+		t->time_ns = PyMem_Calloc(n, sizeof *t->time_ns);
+	}
+	if (!t || !t->hits || !t->time_ns) {
+		if (t) {
+			PyMem_Free(t->hits);
+			PyMem_Free(t->time_ns);
+		}
+		PyMem_Free(t);
+		PyErr_NoMemory();
+		return -1;
+	}
+	t->code = (PyCodeObject *)Py_NewRef((PyObject *)co);
+	t->region = Py_NewRef(region);
+	t->first_line = co->co_firstlineno;
+	t->n = n;
+	if (_PyCode_SetExtra((PyObject *)co, extra_index, t) != 0) {
+		Py_DECREF(t->code);
+		Py_DECREF(t->region);
+		PyMem_Free(t->hits);
+		PyMem_Free(t->time_ns);
+		PyMem_Free(t);
+		return -1;
+	}
+	tables[ntables++] = t;
+	return 0;
+}
+
+void sp_linetrace_reset(void)
+{
+	for (size_t i = 0; i < ntables; i++) {
+		memset(tables[i]->hits, 0, tables[i]->n * sizeof *tables[i]->hits);
+		memset(tables[i]->time_ns, 0, tables[i]->n * sizeof *tables[i]->time_ns);
+	}
+}
+
+static char *dup_str(PyObject *s)
+{
+	const char *u = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL;
+	if (!u) {
+		PyErr_Clear();
+		u = "";
+	}
+	return strdup(u);
+}
+
+/* The source lines of a table from linecache; "" where unknown. */
+static int fill_source(struct sp_line_table *lt, PyObject *filename)
+{
+	lt->source = calloc(lt->n ? lt->n : 1, sizeof *lt->source);
+	if (!lt->source)
+		return -1;
+	PyObject *linecache = PyImport_ImportModule("linecache");
+	PyObject *lines = linecache ? PyObject_CallMethod(linecache, "getlines", "O", filename) : NULL;
+	Py_XDECREF(linecache);
+	if (!lines || !PyList_Check(lines))
+		PyErr_Clear();
+	for (size_t i = 0; i < lt->n; i++) {
+		Py_ssize_t k = (Py_ssize_t)lt->first_line - 1 + (Py_ssize_t)i;
+		PyObject *line = lines && PyList_Check(lines) && k >= 0 && k < PyList_GET_SIZE(lines)
+			? PyList_GET_ITEM(lines, k) : NULL;
+		char *s = dup_str(line);
+		if (!s) {
+			Py_XDECREF(lines);
+			return -1;
+		}
+		s[strcspn(s, "\r\n")] = '\0';
+		lt->source[i] = s;
+	}
+	Py_XDECREF(lines);
+	return 0;
+}
+
+int sp_linetrace_collect(struct sp_rank *rk)
+{
+	size_t used = 0;
+	for (size_t i = 0; i < ntables; i++)
+		for (size_t j = 0; j < tables[i]->n; j++)
+			if (tables[i]->hits[j]) {
+				used++;
+				break;
+			}
+	if (!used)
+		return 0;
+	rk->lines = calloc(used, sizeof *rk->lines);
+	if (!rk->lines) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (size_t i = 0; i < ntables; i++) {
+		const struct table *t = tables[i];
+		int any = 0;
+		for (size_t j = 0; j < t->n && !any; j++)
+			any = t->hits[j] != 0;
+		if (!any)
+			continue;
+		struct sp_line_table *lt = &rk->lines[rk->nlines++];
+		lt->function = dup_str(t->code->co_qualname);
+		lt->region = dup_str(t->region);
+		lt->filename = dup_str(t->code->co_filename);
+		lt->first_line = t->first_line;
+		lt->n = t->n;
+		lt->hits = malloc(t->n * sizeof *lt->hits);
+		lt->time_ns = malloc(t->n * sizeof *lt->time_ns);
+		if (!lt->function || !lt->region || !lt->filename || !lt->hits || !lt->time_ns ||
+		    fill_source(lt, t->code->co_filename) != 0) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		memcpy(lt->hits, t->hits, t->n * sizeof *lt->hits);
+		memcpy(lt->time_ns, t->time_ns, t->n * sizeof *lt->time_ns);
+	}
+	return 0;
+}
+
+/* A generator of a chosen generator function: its frame runs at each
+ * next()/send()/throw(), outside the call that created it, so each of
+ * those holds the hook. */
+typedef struct {
+	PyObject_HEAD
+	PyObject *gen;
+} LineGen;
+
+static PyTypeObject LineGenType;
+
+static void lg_dealloc(PyObject *self)
+{
+	PyObject_GC_UnTrack(self);
+	Py_CLEAR(((LineGen *)self)->gen);
+	PyObject_GC_Del(self);
+}
+
+static int lg_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(((LineGen *)self)->gen);
+	return 0;
+}
+
+static PyObject *lg_iternext(PyObject *self)
+{
+	if (sp_linetrace_hold() != 0)
+		return NULL;
+	PyObject *r = Py_TYPE(((LineGen *)self)->gen)->tp_iternext(((LineGen *)self)->gen);
+	sp_linetrace_release();
+	return r;
+}
+
+/* send/throw/close: the generator's own method, under a hold. */
+static PyObject *lg_forward(PyObject *self, const char *method, PyObject *args)
+{
+	PyObject *fn = PyObject_GetAttrString(((LineGen *)self)->gen, method);
+	if (!fn)
+		return NULL;
+	if (sp_linetrace_hold() != 0) {
+		Py_DECREF(fn);
+		return NULL;
+	}
+	PyObject *r = PyObject_Call(fn, args, NULL);
+	sp_linetrace_release();
+	Py_DECREF(fn);
+	return r;
+}
+
+static PyObject *lg_send(PyObject *self, PyObject *args)
+{
+	return lg_forward(self, "send", args);
+}
+
+static PyObject *lg_throw(PyObject *self, PyObject *args)
+{
+	return lg_forward(self, "throw", args);
+}
+
+static PyObject *lg_close(PyObject *self, PyObject *args)
+{
+	return lg_forward(self, "close", args);
+}
+
+/* gi_frame, gi_running, __name__, ...: the generator's. */
+static PyObject *lg_getattro(PyObject *self, PyObject *name)
+{
+	PyObject *v = PyObject_GenericGetAttr(self, name);
+	if (v || !PyErr_ExceptionMatches(PyExc_AttributeError))
+		return v;
+	PyErr_Clear();
+	return PyObject_GetAttr(((LineGen *)self)->gen, name);
+}
+
+static PyMethodDef lg_methods[] = {
+	{"send", lg_send, METH_VARARGS, NULL},
+	{"throw", lg_throw, METH_VARARGS, NULL},
+	{"close", lg_close, METH_VARARGS, NULL},
+	{NULL},
+};
+
+static PyTypeObject LineGenType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler._LineTimedGenerator",
+	.tp_basicsize = sizeof(LineGen),
+	.tp_dealloc = lg_dealloc,
+	.tp_getattro = lg_getattro,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	.tp_traverse = lg_traverse,
+	.tp_iter = PyObject_SelfIter,
+	.tp_iternext = lg_iternext,
+	.tp_methods = lg_methods,
+};
+
+PyObject *sp_linetrace_wrap_result(PyObject *func, PyObject *res)
+{
+	if (!res || !PyGen_CheckExact(res) || !PyFunction_Check(func))
+		return res;
+	if (PyType_Ready(&LineGenType) < 0) {
+		Py_DECREF(res);
+		return NULL;
+	}
+	LineGen *lg = PyObject_GC_New(LineGen, &LineGenType);
+	if (!lg) {
+		Py_DECREF(res);
+		return NULL;
+	}
+	lg->gen = res;   /* steals the reference */
+	PyObject_GC_Track(lg);
+	return (PyObject *)lg;
+}

@@ -1,0 +1,258 @@
+"""`run --line-profile` and `scope-profiler line-profile`: per-line hits and
+time of chosen functions, checked against the interpreter's own line events."""
+import json
+import subprocess
+
+import h5py
+import pytest
+
+from conftest import one_line_error
+
+PYTHON = "/usr/bin/python3"
+
+# Functions under test, in a module of their own so that a plain-Python
+# sys.settrace run can count the interpreter's line events for them.
+TARGETS = '''
+def loop_branch(n):
+    total = 0
+    for i in range(n):
+        if i % 3 == 0:
+            total += 1
+        elif i % 3 == 1:
+            total -= 1
+        else:
+            pass
+    return total
+
+def raises_inside(n):
+    caught = 0
+    for i in range(n):
+        try:
+            if i % 2:
+                raise ValueError(i)
+            caught -= 1
+        except ValueError:
+            caught += 1
+    return caught
+
+def gen(n):
+    for i in range(n):
+        yield i * 2
+    return None
+
+def consume(n):
+    return sum(gen(n))
+
+def fact(n):
+    if n <= 1:
+        return 1
+    return n * fact(n - 1)
+'''
+
+CALLS = "loop_branch(100); raises_inside(20); consume(15); fact(12)"
+
+REFERENCE = '''
+import json, sys
+import targets
+counts = {}
+codes = {f.__code__: f.__name__ for f in (targets.loop_branch, targets.raises_inside,
+                                          targets.gen, targets.fact)}
+def tracer(frame, event, arg):
+    if frame.f_code not in codes:
+        return None
+    if event == "line":
+        key = codes[frame.f_code] + ":" + str(frame.f_lineno)
+        counts[key] = counts.get(key, 0) + 1
+    return tracer
+sys.settrace(tracer)
+from targets import *
+''' + CALLS + '''
+sys.settrace(None)
+print(json.dumps(counts))
+'''
+
+PROFILED = '''
+import scope_profiler as sp
+import targets
+for name in ("loop_branch", "raises_inside", "gen", "fact"):
+    setattr(targets, name, sp.profile(name)(getattr(targets, name)))
+from targets import *
+''' + CALLS + '''
+'''
+
+
+def line_tables(path):
+    out = {}
+    with h5py.File(path) as f:
+        for g in f["rank0/lines"].values():
+            name = g.attrs["function"].decode()
+            first = int(g.attrs["first_line"])
+            out[name] = {first + i: int(h) for i, h in enumerate(g["hits"][:]) if h}
+            out[name + ":time"] = {first + i: int(t) for i, t in enumerate(g["time_ns"][:])}
+            out[name + ":source"] = [s.decode() for s in g["source"][:]]
+    return out
+
+
+def test_hits_equal_the_interpreters_line_events(sp):
+    sp.script(TARGETS, name="targets.py")
+    ref = sp.script(REFERENCE, name="reference.py")
+    expected = json.loads(subprocess.run([PYTHON, ref], capture_output=True, text=True,
+                                         cwd=sp.tmp, check=True).stdout)
+    script = sp.script(PROFILED, name="profiled.py")
+    proc = sp("run", "--line-profile", "-q", "-o", "lines.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    tables = line_tables(sp.tmp / "lines.h5")
+    got = {}
+    for name in ("loop_branch", "raises_inside", "gen", "fact"):
+        # The decorated functions were wrapped after import: the module's
+        # functions keep their own names in the table.
+        for line, hits in tables[name].items():
+            got[f"{name}:{line}"] = hits
+    assert got == expected
+    # A for line over n items: n + 1 hits.
+    src = tables["loop_branch:source"]
+    for_index = next(i for i, s in enumerate(src) if "for i in range(n)" in s)
+    with h5py.File(sp.tmp / "lines.h5") as f:
+        g = next(g for g in f["rank0/lines"].values() if g.attrs["function"] == b"loop_branch")
+        assert int(g["hits"][for_index]) == 101
+
+
+def test_seed_hot_function_and_report(sp):
+    script = sp.script('''
+import time
+
+import scope_profiler as sp
+
+
+@sp.profile("hot_function")
+def hot_function(n):
+    total = 0.0
+    for i in range(n):
+        total += i**0.5
+    time.sleep(0.001)
+    return total
+
+
+hot_function(20_000)
+''', name="line_demo.py")
+    proc = sp("run", "--line-profile", "-q", "-o", "line.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    tables = line_tables(sp.tmp / "line.h5")
+    assert tables["hot_function"] == {9: 1, 10: 20001, 11: 20000, 12: 1, 13: 1}
+    report = sp("line-profile", "line.h5")
+    assert report.returncode == 0, report.stderr
+    out = report.stdout
+    assert "hot_function (line_demo.py:7)" in out
+    for col in ("line", "hits", "time [s]", "per hit [s]", "% time", "source"):
+        assert col in out
+    row10 = next(l for l in out.splitlines() if "for i in range(n):" in l)
+    assert "20001" in row10
+    assert "total += i**0.5" in out and "time.sleep(0.001)" in out
+
+
+def test_line_times_match_known_sleeps(sp):
+    script = sp.script('''
+import time
+import scope_profiler as sp
+
+@sp.profile("sleepy")
+def sleepy():
+    time.sleep(0.02)
+    time.sleep(0.06)
+    x = 1
+    return x
+
+sleepy()
+''')
+    proc = sp("run", "--line-profile", "-q", "-o", "s.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    times = line_tables(sp.tmp / "s.h5")["sleepy:time"]
+    assert 0.02e9 <= times[7] < 0.04e9
+    assert 0.06e9 <= times[8] < 0.09e9
+    assert times[9] < 0.005e9
+
+
+def test_region_functions_form_and_threads(sp):
+    script = sp.script('''
+import threading
+import scope_profiler as sp
+from scope_profiler import ProfileManager
+
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i
+    return s
+
+ProfileManager.setup(use_line_profiler=True, file_path="r.h5")
+with ProfileManager.region("block", functions=[work]):
+    work(10)
+t = [threading.Thread(target=sp.profile("threaded")(work), args=(5,)) for _ in range(2)]
+for x in t: x.start()
+for x in t: x.join()
+work(1000)   # outside any region: not timed
+ProfileManager.finalize(verbose=False, verbose_line_profiler=True)
+''')
+    proc = sp("run", "-q", script)
+    assert proc.returncode == 0, proc.stderr
+    tables = line_tables(sp.tmp / "r.h5")
+    # 10 iterations in the block, 5 in each of two threads: 20 loop bodies.
+    assert tables["work"][9] == 20 and tables["work"][8] == 11 + 6 + 6
+    assert "Rank 0 | block | work" in proc.stdout
+
+
+def test_line_profile_with_recursive_is_refused(sp):
+    script = sp.script("pass")
+    proc = sp("run", "--line-profile", "--recursive", script)
+    assert proc.returncode == 2
+    one_line_error(proc, "--line-profile", "--recursive")
+
+
+def test_line_profile_command_on_file_without_lines(sp):
+    script = sp.script('''
+import scope_profiler as sp
+with sp.region("r"):
+    pass
+''')
+    sp("run", "-q", "-o", "plain.h5", script)
+    proc = sp("line-profile", "plain.h5")
+    assert proc.returncode == 1
+    one_line_error(proc, "line-profile", "no line timings")
+    proc = sp("line-profile", "missing.h5")
+    assert proc.returncode == 1
+    one_line_error(proc, "line-profile", "missing.h5")
+
+
+def test_setup_line_mode_rewraps_earlier_decorations(sp):
+    script = sp.script('''
+import scope_profiler as sp
+from scope_profiler import ProfileManager
+
+@sp.profile("early")
+def early(n):
+    return sum(range(n))
+
+early(3)   # before line mode: not line-timed
+ProfileManager.setup(use_line_profiler=True, file_path="w.h5")
+early(3)
+ProfileManager.finalize(verbose=False)
+''')
+    proc = sp("run", "-q", script)
+    assert proc.returncode == 0, proc.stderr
+    tables = line_tables(sp.tmp / "w.h5")
+    assert tables["early"] == {7: 1}
+    with h5py.File(sp.tmp / "w.h5") as f:
+        assert f["rank0/regions/early"].attrs["num_calls"] == 2
+
+
+def test_line_profile_and_recursive_options_refused_in_setup(sp):
+    script = sp.script('''
+from scope_profiler import ProfileManager
+try:
+    ProfileManager.setup(use_line_profiler=True, recursive_profile=True)
+except ValueError as e:
+    print("refused:", e)
+''')
+    proc = sp("run", "-q", "--no-output", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("refused: use_line_profiler and recursive_profile")
