@@ -56,7 +56,9 @@ static int region_open_grow(RegionObject *r)
 	return 0;
 }
 
-static PyObject *region_enter_timed(PyObject *self, PyObject *unused)
+/* `with region:` entry; `lanes` is a constant in each caller below, so
+ * each compiles to its own branch-free path. */
+static inline PyObject *region_enter(PyObject *self, int lanes)
 {
 	RegionObject *r = (RegionObject *)self;
 	if (r->depth == r->open_cap && region_open_grow(r) != 0)
@@ -64,10 +66,23 @@ static PyObject *region_enter_timed(PyObject *self, PyObject *unused)
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	r->open[r->depth++] = i;
 	if (i >= 0) {
+		if (lanes)
+			r->buf.lanes[i] = sp_current_lane();
 		r->buf.ends[i] = SP_NO_TIME;
 		r->buf.starts[i] = sp_clock_ns();
 	}
 	return Py_NewRef(self);
+}
+
+static PyObject *region_enter_timed(PyObject *self, PyObject *unused)
+{
+	return region_enter(self, 0);
+}
+
+/* --track-threads: also the lane of the calling thread. */
+static PyObject *region_enter_threads(PyObject *self, PyObject *unused)
+{
+	return region_enter(self, 1);
 }
 
 static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -83,21 +98,6 @@ static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssi
 	Py_RETURN_NONE;
 }
 
-/* --track-threads: also the lane of the calling thread. */
-static PyObject *region_enter_threads(PyObject *self, PyObject *unused)
-{
-	RegionObject *r = (RegionObject *)self;
-	if (r->depth == r->open_cap && region_open_grow(r) != 0)
-		return PyErr_NoMemory();
-	ptrdiff_t i = sp_buf_reserve(&r->buf);
-	r->open[r->depth++] = i;
-	if (i >= 0) {
-		r->buf.lanes[i] = sp_current_lane();
-		r->buf.ends[i] = SP_NO_TIME;
-		r->buf.starts[i] = sp_clock_ns();
-	}
-	return Py_NewRef(self);
-}
 
 /* --line-profile, a region holding functions: the line hook runs in this
  * thread while the block does. Heavy anyway, so lanes are a branch here. */
@@ -587,14 +587,12 @@ static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 
 static PyObject *pf_new(RegionObject *region, PyObject *func, int recursive)
 {
+	if (lines_mode && !recursive && sp_linetrace_choose(func, region->name) != 0)
+		return NULL;
 	ProfiledFunction *pf = PyObject_GC_New(ProfiledFunction, &ProfiledFunctionType);
 	if (!pf)
 		return NULL;
 	pf->recursive = recursive;
-	if (lines_mode && !recursive && sp_linetrace_choose(func, region->name) != 0) {
-		PyObject_GC_Del(pf);
-		return NULL;
-	}
 	pf->vectorcall = pf_choose_call(pf);
 	sp_tracer_mark_explicit(func);
 	pf->func = Py_NewRef(func);

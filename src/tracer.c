@@ -280,17 +280,20 @@ int sp_tracer_start_thread(void)
 	return 1;
 }
 
+/* Calls still open on a thread's stack end now (they were entered and will
+ * not be seen returning); the stack is emptied. */
+static void close_open_calls(TracerState *ts, int64_t now)
+{
+	for (size_t i = 0; i < ts->depth; i++)
+		ts->calls[i].region->buf.ends[ts->calls[i].slot] = now;
+	ts->depth = 0;
+}
+
 void sp_tracer_stop_thread(void)
 {
 	PyThreadState *t = PyThreadState_Get();
 	if (is_ours(t->c_profilefunc)) {
-		/* Calls still open here were entered and never returned (the
-		 * hook ends under them): they end now. */
-		TracerState *ts = (TracerState *)t->c_profileobj;
-		int64_t now = sp_clock_ns();
-		for (size_t i = 0; i < ts->depth; i++)
-			ts->calls[i].region->buf.ends[ts->calls[i].slot] = now;
-		ts->depth = 0;
+		close_open_calls((TracerState *)t->c_profileobj, sp_clock_ns());
 		PyEval_SetProfile(NULL, NULL);
 	}
 }
@@ -355,11 +358,7 @@ void sp_tracer_stop_all(void)
 	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t; t = PyThreadState_Next(t)) {
 		if (!is_ours(t->c_profilefunc))
 			continue;
-		/* Calls still running end now. */
-		TracerState *ts = (TracerState *)t->c_profileobj;
-		for (size_t i = 0; i < ts->depth; i++)
-			ts->calls[i].region->buf.ends[ts->calls[i].slot] = now;
-		ts->depth = 0;
+		close_open_calls((TracerState *)t->c_profileobj, now);
 		_PyEval_SetProfile(t, NULL, NULL);
 	}
 	PyErr_Clear();
