@@ -85,7 +85,7 @@ deps:
 # The README's first command: set up, build, profile the bundled example.
 demo: deps
 	$(MAKE) all
-	./$(BIN) run -o $(BUILD)/timestep.h5 examples/timestep.py
+	./$(BIN) run -q -o $(BUILD)/timestep.h5 examples/timestep.py
 	./$(BIN) summary $(BUILD)/timestep.h5
 
 # The README's second command, and what CI runs.
