@@ -1,0 +1,37 @@
+/* sp_select.h - which regions and ranks a report covers: --include RE and
+ * --exclude RE (POSIX extended regular expressions, searched anywhere in the
+ * region name, as Python's re.search) and --ranks 0-3,5. Shared by summary,
+ * diff and export. */
+#ifndef SP_SELECT_H
+#define SP_SELECT_H
+
+#include <regex.h>
+#include <stddef.h>
+
+#include "sp_error.h"
+
+struct sp_select {
+	regex_t *include;             /* none: every region */
+	size_t ninclude;
+	regex_t *exclude;
+	size_t nexclude;
+	int *ranks;                   /* sorted, unique; none: every rank */
+	size_t nranks;
+};
+
+/* Adds a pattern; SP_EINVAL with a one-line message naming it when it does
+ * not compile, SP_ENOMEM. */
+enum sp_err sp_select_include(struct sp_select *s, const char *re, struct sp_error *err);
+enum sp_err sp_select_exclude(struct sp_select *s, const char *re, struct sp_error *err);
+
+/* Parses "0-3,5" (adds to the ranks); SP_EINVAL naming the bad part. */
+enum sp_err sp_select_ranks(struct sp_select *s, const char *spec, struct sp_error *err);
+
+/* 1 when the region name / rank is selected, else 0. */
+int sp_select_region(const struct sp_select *s, const char *name);
+int sp_select_rank(const struct sp_select *s, int rank);
+
+/* Frees what the selection holds; it selects everything again. */
+void sp_select_free(struct sp_select *s);
+
+#endif
