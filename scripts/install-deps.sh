@@ -10,7 +10,7 @@ packages=(
   libhdf5-dev hdf5-tools zlib1g-dev
   libcmocka-dev
   valgrind
-  python3-line-profiler python3-yappi
+  python3-line-profiler python3-yappi python3-pandas
 )
 
 missing=()

@@ -361,10 +361,14 @@ class Region:
         self.end_times_ns = _column(raw["ends"])
         self.lanes = _column(raw.get("lanes"), "i")  # None unless --track-threads
 
+    def _need_events(self):
+        if self.start_times_ns is None:
+            raise ValueError(f"region {self.name!r}: events were not loaded "
+                             "(read_h5_summary); use read_h5")
+
     @property
     def durations_ns(self):
-        if self.start_times_ns is None:
-            raise ValueError("events were not loaded (read_h5_summary); use read_h5")
+        self._need_events()
         if _np is not None:
             return self.end_times_ns - self.start_times_ns
         return [e - s for s, e in zip(self.start_times_ns, self.end_times_ns)]
@@ -381,9 +385,10 @@ class Region:
 class MPIRegion:
     """One region across all ranks; ``mpi_region[rank]`` is a Region."""
 
-    def __init__(self, name, per_rank):
+    def __init__(self, name, per_rank, results):
         self.name = name
         self._per_rank = per_rank  # rank -> Region
+        self._results = results
 
     def __getitem__(self, rank):
         return self._per_rank[rank]
@@ -400,15 +405,54 @@ class MPIRegion:
     def total_duration(self):
         return sum(r.total_duration_ns for r in self._per_rank.values()) / _NS
 
+    @property
+    def first_start_ns(self):
+        return min(r.first_start_ns for r in self._per_rank.values() if r.num_calls)
+
     def total_durations(self):
+        """Each rank's total time in this region, in seconds: {rank: s}."""
         return {rank: r.total_duration for rank, r in sorted(self._per_rank.items())}
+
+    def imbalance(self):
+        """Slowest rank's total / fastest rank's total (inf when one is 0)."""
+        totals = list(self.total_durations().values())
+        return max(totals) / min(totals) if min(totals) > 0 else float("inf")
+
+    def events(self, ranks=None, relative=True, origin=None):
+        """This region's calls, as ProfilingResults.events() gives them."""
+        return self._results._events([self.name], ranks, relative, origin)
 
     def __repr__(self):
         return f"<MPIRegion {self.name!r}: {self.num_calls} calls on {len(self._per_rank)} rank(s)>"
 
 
+def _as_list(value):
+    if value is None:
+        return None
+    return [value] if isinstance(value, (str, int)) else list(value)
+
+
+def call_stack_roots(calls):
+    """Indices of the calls with no parent, in order."""
+    return [i for i, c in enumerate(calls) if c["parent_id"] == -1]
+
+
+def call_stack_children(calls):
+    """children[i]: the indices of call i's direct children, in order."""
+    children = [[] for _ in calls]
+    for i, c in enumerate(calls):
+        if c["parent_id"] >= 0:
+            children[c["parent_id"]].append(i)
+    return children
+
+
 class ProfilingResults:
-    """A profile read back: ``results[name]`` is an MPIRegion."""
+    """A profile read back: ``results[name]`` is an MPIRegion.
+
+    Times are seconds. Absolute times (run_start_time, minimum_start_time,
+    ...) are on the perf_counter clock; events() and call_stack() measure
+    from time_origin (the run's start, or the first region entry for files
+    that have none) unless told otherwise."""
 
     def __init__(self, data, file_path, summary):
         import pathlib
@@ -422,7 +466,11 @@ class ProfilingResults:
         for rank in self._ranks:
             for name, raw in rank["regions"].items():
                 regions.setdefault(name, {})[rank["rank"]] = Region(name, rank["rank"], raw)
-        self._regions = {name: MPIRegion(name, per) for name, per in regions.items()}
+        # Region order: the order of first entry, as a run unfolds.
+        ordered = sorted(regions.items(), key=lambda kv: min(
+            (r.first_start_ns for r in kv[1].values() if r.num_calls), default=0))
+        self._regions = {name: MPIRegion(name, per, self) for name, per in ordered}
+        self._stacks = {}
 
     def __getitem__(self, name):
         return self._regions[name]
@@ -451,10 +499,169 @@ class ProfilingResults:
     def num_ranks(self):
         return len(self._ranks)
 
+    # -- the time axis ---------------------------------------------------
+
     @property
     def run_start_time(self):
         starts = [r["run_start_ns"] for r in self._ranks if r["run_start_ns"] is not None]
         return min(starts) / _NS if starts else None
+
+    def _first_start_ns(self):
+        starts = [r.first_start_ns for m in self._regions.values()
+                  for r in m._per_rank.values() if r.num_calls]
+        return min(starts) if starts else None
+
+    def _last_end_ns(self):
+        ends = [r.last_end_ns for m in self._regions.values()
+                for r in m._per_rank.values() if r.num_calls]
+        return max(ends) if ends else None
+
+    @property
+    def minimum_start_time(self):
+        t = self._first_start_ns()
+        return None if t is None else t / _NS
+
+    @property
+    def maximum_end_time(self):
+        t = self._last_end_ns()
+        return None if t is None else t / _NS
+
+    @property
+    def time_span(self):
+        """From the first region entry to the last exit, in seconds."""
+        a, b = self._first_start_ns(), self._last_end_ns()
+        return 0.0 if a is None else (b - a) / _NS
+
+    @property
+    def startup_time(self):
+        """Seconds from the run's start to the first region entry (None when
+        the file has no run start)."""
+        starts = [r["run_start_ns"] for r in self._ranks if r["run_start_ns"] is not None]
+        first = self._first_start_ns()
+        return None if not starts or first is None else (first - min(starts)) / _NS
+
+    @property
+    def time_origin(self):
+        origin = self.run_start_time
+        return origin if origin is not None else self.minimum_start_time
+
+    def _origin_ns(self, relative, origin):
+        if not relative:
+            return 0
+        if origin is not None:
+            return round(origin * _NS)
+        starts = [r["run_start_ns"] for r in self._ranks if r["run_start_ns"] is not None]
+        if starts:
+            return min(starts)
+        first = self._first_start_ns()
+        return first or 0
+
+    # -- calls -----------------------------------------------------------
+
+    def _stack(self, rank):
+        """Rank's calls ordered by (lane, start, longest first), each with
+        its parent's index, by containment: [(name, call_index, start_ns,
+        end_ns, lane, depth, parent)]."""
+        if rank in self._stacks:
+            return self._stacks[rank]
+        calls = []
+        for name, m in self._regions.items():
+            r = m._per_rank.get(rank)
+            if r is None or not r.num_calls:
+                continue
+            r._need_events()
+            lanes = r.lanes if r.lanes is not None else [0] * r.num_calls
+            for i, (s, e, lane) in enumerate(zip(r.start_times_ns.tolist() if _np else r.start_times_ns,
+                                                 r.end_times_ns.tolist() if _np else r.end_times_ns,
+                                                 lanes.tolist() if _np and r.lanes is not None else lanes)):
+                calls.append((lane, s, -e, name, i))
+        calls.sort(key=lambda c: (c[0], c[1], c[2]))
+        out, open_ = [], []
+        lane_now = None
+        for lane, s, neg_e, name, i in calls:
+            e = -neg_e
+            if lane != lane_now:
+                open_, lane_now = [], lane
+            while open_ and not (e <= open_[-1][1] and s < open_[-1][1]):
+                open_.pop()
+            parent = open_[-1][0] if open_ else -1
+            out.append((name, i, s, e, lane, len(open_), parent))
+            open_.append((len(out) - 1, e))
+        self._stacks[rank] = out
+        return out
+
+    def call_stack(self, rank=0, relative=True, origin=None):
+        """The rank's calls in start order with their nesting: dicts with
+        name, rank, call_index, start, end, duration, depth, parent_id (the
+        index of the parent in this list, -1 for a root) and call_id."""
+        base = self._origin_ns(relative, origin)
+        calls = []
+        for k, (name, i, s, e, lane, depth, parent) in enumerate(self._stack(rank)):
+            calls.append({"name": name, "rank": rank, "call_index": i, "lane": lane,
+                          "start": (s - base) / _NS, "end": (e - base) / _NS,
+                          "duration": (e - s) / _NS, "depth": depth,
+                          "parent": parent, "parent_id": parent, "call_id": k})
+        return calls
+
+    def _events(self, names, ranks, relative, origin):
+        base = self._origin_ns(relative, origin)
+        rank_set = None if ranks is None else set(_as_list(ranks))
+        with_lanes = any(r.lanes is not None for m in self._regions.values()
+                         for r in m._per_rank.values())
+        out = []
+        for name in names:
+            m = self._regions[name]
+            for rank in m.ranks:
+                if rank_set is not None and rank not in rank_set:
+                    continue
+                ids = {(c[0], c[1]): (k, c[6]) for k, c in enumerate(self._stack(rank))
+                       if c[0] == name}
+                r = m[rank]
+                r._need_events()
+                starts = r.start_times_ns.tolist() if _np else list(r.start_times_ns)
+                ends = r.end_times_ns.tolist() if _np else list(r.end_times_ns)
+                for i, (s, e) in enumerate(zip(starts, ends)):
+                    call_id, parent = ids[(name, i)]
+                    ev = {"name": name, "rank": rank, "call_index": i,
+                          "start": (s - base) / _NS, "end": (e - base) / _NS,
+                          "duration": (e - s) / _NS, "call_id": call_id, "parent_id": parent}
+                    if with_lanes:
+                        ev["lane"] = int(r.lanes[i]) if r.lanes is not None else 0
+                    out.append(ev)
+        return out
+
+    def _select(self, include, exclude):
+        import re
+
+        inc = [re.compile(p) for p in _as_list(include) or []]
+        exc = [re.compile(p) for p in _as_list(exclude) or []]
+        return [n for n in self._regions
+                if (not inc or any(p.search(n) for p in inc))
+                and not any(p.search(n) for p in exc)]
+
+    def events(self, include=None, exclude=None, ranks=None, relative=True, origin=None):
+        """One dict per recorded call, in region order, then rank, then call
+        order: name, rank, call_index, start, end, duration (s), call_id and
+        parent_id (indices in call_stack(rank)). include/exclude: regular
+        expressions (or lists of them) searched in region names; ranks: an int
+        or a list; relative=False gives absolute clock times; origin (s)
+        overrides time_origin."""
+        return self._events(self._select(include, exclude), ranks, relative, origin)
+
+    def to_events_dataframe(self, include=None, exclude=None, ranks=None, relative=True,
+                            origin=None):
+        """events() as a pandas DataFrame: name, rank, call_index, start, end,
+        duration (and lane with --track-threads)."""
+        try:
+            import pandas
+        except ImportError as exc:
+            raise ImportError("to_events_dataframe() needs pandas "
+                              "(Debian: apt-get install python3-pandas)") from exc
+        events = self.events(include, exclude, ranks, relative, origin)
+        columns = ["name", "rank", "call_index", "start", "end", "duration"]
+        if events and "lane" in events[0]:
+            columns.insert(2, "lane")
+        return pandas.DataFrame(events, columns=columns)
 
     def print_summary(self, file=None, suppress_notes=False):
         (file or _sys.stdout).write(self._summary or "")
