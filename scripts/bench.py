@@ -245,6 +245,61 @@ sp._reset()  # the count is of the loop, not of finalising its events
 '''
 
 
+# Reading a profile back, beside h5py reading the same two int64 columns.
+IO_INNER = r'''
+import json, os, sys, tempfile, time
+import h5py
+import numpy as np
+import scope_profiler as sp
+
+clock = time.perf_counter_ns
+REPEATS = int(sys.argv[1])
+d = tempfile.mkdtemp()
+
+def make(n):
+    """A profile of n calls of one region, written by scope-profiler."""
+    path = os.path.join(d, f"io{n}.h5")
+    sp.ProfileManager.setup(file_path=path, buffer_limit=n + 1)
+    r = sp.region("io")
+    for _ in range(n):
+        with r:
+            pass
+    sp.ProfileManager.finalize(verbose=False)
+    return path
+
+def best(fn):
+    t = float("inf")
+    for _ in range(REPEATS):
+        t0 = clock(); fn(); t = min(t, clock() - t0)
+    return t
+
+out = {}
+for n in (100_000, 1_000_000):
+    path = make(n)
+    def h5py_read():
+        with h5py.File(path) as f:
+            g = f["rank0/regions/io"]
+            g["start_times"][:], g["end_times"][:]
+    ours = best(lambda: sp._read(path, True))
+    peer = best(h5py_read)
+    summary = best(lambda: sp._read(path, False))
+    out[n] = {"ours": ours / n, "h5py": peer / n, "summary_ms": summary / 1e6}
+print(json.dumps(out))
+'''
+
+
+def run_io(binary, repeats):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "io.py")
+        with open(path, "w") as f:
+            f.write(IO_INNER)
+        proc = subprocess.run([binary, "run", "-q", path, str(repeats)],
+                              capture_output=True, text=True, cwd=d)
+        if proc.returncode != 0:
+            sys.exit(f"bench: io run failed:\n{proc.stderr}")
+        return json.loads(proc.stdout)
+
+
 def run_inner(binary, n, repeats):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "inner.py")
@@ -292,6 +347,7 @@ def main():
     ap.add_argument("--callgrind", action="store_true", help="also count instructions per call")
     ap.add_argument("--json", action="store_true", help="print the raw figures as JSON")
     args = ap.parse_args()
+    args.binary = os.path.abspath(args.binary)
 
     r = run_inner(args.binary, args.calls, args.repeats)
     e, d, ln = r["enabled"], r["disabled"], r["lines"]
@@ -330,6 +386,17 @@ def main():
         b = f"<={budget:.2f}x" if budget else ""
         print(f"{name:<32}{ours:7.1f}  {peer_name:<24}{peer:7.1f}{ratio:7.2f}x{b:>8}")
     print(f"disabled decorator returns the function itself: {d['decorator_returns_function']}")
+
+    io = run_io(args.binary, max(args.repeats // 3, 3))
+    print()
+    print("reading a profile back (read_h5 / summary) beside h5py reading the two columns")
+    print(f"{'events':>10}{'ours ns/event':>15}{'h5py ns/event':>15}{'ratio':>8}{'summary ms':>12}")
+    for n, row in io.items():
+        print(f"{int(n):>10}{row['ours']:>15.2f}{row['h5py']:>15.2f}"
+              f"{row['ours'] / row['h5py']:>7.2f}x{row['summary_ms']:>12.3f}")
+    small, large = io["100000"], io["1000000"]
+    print(f"summary-only read, 10x the events: {large['summary_ms'] / small['summary_ms']:.2f}x "
+          f"the time (budget <= 1.2x); full read budget <= 1.0x h5py")
     if cg:
         print()
         print("instructions per call (callgrind, loop cost subtracted)")

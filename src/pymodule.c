@@ -909,12 +909,13 @@ static PyObject *render_str(const struct sp_profile *p, const char *title, int l
 	return s;
 }
 
-/* Events of a region as raw int64 bytes, or None when not loaded. */
-static PyObject *column_bytes(const int64_t *v, int64_t n)
+/* A column as a bytearray (numpy wraps it writable without a copy), or
+ * None when not loaded. */
+static PyObject *column_bytes(const void *v, int64_t n, size_t size)
 {
 	if (!v)
 		Py_RETURN_NONE;
-	return PyBytes_FromStringAndSize((const char *)v, (Py_ssize_t)(n * (int64_t)sizeof *v));
+	return PyByteArray_FromStringAndSize((const char *)v, (Py_ssize_t)(n * (int64_t)size));
 }
 
 static PyObject *time_or_none(int64_t t)
@@ -946,12 +947,9 @@ static PyObject *profile_to_py(const struct sp_profile *p)
 		for (size_t i = 0; i < rk->nregions; i++) {
 			const struct sp_region_data *rd = &rk->regions[i];
 			const struct sp_stats *st = &rd->stats;
-			PyObject *lanes = rd->lanes
-				? PyBytes_FromStringAndSize((const char *)rd->lanes,
-							    (Py_ssize_t)(st->num_calls * (int64_t)sizeof(int32_t)))
-				: Py_NewRef(Py_None);
-			PyObject *starts = column_bytes(rd->starts, st->num_calls);
-			PyObject *ends = column_bytes(rd->ends, st->num_calls);
+			PyObject *lanes = column_bytes(rd->lanes, st->num_calls, sizeof(int32_t));
+			PyObject *starts = column_bytes(rd->starts, st->num_calls, sizeof(int64_t));
+			PyObject *ends = column_bytes(rd->ends, st->num_calls, sizeof(int64_t));
 			PyObject *first = time_or_none(st->first_start_ns);
 			PyObject *last = time_or_none(st->last_end_ns);
 			PyObject *d = (starts && ends && first && last && lanes)

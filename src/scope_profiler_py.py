@@ -333,8 +333,8 @@ def _column(raw, code="q"):
     numpy array when numpy is there, else an array.array; None if absent."""
     if raw is None:
         return None
-    if _np is not None:
-        return _np.frombuffer(raw, dtype=_np.int64 if code == "q" else _np.int32).copy()
+    if _np is not None:  # raw is a bytearray: a writable array, no copy
+        return _np.frombuffer(raw, dtype=_np.int64 if code == "q" else _np.int32)
     import array
 
     col = array.array(code)
