@@ -909,13 +909,65 @@ static PyObject *render_str(const struct sp_profile *p, const char *title, int l
 	return s;
 }
 
-/* A column as a bytearray (numpy wraps it writable without a copy), or
- * None when not loaded. */
-static PyObject *column_bytes(const void *v, int64_t n, size_t size)
+/* A column read from a file, handed to Python without a copy: the object
+ * owns the malloc'd array and lends it through the buffer protocol
+ * (numpy.frombuffer gives a writable array over it). */
+typedef struct {
+	PyObject_HEAD
+	void *data;
+	Py_ssize_t len;
+	Py_ssize_t exports;
+} ColumnObject;
+
+static void column_dealloc(PyObject *self)
 {
-	if (!v)
+	free(((ColumnObject *)self)->data);
+	Py_TYPE(self)->tp_free(self);
+}
+
+static int column_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+	ColumnObject *c = (ColumnObject *)self;
+	if (PyBuffer_FillInfo(view, self, c->data, c->len, 0, flags) != 0)
+		return -1;
+	c->exports++;
+	return 0;
+}
+
+static void column_releasebuffer(PyObject *self, Py_buffer *view)
+{
+	((ColumnObject *)self)->exports--;
+}
+
+static PyBufferProcs column_as_buffer = {column_getbuffer, column_releasebuffer};
+
+static PyTypeObject ColumnType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler._Column",
+	.tp_basicsize = sizeof(ColumnObject),
+	.tp_dealloc = column_dealloc,
+	.tp_as_buffer = &column_as_buffer,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "A stored column's bytes, owned here and lent to numpy.",
+};
+
+/* A column for the read API: None when not loaded; taken over without a
+ * copy when *v is owned (owned set: *v becomes NULL), else copied. */
+static PyObject *column_bytes(void **v, int64_t n, size_t size, int owned)
+{
+	if (!*v)
 		Py_RETURN_NONE;
-	return PyByteArray_FromStringAndSize((const char *)v, (Py_ssize_t)(n * (int64_t)size));
+	Py_ssize_t len = (Py_ssize_t)(n * (int64_t)size);
+	if (!owned)
+		return PyByteArray_FromStringAndSize((const char *)*v, len);
+	ColumnObject *c = PyObject_New(ColumnObject, &ColumnType);
+	if (!c)
+		return NULL;
+	c->data = *v;
+	c->len = len;
+	c->exports = 0;
+	*v = NULL;
+	return (PyObject *)c;
 }
 
 static PyObject *time_or_none(int64_t t)
@@ -926,7 +978,7 @@ static PyObject *time_or_none(int64_t t)
 }
 
 /* The profile as plain Python data for the read API's classes. */
-static PyObject *profile_to_py(const struct sp_profile *p)
+static PyObject *profile_to_py(struct sp_profile *p)
 {
 	PyObject *ranks = PyList_New(0), *meta = PyDict_New(), *out = NULL;
 	if (!ranks || !meta)
@@ -940,16 +992,17 @@ static PyObject *profile_to_py(const struct sp_profile *p)
 		Py_DECREF(v);
 	}
 	for (size_t r = 0; r < p->nranks; r++) {
-		const struct sp_rank *rk = &p->ranks[r];
+		struct sp_rank *rk = &p->ranks[r];
 		PyObject *regions = PyDict_New();
 		if (!regions)
 			goto out;
 		for (size_t i = 0; i < rk->nregions; i++) {
-			const struct sp_region_data *rd = &rk->regions[i];
+			struct sp_region_data *rd = &rk->regions[i];
 			const struct sp_stats *st = &rd->stats;
-			PyObject *lanes = column_bytes(rd->lanes, st->num_calls, sizeof(int32_t));
-			PyObject *starts = column_bytes(rd->starts, st->num_calls, sizeof(int64_t));
-			PyObject *ends = column_bytes(rd->ends, st->num_calls, sizeof(int64_t));
+			int own = rd->owns_events;
+			PyObject *lanes = column_bytes((void **)&rd->lanes, st->num_calls, sizeof(int32_t), own);
+			PyObject *starts = column_bytes((void **)&rd->starts, st->num_calls, sizeof(int64_t), own);
+			PyObject *ends = column_bytes((void **)&rd->ends, st->num_calls, sizeof(int64_t), own);
 			PyObject *first = time_or_none(st->first_start_ns);
 			PyObject *last = time_or_none(st->last_end_ns);
 			PyObject *d = (starts && ends && first && last && lanes)
@@ -1163,6 +1216,7 @@ static PyObject *module_init(void)
 {
 	if (PyType_Ready(&TimeOnlyRegionType) < 0 || PyType_Ready(&DisabledRegionType) < 0 ||
 	    PyType_Ready(&ThreadsRegionType) < 0 || PyType_Ready(&LinesRegionType) < 0 ||
+	    PyType_Ready(&ColumnType) < 0 ||
 	    PyType_Ready(&ProfiledFunctionType) < 0)
 		return NULL;
 	PyObject *mod = PyModule_Create(&module_def);
