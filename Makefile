@@ -35,7 +35,7 @@ LIB_SRC := src/error.c src/profile.c src/tree.c src/recorder.c src/filter.c \
            src/h5write.c src/h5read.c src/render.c
 LIB_SRC += src/render_lines.c
 # The executable: the command table, the commands, the embedded interpreter.
-CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c src/tracer.c src/linetrace.c
+CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c src/pyresults.c src/tracer.c src/linetrace.c
 CLI_SRC += src/cmd_line_profile.c
 
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
@@ -54,7 +54,7 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
 
 # Python sources embedded in the executable (the read API's classes).
 $(BUILD)/obj/pymodule.o: $(BUILD)/sp_pysrc.h
-$(BUILD)/obj/pymodule.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o $(BUILD)/obj/cmd_run.o $(BUILD)/obj/main.o: CPPFLAGS += $(PY_CFLAGS) \
+$(BUILD)/obj/pymodule.o $(BUILD)/obj/pyresults.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o $(BUILD)/obj/cmd_run.o $(BUILD)/obj/main.o: CPPFLAGS += $(PY_CFLAGS) \
 	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
 # The profile hook calls clock_gettime twice per traced call: no PLT hop.
 $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o: ALL_CFLAGS += -fno-plt
@@ -68,7 +68,7 @@ $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(HDF5_LIBS) $(PY_LIBS) -lz
 
 # The hook's unit test embeds the interpreter with the built-in module.
-PYMOD_OBJ := $(BUILD)/obj/pymodule.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o
+PYMOD_OBJ := $(BUILD)/obj/pymodule.o $(BUILD)/obj/pyresults.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o
 $(BUILD)/tests/test_tracer: tests/test_tracer.c $(PYMOD_OBJ) $(LIB) | $(BUILD)/tests
 	$(CC) $(CPPFLAGS) $(PY_CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PYMOD_OBJ) $(LIB) \
 		$(HDF5_LIBS) $(PY_LIBS) -lcmocka -lm

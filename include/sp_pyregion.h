@@ -14,11 +14,15 @@ typedef struct {
 	PyObject *name;               /* str, exact */
 	struct sp_buf buf;
 	uint64_t gen;                 /* bumped when the events are cleared */
-	ptrdiff_t *open;              /* slots of `with` entries not yet exited */
-	size_t depth, open_cap;
-	ptrdiff_t open_inline[4];
 	int holds_functions;          /* region(name, functions=[...]) in line mode */
 } RegionObject;
+
+/* Every region by name (a dict, in creation order); the module's. */
+extern PyObject *sp_registry;
+
+/* finalize() and the read API's data (pyresults.c). */
+int sp_results_init(void);
+extern PyMethodDef sp_results_methods[];
 
 /* The region called name (a str), created on first use; a borrowed
  * reference (the registry keeps every region alive), or NULL with an

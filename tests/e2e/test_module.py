@@ -304,3 +304,22 @@ def test_recursion_and_generators_in_one_region(sp):
         assert r["gen"].attrs["num_calls"] == 1
         assert r["gen/start_times"][0] < r["between/start_times"][0]
         assert r["gen/end_times"][0] > r["between/end_times"][0]
+
+
+def test_threads_in_the_same_region_close_their_own_calls(sp):
+    # Each thread's `with` closes its own call, even when the threads are
+    # inside the same region at the same time.
+    out = run_ok(sp, """
+        import threading, time, scope_profiler as sp
+        def body(delay):
+            for _ in range(3):
+                with sp.region("work"):
+                    time.sleep(delay)
+        ts = [threading.Thread(target=body, args=(d,)) for d in (0.002, 0.02)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        print(sorted(int(x) for x in sp.get_region("work").get_durations_numpy()))
+    """, "--no-output")
+    d = [int(x) for x in out.strip().strip("[]").split(",")]
+    assert all(2_000_000 <= x < 15_000_000 for x in d[:3]), d
+    assert all(20_000_000 <= x < 60_000_000 for x in d[3:]), d

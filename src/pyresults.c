@@ -1,0 +1,384 @@
+/* pyresults.c - profiles between C and Python: finalize() turns the live
+ * regions into a profile (writes it, renders it, hands it to the read API),
+ * and the read API's _read() turns a file into plain Python data whose event
+ * columns reach numpy without a copy. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sp_clock.h"
+#include "sp_h5.h"
+#include "sp_linetrace.h"
+#include "sp_profile.h"
+#include "sp_pyregion.h"
+#include "sp_render.h"
+
+static char *dup_utf8(PyObject *s)
+{
+	const char *u = PyUnicode_AsUTF8(s);
+	if (!u)
+		return NULL;
+	char *d = strdup(u);
+	if (!d)
+		PyErr_NoMemory();
+	return d;
+}
+
+/* Builds a one-rank profile over the live regions (events borrowed, not
+ * copied), closing calls still open at `now`, with its call tree when
+ * `tree` is set. Sets a Python exception and
+ * returns NULL on failure. */
+static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject *meta, int tree)
+{
+	struct sp_profile *p = calloc(1, sizeof *p);
+	struct sp_error err = {0};
+	if (!p)
+		return (struct sp_profile *)PyErr_NoMemory();
+	p->format_version = 1;
+	p->nranks = 1;
+	p->ranks = calloc(1, sizeof *p->ranks);
+	size_t nreg = (size_t)PyDict_GET_SIZE(sp_registry);
+	if (!p->ranks || !(p->ranks[0].regions = calloc(nreg ? nreg : 1, sizeof(struct sp_region_data))))
+		goto nomem;
+	struct sp_rank *rk = &p->ranks[0];
+	rk->rank = 0;
+	rk->run_start_ns = run_start;
+	rk->run_end_ns = now;
+	rk->pid = (int64_t)getpid();
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		if (r->buf.n == 0)
+			continue;
+		for (size_t i = 0; i < r->buf.n; i++)
+			if (r->buf.ends[i] == SP_NO_TIME)
+				r->buf.ends[i] = now;
+		struct sp_region_data *rd = &rk->regions[rk->nregions];
+		if (!(rd->name = dup_utf8(r->name)))
+			goto fail;
+		rk->nregions++;
+		rd->starts = r->buf.starts;
+		rd->ends = r->buf.ends;
+		rd->lanes = r->buf.keep_lanes ? r->buf.lanes : NULL;
+		rd->owns_events = 0;
+		sp_stats_compute(&rd->stats, rd->starts, rd->ends, r->buf.n);
+	}
+	if (meta && PyDict_Check(meta)) {
+		Py_ssize_t n = PyDict_GET_SIZE(meta);
+		p->meta = calloc(n ? (size_t)n : 1, sizeof *p->meta);
+		if (!p->meta)
+			goto nomem;
+		pos = 0;
+		while (PyDict_Next(meta, &pos, &k, &v)) {
+			PyObject *sv = PyObject_Str(v);
+			if (!sv)
+				goto fail;
+			struct sp_kv *kv = &p->meta[p->nmeta];
+			kv->key = PyUnicode_Check(k) ? dup_utf8(k) : NULL;
+			kv->value = dup_utf8(sv);
+			Py_DECREF(sv);
+			if (!kv->key || !kv->value) {
+				free(kv->key);
+				free(kv->value);
+				if (!PyErr_Occurred())
+					PyErr_SetString(PyExc_TypeError, "metadata keys must be str");
+				goto fail;
+			}
+			p->nmeta++;
+			if (strcmp(kv->key, "hostname") == 0 && !rk->hostname)
+				rk->hostname = strdup(kv->value);
+		}
+	}
+	if (sp_linetrace_collect(rk) != 0)
+		goto fail;
+	if (tree && sp_tree_build(rk, &err) != SP_OK) {
+		PyErr_SetString(PyExc_MemoryError, err.msg);
+		goto fail;
+	}
+	return p;
+nomem:
+	PyErr_NoMemory();
+fail:
+	sp_profile_free(p);
+	return NULL;
+}
+
+/* The rendered summary of p (or its line tables, with lines set) as a str;
+ * "" for line tables when there are none; NULL with an exception set. */
+static PyObject *render_str(const struct sp_profile *p, const char *title, int lines)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct sp_error err = {0};
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return PyErr_NoMemory();
+	enum sp_err rc = lines ? sp_render_lines(f, p, title, &err)
+			       : sp_render_summary(f, p, title, SP_RENDER_ALL, &err);
+	fclose(f);
+	PyObject *s = NULL;
+	if (lines && rc == SP_ENOTPROF)
+		s = PyUnicode_FromString("");
+	else if (rc != SP_OK)
+		PyErr_SetString(PyExc_RuntimeError, err.msg);
+	else
+		s = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace");
+	free(text);
+	return s;
+}
+
+/* A column read from a file, handed to Python without a copy: the object
+ * owns the malloc'd array and lends it through the buffer protocol
+ * (numpy.frombuffer gives a writable array over it). */
+typedef struct {
+	PyObject_HEAD
+	void *data;
+	Py_ssize_t len;
+	Py_ssize_t exports;
+} ColumnObject;
+
+static void column_dealloc(PyObject *self)
+{
+	free(((ColumnObject *)self)->data);
+	Py_TYPE(self)->tp_free(self);
+}
+
+static int column_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+	ColumnObject *c = (ColumnObject *)self;
+	if (PyBuffer_FillInfo(view, self, c->data, c->len, 0, flags) != 0)
+		return -1;
+	c->exports++;
+	return 0;
+}
+
+static void column_releasebuffer(PyObject *self, Py_buffer *view)
+{
+	((ColumnObject *)self)->exports--;
+}
+
+static PyBufferProcs column_as_buffer = {column_getbuffer, column_releasebuffer};
+
+static PyTypeObject ColumnType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler._Column",
+	.tp_basicsize = sizeof(ColumnObject),
+	.tp_dealloc = column_dealloc,
+	.tp_as_buffer = &column_as_buffer,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "A stored column's bytes, owned here and lent to numpy.",
+};
+
+/* A column for the read API: None when not loaded; taken over without a
+ * copy when *v is owned (owned set: *v becomes NULL), else copied. */
+static PyObject *column_bytes(void **v, int64_t n, size_t size, int owned)
+{
+	if (!*v)
+		Py_RETURN_NONE;
+	Py_ssize_t len = (Py_ssize_t)(n * (int64_t)size);
+	if (!owned)
+		return PyByteArray_FromStringAndSize((const char *)*v, len);
+	ColumnObject *c = PyObject_New(ColumnObject, &ColumnType);
+	if (!c)
+		return NULL;
+	c->data = *v;
+	c->len = len;
+	c->exports = 0;
+	*v = NULL;
+	return (PyObject *)c;
+}
+
+static PyObject *time_or_none(int64_t t)
+{
+	if (t == SP_NO_TIME)
+		Py_RETURN_NONE;
+	return PyLong_FromLongLong(t);
+}
+
+/* The profile as plain Python data for the read API's classes. */
+static PyObject *profile_to_py(struct sp_profile *p)
+{
+	PyObject *ranks = PyList_New(0), *meta = PyDict_New(), *out = NULL;
+	if (!ranks || !meta)
+		goto out;
+	for (size_t i = 0; i < p->nmeta; i++) {
+		PyObject *v = PyUnicode_DecodeUTF8(p->meta[i].value, (Py_ssize_t)strlen(p->meta[i].value), "replace");
+		if (!v || PyDict_SetItemString(meta, p->meta[i].key, v) != 0) {
+			Py_XDECREF(v);
+			goto out;
+		}
+		Py_DECREF(v);
+	}
+	for (size_t r = 0; r < p->nranks; r++) {
+		struct sp_rank *rk = &p->ranks[r];
+		PyObject *regions = PyDict_New();
+		if (!regions)
+			goto out;
+		for (size_t i = 0; i < rk->nregions; i++) {
+			struct sp_region_data *rd = &rk->regions[i];
+			const struct sp_stats *st = &rd->stats;
+			int own = rd->owns_events;
+			PyObject *lanes = column_bytes((void **)&rd->lanes, st->num_calls, sizeof(int32_t), own);
+			PyObject *starts = column_bytes((void **)&rd->starts, st->num_calls, sizeof(int64_t), own);
+			PyObject *ends = column_bytes((void **)&rd->ends, st->num_calls, sizeof(int64_t), own);
+			PyObject *first = time_or_none(st->first_start_ns);
+			PyObject *last = time_or_none(st->last_end_ns);
+			PyObject *d = (starts && ends && first && last && lanes)
+				? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O}",
+						"num_calls", (long long)st->num_calls,
+						"total_ns", (long long)st->total_ns,
+						"min_ns", (long long)st->min_ns,
+						"max_ns", (long long)st->max_ns,
+						"mean_ns", st->mean_ns, "std_ns", st->std_ns,
+						"first_start_ns", first, "last_end_ns", last,
+						"starts", starts, "ends", ends, "lanes", lanes)
+				: NULL;
+			Py_XDECREF(lanes);
+			Py_XDECREF(starts);
+			Py_XDECREF(ends);
+			Py_XDECREF(first);
+			Py_XDECREF(last);
+			if (!d || PyDict_SetItemString(regions, rd->name, d) != 0) {
+				Py_XDECREF(d);
+				Py_DECREF(regions);
+				goto out;
+			}
+			Py_DECREF(d);
+		}
+		PyObject *start = time_or_none(rk->run_start_ns), *end = time_or_none(rk->run_end_ns);
+		PyObject *rd = (start && end)
+			? Py_BuildValue("{s:i,s:O,s:O,s:L,s:s,s:N}", "rank", rk->rank,
+					"run_start_ns", start, "run_end_ns", end,
+					"pid", (long long)rk->pid, "hostname", rk->hostname,
+					"regions", regions)
+			: NULL;
+		Py_XDECREF(start);
+		Py_XDECREF(end);
+		if (!rd) {
+			if (!start || !end)
+				Py_DECREF(regions);
+			goto out;
+		}
+		int bad = PyList_Append(ranks, rd);
+		Py_DECREF(rd);
+		if (bad)
+			goto out;
+	}
+	out = Py_BuildValue("{s:i,s:O,s:O}", "format_version", p->format_version,
+			    "meta", meta, "ranks", ranks);
+out:
+	Py_XDECREF(ranks);
+	Py_XDECREF(meta);
+	return out;
+}
+
+/* _finalize(path or None, render: bool, meta: dict, run_start_ns or None,
+ *           snapshot: bool, render_lines: bool)
+ *   -> (summary str or None, data or None, line tables str or None)
+ * Writes the live regions to path (atomically) and renders the summary.
+ * Raises OSError when the file cannot be written; the events are kept. */
+static PyObject *res_finalize(PyObject *m, PyObject *args)
+{
+	PyObject *path_obj, *meta, *start_obj;
+	int render, snapshot, render_lines;
+	if (!PyArg_ParseTuple(args, "OpOOpp:_finalize", &path_obj, &render, &meta, &start_obj, &snapshot,
+			      &render_lines))
+		return NULL;
+	int64_t now = sp_clock_ns();
+	int64_t start = start_obj == Py_None ? SP_NO_TIME : PyLong_AsLongLong(start_obj);
+	if (start == -1 && PyErr_Occurred())
+		return NULL;
+	const char *path = NULL;
+	PyObject *path_bytes = NULL;
+	if (path_obj != Py_None) {
+		if (!PyUnicode_FSConverter(path_obj, &path_bytes))
+			return NULL;
+		path = PyBytes_AS_STRING(path_bytes);
+	}
+	/* The call tree costs O(n log n): only for the file or the summary. */
+	struct sp_profile *p = live_profile(now, start, meta, path || render || snapshot);
+	PyObject *summary = NULL, *data = NULL, *lines = NULL, *res = NULL;
+	if (!p)
+		goto out;
+	if (path) {
+		struct sp_error err = {0};
+		enum sp_err rc;
+		Py_BEGIN_ALLOW_THREADS
+		rc = sp_h5_write(p, path, &err);
+		Py_END_ALLOW_THREADS
+		if (rc != SP_OK) {
+			PyErr_SetString(PyExc_OSError, err.msg);
+			goto out;
+		}
+	}
+	const char *title = path ? path : "(in memory)";
+	summary = render ? render_str(p, title, 0) : Py_NewRef(Py_None);
+	lines = render_lines ? render_str(p, title, 1) : Py_NewRef(Py_None);
+	if (!summary || !lines)
+		goto out;
+	if (snapshot) {
+		if (!(data = profile_to_py(p)))
+			goto out;
+	} else {
+		data = Py_NewRef(Py_None);
+	}
+	res = PyTuple_Pack(3, summary, data, lines);
+out:
+	Py_XDECREF(summary);
+	Py_XDECREF(lines);
+	Py_XDECREF(data);
+	Py_XDECREF(path_bytes);
+	sp_profile_free(p);
+	return res;
+}
+
+/* _read(path, events: bool) -> (data, summary str). */
+static PyObject *res_read(PyObject *m, PyObject *args)
+{
+	PyObject *path_obj, *path_bytes = NULL, *res = NULL;
+	int events;
+	if (!PyArg_ParseTuple(args, "Op:_read", &path_obj, &events))
+		return NULL;
+	if (!PyUnicode_FSConverter(path_obj, &path_bytes))
+		return NULL;
+	const char *path = PyBytes_AS_STRING(path_bytes);
+	struct sp_profile *p = NULL;
+	struct sp_error err = {0};
+	enum sp_err rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = sp_h5_read(path, events ? SP_READ_EVENTS : SP_READ_SUMMARY, &p, &err);
+	Py_END_ALLOW_THREADS
+	if (rc != SP_OK) {
+		PyObject *exc = rc == SP_ENOENT ? PyExc_FileNotFoundError
+			: rc == SP_ENOMEM ? PyExc_MemoryError : PyExc_OSError;
+		PyErr_SetString(exc, err.msg);
+		goto out;
+	}
+	PyObject *data = profile_to_py(p);
+	PyObject *summary = data ? render_str(p, path, 0) : NULL;
+	if (data && summary)
+		res = PyTuple_Pack(2, data, summary);
+	Py_XDECREF(data);
+	Py_XDECREF(summary);
+out:
+	sp_profile_free(p);
+	Py_XDECREF(path_bytes);
+	return res;
+}
+
+
+int sp_results_init(void)
+{
+	return PyType_Ready(&ColumnType);
+}
+
+PyMethodDef sp_results_methods[] = {
+	{"_finalize", res_finalize, METH_VARARGS, NULL},
+	{"_read", res_read, METH_VARARGS, NULL},
+	{NULL},
+};
