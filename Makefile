@@ -34,9 +34,12 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS)
 LIB_SRC := src/error.c src/profile.c src/tree.c src/recorder.c src/filter.c \
            src/h5write.c src/h5read.c src/render.c
 LIB_SRC += src/render_lines.c
+LIB_SRC += src/select.c
 # The executable: the command table, the commands, the embedded interpreter.
 CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c src/pyresults.c src/tracer.c src/linetrace.c
+CLI_SRC += src/cmd_export.c
 CLI_SRC += src/cmd_line_profile.c
+CLI_SRC += src/cmd_diff.c
 
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:src/%.c=$(BUILD)/obj/%.o)

@@ -7,6 +7,8 @@
 int cmd_run(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 int cmd_line_profile(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* Prints "scope-profiler: <cmd>: <message>\n" to stderr. */
 void sp_cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -26,4 +26,32 @@ char *sp_h5_escape(const char *name);
 /* The inverse; returns a malloc'd string or NULL. */
 char *sp_h5_unescape(const char *link);
 
+/* A profile open for reading its event columns a slice at a time (export):
+ * memory stays bounded by the slice, not by the number of events. */
+struct sp_h5_stream;
+
+/* Opens path and reads its structure: ranks, region names and stats,
+ * metadata; no event columns, call trees or line tables. Every region with
+ * calls must have start_times and end_times of num_calls events (SP_ECORRUPT
+ * otherwise, e.g. a region stored as a summary only); a region without
+ * summary attributes has its columns read once, at open, for its stats.
+ * Returns the codes of sp_h5_read, with *out NULL and nothing left open. */
+enum sp_err sp_h5_stream_open(const char *path, struct sp_h5_stream **out, struct sp_error *err);
+
+/* The profile's structure: every region's starts/ends/lanes are NULL.
+ * Owned by the stream. */
+const struct sp_profile *sp_h5_stream_profile(const struct sp_h5_stream *s);
+
+/* Reads calls first .. first + n - 1 of region gi of the rank at index ri
+ * (indices into the profile's arrays) into starts[n], ends[n] and, when not
+ * NULL, lanes[n] (0 for every call when the region has no lanes column).
+ * Returns SP_EINVAL for a range outside the region, SP_ECORRUPT when the
+ * columns cannot be read or a call ends before it starts. Reading the
+ * regions one after the other, each from its first call on, is cheapest. */
+enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint64_t first, size_t n,
+			      int64_t *starts, int64_t *ends, int32_t *lanes, struct sp_error *err);
+
+/* Closes the file and frees the stream and its profile. NULL is fine. */
+void sp_h5_stream_close(struct sp_h5_stream *s);
+
 #endif

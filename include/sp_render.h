@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "sp_profile.h"
+#include "sp_select.h"
 
 enum sp_render_parts {
 	SP_RENDER_TREE = 1,
@@ -19,6 +20,43 @@ enum sp_render_parts {
  * asked for. Returns SP_EIO when writing to out failed. */
 enum sp_err sp_render_summary(FILE *out, const struct sp_profile *p, const char *title,
 			      int parts, struct sp_error *err);
+
+/* The order of the region table (and of the regions of the JSON summary). */
+enum sp_render_sort {
+	SP_SORT_TOTAL = 0,             /* total time, summed over ranks; largest first */
+	SP_SORT_CALLS,                 /* calls; most first */
+	SP_SORT_MEAN,                  /* mean time per call; largest first */
+	SP_SORT_MAX,                   /* longest single call; largest first */
+	SP_SORT_NAME,                  /* region name, bytewise */
+};
+
+struct sp_render_opts {
+	int parts;                     /* SP_RENDER_*; 0 means SP_RENDER_ALL */
+	enum sp_render_sort sort;
+	/* Regions and ranks to show, or NULL for all. In the call tree, a node
+	 * whose region is not selected is dropped: its children move up to its
+	 * nearest selected ancestor (merging with same-named siblings there), and
+	 * its own time counts in that ancestor's (own) row. */
+	const struct sp_select *select;
+	int json;                      /* a JSON document instead of the tables */
+};
+
+/* sp_render_summary with options (opts NULL: the defaults). With json set,
+ * writes one JSON object (file, ranks, run span, regions in table order with
+ * calls, total/mean/min/max/std seconds over every selected rank's calls,
+ * and the per-rank totals, their min/mean/max and imbalance) and ignores
+ * parts. Returns SP_EINVAL when the selection keeps none of p's ranks (err
+ * names the ranks p has) or a tree is malformed, SP_ENOMEM, SP_EIO. */
+enum sp_err sp_render_summary_opts(FILE *out, const struct sp_profile *p, const char *title,
+				   const struct sp_render_opts *opts, struct sp_error *err);
+
+/* Writes s as a JSON string, quotes included: '"', '\\' and control
+ * characters escaped, malformed UTF-8 bytes as U+FFFD. */
+void sp_render_json_string(FILE *out, const char *s);
+
+/* Writes the n sorted rank numbers as a compact list ("0-3,5") into buf,
+ * cut with "..." when longer than len allows. Returns buf. */
+char *sp_render_rank_list(char *buf, size_t len, const int *ranks, size_t n);
 
 /* Prints the per-line tables of p (every rank's line tables), one table per
  * function and rank: line, hits, time [s], per hit [s], % time, source,

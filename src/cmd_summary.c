@@ -7,8 +7,36 @@
 #include "sp_cmd.h"
 #include "sp_h5.h"
 #include "sp_render.h"
+#include "sp_select.h"
 
 #define CMD "summary"
+
+/* One table gives getopt its options and --help its text. */
+struct summary_option {
+	struct option opt;
+	const char *arg;   /* argument's name in --help, or NULL */
+	const char *help;
+};
+
+enum { OPT_FLAT = 256, OPT_TREE, OPT_SORT, OPT_INCLUDE, OPT_EXCLUDE, OPT_RANKS, OPT_JSON };
+
+static const struct summary_option summary_options[] = {
+	{{"flat", no_argument, NULL, OPT_FLAT}, NULL, "print only the region table"},
+	{{"tree", no_argument, NULL, OPT_TREE}, NULL, "print only the call tree"},
+	{{"sort", required_argument, NULL, OPT_SORT}, "KEY",
+	 "table order: total (default), calls, mean, max or name"},
+	{{"include", required_argument, NULL, OPT_INCLUDE}, "RE",
+	 "only regions whose name matches RE (repeatable)"},
+	{{"exclude", required_argument, NULL, OPT_EXCLUDE}, "RE",
+	 "not regions whose name matches RE (repeatable)"},
+	{{"ranks", required_argument, NULL, OPT_RANKS}, "LIST",
+	 "only these ranks, e.g. 0-3,5"},
+	{{"json", no_argument, NULL, OPT_JSON}, NULL,
+	 "print JSON (file, ranks, one object per region) instead"},
+	{{"help", no_argument, NULL, 'h'}, NULL, "show this help and exit"},
+};
+
+#define NOPTS (sizeof summary_options / sizeof summary_options[0])
 
 static void summary_usage(FILE *out)
 {
@@ -21,57 +49,128 @@ static void summary_usage(FILE *out)
 		"ranks, per-rank min/max and imbalance). Reads only the per-region\n"
 		"summaries when the file has them, so its cost does not grow with events.\n"
 		"\n"
-		"Options:\n"
-		"  --flat            print only the region table\n"
-		"  --tree            print only the call tree\n"
-		"  -h, --help        show this help and exit\n");
+		"Options:\n");
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct summary_option *o = &summary_options[i];
+		char left[64];
+		snprintf(left, sizeof left, "%s--%s%s%s", o->opt.val == 'h' ? "-h, " : "",
+			 o->opt.name, o->arg ? " " : "", o->arg ? o->arg : "");
+		fprintf(out, "  %-18s %s\n", left, o->help);
+	}
+	fprintf(out,
+		"\n"
+		"Regular expressions are POSIX extended ones, searched anywhere in the\n"
+		"name (anchor them with ^ and $); --exclude wins over --include. A region\n"
+		"left out of the call tree hands its children to its nearest shown\n"
+		"ancestor, and its own time shows in that ancestor's (own) row. --sort\n"
+		"orders the region table (mean: per call; max: the longest call); the\n"
+		"tree keeps the order in which calls started. --json ignores --flat and\n"
+		"--tree; its times are seconds.\n");
 }
 
+static int parse_sort(const char *key, enum sp_render_sort *out)
+{
+	static const char *const names[] = {
+		[SP_SORT_TOTAL] = "total", [SP_SORT_CALLS] = "calls", [SP_SORT_MEAN] = "mean",
+		[SP_SORT_MAX] = "max", [SP_SORT_NAME] = "name",
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(key, names[i]) == 0) {
+			*out = (enum sp_render_sort)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* Returns 0, 1 when the file cannot be read (or no rank of it is selected),
+ * or SP_EXIT_USAGE. */
 int cmd_summary(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"flat", no_argument, NULL, 'f'},
-		{"tree", no_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int parts = SP_RENDER_ALL, c;
+	struct option longopts[NOPTS + 1];
+	for (size_t i = 0; i < NOPTS; i++)
+		longopts[i] = summary_options[i].opt;
+	memset(&longopts[NOPTS], 0, sizeof longopts[NOPTS]);
+
+	struct sp_select sel = {0};
+	struct sp_render_opts opts = { .parts = SP_RENDER_ALL, .select = &sel };
+	struct sp_profile *p = NULL;
+	struct sp_error err = {0};
+	int status = SP_EXIT_USAGE, c;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'f':
-			parts = SP_RENDER_FLAT;
+		case OPT_FLAT:
+			opts.parts = SP_RENDER_FLAT;
 			break;
-		case 't':
-			parts = SP_RENDER_TREE;
+		case OPT_TREE:
+			opts.parts = SP_RENDER_TREE;
+			break;
+		case OPT_SORT:
+			if (parse_sort(optarg, &opts.sort) != 0) {
+				sp_cmd_error(CMD, "--sort takes total, calls, mean, max or name, not '%s'",
+					     optarg);
+				goto out;
+			}
+			break;
+		case OPT_INCLUDE:
+		case OPT_EXCLUDE:
+			if ((c == OPT_INCLUDE ? sp_select_include : sp_select_exclude)(&sel, optarg, &err)
+			    != SP_OK) {
+				sp_cmd_error(CMD, "--%s: %s", c == OPT_INCLUDE ? "include" : "exclude",
+					     err.msg);
+				goto out;
+			}
+			break;
+		case OPT_RANKS:
+			if (sp_select_ranks(&sel, optarg, &err) != SP_OK) {
+				sp_cmd_error(CMD, "--ranks: %s", err.msg);
+				goto out;
+			}
+			break;
+		case OPT_JSON:
+			opts.json = 1;
 			break;
 		case 'h':
 			summary_usage(stdout);
-			return 0;
+			status = 0;
+			goto out;
 		default:
+			for (size_t i = 0; optopt >= 256 && i < NOPTS; i++)
+				if (summary_options[i].opt.val == optopt) {
+					sp_cmd_error(CMD, "--%s %s; see 'scope-profiler summary --help'",
+						     summary_options[i].opt.name,
+						     summary_options[i].arg ? "needs an argument"
+									    : "takes no argument");
+					goto out;
+				}
 			sp_cmd_error(CMD, "unknown option '%s'; see 'scope-profiler summary --help'",
 				     argv[optind - 1]);
-			return SP_EXIT_USAGE;
+			goto out;
 		}
 	}
 	if (optind != argc - 1) {
 		sp_cmd_error(CMD, optind >= argc ? "no file given; usage: scope-profiler summary FILE"
 						 : "one file at a time; usage: scope-profiler summary FILE");
-		return SP_EXIT_USAGE;
+		goto out;
 	}
 	const char *path = argv[optind];
-	struct sp_profile *p = NULL;
-	struct sp_error err = {0};
+	status = 1;
 	if (sp_h5_read(path, SP_READ_SUMMARY, &p, &err) != SP_OK) {
 		sp_cmd_error(CMD, "%s", err.msg);
-		return 1;
+		goto out;
 	}
-	enum sp_err rc = sp_render_summary(stdout, p, path, parts, &err);
-	sp_profile_free(p);
+	enum sp_err rc = sp_render_summary_opts(stdout, p, path, &opts, &err);
 	if (rc != SP_OK) {
-		sp_cmd_error(CMD, "%s", err.msg);
-		return 1;
+		if (rc == SP_EINVAL)
+			sp_cmd_error(CMD, "%s: %s", path, err.msg);
+		else
+			sp_cmd_error(CMD, "%s", err.msg);
+		goto out;
 	}
-	return 0;
+	status = 0;
+out:
+	sp_profile_free(p);
+	sp_select_free(&sel);
+	return status;
 }

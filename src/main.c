@@ -17,6 +17,8 @@ static const struct command commands[] = {
 	{"run", cmd_run, "run a Python script with its regions recording, write the profile"},
 	{"summary", cmd_summary, "print the call tree and region table of a profile"},
 	{"line-profile", cmd_line_profile, "print per-line hits and times recorded with run --line-profile"},
+	{"export", cmd_export, "write the calls as CSV, JSON, a Chrome trace or folded stacks"},
+	{"diff", cmd_diff, "compare two profiles region by region; --fail-above for CI"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -29,14 +29,23 @@ struct frow {
 	const struct sp_stats *st;     /* its stats on the first rank having it */
 	int64_t calls, total;          /* summed over ranks */
 	int64_t min_rank, max_rank;    /* per-rank totals over the ranks having it */
+	int64_t min_ns, max_ns;        /* shortest and longest call, over ranks */
+	double mean_ns, std_ns;        /* over every call of every rank */
+	long double sumsq;             /* sum of squared durations, for std_ns */
+	size_t nparts;                 /* (rank, region) entries with calls folded in */
 	size_t present;                /* ranks where it has calls */
 	size_t order;                  /* first appearance, to break ties */
 	size_t seen_rank;              /* bookkeeping while merging */
 	int64_t cur_calls, cur_total;
+	int selected;                  /* kept by the selection */
 };
 
 struct view {
-	const struct sp_profile *p;
+	const struct sp_profile *p;    /* the selected ranks only */
+	const struct sp_select *sel;
+	unsigned char *keep;           /* per region of each rank, in order: selected */
+	size_t nall;                   /* region names before the selection */
+	int64_t *rank_totals;          /* JSON only: [order * nranks + rank index] */
 	struct mnode *nodes;
 	size_t nnodes;
 	int32_t roots_first, roots_last;
@@ -135,7 +144,7 @@ static enum sp_err merge_trees(struct view *v, struct sp_error *err)
 		free(map);
 		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu tree nodes", total);
 	}
-	for (size_t r = 0; r < p->nranks; r++) {
+	for (size_t r = 0, base = 0; r < p->nranks; base += p->ranks[r++].nregions) {
 		const struct sp_rank *rk = &p->ranks[r];
 		if (rk->ntree && !rk->tree) {
 			free(map);
@@ -150,6 +159,11 @@ static enum sp_err merge_trees(struct view *v, struct sp_error *err)
 						    rk->rank, i);
 			}
 			int32_t parent = nd->parent < 0 ? -1 : map[nd->parent];
+			if (!v->keep[base + (size_t)nd->region]) {
+				/* Dropped: its children hang on its nearest kept ancestor. */
+				map[i] = parent;
+				continue;
+			}
 			int32_t m = mnode_get(v, parent, rk->regions[nd->region].name);
 			v->nodes[m].calls = add_sat(v->nodes[m].calls, nd->calls);
 			v->nodes[m].total = add_sat(v->nodes[m].total, nd->total_ns);
@@ -179,20 +193,96 @@ static struct frow *frow_get(struct view *v, const char *name)
 		if (strcmp(v->rows[i].name, name) == 0)
 			return &v->rows[i];
 	struct frow *f = &v->rows[v->nrows];
-	*f = (struct frow){ .name = name, .order = v->nrows, .seen_rank = SIZE_MAX };
+	*f = (struct frow){ .name = name, .order = v->nrows, .seen_rank = SIZE_MAX,
+			    .selected = sp_select_region(v->sel, name) };
 	v->slots[h] = (int32_t)v->nrows++;
 	return f;
 }
 
-static int frow_cmp(const void *a, const void *b)
+/* Table orders: the key, largest first (names: ascending), then first
+ * appearance. */
+static int order_cmp(const struct frow *x, const struct frow *y)
+{
+	return (x->order > y->order) - (x->order < y->order);
+}
+
+static int cmp_total(const void *a, const void *b)
 {
 	const struct frow *x = a, *y = b;
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
-	return (x->order > y->order) - (x->order < y->order);
+	return order_cmp(x, y);
 }
 
-static enum sp_err merge_regions(struct view *v, struct sp_error *err)
+static int cmp_calls(const void *a, const void *b)
+{
+	const struct frow *x = a, *y = b;
+	if (x->calls != y->calls)
+		return x->calls > y->calls ? -1 : 1;
+	return cmp_total(a, b);
+}
+
+static int cmp_mean(const void *a, const void *b)
+{
+	const struct frow *x = a, *y = b;
+	if (x->mean_ns != y->mean_ns)
+		return x->mean_ns > y->mean_ns ? -1 : 1;
+	return cmp_total(a, b);
+}
+
+static int cmp_max(const void *a, const void *b)
+{
+	const struct frow *x = a, *y = b;
+	if (x->max_ns != y->max_ns)
+		return x->max_ns > y->max_ns ? -1 : 1;
+	return cmp_total(a, b);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	const struct frow *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : order_cmp(x, y);
+}
+
+/* Folds the stats of one region entry into its merged row. */
+static void frow_add_stats(struct frow *f, const struct sp_stats *st)
+{
+	if (st->num_calls <= 0)
+		return;
+	if (f->nparts == 0 || st->min_ns < f->min_ns)
+		f->min_ns = st->min_ns;
+	if (f->nparts == 0 || st->max_ns > f->max_ns)
+		f->max_ns = st->max_ns;
+	long double n = (long double)st->num_calls, m = st->mean_ns, sd = st->std_ns;
+	f->sumsq += n * (sd * sd + m * m);
+	f->nparts++;
+}
+
+/* Mean and std over every call: exact from the one entry when there is one,
+ * else pooled from the entries' sums of squares. */
+static void frow_finish_stats(struct frow *f)
+{
+	if (f->calls <= 0) {
+		f->mean_ns = f->std_ns = 0;
+		return;
+	}
+	if (f->nparts == 1 && f->st) {
+		f->mean_ns = f->st->mean_ns;
+		f->std_ns = f->st->std_ns;
+		return;
+	}
+	long double n = (long double)f->calls, mean = (long double)f->total / n;
+	long double var = f->sumsq / n - mean * mean;
+	f->mean_ns = (double)mean;
+	f->std_ns = var > 0 ? (double)sqrtl(var) : 0.0;
+}
+
+/* Merges the regions of every rank by name into v->rows, keeping the
+ * selected ones, in the order asked for; notes in v->keep which region of
+ * each rank is selected; with want_ranks, fills v->rank_totals. */
+static enum sp_err merge_regions(struct view *v, enum sp_render_sort sort, int want_ranks,
+				 struct sp_error *err)
 {
 	const struct sp_profile *p = v->p;
 	size_t total = 0;
@@ -202,8 +292,10 @@ static enum sp_err merge_regions(struct view *v, struct sp_error *err)
 		total += p->ranks[r].nregions;
 	}
 	v->rows = malloc((total ? total : 1) * sizeof *v->rows);
-	if (!v->rows || slots_reset(v, total) != 0)
+	v->keep = malloc(total ? total : 1);
+	if (!v->rows || !v->keep || slots_reset(v, total) != 0)
 		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu regions", total);
+	size_t base = 0;
 	for (size_t r = 0; r < p->nranks; r++) {
 		const struct sp_rank *rk = &p->ranks[r];
 		/* Sum this rank's calls of each name, then fold the rank's total
@@ -211,12 +303,16 @@ static enum sp_err merge_regions(struct view *v, struct sp_error *err)
 		for (size_t i = 0; i < rk->nregions; i++) {
 			const struct sp_region_data *rd = &rk->regions[i];
 			struct frow *f = frow_get(v, rd->name);
+			v->keep[base + i] = (unsigned char)f->selected;
+			if (!f->selected)
+				continue;
 			if (f->seen_rank != r) {
 				f->seen_rank = r;
 				f->cur_calls = f->cur_total = 0;
 			}
 			if (!f->st && rd->stats.num_calls > 0)
 				f->st = &rd->stats;
+			frow_add_stats(f, &rd->stats);
 			f->cur_calls = add_sat(f->cur_calls, rd->stats.num_calls);
 			f->cur_total = add_sat(f->cur_total, rd->stats.total_ns);
 			v->calls = add_sat(v->calls, rd->stats.num_calls);
@@ -236,11 +332,43 @@ static enum sp_err merge_regions(struct view *v, struct sp_error *err)
 				f->max_rank = f->cur_total;
 			f->present++;
 		}
+		base += rk->nregions;
 	}
-	for (size_t i = 0; i < v->nrows; i++)
-		if (v->rows[i].present < p->nranks)
-			v->rows[i].min_rank = 0;   /* absent ranks count as 0 s */
-	qsort(v->rows, v->nrows, sizeof *v->rows, frow_cmp);
+	v->nall = v->nrows;
+	/* Per-rank totals for JSON, indexed by first appearance (order), while
+	 * the slots still find the rows. */
+	if (want_ranks) {
+		size_t cells = v->nrows * (p->nranks ? p->nranks : 1);
+		if (p->nranks && cells / p->nranks != v->nrows)
+			return sp_error_set(err, SP_ENOMEM, "too many regions and ranks");
+		v->rank_totals = calloc(cells ? cells : 1, sizeof *v->rank_totals);
+		if (!v->rank_totals)
+			return sp_error_set(err, SP_ENOMEM, "out of memory for %zu rank totals", cells);
+		for (size_t r = 0; r < p->nranks; r++)
+			for (size_t i = 0; i < p->ranks[r].nregions; i++) {
+				const struct sp_region_data *rd = &p->ranks[r].regions[i];
+				struct frow *f = frow_get(v, rd->name);
+				int64_t *cell = &v->rank_totals[f->order * p->nranks + r];
+				*cell = add_sat(*cell, rd->stats.total_ns);
+			}
+	}
+	size_t kept = 0;
+	for (size_t i = 0; i < v->nrows; i++) {
+		struct frow *f = &v->rows[i];
+		if (!f->selected)
+			continue;
+		if (f->present < p->nranks)
+			f->min_rank = 0;   /* absent ranks count as 0 s */
+		frow_finish_stats(f);
+		v->rows[kept++] = *f;
+	}
+	v->nrows = kept;
+	static int (*const cmps[])(const void *, const void *) = {
+		[SP_SORT_TOTAL] = cmp_total, [SP_SORT_CALLS] = cmp_calls, [SP_SORT_MEAN] = cmp_mean,
+		[SP_SORT_MAX] = cmp_max, [SP_SORT_NAME] = cmp_name,
+	};
+	qsort(v->rows, v->nrows, sizeof *v->rows,
+	      (unsigned)sort < sizeof cmps / sizeof *cmps ? cmps[sort] : cmp_total);
 	return SP_OK;
 }
 
@@ -269,29 +397,41 @@ static int64_t rank_span(const struct sp_rank *rk)
 
 /* Decodes one character at s into *cp; returns its length in bytes. A
  * malformed byte or a control character gives *cp = -1 (shown as '?'). */
-static size_t u8_decode(const unsigned char *s, int32_t *cp)
+/* The length of the well-formed multi-byte UTF-8 sequence at s, its code
+ * point in *v; 0 when s does not start one. */
+static size_t u8_seq(const unsigned char *s, uint32_t *v)
 {
 	unsigned c = s[0];
 	size_t len;
-	uint32_t v, min;
+	uint32_t min;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, *v = c & 0x1f, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, *v = c & 0x0f, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, *v = c & 0x07, min = 0x10000;
+	else
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		*v = *v << 6 | (s[i] & 0x3f);
+	}
+	if (*v < min || *v > 0x10ffff || (*v >= 0xd800 && *v <= 0xdfff))
+		return 0;
+	return len;
+}
+
+static size_t u8_decode(const unsigned char *s, int32_t *cp)
+{
+	unsigned c = s[0];
+	uint32_t v;
 	if (c < 0x80) {
 		*cp = c < 0x20 || c == 0x7f ? -1 : (int32_t)c;
 		return 1;
 	}
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, v = c & 0x1f, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, v = c & 0x0f, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, v = c & 0x07, min = 0x10000;
-	else
-		return *cp = -1, 1;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return *cp = -1, 1;
-		v = v << 6 | (s[i] & 0x3f);
-	}
-	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+	size_t len = u8_seq(s, &v);
+	if (!len)
 		return *cp = -1, 1;
 	*cp = v < 0xa0 ? -1 : (int32_t)v;   /* C1 controls */
 	return len;
@@ -570,12 +710,12 @@ static void render_flat(FILE *out, const struct view *v)
 				sp_render_seconds(a, sizeof a, (double)f->total / (double)nranks),
 				sp_render_seconds(b, sizeof b, (double)f->min_rank),
 				sp_render_seconds(c, sizeof c, (double)f->max_rank), iw, imb);
-		} else if (f->st && f->calls > 0) {
+		} else if (f->calls > 0) {
 			fprintf(out, "%s %s %s %s %s\n", sp_render_seconds(a, sizeof a, (double)f->total),
-				sp_render_seconds(b, sizeof b, f->st->mean_ns),
-				sp_render_seconds(c, sizeof c, (double)f->st->min_ns),
-				sp_render_seconds(d, sizeof d, (double)f->st->max_ns),
-				sp_render_seconds(e, sizeof e, f->st->std_ns));
+				sp_render_seconds(b, sizeof b, f->mean_ns),
+				sp_render_seconds(c, sizeof c, (double)f->min_ns),
+				sp_render_seconds(d, sizeof d, (double)f->max_ns),
+				sp_render_seconds(e, sizeof e, f->std_ns));
 		} else {
 			fprintf(out, "%s %9s %9s %9s %9s\n", sp_render_seconds(a, sizeof a, 0.0), "-", "-",
 				"-", "-");
@@ -586,30 +726,196 @@ static void render_flat(FILE *out, const struct view *v)
 			nranks);
 }
 
+/* ---- JSON --------------------------------------------------------------- */
+
+void sp_render_json_string(FILE *out, const char *s)
+{
+	putc('"', out);
+	for (const unsigned char *q = (const unsigned char *)s; *q;) {
+		unsigned c = *q;
+		uint32_t v;
+		size_t len;
+		if (c == '"' || c == '\\') {
+			putc('\\', out);
+			putc((int)c, out);
+			q++;
+		} else if (c < 0x20) {
+			const char *esc = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
+			if (esc)
+				fputs(esc, out);
+			else
+				fprintf(out, "\\u%04x", c);
+			q++;
+		} else if (c < 0x80) {
+			putc((int)c, out);
+			q++;
+		} else if ((len = u8_seq(q, &v)) != 0) {
+			fwrite(q, 1, len, out);
+			q += len;
+		} else {
+			fputs("\\ufffd", out);   /* a malformed byte */
+			q++;
+		}
+	}
+	putc('"', out);
+}
+
+/* A number of seconds from nanoseconds, exact to the nanosecond; null when
+ * not finite (never expected). */
+static void json_secs(FILE *out, const char *key, double ns)
+{
+	if (isfinite(ns))
+		fprintf(out, "\"%s\": %.9f", key, ns / 1e9);
+	else
+		fprintf(out, "\"%s\": null", key);
+}
+
+static const char *const sort_names[] = {
+	[SP_SORT_TOTAL] = "total", [SP_SORT_CALLS] = "calls", [SP_SORT_MEAN] = "mean",
+	[SP_SORT_MAX] = "max", [SP_SORT_NAME] = "name",
+};
+
+static void render_json(FILE *out, const struct view *v, const char *title, enum sp_render_sort sort)
+{
+	const struct sp_profile *p = v->p;
+	size_t nranks = p->nranks;
+	fputs("{\n  \"file\": ", out);
+	sp_render_json_string(out, title ? title : "");
+	fputs(",\n  \"ranks\": [", out);
+	for (size_t r = 0; r < nranks; r++)
+		fprintf(out, "%s%d", r ? ", " : "", p->ranks[r].rank);
+	fputs("],\n  ", out);
+	json_secs(out, "run_span_s", (double)v->span);
+	fprintf(out, ",\n  \"calls\": %lld,\n  \"sort\": \"%s\",\n  \"regions\": [",
+		(long long)v->calls, (unsigned)sort < 5 ? sort_names[sort] : "total");
+	for (size_t i = 0; i < v->nrows; i++) {
+		const struct frow *f = &v->rows[i];
+		fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
+		sp_render_json_string(out, f->name);
+		fprintf(out, ", \"calls\": %lld, ", (long long)f->calls);
+		json_secs(out, "total_s", (double)f->total);
+		fputs(", ", out);
+		json_secs(out, "mean_s", f->mean_ns);
+		fputs(", ", out);
+		json_secs(out, "min_s", (double)f->min_ns);
+		fputs(", ", out);
+		json_secs(out, "max_s", (double)f->max_ns);
+		fputs(", ", out);
+		json_secs(out, "std_s", f->std_ns);
+		fprintf(out, ", \"ranks_present\": %zu, ", f->present);
+		json_secs(out, "rank_total_min_s", (double)f->min_rank);
+		fputs(", ", out);
+		json_secs(out, "rank_total_mean_s", nranks ? (double)f->total / (double)nranks : 0.0);
+		fputs(", ", out);
+		json_secs(out, "rank_total_max_s", (double)f->max_rank);
+		if (f->present == nranks && f->min_rank > 0)
+			fprintf(out, ", \"imbalance\": %.6f", (double)f->max_rank / (double)f->min_rank);
+		else
+			fputs(", \"imbalance\": null", out);
+		fputs(", \"rank_totals_s\": [", out);
+		for (size_t r = 0; r < nranks; r++)
+			fprintf(out, "%s%.9f", r ? ", " : "",
+				(double)v->rank_totals[f->order * nranks + r] / 1e9);
+		fputs("]}", out);
+	}
+	fputs(v->nrows ? "\n  ]\n}\n" : "]\n}\n", out);
+}
+
 /* ---- the summary -------------------------------------------------------- */
 
-/* Prints the summary. Returns SP_EINVAL for a malformed tree, SP_ENOMEM when
- * out of memory (nothing written then), SP_EIO when writing to out failed. */
-enum sp_err sp_render_summary(FILE *out, const struct sp_profile *p, const char *title,
-			      int parts, struct sp_error *err)
+char *sp_render_rank_list(char *buf, size_t len, const int *ranks, size_t n)
 {
-	struct view v = { .p = p, .roots_first = -1, .roots_last = -1 };
-	enum sp_err rc = merge_regions(&v, err);
-	if (rc == SP_OK && (parts & SP_RENDER_TREE))
+	size_t at = 0;
+	if (len == 0)
+		return buf;
+	buf[0] = '\0';
+	for (size_t i = 0, j; i < n; i = j + 1) {
+		for (j = i; j + 1 < n && (long long)ranks[j + 1] == (long long)ranks[j] + 1; j++)
+			;
+		char part[40];
+		if (j == i)
+			snprintf(part, sizeof part, "%d", ranks[i]);
+		else
+			snprintf(part, sizeof part, j == i + 1 ? "%d,%d" : "%d-%d", ranks[i], ranks[j]);
+		size_t need = strlen(part) + (at ? 1 : 0);
+		/* Keep room for a final ",..." unless this is the last part. */
+		if (at + need + (j + 1 < n ? 4 : 0) >= len) {
+			if (at + 4 < len)
+				snprintf(buf + at, len - at, "%s...", at ? "," : "");
+			break;
+		}
+		snprintf(buf + at, len - at, "%s%s", at ? "," : "", part);
+		at += need;
+	}
+	return buf;
+}
+
+/* The profile's rank numbers as a list, for messages. */
+static char *profile_ranks(char *buf, size_t len, const struct sp_profile *p)
+{
+	int nums[64];
+	size_t n = p->nranks < 64 ? p->nranks : 64;
+	for (size_t r = 0; r < n; r++)
+		nums[r] = p->ranks[r].rank;
+	sp_render_rank_list(buf, len, nums, n);
+	if (p->nranks > n && strlen(buf) + 4 < len)
+		strcat(buf, ",...");
+	return buf;
+}
+
+static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *title, int parts,
+			   const struct sp_render_opts *o, struct sp_error *err)
+{
+	const struct sp_select *sel = o ? o->select : NULL;
+	enum sp_render_sort sort = o ? o->sort : SP_SORT_TOTAL;
+	int json = o && o->json;
+	struct sp_profile sub = *p;
+	struct view v = { .p = p, .sel = sel, .roots_first = -1, .roots_last = -1 };
+	enum sp_err rc = SP_OK;
+	char buf[32], list[128];
+	sub.ranks = NULL;
+	if (sel && sel->nranks) {
+		/* A shallow copy of p holding the selected ranks only. */
+		sub.ranks = malloc((p->nranks ? p->nranks : 1) * sizeof *sub.ranks);
+		if (!sub.ranks)
+			return sp_error_set(err, SP_ENOMEM, "out of memory selecting ranks");
+		sub.nranks = 0;
+		for (size_t r = 0; r < p->nranks; r++)
+			if (sp_select_rank(sel, p->ranks[r].rank))
+				sub.ranks[sub.nranks++] = p->ranks[r];
+		if (sub.nranks == 0) {
+			rc = sp_error_set(err, SP_EINVAL, "no rank selected: the profile has rank%s %s",
+					  p->nranks == 1 ? "" : "s", profile_ranks(list, sizeof list, p));
+			goto out;
+		}
+		v.p = &sub;
+	}
+	rc = merge_regions(&v, sort, json, err);
+	if (rc == SP_OK && !json && (parts & SP_RENDER_TREE))
 		rc = merge_trees(&v, err);
 	if (rc != SP_OK)
 		goto out;
-	for (size_t r = 0; r < p->nranks; r++) {
-		int64_t s = rank_span(&p->ranks[r]);
+	for (size_t r = 0; r < v.p->nranks; r++) {
+		int64_t s = rank_span(&v.p->ranks[r]);
 		v.span = s > v.span ? s : v.span;
 	}
+	if (json) {
+		render_json(out, &v, title, sort);
+		goto flush;
+	}
 
-	char buf[32];
 	fputs("Profile: ", out);
 	put_text(out, title ? title : "(untitled)", INT32_MAX);
-	fprintf(out, "\n%zu rank(s), %zu region%s, %lld call%s, run span %s s\n", p->nranks,
+	fprintf(out, "\n%zu rank(s), %zu region%s, %lld call%s, run span %s s\n", v.p->nranks,
 		v.nrows, v.nrows == 1 ? "" : "s", (long long)v.calls, v.calls == 1 ? "" : "s",
 		secs_trim(buf, sizeof buf, (double)v.span));
+	if (sel && (sel->ninclude || sel->nexclude || sel->nranks)) {
+		fprintf(out, "Selection: %zu of %zu region%s", v.nrows, v.nall, v.nall == 1 ? "" : "s");
+		if (sel->nranks)
+			fprintf(out, "; rank%s %s of %zu", v.p->nranks == 1 ? "" : "s",
+				profile_ranks(list, sizeof list, v.p), p->nranks);
+		fputc('\n', out);
+	}
 	if (parts & SP_RENDER_TREE) {
 		fputc('\n', out);
 		render_tree(out, &v);
@@ -618,12 +924,31 @@ enum sp_err sp_render_summary(FILE *out, const struct sp_profile *p, const char 
 		fputc('\n', out);
 		render_flat(out, &v);
 	}
+flush:
 	if (fflush(out) != 0 || ferror(out))
 		rc = sp_error_set(err, SP_EIO, "writing the summary failed");
 out:
+	free(sub.ranks);
 	free(v.nodes);
 	free(v.rows);
 	free(v.slots);
 	free(v.last);
+	free(v.keep);
+	free(v.rank_totals);
 	return rc;
+}
+
+/* Prints the summary. Returns SP_EINVAL for a malformed tree, SP_ENOMEM when
+ * out of memory (nothing written then), SP_EIO when writing to out failed. */
+enum sp_err sp_render_summary(FILE *out, const struct sp_profile *p, const char *title,
+			      int parts, struct sp_error *err)
+{
+	return summary(out, p, title, parts, NULL, err);
+}
+
+enum sp_err sp_render_summary_opts(FILE *out, const struct sp_profile *p, const char *title,
+				   const struct sp_render_opts *opts, struct sp_error *err)
+{
+	int parts = opts && opts->parts ? opts->parts : SP_RENDER_ALL;
+	return summary(out, p, title, parts, opts, err);
 }

@@ -1,0 +1,213 @@
+/* select.c - which regions and ranks a report covers: --include/--exclude
+ * regular expressions and --ranks lists (see sp_select.h). */
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_select.h"
+
+/* A --ranks list may name at most this many ranks, so that "0-2000000000"
+ * is an error rather than gigabytes of memory. */
+#define MAX_RANKS (1 << 20)
+
+/* Compiles re into a new last element of *list. regex_t values are moved by
+ * realloc; glibc's and musl's regex_t hold only pointers to their compiled
+ * program, never into themselves, so that is safe. */
+static enum sp_err add_pattern(regex_t **list, size_t *n, const char *re, const char *what,
+			       struct sp_error *err)
+{
+	if (!re)
+		return sp_error_set(err, SP_EINVAL, "no %s pattern given", what);
+	if (*n >= SIZE_MAX / sizeof **list - 1)
+		return sp_error_set(err, SP_ENOMEM, "too many %s patterns", what);
+	regex_t *grown = realloc(*list, (*n + 1) * sizeof *grown);
+	if (!grown)
+		return sp_error_set(err, SP_ENOMEM, "out of memory adding %s pattern '%s'", what, re);
+	*list = grown;
+	int rc = regcomp(&grown[*n], re, REG_EXTENDED | REG_NOSUB);
+	if (rc != 0) {
+		char why[256];
+		regerror(rc, &grown[*n], why, sizeof why);
+		/* The pattern may be long: keep the message on one line, within msg. */
+		return sp_error_set(err, rc == REG_ESPACE ? SP_ENOMEM : SP_EINVAL,
+				    "invalid regular expression '%.200s': %s", re, why);
+	}
+	(*n)++;
+	return SP_OK;
+}
+
+enum sp_err sp_select_include(struct sp_select *s, const char *re, struct sp_error *err)
+{
+	return add_pattern(&s->include, &s->ninclude, re, "include", err);
+}
+
+enum sp_err sp_select_exclude(struct sp_select *s, const char *re, struct sp_error *err)
+{
+	return add_pattern(&s->exclude, &s->nexclude, re, "exclude", err);
+}
+
+/* Parses the decimal rank at *p (digits only) and advances *p past it.
+ * Returns 0, or -1 with err set naming `item` (the comma-separated part). */
+static int parse_rank(const char **p, int *out, const char *spec, const char *item, size_t ilen,
+		      struct sp_error *err)
+{
+	const char *q = *p;
+	long long v = 0;
+	if (*q == '-' || *q == '+') {
+		sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': '%.*s': ranks are "
+			     "numbers from 0", spec, (int)ilen, item);
+		return -1;
+	}
+	if (*q < '0' || *q > '9') {
+		sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': '%.*s' is not a rank "
+			     "or a range like 0-3", spec, (int)ilen, item);
+		return -1;
+	}
+	for (; *q >= '0' && *q <= '9'; q++) {
+		v = v * 10 + (*q - '0');
+		if (v > INT_MAX) {
+			sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': '%.*s': rank too "
+				     "large", spec, (int)ilen, item);
+			return -1;
+		}
+	}
+	*out = (int)v;
+	*p = q;
+	return 0;
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+enum sp_err sp_select_ranks(struct sp_select *s, const char *spec, struct sp_error *err)
+{
+	enum sp_err rc = SP_OK;
+	int *all = NULL;
+	if (!spec || !*spec)
+		return sp_error_set(err, SP_EINVAL, "empty rank list; give ranks like 0-3,5");
+	/* First pass: check every part and count the ranks, so nothing is
+	 * added when any part is bad. */
+	size_t count = s->nranks;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t n = s->nranks;
+		const char *p = spec;
+		for (;;) {
+			const char *item = p;
+			size_t ilen = strcspn(p, ",");
+			int lo, hi;
+			if (ilen == 0) {
+				rc = sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': an "
+						  "empty part", spec);
+				goto out;
+			}
+			if (parse_rank(&p, &lo, spec, item, ilen, err) != 0) {
+				rc = SP_EINVAL;
+				goto out;
+			}
+			hi = lo;
+			if (*p == '-') {
+				p++;
+				if (parse_rank(&p, &hi, spec, item, ilen, err) != 0) {
+					rc = SP_EINVAL;
+					goto out;
+				}
+			}
+			if (*p != ',' && *p != '\0') {
+				rc = sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': '%.*s' "
+						  "is not a rank or a range like 0-3", spec,
+						  (int)ilen, item);
+				goto out;
+			}
+			if (hi < lo) {
+				rc = sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': the "
+						  "range '%.*s' runs backwards", spec, (int)ilen,
+						  item);
+				goto out;
+			}
+			if ((size_t)hi - (size_t)lo + 1 > MAX_RANKS - (n < MAX_RANKS ? n : MAX_RANKS)) {
+				rc = sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': more "
+						  "than %d ranks", spec, MAX_RANKS);
+				goto out;
+			}
+			if (pass == 1)
+				for (long long r = lo; r <= hi; r++)
+					all[n++] = (int)r;
+			else
+				n += (size_t)hi - (size_t)lo + 1;
+			if (*p == '\0')
+				break;
+			p++;
+			if (*p == '\0') {
+				rc = sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': an "
+						  "empty part", spec);
+				goto out;
+			}
+		}
+		if (pass == 0) {
+			count = n;
+			all = malloc(count * sizeof *all);
+			if (!all) {
+				rc = sp_error_set(err, SP_ENOMEM, "out of memory for rank list '%.100s'",
+						  spec);
+				goto out;
+			}
+			if (s->nranks)
+				memcpy(all, s->ranks, s->nranks * sizeof *all);
+		}
+	}
+	qsort(all, count, sizeof *all, int_cmp);
+	size_t u = 0;
+	for (size_t i = 0; i < count; i++)
+		if (u == 0 || all[u - 1] != all[i])
+			all[u++] = all[i];
+	int *fit = realloc(all, u * sizeof *fit);
+	if (fit)
+		all = fit;
+	free(s->ranks);
+	s->ranks = all;
+	s->nranks = u;
+	all = NULL;
+out:
+	free(all);
+	return rc;
+}
+
+int sp_select_region(const struct sp_select *s, const char *name)
+{
+	if (!s)
+		return 1;
+	for (size_t i = 0; i < s->nexclude; i++)
+		if (regexec(&s->exclude[i], name, 0, NULL, 0) == 0)
+			return 0;
+	if (s->ninclude == 0)
+		return 1;
+	for (size_t i = 0; i < s->ninclude; i++)
+		if (regexec(&s->include[i], name, 0, NULL, 0) == 0)
+			return 1;
+	return 0;
+}
+
+int sp_select_rank(const struct sp_select *s, int rank)
+{
+	if (!s || s->nranks == 0)
+		return 1;
+	return bsearch(&rank, s->ranks, s->nranks, sizeof *s->ranks, int_cmp) != NULL;
+}
+
+void sp_select_free(struct sp_select *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->ninclude; i++)
+		regfree(&s->include[i]);
+	for (size_t i = 0; i < s->nexclude; i++)
+		regfree(&s->exclude[i]);
+	free(s->include);
+	free(s->exclude);
+	free(s->ranks);
+	*s = (struct sp_select){0};
+}
