@@ -61,8 +61,9 @@ static void export_usage(FILE *out)
 		"          (Perfetto, chrome://tracing)\n"
 		"  folded  'a;b;c self_ns' per call stack, merged over ranks (flamegraph.pl,\n"
 		"          speedscope); ';' in a region name becomes ':'\n"
-		"Times are relative to each rank's run start (the first region entry when\n"
-		"the file has none). Calls come region by region, then rank, then call\n"
+		"Times are relative to the run's start, the earliest over the ranks (the\n"
+		"first region entry when the file has none), one axis for all ranks, as\n"
+		"the Python read API has it. Calls come region by region, then rank, then call\n"
 		"order. csv, json and chrome hold a slice of the file in memory at a time;\n"
 		"folded holds one rank's calls (24 bytes each).\n"
 		"\n"
@@ -345,8 +346,15 @@ static enum sp_err plan(struct exporter *x)
 			}
 		}
 	}
+	/* One time axis for all ranks, as the Python read API has it: the
+	 * earliest run start, or the first region entry when none is known. */
+	int64_t origin = SP_NO_TIME;
 	for (size_t r = 0; r < p->nranks; r++)
-		x->origin[r] = p->ranks[r].run_start_ns != SP_NO_TIME ? p->ranks[r].run_start_ns : first;
+		if (p->ranks[r].run_start_ns != SP_NO_TIME &&
+		    (origin == SP_NO_TIME || p->ranks[r].run_start_ns < origin))
+			origin = p->ranks[r].run_start_ns;
+	for (size_t r = 0; r < p->nranks; r++)
+		x->origin[r] = origin != SP_NO_TIME ? origin : first;
 	x->nentries = n;
 	qsort(x->entries, n, sizeof *x->entries, entry_cmp);
 	for (size_t i = 0; i < n; i++) {
