@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -265,12 +266,62 @@ out:
 	return rc;
 }
 
+/* An event column of n elements of size sz, or NULL: large ones aligned
+ * to 2 MiB and marked for transparent huge pages, so reading 16 MB costs a
+ * handful of page faults instead of four thousand (numpy does the same for
+ * h5py). Freed with free(). */
+static void *alloc_column(size_t n, size_t sz)
+{
+	if (n > SIZE_MAX / sz)
+		return NULL;
+	size_t bytes = n * sz;
+	const size_t huge = (size_t)2 << 20;
+	if (bytes < 2 * huge)
+		return malloc(bytes ? bytes : 1);
+	void *p = NULL;
+	if (posix_memalign(&p, huge, bytes) != 0)
+		return NULL;
+	madvise(p, bytes, MADV_HUGEPAGE);   /* a hint; failure is harmless */
+	return p;
+}
+
 /* Allocates n elements of size sz (at least one byte), or NULL. */
 static void *alloc_n(size_t n, size_t sz)
 {
 	if (n > SIZE_MAX / sz)
 		return NULL;
 	return malloc(n ? n * sz : 1);
+}
+
+/* The validation of a full read, in blocks the compiler vectorises: a
+ * block whose longest call is under 2^40 ns (18 minutes) sums in 64 bits
+ * without wrapping; a block with longer calls is summed exactly. Sets *bad
+ * when a call ends before it starts, and *sum to the total duration. */
+#define CHECK_BLOCK 4096
+static void check_events(const int64_t *starts, const int64_t *ends, size_t n, int *bad,
+			 __int128 *sum)
+{
+	for (size_t c = 0; c < n; c += CHECK_BLOCK) {
+		size_t m = n - c < CHECK_BLOCK ? n - c : CHECK_BLOCK;
+		const int64_t *s = starts + c, *e = ends + c;
+		uint64_t b = 0, mx = 0, total = 0;
+		for (size_t i = 0; i < m; i++) {
+			uint64_t d = (uint64_t)e[i] - (uint64_t)s[i];
+			b |= (uint64_t)(e[i] < s[i]);
+			mx = d > mx ? d : mx;
+			total += d;
+		}
+		if (b) {
+			*bad = 1;
+			return;
+		}
+		if (mx < ((uint64_t)1 << 40)) {
+			*sum += total;
+		} else {
+			for (size_t i = 0; i < m; i++)
+				*sum += (__int128)e[i] - s[i];
+		}
+	}
 }
 
 /* Loads a region's event columns and checks every call has end >= start and
@@ -293,7 +344,8 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 		goto out;
 	}
 	size_t n = (size_t)ns;
-	if ((hsize_t)n != ns || !(starts = alloc_n(n, sizeof *starts)) || !(ends = alloc_n(n, sizeof *ends))) {
+	if ((hsize_t)n != ns || !(starts = alloc_column(n, sizeof *starts)) ||
+	    !(ends = alloc_column(n, sizeof *ends))) {
 		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %llu events", ctx, (unsigned long long)ns);
 		goto out;
 	}
@@ -302,15 +354,11 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 		rc = rfail(r, SP_ECORRUPT, "%s: cannot read the event columns", ctx);
 		goto out;
 	}
-	/* One branch-free pass (it vectorises): every call ends no earlier than
-	 * it starts, and the durations add up within 64 bits, so every single
-	 * duration does too. The slow search for the culprit runs on error only. */
+	/* Every call ends no earlier than it starts, and the durations add up
+	 * within 64 bits, so every single duration does too. */
 	int bad = 0;
 	__int128 sum = 0;
-	for (size_t i = 0; i < n; i++) {
-		bad |= ends[i] < starts[i];
-		sum += (__int128)ends[i] - starts[i];
-	}
+	check_events(starts, ends, n, &bad, &sum);
 	if (bad) {
 		size_t i = 0;
 		while (ends[i] >= starts[i])
@@ -330,7 +378,7 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 			goto out;
 		if (nl != ns)
 			rc = rfail(r, SP_ECORRUPT, "%s: lanes and start_times differ in length", ctx);
-		else if (!(lanes = alloc_n(n, sizeof *lanes)))
+		else if (!(lanes = alloc_column(n, sizeof *lanes)))
 			rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu lanes", ctx, n);
 		else if (n && H5Dread(dl, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, lanes) < 0)
 			rc = rfail(r, SP_ECORRUPT, "%s: cannot read the lanes column", ctx);
