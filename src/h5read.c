@@ -293,10 +293,12 @@ static void *alloc_n(size_t n, size_t sz)
 	return malloc(n ? n * sz : 1);
 }
 
-/* The validation of a full read, in blocks the compiler vectorises: a
- * block whose longest call is under 2^40 ns (18 minutes) sums in 64 bits
- * without wrapping; a block with longer calls is summed exactly. Sets *bad
- * when a call ends before it starts, and *sum to the total duration. */
+/* The validation of a full read, in blocks the compiler vectorises (only
+ * 64-bit subtract, or and add): a block whose every end - start, taken as
+ * unsigned, is under 2^40 ns (18 minutes) has no call ending before it
+ * starts and sums in 64 bits without wrapping; any other block is checked
+ * and summed exactly. Sets *bad when a call ends before it starts, and
+ * *sum to the total duration. */
 #define CHECK_BLOCK 4096
 static void check_events(const int64_t *starts, const int64_t *ends, size_t n, int *bad,
 			 __int128 *sum)
@@ -304,22 +306,22 @@ static void check_events(const int64_t *starts, const int64_t *ends, size_t n, i
 	for (size_t c = 0; c < n; c += CHECK_BLOCK) {
 		size_t m = n - c < CHECK_BLOCK ? n - c : CHECK_BLOCK;
 		const int64_t *s = starts + c, *e = ends + c;
-		uint64_t b = 0, mx = 0, total = 0;
+		uint64_t bits = 0, total = 0;
 		for (size_t i = 0; i < m; i++) {
 			uint64_t d = (uint64_t)e[i] - (uint64_t)s[i];
-			b |= (uint64_t)(e[i] < s[i]);
-			mx = d > mx ? d : mx;
+			bits |= d;
 			total += d;
 		}
-		if (b) {
-			*bad = 1;
-			return;
-		}
-		if (mx < ((uint64_t)1 << 40)) {
+		if (bits < ((uint64_t)1 << 40)) {
 			*sum += total;
-		} else {
-			for (size_t i = 0; i < m; i++)
-				*sum += (__int128)e[i] - s[i];
+			continue;
+		}
+		for (size_t i = 0; i < m; i++) {
+			if (e[i] < s[i]) {
+				*bad = 1;
+				return;
+			}
+			*sum += (__int128)e[i] - s[i];
 		}
 	}
 }
