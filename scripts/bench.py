@@ -280,9 +280,9 @@ for n in (100_000, 1_000_000):
         with h5py.File(path) as f:
             g = f["rank0/regions/io"]
             g["start_times"][:], g["end_times"][:]
-    ours = best(lambda: sp._read(path, True))
+    ours = best(lambda: sp.read_h5(path))
     peer = best(h5py_read)
-    summary = best(lambda: sp._read(path, False))
+    summary = best(lambda: sp.read_h5_summary(path))
     out[n] = {"ours": ours / n, "h5py": peer / n, "summary_ms": summary / 1e6}
 print(json.dumps(out))
 '''

@@ -341,8 +341,8 @@ out:
 static PyObject *res_read(PyObject *m, PyObject *args)
 {
 	PyObject *path_obj, *path_bytes = NULL, *res = NULL;
-	int events;
-	if (!PyArg_ParseTuple(args, "Op:_read", &path_obj, &events))
+	int events, render = 1;
+	if (!PyArg_ParseTuple(args, "Op|p:_read", &path_obj, &events, &render))
 		return NULL;
 	if (!PyUnicode_FSConverter(path_obj, &path_bytes))
 		return NULL;
@@ -360,7 +360,7 @@ static PyObject *res_read(PyObject *m, PyObject *args)
 		goto out;
 	}
 	PyObject *data = profile_to_py(p);
-	PyObject *summary = data ? render_str(p, path, 0) : NULL;
+	PyObject *summary = !data ? NULL : render ? render_str(p, path, 0) : Py_NewRef(Py_None);
 	if (data && summary)
 		res = PyTuple_Pack(2, data, summary);
 	Py_XDECREF(data);

@@ -469,27 +469,30 @@ class ProfilingResults:
         # Region order: the order of first entry, as a run unfolds.
         ordered = sorted(regions.items(), key=lambda kv: min(
             (r.first_start_ns for r in kv[1].values() if r.num_calls), default=0))
-        self._regions = {name: MPIRegion(name, per, self) for name, per in ordered}
+        # name -> {rank: Region}; MPIRegion views are made on access, so
+        # results and regions hold no reference cycle and a result's memory
+        # goes back as soon as it is dropped.
+        self._per_region = dict(ordered)
         self._stacks = {}
 
     def __getitem__(self, name):
-        return self._regions[name]
+        return MPIRegion(name, self._per_region[name], self)
 
     def __contains__(self, name):
-        return name in self._regions
+        return name in self._per_region
 
     def __iter__(self):
-        return iter(self._regions.values())
+        return iter(self.get_regions())
 
     def __len__(self):
-        return len(self._regions)
+        return len(self._per_region)
 
     def get_regions(self):
-        return list(self._regions.values())
+        return [MPIRegion(n, per, self) for n, per in self._per_region.items()]
 
     @property
     def region_names(self):
-        return list(self._regions)
+        return list(self._per_region)
 
     @property
     def ranks(self):
@@ -507,13 +510,13 @@ class ProfilingResults:
         return min(starts) / _NS if starts else None
 
     def _first_start_ns(self):
-        starts = [r.first_start_ns for m in self._regions.values()
-                  for r in m._per_rank.values() if r.num_calls]
+        starts = [r.first_start_ns for per in self._per_region.values()
+                  for r in per.values() if r.num_calls]
         return min(starts) if starts else None
 
     def _last_end_ns(self):
-        ends = [r.last_end_ns for m in self._regions.values()
-                for r in m._per_rank.values() if r.num_calls]
+        ends = [r.last_end_ns for per in self._per_region.values()
+                for r in per.values() if r.num_calls]
         return max(ends) if ends else None
 
     @property
@@ -565,8 +568,8 @@ class ProfilingResults:
         if rank in self._stacks:
             return self._stacks[rank]
         calls = []
-        for name, m in self._regions.items():
-            r = m._per_rank.get(rank)
+        for name, per in self._per_region.items():
+            r = per.get(rank)
             if r is None or not r.num_calls:
                 continue
             r._need_events()
@@ -606,11 +609,11 @@ class ProfilingResults:
     def _events(self, names, ranks, relative, origin):
         base = self._origin_ns(relative, origin)
         rank_set = None if ranks is None else set(_as_list(ranks))
-        with_lanes = any(r.lanes is not None for m in self._regions.values()
-                         for r in m._per_rank.values())
+        with_lanes = any(r.lanes is not None for per in self._per_region.values()
+                         for r in per.values())
         out = []
         for name in names:
-            m = self._regions[name]
+            m = self[name]
             for rank in m.ranks:
                 if rank_set is not None and rank not in rank_set:
                     continue
@@ -635,7 +638,7 @@ class ProfilingResults:
 
         inc = [re.compile(p) for p in _as_list(include) or []]
         exc = [re.compile(p) for p in _as_list(exclude) or []]
-        return [n for n in self._regions
+        return [n for n in self._per_region
                 if (not inc or any(p.search(n) for p in inc))
                 and not any(p.search(n) for p in exc)]
 
@@ -664,17 +667,21 @@ class ProfilingResults:
         return pandas.DataFrame(events, columns=columns)
 
     def print_summary(self, file=None, suppress_notes=False):
+        """The summary `scope-profiler summary` prints (rendered on demand
+        from the file: a summary-only read)."""
+        if self._summary is None and self.file_path is not None:
+            self._summary = _read(_os.fspath(self.file_path), False, True)[1]
         (file or _sys.stdout).write(self._summary or "")
 
     def __repr__(self):
         name = self.file_path.name if self.file_path is not None else "(in memory)"
-        return (f"<ProfilingResults {name!r}: {len(self._regions)} region(s), "
+        return (f"<ProfilingResults {name!r}: {len(self._per_region)} region(s), "
                 f"{len(self._ranks)} rank(s)>")
 
 
 def read_h5(path):
     """Read a profile with all its events."""
-    data, summary = _read(_os.fspath(path), True)
+    data, summary = _read(_os.fspath(path), True, False)
     return ProfilingResults(data, path, summary)
 
 
@@ -683,5 +690,5 @@ load = read_h5
 
 def read_h5_summary(path):
     """Read a profile's per-region summaries only: cost independent of events."""
-    data, summary = _read(_os.fspath(path), False)
+    data, summary = _read(_os.fspath(path), False, False)
     return ProfilingResults(data, path, summary)
