@@ -35,6 +35,7 @@ LIB_SRC := src/error.c src/profile.c src/tree.c src/recorder.c src/filter.c \
            src/h5write.c src/h5read.c src/render.c
 LIB_SRC += src/render_lines.c
 LIB_SRC += src/select.c
+LIB_SRC += src/analysis.c
 # The executable: the command table, the commands, the embedded interpreter.
 CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c src/pyresults.c src/tracer.c src/linetrace.c
 CLI_SRC += src/cmd_export.c

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sp_clock.h"
+#include "sp_analysis.h"
 #include "sp_cmd.h"
 #include "sp_h5.h"
 #include "sp_render.h"
@@ -132,27 +133,6 @@ static int entry_cmp(const void *x, const void *y)
 	return (a->rank > b->rank) - (a->rank < b->rank);
 }
 
-/* The run span of one rank: its recorded run, else first entry to last exit. */
-static int64_t rank_span(const struct sp_rank *rk)
-{
-	int64_t first = rk->run_start_ns, last = rk->run_end_ns;
-	if (first == SP_NO_TIME || last == SP_NO_TIME) {
-		first = INT64_MAX;
-		last = INT64_MIN;
-		for (size_t i = 0; i < rk->nregions; i++) {
-			const struct sp_stats *st = &rk->regions[i].stats;
-			if (st->num_calls <= 0 || st->first_start_ns == SP_NO_TIME ||
-			    st->last_end_ns == SP_NO_TIME)
-				continue;
-			first = st->first_start_ns < first ? st->first_start_ns : first;
-			last = st->last_end_ns > last ? st->last_end_ns : last;
-		}
-	}
-	int64_t s;
-	if (first > last || __builtin_sub_overflow(last, first, &s))
-		return 0;
-	return s;
-}
 
 /* Merges the selected regions of the selected ranks of f->p by name into
  * f->regions. Returns 0, or 1 after printing the error. */
@@ -172,7 +152,7 @@ static int collect(struct file *f, const struct sp_select *sel)
 		if (p->ranks[r].nregions > SIZE_MAX / sizeof *e - total)
 			goto nomem;
 		total += p->ranks[r].nregions;
-		int64_t s = rank_span(&p->ranks[r]);
+		int64_t s = sp_rank_span(&p->ranks[r]);
 		f->span = s > f->span ? s : f->span;
 	}
 	if (f->nranks == 0) {

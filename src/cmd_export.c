@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sp_clock.h"
+#include "sp_analysis.h"
 #include "sp_cmd.h"
 #include "sp_h5.h"
 #include "sp_render.h"
@@ -346,13 +347,8 @@ static enum sp_err plan(struct exporter *x)
 			}
 		}
 	}
-	/* One time axis for all ranks, as the Python read API has it: the
-	 * earliest run start, or the first region entry when none is known. */
-	int64_t origin = SP_NO_TIME;
-	for (size_t r = 0; r < p->nranks; r++)
-		if (p->ranks[r].run_start_ns != SP_NO_TIME &&
-		    (origin == SP_NO_TIME || p->ranks[r].run_start_ns < origin))
-			origin = p->ranks[r].run_start_ns;
+	/* One time axis for all ranks, as the Python read API has it. */
+	int64_t origin = sp_profile_time_origin(p);
 	for (size_t r = 0; r < p->nranks; r++)
 		x->origin[r] = origin != SP_NO_TIME ? origin : first;
 	x->nentries = n;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sp_clock.h"
+#include "sp_analysis.h"
 #include "sp_render.h"
 
 /* A table is as narrow as its names allow; its name column may always grow to
@@ -65,13 +66,6 @@ static int64_t add_sat(int64_t a, int64_t b)
 	return r;
 }
 
-static int64_t sub_sat(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_sub_overflow(a, b, &r))
-		return a > b ? INT64_MAX : INT64_MIN;
-	return r;
-}
 
 /* FNV-1a of the name, mixed with the parent. */
 static size_t name_hash(int32_t parent, const char *s)
@@ -372,26 +366,6 @@ static enum sp_err merge_regions(struct view *v, enum sp_render_sort sort, int w
 	return SP_OK;
 }
 
-/* The run span of one rank: its recorded run, else first entry to last exit. */
-static int64_t rank_span(const struct sp_rank *rk)
-{
-	int64_t s;
-	if (rk->run_start_ns != SP_NO_TIME && rk->run_end_ns != SP_NO_TIME) {
-		s = sub_sat(rk->run_end_ns, rk->run_start_ns);
-	} else {
-		int64_t first = INT64_MAX, last = INT64_MIN;
-		for (size_t i = 0; i < rk->nregions; i++) {
-			const struct sp_stats *st = &rk->regions[i].stats;
-			if (st->num_calls <= 0 || st->first_start_ns == SP_NO_TIME ||
-			    st->last_end_ns == SP_NO_TIME)
-				continue;
-			first = st->first_start_ns < first ? st->first_start_ns : first;
-			last = st->last_end_ns > last ? st->last_end_ns : last;
-		}
-		s = first <= last ? sub_sat(last, first) : 0;
-	}
-	return s > 0 ? s : 0;
-}
 
 /* ---- text --------------------------------------------------------------- */
 
@@ -896,7 +870,7 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 	if (rc != SP_OK)
 		goto out;
 	for (size_t r = 0; r < v.p->nranks; r++) {
-		int64_t s = rank_span(&v.p->ranks[r]);
+		int64_t s = sp_rank_span(&v.p->ranks[r]);
 		v.span = s > v.span ? s : v.span;
 	}
 	if (json) {

@@ -1,0 +1,107 @@
+/* test_analysis.c - unit tests of the time axis, per-rank totals, imbalance
+ * and self time (sp_analysis.h). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sp_analysis.h"
+#include "sp_clock.h"
+
+static struct sp_region_data region(const char *name, int64_t calls, int64_t total, int64_t first,
+				    int64_t last)
+{
+	struct sp_region_data rd = {0};
+	rd.name = (char *)name;
+	rd.stats.num_calls = calls;
+	rd.stats.total_ns = total;
+	rd.stats.first_start_ns = first;
+	rd.stats.last_end_ns = last;
+	return rd;
+}
+
+static void test_time_axis(void **state)
+{
+	struct sp_region_data r0[] = {region("solve", 3, 650, 1000, 2200), region("io", 1, 50, 900, 950)};
+	struct sp_region_data r1[] = {region("solve", 3, 1040, 1100, 2500)};
+	struct sp_rank ranks[] = {
+		{.rank = 0, .run_start_ns = 500, .run_end_ns = 3000, .nregions = 2, .regions = r0},
+		{.rank = 1, .run_start_ns = 450, .run_end_ns = 2900, .nregions = 1, .regions = r1},
+	};
+	struct sp_profile p = {.format_version = 1, .nranks = 2, .ranks = ranks};
+	assert_int_equal(sp_rank_first_start(&ranks[0]), 900);
+	assert_int_equal(sp_rank_last_end(&ranks[0]), 2200);
+	assert_int_equal(sp_rank_span(&ranks[0]), 2500);          /* the recorded run */
+	assert_int_equal(sp_profile_time_origin(&p), 450);        /* earliest run start */
+	assert_int_equal(sp_profile_time_span(&p), 2500 - 900);   /* first entry to last exit */
+	assert_int_equal(sp_profile_startup(&p), 900 - 450);
+	/* Without run starts: the first region entry is the origin. */
+	ranks[0].run_start_ns = ranks[1].run_start_ns = SP_NO_TIME;
+	ranks[0].run_end_ns = ranks[1].run_end_ns = SP_NO_TIME;
+	assert_int_equal(sp_profile_time_origin(&p), 900);
+	assert_int_equal(sp_profile_startup(&p), SP_NO_TIME);
+	assert_int_equal(sp_rank_span(&ranks[0]), 2200 - 900);
+	/* An empty profile. */
+	struct sp_profile empty = {0};
+	assert_int_equal(sp_profile_time_origin(&empty), SP_NO_TIME);
+	assert_int_equal(sp_profile_time_span(&empty), 0);
+}
+
+static void test_hostile_times_do_not_overflow(void **state)
+{
+	struct sp_region_data r[] = {region("x", 1, 0, INT64_MIN + 1, INT64_MAX)};
+	struct sp_rank rk = {.run_start_ns = SP_NO_TIME, .run_end_ns = SP_NO_TIME, .nregions = 1, .regions = r};
+	assert_int_equal(sp_rank_span(&rk), 0);
+}
+
+static void test_rank_totals_and_imbalance(void **state)
+{
+	/* The two-rank file of the seed page: 0.65 s and 1.04 s, 1.60x. */
+	struct sp_region_data r0[] = {region("solve", 3, 650000000, 0, 1), region("io", 1, 5, 0, 1)};
+	struct sp_region_data r1[] = {region("solve", 3, 1040000000, 0, 1)};
+	struct sp_rank ranks[] = {{.rank = 0, .nregions = 2, .regions = r0},
+				  {.rank = 1, .nregions = 1, .regions = r1}};
+	struct sp_profile p = {.nranks = 2, .ranks = ranks};
+	int64_t totals[2];
+	assert_int_equal(sp_region_rank_totals(&p, "solve", totals), 2);
+	assert_int_equal(totals[0], 650000000);
+	assert_int_equal(totals[1], 1040000000);
+	assert_true(fabs(sp_imbalance(totals, 2) - 1.6) < 1e-12);
+	assert_int_equal(sp_region_rank_totals(&p, "io", totals), 1);
+	assert_int_equal(totals[1], 0);
+	assert_true(isinf(sp_imbalance(totals, 2)));
+	assert_int_equal(sp_region_rank_totals(&p, "absent", totals), 0);
+	int64_t zeros[] = {0, 0};
+	assert_true(sp_imbalance(zeros, 2) == 1.0);
+	assert_true(sp_imbalance(NULL, 0) == 1.0);
+}
+
+static void test_self_time(void **state)
+{
+	struct sp_tree_node tree[] = {
+		{.parent = -1, .region = 0, .calls = 6, .total_ns = 1000},
+		{.parent = 0, .region = 1, .calls = 6, .total_ns = 300},
+		{.parent = 0, .region = 2, .calls = 6, .total_ns = 650},
+		{.parent = 2, .region = 1, .calls = 1, .total_ns = 700},   /* inconsistent: clamps */
+	};
+	struct sp_rank rk = {.ntree = 4, .tree = tree};
+	assert_int_equal(sp_tree_self_ns(&rk, 0), 50);
+	assert_int_equal(sp_tree_self_ns(&rk, 1), 300);
+	assert_int_equal(sp_tree_self_ns(&rk, 2), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_time_axis),
+		cmocka_unit_test(test_hostile_times_do_not_overflow),
+		cmocka_unit_test(test_rank_totals_and_imbalance),
+		cmocka_unit_test(test_self_time),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
