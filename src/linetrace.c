@@ -360,9 +360,10 @@ int sp_linetrace_collect(struct sp_rank *rk)
 	return 0;
 }
 
-/* A generator of a chosen generator function: its frame runs at each
+/* A generator (or coroutine) of a chosen function: its frame runs at each
  * next()/send()/throw(), outside the call that created it, so each of
- * those holds the hook. */
+ * those holds the hook. A coroutine's wrapper is also awaitable (asyncio
+ * drives it with send(), an await with next()). */
 typedef struct {
 	PyObject_HEAD
 	PyObject *gen;
@@ -387,9 +388,24 @@ static PyObject *lg_iternext(PyObject *self)
 {
 	if (sp_linetrace_hold() != 0)
 		return NULL;
-	PyObject *r = Py_TYPE(((LineGen *)self)->gen)->tp_iternext(((LineGen *)self)->gen);
+	/* send(None), which generators and coroutines both take; a return
+	 * value travels in StopIteration, as an await needs it. */
+	PyObject *res = NULL;
+	PySendResult how = PyIter_Send(((LineGen *)self)->gen, Py_None, &res);
 	sp_linetrace_release();
-	return r;
+	if (how == PYGEN_NEXT)
+		return res;
+	if (how == PYGEN_RETURN) {
+		if (res != Py_None) {
+			PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, res);
+			if (stop) {
+				PyErr_SetObject(PyExc_StopIteration, stop);
+				Py_DECREF(stop);
+			}
+		}
+		Py_DECREF(res);
+	}
+	return NULL;
 }
 
 /* send/throw/close: the generator's own method, under a hold. */
@@ -440,6 +456,27 @@ static PyMethodDef lg_methods[] = {
 	{NULL},
 };
 
+static PyObject *lg_await(PyObject *self)
+{
+	return Py_NewRef(self);
+}
+
+static PyAsyncMethods lg_async = {.am_await = lg_await};
+
+static PyTypeObject LineCoroType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler._LineTimedCoroutine",
+	.tp_basicsize = sizeof(LineGen),
+	.tp_dealloc = lg_dealloc,
+	.tp_as_async = &lg_async,
+	.tp_getattro = lg_getattro,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	.tp_traverse = lg_traverse,
+	.tp_iter = PyObject_SelfIter,
+	.tp_iternext = lg_iternext,
+	.tp_methods = lg_methods,
+};
+
 static PyTypeObject LineGenType = {
 	PyVarObject_HEAD_INIT(NULL, 0)
 	.tp_name = "scope_profiler._LineTimedGenerator",
@@ -455,13 +492,14 @@ static PyTypeObject LineGenType = {
 
 PyObject *sp_linetrace_wrap_result(PyObject *func, PyObject *res)
 {
-	if (!res || !PyGen_CheckExact(res) || !PyFunction_Check(func))
+	if (!res || !(PyGen_CheckExact(res) || PyCoro_CheckExact(res)) || !PyFunction_Check(func))
 		return res;
-	if (PyType_Ready(&LineGenType) < 0) {
+	PyTypeObject *type = PyCoro_CheckExact(res) ? &LineCoroType : &LineGenType;
+	if (PyType_Ready(type) < 0) {
 		Py_DECREF(res);
 		return NULL;
 	}
-	LineGen *lg = PyObject_GC_New(LineGen, &LineGenType);
+	LineGen *lg = PyObject_GC_New(LineGen, type);
 	if (!lg) {
 		Py_DECREF(res);
 		return NULL;

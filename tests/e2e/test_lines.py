@@ -256,3 +256,54 @@ except ValueError as e:
     proc = sp("run", "-q", "--no-output", script)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("refused: use_line_profiler and recursive_profile")
+
+
+ASYNC_TARGETS = '''
+import asyncio
+
+async def fetch(n):
+    total = 0
+    for i in range(n):
+        await asyncio.sleep(0)
+        total += i
+    return total
+'''
+
+
+def test_coroutines_are_line_timed_at_each_step(sp):
+    sp.script(ASYNC_TARGETS, name="atargets.py")
+    runner = '''
+import asyncio
+import atargets
+async def main():
+    a, b = await asyncio.gather(atargets.fetch(3), atargets.fetch(4))
+    return a + b + await atargets.fetch(2)
+'''
+    ref = sp.script(runner + '''
+import json, sys
+counts = {}
+def tracer(frame, event, arg):
+    if frame.f_code is not atargets.fetch.__code__:
+        return None
+    if event == "line":
+        counts[frame.f_lineno] = counts.get(frame.f_lineno, 0) + 1
+    return tracer
+sys.settrace(tracer)
+total = asyncio.run(main())
+sys.settrace(None)
+print(json.dumps({"total": total, "counts": counts}))
+''', name="aref.py")
+    expected = json.loads(subprocess.run([PYTHON, ref], capture_output=True, text=True,
+                                         cwd=sp.tmp, check=True).stdout)
+    prof = sp.script('''
+import scope_profiler as sp
+import atargets
+atargets.fetch = sp.profile("fetch")(atargets.fetch)
+''' + runner + '''
+print(asyncio.run(main()))
+''', name="aprof.py")
+    proc = sp("run", "--line-profile", "-q", "-o", "a.h5", prof)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) == expected["total"] == 10
+    got = line_tables(sp.tmp / "a.h5")["fetch"]
+    assert {str(k): v for k, v in got.items()} == expected["counts"]
