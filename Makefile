@@ -105,8 +105,11 @@ unit-build: $(UNIT_BIN)
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; \
-		case $$t in */test_tracer) leaks=detect_leaks=0;; *) leaks=;; esac; \
-		ASAN_OPTIONS="$$ASAN_OPTIONS:$$leaks" CMOCKA_MESSAGE_OUTPUT=stdout ./$$t; done
+		leaks=; supp=; \
+		case $$t in */test_tracer) leaks=detect_leaks=0;; \
+			*/test_fuzz_read) supp=suppressions=$(abspath tests/lsan-hdf5.supp);; esac; \
+		ASAN_OPTIONS="$$ASAN_OPTIONS:$$leaks" LSAN_OPTIONS="$$supp" \
+		CMOCKA_MESSAGE_OUTPUT=stdout ./$$t; done
 
 e2e: $(BIN)
 	SCOPE_PROFILER=$(abspath $(BIN)) $(PYTHON) -m pytest -q tests/e2e
