@@ -603,16 +603,10 @@ int cmd_diff(int argc, char **argv)
 			break;
 		case OPT_INCLUDE:
 		case OPT_EXCLUDE:
-			if ((c == OPT_INCLUDE ? sp_select_include : sp_select_exclude)(&sel, optarg, &err)
-			    != SP_OK) {
-				sp_cmd_error(CMD, "--%s: %s", c == OPT_INCLUDE ? "include" : "exclude",
-					     err.msg);
-				goto out;
-			}
-			break;
 		case OPT_RANKS:
-			if (sp_select_ranks(&sel, optarg, &err) != SP_OK) {
-				sp_cmd_error(CMD, "--ranks: %s", err.msg);
+			if (sp_select_option(&sel, c == OPT_INCLUDE ? 'i' : c == OPT_EXCLUDE ? 'e' : 'r',
+					     optarg, &err) != SP_OK) {
+				sp_cmd_error(CMD, "%s", err.msg);
 				goto out;
 			}
 			break;

@@ -1008,9 +1008,8 @@ int cmd_export(int argc, char **argv)
 		case OPT_INCLUDE:
 		case OPT_EXCLUDE:
 		case OPT_RANKS:
-			rc = c == OPT_INCLUDE ? sp_select_include(&sel, optarg, &err)
-			   : c == OPT_EXCLUDE ? sp_select_exclude(&sel, optarg, &err)
-					      : sp_select_ranks(&sel, optarg, &err);
+			rc = sp_select_option(&sel, c == OPT_INCLUDE ? 'i' : c == OPT_EXCLUDE ? 'e' : 'r',
+					      optarg, &err);
 			if (rc != SP_OK) {
 				sp_cmd_error(CMD, "%s", err.msg);
 				status = rc == SP_ENOMEM ? 1 : SP_EXIT_USAGE;

@@ -2,6 +2,7 @@
  * regular expressions and --ranks lists (see sp_select.h). */
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,4 +211,18 @@ void sp_select_free(struct sp_select *s)
 	free(s->exclude);
 	free(s->ranks);
 	*s = (struct sp_select){0};
+}
+
+enum sp_err sp_select_option(struct sp_select *s, int option, const char *arg, struct sp_error *err)
+{
+	const char *name = option == 'i' ? "include" : option == 'e' ? "exclude" : "ranks";
+	enum sp_err rc = option == 'i' ? sp_select_include(s, arg, err)
+		       : option == 'e' ? sp_select_exclude(s, arg, err)
+				       : sp_select_ranks(s, arg, err);
+	if (rc != SP_OK && err) {
+		char msg[sizeof err->msg];
+		snprintf(msg, sizeof msg, "%s", err->msg);
+		sp_error_set(err, rc, "--%s: %s", name, msg);
+	}
+	return rc;
 }

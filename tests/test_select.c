@@ -172,6 +172,26 @@ static void test_ranks_errors(void **state)
 	sp_select_free(&s);
 }
 
+/* The command-line form names the option in its message. */
+static void test_select_option(void **state)
+{
+	struct sp_select s = {0};
+	struct sp_error err = {0};
+	assert_int_equal(sp_select_option(&s, 'i', "^solve", &err), SP_OK);
+	assert_int_equal(sp_select_option(&s, 'e', "_b$", &err), SP_OK);
+	assert_int_equal(sp_select_option(&s, 'r', "0-1", &err), SP_OK);
+	assert_true(sp_select_region(&s, "solve_a"));
+	assert_false(sp_select_region(&s, "solve_b"));
+	assert_false(sp_select_region(&s, "io"));
+	assert_true(sp_select_rank(&s, 1));
+	assert_false(sp_select_rank(&s, 2));
+	assert_int_equal(sp_select_option(&s, 'r', "3-1", &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "--ranks: "));
+	assert_int_equal(sp_select_option(&s, 'i', "(", &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "--include: "));
+	sp_select_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -181,6 +201,7 @@ int main(void)
 		cmocka_unit_test(test_bad_pattern),
 		cmocka_unit_test(test_ranks_parse),
 		cmocka_unit_test(test_ranks_errors),
+		cmocka_unit_test(test_select_option),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
