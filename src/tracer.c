@@ -86,8 +86,9 @@ struct open_call {
 /* A thread's stack of traced calls still open: the hook's object. */
 typedef struct {
 	PyObject_HEAD
-	struct open_call *calls;
-	size_t depth, cap;
+	/* calls[0] is a sentinel whose frame is NULL, so the return path needs
+	 * no emptiness check; top points at the innermost open call. */
+	struct open_call *calls, *top, *end;
 } TracerState;
 
 static void ts_dealloc(PyObject *self)
@@ -106,14 +107,15 @@ static PyTypeObject TracerStateType = {
 
 static __attribute__((noinline, cold)) int ts_grow(TracerState *ts)
 {
-	size_t cap = ts->cap ? ts->cap * 2 : 64;
+	size_t used = (size_t)(ts->top - ts->calls), cap = (size_t)(ts->end - ts->calls) * 2;
 	if (cap > PY_SSIZE_T_MAX / sizeof *ts->calls)
 		return -1;
 	struct open_call *c = PyMem_Realloc(ts->calls, cap * sizeof *c);
 	if (!c)
 		return -1;
 	ts->calls = c;
-	ts->cap = cap;
+	ts->top = c + used;
+	ts->end = c + cap - 1;
 	return 0;
 }
 
@@ -168,7 +170,7 @@ static inline int on_call(TracerState *ts, PyFrameObject *frame, int lanes)
 	if (x == SKIP)
 		return 0;
 	RegionObject *r = x;
-	if (__builtin_expect(ts->depth == ts->cap, 0) && ts_grow(ts) != 0) {
+	if (__builtin_expect(ts->top == ts->end, 0) && ts_grow(ts) != 0) {
 		r->buf.dropped++;
 		return 0;
 	}
@@ -179,7 +181,7 @@ static inline int on_call(TracerState *ts, PyFrameObject *frame, int lanes)
 		r = &scratch;
 		i = 0;
 	}
-	struct open_call *c = &ts->calls[ts->depth++];
+	struct open_call *c = ++ts->top;
 	c->frame = frame;
 	c->region = r;
 	c->slot = i;
@@ -196,9 +198,10 @@ static __attribute__((noinline)) int on_return(TracerState *ts, PyFrameObject *f
 	 * on top is this frame's exactly when the pointers match; untraced
 	 * frames and frames that were running before the hook started have
 	 * no entry. No lookup on this path. */
-	if (!ts->depth || ts->calls[ts->depth - 1].frame != frame)
+	struct open_call *c = ts->top;
+	if (c->frame != frame)
 		return 0;
-	struct open_call *c = &ts->calls[--ts->depth];
+	ts->top = c - 1;
 	c->region->buf.ends[c->slot] = sp_clock_ns();
 	return 0;
 }
@@ -273,8 +276,14 @@ int sp_tracer_start_thread(void)
 	PyObject *ts = (PyObject *)PyObject_New(TracerState, &TracerStateType);
 	if (!ts)
 		return -1;
-	((TracerState *)ts)->calls = NULL;
-	((TracerState *)ts)->depth = ((TracerState *)ts)->cap = 0;
+	struct open_call *calls = PyMem_Calloc(64, sizeof *calls);
+	if (!calls) {
+		Py_DECREF(ts);
+		PyErr_NoMemory();
+		return -1;
+	}
+	((TracerState *)ts)->calls = ((TracerState *)ts)->top = calls;   /* the sentinel */
+	((TracerState *)ts)->end = calls + 63;
 	PyEval_SetProfile(active_hook, ts);
 	Py_DECREF(ts);   /* the thread state holds it */
 	return 1;
@@ -284,9 +293,9 @@ int sp_tracer_start_thread(void)
  * not be seen returning); the stack is emptied. */
 static void close_open_calls(TracerState *ts, int64_t now)
 {
-	for (size_t i = 0; i < ts->depth; i++)
-		ts->calls[i].region->buf.ends[ts->calls[i].slot] = now;
-	ts->depth = 0;
+	for (struct open_call *c = ts->calls + 1; c <= ts->top; c++)
+		c->region->buf.ends[c->slot] = now;
+	ts->top = ts->calls;
 }
 
 void sp_tracer_stop_thread(void)
