@@ -387,7 +387,7 @@ def main():
         print(f"{name:<32}{ours:7.1f}  {peer_name:<24}{peer:7.1f}{ratio:7.2f}x{b:>8}")
     print(f"disabled decorator returns the function itself: {d['decorator_returns_function']}")
 
-    io = run_io(args.binary, max(args.repeats // 3, 3))
+    io = run_io(args.binary, args.repeats)
     print()
     print("reading a profile back (read_h5 / summary) beside h5py reading the two columns")
     print(f"{'events':>10}{'ours ns/event':>15}{'h5py ns/event':>15}{'ratio':>8}{'summary ms':>12}")
