@@ -57,7 +57,7 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 # Python sources embedded in the executable (the read API's classes).
-$(BUILD)/obj/pymodule.o: $(BUILD)/sp_pysrc.h
+$(BUILD)/obj/pymodule.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
 $(BUILD)/obj/pymodule.o $(BUILD)/obj/pyresults.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o $(BUILD)/obj/cmd_run.o $(BUILD)/obj/main.o: CPPFLAGS += $(PY_CFLAGS) \
 	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
 # The reader's validation pass over every event is written to vectorise.
@@ -66,6 +66,9 @@ $(BUILD)/obj/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o: ALL_CFLAGS += -fno-plt
 $(BUILD)/sp_pysrc.h: src/scope_profiler_py.py | $(BUILD)/obj
 	cd src && xxd -i scope_profiler_py.py > ../$@.tmp && mv ../$@.tmp ../$@
+# The no-op module the script's Python subprocesses import (see the shim).
+$(BUILD)/sp_pyshim.h: src/scope_profiler_shim.py | $(BUILD)/obj
+	cd src && xxd -i scope_profiler_shim.py > ../$@.tmp && mv ../$@.tmp ../$@
 
 $(LIB): $(LIB_OBJ)
 	$(AR) rcs $@ $^

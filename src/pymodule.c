@@ -21,6 +21,7 @@
 #include "sp_pyregion.h"
 #include "sp_recorder.h"
 #include "sp_pysrc.h"
+#include "sp_pyshim.h"
 
 /* ------------------------------------------------------------------ */
 /* Region objects                                                      */
@@ -729,6 +730,18 @@ static int pf_set_forwarded(PyObject *self, PyObject *value, void *c)
 	return PyDict_DelItemString(pf->dict, (const char *)c);
 }
 
+/* Pickled by reference, like the function it wraps: its module and
+ * qualified name (multiprocessing sends decorated functions this way). */
+static PyObject *pf_reduce(PyObject *self, PyObject *unused)
+{
+	return pf_get_forwarded(self, "__qualname__");
+}
+
+static PyMethodDef pf_methods[] = {
+	{"__reduce__", pf_reduce, METH_NOARGS, NULL},
+	{NULL},
+};
+
 static PyGetSetDef pf_getset[] = {
 	{"__wrapped__", pf_get_wrapped, NULL, "the wrapped function", NULL},
 	{"region", pf_get_region, NULL, "the region this function records into", NULL},
@@ -755,6 +768,7 @@ static PyTypeObject ProfiledFunctionType = {
 	.tp_traverse = pf_traverse,
 	.tp_clear = pf_clear,
 	.tp_weaklistoffset = offsetof(ProfiledFunction, weaklist),
+	.tp_methods = pf_methods,
 	.tp_getset = pf_getset,
 	.tp_descr_get = pf_descr_get,
 	.tp_dictoffset = offsetof(ProfiledFunction, dict),
@@ -912,7 +926,10 @@ static PyObject *module_init(void)
 	    PyModule_AddObjectRef(mod, "ThreadsProfileRegion", (PyObject *)&ThreadsRegionType) < 0 ||
 	    PyModule_AddObjectRef(mod, "LineProfileRegion", (PyObject *)&LinesRegionType) < 0 ||
 	    PyModule_AddObjectRef(mod, "_lane_names", lane_names) < 0 ||
-	    PyModule_AddObjectRef(mod, "_registry", sp_registry) < 0)
+	    PyModule_AddObjectRef(mod, "_registry", sp_registry) < 0 ||
+	    PyModule_AddObject(mod, "_shim_source",
+			       PyUnicode_DecodeUTF8((const char *)scope_profiler_shim_py,
+						    (Py_ssize_t)scope_profiler_shim_py_len, "strict")) < 0)
 		goto fail;
 	if (sp_tracer_init() != 0 || sp_linetrace_init() != 0 || sp_results_init() != 0 ||
 	    PyModule_AddFunctions(mod, sp_tracer_methods) != 0 ||

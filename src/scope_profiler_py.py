@@ -284,10 +284,34 @@ def _run_begin(options, locked, quiet, command_line, target=None, recursive=Fals
     if recursive and not _session.options["deactivate_profiling"]:
         _start_tracing(target, trace_all, include, exclude)
     atexit.register(_run_end)
+    _offer_shim(atexit)
     # SIGTERM (a batch system's time limit) unwinds like sys.exit(143), so
     # the profile is written; a script may still install its own handler.
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _offer_shim(atexit):
+    """Python subprocesses of the script (multiprocessing's spawn and
+    forkserver children, subprocess.run([sys.executable, ...])) run plain
+    Python: put a no-op scope_profiler on their PYTHONPATH, so a script
+    that imports it imports there too. They record nothing."""
+    import shutil
+    import tempfile
+
+    try:
+        folder = tempfile.mkdtemp(prefix="scope-profiler-shim-")
+        with open(_os.path.join(folder, "scope_profiler.py"), "w") as f:
+            f.write(_shim_source.replace("@VERSION@", __version__))
+    except OSError:
+        return  # no temporary folder: subprocesses simply lack the module
+    old = _os.environ.get("PYTHONPATH")
+    _os.environ["PYTHONPATH"] = folder + (_os.pathsep + old if old else "")
+    # multiprocessing's spawn hands its children this process's sys.path;
+    # here the built-in module is found first, so the folder shadows nothing.
+    _sys.path.append(folder)
+    pid = _os.getpid()
+    atexit.register(lambda: _os.getpid() == pid and shutil.rmtree(folder, ignore_errors=True))
 
 
 def _run_end():

@@ -323,3 +323,19 @@ def test_threads_in_the_same_region_close_their_own_calls(sp):
     d = [int(x) for x in out.strip().strip("[]").split(",")]
     assert all(2_000_000 <= x < 15_000_000 for x in d[:3]), d
     assert all(20_000_000 <= x < 60_000_000 for x in d[3:]), d
+
+
+def test_decorated_functions_pickle_by_reference(sp):
+    out = run_ok(sp, """
+        import pickle, scope_profiler as sp
+        @sp.profile("f")
+        def f(x):
+            return x + 1
+        class C:
+            @sp.profile
+            def m(self):
+                return 2
+        g = pickle.loads(pickle.dumps(f))
+        print(g is f, g(1), pickle.loads(pickle.dumps(C.m)) is C.__dict__["m"])
+    """, "--no-output")
+    assert out.split() == ["True", "2", "True"]

@@ -249,3 +249,31 @@ def test_help_readme_and_man_page_agree(sp):
         for opt in options:
             assert opt in readme, f"{command} {opt} missing from README.md"
             assert opt in man, f"{command} {opt} missing from man/scope-profiler.1"
+
+
+def test_python_subprocesses_import_a_no_op_module(sp):
+    # multiprocessing's spawn children and sys.executable subprocesses run
+    # plain Python: the script's `import scope_profiler` must work there too.
+    script = sp.script("""
+        import multiprocessing as mp, subprocess, sys
+        import scope_profiler as sp
+
+        @sp.profile("square")
+        def square(x):
+            with sp.region("inside"):
+                return x * x
+
+        if __name__ == "__main__":
+            with sp.region("pool"):
+                with mp.get_context("spawn").Pool(2) as pool:
+                    print(pool.map(square, range(4)))
+            out = subprocess.run([sys.executable, "-c",
+                                  "import scope_profiler as s; print(s.profile('x')(len)([1]))"],
+                                 capture_output=True, text=True)
+            print(out.stdout.strip(), out.returncode)
+    """)
+    proc = sp("run", "-q", "-o", "mp.h5", script, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["[0, 1, 4, 9]", "1 0"]
+    with h5py.File(sp.tmp / "mp.h5") as f:
+        assert f["rank0/regions/pool"].attrs["num_calls"] == 1   # the parent's only

@@ -1,0 +1,76 @@
+"""A no-op `scope_profiler` for the Python subprocesses of a profiled run.
+
+`scope-profiler run` puts this module on PYTHONPATH for the processes the
+script starts with sys.executable (multiprocessing's spawn and forkserver
+children, subprocess.run([sys.executable, ...])), so that a script that
+imports scope_profiler also imports there. Nothing is recorded in those
+processes: decorators return the function itself, regions do nothing.
+"""
+
+__version__ = "@VERSION@"
+__all__ = ["ProfileManager", "profile", "region", "profile_region", "setup", "finalize"]
+
+
+class DisabledProfileRegion:
+    num_calls = 0
+    capacity = 0
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, func):
+        return func
+
+    def get_durations_numpy(self):
+        import numpy
+
+        return numpy.zeros(0, dtype=numpy.int64)
+
+
+def region(name, functions=None):
+    return DisabledProfileRegion(name)
+
+
+profile_region = region
+get_region = region
+
+
+def profile(name=None, recursive=False):
+    if callable(name) and not isinstance(name, str):
+        return name
+    return lambda func: func
+
+
+def setup(**options):
+    return None
+
+
+def finalize(verbose=None, return_results=False, verbose_line_profiler=False):
+    return None
+
+
+class session:
+    def __init__(self, **options):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class ProfileManager:
+    setup = staticmethod(setup)
+    finalize = staticmethod(finalize)
+    session = session
+    region = staticmethod(region)
+    profile_region = staticmethod(region)
+    profile = staticmethod(profile)
+    get_region = staticmethod(region)
