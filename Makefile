@@ -39,6 +39,7 @@ LIB_SRC += src/analysis.c
 # The executable: the command table, the commands, the embedded interpreter.
 CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c src/pyresults.c src/tracer.c src/linetrace.c
 CLI_SRC += src/cmd_export.c
+CLI_SRC += src/cmd_options.c
 CLI_SRC += src/cmd_line_profile.c
 CLI_SRC += src/cmd_diff.c
 

@@ -21,16 +21,9 @@
 #define NAME_MIN 16                    /* the name column is never cut below this */
 #define CELL 32                        /* bytes of one formatted cell */
 
-/* One table gives getopt its options and --help its text. */
-struct diff_option {
-	struct option opt;
-	const char *arg;   /* argument's name in --help, or NULL */
-	const char *help;
-};
-
 enum { OPT_FAIL_ABOVE = 256, OPT_INCLUDE, OPT_EXCLUDE, OPT_RANKS, OPT_SORT, OPT_JSON };
 
-static const struct diff_option diff_options[] = {
+static const struct sp_cmd_option diff_options[] = {
 	{{"fail-above", required_argument, NULL, OPT_FAIL_ABOVE}, "PCT",
 	 "exit with status 3 when a region grew by more than PCT %"},
 	{{"include", required_argument, NULL, OPT_INCLUDE}, "RE",
@@ -60,13 +53,7 @@ static void diff_usage(FILE *out)
 		"Reads only the per-region summaries, never the event columns.\n"
 		"\n"
 		"Options:\n");
-	for (size_t i = 0; i < NOPTS; i++) {
-		const struct diff_option *o = &diff_options[i];
-		char left[64];
-		snprintf(left, sizeof left, "%s--%s%s%s", o->opt.val == 'h' ? "-h, " : "",
-			 o->opt.name, o->arg ? " " : "", o->arg ? o->arg : "");
-		fprintf(out, "  %-18s %s\n", left, o->help);
-	}
+	sp_cmd_print_options(out, diff_options, NOPTS);
 	fprintf(out,
 		"\n"
 		"PCT is a number of percent, '10' or '10%%'. A region fails the bound when\n"
@@ -579,9 +566,7 @@ static int usage_error(const char *opt, int has_arg)
 int cmd_diff(int argc, char **argv)
 {
 	struct option longopts[NOPTS + 1];
-	for (size_t i = 0; i < NOPTS; i++)
-		longopts[i] = diff_options[i].opt;
-	memset(&longopts[NOPTS], 0, sizeof longopts[NOPTS]);
+	sp_cmd_longopts(diff_options, NOPTS, longopts);
 
 	struct sp_select sel = {0};
 	struct sp_error err = {0};

@@ -25,16 +25,9 @@ enum format { FMT_CSV, FMT_JSON, FMT_CHROME, FMT_FOLDED, NFORMATS };
 
 static const char *const format_names[NFORMATS] = {"csv", "json", "chrome", "folded"};
 
-/* One table gives getopt its options and --help its text. */
-struct export_option {
-	struct option opt;
-	const char *arg;           /* argument's name in --help, or NULL */
-	const char *help;          /* NULL: an alias, not listed */
-};
-
 enum { OPT_INCLUDE = 256, OPT_EXCLUDE, OPT_RANKS };
 
-static const struct export_option export_options[] = {
+static const struct sp_cmd_option export_options[] = {
 	{{"format", required_argument, NULL, 'f'}, "FMT", "csv, json, chrome or folded (required)"},
 	{{"output", required_argument, NULL, 'o'}, "OUT",
 	 "write to OUT atomically (default: standard output)"},
@@ -69,19 +62,7 @@ static void export_usage(FILE *out)
 		"folded holds one rank's calls (24 bytes each).\n"
 		"\n"
 		"Options:\n");
-	for (size_t i = 0; i < NOPTS; i++) {
-		const struct export_option *o = &export_options[i];
-		char left[64];
-		if (!o->help)
-			continue;
-		if (o->opt.val < 256)
-			snprintf(left, sizeof left, "-%c, --%s%s%s", o->opt.val, o->opt.name,
-				 o->arg ? " " : "", o->arg ? o->arg : "");
-		else
-			snprintf(left, sizeof left, "    --%s%s%s", o->opt.name, o->arg ? " " : "",
-				 o->arg ? o->arg : "");
-		fprintf(out, "  %-20s %s\n", left, o->help);
-	}
+	sp_cmd_print_options(out, export_options, NOPTS);
 	fprintf(out,
 		"\n"
 		"Exit status: 0, 1 when FILE cannot be read or OUT written (OUT is then\n"
@@ -982,9 +963,7 @@ int cmd_export(int argc, char **argv)
 	int fmt = -1, status = SP_EXIT_USAGE, c, stdout_err = 0;
 	enum sp_err rc;
 
-	for (size_t i = 0; i < NOPTS; i++)
-		longopts[i] = export_options[i].opt;
-	memset(&longopts[NOPTS], 0, sizeof longopts[NOPTS]);
+	sp_cmd_longopts(export_options, NOPTS, longopts);
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":f:o:h", longopts, NULL)) != -1) {

@@ -20,17 +20,10 @@
 
 #define CMD "run"
 
-/* One table gives getopt its options and --help its text. */
-struct run_option {
-	struct option opt;
-	const char *arg;   /* argument's name in --help, or NULL */
-	const char *help;
-};
-
 enum { OPT_BUFFER_LIMIT = 256, OPT_NO_OUTPUT, OPT_DISABLE, OPT_RECURSIVE, OPT_ALL, OPT_INCLUDE,
        OPT_EXCLUDE, OPT_TRACK_THREADS, OPT_LINE_PROFILE };
 
-static const struct run_option run_options[] = {
+static const struct sp_cmd_option run_options[] = {
 	{{"outfile", required_argument, NULL, 'o'}, "PATH",
 	 "write the profile to PATH (default: profiling_data.h5)"},
 	{{"quiet", no_argument, NULL, 'q'}, NULL, "print no summary after the run"},
@@ -69,17 +62,7 @@ static void run_usage(FILE *out)
 		"what follows is the script's own.\n"
 		"\n"
 		"Options:\n");
-	for (size_t i = 0; i < NOPTS; i++) {
-		const struct run_option *o = &run_options[i];
-		char left[64];
-		if (o->opt.val < 256)
-			snprintf(left, sizeof left, "-%c, --%s%s%s", o->opt.val, o->opt.name,
-				 o->arg ? " " : "", o->arg ? o->arg : "");
-		else
-			snprintf(left, sizeof left, "    --%s%s%s", o->opt.name,
-				 o->arg ? " " : "", o->arg ? o->arg : "");
-		fprintf(out, "  %-24s %s\n", left, o->help);
-	}
+	sp_cmd_print_options(out, run_options, NOPTS);
 	fprintf(out,
 		"  %-24s %s\n"
 		"\n"
@@ -109,9 +92,7 @@ struct run_args {
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
 	struct option longopts[NOPTS + 1];
-	for (size_t i = 0; i < NOPTS; i++)
-		longopts[i] = run_options[i].opt;
-	memset(&longopts[NOPTS], 0, sizeof longopts[NOPTS]);
+	sp_cmd_longopts(run_options, NOPTS, longopts);
 
 	memset(a, 0, sizeof *a);
 	a->include = calloc((size_t)argc + 1, sizeof(char *));

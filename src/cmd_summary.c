@@ -11,16 +11,9 @@
 
 #define CMD "summary"
 
-/* One table gives getopt its options and --help its text. */
-struct summary_option {
-	struct option opt;
-	const char *arg;   /* argument's name in --help, or NULL */
-	const char *help;
-};
-
 enum { OPT_FLAT = 256, OPT_TREE, OPT_SORT, OPT_INCLUDE, OPT_EXCLUDE, OPT_RANKS, OPT_JSON };
 
-static const struct summary_option summary_options[] = {
+static const struct sp_cmd_option summary_options[] = {
 	{{"flat", no_argument, NULL, OPT_FLAT}, NULL, "print only the region table"},
 	{{"tree", no_argument, NULL, OPT_TREE}, NULL, "print only the call tree"},
 	{{"sort", required_argument, NULL, OPT_SORT}, "KEY",
@@ -50,13 +43,7 @@ static void summary_usage(FILE *out)
 		"summaries when the file has them, so its cost does not grow with events.\n"
 		"\n"
 		"Options:\n");
-	for (size_t i = 0; i < NOPTS; i++) {
-		const struct summary_option *o = &summary_options[i];
-		char left[64];
-		snprintf(left, sizeof left, "%s--%s%s%s", o->opt.val == 'h' ? "-h, " : "",
-			 o->opt.name, o->arg ? " " : "", o->arg ? o->arg : "");
-		fprintf(out, "  %-18s %s\n", left, o->help);
-	}
+	sp_cmd_print_options(out, summary_options, NOPTS);
 	fprintf(out,
 		"\n"
 		"Regular expressions are POSIX extended ones, searched anywhere in the\n"
@@ -87,9 +74,7 @@ static int parse_sort(const char *key, enum sp_render_sort *out)
 int cmd_summary(int argc, char **argv)
 {
 	struct option longopts[NOPTS + 1];
-	for (size_t i = 0; i < NOPTS; i++)
-		longopts[i] = summary_options[i].opt;
-	memset(&longopts[NOPTS], 0, sizeof longopts[NOPTS]);
+	sp_cmd_longopts(summary_options, NOPTS, longopts);
 
 	struct sp_select sel = {0};
 	struct sp_render_opts opts = { .parts = SP_RENDER_ALL, .select = &sel };

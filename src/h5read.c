@@ -747,6 +747,21 @@ out:
 	return rc;
 }
 
+/* A rank group's attributes (each optional): run start and end, pid,
+ * hostname. */
+static enum sp_err read_rank_attrs(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk)
+{
+	int a = 0;
+	if (attr_num(g, "run_start_time", H5T_NATIVE_INT64, &rk->run_start_ns) < 0 ||
+	    attr_num(g, "run_end_time", H5T_NATIVE_INT64, &rk->run_end_ns) < 0 ||
+	    attr_num(g, "pid", H5T_NATIVE_INT64, &rk->pid) < 0 ||
+	    (a = attr_str(g, "hostname", &rk->hostname)) == -1)
+		return rfail(r, SP_ECORRUPT, "%s: unreadable attribute", gname);
+	if (a == -2)
+		return rfail(r, SP_ENOMEM, "out of memory");
+	return SP_OK;
+}
+
 static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
 {
 	hid_t g = -1, regions = -1;
@@ -757,17 +772,8 @@ static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, st
 
 	if ((g = H5Gopen2(file, gname, H5P_DEFAULT)) < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", gname);
-	if (attr_num(g, "run_start_time", H5T_NATIVE_INT64, &rk->run_start_ns) < 0 ||
-	    attr_num(g, "run_end_time", H5T_NATIVE_INT64, &rk->run_end_ns) < 0 ||
-	    attr_num(g, "pid", H5T_NATIVE_INT64, &rk->pid) < 0 ||
-	    (a = attr_str(g, "hostname", &rk->hostname)) == -1) {
-		rc = rfail(r, SP_ECORRUPT, "%s: unreadable attribute", gname);
+	if ((rc = read_rank_attrs(r, g, gname, rk)) != SP_OK)
 		goto out;
-	}
-	if (a == -2) {
-		rc = rfail(r, SP_ENOMEM, "out of memory");
-		goto out;
-	}
 	if (hard_link(g, "regions") != 1 || (regions = H5Gopen2(g, "regions", H5P_DEFAULT)) < 0) {
 		rc = rfail(r, SP_ECORRUPT, "%s has no regions group", gname);
 		goto out;
@@ -1005,17 +1011,8 @@ static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, 
 		return rfail(r, SP_ENOMEM, "out of memory");
 	if ((g = H5Gopen2(file, gname, H5P_DEFAULT)) < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", gname);
-	if (attr_num(g, "run_start_time", H5T_NATIVE_INT64, &rk->run_start_ns) < 0 ||
-	    attr_num(g, "run_end_time", H5T_NATIVE_INT64, &rk->run_end_ns) < 0 ||
-	    attr_num(g, "pid", H5T_NATIVE_INT64, &rk->pid) < 0 ||
-	    (a = attr_str(g, "hostname", &rk->hostname)) == -1) {
-		rc = rfail(r, SP_ECORRUPT, "%s: unreadable attribute", gname);
+	if ((rc = read_rank_attrs(r, g, gname, rk)) != SP_OK)
 		goto out;
-	}
-	if (a == -2) {
-		rc = rfail(r, SP_ENOMEM, "out of memory");
-		goto out;
-	}
 	if (hard_link(g, "regions") != 1 || (regions = H5Gopen2(g, "regions", H5P_DEFAULT)) < 0) {
 		rc = rfail(r, SP_ECORRUPT, "%s has no regions group", gname);
 		goto out;
