@@ -27,8 +27,9 @@ struct sp_cmd_option {
 	const char *help;             /* NULL: an alias, not listed */
 };
 
-/* Prints the options' lines of a --help text ("  -o, --outfile PATH  ..."). */
-void sp_cmd_print_options(FILE *out, const struct sp_cmd_option *o, size_t n);
+/* Prints the options' lines of a --help text ("  -o, --outfile PATH  ...",
+ * the descriptions aligned); returns the width of the option column. */
+int sp_cmd_print_options(FILE *out, const struct sp_cmd_option *o, size_t n);
 
 /* Fills longopts[0..n] for getopt_long, the last entry zeroed. */
 void sp_cmd_longopts(const struct sp_cmd_option *o, size_t n, struct option *longopts);

@@ -5,20 +5,32 @@
 
 #include "sp_cmd.h"
 
-void sp_cmd_print_options(FILE *out, const struct sp_cmd_option *o, size_t n)
+/* "-o, --outfile PATH" or "    --flat" into buf. */
+static int option_left(char *buf, size_t len, const struct sp_cmd_option *o)
 {
-	for (size_t i = 0; i < n; i++, o++) {
-		char left[64];
-		if (!o->help)
-			continue;
-		if (o->opt.val < 256)
-			snprintf(left, sizeof left, "-%c, --%s%s%s", o->opt.val, o->opt.name,
-				 o->arg ? " " : "", o->arg ? o->arg : "");
-		else
-			snprintf(left, sizeof left, "    --%s%s%s", o->opt.name, o->arg ? " " : "",
-				 o->arg ? o->arg : "");
-		fprintf(out, "  %-24s %s\n", left, o->help);
+	if (o->opt.val < 256)
+		return snprintf(buf, len, "-%c, --%s%s%s", o->opt.val, o->opt.name,
+				o->arg ? " " : "", o->arg ? o->arg : "");
+	return snprintf(buf, len, "    --%s%s%s", o->opt.name, o->arg ? " " : "",
+			o->arg ? o->arg : "");
+}
+
+int sp_cmd_print_options(FILE *out, const struct sp_cmd_option *o, size_t n)
+{
+	char left[64];
+	int width = 0;
+	for (size_t i = 0; i < n; i++) {
+		int w = option_left(left, sizeof left, &o[i]);
+		if (o[i].help && w > width)
+			width = w;
 	}
+	for (size_t i = 0; i < n; i++) {
+		if (!o[i].help)
+			continue;
+		option_left(left, sizeof left, &o[i]);
+		fprintf(out, "  %-*s  %s\n", width, left, o[i].help);
+	}
+	return width;
 }
 
 void sp_cmd_longopts(const struct sp_cmd_option *o, size_t n, struct option *longopts)

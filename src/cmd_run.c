@@ -28,23 +28,23 @@ static const struct sp_cmd_option run_options[] = {
 	 "write the profile to PATH (default: profiling_data.h5)"},
 	{{"quiet", no_argument, NULL, 'q'}, NULL, "print no summary after the run"},
 	{{"buffer-limit", required_argument, NULL, OPT_BUFFER_LIMIT}, "N",
-	 "initial event capacity per region (default: 1024; doubles when full)"},
+	 "first event capacity per region (default 1024; doubles)"},
 	{{"no-output", no_argument, NULL, OPT_NO_OUTPUT}, NULL,
-	 "record, but write no file (setup(deactivate_file_output=True))"},
+	 "record, but write no file"},
 	{{"disable", no_argument, NULL, OPT_DISABLE}, NULL,
 	 "record nothing; decorators return the function itself"},
 	{{"recursive", no_argument, NULL, OPT_RECURSIVE}, NULL,
-	 "record every Python function call as a region <module>.<qualname>"},
+	 "a region per function call: <module>.<qualname>"},
 	{{"all", no_argument, NULL, OPT_ALL}, NULL,
 	 "with --recursive: also the stdlib and installed packages"},
 	{{"include", required_argument, NULL, OPT_INCLUDE}, "GLOB",
-	 "with --recursive: only functions whose region name matches (repeatable)"},
+	 "with --recursive: only names matching GLOB (repeatable)"},
 	{{"exclude", required_argument, NULL, OPT_EXCLUDE}, "GLOB",
-	 "with --recursive: not functions whose region name matches (repeatable)"},
+	 "with --recursive: not names matching GLOB (repeatable)"},
 	{{"line-profile", no_argument, NULL, OPT_LINE_PROFILE}, NULL,
-	 "also time every line of the functions decorated with sp.profile"},
+	 "also time each line of functions under sp.profile"},
 	{{"track-threads", no_argument, NULL, OPT_TRACK_THREADS}, NULL,
-	 "give each thread its own lane, so threads' calls never nest in each other"},
+	 "a lane per thread: threads' calls never nest"},
 	{{"help", no_argument, NULL, 'h'}, NULL, "show this help and exit"},
 };
 
@@ -62,14 +62,14 @@ static void run_usage(FILE *out)
 		"what follows is the script's own.\n"
 		"\n"
 		"Options:\n");
-	sp_cmd_print_options(out, run_options, NOPTS);
+	int width = sp_cmd_print_options(out, run_options, NOPTS);
 	fprintf(out,
-		"  %-24s %s\n"
+		"  %-*s  %s\n"
 		"\n"
 		"Exit status: the script's own (sys.exit(n) -> n, an uncaught exception\n"
 		"-> 1, Ctrl-C -> 130, SIGTERM -> 143); 2 for usage errors. The profile is\n"
 		"written in each of these cases. The interpreter is %s.\n",
-		"-m MODULE", "run a module as __main__, like `python -m MODULE`",
+		width, "-m MODULE", "run a module as __main__, like `python -m MODULE`",
 		SP_PYTHON_EXECUTABLE);
 }
 

@@ -277,3 +277,9 @@ def test_python_subprocesses_import_a_no_op_module(sp):
     assert proc.stdout.split("\n")[:2] == ["[0, 1, 4, 9]", "1 0"]
     with h5py.File(sp.tmp / "mp.h5") as f:
         assert f["rank0/regions/pool"].attrs["num_calls"] == 1   # the parent's only
+
+
+def test_help_fits_80_columns(sp):
+    for command in ("run", "summary", "diff", "export", "line-profile"):
+        text = sp(command, "--help").stdout
+        assert max(len(line) for line in text.splitlines()) <= 80, command
