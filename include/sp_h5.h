@@ -10,6 +10,27 @@
  * existing file there is untouched) and err says why. */
 enum sp_err sp_h5_write(const struct sp_profile *p, const char *path, struct sp_error *err);
 
+/* Writing a profile one rank at a time: under MPI rank 0 writes each rank's
+ * group as it arrives, so its memory holds one rank's events at a time.
+ * sp_h5_write is open + one sp_h5_writer_rank per rank + commit. */
+struct sp_h5_writer;
+
+/* Creates the temporary file beside path (path.tmp.PID) and writes the root
+ * attributes and p's metadata (p->ranks is not used). */
+enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, struct sp_h5_writer **out,
+			      struct sp_error *err);
+/* Adds one /metadata string attribute. */
+enum sp_err sp_h5_writer_meta(struct sp_h5_writer *w, const char *key, const char *value,
+			      struct sp_error *err);
+/* Writes one rank's group, as sp_h5_write does (its events must be loaded);
+ * its clock_offset_ns is stored as the group's clock_offset_ns attribute. */
+enum sp_err sp_h5_writer_rank(struct sp_h5_writer *w, const struct sp_rank *rk, struct sp_error *err);
+/* Closes the file and renames it to path; frees w whatever the outcome. On
+ * failure the temporary file is removed and path is untouched. */
+enum sp_err sp_h5_writer_commit(struct sp_h5_writer *w, struct sp_error *err);
+/* Closes and removes the temporary file; frees w. NULL is fine. */
+void sp_h5_writer_abort(struct sp_h5_writer *w);
+
 enum sp_read_flags {
 	SP_READ_SUMMARY = 0,           /* stats and trees; events only if needed */
 	SP_READ_EVENTS = 1,            /* also load every event column */

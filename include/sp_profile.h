@@ -59,6 +59,9 @@ struct sp_rank {
 	int64_t run_end_ns;            /* SP_NO_TIME when unknown */
 	int64_t pid;                   /* 0 when unknown */
 	char *hostname;                /* NULL when unknown; owned */
+	/* This rank's clock minus rank 0's, measured at start under MPI; the
+	 * stored timestamps are already on rank 0's clock (0 when serial). */
+	int64_t clock_offset_ns;
 	size_t nregions;
 	struct sp_region_data *regions;
 	size_t ntree;                  /* 0 with tree == NULL when not built */
@@ -82,6 +85,9 @@ struct sp_profile {
 
 /* Frees what a line table owns (not the table itself). */
 void sp_line_table_clear(struct sp_line_table *t);
+
+/* Frees everything the rank owns (not the rank itself) and zeroes it. */
+void sp_rank_clear(struct sp_rank *rk);
 
 /* Frees everything the profile owns, then the profile itself. NULL is fine. */
 void sp_profile_free(struct sp_profile *p);

@@ -20,28 +20,32 @@ void sp_line_table_clear(struct sp_line_table *t)
 	memset(t, 0, sizeof *t);
 }
 
+void sp_rank_clear(struct sp_rank *rk)
+{
+	for (size_t i = 0; i < rk->nregions; i++) {
+		struct sp_region_data *rd = &rk->regions[i];
+		free(rd->name);
+		if (rd->owns_events) {
+			free(rd->starts);
+			free(rd->ends);
+			free(rd->lanes);
+		}
+	}
+	free(rk->regions);
+	free(rk->tree);
+	for (size_t i = 0; i < rk->nlines; i++)
+		sp_line_table_clear(&rk->lines[i]);
+	free(rk->lines);
+	free(rk->hostname);
+	memset(rk, 0, sizeof *rk);
+}
+
 void sp_profile_free(struct sp_profile *p)
 {
 	if (!p)
 		return;
-	for (size_t r = 0; r < p->nranks; r++) {
-		struct sp_rank *rk = &p->ranks[r];
-		for (size_t i = 0; i < rk->nregions; i++) {
-			struct sp_region_data *rd = &rk->regions[i];
-			free(rd->name);
-			if (rd->owns_events) {
-				free(rd->starts);
-				free(rd->ends);
-				free(rd->lanes);
-			}
-		}
-		free(rk->regions);
-		free(rk->tree);
-		for (size_t i = 0; i < rk->nlines; i++)
-			sp_line_table_clear(&rk->lines[i]);
-		free(rk->lines);
-		free(rk->hostname);
-	}
+	for (size_t r = 0; r < p->nranks; r++)
+		sp_rank_clear(&p->ranks[r]);
 	free(p->ranks);
 	for (size_t i = 0; i < p->nmeta; i++) {
 		free(p->meta[i].key);
