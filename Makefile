@@ -26,6 +26,15 @@ PY_CFLAGS   := $(shell $(PYTHON_CONFIG) --includes 2>/dev/null)
 PY_LIBS     := $(shell $(PYTHON_CONFIG) --embed --ldflags 2>/dev/null)
 PY_EXE      := $(shell $(PYTHON) -c 'import sys,os; print(os.path.realpath(sys.executable))' 2>/dev/null)
 PY_VERSION  := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)
+# MPI (Open MPI from Debian) when its development files are installed; MPI=0
+# builds without it. The executable exports MPI_Finalize and MPI_Finalized so
+# that a script's MPI.Finalize() is deferred to the end (see src/mpi.c).
+MPI ?= $(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),1,0)
+ifeq ($(MPI),1)
+MPI_CFLAGS  := $(shell pkg-config --cflags ompi-c) -DSP_HAVE_MPI
+MPI_LIBS    := $(shell pkg-config --libs ompi-c) \
+               -Wl,--export-dynamic-symbol=MPI_Finalize -Wl,--export-dynamic-symbol=MPI_Finalized
+endif
 
 CPPFLAGS += -Iinclude -I$(BUILD) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"'
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS)
@@ -36,12 +45,14 @@ LIB_SRC := src/error.c src/profile.c src/tree.c src/recorder.c src/filter.c \
 LIB_SRC += src/render_lines.c
 LIB_SRC += src/select.c
 LIB_SRC += src/analysis.c
+LIB_SRC += src/pack.c
 # The executable: the command table, the commands, the embedded interpreter.
 CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c src/pyresults.c src/tracer.c src/linetrace.c
 CLI_SRC += src/cmd_export.c
 CLI_SRC += src/cmd_options.c
 CLI_SRC += src/cmd_line_profile.c
 CLI_SRC += src/cmd_diff.c
+CLI_SRC += src/mpi.c
 
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:src/%.c=$(BUILD)/obj/%.o)
@@ -61,6 +72,7 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
 $(BUILD)/obj/pymodule.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
 $(BUILD)/obj/pymodule.o $(BUILD)/obj/pyresults.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o $(BUILD)/obj/cmd_run.o $(BUILD)/obj/main.o: CPPFLAGS += $(PY_CFLAGS) \
 	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
+$(BUILD)/obj/mpi.o: CPPFLAGS += $(MPI_CFLAGS)
 # The reader's validation pass over every event is written to vectorise.
 $(BUILD)/obj/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 # The profile hook calls clock_gettime twice per traced call: no PLT hop.
@@ -75,13 +87,14 @@ $(LIB): $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
 $(BIN): $(CLI_OBJ) $(LIB)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(HDF5_LIBS) $(PY_LIBS) -lz
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(HDF5_LIBS) $(PY_LIBS) $(MPI_LIBS) -lz
 
 # The hook's unit test embeds the interpreter with the built-in module.
-PYMOD_OBJ := $(BUILD)/obj/pymodule.o $(BUILD)/obj/pyresults.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o
+PYMOD_OBJ := $(BUILD)/obj/pymodule.o $(BUILD)/obj/pyresults.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o \
+             $(BUILD)/obj/mpi.o
 $(BUILD)/tests/test_tracer: tests/test_tracer.c $(PYMOD_OBJ) $(LIB) | $(BUILD)/tests
 	$(CC) $(CPPFLAGS) $(PY_CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PYMOD_OBJ) $(LIB) \
-		$(HDF5_LIBS) $(PY_LIBS) -lcmocka -lm
+		$(HDF5_LIBS) $(PY_LIBS) $(MPI_LIBS) -lcmocka -lm
 
 $(BUILD)/tests/%: tests/%.c $(LIB) | $(BUILD)/tests
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(HDF5_LIBS) -lcmocka -lm

@@ -12,21 +12,34 @@ enum sp_err sp_h5_write(const struct sp_profile *p, const char *path, struct sp_
 
 /* Writing a profile one rank at a time: under MPI rank 0 writes each rank's
  * group as it arrives, so its memory holds one rank's events at a time.
- * sp_h5_write is open + one sp_h5_writer_rank per rank + commit. */
+ * sp_h5_write is open + one sp_h5_writer_rank per rank + commit, with the
+ * same file and the same messages.
+ *
+ * Nothing appears at path before a successful commit. After any failed
+ * sp_h5_writer_* call the writer is failed: only sp_h5_writer_abort (or
+ * commit, which then fails too) is meaningful; meta and rank do nothing and,
+ * like commit, return the first failure's code with its message in err.
+ * One writer per path at a time in a process (the temporary file's name is
+ * the path and the pid). */
 struct sp_h5_writer;
 
 /* Creates the temporary file beside path (path.tmp.PID) and writes the root
- * attributes and p's metadata (p->ranks is not used). */
+ * attributes and p's metadata (p->ranks is not used). On failure *out is
+ * NULL and nothing is left behind. */
 enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, struct sp_h5_writer **out,
 			      struct sp_error *err);
-/* Adds one /metadata string attribute. */
+/* Adds one /metadata string attribute, after those already written (at any
+ * time before the commit). SP_EINVAL for an empty key, a NULL value or a
+ * key already written. */
 enum sp_err sp_h5_writer_meta(struct sp_h5_writer *w, const char *key, const char *value,
 			      struct sp_error *err);
 /* Writes one rank's group, as sp_h5_write does (its events must be loaded);
- * its clock_offset_ns is stored as the group's clock_offset_ns attribute. */
+ * its clock_offset_ns is stored as the group's clock_offset_ns attribute.
+ * SP_EINVAL "rank N appears twice" for a rank already written. */
 enum sp_err sp_h5_writer_rank(struct sp_h5_writer *w, const struct sp_rank *rk, struct sp_error *err);
 /* Closes the file and renames it to path; frees w whatever the outcome. On
- * failure the temporary file is removed and path is untouched. */
+ * failure (this one or an earlier call's) the temporary file is removed and
+ * path is untouched. */
 enum sp_err sp_h5_writer_commit(struct sp_h5_writer *w, struct sp_error *err);
 /* Closes and removes the temporary file; frees w. NULL is fine. */
 void sp_h5_writer_abort(struct sp_h5_writer *w);

@@ -11,6 +11,7 @@ packages=(
   libcmocka-dev
   valgrind
   python3-line-profiler python3-yappi python3-pandas
+  libopenmpi-dev openmpi-bin python3-mpi4py
 )
 
 missing=()

@@ -49,7 +49,9 @@ static void diff_usage(FILE *out)
 		"and in B, the change of the total in seconds and percent, and B/A.\n"
 		"Regions recorded in one file only are marked 'only in A' or 'only in B'.\n"
 		"With several ranks, 'total/rank' is the mean over ranks of each rank's\n"
-		"total (the change is of that) and 'slowest' the largest rank's total.\n"
+		"total (the change is of that), 'slowest' the largest rank's total and\n"
+		"'imbalance' the slowest rank's total over the fastest's in A and in B\n"
+		"(a rank without the region counts as 0 s, giving inf).\n"
 		"Reads only the per-region summaries, never the event columns.\n"
 		"\n"
 		"Options:\n");
@@ -71,6 +73,7 @@ struct side {
 	const char *name;              /* borrowed from the profile */
 	int64_t calls, total;          /* summed over the selected ranks */
 	int64_t slowest;               /* the largest rank total */
+	int64_t fastest;               /* the smallest; 0 when a rank lacks the region */
 	size_t present;                /* ranks where it was recorded */
 	double per_rank;               /* total / the file's selected ranks, ns */
 };
@@ -186,9 +189,13 @@ static int collect(struct file *f, const struct sp_select *sel)
 			if (rank_calls > 0) {
 				s->slowest = s->present == 0 || rank_total > s->slowest ? rank_total
 											 : s->slowest;
+				s->fastest = s->present == 0 || rank_total < s->fastest ? rank_total
+											 : s->fastest;
 				s->present++;
 			}
 		}
+		if (s->present < f->nranks)
+			s->fastest = 0;   /* absent ranks count as 0 s, as in summary */
 		s->per_rank = (double)s->total / (double)f->nranks;
 	}
 	status = 0;
@@ -198,6 +205,15 @@ nomem:
 out:
 	free(e);
 	return status;
+}
+
+/* The slowest rank's total over the fastest's: INFINITY when the fastest is
+ * 0 s (or lacks the region) and the slowest is not; NAN when both are 0. */
+static double imbalance(const struct side *s)
+{
+	if (s->slowest <= 0)
+		return NAN;
+	return s->fastest > 0 ? (double)s->slowest / (double)s->fastest : INFINITY;
 }
 
 /* Growth of b over a in percent; NAN when a is not positive. */
@@ -286,7 +302,7 @@ static const char *plain(char *buf, size_t len, const char *s)
 
 /* Columns of the table: a group label over one or more sub-columns. */
 enum { C_CALLS_A, C_CALLS_B, C_V1_A, C_V1_B, C_V2_A, C_V2_B, C_CHANGE, C_PCT, C_RATIO, C_SLOW,
-       NCOLS };
+       C_IMB_A, C_IMB_B, NCOLS };
 
 struct col {
 	int group;                     /* columns of one group are 1 space apart */
@@ -297,7 +313,21 @@ static const struct col cols[NCOLS] = {
 	[C_CALLS_A] = {0, "A"}, [C_CALLS_B] = {0, "B"}, [C_V1_A] = {1, "A"}, [C_V1_B] = {1, "B"},
 	[C_V2_A] = {2, "A"},    [C_V2_B] = {2, "B"},    [C_CHANGE] = {3, "[s]"},
 	[C_PCT] = {3, "%"},     [C_RATIO] = {4, "B/A"}, [C_SLOW] = {5, "slowest %"},
+	[C_IMB_A] = {6, "A"},   [C_IMB_B] = {6, "B"},
 };
+
+/* An imbalance cell: "1.60x", "inf", or "-" when not defined. */
+static char *imbalance_cell(char *buf, const struct side *s)
+{
+	double v = imbalance(s);
+	if (isnan(v))
+		snprintf(buf, CELL, "-");
+	else if (isinf(v))
+		snprintf(buf, CELL, "inf");
+	else
+		snprintf(buf, CELL, v < 1000 ? "%.2fx" : "%.3gx", v);
+	return buf;
+}
 
 /* Fills the cells of one row. */
 static void row_cells(char (*c)[CELL], const struct drow *d, int several)
@@ -308,17 +338,19 @@ static void row_cells(char (*c)[CELL], const struct drow *d, int several)
 	if (a) {
 		snprintf(c[C_CALLS_A], CELL, "%lld", (long long)a->calls);
 		secs(c[C_V1_A], a->per_rank);
-		if (several)
+		if (several) {
 			secs(c[C_V2_A], (double)a->slowest);
-		else if (a->calls > 0)
+			imbalance_cell(c[C_IMB_A], a);
+		} else if (a->calls > 0)
 			secs(c[C_V2_A], (double)a->total / (double)a->calls);
 	}
 	if (b) {
 		snprintf(c[C_CALLS_B], CELL, "%lld", (long long)b->calls);
 		secs(c[C_V1_B], b->per_rank);
-		if (several)
+		if (several) {
 			secs(c[C_V2_B], (double)b->slowest);
-		else if (b->calls > 0)
+			imbalance_cell(c[C_IMB_B], b);
+		} else if (b->calls > 0)
 			secs(c[C_V2_B], (double)b->total / (double)b->calls);
 	}
 	if (a && b) {
@@ -381,7 +413,7 @@ static void render_table(FILE *out, const struct file *fa, const struct file *fb
 {
 	static const char *const groups_one[] = {"calls", "total [s]", "mean [s]", "change", "", ""};
 	static const char *const groups_many[] = {"calls", "total/rank [s]", "slowest [s]", "change",
-						  "", ""};
+						  "", "", "imbalance"};
 	const char *const *groups = several ? groups_many : groups_one;
 	int ncols = several ? NCOLS : C_SLOW;
 	int w[NCOLS], need = 6;
@@ -413,7 +445,8 @@ static void render_table(FILE *out, const struct file *fa, const struct file *fb
 	file_line(out, "B", fb);
 	if (several)
 		fputs("total/rank: the mean over ranks of each rank's total (the change is of it);\n"
-		      "slowest: the largest rank's total\n", out);
+		      "slowest: the largest rank's total; imbalance: slowest / fastest rank's total,\n"
+		      "a rank without the region counting as 0 s (inf; - when all are 0)\n", out);
 	fprintf(out, "change = B - A; %s\n\n",
 		by_name_order ? "sorted by name" : "largest change first");
 	/* Group labels, centred over their columns; no trailing blanks. */
@@ -503,6 +536,10 @@ static void json_side(FILE *out, const char *key, const struct side *s)
 	json_num(out, "total_per_rank_s", s->per_rank / 1e9, "%.9f");
 	fputs(", ", out);
 	json_num(out, "slowest_rank_total_s", (double)s->slowest / 1e9, "%.9f");
+	fputs(", ", out);
+	json_num(out, "fastest_rank_total_s", (double)s->fastest / 1e9, "%.9f");
+	fputs(", ", out);
+	json_num(out, "imbalance", imbalance(s), "%.6f");
 	fprintf(out, ", \"ranks_present\": %zu}", s->present);
 }
 

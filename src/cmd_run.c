@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sp_cmd.h"
+#include "sp_mpi.h"
 #include "sp_pymodule.h"
 
 #define CMD "run"
@@ -460,10 +461,27 @@ static int run(int argc, char **argv, struct run_args *a)
 		return SP_EXIT_USAGE;
 	char outfile[PATH_MAX];
 	const char *out = a->outfile ? a->outfile : "profiling_data.h5";
-	if (a->no_output || a->disable)
+	/* Under an MPI launcher only rank 0 writes: only it checks the path. */
+	int launch_rank = sp_mpi_launch_rank();
+	char ranked[PATH_MAX];
+	if (launch_rank >= 0 && !sp_mpi_built()) {
+		if (launch_rank == 0)
+			fprintf(stderr, "scope-profiler: run: warning: built without MPI: each rank writes "
+					"its own file, named <outfile>.rank<N>\n");
+		snprintf(ranked, sizeof ranked, "%s.rank%d", out, launch_rank);
+		out = ranked;
+	}
+	if (a->no_output || a->disable || (launch_rank > 0 && sp_mpi_built()))
 		snprintf(outfile, sizeof outfile, "%s", out);
 	else if (check_outfile(out, outfile, sizeof outfile) != 0)
 		return SP_EXIT_USAGE;
+	if (launch_rank >= 0 && sp_mpi_built()) {
+		struct sp_error err = {0};
+		if (sp_mpi_start(&err) != SP_OK) {
+			sp_cmd_error(CMD, "%s", err.msg);
+			return 1;
+		}
+	}
 
 	if (sp_pymodule_register() != 0) {
 		sp_cmd_error(CMD, "cannot register the scope_profiler module");
@@ -496,9 +514,10 @@ int cmd_run(int argc, char **argv)
 {
 	struct run_args a;
 	int rc = parse_args(argc, argv, &a);
-	if (rc == 0)
+	if (rc == 0) {
 		rc = run(argc, argv, &a);
-	else
+		sp_mpi_end();
+	} else
 		rc = rc > 0 ? 0 : SP_EXIT_USAGE;
 	free(a.include);
 	free(a.exclude);

@@ -41,6 +41,8 @@ static void summary_usage(FILE *out)
 		"and the region table (calls, total, mean, min, max, std; with several\n"
 		"ranks, per-rank min/max and imbalance). Reads only the per-region\n"
 		"summaries when the file has them, so its cost does not grow with events.\n"
+		"With several ranks the header also says which ranks ran on which host\n"
+		"and, from the metadata's omp_num_threads, how many cores they used.\n"
 		"\n"
 		"Options:\n");
 	sp_cmd_print_options(out, summary_options, NOPTS);

@@ -748,13 +748,14 @@ out:
 }
 
 /* A rank group's attributes (each optional): run start and end, pid,
- * hostname. */
+ * hostname, clock offset (0 when absent). */
 static enum sp_err read_rank_attrs(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk)
 {
 	int a = 0;
 	if (attr_num(g, "run_start_time", H5T_NATIVE_INT64, &rk->run_start_ns) < 0 ||
 	    attr_num(g, "run_end_time", H5T_NATIVE_INT64, &rk->run_end_ns) < 0 ||
 	    attr_num(g, "pid", H5T_NATIVE_INT64, &rk->pid) < 0 ||
+	    attr_num(g, "clock_offset_ns", H5T_NATIVE_INT64, &rk->clock_offset_ns) < 0 ||
 	    (a = attr_str(g, "hostname", &rk->hostname)) == -1)
 		return rfail(r, SP_ECORRUPT, "%s: unreadable attribute", gname);
 	if (a == -2)

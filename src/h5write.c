@@ -1,4 +1,5 @@
-/* h5write.c - writing a profile as an HDF5 file (format version 1), atomically. */
+/* h5write.c - writing a profile as an HDF5 file (format version 1), atomically:
+ * whole (sp_h5_write) or one rank at a time (sp_h5_writer_*). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -12,16 +13,23 @@
 #include "sp_clock.h"
 #include "sp_h5.h"
 
-/* Property lists shared by every object of one write, and where errors go. */
-struct writer {
-	const char *path;              /* the final path, for messages */
-	struct sp_error *err;
+/* A file being written: the temporary file, the property lists shared by
+ * every object, and the first failure, which every later call returns. */
+struct sp_h5_writer {
+	char *path;                    /* the final path (a copy), for messages */
+	char *tmp;                     /* path.tmp.PID */
+	int created;                   /* tmp exists and is ours to remove */
+	int failed;                    /* a call failed: failure says why */
+	struct sp_error failure;       /* what wfail sets; copied to the caller's err */
+	hid_t fcpl, fapl;              /* the file's */
 	hid_t lcpl;                    /* UTF-8 link names */
 	hid_t gcpl;                    /* plain groups */
 	hid_t gcpl_regions;            /* link creation order tracked + indexed */
 	hid_t gcpl_region;             /* room for all summary attrs in the header */
 	hid_t gcpl_meta;               /* attribute creation order tracked + indexed */
 	hid_t dcpl;                    /* contiguous, no fill write */
+	hid_t file;                    /* the temporary file, open */
+	hid_t meta;                    /* its /metadata group, open until commit */
 };
 
 /* The link name for a region name; NULL on out of memory. */
@@ -84,12 +92,12 @@ char *sp_h5_unescape(const char *link)
 	return out;
 }
 
-/* Fills err with "cannot write '<path>': <what>", adding the OS's reason
+/* Fills w->failure with "cannot write '<path>': <what>", adding the OS's reason
  * when errno holds one that explains an HDF5 failure. */
-static enum sp_err wfail(struct writer *w, enum sp_err code, const char *fmt, ...)
+static enum sp_err wfail(struct sp_h5_writer *w, enum sp_err code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static enum sp_err wfail(struct writer *w, enum sp_err code, const char *fmt, ...)
+static enum sp_err wfail(struct sp_h5_writer *w, enum sp_err code, const char *fmt, ...)
 {
 	int e = errno;
 	char what[384];
@@ -98,8 +106,9 @@ static enum sp_err wfail(struct writer *w, enum sp_err code, const char *fmt, ..
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
 	if (code == SP_EIO && (e == ENOSPC || e == EDQUOT || e == EIO || e == EFBIG || e == EROFS))
-		return sp_error_set(w->err, code, "cannot write '%s': %s: %s", w->path, what, strerror(e));
-	return sp_error_set(w->err, code, "cannot write '%s': %s", w->path, what);
+		return sp_error_set(&w->failure, code, "cannot write '%s': %s: %s", w->path, what,
+				    strerror(e));
+	return sp_error_set(&w->failure, code, "cannot write '%s': %s", w->path, what);
 }
 
 static int attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *buf)
@@ -151,8 +160,8 @@ static int attr_str(hid_t loc, const char *name, const char *value)
 
 /* Creates a 1-D dataset of n elements of ftype in loc and writes buf (one
  * H5Dwrite for the whole column). */
-static int column_write(struct writer *w, hid_t loc, const char *name, hid_t ftype, hid_t mtype,
-			size_t n, const void *buf)
+static int column_write(struct sp_h5_writer *w, hid_t loc, const char *name, hid_t ftype,
+			hid_t mtype, size_t n, const void *buf)
 {
 	hsize_t dims[1] = {(hsize_t)n};
 	hid_t space = H5Screate_simple(1, dims, NULL), ds = H5I_INVALID_HID;
@@ -168,7 +177,7 @@ static int column_write(struct writer *w, hid_t loc, const char *name, hid_t fty
 	return ok ? 0 : -1;
 }
 
-static enum sp_err write_region(struct writer *w, hid_t regions, const struct sp_rank *rk,
+static enum sp_err write_region(struct sp_h5_writer *w, hid_t regions, const struct sp_rank *rk,
 				const struct sp_region_data *rd)
 {
 	const struct sp_stats *st = &rd->stats;
@@ -217,7 +226,7 @@ out:
 /* The call tree as four columns; node regions are stored by name, as
  * fixed-length strings: variable-length ones would live in HDF5's global
  * heap, whose reader in HDF5 1.10 overruns its buffers on damaged files. */
-static enum sp_err write_tree(struct writer *w, hid_t rank_g, const struct sp_rank *rk)
+static enum sp_err write_tree(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk)
 {
 	size_t n = rk->ntree;
 	enum sp_err rc = SP_OK;
@@ -280,7 +289,7 @@ out:
 
 /* Checks a line table before anything of it is written; the reader refuses
  * what this lets through. */
-static enum sp_err check_line_table(struct writer *w, const struct sp_rank *rk, size_t k,
+static enum sp_err check_line_table(struct sp_h5_writer *w, const struct sp_rank *rk, size_t k,
 				    const struct sp_line_table *t)
 {
 	if (!t->function || !t->region || !t->filename)
@@ -300,8 +309,8 @@ static enum sp_err check_line_table(struct writer *w, const struct sp_rank *rk, 
 /* One line table as group lines/<k>: attributes function, region, filename,
  * first_line; columns hits, time_ns, source (fixed-length UTF-8, as wide as
  * the longest line; a NULL line is written as ""). */
-static enum sp_err write_line_table(struct writer *w, hid_t lines, const struct sp_rank *rk, size_t k,
-				    const struct sp_line_table *t)
+static enum sp_err write_line_table(struct sp_h5_writer *w, hid_t lines, const struct sp_rank *rk,
+				    size_t k, const struct sp_line_table *t)
 {
 	enum sp_err rc = check_line_table(w, rk, k, t);
 	hid_t g = H5I_INVALID_HID, stype = H5I_INVALID_HID;
@@ -347,7 +356,7 @@ out:
 
 /* The rank's line tables as lines/0, lines/1, ... in order (creation order
  * tracked, so readers list them as written). */
-static enum sp_err write_lines(struct writer *w, hid_t rank_g, const struct sp_rank *rk)
+static enum sp_err write_lines(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk)
 {
 	enum sp_err rc = SP_OK;
 	hid_t g;
@@ -363,7 +372,7 @@ static enum sp_err write_lines(struct writer *w, hid_t rank_g, const struct sp_r
 	return rc;
 }
 
-static enum sp_err write_rank(struct writer *w, hid_t file, const struct sp_rank *rk)
+static enum sp_err write_rank(struct sp_h5_writer *w, hid_t file, const struct sp_rank *rk)
 {
 	enum sp_err rc = SP_OK;
 	hid_t g = H5I_INVALID_HID, regions = H5I_INVALID_HID;
@@ -384,7 +393,7 @@ static enum sp_err write_rank(struct writer *w, hid_t file, const struct sp_rank
 	    (rk->run_end_ns != SP_NO_TIME && attr_i64(g, "run_end_time", rk->run_end_ns) < 0) ||
 	    (rk->pid != 0 && attr_i64(g, "pid", rk->pid) < 0) ||
 	    (rk->hostname && attr_str(g, "hostname", rk->hostname) < 0) ||
-	    attr_i64(g, "clock_offset_ns", 0) < 0) {
+	    attr_i64(g, "clock_offset_ns", rk->clock_offset_ns) < 0) {
 		rc = wfail(w, SP_EIO, "cannot write attributes of %s", name);
 		goto out;
 	}
@@ -408,37 +417,6 @@ out:
 	return rc;
 }
 
-static enum sp_err write_file(struct writer *w, hid_t file, const struct sp_profile *p)
-{
-	enum sp_err rc = SP_OK;
-	hid_t meta = H5I_INVALID_HID;
-
-	if (attr_str(file, "format", "scope-profiler") < 0 || attr_write(file, "format_version",
-	    H5T_STD_I32LE, H5T_NATIVE_INT32, &(int32_t){1}) < 0)
-		return wfail(w, SP_EIO, "cannot write the file's attributes");
-	meta = H5Gcreate2(file, "metadata", w->lcpl, w->gcpl_meta, H5P_DEFAULT);
-	if (meta < 0)
-		return wfail(w, SP_EIO, "cannot create group metadata");
-	for (size_t i = 0; i < p->nmeta; i++) {
-		const struct sp_kv *kv = &p->meta[i];
-		if (!kv->key || !kv->key[0] || !kv->value) {
-			rc = wfail(w, SP_EINVAL, "metadata entry %zu has no key or value", i);
-			goto out;
-		}
-		if (attr_str(meta, kv->key, kv->value) < 0) {
-			rc = wfail(w, H5Aexists(meta, kv->key) > 0 ? SP_EINVAL : SP_EIO,
-				   "cannot write metadata '%s'", kv->key);
-			goto out;
-		}
-	}
-	for (size_t r = 0; r < p->nranks && rc == SP_OK; r++)
-		rc = write_rank(w, file, &p->ranks[r]);
-out:
-	if (H5Gclose(meta) < 0 && rc == SP_OK)
-		rc = wfail(w, SP_EIO, "cannot close group metadata");
-	return rc;
-}
-
 /* Creates the temporary file ourselves first, so that a missing folder or a
  * permission problem is reported with the operating system's reason. */
 static enum sp_err create_tmp(const char *tmp, struct sp_error *err)
@@ -456,7 +434,7 @@ static enum sp_err create_tmp(const char *tmp, struct sp_error *err)
 	return sp_error_set(err, SP_EIO, "cannot create '%s': %s", tmp, strerror(errno));
 }
 
-static int make_plists(struct writer *w)
+static int make_plists(struct sp_h5_writer *w)
 {
 	unsigned crt = H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED;
 	if ((w->lcpl = H5Pcreate(H5P_LINK_CREATE)) < 0 || H5Pset_char_encoding(w->lcpl, H5T_CSET_UTF8) < 0)
@@ -480,63 +458,186 @@ static int make_plists(struct writer *w)
 	return 0;
 }
 
-/* Writes p to path via a temporary file and rename(2). Returns SP_EINVAL for
- * an inconsistent profile, SP_ENOMEM, or SP_EIO; on failure the temporary
- * file is removed and path is untouched. */
-enum sp_err sp_h5_write(const struct sp_profile *p, const char *path, struct sp_error *err)
+/* Adds one string attribute to /metadata; entry is the index in the
+ * profile's meta[] for messages, or -1 for sp_h5_writer_meta. */
+static enum sp_err meta_add(struct sp_h5_writer *w, const char *key, const char *value, long entry)
 {
-	struct writer w = {
-		.path = path, .err = err, .lcpl = H5I_INVALID_HID, .gcpl = H5I_INVALID_HID,
-		.gcpl_regions = H5I_INVALID_HID, .gcpl_region = H5I_INVALID_HID,
-		.gcpl_meta = H5I_INVALID_HID, .dcpl = H5I_INVALID_HID,
-	};
-	hid_t fcpl = H5I_INVALID_HID, fapl = H5I_INVALID_HID, file = H5I_INVALID_HID;
-	enum sp_err rc = SP_OK;
-	char *tmp = NULL;
-	int created = 0;
+	if (!key || !key[0] || !value) {
+		if (entry >= 0)
+			return wfail(w, SP_EINVAL, "metadata entry %ld has no key or value", entry);
+		return wfail(w, SP_EINVAL, "metadata entry has no key or value");
+	}
+	if (attr_str(w->meta, key, value) < 0)
+		return wfail(w, H5Aexists(w->meta, key) > 0 ? SP_EINVAL : SP_EIO,
+			     "cannot write metadata '%s'", key);
+	return SP_OK;
+}
 
-	if (!p || !path || !path[0])
-		return sp_error_set(err, SP_EINVAL, "sp_h5_write: no profile or no path");
-	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-	size_t len = strlen(path) + 32;
-	if (!(tmp = malloc(len)))
-		return sp_error_set(err, SP_ENOMEM, "cannot write '%s': out of memory", path);
-	snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
-	if ((rc = create_tmp(tmp, err)) != SP_OK)
-		goto out;
-	created = 1;
-	/* Version 1.8 object headers and groups: smaller than the 1.6 defaults
-	 * and readable by any HDF5 since 1.8 (h5py included). */
-	if (make_plists(&w) < 0 || (fcpl = H5Pcreate(H5P_FILE_CREATE)) < 0 ||
-	    (fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 ||
-	    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0) {
-		rc = wfail(&w, SP_EIO, "cannot set up HDF5 property lists");
-		goto out;
-	}
-	errno = 0;
-	file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
-	if (file < 0) {
-		rc = sp_error_set(err, SP_EIO, "cannot create '%s': HDF5 cannot create the file%s%s", tmp,
-				  errno ? ": " : "", errno ? strerror(errno) : "");
-		goto out;
-	}
-	rc = write_file(&w, file, p);
-	errno = 0;
-	herr_t closed = H5Fclose(file);
-	file = H5I_INVALID_HID;
-	if (closed < 0 && rc == SP_OK)
-		rc = wfail(&w, SP_EIO, "cannot finish writing '%s'", tmp);
-	if (rc == SP_OK && rename(tmp, path) != 0)
-		rc = sp_error_set(err, SP_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-out:
-	if (file >= 0)
-		H5Fclose(file);
-	hid_t plists[] = {fcpl, fapl, w.lcpl, w.gcpl, w.gcpl_regions, w.gcpl_region, w.gcpl_meta, w.dcpl};
+/* Closes whatever is still open, removes the temporary file when asked to
+ * (and when it is ours), frees w. Errors are ignored: it is too late. */
+static void writer_free(struct sp_h5_writer *w, int remove_tmp)
+{
+	if (w->meta >= 0)
+		H5Gclose(w->meta);
+	if (w->file >= 0)
+		H5Fclose(w->file);
+	hid_t plists[] = {w->fcpl, w->fapl, w->lcpl, w->gcpl, w->gcpl_regions, w->gcpl_region,
+			  w->gcpl_meta, w->dcpl};
 	for (size_t i = 0; i < sizeof plists / sizeof plists[0]; i++)
 		if (plists[i] >= 0)
 			H5Pclose(plists[i]);
-	if (rc != SP_OK && created)
-		unlink(tmp);
-	free(tmp);
+	if (remove_tmp && w->created)
+		unlink(w->tmp);
+	free(w->path);
+	free(w->tmp);
+	free(w);
+}
+
+/* Marks w failed with rc (already in w->failure) and copies the failure to
+ * the caller's err. */
+static enum sp_err writer_failed(struct sp_h5_writer *w, enum sp_err rc, struct sp_error *err)
+{
+	w->failed = 1;
+	if (err)
+		*err = w->failure;
 	return rc;
+}
+
+enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, struct sp_h5_writer **out,
+			      struct sp_error *err)
+{
+	struct sp_h5_writer *w;
+	enum sp_err rc = SP_OK;
+
+	if (out)
+		*out = NULL;
+	if (!p || !path || !path[0] || !out)
+		return sp_error_set(err, SP_EINVAL, "sp_h5_writer_open: no profile, path or writer");
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	size_t len = strlen(path) + 32;
+	if (!(w = calloc(1, sizeof *w)) || !(w->path = strdup(path)) || !(w->tmp = malloc(len))) {
+		if (w)
+			free(w->path);
+		free(w);
+		return sp_error_set(err, SP_ENOMEM, "cannot write '%s': out of memory", path);
+	}
+	hid_t *ids[] = {&w->fcpl, &w->fapl, &w->lcpl, &w->gcpl, &w->gcpl_regions, &w->gcpl_region,
+			&w->gcpl_meta, &w->dcpl, &w->file, &w->meta};
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+		*ids[i] = H5I_INVALID_HID;
+	snprintf(w->tmp, len, "%s.tmp.%ld", path, (long)getpid());
+	if ((rc = create_tmp(w->tmp, &w->failure)) != SP_OK)
+		goto out;
+	w->created = 1;
+	/* Version 1.8 object headers and groups: smaller than the 1.6 defaults
+	 * and readable by any HDF5 since 1.8 (h5py included). */
+	if (make_plists(w) < 0 || (w->fcpl = H5Pcreate(H5P_FILE_CREATE)) < 0 ||
+	    (w->fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 ||
+	    H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0) {
+		rc = wfail(w, SP_EIO, "cannot set up HDF5 property lists");
+		goto out;
+	}
+	errno = 0;
+	w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, w->fcpl, w->fapl);
+	if (w->file < 0) {
+		rc = sp_error_set(&w->failure, SP_EIO, "cannot create '%s': HDF5 cannot create the file%s%s",
+				  w->tmp, errno ? ": " : "", errno ? strerror(errno) : "");
+		goto out;
+	}
+	if (attr_str(w->file, "format", "scope-profiler") < 0 || attr_write(w->file, "format_version",
+	    H5T_STD_I32LE, H5T_NATIVE_INT32, &(int32_t){1}) < 0) {
+		rc = wfail(w, SP_EIO, "cannot write the file's attributes");
+		goto out;
+	}
+	w->meta = H5Gcreate2(w->file, "metadata", w->lcpl, w->gcpl_meta, H5P_DEFAULT);
+	if (w->meta < 0) {
+		rc = wfail(w, SP_EIO, "cannot create group metadata");
+		goto out;
+	}
+	for (size_t i = 0; i < p->nmeta && rc == SP_OK; i++)
+		rc = meta_add(w, p->meta[i].key, p->meta[i].value, (long)i);
+out:
+	if (rc != SP_OK) {
+		if (err)
+			*err = w->failure;
+		writer_free(w, 1);
+		return rc;
+	}
+	*out = w;
+	return SP_OK;
+}
+
+enum sp_err sp_h5_writer_meta(struct sp_h5_writer *w, const char *key, const char *value,
+			      struct sp_error *err)
+{
+	if (!w)
+		return sp_error_set(err, SP_EINVAL, "sp_h5_writer_meta: no writer");
+	if (w->failed)
+		return writer_failed(w, w->failure.code, err);
+	enum sp_err rc = meta_add(w, key, value, -1);
+	return rc == SP_OK ? SP_OK : writer_failed(w, rc, err);
+}
+
+enum sp_err sp_h5_writer_rank(struct sp_h5_writer *w, const struct sp_rank *rk,
+			      struct sp_error *err)
+{
+	if (!w)
+		return sp_error_set(err, SP_EINVAL, "sp_h5_writer_rank: no writer");
+	if (w->failed)
+		return writer_failed(w, w->failure.code, err);
+	enum sp_err rc = rk ? write_rank(w, w->file, rk) : wfail(w, SP_EINVAL, "no rank to write");
+	return rc == SP_OK ? SP_OK : writer_failed(w, rc, err);
+}
+
+enum sp_err sp_h5_writer_commit(struct sp_h5_writer *w, struct sp_error *err)
+{
+	enum sp_err rc;
+
+	if (!w)
+		return sp_error_set(err, SP_EINVAL, "sp_h5_writer_commit: no writer");
+	rc = w->failed ? w->failure.code : SP_OK;
+	if (rc == SP_OK) {
+		if (H5Gclose(w->meta) < 0)
+			rc = wfail(w, SP_EIO, "cannot close group metadata");
+		w->meta = H5I_INVALID_HID;
+		errno = 0;
+		herr_t closed = H5Fclose(w->file);
+		w->file = H5I_INVALID_HID;
+		if (closed < 0 && rc == SP_OK)
+			rc = wfail(w, SP_EIO, "cannot finish writing '%s'", w->tmp);
+		if (rc == SP_OK && rename(w->tmp, w->path) != 0)
+			rc = sp_error_set(&w->failure, SP_EIO, "cannot rename '%s' to '%s': %s", w->tmp,
+					  w->path, strerror(errno));
+	}
+	if (rc != SP_OK)
+		writer_failed(w, rc, err);
+	writer_free(w, rc != SP_OK);
+	return rc;
+}
+
+void sp_h5_writer_abort(struct sp_h5_writer *w)
+{
+	if (w)
+		writer_free(w, 1);
+}
+
+/* Writes p to path via a temporary file and rename(2): the streaming writer
+ * with every rank at once. Returns SP_EINVAL for an inconsistent profile,
+ * SP_ENOMEM, or SP_EIO; on failure the temporary file is removed and path is
+ * untouched. */
+enum sp_err sp_h5_write(const struct sp_profile *p, const char *path, struct sp_error *err)
+{
+	struct sp_h5_writer *w = NULL;
+	enum sp_err rc;
+
+	if (!p || !path || !path[0])
+		return sp_error_set(err, SP_EINVAL, "sp_h5_write: no profile or no path");
+	if ((rc = sp_h5_writer_open(path, p, &w, err)) != SP_OK)
+		return rc;
+	for (size_t r = 0; r < p->nranks; r++)
+		if ((rc = sp_h5_writer_rank(w, &p->ranks[r], err)) != SP_OK) {
+			sp_h5_writer_abort(w);
+			return rc;
+		}
+	return sp_h5_writer_commit(w, err);
 }

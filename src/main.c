@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sp_cmd.h"
+#include "sp_mpi.h"
 
 struct command {
 	const char *name;
@@ -55,7 +56,10 @@ static void version(void)
 {
 	printf("scope-profiler %s\n", SP_VERSION);
 	printf("embedded Python: %s\n", SP_PYTHON_VERSION);
-	printf("MPI: not built in\n");
+	if (sp_mpi_built())
+		printf("MPI: %s (used when run under mpirun or srun)\n", sp_mpi_library());
+	else
+		printf("MPI: not built in (under mpirun each rank writes its own file)\n");
 }
 
 /* A full disk or a closed pipe must not truncate a report silently. */

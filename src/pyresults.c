@@ -13,6 +13,7 @@
 #include "sp_clock.h"
 #include "sp_h5.h"
 #include "sp_linetrace.h"
+#include "sp_mpi.h"
 #include "sp_profile.h"
 #include "sp_pyregion.h"
 #include "sp_render.h"
@@ -45,7 +46,7 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject 
 	if (!p->ranks || !(p->ranks[0].regions = calloc(nreg ? nreg : 1, sizeof(struct sp_region_data))))
 		goto nomem;
 	struct sp_rank *rk = &p->ranks[0];
-	rk->rank = 0;
+	rk->rank = sp_mpi_rank();
 	rk->run_start_ns = run_start;
 	rk->run_end_ns = now;
 	rk->pid = (int64_t)getpid();
@@ -278,34 +279,60 @@ out:
 }
 
 /* _finalize(path or None, render: bool, meta: dict, run_start_ns or None,
- *           snapshot: bool, render_lines: bool)
+ *           snapshot: bool, render_lines: bool, failed: bool = False,
+ *           fallback: path or None = None)
  *   -> (summary str or None, data or None, line tables str or None)
  * Writes the live regions to path (atomically) and renders the summary.
+ * Under MPI this is collective (see sp_mpi_collect): rank 0 writes every
+ * rank and renders the summary of all; failed and fallback say what a rank
+ * whose script failed does when the others never join.
  * Raises OSError when the file cannot be written; the events are kept. */
 static PyObject *res_finalize(PyObject *m, PyObject *args)
 {
-	PyObject *path_obj, *meta, *start_obj;
-	int render, snapshot, render_lines;
-	if (!PyArg_ParseTuple(args, "OpOOpp:_finalize", &path_obj, &render, &meta, &start_obj, &snapshot,
-			      &render_lines))
+	PyObject *path_obj, *meta, *start_obj, *fallback_obj = Py_None;
+	int render, snapshot, render_lines, failed = 0;
+	if (!PyArg_ParseTuple(args, "OpOOpp|pO:_finalize", &path_obj, &render, &meta, &start_obj, &snapshot,
+			      &render_lines, &failed, &fallback_obj))
 		return NULL;
 	int64_t now = sp_clock_ns();
 	int64_t start = start_obj == Py_None ? SP_NO_TIME : PyLong_AsLongLong(start_obj);
 	if (start == -1 && PyErr_Occurred())
 		return NULL;
-	const char *path = NULL;
-	PyObject *path_bytes = NULL;
+	const char *path = NULL, *fallback = NULL;
+	PyObject *path_bytes = NULL, *fallback_bytes = NULL;
 	if (path_obj != Py_None) {
 		if (!PyUnicode_FSConverter(path_obj, &path_bytes))
 			return NULL;
 		path = PyBytes_AS_STRING(path_bytes);
 	}
+	if (fallback_obj != Py_None) {
+		if (!PyUnicode_FSConverter(fallback_obj, &fallback_bytes)) {
+			Py_XDECREF(path_bytes);
+			return NULL;
+		}
+		fallback = PyBytes_AS_STRING(fallback_bytes);
+	}
+	int collective = sp_mpi_active();
 	/* The call tree costs O(n log n): only for the file or the summary. */
-	struct sp_profile *p = live_profile(now, start, meta, path || render || snapshot);
+	struct sp_profile *p = live_profile(now, start, meta, path || render || snapshot || collective);
 	PyObject *summary = NULL, *data = NULL, *lines = NULL, *res = NULL;
 	if (!p)
 		goto out;
-	if (path) {
+	if (collective) {
+		struct sp_error err = {0};
+		enum sp_err rc;
+		double wait_s = 60.0;
+		const char *w = getenv("SCOPE_PROFILER_MPI_WAIT");
+		if (w && *w)
+			wait_s = strtod(w, NULL);
+		Py_BEGIN_ALLOW_THREADS
+		rc = sp_mpi_collect(p, path, path != NULL, failed, wait_s, fallback, &err);
+		Py_END_ALLOW_THREADS
+		if (rc != SP_OK) {
+			PyErr_SetString(PyExc_OSError, err.msg);
+			goto out;
+		}
+	} else if (path) {
 		struct sp_error err = {0};
 		enum sp_err rc;
 		Py_BEGIN_ALLOW_THREADS
@@ -333,8 +360,17 @@ out:
 	Py_XDECREF(lines);
 	Py_XDECREF(data);
 	Py_XDECREF(path_bytes);
+	Py_XDECREF(fallback_bytes);
 	sp_profile_free(p);
 	return res;
+}
+
+/* _mpi_info() -> (rank, size, library or None): (0, 1, None) outside MPI. */
+static PyObject *res_mpi_info(PyObject *m, PyObject *unused)
+{
+	if (!sp_mpi_active())
+		return Py_BuildValue("(iiO)", 0, 1, Py_None);
+	return Py_BuildValue("(iis)", sp_mpi_rank(), sp_mpi_size(), sp_mpi_library());
 }
 
 /* _read(path, events: bool) -> (data, summary str). */
@@ -380,5 +416,6 @@ int sp_results_init(void)
 PyMethodDef sp_results_methods[] = {
 	{"_finalize", res_finalize, METH_VARARGS, NULL},
 	{"_read", res_read, METH_VARARGS, NULL},
+	{"_mpi_info", res_mpi_info, METH_NOARGS, NULL},
 	{NULL},
 };

@@ -1,4 +1,5 @@
 /* render.c - the terminal summary of a profile: call tree and region table. */
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -700,6 +701,126 @@ static void render_flat(FILE *out, const struct view *v)
 			nranks);
 }
 
+/* ---- hosts -------------------------------------------------------------- */
+
+/* A rank's host name; NULL when unknown (absent or empty). */
+static const char *rank_host(const struct sp_rank *rk)
+{
+	return rk->hostname && rk->hostname[0] ? rk->hostname : NULL;
+}
+
+struct host_rank {
+	const char *host;              /* NULL: unknown */
+	int rank;
+};
+
+/* By host (unknown first), then by rank number. */
+static int host_rank_cmp(const void *a, const void *b)
+{
+	const struct host_rank *x = a, *y = b;
+	if (x->host != y->host) {
+		if (!x->host || !y->host)
+			return x->host ? 1 : -1;
+		int c = strcmp(x->host, y->host);
+		if (c)
+			return c;
+	}
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* One host: its ranks are hr[first .. first + n - 1], by rank number. */
+struct host_group {
+	int lowest;                    /* its lowest rank number */
+	size_t first, n;
+};
+
+static int host_group_cmp(const void *a, const void *b)
+{
+	const struct host_group *x = a, *y = b;
+	return (x->lowest > y->lowest) - (x->lowest < y->lowest);
+}
+
+struct hosts {
+	struct host_rank *hr;          /* every rank, grouped by host */
+	struct host_group *g;          /* in the order of their lowest rank */
+	size_t ng;
+	size_t known;                  /* groups with a host name */
+	int unknown;                   /* some rank has no host name */
+};
+
+static void hosts_free(struct hosts *h)
+{
+	free(h->hr);
+	free(h->g);
+	*h = (struct hosts){0};
+}
+
+/* Groups the ranks of p by host name. Returns 0, or -1 when out of memory. */
+static int hosts_group(const struct sp_profile *p, struct hosts *h)
+{
+	size_t n = p->nranks;
+	*h = (struct hosts){0};
+	h->hr = malloc((n ? n : 1) * sizeof *h->hr);
+	h->g = malloc((n ? n : 1) * sizeof *h->g);
+	if (!h->hr || !h->g) {
+		hosts_free(h);
+		return -1;
+	}
+	for (size_t r = 0; r < n; r++)
+		h->hr[r] = (struct host_rank){ rank_host(&p->ranks[r]), p->ranks[r].rank };
+	qsort(h->hr, n, sizeof *h->hr, host_rank_cmp);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && (h->hr[j].host == h->hr[i].host ||
+					  (h->hr[j].host && h->hr[i].host &&
+					   strcmp(h->hr[j].host, h->hr[i].host) == 0)); j++)
+			;
+		h->g[h->ng++] = (struct host_group){ h->hr[i].rank, i, j - i };
+		if (h->hr[i].host)
+			h->known++;
+		else
+			h->unknown = 1;
+	}
+	qsort(h->g, h->ng, sizeof *h->g, host_group_cmp);
+	return 0;
+}
+
+char *sp_render_hosts(const struct sp_profile *p)
+{
+	struct hosts h;
+	if (hosts_group(p, &h) != 0)
+		return NULL;
+	/* A rank takes at most 12 bytes of a list ("-2147483648,"). */
+	size_t len = 1, most = 0;
+	for (size_t k = 0; k < h.ng; k++) {
+		const char *name = h.hr[h.g[k].first].host;
+		len += strlen(name ? name : "?") + 4 + 12 * h.g[k].n + 8;
+		most = h.g[k].n > most ? h.g[k].n : most;
+	}
+	char *out = malloc(len), *list = malloc(12 * most + 8);
+	int *nums = malloc((most ? most : 1) * sizeof *nums);
+	if (!out || !list || !nums) {
+		free(out);
+		out = NULL;
+		goto done;
+	}
+	size_t at = 0;
+	out[0] = '\0';
+	for (size_t k = 0; k < h.ng; k++) {
+		const struct host_group *g = &h.g[k];
+		const char *name = h.hr[g->first].host;
+		for (size_t i = 0; i < g->n; i++)
+			nums[i] = h.hr[g->first + i].rank;
+		sp_render_rank_list(list, 12 * g->n + 8, nums, g->n);
+		at += (size_t)snprintf(out + at, len - at, "%s%s: %s", k ? "; " : "",
+				       name ? name : "?", list);
+	}
+done:
+	free(list);
+	free(nums);
+	hosts_free(&h);
+	return out;
+}
+
 /* ---- JSON --------------------------------------------------------------- */
 
 void sp_render_json_string(FILE *out, const char *s)
@@ -749,7 +870,8 @@ static const char *const sort_names[] = {
 	[SP_SORT_MAX] = "max", [SP_SORT_NAME] = "name",
 };
 
-static void render_json(FILE *out, const struct view *v, const char *title, enum sp_render_sort sort)
+static void render_json(FILE *out, const struct view *v, const char *title, enum sp_render_sort sort,
+			const struct hosts *h)
 {
 	const struct sp_profile *p = v->p;
 	size_t nranks = p->nranks;
@@ -759,6 +881,21 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 	for (size_t r = 0; r < nranks; r++)
 		fprintf(out, "%s%d", r ? ", " : "", p->ranks[r].rank);
 	fputs("],\n  ", out);
+	if (h->known) {
+		/* host -> its ranks, hosts in the order of their lowest rank */
+		fputs("\"hosts\": {", out);
+		for (size_t k = 0; k < h->ng; k++) {
+			const struct host_group *g = &h->g[k];
+			const char *name = h->hr[g->first].host;
+			fputs(k ? ", " : "", out);
+			sp_render_json_string(out, name ? name : "?");
+			fputs(": [", out);
+			for (size_t i = 0; i < g->n; i++)
+				fprintf(out, "%s%d", i ? ", " : "", h->hr[g->first + i].rank);
+			fputc(']', out);
+		}
+		fputs("},\n  ", out);
+	}
 	json_secs(out, "run_span_s", (double)v->span);
 	fprintf(out, ",\n  \"calls\": %lld,\n  \"sort\": \"%s\",\n  \"regions\": [",
 		(long long)v->calls, (unsigned)sort < 5 ? sort_names[sort] : "total");
@@ -837,6 +974,19 @@ static char *profile_ranks(char *buf, size_t len, const struct sp_profile *p)
 	return buf;
 }
 
+/* The number in /metadata omp_num_threads; 0 when absent, empty or not a
+ * positive whole number. */
+static long omp_threads(const struct sp_profile *p)
+{
+	const char *s = sp_profile_meta(p, "omp_num_threads");
+	if (!s || *s < '0' || *s > '9')
+		return 0;
+	char *end;
+	errno = 0;
+	long n = strtol(s, &end, 10);
+	return *end || errno || n <= 0 ? 0 : n;
+}
+
 static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *title, int parts,
 			   const struct sp_render_opts *o, struct sp_error *err)
 {
@@ -845,6 +995,8 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 	int json = o && o->json;
 	struct sp_profile sub = *p;
 	struct view v = { .p = p, .sel = sel, .roots_first = -1, .roots_last = -1 };
+	struct hosts hosts = {0};
+	char *host_list = NULL;
 	enum sp_err rc = SP_OK;
 	char buf[32], list[128];
 	sub.ranks = NULL;
@@ -873,16 +1025,44 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 		int64_t s = sp_rank_span(&v.p->ranks[r]);
 		v.span = s > v.span ? s : v.span;
 	}
+	if (hosts_group(v.p, &hosts) != 0) {
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory grouping ranks by host");
+		goto out;
+	}
 	if (json) {
-		render_json(out, &v, title, sort);
+		render_json(out, &v, title, sort, &hosts);
 		goto flush;
+	}
+	/* Several ranks: on how many hosts, and which ranks on which. */
+	int several = v.p->nranks > 1;
+	if (several && hosts.known) {
+		host_list = sp_render_hosts(v.p);
+		if (!host_list) {
+			rc = sp_error_set(err, SP_ENOMEM, "out of memory listing the hosts");
+			goto out;
+		}
 	}
 
 	fputs("Profile: ", out);
 	put_text(out, title ? title : "(untitled)", INT32_MAX);
-	fprintf(out, "\n%zu rank(s), %zu region%s, %lld call%s, run span %s s\n", v.p->nranks,
-		v.nrows, v.nrows == 1 ? "" : "s", (long long)v.calls, v.calls == 1 ? "" : "s",
-		secs_trim(buf, sizeof buf, (double)v.span));
+	if (host_list)
+		fprintf(out, "\n%zu ranks on %s%zu host%s, ", v.p->nranks,
+			hosts.unknown ? "at least " : "", hosts.known, hosts.known == 1 ? "" : "s");
+	else
+		fprintf(out, "\n%zu rank(s), ", v.p->nranks);
+	fprintf(out, "%zu region%s, %lld call%s, run span %s s\n", v.nrows, v.nrows == 1 ? "" : "s",
+		(long long)v.calls, v.calls == 1 ? "" : "s", secs_trim(buf, sizeof buf, (double)v.span));
+	if (host_list) {
+		fputs("hosts: ", out);
+		put_text(out, host_list, 80 - 7);
+		fputc('\n', out);
+	}
+	long threads = several ? omp_threads(v.p) : 0;
+	unsigned long long cores;
+	if (threads > 0 && !__builtin_mul_overflow((unsigned long long)v.p->nranks,
+						   (unsigned long long)threads, &cores))
+		fprintf(out, "cores: %zu ranks × %ld OpenMP thread%s = %llu\n", v.p->nranks, threads,
+			threads == 1 ? "" : "s", cores);
 	if (sel && (sel->ninclude || sel->nexclude || sel->nranks)) {
 		fprintf(out, "Selection: %zu of %zu region%s", v.nrows, v.nall, v.nall == 1 ? "" : "s");
 		if (sel->nranks)
@@ -909,6 +1089,8 @@ out:
 	free(v.last);
 	free(v.keep);
 	free(v.rank_totals);
+	hosts_free(&hosts);
+	free(host_list);
 	return rc;
 }
 

@@ -104,7 +104,8 @@ def _metadata():
         "tool": "scope-profiler",
         "tool_version": __version__,
         "command_line": _session.command_line or " ".join(_sys.argv),
-        "mpi_size": "1",
+        "mpi_size": str(_mpi_info()[1]),
+        "mpi_library": _mpi_info()[2] or "",
         "omp_num_threads": _os.environ.get("OMP_NUM_THREADS", ""),
         "mode": ("disabled" if opts["deactivate_profiling"]
                  else "threads" if opts["track_threads"] else "time_only"),
@@ -115,21 +116,29 @@ def _metadata():
     }
 
 
-def _finish(verbose, return_results, stream, verbose_lines=False):
-    """finalize()'s work; returns (results or None, path written or None)."""
+def _fallback_path():
+    return _os.path.join(_os.environ.get("TMPDIR", "/tmp"), f"scope-profiler-{_os.getpid()}.h5")
+
+
+def _finish(verbose, return_results, stream, verbose_lines=False, failed=False):
+    """finalize()'s work; returns (results or None, path written or None).
+    Under MPI it is collective: rank 0 writes and prints for every rank."""
     opts = _session.options
     forked = _os.getpid() != _session.pid
     write = not (opts["deactivate_file_output"] or opts["deactivate_profiling"] or forked)
     path = _os.fspath(opts["file_path"]) if write else None
-    snapshot = bool(return_results) and path is None
-    show = bool(verbose) and not forked
+    rank = _mpi_info()[0]
+    # Only rank 0 holds the merged file; other ranks' results are their own.
+    snapshot = bool(return_results) and (path is None or rank != 0)
+    show = bool(verbose) and not forked and rank == 0
     if _session.tracing:
         _stop_tracing()
     else:
         _tracer_stop_all()  # profile(recursive=True) calls still running end now
-    show_lines = bool(verbose_lines) and not forked
+    show_lines = bool(verbose_lines) and not forked and rank == 0
     summary, data, lines = _finalize(path, show or snapshot, _metadata(),
-                                     _session.run_start_ns, snapshot, show_lines)
+                                     _session.run_start_ns, snapshot, show_lines,
+                                     bool(failed), _fallback_path())
     _session.active = False
     _reset()
     # Until the next setup(), regions record nothing.
@@ -141,8 +150,8 @@ def _finish(verbose, return_results, stream, verbose_lines=False):
     stream.flush()
     results = None
     if return_results:
-        results = read_h5(path) if path else ProfilingResults(data, None, summary)
-    return results, path
+        results = read_h5(path) if path and not snapshot else ProfilingResults(data, None, summary)
+    return results, (path if rank == 0 else None)
 
 
 def finalize(verbose=None, return_results=False, verbose_line_profiler=False):
@@ -168,8 +177,15 @@ class session:
         setup(**self._options)
         return self
 
-    def __exit__(self, *exc):
-        self.results = finalize(verbose=self._options.get("verbose"), return_results=False)
+    def __exit__(self, exc_type, exc, tb):
+        if not _session.active:
+            return False
+        verbose = self._options.get("verbose")
+        if verbose is None:
+            verbose = _session.options["verbose"]
+        # failed: under MPI, do not wait forever for ranks that may be
+        # blocked waiting for this one (see sp_mpi.h).
+        self.results, _ = _finish(verbose, False, _sys.stdout, failed=exc_type is not None)
         return False
 
 
@@ -320,22 +336,28 @@ def _run_end():
         return
     if _os.getpid() != _session.pid:
         return  # a forked child never writes into its parent's file
+    # An uncaught exception was printed (and kept in sys.last_value).
+    failed = getattr(_sys, "last_value", None) is not None
+    talk = _mpi_info()[0] == 0  # under MPI rank 0 speaks for every rank
     show_lines = not _session.quiet and _session.options["use_line_profiler"]
     try:
-        _, path = _finish(not _session.quiet, False, _sys.stderr, show_lines)
+        _, path = _finish(not _session.quiet, False, _sys.stderr, show_lines, failed)
     except OSError as exc:
-        _sys.stderr.write(f"scope-profiler: run: {exc}\n")
+        # Under MPI every rank gets rank 0's error and retries with it.
+        if talk:
+            _sys.stderr.write(f"scope-profiler: run: {exc}\n")
         _mark_write_failed()
-        fallback = _os.path.join(_os.environ.get("TMPDIR", "/tmp"),
-                                 f"scope-profiler-{_os.getpid()}.h5")
+        fallback = _fallback_path()
         _session.options["file_path"] = fallback
         _session.options["verbose"] = False
         try:
-            _, path = _finish(False, False, _sys.stderr)
+            _, path = _finish(False, False, _sys.stderr, failed=failed)
         except OSError as exc2:
-            _sys.stderr.write(f"scope-profiler: run: {exc2}; the profile is lost\n")
+            if talk:
+                _sys.stderr.write(f"scope-profiler: run: {exc2}; the profile is lost\n")
             return
-        _sys.stderr.write(f"scope-profiler: run: profile saved to {path} instead\n")
+        if talk:
+            _sys.stderr.write(f"scope-profiler: run: profile saved to {path} instead\n")
         return
     if path and not _session.quiet:
         _sys.stderr.write(f"scope-profiler: profile written to {path}\n")

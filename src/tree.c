@@ -62,16 +62,60 @@ static size_t key_hash(int32_t parent, int32_t region)
 
 /* Lane, then start ascending; on a tie the longer event first (it is the
  * parent), then the lower region index, then the earlier call. */
+static inline int event_less(const struct event *x, const struct event *y)
+{
+	if (x->lane != y->lane)
+		return x->lane < y->lane;
+	if (x->start != y->start)
+		return x->start < y->start;
+	if (x->end != y->end)
+		return x->end > y->end;
+	return x->seq < y->seq;
+}
+
 static int event_cmp(const void *a, const void *b)
 {
 	const struct event *x = a, *y = b;
-	if (x->lane != y->lane)
-		return x->lane < y->lane ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	if (x->end != y->end)
-		return x->end > y->end ? -1 : 1;
-	return (x->seq > y->seq) - (x->seq < y->seq);
+	return event_less(x, y) ? -1 : event_less(y, x) ? 1 : 0;
+}
+
+/* Sorts ev[n], made of nruns runs (run r is ev[bounds[r] .. bounds[r+1]]).
+ * A region's calls are recorded in entry order, so each run is normally
+ * sorted already: runs that are not get qsort'ed, then the runs are merged
+ * pairwise, log2(nruns) linear passes, instead of one O(n log n) qsort.
+ * tmp holds n events; bounds is overwritten. Returns the sorted array (ev or
+ * tmp). */
+static struct event *sort_runs(struct event *ev, struct event *tmp, size_t n, size_t *bounds, size_t nruns)
+{
+	for (size_t r = 0; r < nruns; r++) {
+		size_t lo = bounds[r], hi = bounds[r + 1];
+		for (size_t i = lo + 1; i < hi; i++)
+			if (event_less(&ev[i], &ev[i - 1])) {
+				qsort(ev + lo, hi - lo, sizeof *ev, event_cmp);
+				break;
+			}
+	}
+	struct event *src = ev, *dst = tmp;
+	while (nruns > 1) {
+		size_t out = 0;
+		for (size_t r = 0; r < nruns; r += 2) {
+			size_t a = bounds[r], am = bounds[r + 1];
+			size_t bm = r + 1 < nruns ? bounds[r + 2] : am, b = am, k = a;
+			while (a < am && b < bm)
+				dst[k++] = event_less(&src[b], &src[a]) ? src[b++] : src[a++];
+			while (a < am)
+				dst[k++] = src[a++];
+			while (b < bm)
+				dst[k++] = src[b++];
+			bounds[out++] = bounds[r];
+		}
+		bounds[out] = n;
+		nruns = out;
+		struct event *t = src;
+		src = dst;
+		dst = t;
+	}
+	return src;
 }
 
 /* Replaces the slot table by one of nslots slots holding every node. */
@@ -197,17 +241,21 @@ enum sp_err sp_tree_build(struct sp_rank *rank, struct sp_error *err)
 	enum sp_err rc = SP_ENOMEM;
 	struct builder b = { 0 };
 	struct event *ev = malloc(n ? n * sizeof *ev : 1);
-	if (!ev || rehash(&b, 64) != 0)
+	struct event *tmp = malloc(n ? n * sizeof *tmp : 1);
+	size_t *bounds = malloc((rank->nregions + 1) * sizeof *bounds);
+	if (!ev || !tmp || !bounds || rehash(&b, 64) != 0)
 		goto out;
 	size_t k = 0;
 	for (size_t r = 0; r < rank->nregions; r++) {
 		const struct sp_region_data *rd = &rank->regions[r];
+		bounds[r] = k;
 		for (int64_t c = 0; c < rd->stats.num_calls; c++, k++)
 			ev[k] = (struct event){ rd->starts[c], rd->ends[c], k, (int32_t)r,
 						rd->lanes ? rd->lanes[c] : 0 };
 	}
-	qsort(ev, n, sizeof *ev, event_cmp);
-	if (sweep(&b, ev, n) != 0)
+	bounds[rank->nregions] = n;
+	struct event *sorted = sort_runs(ev, tmp, n, bounds, rank->nregions);
+	if (sweep(&b, sorted, n) != 0)
 		goto out;
 
 	/* Creation order is already parents first, siblings by first start.
@@ -226,6 +274,8 @@ enum sp_err sp_tree_build(struct sp_rank *rank, struct sp_error *err)
 	rc = SP_OK;
 out:
 	free(ev);
+	free(tmp);
+	free(bounds);
 	free(b.nodes);
 	free(b.slots);
 	free(b.stack);

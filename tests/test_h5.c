@@ -180,6 +180,7 @@ static struct sp_profile *make_profile(void)
 	struct sp_rank *r3 = &p->ranks[1];   /* nothing known about this run */
 	r3->rank = 3;
 	r3->run_start_ns = r3->run_end_ns = SP_NO_TIME;
+	r3->clock_offset_ns = -1234567;      /* its clock is behind rank 0's */
 	r3->regions = calloc(1, sizeof *r3->regions);
 	add_region(r3, "solve", solve, 3);
 	set_tree(r3, t3, 1);
@@ -190,6 +191,7 @@ static struct sp_profile *make_profile(void)
 	struct sp_rank *r5 = &p->ranks[2];   /* a rank that recorded nothing */
 	r5->rank = 5;
 	r5->run_start_ns = r5->run_end_ns = SP_NO_TIME;
+	r5->clock_offset_ns = INT64_C(987654321012);   /* more than 32 bits */
 	set_tree(r5, NULL, 0);
 
 	static const char *kv[][2] = {
@@ -244,6 +246,7 @@ static void assert_same(const struct sp_profile *want, const struct sp_profile *
 		assert_true(b->run_start_ns == a->run_start_ns);
 		assert_true(b->run_end_ns == a->run_end_ns);
 		assert_true(b->pid == a->pid);
+		assert_true(b->clock_offset_ns == a->clock_offset_ns);
 		if (a->hostname)
 			assert_string_equal(b->hostname, a->hostname);
 		else
@@ -468,6 +471,252 @@ static void test_write_fails_cleanly(void **state)
 	sp_profile_free(p);
 }
 
+/* ---- the streaming writer ---- */
+
+/* The temporary file of a write to path. */
+static const char *tmp_of(const char *path)
+{
+	static char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	return tmp;
+}
+
+/* Appends key = value to p's metadata: what sp_h5_writer_meta adds. */
+static void push_meta(struct sp_profile *p, const char *key, const char *value)
+{
+	p->meta = realloc(p->meta, (p->nmeta + 1) * sizeof *p->meta);
+	assert_non_null(p->meta);
+	p->meta[p->nmeta++] = (struct sp_kv){strdup(key), strdup(value)};
+}
+
+/* A profile written rank by rank, metadata added before, between and after
+ * the ranks, reads back as written, whole or streamed. */
+static void test_writer_roundtrip(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	struct sp_h5_writer *w = NULL;
+	const char *path = tpath("ranks.h5");
+
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_non_null(w);
+	/* Everything goes to the temporary file until the commit. */
+	assert_int_equal(access(tmp_of(path), F_OK), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_ok(sp_h5_writer_meta(w, "mpi ranks", "3", &err), &err);
+	/* Ranks in any order: the reader sorts them. */
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[2], &err), &err);   /* rank 5 */
+	assert_ok(sp_h5_writer_meta(w, "between", "ranks/ü", &err), &err);
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[0], &err), &err);   /* rank 0 */
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[1], &err), &err);   /* rank 3 */
+	assert_ok(sp_h5_writer_meta(w, "last", "", &err), &err);
+	assert_int_equal(count_files(), 1);
+	assert_ok(sp_h5_writer_commit(w, &err), &err);
+	assert_int_equal(count_files(), 1);
+	assert_int_equal(access(tmp_of(path), F_OK), -1);
+	push_meta(p, "mpi ranks", "3");
+	push_meta(p, "between", "ranks/ü");
+	push_meta(p, "last", "");
+
+	assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
+	assert_same(p, q, 1);
+	assert_int_equal(q->nmeta, 7);
+	assert_string_equal(sp_profile_meta(q, "between"), "ranks/ü");
+	assert_true(q->ranks[0].clock_offset_ns == 0);
+	assert_true(q->ranks[1].clock_offset_ns == -1234567);
+	assert_true(q->ranks[2].clock_offset_ns == INT64_C(987654321012));
+	sp_profile_free(q);
+	assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+	assert_same(p, q, 0);
+	sp_profile_free(q);
+
+	/* The streaming reader reads the offsets too. */
+	struct sp_h5_stream *s = NULL;
+	assert_ok(sp_h5_stream_open(path, &s, &err), &err);
+	const struct sp_profile *sp = sp_h5_stream_profile(s);
+	assert_int_equal(sp->nranks, 3);
+	assert_true(sp->ranks[0].clock_offset_ns == 0);
+	assert_true(sp->ranks[1].clock_offset_ns == -1234567);
+	assert_true(sp->ranks[2].clock_offset_ns == INT64_C(987654321012));
+	sp_h5_stream_close(s);
+
+	/* The stored attribute is an int64 on every rank group. */
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	hid_t a = H5Aopen_by_name(f, "rank3", "clock_offset_ns", H5P_DEFAULT, H5P_DEFAULT);
+	hid_t t = H5Aget_type(a);
+	int64_t off = 0;
+	assert_true(f >= 0 && a >= 0 && t >= 0);
+	assert_true(H5Tequal(t, H5T_STD_I64LE) > 0);
+	assert_true(H5Aread(a, H5T_NATIVE_INT64, &off) >= 0);
+	assert_true(off == -1234567);
+	H5Tclose(t);
+	H5Aclose(a);
+	H5Fclose(f);
+
+	/* sp_h5_write of the same profile (metadata included) reads back the same. */
+	const char *whole = tpath("whole.h5");
+	assert_ok(sp_h5_write(p, whole, &err), &err);
+	assert_ok(sp_h5_read(whole, SP_READ_EVENTS, &q, &err), &err);
+	assert_same(p, q, 1);
+	sp_profile_free(q);
+	assert_int_equal(count_files(), 2);
+	remove(whole);
+	remove(path);
+	sp_profile_free(p);
+}
+
+/* Abort removes the temporary file and leaves path as it was. */
+static void test_writer_abort(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	struct sp_h5_writer *w = NULL;
+	const char *path = tpath("aborted.h5");
+
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[0], &err), &err);
+	assert_int_equal(access(tmp_of(path), F_OK), 0);
+	sp_h5_writer_abort(w);
+	assert_int_equal(access(tmp_of(path), F_OK), -1);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(count_files(), 0);
+	sp_h5_writer_abort(NULL);
+
+	/* Right after open, and over an existing file. */
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	sp_h5_writer_abort(w);
+	assert_int_equal(count_files(), 0);
+	size_t n0, n1;
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	char *before = read_bytes(path, &n0);
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	for (size_t r = 0; r < p->nranks; r++)
+		assert_ok(sp_h5_writer_rank(w, &p->ranks[r], &err), &err);
+	assert_ok(sp_h5_writer_meta(w, "extra", "1", &err), &err);
+	sp_h5_writer_abort(w);
+	char *after = read_bytes(path, &n1);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	assert_int_equal(count_files(), 1);
+	free(before);
+	free(after);
+	remove(path);
+
+	/* A failed open leaves nothing and no writer. */
+	char missing[256];
+	snprintf(missing, sizeof missing, "%s/no/such/folder/x.h5", dir);
+	w = (struct sp_h5_writer *)&w;
+	assert_int_equal(sp_h5_writer_open(missing, p, &w, &err), SP_EIO);
+	assert_null(w);
+	assert_non_null(strstr(err.msg, "no/such/folder/x.h5.tmp."));
+	assert_non_null(strstr(err.msg, "No such file or directory"));
+	w = (struct sp_h5_writer *)&w;
+	assert_int_equal(sp_h5_writer_open("", p, &w, &err), SP_EINVAL);
+	assert_null(w);
+	assert_int_equal(sp_h5_writer_open(path, NULL, &w, &err), SP_EINVAL);
+	free(p->meta[1].value);
+	p->meta[1].value = NULL;
+	assert_int_equal(sp_h5_writer_open(path, p, &w, &err), SP_EINVAL);
+	assert_null(w);
+	assert_non_null(strstr(err.msg, "metadata entry 1 has no key or value"));
+	assert_int_equal(count_files(), 0);
+	sp_profile_free(p);
+}
+
+/* Expects every writer call after a failure to return that failure, and
+ * the commit to leave the file at path (if any) as it was. */
+static void expect_failed_commit(struct sp_h5_writer *w, const struct sp_profile *p, const char *path,
+				 enum sp_err code, const char *needle)
+{
+	struct sp_error err = {0};
+	assert_int_equal(sp_h5_writer_rank(w, &p->ranks[1], &err), code);
+	assert_int_equal(err.code, code);
+	assert_non_null(strstr(err.msg, needle));
+	memset(&err, 0, sizeof err);
+	assert_int_equal(sp_h5_writer_meta(w, "fine", "key", &err), code);
+	assert_non_null(strstr(err.msg, needle));
+	memset(&err, 0, sizeof err);
+	assert_int_equal(sp_h5_writer_commit(w, &err), code);
+	assert_int_equal(err.code, code);
+	assert_non_null(strstr(err.msg, needle));
+	assert_non_null(strstr(err.msg, path));
+	assert_int_equal(access(tmp_of(path), F_OK), -1);
+}
+
+/* After a failed sp_h5_writer_rank or _meta, commit fails with that error,
+ * writes nothing and keeps an existing file. */
+static void test_writer_failure_commit(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	struct sp_h5_writer *w = NULL;
+	const char *path = tpath("kept.h5"), *fresh = tpath("fresh.h5");
+	size_t n0, n1;
+
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	char *before = read_bytes(path, &n0);
+
+	/* A rank twice. */
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[0], &err), &err);
+	assert_int_equal(sp_h5_writer_rank(w, &p->ranks[0], &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "kept.h5': rank 0 appears twice"));
+	expect_failed_commit(w, p, path, SP_EINVAL, "rank 0 appears twice");
+
+	/* A rank that fails half-way: its events are not loaded. */
+	struct sp_region_data *rd = &p->ranks[1].regions[0];
+	int64_t *starts = rd->starts;
+	rd->starts = NULL;
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[0], &err), &err);
+	assert_int_equal(sp_h5_writer_rank(w, &p->ranks[1], &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "rank 3 region 'solve': events not loaded"));
+	expect_failed_commit(w, p, path, SP_EINVAL, "events not loaded");
+
+	/* With no file at path: none appears. */
+	assert_ok(sp_h5_writer_open(fresh, p, &w, &err), &err);
+	assert_int_equal(sp_h5_writer_rank(w, &p->ranks[1], &err), SP_EINVAL);
+	expect_failed_commit(w, p, fresh, SP_EINVAL, "events not loaded");
+	assert_int_equal(access(fresh, F_OK), -1);
+	rd->starts = starts;
+
+	/* A metadata key twice, then an empty key and a missing value. */
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_int_equal(sp_h5_writer_meta(w, "zeta", "again", &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "cannot write metadata 'zeta'"));
+	expect_failed_commit(w, p, path, SP_EINVAL, "cannot write metadata 'zeta'");
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_int_equal(sp_h5_writer_meta(w, "", "x", &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "metadata entry has no key or value"));
+	sp_h5_writer_abort(w);
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_int_equal(sp_h5_writer_meta(w, "k", NULL, &err), SP_EINVAL);
+	expect_failed_commit(w, p, path, SP_EINVAL, "metadata entry has no key or value");
+
+	/* sp_h5_write of a profile with a rank twice fails the same way. */
+	p->ranks[1].rank = 0;
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "rank 0 appears twice"));
+	p->ranks[1].rank = 3;
+
+	char *after = read_bytes(path, &n1);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	assert_int_equal(count_files(), 1);
+
+	/* No writer. */
+	assert_int_equal(sp_h5_writer_rank(NULL, &p->ranks[0], &err), SP_EINVAL);
+	assert_int_equal(sp_h5_writer_meta(NULL, "k", "v", &err), SP_EINVAL);
+	assert_int_equal(sp_h5_writer_commit(NULL, &err), SP_EINVAL);
+	free(before);
+	free(after);
+	remove(path);
+	sp_profile_free(p);
+}
+
 static void expect_read(const char *path, enum sp_err code, const char *needle)
 {
 	struct sp_profile *q = (struct sp_profile *)&q;   /* must be reset */
@@ -568,6 +817,15 @@ static void test_plain_layout(void **state)
 	hid_t rg = plain_rank(f, "rank10");
 	plain_region(rg, "solve", H5T_STD_I64LE, solve, 3, 3);
 	H5Gclose(rg);
+	{       /* rank10's clock offset, as a 32-bit integer; rank2 has none */
+		hid_t sp = H5Screate(H5S_SCALAR);
+		hid_t a = H5Acreate_by_name(f, "rank10", "clock_offset_ns", H5T_STD_I32LE, sp,
+					    H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+		int32_t off = -750;
+		assert_true(a >= 0 && H5Awrite(a, H5T_NATIVE_INT32, &off) >= 0);
+		H5Aclose(a);
+		H5Sclose(sp);
+	}
 	rg = plain_rank(f, "rank2");
 	plain_region(rg, "outer", H5T_STD_I32LE, outer, 2, 2);
 	plain_region(rg, "inner", H5T_IEEE_F64LE, inner, 3, 3);
@@ -582,6 +840,8 @@ static void test_plain_layout(void **state)
 	assert_int_equal(q->ranks[0].rank, 2);
 	assert_int_equal(q->ranks[1].rank, 10);
 	assert_true(q->ranks[0].run_start_ns == SP_NO_TIME && q->ranks[0].pid == 0);
+	assert_true(q->ranks[0].clock_offset_ns == 0);      /* absent */
+	assert_true(q->ranks[1].clock_offset_ns == -750);
 	/* By name: "a%2Fb" < "inner" < "outer"; the link name is unescaped. */
 	const struct sp_rank *rk = &q->ranks[0];
 	assert_int_equal(rk->nregions, 3);
@@ -936,6 +1196,9 @@ int main(void)
 		cmocka_unit_test(test_lanes_roundtrip),
 		cmocka_unit_test(test_v1_without_tree),
 		cmocka_unit_test(test_write_fails_cleanly),
+		cmocka_unit_test(test_writer_roundtrip),
+		cmocka_unit_test(test_writer_abort),
+		cmocka_unit_test(test_writer_failure_commit),
 		cmocka_unit_test(test_read_errors),
 		cmocka_unit_test(test_plain_layout),
 		cmocka_unit_test(test_plain_corrupt),

@@ -467,6 +467,117 @@ static void test_write_error(void **state)
 	sp_profile_free(p);
 }
 
+/* Sets the host names of p's ranks: one entry per rank, NULL for none. */
+static void set_hosts(struct sp_profile *p, const char *const *hosts)
+{
+	for (size_t r = 0; r < p->nranks; r++)
+		p->ranks[r].hostname = hosts[r] ? strdup(hosts[r]) : NULL;
+}
+
+static void assert_hosts(const struct sp_profile *p, const char *want)
+{
+	char *got = sp_render_hosts(p);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/* Which ranks ran where: hosts in the order of their lowest rank. */
+static void test_hosts(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(8);
+	set_hosts(p, (const char *const[]){ "A", "A", "A", "A", "B", "B", "B", "B" });
+	assert_hosts(p, "A: 0-3; B: 4-7");
+	sp_profile_free(p);
+
+	p = profile_new(4);   /* interleaved */
+	set_hosts(p, (const char *const[]){ "A", "B", "A", "B" });
+	assert_hosts(p, "A: 0,2; B: 1,3");
+	sp_profile_free(p);
+
+	p = profile_new(5);   /* by lowest rank, not by name */
+	set_hosts(p, (const char *const[]){ "zeta", "alpha", "zeta", "zeta", "alpha" });
+	assert_hosts(p, "zeta: 0,2,3; alpha: 1,4");
+	sp_profile_free(p);
+
+	p = profile_new(6);   /* missing and empty host names: "?" */
+	set_hosts(p, (const char *const[]){ NULL, "A", "", "A", "B", NULL });
+	assert_hosts(p, "?: 0,2,5; A: 1,3; B: 4");
+	sp_profile_free(p);
+
+	p = profile_new(3);   /* none known */
+	assert_hosts(p, "?: 0-2");
+	sp_profile_free(p);
+
+	p = profile_new(0);
+	assert_hosts(p, "");
+	sp_profile_free(p);
+
+	p = profile_new(4);   /* rank numbers with gaps, negative and large ones */
+	const int nums[] = { -3, 7, 8, 2147483647 };
+	for (int r = 0; r < 4; r++)
+		p->ranks[r].rank = nums[r];
+	set_hosts(p, (const char *const[]){ "h1", "h2", "h1", "h2" });
+	assert_hosts(p, "h1: -3,8; h2: 7,2147483647");
+	sp_profile_free(p);
+
+	/* Never cut, however long: 1000 ranks alternating between two hosts. */
+	p = profile_new(1000);
+	for (size_t r = 0; r < 1000; r++)
+		p->ranks[r].hostname = strdup(r % 2 ? "odd" : "even");
+	char *want = malloc(8000), *at = want;
+	at += sprintf(at, "even: 0");
+	for (int r = 2; r < 1000; r += 2)
+		at += sprintf(at, ",%d", r);
+	at += sprintf(at, "; odd: 1");
+	for (int r = 3; r < 1000; r += 2)
+		at += sprintf(at, ",%d", r);
+	assert_hosts(p, want);
+	free(want);
+	sp_profile_free(p);
+}
+
+/* Several ranks: on how many hosts, which ranks where, the cores. */
+static void test_hosts_header(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(8);
+	for (int r = 0; r < 8; r++)
+		event(&p->ranks[r], "solve", 0, (r + 1) * 100 * MS);
+	finish(p);
+	set_hosts(p, (const char *const[]){ "nodeA", "nodeA", "nodeA", "nodeA", "nodeB", "nodeB",
+					    "nodeB", "nodeB" });
+	p->meta = calloc(2, sizeof *p->meta);
+	assert_non_null(p->meta);
+	p->meta[0] = (struct sp_kv){ strdup("mpi_size"), strdup("8") };
+	p->meta[1] = (struct sp_kv){ strdup("omp_num_threads"), strdup("2") };
+	p->nmeta = 2;
+	char *out = render(p, SP_RENDER_FLAT);
+	assert_non_null(line_starting(out, "8 ranks on 2 hosts, 1 region, 8 calls, run span "));
+	char *l = line_starting(out, "hosts: ");
+	assert_non_null(l);
+	assert_string_equal(l, "hosts: nodeA: 0-3; nodeB: 4-7");
+	l = line_after(out, "hosts: ");
+	assert_string_equal(l, "cores: 8 ranks × 2 OpenMP threads = 16");
+	assert_true(max_columns(out) <= 80);
+	free(out);
+	/* No host names: the counts as before and no hosts line; the cores
+	 * line needs a positive number. */
+	for (int r = 0; r < 8; r++) {
+		free(p->ranks[r].hostname);
+		p->ranks[r].hostname = NULL;
+	}
+	free(p->meta[1].value);
+	p->meta[1].value = strdup("");
+	out = render(p, SP_RENDER_FLAT);
+	assert_non_null(line_starting(out, "8 rank(s), 1 region, 8 calls, run span "));
+	assert_null(strstr(out, "hosts:"));
+	assert_null(strstr(out, "cores:"));
+	free(out);
+	sp_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +592,8 @@ int main(void)
 		cmocka_unit_test(test_span_and_odd_names),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_write_error),
+		cmocka_unit_test(test_hosts),
+		cmocka_unit_test(test_hosts_header),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

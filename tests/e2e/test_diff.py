@@ -216,11 +216,13 @@ def test_several_ranks(sp):
     assert "A: m1.h5 (4 ranks 0-3, " in out
     assert "total/rank" in out and "slowest" in out
     header = next(l for l in out.splitlines() if l.startswith("region"))
-    assert header.split()[-1] == "%" and "slowest" in out.splitlines()[out.splitlines().index(header) - 1]
+    assert header.split()[-4:] == ["slowest", "%", "A", "B"]
+    groups = out.splitlines()[out.splitlines().index(header) - 1]
+    assert "slowest" in groups and groups.endswith("imbalance")
     solve = rows(out)["solve"]
     # total/rank: 0.2 s -> (3 x 0.2 + 0.4) / 4 = 0.25 s; slowest 0.2 -> 0.4 s.
     assert solve[:6] == ["4", "4", "0.200000", "0.250000", "0.200000", "0.400000"]
-    assert solve[6:] == ["+0.050000", "+25.0%", "1.25x", "+100.0%"]
+    assert solve[6:] == ["+0.050000", "+25.0%", "1.25x", "+100.0%", "1.00x", "2.00x"]
     assert max(len(l) for l in out.splitlines()) <= 100
     # The bound sees the slowest rank grow by 100 % though the mean grew 25 %.
     proc = sp("diff", "m1.h5", "m2.h5", "--fail-above", "50")
@@ -305,3 +307,89 @@ def test_long_names_stay_apart(sp):
     assert labels[0].endswith("edges") and labels[1].endswith("cells")
     assert all("…" in l for l in labels)
     assert max(len(l) for l in out.splitlines()) <= 100
+
+
+def imbalanced_ranks(path, solve_factors, hosts=("nodeA", "nodeA", "nodeB", "nodeB"),
+                     skip=(), meta=None):
+    """Four ranks on two hosts: solve takes 0.2 + 0.25 + 0.2 s times the
+    rank's factor (0.65 s at factor 1); halo 0.05 s everywhere but the ranks
+    in skip; pause is a zero-length call on every rank."""
+    with h5py.File(path, "w") as f:
+        for rank, k in enumerate(solve_factors):
+            group = f.create_group(f"rank{rank}")
+            group.attrs["hostname"] = hosts[rank]
+            regions = group.create_group("regions")
+            events = {"solve": [(0.1 + 0.5 * i, d * k) for i, d in enumerate((0.2, 0.25, 0.2))],
+                      "halo": [(2.0, 0.05)], "pause": [(2.5, 0.0)]}
+            for name, calls in events.items():
+                if name == "halo" and rank in skip:
+                    continue
+                g = regions.create_group(name)
+                g.create_dataset("start_times",
+                                 data=np.array([round(s * NS) for s, _ in calls], np.int64))
+                g.create_dataset("end_times",
+                                 data=np.array([round((s + d) * NS) for s, d in calls], np.int64))
+        m = f.create_group("metadata")
+        for key, value in (meta or {"mpi_size": "4", "omp_num_threads": "2"}).items():
+            m.attrs[key] = value
+
+
+def test_imbalance_columns(sp):
+    # A: rank totals of solve 0.65, 1.04, 0.78, 0.65 -> 1.04 / 0.65 = 1.60x;
+    # B: 0.65 .. 0.715 -> 1.10x. halo is missing on rank 3 of A: inf.
+    imbalanced_ranks(sp.tmp / "ia.h5", [1.0, 1.6, 1.2, 1.0], skip=(3,))
+    imbalanced_ranks(sp.tmp / "ib.h5", [1.0, 1.1, 1.0, 1.05])
+    proc = sp("diff", "ia.h5", "ib.h5")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    lines = out.splitlines()
+    header = next(l for l in lines if l.startswith("region"))
+    assert header.split()[-2:] == ["A", "B"]
+    assert lines[lines.index(header) - 1].endswith("imbalance")
+    assert "imbalance: slowest / fastest rank's total" in out
+    assert "counting as 0 s (inf" in out
+    r = rows(out)
+    assert r["solve"][-2:] == ["1.60x", "1.10x"]
+    assert r["halo"][-2:] == ["inf", "1.00x"]
+    assert r["pause"][-2:] == ["-", "-"]          # 0 s on every rank
+    assert max(len(l) for l in lines) <= 100
+    # The columns line up under their heads.
+    col = header.rindex("A") + 1
+    assert all(l[col - 5:col] in ("1.60x", "  inf", "    -") for l in lines
+               if l.split() and l.split()[0] in r)
+    # A region in one file only has no imbalance on the other side.
+    imbalanced_ranks(sp.tmp / "ic.h5", [1.0, 1.6, 1.2, 1.0])
+    with h5py.File(sp.tmp / "ic.h5", "a") as f:
+        for rank in range(4):
+            del f[f"rank{rank}/regions/halo"]
+    r = rows(sp("diff", "ic.h5", "ib.h5").stdout)
+    assert r["halo"][6] == "only-in-B" and r["halo"][-2:] == ["-", "1.00x"]
+    # --ranks narrows the ranks compared: without rank 1, solve is 1.20x in A.
+    r = rows(sp("diff", "ia.h5", "ib.h5", "--ranks", "0,2,3").stdout)
+    assert r["solve"][-2:] == ["1.20x", "1.05x"]
+    # JSON: the fastest rank's total and the imbalance (null when not finite).
+    doc = json.loads(sp("diff", "--json", "ia.h5", "ib.h5").stdout)
+    regions = {x["name"]: x for x in doc["regions"]}
+    assert regions["solve"]["a"]["fastest_rank_total_s"] == pytest.approx(0.65)
+    assert regions["solve"]["a"]["imbalance"] == pytest.approx(1.6)
+    assert regions["solve"]["b"]["imbalance"] == pytest.approx(1.1)
+    assert regions["halo"]["a"]["fastest_rank_total_s"] == 0
+    assert regions["halo"]["a"]["imbalance"] is None
+    assert regions["pause"]["a"]["imbalance"] is None
+
+
+def test_imbalance_against_one_rank(sp):
+    imbalanced_ranks(sp.tmp / "ia.h5", [1.0, 1.6, 1.2, 1.0])
+    proc = sp("diff", "ia.h5", "ia.h5", "--ranks", "1")
+    assert "imbalance" not in proc.stdout      # one rank on both sides
+    # One rank against four: the one rank is balanced with itself.
+    imbalanced_ranks(sp.tmp / "one.h5", [1.0], hosts=("nodeA",))
+    out = sp("diff", "one.h5", "ia.h5").stdout
+    assert rows(out)["solve"][-2:] == ["1.00x", "1.60x"]
+
+
+def test_one_rank_has_no_imbalance(profiles):
+    out = profiles("diff", "a.h5", "b.h5").stdout
+    assert "imbalance" not in out and "inf" not in out
+    header = next(l for l in out.splitlines() if l.startswith("region"))
+    assert header.split()[-1] == "B/A"

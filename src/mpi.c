@@ -1,0 +1,479 @@
+/* mpi.c - one merged profile for all ranks of an MPI job (see sp_mpi.h).
+ *
+ * The protocol of a session's end, on a private duplicate of COMM_WORLD:
+ *   1. every rank packs its profile (timestamps moved to rank 0's clock),
+ *      waits in a barrier until every rank has arrived (a rank whose script
+ *      failed waits only so long) and gathers the packed lengths to rank 0;
+ *   2. rank 0 writes its own rank, then for r = 1 .. N-1 tells rank r "go",
+ *      receives its buffer and writes it as group /rank{r}; the "go" of rank
+ *      r+1 is sent before rank r's group is written, so one transfer overlaps
+ *      one write and rank 0 holds at most two ranks' buffers;
+ *   3. rank 0 broadcasts its outcome.
+ * Ranks waiting their turn poll with growing sleeps instead of spinning in
+ * MPI, so an oversubscribed node keeps its cores for rank 0's writing. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sp_clock.h"
+#include "sp_h5.h"
+#include "sp_mpi.h"
+#include "sp_pack.h"
+#include "sp_render.h"
+
+int sp_mpi_launch_rank(void)
+{
+	const char *force = getenv("SCOPE_PROFILER_MPI");
+	if (force && strcmp(force, "0") == 0)
+		return -1;
+	static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		const char *v = getenv(vars[i]);
+		if (!v || !*v)
+			continue;
+		char *end;
+		errno = 0;
+		long r = strtol(v, &end, 10);
+		if (errno == 0 && *end == '\0' && r >= 0 && r <= INT_MAX)
+			return (int)r;
+	}
+	return -1;
+}
+
+#ifdef SP_HAVE_MPI
+#include <mpi.h>
+
+enum { TAG_PING = 1, TAG_PONG, TAG_GO, TAG_DATA };
+/* Messages are cut into pieces of at most this many bytes (MPI counts are int). */
+#define CHUNK ((size_t)1 << 30)
+/* Round trips per rank when measuring clock offsets; the shortest one wins. */
+#define SYNC_ROUNDS 12
+
+static struct {
+	int active, rank, size;
+	int script_finalized;          /* the script called MPI_Finalize */
+	pid_t pid;                     /* forked children must not communicate */
+	int64_t offset;                /* this rank's clock - rank 0's */
+	int64_t sync_error;            /* rank 0: largest half round trip of the best rounds */
+	MPI_Comm comm;
+	char library[MPI_MAX_LIBRARY_VERSION_STRING];
+} mpi;
+
+int sp_mpi_built(void)
+{
+	return 1;
+}
+
+const char *sp_mpi_library(void)
+{
+	if (!mpi.library[0]) {
+		int len = 0;
+		MPI_Get_library_version(mpi.library, &len);
+		mpi.library[len > 0 && len < (int)sizeof mpi.library ? len : 0] = '\0';
+		char *nl = strchr(mpi.library, '\n');
+		if (nl)
+			*nl = '\0';
+		/* Open MPI: "Open MPI v4.1.4, package: ..., ident: ..." */
+		char *comma = strchr(mpi.library, ',');
+		if (comma && strncmp(mpi.library, "Open MPI", 8) == 0)
+			*comma = '\0';
+	}
+	return mpi.library;
+}
+
+/* The script's MPI_Finalize (through mpi4py or a C extension) is deferred
+ * to sp_mpi_end, so the final write can still communicate. The executable
+ * exports these two symbols, which therefore win over libmpi's for every
+ * library loaded later (the standard MPI profiling interface). */
+int MPI_Finalize(void)
+{
+	if (mpi.active) {
+		mpi.script_finalized = 1;
+		return MPI_SUCCESS;
+	}
+	return PMPI_Finalize();
+}
+
+int MPI_Finalized(int *flag)
+{
+	int rc = PMPI_Finalized(flag);
+	if (rc == MPI_SUCCESS && mpi.active && mpi.script_finalized)
+		*flag = 1;
+	return rc;
+}
+
+static void sleep_ns(long ns)
+{
+	struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Waits for n requests, sleeping between tests: 20 us growing to 2 ms.
+ * limit_s < 0: no limit. Returns 0, or -1 when the limit passed. */
+static int wait_all(int n, MPI_Request *reqs, double limit_s)
+{
+	int64_t start = sp_clock_ns();
+	long pause = 20000;
+	for (;;) {
+		int done = 0;
+		MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+		if (done)
+			return 0;
+		if (limit_s >= 0 && (double)(sp_clock_ns() - start) > limit_s * 1e9)
+			return -1;
+		sleep_ns(pause);
+		if (pause < 2000000)
+			pause *= 2;
+	}
+}
+
+/* Offsets by ping-pong from rank 0, as NTP does: rank r answers with its
+ * clock t_r; with the send time t0 and the receive time t1 on rank 0, the
+ * offset is t_r - (t0 + t1) / 2, off by at most half the round trip, so the
+ * round with the shortest round trip is kept. */
+static void clock_sync(void)
+{
+	int64_t *offsets = NULL;
+	if (mpi.rank == 0) {
+		offsets = calloc((size_t)mpi.size, sizeof *offsets);
+		if (!offsets) {
+			fprintf(stderr, "scope-profiler: out of memory for %d clock offsets\n", mpi.size);
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+		for (int r = 1; r < mpi.size; r++) {
+			int64_t best_rtt = INT64_MAX;
+			for (int k = 0; k < SYNC_ROUNDS; k++) {
+				int64_t t0 = sp_clock_ns(), tr = 0;
+				MPI_Send(NULL, 0, MPI_BYTE, r, TAG_PING, mpi.comm);
+				MPI_Recv(&tr, 1, MPI_INT64_T, r, TAG_PONG, mpi.comm, MPI_STATUS_IGNORE);
+				int64_t t1 = sp_clock_ns();
+				if (t1 - t0 < best_rtt) {
+					best_rtt = t1 - t0;
+					offsets[r] = tr - (t0 + (t1 - t0) / 2);
+				}
+			}
+			if (best_rtt / 2 > mpi.sync_error)
+				mpi.sync_error = best_rtt / 2;
+		}
+	} else {
+		for (int k = 0; k < SYNC_ROUNDS; k++) {
+			MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_PING, mpi.comm, MPI_STATUS_IGNORE);
+			int64_t tr = sp_clock_ns();
+			MPI_Send(&tr, 1, MPI_INT64_T, 0, TAG_PONG, mpi.comm);
+		}
+	}
+	MPI_Scatter(offsets, 1, MPI_INT64_T, &mpi.offset, 1, MPI_INT64_T, 0, mpi.comm);
+	free(offsets);
+}
+
+enum sp_err sp_mpi_start(struct sp_error *err)
+{
+	int provided = 0, initialized = 0;
+	MPI_Initialized(&initialized);
+	if (!initialized && MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+		return sp_error_set(err, SP_EIO, "MPI_Init_thread failed");
+	MPI_Comm_rank(MPI_COMM_WORLD, &mpi.rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &mpi.size);
+	if (MPI_Comm_dup(MPI_COMM_WORLD, &mpi.comm) != MPI_SUCCESS)
+		return sp_error_set(err, SP_EIO, "MPI_Comm_dup failed");
+	mpi.pid = getpid();
+	mpi.active = 1;
+	/* sys.exit() ends the process inside Python (Py_Exit -> exit): MPI is
+	 * finalised at exit, after the interpreter's atexit stage wrote. */
+	atexit(sp_mpi_end);
+	clock_sync();
+	return SP_OK;
+}
+
+int sp_mpi_active(void)
+{
+	return mpi.active && getpid() == mpi.pid;
+}
+
+int sp_mpi_rank(void)
+{
+	return sp_mpi_active() ? mpi.rank : 0;
+}
+
+int sp_mpi_size(void)
+{
+	return sp_mpi_active() ? mpi.size : 1;
+}
+
+int64_t sp_mpi_clock_offset(void)
+{
+	return sp_mpi_active() ? mpi.offset : 0;
+}
+
+/* Sends or receives len bytes in pieces; fills reqs (at most npieces). */
+static int post_pieces(int send, void *buf, size_t len, int peer, MPI_Request *reqs)
+{
+	int n = 0;
+	for (size_t off = 0; off < len; off += CHUNK, n++) {
+		int count = (int)(len - off < CHUNK ? len - off : CHUNK);
+		if (send)
+			MPI_Isend((char *)buf + off, count, MPI_BYTE, peer, TAG_DATA, mpi.comm, &reqs[n]);
+		else
+			MPI_Irecv((char *)buf + off, count, MPI_BYTE, peer, TAG_DATA, mpi.comm, &reqs[n]);
+	}
+	return n;
+}
+
+static size_t npieces(size_t len)
+{
+	return len / CHUNK + 1;
+}
+
+/* A failed rank that the others never joined: keep its own profile, then
+ * take the job down, as MPI does when a rank dies. */
+static void give_up(struct sp_profile *p, double wait_s, const char *fallback)
+{
+	struct sp_error err = {0};
+	p->ranks[0].clock_offset_ns = 0;  /* its own clock: the file holds only it */
+	int saved = fallback && sp_h5_write(p, fallback, &err) == SP_OK;
+	fprintf(stderr,
+		"scope-profiler: rank %d: the script failed and the other ranks did not reach the end "
+		"within %g s (they may be waiting for this rank); %s%s%s; aborting the job\n",
+		mpi.rank, wait_s, saved ? "this rank's profile is saved to " : "this rank's profile is lost",
+		saved ? fallback : "", saved ? "" : (fallback ? ": " : ""));
+	if (!saved && fallback)
+		fprintf(stderr, "scope-profiler: %s\n", err.msg);
+	fflush(stderr);
+	MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+struct incoming {
+	void *buf;
+	size_t len;
+	int nreq;
+	MPI_Request *reqs;
+};
+
+/* Rank 0: starts receiving rank r's buffer and tells r to send it (go = 1),
+ * or, without the memory for it, not to (go = 0). */
+static enum sp_err start_receive(struct incoming *in, int r, int64_t len, struct sp_error *err)
+{
+	enum sp_err rc = SP_OK;
+	memset(in, 0, sizeof *in);
+	if (len <= 0)
+		return SP_OK;
+	int go = 1;
+	in->buf = malloc((size_t)len);
+	in->reqs = calloc(npieces((size_t)len), sizeof *in->reqs);
+	if (!in->buf || !in->reqs) {
+		free(in->buf);
+		free(in->reqs);
+		memset(in, 0, sizeof *in);
+		go = 0;
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory for rank %d's profile (%lld bytes)", r,
+				  (long long)len);
+	} else {
+		in->len = (size_t)len;
+		in->nreq = post_pieces(0, in->buf, in->len, r, in->reqs);
+	}
+	MPI_Send(&go, 1, MPI_INT, r, TAG_GO, mpi.comm);
+	return rc;
+}
+
+enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_events, int failed,
+			   double wait_s, const char *fallback, struct sp_error *err)
+{
+	if (!sp_mpi_active() || p->nranks != 1)
+		return sp_error_set(err, SP_EINVAL, "sp_mpi_collect: MPI is not active or the profile is not one rank");
+	struct sp_rank *mine = &p->ranks[0];
+	mine->rank = mpi.rank;
+	mine->clock_offset_ns = mpi.offset;
+	enum sp_err rc = SP_OK;
+	struct {
+		int32_t code;
+		char msg[sizeof err->msg];
+	} status = {SP_OK, ""};
+	void *buf = NULL;
+	size_t len = 0;
+	int64_t mylen = 0, *lens = NULL;
+
+	if (mpi.rank != 0) {
+		struct sp_error perr = {0};
+		if (sp_rank_pack(mine, with_events, mpi.offset, &buf, &len, &perr) == SP_OK)
+			mylen = (int64_t)len;
+		else
+			mylen = -1;        /* rank 0 reports it; this rank still takes part */
+	} else if (!(lens = calloc((size_t)mpi.size, sizeof *lens))) {
+		fprintf(stderr, "scope-profiler: out of memory gathering %d ranks\n", mpi.size);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	/* Every rank arrives here, or a failed rank gives up. (A gather is not
+	 * enough: on a rank other than the root it may finish alone.) */
+	MPI_Request req;
+	MPI_Ibarrier(mpi.comm, &req);
+	if (wait_all(1, &req, failed ? wait_s : -1.0) != 0)
+		give_up(p, wait_s, fallback);
+	MPI_Igather(&mylen, 1, MPI_INT64_T, lens, 1, MPI_INT64_T, 0, mpi.comm, &req);
+	wait_all(1, &req, -1.0);
+
+	if (mpi.rank != 0) {
+		if (mylen > 0) {
+			MPI_Request go_req;
+			int go = 0;
+			MPI_Irecv(&go, 1, MPI_INT, 0, TAG_GO, mpi.comm, &go_req);
+			wait_all(1, &go_req, -1.0);
+			MPI_Request *reqs = NULL;
+			if (!go)
+				;              /* rank 0 could not take it; it reports that */
+			else if ((reqs = calloc(npieces(len), sizeof *reqs))) {
+				int n = post_pieces(1, buf, len, 0, reqs);
+				MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+				free(reqs);
+			} else {           /* no memory for requests: piece by piece */
+				for (size_t off = 0; off < len; off += CHUNK)
+					MPI_Send((char *)buf + off, (int)(len - off < CHUNK ? len - off : CHUNK),
+						 MPI_BYTE, 0, TAG_DATA, mpi.comm);
+			}
+		}
+		free(buf);
+	} else {
+		struct sp_h5_writer *w = NULL;
+		struct sp_rank *ranks = realloc(p->ranks, (size_t)mpi.size * sizeof *ranks);
+		if (!ranks) {
+			fprintf(stderr, "scope-profiler: out of memory gathering %d ranks\n", mpi.size);
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+		memset(ranks + 1, 0, (size_t)(mpi.size - 1) * sizeof *ranks);
+		p->ranks = ranks;
+		mine = &p->ranks[0];
+		if (path && (rc = sp_h5_writer_open(path, p, &w, err)) == SP_OK)
+			rc = sp_h5_writer_rank(w, mine, err);
+		struct incoming cur, next;
+		struct sp_error rerr = {0};
+		enum sp_err rrc = mpi.size > 1 ? start_receive(&next, 1, lens[1], &rerr) : SP_OK;
+		if (rc == SP_OK && rrc != SP_OK)
+			rc = sp_error_set(err, rrc, "%s", rerr.msg);
+		for (int r = 1; r < mpi.size; r++) {
+			cur = next;
+			if (cur.nreq)
+				MPI_Waitall(cur.nreq, cur.reqs, MPI_STATUSES_IGNORE);
+			if (r + 1 < mpi.size) {
+				rrc = start_receive(&next, r + 1, lens[r + 1], &rerr);
+				if (rc == SP_OK && rrc != SP_OK)
+					rc = sp_error_set(err, rrc, "%s", rerr.msg);
+			}
+			struct sp_rank *rk = &p->ranks[r];
+			rk->rank = r;
+			if (lens[r] < 0 && rc == SP_OK)
+				rc = sp_error_set(err, SP_ENOMEM, "rank %d could not pack its profile (out of memory)", r);
+			if (cur.buf && rc == SP_OK) {
+				rc = sp_rank_unpack(cur.buf, cur.len, rk, err);
+				if (rc == SP_OK && rk->rank != r)
+					rc = sp_error_set(err, SP_ECORRUPT, "rank %d sent the profile of rank %d", r, rk->rank);
+				if (rc == SP_OK && w)
+					rc = sp_h5_writer_rank(w, rk, err);
+				/* Only the summary stays: stats, tree, line tables. */
+				for (size_t i = 0; i < rk->nregions; i++) {
+					struct sp_region_data *rd = &rk->regions[i];
+					if (rd->owns_events) {
+						free(rd->starts);
+						free(rd->ends);
+						free(rd->lanes);
+					}
+					rd->starts = rd->ends = NULL;
+					rd->lanes = NULL;
+					rd->owns_events = 0;
+				}
+			}
+			free(cur.buf);
+			free(cur.reqs);
+		}
+		p->nranks = (size_t)mpi.size;
+		if (w && rc == SP_OK) {
+			char *hosts = sp_render_hosts(p);
+			char sync[32];
+			snprintf(sync, sizeof sync, "%lld", (long long)mpi.sync_error);
+			rc = hosts ? sp_h5_writer_meta(w, "hostnames", hosts, err)
+				   : sp_error_set(err, SP_ENOMEM, "out of memory");
+			if (rc == SP_OK)
+				rc = sp_h5_writer_meta(w, "clock_sync_error_ns", sync, err);
+			free(hosts);
+		}
+		if (w) {
+			if (rc == SP_OK)
+				rc = sp_h5_writer_commit(w, err);
+			else
+				sp_h5_writer_abort(w);
+		}
+		free(lens);
+		status.code = (int32_t)rc;
+		if (rc != SP_OK)
+			snprintf(status.msg, sizeof status.msg, "%s", err->msg);
+	}
+	MPI_Ibcast(&status, (int)sizeof status, MPI_BYTE, 0, mpi.comm, &req);
+	wait_all(1, &req, -1.0);
+	if (mpi.rank != 0 && status.code != SP_OK)
+		rc = sp_error_set(err, (enum sp_err)status.code, "%s", status.msg);
+	return rc;
+}
+
+void sp_mpi_end(void)
+{
+	if (!mpi.active || getpid() != mpi.pid)
+		return;
+	mpi.active = 0;
+	int finalized = 0;
+	PMPI_Finalized(&finalized);
+	if (!finalized) {
+		MPI_Comm_free(&mpi.comm);
+		PMPI_Finalize();
+	}
+}
+
+#else /* no MPI */
+
+int sp_mpi_built(void)
+{
+	return 0;
+}
+
+const char *sp_mpi_library(void)
+{
+	return "not built in";
+}
+
+enum sp_err sp_mpi_start(struct sp_error *err)
+{
+	return sp_error_set(err, SP_EINVAL, "this scope-profiler was built without MPI");
+}
+
+int sp_mpi_active(void)
+{
+	return 0;
+}
+
+int sp_mpi_rank(void)
+{
+	return 0;
+}
+
+int sp_mpi_size(void)
+{
+	return 1;
+}
+
+int64_t sp_mpi_clock_offset(void)
+{
+	return 0;
+}
+
+enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_events, int failed,
+			   double wait_s, const char *fallback, struct sp_error *err)
+{
+	return sp_error_set(err, SP_EINVAL, "this scope-profiler was built without MPI");
+}
+
+void sp_mpi_end(void)
+{
+}
+
+#endif

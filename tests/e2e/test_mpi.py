@@ -1,0 +1,257 @@
+"""`mpirun -n N scope-profiler run`: one merged profile for all ranks, on the
+real Open MPI and mpi4py from Debian (oversubscribed: this machine has two
+cores)."""
+import json
+import os
+import subprocess
+
+import h5py
+import pytest
+
+from conftest import BINARY, ROOT
+
+EXAMPLE = ROOT / "examples" / "mpi_timestep.py"
+
+
+def mpirun(sp, n, *args, env=None, timeout=120, wrap=None):
+    """Runs `mpirun -n N scope-profiler ARGS` in the test's folder."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(n)]
+    tool = [BINARY, *map(str, args)]
+    if wrap:
+        cmd += ["sh", "-c", wrap + ' "$@"', "sh", *tool]
+    else:
+        cmd += tool
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env,
+                          cwd=sp.tmp)
+
+
+def regions(f, rank):
+    return {f[f"rank{rank}/regions/{k}"].attrs["name"].decode(): f[f"rank{rank}/regions/{k}"]
+            for k in f[f"rank{rank}/regions"]}
+
+
+def rank_total_s(group):
+    return (group["end_times"][:] - group["start_times"][:]).sum() / 1e9
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_ranks_merge_into_one_file_with_mpi4py(sp, n):
+    proc = mpirun(sp, n, "run", "-o", "out.h5", EXAMPLE, env={"STEPS": "5"})
+    assert proc.returncode == 0, proc.stderr
+    assert f"5 steps on {n} rank(s), allreduce = {float(n)}" in proc.stdout
+    # Rank 0 speaks for all: one summary, one "written" line.
+    assert proc.stderr.count("Regions (") + proc.stderr.count("Regions\n") == 1, proc.stderr
+    assert proc.stderr.count("profile written to") == 1
+    assert sorted(os.listdir(sp.tmp)) == ["out.h5"]  # no temporary files left
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert sorted(k for k in f if k.startswith("rank")) == [f"rank{r}" for r in range(n)]
+        meta = f["metadata"].attrs
+        assert meta["mpi_size"] == str(n).encode()
+        ranks = {1: "0", 2: "0,1", 4: "0-3"}[n]
+        assert meta["hostnames"] == f"{os.uname().nodename}: {ranks}".encode()
+        assert meta["mpi_library"].startswith(b"Open MPI")
+        for r in range(n):
+            g = f[f"rank{r}"]
+            assert g.attrs["hostname"] == os.uname().nodename.encode()
+            assert "clock_offset_ns" in g.attrs
+            regs = regions(f, r)
+            assert set(regs) == {"timestep", "solve", "exchange"}
+            for reg in regs.values():
+                assert reg.attrs["num_calls"] == 5
+                assert len(reg["start_times"]) == 5
+
+
+def test_recorded_imbalance_is_the_one_made(sp):
+    # Rank r sleeps (1 + r) * 20 ms per step: rank 2 / rank 0 = 3.
+    proc = mpirun(sp, 3, "run", "-q", "-o", "imb.h5", EXAMPLE,
+                  env={"STEPS": "6", "SOLVE_SECONDS": "0.02", "IMBALANCE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "imb.h5") as f:
+        totals = [rank_total_s(regions(f, r)["solve"]) for r in range(3)]
+    assert 0.12 <= totals[0] < 0.2, totals
+    assert 2.6 < totals[2] / totals[0] < 3.1, totals
+    assert 1.7 < totals[1] / totals[0] < 2.1, totals
+    out = sp("summary", "imb.h5")
+    assert out.returncode == 0, out.stderr
+    row = next(l for l in out.stdout.splitlines() if l.startswith("solve "))
+    imbalance = float(row.split()[-1].rstrip("x"))
+    assert imbalance == pytest.approx(totals[2] / totals[0], abs=0.01)
+    # The per-rank view: rank 2 alone.
+    one = sp("summary", "--ranks", "2", "--json", "imb.h5")
+    assert one.returncode == 0, one.stderr
+    doc = json.loads(one.stdout)
+    solve = next(r for r in doc["regions"] if r["name"] == "solve")
+    assert solve["calls"] == 6
+    assert solve["total_s"] == pytest.approx(totals[2], rel=1e-6)
+    assert doc["ranks"] == [2]
+
+
+def test_without_mpi4py_ranks_with_different_regions_and_one_with_none(sp):
+    sp.script("""
+        import os
+        import scope_profiler as sp
+        rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+        if rank == 1:
+            pass                       # records nothing
+        else:
+            for i in range(rank + 1):
+                with sp.region(f"r{rank}"):
+                    pass
+            with sp.region("common"):
+                pass
+    """)
+    proc = mpirun(sp, 3, "run", "-q", "-o", "d.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "d.h5") as f:
+        assert {k: sorted(regions(f, r)) for r, k in enumerate(["rank0", "rank1", "rank2"])} == {
+            "rank0": ["common", "r0"], "rank1": [], "rank2": ["common", "r2"]}
+        assert regions(f, 2)["r2"].attrs["num_calls"] == 3
+    out = sp("summary", "d.h5")
+    assert "3 ranks on 1 host" in out.stdout
+
+
+def test_script_that_finalizes_mpi_itself(sp):
+    sp.script("""
+        import scope_profiler as sp
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        with sp.region("before"):
+            comm.Barrier()
+        MPI.Finalize()
+        print(comm.rank, "finalized:", MPI.Is_finalized())
+        with sp.region("after"):  # still recorded: the write comes later
+            pass
+    """)
+    proc = mpirun(sp, 2, "run", "-q", "-o", "fin.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(proc.stdout.split("\n")[:2]) == ["0 finalized: True", "1 finalized: True"]
+    with h5py.File(sp.tmp / "fin.h5") as f:
+        for r in range(2):
+            assert sorted(regions(f, r)) == ["after", "before"]
+
+
+def test_script_sees_the_same_world_and_thread_level(sp):
+    sp.script("""
+        from mpi4py import MPI
+        print(MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size(),
+              MPI.Query_thread() == MPI.THREAD_MULTIPLE, flush=True)
+    """)
+    proc = mpirun(sp, 2, "run", "-q", "--no-output", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(proc.stdout.splitlines()) == ["0 2 True", "1 2 True"]
+
+
+def test_script_level_sessions_are_collective(sp):
+    sp.script("""
+        import scope_profiler as sp
+        from mpi4py import MPI
+        rank = MPI.COMM_WORLD.rank
+        for name in ("first", "second"):
+            sp.setup(file_path=f"{name}.h5", verbose=False)
+            for _ in range(rank + 1):
+                with sp.region(name):
+                    pass
+            sp.finalize()
+        results = sp.read_h5("second.h5") if rank == 0 else None
+        if rank == 0:
+            print(results.num_ranks, results["second"].num_calls)
+    """)
+    proc = mpirun(sp, 3, "run", "-q", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["3", "6"]
+    with h5py.File(sp.tmp / "first.h5") as f:
+        assert [regions(f, r)["first"].attrs["num_calls"] for r in range(3)] == [1, 2, 3]
+    assert not (sp.tmp / "profiling_data.h5").exists()
+
+
+def test_an_exception_on_one_rank_still_writes_every_rank(sp):
+    sp.script("""
+        import scope_profiler as sp
+        from mpi4py import MPI
+        rank = MPI.COMM_WORLD.rank
+        with sp.region("work"):
+            pass
+        if rank == 1:
+            raise RuntimeError("rank 1 failed")
+    """)
+    proc = mpirun(sp, 3, "run", "-q", "-o", "exc.h5", "script.py")
+    assert proc.returncode != 0
+    assert "RuntimeError: rank 1 failed" in proc.stderr
+    with h5py.File(sp.tmp / "exc.h5") as f:
+        assert [regions(f, r)["work"].attrs["num_calls"] for r in range(3)] == [1, 1, 1]
+
+
+def test_a_failed_rank_others_wait_for_aborts_instead_of_hanging(sp):
+    # Rank 1 fails while ranks 0 and 2 wait for it in an allreduce: it
+    # waits SCOPE_PROFILER_MPI_WAIT seconds for them, keeps its own profile
+    # and takes the job down (as MPI does when a rank dies).
+    sp.script("""
+        import scope_profiler as sp
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        with sp.region("work"):
+            pass
+        if comm.rank == 1:
+            raise RuntimeError("rank 1 failed")
+        comm.allreduce(1)
+    """)
+    proc = mpirun(sp, 3, "run", "-q", "-o", "never.h5", "script.py",
+                  env={"SCOPE_PROFILER_MPI_WAIT": "2", "TMPDIR": str(sp.tmp)}, timeout=60)
+    assert proc.returncode != 0
+    line = next(l for l in proc.stderr.splitlines() if l.startswith("scope-profiler: rank 1:"))
+    assert "did not reach the end within 2 s" in line and "aborting the job" in line
+    saved = line.split("saved to ")[1].split(";")[0]
+    with h5py.File(saved) as f:
+        assert list(k for k in f if k.startswith("rank")) == ["rank1"]
+        assert regions(f, 1)["work"].attrs["num_calls"] == 1
+    assert not (sp.tmp / "never.h5").exists()
+
+
+def test_clocks_of_ranks_are_aligned_on_rank_0(sp):
+    # Each rank runs in its own time namespace, its monotonic clock r * 1000 s
+    # ahead of rank 0's: what separate nodes look like. After the merge, the
+    # offsets are measured and the regions entered right after a barrier
+    # line up.
+    sp.script("""
+        import time
+        import scope_profiler as sp
+        from mpi4py import MPI
+        MPI.COMM_WORLD.Barrier()
+        with sp.region("after_barrier"):
+            time.sleep(0.01)
+    """)
+    proc = mpirun(sp, 3, "run", "-q", "-o", "clk.h5", "script.py",
+                  wrap="exec unshare --time --monotonic $((OMPI_COMM_WORLD_RANK * 1000)) --fork")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "clk.h5") as f:
+        offsets = [int(f[f"rank{r}"].attrs["clock_offset_ns"]) for r in range(3)]
+        starts = [int(regions(f, r)["after_barrier"]["start_times"][0]) for r in range(3)]
+        run_starts = [int(f[f"rank{r}"].attrs["run_start_time"]) for r in range(3)]
+        sync_error = int(f["metadata"].attrs["clock_sync_error_ns"])
+    for r in range(3):
+        assert abs(offsets[r] - r * 1000 * 10**9) < 5 * 10**6, offsets
+    assert max(starts) - min(starts) < 0.5e9, starts       # not 1000 s apart
+    assert max(run_starts) - min(run_starts) < 5e9, run_starts
+    assert 0 <= sync_error < 5 * 10**6
+
+
+def test_version_says_mpi_is_built_in(sp):
+    out = sp("--version")
+    assert out.returncode == 0
+    assert "MPI: Open MPI v" in out.stdout
+
+
+def test_outside_a_launcher_mpi_is_not_touched(sp):
+    sp.script("""
+        import scope_profiler as sp
+        with sp.region("a"):
+            pass
+    """)
+    env = {k: "" for k in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")}
+    proc = sp("run", "-q", "-o", "serial.h5", "script.py", env=env)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "serial.h5") as f:
+        assert f["metadata"].attrs["mpi_size"] == b"1"
+        assert "hostnames" not in f["metadata"].attrs
