@@ -145,6 +145,7 @@ asan:
 
 bench: $(BIN)
 	$(PYTHON) scripts/bench.py --binary $(abspath $(BIN))
+	$(PYTHON) scripts/bench_mpi.py --binary $(abspath $(BIN))
 
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

@@ -38,8 +38,10 @@ def rank_total_s(group):
 
 @pytest.mark.parametrize("n", [1, 2, 4])
 def test_ranks_merge_into_one_file_with_mpi4py(sp, n):
-    proc = mpirun(sp, n, "run", "-o", "out.h5", EXAMPLE, env={"STEPS": "5"})
+    proc = mpirun(sp, n, "run", "-o", "out.h5", EXAMPLE, env={"STEPS": "5", "OMP_NUM_THREADS": "2"})
     assert proc.returncode == 0, proc.stderr
+    if n > 1:  # total cores = ranks x OpenMP threads
+        assert f"cores: {n} ranks × 2 OpenMP threads = {2 * n}" in proc.stderr
     assert f"5 steps on {n} rank(s), allreduce = {float(n)}" in proc.stdout
     # Rank 0 speaks for all: one summary, one "written" line.
     assert proc.stderr.count("Regions (") + proc.stderr.count("Regions\n") == 1, proc.stderr
@@ -52,6 +54,7 @@ def test_ranks_merge_into_one_file_with_mpi4py(sp, n):
         ranks = {1: "0", 2: "0,1", 4: "0-3"}[n]
         assert meta["hostnames"] == f"{os.uname().nodename}: {ranks}".encode()
         assert meta["mpi_library"].startswith(b"Open MPI")
+        assert meta["omp_num_threads"] == b"2"
         for r in range(n):
             g = f[f"rank{r}"]
             assert g.attrs["hostname"] == os.uname().nodename.encode()
@@ -120,13 +123,15 @@ def test_script_that_finalizes_mpi_itself(sp):
         with sp.region("before"):
             comm.Barrier()
         MPI.Finalize()
-        print(comm.rank, "finalized:", MPI.Is_finalized())
+        with open(f"fin{comm.rank}.txt", "w") as f:
+            print("finalized:", MPI.Is_finalized(), file=f)
         with sp.region("after"):  # still recorded: the write comes later
             pass
     """)
     proc = mpirun(sp, 2, "run", "-q", "-o", "fin.h5", "script.py")
     assert proc.returncode == 0, proc.stderr
-    assert sorted(proc.stdout.split("\n")[:2]) == ["0 finalized: True", "1 finalized: True"]
+    for r in range(2):
+        assert (sp.tmp / f"fin{r}.txt").read_text() == "finalized: True\n"
     with h5py.File(sp.tmp / "fin.h5") as f:
         for r in range(2):
             assert sorted(regions(f, r)) == ["after", "before"]
@@ -135,12 +140,15 @@ def test_script_that_finalizes_mpi_itself(sp):
 def test_script_sees_the_same_world_and_thread_level(sp):
     sp.script("""
         from mpi4py import MPI
-        print(MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size(),
-              MPI.Query_thread() == MPI.THREAD_MULTIPLE, flush=True)
+        rank = MPI.COMM_WORLD.Get_rank()
+        with open(f"world{rank}.txt", "w") as f:  # mpirun may interleave stdout
+            print(rank, MPI.COMM_WORLD.Get_size(), MPI.Query_thread() == MPI.THREAD_MULTIPLE,
+                  file=f)
     """)
     proc = mpirun(sp, 2, "run", "-q", "--no-output", "script.py")
     assert proc.returncode == 0, proc.stderr
-    assert sorted(proc.stdout.splitlines()) == ["0 2 True", "1 2 True"]
+    assert [(sp.tmp / f"world{r}.txt").read_text() for r in range(2)] == ["0 2 True\n",
+                                                                        "1 2 True\n"]
 
 
 def test_script_level_sessions_are_collective(sp):
@@ -255,3 +263,44 @@ def test_outside_a_launcher_mpi_is_not_touched(sp):
     with h5py.File(sp.tmp / "serial.h5") as f:
         assert f["metadata"].attrs["mpi_size"] == b"1"
         assert "hostnames" not in f["metadata"].attrs
+
+
+def test_a_write_error_on_rank_0_reaches_every_rank(sp):
+    # The output folder vanishes during the run: rank 0 cannot write, every
+    # rank learns it, the profile goes to rank 0's $TMPDIR, the status is 1.
+    (sp.tmp / "gone").mkdir()
+    (sp.tmp / "keep").mkdir()
+    sp.script("""
+        import os
+        import scope_profiler as sp
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        with sp.region("work"):
+            pass
+        if comm.rank == 0:
+            os.rmdir("gone")
+        comm.Barrier()
+    """)
+    proc = mpirun(sp, 3, "run", "-q", "-o", "gone/p.h5", "script.py",
+                  env={"TMPDIR": str(sp.tmp / "keep")})
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("cannot") == 1, proc.stderr  # said once, by rank 0
+    saved = [l for l in proc.stderr.splitlines() if "profile saved to" in l]
+    assert len(saved) == 1, proc.stderr
+    (path,) = list((sp.tmp / "keep").glob("scope-profiler-*.h5"))
+    assert str(path) in saved[0]
+    with h5py.File(path) as f:
+        assert [regions(f, r)["work"].attrs["num_calls"] for r in range(3)] == [1, 1, 1]
+
+
+def test_diff_of_two_mpi_runs_shows_the_imbalance(sp):
+    for name, imbalance in (("a.h5", "0"), ("b.h5", "1")):
+        proc = mpirun(sp, 2, "run", "-q", "-o", name, EXAMPLE,
+                      env={"STEPS": "4", "SOLVE_SECONDS": "0.01", "IMBALANCE": imbalance})
+        assert proc.returncode == 0, proc.stderr
+    out = sp("diff", "a.h5", "b.h5")
+    assert out.returncode == 0, out.stderr
+    assert "imbalance" in out.stdout
+    row = next(l for l in out.stdout.splitlines() if l.startswith("solve "))
+    imb_a, imb_b = (float(x.rstrip("x")) for x in row.split()[-2:])
+    assert imb_a < 1.3 and 1.6 < imb_b < 2.2, row
