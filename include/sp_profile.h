@@ -28,6 +28,10 @@ struct sp_region_data {
 	/* The thread lane of each call (--track-threads), or NULL: one lane. */
 	int32_t *lanes;
 	int owns_events;               /* free starts/ends/lanes with the profile */
+	/* Aggregation mode: only the stats were kept (no per-call events
+	 * exist; starts/ends stay NULL) and self_ns holds the exclusive time. */
+	int aggregate;
+	int64_t self_ns;
 };
 
 /* One node of a rank's call tree. Nodes are stored parents first: a node's
@@ -81,6 +85,9 @@ struct sp_profile {
 	struct sp_rank *ranks;         /* sorted by rank number */
 	size_t nmeta;
 	struct sp_kv *meta;
+	/* Writing: 0 stores contiguous datasets; 1..9 chunked datasets with
+	 * shuffle and deflate at that level. */
+	int compression;
 };
 
 /* Frees what a line table owns (not the table itself). */

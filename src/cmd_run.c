@@ -22,7 +22,8 @@
 #define CMD "run"
 
 enum { OPT_BUFFER_LIMIT = 256, OPT_NO_OUTPUT, OPT_DISABLE, OPT_RECURSIVE, OPT_ALL, OPT_INCLUDE,
-       OPT_EXCLUDE, OPT_TRACK_THREADS, OPT_LINE_PROFILE };
+       OPT_EXCLUDE, OPT_TRACK_THREADS, OPT_LINE_PROFILE, OPT_AGGREGATE, OPT_TRACK_ASYNC,
+       OPT_COMPRESSION };
 
 static const struct sp_cmd_option run_options[] = {
 	{{"outfile", required_argument, NULL, 'o'}, "PATH",
@@ -46,6 +47,12 @@ static const struct sp_cmd_option run_options[] = {
 	 "also time each line of functions under sp.profile"},
 	{{"track-threads", no_argument, NULL, OPT_TRACK_THREADS}, NULL,
 	 "a lane per thread: threads' calls never nest"},
+	{{"track-async", no_argument, NULL, OPT_TRACK_ASYNC}, NULL,
+	 "a lane per asyncio task: tasks' calls never nest"},
+	{{"aggregate", no_argument, NULL, OPT_AGGREGATE}, NULL,
+	 "keep per region only calls, total, min, max, self time"},
+	{{"compression", required_argument, NULL, OPT_COMPRESSION}, "C",
+	 "auto, gzip[=LEVEL] (shuffle + deflate) or none"},
 	{{"help", no_argument, NULL, 'h'}, NULL, "show this help and exit"},
 };
 
@@ -82,6 +89,8 @@ struct run_args {
 	int no_output;
 	int disable;
 	int recursive, all, track_threads, line_profile;
+	int aggregate, track_async;
+	const char *compression;   /* NULL: the default (none) */
 	int ninclude, nexclude;
 	char **include, **exclude; /* argc entries each, filled in order */
 	const char *module;        /* -m MODULE */
@@ -148,6 +157,15 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			break;
 		case OPT_LINE_PROFILE:
 			a->line_profile = 1;
+			break;
+		case OPT_AGGREGATE:
+			a->aggregate = 1;
+			break;
+		case OPT_TRACK_ASYNC:
+			a->track_async = 1;
+			break;
+		case OPT_COMPRESSION:
+			a->compression = optarg;
 			break;
 		case OPT_INCLUDE:
 			a->include[a->ninclude++] = optarg;
@@ -424,8 +442,21 @@ static int begin_session(const struct run_args *a, const char *outfile, const ch
 	    (a->no_output && (PyDict_SetItemString(opts, "deactivate_file_output", Py_True) ||
 			      PyDict_SetItemString(locked, "deactivate_file_output", Py_True))) ||
 	    (a->disable && (PyDict_SetItemString(opts, "deactivate_profiling", Py_True) ||
-			    PyDict_SetItemString(locked, "deactivate_profiling", Py_True))))
+			    PyDict_SetItemString(locked, "deactivate_profiling", Py_True))) ||
+	    (a->aggregate && (PyDict_SetItemString(opts, "aggregation_mode", Py_True) ||
+			      PyDict_SetItemString(locked, "aggregation_mode", Py_True))) ||
+	    (a->track_async && (PyDict_SetItemString(opts, "track_async", Py_True) ||
+				PyDict_SetItemString(locked, "track_async", Py_True))))
 		goto out;
+	if (a->compression) {
+		/* Checked by setup() like the script's own value would be. */
+		PyObject *v = PyUnicode_DecodeFSDefault(a->compression);
+		bad = !v || PyDict_SetItemString(opts, "hdf5_compression", v) != 0 ||
+		      PyDict_SetItemString(locked, "hdf5_compression", v) != 0;
+		Py_XDECREF(v);
+		if (bad)
+			goto out;
+	}
 	res = run_begin_call(mod, a, opts, locked, cmdline);
 out:
 	Py_XDECREF(mod);

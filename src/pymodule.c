@@ -782,9 +782,10 @@ static PyTypeObject ProfiledFunctionType = {
  * future. Lanes, once on, stay on until the session's events are reset. */
 static PyObject *mod_configure(PyObject *m, PyObject *args)
 {
-	int disabled, recursive, threads, lines;
+	int disabled, recursive, threads, lines, aggregate = 0, track_async = 0;
 	Py_ssize_t limit;
-	if (!PyArg_ParseTuple(args, "pnppp:_configure", &disabled, &limit, &recursive, &threads, &lines))
+	if (!PyArg_ParseTuple(args, "pnppp|pp:_configure", &disabled, &limit, &recursive, &threads, &lines,
+			      &aggregate, &track_async))
 		return NULL;
 	if (limit < 1) {
 		PyErr_SetString(PyExc_ValueError, "buffer_limit must be a positive integer");
