@@ -6,8 +6,13 @@
 
 /* Writes the profile to path atomically: to a temporary file in the same
  * folder, then rename(2). Regions with num_calls == 0 are skipped. Every
- * region's events must be loaded. On failure nothing is left at path (an
- * existing file there is untouched) and err says why. */
+ * region's events must be loaded, except an aggregate region's (it is
+ * written as its summary attributes plus self_ns and aggregate = 1, with no
+ * event columns). p->compression 1..9 stores event columns of 64 calls or
+ * more chunked (65536 elements at most) with shuffle then deflate at that
+ * level; 0 stores them contiguous; SP_EINVAL outside 0..9 or when HDF5 lacks
+ * the filters. On failure nothing is left at path (an existing file there is
+ * untouched) and err says why. */
 enum sp_err sp_h5_write(const struct sp_profile *p, const char *path, struct sp_error *err);
 
 /* Writing a profile one rank at a time: under MPI rank 0 writes each rank's
@@ -24,8 +29,8 @@ enum sp_err sp_h5_write(const struct sp_profile *p, const char *path, struct sp_
 struct sp_h5_writer;
 
 /* Creates the temporary file beside path (path.tmp.PID) and writes the root
- * attributes and p's metadata (p->ranks is not used). On failure *out is
- * NULL and nothing is left behind. */
+ * attributes and p's metadata (p->ranks is not used; p->compression applies
+ * to every rank written). On failure *out is NULL and nothing is left behind. */
 enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, struct sp_h5_writer **out,
 			      struct sp_error *err);
 /* Adds one /metadata string attribute, after those already written (at any

@@ -9,10 +9,20 @@
 
 #include "sp_recorder.h"
 
+/* Aggregation mode: what a region keeps instead of events (aggregate.c). */
+struct sp_agg {
+	int64_t count, total;         /* summed from the tree by sp_agg_sum */
+	int64_t min, max;
+	int64_t self;                 /* total minus the time in regions inside */
+	int64_t first, last;          /* earliest start, latest end */
+	int32_t node_parent, node;    /* cache: its tree node under that parent */
+};
+
 typedef struct {
 	PyObject_HEAD
 	PyObject *name;               /* str, exact */
 	struct sp_buf buf;
+	struct sp_agg agg;
 	uint64_t gen;                 /* bumped when the events are cleared */
 	int holds_functions;          /* region(name, functions=[...]) in line mode */
 } RegionObject;
@@ -38,7 +48,8 @@ static inline int32_t sp_current_lane(void)
 	return sp_my_lane >= 0 ? sp_my_lane : sp_lane_assign();
 }
 
-/* Whether regions keep a lane per event (setup(track_threads=True)). */
+/* Whether regions keep a lane per event (setup(track_threads=True), or
+ * track_async=True: then a lane per asyncio task, pymodule.c). */
 extern int sp_track_threads;
 
 /* --recursive: the profile hook (tracer.c). */

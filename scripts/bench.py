@@ -145,6 +145,23 @@ for _ in range(REPEATS):
 disabled = {k: v / N for k, v in best.items()}
 disabled["decorator_returns_function"] = sp.profile("d")(work) is work
 
+# Aggregation mode beside the time-only mode, alternating: setup() swaps the
+# class of the same region object and the call of the same wrapper.
+best = {k: float("inf") for k in ("empty", "call", "agg_region", "timed_region", "agg_deco",
+                                  "timed_deco")}
+for _ in range(REPEATS):
+    ProfileManager.setup(deactivate_profiling=False, aggregation_mode=True)
+    best["agg_region"] = min(best["agg_region"], t_region())
+    best["agg_deco"] = min(best["agg_deco"], t_sp_deco())
+    sp._reset()
+    ProfileManager.setup(aggregation_mode=False)
+    best["timed_region"] = min(best["timed_region"], t_region())
+    best["timed_deco"] = min(best["timed_deco"], t_sp_deco())
+    sp._reset()
+    best["empty"] = min(best["empty"], t_empty())
+    best["call"] = min(best["call"], t_call())
+aggregate = {k: v / N for k, v in best.items()}
+
 # Line timing, in the same process: line_profiler and ours on the same
 # function, 2n + 3 line events per call.
 from line_profiler import LineProfiler
@@ -169,7 +186,7 @@ for _ in range(REPEATS):
     # Code outside the profiled functions, with line mode on.
     t0 = clock(); outside(); best["outside_on"] = min(best["outside_on"], clock() - t0)
 lines = {k: v / (2 * LN + 3) for k, v in best.items()}
-print(json.dumps({"enabled": enabled, "disabled": disabled, "lines": lines}))
+print(json.dumps({"enabled": enabled, "disabled": disabled, "lines": lines, "aggregate": aggregate}))
 '''
 
 # One candidate alone, for callgrind: ITER iterations of one statement.
@@ -189,6 +206,8 @@ py_wrapped = noop_decorator(work)
 sp_wrapped = sp.profile("cg_call")(work)
 if kind == "disabled":
     sp.ProfileManager.setup(deactivate_profiling=True)
+if kind.startswith("agg_"):
+    sp.ProfileManager.setup(aggregation_mode=True)
 def fcall():
     return None
 def heavy(n):
@@ -238,6 +257,7 @@ def loop_sp_deco():
     f = sp_wrapped
     for _ in range(n): f()
 {"empty": loop_empty, "lock": loop_lock, "region": loop_region, "disabled": loop_region,
+ "agg_region": loop_region, "agg_deco": loop_sp_deco,
  "call": loop_call, "py_deco": loop_py_deco, "sp_deco": loop_sp_deco,
  "rec_plain": loop_rec_plain, "rec_cprofile": loop_rec_cprofile, "rec_ours": loop_rec_ours,
  "lines_plain": loop_lines_plain, "lines_lp": loop_lines_lp, "lines_ours": loop_lines_ours}[kind]()
@@ -350,7 +370,7 @@ def main():
     args.binary = os.path.abspath(args.binary)
 
     r = run_inner(args.binary, args.calls, args.repeats)
-    e, d, ln = r["enabled"], r["disabled"], r["lines"]
+    e, d, ln, ag = r["enabled"], r["disabled"], r["lines"], r["aggregate"]
     lock = e["lock"] - e["empty"]
     rows = [
         ("with region (reused object)", e["region"] - e["empty"], "empty with on a Lock", lock, 1.0),
@@ -364,12 +384,17 @@ def main():
         ("--line-profile, per line event", ln["ours"] - ln["plain"], "line_profiler",
          ln["line_profiler"] - ln["plain"], 0.5),
         ("line mode on: code outside", ln["outside_on"], "the same, plain", ln["plain"], None),
+        ("aggregate: with region", ag["agg_region"] - ag["empty"], "time-only with region",
+         ag["timed_region"] - ag["empty"], 1.0),
+        ("aggregate: decorated call", ag["agg_deco"] - ag["call"], "time-only decorated call",
+         ag["timed_deco"] - ag["call"], 1.0),
     ]
     cg = {}
     if args.callgrind:
         if not shutil.which("valgrind"):
             sys.exit("bench: --callgrind needs valgrind (scripts/install-deps.sh installs it)")
-        for kind in ("empty", "lock", "region", "disabled", "call", "py_deco", "sp_deco",
+        for kind in ("empty", "lock", "region", "disabled", "agg_region", "agg_deco", "call",
+                     "py_deco", "sp_deco",
                      "rec_plain", "rec_cprofile", "rec_ours", "lines_plain", "lines_lp",
                      "lines_ours"):
             cg[kind] = callgrind_per_call(args.binary, kind)
@@ -410,6 +435,10 @@ def main():
             # per loop iteration of lines_fn: two line events
             ("--line-profile, per line event", (cg["lines_ours"] - cg["lines_plain"]) / 2,
              "line_profiler", (cg["lines_lp"] - cg["lines_plain"]) / 2),
+            ("aggregate: with region", cg["agg_region"] - cg["empty"], "time-only with region",
+             cg["region"] - cg["empty"]),
+            ("aggregate: decorated call", cg["agg_deco"] - cg["call"], "time-only decorated",
+             cg["sp_deco"] - cg["call"]),
         ]
         for name, ours, peer_name, peer in pairs:
             print(f"{name:<32}{ours:7.0f}  {peer_name:<24}{peer:7.0f}{ours / peer:7.2f}x")

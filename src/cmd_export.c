@@ -861,6 +861,154 @@ out:
 	return rc;
 }
 
+/* ---- aggregation mode: no calls, one row per region and rank ------------ */
+
+static int has_aggregates(const struct sp_profile *p)
+{
+	for (size_t r = 0; r < p->nranks; r++)
+		for (size_t g = 0; g < p->ranks[r].nregions; g++)
+			if (p->ranks[r].regions[g].aggregate)
+				return 1;
+	return 0;
+}
+
+/* csv and json of aggregates: calls, total, self, min, max, mean per
+ * selected region and rank, in the read API's region order. */
+static enum sp_err write_aggregates(struct exporter *x)
+{
+	struct out *o = x->o;
+	static const char *const keys[] = {"calls", "total_s", "self_s", "min_s", "max_s", "mean_s"};
+	if (x->fmt == FMT_CSV) {
+		out_str(o, "name,rank");
+		for (size_t i = 0; i < 6; i++) {
+			out_ch(o, ',');
+			out_str(o, keys[i]);
+		}
+		out_ch(o, '\n');
+	} else {
+		x->name.n = 0;
+		sb_json(&x->name, x->path);
+		out_str(o, "{\"file\": ");
+		out_mem(o, x->name.p, x->name.n);
+		out_str(o, ",\n\"aggregate\": true,\n\"regions\": [");
+	}
+	for (size_t k = 0; k < x->ngroups; k++) {
+		const struct group *g = &x->groups[k];
+		const char *name = x->entries[g->first].name;
+		if (!sp_select_region(x->sel, name))
+			continue;
+		x->name.n = 0;
+		if (x->fmt == FMT_CSV)
+			sb_csv(&x->name, name);
+		else
+			sb_json(&x->name, name);
+		if (x->name.oom)
+			return sp_error_set(x->err, SP_ENOMEM, "out of memory");
+		for (size_t i = 0; i < g->n; i++) {
+			const struct entry *e = &x->entries[g->first + i];
+			const struct sp_rank *rk = &x->p->ranks[e->ri];
+			const struct sp_region_data *rd = &rk->regions[e->gi];
+			const struct sp_stats *st = &rd->stats;
+			if (!sp_select_rank(x->sel, rk->rank) || st->num_calls <= 0)
+				continue;
+			/* A region with events has no stored self time. */
+			__int128 vals[6] = {st->num_calls, st->total_ns, rd->aggregate ? rd->self_ns : -1,
+					    st->min_ns, st->max_ns, (__int128)(st->mean_ns + 0.5)};
+			if (x->fmt == FMT_CSV) {
+				out_mem(o, x->name.p, x->name.n);
+				out_ch(o, ',');
+				out_dec(o, rk->rank, 0);
+			} else {
+				out_str(o, x->written ? ",\n{\"name\": " : "\n{\"name\": ");
+				out_mem(o, x->name.p, x->name.n);
+				out_str(o, ", \"rank\": ");
+				out_dec(o, rk->rank, 0);
+			}
+			for (size_t v = 0; v < 6; v++) {
+				if (x->fmt == FMT_CSV) {
+					out_ch(o, ',');
+				} else {
+					out_str(o, ", \"");
+					out_str(o, keys[v]);
+					out_str(o, "\": ");
+				}
+				if (vals[v] < 0)
+					out_str(o, x->fmt == FMT_CSV ? "" : "null");
+				else
+					out_dec(o, vals[v], v == 0 ? 0 : 9);
+			}
+			if (x->fmt == FMT_CSV)
+				out_ch(o, '\n');
+			else
+				out_ch(o, '}');
+			x->written++;
+		}
+	}
+	if (x->fmt == FMT_JSON)
+		out_str(o, x->written ? "\n]}\n" : "]}\n");
+	return SP_OK;
+}
+
+/* Folded stacks of aggregates, from the stored call trees (the stream does
+ * not read trees): a path's value is its node's total minus its children's,
+ * summed over the selected ranks; an unselected region's node lends its own
+ * time to its nearest selected ancestor and its children move up to it. */
+static enum sp_err write_folded_trees(struct exporter *x)
+{
+	struct sp_profile *p = NULL;
+	enum sp_err rc = sp_h5_read(x->path, SP_READ_SUMMARY, &p, x->err);
+	struct folded f = {0};
+	int32_t *map = NULL;
+	if (rc != SP_OK)
+		return rc;
+	if (frehash(&f, 64) != 0) {
+		rc = sp_error_set(x->err, SP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t r = 0; r < p->nranks && rc == SP_OK; r++) {
+		const struct sp_rank *rk = &p->ranks[r];
+		if (!sp_select_rank(x->sel, rk->rank))
+			continue;
+		free(map);
+		if (!(map = malloc((rk->ntree ? rk->ntree : 1) * sizeof *map))) {
+			rc = sp_error_set(x->err, SP_ENOMEM, "out of memory");
+			break;
+		}
+		for (size_t i = 0; i < rk->ntree; i++) {
+			const struct sp_tree_node *t = &rk->tree[i];
+			int32_t parent = t->parent >= 0 ? map[t->parent] : -1;
+			const char *name = rk->regions[t->region].name;
+			/* The region's group: its name's entry in the plan. */
+			int32_t group = -1;
+			for (size_t k = 0; k < x->ngroups && group < 0; k++)
+				if (strcmp(x->entries[x->groups[k].first].name, name) == 0)
+					group = (int32_t)k;
+			if (group < 0 || !sp_select_region(x->sel, name)) {
+				map[i] = parent;
+				if (parent >= 0)
+					f.nodes[parent].self += t->total_ns;
+			} else if ((map[i] = fnode_get(&f, parent, group)) < 0) {
+				rc = sp_error_set(x->err, SP_ENOMEM, "out of memory");
+				break;
+			} else {
+				f.nodes[map[i]].self += t->total_ns;
+			}
+			/* The time of a kept node's child is not its own. */
+			if (parent >= 0)
+				f.nodes[parent].self -= t->total_ns;
+		}
+	}
+	if (rc == SP_OK)
+		rc = fprint(x, &f);
+out:
+	free(map);
+	free(f.nodes);
+	free(f.slots);
+	free(f.stack);
+	sp_profile_free(p);
+	return rc;
+}
+
 /* ---- the command -------------------------------------------------------- */
 
 /* Writes the export of the open stream s to o. Returns SP_OK, or the
@@ -886,6 +1034,17 @@ static enum sp_err run_export(struct sp_h5_stream *s, const char *path, enum for
 	}
 	if ((rc = plan(&x)) != SP_OK)
 		goto out;
+	if (has_aggregates(x.p)) {
+		if (fmt == FMT_CHROME)
+			rc = sp_error_set(err, SP_EINVAL, "'%s' holds aggregates (run --aggregate): there is no "
+					  "per-call timeline for a Chrome trace; export csv, json or folded", path);
+		else
+			rc = fmt == FMT_FOLDED ? write_folded_trees(&x) : write_aggregates(&x);
+		out_flush(o);
+		if (rc == SP_OK && o->err)
+			rc = SP_EIO;
+		goto out;
+	}
 	switch (fmt) {
 	case FMT_CSV:
 		out_str(o, "name,rank,lane,call_index,start_s,end_s,duration_s\n");

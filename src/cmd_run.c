@@ -165,6 +165,13 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			a->track_async = 1;
 			break;
 		case OPT_COMPRESSION:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "none") && strcmp(optarg, "gzip") &&
+			    !(strncmp(optarg, "gzip=", 5) == 0 && optarg[5] >= '1' && optarg[5] <= '9' &&
+			      !optarg[6])) {
+				sp_cmd_error(CMD, "--compression takes auto, gzip, gzip=LEVEL (LEVEL 1 to 9) "
+					     "or none, not '%s'", optarg);
+				return -1;
+			}
 			a->compression = optarg;
 			break;
 		case OPT_INCLUDE:
@@ -192,6 +199,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	if (a->recursive && a->line_profile) {
 		sp_cmd_error(CMD, "--line-profile and --recursive cannot be combined: time the lines of "
 			     "the functions you decorate, or the calls of every function");
+		return -1;
+	}
+	if (a->aggregate && (a->recursive || a->line_profile || a->track_async)) {
+		sp_cmd_error(CMD, "--aggregate cannot be combined with %s: aggregates keep no per-call data",
+			     a->recursive ? "--recursive" : a->line_profile ? "--line-profile" : "--track-async");
 		return -1;
 	}
 	if (!a->recursive && (a->all || a->ninclude || a->nexclude)) {

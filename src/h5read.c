@@ -446,6 +446,19 @@ static enum sp_err read_region(struct reader *r, hid_t regions, const char *link
 		rc = rfail(r, SP_ECORRUPT, "%s: negative num_calls", ctx);
 		goto out;
 	}
+	/* Aggregation mode: the summary and the self time, no events. */
+	int32_t agg = 0;
+	if ((a = attr_num(g, "aggregate", H5T_NATIVE_INT32, &agg)) < 0 ||
+	    (a == 1 && agg == 1 && attr_num(g, "self_ns", H5T_NATIVE_INT64, &rd->self_ns) != 1)) {
+		rc = rfail(r, SP_ECORRUPT, "%s: bad 'aggregate' or 'self_ns' attribute", ctx);
+		goto out;
+	}
+	if (a == 1 && agg == 1) {
+		if (got != 8)
+			rc = rfail(r, SP_ECORRUPT, "%s: aggregates without their summary attributes", ctx);
+		rd->aggregate = 1;
+		goto out;
+	}
 	if (got == 8 && !need_events)
 		goto out;
 	if ((rc = read_events(r, g, ctx, rd, &n)) != SP_OK)
@@ -1045,7 +1058,7 @@ static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, 
 			rd->owns_events = 0;
 			continue;
 		}
-		if (rd->stats.num_calls == 0)
+		if (rd->stats.num_calls == 0 || rd->aggregate)
 			continue;
 		snprintf(ctx, sizeof ctx, "rank%d/regions/%s", rk->rank, nl.v[i]);
 		hid_t rg = H5Gopen2(regions, nl.v[i], H5P_DEFAULT);
@@ -1255,6 +1268,8 @@ enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint
 		return sp_error_set(err, SP_EINVAL, "sp_h5_stream_read: bad arguments");
 	const struct sp_rank *rk = &s->p->ranks[ri];
 	const struct sp_region_data *rd = &rk->regions[gi];
+	if (rd->aggregate)
+		return sp_error_set(err, SP_EINVAL, "region '%s' holds aggregates only, no calls", rd->name);
 	uint64_t calls = rd->stats.num_calls > 0 ? (uint64_t)rd->stats.num_calls : 0;
 	if (first > calls || n > calls - first)
 		return sp_error_set(err, SP_EINVAL, "sp_h5_stream_read: calls %llu + %zu of region '%s' "

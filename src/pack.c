@@ -45,6 +45,7 @@
 #define SP_PK_HOSTNAME 2u            /* header: a hostname string follows */
 #define SP_PK_TREE 4u                /* header: rk->tree was non-NULL */
 #define SP_PK_LANES 1u               /* region: a lanes column follows */
+#define SP_PK_AGG 2u                 /* region: aggregates; i64 self_ns follows, no columns */
 
 #define HEADER_BYTES 24u
 #define ATTR_BYTES 64u
@@ -183,6 +184,11 @@ static enum sp_err pack_size(const struct sp_rank *rk, int with_events, size_t *
 					    rk->rank, rd->name, (long long)calls);
 		if (!add_string(&s, rd->name) || !add_size(&s, STATS_BYTES + 8u))
 			goto overflow;
+		if (rd->aggregate) {
+			if (!add_size(&s, 8u))
+				goto overflow;
+			continue;
+		}
 		if (!with_events)
 			continue;
 		if (calls > 0 && (!rd->starts || !rd->ends))
@@ -269,12 +275,16 @@ enum sp_err sp_rank_pack(const struct sp_rank *rk, int with_events, int64_t shif
 		const struct sp_region_data *rd = &rk->regions[i];
 		struct sp_stats st = rd->stats;
 		size_t n = (size_t)st.num_calls;
-		int lanes = with_events && rd->lanes;
+		int lanes = with_events && rd->lanes && !rd->aggregate;
 		st.first_start_ns = shifted(st.first_start_ns, ush);
 		st.last_end_ns = shifted(st.last_end_ns, ush);
 		p = put_string(p, rd->name);
 		memcpy(p, &st, STATS_BYTES);
-		p = put_u64(p + STATS_BYTES, lanes ? SP_PK_LANES : 0u);
+		p = put_u64(p + STATS_BYTES, (lanes ? SP_PK_LANES : 0u) | (rd->aggregate ? SP_PK_AGG : 0u));
+		if (rd->aggregate) {
+			p = put_u64(p, (uint64_t)rd->self_ns);
+			continue;
+		}
 		if (!with_events)
 			continue;
 		p = put_times(p, rd->starts, n, ush);
@@ -428,8 +438,17 @@ static enum sp_err unpack_region(struct cursor *c, int with_events, int copy,
 		return damaged(c, "a region has a negative number of calls");
 	if ((rc = get_u64(c, &rflags, "region flags run past the end")) != SP_OK)
 		return rc;
-	if (rflags & ~(uint64_t)SP_PK_LANES || (!with_events && rflags))
+	if (rflags & ~(uint64_t)(SP_PK_LANES | SP_PK_AGG) || (!with_events && (rflags & SP_PK_LANES)) ||
+	    (rflags & SP_PK_LANES && rflags & SP_PK_AGG))
 		return damaged(c, "unknown region flags");
+	if (rflags & SP_PK_AGG) {
+		uint64_t self = 0;
+		if ((rc = get_u64(c, &self, "a region's self time runs past the end")) != SP_OK)
+			return rc;
+		rd->aggregate = 1;
+		rd->self_ns = (int64_t)self;
+		return SP_OK;
+	}
 	if (!with_events)
 		return SP_OK;
 	if ((uint64_t)rd->stats.num_calls > left(c) / 16u)

@@ -3,7 +3,8 @@
  * (scope_profiler_py.py, embedded) builds ProfileManager on.
  *
  * Recording never runs Python code of ours: `with region:` calls the C
- * __enter__/__exit__ below, a decorated call goes through pf_call_timed().
+ * __enter__/__exit__ below, a decorated call goes through pf_call_timed()
+ * (a decorated `async def` function's coroutine, through _timed_coroutine).
  * The mode is chosen at setup by swapping the region objects' type and the
  * wrappers' vectorcall pointer, so the recording path checks nothing. */
 #define PY_SSIZE_T_CLEAN
@@ -19,6 +20,7 @@
 #include "sp_profile.h"
 #include "sp_pymodule.h"
 #include "sp_pyregion.h"
+#include "sp_aggregate.h"
 #include "sp_recorder.h"
 #include "sp_pysrc.h"
 #include "sp_pyshim.h"
@@ -30,8 +32,10 @@
 
 static PyTypeObject TimeOnlyRegionType;
 static PyTypeObject ThreadsRegionType;
+static PyTypeObject AsyncRegionType;
 static PyTypeObject LinesRegionType;
 static PyTypeObject DisabledRegionType;
+static PyTypeObject AggregateRegionType;
 
 /* Module state: one interpreter per process, so plain statics. */
 PyObject *sp_registry;                /* dict: name -> RegionObject, creation order */
@@ -136,6 +140,11 @@ static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssi
 	Py_RETURN_NONE;
 }
 
+/* --track-async (below): a lane per asyncio task. */
+static int track_async_mode;
+static PyObject *region_enter_async(PyObject *self, PyObject *unused);
+static PyObject *region_exit_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 /* --line-profile, a region holding functions: the line hook runs in this
  * thread while the block does. Heavy anyway, so lanes are a branch here. */
 static PyObject *region_enter_lines(PyObject *self, PyObject *unused)
@@ -143,7 +152,8 @@ static PyObject *region_enter_lines(PyObject *self, PyObject *unused)
 	if (sp_linetrace_hold() != 0)
 		return NULL;
 	RegionObject *r = (RegionObject *)self;
-	PyObject *res = r->buf.keep_lanes ? region_enter_threads(self, unused)
+	PyObject *res = track_async_mode ? region_enter_async(self, unused)
+		: r->buf.keep_lanes ? region_enter_threads(self, unused)
 					  : region_enter_timed(self, unused);
 	if (!res)
 		sp_linetrace_release();
@@ -152,7 +162,8 @@ static PyObject *region_enter_lines(PyObject *self, PyObject *unused)
 
 static PyObject *region_exit_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	PyObject *res = region_exit_timed(self, args, nargs);
+	PyObject *res = track_async_mode ? region_exit_async(self, args, nargs)
+					 : region_exit_timed(self, args, nargs);
 	sp_linetrace_release();
 	return res;
 }
@@ -164,7 +175,6 @@ static PyObject *lane_names;   /* list: lane -> "name (ident)" */
 
 int32_t sp_lane_assign(void)
 {
-	sp_my_lane = next_lane++;
 	/* The thread's name, for the file; never raises into the caller. */
 	PyObject *type, *value, *tb, *name = NULL;
 	PyErr_Fetch(&type, &value, &tb);
@@ -175,8 +185,14 @@ int32_t sp_lane_assign(void)
 		name = PyUnicode_FromFormat("%S", tname);
 	else
 		name = PyUnicode_FromFormat("thread %lu", PyThread_get_thread_ident());
-	if (name && lane_names)
-		PyList_Append(lane_names, name);
+	/* The lane and its name's index, with no Python code in between: code
+	 * that runs while the name is found may let another thread or task
+	 * take a lane (and may have given this thread its lane already). */
+	if (sp_my_lane < 0) {
+		sp_my_lane = next_lane++;
+		if (lane_names)
+			PyList_Append(lane_names, name ? name : Py_None);
+	}
 	Py_XDECREF(name);
 	Py_XDECREF(tname);
 	Py_XDECREF(thread);
@@ -184,6 +200,283 @@ int32_t sp_lane_assign(void)
 	PyErr_Clear();
 	PyErr_Restore(type, value, tb);
 	return sp_my_lane;
+}
+
+/* ------------------------------------------------------------------ */
+/* --track-async: a lane per asyncio task                              */
+
+static PyObject *get_running_loop;   /* asyncio.events._get_running_loop */
+static PyObject *current_tasks;      /* asyncio.tasks._current_tasks: loop -> task */
+static PyObject *current_task;       /* asyncio.current_task, where that is no dict */
+static PyObject *task_lanes;         /* dict: task -> lane, until the task is done */
+static PyObject *forget_task;        /* the done callback that drops a task's entry */
+
+/* The open `with` blocks of each lane (a task, or a thread outside any
+ * task), innermost last: tasks that interleave in one thread each close
+ * their own call. Indexed by lane; used under the GIL, and no Python code
+ * runs while an entry is pushed or popped. */
+struct lane_blocks {
+	struct open_entry *v;
+	size_t depth, cap;
+};
+static struct lane_blocks *lane_blocks;
+static size_t n_lane_blocks;
+
+/* A task seen for the first time: the next lane, named "Task-3 (worker)"
+ * (the task's name, its coroutine's qualified name). -1 with an exception. */
+static __attribute__((noinline, cold)) int32_t task_lane_new(PyObject *task)
+{
+	PyObject *name = NULL, *tname = PyObject_CallMethod(task, "get_name", NULL);
+	PyObject *coro = tname ? PyObject_CallMethod(task, "get_coro", NULL) : NULL;
+	PyObject *qual = coro ? PyObject_GetAttrString(coro, "__qualname__") : NULL;
+	if (qual)
+		name = PyUnicode_FromFormat("%S (%S)", tname, qual);
+	else if (tname)
+		name = PyUnicode_FromFormat("%S", tname);
+	Py_XDECREF(qual);
+	Py_XDECREF(coro);
+	Py_XDECREF(tname);
+	PyErr_Clear();
+	if (!name && !(name = PyUnicode_FromFormat("task %R", task)))
+		return -1;
+	/* The code above may have given the task its lane already. */
+	PyObject *known = PyDict_GetItemWithError(task_lanes, task);
+	if (known || PyErr_Occurred()) {
+		Py_DECREF(name);
+		return known ? (int32_t)PyLong_AsLong(known) : -1;
+	}
+	/* The lane and its name's index, with no Python code in between (as in
+	 * sp_lane_assign: threads and tasks share the numbering). */
+	PyObject *num = PyLong_FromLong(next_lane);
+	int rc = num ? PyDict_SetItem(task_lanes, task, num) : -1;
+	if (rc == 0 && PyList_Append(lane_names, name) != 0) {
+		PyDict_DelItem(task_lanes, task);
+		rc = -1;
+	}
+	Py_XDECREF(num);
+	Py_DECREF(name);
+	if (rc != 0)
+		return -1;
+	int32_t lane = next_lane++;
+	/* Forgotten when it is done, so that ended tasks are not kept alive. */
+	PyObject *r = PyObject_CallMethod(task, "add_done_callback", "O", forget_task);
+	Py_XDECREF(r);
+	PyErr_Clear();
+	return lane;
+}
+
+/* _asyncio (CPython 3.7 to 3.11) keeps a thread's running loop in a holder
+ * in the thread-state dict. _get_running_loop() reads it, and also asks the
+ * kernel for the pid at every call (~100 ns); so once a holder has proved
+ * to have this layout (its loop is the one the function returns), its type
+ * is read directly. Another layout or version: the function. */
+struct loop_holder {
+	PyObject_HEAD
+	PyObject *rl_loop;
+	pid_t rl_pid;
+};
+static PyObject *running_loop_key;       /* "__asyncio_running_event_loop__" */
+static PyTypeObject *loop_holder_type;   /* the checked holder type, or NULL */
+
+/* The thread's running loop or None (a new reference); NULL with an
+ * exception. */
+static inline PyObject *running_loop(void)
+{
+	PyObject *d = PyThreadState_GetDict();
+	PyObject *h = d ? PyDict_GetItemWithError(d, running_loop_key) : NULL;
+	if (h && Py_TYPE(h) == loop_holder_type)
+		return Py_NewRef(((struct loop_holder *)h)->rl_loop);
+	PyObject *loop = PyObject_Vectorcall(get_running_loop, NULL, 0, NULL);
+	if (h && loop && loop != Py_None && !loop_holder_type &&
+	    Py_TYPE(h)->tp_basicsize == sizeof(struct loop_holder) &&
+	    strcmp(Py_TYPE(h)->tp_name, "_RunningLoopHolder") == 0 &&
+	    ((struct loop_holder *)h)->rl_loop == loop)
+		loop_holder_type = Py_TYPE(h);
+	return loop;
+}
+
+/* The calling task's lane; outside any task (no running loop, or a plain
+ * callback of the loop), the thread's. Never raises into the caller. */
+static int32_t sp_async_lane(void)
+{
+	PyObject *loop = running_loop();
+	if (!loop || loop == Py_None) {
+		Py_XDECREF(loop);
+		PyErr_Clear();
+		return sp_current_lane();
+	}
+	PyObject *task;
+	if (current_tasks) {
+		task = PyDict_GetItemWithError(current_tasks, loop);
+		Py_XINCREF(task);
+	} else {
+		task = PyObject_CallOneArg(current_task, loop);
+	}
+	Py_DECREF(loop);
+	if (!task || task == Py_None) {
+		Py_XDECREF(task);
+		PyErr_Clear();
+		return sp_current_lane();
+	}
+	PyObject *known = PyDict_GetItemWithError(task_lanes, task);
+	int32_t lane = known ? (int32_t)PyLong_AsLong(known) : task_lane_new(task);
+	Py_DECREF(task);
+	if (lane < 0) {
+		PyErr_Clear();
+		return sp_current_lane();
+	}
+	return lane;
+}
+
+/* The done callback: the task's entry and its (empty) stack go. */
+static PyObject *forget_task_cb(PyObject *unused, PyObject *task)
+{
+	PyObject *known = PyDict_GetItemWithError(task_lanes, task);
+	if (!known)
+		return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+	long lane = PyLong_AsLong(known);
+	if (lane >= 0 && (size_t)lane < n_lane_blocks) {
+		free(lane_blocks[lane].v);
+		lane_blocks[lane] = (struct lane_blocks){NULL, 0, 0};
+	}
+	if (PyDict_DelItem(task_lanes, task) != 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef forget_task_def = {"_forget_task", forget_task_cb, METH_O, NULL};
+
+/* Caches asyncio's functions (imports asyncio) the first time the mode is
+ * chosen; -1 with an exception. */
+static int async_init(void)
+{
+	if (get_running_loop)
+		return 0;
+	PyObject *events = PyImport_ImportModule("asyncio.events");
+	PyObject *tasks = events ? PyImport_ImportModule("asyncio.tasks") : NULL;
+	PyObject *loop_fn = tasks ? PyObject_GetAttrString(events, "_get_running_loop") : NULL;
+	PyObject *ct = loop_fn ? PyObject_GetAttrString(tasks, "_current_tasks") : NULL;
+	PyObject *ct_fn = NULL;
+	if (ct && !PyDict_CheckExact(ct))
+		Py_CLEAR(ct);
+	if (loop_fn && !ct) {
+		PyErr_Clear();
+		ct_fn = PyObject_GetAttrString(tasks, "current_task");
+	}
+	Py_XDECREF(tasks);
+	Py_XDECREF(events);
+	if (!loop_fn || (!ct && !ct_fn))
+		goto fail;
+	if (!task_lanes && !(task_lanes = PyDict_New()))
+		goto fail;
+	if (!running_loop_key &&
+	    !(running_loop_key = PyUnicode_InternFromString("__asyncio_running_event_loop__")))
+		goto fail;
+	if (!forget_task && !(forget_task = PyCFunction_New(&forget_task_def, NULL)))
+		goto fail;
+	current_tasks = ct;
+	current_task = ct_fn;
+	get_running_loop = loop_fn;
+	return 0;
+fail:
+	Py_XDECREF(loop_fn);
+	Py_XDECREF(ct);
+	Py_XDECREF(ct_fn);
+	return -1;
+}
+
+static __attribute__((noinline, cold)) struct lane_blocks *lane_blocks_grow(int32_t lane)
+{
+	if ((size_t)lane >= n_lane_blocks) {
+		size_t n = n_lane_blocks ? n_lane_blocks : 16;
+		while (n <= (size_t)lane)
+			n *= 2;
+		struct lane_blocks *v = realloc(lane_blocks, n * sizeof *v);
+		if (!v)
+			return NULL;
+		memset(v + n_lane_blocks, 0, (n - n_lane_blocks) * sizeof *v);
+		lane_blocks = v;
+		n_lane_blocks = n;
+	}
+	struct lane_blocks *s = &lane_blocks[lane];
+	if (s->depth == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		struct open_entry *e = realloc(s->v, cap * sizeof *e);
+		if (!e)
+			return NULL;
+		s->v = e;
+		s->cap = cap;
+	}
+	return s;
+}
+
+/* The lane's stack, with room for one more entry; NULL when out of memory. */
+static inline struct lane_blocks *lane_blocks_at(int32_t lane)
+{
+	if (__builtin_expect((size_t)lane < n_lane_blocks, 1)) {
+		struct lane_blocks *s = &lane_blocks[lane];
+		if (__builtin_expect(s->depth < s->cap, 1))
+			return s;
+	}
+	return lane_blocks_grow(lane);
+}
+
+/* --track-async: `with region:` records the task's lane and pushes the
+ * entry on the task's own stack. */
+static PyObject *region_enter_async(PyObject *self, PyObject *unused)
+{
+	RegionObject *r = (RegionObject *)self;
+	int32_t lane = sp_async_lane();
+	struct lane_blocks *s = lane_blocks_at(lane);
+	if (!s)
+		return PyErr_NoMemory();
+	ptrdiff_t i = sp_buf_reserve(&r->buf);
+	s->v[s->depth++] = (struct open_entry){r, i, r->gen};
+	if (i >= 0) {
+		if (r->buf.lanes)
+			r->buf.lanes[i] = lane;
+		r->buf.ends[i] = SP_NO_TIME;
+		r->buf.starts[i] = sp_clock_ns();
+	}
+	return Py_NewRef(self);
+}
+
+/* Closes the innermost open entry of this region in the task's stack. */
+static PyObject *region_exit_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	int64_t t = sp_clock_ns();
+	RegionObject *r = (RegionObject *)self;
+	int32_t lane = sp_async_lane();
+	if ((size_t)lane < n_lane_blocks) {
+		struct lane_blocks *s = &lane_blocks[lane];
+		for (size_t k = s->depth; k-- > 0;) {
+			struct open_entry e = s->v[k];
+			if (e.region != r)
+				continue;
+			memmove(&s->v[k], &s->v[k + 1], (s->depth - k - 1) * sizeof s->v[0]);
+			s->depth--;
+			if (e.slot >= 0 && r->gen == e.gen)
+				r->buf.ends[e.slot] = t;
+			Py_RETURN_NONE;
+		}
+	}
+	/* Entered before the mode was on: on the thread's stack, if anywhere. */
+	exit_below(r, t);
+	Py_RETURN_NONE;
+}
+
+/* Aggregation mode: count the call, keep no event (sp_aggregate.h). */
+static PyObject *region_enter_agg(PyObject *self, PyObject *unused)
+{
+	if (sp_agg_push((RegionObject *)self) != 0)
+		return NULL;
+	return Py_NewRef(self);
+}
+
+static PyObject *region_exit_agg(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	sp_agg_pop((RegionObject *)self);
+	Py_RETURN_NONE;
 }
 
 static PyObject *region_enter_disabled(PyObject *self, PyObject *unused)
@@ -217,7 +510,10 @@ static PyObject *region_get_name(PyObject *self, void *c)
 
 static PyObject *region_get_num_calls(PyObject *self, void *c)
 {
-	return PyLong_FromSize_t(((RegionObject *)self)->buf.n);
+	RegionObject *r = (RegionObject *)self;
+	if (r->agg.node >= 0)      /* it has counted calls in aggregation mode */
+		sp_agg_sum();
+	return PyLong_FromSize_t(r->buf.n + (size_t)r->agg.count);
 }
 
 static PyObject *region_get_capacity(PyObject *self, void *c)
@@ -354,9 +650,15 @@ REGION_CLASS(TimeOnlyRegionType, timed_methods, "TimeOnlyProfileRegion", region_
 REGION_CLASS(ThreadsRegionType, threads_methods, "ThreadsProfileRegion", region_enter_threads,
 	     region_exit_timed, region_call_timed,
 	     "A region that records every call with the lane of its thread.")
+REGION_CLASS(AsyncRegionType, async_methods, "AsyncProfileRegion", region_enter_async,
+	     region_exit_async, region_call_timed,
+	     "A region that records every call with the lane of its asyncio task (or thread).")
 REGION_CLASS(LinesRegionType, lines_methods, "LineProfileRegion", region_enter_lines,
 	     region_exit_lines, region_call_timed,
 	     "A region whose functions' lines are timed while it runs.")
+REGION_CLASS(AggregateRegionType, agg_methods, "AggregateProfileRegion", region_enter_agg,
+	     region_exit_agg, region_call_timed,
+	     "A region that keeps only its number of calls, total, min, max and self time.")
 REGION_CLASS(DisabledRegionType, disabled_methods, "DisabledProfileRegion", region_enter_disabled,
 	     region_exit_disabled, region_call_disabled,
 	     "A region that records nothing; as a decorator it returns the function itself.")
@@ -379,6 +681,7 @@ static PyObject *region_create(PyObject *name)
 		return NULL;
 	r->name = Py_NewRef(name);
 	sp_buf_init(&r->buf, buffer_limit);
+	sp_agg_region_init(&r->agg);
 	if (sp_track_threads && sp_buf_keep_lanes(&r->buf) != 0) {
 		Py_DECREF(r);
 		return PyErr_NoMemory();
@@ -504,7 +807,8 @@ static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 		return NULL;
 	if (Py_TYPE(region) == &DisabledRegionType)
 		return Py_NewRef(func);
-	if ((Py_TYPE(region) != &TimeOnlyRegionType && Py_TYPE(region) != &ThreadsRegionType) ||
+	if ((Py_TYPE(region) != &TimeOnlyRegionType && Py_TYPE(region) != &ThreadsRegionType &&
+	     Py_TYPE(region) != &AsyncRegionType) ||
 	    !PyCallable_Check(func)) {
 		PyErr_SetString(PyExc_TypeError, "_profile_recursive(region, callable)");
 		return NULL;
@@ -535,6 +839,7 @@ typedef struct ProfiledFunction {
 	PyObject *dict;
 	PyObject *weaklist;
 	int recursive;                          /* profile(recursive=True) */
+	int is_coro;                            /* wraps an `async def` function */
 	struct ProfiledFunction *prev, *next;   /* all live wrappers */
 } ProfiledFunction;
 
@@ -542,18 +847,20 @@ static PyTypeObject ProfiledFunctionType;
 static ProfiledFunction *wrappers;
 
 /* The recording call; `lanes` is a constant in each caller below, so each
- * compiles to its own branch-free path. */
+ * compiles to its own branch-free path: 1 the thread's lane, 2 the task's
+ * (--track-async; found first, as it may run Python code). */
 static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t nargsf,
 				  PyObject *kwnames, int lanes)
 {
 	ProfiledFunction *pf = (ProfiledFunction *)self;
 	RegionObject *r = pf->region;
+	int32_t task_lane = lanes == 2 ? sp_async_lane() : 0;
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	if (i < 0)
 		return PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
 	uint64_t gen = r->gen;
 	if (lanes)
-		r->buf.lanes[i] = sp_current_lane();
+		r->buf.lanes[i] = lanes == 2 ? task_lane : sp_current_lane();
 	r->buf.ends[i] = SP_NO_TIME;
 	r->buf.starts[i] = sp_clock_ns();
 	PyObject *res = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
@@ -573,6 +880,48 @@ static PyObject *pf_call_timed(PyObject *self, PyObject *const *args, size_t nar
 static PyObject *pf_call_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
 	return pf_record(self, args, nargsf, kwnames, 1);
+}
+
+static PyObject *pf_call_async(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_record(self, args, nargsf, kwnames, 2);
+}
+
+static PyObject *timed_coroutine;   /* _timed_coroutine of the Python layer */
+
+/* An `async def` function: its call only creates the coroutine, so the
+ * region is timed by _timed_coroutine (the Python layer), a coroutine that
+ * awaits this one between _coroutine_enter and _coroutine_exit below. */
+static PyObject *pf_call_coro(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	PyObject *coro = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
+	if (coro && lines_mode)
+		coro = sp_linetrace_wrap_result(pf->func, coro);
+	if (!coro || !Py_TYPE(coro)->tp_as_async || !Py_TYPE(coro)->tp_as_async->am_await)
+		return coro;
+	PyObject *argv[2] = {(PyObject *)pf->region, coro};
+	PyObject *res = PyObject_Vectorcall(timed_coroutine, argv, 2, NULL);
+	/* Named as the function's coroutine (never-awaited warnings, task lanes). */
+	PyObject *name = res ? PyObject_GetAttrString(coro, "__name__") : NULL;
+	PyObject *qual = name ? PyObject_GetAttrString(coro, "__qualname__") : NULL;
+	if (!qual || PyObject_SetAttrString(res, "__name__", name) != 0 ||
+	    PyObject_SetAttrString(res, "__qualname__", qual) != 0)
+		PyErr_Clear();
+	Py_XDECREF(qual);
+	Py_XDECREF(name);
+	Py_DECREF(coro);
+	return res;
+}
+
+static PyObject *pf_call_agg(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	RegionObject *r = ((ProfiledFunction *)self)->region;
+	if (sp_agg_push(r) != 0)
+		return NULL;
+	PyObject *res = PyObject_Vectorcall(((ProfiledFunction *)self)->func, args, nargsf, kwnames);
+	sp_agg_pop(r);
+	return res;
 }
 
 static PyObject *pf_call_disabled(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -598,33 +947,63 @@ static PyObject *pf_call_lines(PyObject *self, PyObject *const *args, size_t nar
 {
 	if (sp_linetrace_hold() != 0)
 		return NULL;
-	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_track_threads);
+	PyObject *res = pf_record(self, args, nargsf, kwnames, track_async_mode ? 2 : sp_track_threads);
 	sp_linetrace_release();
 	return sp_linetrace_wrap_result(((ProfiledFunction *)self)->func, res);
 }
 
 static int profiling_disabled;
 static int recursive_all;   /* setup(recursive_profile=True) */
+static int aggregate_mode;  /* setup(aggregation_mode=True) */
 
 static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 {
 	if (profiling_disabled)
 		return pf_call_disabled;
+	if (pf->is_coro)
+		return pf_call_coro;
 	if (pf->recursive || recursive_all)
 		return pf_call_recursive;
 	if (lines_mode)
 		return pf_call_lines;
+	if (aggregate_mode)
+		return pf_call_agg;
+	if (track_async_mode)
+		return pf_call_async;
 	return sp_track_threads ? pf_call_threads : pf_call_timed;
+}
+
+/* Whether calling func gives a coroutine to time until it ends: an `async
+ * def` function or method, a wrapper of one; other callables (partial
+ * objects, ...) as inspect.iscoroutinefunction() sees them. */
+static int is_coroutine_function(PyObject *func)
+{
+	PyObject *f = PyMethod_Check(func) ? PyMethod_GET_FUNCTION(func) : func;
+	if (PyFunction_Check(f))
+		return (((PyCodeObject *)PyFunction_GET_CODE(f))->co_flags & CO_COROUTINE) != 0;
+	if (Py_TYPE(f) == &ProfiledFunctionType)
+		return ((ProfiledFunction *)f)->is_coro;
+	if (PyCFunction_Check(f) || PyType_Check(f))
+		return 0;
+	PyObject *inspect = PyImport_ImportModule("inspect");
+	PyObject *res = inspect ? PyObject_CallMethod(inspect, "iscoroutinefunction", "O", func) : NULL;
+	int yes = res ? PyObject_IsTrue(res) : 0;
+	Py_XDECREF(res);
+	Py_XDECREF(inspect);
+	PyErr_Clear();
+	return yes > 0;
 }
 
 static PyObject *pf_new(RegionObject *region, PyObject *func, int recursive)
 {
 	if (lines_mode && !recursive && sp_linetrace_choose(func, region->name) != 0)
 		return NULL;
+	int is_coro = is_coroutine_function(func);
 	ProfiledFunction *pf = PyObject_GC_New(ProfiledFunction, &ProfiledFunctionType);
 	if (!pf)
 		return NULL;
 	pf->recursive = recursive;
+	pf->is_coro = is_coro;
 	pf->vectorcall = pf_choose_call(pf);
 	sp_tracer_mark_explicit(func);
 	pf->func = Py_NewRef(func);
@@ -791,11 +1170,17 @@ static PyObject *mod_configure(PyObject *m, PyObject *args)
 		PyErr_SetString(PyExc_ValueError, "buffer_limit must be a positive integer");
 		return NULL;
 	}
+	if (track_async && !disabled && async_init() != 0)
+		return NULL;
 	buffer_limit = (size_t)limit;
-	sp_track_threads = sp_track_threads || threads;
+	sp_track_threads = sp_track_threads || threads || track_async;
 	region_type = disabled ? &DisabledRegionType
+		: aggregate ? &AggregateRegionType
+		: track_async ? &AsyncRegionType
 		: sp_track_threads ? &ThreadsRegionType : &TimeOnlyRegionType;
 	profiling_disabled = disabled;
+	aggregate_mode = aggregate && !disabled;
+	track_async_mode = track_async && !disabled;
 	recursive_all = recursive;
 	lines_mode = lines && !disabled;
 	sp_tracer_set_lanes(sp_track_threads);
@@ -826,6 +1211,7 @@ static PyObject *mod_reset(PyObject *m, PyObject *unused)
 	sp_tracer_stop_all();
 	sp_track_threads = 0;
 	sp_linetrace_reset();
+	sp_agg_reset();
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
@@ -833,6 +1219,7 @@ static PyObject *mod_reset(PyObject *m, PyObject *unused)
 		if (r->buf.cap != buffer_limit || r->buf.keep_lanes)
 			sp_buf_free(&r->buf);
 		sp_buf_clear(&r->buf);
+		sp_agg_region_init(&r->agg);
 		r->buf.initial_cap = buffer_limit;
 		r->gen++;
 	}
@@ -844,6 +1231,69 @@ int sp_run_write_failed;
 static PyObject *mod_mark_write_failed(PyObject *m, PyObject *unused)
 {
 	sp_run_write_failed = 1;
+	Py_RETURN_NONE;
+}
+
+/* _coroutine_enter(region) and _coroutine_exit(region, token): around the
+ * awaited run of a decorated `async def` function (_timed_coroutine). The
+ * token carries the call's slot, so calls of interleaved tasks never close
+ * each other's. A region of another class (aggregation) is entered through
+ * its own __enter__ (token True); None: nothing was entered. */
+static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
+{
+	PyTypeObject *type = Py_TYPE(region);
+	if (type == &DisabledRegionType)
+		Py_RETURN_NONE;
+	if (type != &TimeOnlyRegionType && type != &ThreadsRegionType && type != &AsyncRegionType &&
+	    type != &LinesRegionType) {
+		PyObject *res = PyObject_CallMethod(region, "__enter__", NULL);
+		if (!res)
+			return NULL;
+		Py_DECREF(res);
+		Py_RETURN_TRUE;
+	}
+	RegionObject *r = (RegionObject *)region;
+	int32_t lane = !r->buf.keep_lanes ? 0 : track_async_mode ? sp_async_lane() : sp_current_lane();
+	ptrdiff_t i = sp_buf_reserve(&r->buf);
+	if (i < 0)
+		Py_RETURN_NONE;
+	if (r->buf.lanes)
+		r->buf.lanes[i] = lane;
+	r->buf.ends[i] = SP_NO_TIME;
+	r->buf.starts[i] = sp_clock_ns();
+	PyObject *token = Py_BuildValue("(nK)", i, (unsigned long long)r->gen);
+	if (!token)   /* out of memory: the call is lost, not left open */
+		r->buf.ends[i] = r->buf.starts[i];
+	return token;
+}
+
+static PyObject *mod_coroutine_exit(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+	int64_t t = sp_clock_ns();
+	if (nargs != 2) {
+		PyErr_SetString(PyExc_TypeError, "_coroutine_exit(region, token)");
+		return NULL;
+	}
+	PyObject *region = args[0], *token = args[1];
+	if (token == Py_None)
+		Py_RETURN_NONE;
+	if (token == Py_True) {
+		PyObject *res = PyObject_CallMethod(region, "__exit__", "OOO", Py_None, Py_None, Py_None);
+		Py_XDECREF(res);
+		return res ? Py_NewRef(Py_None) : NULL;
+	}
+	Py_ssize_t slot;
+	unsigned long long gen;
+	if (Py_TYPE(region)->tp_dealloc != region_dealloc || !PyTuple_Check(token) ||
+	    !PyArg_ParseTuple(token, "nK", &slot, &gen)) {
+		PyErr_Clear();
+		PyErr_SetString(PyExc_TypeError, "_coroutine_exit(region, token)");
+		return NULL;
+	}
+	RegionObject *r = (RegionObject *)region;
+	/* gen differs when the session was finalized meanwhile. */
+	if (slot >= 0 && (size_t)slot < r->buf.n && r->gen == gen)
+		r->buf.ends[slot] = t;
 	Py_RETURN_NONE;
 }
 
@@ -864,6 +1314,8 @@ static PyMethodDef module_methods[] = {
 	{"_mark_write_failed", mod_mark_write_failed, METH_NOARGS, NULL},
 	{"_clock_ns", mod_clock_ns, METH_NOARGS,
 	 "The profiler's clock in ns (same as time.perf_counter_ns())."},
+	{"_coroutine_enter", mod_coroutine_enter, METH_O, NULL},
+	{"_coroutine_exit", (PyCFunction)(void (*)(void))mod_coroutine_exit, METH_FASTCALL, NULL},
 	{NULL},
 };
 
@@ -905,7 +1357,9 @@ static PyObject *module_init(void)
 {
 	if (PyType_Ready(&TimeOnlyRegionType) < 0 || PyType_Ready(&DisabledRegionType) < 0 ||
 	    PyType_Ready(&ThreadsRegionType) < 0 || PyType_Ready(&LinesRegionType) < 0 ||
-	    PyType_Ready(&ProfiledFunctionType) < 0)
+	    PyType_Ready(&AggregateRegionType) < 0 || PyType_Ready(&ProfiledFunctionType) < 0)
+		return NULL;
+	if (PyType_Ready(&AsyncRegionType) < 0)
 		return NULL;
 	PyObject *mod = PyModule_Create(&module_def);
 	if (!mod)
@@ -926,17 +1380,24 @@ static PyObject *module_init(void)
 	    PyModule_AddStringConstant(mod, "__version__", SP_VERSION) < 0 ||
 	    PyModule_AddObjectRef(mod, "ThreadsProfileRegion", (PyObject *)&ThreadsRegionType) < 0 ||
 	    PyModule_AddObjectRef(mod, "LineProfileRegion", (PyObject *)&LinesRegionType) < 0 ||
+	    PyModule_AddObjectRef(mod, "AggregateProfileRegion", (PyObject *)&AggregateRegionType) < 0 ||
 	    PyModule_AddObjectRef(mod, "_lane_names", lane_names) < 0 ||
 	    PyModule_AddObjectRef(mod, "_registry", sp_registry) < 0 ||
 	    PyModule_AddObject(mod, "_shim_source",
 			       PyUnicode_DecodeUTF8((const char *)scope_profiler_shim_py,
 						    (Py_ssize_t)scope_profiler_shim_py_len, "strict")) < 0)
 		goto fail;
+	if (PyModule_AddObjectRef(mod, "AsyncProfileRegion", (PyObject *)&AsyncRegionType) < 0)
+		goto fail;
 	if (sp_tracer_init() != 0 || sp_linetrace_init() != 0 || sp_results_init() != 0 ||
 	    PyModule_AddFunctions(mod, sp_tracer_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_results_methods) != 0)
 		goto fail;
 	if (run_python_layer(mod) != 0)
+		goto fail;
+	/* Decorated `async def` functions are timed through it (pf_call_coro). */
+	Py_XSETREF(timed_coroutine, PyObject_GetAttrString(mod, "_timed_coroutine"));
+	if (!timed_coroutine)
 		goto fail;
 	/* The importing thread (the main thread under `run`) is lane 0. */
 	sp_current_lane();

@@ -16,6 +16,7 @@
 #include "sp_mpi.h"
 #include "sp_profile.h"
 #include "sp_pyregion.h"
+#include "sp_aggregate.h"
 #include "sp_render.h"
 
 static char *dup_utf8(PyObject *s)
@@ -29,6 +30,21 @@ static char *dup_utf8(PyObject *s)
 	return d;
 }
 
+/* Region -> index in the profile, for the aggregate call tree. */
+struct region_index {
+	RegionObject **r;
+	size_t n;
+};
+
+static int32_t region_index_of(RegionObject *r, void *ctx)
+{
+	const struct region_index *ix = ctx;
+	for (size_t i = 0; i < ix->n; i++)
+		if (ix->r[i] == r)
+			return (int32_t)i;
+	return -1;
+}
+
 /* Builds a one-rank profile over the live regions (events borrowed, not
  * copied), closing calls still open at `now`, with its call tree when
  * `tree` is set. Sets a Python exception and
@@ -37,6 +53,7 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject 
 {
 	struct sp_profile *p = calloc(1, sizeof *p);
 	struct sp_error err = {0};
+	struct region_index ix = {NULL, 0};
 	if (!p)
 		return (struct sp_profile *)PyErr_NoMemory();
 	p->format_version = 1;
@@ -52,10 +69,28 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject 
 	rk->pid = (int64_t)getpid();
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
+	/* Aggregation mode: the calls still open in this thread end now. */
+	sp_agg_close_all(now);
+	sp_agg_sum();
+	int aggregated = 0;
+	if (!(ix.r = calloc(nreg ? nreg : 1, sizeof(RegionObject *))))
+		goto nomem;
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
+		if (r->agg.count > 0 && r->buf.n == 0) {
+			struct sp_region_data *rd = &rk->regions[rk->nregions];
+			if (!(rd->name = dup_utf8(r->name)))
+				goto fail;
+			rk->nregions++;
+			ix.r[ix.n++] = r;
+			rd->aggregate = 1;
+			sp_agg_stats(&r->agg, &rd->stats, &rd->self_ns);
+			aggregated = 1;
+			continue;
+		}
 		if (r->buf.n == 0)
 			continue;
+		ix.r[ix.n++] = r;
 		for (size_t i = 0; i < r->buf.n; i++)
 			if (r->buf.ends[i] == SP_NO_TIME)
 				r->buf.ends[i] = now;
@@ -97,7 +132,13 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject 
 	}
 	if (sp_linetrace_collect(rk) != 0)
 		goto fail;
-	if (tree && sp_tree_build(rk, &err) != SP_OK) {
+	if (aggregated && sp_agg_tree(rk, region_index_of, &ix, &err) != SP_OK) {
+		PyErr_SetString(PyExc_MemoryError, err.msg);
+		goto fail;
+	}
+	free(ix.r);
+	ix.r = NULL;
+	if (!aggregated && tree && sp_tree_build(rk, &err) != SP_OK) {
 		PyErr_SetString(PyExc_MemoryError, err.msg);
 		goto fail;
 	}
@@ -105,6 +146,7 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject 
 nomem:
 	PyErr_NoMemory();
 fail:
+	free(ix.r);
 	sp_profile_free(p);
 	return NULL;
 }
@@ -229,21 +271,25 @@ static PyObject *profile_to_py(struct sp_profile *p)
 			PyObject *ends = column_bytes((void **)&rd->ends, st->num_calls, sizeof(int64_t), own);
 			PyObject *first = time_or_none(st->first_start_ns);
 			PyObject *last = time_or_none(st->last_end_ns);
-			PyObject *d = (starts && ends && first && last && lanes)
-				? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O}",
+			PyObject *self_ns = PyLong_FromLongLong(rd->self_ns);
+			PyObject *d = (starts && ends && first && last && lanes && self_ns)
+				? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
 						"num_calls", (long long)st->num_calls,
 						"total_ns", (long long)st->total_ns,
 						"min_ns", (long long)st->min_ns,
 						"max_ns", (long long)st->max_ns,
 						"mean_ns", st->mean_ns, "std_ns", st->std_ns,
 						"first_start_ns", first, "last_end_ns", last,
-						"starts", starts, "ends", ends, "lanes", lanes)
+						"starts", starts, "ends", ends, "lanes", lanes,
+						"aggregate", rd->aggregate ? Py_True : Py_False,
+						"self_ns", rd->aggregate ? self_ns : Py_None)
 				: NULL;
 			Py_XDECREF(lanes);
 			Py_XDECREF(starts);
 			Py_XDECREF(ends);
 			Py_XDECREF(first);
 			Py_XDECREF(last);
+			Py_XDECREF(self_ns);
 			if (!d || PyDict_SetItemString(regions, rd->name, d) != 0) {
 				Py_XDECREF(d);
 				Py_DECREF(regions);
@@ -290,10 +336,14 @@ out:
 static PyObject *res_finalize(PyObject *m, PyObject *args)
 {
 	PyObject *path_obj, *meta, *start_obj, *fallback_obj = Py_None;
-	int render, snapshot, render_lines, failed = 0;
-	if (!PyArg_ParseTuple(args, "OpOOpp|pO:_finalize", &path_obj, &render, &meta, &start_obj, &snapshot,
-			      &render_lines, &failed, &fallback_obj))
+	int render, snapshot, render_lines, failed = 0, compression = 0;
+	if (!PyArg_ParseTuple(args, "OpOOpp|pOi:_finalize", &path_obj, &render, &meta, &start_obj, &snapshot,
+			      &render_lines, &failed, &fallback_obj, &compression))
 		return NULL;
+	if (compression < 0 || compression > 9) {
+		PyErr_Format(PyExc_ValueError, "_finalize: compression level %d is not 0 to 9", compression);
+		return NULL;
+	}
 	int64_t now = sp_clock_ns();
 	int64_t start = start_obj == Py_None ? SP_NO_TIME : PyLong_AsLongLong(start_obj);
 	if (start == -1 && PyErr_Occurred())
@@ -313,11 +363,12 @@ static PyObject *res_finalize(PyObject *m, PyObject *args)
 		fallback = PyBytes_AS_STRING(fallback_bytes);
 	}
 	int collective = sp_mpi_active();
-	/* The call tree costs O(n log n): only for the file or the summary. */
+	/* The call tree costs a pass over the events: only when it is needed. */
 	struct sp_profile *p = live_profile(now, start, meta, path || render || snapshot || collective);
 	PyObject *summary = NULL, *data = NULL, *lines = NULL, *res = NULL;
 	if (!p)
 		goto out;
+	p->compression = compression;  /* the file's event columns: 0 contiguous, 1..9 deflate */
 	if (collective) {
 		struct sp_error err = {0};
 		enum sp_err rc;

@@ -270,7 +270,8 @@ static void frow_finish_stats(struct frow *f)
 	long double n = (long double)f->calls, mean = (long double)f->total / n;
 	long double var = f->sumsq / n - mean * mean;
 	f->mean_ns = (double)mean;
-	f->std_ns = var > 0 ? (double)sqrtl(var) : 0.0;
+	/* Aggregates keep no std (NaN): then the pooled one is unknown too. */
+	f->std_ns = isnan((double)f->sumsq) ? NAN : var > 0 ? (double)sqrtl(var) : 0.0;
 }
 
 /* Merges the regions of every rank by name into v->rows, keeping the
@@ -686,11 +687,11 @@ static void render_flat(FILE *out, const struct view *v)
 				sp_render_seconds(b, sizeof b, (double)f->min_rank),
 				sp_render_seconds(c, sizeof c, (double)f->max_rank), iw, imb);
 		} else if (f->calls > 0) {
-			fprintf(out, "%s %s %s %s %s\n", sp_render_seconds(a, sizeof a, (double)f->total),
+			fprintf(out, "%s %s %s %s %9s\n", sp_render_seconds(a, sizeof a, (double)f->total),
 				sp_render_seconds(b, sizeof b, f->mean_ns),
 				sp_render_seconds(c, sizeof c, (double)f->min_ns),
 				sp_render_seconds(d, sizeof d, (double)f->max_ns),
-				sp_render_seconds(e, sizeof e, f->std_ns));
+				isnan(f->std_ns) ? "-" : sp_render_seconds(e, sizeof e, f->std_ns));
 		} else {
 			fprintf(out, "%s %9s %9s %9s %9s\n", sp_render_seconds(a, sizeof a, 0.0), "-", "-",
 				"-", "-");

@@ -29,8 +29,6 @@ _DEFAULTS = {
 # Options this build accepts but cannot honour yet: a true value is refused
 # rather than silently ignored.
 _NOT_YET = {
-    "aggregation_mode": "aggregation mode",
-    "track_async": "asyncio lanes",
     "use_likwid": "LIKWID hardware counters",
 }
 
@@ -62,12 +60,33 @@ def _check_options(options):
     limit = options.get("buffer_limit", 1)
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise ValueError(f"buffer_limit must be a positive integer, not {limit!r}")
-    compression = options.get("hdf5_compression")
-    if compression not in (None, False, "none"):
-        raise NotImplementedError(
-            f"setup(hdf5_compression={compression!r}): compression is not available "
-            f"in this scope-profiler build ({__version__})"
-        )
+    if "hdf5_compression" in options:
+        _compression_level(options["hdf5_compression"])
+
+
+# hdf5_compression="auto": shuffle + deflate at this level (README "Compression").
+_AUTO_LEVEL = 4
+_GZIP_LEVEL = 4   # "gzip" alone, as h5py's compression="gzip"
+
+
+def _compression_level(value):
+    """The deflate level of an hdf5_compression value: 0 for none, 1..9."""
+    if value is None or value is False or value == "none":
+        return 0
+    if value is True or value == "auto":
+        return _AUTO_LEVEL
+    if value == "gzip":
+        return _GZIP_LEVEL
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 9:
+        return value
+    if isinstance(value, str) and value.startswith("gzip="):
+        level = value[5:]
+        if len(level) == 1 and level in "123456789":
+            return int(level)
+    raise ValueError(
+        f"hdf5_compression must be 'auto', 'gzip', 'gzip=LEVEL' (LEVEL 1 to 9), 'none', "
+        f"None, True, False or a level 0 to 9, not {value!r}"
+    )
 
 
 def setup(**options):
@@ -84,6 +103,12 @@ def setup(**options):
     if merged["use_line_profiler"] and merged["recursive_profile"]:
         raise ValueError("use_line_profiler and recursive_profile cannot be combined: time the "
                          "lines of chosen functions, or the calls of every function")
+    if merged["aggregation_mode"] and not merged["deactivate_profiling"]:
+        for other, why in (("use_line_profiler", "line timing needs each call's lines"),
+                           ("recursive_profile", "the profile hook records every call"),
+                           ("track_async", "aggregates nest calls per thread, not per task")):
+            if merged[other]:
+                raise ValueError(f"aggregation_mode cannot be combined with {other}: {why}")
     _session.options = merged
     if not _session.active:
         _session.active = True
@@ -91,7 +116,8 @@ def setup(**options):
         _session.pid = _os.getpid()
     _configure(bool(merged["deactivate_profiling"]), merged["buffer_limit"],
                bool(merged["recursive_profile"]), bool(merged["track_threads"]),
-               bool(merged["use_line_profiler"]))
+               bool(merged["use_line_profiler"]), bool(merged["aggregation_mode"]),
+               bool(merged["track_async"]))
 
 
 def _metadata():
@@ -108,11 +134,15 @@ def _metadata():
         "mpi_library": _mpi_info()[2] or "",
         "omp_num_threads": _os.environ.get("OMP_NUM_THREADS", ""),
         "mode": ("disabled" if opts["deactivate_profiling"]
+                 else "aggregate" if opts["aggregation_mode"]
+                 else "async" if opts["track_async"]
                  else "threads" if opts["track_threads"] else "time_only"),
         "lanes": "; ".join(f"{i}={name}" for i, name in enumerate(_lane_names)),
         "recursive": "all" if _session.trace_all else str(bool(_session.tracing)).lower(),
         "line_profile": str(bool(opts["use_line_profiler"])).lower(),
         "buffer_limit": str(opts["buffer_limit"]),
+        "compression": (f"gzip={_compression_level(opts['hdf5_compression'])}"
+                        if _compression_level(opts["hdf5_compression"]) else "none"),
     }
 
 
@@ -138,7 +168,8 @@ def _finish(verbose, return_results, stream, verbose_lines=False, failed=False):
     show_lines = bool(verbose_lines) and not forked and rank == 0
     summary, data, lines = _finalize(path, show or snapshot, _metadata(),
                                      _session.run_start_ns, snapshot, show_lines,
-                                     bool(failed), _fallback_path())
+                                     bool(failed), _fallback_path(),
+                                     _compression_level(opts["hdf5_compression"]))
     _session.active = False
     _reset()
     # Until the next setup(), regions record nothing.
@@ -191,6 +222,18 @@ class session:
 
 def _qualname(func):
     return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+
+
+async def _timed_coroutine(region, coro):
+    """A call of a decorated ``async def`` function (the C wrapper makes one
+    per call, named as the function's coroutine): the region is open from
+    the coroutine's first step to its end (return, exception or
+    cancellation), in the task that runs it."""
+    token = _coroutine_enter(region)
+    try:
+        return await coro
+    finally:
+        _coroutine_exit(region, token)
 
 
 def profile(name=None, recursive=False):
@@ -403,8 +446,15 @@ class Region:
         self.std_duration = raw["std_ns"] / _NS
         self.first_start_ns = raw["first_start_ns"]
         self.last_end_ns = raw["last_end_ns"]
-        self.start_times_ns = _column(raw["starts"])
-        self.end_times_ns = _column(raw["ends"])
+        # Aggregation mode keeps no per-call events: empty columns, and the
+        # exclusive time instead.
+        self.aggregate = bool(raw.get("aggregate"))
+        self_ns = raw.get("self_ns")
+        self.self_duration_ns = self_ns
+        self.self_duration = None if self_ns is None else self_ns / _NS
+        empty = bytearray() if self.aggregate else None
+        self.start_times_ns = _column(raw["starts"] if raw["starts"] is not None else empty)
+        self.end_times_ns = _column(raw["ends"] if raw["ends"] is not None else empty)
         self.lanes = _column(raw.get("lanes"), "i")  # None unless --track-threads
 
     def _need_events(self):

@@ -1187,6 +1187,252 @@ static void test_lines_vlen(void **state)
 	remove(path);
 }
 
+/* ---- compression (p->compression) and aggregate regions ---- */
+
+/* Appends to rk (its regions array grown) a region of n calls with jittered
+ * timestamps, like a timestep loop's, and lanes when with_lanes. */
+static void add_loop_region(struct sp_rank *rk, const char *name, size_t n, int with_lanes)
+{
+	rk->regions = realloc(rk->regions, (rk->nregions + 1) * sizeof *rk->regions);
+	assert_non_null(rk->regions);
+	struct sp_region_data *rd = &rk->regions[rk->nregions++];
+	memset(rd, 0, sizeof *rd);
+	rd->name = strdup(name);
+	rd->starts = malloc(n * sizeof(int64_t));
+	rd->ends = malloc(n * sizeof(int64_t));
+	rd->lanes = with_lanes ? malloc(n * sizeof(int32_t)) : NULL;
+	rd->owns_events = 1;
+	uint64_t x = 88172645463325252u;
+	int64_t t = INT64_C(1700000000000000000);
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;   /* xorshift: deterministic jitter */
+		rd->starts[i] = t;
+		rd->ends[i] = t + 5000 + (int64_t)(x % 700);
+		t = rd->ends[i] + 200 + (int64_t)((x >> 20) % 50);
+		if (rd->lanes)
+			rd->lanes[i] = (int32_t)(i % 2);
+	}
+	sp_stats_compute(&rd->stats, rd->starts, rd->ends, n);
+}
+
+/* The layout of rank{r}/regions/{link}/{column}: its chunk length (0 when
+ * contiguous) and its deflate level (0 when none; shuffle must come first). */
+static void column_layout(hid_t f, const char *dataset, hsize_t *chunk, int *level)
+{
+	hid_t ds = H5Dopen2(f, dataset, H5P_DEFAULT);
+	assert_true(ds >= 0);
+	hid_t dcpl = H5Dget_create_plist(ds);
+	assert_true(dcpl >= 0);
+	*chunk = 0;
+	*level = 0;
+	if (H5Pget_layout(dcpl) == H5D_CHUNKED) {
+		assert_int_equal(H5Pget_chunk(dcpl, 1, chunk), 1);
+		assert_int_equal(H5Pget_nfilters(dcpl), 2);
+		unsigned flags, cd[4];
+		size_t ncd = 4;
+		char fname[32];
+		assert_int_equal(H5Pget_filter2(dcpl, 0, &flags, &ncd, cd, sizeof fname, fname, NULL),
+				 H5Z_FILTER_SHUFFLE);
+		ncd = 4;
+		assert_int_equal(H5Pget_filter2(dcpl, 1, &flags, &ncd, cd, sizeof fname, fname, NULL),
+				 H5Z_FILTER_DEFLATE);
+		assert_true(ncd >= 1);
+		*level = (int)cd[0];
+	} else {
+		assert_int_equal(H5Pget_layout(dcpl), H5D_CONTIGUOUS);
+		assert_int_equal(H5Pget_nfilters(dcpl), 0);
+	}
+	H5Pclose(dcpl);
+	H5Dclose(ds);
+}
+
+static off_t file_size(const char *path)
+{
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_size;
+}
+
+/* A compressed profile reads back exactly, whole, summary-only and streamed;
+ * columns of 64 calls or more are chunked (at most 65536 elements, exactly
+ * the column when shorter) with shuffle then deflate at the level asked for,
+ * shorter ones stay contiguous; the file is a fraction of the plain one. */
+static void test_compressed_roundtrip(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	const char *plain = tpath("plain.h5"), *path = tpath("z.h5"), *again = tpath("z2.h5");
+	int files = count_files();
+	struct sp_rank *r3 = &p->ranks[1];
+	add_loop_region(r3, "big", 150000, 1);    /* three chunks, the last one partial */
+	add_loop_region(r3, "medium", 100, 0);    /* one chunk of exactly 100 */
+	add_loop_region(r3, "small", 63, 0);      /* contiguous */
+
+	assert_ok(sp_h5_write(p, plain, &err), &err);
+	p->compression = 6;
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	assert_ok(sp_h5_write(p, again, &err), &err);
+	assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
+	assert_same(p, q, 1);
+	const struct sp_region_data *big = find_region(&q->ranks[1], "big");
+	assert_non_null(big->lanes);
+	assert_memory_equal(big->lanes, find_region(r3, "big")->lanes, 150000 * sizeof(int32_t));
+	sp_profile_free(q);
+	assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+	assert_same(p, q, 0);
+	sp_profile_free(q);
+
+	/* The streaming reader, a slice across a chunk boundary. */
+	struct sp_h5_stream *s = NULL;
+	int64_t st[1000], en[1000];
+	int32_t ln[1000];
+	assert_ok(sp_h5_stream_open(path, &s, &err), &err);
+	const struct sp_profile *sp = sp_h5_stream_profile(s);
+	size_t gi = 0;
+	while (strcmp(sp->ranks[1].regions[gi].name, "big") != 0)
+		gi++;
+	assert_ok(sp_h5_stream_read(s, 1, gi, 65000, 1000, st, en, ln, &err), &err);
+	const struct sp_region_data *want = find_region(r3, "big");
+	assert_memory_equal(st, want->starts + 65000, sizeof st);
+	assert_memory_equal(en, want->ends + 65000, sizeof en);
+	assert_memory_equal(ln, want->lanes + 65000, sizeof ln);
+	sp_h5_stream_close(s);
+
+	/* The layout, as any HDF5 reader sees it. */
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	assert_true(f >= 0);
+	hsize_t chunk;
+	int level;
+	column_layout(f, "rank3/regions/big/start_times", &chunk, &level);
+	assert_true(chunk == 65536 && level == 6);
+	column_layout(f, "rank3/regions/big/end_times", &chunk, &level);
+	assert_true(chunk == 65536 && level == 6);
+	column_layout(f, "rank3/regions/big/lanes", &chunk, &level);
+	assert_true(chunk == 65536 && level == 6);
+	column_layout(f, "rank3/regions/medium/end_times", &chunk, &level);
+	assert_true(chunk == 100 && level == 6);
+	column_layout(f, "rank3/regions/small/start_times", &chunk, &level);
+	assert_true(chunk == 0 && level == 0);
+	column_layout(f, "rank3/tree/calls", &chunk, &level);
+	assert_true(chunk == 0);
+	H5Fclose(f);
+
+	/* 150163 events: 16 bytes each plain, a fraction compressed. */
+	off_t zsize = file_size(path), psize = file_size(plain);
+	assert_true(psize > 150163 * 16);
+	assert_true(zsize * 3 < psize);
+	assert_true(file_size(again) == zsize);
+	/* No clock in a plain file: the same profile gives the same bytes (a
+	 * compressed one's superblock extension, for ISTORE_K, has times). */
+	p->compression = 0;
+	assert_ok(sp_h5_write(p, again, &err), &err);
+	size_t na, nb;
+	char *a = read_bytes(plain, &na), *b = read_bytes(again, &nb);
+	assert_int_equal(na, nb);
+	assert_memory_equal(a, b, na);
+	free(a);
+	free(b);
+	sp_profile_free(p);
+	remove(plain);
+	remove(path);
+	remove(again);
+	assert_int_equal(count_files(), files);
+}
+
+/* A level outside 0..9 is refused before any file is made; so is one for a
+ * writer opened rank by rank. */
+static void test_compression_level_refused(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	struct sp_h5_writer *w = (struct sp_h5_writer *)&err;
+	const char *path = tpath("bad.h5");
+	int files = count_files();
+	p->compression = 10;
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "compression level 10"));
+	p->compression = -1;
+	assert_int_equal(sp_h5_writer_open(path, p, &w, &err), SP_EINVAL);
+	assert_null(w);
+	assert_non_null(strstr(err.msg, "compression level -1"));
+	assert_int_equal(count_files(), files);
+	sp_profile_free(p);
+}
+
+/* An aggregate region (aggregation mode) is written as its summary
+ * attributes plus self_ns and aggregate = 1, with no event columns. */
+static void test_aggregate_region_written(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	const char *path = tpath("agg.h5");
+	struct sp_rank *r3 = &p->ranks[1];
+	r3->regions = realloc(r3->regions, 2 * sizeof *r3->regions);
+	struct sp_region_data *rd = &r3->regions[r3->nregions++];
+	memset(rd, 0, sizeof *rd);
+	rd->name = strdup("agg/step");
+	rd->aggregate = 1;
+	rd->self_ns = 12345;
+	rd->stats = (struct sp_stats){.num_calls = 1000000, .total_ns = 9000000, .min_ns = 7,
+				      .max_ns = 90, .mean_ns = 9.0, .std_ns = 1.5,
+				      .first_start_ns = 100, .last_end_ns = 10000100};
+	for (int level = 0; level <= 4; level += 4) {
+		p->compression = level;
+		assert_ok(sp_h5_write(p, path, &err), &err);
+		hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+		assert_true(f >= 0);
+		hid_t g = H5Gopen2(f, "rank3/regions/agg%2Fstep", H5P_DEFAULT);
+		assert_true(g >= 0);
+		H5G_info_t info;
+		assert_true(H5Gget_info(g, &info) >= 0);
+		assert_int_equal(info.nlinks, 0);        /* no start_times, end_times, lanes */
+		int64_t v;
+		int32_t agg = 0;
+		hid_t a = H5Aopen(g, "self_ns", H5P_DEFAULT);
+		assert_true(a >= 0);
+		hid_t t = H5Aget_type(a);
+		assert_true(H5Tequal(t, H5T_STD_I64LE) > 0);
+		H5Tclose(t);
+		assert_true(H5Aread(a, H5T_NATIVE_INT64, &v) >= 0 && v == 12345);
+		H5Aclose(a);
+		a = H5Aopen(g, "aggregate", H5P_DEFAULT);
+		assert_true(a >= 0);
+		t = H5Aget_type(a);
+		assert_true(H5Tequal(t, H5T_STD_I32LE) > 0);
+		H5Tclose(t);
+		assert_true(H5Aread(a, H5T_NATIVE_INT32, &agg) >= 0 && agg == 1);
+		H5Aclose(a);
+		const char *i64[] = {"num_calls", "total_ns", "min_ns", "max_ns", "first_start_ns",
+				     "last_end_ns"};
+		const int64_t want[] = {1000000, 9000000, 7, 90, 100, 10000100};
+		for (size_t i = 0; i < 6; i++) {
+			a = H5Aopen(g, i64[i], H5P_DEFAULT);
+			assert_true(a >= 0);
+			assert_true(H5Aread(a, H5T_NATIVE_INT64, &v) >= 0);
+			assert_true(v == want[i]);
+			H5Aclose(a);
+		}
+		double d;
+		a = H5Aopen(g, "std_ns", H5P_DEFAULT);
+		assert_true(a >= 0 && H5Aread(a, H5T_NATIVE_DOUBLE, &d) >= 0 && d == 1.5);
+		H5Aclose(a);
+		assert_true(H5Aexists(g, "name") > 0 && H5Aexists(g, "mean_ns") > 0);
+		H5Gclose(g);
+		/* A region with events has no such attributes. */
+		g = H5Gopen2(f, "rank3/regions/solve", H5P_DEFAULT);
+		assert_true(g >= 0);
+		assert_int_equal(H5Aexists(g, "aggregate"), 0);
+		assert_int_equal(H5Aexists(g, "self_ns"), 0);
+		H5Gclose(g);
+		H5Fclose(f);
+	}
+	sp_profile_free(p);
+	remove(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1206,6 +1452,9 @@ int main(void)
 		cmocka_unit_test(test_lines_write_errors),
 		cmocka_unit_test(test_lines_corrupt),
 		cmocka_unit_test(test_lines_vlen),
+		cmocka_unit_test(test_compressed_roundtrip),
+		cmocka_unit_test(test_compression_level_refused),
+		cmocka_unit_test(test_aggregate_region_written),
 	};
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -48,12 +48,113 @@ static void add_event(struct sp_rank *rk, size_t r, int64_t start, int64_t end)
 	rd->stats.num_calls++;
 }
 
-/* Builds the tree and checks what holds for every tree: parents first, one
- * node per (parent, region), every event counted once. */
-static void build(struct sp_rank *rk)
+/* Declared here only: sp_tree_build with every region visited through a
+ * sorted permutation, as a region whose columns are out of order is. */
+enum sp_err sp_tree_build_opt(struct sp_rank *rank, int always_sort, struct sp_error *err);
+
+/* The reference: the original algorithm, which materialises every event,
+ * sorts them all (lane, start ascending, longer first, region, call) and
+ * sweeps them lane by lane. sp_tree_build must give the same tree, node for
+ * node, without the per-event copy. */
+struct ref_event {
+	int64_t start, end;
+	size_t seq;
+	int32_t region, lane;
+};
+
+static int ref_less(const struct ref_event *x, const struct ref_event *y)
 {
-	struct sp_error err = { 0 };
-	assert_int_equal(sp_tree_build(rk, &err), SP_OK);
+	if (x->lane != y->lane)
+		return x->lane < y->lane;
+	if (x->start != y->start)
+		return x->start < y->start;
+	if (x->end != y->end)
+		return x->end > y->end;
+	return x->seq < y->seq;
+}
+
+static int ref_cmp(const void *a, const void *b)
+{
+	return ref_less(a, b) ? -1 : ref_less(b, a) ? 1 : 0;
+}
+
+static int64_t ref_add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int64_t ref_duration(const struct ref_event *e)
+{
+	int64_t d;
+	if (__builtin_sub_overflow(e->end, e->start, &d))
+		return e->end > e->start ? INT64_MAX : INT64_MIN;
+	return d;
+}
+
+/* The reference tree of rk (a linear node lookup: small inputs only). */
+static struct sp_tree_node *reference_tree(const struct sp_rank *rk, size_t *nnodes)
+{
+	size_t n = 0, k = 0, nn = 0, depth = 0;
+	for (size_t r = 0; r < rk->nregions; r++)
+		n += (size_t)rk->regions[r].stats.num_calls;
+	struct ref_event *ev = malloc((n ? n : 1) * sizeof *ev);
+	struct sp_tree_node *nodes = malloc((n ? n : 1) * sizeof *nodes);
+	int64_t *open_end = malloc((n ? n : 1) * sizeof *open_end);
+	int32_t *open_node = malloc((n ? n : 1) * sizeof *open_node);
+	assert_true(ev && nodes && open_end && open_node);
+	for (size_t r = 0; r < rk->nregions; r++) {
+		const struct sp_region_data *rd = &rk->regions[r];
+		for (int64_t c = 0; c < rd->stats.num_calls; c++, k++)
+			ev[k] = (struct ref_event){ rd->starts[c], rd->ends[c], k, (int32_t)r,
+						    rd->lanes ? rd->lanes[c] : 0 };
+	}
+	qsort(ev, n, sizeof *ev, ref_cmp);
+	for (size_t i = 0; i < n; i++) {
+		const struct ref_event *e = &ev[i];
+		if (i > 0 && e->lane != ev[i - 1].lane)
+			depth = 0;
+		while (depth > 0 && !(e->end <= open_end[depth - 1] && e->start < open_end[depth - 1]))
+			depth--;
+		int32_t parent = depth > 0 ? open_node[depth - 1] : -1;
+		size_t id = 0;
+		while (id < nn && !(nodes[id].parent == parent && nodes[id].region == e->region))
+			id++;
+		if (id == nn)
+			nodes[nn++] = (struct sp_tree_node){ .parent = parent, .region = e->region };
+		nodes[id].calls++;
+		nodes[id].total_ns = ref_add_sat(nodes[id].total_ns, ref_duration(e));
+		open_end[depth] = e->end;
+		open_node[depth++] = (int32_t)id;
+	}
+	free(ev);
+	free(open_end);
+	free(open_node);
+	*nnodes = nn;
+	return nodes;
+}
+
+/* rk's tree equals the reference, node by node. */
+static void assert_reference(const struct sp_rank *rk)
+{
+	size_t nn;
+	struct sp_tree_node *ref = reference_tree(rk, &nn);
+	assert_int_equal(rk->ntree, nn);
+	for (size_t i = 0; i < nn; i++) {
+		assert_int_equal(rk->tree[i].parent, ref[i].parent);
+		assert_int_equal(rk->tree[i].region, ref[i].region);
+		assert_int_equal(rk->tree[i].calls, ref[i].calls);
+		assert_int_equal(rk->tree[i].total_ns, ref[i].total_ns);
+	}
+	free(ref);
+}
+
+/* Checks what holds for every tree: parents first, one node per (parent,
+ * region), every event counted once. */
+static void check_invariants(const struct sp_rank *rk)
+{
 	assert_non_null(rk->tree);
 	int64_t calls = 0, events = 0;
 	for (size_t i = 0; i < rk->ntree; i++) {
@@ -66,6 +167,28 @@ static void build(struct sp_rank *rk)
 	for (size_t r = 0; r < rk->nregions; r++)
 		events += rk->regions[r].stats.num_calls;
 	assert_int_equal(calls, events);
+}
+
+/* Builds the tree both ways (the merge of the regions' columns as stored,
+ * and every region through a sorted permutation), checks the invariants,
+ * and below reference_max events that both equal the original algorithm's
+ * tree node by node. Leaves the merge's tree in rk. */
+static const size_t reference_max = 100000;
+
+static void build(struct sp_rank *rk)
+{
+	struct sp_error err = { 0 };
+	size_t events = 0;
+	for (size_t r = 0; r < rk->nregions; r++)
+		events += (size_t)rk->regions[r].stats.num_calls;
+	assert_int_equal(sp_tree_build_opt(rk, 1, &err), SP_OK);
+	check_invariants(rk);
+	if (events <= reference_max)
+		assert_reference(rk);
+	assert_int_equal(sp_tree_build(rk, &err), SP_OK);
+	check_invariants(rk);
+	if (events <= reference_max)
+		assert_reference(rk);
 }
 
 /* The node of region `name` under parent, or -1. */
@@ -428,6 +551,153 @@ static void test_lanes_keep_threads_apart(void **state)
 	sp_profile_free(p);
 }
 
+/* Node numbering with lanes is the lane-by-lane order's, though the events
+ * are visited in time order: lane 1's calls come first in time, lane 0's
+ * first in the tree. */
+static void test_lanes_numbering(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	size_t a = add_region(rk, "a"), b = add_region(rk, "b");
+	add_event(rk, a, 0, 10);       /* lane 1 */
+	add_event(rk, b, 2, 4);        /* lane 1: a/b */
+	add_event(rk, b, 5, 8);        /* lane 0: a root */
+	add_event(rk, a, 20, 30);      /* lane 0 */
+	add_event(rk, a, 22, 24);      /* lane 0: a/a */
+	int32_t la[] = { 1, 0, 0 }, lb[] = { 1, 0 };
+	rk->regions[a].lanes = malloc(sizeof la);
+	rk->regions[b].lanes = malloc(sizeof lb);
+	memcpy(rk->regions[a].lanes, la, sizeof la);
+	memcpy(rk->regions[b].lanes, lb, sizeof lb);
+	build(rk);
+	assert_int_equal(rk->ntree, 4);
+	const char *order[] = { "b", "a", "a", "b" };
+	const int32_t parents[] = { -1, -1, 1, 1 };
+	for (size_t i = 0; i < 4; i++) {
+		assert_string_equal(name_of(rk, i), order[i]);
+		assert_int_equal(rk->tree[i].parent, parents[i]);
+	}
+	sp_profile_free(p);
+}
+
+/* Random properly nested calls, as a recorder sees them. */
+struct gen_event {
+	int64_t start, end;
+	int32_t region, lane;
+	size_t order;                  /* generation order: entry order within a lane */
+};
+
+struct gen {
+	struct gen_event *ev;
+	size_t n, cap;
+	unsigned seed;
+	int nregions;
+};
+
+static unsigned gen_rand(struct gen *g, unsigned below)
+{
+	return (unsigned)rand_r(&g->seed) % below;
+}
+
+/* Calls inside [lo, hi] of one lane, in entry order, nested depth deep:
+ * ties with the parent's start and end, zero lengths, calls that touch, and
+ * the same region nested in itself all occur. */
+static void gen_nest(struct gen *g, int32_t lane, int64_t lo, int64_t hi, int depth)
+{
+	int64_t t = lo;
+	while (t <= hi && g->n < 4000 && gen_rand(g, 5) != 0) {
+		int64_t s = t + (gen_rand(g, 3) == 0 ? 0 : gen_rand(g, 6));
+		if (s > hi)
+			break;
+		int64_t e = gen_rand(g, 4) == 0 ? s : s + gen_rand(g, (unsigned)(hi - s) + 1);
+		if (g->n == g->cap) {
+			g->cap = g->cap ? 2 * g->cap : 256;
+			g->ev = realloc(g->ev, g->cap * sizeof *g->ev);
+			assert_non_null(g->ev);
+		}
+		g->ev[g->n] = (struct gen_event){ s, e, (int32_t)gen_rand(g, (unsigned)g->nregions), lane, g->n };
+		g->n++;
+		if (depth < 7)
+			gen_nest(g, lane, s, e, depth + 1);
+		t = e + gen_rand(g, 3);
+	}
+}
+
+/* Entry order across lanes: by start, the longer first (a parent is entered
+ * before its children), then as generated. */
+static int gen_cmp(const void *a, const void *b)
+{
+	const struct gen_event *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->end != y->end)
+		return x->end > y->end ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* A rank of random nested calls in nlanes lanes (lane ids from lane_ids;
+ * no lanes columns when nlanes is 0), recorded in entry order; with
+ * shuffle, one region's calls are put out of order. */
+static struct sp_profile *random_profile(unsigned seed, int nregions, int nlanes, const int32_t *lane_ids,
+					 int shuffle)
+{
+	struct sp_profile *p = profile_new();
+	struct sp_rank *rk = &p->ranks[0];
+	struct gen g = { .seed = seed, .nregions = nregions };
+	char name[16];
+	for (int r = 0; r < nregions; r++) {
+		snprintf(name, sizeof name, "r%d", r);
+		add_region(rk, name);
+	}
+	for (int l = 0; l < (nlanes ? nlanes : 1); l++)
+		gen_nest(&g, nlanes ? lane_ids[l] : 0, 0, 1000 + gen_rand(&g, 1000), 0);
+	if (g.n)
+		qsort(g.ev, g.n, sizeof *g.ev, gen_cmp);
+	for (size_t i = 0; i < g.n; i++) {
+		struct sp_region_data *rd = &rk->regions[g.ev[i].region];
+		size_t c = (size_t)rd->stats.num_calls;
+		add_event(rk, (size_t)g.ev[i].region, g.ev[i].start, g.ev[i].end);
+		if (nlanes) {
+			rd->lanes = realloc(rd->lanes, (c + 1) * sizeof *rd->lanes);
+			assert_non_null(rd->lanes);
+			rd->lanes[c] = g.ev[i].lane;
+		}
+	}
+	if (shuffle) {
+		struct sp_region_data *rd = &rk->regions[gen_rand(&g, (unsigned)nregions)];
+		for (size_t i = (size_t)rd->stats.num_calls; i > 1; i--) {
+			size_t j = gen_rand(&g, (unsigned)i);
+			int64_t s = rd->starts[i - 1], e = rd->ends[i - 1];
+			rd->starts[i - 1] = rd->starts[j], rd->ends[i - 1] = rd->ends[j];
+			rd->starts[j] = s, rd->ends[j] = e;
+			if (rd->lanes) {
+				int32_t l = rd->lanes[i - 1];
+				rd->lanes[i - 1] = rd->lanes[j];
+				rd->lanes[j] = l;
+			}
+		}
+	}
+	free(g.ev);
+	return p;
+}
+
+/* The merge of the regions' columns, the permutation path and the original
+ * algorithm agree node by node on random nested calls: one lane or several
+ * (ids out of order, one negative), regions in order or one shuffled. */
+static void test_random_nested(void **state)
+{
+	(void)state;
+	const int32_t lane_ids[] = { 0, 3, 1, -2, 7 };
+	for (unsigned seed = 1; seed <= 300; seed++) {
+		int nregions = 1 + (int)(seed % 7);
+		int nlanes = (int)(seed % 6);  /* 0: no lanes columns */
+		struct sp_profile *p = random_profile(seed, nregions, nlanes, lane_ids, seed % 3 == 0);
+		build(&p->ranks[0]);
+		sp_profile_free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -443,6 +713,8 @@ int main(void)
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_errors_and_rebuild),
 		cmocka_unit_test(test_million),
+		cmocka_unit_test(test_lanes_numbering),
+		cmocka_unit_test(test_random_nested),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

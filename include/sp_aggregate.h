@@ -1,0 +1,117 @@
+/* sp_aggregate.h - aggregation mode (setup(aggregation_mode=True), run
+ * --aggregate): a region keeps only its number of calls, total, minimum,
+ * maximum and exclusive (self) time, in constant memory however hot it is.
+ *
+ * Calls are nested on a stack per thread; each call also counts in a node of
+ * the call tree, found through a one-entry cache in the region (the same
+ * parent as last time: no lookup), so the tree is built while recording and
+ * no per-call data is kept. Include <Python.h> and sp_pyregion.h first. */
+#ifndef SP_AGGREGATE_H
+#define SP_AGGREGATE_H
+
+#include <stdint.h>
+
+#include "sp_clock.h"
+#include "sp_profile.h"
+
+/* One open call. */
+struct sp_agg_entry {
+	RegionObject *r;
+	int64_t start;
+	int32_t node;                  /* its node of the call tree */
+};
+
+/* The calling thread's open calls, innermost last. Every thread's stack is
+ * registered (aggregate.c), so a reset empties them all. */
+struct sp_agg_stack {
+	struct sp_agg_entry *v;
+	size_t depth, cap;
+};
+extern _Thread_local struct sp_agg_stack sp_agg_stack;
+
+/* A node of the call tree recorded so far. */
+struct sp_agg_node {
+	int32_t parent;                /* -1: a root */
+	RegionObject *r;               /* borrowed: the registry keeps it */
+	int64_t calls, total;
+};
+extern struct sp_agg_node *sp_agg_nodes;
+
+/* The slow paths of push and pop (aggregate.c). */
+int sp_agg_grow(void);
+int32_t sp_agg_node_get(int32_t parent, RegionObject *r);
+void sp_agg_exit_below(RegionObject *r, int64_t t);
+
+/* Empties a region's aggregates (at creation and at each session's reset). */
+void sp_agg_region_init(struct sp_agg *a);
+
+/* Forgets the call tree and every thread's open calls (the regions'
+ * aggregates are reset one by one by the caller). */
+void sp_agg_reset(void);
+
+/* Closes the calling thread's open calls at t (finalize). */
+void sp_agg_close_all(int64_t t);
+
+/* Sums every region's calls and total over its tree nodes into its
+ * sp_agg count and total (finalize, num_calls). */
+void sp_agg_sum(void);
+
+/* Fills rk->tree from the recorded nodes; region_index maps a region to its
+ * index in rk->regions, -1 when it has no completed call (its node is then
+ * left out and its children move up to the nearest kept ancestor). Returns
+ * SP_OK or SP_ENOMEM. */
+enum sp_err sp_agg_tree(struct sp_rank *rk, int32_t (*region_index)(RegionObject *r, void *ctx),
+			void *ctx, struct sp_error *err);
+
+/* The region's stats and self time from its aggregates. */
+void sp_agg_stats(const struct sp_agg *a, struct sp_stats *st, int64_t *self_ns);
+
+static inline int sp_agg_push(RegionObject *r)
+{
+	struct sp_agg_stack *s = &sp_agg_stack;
+	if (__builtin_expect(s->depth == s->cap, 0) && sp_agg_grow() != 0)
+		return -1;
+	int32_t parent = s->depth ? s->v[s->depth - 1].node : -1;
+	int32_t node = r->agg.node_parent == parent ? r->agg.node : sp_agg_node_get(parent, r);
+	if (__builtin_expect(node < 0, 0))
+		return -1;
+	struct sp_agg_entry *e = &s->v[s->depth++];
+	e->r = r;
+	e->node = node;
+	e->start = sp_clock_ns();
+	return 0;
+}
+
+/* Counts the popped call e, which ended at t. Its calls and total go to
+ * its tree node only: a region's calls, total and self time (its nodes'
+ * totals minus their children's) are summed from the tree at the end.
+ * A reset empties every thread's stack, so e belongs to this session. */
+static inline void sp_agg_record(const struct sp_agg_entry *e, int64_t t)
+{
+	RegionObject *r = e->r;
+	int64_t d = t - e->start;
+	struct sp_agg *a = &r->agg;
+	struct sp_agg_node *n = &sp_agg_nodes[e->node];
+	n->calls++;
+	n->total += d;
+	if (__builtin_expect(d < a->min, 0))
+		a->min = d;
+	if (__builtin_expect(d > a->max, 0))
+		a->max = d;
+	a->last = t;           /* exits come in time order */
+}
+
+static inline void sp_agg_pop(RegionObject *r)
+{
+	int64_t t = sp_clock_ns();
+	struct sp_agg_stack *s = &sp_agg_stack;
+	size_t d = s->depth;
+	if (__builtin_expect(d && s->v[d - 1].r == r, 1)) {
+		s->depth = d - 1;
+		sp_agg_record(&s->v[d - 1], t);
+	} else {
+		sp_agg_exit_below(r, t);
+	}
+}
+
+#endif

@@ -1,0 +1,282 @@
+/* aggregate.c - aggregation mode's slow paths and its call tree (see
+ * sp_aggregate.h). Every function runs with the GIL held. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_pyregion.h"
+#include "sp_aggregate.h"
+
+_Thread_local struct sp_agg_stack sp_agg_stack;
+struct sp_agg_node *sp_agg_nodes;
+static size_t nnodes, nodes_cap;
+static int32_t *slots;            /* open addressing on (parent, region) */
+static size_t nslots;             /* a power of two, > 2 * nnodes; 0: none */
+
+void sp_agg_region_init(struct sp_agg *a)
+{
+	memset(a, 0, sizeof *a);
+	a->min = INT64_MAX;
+	a->max = INT64_MIN;
+	a->first = INT64_MAX;
+	a->last = INT64_MIN;
+	a->node_parent = -2;
+	a->node = -1;
+}
+
+/* Every thread's stack, so that a reset empties them all; a thread's entry
+ * goes (and its stack is freed) when the thread ends, possibly without the
+ * GIL: hence the lock. */
+static pthread_mutex_t stacks_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_agg_stack **stacks;
+static size_t nstacks, stacks_cap;
+static pthread_key_t stack_key;
+static pthread_once_t stack_key_once = PTHREAD_ONCE_INIT;
+
+static void stack_gone(void *v)
+{
+	pthread_mutex_lock(&stacks_lock);
+	for (size_t i = 0; i < nstacks; i++)
+		if (stacks[i]->v == v) {
+			stacks[i] = stacks[--nstacks];
+			break;
+		}
+	pthread_mutex_unlock(&stacks_lock);
+	free(v);
+}
+
+static void stack_key_create(void)
+{
+	pthread_key_create(&stack_key, stack_gone);
+}
+
+/* Registers the calling thread's stack; -1 when out of memory. */
+static int stack_register(struct sp_agg_stack *s)
+{
+	int rc = 0;
+	pthread_mutex_lock(&stacks_lock);
+	if (nstacks == stacks_cap) {
+		size_t cap = stacks_cap ? stacks_cap * 2 : 8;
+		struct sp_agg_stack **v = realloc(stacks, cap * sizeof *v);
+		if (v) {
+			stacks = v;
+			stacks_cap = cap;
+		} else {
+			rc = -1;
+		}
+	}
+	if (rc == 0)
+		stacks[nstacks++] = s;
+	pthread_mutex_unlock(&stacks_lock);
+	return rc;
+}
+
+int sp_agg_grow(void)
+{
+	struct sp_agg_stack *s = &sp_agg_stack;
+	pthread_once(&stack_key_once, stack_key_create);
+	if (s->cap == 0 && stack_register(s) != 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	size_t cap = s->cap ? s->cap * 2 : 32;
+	struct sp_agg_entry *v = realloc(s->v, cap * sizeof *v);
+	if (!v) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	if (v != s->v)
+		pthread_setspecific(stack_key, v);
+	s->v = v;
+	s->cap = cap;
+	return 0;
+}
+
+static size_t slot_of(int32_t parent, const RegionObject *r)
+{
+	uint64_t k = (uint64_t)(uintptr_t)r ^ ((uint64_t)(uint32_t)parent * 0x9e3779b97f4a7c15ULL);
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return (size_t)k & (nslots - 1);
+}
+
+static int rehash(size_t n)
+{
+	int32_t *t = malloc(n * sizeof *t);
+	if (!t)
+		return -1;
+	memset(t, 0xff, n * sizeof *t);
+	free(slots);
+	slots = t;
+	nslots = n;
+	for (size_t i = 0; i < nnodes; i++) {
+		size_t h = slot_of(sp_agg_nodes[i].parent, sp_agg_nodes[i].r);
+		while (slots[h] != -1)
+			h = (h + 1) & (nslots - 1);
+		slots[h] = (int32_t)i;
+	}
+	return 0;
+}
+
+int32_t sp_agg_node_get(int32_t parent, RegionObject *r)
+{
+	if (!nslots && rehash(64) != 0)
+		goto nomem;
+	size_t h = slot_of(parent, r);
+	for (int32_t i; (i = slots[h]) != -1; h = (h + 1) & (nslots - 1))
+		if (sp_agg_nodes[i].parent == parent && sp_agg_nodes[i].r == r) {
+			r->agg.node_parent = parent;
+			r->agg.node = i;
+			return i;
+		}
+	if (nnodes >= INT32_MAX / 2)
+		goto nomem;
+	if (nnodes == nodes_cap) {
+		size_t cap = nodes_cap ? nodes_cap * 2 : 64;
+		struct sp_agg_node *v = realloc(sp_agg_nodes, cap * sizeof *v);
+		if (!v)
+			goto nomem;
+		sp_agg_nodes = v;
+		nodes_cap = cap;
+	}
+	/* The region's first call starts now (calls start in time order). */
+	if (r->agg.first == INT64_MAX)
+		r->agg.first = sp_clock_ns();
+	int32_t id = (int32_t)nnodes++;
+	sp_agg_nodes[id] = (struct sp_agg_node){parent, r, 0, 0};
+	slots[h] = id;
+	if (nnodes * 2 > nslots && rehash(nslots * 2) != 0) {
+		slots[h] = -1;
+		nnodes--;
+		goto nomem;
+	}
+	r->agg.node_parent = parent;
+	r->agg.node = id;
+	return id;
+nomem:
+	PyErr_NoMemory();
+	return -1;
+}
+
+/* An exit whose entry is not the innermost (a generator left a block, or
+ * the block was entered before the session was reset): close the innermost
+ * entry of r; the time counts in the entry below it. */
+void sp_agg_exit_below(RegionObject *r, int64_t t)
+{
+	struct sp_agg_stack *s = &sp_agg_stack;
+	for (size_t k = s->depth; k-- > 0;) {
+		if (s->v[k].r != r)
+			continue;
+		struct sp_agg_entry e = s->v[k];
+		memmove(&s->v[k], &s->v[k + 1], (s->depth - k - 1) * sizeof s->v[0]);
+		s->depth--;
+		sp_agg_record(&e, t);
+		return;
+	}
+}
+
+void sp_agg_reset(void)
+{
+	nnodes = 0;
+	if (nslots)
+		memset(slots, 0xff, nslots * sizeof *slots);
+	pthread_mutex_lock(&stacks_lock);
+	for (size_t i = 0; i < nstacks; i++)
+		stacks[i]->depth = 0;
+	pthread_mutex_unlock(&stacks_lock);
+}
+
+void sp_agg_close_all(int64_t t)
+{
+	struct sp_agg_stack *s = &sp_agg_stack;
+	while (s->depth > 0) {
+		s->depth--;
+		sp_agg_record(&s->v[s->depth], t);
+	}
+}
+
+void sp_agg_sum(void)
+{
+	for (size_t i = 0; i < nnodes; i++) {
+		struct sp_agg *a = &sp_agg_nodes[i].r->agg;
+		a->count = a->total = a->self = 0;
+	}
+	for (size_t i = 0; i < nnodes; i++) {
+		const struct sp_agg_node *n = &sp_agg_nodes[i];
+		struct sp_agg *a = &n->r->agg;
+		a->count += n->calls;
+		a->total += n->total;
+		a->self += n->total;
+		/* A call's time in a region inside it is not its own. */
+		if (n->parent >= 0)
+			sp_agg_nodes[n->parent].r->agg.self -= n->total;
+	}
+}
+
+void sp_agg_stats(const struct sp_agg *a, struct sp_stats *st, int64_t *self_ns)
+{
+	memset(st, 0, sizeof *st);
+	st->first_start_ns = SP_NO_TIME;
+	st->last_end_ns = SP_NO_TIME;
+	*self_ns = 0;
+	if (a->count <= 0)
+		return;
+	st->num_calls = a->count;
+	st->total_ns = a->total;
+	st->min_ns = a->min;
+	st->max_ns = a->max;
+	st->mean_ns = (double)a->total / (double)a->count;
+	st->std_ns = NAN;              /* not kept: a square per call */
+	st->first_start_ns = a->first;
+	st->last_end_ns = a->last;
+	*self_ns = a->self;
+}
+
+enum sp_err sp_agg_tree(struct sp_rank *rk, int32_t (*region_index)(RegionObject *r, void *ctx),
+			void *ctx, struct sp_error *err)
+{
+	int32_t *map = malloc((nnodes ? nnodes : 1) * sizeof *map);
+	struct sp_tree_node *out = malloc((nnodes ? nnodes : 1) * sizeof *out);
+	if (!map || !out) {
+		free(map);
+		free(out);
+		return sp_error_set(err, SP_ENOMEM, "out of memory for the call tree (%zu nodes)", nnodes);
+	}
+	size_t n = 0;
+	int collapsed = 0;
+	/* Nodes are stored parents first. A node without a completed call (or
+	 * whose region has none) is left out: map sends it to its parent's
+	 * output node, so its children move up. */
+	for (size_t i = 0; i < nnodes; i++) {
+		const struct sp_agg_node *nd = &sp_agg_nodes[i];
+		int32_t parent = nd->parent >= 0 ? map[nd->parent] : -1;
+		int32_t region = nd->calls > 0 ? region_index(nd->r, ctx) : -1;
+		if (region < 0) {
+			map[i] = parent;
+			collapsed = 1;
+			continue;
+		}
+		int32_t found = -1;
+		if (collapsed)   /* a moved child may meet a sibling of its name */
+			for (size_t j = 0; j < n && found < 0; j++)
+				if (out[j].parent == parent && out[j].region == region)
+					found = (int32_t)j;
+		if (found >= 0) {
+			out[found].calls += nd->calls;
+			out[found].total_ns += nd->total;
+			map[i] = found;
+			continue;
+		}
+		out[n] = (struct sp_tree_node){parent, region, nd->calls, nd->total};
+		map[i] = (int32_t)n++;
+	}
+	free(map);
+	free(rk->tree);
+	rk->tree = out;
+	rk->ntree = n;
+	return SP_OK;
+}

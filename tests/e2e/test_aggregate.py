@@ -1,0 +1,206 @@
+"""Aggregation mode (`run --aggregate`, `setup(aggregation_mode=True)`):
+per region only calls, total, min, max and self time; the call tree is
+counted while recording; no per-call events."""
+import csv
+import io
+import json
+
+import h5py
+import pytest
+
+from conftest import one_line_error
+
+NESTED = """
+    import time
+    import scope_profiler as sp
+
+    @sp.profile("solve")
+    def solve():
+        time.sleep(0.002)
+
+    for step in range(5):
+        with sp.region("timestep"):
+            solve()
+            with sp.region("io"):
+                time.sleep(0.001)
+            solve()
+"""
+
+
+def test_the_seed_example_prints_what_the_page_shows(sp):
+    sp.script("""
+        from scope_profiler import ProfileManager
+
+        ProfileManager.setup(aggregation_mode=True, deactivate_file_output=True)
+        region = ProfileManager.region("probe")
+        print("  region class:", type(region).__name__)
+        for _ in range(100_000):
+            with ProfileManager.region("tick"):
+                pass
+
+        results = ProfileManager.finalize(verbose=False, return_results=True)
+        tick = results["tick"]
+        print("  calls     :", tick.num_calls)
+        print("  total [s] :", round(tick.total_duration, 3))
+        print("  events    :", results.events())
+        print("  capacity  :", ProfileManager.get_region("tick").capacity)
+    """)
+    proc = sp("run", "-q", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "  region class: AggregateProfileRegion"
+    assert lines[1] == "  calls     : 100000"
+    assert lines[2].startswith("  total [s] : 0.0")
+    assert lines[3] == "  events    : []"
+    assert lines[4] == "  capacity  : 0"        # no event buffer was ever allocated
+    assert not (sp.tmp / "profiling_data.h5").exists()
+
+
+def test_the_file_holds_aggregates_and_the_tree(sp):
+    sp.script(NESTED)
+    proc = sp("run", "--aggregate", "-o", "agg.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "agg.h5") as f:
+        assert f["metadata"].attrs["mode"] == b"aggregate"
+        regions = f["rank0/regions"]
+        assert sorted(regions) == ["io", "solve", "timestep"]
+        for name in regions:
+            assert list(regions[name]) == []      # no event datasets at all
+            assert regions[name].attrs["aggregate"] == 1
+        solve, step, io_ = (regions[n].attrs for n in ("solve", "timestep", "io"))
+        assert solve["num_calls"] == 10 and step["num_calls"] == 5 and io_["num_calls"] == 5
+        assert 0.0019e9 < solve["min_ns"] <= solve["mean_ns"] <= solve["max_ns"] < 0.05e9
+        assert solve["total_ns"] == pytest.approx(solve["mean_ns"] * 10, rel=1e-9)
+        # Self time: the timestep minus what ran in its child regions.
+        assert step["self_ns"] == step["total_ns"] - solve["total_ns"] - io_["total_ns"]
+        assert 0 <= step["self_ns"] < 0.2 * step["total_ns"]
+        assert solve["self_ns"] == solve["total_ns"]
+        assert solve["std_ns"] != solve["std_ns"]      # NaN: not kept in this mode
+        tree = f["rank0/tree"]
+        assert list(tree["parent"]) == [-1, 0, 0]
+        assert list(tree["calls"]) == [5, 10, 5]
+    # The summary shows the tree with the timestep's own time.
+    assert "timestep (5x)" in proc.stderr and "├─ solve (10x)" in proc.stderr
+    assert "(own)" in proc.stderr
+    row = next(l for l in proc.stderr.splitlines() if l.startswith("solve "))
+    assert row.split()[-1] == "-"                       # no std column value
+
+
+def test_self_time_with_recursion_and_generators(sp):
+    sp.script("""
+        import scope_profiler as sp
+        sp.setup(aggregation_mode=True, file_path="rec.h5", verbose=False)
+
+        @sp.profile("fib")
+        def fib(n):
+            return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+        def gen():
+            with sp.region("inside_gen"):
+                yield 1
+                yield 2
+
+        g = gen()
+        with sp.region("outer"):
+            next(g)           # the generator's block is open ...
+        next(g)
+        g.close()             # ... and ends after outer did
+        print(fib(10))
+        sp.finalize()
+    """)
+    proc = sp("run", "-q", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "55"
+    with h5py.File(sp.tmp / "rec.h5") as f:
+        fib = f["rank0/regions/fib"].attrs
+        assert fib["num_calls"] == 177
+        assert 0 < fib["self_ns"] <= fib["total_ns"]
+        assert f["rank0/regions/inside_gen"].attrs["num_calls"] == 1
+        assert f["rank0/regions/outer"].attrs["num_calls"] == 1
+
+
+def test_threads_nest_on_their_own_stacks(sp):
+    sp.script("""
+        import threading, time
+        import scope_profiler as sp
+        def work():
+            for _ in range(20):
+                with sp.region("outer"):
+                    with sp.region("inner"):
+                        time.sleep(0.0005)
+        ts = [threading.Thread(target=work) for _ in range(3)]
+        [t.start() for t in ts]; [t.join() for t in ts]
+    """)
+    proc = sp("run", "-q", "--aggregate", "-o", "t.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    out = sp("summary", "--json", "t.h5")
+    doc = json.loads(out.stdout)
+    calls = {r["name"]: r["calls"] for r in doc["regions"]}
+    assert calls == {"outer": 60, "inner": 60}
+    with h5py.File(sp.tmp / "t.h5") as f:
+        tree = f["rank0/tree"]
+        assert list(tree["parent"]) == [-1, 0] and list(tree["calls"]) == [60, 60]
+
+
+def test_exports_of_aggregates(sp):
+    sp.script(NESTED)
+    assert sp("run", "-q", "--aggregate", "-o", "a.h5", "script.py").returncode == 0
+    out = sp("export", "--format", "csv", "a.h5")
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert [r["name"] for r in rows] == ["timestep", "solve", "io"]
+    assert {r["name"]: int(r["calls"]) for r in rows} == {"timestep": 5, "solve": 10, "io": 5}
+    step = rows[0]
+    assert float(step["self_s"]) < float(step["total_s"])
+    doc = json.loads(sp("export", "--format", "json", "a.h5").stdout)
+    assert doc["aggregate"] is True and len(doc["regions"]) == 3
+    folded = sp("export", "--format", "folded", "a.h5").stdout.splitlines()
+    stacks = {l.rsplit(" ", 1)[0]: int(l.rsplit(" ", 1)[1]) for l in folded}
+    assert set(stacks) == {"timestep", "timestep;solve", "timestep;io"}
+    with h5py.File(sp.tmp / "a.h5") as f:
+        total = int(f["rank0/regions/timestep"].attrs["total_ns"])
+    assert sum(stacks.values()) == total     # the stacks add up to the root
+    chrome = sp("export", "--format", "chrome", "-o", "t.json", "a.h5")
+    assert chrome.returncode != 0
+    one_line_error(chrome, "aggregates", "Chrome")
+    assert not (sp.tmp / "t.json").exists()
+
+
+def test_diff_and_read_api_of_aggregates(sp):
+    sp.script(NESTED)
+    assert sp("run", "-q", "--aggregate", "-o", "a.h5", "script.py").returncode == 0
+    assert sp("run", "-q", "--aggregate", "-o", "b.h5", "script.py").returncode == 0
+    d = sp("diff", "a.h5", "b.h5")
+    assert d.returncode == 0, d.stderr
+    assert "3 regions in both" in d.stdout
+    sp.script("""
+        import scope_profiler as sp
+        r = sp.read_h5("a.h5")
+        s = r["timestep"][0]
+        print(r["solve"].num_calls, r.events(), len(r["solve"][0].durations_ns),
+              s.self_duration_ns < s.total_duration_ns, r.call_stack())
+    """, name="read.py")
+    proc = sp("run", "-q", "--no-output", "read.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["10", "[]", "0", "True", "[]"]
+
+
+@pytest.mark.parametrize("other", ["--line-profile", "--recursive", "--track-async"])
+def test_aggregate_refuses_per_call_modes(sp, other):
+    sp.script("pass\n")
+    proc = sp("run", "--aggregate", other, "script.py")
+    assert proc.returncode == 2
+    one_line_error(proc, "--aggregate", other)
+
+
+def test_setup_refuses_aggregation_with_line_timing(sp):
+    sp.script("""
+        import scope_profiler as sp
+        try:
+            sp.setup(aggregation_mode=True, use_line_profiler=True)
+        except ValueError as e:
+            print(e)
+    """)
+    proc = sp("run", "-q", "--no-output", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert "aggregation_mode cannot be combined with use_line_profiler" in proc.stdout

@@ -1,0 +1,123 @@
+"""Long runs in bounded memory: the whole process, recording and finalize
+(call tree, statistics, HDF5 write) included, peaks at no more than the
+event columns themselves above a small run's baseline: 16 bytes per event
+(two int64), 20 with --track-threads (an int32 lane more). The peak is the
+child's ru_maxrss from os.wait4, since finalize runs at the child's very
+end. `make bench` (scripts/bench_memory.py) does the same at 1e8 events.
+
+ru_maxrss survives exec: a child forked (or vforked, as subprocess does) from
+this big pytest process starts with pytest's peak. So a small launcher
+forks the tool and reports its ru_maxrss; the launcher's own few MiB stay
+below any run's baseline."""
+import subprocess
+import sys
+import textwrap
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import BINARY
+
+TICK = """
+import sys
+import scope_profiler as sp
+
+n = int(sys.argv[1])
+r = sp.region("tick")
+for _ in range(n):
+    with r:
+        pass
+"""
+
+NESTED = """
+import sys
+import scope_profiler as sp
+
+n = int(sys.argv[1])
+outer, inner = sp.region("outer"), sp.region("inner")
+for _ in range(n):
+    with outer:
+        with inner:
+            pass
+"""
+
+
+def instrumented():
+    """Whether the binary is built with a sanitizer (make asan): its
+    allocator keeps freed blocks in quarantine, so the peak means nothing."""
+    with open(BINARY, "rb") as f:
+        data = f.read()
+    return b"libasan" in data or b"__asan_init" in data
+
+
+pytestmark = pytest.mark.skipif(instrumented(), reason="memory figures need the plain build")
+
+
+# argv: log, command...; prints the command's exit status and ru_maxrss (KiB).
+LAUNCH = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, ru = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), ru.ru_maxrss)
+"""
+
+
+def peak_rss(sp, script, n, *options):
+    """(peak RSS in bytes of `run -q -o F script n`, the file)."""
+    out = sp.tmp / f"run{n}.h5"
+    log = sp.tmp / f"run{n}.log"
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", LAUNCH, str(log), BINARY, "run", "-q",
+                           *options, "-o", str(out), str(script), str(n)],
+                          capture_output=True, text=True, cwd=sp.tmp, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    status, maxrss_kib = map(int, proc.stdout.split())
+    assert status == 0, log.read_text()
+    return maxrss_kib * 1024, out
+
+
+def bytes_per_event(sp, script, n, events_per_n, *options):
+    base, base_file = peak_rss(sp, script, 100, *options)
+    peak, out = peak_rss(sp, script, n, *options)
+    per = (peak - base) / ((n - 100) * events_per_n)
+    print(f"{n * events_per_n} events: peak {peak / 2**20:.1f} MiB, baseline {base / 2**20:.1f} MiB, "
+          f"{per:.3f} bytes/event", file=sys.stderr)
+    return per, out
+
+
+def check_columns(g, n):
+    assert int(g.attrs["num_calls"]) == n
+    s, e = g["start_times"][:], g["end_times"][:]
+    assert s.shape == (n,) and e.shape == (n,)
+    assert (np.diff(s) >= 0).all() and (e >= s).all()
+    assert int((e - s).sum()) == int(g.attrs["total_ns"])
+
+
+def test_ten_million_events_sixteen_bytes_each(sp):
+    n = 10_000_000
+    per, out = bytes_per_event(sp, sp.script(TICK), n, 1)
+    assert per <= 16.5, per
+    with h5py.File(out, "r") as f:
+        check_columns(f["rank0/regions/tick"], n)
+        assert list(f["rank0/tree/calls"][:]) == [n]
+        assert list(f["rank0/tree/parent"][:]) == [-1]
+
+
+def test_nested_regions_with_lanes(sp):
+    """Two regions merged into one tree, lanes kept: 20 bytes per event."""
+    n = 2_000_000
+    per, out = bytes_per_event(sp, sp.script(NESTED), n, 2, "--track-threads")
+    assert per <= 20.5, per
+    with h5py.File(out, "r") as f:
+        for name in ("outer", "inner"):
+            check_columns(f["rank0/regions/" + name], n)
+            assert (f[f"rank0/regions/{name}/lanes"][:] == 0).all()
+        t = f["rank0/tree"]
+        assert list(t["parent"][:]) == [-1, 0]
+        assert [x.decode() for x in t["region"][:]] == ["outer", "inner"]
+        assert list(t["calls"][:]) == [n, n]

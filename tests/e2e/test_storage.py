@@ -1,0 +1,297 @@
+"""Storage size of the profiles `scope-profiler run` writes, with and without
+--compression: bytes per event, the fixed floor per file and per region, how
+size grows with events, regions and MPI ranks, and what compression saves.
+
+Sizes are of real files written by the real binary. Uncompressed sizes are
+deterministic (16 bytes per event plus a fixed part), so the margins are
+tight; compressed sizes depend on the recorded timestamps' jitter, so their
+bounds leave room (measured figures are in the README, "Compression")."""
+import os
+import subprocess
+
+import h5py
+import pytest
+
+from conftest import BINARY, one_line_error
+
+# DESIGN.md section 7.
+UNCOMPRESSED_BUDGET = 16.5   # bytes per event
+COMPRESSED_BUDGET = 4.0      # bytes per event, a timestep loop
+
+# A timestep loop: three nested regions per step, a little work in each.
+TIMESTEP = """
+    import sys
+    import scope_profiler as sp
+    steps = int(sys.argv[1])
+    step, assemble, solve = sp.region("timestep"), sp.region("assemble"), sp.region("solve")
+    x = 0.0
+    for i in range(steps):
+        with step:
+            with assemble:
+                for k in range(10):
+                    x += k * 0.5
+            with solve:
+                for k in range(20):
+                    x -= k * 0.25
+"""
+
+# K regions of M calls each (an empty body).
+REGIONS = """
+    import sys
+    import scope_profiler as sp
+    k, m = int(sys.argv[1]), int(sys.argv[2])
+    for j in range(k):
+        r = sp.region(f"region_{j:05d}")
+        for _ in range(m):
+            with r:
+                pass
+"""
+
+
+def profile_size(sp, text, *args, compression=None, name="out.h5", options=()):
+    """Runs the script, returns the size in bytes of the profile written."""
+    script = sp.script(text, name="storage.py")
+    opts = ["--compression", compression] if compression else []
+    proc = sp("run", "-q", "-o", name, *opts, *options, script, *args)
+    assert proc.returncode == 0, proc.stderr
+    return os.path.getsize(sp.tmp / name)
+
+
+def mpi_size(sp, n, text, *args, compression=None):
+    script = sp.script(text, name="storage.py")
+    opts = ["--compression", compression] if compression else []
+    out = f"mpi{n}.h5"
+    proc = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(n), BINARY,
+                           "run", "-q", "-o", out, *opts, str(script), *map(str, args)],
+                          capture_output=True, text=True, timeout=180, cwd=sp.tmp)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / out) as f:
+        assert sorted(k for k in f if k.startswith("rank")) == [f"rank{r}" for r in range(n)]
+    return os.path.getsize(sp.tmp / out)
+
+
+# ---- bytes per event ----
+
+def test_uncompressed_bytes_per_event(sp):
+    steps = 100_000
+    events = 3 * steps
+    size = profile_size(sp, TIMESTEP, steps)
+    per_event = size / events
+    print(f"\nuncompressed: {per_event:.3f} bytes/event ({size} bytes, {events} events)")
+    # Two int64 columns: 16 bytes per event is the floor, the rest is fixed.
+    assert 16.0 < per_event <= UNCOMPRESSED_BUDGET
+
+
+def test_lanes_cost_four_bytes_per_event(sp):
+    steps = 50_000
+    plain = profile_size(sp, TIMESTEP, steps, name="plain.h5")
+    lanes = profile_size(sp, TIMESTEP, steps, name="lanes.h5", options=["--track-threads"])
+    assert (lanes - plain) / (3 * steps) == pytest.approx(4.0, abs=0.01)
+
+
+@pytest.mark.parametrize("compression", ["auto", "gzip", "gzip=1", "gzip=9"])
+def test_compressed_bytes_per_event(sp, compression):
+    steps = 100_000
+    events = 3 * steps
+    size = profile_size(sp, TIMESTEP, steps, compression=compression)
+    per_event = size / events
+    print(f"\n{compression}: {per_event:.3f} bytes/event")
+    assert per_event <= COMPRESSED_BUDGET
+    with h5py.File(sp.tmp / "out.h5") as f:
+        level = 4 if compression in ("auto", "gzip") else int(compression[5:])
+        assert f["metadata"].attrs["compression"] == f"gzip={level}".encode()
+        for name in ("timestep", "assemble", "solve"):
+            ds = f[f"rank0/regions/{name}/start_times"]
+            assert ds.compression == "gzip" and ds.compression_opts == level and ds.shuffle
+            assert ds.chunks == (65536,)
+            assert len(ds) == steps
+
+
+def test_compressed_tight_loop_and_lanes(sp):
+    # One region, an empty body: the most regular timestamps there are.
+    calls = 200_000
+    size = profile_size(sp, REGIONS, 1, calls, compression="auto")
+    assert size / calls <= 3.0
+    # Thread lanes compress to next to nothing.
+    lanes = profile_size(sp, REGIONS, 1, calls, compression="auto", name="lanes.h5",
+                         options=["--track-threads"])
+    assert (lanes - size) / calls < 0.2
+
+
+# ---- the fixed floor ----
+
+def test_file_floor(sp):
+    # One region called once: root, metadata, one rank, one region, a tree.
+    size = profile_size(sp, REGIONS, 1, 1)
+    print(f"\nfloor: {size} bytes")
+    assert size < 8 * 1024
+    # Compression has nothing to compress here and costs nothing.
+    assert profile_size(sp, REGIONS, 1, 1, compression="auto", name="z.h5") <= size + 128
+
+
+@pytest.mark.parametrize("compression", [None, "auto"])
+def test_floor_per_region(sp, compression):
+    # The cost of one more region of one call: its group, attributes, two
+    # one-element columns and a call-tree row.
+    k = 201
+    one = profile_size(sp, REGIONS, 1, 1, compression=compression, name="one.h5")
+    many = profile_size(sp, REGIONS, k, 1, compression=compression, name="many.h5")
+    per_region = (many - one) / (k - 1)
+    print(f"\nper region ({compression or 'none'}): {per_region:.0f} bytes")
+    assert 500 < per_region <= 1100
+
+
+def test_floor_per_compressed_region(sp):
+    # A region big enough to be compressed (64 calls or more) pays for a
+    # chunk index; it stays well under a plain one's 16 bytes per event.
+    k, m = 101, 1000
+    one = profile_size(sp, REGIONS, 1, m, compression="auto", name="one.h5")
+    many = profile_size(sp, REGIONS, k, m, compression="auto", name="many.h5")
+    per_region = (many - one) / (k - 1)
+    plain = (profile_size(sp, REGIONS, k, m, name="p.h5") - profile_size(sp, REGIONS, 1, m, name="p1.h5")) / (k - 1)
+    print(f"\nper region of {m} calls: auto {per_region:.0f} bytes, none {plain:.0f}")
+    assert per_region < plain / 2.5
+    assert per_region < 1100 + 6 * m
+
+
+# ---- scaling ----
+
+def test_linear_in_events(sp):
+    n = 40_000
+    sizes = [profile_size(sp, REGIONS, 1, c, name=f"e{c}.h5") for c in (n, 2 * n, 4 * n)]
+    # 16 bytes per event on top of a fixed part (the command line in the
+    # metadata grows by a digit).
+    assert sizes[1] - sizes[0] == pytest.approx(16 * n, abs=16)
+    assert sizes[2] - sizes[1] == pytest.approx(16 * 2 * n, abs=16)
+    z = [profile_size(sp, TIMESTEP, s, compression="auto", name=f"z{s}.h5") for s in (n, 2 * n, 4 * n)]
+    # Compressed: the same bytes per event at every size (within jitter).
+    slope1, slope2 = (z[1] - z[0]) / n, (z[2] - z[1]) / (2 * n)
+    assert slope2 == pytest.approx(slope1, rel=0.2), z
+
+
+def test_linear_in_regions(sp):
+    m = 200
+    sizes = [profile_size(sp, REGIONS, k, m, name=f"r{k}.h5") for k in (20, 40, 80)]
+    d1, d2 = sizes[1] - sizes[0], sizes[2] - sizes[1]
+    assert d2 == pytest.approx(2 * d1, rel=0.02), sizes
+    z = [profile_size(sp, REGIONS, k, m, compression="auto", name=f"z{k}.h5") for k in (20, 40, 80)]
+    d1, d2 = z[1] - z[0], z[2] - z[1]
+    assert d2 == pytest.approx(2 * d1, rel=0.1), z
+
+
+@pytest.mark.parametrize("compression", [None, "auto"])
+def test_linear_in_ranks(sp, compression):
+    # The same events on every rank: each rank adds the same bytes.
+    steps = 20_000
+    s1, s2, s4 = (mpi_size(sp, n, TIMESTEP, steps, compression=compression) for n in (1, 2, 4))
+    per_rank = s2 - s1
+    print(f"\nper rank ({compression or 'none'}): {per_rank} bytes, {per_rank / (3 * steps):.2f}/event")
+    rel = 0.02 if compression is None else 0.2
+    assert s4 - s2 == pytest.approx(2 * per_rank, rel=rel), (s1, s2, s4)
+    budget = UNCOMPRESSED_BUDGET if compression is None else COMPRESSED_BUDGET
+    assert per_rank / (3 * steps) <= budget
+
+
+# ---- compression ratios ----
+
+def test_compression_ratios(sp):
+    steps = 50_000
+    plain = profile_size(sp, TIMESTEP, steps, name="plain.h5")
+    sizes = {c: profile_size(sp, TIMESTEP, steps, compression=c, name=f"{c}.h5")
+             for c in ("gzip=1", "auto", "gzip=9")}
+    ratios = {c: plain / s for c, s in sizes.items()}
+    print("\ncompression ratios: " + ", ".join(f"{c} {r:.1f}x" for c, r in ratios.items()))
+    assert all(r >= 4.0 for r in ratios.values()), ratios
+    # Higher levels are never much larger (the data differ run to run).
+    assert sizes["gzip=9"] <= sizes["gzip=1"] * 1.05
+    assert profile_size(sp, TIMESTEP, steps, compression="none", name="none.h5") == \
+        pytest.approx(plain, abs=64)
+
+
+def test_compressed_file_reads_as_plain_nanoseconds(sp):
+    script = sp.script(TIMESTEP, name="storage.py")
+    proc = sp("run", "-q", "-o", "z.h5", "--compression", "gzip=6", script, 2000)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "z.h5") as f:
+        g = f["rank0/regions/solve"]
+        start, end = g["start_times"][:], g["end_times"][:]
+        assert start.dtype.str == "<i8" and len(start) == 2000
+        assert (end - start).sum() == g.attrs["total_ns"]
+        assert start[0] == g.attrs["first_start_ns"] and end[-1] == g.attrs["last_end_ns"]
+    # The tool's own readers: summary, export, the Python read API.
+    out = sp("summary", "z.h5")
+    assert out.returncode == 0 and "solve" in out.stdout, out.stderr
+    out = sp("export", "z.h5", "-f", "csv")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("\nsolve,") == 2000
+    reader = sp.script("""
+        import sys, scope_profiler as sp
+        r = sp.read_h5(sys.argv[1])
+        print(r.metadata["compression"], len(r.events()))
+    """, name="reader.py")
+    out = sp("run", "-q", "--no-output", reader, sp.tmp / "z.h5")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["gzip=6", "6000"]
+
+
+# ---- the setting ----
+
+@pytest.mark.parametrize("bad", ["zstd", "gzip=0", "gzip=10", "gzip=", "GZIP", "auto=3", ""])
+def test_bad_compression_is_one_line_usage_error(sp, bad):
+    script = sp.script("pass\n")
+    proc = sp("run", "--compression", bad, script)
+    assert proc.returncode == 2
+    one_line_error(proc, "--compression", "auto, gzip, gzip=LEVEL", repr(bad))
+
+
+@pytest.mark.parametrize("value, stored", [
+    ("None", "none"), ("False", "none"), ("'none'", "none"), ("0", "none"),
+    ("True", "gzip=4"), ("'auto'", "gzip=4"), ("'gzip'", "gzip=4"), ("'gzip=2'", "gzip=2"),
+    ("7", "gzip=7"),
+])
+def test_setup_hdf5_compression(sp, value, stored):
+    script = sp.script(f"""
+        import scope_profiler as sp
+        sp.setup(file_path="s.h5", hdf5_compression={value}, verbose=False)
+        r = sp.region("loop")
+        for _ in range(1000):
+            with r:
+                pass
+        sp.finalize()
+    """)
+    proc = sp("run", "-q", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "s.h5") as f:
+        assert f["metadata"].attrs["compression"] == stored.encode()
+        ds = f["rank0/regions/loop/start_times"]
+        assert ds.compression == (None if stored == "none" else "gzip")
+
+
+@pytest.mark.parametrize("value", ["'zstd'", "'gzip=0'", "10", "-1", "4.0", "'Auto'"])
+def test_setup_bad_hdf5_compression(sp, value):
+    script = sp.script(f"""
+        import scope_profiler as sp
+        try:
+            sp.setup(hdf5_compression={value})
+        except ValueError as e:
+            print("ValueError:", e)
+    """)
+    proc = sp("run", "-q", "--no-output", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ValueError: hdf5_compression must be 'auto', 'gzip', "), proc.stdout
+
+
+def test_command_line_compression_wins_over_setup(sp):
+    script = sp.script("""
+        import scope_profiler as sp
+        sp.setup(hdf5_compression="none", verbose=False)
+        r = sp.region("loop")
+        for _ in range(100):
+            with r:
+                pass
+    """)
+    proc = sp("run", "-q", "-o", "c.h5", "--compression", "gzip=9", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "c.h5") as f:
+        assert f["metadata"].attrs["compression"] == b"gzip=9"
+        assert f["rank0/regions/loop/start_times"].compression_opts == 9
