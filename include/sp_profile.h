@@ -90,6 +90,9 @@ struct sp_profile {
 	int compression;
 };
 
+/* Drops a region's event columns (freed when owned); its stats stay. */
+void sp_region_drop_events(struct sp_region_data *rd);
+
 /* Frees what a line table owns (not the table itself). */
 void sp_line_table_clear(struct sp_line_table *t);
 

@@ -444,6 +444,19 @@ static void write_call(struct exporter *x, int rank, int32_t lane, uint64_t call
 	x->written++;
 }
 
+/* Encodes the current region's name once for the format (x->name). */
+static enum sp_err encode_name(struct exporter *x, const char *name)
+{
+	x->name.n = 0;
+	if (x->fmt == FMT_CSV)
+		sb_csv(&x->name, name);
+	else
+		sb_json(&x->name, name);
+	if (x->name.oom)
+		return sp_error_set(x->err, SP_ENOMEM, "out of memory");
+	return SP_OK;
+}
+
 /* Streams every selected call, region by region, rank by rank. */
 static enum sp_err write_calls(struct exporter *x)
 {
@@ -453,13 +466,8 @@ static enum sp_err write_calls(struct exporter *x)
 		const char *name = x->entries[g->first].name;
 		if (!sp_select_region(x->sel, name))
 			continue;
-		x->name.n = 0;
-		if (x->fmt == FMT_CSV)
-			sb_csv(&x->name, name);
-		else
-			sb_json(&x->name, name);
-		if (x->name.oom)
-			return sp_error_set(x->err, SP_ENOMEM, "out of memory");
+		if (encode_name(x, name) != SP_OK)
+			return SP_ENOMEM;
 		for (size_t i = 0; i < g->n; i++) {
 			const struct entry *e = &x->entries[g->first + i];
 			const struct sp_rank *rk = &x->p->ranks[e->ri];
@@ -897,13 +905,8 @@ static enum sp_err write_aggregates(struct exporter *x)
 		const char *name = x->entries[g->first].name;
 		if (!sp_select_region(x->sel, name))
 			continue;
-		x->name.n = 0;
-		if (x->fmt == FMT_CSV)
-			sb_csv(&x->name, name);
-		else
-			sb_json(&x->name, name);
-		if (x->name.oom)
-			return sp_error_set(x->err, SP_ENOMEM, "out of memory");
+		if (encode_name(x, name) != SP_OK)
+			return SP_ENOMEM;
 		for (size_t i = 0; i < g->n; i++) {
 			const struct entry *e = &x->entries[g->first + i];
 			const struct sp_rank *rk = &x->p->ranks[e->ri];

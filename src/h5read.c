@@ -1050,12 +1050,7 @@ static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, 
 		if (rd->owns_events) {
 			/* No summary attributes: the columns were read for the
 			 * stats and checked; only the stats are kept. */
-			free(rd->starts);
-			free(rd->ends);
-			free(rd->lanes);
-			rd->starts = rd->ends = NULL;
-			rd->lanes = NULL;
-			rd->owns_events = 0;
+			sp_region_drop_events(rd);
 			continue;
 		}
 		if (rd->stats.num_calls == 0 || rd->aggregate)

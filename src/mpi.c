@@ -372,17 +372,8 @@ enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_even
 				if (rc == SP_OK && w)
 					rc = sp_h5_writer_rank(w, rk, err);
 				/* Only the summary stays: stats, tree, line tables. */
-				for (size_t i = 0; i < rk->nregions; i++) {
-					struct sp_region_data *rd = &rk->regions[i];
-					if (rd->owns_events) {
-						free(rd->starts);
-						free(rd->ends);
-						free(rd->lanes);
-					}
-					rd->starts = rd->ends = NULL;
-					rd->lanes = NULL;
-					rd->owns_events = 0;
-				}
+				for (size_t i = 0; i < rk->nregions; i++)
+					sp_region_drop_events(&rk->regions[i]);
 			}
 			free(cur.buf);
 			free(cur.reqs);

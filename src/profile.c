@@ -20,6 +20,18 @@ void sp_line_table_clear(struct sp_line_table *t)
 	memset(t, 0, sizeof *t);
 }
 
+void sp_region_drop_events(struct sp_region_data *rd)
+{
+	if (rd->owns_events) {
+		free(rd->starts);
+		free(rd->ends);
+		free(rd->lanes);
+	}
+	rd->starts = rd->ends = NULL;
+	rd->lanes = NULL;
+	rd->owns_events = 0;
+}
+
 void sp_rank_clear(struct sp_rank *rk)
 {
 	for (size_t i = 0; i < rk->nregions; i++) {
