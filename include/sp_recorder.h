@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #define SP_DEFAULT_BUFFER_LIMIT 1024
+#define SP_BUF_MAP_BYTES ((size_t)1 << 20)
 
 struct sp_buf {
 	int64_t *starts, *ends;   /* cap entries each; NULL until the first event */
@@ -17,13 +18,17 @@ struct sp_buf {
 	size_t cap;               /* allocated entries */
 	size_t initial_cap;       /* capacity of the first allocation */
 	size_t dropped;           /* events lost because memory ran out */
+	int mapped;               /* columns are mmaps of their own (large buffers) */
 };
 
 /* An empty buffer that allocates initial_cap entries (>= 1) on first use. */
 void sp_buf_init(struct sp_buf *b, size_t initial_cap);
 
 /* Doubles the capacity (or allocates initial_cap). Returns 0, or -1 when the
- * new size overflows or memory runs out; the buffer is then unchanged. */
+ * new size overflows or memory runs out; the buffer is then unchanged.
+ * Columns of SP_BUF_MAP_BYTES or more are anonymous mmaps that grow by
+ * mremap: no copy, and no freed block left behind in the heap, so a long
+ * run's memory is its events' 16 bytes each whatever malloc's settings. */
 int sp_buf_grow(struct sp_buf *b);
 
 /* Forgets all events; keeps the allocation. */

@@ -1,6 +1,7 @@
 /* main.c - the scope-profiler executable: global options and the table of
  * subcommands, each implemented in its own cmd_<name>.c. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,6 +77,14 @@ static int finish_stdout(int status)
 
 int main(int argc, char **argv)
 {
+	/* Event columns and the reader's buffers are megabytes each, made and
+	 * freed over and over (read_h5 in a loop, a session per step). glibc
+	 * would give each its own mmap, zero-filled and faulted in page by page,
+	 * and trim the heap after each free until its adaptive thresholds catch
+	 * up; start where they end instead. Larger blocks (long runs' columns)
+	 * are still mmapped, and grow by mremap without a copy. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	if (argc < 2) {
 		usage(stderr);
 		return SP_EXIT_USAGE;

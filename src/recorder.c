@@ -1,6 +1,7 @@
 /* recorder.c - growth of the per-region event columns (see sp_recorder.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "sp_recorder.h"
 
@@ -8,6 +9,75 @@ void sp_buf_init(struct sp_buf *b, size_t initial_cap)
 {
 	memset(b, 0, sizeof *b);
 	b->initial_cap = initial_cap ? initial_cap : 1;
+}
+
+static void *map_new(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The columns and their element sizes, for the loops below. */
+#define NCOLS 3
+static void **col_ptr(struct sp_buf *b, int i)
+{
+	return i == 0 ? (void **)&b->starts : i == 1 ? (void **)&b->ends : (void **)&b->lanes;
+}
+
+static size_t col_elem(int i)
+{
+	return i == 2 ? sizeof(int32_t) : sizeof(int64_t);
+}
+
+static int col_used(const struct sp_buf *b, int i)
+{
+	return i < 2 || b->keep_lanes;
+}
+
+/* Moves every column from malloc to new mmaps of cap entries: all or none. */
+static int grow_to_maps(struct sp_buf *b, size_t cap)
+{
+	void *fresh[NCOLS] = {NULL, NULL, NULL};
+	for (int i = 0; i < NCOLS; i++)
+		if (col_used(b, i) && !(fresh[i] = map_new(cap * col_elem(i)))) {
+			for (int j = 0; j < i; j++)
+				if (fresh[j])
+					munmap(fresh[j], cap * col_elem(j));
+			return -1;
+		}
+	for (int i = 0; i < NCOLS; i++) {
+		if (!col_used(b, i))
+			continue;
+		void **p = col_ptr(b, i);
+		if (*p && b->cap)
+			memcpy(fresh[i], *p, b->cap * col_elem(i));
+		free(*p);
+		*p = fresh[i];
+	}
+	b->mapped = 1;
+	return 0;
+}
+
+/* Grows every mapped column to cap entries: all or none (a column already
+ * grown shrinks back in place when a later one fails). */
+static int grow_maps(struct sp_buf *b, size_t cap)
+{
+	for (int i = 0; i < NCOLS; i++) {
+		if (!col_used(b, i))
+			continue;
+		void **p = col_ptr(b, i);
+		void *q = mremap(*p, b->cap * col_elem(i), cap * col_elem(i), MREMAP_MAYMOVE);
+		if (q == MAP_FAILED) {
+			for (int j = 0; j < i; j++)
+				if (col_used(b, j)) {
+					void **pj = col_ptr(b, j);
+					*pj = mremap(*pj, cap * col_elem(j), b->cap * col_elem(j), 0);
+				}
+			return -1;
+		}
+		*p = q;
+	}
+	return 0;
 }
 
 int sp_buf_grow(struct sp_buf *b)
@@ -20,21 +90,29 @@ int sp_buf_grow(struct sp_buf *b)
 	}
 	if (cap > SIZE_MAX / sizeof(int64_t))
 		return -1;
-	/* Grow both columns before publishing either, so a failure leaves the
-	 * buffer exactly as it was. */
-	int64_t *s = realloc(b->starts, cap * sizeof(int64_t));
-	if (!s)
-		return -1;
-	b->starts = s;
-	int64_t *e = realloc(b->ends, cap * sizeof(int64_t));
-	if (!e)
-		return -1;   /* starts is larger now, harmlessly; cap is unchanged */
-	b->ends = e;
-	if (b->keep_lanes) {
-		int32_t *l = realloc(b->lanes, cap * sizeof(int32_t));
-		if (!l)
+	if (b->mapped) {
+		if (grow_maps(b, cap) != 0)
 			return -1;
-		b->lanes = l;
+	} else if (cap * sizeof(int64_t) >= SP_BUF_MAP_BYTES) {
+		if (grow_to_maps(b, cap) != 0)
+			return -1;
+	} else {
+		/* Grow both columns before publishing either, so a failure
+		 * leaves the buffer exactly as it was. */
+		int64_t *st = realloc(b->starts, cap * sizeof(int64_t));
+		if (!st)
+			return -1;
+		b->starts = st;
+		int64_t *e = realloc(b->ends, cap * sizeof(int64_t));
+		if (!e)
+			return -1;   /* starts is larger now, harmlessly; cap is unchanged */
+		b->ends = e;
+		if (b->keep_lanes) {
+			int32_t *l = realloc(b->lanes, cap * sizeof(int32_t));
+			if (!l)
+				return -1;
+			b->lanes = l;
+		}
 	}
 	b->cap = cap;
 	return 0;
@@ -45,7 +123,8 @@ int sp_buf_keep_lanes(struct sp_buf *b)
 	if (b->keep_lanes)
 		return 0;
 	if (b->cap) {
-		int32_t *l = calloc(b->cap, sizeof(int32_t));
+		/* Zeroed either way: events already recorded get lane 0. */
+		int32_t *l = b->mapped ? map_new(b->cap * sizeof(int32_t)) : calloc(b->cap, sizeof(int32_t));
 		if (!l)
 			return -1;
 		b->lanes = l;
@@ -62,12 +141,16 @@ void sp_buf_clear(struct sp_buf *b)
 
 void sp_buf_free(struct sp_buf *b)
 {
-	free(b->starts);
-	free(b->ends);
-	free(b->lanes);
-	b->starts = b->ends = NULL;
-	b->lanes = NULL;
+	for (int i = 0; i < NCOLS; i++) {
+		void **p = col_ptr(b, i);
+		if (b->mapped && *p)
+			munmap(*p, b->cap * col_elem(i));
+		else
+			free(*p);
+		*p = NULL;
+	}
 	b->keep_lanes = 0;
+	b->mapped = 0;
 	b->n = b->cap = 0;
 	b->dropped = 0;
 }

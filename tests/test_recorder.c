@@ -57,6 +57,37 @@ static void test_zero_initial_capacity_means_one(void **state)
 	sp_buf_free(&b);
 }
 
+static void test_large_columns_are_mapped_and_keep_events(void **state)
+{
+	struct sp_buf b;
+	sp_buf_init(&b, 1000);
+	size_t n = 3 * SP_BUF_MAP_BYTES / sizeof(int64_t);   /* crosses into mmap, then mremap */
+	for (size_t i = 0; i < n; i++) {
+		ptrdiff_t k = sp_buf_reserve(&b);
+		assert_int_equal(k, (ptrdiff_t)i);
+		b.starts[k] = (int64_t)i;
+		b.ends[k] = (int64_t)i + 7;
+		if (i == n / 2) {
+			assert_int_equal(b.mapped, 1);
+			/* Lanes turned on once mapped: zero for the calls so far. */
+			assert_int_equal(sp_buf_keep_lanes(&b), 0);
+			for (size_t j = 0; j <= i; j++)
+				assert_int_equal(b.lanes[j], 0);
+		}
+		if (b.lanes)
+			b.lanes[k] = (int32_t)(i & 7);
+	}
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(b.starts[i], (int64_t)i);
+		assert_int_equal(b.ends[i], (int64_t)i + 7);
+		if (i > n / 2)
+			assert_int_equal(b.lanes[i], (int32_t)(i & 7));
+	}
+	sp_buf_free(&b);
+	assert_int_equal(b.mapped, 0);
+	assert_null(b.starts);
+}
+
 static void test_overflowing_growth_fails_cleanly(void **state)
 {
 	struct sp_buf b;
@@ -141,6 +172,7 @@ int main(void)
 		cmocka_unit_test(test_first_use_allocates_initial_capacity),
 		cmocka_unit_test(test_doubles_when_full_and_keeps_events),
 		cmocka_unit_test(test_zero_initial_capacity_means_one),
+		cmocka_unit_test(test_large_columns_are_mapped_and_keep_events),
 		cmocka_unit_test(test_overflowing_growth_fails_cleanly),
 		cmocka_unit_test(test_out_of_memory_is_an_error),
 		cmocka_unit_test(test_lanes_follow_growth_and_backfill_zero),
