@@ -112,10 +112,14 @@ def test_compressed_tight_loop_and_lanes(sp):
     calls = 200_000
     size = profile_size(sp, REGIONS, 1, calls, compression="auto")
     assert size / calls <= 3.0
-    # Thread lanes compress to next to nothing.
-    lanes = profile_size(sp, REGIONS, 1, calls, compression="auto", name="lanes.h5",
-                         options=["--track-threads"])
-    assert (lanes - size) / calls < 0.2
+    # Thread lanes compress to next to nothing: the lanes column's own
+    # storage (two runs' whole files differ by their timestamps' jitter).
+    profile_size(sp, REGIONS, 1, calls, compression="auto", name="lanes.h5",
+                 options=["--track-threads"])
+    with h5py.File(sp.tmp / "lanes.h5") as f:
+        ds = f["rank0/regions/region_00000/lanes"]
+        assert len(ds) == calls
+        assert ds.id.get_storage_size() / calls < 0.05
 
 
 # ---- the fixed floor ----
