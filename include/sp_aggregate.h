@@ -14,18 +14,21 @@
 #include "sp_clock.h"
 #include "sp_profile.h"
 
-/* One open call. */
+/* One open `with` block. */
 struct sp_agg_entry {
 	RegionObject *r;
 	int64_t start;
 	int32_t node;                  /* its node of the call tree */
+	int32_t parent;                /* the thread's current node before it */
 };
 
-/* The calling thread's open calls, innermost last. Every thread's stack is
- * registered (aggregate.c), so a reset empties them all. */
+/* The calling thread's open `with` blocks, innermost last, and its current
+ * node (the innermost open call of either kind; -1: none). Every thread's
+ * stack is registered (aggregate.c), so a reset empties them all. */
 struct sp_agg_stack {
 	struct sp_agg_entry *v;
 	size_t depth, cap;
+	int32_t cur;
 };
 extern _Thread_local struct sp_agg_stack sp_agg_stack;
 
@@ -66,49 +69,61 @@ enum sp_err sp_agg_tree(struct sp_rank *rk, int32_t (*region_index)(RegionObject
 /* The region's stats and self time from its aggregates. */
 void sp_agg_stats(const struct sp_agg *a, struct sp_stats *st, int64_t *self_ns);
 
-static inline int sp_agg_push(RegionObject *r)
+/* The node of r under the thread's current node: the region's one-entry
+ * cache, else the table. */
+static inline int32_t sp_agg_node_of(RegionObject *r, int32_t parent)
 {
-	struct sp_agg_stack *s = &sp_agg_stack;
-	if (__builtin_expect(s->depth == s->cap, 0) && sp_agg_grow() != 0)
-		return -1;
-	int32_t parent = s->depth ? s->v[s->depth - 1].node : -1;
-	int32_t node = r->agg.node_parent == parent ? r->agg.node : sp_agg_node_get(parent, r);
-	if (__builtin_expect(node < 0, 0))
-		return -1;
-	struct sp_agg_entry *e = &s->v[s->depth++];
-	e->r = r;
-	e->node = node;
-	e->start = sp_clock_ns();
-	return 0;
+	return r->agg.node_parent == parent ? r->agg.node : sp_agg_node_get(parent, r);
 }
 
-/* Counts the popped call e, which ended at t. Its calls and total go to
- * its tree node only: a region's calls, total and self time (its nodes'
- * totals minus their children's) are summed from the tree at the end.
- * A reset empties every thread's stack, so e belongs to this session. */
-static inline void sp_agg_record(const struct sp_agg_entry *e, int64_t t)
+/* Counts one call of r in node, from start to t. Its calls and total go to
+ * the node only: a region's calls, total and self time (its nodes' totals
+ * minus their children's) are summed from the tree at the end. */
+static inline void sp_agg_count(RegionObject *r, int32_t node, int64_t start, int64_t t)
 {
-	RegionObject *r = e->r;
-	int64_t d = t - e->start;
+	int64_t d = t - start;
 	struct sp_agg *a = &r->agg;
-	struct sp_agg_node *n = &sp_agg_nodes[e->node];
+	struct sp_agg_node *n = &sp_agg_nodes[node];
 	n->calls++;
 	n->total += d;
 	if (__builtin_expect(d < a->min, 0))
 		a->min = d;
 	if (__builtin_expect(d > a->max, 0))
 		a->max = d;
-	a->last = t;           /* exits come in time order */
+	a->last = t;           /* calls end in time order */
 }
 
+/* `with region:` entry. */
+static inline int sp_agg_push(RegionObject *r)
+{
+	struct sp_agg_stack *s = &sp_agg_stack;
+	if (__builtin_expect(s->depth == s->cap, 0) && sp_agg_grow() != 0)
+		return -1;
+	int32_t parent = s->cur;
+	int32_t node = sp_agg_node_of(r, parent);
+	if (__builtin_expect(node < 0, 0))
+		return -1;
+	struct sp_agg_entry *e = &s->v[s->depth++];
+	e->r = r;
+	e->node = node;
+	e->parent = parent;
+	s->cur = node;
+	e->start = sp_clock_ns();
+	return 0;
+}
+
+/* `with region:` exit. A reset empties every thread's stack, so an entry
+ * found here belongs to this session. */
 static inline void sp_agg_pop(RegionObject *r)
 {
 	int64_t t = sp_clock_ns();
 	struct sp_agg_stack *s = &sp_agg_stack;
 	size_t d = s->depth;
 	if (__builtin_expect(d && s->v[d - 1].r == r, 1)) {
+		const struct sp_agg_entry *e = &s->v[d - 1];
 		s->depth = d - 1;
-		sp_agg_record(&s->v[d - 1], t);
+		s->cur = e->parent;
+		sp_agg_count(r, e->node, e->start, t);
 	} else {
 		sp_agg_exit_below(r, t);
 	}

@@ -78,9 +78,12 @@ int sp_agg_grow(void)
 {
 	struct sp_agg_stack *s = &sp_agg_stack;
 	pthread_once(&stack_key_once, stack_key_create);
-	if (s->cap == 0 && stack_register(s) != 0) {
-		PyErr_NoMemory();
-		return -1;
+	if (s->cap == 0) {
+		if (stack_register(s) != 0) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		s->cur = -1;
 	}
 	size_t cap = s->cap ? s->cap * 2 : 32;
 	struct sp_agg_entry *v = realloc(s->v, cap * sizeof *v);
@@ -172,9 +175,12 @@ void sp_agg_exit_below(RegionObject *r, int64_t t)
 		if (s->v[k].r != r)
 			continue;
 		struct sp_agg_entry e = s->v[k];
+		/* The block above it now nests in what e nested in. */
+		if (k + 1 < s->depth)
+			s->v[k + 1].parent = e.parent;
 		memmove(&s->v[k], &s->v[k + 1], (s->depth - k - 1) * sizeof s->v[0]);
 		s->depth--;
-		sp_agg_record(&e, t);
+		sp_agg_count(r, e.node, e.start, t);
 		return;
 	}
 }
@@ -185,8 +191,10 @@ void sp_agg_reset(void)
 	if (nslots)
 		memset(slots, 0xff, nslots * sizeof *slots);
 	pthread_mutex_lock(&stacks_lock);
-	for (size_t i = 0; i < nstacks; i++)
+	for (size_t i = 0; i < nstacks; i++) {
 		stacks[i]->depth = 0;
+		stacks[i]->cur = -1;
+	}
 	pthread_mutex_unlock(&stacks_lock);
 }
 
@@ -194,8 +202,9 @@ void sp_agg_close_all(int64_t t)
 {
 	struct sp_agg_stack *s = &sp_agg_stack;
 	while (s->depth > 0) {
-		s->depth--;
-		sp_agg_record(&s->v[s->depth], t);
+		const struct sp_agg_entry *e = &s->v[--s->depth];
+		s->cur = e->parent;
+		sp_agg_count(e->r, e->node, e->start, t);
 	}
 }
 

@@ -914,13 +914,28 @@ static PyObject *pf_call_coro(PyObject *self, PyObject *const *args, size_t narg
 	return res;
 }
 
+/* Aggregation mode: the call's start stays on the C stack; only the
+ * thread's current node changes while it runs. */
 static PyObject *pf_call_agg(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
 	RegionObject *r = ((ProfiledFunction *)self)->region;
-	if (sp_agg_push(r) != 0)
+	struct sp_agg_stack *s = &sp_agg_stack;
+	if (__builtin_expect(s->cap == 0, 0) && sp_agg_grow() != 0)
 		return NULL;
+	int32_t parent = s->cur;
+	int32_t node = sp_agg_node_of(r, parent);
+	if (__builtin_expect(node < 0, 0))
+		return NULL;
+	uint64_t gen = r->gen;
+	s->cur = node;
+	int64_t start = sp_clock_ns();
 	PyObject *res = PyObject_Vectorcall(((ProfiledFunction *)self)->func, args, nargsf, kwnames);
-	sp_agg_pop(r);
+	int64_t t = sp_clock_ns();
+	/* A reset during the call (finalize) made node meaningless. */
+	if (__builtin_expect(r->gen == gen, 1)) {
+		s->cur = parent;
+		sp_agg_count(r, node, start, t);
+	}
 	return res;
 }
 
