@@ -204,3 +204,33 @@ def test_setup_refuses_aggregation_with_line_timing(sp):
     proc = sp("run", "-q", "--no-output", "script.py")
     assert proc.returncode == 0, proc.stderr
     assert "aggregation_mode cannot be combined with use_line_profiler" in proc.stdout
+
+
+def test_blocks_inside_decorated_calls_nest_and_exceptions_unwind(sp):
+    sp.script("""
+        import scope_profiler as sp
+
+        @sp.profile("outer")
+        def outer(fail):
+            with sp.region("inner"):
+                if fail:
+                    raise ValueError("x")
+
+        for i in range(6):
+            try:
+                outer(i % 3 == 0)
+            except ValueError:
+                pass
+        with sp.region("after"):      # a root again: the failures unwound
+            pass
+    """)
+    proc = sp("run", "-q", "--aggregate", "-o", "n.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "n.h5") as f:
+        t = f["rank0/tree"]
+        names = [x.decode() for x in t["region"][:]]
+        parents = list(t["parent"][:])
+        calls = list(t["calls"][:])
+        nodes = {names[i]: (names[parents[i]] if parents[i] >= 0 else None, calls[i])
+                 for i in range(len(names))}
+        assert nodes == {"outer": (None, 6), "inner": ("outer", 6), "after": (None, 1)}
