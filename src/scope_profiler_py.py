@@ -43,6 +43,7 @@ class _Session:
     quiet = False
     tracing = False       # `run --recursive`: the hook runs in every thread
     trace_all = False
+    exit_failed = False   # sys.exit() with a failure status, or SIGTERM
 
 
 _session = _Session()
@@ -279,7 +280,19 @@ profile_region = region
 # `scope-profiler run` glue
 
 def _on_sigterm(signum, frame):
+    _session.exit_failed = True
     raise SystemExit(128 + signum)
+
+
+def _watch_exit(original):
+    """sys.exit that remembers a failure status: under MPI such a rank
+    does not wait forever for ranks that may be waiting for it."""
+    def exit(status=None):
+        _session.exit_failed = status is not None and status != 0
+        return original(status)
+
+    exit.__doc__ = original.__doc__
+    return exit
 
 
 def _foreign_prefixes():
@@ -343,6 +356,7 @@ def _run_begin(options, locked, quiet, command_line, target=None, recursive=Fals
     if recursive and not _session.options["deactivate_profiling"]:
         _start_tracing(target, trace_all, include, exclude)
     atexit.register(_run_end)
+    _sys.exit = _watch_exit(_sys.exit)
     _offer_shim(atexit)
     # SIGTERM (a batch system's time limit) unwinds like sys.exit(143), so
     # the profile is written; a script may still install its own handler.
@@ -379,8 +393,9 @@ def _run_end():
         return
     if _os.getpid() != _session.pid:
         return  # a forked child never writes into its parent's file
-    # An uncaught exception was printed (and kept in sys.last_value).
-    failed = getattr(_sys, "last_value", None) is not None
+    # An uncaught exception was printed (and kept in sys.last_value), or
+    # the script exited with a failure status.
+    failed = getattr(_sys, "last_value", None) is not None or _session.exit_failed
     talk = _mpi_info()[0] == 0  # under MPI rank 0 speaks for every rank
     show_lines = not _session.quiet and _session.options["use_line_profiler"]
     try:

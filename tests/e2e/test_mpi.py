@@ -217,6 +217,27 @@ def test_a_failed_rank_others_wait_for_aborts_instead_of_hanging(sp):
     assert not (sp.tmp / "never.h5").exists()
 
 
+def test_a_rank_exiting_with_a_failure_status_does_not_hang_the_job(sp):
+    # sys.exit(3) on rank 0 while rank 1 waits for it in a barrier: as for
+    # an exception, it waits SCOPE_PROFILER_MPI_WAIT seconds, then aborts.
+    sp.script("""
+        import sys
+        import scope_profiler as sp
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        with sp.region("work"):
+            pass
+        if comm.rank == 0:
+            sys.exit(3)
+        comm.Barrier()
+    """)
+    proc = mpirun(sp, 2, "run", "-q", "-o", "x.h5", "script.py",
+                  env={"SCOPE_PROFILER_MPI_WAIT": "2", "TMPDIR": str(sp.tmp)}, timeout=60)
+    assert proc.returncode != 0
+    assert "scope-profiler: rank 0: the script failed" in proc.stderr
+    assert list(sp.tmp.glob("scope-profiler-*.h5"))
+
+
 def test_clocks_of_ranks_are_aligned_on_rank_0(sp):
     # Each rank runs in its own time namespace, its monotonic clock r * 1000 s
     # ahead of rank 0's: what separate nodes look like. After the merge, the
