@@ -46,6 +46,7 @@ LIB_SRC += src/render_lines.c
 LIB_SRC += src/select.c
 LIB_SRC += src/analysis.c
 LIB_SRC += src/pack.c
+LIB_SRC += src/keytab.c
 # The executable: the command table, the commands, the embedded interpreter.
 CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c src/pyresults.c src/tracer.c src/linetrace.c
 CLI_SRC += src/cmd_export.c

@@ -9,12 +9,12 @@
 
 #include "sp_pyregion.h"
 #include "sp_aggregate.h"
+#include "sp_keytab.h"
 
 _Thread_local struct sp_agg_stack sp_agg_stack;
 struct sp_agg_node *sp_agg_nodes;
 static size_t nnodes, nodes_cap;
-static int32_t *slots;            /* open addressing on (parent, region) */
-static size_t nslots;             /* a power of two, > 2 * nnodes; 0: none */
+static struct sp_keytab node_ids;  /* (parent, region) -> node */
 
 void sp_agg_region_init(struct sp_agg *a)
 {
@@ -98,46 +98,9 @@ int sp_agg_grow(void)
 	return 0;
 }
 
-static size_t slot_of(int32_t parent, const RegionObject *r)
-{
-	uint64_t k = (uint64_t)(uintptr_t)r ^ ((uint64_t)(uint32_t)parent * 0x9e3779b97f4a7c15ULL);
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	return (size_t)k & (nslots - 1);
-}
-
-static int rehash(size_t n)
-{
-	int32_t *t = malloc(n * sizeof *t);
-	if (!t)
-		return -1;
-	memset(t, 0xff, n * sizeof *t);
-	free(slots);
-	slots = t;
-	nslots = n;
-	for (size_t i = 0; i < nnodes; i++) {
-		size_t h = slot_of(sp_agg_nodes[i].parent, sp_agg_nodes[i].r);
-		while (slots[h] != -1)
-			h = (h + 1) & (nslots - 1);
-		slots[h] = (int32_t)i;
-	}
-	return 0;
-}
-
 int32_t sp_agg_node_get(int32_t parent, RegionObject *r)
 {
-	if (!nslots && rehash(64) != 0)
-		goto nomem;
-	size_t h = slot_of(parent, r);
-	for (int32_t i; (i = slots[h]) != -1; h = (h + 1) & (nslots - 1))
-		if (sp_agg_nodes[i].parent == parent && sp_agg_nodes[i].r == r) {
-			r->agg.node_parent = parent;
-			r->agg.node = i;
-			return i;
-		}
-	if (nnodes >= INT32_MAX / 2)
-		goto nomem;
+	/* Room for a new node first: ids and nodes must stay in step. */
 	if (nnodes == nodes_cap) {
 		size_t cap = nodes_cap ? nodes_cap * 2 : 64;
 		struct sp_agg_node *v = realloc(sp_agg_nodes, cap * sizeof *v);
@@ -146,16 +109,15 @@ int32_t sp_agg_node_get(int32_t parent, RegionObject *r)
 		sp_agg_nodes = v;
 		nodes_cap = cap;
 	}
-	/* The region's first call starts now (calls start in time order). */
-	if (r->agg.first == INT64_MAX)
-		r->agg.first = sp_clock_ns();
-	int32_t id = (int32_t)nnodes++;
-	sp_agg_nodes[id] = (struct sp_agg_node){parent, r, 0, 0};
-	slots[h] = id;
-	if (nnodes * 2 > nslots && rehash(nslots * 2) != 0) {
-		slots[h] = -1;
-		nnodes--;
+	int added;
+	int32_t id = sp_keytab_get(&node_ids, parent, (uint64_t)(uintptr_t)r, &added);
+	if (id < 0)
 		goto nomem;
+	if (added) {
+		/* The region's first call starts now (calls start in time order). */
+		if (r->agg.first == INT64_MAX)
+			r->agg.first = sp_clock_ns();
+		sp_agg_nodes[nnodes++] = (struct sp_agg_node){parent, r, 0, 0};
 	}
 	r->agg.node_parent = parent;
 	r->agg.node = id;
@@ -188,8 +150,7 @@ void sp_agg_exit_below(RegionObject *r, int64_t t)
 void sp_agg_reset(void)
 {
 	nnodes = 0;
-	if (nslots)
-		memset(slots, 0xff, nslots * sizeof *slots);
+	sp_keytab_clear(&node_ids);
 	pthread_mutex_lock(&stacks_lock);
 	for (size_t i = 0; i < nstacks; i++) {
 		stacks[i]->depth = 0;

@@ -15,6 +15,7 @@
 #include "sp_analysis.h"
 #include "sp_cmd.h"
 #include "sp_h5.h"
+#include "sp_keytab.h"
 #include "sp_render.h"
 #include "sp_select.h"
 
@@ -273,6 +274,11 @@ struct exporter {
 	size_t nseen, seen_cap;
 	struct sp_error *err;
 };
+
+static int entry_name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
+}
 
 static int entry_cmp(const void *a, const void *b)
 {
@@ -650,8 +656,7 @@ struct fopen {
 struct folded {
 	struct fnode *nodes;
 	size_t n, cap;
-	int32_t *slots;            /* open addressing on (parent, group); -1 empty */
-	size_t nslots;             /* a power of two, at least twice n */
+	struct sp_keytab ids;      /* (parent, group) -> node */
 	struct fopen *stack;
 	size_t depth, stack_cap;
 };
@@ -670,45 +675,13 @@ static int fcall_cmp(const void *a, const void *b)
 	return (x->region > y->region) - (x->region < y->region);
 }
 
-static size_t fkey_hash(int32_t parent, int32_t group)
-{
-	uint64_t k = (uint64_t)(uint32_t)parent << 32 | (uint32_t)group;
-	k ^= k >> 33;                  /* the murmur3 64-bit finaliser */
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return (size_t)k;
-}
-
-/* Rebuilds the slot table with nslots slots; -1 on out of memory. */
-static int frehash(struct folded *f, size_t nslots)
-{
-	int32_t *slots = nslots <= SIZE_MAX / sizeof *slots ? malloc(nslots * sizeof *slots) : NULL;
-	if (!slots)
-		return -1;
-	memset(slots, 0xff, nslots * sizeof *slots);
-	for (size_t i = 0; i < f->n; i++) {
-		size_t h = fkey_hash(f->nodes[i].parent, f->nodes[i].group) & (nslots - 1);
-		while (slots[h] != -1)
-			h = (h + 1) & (nslots - 1);
-		slots[h] = (int32_t)i;
-	}
-	free(f->slots);
-	f->slots = slots;
-	f->nslots = nslots;
-	return 0;
-}
-
 /* The node of group under parent, added if new; -1 on out of memory. */
 static int32_t fnode_get(struct folded *f, int32_t parent, int32_t group)
 {
-	size_t mask = f->nslots - 1, h = fkey_hash(parent, group) & mask;
-	for (int32_t i; (i = f->slots[h]) != -1; h = (h + 1) & mask)
-		if (f->nodes[i].parent == parent && f->nodes[i].group == group)
-			return i;
-	if (f->n >= INT32_MAX)
-		return -1;
+	int added;
+	int32_t id = sp_keytab_get(&f->ids, parent, (uint32_t)group, &added);
+	if (id < 0 || !added)
+		return id;
 	if (f->n == f->cap) {
 		size_t cap = f->cap ? f->cap * 2 : 64;
 		struct fnode *v = cap <= SIZE_MAX / sizeof *v ? realloc(f->nodes, cap * sizeof *v) : NULL;
@@ -717,11 +690,7 @@ static int32_t fnode_get(struct folded *f, int32_t parent, int32_t group)
 		f->nodes = v;
 		f->cap = cap;
 	}
-	int32_t id = (int32_t)f->n++;
-	f->nodes[id] = (struct fnode){parent, group, 0};
-	f->slots[h] = id;
-	if (f->n * 2 > f->nslots && frehash(f, f->nslots * 2) != 0)
-		return -1;
+	f->nodes[f->n++] = (struct fnode){parent, group, 0};
 	return id;
 }
 
@@ -841,10 +810,6 @@ static enum sp_err write_folded(struct exporter *x)
 	struct folded f = {0};
 	struct fcall *calls = NULL;
 	enum sp_err rc = SP_OK;
-	if (frehash(&f, 64) != 0) {
-		rc = sp_error_set(x->err, SP_ENOMEM, "out of memory");
-		goto out;
-	}
 	for (size_t r = 0; r < x->p->nranks; r++) {
 		size_t n = 0;
 		if (!sp_select_rank(x->sel, x->p->ranks[r].rank))
@@ -864,7 +829,7 @@ static enum sp_err write_folded(struct exporter *x)
 out:
 	free(calls);
 	free(f.nodes);
-	free(f.slots);
+	sp_keytab_free(&f.ids);
 	free(f.stack);
 	return rc;
 }
@@ -964,10 +929,6 @@ static enum sp_err write_folded_trees(struct exporter *x)
 	int32_t *map = NULL;
 	if (rc != SP_OK)
 		return rc;
-	if (frehash(&f, 64) != 0) {
-		rc = sp_error_set(x->err, SP_ENOMEM, "out of memory");
-		goto out;
-	}
 	for (size_t r = 0; r < p->nranks && rc == SP_OK; r++) {
 		const struct sp_rank *rk = &p->ranks[r];
 		if (!sp_select_rank(x->sel, rk->rank))
@@ -981,11 +942,11 @@ static enum sp_err write_folded_trees(struct exporter *x)
 			const struct sp_tree_node *t = &rk->tree[i];
 			int32_t parent = t->parent >= 0 ? map[t->parent] : -1;
 			const char *name = rk->regions[t->region].name;
-			/* The region's group: its name's entry in the plan. */
-			int32_t group = -1;
-			for (size_t k = 0; k < x->ngroups && group < 0; k++)
-				if (strcmp(x->entries[x->groups[k].first].name, name) == 0)
-					group = (int32_t)k;
+			/* The region's group, through its name's entry in the plan
+			 * (the entries are sorted by name). */
+			const struct entry key = {name, 0, 0}, *e =
+				bsearch(&key, x->entries, x->nentries, sizeof *e, entry_name_cmp);
+			int32_t group = e ? x->gid[x->base[e->ri] + e->gi] : -1;
 			if (group < 0 || !sp_select_region(x->sel, name)) {
 				map[i] = parent;
 				if (parent >= 0)
@@ -1003,10 +964,9 @@ static enum sp_err write_folded_trees(struct exporter *x)
 	}
 	if (rc == SP_OK)
 		rc = fprint(x, &f);
-out:
 	free(map);
 	free(f.nodes);
-	free(f.slots);
+	sp_keytab_free(&f.ids);
 	free(f.stack);
 	sp_profile_free(p);
 	return rc;

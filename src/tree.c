@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_keytab.h"
 #include "sp_profile.h"
 
 /* An event still open during the sweep, and the node it was counted in. */
@@ -50,12 +51,10 @@ struct builder {
 	size_t nnodes, nodes_cap;
 	struct first_seen *first;      /* nodes_cap entries when tracking lanes, else NULL */
 	size_t first_cap;
-	int32_t *slots;                /* open addressing on (parent, region); -1 empty */
-	size_t nslots;                 /* a power of two, at least twice nnodes */
+	struct sp_keytab node_ids;     /* (parent, region) -> node */
 	struct lane *lanes;
 	size_t nlanes, lanes_cap;
-	int32_t *lane_slots;           /* open addressing on the lane id; -1 empty */
-	size_t nlane_slots;            /* a power of two, at least twice nlanes */
+	struct sp_keytab lane_ids;     /* lane id -> index in lanes */
 };
 
 /* The current call of one region during the merge. */
@@ -88,114 +87,43 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 	return np;
 }
 
-static size_t key_hash(int32_t parent, int32_t region)
-{
-	uint64_t k = (uint64_t)(uint32_t)parent << 32 | (uint32_t)region;
-	k ^= k >> 33;                  /* the murmur3 64-bit finaliser */
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return (size_t)k;
-}
-
-/* Replaces the slot table by one of nslots slots holding every node. */
-static int rehash(struct builder *b, size_t nslots)
-{
-	int32_t *slots = malloc(nslots * sizeof *slots);
-	if (!slots)
-		return -1;
-	memset(slots, 0xff, nslots * sizeof *slots);
-	for (size_t i = 0; i < b->nnodes; i++) {
-		size_t h = key_hash(b->nodes[i].parent, b->nodes[i].region) & (nslots - 1);
-		while (slots[h] != -1)
-			h = (h + 1) & (nslots - 1);
-		slots[h] = (int32_t)i;
-	}
-	free(b->slots);
-	b->slots = slots;
-	b->nslots = nslots;
-	return 0;
-}
-
 /* Returns the node of region under parent, adding it if new; -1 on out of
  * memory or when the node count would not fit an int32_t. */
 static int32_t node_get(struct builder *b, int32_t parent, int32_t region)
 {
-	size_t mask = b->nslots - 1, h = key_hash(parent, region) & mask;
-	for (int32_t i; (i = b->slots[h]) != -1; h = (h + 1) & mask)
-		if (b->nodes[i].parent == parent && b->nodes[i].region == region)
-			return i;
-	if (b->nnodes >= INT32_MAX)
-		return -1;
+	int added;
+	int32_t id = sp_keytab_get(&b->node_ids, parent, (uint32_t)region, &added);
+	if (id < 0 || !added)
+		return id;
 	struct sp_tree_node *nodes = grow(b->nodes, &b->nodes_cap, b->nnodes + 1, sizeof *nodes);
-	if (!nodes)
-		return -1;
-	b->nodes = nodes;
-	if (b->first) {
-		struct first_seen *first = grow(b->first, &b->first_cap, b->nnodes + 1, sizeof *first);
-		if (!first)
-			return -1;
+	struct first_seen *first = nodes && b->first
+		? grow(b->first, &b->first_cap, b->nnodes + 1, sizeof *first) : NULL;
+	if (nodes)
+		b->nodes = nodes;
+	if (first)
 		b->first = first;
-	}
-	int32_t id = (int32_t)b->nnodes++;
-	nodes[id] = (struct sp_tree_node){ .parent = parent, .region = region };
-	b->slots[h] = id;
-	if (b->nnodes * 2 > b->nslots && (b->nslots > SIZE_MAX / 2 / sizeof *b->slots ||
-					  rehash(b, b->nslots * 2) != 0)) {
-		/* The node is stored but the table is full: undo it and fail. */
-		b->slots[h] = -1;
-		b->nnodes--;
+	if (!nodes || (b->first && !first)) {
+		/* The id is taken but has no node: the build fails anyway. */
 		return -1;
 	}
+	b->nodes[b->nnodes++] = (struct sp_tree_node){ .parent = parent, .region = region };
 	return id;
-}
-
-/* Replaces the lane table by one of nslots slots holding every lane. */
-static int lane_rehash(struct builder *b, size_t nslots)
-{
-	int32_t *slots = malloc(nslots * sizeof *slots);
-	if (!slots)
-		return -1;
-	memset(slots, 0xff, nslots * sizeof *slots);
-	for (size_t i = 0; i < b->nlanes; i++) {
-		size_t h = key_hash(b->lanes[i].id, 0) & (nslots - 1);
-		while (slots[h] != -1)
-			h = (h + 1) & (nslots - 1);
-		slots[h] = (int32_t)i;
-	}
-	free(b->lane_slots);
-	b->lane_slots = slots;
-	b->nlane_slots = nslots;
-	return 0;
 }
 
 /* Returns the index of lane id in b->lanes, adding it if new; -1 on out of
  * memory. */
 static ptrdiff_t lane_get(struct builder *b, int32_t id)
 {
-	if (!b->lane_slots && lane_rehash(b, 16) != 0)
-		return -1;
-	size_t mask = b->nlane_slots - 1, h = key_hash(id, 0) & mask;
-	for (int32_t i; (i = b->lane_slots[h]) != -1; h = (h + 1) & mask)
-		if (b->lanes[i].id == id)
-			return i;
-	if (b->nlanes >= INT32_MAX)
-		return -1;
+	int added;
+	int32_t i = sp_keytab_get(&b->lane_ids, id, 0, &added);
+	if (i < 0 || !added)
+		return i;
 	struct lane *lanes = grow(b->lanes, &b->lanes_cap, b->nlanes + 1, sizeof *lanes);
 	if (!lanes)
 		return -1;
 	b->lanes = lanes;
-	size_t i = b->nlanes++;
-	lanes[i] = (struct lane){ .id = id };
-	b->lane_slots[h] = (int32_t)i;
-	if (b->nlanes * 2 > b->nlane_slots && (b->nlane_slots > SIZE_MAX / 2 / sizeof *b->lane_slots ||
-					       lane_rehash(b, b->nlane_slots * 2) != 0)) {
-		b->lane_slots[h] = -1;
-		b->nlanes--;
-		return -1;
-	}
-	return (ptrdiff_t)i;
+	lanes[b->nlanes++] = (struct lane){ .id = id };
+	return i;
 }
 
 /* Adds b to a, saturating instead of overflowing on absurd timestamps. */
@@ -422,7 +350,7 @@ enum sp_err sp_tree_build_opt(struct sp_rank *rank, int always_sort, struct sp_e
 	enum sp_err rc = SP_ENOMEM;
 	struct builder b = { 0 };
 	struct cursor *heap = calloc(ncur ? ncur : 1, sizeof *heap);
-	if (!heap || rehash(&b, 64) != 0)
+	if (!heap)
 		goto out;
 	if (lanes && !(b.first = malloc(16 * sizeof *b.first)))
 		goto out;
@@ -468,11 +396,11 @@ out:
 	free(heap);
 	free(b.nodes);
 	free(b.first);
-	free(b.slots);
+	sp_keytab_free(&b.node_ids);
 	for (size_t i = 0; i < b.nlanes; i++)
 		free(b.lanes[i].stack);
 	free(b.lanes);
-	free(b.lane_slots);
+	sp_keytab_free(&b.lane_ids);
 	if (rc != SP_OK)
 		return sp_error_set(err, rc, "rank %d: out of memory building the call tree (%zu events)",
 				    rank->rank, n);
