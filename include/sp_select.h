@@ -27,9 +27,13 @@ enum sp_err sp_select_exclude(struct sp_select *s, const char *re, struct sp_err
 /* Parses "0-3,5" (adds to the ranks); SP_EINVAL naming the bad part. */
 enum sp_err sp_select_ranks(struct sp_select *s, const char *spec, struct sp_error *err);
 
-/* One command-line option: --include RE (option 'i'), --exclude RE ('e')
- * or --ranks LIST ('r'). Failures as above, the message prefixed with the
- * option's name ("--ranks: ..."). */
+/* The three options as getopt_long values (no short forms), for the
+ * commands' option tables. */
+enum { SP_SELECT_INCLUDE = 0x200, SP_SELECT_EXCLUDE, SP_SELECT_RANKS };
+
+/* One command-line option: --include RE (SP_SELECT_INCLUDE), --exclude RE
+ * (SP_SELECT_EXCLUDE) or --ranks LIST (SP_SELECT_RANKS). Failures as above,
+ * the message prefixed with the option's name ("--ranks: ..."). */
 enum sp_err sp_select_option(struct sp_select *s, int option, const char *arg, struct sp_error *err);
 
 /* 1 when the region name / rank is selected, else 0. */

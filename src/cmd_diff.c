@@ -21,16 +21,16 @@
 #define NAME_MIN 16                    /* the name column is never cut below this */
 #define CELL 32                        /* bytes of one formatted cell */
 
-enum { OPT_FAIL_ABOVE = 256, OPT_INCLUDE, OPT_EXCLUDE, OPT_RANKS, OPT_SORT, OPT_JSON };
+enum { OPT_FAIL_ABOVE = 256, OPT_SORT, OPT_JSON };
 
 static const struct sp_cmd_option diff_options[] = {
 	{{"fail-above", required_argument, NULL, OPT_FAIL_ABOVE}, "PCT",
 	 "exit with status 3 when a region grew by more than PCT %"},
-	{{"include", required_argument, NULL, OPT_INCLUDE}, "RE",
+	{{"include", required_argument, NULL, SP_SELECT_INCLUDE}, "RE",
 	 "only regions whose name matches RE (repeatable)"},
-	{{"exclude", required_argument, NULL, OPT_EXCLUDE}, "RE",
+	{{"exclude", required_argument, NULL, SP_SELECT_EXCLUDE}, "RE",
 	 "not regions whose name matches RE (repeatable)"},
-	{{"ranks", required_argument, NULL, OPT_RANKS}, "LIST",
+	{{"ranks", required_argument, NULL, SP_SELECT_RANKS}, "LIST",
 	 "only these ranks of both files, e.g. 0-3,5"},
 	{{"sort", required_argument, NULL, OPT_SORT}, "KEY",
 	 "change (largest change first; default) or name"},
@@ -623,11 +623,10 @@ int cmd_diff(int argc, char **argv)
 				goto out;
 			}
 			break;
-		case OPT_INCLUDE:
-		case OPT_EXCLUDE:
-		case OPT_RANKS:
-			if (sp_select_option(&sel, c == OPT_INCLUDE ? 'i' : c == OPT_EXCLUDE ? 'e' : 'r',
-					     optarg, &err) != SP_OK) {
+		case SP_SELECT_INCLUDE:
+		case SP_SELECT_EXCLUDE:
+		case SP_SELECT_RANKS:
+			if (sp_select_option(&sel, c, optarg, &err) != SP_OK) {
 				sp_cmd_error(CMD, "%s", err.msg);
 				goto out;
 			}

@@ -26,18 +26,17 @@ enum format { FMT_CSV, FMT_JSON, FMT_CHROME, FMT_FOLDED, NFORMATS };
 
 static const char *const format_names[NFORMATS] = {"csv", "json", "chrome", "folded"};
 
-enum { OPT_INCLUDE = 256, OPT_EXCLUDE, OPT_RANKS };
 
 static const struct sp_cmd_option export_options[] = {
 	{{"format", required_argument, NULL, 'f'}, "FMT", "csv, json, chrome or folded (required)"},
 	{{"output", required_argument, NULL, 'o'}, "OUT",
 	 "write to OUT atomically (default: standard output)"},
 	{{"outfile", required_argument, NULL, 'o'}, NULL, NULL},
-	{{"include", required_argument, NULL, OPT_INCLUDE}, "RE",
+	{{"include", required_argument, NULL, SP_SELECT_INCLUDE}, "RE",
 	 "only regions whose name matches RE (repeatable)"},
-	{{"exclude", required_argument, NULL, OPT_EXCLUDE}, "RE",
+	{{"exclude", required_argument, NULL, SP_SELECT_EXCLUDE}, "RE",
 	 "not regions whose name matches RE (repeatable)"},
-	{{"ranks", required_argument, NULL, OPT_RANKS}, "LIST", "only these ranks, e.g. 0-3,5"},
+	{{"ranks", required_argument, NULL, SP_SELECT_RANKS}, "LIST", "only these ranks, e.g. 0-3,5"},
 	{{"help", no_argument, NULL, 'h'}, NULL, "show this help and exit"},
 };
 
@@ -1106,11 +1105,10 @@ int cmd_export(int argc, char **argv)
 			}
 			outpath = strcmp(optarg, "-") == 0 ? NULL : optarg;
 			break;
-		case OPT_INCLUDE:
-		case OPT_EXCLUDE:
-		case OPT_RANKS:
-			rc = sp_select_option(&sel, c == OPT_INCLUDE ? 'i' : c == OPT_EXCLUDE ? 'e' : 'r',
-					      optarg, &err);
+		case SP_SELECT_INCLUDE:
+		case SP_SELECT_EXCLUDE:
+		case SP_SELECT_RANKS:
+			rc = sp_select_option(&sel, c, optarg, &err);
 			if (rc != SP_OK) {
 				sp_cmd_error(CMD, "%s", err.msg);
 				status = rc == SP_ENOMEM ? 1 : SP_EXIT_USAGE;

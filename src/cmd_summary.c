@@ -11,18 +11,18 @@
 
 #define CMD "summary"
 
-enum { OPT_FLAT = 256, OPT_TREE, OPT_SORT, OPT_INCLUDE, OPT_EXCLUDE, OPT_RANKS, OPT_JSON };
+enum { OPT_FLAT = 256, OPT_TREE, OPT_SORT, OPT_JSON };
 
 static const struct sp_cmd_option summary_options[] = {
 	{{"flat", no_argument, NULL, OPT_FLAT}, NULL, "print only the region table"},
 	{{"tree", no_argument, NULL, OPT_TREE}, NULL, "print only the call tree"},
 	{{"sort", required_argument, NULL, OPT_SORT}, "KEY",
 	 "table order: total (default), calls, mean, max or name"},
-	{{"include", required_argument, NULL, OPT_INCLUDE}, "RE",
+	{{"include", required_argument, NULL, SP_SELECT_INCLUDE}, "RE",
 	 "only regions whose name matches RE (repeatable)"},
-	{{"exclude", required_argument, NULL, OPT_EXCLUDE}, "RE",
+	{{"exclude", required_argument, NULL, SP_SELECT_EXCLUDE}, "RE",
 	 "not regions whose name matches RE (repeatable)"},
-	{{"ranks", required_argument, NULL, OPT_RANKS}, "LIST",
+	{{"ranks", required_argument, NULL, SP_SELECT_RANKS}, "LIST",
 	 "only these ranks, e.g. 0-3,5"},
 	{{"json", no_argument, NULL, OPT_JSON}, NULL,
 	 "print JSON (file, ranks, one object per region) instead"},
@@ -100,11 +100,10 @@ int cmd_summary(int argc, char **argv)
 				goto out;
 			}
 			break;
-		case OPT_INCLUDE:
-		case OPT_EXCLUDE:
-		case OPT_RANKS:
-			if (sp_select_option(&sel, c == OPT_INCLUDE ? 'i' : c == OPT_EXCLUDE ? 'e' : 'r',
-					     optarg, &err) != SP_OK) {
+		case SP_SELECT_INCLUDE:
+		case SP_SELECT_EXCLUDE:
+		case SP_SELECT_RANKS:
+			if (sp_select_option(&sel, c, optarg, &err) != SP_OK) {
 				sp_cmd_error(CMD, "%s", err.msg);
 				goto out;
 			}

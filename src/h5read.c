@@ -776,6 +776,21 @@ static enum sp_err read_rank_attrs(struct reader *r, hid_t g, const char *gname,
 	return SP_OK;
 }
 
+/* Opens rank group g's regions group into *regions, lists its links into
+ * *nl and allocates rk->regions for them (rk->nregions stays 0). */
+static enum sp_err open_regions(struct reader *r, hid_t g, const char *gname, hid_t *regions,
+				struct names *nl, struct sp_rank *rk)
+{
+	int a;
+	if (hard_link(g, "regions") != 1 || (*regions = H5Gopen2(g, "regions", H5P_DEFAULT)) < 0)
+		return rfail(r, SP_ECORRUPT, "%s has no regions group", gname);
+	if ((a = list_links(*regions, nl)) < 0)
+		return rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "%s: cannot list the regions", gname);
+	if (nl->n > INT32_MAX || !(rk->regions = calloc(nl->n ? nl->n : 1, sizeof *rk->regions)))
+		return rfail(r, SP_ENOMEM, "%s: out of memory for %zu regions", gname, nl->n);
+	return SP_OK;
+}
+
 static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
 {
 	hid_t g = -1, regions = -1;
@@ -788,20 +803,13 @@ static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, st
 		return rfail(r, SP_ECORRUPT, "%s is not a group", gname);
 	if ((rc = read_rank_attrs(r, g, gname, rk)) != SP_OK)
 		goto out;
-	if (hard_link(g, "regions") != 1 || (regions = H5Gopen2(g, "regions", H5P_DEFAULT)) < 0) {
-		rc = rfail(r, SP_ECORRUPT, "%s has no regions group", gname);
+	if ((rc = open_regions(r, g, gname, &regions, &nl, rk)) != SP_OK)
 		goto out;
-	}
 	if ((has_tree = hard_link(g, "tree")) < 0) {
 		rc = rfail(r, SP_ECORRUPT, "%s: cannot look up the tree", gname);
 		goto out;
 	}
-	if ((a = list_links(regions, &nl)) < 0) {
-		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "%s: cannot list the regions", gname);
-		goto out;
-	}
-	if (nl.n > INT32_MAX || !(rk->regions = calloc(nl.n ? nl.n : 1, sizeof *rk->regions)) ||
-	    !(idx = alloc_n(nl.n, sizeof *idx))) {
+	if (!(idx = alloc_n(nl.n, sizeof *idx))) {
 		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu regions", gname, nl.n);
 		goto out;
 	}
@@ -1016,7 +1024,6 @@ static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, 
 	struct names nl = {0};
 	const char **sorted = NULL;
 	enum sp_err rc = SP_OK;
-	int a = 0;
 
 	if (!s->groups && (!(s->groups = calloc(s->p->nranks, sizeof *s->groups)) ||
 			   !(s->links = calloc(s->p->nranks, sizeof *s->links))))
@@ -1027,16 +1034,9 @@ static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, 
 		return rfail(r, SP_ECORRUPT, "%s is not a group", gname);
 	if ((rc = read_rank_attrs(r, g, gname, rk)) != SP_OK)
 		goto out;
-	if (hard_link(g, "regions") != 1 || (regions = H5Gopen2(g, "regions", H5P_DEFAULT)) < 0) {
-		rc = rfail(r, SP_ECORRUPT, "%s has no regions group", gname);
+	if ((rc = open_regions(r, g, gname, &regions, &nl, rk)) != SP_OK)
 		goto out;
-	}
-	if ((a = list_links(regions, &nl)) < 0) {
-		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "%s: cannot list the regions", gname);
-		goto out;
-	}
-	if (nl.n > INT32_MAX || !(rk->regions = calloc(nl.n ? nl.n : 1, sizeof *rk->regions)) ||
-	    !(sorted = alloc_n(nl.n, sizeof *sorted))) {
+	if (!(sorted = alloc_n(nl.n, sizeof *sorted))) {
 		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu regions", gname, nl.n);
 		goto out;
 	}

@@ -215,10 +215,11 @@ void sp_select_free(struct sp_select *s)
 
 enum sp_err sp_select_option(struct sp_select *s, int option, const char *arg, struct sp_error *err)
 {
-	const char *name = option == 'i' ? "include" : option == 'e' ? "exclude" : "ranks";
-	enum sp_err rc = option == 'i' ? sp_select_include(s, arg, err)
-		       : option == 'e' ? sp_select_exclude(s, arg, err)
-				       : sp_select_ranks(s, arg, err);
+	const char *name = option == SP_SELECT_INCLUDE ? "include"
+			 : option == SP_SELECT_EXCLUDE ? "exclude" : "ranks";
+	enum sp_err rc = option == SP_SELECT_INCLUDE ? sp_select_include(s, arg, err)
+		       : option == SP_SELECT_EXCLUDE ? sp_select_exclude(s, arg, err)
+						     : sp_select_ranks(s, arg, err);
 	if (rc != SP_OK && err) {
 		char msg[sizeof err->msg];
 		snprintf(msg, sizeof msg, "%s", err->msg);

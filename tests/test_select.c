@@ -177,17 +177,17 @@ static void test_select_option(void **state)
 {
 	struct sp_select s = {0};
 	struct sp_error err = {0};
-	assert_int_equal(sp_select_option(&s, 'i', "^solve", &err), SP_OK);
-	assert_int_equal(sp_select_option(&s, 'e', "_b$", &err), SP_OK);
-	assert_int_equal(sp_select_option(&s, 'r', "0-1", &err), SP_OK);
+	assert_int_equal(sp_select_option(&s, SP_SELECT_INCLUDE, "^solve", &err), SP_OK);
+	assert_int_equal(sp_select_option(&s, SP_SELECT_EXCLUDE, "_b$", &err), SP_OK);
+	assert_int_equal(sp_select_option(&s, SP_SELECT_RANKS, "0-1", &err), SP_OK);
 	assert_true(sp_select_region(&s, "solve_a"));
 	assert_false(sp_select_region(&s, "solve_b"));
 	assert_false(sp_select_region(&s, "io"));
 	assert_true(sp_select_rank(&s, 1));
 	assert_false(sp_select_rank(&s, 2));
-	assert_int_equal(sp_select_option(&s, 'r', "3-1", &err), SP_EINVAL);
+	assert_int_equal(sp_select_option(&s, SP_SELECT_RANKS, "3-1", &err), SP_EINVAL);
 	assert_non_null(strstr(err.msg, "--ranks: "));
-	assert_int_equal(sp_select_option(&s, 'i', "(", &err), SP_EINVAL);
+	assert_int_equal(sp_select_option(&s, SP_SELECT_INCLUDE, "(", &err), SP_EINVAL);
 	assert_non_null(strstr(err.msg, "--include: "));
 	sp_select_free(&s);
 }
