@@ -187,7 +187,8 @@ static void test_damaged_files_never_crash(void **state)
 
 static int setup(void **state)
 {
-	snprintf(dir, sizeof dir, "/tmp/sp-fuzz-XXXXXX");
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof dir, "%s/sp-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");  /* mkdtemp fills the X */
 	return mkdtemp(dir) ? 0 : -1;
 }
 

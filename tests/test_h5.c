@@ -38,7 +38,8 @@ static const char *tpath(const char *name)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof dir, "/tmp/test_h5.XXXXXX");
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof dir, "%s/test_h5.XXXXXX", tmp && *tmp ? tmp : "/tmp");  /* mkdtemp fills the X */
 	return mkdtemp(dir) ? 0 : -1;
 }
 

@@ -15,7 +15,6 @@ import textwrap
 
 import h5py
 import numpy as np
-import pytest
 
 from conftest import BINARY
 
@@ -51,7 +50,9 @@ def instrumented():
     return b"libasan" in data or b"__asan_init" in data
 
 
-pytestmark = pytest.mark.skipif(instrumented(), reason="memory figures need the plain build")
+# Under the sanitizers (make asan) the files are still checked, at a tenth
+# of the size; the memory bound is the plain build's (make check).
+ASAN = instrumented()
 
 
 # argv: log, command...; prints the command's exit status and ru_maxrss (KiB).
@@ -99,9 +100,9 @@ def check_columns(g, n):
 
 
 def test_ten_million_events_sixteen_bytes_each(sp):
-    n = 10_000_000
+    n = 1_000_000 if ASAN else 10_000_000
     per, out = bytes_per_event(sp, sp.script(TICK), n, 1)
-    assert per <= 16.5, per
+    assert ASAN or per <= 16.5, per
     with h5py.File(out, "r") as f:
         check_columns(f["rank0/regions/tick"], n)
         assert list(f["rank0/tree/calls"][:]) == [n]
@@ -110,9 +111,9 @@ def test_ten_million_events_sixteen_bytes_each(sp):
 
 def test_nested_regions_with_lanes(sp):
     """Two regions merged into one tree, lanes kept: 20 bytes per event."""
-    n = 2_000_000
+    n = 200_000 if ASAN else 2_000_000
     per, out = bytes_per_event(sp, sp.script(NESTED), n, 2, "--track-threads")
-    assert per <= 20.5, per
+    assert ASAN or per <= 20.5, per
     with h5py.File(out, "r") as f:
         for name in ("outer", "inner"):
             check_columns(f["rank0/regions/" + name], n)
