@@ -25,6 +25,11 @@ const char *sp_mpi_library(void);
  * SCOPE_PROFILER_MPI=0 makes it -1 whatever the environment says. */
 int sp_mpi_launch_rank(void);
 
+/* How long a rank whose script failed waits for the others at the end:
+ * SCOPE_PROFILER_MPI_WAIT seconds (default 60). Returns 0, or -1 when the
+ * variable is set but not a number of seconds (>= 0). */
+int sp_mpi_wait_seconds(double *out);
+
 /* Initialises MPI (MPI_THREAD_MULTIPLE, as mpi4py asks for), duplicates
  * MPI_COMM_WORLD for our own messages and measures the clock offsets. Call
  * only when sp_mpi_launch_rank() >= 0. */

@@ -518,6 +518,12 @@ static int run(int argc, char **argv, struct run_args *a)
 		snprintf(outfile, sizeof outfile, "%s", out);
 	else if (check_outfile(out, outfile, sizeof outfile) != 0)
 		return SP_EXIT_USAGE;
+	double wait_s;
+	if (launch_rank >= 0 && sp_mpi_wait_seconds(&wait_s) != 0) {
+		sp_cmd_error(CMD, "SCOPE_PROFILER_MPI_WAIT must be a number of seconds, not '%s'",
+			     getenv("SCOPE_PROFILER_MPI_WAIT"));
+		return SP_EXIT_USAGE;
+	}
 	if (launch_rank >= 0 && sp_mpi_built()) {
 		struct sp_error err = {0};
 		if (sp_mpi_start(&err) != SP_OK) {

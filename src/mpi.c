@@ -44,6 +44,21 @@ int sp_mpi_launch_rank(void)
 	return -1;
 }
 
+int sp_mpi_wait_seconds(double *out)
+{
+	const char *v = getenv("SCOPE_PROFILER_MPI_WAIT");
+	*out = 60.0;
+	if (!v || !*v)
+		return 0;
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || *end || end == v || !(d >= 0) || d > 1e9)
+		return -1;
+	*out = d;
+	return 0;
+}
+
 #ifdef SP_HAVE_MPI
 #include <mpi.h>
 

@@ -372,10 +372,8 @@ static PyObject *res_finalize(PyObject *m, PyObject *args)
 	if (collective) {
 		struct sp_error err = {0};
 		enum sp_err rc;
-		double wait_s = 60.0;
-		const char *w = getenv("SCOPE_PROFILER_MPI_WAIT");
-		if (w && *w)
-			wait_s = strtod(w, NULL);
+		double wait_s;
+		sp_mpi_wait_seconds(&wait_s);   /* checked by `run` before the script */
 		Py_BEGIN_ALLOW_THREADS
 		rc = sp_mpi_collect(p, path, path != NULL, failed, wait_s, fallback, &err);
 		Py_END_ALLOW_THREADS

@@ -325,3 +325,13 @@ def test_diff_of_two_mpi_runs_shows_the_imbalance(sp):
     row = next(l for l in out.stdout.splitlines() if l.startswith("solve "))
     imb_a, imb_b = (float(x.rstrip("x")) for x in row.split()[-2:])
     assert imb_a < 1.3 and 1.6 < imb_b < 2.2, row
+
+
+def test_a_bad_wait_is_refused_before_the_script_runs(sp):
+    sp.script("open('ran', 'w').close()\n")
+    proc = mpirun(sp, 2, "run", "-q", "script.py", env={"SCOPE_PROFILER_MPI_WAIT": "soon"})
+    assert proc.returncode != 0
+    errors = [l for l in proc.stderr.splitlines() if l.startswith("scope-profiler:")]
+    assert errors and all(l == "scope-profiler: run: SCOPE_PROFILER_MPI_WAIT must be a number "
+                          "of seconds, not 'soon'" for l in errors), proc.stderr
+    assert not (sp.tmp / "ran").exists()
