@@ -27,13 +27,17 @@ static const struct command commands[] = {
 
 void sp_cmd_error(const char *cmd, const char *fmt, ...)
 {
+	/* One write for the whole line: under mpirun the ranks' stderr meet in
+	 * one stream, and a line written in pieces gets interleaved. */
+	char line[1024];
 	va_list ap;
 	fflush(stdout);
-	fprintf(stderr, "scope-profiler: %s: ", cmd);
+	int n = snprintf(line, sizeof line, "scope-profiler: %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	if (n >= 0 && (size_t)n < sizeof line)
+		vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "%s\n", line);
 }
 
 static void usage(FILE *out)
