@@ -329,6 +329,30 @@ static int precompile(const char *script)
 	return -1;
 }
 
+/* `run -m MODULE`: the module must be found, as python -m would find it,
+ * before the session starts, so a mistyped name is one line, status 1 (as
+ * python's), and no profile is written. Returns 0 when it is found. */
+static int check_module(const char *module)
+{
+	PyObject *mod = PyImport_ImportModule("scope_profiler");
+	PyObject *res = mod ? PyObject_CallMethod(mod, "_module_error", "s", module) : NULL;
+	Py_XDECREF(mod);
+	if (!res) {
+		PyErr_Clear();
+		sp_cmd_error(CMD, "cannot look up module '%s'", module);
+		return -1;
+	}
+	int rc = 0;
+	if (res != Py_None) {
+		const char *msg = PyUnicode_Check(res) ? PyUnicode_AsUTF8(res) : NULL;
+		sp_cmd_error(CMD, "%s", msg ? msg : "module not found");
+		PyErr_Clear();
+		rc = -1;
+	}
+	Py_DECREF(res);
+	return rc;
+}
+
 static int init_python(const struct run_args *a)
 {
 	PyConfig config;
@@ -538,7 +562,7 @@ static int run(int argc, char **argv, struct run_args *a)
 	}
 	if (init_python(a) != 0)
 		return 1;
-	if (a->script && precompile(a->script) != 0) {
+	if ((a->script && precompile(a->script) != 0) || (a->module && check_module(a->module) != 0)) {
 		Py_FinalizeEx();
 		return 1;
 	}

@@ -343,6 +343,53 @@ def _stop_tracing():
     _session.tracing = False
 
 
+def _module_error(name):
+    """`run -m NAME`, before anything runs: None when python -m NAME would
+    find the module, else python's own message. The search imports nothing
+    (a package's submodules are looked up on its __path__ without running
+    its __init__); only where that search fails does runpy decide, as
+    python -m would, which may import the parent packages."""
+    # python -m searches the current folder first (sys.path[0], set only
+    # when the run starts), unless -P / PYTHONSAFEPATH.
+    here = [] if getattr(_sys.flags, "safe_path", False) else [_os.getcwd()]
+    _sys.path[:0] = here
+    try:
+        return _find_module_error(name)
+    finally:
+        del _sys.path[:len(here)]
+
+
+def _find_module_error(name):
+    import importlib.machinery
+    import importlib.util
+
+    try:
+        parts = name.split(".")
+        spec = importlib.util.find_spec(parts[0])
+        for i in range(1, len(parts)):
+            if spec is None or spec.submodule_search_locations is None:
+                spec = None
+                break
+            spec = importlib.machinery.PathFinder.find_spec(
+                ".".join(parts[:i + 1]), spec.submodule_search_locations)
+        if spec is not None and spec.submodule_search_locations is not None:
+            spec = importlib.machinery.PathFinder.find_spec(
+                name + ".__main__", spec.submodule_search_locations)
+        if spec is not None:
+            return None
+    except (ImportError, ValueError):
+        pass
+    import runpy
+
+    try:
+        runpy._get_module_details(name)
+    except ImportError as exc:
+        return str(exc)
+    except Exception as exc:  # the parent package's own import failed
+        return f"Error while finding module specification for {name!r} ({type(exc).__name__}: {exc})"
+    return None
+
+
 def _run_begin(options, locked, quiet, command_line, target=None, recursive=False,
                trace_all=False, include=(), exclude=()):
     """Start the implicit session of `scope-profiler run`."""

@@ -1,12 +1,14 @@
 """`scope-profiler run` behaves like `python script.py`, with regions on."""
 import os
 import signal
-import sys
+import subprocess
 
 import h5py
 import pytest
 
 from conftest import one_line_error
+
+PYTHON = "/usr/bin/python3"
 
 
 def test_argv_name_path_and_stdio(sp):
@@ -68,6 +70,49 @@ def test_dash_m_runs_module(sp):
     proc = sp("run", "-q", "-m", "pkg.tool", "x", "--flag")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "module main __main__ ['x', '--flag']"
+
+
+def good_profile(sp, name="profiling_data.h5"):
+    """A profile from a successful run; returns its bytes."""
+    script = sp.script("""
+        import scope_profiler as sp
+        with sp.region("good"):
+            pass
+    """, name="good.py")
+    assert sp("run", "-q", "-o", name, script).returncode == 0
+    return (sp.tmp / name).read_bytes()
+
+
+@pytest.mark.parametrize("module, message", [
+    ("json.tol", "No module named json.tol"),
+    ("nosuchmodule", "No module named nosuchmodule"),
+    ("xml", "'xml' is a package and cannot be directly executed"),
+    ("pkg.missing", "No module named pkg.missing"),
+])
+def test_dash_m_unknown_module_is_one_line_and_keeps_the_profile(sp, module, message):
+    (sp.tmp / "pkg").mkdir()
+    (sp.tmp / "pkg" / "__init__.py").write_text("print('pkg imported')\n")
+    before = good_profile(sp)
+    proc = sp("run", "-m", module)
+    one_line_error(proc, "scope-profiler: run: ", message)
+    # The same status and output as python -m (which imports a parent
+    # package before it finds its submodule missing).
+    plain = subprocess.run([PYTHON, "-m", module], capture_output=True, text=True, cwd=sp.tmp)
+    assert (proc.returncode, proc.stdout) == (plain.returncode, plain.stdout) == (1, plain.stdout)
+    assert message in plain.stderr
+    assert (sp.tmp / "profiling_data.h5").read_bytes() == before
+    assert sorted(p.name for p in sp.tmp.iterdir()) == ["good.py", "pkg", "profiling_data.h5"]
+
+
+def test_dash_m_package_init_runs_once(sp):
+    # The look-up before the run imports nothing: the package's __init__
+    # runs once, inside the profiled run.
+    sp.script("print('main')\n", name="pkg/sub/__main__.py")
+    (sp.tmp / "pkg" / "__init__.py").write_text("print('pkg init')\n")
+    (sp.tmp / "pkg" / "sub" / "__init__.py").write_text("print('sub init')\n")
+    proc = sp("run", "-q", "-m", "pkg.sub")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["pkg init", "sub init", "main"]
 
 
 def test_site_packages_numpy_importable(sp):
