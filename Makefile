@@ -55,6 +55,7 @@ CLI_SRC += src/cmd_line_profile.c
 CLI_SRC += src/cmd_diff.c
 CLI_SRC += src/mpi.c
 CLI_SRC += src/aggregate.c
+CLI_SRC += src/exitphase.c
 
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:src/%.c=$(BUILD)/obj/%.o)
@@ -72,7 +73,7 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
 
 # Python sources embedded in the executable (the read API's classes).
 $(BUILD)/obj/pymodule.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
-$(BUILD)/obj/pymodule.o $(BUILD)/obj/pyresults.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o $(BUILD)/obj/cmd_run.o $(BUILD)/obj/main.o $(BUILD)/obj/aggregate.o: CPPFLAGS += $(PY_CFLAGS) \
+$(BUILD)/obj/pymodule.o $(BUILD)/obj/pyresults.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o $(BUILD)/obj/cmd_run.o $(BUILD)/obj/main.o $(BUILD)/obj/aggregate.o $(BUILD)/obj/exitphase.o: CPPFLAGS += $(PY_CFLAGS) \
 	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
 $(BUILD)/obj/mpi.o: CPPFLAGS += $(MPI_CFLAGS)
 # The reader's validation pass over every event is written to vectorise.
@@ -93,7 +94,7 @@ $(BIN): $(CLI_OBJ) $(LIB)
 
 # The hook's unit test embeds the interpreter with the built-in module.
 PYMOD_OBJ := $(BUILD)/obj/pymodule.o $(BUILD)/obj/pyresults.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o \
-             $(BUILD)/obj/mpi.o $(BUILD)/obj/aggregate.o
+             $(BUILD)/obj/mpi.o $(BUILD)/obj/aggregate.o $(BUILD)/obj/exitphase.o
 $(BUILD)/tests/test_tracer: tests/test_tracer.c $(PYMOD_OBJ) $(LIB) | $(BUILD)/tests
 	$(CC) $(CPPFLAGS) $(PY_CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PYMOD_OBJ) $(LIB) \
 		$(HDF5_LIBS) $(PY_LIBS) $(MPI_LIBS) -lcmocka -lm

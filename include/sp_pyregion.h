@@ -30,6 +30,15 @@ typedef struct {
 /* Every region by name (a dict, in creation order); the module's. */
 extern PyObject *sp_registry;
 
+/* The end of a session, under the GIL, before its events are read: every
+ * region and decorated function records nothing from now on, in every
+ * thread (the --recursive hook stops everywhere), and calls still open in
+ * any thread will not write their end (their regions' gen moves on); the
+ * open calls' ends are then set by whoever reads the events. So the events
+ * stay unchanged while the GIL is released to write them. setup() starts
+ * recording again. */
+void sp_session_freeze(void);
+
 /* finalize() and the read API's data (pyresults.c). */
 int sp_results_init(void);
 extern PyMethodDef sp_results_methods[];

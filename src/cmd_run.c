@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -580,6 +581,18 @@ static int run(int argc, char **argv, struct run_args *a)
 	rc = Py_RunMain();
 	if (rc == 0 && sp_run_write_failed)
 		rc = 1;
+	/* A signal received while the run ended: the profile is complete;
+	 * end as that signal asks, as during the script. */
+	switch (sp_run_exit_signal()) {
+	case SIGINT:
+		fflush(NULL);
+		signal(SIGINT, SIG_DFL);
+		raise(SIGINT);
+		break;
+	case SIGTERM:
+		rc = 128 + SIGTERM;
+		break;
+	}
 	return rc;
 }
 

@@ -1219,6 +1219,22 @@ static PyObject *mod_configure(PyObject *m, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+void sp_session_freeze(void)
+{
+	sp_tracer_stop_all();
+	region_type = &DisabledRegionType;
+	profiling_disabled = 1;
+	aggregate_mode = track_async_mode = lines_mode = 0;
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		Py_SET_TYPE(v, &DisabledRegionType);
+		((RegionObject *)v)->gen++;
+	}
+	for (ProfiledFunction *pf = wrappers; pf; pf = pf->next)
+		pf->vectorcall = pf_call_disabled;
+}
+
 /* _reset(): forget every recorded event (the regions stay registered). */
 static PyObject *mod_reset(PyObject *m, PyObject *unused)
 {
@@ -1406,7 +1422,8 @@ static PyObject *module_init(void)
 		goto fail;
 	if (sp_tracer_init() != 0 || sp_linetrace_init() != 0 || sp_results_init() != 0 ||
 	    PyModule_AddFunctions(mod, sp_tracer_methods) != 0 ||
-	    PyModule_AddFunctions(mod, sp_results_methods) != 0)
+	    PyModule_AddFunctions(mod, sp_results_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_exitphase_methods) != 0)
 		goto fail;
 	if (run_python_layer(mod) != 0)
 		goto fail;

@@ -344,7 +344,6 @@ static PyObject *res_finalize(PyObject *m, PyObject *args)
 		PyErr_Format(PyExc_ValueError, "_finalize: compression level %d is not 0 to 9", compression);
 		return NULL;
 	}
-	int64_t now = sp_clock_ns();
 	int64_t start = start_obj == Py_None ? SP_NO_TIME : PyLong_AsLongLong(start_obj);
 	if (start == -1 && PyErr_Occurred())
 		return NULL;
@@ -363,6 +362,10 @@ static PyObject *res_finalize(PyObject *m, PyObject *args)
 		fallback = PyBytes_AS_STRING(fallback_bytes);
 	}
 	int collective = sp_mpi_active();
+	/* Threads still running (daemon threads at exit) record nothing more:
+	 * the events below are read without the GIL. */
+	sp_session_freeze();
+	int64_t now = sp_clock_ns();
 	/* The call tree costs a pass over the events: only when it is needed. */
 	struct sp_profile *p = live_profile(now, start, meta, path || render || snapshot || collective);
 	PyObject *summary = NULL, *data = NULL, *lines = NULL, *res = NULL;

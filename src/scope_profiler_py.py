@@ -44,6 +44,7 @@ class _Session:
     tracing = False       # `run --recursive`: the hook runs in every thread
     trace_all = False
     exit_failed = False   # sys.exit() with a failure status, or SIGTERM
+    shim = None           # `run`: the no-op module's folder for subprocesses
 
 
 _session = _Session()
@@ -402,40 +403,97 @@ def _run_begin(options, locked, quiet, command_line, target=None, recursive=Fals
     setup(**options)
     if recursive and not _session.options["deactivate_profiling"]:
         _start_tracing(target, trace_all, include, exclude)
-    atexit.register(_run_end)
+    atexit.register(_run_exit)  # C: ends with _run_end, signals held
     _sys.exit = _watch_exit(_sys.exit)
-    _offer_shim(atexit)
+    _offer_shim()
     # SIGTERM (a batch system's time limit) unwinds like sys.exit(143), so
     # the profile is written; a script may still install its own handler.
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
 
 
-def _offer_shim(atexit):
+_SHIM_PREFIX = "scope-profiler-shim-"
+
+
+def _remove_tree(path):
+    """Removes a folder and what is in it (the shim's, with the bytecode
+    its subprocesses may have cached), ignoring what is already gone."""
+    for top, dirs, files in _os.walk(path, topdown=False):
+        for name in files:
+            try:
+                _os.unlink(_os.path.join(top, name))
+            except OSError:
+                pass
+        for name in dirs:
+            try:
+                _os.rmdir(_os.path.join(top, name))
+            except OSError:
+                pass
+    try:
+        _os.rmdir(path)
+    except OSError:
+        pass
+
+
+def _remove_stale_shims(tmp, host):
+    """Shim folders of this host's runs that died without cleaning up
+    (os._exit(), SIGKILL): their process is gone."""
+    mine = f"{_SHIM_PREFIX}{host}-"
+    try:
+        names = [n for n in _os.listdir(tmp) if n.startswith(mine)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(mine):]
+        if not pid.isdigit():
+            continue
+        try:
+            _os.kill(int(pid), 0)
+        except ProcessLookupError:
+            _remove_tree(_os.path.join(tmp, name))
+        except OSError:
+            pass  # alive, another user's
+
+
+def _offer_shim():
     """Python subprocesses of the script (multiprocessing's spawn and
     forkserver children, subprocess.run([sys.executable, ...])) run plain
     Python: put a no-op scope_profiler on their PYTHONPATH, so a script
-    that imports it imports there too. They record nothing."""
-    import shutil
-    import tempfile
-
+    that imports it imports there too. They record nothing. The folder is
+    named after this host and process, so that a later run can remove it
+    if this one cannot (os._exit, SIGKILL)."""
+    tmp = _os.environ.get("TMPDIR") or "/tmp"
+    host = _os.uname().nodename.replace("/", "_")
+    _remove_stale_shims(tmp, host)
+    folder = _os.path.join(tmp, f"{_SHIM_PREFIX}{host}-{_os.getpid()}")
     try:
-        folder = tempfile.mkdtemp(prefix="scope-profiler-shim-")
+        _os.mkdir(folder, 0o700)
         with open(_os.path.join(folder, "scope_profiler.py"), "w") as f:
             f.write(_shim_source.replace("@VERSION@", __version__))
     except OSError:
+        _remove_tree(folder)
         return  # no temporary folder: subprocesses simply lack the module
+    _session.shim = folder   # removed by _run_end, after the profile
     old = _os.environ.get("PYTHONPATH")
     _os.environ["PYTHONPATH"] = folder + (_os.pathsep + old if old else "")
     # multiprocessing's spawn hands its children this process's sys.path;
     # here the built-in module is found first, so the folder shadows nothing.
     _sys.path.append(folder)
-    pid = _os.getpid()
-    atexit.register(lambda: _os.getpid() == pid and shutil.rmtree(folder, ignore_errors=True))
 
 
 def _run_end():
-    """atexit: write what the script did not finalize itself."""
+    """The end of the run (called by _run_exit, with SIGINT and SIGTERM
+    held): write what the script did not finalize itself, then remove the
+    shim folder."""
+    try:
+        _write_at_exit()
+    finally:
+        if _session.shim and _os.getpid() == _session.pid:
+            _remove_tree(_session.shim)
+            _session.shim = None
+
+
+def _write_at_exit():
     if not _session.active:
         return
     if _os.getpid() != _session.pid:

@@ -328,3 +328,35 @@ def test_help_fits_80_columns(sp):
     for command in ("run", "summary", "diff", "export", "line-profile"):
         text = sp(command, "--help").stdout
         assert max(len(line) for line in text.splitlines()) <= 80, command
+
+
+def test_shim_folder_removed_even_after_os_exit(sp):
+    # The no-op module's folder lives in $TMPDIR while the run lasts; it is
+    # removed at the end, and a run that could not (os._exit) has its
+    # folder removed by the next run on this host. A live process's stays.
+    tmp = sp.tmp / "t"
+    tmp.mkdir()
+    env = {"TMPDIR": str(tmp)}
+    script = sp.script("""
+        import os, sys
+        folder = os.environ["PYTHONPATH"].split(os.pathsep)[0]
+        print(os.path.basename(folder), os.path.isfile(os.path.join(folder, "scope_profiler.py")))
+        sys.stdout.flush()
+        if sys.argv[1:] == ["hard"]:
+            os._exit(0)
+    """)
+    host = os.uname().nodename
+    proc = sp("run", "-q", "--no-output", script, env=env)
+    assert proc.returncode == 0, proc.stderr
+    name, present = proc.stdout.split()
+    assert name.startswith(f"scope-profiler-shim-{host}-") and present == "True"
+    assert list(tmp.iterdir()) == []
+    live = tmp / f"scope-profiler-shim-{host}-{os.getpid()}"
+    live.mkdir()
+    proc = sp("run", "-q", "--no-output", script, "hard", env=env)
+    assert proc.returncode == 0, proc.stderr
+    left = tmp / proc.stdout.split()[0]
+    assert left.is_dir()   # os._exit ran no clean-up
+    proc = sp("run", "-q", "--no-output", script, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(tmp.iterdir()) == [live]

@@ -1,0 +1,103 @@
+/* exitphase.c - the end of `scope-profiler run`: from the moment the
+ * profile is about to be written, SIGINT and SIGTERM no longer unwind
+ * Python code (where they would abort the write with a traceback); they are
+ * remembered, the profile is completed, and `run` then ends as the signal
+ * asks: killed by SIGINT (a shell's 130), or status 143 for SIGTERM, as
+ * during the script. A second such signal while the profile is being
+ * written abandons it at once: the previous file stays where it was. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sp_pymodule.h"
+
+static volatile sig_atomic_t exit_signal;   /* the first one received, or 0 */
+
+static void on_exit_signal(int sig)
+{
+	if (exit_signal) {
+		/* Again: leave now. The temporary file is left for the next
+		 * run to the same output to remove (its process is gone). */
+		if (sig == SIGINT) {
+			/* Killed by SIGINT, as python ends on Ctrl-C; the
+			 * handler's own mask holds it back until unblocked. */
+			sigset_t set;
+			sigemptyset(&set);
+			sigaddset(&set, SIGINT);
+			signal(SIGINT, SIG_DFL);
+			sigprocmask(SIG_UNBLOCK, &set, NULL);
+			raise(SIGINT);
+		}
+		_exit(128 + sig);
+	}
+	exit_signal = sig;
+	static const char msg[] = "scope-profiler: run: finishing the profile; "
+				  "interrupt again to abandon it\n";
+	ssize_t unused = write(STDERR_FILENO, msg, sizeof msg - 1);
+	(void)unused;
+}
+
+int sp_run_exit_signal(void)
+{
+	return exit_signal;
+}
+
+/* Which signal a Python handler's exception stands for: Python's own
+ * KeyboardInterrupt for SIGINT, the run's SystemExit(143) for SIGTERM. */
+static int signal_of_exception(void)
+{
+	if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+		return SIGINT;
+	if (PyErr_ExceptionMatches(PyExc_SystemExit))
+		return SIGTERM;
+	return 0;
+}
+
+/* _run_exit(): the run's atexit callback, in C so that no signal handler
+ * of Python's can run between the script's end and the handlers below. */
+static PyObject *run_exit(PyObject *m, PyObject *unused)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_exit_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* A signal that arrived just before, its Python handler not yet run. */
+	if (PyErr_CheckSignals() < 0) {
+		int sig = signal_of_exception();
+		if (sig && !exit_signal)
+			exit_signal = sig;
+		PyErr_Clear();
+	}
+	PyObject *end = PyObject_GetAttrString(m, "_run_end");
+	PyObject *res = end ? PyObject_CallNoArgs(end) : NULL;
+	Py_XDECREF(end);
+	if (!res) {
+		/* The Python layer reports its own failures; anything else is
+		 * one line, never a traceback. */
+		PyObject *type, *value, *tb;
+		PyErr_Fetch(&type, &value, &tb);
+		PyObject *s = value ? PyObject_Str(value) : NULL;
+		const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+		fprintf(stderr, "scope-profiler: run: cannot finish the profile: %s\n",
+			text && *text ? text : type ? ((PyTypeObject *)type)->tp_name : "unknown error");
+		PyErr_Clear();
+		Py_XDECREF(s);
+		Py_XDECREF(type);
+		Py_XDECREF(value);
+		Py_XDECREF(tb);
+		sp_run_write_failed = 1;
+	}
+	Py_XDECREF(res);
+	Py_RETURN_NONE;
+}
+
+PyMethodDef sp_exitphase_methods[] = {
+	{"_run_exit", run_exit, METH_NOARGS, NULL},
+	{NULL},
+};

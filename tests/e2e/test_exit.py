@@ -1,0 +1,146 @@
+"""The end of a run: threads still recording, and SIGINT/SIGTERM at any
+moment after the script, never corrupt or lose the profile, never show a
+traceback of the tool's own, and end with the status the signal asks for
+(killed by SIGINT, a shell's 130; 143 for SIGTERM)."""
+import random
+import signal
+import subprocess
+import time
+
+import h5py
+import pytest
+
+from conftest import BINARY
+
+# Four daemon threads enter regions (and a decorated function) in a loop,
+# and create new regions, while the main script ends and the profile is
+# written.
+DAEMONS = """
+    import sys, threading, time
+    import scope_profiler as sp
+
+    @sp.profile("work")
+    def work(i):
+        return i * 2
+
+    def spin(k):
+        r = sp.region(f"spin{k}")
+        i = 0
+        while True:
+            with r:
+                work(i)
+            i += 1
+            if i % 500 == 0:
+                sp.region(f"new{k}_{i}")
+
+    for k in range(4):
+        threading.Thread(target=spin, args=(k,), daemon=True).start()
+    time.sleep(0.05)
+"""
+
+
+@pytest.mark.parametrize("options", [[], ["--track-threads"], ["--aggregate"], ["--recursive"]])
+def test_daemon_threads_recording_at_exit(sp, options):
+    script = sp.script(DAEMONS)
+    for i in range(6):
+        out = f"d{i}.h5"
+        proc = sp("run", "-q", "-o", out, *options, script)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""
+        # The tool's own readers accept every file: each call ends after it
+        # starts, stats agree with the events.
+        for args in (["summary", out], ["export", out, "--format", "csv", "-o", f"d{i}.csv"]):
+            check = sp(*args)
+            assert check.returncode == 0, (args, check.stderr)
+        with h5py.File(sp.tmp / out) as f:
+            regions = f["rank0/regions"]
+            spins = [regions[n] for n in regions if n.startswith("spin")]
+            assert spins and all(g.attrs["num_calls"] > 0 for g in spins)
+            for g in spins:
+                if "start_times" in g:
+                    starts, ends = g["start_times"][:], g["end_times"][:]
+                    assert len(starts) == g.attrs["num_calls"]
+                    assert (ends >= starts).all()
+
+
+# A million calls make the write last a while; a daemon thread sends the
+# signal as soon as the regions stop recording (the profile is being
+# written), or twice.
+SIGNAL_IN_WRITE = """
+    import os, signal, sys, threading, time
+    import scope_profiler as sp
+    sig, times = getattr(signal, sys.argv[1]), int(sys.argv[2])
+    r = sp.region("many")
+    for _ in range(1_000_000):
+        with r:
+            pass
+    def watcher():
+        while type(r).__name__ != "DisabledProfileRegion":
+            time.sleep(0.0005)
+        for _ in range(times):
+            os.kill(os.getpid(), sig)
+            time.sleep(0.001)
+    threading.Thread(target=watcher, daemon=True).start()
+"""
+
+STATUS = {"SIGINT": -signal.SIGINT, "SIGTERM": 143}
+
+
+def complete(path):
+    with h5py.File(path) as f:
+        g = f["rank0/regions/many"]
+        return g.attrs["num_calls"] == 1_000_000 and len(g["end_times"]) == 1_000_000
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_signal_while_writing_completes_the_profile(sp, sig):
+    script = sp.script(SIGNAL_IN_WRITE)
+    proc = sp("run", "-q", "-o", "out.h5", script, sig, 1)
+    assert proc.returncode == STATUS[sig], proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    assert proc.stderr.count("scope-profiler: run: finishing the profile") == 1
+    assert complete(sp.tmp / "out.h5")
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_second_signal_abandons_the_write_and_keeps_the_old_profile(sp, sig):
+    script = sp.script(SIGNAL_IN_WRITE)
+    assert sp("run", "-q", "-o", "out.h5", script, sig, 1).returncode == STATUS[sig]
+    before = (sp.tmp / "out.h5").read_bytes()
+    proc = sp("run", "-q", "-o", "out.h5", script, sig, 2)
+    assert proc.returncode == STATUS[sig], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert (sp.tmp / "out.h5").read_bytes() == before
+
+
+# The signal comes from outside at a random moment from the script's last
+# line on: before the exit phase (Python's own handling, as plain python),
+# at its start, or while the profile is written.
+LAST_LINE = """
+    import scope_profiler as sp
+    r = sp.region("many")
+    for _ in range(1_000_000):
+        with r:
+            pass
+    print("done", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_signal_at_any_moment_after_the_script(sp, sig):
+    script = sp.script(LAST_LINE)
+    rnd = random.Random(sig)   # the same delays every run
+    for i in range(12):
+        out = sp.tmp / f"s{i}.h5"
+        p = subprocess.Popen([BINARY, "run", "-q", "-o", str(out), str(script)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.stdout.readline() == "done\n"
+        time.sleep(rnd.uniform(0, 0.06))
+        p.send_signal(getattr(signal, sig))
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == STATUS[sig], err
+        # Python may report the interrupt of its own shutdown; never a
+        # traceback through the tool's code.
+        for name in ("_run_end", "_finish", "_run_exit", "scope_profiler"):
+            assert name not in err, err
+        assert complete(out), err
