@@ -32,6 +32,9 @@ struct sp_region_data {
 	 * exist; starts/ends stay NULL) and self_ns holds the exclusive time. */
 	int aggregate;
 	int64_t self_ns;
+	/* Calls that were not recorded because memory ran out (stored as the
+	 * region's dropped_events attribute when not 0). */
+	int64_t dropped;
 };
 
 /* One node of a rank's call tree. Nodes are stored parents first: a node's
@@ -66,6 +69,9 @@ struct sp_rank {
 	/* This rank's clock minus rank 0's, measured at start under MPI; the
 	 * stored timestamps are already on rank 0's clock (0 when serial). */
 	int64_t clock_offset_ns;
+	/* Calls not recorded on this rank because memory ran out, in every
+	 * region (one whose every call was lost has no group of its own). */
+	int64_t dropped;
 	size_t nregions;
 	struct sp_region_data *regions;
 	size_t ntree;                  /* 0 with tree == NULL when not built */

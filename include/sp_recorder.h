@@ -24,6 +24,10 @@ struct sp_buf {
 /* An empty buffer that allocates initial_cap entries (>= 1) on first use. */
 void sp_buf_init(struct sp_buf *b, size_t initial_cap);
 
+/* The largest first capacity worth asking for: the events whose columns
+ * (16 bytes each) fit in this machine's physical memory. */
+size_t sp_buf_max_cap(void);
+
 /* Doubles the capacity (or allocates initial_cap). Returns 0, or -1 when the
  * new size overflows or memory runs out; the buffer is then unchanged.
  * Columns of SP_BUF_MAP_BYTES or more are anonymous mmaps that grow by

@@ -78,6 +78,11 @@ char *sp_render_hosts(const struct sp_profile *p);
 enum sp_err sp_render_lines(FILE *out, const struct sp_profile *p, const char *title,
 			    struct sp_error *err);
 
+/* One line, prefix first, saying how many calls p's ranks could not record
+ * because memory ran out and which regions lost the most (at most three);
+ * nothing when none were lost. Returns the number of calls lost. */
+int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *prefix);
+
 /* Formats a duration in nanoseconds as seconds into buf (9 visible chars,
  * e.g. " 0.002191", "12.345678", "  12345.7"). Returns buf. */
 char *sp_render_seconds(char *buf, size_t len, double ns);

@@ -19,6 +19,7 @@
 #include "sp_cmd.h"
 #include "sp_mpi.h"
 #include "sp_pymodule.h"
+#include "sp_recorder.h"
 
 #define CMD "run"
 
@@ -138,6 +139,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			a->buffer_limit = strtoll(optarg, &end, 10);
 			if (errno || *end || end == optarg || a->buffer_limit < 1) {
 				sp_cmd_error(CMD, "--buffer-limit takes a positive whole number, not '%s'", optarg);
+				return -1;
+			}
+			if ((unsigned long long)a->buffer_limit > sp_buf_max_cap()) {
+				sp_cmd_error(CMD, "--buffer-limit %s: that many events take 16 bytes each, more "
+					     "than this machine's memory (at most %zu)", optarg, sp_buf_max_cap());
 				return -1;
 			}
 			break;

@@ -446,6 +446,10 @@ static enum sp_err read_region(struct reader *r, hid_t regions, const char *link
 		rc = rfail(r, SP_ECORRUPT, "%s: negative num_calls", ctx);
 		goto out;
 	}
+	if (attr_num(g, "dropped_events", H5T_NATIVE_INT64, &rd->dropped) < 0 || rd->dropped < 0) {
+		rc = rfail(r, SP_ECORRUPT, "%s: bad 'dropped_events' attribute", ctx);
+		goto out;
+	}
 	/* Aggregation mode: the summary and the self time, no events. */
 	int32_t agg = 0;
 	if ((a = attr_num(g, "aggregate", H5T_NATIVE_INT32, &agg)) < 0 ||
@@ -761,7 +765,7 @@ out:
 }
 
 /* A rank group's attributes (each optional): run start and end, pid,
- * hostname, clock offset (0 when absent). */
+ * hostname, clock offset and calls not recorded (0 when absent). */
 static enum sp_err read_rank_attrs(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk)
 {
 	int a = 0;
@@ -769,10 +773,13 @@ static enum sp_err read_rank_attrs(struct reader *r, hid_t g, const char *gname,
 	    attr_num(g, "run_end_time", H5T_NATIVE_INT64, &rk->run_end_ns) < 0 ||
 	    attr_num(g, "pid", H5T_NATIVE_INT64, &rk->pid) < 0 ||
 	    attr_num(g, "clock_offset_ns", H5T_NATIVE_INT64, &rk->clock_offset_ns) < 0 ||
+	    attr_num(g, "dropped_events", H5T_NATIVE_INT64, &rk->dropped) < 0 ||
 	    (a = attr_str(g, "hostname", &rk->hostname)) == -1)
 		return rfail(r, SP_ECORRUPT, "%s: unreadable attribute", gname);
 	if (a == -2)
 		return rfail(r, SP_ENOMEM, "out of memory");
+	if (rk->dropped < 0)
+		return rfail(r, SP_ECORRUPT, "%s: negative dropped_events", gname);
 	return SP_OK;
 }
 

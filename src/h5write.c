@@ -257,7 +257,8 @@ static enum sp_err write_region(struct sp_h5_writer *w, hid_t regions, const str
 	    attr_i64(g, "max_ns", st->max_ns) < 0 ||
 	    attr_i64(g, "first_start_ns", st->first_start_ns) < 0 ||
 	    attr_i64(g, "last_end_ns", st->last_end_ns) < 0 || attr_f64(g, "mean_ns", st->mean_ns) < 0 ||
-	    attr_f64(g, "std_ns", st->std_ns) < 0) {
+	    attr_f64(g, "std_ns", st->std_ns) < 0 ||
+	    (rd->dropped && attr_i64(g, "dropped_events", rd->dropped) < 0)) {
 		rc = wfail(w, SP_EIO, "cannot write attributes of rank %d region '%s'", rk->rank, rd->name);
 		goto out;
 	}
@@ -453,7 +454,8 @@ static enum sp_err write_rank(struct sp_h5_writer *w, hid_t file, const struct s
 	    (rk->run_end_ns != SP_NO_TIME && attr_i64(g, "run_end_time", rk->run_end_ns) < 0) ||
 	    (rk->pid != 0 && attr_i64(g, "pid", rk->pid) < 0) ||
 	    (rk->hostname && attr_str(g, "hostname", rk->hostname) < 0) ||
-	    attr_i64(g, "clock_offset_ns", rk->clock_offset_ns) < 0) {
+	    attr_i64(g, "clock_offset_ns", rk->clock_offset_ns) < 0 ||
+	    attr_i64(g, "dropped_events", rk->dropped) < 0) {
 		rc = wfail(w, SP_EIO, "cannot write attributes of %s", name);
 		goto out;
 	}

@@ -7,10 +7,11 @@
  *   header      u32 magic "SPPK", u32 version, u64 total length in bytes,
  *               u64 flags (SP_PK_EVENTS, SP_PK_HOSTNAME, SP_PK_TREE)
  *   attributes  i64 rank, run_start_ns, run_end_ns, pid, clock_offset_ns,
- *               u64 nregions, ntree, nlines
+ *               dropped, u64 nregions, ntree, nlines
  *   hostname    a string, present only with SP_PK_HOSTNAME
  *   regions     nregions times: name (string), struct sp_stats (64 bytes),
- *               u64 region flags (SP_PK_LANES); with SP_PK_EVENTS:
+ *               u64 region flags (SP_PK_LANES, SP_PK_AGG, SP_PK_DROPPED),
+ *               i64 dropped with SP_PK_DROPPED; with SP_PK_EVENTS:
  *               i64 starts[num_calls], i64 ends[num_calls] and, with
  *               SP_PK_LANES, i32 lanes[num_calls] zero-padded to 8 bytes
  *   tree        ntree struct sp_tree_node (24 bytes each)
@@ -39,16 +40,17 @@
 #include "sp_profile.h"
 
 #define SP_PK_MAGIC 0x4b505053u      /* "SPPK" read little-endian */
-#define SP_PK_VERSION 1u
+#define SP_PK_VERSION 2u
 
 #define SP_PK_EVENTS 1u              /* header: event columns follow each region */
 #define SP_PK_HOSTNAME 2u            /* header: a hostname string follows */
 #define SP_PK_TREE 4u                /* header: rk->tree was non-NULL */
 #define SP_PK_LANES 1u               /* region: a lanes column follows */
 #define SP_PK_AGG 2u                 /* region: aggregates; i64 self_ns follows, no columns */
+#define SP_PK_DROPPED 4u             /* region: i64 dropped follows the flags */
 
 #define HEADER_BYTES 24u
-#define ATTR_BYTES 64u
+#define ATTR_BYTES 72u
 #define STATS_BYTES ((size_t)sizeof(struct sp_stats))
 #define NODE_BYTES ((size_t)sizeof(struct sp_tree_node))
 
@@ -182,7 +184,8 @@ static enum sp_err pack_size(const struct sp_rank *rk, int with_events, size_t *
 		if (calls < 0)
 			return sp_error_set(err, SP_EINVAL, "rank %d: region '%s' has %lld calls",
 					    rk->rank, rd->name, (long long)calls);
-		if (!add_string(&s, rd->name) || !add_size(&s, STATS_BYTES + 8u))
+		if (!add_string(&s, rd->name) || !add_size(&s, STATS_BYTES + 8u) ||
+		    (rd->dropped && !add_size(&s, 8u)))
 			goto overflow;
 		if (rd->aggregate) {
 			if (!add_size(&s, 8u))
@@ -265,6 +268,7 @@ enum sp_err sp_rank_pack(const struct sp_rank *rk, int with_events, int64_t shif
 	p = put_i64(p, shifted(rk->run_end_ns, ush));
 	p = put_i64(p, rk->pid);
 	p = put_i64(p, rk->clock_offset_ns);
+	p = put_i64(p, rk->dropped);
 	p = put_u64(p, rk->nregions);
 	p = put_u64(p, rk->ntree);
 	p = put_u64(p, rk->nlines);
@@ -280,7 +284,10 @@ enum sp_err sp_rank_pack(const struct sp_rank *rk, int with_events, int64_t shif
 		st.last_end_ns = shifted(st.last_end_ns, ush);
 		p = put_string(p, rd->name);
 		memcpy(p, &st, STATS_BYTES);
-		p = put_u64(p + STATS_BYTES, (lanes ? SP_PK_LANES : 0u) | (rd->aggregate ? SP_PK_AGG : 0u));
+		p = put_u64(p + STATS_BYTES, (lanes ? SP_PK_LANES : 0u) | (rd->aggregate ? SP_PK_AGG : 0u) |
+					     (rd->dropped ? SP_PK_DROPPED : 0u));
+		if (rd->dropped)
+			p = put_i64(p, rd->dropped);
 		if (rd->aggregate) {
 			p = put_u64(p, (uint64_t)rd->self_ns);
 			continue;
@@ -438,9 +445,13 @@ static enum sp_err unpack_region(struct cursor *c, int with_events, int copy,
 		return damaged(c, "a region has a negative number of calls");
 	if ((rc = get_u64(c, &rflags, "region flags run past the end")) != SP_OK)
 		return rc;
-	if (rflags & ~(uint64_t)(SP_PK_LANES | SP_PK_AGG) || (!with_events && (rflags & SP_PK_LANES)) ||
-	    (rflags & SP_PK_LANES && rflags & SP_PK_AGG))
+	if (rflags & ~(uint64_t)(SP_PK_LANES | SP_PK_AGG | SP_PK_DROPPED) ||
+	    (!with_events && (rflags & SP_PK_LANES)) || (rflags & SP_PK_LANES && rflags & SP_PK_AGG))
 		return damaged(c, "unknown region flags");
+	if ((rflags & SP_PK_DROPPED) &&
+	    ((rc = get_i64(c, &rd->dropped, "a region's dropped count runs past the end")) != SP_OK ||
+	     rd->dropped < 0))
+		return rc != SP_OK ? rc : damaged(c, "a region has a negative dropped count");
 	if (rflags & SP_PK_AGG) {
 		uint64_t self = 0;
 		if ((rc = get_u64(c, &self, "a region's self time runs past the end")) != SP_OK)
@@ -540,10 +551,13 @@ static enum sp_err unpack(struct cursor *c, struct sp_rank *out)
 	    (rc = get_i64(c, &out->run_end_ns, "no run end")) != SP_OK ||
 	    (rc = get_i64(c, &out->pid, "no pid")) != SP_OK ||
 	    (rc = get_i64(c, &out->clock_offset_ns, "no clock offset")) != SP_OK ||
+	    (rc = get_i64(c, &out->dropped, "no dropped count")) != SP_OK ||
 	    (rc = get_count(c, MIN_REGION, &nregions, "region count exceeds the buffer")) != SP_OK ||
 	    (rc = get_count(c, NODE_BYTES, &ntree, "tree size exceeds the buffer")) != SP_OK ||
 	    (rc = get_count(c, MIN_TABLE, &nlines, "line table count exceeds the buffer")) != SP_OK)
 		return rc;
+	if (out->dropped < 0)
+		return damaged(c, "a negative dropped count");
 	if (ntree && !(flags & SP_PK_TREE))
 		return damaged(c, "tree nodes without a tree");
 	if ((flags & SP_PK_HOSTNAME) &&

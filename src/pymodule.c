@@ -1185,6 +1185,11 @@ static PyObject *mod_configure(PyObject *m, PyObject *args)
 		PyErr_SetString(PyExc_ValueError, "buffer_limit must be a positive integer");
 		return NULL;
 	}
+	if ((size_t)limit > sp_buf_max_cap()) {
+		PyErr_Format(PyExc_ValueError, "buffer_limit=%zd: that many events take 16 bytes each, "
+			     "more than this machine's memory (at most %zu)", limit, sp_buf_max_cap());
+		return NULL;
+	}
 	if (track_async && !disabled && async_init() != 0)
 		return NULL;
 	buffer_limit = (size_t)limit;

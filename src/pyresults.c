@@ -77,6 +77,7 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject 
 		goto nomem;
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
+		rk->dropped += (int64_t)r->buf.dropped;
 		if (r->agg.count > 0 && r->buf.n == 0) {
 			struct sp_region_data *rd = &rk->regions[rk->nregions];
 			if (!(rd->name = dup_utf8(r->name)))
@@ -102,6 +103,7 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject 
 		rd->ends = r->buf.ends;
 		rd->lanes = r->buf.keep_lanes ? r->buf.lanes : NULL;
 		rd->owns_events = 0;
+		rd->dropped = (int64_t)r->buf.dropped;
 		sp_stats_compute(&rd->stats, rd->starts, rd->ends, r->buf.n);
 	}
 	if (meta && PyDict_Check(meta)) {
@@ -324,6 +326,25 @@ out:
 	return out;
 }
 
+/* Nothing is lost silently: calls that memory could not hold are said on
+ * stderr (each rank for itself, in one write) as well as kept in the file. */
+static void report_dropped(const struct sp_profile *p, int collective)
+{
+	char *text = NULL, prefix[64];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return;
+	if (collective)
+		snprintf(prefix, sizeof prefix, "scope-profiler: warning: rank %d: ", p->ranks[0].rank);
+	else
+		snprintf(prefix, sizeof prefix, "scope-profiler: warning: ");
+	sp_render_dropped(f, p, prefix);
+	if (fclose(f) == 0 && len)
+		fputs(text, stderr);
+	free(text);
+}
+
 /* _finalize(path or None, render: bool, meta: dict, run_start_ns or None,
  *           snapshot: bool, render_lines: bool, failed: bool = False,
  *           fallback: path or None = None)
@@ -372,6 +393,7 @@ static PyObject *res_finalize(PyObject *m, PyObject *args)
 	if (!p)
 		goto out;
 	p->compression = compression;  /* the file's event columns: 0 contiguous, 1..9 deflate */
+	report_dropped(p, collective);
 	if (collective) {
 		struct sp_error err = {0};
 		enum sp_err rc;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "sp_recorder.h"
 
@@ -9,6 +10,14 @@ void sp_buf_init(struct sp_buf *b, size_t initial_cap)
 {
 	memset(b, 0, sizeof *b);
 	b->initial_cap = initial_cap ? initial_cap : 1;
+}
+
+size_t sp_buf_max_cap(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || page <= 0)
+		return SIZE_MAX / 16;
+	return (size_t)pages / 16 * (size_t)page;
 }
 
 static void *map_new(size_t bytes)

@@ -1058,6 +1058,7 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 		put_text(out, host_list, 80 - 7);
 		fputc('\n', out);
 	}
+	sp_render_dropped(out, v.p, "warning: ");
 	long threads = several ? omp_threads(v.p) : 0;
 	unsigned long long cores;
 	if (threads > 0 && !__builtin_mul_overflow((unsigned long long)v.p->nranks,
@@ -1093,6 +1094,55 @@ out:
 	hosts_free(&hosts);
 	free(host_list);
 	return rc;
+}
+
+int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *prefix)
+{
+	enum { TOP = 3 };
+	const struct sp_region_data *top[TOP] = {NULL};
+	int top_rank[TOP] = {0};
+	int64_t total = 0, listed = 0;
+	size_t nregions = 0;
+	for (size_t r = 0; r < p->nranks; r++) {
+		const struct sp_rank *rk = &p->ranks[r];
+		total += rk->dropped;
+		for (size_t i = 0; i < rk->nregions; i++) {
+			const struct sp_region_data *rd = &rk->regions[i];
+			if (rd->dropped <= 0)
+				continue;
+			nregions++;
+			listed += rd->dropped;
+			/* Insert into the top three, largest first. */
+			for (int k = 0; k < TOP; k++) {
+				if (top[k] && top[k]->dropped >= rd->dropped)
+					continue;
+				for (int j = TOP - 1; j > k; j--) {
+					top[j] = top[j - 1];
+					top_rank[j] = top_rank[j - 1];
+				}
+				top[k] = rd;
+				top_rank[k] = rk->rank;
+				break;
+			}
+		}
+	}
+	if (total < listed)
+		total = listed;   /* a file written before ranks kept the total */
+	if (total <= 0)
+		return 0;
+	fprintf(out, "%s%lld call%s not recorded: memory ran out", prefix, (long long)total,
+		total == 1 ? "" : "s");
+	for (int k = 0; k < TOP && top[k]; k++) {
+		fputs(k ? ", " : " (", out);
+		put_text(out, top[k]->name, 40);
+		if (p->nranks > 1)
+			fprintf(out, " on rank %d", top_rank[k]);
+		fprintf(out, ": %lld", (long long)top[k]->dropped);
+	}
+	if (nregions > TOP)
+		fprintf(out, " and %zu more region%s", nregions - TOP, nregions - TOP == 1 ? "" : "s");
+	fputs(top[0] ? ")\n" : "\n", out);
+	return total;
 }
 
 /* Prints the summary. Returns SP_EINVAL for a malformed tree, SP_ENOMEM when

@@ -111,15 +111,18 @@ def setup(**options):
                            ("track_async", "aggregates nest calls per thread, not per task")):
             if merged[other]:
                 raise ValueError(f"aggregation_mode cannot be combined with {other}: {why}")
-    _session.options = merged
-    if not _session.active:
-        _session.active = True
-        _session.run_start_ns = _clock_ns()
-        _session.pid = _os.getpid()
+    start = _session.run_start_ns if _session.active else _clock_ns()
+    # Checks what the C side owns (buffer_limit against the machine's
+    # memory) before it changes anything: a refused setup() changes nothing.
     _configure(bool(merged["deactivate_profiling"]), merged["buffer_limit"],
                bool(merged["recursive_profile"]), bool(merged["track_threads"]),
                bool(merged["use_line_profiler"]), bool(merged["aggregation_mode"]),
                bool(merged["track_async"]))
+    _session.options = merged
+    if not _session.active:
+        _session.active = True
+        _session.run_start_ns = start
+        _session.pid = _os.getpid()
 
 
 def _metadata():

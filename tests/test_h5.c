@@ -184,6 +184,8 @@ static struct sp_profile *make_profile(void)
 	r3->clock_offset_ns = -1234567;      /* its clock is behind rank 0's */
 	r3->regions = calloc(1, sizeof *r3->regions);
 	add_region(r3, "solve", solve, 3);
+	r3->regions[0].dropped = 40;         /* memory ran out after 3 calls */
+	r3->dropped = 40 + 2;                /* and 2 calls of a region with none kept */
 	set_tree(r3, t3, 1);
 	static const char *const src3[] = {"def solve():", "    x = 1"};
 	static const int64_t hits3[] = {0, 3}, ns3[] = {0, 65};
@@ -248,6 +250,7 @@ static void assert_same(const struct sp_profile *want, const struct sp_profile *
 		assert_true(b->run_end_ns == a->run_end_ns);
 		assert_true(b->pid == a->pid);
 		assert_true(b->clock_offset_ns == a->clock_offset_ns);
+		assert_true(b->dropped == a->dropped);
 		if (a->hostname)
 			assert_string_equal(b->hostname, a->hostname);
 		else
@@ -261,6 +264,7 @@ static void assert_same(const struct sp_profile *want, const struct sp_profile *
 			y = &b->regions[k++];
 			assert_string_equal(y->name, x->name);
 			assert_memory_equal(&y->stats, &x->stats, sizeof x->stats);
+			assert_true(y->dropped == x->dropped);
 			if (with_events) {
 				assert_non_null(y->starts);
 				assert_memory_equal(y->starts, x->starts, x->stats.num_calls * sizeof(int64_t));

@@ -97,6 +97,9 @@ static void make_rank(struct sp_rank *rk)
 		loop[2 * i + 1] = loop[2 * i] + 50 + (int64_t)i;
 	}
 	add_region(rk, "löser/ß", loop, 11, NULL);
+	/* Calls lost to memory: in one region, and in all the rank's. */
+	rk->regions[1].dropped = 5;
+	rk->dropped = 5 + 17;
 	rk->ntree = sizeof tree / sizeof tree[0];
 	rk->tree = malloc(sizeof tree);
 	assert_non_null(rk->tree);
@@ -122,6 +125,7 @@ static void assert_same(const struct sp_rank *want, const struct sp_rank *got, i
 	assert_true(got->run_end_ns == shifted(want->run_end_ns, shift));
 	assert_true(got->pid == want->pid);
 	assert_true(got->clock_offset_ns == want->clock_offset_ns);
+	assert_true(got->dropped == want->dropped);
 	if (want->hostname)
 		assert_string_equal(got->hostname, want->hostname);
 	else
@@ -135,6 +139,7 @@ static void assert_same(const struct sp_rank *want, const struct sp_rank *got, i
 		st.last_end_ns = shifted(st.last_end_ns, shift);
 		assert_string_equal(y->name, x->name);
 		assert_memory_equal(&y->stats, &st, sizeof st);
+		assert_true(y->dropped == x->dropped);
 		if (!with_events) {
 			assert_null(y->starts);
 			assert_null(y->ends);
@@ -565,8 +570,13 @@ static void test_unpack_errors(void **state)
 	b[s + 2] = 0;   /* an embedded NUL */
 	expect_corrupt(b, len, "embedded NUL");
 
+	/* A negative count of calls lost (the rank's, after its clock offset). */
+	memcpy(b, buf, len);
+	put64(b + 64, UINT64_MAX);
+	expect_corrupt(b, len, "negative dropped");
+
 	/* Counts larger than the buffer can hold. */
-	for (size_t f = 64; f <= 80; f += 8) {   /* nregions, ntree, nlines */
+	for (size_t f = 72; f <= 88; f += 8) {   /* nregions, ntree, nlines */
 		memcpy(b, buf, len);
 		put64(b + f, (uint64_t)1 << 60);
 		expect_corrupt(b, len, "huge count");

@@ -9,14 +9,16 @@ ru_maxrss survives exec: a child forked (or vforked, as subprocess does) from
 this big pytest process starts with pytest's peak. So a small launcher
 forks the tool and reports its ru_maxrss; the launcher's own few MiB stay
 below any run's baseline."""
+import resource
 import subprocess
 import sys
 import textwrap
 
 import h5py
 import numpy as np
+import pytest
 
-from conftest import BINARY
+from conftest import BINARY, one_line_error
 
 TICK = """
 import sys
@@ -122,3 +124,85 @@ def test_nested_regions_with_lanes(sp):
         assert list(t["parent"][:]) == [-1, 0]
         assert [x.decode() for x in t["region"][:]] == ["outer", "inner"]
         assert list(t["calls"][:]) == [n, n]
+
+
+LOSSY = """
+import sys
+import scope_profiler as sp
+
+n = int(sys.argv[1])
+big = sp.region("big")
+for _ in range(n):
+    with big:
+        pass
+with sp.region("small"):
+    pass
+print(big.num_calls, big.dropped)
+"""
+
+VMSIZE = "print(open('/proc/self/status').read().split('VmSize:')[1].split()[0])"
+
+
+@pytest.mark.skipif(ASAN, reason="AddressSanitizer reserves terabytes of address space, so no "
+                    "address-space limit can be set; the plain build (make check) runs this")
+def test_memory_running_out_is_counted_stored_and_reported(sp):
+    # An address-space limit 40 MiB above the run's own start: the region's
+    # columns cannot double past it, and the calls after that are lost.
+    # They are counted, said on stderr, kept in the file and the summary.
+    base = sp.script(VMSIZE, name="vm.py")
+    proc = sp("run", "-q", "--no-output", base)
+    limit = (int(proc.stdout) + 40 * 1024) * 1024
+    script = sp.script(LOSSY, name="lossy.py")
+    n = 2_500_000
+    run = subprocess.run(
+        [BINARY, "run", "-q", "-o", "lossy.h5", str(script), str(n)], capture_output=True,
+        text=True, timeout=300, cwd=sp.tmp,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert run.returncode == 0, run.stderr
+    kept, lost = map(int, run.stdout.split())
+    assert kept > 0 and lost > 0 and kept + lost == n
+    assert run.stderr == (f"scope-profiler: warning: {lost} calls not recorded: memory ran out "
+                          f"(big: {lost})\n")
+    with h5py.File(sp.tmp / "lossy.h5") as f:
+        assert f["rank0"].attrs["dropped_events"] == lost
+        g = f["rank0/regions/big"]
+        assert g.attrs["dropped_events"] == lost
+        assert g.attrs["num_calls"] == kept == len(g["start_times"])
+        assert "dropped_events" not in f["rank0/regions/small"].attrs
+    summary = sp("summary", "lossy.h5")
+    assert summary.returncode == 0, summary.stderr
+    assert f"warning: {lost} calls not recorded: memory ran out (big: {lost})" in summary.stdout
+
+
+def test_no_loss_stores_zero(sp):
+    script = sp.script(LOSSY, name="lossy.py")
+    proc = sp("run", "-q", "-o", "ok.h5", script, 5000)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.split() == ["5000", "0"]
+    with h5py.File(sp.tmp / "ok.h5") as f:
+        assert f["rank0"].attrs["dropped_events"] == 0
+        assert "dropped_events" not in f["rank0/regions/big"].attrs
+    assert "not recorded" not in sp("summary", "ok.h5").stdout
+
+
+@pytest.mark.parametrize("value", ["9223372036854775807", "99999999999999"])
+def test_buffer_limit_beyond_memory_is_refused(sp, value):
+    script = sp.script(LOSSY, name="lossy.py")
+    proc = sp("run", "--buffer-limit", value, script, 10)
+    assert proc.returncode == 2
+    one_line_error(proc, f"run: --buffer-limit {value}: ", "more than this machine's memory")
+    assert not (sp.tmp / "profiling_data.h5").exists()
+    setup = sp.script(f"""
+        import scope_profiler as sp
+        try:
+            sp.ProfileManager.setup(buffer_limit={value})
+        except ValueError as e:
+            print("refused", "machine's memory" in str(e))
+        with sp.region("after"):
+            pass
+    """, name="setup.py")
+    proc = sp("run", "-q", "-o", "s.h5", setup)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "refused True"
+    with h5py.File(sp.tmp / "s.h5") as f:   # the session goes on as before
+        assert f["rank0/regions/after"].attrs["num_calls"] == 1
