@@ -27,6 +27,12 @@ typedef struct {
 	int holds_functions;          /* region(name, functions=[...]) in line mode */
 } RegionObject;
 
+/* Exits of a region whose call was entered in another thread (that call
+ * stays open until the end of the run): how many, and the first region;
+ * cleared with the events. */
+extern size_t sp_unmatched_exits;
+extern RegionObject *sp_unmatched_region;
+
 /* Every region by name (a dict, in creation order); the module's. */
 extern PyObject *sp_registry;
 

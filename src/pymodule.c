@@ -106,6 +106,25 @@ static PyObject *region_enter_threads(PyObject *self, PyObject *unused)
 	return region_enter(self, 1);
 }
 
+size_t sp_unmatched_exits;
+RegionObject *sp_unmatched_region;
+
+/* An exit with no entry in this thread: entered in another session (then
+ * nothing of the region is open, and there is nothing to close) or in
+ * another thread, whose call stays open until the end of the run. That is
+ * counted, to be said at the end (sp_pyregion.h). A region's last calls
+ * are searched for one still open, a bounded search on a rare path. */
+static __attribute__((noinline, cold)) void note_unmatched_exit(RegionObject *r)
+{
+	size_t n = r->buf.n, lo = n > 4096 ? n - 4096 : 0;
+	for (size_t i = n; i-- > lo;)
+		if (r->buf.ends[i] == SP_NO_TIME) {
+			if (!sp_unmatched_exits++)
+				sp_unmatched_region = r;
+			return;
+		}
+}
+
 /* An exit whose entry is not the innermost: find it, close the gap. */
 static __attribute__((noinline)) void exit_below(RegionObject *r, int64_t t)
 {
@@ -120,7 +139,7 @@ static __attribute__((noinline)) void exit_below(RegionObject *r, int64_t t)
 			r->buf.ends[e.slot] = t;
 		return;
 	}
-	/* No entry: the block was entered in another session or thread. */
+	note_unmatched_exit(r);
 }
 
 static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1248,6 +1267,8 @@ static PyObject *mod_reset(PyObject *m, PyObject *unused)
 	sp_track_threads = 0;
 	sp_linetrace_reset();
 	sp_agg_reset();
+	sp_unmatched_exits = 0;
+	sp_unmatched_region = NULL;
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {

@@ -326,9 +326,10 @@ out:
 	return out;
 }
 
-/* Nothing is lost silently: calls that memory could not hold are said on
- * stderr (each rank for itself, in one write) as well as kept in the file. */
-static void report_dropped(const struct sp_profile *p, int collective)
+/* Nothing goes wrong silently: calls that memory could not hold (also kept
+ * in the file), and exits from a thread that did not enter the call, are
+ * said on stderr (each rank for itself, in one write). */
+static void report_losses(const struct sp_profile *p, int collective)
 {
 	char *text = NULL, prefix[64];
 	size_t len = 0;
@@ -340,6 +341,14 @@ static void report_dropped(const struct sp_profile *p, int collective)
 	else
 		snprintf(prefix, sizeof prefix, "scope-profiler: warning: ");
 	sp_render_dropped(f, p, prefix);
+	if (sp_unmatched_exits) {
+		const char *name = PyUnicode_AsUTF8(sp_unmatched_region->name);
+		if (!name)
+			PyErr_Clear();
+		fprintf(f, "%s%zu region exit%s came from a thread that had not entered the call "
+			"(first: '%s'); such calls stay open until the end\n", prefix,
+			sp_unmatched_exits, sp_unmatched_exits == 1 ? "" : "s", name ? name : "?");
+	}
 	if (fclose(f) == 0 && len)
 		fputs(text, stderr);
 	free(text);
@@ -393,7 +402,7 @@ static PyObject *res_finalize(PyObject *m, PyObject *args)
 	if (!p)
 		goto out;
 	p->compression = compression;  /* the file's event columns: 0 contiguous, 1..9 deflate */
-	report_dropped(p, collective);
+	report_losses(p, collective);
 	if (collective) {
 		struct sp_error err = {0};
 		enum sp_err rc;

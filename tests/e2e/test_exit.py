@@ -148,3 +148,47 @@ def test_signal_at_any_moment_after_the_script(sp, sig):
         for name in ("_run_end", "_finish", "_run_exit", "scope_profiler"):
             assert name not in err, err
         assert complete(out), err
+
+
+def test_exit_from_another_thread_is_said(sp):
+    # A region entered in one thread and exited in another: the call stays
+    # open until the end of the run, and one line says so.
+    script = sp.script("""
+        import threading
+        import scope_profiler as sp
+        r = sp.region("handover")
+        r.__enter__()
+        t = threading.Thread(target=r.__exit__, args=(None, None, None))
+        t.start()
+        t.join()
+        with sp.region("after"):
+            pass
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ("scope-profiler: warning: 1 region exit came from a thread that had "
+                           "not entered the call (first: 'handover'); such calls stay open until "
+                           "the end\n")
+    with h5py.File(sp.tmp / "out.h5") as f:
+        end = f["rank0/regions/handover/end_times"][0]
+        assert end >= f["rank0/regions/after/end_times"][0]
+        assert end == f["rank0"].attrs["run_end_time"]
+
+
+def test_exit_after_a_disabled_entry_is_no_warning(sp):
+    # Entered while profiling was off (nothing opened), exited once it is
+    # on: nothing is open, nothing to say.
+    script = sp.script("""
+        import scope_profiler as sp
+        sp.ProfileManager.setup(deactivate_profiling=True)
+        r = sp.region("later")
+        r.__enter__()
+        sp.ProfileManager.setup(deactivate_profiling=False)
+        r.__exit__(None, None, None)
+        with r:
+            pass
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert f["rank0/regions/later"].attrs["num_calls"] == 1
