@@ -31,7 +31,7 @@ static const char *const format_names[NFORMATS] = {"csv", "json", "chrome", "fol
 static const struct sp_cmd_option export_options[] = {
 	{{"format", required_argument, NULL, 'f'}, "FMT", "csv, json, chrome or folded (required)"},
 	{{"output", required_argument, NULL, 'o'}, "OUT",
-	 "write to OUT: a file atomically, a device or FIFO in place (default: standard output)"},
+	 "write to OUT (atomically; a FIFO or device in place)"},
 	{{"outfile", required_argument, NULL, 'o'}, NULL, NULL},
 	{{"include", required_argument, NULL, SP_SELECT_INCLUDE}, "RE",
 	 "only regions whose name matches RE (repeatable)"},
