@@ -41,7 +41,7 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS)
 
 # The core library: no Python, no MPI. Shared by the CLI and the unit tests.
 LIB_SRC := src/error.c src/profile.c src/tree.c src/recorder.c src/filter.c \
-           src/h5write.c src/h5read.c src/render.c
+           src/h5write.c src/h5read.c src/render.c src/outpath.c
 LIB_SRC += src/render_lines.c
 LIB_SRC += src/select.c
 LIB_SRC += src/analysis.c

@@ -16,6 +16,7 @@
 #include "sp_cmd.h"
 #include "sp_h5.h"
 #include "sp_keytab.h"
+#include "sp_outpath.h"
 #include "sp_render.h"
 #include "sp_select.h"
 
@@ -30,7 +31,7 @@ static const char *const format_names[NFORMATS] = {"csv", "json", "chrome", "fol
 static const struct sp_cmd_option export_options[] = {
 	{{"format", required_argument, NULL, 'f'}, "FMT", "csv, json, chrome or folded (required)"},
 	{{"output", required_argument, NULL, 'o'}, "OUT",
-	 "write to OUT atomically (default: standard output)"},
+	 "write to OUT (atomically; a FIFO or device in place)"},
 	{{"outfile", required_argument, NULL, 'o'}, NULL, NULL},
 	{{"include", required_argument, NULL, SP_SELECT_INCLUDE}, "RE",
 	 "only regions whose name matches RE (repeatable)"},
@@ -1039,37 +1040,6 @@ out:
 	return rc;
 }
 
-/* Creates OUT's temporary file next to it ("OUT.tmp.PID", as sp_h5_write
- * does) and opens it in *f; returns its malloc'd name, or NULL with the
- * error printed. */
-static char *open_tmp(const char *out, FILE **f)
-{
-	size_t len = strlen(out) + 32;
-	char *tmp = malloc(len);
-	int fd = -1;
-	if (!tmp) {
-		sp_cmd_error(CMD, "cannot write '%s': out of memory", out);
-		return NULL;
-	}
-	snprintf(tmp, len, "%s.tmp.%ld", out, (long)getpid());
-	for (int attempt = 0; attempt < 2 && fd < 0; attempt++) {
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		/* A stale temporary file of an earlier process with our pid. */
-		if (fd < 0 && (errno != EEXIST || attempt > 0 || unlink(tmp) != 0))
-			break;
-	}
-	if (fd < 0 || !(*f = fdopen(fd, "w"))) {
-		sp_cmd_error(CMD, "cannot write '%s': %s", out, strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		free(tmp);
-		return NULL;
-	}
-	return tmp;
-}
-
 /* Returns 0, 1 when FILE cannot be read or OUT written, or SP_EXIT_USAGE. */
 int cmd_export(int argc, char **argv)
 {
@@ -1079,7 +1049,7 @@ int cmd_export(int argc, char **argv)
 	struct sp_h5_stream *s = NULL;
 	struct out *o = NULL;
 	const char *outpath = NULL;
-	char *tmp = NULL;
+	struct sp_outpath op = {.fd = -1, .slot = -1};
 	FILE *f = stdout;
 	int fmt = -1, status = SP_EXIT_USAGE, c, stdout_err = 0;
 	enum sp_err rc;
@@ -1153,18 +1123,34 @@ int cmd_export(int argc, char **argv)
 		sp_cmd_error(CMD, "out of memory");
 		goto out;
 	}
-	if (outpath && !(tmp = open_tmp(outpath, &f)))
-		goto out;
+	/* A file is replaced whole through a temporary file; a device or a
+	 * FIFO (/dev/stdout on a pipe, /dev/null) is written in place. */
+	if (outpath) {
+		if (sp_outpath_open(&op, outpath, SP_OUTPATH_IN_PLACE, &err) != SP_OK) {
+			sp_cmd_error(CMD, "cannot write %s", err.msg);
+			goto out;
+		}
+		/* The stream gets its own descriptor: closing it reports the
+		 * stream's errors, op's is the commit's to close. */
+		int fd = fcntl(op.fd, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0 || !(f = fdopen(fd, "w"))) {
+			sp_cmd_error(CMD, "cannot write '%s': %s", outpath, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			f = stdout;
+			goto out;
+		}
+	}
 	o->f = f;
 	rc = run_export(s, path, (enum format)fmt, &sel, o, &err);
 	if (rc == SP_EIO && o->err) {
-		if (tmp)
+		if (outpath)
 			sp_cmd_error(CMD, "cannot write '%s': %s", outpath, strerror(o->err));
 		else
 			stdout_err = o->err;   /* main reports it, as for every command */
 	} else if (rc != SP_OK) {
 		sp_cmd_error(CMD, "%s", err.msg);
-	} else if (tmp) {
+	} else if (outpath) {
 		errno = 0;
 		int bad = fflush(f) != 0 || ferror(f);
 		int e = errno;
@@ -1176,21 +1162,17 @@ int cmd_export(int argc, char **argv)
 		}
 		if (bad)
 			sp_cmd_error(CMD, "cannot write '%s': %s", outpath, strerror(e ? e : EIO));
-		else if (rename(tmp, outpath) != 0)
-			sp_cmd_error(CMD, "cannot rename '%s' to '%s': %s", tmp, outpath, strerror(errno));
+		else if (sp_outpath_commit(&op, &err) != SP_OK)
+			sp_cmd_error(CMD, "cannot write %s", err.msg);
 		else
 			status = 0;
 	} else {
 		status = 0;
 	}
 out:
-	if (tmp) {
-		if (f != stdout)
-			fclose(f);
-		if (status != 0)
-			unlink(tmp);
-		free(tmp);
-	}
+	if (f != stdout)
+		fclose(f);
+	sp_outpath_abort(&op);     /* after a commit: nothing left to do */
 	free(o);
 	sp_h5_stream_close(s);
 	sp_select_free(&sel);

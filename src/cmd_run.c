@@ -18,6 +18,7 @@
 
 #include "sp_cmd.h"
 #include "sp_mpi.h"
+#include "sp_outpath.h"
 #include "sp_pymodule.h"
 #include "sp_recorder.h"
 
@@ -255,8 +256,9 @@ static int check_script(const char *script)
 }
 
 /* Resolves path against the current folder, so a script's chdir does not
- * move the profile; checks now, before the script runs for hours, that a
- * file can be created there. */
+ * move the profile; checks now, before the script runs for hours, that the
+ * profile can be written there (sp_outpath_check: a symlink is followed; a
+ * directory, a device, a FIFO or a socket is refused, never replaced). */
 static int check_outfile(const char *path, char *abs, size_t len)
 {
 	if (path[0] == '/') {
@@ -272,20 +274,15 @@ static int check_outfile(const char *path, char *abs, size_t len)
 			return -1;
 		}
 	}
-	struct stat st;
-	if (stat(abs, &st) == 0 && S_ISDIR(st.st_mode)) {
-		sp_cmd_error(CMD, "cannot write the profile to '%s': it is a directory", path);
+	struct sp_error err = {0};
+	enum sp_outpath_kind kind;
+	if (sp_outpath_check(path, 0, &kind, &err) != SP_OK) {
+		/* DESIGN.md lets -o /dev/null mean --no-output; saying so is
+		 * clearer than guessing. */
+		sp_cmd_error(CMD, "cannot write the profile to %s%s", err.msg,
+			     kind == SP_OUTPATH_NULL ? "; use --no-output to record without writing a file" : "");
 		return -1;
 	}
-	char probe[PATH_MAX + 32];
-	snprintf(probe, sizeof probe, "%s.tmp.%ld", abs, (long)getpid());
-	int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
-	if (fd < 0) {
-		sp_cmd_error(CMD, "cannot write the profile to '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	close(fd);
-	unlink(probe);
 	return 0;
 }
 

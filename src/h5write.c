@@ -1,25 +1,28 @@
 /* h5write.c - writing a profile as an HDF5 file (format version 1), atomically:
- * whole (sp_h5_write) or one rank at a time (sp_h5_writer_*). */
+ * whole (sp_h5_write) or one rank at a time (sp_h5_writer_*). Where the file
+ * goes (symlinks, devices, the temporary file and the rename) is outpath.c's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <hdf5.h>
 
 #include "sp_clock.h"
 #include "sp_h5.h"
+#include "sp_outpath.h"
 
 /* A file being written: the temporary file, the property lists shared by
  * every object, and the first failure, which every later call returns. */
 struct sp_h5_writer {
 	char *path;                    /* the final path (a copy), for messages */
-	char *tmp;                     /* path.tmp.PID */
-	int created;                   /* tmp exists and is ours to remove */
+	struct sp_outpath out;         /* the temporary file (out.tmp) and its target */
 	int failed;                    /* a call failed: failure says why */
+	int detached;                  /* the file's descriptor points at memory (detach) */
 	struct sp_error failure;       /* what wfail sets; copied to the caller's err */
 	hid_t fcpl, fapl;              /* the file's */
 	hid_t lcpl;                    /* UTF-8 link names */
@@ -93,8 +96,36 @@ char *sp_h5_unescape(const char *link)
 	return out;
 }
 
+/* Abandons the temporary file after a failure, before any more of it is
+ * closed. HDF5 writes cached data and metadata when a dataset or the file
+ * is closed; when that write fails (a full disk), HDF5 1.10 frees the object
+ * all the same but keeps its id, and its atexit handler later closes that id
+ * again: a use after free, SIGSEGV at exit. So the file's descriptor is
+ * pointed at an anonymous memory file: every later write and close then
+ * succeeds, nothing more reaches the disk, and the file is removed. */
+static void detach(struct sp_h5_writer *w)
+{
+	int *fd = NULL;
+	int e = errno;
+	if (w->detached || w->file < 0)
+		return;
+	if (H5Fget_vfd_handle(w->file, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) {
+		int m = memfd_create("scope-profiler-abandoned", MFD_CLOEXEC);
+		if (m >= 0 && dup3(m, *fd, O_CLOEXEC) >= 0) {
+			w->detached = 1;
+		} else {
+			/* No memory file: give the disk space back at least. */
+			int ignored = ftruncate(*fd, 0);
+			(void)ignored;
+		}
+		if (m >= 0)
+			close(m);
+	}
+	errno = e;
+}
+
 /* Fills w->failure with "cannot write '<path>': <what>", adding the OS's reason
- * when errno holds one that explains an HDF5 failure. */
+ * when errno holds one that explains an HDF5 failure; the file is abandoned. */
 static enum sp_err wfail(struct sp_h5_writer *w, enum sp_err code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -106,6 +137,7 @@ static enum sp_err wfail(struct sp_h5_writer *w, enum sp_err code, const char *f
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
+	detach(w);
 	if (code == SP_EIO && (e == ENOSPC || e == EDQUOT || e == EIO || e == EFBIG || e == EROFS))
 		return sp_error_set(&w->failure, code, "cannot write '%s': %s: %s", w->path, what,
 				    strerror(e));
@@ -212,8 +244,18 @@ static int column_write_z(struct sp_h5_writer *w, hid_t loc, const char *name, h
 		return -1;
 	}
 	ds = H5Dcreate2(loc, name, ftype, space, w->lcpl, dcpl, H5P_DEFAULT);
-	if (ds >= 0 && (n == 0 || H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0))
+	/* A compressed column's chunks wait in the chunk cache: flushed here,
+	 * so that a failure to write them is seen while the dataset is still
+	 * open, never first by H5Dclose (see detach). Contiguous columns are
+	 * written by H5Dwrite itself (no sieve buffer, make_plists). */
+	if (ds >= 0 && (n == 0 || H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0) &&
+	    (dcpl == w->dcpl || H5Dflush(ds) >= 0))
 		ok = 1;
+	if (!ok) {
+		int e = errno;
+		detach(w);
+		errno = e;
+	}
 	if (ds >= 0 && H5Dclose(ds) < 0)
 		ok = 0;
 	if (dcpl != w->dcpl)
@@ -479,23 +521,6 @@ out:
 	return rc;
 }
 
-/* Creates the temporary file ourselves first, so that a missing folder or a
- * permission problem is reported with the operating system's reason. */
-static enum sp_err create_tmp(const char *tmp, struct sp_error *err)
-{
-	for (int attempt = 0; attempt < 2; attempt++) {
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (fd >= 0) {
-			close(fd);
-			return SP_OK;
-		}
-		/* A stale temporary file of an earlier process with our pid. */
-		if (errno != EEXIST || attempt > 0 || unlink(tmp) != 0)
-			break;
-	}
-	return sp_error_set(err, SP_EIO, "cannot create '%s': %s", tmp, strerror(errno));
-}
-
 static int make_plists(struct sp_h5_writer *w)
 {
 	unsigned crt = H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED;
@@ -557,9 +582,12 @@ static enum sp_err meta_add(struct sp_h5_writer *w, const char *key, const char 
 }
 
 /* Closes whatever is still open, removes the temporary file when asked to
- * (and when it is ours), frees w. Errors are ignored: it is too late. */
+ * (and when it is ours), frees w. A file being removed is detached first,
+ * so that closing it cannot fail. */
 static void writer_free(struct sp_h5_writer *w, int remove_tmp)
 {
+	if (remove_tmp)
+		detach(w);
 	if (w->meta >= 0)
 		H5Gclose(w->meta);
 	if (w->file >= 0)
@@ -569,10 +597,9 @@ static void writer_free(struct sp_h5_writer *w, int remove_tmp)
 	for (size_t i = 0; i < sizeof plists / sizeof plists[0]; i++)
 		if (plists[i] >= 0)
 			H5Pclose(plists[i]);
-	if (remove_tmp && w->created)
-		unlink(w->tmp);
+	if (remove_tmp)
+		sp_outpath_abort(&w->out);
 	free(w->path);
-	free(w->tmp);
 	free(w);
 }
 
@@ -597,18 +624,15 @@ enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, stru
 	if (!p || !path || !path[0] || !out)
 		return sp_error_set(err, SP_EINVAL, "sp_h5_writer_open: no profile, path or writer");
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-	size_t len = strlen(path) + 32;
-	if (!(w = calloc(1, sizeof *w)) || !(w->path = strdup(path)) || !(w->tmp = malloc(len))) {
-		if (w)
-			free(w->path);
+	if (!(w = calloc(1, sizeof *w)) || !(w->path = strdup(path))) {
 		free(w);
 		return sp_error_set(err, SP_ENOMEM, "cannot write '%s': out of memory", path);
 	}
+	w->out.fd = -1;
 	hid_t *ids[] = {&w->fcpl, &w->fapl, &w->lcpl, &w->gcpl, &w->gcpl_regions, &w->gcpl_region,
 			&w->gcpl_meta, &w->dcpl, &w->file, &w->meta};
 	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
 		*ids[i] = H5I_INVALID_HID;
-	snprintf(w->tmp, len, "%s.tmp.%ld", path, (long)getpid());
 	if (p->compression < 0 || p->compression > 9) {
 		rc = wfail(w, SP_EINVAL, "compression level %d is not 0 (none) to 9", p->compression);
 		goto out;
@@ -616,24 +640,31 @@ enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, stru
 	if (p->compression > 0 && (rc = check_filters(w)) != SP_OK)
 		goto out;
 	w->level = p->compression;
-	if ((rc = create_tmp(w->tmp, &w->failure)) != SP_OK)
+	/* A profile goes only to a regular file (new or replaced): a device
+	 * or a FIFO is refused, never replaced. */
+	struct sp_error oerr = {0};
+	if ((rc = sp_outpath_open(&w->out, path, 0, &oerr)) != SP_OK) {
+		sp_error_set(&w->failure, rc, "cannot write %s", oerr.msg);
 		goto out;
-	w->created = 1;
+	}
+	close(w->out.fd);              /* HDF5 opens it by name */
+	w->out.fd = -1;
 	/* Version 1.8 object headers and groups: smaller than the 1.6 defaults
 	 * and readable by any HDF5 since 1.8 (h5py included). */
 	if (make_plists(w) < 0 || (w->fcpl = H5Pcreate(H5P_FILE_CREATE)) < 0 ||
 	    H5Pset_obj_track_times(w->fcpl, 0) < 0 ||
 	    (w->level > 0 && H5Pset_istore_k(w->fcpl, ISTORE_K) < 0) ||
 	    (w->fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 ||
-	    H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0) {
+	    H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0 ||
+	    H5Pset_sieve_buf_size(w->fapl, 0) < 0) {
 		rc = wfail(w, SP_EIO, "cannot set up HDF5 property lists");
 		goto out;
 	}
 	errno = 0;
-	w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, w->fcpl, w->fapl);
+	w->file = H5Fcreate(w->out.tmp, H5F_ACC_TRUNC, w->fcpl, w->fapl);
 	if (w->file < 0) {
-		rc = sp_error_set(&w->failure, SP_EIO, "cannot create '%s': HDF5 cannot create the file%s%s",
-				  w->tmp, errno ? ": " : "", errno ? strerror(errno) : "");
+		rc = sp_error_set(&w->failure, SP_EIO, "cannot write '%s': HDF5 cannot create the file%s%s",
+				  w->path, errno ? ": " : "", errno ? strerror(errno) : "");
 		goto out;
 	}
 	if (attr_str(w->file, "format", "scope-profiler") < 0 || attr_write(w->file, "format_version",
@@ -681,6 +712,28 @@ enum sp_err sp_h5_writer_rank(struct sp_h5_writer *w, const struct sp_rank *rk,
 	return rc == SP_OK ? SP_OK : writer_failed(w, rc, err);
 }
 
+/* Makes sure that closing the file cannot fail for want of disk space (see
+ * detach): H5Fclose writes the cached metadata, all of it inside the file's
+ * allocated address space, so that space is reserved on disk first. A full
+ * disk then fails here, while the file can still be detached. H5Fflush
+ * cannot serve: after a failed flush HDF5 1.10 can close the file no more.
+ * A file system without fallocate(2) is not checked. */
+static enum sp_err reserve(struct sp_h5_writer *w)
+{
+	haddr_t eoa = 0;
+	int *fd = NULL;
+	if (H5Fget_eoa(w->file, &eoa) < 0 || H5Fget_vfd_handle(w->file, H5P_DEFAULT, (void **)&fd) < 0 ||
+	    !fd || *fd < 0)
+		return wfail(w, SP_EIO, "cannot find the file's size");
+	if (eoa > 0 && eoa <= (haddr_t)INT64_MAX && fallocate(*fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)eoa) != 0 &&
+	    errno != EOPNOTSUPP && errno != ENOSYS && errno != EINTR) {
+		int e = errno;
+		errno = e == ENOSPC || e == EDQUOT || e == EFBIG ? e : EIO;
+		return wfail(w, SP_EIO, "cannot finish writing the file");
+	}
+	return SP_OK;
+}
+
 enum sp_err sp_h5_writer_commit(struct sp_h5_writer *w, struct sp_error *err)
 {
 	enum sp_err rc;
@@ -692,14 +745,16 @@ enum sp_err sp_h5_writer_commit(struct sp_h5_writer *w, struct sp_error *err)
 		if (H5Gclose(w->meta) < 0)
 			rc = wfail(w, SP_EIO, "cannot close group metadata");
 		w->meta = H5I_INVALID_HID;
+		if (rc == SP_OK)
+			rc = reserve(w);
 		errno = 0;
 		herr_t closed = H5Fclose(w->file);
 		w->file = H5I_INVALID_HID;
 		if (closed < 0 && rc == SP_OK)
-			rc = wfail(w, SP_EIO, "cannot finish writing '%s'", w->tmp);
-		if (rc == SP_OK && rename(w->tmp, w->path) != 0)
-			rc = sp_error_set(&w->failure, SP_EIO, "cannot rename '%s' to '%s': %s", w->tmp,
-					  w->path, strerror(errno));
+			rc = wfail(w, SP_EIO, "cannot finish writing the file");
+		struct sp_error oerr = {0};
+		if (rc == SP_OK && sp_outpath_commit(&w->out, &oerr) != SP_OK)
+			rc = sp_error_set(&w->failure, oerr.code, "cannot write %s", oerr.msg);
 	}
 	if (rc != SP_OK)
 		writer_failed(w, rc, err);

@@ -510,8 +510,7 @@ def _write_at_exit():
         _, path = _finish(not _session.quiet, False, _sys.stderr, show_lines, failed)
     except OSError as exc:
         # Under MPI every rank gets rank 0's error and retries with it.
-        if talk:
-            _sys.stderr.write(f"scope-profiler: run: {exc}\n")
+        # One line says what failed and where the profile went.
         _mark_write_failed()
         fallback = _fallback_path()
         _session.options["file_path"] = fallback
@@ -520,10 +519,10 @@ def _write_at_exit():
             _, path = _finish(False, False, _sys.stderr, failed=failed)
         except OSError as exc2:
             if talk:
-                _sys.stderr.write(f"scope-profiler: run: {exc2}; the profile is lost\n")
+                _sys.stderr.write(f"scope-profiler: run: {exc}; {exc2}; the profile is lost\n")
             return
         if talk:
-            _sys.stderr.write(f"scope-profiler: run: profile saved to {path} instead\n")
+            _sys.stderr.write(f"scope-profiler: run: {exc}; profile saved to {path} instead\n")
         return
     if path and not _session.quiet:
         _sys.stderr.write(f"scope-profiler: profile written to {path}\n")

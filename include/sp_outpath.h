@@ -1,0 +1,90 @@
+/* sp_outpath.h - where and how an output file is written: the one owner of
+ * the temporary file and the rename (the HDF5 profile, exports, run's early
+ * check). Output paths are never clobbered:
+ *
+ *   - a symlink is followed to its final target (a dangling one too: the
+ *     target it names is created); the link itself stays;
+ *   - a regular file, or a new one, is written to TARGET.tmp.PID beside the
+ *     real target, fsync'd and renamed over it: readers see the old file or
+ *     the whole new one. A new file gets 0666 & ~umask; a replaced one keeps
+ *     its permission bits (and, as root, its owner);
+ *   - a character or block device or a FIFO (/dev/null, /dev/stdout on a
+ *     pipe or a terminal) is written in place, opened without O_CREAT or
+ *     O_TRUNC, when the caller asks for it (SP_OUTPATH_IN_PLACE: exports);
+ *     otherwise it is refused (the HDF5 profile); a socket and a directory
+ *     are always refused;
+ *   - a TARGET.tmp.PID left by a dead process (kill(pid, 0) fails with ESRCH)
+ *     on a local file system is removed by the next write to that target;
+ *     a live process's, or one on a network file system (where the pid may
+ *     belong to another host), is left alone.
+ *
+ * Every message is "'PATH': reason" (PATH as the caller gave it, its real
+ * target added when a symlink led elsewhere); callers prefix what they were
+ * writing: "cannot write the profile to %s". */
+#ifndef SP_OUTPATH_H
+#define SP_OUTPATH_H
+
+#include "sp_error.h"
+
+/* What an output path leads to, symlinks followed. */
+enum sp_outpath_kind {
+	SP_OUTPATH_NEW,        /* nothing there yet: created */
+	SP_OUTPATH_FILE,       /* a regular file: replaced by the rename */
+	SP_OUTPATH_DIR,        /* a directory: refused */
+	SP_OUTPATH_NULL,       /* the null device (/dev/null): in place or refused */
+	SP_OUTPATH_DEVICE,     /* another character or block device (a terminal) */
+	SP_OUTPATH_FIFO,       /* a FIFO or a pipe (/dev/stdout on a pipe) */
+	SP_OUTPATH_SOCKET,     /* a socket: refused */
+};
+
+enum sp_outpath_flags {
+	SP_OUTPATH_IN_PLACE = 1,   /* write devices and FIFOs in place (else refuse them) */
+};
+
+/* An output being written. Fields are read-only for callers. */
+struct sp_outpath {
+	char *path;                /* as given, for messages */
+	char *target;              /* symlinks followed: what is written or replaced */
+	char *tmp;                 /* TARGET.tmp.PID, or NULL when written in place */
+	int fd;                    /* open for writing; -1 once closed */
+	enum sp_outpath_kind kind;
+	int slot;                  /* in the cleanup registry, or -1 */
+};
+
+/* Checks, before hours of work, that path can be written with these flags:
+ * follows symlinks, refuses what sp_outpath_open would refuse, removes a
+ * dead process's TARGET.tmp.PID and creates and removes TARGET.tmp.PID once
+ * (a missing folder or a permission problem shows now). *kind (when not
+ * NULL) is set even on failure, when the path could be examined. Returns
+ * SP_OK, SP_EINVAL (a directory, a socket, a device or FIFO without
+ * SP_OUTPATH_IN_PLACE, a symlink loop), SP_ENOMEM or SP_EIO with err set. */
+enum sp_err sp_outpath_check(const char *path, int flags, enum sp_outpath_kind *kind,
+			     struct sp_error *err);
+
+/* Opens path for writing into *o: a device or FIFO in place (flags allowing),
+ * else a new TARGET.tmp.PID (created with O_EXCL, registered for
+ * sp_outpath_cleanup_tmp). A stale TARGET.tmp.PID of a dead process is
+ * removed first. Returns the codes of sp_outpath_check; on failure nothing
+ * is left open or created and *o needs no sp_outpath_abort. o->fd may be
+ * closed by the caller (set it to -1), e.g. when a library reopens o->tmp
+ * by name. */
+enum sp_err sp_outpath_open(struct sp_outpath *o, const char *path, int flags, struct sp_error *err);
+
+/* Finishes a successful write: fsyncs and closes the temporary file and
+ * renames it over the target, or closes the device. On failure (SP_EIO,
+ * e.g. ENOSPC reported by close) the temporary file is removed and the
+ * target is untouched. Frees o's strings whatever the outcome; o is then
+ * like a closed one (sp_outpath_abort does nothing). */
+enum sp_err sp_outpath_commit(struct sp_outpath *o, struct sp_error *err);
+
+/* Gives up: closes, removes the temporary file, frees o's strings. Safe on
+ * a zeroed, a failed-to-open or an already finished *o. */
+void sp_outpath_abort(struct sp_outpath *o);
+
+/* Removes every temporary file this process is writing now. Async-signal
+ * safe (unlink only): for a fatal signal's handler, before it re-raises.
+ * The writers then fail when they commit; nothing else is touched. Also
+ * run at exit. */
+void sp_outpath_cleanup_tmp(void);
+
+#endif

@@ -1,0 +1,437 @@
+/* outpath.c - where and how an output file is written (see sp_outpath.h):
+ * symlinks followed, devices and FIFOs written in place or refused, files
+ * replaced through TARGET.tmp.PID and rename(2). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "sp_outpath.h"
+
+#define MAX_HOPS 40                /* symlinks followed, as the kernel's limit */
+#define NSLOTS 16                  /* temporary files being written at once */
+
+/* The temporary files this process is writing, for sp_outpath_cleanup_tmp:
+ * a slot is 0 free, 1 being filled or emptied, 2 holding a path. A signal
+ * handler only reads slots in state 2; threads claim slots by CAS. */
+static struct {
+	atomic_int state[NSLOTS];
+	pid_t pid[NSLOTS];             /* the writer's: a forked child never removes them */
+	char path[NSLOTS][PATH_MAX];
+	atomic_int atexit_done;
+} reg;
+
+static int reg_add(const char *tmp)
+{
+	if (strlen(tmp) >= PATH_MAX)
+		return -1;
+	if (!atomic_exchange(&reg.atexit_done, 1))
+		atexit(sp_outpath_cleanup_tmp);
+	for (int i = 0; i < NSLOTS; i++) {
+		int free_slot = 0;
+		if (atomic_compare_exchange_strong(&reg.state[i], &free_slot, 1)) {
+			reg.pid[i] = getpid();
+			strcpy(reg.path[i], tmp);
+			atomic_store(&reg.state[i], 2);
+			return i;
+		}
+	}
+	return -1;                     /* all busy: written, just not cleaned on a signal */
+}
+
+static void reg_remove(int slot)
+{
+	if (slot >= 0 && slot < NSLOTS)
+		atomic_store(&reg.state[slot], 0);
+}
+
+/* Whether this process is writing tmp now (another writer of the same target). */
+static int reg_holds(const char *tmp)
+{
+	pid_t me = getpid();
+	for (int i = 0; i < NSLOTS; i++)
+		if (atomic_load(&reg.state[i]) == 2 && reg.pid[i] == me && strcmp(reg.path[i], tmp) == 0)
+			return 1;
+	return 0;
+}
+
+void sp_outpath_cleanup_tmp(void)
+{
+	pid_t me = getpid();
+	for (int i = 0; i < NSLOTS; i++)
+		if (atomic_load(&reg.state[i]) == 2 && reg.pid[i] == me)
+			unlink(reg.path[i]);
+}
+
+/* ---- following the path ------------------------------------------------- */
+
+static char *join_dir(const char *link, const char *text)
+{
+	if (text[0] == '/')
+		return strdup(text);
+	const char *slash = strrchr(link, '/');
+	size_t dlen = slash ? (size_t)(slash - link) + 1 : 0;
+	char *out = malloc(dlen + strlen(text) + 1);
+	if (out) {
+		memcpy(out, link, dlen);
+		strcpy(out + dlen, text);
+	}
+	return out;
+}
+
+static const char *kind_name(enum sp_outpath_kind k, const struct stat *st)
+{
+	switch (k) {
+	case SP_OUTPATH_DIR: return "a directory";
+	case SP_OUTPATH_NULL: return "the null device";
+	case SP_OUTPATH_DEVICE: return S_ISBLK(st->st_mode) ? "a block device" : "a character device";
+	case SP_OUTPATH_FIFO: return "a FIFO (a pipe)";
+	case SP_OUTPATH_SOCKET: return "a socket";
+	default: return "a file";
+	}
+}
+
+/* "'path'", or "'path' (a symlink to 'target')" when a link led elsewhere. */
+static void describe(char *buf, size_t len, const char *path, const char *target, int via_link)
+{
+	if (via_link && target)
+		snprintf(buf, len, "'%s' (a symlink to '%s')", path, target);
+	else
+		snprintf(buf, len, "'%s'", path);
+}
+
+/* Finds what path leads to: o->target, o->kind, *st (of the target when it
+ * exists), *via_link. Refuses what flags do not allow. */
+static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, struct stat *st,
+			   int *via_link, struct sp_error *err)
+{
+	struct stat lst;
+	char where[PATH_MAX + 64];
+
+	*via_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
+	memset(st, 0, sizeof *st);
+	if (stat(path, st) == 0) {
+		if (S_ISREG(st->st_mode)) {
+			o->kind = SP_OUTPATH_FILE;
+			/* The temporary file goes beside the real file: the rename
+			 * then replaces it, never the link that led there. */
+			o->target = realpath(path, NULL);
+			if (!o->target)
+				return sp_error_set(err, errno == ENOMEM ? SP_ENOMEM : SP_EIO, "'%s': %s", path,
+						    strerror(errno));
+			return SP_OK;
+		}
+		if (S_ISDIR(st->st_mode))
+			o->kind = SP_OUTPATH_DIR;
+		else if (S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3))
+			o->kind = SP_OUTPATH_NULL;
+		else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+			o->kind = SP_OUTPATH_DEVICE;
+		else if (S_ISFIFO(st->st_mode))
+			o->kind = SP_OUTPATH_FIFO;
+		else
+			o->kind = SP_OUTPATH_SOCKET;
+		/* Opened by the name given: /dev/stdout's /proc link reaches the
+		 * pipe itself, which no resolved name would. */
+		if (!(o->target = strdup(path)))
+			return sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
+		describe(where, sizeof where, path, NULL, 0);
+		if (o->kind == SP_OUTPATH_DIR)
+			return sp_error_set(err, SP_EINVAL, "%s: it is a directory", where);
+		if (o->kind == SP_OUTPATH_SOCKET)
+			return sp_error_set(err, SP_EINVAL, "%s: it is a socket, which cannot be opened for writing",
+					    where);
+		if (!(flags & SP_OUTPATH_IN_PLACE))
+			return sp_error_set(err, SP_EINVAL, "%s: it is %s, not a regular file, and is never replaced",
+					    where, kind_name(o->kind, st));
+		return SP_OK;
+	}
+	if (errno == ELOOP)
+		return sp_error_set(err, SP_EINVAL, "'%s': %s", path, strerror(errno));
+	if (errno != ENOENT)
+		return sp_error_set(err, SP_EIO, "'%s': %s", path, strerror(errno));
+	/* Nothing there, or a dangling symlink: its chain names the file to
+	 * create. */
+	o->kind = SP_OUTPATH_NEW;
+	char *cur = strdup(path);
+	for (int hops = 0; cur; hops++) {
+		char text[PATH_MAX];
+		if (lstat(cur, &lst) != 0 || !S_ISLNK(lst.st_mode)) {
+			o->target = cur;
+			return SP_OK;
+		}
+		if (hops == MAX_HOPS) {
+			free(cur);
+			return sp_error_set(err, SP_EINVAL, "'%s': %s", path, strerror(ELOOP));
+		}
+		ssize_t n = readlink(cur, text, sizeof text - 1);
+		if (n < 0) {
+			int e = errno;
+			free(cur);
+			return sp_error_set(err, SP_EIO, "'%s': %s", path, strerror(e));
+		}
+		text[n] = '\0';
+		char *next = join_dir(cur, text);
+		free(cur);
+		cur = next;
+	}
+	return sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
+}
+
+/* ---- stale temporary files ---------------------------------------------- */
+
+/* File systems whose files other hosts write too: a pid found there may be
+ * a live process elsewhere, so nothing is removed on them. */
+static int shared_fs(int dirfd)
+{
+	static const unsigned long magic[] = {
+		0x6969,          /* NFS */
+		0xFF534D42,      /* CIFS */
+		0xFE534D42,      /* SMB2 */
+		0x517B,          /* SMB */
+		0x0BD00BD0,      /* Lustre */
+		0x47504653,      /* GPFS */
+		0x00C36400,      /* CephFS */
+		0x19830326,      /* BeeGFS */
+		0x5346414F,      /* AFS */
+		0x65735546,      /* FUSE (sshfs, ...) */
+		0x013111A8,      /* IBRIX */
+		0x73757245,      /* Coda */
+	};
+	struct statfs sf;
+	if (fstatfs(dirfd, &sf) != 0)
+		return 1;
+	for (size_t i = 0; i < sizeof magic / sizeof magic[0]; i++)
+		if ((unsigned long)sf.f_type == magic[i])
+			return 1;
+	return 0;
+}
+
+/* Removes TARGET.tmp.PID files in target's folder whose PID is a process
+ * that no longer exists (an earlier run killed while writing). */
+static void remove_stale(const char *target)
+{
+	const char *slash = strrchr(target, '/');
+	const char *base = slash ? slash + 1 : target;
+	char dir[PATH_MAX];
+	size_t dlen = slash ? (size_t)(slash - target) : 0;
+	if (dlen >= sizeof dir)
+		return;
+	if (slash) {
+		memcpy(dir, target, dlen);
+		dir[dlen] = '\0';
+		if (dlen == 0)
+			strcpy(dir, "/");
+	} else {
+		strcpy(dir, ".");
+	}
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	size_t blen = strlen(base);
+	pid_t me = getpid();
+	struct dirent *e;
+	if (shared_fs(dirfd(d)))
+		goto out;
+	while ((e = readdir(d))) {
+		const char *name = e->d_name;
+		if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0)
+			continue;
+		const char *digits = name + blen + 5;
+		char *end;
+		errno = 0;
+		long pid = strtol(digits, &end, 10);
+		struct stat st;
+		if (!(digits[0] >= '1' && digits[0] <= '9') || *end || errno || pid > INT_MAX ||
+		    pid == (long)me)
+			continue;
+		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		/* EPERM: alive, someone else's. Only "no such process" is dead. */
+		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+			unlinkat(dirfd(d), name, 0);
+	}
+out:
+	closedir(d);
+}
+
+/* ---- the public functions ------------------------------------------------ */
+
+static void reset(struct sp_outpath *o)
+{
+	*o = (struct sp_outpath){.fd = -1, .slot = -1};
+}
+
+static void release(struct sp_outpath *o)
+{
+	free(o->path);
+	free(o->target);
+	free(o->tmp);
+	reset(o);
+}
+
+static char *tmp_name(const char *target)
+{
+	size_t len = strlen(target) + 32;
+	char *tmp = malloc(len);
+	if (tmp)
+		snprintf(tmp, len, "%s.tmp.%ld", target, (long)getpid());
+	return tmp;
+}
+
+/* Creates o->tmp with O_EXCL (a stale one of an earlier process with our pid
+ * is replaced, a live writer's in this process is not). */
+static enum sp_err create_tmp(struct sp_outpath *o, const struct stat *st, int via_link,
+			      struct sp_error *err)
+{
+	char where[2 * PATH_MAX + 64];
+	describe(where, sizeof where, o->path, o->target, via_link);
+	if (reg_holds(o->tmp))
+		return sp_error_set(err, SP_EINVAL, "%s: this process is already writing it", where);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (o->fd >= 0)
+			break;
+		if (errno != EEXIST || attempt > 0 || unlink(o->tmp) != 0)
+			return sp_error_set(err, errno == ENOMEM ? SP_ENOMEM : SP_EIO, "%s: %s", where,
+					    strerror(errno));
+	}
+	if (o->kind == SP_OUTPATH_FILE) {
+		/* The replacement keeps what the file it replaces allowed; a
+		 * file system without owners or modes keeps the defaults. */
+		int ok = geteuid() != 0 || fchown(o->fd, st->st_uid, st->st_gid) == 0;
+		ok = fchmod(o->fd, st->st_mode & 0777) == 0 && ok;
+		(void)ok;
+	}
+	o->slot = reg_add(o->tmp);
+	return SP_OK;
+}
+
+enum sp_err sp_outpath_open(struct sp_outpath *o, const char *path, int flags, struct sp_error *err)
+{
+	struct stat st;
+	int via_link = 0;
+	enum sp_err rc;
+
+	reset(o);
+	if (!path || !path[0])
+		return sp_error_set(err, SP_EINVAL, "an empty output path");
+	if (!(o->path = strdup(path))) {
+		rc = sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
+		goto fail;
+	}
+	if ((rc = resolve(o, path, flags, &st, &via_link, err)) != SP_OK)
+		goto fail;
+	if (o->kind != SP_OUTPATH_NEW && o->kind != SP_OUTPATH_FILE) {
+		/* In place: no O_CREAT (a device that vanished is not made a
+		 * file), no O_TRUNC; a FIFO waits for its reader here. */
+		o->fd = open(o->target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (o->fd < 0) {
+			rc = sp_error_set(err, SP_EIO, "'%s': %s", path, strerror(errno));
+			goto fail;
+		}
+		return SP_OK;
+	}
+	if (!(o->tmp = tmp_name(o->target))) {
+		rc = sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
+		goto fail;
+	}
+	remove_stale(o->target);
+	if ((rc = create_tmp(o, &st, via_link, err)) != SP_OK)
+		goto fail;
+	return SP_OK;
+fail:
+	release(o);
+	return rc;
+}
+
+enum sp_err sp_outpath_check(const char *path, int flags, enum sp_outpath_kind *kind,
+			     struct sp_error *err)
+{
+	struct sp_outpath o;
+	struct stat st;
+	int via_link = 0;
+	enum sp_err rc;
+
+	reset(&o);
+	if (kind)
+		*kind = SP_OUTPATH_NEW;
+	if (!path || !path[0])
+		return sp_error_set(err, SP_EINVAL, "an empty output path");
+	if (!(o.path = strdup(path)))
+		return sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
+	rc = resolve(&o, path, flags, &st, &via_link, err);
+	if (kind)
+		*kind = o.kind;
+	if (rc == SP_OK && (o.kind == SP_OUTPATH_NEW || o.kind == SP_OUTPATH_FILE)) {
+		/* Opening a device or FIFO now could block or have effects;
+		 * a file is probed where it will be written. */
+		if (!(o.tmp = tmp_name(o.target))) {
+			rc = sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
+		} else {
+			remove_stale(o.target);
+			if ((rc = create_tmp(&o, &st, via_link, err)) == SP_OK) {
+				close(o.fd);
+				o.fd = -1;
+				unlink(o.tmp);
+				reg_remove(o.slot);
+			}
+		}
+	}
+	release(&o);
+	return rc;
+}
+
+enum sp_err sp_outpath_commit(struct sp_outpath *o, struct sp_error *err)
+{
+	enum sp_err rc = SP_OK;
+	if (!o->path)
+		return sp_error_set(err, SP_EINVAL, "sp_outpath_commit: nothing open");
+	if (!o->tmp) {
+		if (o->fd >= 0 && close(o->fd) != 0 && errno != EINTR)
+			rc = sp_error_set(err, SP_EIO, "'%s': %s", o->path, strerror(errno));
+		o->fd = -1;
+		release(o);
+		return rc;
+	}
+	/* The data reaches the disk before the name does: after a crash the
+	 * target is the old file or the whole new one. */
+	int fd = o->fd >= 0 ? o->fd : open(o->tmp, O_RDONLY | O_CLOEXEC);
+	int e = 0;
+	if (fd < 0 || fsync(fd) != 0)
+		e = errno;
+	if (fd >= 0 && close(fd) != 0 && !e && errno != EINTR)
+		e = errno;
+	o->fd = -1;
+	if (!e && rename(o->tmp, o->target) != 0)
+		e = errno;
+	if (e) {
+		rc = sp_error_set(err, e == ENOMEM ? SP_ENOMEM : SP_EIO, "'%s': %s", o->path, strerror(e));
+		unlink(o->tmp);
+	}
+	reg_remove(o->slot);
+	release(o);
+	return rc;
+}
+
+void sp_outpath_abort(struct sp_outpath *o)
+{
+	if (!o || !o->path)
+		return;
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+	if (o->tmp)
+		unlink(o->tmp);
+	reg_remove(o->slot);
+	release(o);
+}

@@ -1,0 +1,256 @@
+"""Output paths are never clobbered (DESIGN.md section 8): devices, FIFOs,
+symlinks, directories, stale temporary files, a full disk. Device nodes are
+made with mknod inside the test's own folder, never the system's."""
+import os
+import stat
+import subprocess
+import threading
+
+import h5py
+import pytest
+
+from conftest import BINARY, one_line_error
+
+SCRIPT = """
+import scope_profiler as sp
+open("ran", "w").write("yes")
+for i in range(3):
+    with sp.region("step"):
+        pass
+"""
+
+
+def need_root(what):
+    if os.geteuid() != 0:
+        pytest.skip(f"needs root to {what} (CI runs these tests as root)")
+
+
+def good_profile(sp, name="good.h5"):
+    script = sp.script(SCRIPT, name="good.py")
+    proc = sp("run", "-q", "-o", name, script)
+    assert proc.returncode == 0, proc.stderr
+    (sp.tmp / "ran").unlink()
+    return sp.tmp / name
+
+
+def tmp_files(folder):
+    return sorted(p.name for p in folder.iterdir() if ".tmp." in p.name)
+
+
+def test_run_refuses_null_device_before_the_script(sp):
+    need_root("mknod a character device")
+    null = sp.tmp / "null"
+    os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    script = sp.script(SCRIPT)
+    proc = sp("run", "-q", "-o", null, script)
+    assert proc.returncode == 2
+    one_line_error(proc, "run", "null", "the null device", "--no-output")
+    assert not (sp.tmp / "ran").exists()
+    st = os.lstat(null)
+    assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3)
+    assert tmp_files(sp.tmp) == []
+
+
+def test_run_refuses_fifo_and_directory_keeps_the_good_profile(sp):
+    good = good_profile(sp)
+    data = good.read_bytes()
+    fifo = sp.tmp / "fifo"
+    os.mkfifo(fifo)
+    script = sp.script(SCRIPT)
+    proc = sp("run", "-q", "-o", fifo, script)
+    assert proc.returncode == 2
+    one_line_error(proc, "run", "fifo", "FIFO")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    # A symlink to the FIFO is followed, and refused the same way.
+    (sp.tmp / "out.h5").symlink_to("fifo")
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 2
+    one_line_error(proc, "out.h5", "FIFO")
+    assert os.path.islink(sp.tmp / "out.h5")
+    (sp.tmp / "adir").mkdir()
+    proc = sp("run", "-q", "-o", "adir", script)
+    assert proc.returncode == 2
+    one_line_error(proc, "adir", "directory")
+    assert not (sp.tmp / "ran").exists()
+    assert good.read_bytes() == data
+    assert tmp_files(sp.tmp) == []
+
+
+def test_run_writes_through_symlinks(sp):
+    good = good_profile(sp)
+    (sp.tmp / "link.h5").symlink_to("good.h5")
+    script = sp.script(SCRIPT.replace('"step"', '"through_link"'))
+    proc = sp("run", "-q", "-o", "link.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.islink(sp.tmp / "link.h5")
+    with h5py.File(good) as f:
+        assert list(f["rank0/regions"]) == ["through_link"]
+    # A dangling symlink: the file it names is created.
+    (sp.tmp / "sub").mkdir()
+    (sp.tmp / "dangling.h5").symlink_to("sub/new.h5")
+    proc = sp("run", "-q", "-o", "dangling.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.islink(sp.tmp / "dangling.h5")
+    with h5py.File(sp.tmp / "sub" / "new.h5") as f:
+        assert f["rank0/regions/through_link"].attrs["num_calls"] == 3
+    assert tmp_files(sp.tmp) == [] and tmp_files(sp.tmp / "sub") == []
+
+
+def export_stdout(sp, profile):
+    proc = sp("export", profile, "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("name,rank,lane,call_index")
+    return proc.stdout
+
+
+def test_export_into_fifo_in_place(sp):
+    good = good_profile(sp)
+    want = export_stdout(sp, good)
+    fifo = sp.tmp / "fifo"
+    os.mkfifo(fifo)
+    got = []
+
+    def reader():
+        with open(fifo) as f:
+            got.append(f.read())
+    t = threading.Thread(target=reader)
+    t.start()
+    proc = sp("export", good, "--format", "csv", "-o", fifo)
+    t.join(timeout=60)
+    assert not t.is_alive()
+    assert proc.returncode == 0, proc.stderr
+    assert got == [want]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert tmp_files(sp.tmp) == []
+
+
+def test_export_into_null_device_in_place(sp):
+    need_root("mknod a character device")
+    good = good_profile(sp)
+    null = sp.tmp / "null"
+    os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    (sp.tmp / "null.link").symlink_to("null")
+    for target in (null, sp.tmp / "null.link"):
+        proc = sp("export", good, "--format", "json", "-o", target)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == "" and proc.stderr == ""
+    st = os.lstat(null)
+    assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3)
+    assert os.path.islink(sp.tmp / "null.link")
+    assert tmp_files(sp.tmp) == []
+
+
+def test_export_to_dev_stdout_reaches_the_pipe(sp):
+    # Safe: /dev/stdout of the child is the pipe subprocess made for it.
+    good = good_profile(sp)
+    want = export_stdout(sp, good)
+    proc = subprocess.run([BINARY, "export", str(good), "--format", "csv", "-o", "/dev/stdout"],
+                          capture_output=True, text=True, cwd=sp.tmp, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == want
+    assert os.path.islink("/dev/stdout")
+    assert not [p for p in os.listdir("/dev") if ".tmp." in p]
+
+
+def test_export_through_symlink_and_refuses_directory(sp):
+    good = good_profile(sp)
+    want = export_stdout(sp, good)
+    (sp.tmp / "real.csv").write_text("old\n")
+    os.chmod(sp.tmp / "real.csv", 0o600)
+    (sp.tmp / "out.csv").symlink_to("real.csv")
+    proc = sp("export", good, "--format", "csv", "-o", "out.csv")
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.islink(sp.tmp / "out.csv")
+    assert (sp.tmp / "real.csv").read_text() == want
+    assert stat.S_IMODE(os.stat(sp.tmp / "real.csv").st_mode) == 0o600
+    (sp.tmp / "adir").mkdir()
+    proc = sp("export", good, "--format", "csv", "-o", "adir")
+    assert proc.returncode == 1
+    one_line_error(proc, "export", "adir", "directory")
+    assert tmp_files(sp.tmp) == []
+
+
+def test_stale_tmp_removed_live_kept(sp):
+    good = good_profile(sp)
+    want = export_stdout(sp, good)
+    done = subprocess.run(["true"])
+    assert done.returncode == 0
+    # A pid that no process has any more: a child that ran and was reaped.
+    child = subprocess.Popen(["true"])
+    child.wait()
+    dead = child.pid
+    sleeper = subprocess.Popen(["sleep", "600"])
+    try:
+        stale = sp.tmp / f"out.csv.tmp.{dead}"
+        live = sp.tmp / f"out.csv.tmp.{sleeper.pid}"
+        stale.write_text("left by a killed export")
+        live.write_text("being written")
+        proc = sp("export", good, "--format", "csv", "-o", "out.csv")
+        assert proc.returncode == 0, proc.stderr
+        assert (sp.tmp / "out.csv").read_text() == want
+        assert not stale.exists()
+        assert live.read_text() == "being written"
+        # run removes a dead run's temporary profile too.
+        stale_h5 = sp.tmp / f"good.h5.tmp.{dead}"
+        stale_h5.write_text("left by a killed run")
+        proc = sp("run", "-q", "-o", "good.h5", sp.script(SCRIPT))
+        assert proc.returncode == 0, proc.stderr
+        assert not stale_h5.exists()
+        assert live.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+BIG = """
+import scope_profiler as sp
+r = sp.region("many")
+for i in range(200000):
+    with r:
+        pass
+"""
+
+
+def test_full_disk_is_one_line_and_status_1(sp):
+    need_root("mount a small tmpfs")
+    small = sp.tmp / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        good = good_profile(sp, "small/out.h5")
+        data = good.read_bytes()
+        fallback_dir = sp.tmp / "fallback"
+        fallback_dir.mkdir()
+        script = sp.script(BIG, name="big.py")
+        proc = sp("run", "-q", "-o", "small/out.h5", script, env={"TMPDIR": str(fallback_dir)})
+        assert proc.returncode == 1, proc.stderr  # not 139: no crash at exit
+        one_line_error(proc, "run", "small/out.h5", "No space left on device", "saved to")
+        assert good.read_bytes() == data          # the last good profile stays
+        assert sorted(p.name for p in small.iterdir()) == ["out.h5"]
+        saved = list(fallback_dir.iterdir())
+        assert len(saved) == 1 and str(saved[0]) in proc.stderr
+        with h5py.File(saved[0]) as f:
+            g = f["rank0/regions/many"]
+            assert g.attrs["num_calls"] == 200000
+            assert g["start_times"].shape == (200000,)
+        # The same with compressed columns, and an export into the full disk.
+        filler = small / "filler"
+        with open(filler, "wb") as f:
+            try:
+                f.write(b"\0" * (2 << 20))
+            except OSError:
+                pass
+        proc = sp("run", "-q", "--compression", "gzip", "-o", "small/out.h5", script,
+                  env={"TMPDIR": str(fallback_dir)})
+        assert proc.returncode == 1, proc.stderr
+        one_line_error(proc, "small/out.h5", "No space left on device", "saved to")
+        assert good.read_bytes() == data
+        proc = sp("export", saved[0], "--format", "csv", "-o", "small/out.csv")
+        assert proc.returncode == 1
+        one_line_error(proc, "export", "small/out.csv", "No space left on device")
+        assert sorted(p.name for p in small.iterdir()) == ["filler", "out.h5"]
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
