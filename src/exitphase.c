@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sp_outpath.h"
 #include "sp_pymodule.h"
 
 static volatile sig_atomic_t exit_signal;   /* the first one received, or 0 */
@@ -19,8 +20,9 @@ static volatile sig_atomic_t exit_signal;   /* the first one received, or 0 */
 static void on_exit_signal(int sig)
 {
 	if (exit_signal) {
-		/* Again: leave now. The temporary file is left for the next
-		 * run to the same output to remove (its process is gone). */
+		/* Again: leave now, without the temporary file; the output
+		 * path keeps what it had. */
+		sp_outpath_cleanup_tmp();
 		if (sig == SIGINT) {
 			/* Killed by SIGINT, as python ends on Ctrl-C; the
 			 * handler's own mask holds it back until unblocked. */

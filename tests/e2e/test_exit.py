@@ -115,6 +115,7 @@ def test_second_signal_abandons_the_write_and_keeps_the_old_profile(sp, sig):
         # complete.) Never a partial one.
         after = (sp.tmp / "out.h5").read_bytes()
         assert after == before or complete(sp.tmp / "out.h5")
+        assert sorted(p.name for p in sp.tmp.iterdir()) == ["out.h5", "script.py"]
 
 
 # The signal comes from outside at a random moment from the script's last
