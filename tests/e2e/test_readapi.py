@@ -210,7 +210,9 @@ def test_selection_and_dataframe(seed_output):
     out = seed_output
     assert "calls  : 6" in out
     assert "indices: [0, 1, 2, 3, 4, 5]" in out
-    assert re.search(r"slowest: \{'name': 'solve', 'rank': 0, 'call_index': 5,", out)
+    # Which call was slowest is the machine's say (sleeps overshoot under
+    # load); the event's fields are the API's.
+    assert re.search(r"slowest: \{'name': 'solve', 'rank': 0, 'call_index': [0-5], 'start': ", out)
     assert "all ranks   : 6 calls" in out and "rank 0 only : 6 calls" in out
     # DataFrame head, groupby and pivot_table printed by pandas.
     assert re.search(r"^0\s+setup\s+0\s+0\s+[\d.]+\s+[\d.]+\s+[\d.]+$", out, re.M)
