@@ -5,7 +5,7 @@
  *   - a symlink is followed to its final target (a dangling one too: the
  *     target it names is created); the link itself stays;
  *   - a regular file, or a new one, is written to TARGET.tmp.PID beside the
- *     real target, fsync'd and renamed over it: readers see the old file or
+ *     real target and renamed over it: readers see the old file or
  *     the whole new one. A new file gets 0666 & ~umask; a replaced one keeps
  *     its permission bits (and, as root, its owner);
  *   - a character or block device or a FIFO (/dev/null, /dev/stdout on a
@@ -70,7 +70,7 @@ enum sp_err sp_outpath_check(const char *path, int flags, enum sp_outpath_kind *
  * by name. */
 enum sp_err sp_outpath_open(struct sp_outpath *o, const char *path, int flags, struct sp_error *err);
 
-/* Finishes a successful write: fsyncs and closes the temporary file and
+/* Finishes a successful write: closes the temporary file and
  * renames it over the target, or closes the device. On failure (SP_EIO,
  * e.g. ENOSPC reported by close) the temporary file is removed and the
  * target is untouched. Frees o's strings whatever the outcome; o is then
