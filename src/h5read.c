@@ -30,6 +30,15 @@ struct reader {
 	struct sp_error *err;
 	int flags;
 	struct sp_h5_stream *stream;   /* sp_h5_stream_open: the structure only */
+	hid_t file;                    /* the open file, once open */
+	uint64_t file_size;            /* in bytes, from stat(2) at open */
+	/* Checking variable-length strings (vlen_strings_ok): the file read
+	 * directly, and the last global heap collection read from it. */
+	int fd;                        /* -1 until first needed */
+	size_t sizeof_addr, sizeof_size;
+	uint64_t base;                 /* the user block's size: where addresses start */
+	unsigned char *heap;           /* the collection's bytes */
+	uint64_t heap_addr, heap_size; /* heap_size 0: none read */
 };
 
 /* Link names of a group, in creation order when it is tracked. */
@@ -209,6 +218,73 @@ static int attr_str(hid_t loc, const char *name, char **out)
 	return rc;
 }
 
+/* Checks where a dataset's elements are stored before HDF5 is asked to read
+ * them: HDF5 1.10 trusts its chunk index and its compact and contiguous
+ * layouts, and a damaged one makes it copy past the end of its own buffers
+ * (a chunk recorded smaller than the chunk shape says, or at an address
+ * shared with another). So: known filters only (deflate, shuffle,
+ * fletcher32); a compact dataset holds exactly its bytes; a contiguous one
+ * lies inside the file; a chunked one has no more chunks than its extent
+ * needs, each found where its coordinates say, inside the file, non-empty,
+ * and exactly chunk-sized unless filtered (then at most what deflate can
+ * make of a chunk). n elements of tsize bytes; layout from dcpl. */
+static enum sp_err storage_ok(struct reader *r, hid_t ds, hid_t dcpl, H5D_layout_t layout, const char *ctx,
+			      const char *name, hsize_t n, size_t tsize)
+{
+	hsize_t stored = H5Dget_storage_size(ds);
+	if (layout == H5D_COMPACT) {
+		if (stored != n * tsize)
+			return rfail(r, SP_ECORRUPT, "%s/%s: compact storage of %llu bytes for %llu", ctx, name,
+				     (unsigned long long)stored, (unsigned long long)(n * tsize));
+		return SP_OK;
+	}
+	if (layout == H5D_CONTIGUOUS) {
+		haddr_t at = H5Dget_offset(ds);
+		if (stored && (at == HADDR_UNDEF || at > r->file_size || stored > r->file_size - at))
+			return rfail(r, SP_ECORRUPT, "%s/%s: its data lies outside the file", ctx, name);
+		return SP_OK;
+	}
+	int nf = H5Pget_nfilters(dcpl);
+	hsize_t cdim = 0;
+	if (nf < 0 || H5Pget_chunk(dcpl, 1, &cdim) != 1 || cdim == 0 || cdim > ((hsize_t)1 << 32) / tsize)
+		return rfail(r, SP_ECORRUPT, "%s/%s: bad chunk shape", ctx, name);
+	for (int i = 0; i < nf; i++) {
+		unsigned flags = 0;
+		size_t ncd = 0;
+		H5Z_filter_t f = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, NULL, 0, NULL, NULL);
+		if (f != H5Z_FILTER_DEFLATE && f != H5Z_FILTER_SHUFFLE && f != H5Z_FILTER_FLETCHER32)
+			return rfail(r, SP_ECORRUPT, "%s/%s: compressed with filter %d, which is not read",
+				     ctx, name, (int)f);
+	}
+	hsize_t chunk = cdim * tsize, want = n ? (n - 1) / cdim + 1 : 0, have = 0, found = 0;
+	/* A lookup per chunk: a million (2^16 calls each with our writer's
+	 * chunks) is already a column no run writes. */
+	hid_t space = H5Dget_space(ds);   /* H5S_ALL is not taken here in 1.10 */
+	herr_t e = space < 0 ? -1 : H5Dget_num_chunks(ds, space, &have);
+	h5close(space);
+	if (e < 0 || have > want || have > ((hsize_t)1 << 20))
+		return rfail(r, SP_ECORRUPT, "%s/%s: bad chunk index", ctx, name);
+	for (hsize_t c = 0; c < want && found < have; c++) {
+		hsize_t off = c * cdim, size = 0;
+		haddr_t at = HADDR_UNDEF;
+		unsigned mask = 0;
+		if (H5Dget_chunk_info_by_coord(ds, &off, &mask, &at, &size) < 0)
+			return rfail(r, SP_ECORRUPT, "%s/%s: bad chunk index", ctx, name);
+		if (at == HADDR_UNDEF)
+			continue;      /* never written: reads as the fill value */
+		found++;
+		int filtered = nf > 0 && (mask & ((1u << nf) - 1)) != ((1u << nf) - 1);
+		if (at == 0 || size == 0 || at > r->file_size || size > r->file_size - at ||
+		    (filtered ? size > chunk + chunk / 8 + 1024 : size != chunk))
+			return rfail(r, SP_ECORRUPT, "%s/%s: chunk %llu is damaged (%llu bytes at %llu)", ctx,
+				     name, (unsigned long long)c, (unsigned long long)size,
+				     (unsigned long long)at);
+	}
+	if (found != have)
+		return rfail(r, SP_ECORRUPT, "%s/%s: bad chunk index", ctx, name);
+	return SP_OK;
+}
+
 /* Opens the 1-D column name in g and returns its length in *n; want is
  * H5T_STRING or H5T_INTEGER (which also accepts floats). Rejects layouts that
  * would read other files, and extents the stored bytes cannot back. */
@@ -256,7 +332,7 @@ static enum sp_err column_open(struct reader *r, hid_t g, const char *ctx, const
 		      (unsigned long long)stored, (unsigned long long)need);
 		goto out;
 	}
-	rc = SP_OK;
+	rc = storage_ok(r, *ds, dcpl, layout, ctx, name, *n, tsize);
 out:
 	h5close(t); h5close(s); h5close(dcpl);
 	if (rc != SP_OK) {
@@ -961,6 +1037,7 @@ static enum sp_err check_path(struct reader *r)
 	if (fd < 0)
 		return rfail(r, SP_EIO, "%s", strerror(errno));
 	close(fd);
+	r->file_size = (uint64_t)sb.st_size;
 	if (sb.st_size == 0 || is_hdf5(r->path) <= 0)
 		return rfail(r, SP_ENOTHDF5, "not an HDF5 file");
 	return SP_OK;
@@ -1157,7 +1234,7 @@ out:
  * left allocated or open. */
 enum sp_err sp_h5_read(const char *path, int flags, struct sp_profile **out, struct sp_error *err)
 {
-	struct reader r = {.path = path ? path : "", .err = err, .flags = flags};
+	struct reader r = {.path = path ? path : "", .err = err, .flags = flags, .file = -1, .fd = -1};
 	struct sp_profile *p = NULL;
 	hid_t fapl = -1, file = -1;
 	enum sp_err rc;
@@ -1216,7 +1293,8 @@ enum sp_err sp_h5_stream_open(const char *path, struct sp_h5_stream **out, struc
 	s->file = -1;
 	s->ri = s->gi = SIZE_MAX;
 	s->cols[0] = s->cols[1] = s->cols[2] = -1;
-	s->r = (struct reader){.path = s->path, .err = err, .flags = SP_READ_SUMMARY, .stream = s};
+	s->r = (struct reader){.path = s->path, .err = err, .flags = SP_READ_SUMMARY, .stream = s,
+			       .file = -1, .fd = -1};
 	if ((rc = check_path(&s->r)) != SP_OK)
 		goto out;
 	/* A chunk cache that holds a compressed column's chunk (up to 16 MiB)
