@@ -62,6 +62,17 @@ static void h5close(hid_t id)
 		H5Idec_ref(id);
 }
 
+/* Closes what checking strings opened (vlen_strings_ok). */
+static void reader_release(struct reader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	free(r->heap);
+	r->heap = NULL;
+	r->heap_size = 0;
+}
+
 /* Fills err with "cannot read '<path>': <detail>" on one line. */
 static enum sp_err rfail(struct reader *r, enum sp_err code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -147,6 +158,142 @@ static int hard_link(hid_t g, const char *name)
 	return li.type == H5L_TYPE_HARD;
 }
 
+/* Variable-length strings are read by HDF5 from global heap collections,
+ * which HDF5 1.10 parses trusting every size in them: a collection whose
+ * free-space object claims 0 bytes makes it loop forever, a larger object
+ * than the string's length overruns its buffer, an index it does not hold
+ * reads through a NULL pointer. So before such a string is read, the
+ * reader reads what the file stores for it (length, collection address,
+ * object index: a tagged opaque type, which raw_vlen_conv converts to by
+ * leaving the bytes as they are) and walks the collection itself. */
+#define RAW_VLEN_TAG "scope-profiler raw vlen"
+
+static herr_t raw_vlen_conv(hid_t src, hid_t dst, H5T_cdata_t *cdata, size_t nelmts, size_t buf_stride,
+			    size_t bkg_stride, void *buf, void *bkg, hid_t dxpl)
+{
+	if (cdata->command != H5T_CONV_INIT)
+		return 0;      /* converting: the stored bytes are the result */
+	char *tag = H5Tget_class(dst) == H5T_OPAQUE ? H5Tget_tag(dst) : NULL;
+	int ok = tag && strcmp(tag, RAW_VLEN_TAG) == 0 && H5Tis_variable_str(src) > 0 &&
+		 H5Tget_size(src) == H5Tget_size(dst);
+	H5free_memory(tag);
+	cdata->need_bkg = H5T_BKG_NO;
+	return ok ? 0 : -1;
+}
+
+static uint64_t le_uint(const unsigned char *b, size_t n)
+{
+	uint64_t v = 0;
+	while (n--)
+		v = v << 8 | b[n];
+	return v;
+}
+
+/* Reads the collection at addr into r->heap (kept for the next string),
+ * checking what HDF5's own parser takes on trust. Returns 0 or -1. */
+static int load_heap(struct reader *r, uint64_t addr)
+{
+	unsigned char hdr[16];
+	size_t hsize = 8 + r->sizeof_size, ohsize = 8 + r->sizeof_size;
+	if (r->heap_size && r->heap_addr == addr)
+		return 0;
+	free(r->heap);
+	r->heap = NULL;
+	r->heap_size = 0;
+	uint64_t at = r->base + addr;
+	if (at < addr || at > r->file_size || r->file_size - at < sizeof hdr ||
+	    pread(r->fd, hdr, sizeof hdr, (off_t)at) != (ssize_t)sizeof hdr || memcmp(hdr, "GCOL", 4) != 0 ||
+	    hdr[4] != 1)
+		return -1;
+	uint64_t size = le_uint(hdr + 8, r->sizeof_size);
+	/* HDF5 makes collections of 4096 bytes at least, and reads that much. */
+	if (size < 4096 || size > r->file_size - at || size > ((uint64_t)1 << 30) ||
+	    !(r->heap = malloc((size_t)size)) || pread(r->fd, r->heap, (size_t)size, (off_t)at) != (ssize_t)size)
+		return -1;
+	/* Walk the objects as HDF5 does: each must move on, and stay inside. */
+	for (uint64_t p = hsize; p < size;) {
+		if (size - p < ohsize)
+			break;         /* a tail too short for an object: free space */
+		unsigned idx = (unsigned)le_uint(r->heap + p, 2);
+		uint64_t osize = le_uint(r->heap + p + 8, r->sizeof_size);
+		uint64_t need = idx ? ohsize + ((osize + 7) & ~(uint64_t)7) : osize;
+		if (need == 0 || osize > size || need > size - p)
+			return -1;
+		p += need;
+	}
+	r->heap_addr = addr;
+	r->heap_size = size;
+	return 0;
+}
+
+/* The size of object idx of the loaded collection, or -1 when absent (the
+ * last of duplicates counts, as in HDF5). */
+static int64_t heap_object(const struct reader *r, unsigned idx)
+{
+	size_t ohsize = 8 + r->sizeof_size;
+	int64_t found = -1;
+	for (uint64_t p = 8 + r->sizeof_size; p + ohsize <= r->heap_size;) {
+		unsigned i = (unsigned)le_uint(r->heap + p, 2);
+		uint64_t osize = le_uint(r->heap + p + 8, r->sizeof_size);
+		if (i == idx && idx)
+			found = (int64_t)osize;
+		p += i ? ohsize + ((osize + 7) & ~(uint64_t)7) : osize;
+	}
+	return found;
+}
+
+/* Checks the n variable-length strings of attribute or dataset obj (a
+ * dataset when is_dataset) before HDF5 reads them. Returns 0, -1 when they
+ * are damaged (or cannot be checked), -2 when out of memory. */
+static int vlen_strings_ok(struct reader *r, hid_t obj, int is_dataset, size_t n)
+{
+	static int registered;
+	unsigned char *raw = NULL;
+	hid_t vs = -1, rt = -1, fcpl = -1;
+	int rc = -1;
+
+	if (r->fd < 0) {
+		hsize_t ub = 0;
+		if ((fcpl = H5Fget_create_plist(r->file)) < 0 ||
+		    H5Pget_sizes(fcpl, &r->sizeof_addr, &r->sizeof_size) < 0 || H5Pget_userblock(fcpl, &ub) < 0 ||
+		    r->sizeof_addr < 2 || r->sizeof_addr > 8 || r->sizeof_size < 2 || r->sizeof_size > 8 ||
+		    (r->fd = open(r->path, O_RDONLY | O_CLOEXEC)) < 0)
+			goto out;
+		r->base = ub;
+	}
+	size_t esize = 8 + r->sizeof_addr;
+	if ((vs = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(vs, H5T_VARIABLE) < 0 ||
+	    (rt = H5Tcreate(H5T_OPAQUE, esize)) < 0 || H5Tset_tag(rt, RAW_VLEN_TAG) < 0)
+		goto out;
+	if (!registered) {
+		if (H5Tregister(H5T_PERS_SOFT, "scope-profiler raw vlen", vs, rt, raw_vlen_conv) < 0)
+			goto out;
+		registered = 1;
+	}
+	if (n > SIZE_MAX / esize || !(raw = malloc(n ? n * esize : 1))) {
+		rc = -2;
+		goto out;
+	}
+	if (n && (is_dataset ? H5Dread(obj, rt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) : H5Aread(obj, rt, raw)) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *e = raw + i * esize;
+		uint64_t len = le_uint(e, 4), addr = le_uint(e + 4, r->sizeof_addr);
+		unsigned idx = (unsigned)le_uint(e + 4 + r->sizeof_addr, 4);
+		if (len > r->file_size)
+			goto out;
+		if (addr == 0)
+			continue;      /* HDF5 reads nothing: an empty string */
+		if (load_heap(r, addr) < 0 || heap_object(r, idx) != (int64_t)len)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(raw);
+	h5close(vs); h5close(rt); h5close(fcpl);
+	return rc;
+}
+
 /* Reads a scalar numeric attribute converted to mtype. Returns 1 when read,
  * 0 when absent, -1 when present but not a single number. */
 static int attr_num(hid_t loc, const char *name, hid_t mtype, void *v)
@@ -169,7 +316,7 @@ static int attr_num(hid_t loc, const char *name, hid_t mtype, void *v)
 
 /* Reads an open attribute holding one string (fixed or variable length) into
  * a malloc'd copy. Returns 1, -1 when it is not one string, -2 on OOM. */
-static int attr_str_open(hid_t a, char **out)
+static int attr_str_open(struct reader *r, hid_t a, char **out)
 {
 	hid_t t = H5Aget_type(a), s = H5Aget_space(a), m = -1;
 	int rc = -1;
@@ -180,7 +327,8 @@ static int attr_str_open(hid_t a, char **out)
 		goto out;
 	if (var) {
 		char *v = NULL;
-		if (H5Tset_size(m, H5T_VARIABLE) < 0 || H5Aread(a, m, &v) < 0)
+		if ((rc = vlen_strings_ok(r, a, 0, 1)) < 0 || (rc = -1, H5Tset_size(m, H5T_VARIABLE) < 0) ||
+		    H5Aread(a, m, &v) < 0)
 			goto out;
 		*out = strdup(v ? v : "");
 		H5free_memory(v);
@@ -205,7 +353,7 @@ out:
 }
 
 /* Like attr_num for a string attribute: 1, 0 (absent), -1, or -2 (OOM). */
-static int attr_str(hid_t loc, const char *name, char **out)
+static int attr_str(struct reader *r, hid_t loc, const char *name, char **out)
 {
 	htri_t ex = H5Aexists(loc, name);
 	if (ex <= 0)
@@ -213,7 +361,7 @@ static int attr_str(hid_t loc, const char *name, char **out)
 	hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
 	if (a < 0)
 		return -1;
-	int rc = attr_str_open(a, out);
+	int rc = attr_str_open(r, a, out);
 	H5Aclose(a);
 	return rc;
 }
@@ -496,7 +644,7 @@ static enum sp_err read_region(struct reader *r, hid_t regions, const char *link
 	hid_t g = H5Gopen2(regions, link, H5P_DEFAULT);
 	if (g < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", ctx);
-	if ((a = attr_str(g, "name", &rd->name)) == 0)
+	if ((a = attr_str(r, g, "name", &rd->name)) == 0)
 		rd->name = sp_h5_unescape(link);
 	if (a == -2 || (a == 0 && !rd->name)) {
 		rc = rfail(r, SP_ENOMEM, "out of memory");
@@ -566,7 +714,7 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 	int64_t *calls = NULL, *total = NULL;
 	char **vnames = NULL, *fnames = NULL;
 	size_t fsize = 0, n = 0;
-	int vlen = 0;
+	int vlen = 0, a;
 	struct sp_tree_node *tree = NULL;
 	enum sp_err rc = SP_OK;
 	char ctx[32];
@@ -606,6 +754,10 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 		fnames = alloc_n(n, fsize + 1);
 	if (!parent || !calls || !total || !tree || (vlen ? !vnames : !fnames)) {
 		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu nodes", ctx, n);
+		goto out;
+	}
+	if (vlen && (a = vlen_strings_ok(r, ds[1], 1, n)) < 0) {
+		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "%s/region: damaged strings", ctx);
 		goto out;
 	}
 	if (n && (H5Dread(ds[0], H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, parent) < 0 ||
@@ -651,7 +803,7 @@ out:
 static enum sp_err line_attr_str(struct reader *r, hid_t g, const char *ctx, const char *name,
 				 char **out)
 {
-	int a = attr_str(g, name, out);
+	int a = attr_str(r, g, name, out);
 	if (a == -2)
 		return rfail(r, SP_ENOMEM, "out of memory");
 	if (a == 0)
@@ -669,7 +821,7 @@ static enum sp_err read_source(struct reader *r, hid_t ds, const char *ctx, size
 	hid_t ft = -1, mt = -1, space = -1;
 	char **vlines = NULL, *fixed = NULL;
 	size_t fsize = 0;
-	int vlen = 0;
+	int vlen = 0, a;
 	enum sp_err rc = SP_OK;
 
 	if ((ft = H5Dget_type(ds)) < 0 || (space = H5Dget_space(ds)) < 0 ||
@@ -688,6 +840,10 @@ static enum sp_err read_source(struct reader *r, hid_t ds, const char *ctx, size
 	if (!(t->source = calloc(n ? n : 1, sizeof *t->source)) ||
 	    (vlen ? !(vlines = calloc(n ? n : 1, sizeof *vlines)) : !(fixed = alloc_n(n, fsize + 1)))) {
 		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu source lines", ctx, n);
+		goto out;
+	}
+	if (vlen && (a = vlen_strings_ok(r, ds, 1, n)) < 0) {
+		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "%s/source: damaged strings", ctx);
 		goto out;
 	}
 	if (n && H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, vlen ? (void *)vlines : fixed) < 0) {
@@ -845,7 +1001,7 @@ static enum sp_err read_rank_attrs(struct reader *r, hid_t g, const char *gname,
 	    attr_num(g, "run_end_time", H5T_NATIVE_INT64, &rk->run_end_ns) < 0 ||
 	    attr_num(g, "pid", H5T_NATIVE_INT64, &rk->pid) < 0 ||
 	    attr_num(g, "clock_offset_ns", H5T_NATIVE_INT64, &rk->clock_offset_ns) < 0 ||
-	    (a = attr_str(g, "hostname", &rk->hostname)) == -1)
+	    (a = attr_str(r, g, "hostname", &rk->hostname)) == -1)
 		return rfail(r, SP_ECORRUPT, "%s: unreadable attribute", gname);
 	if (a == -2)
 		return rfail(r, SP_ENOMEM, "out of memory");
@@ -944,15 +1100,20 @@ static int attr_num_text(hid_t a, char **out)
 	return rc;
 }
 
+struct meta_op {
+	struct reader *r;
+	struct sp_profile *p;
+};
+
 static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void *op)
 {
-	struct sp_profile *p = op;
+	struct sp_profile *p = ((struct meta_op *)op)->p;
 	char *value = NULL, *key = NULL;
 	hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
 	(void)info;
 	if (a < 0)
 		return 0;
-	int rc = attr_str_open(a, &value);
+	int rc = attr_str_open(((struct meta_op *)op)->r, a, &value);
 	if (rc == -1)
 		rc = attr_num_text(a, &value);
 	H5Aclose(a);
@@ -995,7 +1156,7 @@ static enum sp_err read_meta(struct reader *r, hid_t file, struct sp_profile *p)
 		}
 		p->nmeta = 0;
 		e = H5Aiterate2(g, by_name ? H5_INDEX_NAME : H5_INDEX_CRT_ORDER, H5_ITER_INC, NULL,
-				meta_cb, p);
+				meta_cb, &(struct meta_op){r, p});
 	}
 	H5Gclose(g);
 	if (e < 0)
@@ -1166,7 +1327,7 @@ static enum sp_err read_file(struct reader *r, hid_t file, struct sp_profile *p)
 	int32_t version = 0;
 	int a;
 
-	if ((a = attr_str(file, "format", &format)) < 0 ||
+	if ((a = attr_str(r, file, "format", &format)) < 0 ||
 	    attr_num(file, "format_version", H5T_NATIVE_INT32, &version) < 0) {
 		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "unreadable file attributes");
 		goto out;
@@ -1262,11 +1423,13 @@ enum sp_err sp_h5_read(const char *path, int flags, struct sp_profile **out, str
 		rc = rfail(&r, SP_ENOMEM, "out of memory");
 		goto out;
 	}
+	r.file = file;
 	rc = read_file(&r, file, p);
 out:
 	if (file >= 0 && H5Fclose(file) < 0 && rc == SP_OK)
 		rc = rfail(&r, SP_EIO, "cannot close the file");
 	h5close(fapl);
+	reader_release(&r);
 	if (rc != SP_OK)
 		sp_profile_free(p);
 	else
@@ -1313,7 +1476,9 @@ enum sp_err sp_h5_stream_open(const char *path, struct sp_h5_stream **out, struc
 			rc = rfail(&s->r, SP_ENOTHDF5, "truncated or damaged HDF5 file");
 		goto out;
 	}
+	s->r.file = s->file;
 	rc = read_file(&s->r, s->file, s->p);
+	reader_release(&s->r);
 out:
 	h5close(fapl);
 	if (rc != SP_OK)
