@@ -170,7 +170,8 @@ FUZZ_FLAGS   := -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats
 FUZZ_ENV     := ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(abspath tests/lsan-hdf5.supp)
 
 $(FUZZ_BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(FUZZ_BUILD)/obj
-	$(FUZZ_CC) -Iinclude $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"' $(FUZZ_CFLAGS) -c -o $@ $<
+	$(FUZZ_CC) -Iinclude $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"' $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
+		-c -o $@ $<
 
 $(FUZZ_BIN): tests/fuzz_read.c $(FUZZ_OBJ)
 	$(FUZZ_CC) -Iinclude $(HDF5_CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(HDF5_LIBS) -lz -lm
