@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,9 +436,11 @@ static enum sp_err storage_ok(struct reader *r, hid_t ds, hid_t dcpl, H5D_layout
 
 /* Opens the 1-D column name in g and returns its length in *n; want is
  * H5T_STRING or H5T_INTEGER (which also accepts floats). Rejects layouts that
- * would read other files, and extents the stored bytes cannot back. */
+ * would read other files, and extents the stored bytes cannot back; deep
+ * (for a column about to be read) also checks its storage (storage_ok),
+ * which costs a lookup per chunk. */
 static enum sp_err column_open(struct reader *r, hid_t g, const char *ctx, const char *name,
-			       H5T_class_t want, hid_t *ds, hsize_t *n)
+			       H5T_class_t want, int deep, hid_t *ds, hsize_t *n)
 {
 	hid_t t = -1, s = -1, dcpl = -1;
 	enum sp_err rc = SP_ECORRUPT;
@@ -480,7 +483,7 @@ static enum sp_err column_open(struct reader *r, hid_t g, const char *ctx, const
 		      (unsigned long long)stored, (unsigned long long)need);
 		goto out;
 	}
-	rc = storage_ok(r, *ds, dcpl, layout, ctx, name, *n, tsize);
+	rc = deep ? storage_ok(r, *ds, dcpl, layout, ctx, name, *n, tsize) : SP_OK;
 out:
 	h5close(t); h5close(s); h5close(dcpl);
 	if (rc != SP_OK) {
@@ -561,8 +564,8 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 	int32_t *lanes = NULL;
 	enum sp_err rc;
 
-	if ((rc = column_open(r, g, ctx, "start_times", H5T_INTEGER, &ds, &ns)) != SP_OK ||
-	    (rc = column_open(r, g, ctx, "end_times", H5T_INTEGER, &de, &ne)) != SP_OK)
+	if ((rc = column_open(r, g, ctx, "start_times", H5T_INTEGER, 1, &ds, &ns)) != SP_OK ||
+	    (rc = column_open(r, g, ctx, "end_times", H5T_INTEGER, 1, &de, &ne)) != SP_OK)
 		goto out;
 	if (ns != ne) {
 		rc = rfail(r, SP_ECORRUPT, "%s: start_times and end_times differ in length (%llu vs %llu)",
@@ -600,7 +603,7 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 	if (hard_link(g, "lanes") > 0) {
 		hid_t dl = -1;
 		hsize_t nl = 0;
-		if ((rc = column_open(r, g, ctx, "lanes", H5T_INTEGER, &dl, &nl)) != SP_OK)
+		if ((rc = column_open(r, g, ctx, "lanes", H5T_INTEGER, 1, &dl, &nl)) != SP_OK)
 			goto out;
 		if (nl != ns)
 			rc = rfail(r, SP_ECORRUPT, "%s: lanes and start_times differ in length", ctx);
@@ -625,6 +628,59 @@ out:
 	free(lanes);
 	h5close(ds); h5close(de);
 	return rc;
+}
+
+/* A region's summary attributes agree with each other: 0 <= min <= max <=
+ * total <= num_calls * max (total is the sum of the calls' durations), a mean
+ * between min and max, a std that is not negative (NaN: not kept), and calls
+ * inside [first_start_ns, last_end_ns]. */
+static enum sp_err stats_ok(struct reader *r, const char *ctx, const struct sp_stats *st)
+{
+	const char *what = NULL;
+	if (st->num_calls < 0)
+		what = "num_calls is negative";
+	else if (st->min_ns < 0 || st->max_ns < st->min_ns)
+		what = "min_ns and max_ns are not 0 <= min <= max";
+	else if (st->total_ns < st->max_ns || (__int128)st->total_ns > (__int128)st->num_calls * st->max_ns)
+		what = "total_ns is not between max_ns and num_calls * max_ns";
+	else if (!(st->mean_ns >= 0) || st->mean_ns < (double)st->min_ns * (1 - 1e-9) - 1 ||
+		 st->mean_ns > (double)st->max_ns * (1 + 1e-9) + 1)
+		what = "mean_ns is not between min_ns and max_ns";
+	else if (st->std_ns < 0 || isinf(st->std_ns))
+		what = "std_ns is negative or infinite";
+	else if (st->num_calls > 0 && (st->last_end_ns < st->first_start_ns ||
+				       (__int128)st->last_end_ns - st->first_start_ns < st->max_ns))
+		what = "first_start_ns and last_end_ns do not span the longest call";
+	if (!what)
+		return SP_OK;
+	return rfail(r, SP_ECORRUPT, "%s: inconsistent summary: %s (num_calls %lld, total_ns %lld, "
+		     "min_ns %lld, max_ns %lld)", ctx, what, (long long)st->num_calls, (long long)st->total_ns,
+		     (long long)st->min_ns, (long long)st->max_ns);
+}
+
+/* Without reading them: the event columns of a region hold num_calls calls
+ * each (their extents, cheap to read). */
+static enum sp_err extents_ok(struct reader *r, hid_t g, const char *ctx, int64_t num_calls)
+{
+	static const char *const cols[2] = {"start_times", "end_times"};
+	for (int i = 0; i < 2; i++) {
+		hid_t ds = -1;
+		hsize_t n = 0;
+		int hl = hard_link(g, cols[i]);
+		if (hl < 0)
+			return rfail(r, SP_ECORRUPT, "%s: cannot look up %s", ctx, cols[i]);
+		if (hl == 0)
+			return rfail(r, SP_ECORRUPT, "%s: num_calls is %lld but there is no %s dataset", ctx,
+				     (long long)num_calls, cols[i]);
+		enum sp_err rc = column_open(r, g, ctx, cols[i], H5T_INTEGER, 0, &ds, &n);
+		h5close(ds);
+		if (rc != SP_OK)
+			return rc;
+		if (n != (hsize_t)num_calls)
+			return rfail(r, SP_ECORRUPT, "%s: num_calls is %lld but %s holds %llu calls", ctx,
+				     (long long)num_calls, cols[i], (unsigned long long)n);
+	}
+	return SP_OK;
 }
 
 static enum sp_err read_region(struct reader *r, hid_t regions, const char *link, int rankno,
@@ -666,10 +722,8 @@ static enum sp_err read_region(struct reader *r, hid_t regions, const char *link
 		}
 		got += a;
 	}
-	if (got == 8 && st->num_calls < 0) {
-		rc = rfail(r, SP_ECORRUPT, "%s: negative num_calls", ctx);
+	if (got == 8 && (rc = stats_ok(r, ctx, st)) != SP_OK)
 		goto out;
-	}
 	/* Aggregation mode: the summary and the self time, no events. */
 	int32_t agg = 0;
 	if ((a = attr_num(g, "aggregate", H5T_NATIVE_INT32, &agg)) < 0 ||
@@ -683,8 +737,10 @@ static enum sp_err read_region(struct reader *r, hid_t regions, const char *link
 		rd->aggregate = 1;
 		goto out;
 	}
-	if (got == 8 && !need_events)
+	if (got == 8 && !need_events) {
+		rc = extents_ok(r, g, ctx, st->num_calls);
 		goto out;
+	}
 	if ((rc = read_events(r, g, ctx, rd, &n)) != SP_OK)
 		goto out;
 	if (got != 8)
@@ -723,7 +779,7 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 	if ((tg = H5Gopen2(rank_g, "tree", H5P_DEFAULT)) < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", ctx);
 	for (int i = 0; i < 4; i++)
-		if ((rc = column_open(r, tg, ctx, cols[i], i == 1 ? H5T_STRING : H5T_INTEGER, &ds[i],
+		if ((rc = column_open(r, tg, ctx, cols[i], i == 1 ? H5T_STRING : H5T_INTEGER, 1, &ds[i],
 				      &len[i])) != SP_OK)
 			goto out;
 	if (len[1] != len[0] || len[2] != len[0] || len[3] != len[0] || len[0] > INT32_MAX) {
@@ -898,7 +954,7 @@ static enum sp_err read_line_table(struct reader *r, hid_t lines, int rankno, co
 	t->first_line = (int32_t)first;
 	for (int i = 0; i < 3; i++)
 		if ((rc = column_open(r, g, ctx, i < 2 ? cols[i] : "source",
-				      i < 2 ? H5T_INTEGER : H5T_STRING, &ds[i], &len[i])) != SP_OK)
+				      i < 2 ? H5T_INTEGER : H5T_STRING, 1, &ds[i], &len[i])) != SP_OK)
 			goto out;
 	if (len[1] != len[0] || len[2] != len[0]) {
 		rc = rfail(r, SP_ECORRUPT, "%s: hits, time_ns and source differ in length", ctx);
@@ -1237,7 +1293,7 @@ static enum sp_err stream_columns(struct reader *r, hid_t g, const char *ctx, in
 			rc = rfail(r, SP_ECORRUPT, "%s: cannot look up the lanes", ctx);
 		else if (hl == 0)
 			break;
-		else if ((rc = column_open(r, g, ctx, names[i], H5T_INTEGER, &cols[i], &len)) == SP_OK &&
+		else if ((rc = column_open(r, g, ctx, names[i], H5T_INTEGER, 1, &cols[i], &len)) == SP_OK &&
 			 len != (hsize_t)n)
 			rc = rfail(r, SP_ECORRUPT, "%s: %s holds %llu calls, num_calls says %lld", ctx, names[i],
 				   (unsigned long long)len, (long long)n);
