@@ -658,8 +658,9 @@ static enum sp_err stats_ok(struct reader *r, const char *ctx, const struct sp_s
 		     (long long)st->min_ns, (long long)st->max_ns);
 }
 
-/* Without reading them: the event columns of a region hold num_calls calls
- * each (their extents, cheap to read). */
+/* Without reading them: the event columns of a region, those it has, hold
+ * num_calls calls each (their extents, cheap to read). A summary needs no
+ * columns: a region may have none (stream_open and full reads refuse it). */
 static enum sp_err extents_ok(struct reader *r, hid_t g, const char *ctx, int64_t num_calls)
 {
 	static const char *const cols[2] = {"start_times", "end_times"};
@@ -670,8 +671,7 @@ static enum sp_err extents_ok(struct reader *r, hid_t g, const char *ctx, int64_
 		if (hl < 0)
 			return rfail(r, SP_ECORRUPT, "%s: cannot look up %s", ctx, cols[i]);
 		if (hl == 0)
-			return rfail(r, SP_ECORRUPT, "%s: num_calls is %lld but there is no %s dataset", ctx,
-				     (long long)num_calls, cols[i]);
+			continue;
 		enum sp_err rc = column_open(r, g, ctx, cols[i], H5T_INTEGER, 0, &ds, &n);
 		h5close(ds);
 		if (rc != SP_OK)
@@ -1281,8 +1281,10 @@ static void close_columns(hid_t cols[3])
 }
 
 /* Opens the event columns of region group g (start_times, end_times, and
- * lanes when present) into cols, each of exactly n events. */
-static enum sp_err stream_columns(struct reader *r, hid_t g, const char *ctx, int64_t n, hid_t cols[3])
+ * lanes when present) into cols, each of exactly n events; deep: checks
+ * their storage too (done once, at open, for every region). */
+static enum sp_err stream_columns(struct reader *r, hid_t g, const char *ctx, int64_t n, hid_t cols[3],
+				  int deep)
 {
 	static const char *const names[3] = {"start_times", "end_times", "lanes"};
 	enum sp_err rc = SP_OK;
@@ -1293,7 +1295,7 @@ static enum sp_err stream_columns(struct reader *r, hid_t g, const char *ctx, in
 			rc = rfail(r, SP_ECORRUPT, "%s: cannot look up the lanes", ctx);
 		else if (hl == 0)
 			break;
-		else if ((rc = column_open(r, g, ctx, names[i], H5T_INTEGER, 1, &cols[i], &len)) == SP_OK &&
+		else if ((rc = column_open(r, g, ctx, names[i], H5T_INTEGER, deep, &cols[i], &len)) == SP_OK &&
 			 len != (hsize_t)n)
 			rc = rfail(r, SP_ECORRUPT, "%s: %s holds %llu calls, num_calls says %lld", ctx, names[i],
 				   (unsigned long long)len, (long long)n);
@@ -1352,7 +1354,7 @@ static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, 
 		snprintf(ctx, sizeof ctx, "rank%d/regions/%s", rk->rank, nl.v[i]);
 		hid_t rg = H5Gopen2(regions, nl.v[i], H5P_DEFAULT);
 		rc = rg < 0 ? rfail(r, SP_ECORRUPT, "%s is not a group", ctx)
-			    : stream_columns(r, rg, ctx, rd->stats.num_calls, cols);
+			    : stream_columns(r, rg, ctx, rd->stats.num_calls, cols, 1);
 		close_columns(cols);
 		h5close(rg);
 		if (rc != SP_OK)
@@ -1580,7 +1582,7 @@ enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint
 		hid_t regions = rg >= 0 ? H5Gopen2(rg, "regions", H5P_DEFAULT) : -1;
 		hid_t g = regions >= 0 ? H5Gopen2(regions, s->links[ri][gi], H5P_DEFAULT) : -1;
 		rc = g < 0 ? rfail(&s->r, SP_ECORRUPT, "%s is not a group", ctx)
-			   : stream_columns(&s->r, g, ctx, rd->stats.num_calls, s->cols);
+			   : stream_columns(&s->r, g, ctx, rd->stats.num_calls, s->cols, 0);
 		h5close(g); h5close(regions); h5close(rg);
 		if (rc != SP_OK)
 			return rc;

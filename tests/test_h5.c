@@ -1485,18 +1485,19 @@ static void test_inconsistent_values(void **state)
 		{"total_ns", 121, "rank3/regions/solve: inconsistent summary: total_ns is not between"},
 		{"total_ns", -65, "rank3/regions/solve: inconsistent summary: total_ns is not between"},
 		{"last_end_ns", 0, "rank3/regions/solve: inconsistent summary: first_start_ns and last_end_ns"},
-		{NULL, 0, "rank3/regions/solve: num_calls is 3 but there is no start_times dataset"},
+		{NULL, 0, "rank3/regions/solve has no start_times dataset"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		inconsistent(path, cases[i].attr, cases[i].v);
 		struct sp_profile *q = NULL;
 		struct sp_error err = {0};
 		if (!cases[i].attr) {
-			/* The full read looks for the columns themselves. */
-			assert_int_equal(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), SP_ECORRUPT);
-			assert_non_null(strstr(err.msg, cases[i].says));
+			/* A summary needs no columns; a full read needs both. */
+			assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+			sp_profile_free(q);
+			q = NULL;
 			assert_int_equal(sp_h5_read(path, SP_READ_EVENTS, &q, &err), SP_ECORRUPT);
-			assert_non_null(strstr(err.msg, "rank3/regions/solve has no start_times dataset"));
+			assert_non_null(strstr(err.msg, cases[i].says));
 			assert_null(q);
 			continue;
 		}
