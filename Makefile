@@ -197,12 +197,14 @@ fuzz: fuzz-build
 		$(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/seeds tests/fuzz-regress
 
 # CI: the findings of the past, then a short campaign from the seeds alone
-# (a corpus of earlier campaigns is not needed); fails on any crash, hang
-# (over 10 s for one input) or leak of the project's memory.
+# (a corpus of earlier campaigns is not needed), with a fixed seed so that a
+# failure replays; fails on any crash, hang (over 10 s for one input) or leak
+# of the project's memory.
+FUZZ_CI_SEED ?= 1
 fuzz-ci: fuzz-build
 	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) tests/fuzz-regress/*
 	rm -rf $(FUZZ_BUILD)/ci-corpus && mkdir -p $(FUZZ_BUILD)/ci-corpus
-	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_CI_SECONDS) \
+	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) -seed=$(FUZZ_CI_SEED) -max_total_time=$(FUZZ_CI_SECONDS) \
 		$(FUZZ_BUILD)/ci-corpus $(FUZZ_BUILD)/seeds tests/fuzz-regress
 
 bench: $(BIN)
