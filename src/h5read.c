@@ -190,6 +190,25 @@ static uint64_t le_uint(const unsigned char *b, size_t n)
 	return v;
 }
 
+/* Opens the file for reading it directly (once), with the sizes of its
+ * addresses and lengths and its base address. Returns r->fd or -1. */
+static int reader_fd(struct reader *r)
+{
+	hsize_t ub = 0;
+	hid_t fcpl;
+	if (r->fd >= 0)
+		return r->fd;
+	if ((fcpl = H5Fget_create_plist(r->file)) < 0)
+		return -1;
+	if (H5Pget_sizes(fcpl, &r->sizeof_addr, &r->sizeof_size) >= 0 && H5Pget_userblock(fcpl, &ub) >= 0 &&
+	    r->sizeof_addr >= 2 && r->sizeof_addr <= 8 && r->sizeof_size >= 2 && r->sizeof_size <= 8) {
+		r->base = ub;
+		r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+	}
+	H5Pclose(fcpl);
+	return r->fd;
+}
+
 /* Reads the collection at addr into r->heap (kept for the next string),
  * checking what HDF5's own parser takes on trust. Returns 0 or -1. */
 static int load_heap(struct reader *r, uint64_t addr)
@@ -250,18 +269,11 @@ static int vlen_strings_ok(struct reader *r, hid_t obj, int is_dataset, size_t n
 {
 	static int registered;
 	unsigned char *raw = NULL;
-	hid_t vs = -1, rt = -1, fcpl = -1;
+	hid_t vs = -1, rt = -1;
 	int rc = -1;
 
-	if (r->fd < 0) {
-		hsize_t ub = 0;
-		if ((fcpl = H5Fget_create_plist(r->file)) < 0 ||
-		    H5Pget_sizes(fcpl, &r->sizeof_addr, &r->sizeof_size) < 0 || H5Pget_userblock(fcpl, &ub) < 0 ||
-		    r->sizeof_addr < 2 || r->sizeof_addr > 8 || r->sizeof_size < 2 || r->sizeof_size > 8 ||
-		    (r->fd = open(r->path, O_RDONLY | O_CLOEXEC)) < 0)
-			goto out;
-		r->base = ub;
-	}
+	if (reader_fd(r) < 0)
+		goto out;
 	size_t esize = 8 + r->sizeof_addr;
 	if ((vs = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(vs, H5T_VARIABLE) < 0 ||
 	    (rt = H5Tcreate(H5T_OPAQUE, esize)) < 0 || H5Tset_tag(rt, RAW_VLEN_TAG) < 0)
@@ -291,8 +303,68 @@ static int vlen_strings_ok(struct reader *r, hid_t obj, int is_dataset, size_t n
 	rc = 0;
 out:
 	free(raw);
-	h5close(vs); h5close(rt); h5close(fcpl);
+	h5close(vs); h5close(rt);
 	return rc;
+}
+
+/* An old-style group (a version 1 object header with a symbol table
+ * message) names its B-tree and its local heap of link names; HDF5 1.10
+ * reads a heap at the undefined address through a NULL pointer. Checks both
+ * addresses of every such message (the header's chunks followed through
+ * their continuation messages) before the group is used. Returns 0, or -1
+ * when damaged. Version 2 object headers are left to HDF5. */
+static int group_header_ok(struct reader *r, hid_t g)
+{
+	H5O_info_t oi;
+	unsigned char pre[16], m[8 + 2 * 8];
+	if (H5Oget_info2(g, &oi, H5O_INFO_BASIC) < 0 || reader_fd(r) < 0)
+		return -1;
+	uint64_t at = r->base + oi.addr, sa = r->sizeof_addr;
+	if (oi.addr > r->file_size || at > r->file_size - sizeof pre ||
+	    pread(r->fd, pre, sizeof pre, (off_t)at) != (ssize_t)sizeof pre)
+		return -1;
+	if (pre[0] != 1)
+		return 0;
+	uint64_t chunk = at + 16, len = le_uint(pre + 8, 4);
+	for (int chunks = 0; chunks < 64 && len; chunks++) {
+		uint64_t next = 0, next_len = 0;
+		if (chunk > r->file_size || len > r->file_size - chunk)
+			return -1;
+		for (uint64_t p = 0; p + 8 <= len;) {
+			if (pread(r->fd, m, 8 + 2 * sa, (off_t)(chunk + p)) < 8)
+				return -1;
+			unsigned type = (unsigned)le_uint(m, 2);
+			uint64_t size = le_uint(m + 2, 2);
+			if (size > len - p - 8)
+				return -1;
+			if ((type == 0x11 || type == 0x10) && size >= 2 * sa) {
+				uint64_t a = le_uint(m + 8, sa), b = le_uint(m + 8 + sa, sa);
+				uint64_t undef = sa == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * sa)) - 1;
+				if (a == undef || a >= r->file_size || (type == 0x11 && (b == undef || b >= r->file_size)))
+					return -1;
+				if (type == 0x10) {
+					next = r->base + a;
+					next_len = b;
+				}
+			}
+			p += 8 + size;
+		}
+		chunk = next;
+		len = next_len;
+	}
+	return 0;
+}
+
+/* H5Gopen2 for a group the reader will look into: -1 (nothing open) when
+ * it cannot be opened or group_header_ok finds it damaged. */
+static hid_t open_group(struct reader *r, hid_t loc, const char *name)
+{
+	hid_t g = H5Gopen2(loc, name, H5P_DEFAULT);
+	if (g >= 0 && group_header_ok(r, g) < 0) {
+		H5Gclose(g);
+		return -1;
+	}
+	return g;
 }
 
 /* Reads a scalar numeric attribute converted to mtype. Returns 1 when read,
@@ -697,7 +769,7 @@ static enum sp_err read_region(struct reader *r, hid_t regions, const char *link
 	size_t n = 0;
 
 	snprintf(ctx, sizeof ctx, "rank%d/regions/%s", rankno, link);
-	hid_t g = H5Gopen2(regions, link, H5P_DEFAULT);
+	hid_t g = open_group(r, regions, link);
 	if (g < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", ctx);
 	if ((a = attr_str(r, g, "name", &rd->name)) == 0)
@@ -776,7 +848,7 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 	char ctx[32];
 
 	snprintf(ctx, sizeof ctx, "rank%d/tree", rankno);
-	if ((tg = H5Gopen2(rank_g, "tree", H5P_DEFAULT)) < 0)
+	if ((tg = open_group(r, rank_g, "tree")) < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", ctx);
 	for (int i = 0; i < 4; i++)
 		if ((rc = column_open(r, tg, ctx, cols[i], i == 1 ? H5T_STRING : H5T_INTEGER, 1, &ds[i],
@@ -936,7 +1008,7 @@ static enum sp_err read_line_table(struct reader *r, hid_t lines, int rankno, co
 	int a;
 
 	snprintf(ctx, sizeof ctx, "rank%d/lines/%.200s", rankno, link);
-	if ((g = H5Gopen2(lines, link, H5P_DEFAULT)) < 0)
+	if ((g = open_group(r, lines, link)) < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", ctx);
 	if ((rc = line_attr_str(r, g, ctx, "function", &t->function)) != SP_OK ||
 	    (rc = line_attr_str(r, g, ctx, "region", &t->region)) != SP_OK ||
@@ -1022,7 +1094,7 @@ static enum sp_err read_lines(struct reader *r, hid_t rank_g, struct sp_rank *rk
 	hid_t g;
 	int a;
 
-	if ((g = H5Gopen2(rank_g, "lines", H5P_DEFAULT)) < 0)
+	if ((g = open_group(r, rank_g, "lines")) < 0)
 		return rfail(r, SP_ECORRUPT, "rank%d/lines is not a group", rk->rank);
 	if ((a = list_links(g, &nl)) < 0) {
 		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "rank%d: cannot list the line tables",
@@ -1070,7 +1142,7 @@ static enum sp_err open_regions(struct reader *r, hid_t g, const char *gname, hi
 				struct names *nl, struct sp_rank *rk)
 {
 	int a;
-	if (hard_link(g, "regions") != 1 || (*regions = H5Gopen2(g, "regions", H5P_DEFAULT)) < 0)
+	if (hard_link(g, "regions") != 1 || (*regions = open_group(r, g, "regions")) < 0)
 		return rfail(r, SP_ECORRUPT, "%s has no regions group", gname);
 	if ((a = list_links(*regions, nl)) < 0)
 		return rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "%s: cannot list the regions", gname);
@@ -1087,7 +1159,7 @@ static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, st
 	enum sp_err rc = SP_OK;
 	int has_tree, a = 0;
 
-	if ((g = H5Gopen2(file, gname, H5P_DEFAULT)) < 0)
+	if ((g = open_group(r, file, gname)) < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", gname);
 	if ((rc = read_rank_attrs(r, g, gname, rk)) != SP_OK)
 		goto out;
@@ -1195,7 +1267,7 @@ oom:
 /* The string attributes of /metadata, in creation order when tracked. */
 static enum sp_err read_meta(struct reader *r, hid_t file, struct sp_profile *p)
 {
-	hid_t g = H5Gopen2(file, "metadata", H5P_DEFAULT), gcpl;
+	hid_t g = open_group(r, file, "metadata"), gcpl;
 	unsigned crt = 0;
 	if (g < 0)
 		return rfail(r, SP_ECORRUPT, "metadata is not a group");
@@ -1372,7 +1444,7 @@ static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, 
 		return rfail(r, SP_ENOMEM, "out of memory");
 	if (!(s->groups[ri] = strdup(gname)))
 		return rfail(r, SP_ENOMEM, "out of memory");
-	if ((g = H5Gopen2(file, gname, H5P_DEFAULT)) < 0)
+	if ((g = open_group(r, file, gname)) < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", gname);
 	if ((rc = read_rank_attrs(r, g, gname, rk)) != SP_OK)
 		goto out;
@@ -1398,7 +1470,7 @@ static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, 
 		if (rd->stats.num_calls == 0 || rd->aggregate)
 			continue;
 		snprintf(ctx, sizeof ctx, "rank%d/regions/%s", rk->rank, nl.v[i]);
-		hid_t rg = H5Gopen2(regions, nl.v[i], H5P_DEFAULT);
+		hid_t rg = open_group(r, regions, nl.v[i]);
 		rc = rg < 0 ? rfail(r, SP_ECORRUPT, "%s is not a group", ctx)
 			    : stream_columns(r, rg, ctx, rd->stats.num_calls, cols, 1);
 		close_columns(cols);
@@ -1431,6 +1503,12 @@ static enum sp_err read_file(struct reader *r, hid_t file, struct sp_profile *p)
 	int32_t version = 0;
 	int a;
 
+	hid_t root = open_group(r, file, "/");
+	h5close(root);
+	if (root < 0) {
+		rc = rfail(r, SP_ECORRUPT, "damaged root group");
+		goto out;
+	}
 	if ((a = attr_str(r, file, "format", &format)) < 0 ||
 	    attr_num(file, "format_version", H5T_NATIVE_INT32, &version) < 0) {
 		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "unreadable file attributes");

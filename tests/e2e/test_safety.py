@@ -72,11 +72,12 @@ def good(sp):
 
 def test_findings_are_kept():
     # Two heap overflows in libhdf5 (damaged chunk indexes), three endless
-    # loops (a damaged global heap under a variable-length string), and a
-    # superblock whose driver information block claims a gigabyte.
+    # loops (a damaged global heap under a variable-length string), a
+    # superblock whose driver information block claims a gigabyte, and a
+    # group whose local heap is at the undefined address (a NULL read).
     names = {f.name[:14] for f in FINDINGS}
     assert {"crash-c8f7790f", "crash-de4aafe7", "timeout-47c5c8", "timeout-541ff5",
-            "timeout-bb2a4f", "timeout-8b54c7"} <= names
+            "timeout-bb2a4f", "timeout-8b54c7", "crash-aa38b54c"} <= names
 
 
 @pytest.mark.parametrize("finding", FINDINGS, ids=lambda p: p.name[:16])
