@@ -4,6 +4,9 @@
 #   make demo       install missing packages, build, profile examples/timestep.py
 #   make check      install missing packages, build, run every test
 #   make asan       the unit and end-to-end tests under ASan + UBSan
+#   make fuzz       a libFuzzer campaign on the file reader (FUZZ_SECONDS=600)
+#   make fuzz-ci    a short one (FUZZ_CI_SECONDS=75) that fails on a crash,
+#                   hang or leak; both need clang-14 and libclang-rt-14-dev
 #   make bench      overhead and I/O benchmarks against their peers
 #   make install    PREFIX=/usr/local
 #
@@ -65,7 +68,7 @@ BIN     := $(BUILD)/scope-profiler
 UNIT_SRC := $(wildcard tests/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all demo check test unit e2e asan bench install clean deps
+.PHONY: all demo check test unit e2e asan bench install clean deps fuzz fuzz-ci fuzz-build
 all: $(BIN)
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
@@ -146,6 +149,65 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0 $(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" \
 		LDFLAGS="-fsanitize=address,undefined" e2e
 
+# Coverage-guided fuzzing of everything that reads a profile (tests/fuzz_read.c):
+# the core library and the file-reading commands built with clang and
+# -fsanitize=fuzzer,address,undefined in build-fuzz/ (libhdf5 itself is
+# Debian's, not instrumented). The seed corpus is written by tests/fuzz_seeds.c
+# with the library's own writer; tests/fuzz-regress/ holds past findings, which
+# every run replays first. New inputs collect in build-fuzz/corpus, findings in
+# build-fuzz/findings. HDF5's own leaks on damaged metadata are suppressed as in
+# `make unit` (tests/lsan-hdf5.supp).
+FUZZ_CC      ?= clang-14
+FUZZ_BUILD   := build-fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_CI_SECONDS ?= 75
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN)
+FUZZ_CLI_SRC := src/cmd_summary.c src/cmd_line_profile.c src/cmd_export.c src/cmd_diff.c src/cmd_options.c
+FUZZ_OBJ     := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRC) $(FUZZ_CLI_SRC))
+FUZZ_BIN     := $(FUZZ_BUILD)/fuzz_read
+# libhdf5 asks malloc for whatever sizes a damaged file names and handles a
+# NULL answer: such requests fail (allocator_may_return_null), and only
+# memory actually used counts (-rss_limit_mb; -malloc_limit_mb is far above).
+FUZZ_FLAGS   := -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1048576 -max_len=65536 \
+                -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/findings/
+FUZZ_ENV     := ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+                LSAN_OPTIONS=suppressions=$(abspath tests/lsan-hdf5.supp)
+
+$(FUZZ_BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(FUZZ_BUILD)/obj
+	$(FUZZ_CC) -Iinclude $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"' $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
+		-c -o $@ $<
+
+$(FUZZ_BIN): tests/fuzz_read.c $(FUZZ_OBJ)
+	$(FUZZ_CC) -Iinclude $(HDF5_CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(HDF5_LIBS) -lz -lm
+
+$(FUZZ_BUILD)/fuzz_seeds: tests/fuzz_seeds.c $(LIB) | $(FUZZ_BUILD)/obj
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(HDF5_LIBS) -lz -lm
+
+# Written afresh each time (the writer may have changed); small files.
+$(FUZZ_BUILD)/seeds: $(FUZZ_BUILD)/fuzz_seeds
+	rm -rf $@ && mkdir -p $@ && ./$< $@
+
+$(FUZZ_BUILD)/obj:
+	mkdir -p $@ $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/findings
+
+fuzz-build: $(FUZZ_BIN) $(FUZZ_BUILD)/seeds
+
+fuzz: fuzz-build
+	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
+		$(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/seeds tests/fuzz-regress
+
+# CI: the findings of the past, then a short campaign from the seeds alone
+# (a corpus of earlier campaigns is not needed), with a fixed seed so that a
+# failure replays; fails on any crash, hang (over 10 s for one input) or leak
+# of the project's memory.
+FUZZ_CI_SEED ?= 1
+fuzz-ci: fuzz-build
+	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) tests/fuzz-regress/*
+	rm -rf $(FUZZ_BUILD)/ci-corpus && mkdir -p $(FUZZ_BUILD)/ci-corpus
+	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) -seed=$(FUZZ_CI_SEED) -max_total_time=$(FUZZ_CI_SECONDS) \
+		$(FUZZ_BUILD)/ci-corpus $(FUZZ_BUILD)/seeds tests/fuzz-regress
+
 bench: $(BIN)
 	$(PYTHON) scripts/bench.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_mpi.py --binary $(abspath $(BIN))
@@ -158,4 +220,4 @@ install: $(BIN)
 	install -m 644 man/scope-profiler.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

@@ -58,6 +58,8 @@ int cmd_line_profile(int argc, char **argv)
 	}
 	enum sp_err rc = sp_render_lines(stdout, p, path, &err);
 	sp_profile_free(p);
+	if (rc == SP_EIO)
+		return 1;              /* stdout failed: main says so, once */
 	if (rc != SP_OK) {
 		sp_cmd_error(CMD, "%s", err.msg);
 		return 1;

@@ -141,6 +141,8 @@ int cmd_summary(int argc, char **argv)
 		goto out;
 	}
 	enum sp_err rc = sp_render_summary_opts(stdout, p, path, &opts, &err);
+	if (rc == SP_EIO)
+		goto out;              /* stdout failed: main says so, once */
 	if (rc != SP_OK) {
 		if (rc == SP_EINVAL)
 			sp_cmd_error(CMD, "%s: %s", path, err.msg);

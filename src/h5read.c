@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,15 @@ struct reader {
 	struct sp_error *err;
 	int flags;
 	struct sp_h5_stream *stream;   /* sp_h5_stream_open: the structure only */
+	hid_t file;                    /* the open file, once open */
+	uint64_t file_size;            /* in bytes, from stat(2) at open */
+	/* Checking variable-length strings (vlen_strings_ok): the file read
+	 * directly, and the last global heap collection read from it. */
+	int fd;                        /* -1 until first needed */
+	size_t sizeof_addr, sizeof_size;
+	uint64_t base;                 /* the user block's size: where addresses start */
+	unsigned char *heap;           /* the collection's bytes */
+	uint64_t heap_addr, heap_size; /* heap_size 0: none read */
 };
 
 /* Link names of a group, in creation order when it is tracked. */
@@ -51,6 +61,17 @@ static void h5close(hid_t id)
 {
 	if (id >= 0)
 		H5Idec_ref(id);
+}
+
+/* Closes what checking strings opened (vlen_strings_ok). */
+static void reader_release(struct reader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	free(r->heap);
+	r->heap = NULL;
+	r->heap_size = 0;
 }
 
 /* Fills err with "cannot read '<path>': <detail>" on one line. */
@@ -138,6 +159,214 @@ static int hard_link(hid_t g, const char *name)
 	return li.type == H5L_TYPE_HARD;
 }
 
+/* Variable-length strings are read by HDF5 from global heap collections,
+ * which HDF5 1.10 parses trusting every size in them: a collection whose
+ * free-space object claims 0 bytes makes it loop forever, a larger object
+ * than the string's length overruns its buffer, an index it does not hold
+ * reads through a NULL pointer. So before such a string is read, the
+ * reader reads what the file stores for it (length, collection address,
+ * object index: a tagged opaque type, which raw_vlen_conv converts to by
+ * leaving the bytes as they are) and walks the collection itself. */
+#define RAW_VLEN_TAG "scope-profiler raw vlen"
+
+static herr_t raw_vlen_conv(hid_t src, hid_t dst, H5T_cdata_t *cdata, size_t nelmts, size_t buf_stride,
+			    size_t bkg_stride, void *buf, void *bkg, hid_t dxpl)
+{
+	if (cdata->command != H5T_CONV_INIT)
+		return 0;      /* converting: the stored bytes are the result */
+	char *tag = H5Tget_class(dst) == H5T_OPAQUE ? H5Tget_tag(dst) : NULL;
+	int ok = tag && strcmp(tag, RAW_VLEN_TAG) == 0 && H5Tis_variable_str(src) > 0 &&
+		 H5Tget_size(src) == H5Tget_size(dst);
+	H5free_memory(tag);
+	cdata->need_bkg = H5T_BKG_NO;
+	return ok ? 0 : -1;
+}
+
+static uint64_t le_uint(const unsigned char *b, size_t n)
+{
+	uint64_t v = 0;
+	while (n--)
+		v = v << 8 | b[n];
+	return v;
+}
+
+/* Opens the file for reading it directly (once), with the sizes of its
+ * addresses and lengths and its base address. Returns r->fd or -1. */
+static int reader_fd(struct reader *r)
+{
+	hsize_t ub = 0;
+	hid_t fcpl;
+	if (r->fd >= 0)
+		return r->fd;
+	if ((fcpl = H5Fget_create_plist(r->file)) < 0)
+		return -1;
+	if (H5Pget_sizes(fcpl, &r->sizeof_addr, &r->sizeof_size) >= 0 && H5Pget_userblock(fcpl, &ub) >= 0 &&
+	    r->sizeof_addr >= 2 && r->sizeof_addr <= 8 && r->sizeof_size >= 2 && r->sizeof_size <= 8) {
+		r->base = ub;
+		r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+	}
+	H5Pclose(fcpl);
+	return r->fd;
+}
+
+/* Reads the collection at addr into r->heap (kept for the next string),
+ * checking what HDF5's own parser takes on trust. Returns 0 or -1. */
+static int load_heap(struct reader *r, uint64_t addr)
+{
+	unsigned char hdr[16];
+	size_t hsize = 8 + r->sizeof_size, ohsize = 8 + r->sizeof_size;
+	if (r->heap_size && r->heap_addr == addr)
+		return 0;
+	free(r->heap);
+	r->heap = NULL;
+	r->heap_size = 0;
+	uint64_t at = r->base + addr;
+	if (at < addr || at > r->file_size || r->file_size - at < sizeof hdr ||
+	    pread(r->fd, hdr, sizeof hdr, (off_t)at) != (ssize_t)sizeof hdr || memcmp(hdr, "GCOL", 4) != 0 ||
+	    hdr[4] != 1)
+		return -1;
+	uint64_t size = le_uint(hdr + 8, r->sizeof_size);
+	/* HDF5 makes collections of 4096 bytes at least, and reads that much. */
+	if (size < 4096 || size > r->file_size - at || size > ((uint64_t)1 << 30) ||
+	    !(r->heap = malloc((size_t)size)) || pread(r->fd, r->heap, (size_t)size, (off_t)at) != (ssize_t)size)
+		return -1;
+	/* Walk the objects as HDF5 does: each must move on, and stay inside. */
+	for (uint64_t p = hsize; p < size;) {
+		if (size - p < ohsize)
+			break;         /* a tail too short for an object: free space */
+		unsigned idx = (unsigned)le_uint(r->heap + p, 2);
+		uint64_t osize = le_uint(r->heap + p + 8, r->sizeof_size);
+		uint64_t need = idx ? ohsize + ((osize + 7) & ~(uint64_t)7) : osize;
+		if (need == 0 || osize > size || need > size - p)
+			return -1;
+		p += need;
+	}
+	r->heap_addr = addr;
+	r->heap_size = size;
+	return 0;
+}
+
+/* The size of object idx of the loaded collection, or -1 when absent (the
+ * last of duplicates counts, as in HDF5). */
+static int64_t heap_object(const struct reader *r, unsigned idx)
+{
+	size_t ohsize = 8 + r->sizeof_size;
+	int64_t found = -1;
+	for (uint64_t p = 8 + r->sizeof_size; p + ohsize <= r->heap_size;) {
+		unsigned i = (unsigned)le_uint(r->heap + p, 2);
+		uint64_t osize = le_uint(r->heap + p + 8, r->sizeof_size);
+		if (i == idx && idx)
+			found = (int64_t)osize;
+		p += i ? ohsize + ((osize + 7) & ~(uint64_t)7) : osize;
+	}
+	return found;
+}
+
+/* Checks the n variable-length strings of attribute or dataset obj (a
+ * dataset when is_dataset) before HDF5 reads them. Returns 0, -1 when they
+ * are damaged (or cannot be checked), -2 when out of memory. */
+static int vlen_strings_ok(struct reader *r, hid_t obj, int is_dataset, size_t n)
+{
+	static int registered;
+	unsigned char *raw = NULL;
+	hid_t vs = -1, rt = -1;
+	int rc = -1;
+
+	if (reader_fd(r) < 0)
+		goto out;
+	size_t esize = 8 + r->sizeof_addr;
+	if ((vs = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(vs, H5T_VARIABLE) < 0 ||
+	    (rt = H5Tcreate(H5T_OPAQUE, esize)) < 0 || H5Tset_tag(rt, RAW_VLEN_TAG) < 0)
+		goto out;
+	if (!registered) {
+		if (H5Tregister(H5T_PERS_SOFT, "scope-profiler raw vlen", vs, rt, raw_vlen_conv) < 0)
+			goto out;
+		registered = 1;
+	}
+	if (n > SIZE_MAX / esize || !(raw = malloc(n ? n * esize : 1))) {
+		rc = -2;
+		goto out;
+	}
+	if (n && (is_dataset ? H5Dread(obj, rt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) : H5Aread(obj, rt, raw)) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *e = raw + i * esize;
+		uint64_t len = le_uint(e, 4), addr = le_uint(e + 4, r->sizeof_addr);
+		unsigned idx = (unsigned)le_uint(e + 4 + r->sizeof_addr, 4);
+		if (len > r->file_size)
+			goto out;
+		if (addr == 0)
+			continue;      /* HDF5 reads nothing: an empty string */
+		if (load_heap(r, addr) < 0 || heap_object(r, idx) != (int64_t)len)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(raw);
+	h5close(vs); h5close(rt);
+	return rc;
+}
+
+/* An old-style group (a version 1 object header with a symbol table
+ * message) names its B-tree and its local heap of link names; HDF5 1.10
+ * reads a heap at the undefined address through a NULL pointer. Checks both
+ * addresses of every such message (the header's chunks followed through
+ * their continuation messages) before the group is used. Returns 0, or -1
+ * when damaged. Version 2 object headers are left to HDF5. */
+static int group_header_ok(struct reader *r, hid_t g)
+{
+	H5O_info_t oi;
+	unsigned char pre[16], m[8 + 2 * 8];
+	if (H5Oget_info2(g, &oi, H5O_INFO_BASIC) < 0 || reader_fd(r) < 0)
+		return -1;
+	uint64_t at = r->base + oi.addr, sa = r->sizeof_addr;
+	if (oi.addr > r->file_size || at > r->file_size - sizeof pre ||
+	    pread(r->fd, pre, sizeof pre, (off_t)at) != (ssize_t)sizeof pre)
+		return -1;
+	if (pre[0] != 1)
+		return 0;
+	uint64_t chunk = at + 16, len = le_uint(pre + 8, 4);
+	for (int chunks = 0; chunks < 64 && len; chunks++) {
+		uint64_t next = 0, next_len = 0;
+		if (chunk > r->file_size || len > r->file_size - chunk)
+			return -1;
+		for (uint64_t p = 0; p + 8 <= len;) {
+			if (pread(r->fd, m, 8 + 2 * sa, (off_t)(chunk + p)) < 8)
+				return -1;
+			unsigned type = (unsigned)le_uint(m, 2);
+			uint64_t size = le_uint(m + 2, 2);
+			if (size > len - p - 8)
+				return -1;
+			if ((type == 0x11 || type == 0x10) && size >= 2 * sa) {
+				uint64_t a = le_uint(m + 8, sa), b = le_uint(m + 8 + sa, sa);
+				uint64_t undef = sa == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * sa)) - 1;
+				if (a == undef || a >= r->file_size || (type == 0x11 && (b == undef || b >= r->file_size)))
+					return -1;
+				if (type == 0x10) {
+					next = r->base + a;
+					next_len = b;
+				}
+			}
+			p += 8 + size;
+		}
+		chunk = next;
+		len = next_len;
+	}
+	return 0;
+}
+
+/* H5Gopen2 for a group the reader will look into: -1 (nothing open) when
+ * it cannot be opened or group_header_ok finds it damaged. */
+static hid_t open_group(struct reader *r, hid_t loc, const char *name)
+{
+	hid_t g = H5Gopen2(loc, name, H5P_DEFAULT);
+	if (g >= 0 && group_header_ok(r, g) < 0) {
+		H5Gclose(g);
+		return -1;
+	}
+	return g;
+}
+
 /* Reads a scalar numeric attribute converted to mtype. Returns 1 when read,
  * 0 when absent, -1 when present but not a single number. */
 static int attr_num(hid_t loc, const char *name, hid_t mtype, void *v)
@@ -160,7 +389,7 @@ static int attr_num(hid_t loc, const char *name, hid_t mtype, void *v)
 
 /* Reads an open attribute holding one string (fixed or variable length) into
  * a malloc'd copy. Returns 1, -1 when it is not one string, -2 on OOM. */
-static int attr_str_open(hid_t a, char **out)
+static int attr_str_open(struct reader *r, hid_t a, char **out)
 {
 	hid_t t = H5Aget_type(a), s = H5Aget_space(a), m = -1;
 	int rc = -1;
@@ -171,7 +400,8 @@ static int attr_str_open(hid_t a, char **out)
 		goto out;
 	if (var) {
 		char *v = NULL;
-		if (H5Tset_size(m, H5T_VARIABLE) < 0 || H5Aread(a, m, &v) < 0)
+		if ((rc = vlen_strings_ok(r, a, 0, 1)) < 0 || (rc = -1, H5Tset_size(m, H5T_VARIABLE) < 0) ||
+		    H5Aread(a, m, &v) < 0)
 			goto out;
 		*out = strdup(v ? v : "");
 		H5free_memory(v);
@@ -196,7 +426,7 @@ out:
 }
 
 /* Like attr_num for a string attribute: 1, 0 (absent), -1, or -2 (OOM). */
-static int attr_str(hid_t loc, const char *name, char **out)
+static int attr_str(struct reader *r, hid_t loc, const char *name, char **out)
 {
 	htri_t ex = H5Aexists(loc, name);
 	if (ex <= 0)
@@ -204,16 +434,85 @@ static int attr_str(hid_t loc, const char *name, char **out)
 	hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
 	if (a < 0)
 		return -1;
-	int rc = attr_str_open(a, out);
+	int rc = attr_str_open(r, a, out);
 	H5Aclose(a);
 	return rc;
 }
 
+/* Checks where a dataset's elements are stored before HDF5 is asked to read
+ * them: HDF5 1.10 trusts its chunk index and its compact and contiguous
+ * layouts, and a damaged one makes it copy past the end of its own buffers
+ * (a chunk recorded smaller than the chunk shape says, or at an address
+ * shared with another). So: known filters only (deflate, shuffle,
+ * fletcher32); a compact dataset holds exactly its bytes; a contiguous one
+ * lies inside the file; a chunked one has no more chunks than its extent
+ * needs, each found where its coordinates say, inside the file, non-empty,
+ * and exactly chunk-sized unless filtered (then at most what deflate can
+ * make of a chunk). n elements of tsize bytes; layout from dcpl. */
+static enum sp_err storage_ok(struct reader *r, hid_t ds, hid_t dcpl, H5D_layout_t layout, const char *ctx,
+			      const char *name, hsize_t n, size_t tsize)
+{
+	hsize_t stored = H5Dget_storage_size(ds);
+	if (layout == H5D_COMPACT) {
+		if (stored != n * tsize)
+			return rfail(r, SP_ECORRUPT, "%s/%s: compact storage of %llu bytes for %llu", ctx, name,
+				     (unsigned long long)stored, (unsigned long long)(n * tsize));
+		return SP_OK;
+	}
+	if (layout == H5D_CONTIGUOUS) {
+		haddr_t at = H5Dget_offset(ds);
+		if (stored && (at == HADDR_UNDEF || at > r->file_size || stored > r->file_size - at))
+			return rfail(r, SP_ECORRUPT, "%s/%s: its data lies outside the file", ctx, name);
+		return SP_OK;
+	}
+	int nf = H5Pget_nfilters(dcpl);
+	hsize_t cdim = 0;
+	if (nf < 0 || H5Pget_chunk(dcpl, 1, &cdim) != 1 || cdim == 0 || cdim > ((hsize_t)1 << 32) / tsize)
+		return rfail(r, SP_ECORRUPT, "%s/%s: bad chunk shape", ctx, name);
+	for (int i = 0; i < nf; i++) {
+		unsigned flags = 0;
+		size_t ncd = 0;
+		H5Z_filter_t f = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, NULL, 0, NULL, NULL);
+		if (f != H5Z_FILTER_DEFLATE && f != H5Z_FILTER_SHUFFLE && f != H5Z_FILTER_FLETCHER32)
+			return rfail(r, SP_ECORRUPT, "%s/%s: compressed with filter %d, which is not read",
+				     ctx, name, (int)f);
+	}
+	hsize_t chunk = cdim * tsize, want = n ? (n - 1) / cdim + 1 : 0, have = 0, found = 0;
+	/* A lookup per chunk: a million (2^16 calls each with our writer's
+	 * chunks) is already a column no run writes. */
+	hid_t space = H5Dget_space(ds);   /* H5S_ALL is not taken here in 1.10 */
+	herr_t e = space < 0 ? -1 : H5Dget_num_chunks(ds, space, &have);
+	h5close(space);
+	if (e < 0 || have > want || have > ((hsize_t)1 << 20))
+		return rfail(r, SP_ECORRUPT, "%s/%s: bad chunk index", ctx, name);
+	for (hsize_t c = 0; c < want && found < have; c++) {
+		hsize_t off = c * cdim, size = 0;
+		haddr_t at = HADDR_UNDEF;
+		unsigned mask = 0;
+		if (H5Dget_chunk_info_by_coord(ds, &off, &mask, &at, &size) < 0)
+			return rfail(r, SP_ECORRUPT, "%s/%s: bad chunk index", ctx, name);
+		if (at == HADDR_UNDEF)
+			continue;      /* never written: reads as the fill value */
+		found++;
+		int filtered = nf > 0 && (mask & ((1u << nf) - 1)) != ((1u << nf) - 1);
+		if (at == 0 || size == 0 || at > r->file_size || size > r->file_size - at ||
+		    (filtered ? size > chunk + chunk / 8 + 1024 : size != chunk))
+			return rfail(r, SP_ECORRUPT, "%s/%s: chunk %llu is damaged (%llu bytes at %llu)", ctx,
+				     name, (unsigned long long)c, (unsigned long long)size,
+				     (unsigned long long)at);
+	}
+	if (found != have)
+		return rfail(r, SP_ECORRUPT, "%s/%s: bad chunk index", ctx, name);
+	return SP_OK;
+}
+
 /* Opens the 1-D column name in g and returns its length in *n; want is
  * H5T_STRING or H5T_INTEGER (which also accepts floats). Rejects layouts that
- * would read other files, and extents the stored bytes cannot back. */
+ * would read other files, and extents the stored bytes cannot back; deep
+ * (for a column about to be read) also checks its storage (storage_ok),
+ * which costs a lookup per chunk. */
 static enum sp_err column_open(struct reader *r, hid_t g, const char *ctx, const char *name,
-			       H5T_class_t want, hid_t *ds, hsize_t *n)
+			       H5T_class_t want, int deep, hid_t *ds, hsize_t *n)
 {
 	hid_t t = -1, s = -1, dcpl = -1;
 	enum sp_err rc = SP_ECORRUPT;
@@ -256,7 +555,7 @@ static enum sp_err column_open(struct reader *r, hid_t g, const char *ctx, const
 		      (unsigned long long)stored, (unsigned long long)need);
 		goto out;
 	}
-	rc = SP_OK;
+	rc = deep ? storage_ok(r, *ds, dcpl, layout, ctx, name, *n, tsize) : SP_OK;
 out:
 	h5close(t); h5close(s); h5close(dcpl);
 	if (rc != SP_OK) {
@@ -337,8 +636,8 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 	int32_t *lanes = NULL;
 	enum sp_err rc;
 
-	if ((rc = column_open(r, g, ctx, "start_times", H5T_INTEGER, &ds, &ns)) != SP_OK ||
-	    (rc = column_open(r, g, ctx, "end_times", H5T_INTEGER, &de, &ne)) != SP_OK)
+	if ((rc = column_open(r, g, ctx, "start_times", H5T_INTEGER, 1, &ds, &ns)) != SP_OK ||
+	    (rc = column_open(r, g, ctx, "end_times", H5T_INTEGER, 1, &de, &ne)) != SP_OK)
 		goto out;
 	if (ns != ne) {
 		rc = rfail(r, SP_ECORRUPT, "%s: start_times and end_times differ in length (%llu vs %llu)",
@@ -376,7 +675,7 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 	if (hard_link(g, "lanes") > 0) {
 		hid_t dl = -1;
 		hsize_t nl = 0;
-		if ((rc = column_open(r, g, ctx, "lanes", H5T_INTEGER, &dl, &nl)) != SP_OK)
+		if ((rc = column_open(r, g, ctx, "lanes", H5T_INTEGER, 1, &dl, &nl)) != SP_OK)
 			goto out;
 		if (nl != ns)
 			rc = rfail(r, SP_ECORRUPT, "%s: lanes and start_times differ in length", ctx);
@@ -403,6 +702,59 @@ out:
 	return rc;
 }
 
+/* A region's summary attributes agree with each other: 0 <= min <= max <=
+ * total <= num_calls * max (total is the sum of the calls' durations), a mean
+ * between min and max, a std that is not negative (NaN: not kept), and calls
+ * inside [first_start_ns, last_end_ns]. */
+static enum sp_err stats_ok(struct reader *r, const char *ctx, const struct sp_stats *st)
+{
+	const char *what = NULL;
+	if (st->num_calls < 0)
+		what = "num_calls is negative";
+	else if (st->min_ns < 0 || st->max_ns < st->min_ns)
+		what = "min_ns and max_ns are not 0 <= min <= max";
+	else if (st->total_ns < st->max_ns || (__int128)st->total_ns > (__int128)st->num_calls * st->max_ns)
+		what = "total_ns is not between max_ns and num_calls * max_ns";
+	else if (!(st->mean_ns >= 0) || st->mean_ns < (double)st->min_ns * (1 - 1e-9) - 1 ||
+		 st->mean_ns > (double)st->max_ns * (1 + 1e-9) + 1)
+		what = "mean_ns is not between min_ns and max_ns";
+	else if (st->std_ns < 0 || isinf(st->std_ns))
+		what = "std_ns is negative or infinite";
+	else if (st->num_calls > 0 && (st->last_end_ns < st->first_start_ns ||
+				       (__int128)st->last_end_ns - st->first_start_ns < st->max_ns))
+		what = "first_start_ns and last_end_ns do not span the longest call";
+	if (!what)
+		return SP_OK;
+	return rfail(r, SP_ECORRUPT, "%s: inconsistent summary: %s (num_calls %lld, total_ns %lld, "
+		     "min_ns %lld, max_ns %lld)", ctx, what, (long long)st->num_calls, (long long)st->total_ns,
+		     (long long)st->min_ns, (long long)st->max_ns);
+}
+
+/* Without reading them: the event columns of a region, those it has, hold
+ * num_calls calls each (their extents, cheap to read). A summary needs no
+ * columns: a region may have none (stream_open and full reads refuse it). */
+static enum sp_err extents_ok(struct reader *r, hid_t g, const char *ctx, int64_t num_calls)
+{
+	static const char *const cols[2] = {"start_times", "end_times"};
+	for (int i = 0; i < 2; i++) {
+		hid_t ds = -1;
+		hsize_t n = 0;
+		int hl = hard_link(g, cols[i]);
+		if (hl < 0)
+			return rfail(r, SP_ECORRUPT, "%s: cannot look up %s", ctx, cols[i]);
+		if (hl == 0)
+			continue;
+		enum sp_err rc = column_open(r, g, ctx, cols[i], H5T_INTEGER, 0, &ds, &n);
+		h5close(ds);
+		if (rc != SP_OK)
+			return rc;
+		if (n != (hsize_t)num_calls)
+			return rfail(r, SP_ECORRUPT, "%s: num_calls is %lld but %s holds %llu calls", ctx,
+				     (long long)num_calls, cols[i], (unsigned long long)n);
+	}
+	return SP_OK;
+}
+
 static enum sp_err read_region(struct reader *r, hid_t regions, const char *link, int rankno,
 			       int need_events, struct sp_region_data *rd)
 {
@@ -417,10 +769,10 @@ static enum sp_err read_region(struct reader *r, hid_t regions, const char *link
 	size_t n = 0;
 
 	snprintf(ctx, sizeof ctx, "rank%d/regions/%s", rankno, link);
-	hid_t g = H5Gopen2(regions, link, H5P_DEFAULT);
+	hid_t g = open_group(r, regions, link);
 	if (g < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", ctx);
-	if ((a = attr_str(g, "name", &rd->name)) == 0)
+	if ((a = attr_str(r, g, "name", &rd->name)) == 0)
 		rd->name = sp_h5_unescape(link);
 	if (a == -2 || (a == 0 && !rd->name)) {
 		rc = rfail(r, SP_ENOMEM, "out of memory");
@@ -442,10 +794,8 @@ static enum sp_err read_region(struct reader *r, hid_t regions, const char *link
 		}
 		got += a;
 	}
-	if (got == 8 && st->num_calls < 0) {
-		rc = rfail(r, SP_ECORRUPT, "%s: negative num_calls", ctx);
+	if (got == 8 && (rc = stats_ok(r, ctx, st)) != SP_OK)
 		goto out;
-	}
 	if (attr_num(g, "dropped_events", H5T_NATIVE_INT64, &rd->dropped) < 0 || rd->dropped < 0) {
 		rc = rfail(r, SP_ECORRUPT, "%s: bad 'dropped_events' attribute", ctx);
 		goto out;
@@ -463,8 +813,10 @@ static enum sp_err read_region(struct reader *r, hid_t regions, const char *link
 		rd->aggregate = 1;
 		goto out;
 	}
-	if (got == 8 && !need_events)
+	if (got == 8 && !need_events) {
+		rc = extents_ok(r, g, ctx, st->num_calls);
 		goto out;
+	}
 	if ((rc = read_events(r, g, ctx, rd, &n)) != SP_OK)
 		goto out;
 	if (got != 8)
@@ -494,16 +846,16 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 	int64_t *calls = NULL, *total = NULL;
 	char **vnames = NULL, *fnames = NULL;
 	size_t fsize = 0, n = 0;
-	int vlen = 0;
+	int vlen = 0, a;
 	struct sp_tree_node *tree = NULL;
 	enum sp_err rc = SP_OK;
 	char ctx[32];
 
 	snprintf(ctx, sizeof ctx, "rank%d/tree", rankno);
-	if ((tg = H5Gopen2(rank_g, "tree", H5P_DEFAULT)) < 0)
+	if ((tg = open_group(r, rank_g, "tree")) < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", ctx);
 	for (int i = 0; i < 4; i++)
-		if ((rc = column_open(r, tg, ctx, cols[i], i == 1 ? H5T_STRING : H5T_INTEGER, &ds[i],
+		if ((rc = column_open(r, tg, ctx, cols[i], i == 1 ? H5T_STRING : H5T_INTEGER, 1, &ds[i],
 				      &len[i])) != SP_OK)
 			goto out;
 	if (len[1] != len[0] || len[2] != len[0] || len[3] != len[0] || len[0] > INT32_MAX) {
@@ -534,6 +886,10 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 		fnames = alloc_n(n, fsize + 1);
 	if (!parent || !calls || !total || !tree || (vlen ? !vnames : !fnames)) {
 		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu nodes", ctx, n);
+		goto out;
+	}
+	if (vlen && (a = vlen_strings_ok(r, ds[1], 1, n)) < 0) {
+		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "%s/region: damaged strings", ctx);
 		goto out;
 	}
 	if (n && (H5Dread(ds[0], H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, parent) < 0 ||
@@ -579,7 +935,7 @@ out:
 static enum sp_err line_attr_str(struct reader *r, hid_t g, const char *ctx, const char *name,
 				 char **out)
 {
-	int a = attr_str(g, name, out);
+	int a = attr_str(r, g, name, out);
 	if (a == -2)
 		return rfail(r, SP_ENOMEM, "out of memory");
 	if (a == 0)
@@ -597,7 +953,7 @@ static enum sp_err read_source(struct reader *r, hid_t ds, const char *ctx, size
 	hid_t ft = -1, mt = -1, space = -1;
 	char **vlines = NULL, *fixed = NULL;
 	size_t fsize = 0;
-	int vlen = 0;
+	int vlen = 0, a;
 	enum sp_err rc = SP_OK;
 
 	if ((ft = H5Dget_type(ds)) < 0 || (space = H5Dget_space(ds)) < 0 ||
@@ -616,6 +972,10 @@ static enum sp_err read_source(struct reader *r, hid_t ds, const char *ctx, size
 	if (!(t->source = calloc(n ? n : 1, sizeof *t->source)) ||
 	    (vlen ? !(vlines = calloc(n ? n : 1, sizeof *vlines)) : !(fixed = alloc_n(n, fsize + 1)))) {
 		rc = rfail(r, SP_ENOMEM, "%s: out of memory for %zu source lines", ctx, n);
+		goto out;
+	}
+	if (vlen && (a = vlen_strings_ok(r, ds, 1, n)) < 0) {
+		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "%s/source: damaged strings", ctx);
 		goto out;
 	}
 	if (n && H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, vlen ? (void *)vlines : fixed) < 0) {
@@ -652,7 +1012,7 @@ static enum sp_err read_line_table(struct reader *r, hid_t lines, int rankno, co
 	int a;
 
 	snprintf(ctx, sizeof ctx, "rank%d/lines/%.200s", rankno, link);
-	if ((g = H5Gopen2(lines, link, H5P_DEFAULT)) < 0)
+	if ((g = open_group(r, lines, link)) < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", ctx);
 	if ((rc = line_attr_str(r, g, ctx, "function", &t->function)) != SP_OK ||
 	    (rc = line_attr_str(r, g, ctx, "region", &t->region)) != SP_OK ||
@@ -670,7 +1030,7 @@ static enum sp_err read_line_table(struct reader *r, hid_t lines, int rankno, co
 	t->first_line = (int32_t)first;
 	for (int i = 0; i < 3; i++)
 		if ((rc = column_open(r, g, ctx, i < 2 ? cols[i] : "source",
-				      i < 2 ? H5T_INTEGER : H5T_STRING, &ds[i], &len[i])) != SP_OK)
+				      i < 2 ? H5T_INTEGER : H5T_STRING, 1, &ds[i], &len[i])) != SP_OK)
 			goto out;
 	if (len[1] != len[0] || len[2] != len[0]) {
 		rc = rfail(r, SP_ECORRUPT, "%s: hits, time_ns and source differ in length", ctx);
@@ -738,7 +1098,7 @@ static enum sp_err read_lines(struct reader *r, hid_t rank_g, struct sp_rank *rk
 	hid_t g;
 	int a;
 
-	if ((g = H5Gopen2(rank_g, "lines", H5P_DEFAULT)) < 0)
+	if ((g = open_group(r, rank_g, "lines")) < 0)
 		return rfail(r, SP_ECORRUPT, "rank%d/lines is not a group", rk->rank);
 	if ((a = list_links(g, &nl)) < 0) {
 		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "rank%d: cannot list the line tables",
@@ -774,7 +1134,7 @@ static enum sp_err read_rank_attrs(struct reader *r, hid_t g, const char *gname,
 	    attr_num(g, "pid", H5T_NATIVE_INT64, &rk->pid) < 0 ||
 	    attr_num(g, "clock_offset_ns", H5T_NATIVE_INT64, &rk->clock_offset_ns) < 0 ||
 	    attr_num(g, "dropped_events", H5T_NATIVE_INT64, &rk->dropped) < 0 ||
-	    (a = attr_str(g, "hostname", &rk->hostname)) == -1)
+	    (a = attr_str(r, g, "hostname", &rk->hostname)) == -1)
 		return rfail(r, SP_ECORRUPT, "%s: unreadable attribute", gname);
 	if (a == -2)
 		return rfail(r, SP_ENOMEM, "out of memory");
@@ -789,7 +1149,7 @@ static enum sp_err open_regions(struct reader *r, hid_t g, const char *gname, hi
 				struct names *nl, struct sp_rank *rk)
 {
 	int a;
-	if (hard_link(g, "regions") != 1 || (*regions = H5Gopen2(g, "regions", H5P_DEFAULT)) < 0)
+	if (hard_link(g, "regions") != 1 || (*regions = open_group(r, g, "regions")) < 0)
 		return rfail(r, SP_ECORRUPT, "%s has no regions group", gname);
 	if ((a = list_links(*regions, nl)) < 0)
 		return rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "%s: cannot list the regions", gname);
@@ -806,7 +1166,7 @@ static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, st
 	enum sp_err rc = SP_OK;
 	int has_tree, a = 0;
 
-	if ((g = H5Gopen2(file, gname, H5P_DEFAULT)) < 0)
+	if ((g = open_group(r, file, gname)) < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", gname);
 	if ((rc = read_rank_attrs(r, g, gname, rk)) != SP_OK)
 		goto out;
@@ -875,15 +1235,20 @@ static int attr_num_text(hid_t a, char **out)
 	return rc;
 }
 
+struct meta_op {
+	struct reader *r;
+	struct sp_profile *p;
+};
+
 static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void *op)
 {
-	struct sp_profile *p = op;
+	struct sp_profile *p = ((struct meta_op *)op)->p;
 	char *value = NULL, *key = NULL;
 	hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
 	(void)info;
 	if (a < 0)
 		return 0;
-	int rc = attr_str_open(a, &value);
+	int rc = attr_str_open(((struct meta_op *)op)->r, a, &value);
 	if (rc == -1)
 		rc = attr_num_text(a, &value);
 	H5Aclose(a);
@@ -909,7 +1274,7 @@ oom:
 /* The string attributes of /metadata, in creation order when tracked. */
 static enum sp_err read_meta(struct reader *r, hid_t file, struct sp_profile *p)
 {
-	hid_t g = H5Gopen2(file, "metadata", H5P_DEFAULT), gcpl;
+	hid_t g = open_group(r, file, "metadata"), gcpl;
 	unsigned crt = 0;
 	if (g < 0)
 		return rfail(r, SP_ECORRUPT, "metadata is not a group");
@@ -926,7 +1291,7 @@ static enum sp_err read_meta(struct reader *r, hid_t file, struct sp_profile *p)
 		}
 		p->nmeta = 0;
 		e = H5Aiterate2(g, by_name ? H5_INDEX_NAME : H5_INDEX_CRT_ORDER, H5_ITER_INC, NULL,
-				meta_cb, p);
+				meta_cb, &(struct meta_op){r, p});
 	}
 	H5Gclose(g);
 	if (e < 0)
@@ -953,8 +1318,51 @@ static int rank_number(const char *name)
 	return (int)v;
 }
 
+/* An address of n bytes at b: its value, or UINT64_MAX for HDF5's
+ * undefined address (all bits set) or one that does not fit 64 bits. */
+static uint64_t sb_addr(const unsigned char *b, size_t n, int *undef)
+{
+	int ones = 1, high = 0;
+	for (size_t i = 0; i < n; i++) {
+		ones &= b[i] == 0xff;
+		high |= i >= 8 && b[i];
+	}
+	*undef = ones;
+	return ones || high ? UINT64_MAX : le_uint(b, n < 8 ? n : 8);
+}
+
+/* HDF5 1.10 reads the driver information block of a version 0 or 1
+ * superblock as long as the block says it is (a 32-bit length: up to 4 GiB,
+ * zero-filled past the end of the file) before checking anything: a 10 KB
+ * file had it allocate and clear a gigabyte. Returns 0 when there is no
+ * such block or it lies inside the file, -1 otherwise. */
+static int driver_info_ok(int fd, uint64_t size)
+{
+	static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+	unsigned char b[28 + 4 * 32], hdr[8];
+	/* Where HDF5 looks for the superblock: 0, 512, 1024, 2048, ... */
+	for (uint64_t at = 0; at < size && size - at >= sizeof sig; at = at ? at * 2 : 512) {
+		ssize_t got = pread(fd, b, sizeof b, (off_t)at);
+		if (got < (ssize_t)sizeof sig || memcmp(b, sig, sizeof sig) != 0)
+			continue;
+		size_t sa = got > 13 ? b[13] : 0, off = b[8] == 1 ? 28 : 24;
+		if (b[8] > 1 || (sa != 2 && sa != 4 && sa != 8 && sa != 16 && sa != 32) ||
+		    (size_t)got < off + 4 * sa)
+			return 0;      /* no such block, or HDF5 refuses the superblock */
+		int undef;
+		uint64_t drv = sb_addr(b + off + 3 * sa, sa, &undef);
+		if (undef)
+			return 0;
+		if (drv > size || at > size - drv || size - at - drv < sizeof hdr + 8 ||
+		    pread(fd, hdr, sizeof hdr, (off_t)(at + drv)) != (ssize_t)sizeof hdr)
+			return -1;
+		return le_uint(hdr + 4, 4) <= size - at - drv - sizeof hdr - 8 ? 0 : -1;
+	}
+	return 0;
+}
+
 /* Sorts out what the OS can say before HDF5 is asked: missing, a directory,
- * unreadable, empty. */
+ * unreadable, empty; and what HDF5 would trust in its superblock. */
 static enum sp_err check_path(struct reader *r)
 {
 	struct stat sb;
@@ -967,9 +1375,13 @@ static enum sp_err check_path(struct reader *r)
 	int fd = open(r->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return rfail(r, SP_EIO, "%s", strerror(errno));
+	r->file_size = (uint64_t)sb.st_size;
+	int drv = driver_info_ok(fd, r->file_size);
 	close(fd);
 	if (sb.st_size == 0 || is_hdf5(r->path) <= 0)
 		return rfail(r, SP_ENOTHDF5, "not an HDF5 file");
+	if (drv < 0)
+		return rfail(r, SP_ENOTHDF5, "truncated or damaged HDF5 file (driver information block)");
 	return SP_OK;
 }
 
@@ -994,8 +1406,10 @@ static void close_columns(hid_t cols[3])
 }
 
 /* Opens the event columns of region group g (start_times, end_times, and
- * lanes when present) into cols, each of exactly n events. */
-static enum sp_err stream_columns(struct reader *r, hid_t g, const char *ctx, int64_t n, hid_t cols[3])
+ * lanes when present) into cols, each of exactly n events; deep: checks
+ * their storage too (done once, at open, for every region). */
+static enum sp_err stream_columns(struct reader *r, hid_t g, const char *ctx, int64_t n, hid_t cols[3],
+				  int deep)
 {
 	static const char *const names[3] = {"start_times", "end_times", "lanes"};
 	enum sp_err rc = SP_OK;
@@ -1006,7 +1420,7 @@ static enum sp_err stream_columns(struct reader *r, hid_t g, const char *ctx, in
 			rc = rfail(r, SP_ECORRUPT, "%s: cannot look up the lanes", ctx);
 		else if (hl == 0)
 			break;
-		else if ((rc = column_open(r, g, ctx, names[i], H5T_INTEGER, &cols[i], &len)) == SP_OK &&
+		else if ((rc = column_open(r, g, ctx, names[i], H5T_INTEGER, deep, &cols[i], &len)) == SP_OK &&
 			 len != (hsize_t)n)
 			rc = rfail(r, SP_ECORRUPT, "%s: %s holds %llu calls, num_calls says %lld", ctx, names[i],
 				   (unsigned long long)len, (long long)n);
@@ -1037,7 +1451,7 @@ static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, 
 		return rfail(r, SP_ENOMEM, "out of memory");
 	if (!(s->groups[ri] = strdup(gname)))
 		return rfail(r, SP_ENOMEM, "out of memory");
-	if ((g = H5Gopen2(file, gname, H5P_DEFAULT)) < 0)
+	if ((g = open_group(r, file, gname)) < 0)
 		return rfail(r, SP_ECORRUPT, "%s is not a group", gname);
 	if ((rc = read_rank_attrs(r, g, gname, rk)) != SP_OK)
 		goto out;
@@ -1063,9 +1477,9 @@ static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, 
 		if (rd->stats.num_calls == 0 || rd->aggregate)
 			continue;
 		snprintf(ctx, sizeof ctx, "rank%d/regions/%s", rk->rank, nl.v[i]);
-		hid_t rg = H5Gopen2(regions, nl.v[i], H5P_DEFAULT);
+		hid_t rg = open_group(r, regions, nl.v[i]);
 		rc = rg < 0 ? rfail(r, SP_ECORRUPT, "%s is not a group", ctx)
-			    : stream_columns(r, rg, ctx, rd->stats.num_calls, cols);
+			    : stream_columns(r, rg, ctx, rd->stats.num_calls, cols, 1);
 		close_columns(cols);
 		h5close(rg);
 		if (rc != SP_OK)
@@ -1096,7 +1510,13 @@ static enum sp_err read_file(struct reader *r, hid_t file, struct sp_profile *p)
 	int32_t version = 0;
 	int a;
 
-	if ((a = attr_str(file, "format", &format)) < 0 ||
+	hid_t root = open_group(r, file, "/");
+	h5close(root);
+	if (root < 0) {
+		rc = rfail(r, SP_ECORRUPT, "damaged root group");
+		goto out;
+	}
+	if ((a = attr_str(r, file, "format", &format)) < 0 ||
 	    attr_num(file, "format_version", H5T_NATIVE_INT32, &version) < 0) {
 		rc = rfail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "unreadable file attributes");
 		goto out;
@@ -1164,7 +1584,7 @@ out:
  * left allocated or open. */
 enum sp_err sp_h5_read(const char *path, int flags, struct sp_profile **out, struct sp_error *err)
 {
-	struct reader r = {.path = path ? path : "", .err = err, .flags = flags};
+	struct reader r = {.path = path ? path : "", .err = err, .flags = flags, .file = -1, .fd = -1};
 	struct sp_profile *p = NULL;
 	hid_t fapl = -1, file = -1;
 	enum sp_err rc;
@@ -1192,11 +1612,13 @@ enum sp_err sp_h5_read(const char *path, int flags, struct sp_profile **out, str
 		rc = rfail(&r, SP_ENOMEM, "out of memory");
 		goto out;
 	}
+	r.file = file;
 	rc = read_file(&r, file, p);
 out:
 	if (file >= 0 && H5Fclose(file) < 0 && rc == SP_OK)
 		rc = rfail(&r, SP_EIO, "cannot close the file");
 	h5close(fapl);
+	reader_release(&r);
 	if (rc != SP_OK)
 		sp_profile_free(p);
 	else
@@ -1223,7 +1645,8 @@ enum sp_err sp_h5_stream_open(const char *path, struct sp_h5_stream **out, struc
 	s->file = -1;
 	s->ri = s->gi = SIZE_MAX;
 	s->cols[0] = s->cols[1] = s->cols[2] = -1;
-	s->r = (struct reader){.path = s->path, .err = err, .flags = SP_READ_SUMMARY, .stream = s};
+	s->r = (struct reader){.path = s->path, .err = err, .flags = SP_READ_SUMMARY, .stream = s,
+			       .file = -1, .fd = -1};
 	if ((rc = check_path(&s->r)) != SP_OK)
 		goto out;
 	/* A chunk cache that holds a compressed column's chunk (up to 16 MiB)
@@ -1242,7 +1665,9 @@ enum sp_err sp_h5_stream_open(const char *path, struct sp_h5_stream **out, struc
 			rc = rfail(&s->r, SP_ENOTHDF5, "truncated or damaged HDF5 file");
 		goto out;
 	}
+	s->r.file = s->file;
 	rc = read_file(&s->r, s->file, s->p);
+	reader_release(&s->r);
 out:
 	h5close(fapl);
 	if (rc != SP_OK)
@@ -1288,7 +1713,7 @@ enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint
 		hid_t regions = rg >= 0 ? H5Gopen2(rg, "regions", H5P_DEFAULT) : -1;
 		hid_t g = regions >= 0 ? H5Gopen2(regions, s->links[ri][gi], H5P_DEFAULT) : -1;
 		rc = g < 0 ? rfail(&s->r, SP_ECORRUPT, "%s is not a group", ctx)
-			   : stream_columns(&s->r, g, ctx, rd->stats.num_calls, s->cols);
+			   : stream_columns(&s->r, g, ctx, rd->stats.num_calls, s->cols, 0);
 		h5close(g); h5close(regions); h5close(rg);
 		if (rc != SP_OK)
 			return rc;

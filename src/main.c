@@ -67,13 +67,20 @@ static void version(void)
 		printf("MPI: not built in (under mpirun each rank writes its own file)\n");
 }
 
-/* A full disk or a closed pipe must not truncate a report silently. */
-static int finish_stdout(int status)
+/* A full disk or a closed pipe must not truncate a report silently. The one
+ * place that reports a failed write to stdout, for every command (which
+ * then returns nonzero without printing): "scope-profiler: CMD: cannot
+ * write to standard output: REASON"; nothing for a closed pipe (its reader
+ * went away). e is errno as the command left it, the failed write's, for
+ * when flushing now does not say why. */
+static int finish_stdout(const char *cmd, int status, int e)
 {
+	errno = 0;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (errno != EPIPE)
-			fprintf(stderr, "scope-profiler: error writing to standard output: %s\n",
-				strerror(errno));
+		e = errno ? errno : e ? e : EIO;
+		if (e != EPIPE)
+			fprintf(stderr, "scope-profiler: %s%scannot write to standard output: %s\n", cmd ? cmd : "",
+				cmd ? ": " : "", strerror(e));
 		return status ? status : 1;
 	}
 	return status;
@@ -96,15 +103,17 @@ int main(int argc, char **argv)
 	const char *arg = argv[1];
 	if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || strcmp(arg, "help") == 0) {
 		usage(stdout);
-		return finish_stdout(0);
+		return finish_stdout(NULL, 0, errno);
 	}
 	if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0) {
 		version();
-		return finish_stdout(0);
+		return finish_stdout(NULL, 0, errno);
 	}
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		if (strcmp(arg, commands[i].name) == 0)
-			return finish_stdout(commands[i].fn(argc - 1, argv + 1));
+		if (strcmp(arg, commands[i].name) == 0) {
+			int status = commands[i].fn(argc - 1, argv + 1);
+			return finish_stdout(commands[i].name, status, errno);
+		}
 	if (arg[0] == '-')
 		fprintf(stderr, "scope-profiler: unknown option '%s'\n", arg);
 	else

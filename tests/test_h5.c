@@ -1438,12 +1438,95 @@ static void test_aggregate_region_written(void **state)
 	remove(path);
 }
 
+/* ---- values that contradict each other ---- */
+
+static void set_i64_attr(hid_t g, const char *name, int64_t v)
+{
+	hid_t a = H5Aopen(g, name, H5P_DEFAULT);
+	assert_true(a >= 0 && H5Awrite(a, H5T_NATIVE_INT64, &v) >= 0);
+	H5Aclose(a);
+}
+
+/* Writes make_profile's file, then sets one summary attribute of rank 3's
+ * "solve" (3 calls of 5, 20 and 40 ns: total 65) to v, or with name NULL
+ * deletes its start_times. */
+static void inconsistent(const char *path, const char *name, int64_t v)
+{
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	sp_profile_free(p);
+	hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+	hid_t g = H5Gopen2(f, "rank3/regions/solve", H5P_DEFAULT);
+	assert_true(f >= 0 && g >= 0);
+	if (name)
+		set_i64_attr(g, name, v);
+	else
+		assert_true(H5Ldelete(g, "start_times", H5P_DEFAULT) >= 0);
+	H5Gclose(g);
+	assert_true(H5Fclose(f) >= 0);
+}
+
+/* Every read (summary-only too, which reads no event) rejects a region whose
+ * values contradict each other, naming the region and what is wrong. */
+static void test_inconsistent_values(void **state)
+{
+	(void)state;
+	const char *path = tpath("inconsistent.h5");
+	static const struct {
+		const char *attr;
+		int64_t v;
+		const char *says;
+	} cases[] = {
+		/* A count the columns do not hold: the summary-only read sees it
+		 * in their extent, the full read in the events. */
+		{"num_calls", INT64_C(1) << 62, "rank3/regions/solve: num_calls is 4611686018427387904 but "},
+		{"num_calls", 4, "rank3/regions/solve: num_calls is 4 but "},
+		{"num_calls", -1, "rank3/regions/solve: inconsistent summary: num_calls is negative"},
+		{"min_ns", -5, "rank3/regions/solve: inconsistent summary: min_ns and max_ns are not"},
+		{"max_ns", 4, "rank3/regions/solve: inconsistent summary: min_ns and max_ns are not"},
+		{"total_ns", 39, "rank3/regions/solve: inconsistent summary: total_ns is not between"},
+		{"total_ns", 121, "rank3/regions/solve: inconsistent summary: total_ns is not between"},
+		{"total_ns", -65, "rank3/regions/solve: inconsistent summary: total_ns is not between"},
+		{"last_end_ns", 0, "rank3/regions/solve: inconsistent summary: first_start_ns and last_end_ns"},
+		{NULL, 0, "rank3/regions/solve has no start_times dataset"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		inconsistent(path, cases[i].attr, cases[i].v);
+		struct sp_profile *q = NULL;
+		struct sp_error err = {0};
+		if (!cases[i].attr) {
+			/* A summary needs no columns; a full read needs both. */
+			assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+			sp_profile_free(q);
+			q = NULL;
+			assert_int_equal(sp_h5_read(path, SP_READ_EVENTS, &q, &err), SP_ECORRUPT);
+			assert_non_null(strstr(err.msg, cases[i].says));
+			assert_null(q);
+			continue;
+		}
+		expect_read(path, SP_ECORRUPT, cases[i].says);
+		struct sp_h5_stream *s = NULL;
+		assert_int_equal(sp_h5_stream_open(path, &s, &err), SP_ECORRUPT);
+		assert_null(s);
+		assert_non_null(strstr(err.msg, "rank3/regions/solve"));
+	}
+	/* The file as written reads. */
+	inconsistent(path, "num_calls", 3);
+	struct sp_profile *q = NULL;
+	struct sp_error err = {0};
+	assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+	sp_profile_free(q);
+	remove(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_summary_read),
+		cmocka_unit_test(test_inconsistent_values),
 		cmocka_unit_test(test_lanes_roundtrip),
 		cmocka_unit_test(test_v1_without_tree),
 		cmocka_unit_test(test_write_fails_cleanly),

@@ -1,0 +1,138 @@
+"""Safety of the commands that read files: damaged files found by fuzzing
+(tests/fuzz-regress/, see `make fuzz`), files whose values contradict each
+other, and a standard output that cannot be written. Each gives exactly one
+line on stderr, `scope-profiler: CMD: ...`, and status 1; never a crash or
+a hang (the timeout below detects a hang; it is no performance bound)."""
+import pathlib
+import subprocess
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import BINARY, ROOT
+
+HANG = 60
+FINDINGS = sorted((ROOT / "tests" / "fuzz-regress").iterdir())
+
+SCRIPT = """\
+import scope_profiler as sp
+
+@sp.profile("solve")
+def solve(n):
+    x = 0
+    for i in range(n):
+        x += i
+    return x
+
+for step in range(3):
+    with sp.region("timestep"):
+        solve(100)
+"""
+
+
+def commands(path, other):
+    """Every command that reads a profile, with the file in each place."""
+    return [
+        ["summary", path],
+        ["summary", "--json", path],
+        ["line-profile", path],
+        ["export", path, "--format", "csv"],
+        ["export", path, "--format", "json"],
+        ["export", path, "--format", "chrome"],
+        ["export", path, "--format", "folded"],
+        ["diff", path, path],
+        ["diff", other, path],
+        ["diff", path, other],
+    ]
+
+
+def run(args, cwd, stdout=subprocess.DEVNULL):
+    return subprocess.run([BINARY, *map(str, args)], stdout=stdout, stderr=subprocess.PIPE,
+                          text=True, timeout=HANG, cwd=cwd)
+
+
+def assert_one_error(proc, cmd, *fragments):
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"scope-profiler: {cmd}: "), lines[0]
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+@pytest.fixture
+def good(sp):
+    """A real profile, with line timings, written by the tool."""
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--line-profile", "-o", "good.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    return sp.tmp / "good.h5"
+
+
+def test_findings_are_kept():
+    # Two heap overflows in libhdf5 (damaged chunk indexes), three endless
+    # loops (a damaged global heap under a variable-length string), a
+    # superblock whose driver information block claims a gigabyte, and a
+    # group whose local heap is at the undefined address (a NULL read).
+    names = {f.name[:14] for f in FINDINGS}
+    assert {"crash-c8f7790f", "crash-de4aafe7", "timeout-47c5c8", "timeout-541ff5",
+            "timeout-bb2a4f", "timeout-8b54c7", "crash-aa38b54c"} <= names
+
+
+@pytest.mark.parametrize("finding", FINDINGS, ids=lambda p: p.name[:16])
+def test_fuzz_findings_fail_cleanly(sp, good, finding):
+    for args in commands(finding, good):
+        proc = run(args, sp.tmp)
+        assert_one_error(proc, args[0], "cannot read", finding.name)
+
+
+def inconsistent(path, **attrs):
+    """Rewrites a profile's region 'timestep' attributes."""
+    with h5py.File(path, "r+") as f:
+        g = f["rank0/regions/timestep"]
+        for k, v in attrs.items():
+            g.attrs[k] = np.int64(v)
+
+
+@pytest.mark.parametrize("attrs,says", [
+    ({"num_calls": 2**62}, "num_calls is 4611686018427387904 but "),
+    ({"num_calls": -3}, "num_calls is negative"),
+    ({"min_ns": -1}, "min_ns and max_ns"),
+    ({"total_ns": 1}, "total_ns is not between max_ns and num_calls * max_ns"),
+])
+def test_inconsistent_values_fail_cleanly(sp, good, attrs, says):
+    bad = sp.tmp / "bad.h5"
+    bad.write_bytes(good.read_bytes())
+    inconsistent(bad, **attrs)
+    for args in commands(bad, good):
+        proc = run(args, sp.tmp)
+        assert_one_error(proc, args[0], "rank0/regions/timestep", says)
+    # Untouched, the same file reads.
+    assert run(["summary", good], sp.tmp).returncode == 0
+
+
+def test_events_ending_before_they_start(sp, good):
+    bad = sp.tmp / "bad.h5"
+    bad.write_bytes(good.read_bytes())
+    with h5py.File(bad, "r+") as f:
+        ends = f["rank0/regions/timestep/end_times"]
+        ends[1] = f["rank0/regions/timestep/start_times"][1] - 1
+    for fmt in ("csv", "json", "chrome", "folded"):
+        proc = run(["export", bad, "--format", fmt], sp.tmp)
+        assert_one_error(proc, "export", "rank0/regions/timestep", "call 1 ends before it starts")
+    # The summary reads the summary attributes alone (its cost does not grow
+    # with the events), which are consistent here.
+    assert run(["summary", bad], sp.tmp).returncode == 0
+
+
+def test_a_full_stdout_is_one_line(sp, good):
+    for args in commands(good, good)[:-2] + [["--help"], ["--version"]]:
+        with open("/dev/full", "w") as full:
+            proc = run(args, sp.tmp, stdout=full)
+        assert proc.returncode == 1, (args, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1, (args, proc.stderr)
+        cmd = args[0] if not args[0].startswith("--") else None
+        prefix = f"scope-profiler: {cmd}: " if cmd else "scope-profiler: "
+        assert lines[0] == prefix + "cannot write to standard output: No space left on device", lines[0]
