@@ -45,6 +45,12 @@ extern PyObject *sp_registry;
  * recording again. */
 void sp_session_freeze(void);
 
+/* Set while a profile is written (the GIL released): then setup(),
+ * finalize() and _reset() from another thread are refused, and
+ * sp_session_busy() returns -1 with RuntimeError set; else 0. */
+extern int sp_session_writing;
+int sp_session_busy(void);
+
 /* finalize() and the read API's data (pyresults.c). */
 int sp_results_init(void);
 extern PyMethodDef sp_results_methods[];

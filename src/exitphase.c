@@ -47,15 +47,17 @@ int sp_run_exit_signal(void)
 	return exit_signal;
 }
 
-/* Which signal a Python handler's exception stands for: Python's own
- * KeyboardInterrupt for SIGINT, the run's SystemExit(143) for SIGTERM. */
-static int signal_of_exception(void)
+/* _note_exit_signal(signum): the run's Python SIGTERM handler says it ran,
+ * so that the status is 143 even where Python's shutdown (waiting for
+ * threads, other atexit callbacks) swallows its SystemExit. */
+static PyObject *note_exit_signal(PyObject *m, PyObject *arg)
 {
-	if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
-		return SIGINT;
-	if (PyErr_ExceptionMatches(PyExc_SystemExit))
-		return SIGTERM;
-	return 0;
+	long sig = PyLong_AsLong(arg);
+	if (sig == -1 && PyErr_Occurred())
+		return NULL;
+	if (!exit_signal && (sig == SIGINT || sig == SIGTERM))
+		exit_signal = (int)sig;
+	Py_RETURN_NONE;
 }
 
 /* _run_exit(): the run's atexit callback, in C so that no signal handler
@@ -69,11 +71,12 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	/* A signal that arrived just before, its Python handler not yet run. */
+	/* A signal that arrived just before, its Python handler not yet run:
+	 * Python's KeyboardInterrupt for SIGINT (the run's SIGTERM handler
+	 * notes itself). */
 	if (PyErr_CheckSignals() < 0) {
-		int sig = signal_of_exception();
-		if (sig && !exit_signal)
-			exit_signal = sig;
+		if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) && !exit_signal)
+			exit_signal = SIGINT;
 		PyErr_Clear();
 	}
 	PyObject *end = PyObject_GetAttrString(m, "_run_end");
@@ -101,5 +104,6 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 
 PyMethodDef sp_exitphase_methods[] = {
 	{"_run_exit", run_exit, METH_NOARGS, NULL},
+	{"_note_exit_signal", note_exit_signal, METH_O, NULL},
 	{NULL},
 };

@@ -1198,7 +1198,7 @@ static PyObject *mod_configure(PyObject *m, PyObject *args)
 	int disabled, recursive, threads, lines, aggregate = 0, track_async = 0;
 	Py_ssize_t limit;
 	if (!PyArg_ParseTuple(args, "pnppp|pp:_configure", &disabled, &limit, &recursive, &threads, &lines,
-			      &aggregate, &track_async))
+			      &aggregate, &track_async) || sp_session_busy())
 		return NULL;
 	if (limit < 1) {
 		PyErr_SetString(PyExc_ValueError, "buffer_limit must be a positive integer");
@@ -1243,6 +1243,20 @@ static PyObject *mod_configure(PyObject *m, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+int sp_session_writing;
+
+/* setup(), finalize() and the reset after it, from another thread while a
+ * profile is written without the GIL, would change the events under the
+ * writer: refused. Returns -1 with RuntimeError set then. */
+int sp_session_busy(void)
+{
+	if (!sp_session_writing)
+		return 0;
+	PyErr_SetString(PyExc_RuntimeError, "scope_profiler: the profile is being written (finalize() "
+			"in another thread); the session cannot change until it is done");
+	return -1;
+}
+
 void sp_session_freeze(void)
 {
 	sp_tracer_stop_all();
@@ -1262,6 +1276,8 @@ void sp_session_freeze(void)
 /* _reset(): forget every recorded event (the regions stay registered). */
 static PyObject *mod_reset(PyObject *m, PyObject *unused)
 {
+	if (sp_session_busy())
+		return NULL;
 	/* The hook's open calls point into the buffers cleared below. */
 	sp_tracer_stop_all();
 	sp_track_threads = 0;

@@ -368,7 +368,7 @@ static PyObject *res_finalize(PyObject *m, PyObject *args)
 	PyObject *path_obj, *meta, *start_obj, *fallback_obj = Py_None;
 	int render, snapshot, render_lines, failed = 0, compression = 0;
 	if (!PyArg_ParseTuple(args, "OpOOpp|pOi:_finalize", &path_obj, &render, &meta, &start_obj, &snapshot,
-			      &render_lines, &failed, &fallback_obj, &compression))
+			      &render_lines, &failed, &fallback_obj, &compression) || sp_session_busy())
 		return NULL;
 	if (compression < 0 || compression > 9) {
 		PyErr_Format(PyExc_ValueError, "_finalize: compression level %d is not 0 to 9", compression);
@@ -395,6 +395,7 @@ static PyObject *res_finalize(PyObject *m, PyObject *args)
 	/* Threads still running (daemon threads at exit) record nothing more:
 	 * the events below are read without the GIL. */
 	sp_session_freeze();
+	sp_session_writing = 1;   /* until the events are no longer read */
 	int64_t now = sp_clock_ns();
 	/* The call tree costs a pass over the events: only when it is needed. */
 	struct sp_profile *p = live_profile(now, start, meta, path || render || snapshot || collective);
@@ -439,6 +440,7 @@ static PyObject *res_finalize(PyObject *m, PyObject *args)
 	}
 	res = PyTuple_Pack(3, summary, data, lines);
 out:
+	sp_session_writing = 0;
 	Py_XDECREF(summary);
 	Py_XDECREF(lines);
 	Py_XDECREF(data);

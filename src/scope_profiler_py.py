@@ -114,15 +114,20 @@ def setup(**options):
     start = _session.run_start_ns if _session.active else _clock_ns()
     # Checks what the C side owns (buffer_limit against the machine's
     # memory) before it changes anything: a refused setup() changes nothing.
-    _configure(bool(merged["deactivate_profiling"]), merged["buffer_limit"],
-               bool(merged["recursive_profile"]), bool(merged["track_threads"]),
-               bool(merged["use_line_profiler"]), bool(merged["aggregation_mode"]),
-               bool(merged["track_async"]))
+    _apply(merged)
     _session.options = merged
     if not _session.active:
         _session.active = True
         _session.run_start_ns = start
         _session.pid = _os.getpid()
+
+
+def _apply(opts):
+    """The recording mode of these options, for every region and wrapper."""
+    _configure(bool(opts["deactivate_profiling"]), opts["buffer_limit"],
+               bool(opts["recursive_profile"]), bool(opts["track_threads"]),
+               bool(opts["use_line_profiler"]), bool(opts["aggregation_mode"]),
+               bool(opts["track_async"]))
 
 
 def _metadata():
@@ -171,10 +176,15 @@ def _finish(verbose, return_results, stream, verbose_lines=False, failed=False):
     else:
         _tracer_stop_all()  # profile(recursive=True) calls still running end now
     show_lines = bool(verbose_lines) and not forked and rank == 0
-    summary, data, lines = _finalize(path, show or snapshot, _metadata(),
-                                     _session.run_start_ns, snapshot, show_lines,
-                                     bool(failed), _fallback_path(),
-                                     _compression_level(opts["hdf5_compression"]))
+    try:
+        # Stops every region in every thread, then writes.
+        summary, data, lines = _finalize(path, show or snapshot, _metadata(),
+                                         _session.run_start_ns, snapshot, show_lines,
+                                         bool(failed), _fallback_path(),
+                                         _compression_level(opts["hdf5_compression"]))
+    except OSError:
+        _apply(opts)  # not written, the events kept: the session records on
+        raise
     _session.active = False
     _reset()
     # Until the next setup(), regions record nothing.
@@ -285,6 +295,7 @@ profile_region = region
 
 def _on_sigterm(signum, frame):
     _session.exit_failed = True
+    _note_exit_signal(signum)  # 143 even if Python's own shutdown swallows the SystemExit
     raise SystemExit(128 + signum)
 
 

@@ -193,3 +193,92 @@ def test_exit_after_a_disabled_entry_is_no_warning(sp):
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
         assert f["rank0/regions/later"].attrs["num_calls"] == 1
+
+
+def test_setup_from_another_thread_while_writing_is_refused(sp):
+    # A thread that calls setup() while the profile is being written would
+    # switch recording back on under the writer: it gets a RuntimeError, and
+    # the profile is complete.
+    script = sp.script("""
+        import sys, threading, time
+        import scope_profiler as sp
+        r = sp.region("many")
+        for _ in range(1_000_000):
+            with r:
+                pass
+        def meddler():
+            while type(r).__name__ != "DisabledProfileRegion":
+                time.sleep(0.0005)
+            try:
+                sp.ProfileManager.setup()
+                with r:
+                    pass
+            except RuntimeError as e:
+                sys.stderr.write(f"refused: {e}\\n")
+        threading.Thread(target=meddler, daemon=True).start()
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert complete(sp.tmp / "out.h5")
+    # The meddler either ran while the profile was written (refused) or
+    # only after the session ended; never in between.
+    assert proc.stderr in ("", "refused: scope_profiler: the profile is being written (finalize() in "
+                           "another thread); the session cannot change until it is done\n"), proc.stderr
+
+
+def test_a_failed_finalize_keeps_recording(sp):
+    # finalize() cannot write (its folder is gone): OSError, the events are
+    # kept, and the session goes on recording until the run's end writes it.
+    (sp.tmp / "sub").mkdir()
+    script = sp.script("""
+        import os
+        import scope_profiler as sp
+        with sp.region("a"):
+            pass
+        sp.ProfileManager.setup(file_path="sub/x.h5")
+        os.rmdir("sub")
+        try:
+            sp.ProfileManager.finalize(verbose=False)
+        except OSError as e:
+            print("finalize failed")
+        b = sp.region("b")
+        for _ in range(5):
+            with b:
+                pass
+        print(type(b).__name__)
+        sp.ProfileManager.setup(file_path="out.h5")
+    """)
+    proc = sp("run", "-q", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["finalize failed", "TimeOnlyProfileRegion"]
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert f["rank0/regions/a"].attrs["num_calls"] == 1
+        assert f["rank0/regions/b"].attrs["num_calls"] == 5
+
+
+def test_sigterm_while_python_waits_for_threads_is_143(sp):
+    # SIGTERM while Python's shutdown waits for a non-daemon thread: the
+    # wait ends (as under plain python) and Python swallows the run's
+    # SystemExit there; the status is 143 all the same, and the profile is
+    # written with what was recorded by then.
+    script = sp.script("""
+        import os, signal, threading, time
+        import scope_profiler as sp
+        def worker():
+            time.sleep(0.3)
+            with sp.region("worker"):
+                pass
+        threading.Thread(target=worker).start()
+        with sp.region("main"):
+            pass
+        print("main done", flush=True)
+    """)
+    p = subprocess.Popen([BINARY, "run", "-q", "-o", "out.h5", str(script)], cwd=sp.tmp,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "main done\n"
+    time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 143, err
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert f["rank0/regions/main"].attrs["num_calls"] == 1
