@@ -8,11 +8,16 @@
  *     real target and renamed over it: readers see the old file or
  *     the whole new one. A new file gets 0666 & ~umask; a replaced one keeps
  *     its permission bits (and, as root, its owner);
- *   - a character or block device or a FIFO (/dev/null, /dev/stdout on a
- *     pipe or a terminal) is written in place, opened without O_CREAT or
- *     O_TRUNC, when the caller asks for it (SP_OUTPATH_IN_PLACE: exports);
- *     otherwise it is refused (the HDF5 profile); a socket and a directory
- *     are always refused;
+ *   - a character device or a FIFO (/dev/null, a terminal) is written in
+ *     place, opened without O_CREAT or O_TRUNC, when the caller asks for it
+ *     (SP_OUTPATH_IN_PLACE: exports); otherwise it is refused (the HDF5
+ *     profile); a block device (a disk), a socket and a directory are
+ *     always refused;
+ *   - an open descriptor named through /proc (/dev/stdout, /dev/fd/N,
+ *     /proc/self/fd/N), whatever it leads to (a pipe, a terminal, a file
+ *     the shell redirected to), is written in place through a duplicate of
+ *     that descriptor (its offset and O_APPEND shared: a redirected file
+ *     keeps what came before), with SP_OUTPATH_IN_PLACE; else refused;
  *   - a TARGET.tmp.PID left by a dead process (kill(pid, 0) fails with ESRCH)
  *     on a local file system is removed by the next write to that target;
  *     a live process's, or one on a network file system (where the pid may
@@ -35,6 +40,7 @@ enum sp_outpath_kind {
 	SP_OUTPATH_DEVICE,     /* another character or block device (a terminal) */
 	SP_OUTPATH_FIFO,       /* a FIFO or a pipe (/dev/stdout on a pipe) */
 	SP_OUTPATH_SOCKET,     /* a socket: refused */
+	SP_OUTPATH_STREAM,     /* an open descriptor: /dev/stdout, /dev/fd/N, /proc/PID/fd/N */
 };
 
 enum sp_outpath_flags {
@@ -49,6 +55,7 @@ struct sp_outpath {
 	int fd;                    /* open for writing; -1 once closed */
 	enum sp_outpath_kind kind;
 	int slot;                  /* in the cleanup registry, or -1 */
+	int stream_fd;             /* SP_OUTPATH_STREAM: our descriptor it names, or -1 */
 };
 
 /* Checks, before hours of work, that path can be written with these flags:

@@ -96,6 +96,7 @@ static const char *kind_name(enum sp_outpath_kind k, const struct stat *st)
 	case SP_OUTPATH_DEVICE: return S_ISBLK(st->st_mode) ? "a block device" : "a character device";
 	case SP_OUTPATH_FIFO: return "a FIFO (a pipe)";
 	case SP_OUTPATH_SOCKET: return "a socket";
+	case SP_OUTPATH_STREAM: return "an open file descriptor (standard output or /dev/fd/N)";
 	default: return "a file";
 	}
 }
@@ -109,6 +110,64 @@ static void describe(char *buf, size_t len, const char *path, const char *target
 		snprintf(buf, len, "'%s'", path);
 }
 
+/* Whether folder (a resolved path) is a process's descriptor folder:
+ * /proc/PID/fd or /proc/PID/task/TID/fd; *own when PID is this process. */
+static int fd_folder(const char *folder, int *own)
+{
+	char *end;
+	if (strncmp(folder, "/proc/", 6) != 0)
+		return 0;
+	long pid = strtol(folder + 6, &end, 10);
+	if (end == folder + 6)
+		return 0;
+	if (strncmp(end, "/task/", 6) == 0) {
+		const char *tid = end + 6;
+		strtol(tid, &end, 10);
+		if (end == tid)
+			return 0;
+	}
+	*own = pid == (long)getpid();
+	return strcmp(end, "/fd") == 0;
+}
+
+/* The descriptor N when path, or a symlink on its way, names a process's
+ * open descriptor through /proc (/dev/stdout -> /proc/self/fd/1, /dev/fd/N):
+ * such a "file" is whatever the descriptor holds, never to be replaced.
+ * -1 otherwise; *own when the descriptor is this process's. */
+static int fd_link(const char *path, int *own)
+{
+	char *cur = strdup(path);
+	for (int hops = 0; cur && hops <= MAX_HOPS; hops++) {
+		char text[PATH_MAX], *slash = strrchr(cur, '/');
+		char *folder = NULL;
+		if (slash) {
+			*slash = '\0';
+			folder = realpath(slash == cur ? "/" : cur, NULL);
+			*slash = '/';
+		}
+		if (folder && fd_folder(folder, own)) {
+			char *end;
+			long n = strtol(slash + 1, &end, 10);
+			int fd = *end || end == slash + 1 || n < 0 || n > INT_MAX ? -1 : (int)n;
+			free(folder);
+			free(cur);
+			return fd;
+		}
+		free(folder);
+		struct stat lst;
+		ssize_t len;
+		if (lstat(cur, &lst) != 0 || !S_ISLNK(lst.st_mode) ||
+		    (len = readlink(cur, text, sizeof text - 1)) < 0)
+			break;
+		text[len] = '\0';
+		char *next = join_dir(cur, text);
+		free(cur);
+		cur = next;
+	}
+	free(cur);
+	return -1;
+}
+
 /* Finds what path leads to: o->target, o->kind, *st (of the target when it
  * exists), *via_link. Refuses what flags do not allow. */
 static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, struct stat *st,
@@ -119,8 +178,12 @@ static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, st
 
 	*via_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
 	memset(st, 0, sizeof *st);
+	int own = 0, fdn = fd_link(path, &own);
 	if (stat(path, st) == 0) {
-		if (S_ISREG(st->st_mode)) {
+		if (fdn >= 0 && !S_ISDIR(st->st_mode) && !S_ISSOCK(st->st_mode) && !S_ISBLK(st->st_mode)) {
+			o->kind = SP_OUTPATH_STREAM;
+			o->stream_fd = own ? fdn : -1;
+		} else if (S_ISREG(st->st_mode)) {
 			o->kind = SP_OUTPATH_FILE;
 			/* The temporary file goes beside the real file: the rename
 			 * then replaces it, never the link that led there. */
@@ -129,8 +192,7 @@ static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, st
 				return sp_error_set(err, errno == ENOMEM ? SP_ENOMEM : SP_EIO, "'%s': %s", path,
 						    strerror(errno));
 			return SP_OK;
-		}
-		if (S_ISDIR(st->st_mode))
+		} else if (S_ISDIR(st->st_mode))
 			o->kind = SP_OUTPATH_DIR;
 		else if (S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3))
 			o->kind = SP_OUTPATH_NULL;
@@ -149,6 +211,9 @@ static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, st
 			return sp_error_set(err, SP_EINVAL, "%s: it is a directory", where);
 		if (o->kind == SP_OUTPATH_SOCKET)
 			return sp_error_set(err, SP_EINVAL, "%s: it is a socket, which cannot be opened for writing",
+					    where);
+		if (S_ISBLK(st->st_mode))
+			return sp_error_set(err, SP_EINVAL, "%s: it is a block device (a disk), never written to",
 					    where);
 		if (!(flags & SP_OUTPATH_IN_PLACE))
 			return sp_error_set(err, SP_EINVAL, "%s: it is %s, not a regular file, and is never replaced",
@@ -268,7 +333,7 @@ out:
 
 static void reset(struct sp_outpath *o)
 {
-	*o = (struct sp_outpath){.fd = -1, .slot = -1};
+	*o = (struct sp_outpath){.fd = -1, .slot = -1, .stream_fd = -1};
 }
 
 static void release(struct sp_outpath *o)
@@ -333,8 +398,13 @@ enum sp_err sp_outpath_open(struct sp_outpath *o, const char *path, int flags, s
 		goto fail;
 	if (o->kind != SP_OUTPATH_NEW && o->kind != SP_OUTPATH_FILE) {
 		/* In place: no O_CREAT (a device that vanished is not made a
-		 * file), no O_TRUNC; a FIFO waits for its reader here. */
-		o->fd = open(o->target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		 * file), no O_TRUNC; a FIFO waits for its reader here. One of
+		 * our descriptors is shared, so that a file it writes to keeps
+		 * its offset (and what was written before). */
+		if (o->stream_fd >= 0)
+			o->fd = fcntl(o->stream_fd, F_DUPFD_CLOEXEC, 0);
+		else
+			o->fd = open(o->target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
 		if (o->fd < 0) {
 			rc = sp_error_set(err, SP_EIO, "'%s': %s", path, strerror(errno));
 			goto fail;

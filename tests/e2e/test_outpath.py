@@ -152,6 +152,56 @@ def test_export_to_dev_stdout_reaches_the_pipe(sp):
     assert not [p for p in os.listdir("/dev") if ".tmp." in p]
 
 
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
+def test_export_to_stdout_redirected_to_a_file_writes_through_it(sp, name):
+    # `{ echo HEADER; export -o /dev/stdout; echo TRAILER; } > out.txt` and
+    # `>> log`: the descriptor's file is written at its offset, never
+    # replaced, so what the shell wrote before and after stays.
+    good = good_profile(sp)
+    want = export_stdout(sp, good)
+    shell = (f'{{ echo HEADER; "{BINARY}" export "{good}" --format csv -o {name}; '
+             f'echo TRAILER; }} > out.txt; echo PRE > log; '
+             f'"{BINARY}" export "{good}" --format csv -o {name} >> log')
+    proc = subprocess.run(["sh", "-c", shell], capture_output=True, text=True, cwd=sp.tmp,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert (sp.tmp / "out.txt").read_text() == "HEADER\n" + want + "TRAILER\n"
+    assert (sp.tmp / "log").read_text() == "PRE\n" + want
+    assert tmp_files(sp.tmp) == []
+
+
+def test_run_refuses_stdout_even_redirected_to_a_file(sp):
+    script = sp.script(SCRIPT)
+    proc = subprocess.run(["sh", "-c", f'echo KEEP > log; "{BINARY}" run -q -o /dev/stdout '
+                           f'script.py >> log'], capture_output=True, text=True, cwd=sp.tmp,
+                          timeout=120)
+    assert proc.returncode == 2
+    one_line_error(proc, "run: cannot write the profile to '/dev/stdout': it is an open file "
+                   "descriptor")
+    assert (sp.tmp / "log").read_text() == "KEEP\n"
+    assert not (sp.tmp / "ran").exists()
+
+
+def test_block_device_is_never_written(sp):
+    need_root("make a block device node")
+    good = good_profile(sp)
+    # loop device 250: almost surely not attached, so even a regression
+    # could not reach a disk.
+    blk = sp.tmp / "blk"
+    os.mknod(blk, stat.S_IFBLK | 0o600, os.makedev(7, 250))
+    link = sp.tmp / "to-blk"
+    link.symlink_to(blk)
+    for target in (blk, link):
+        proc = sp("export", good, "--format", "csv", "-o", target)
+        assert proc.returncode == 1
+        one_line_error(proc, "it is a block device (a disk), never written to")
+        proc = sp("run", "-q", "-o", target, "good.py")
+        assert proc.returncode == 2
+        one_line_error(proc, "block device")
+    assert stat.S_ISBLK(os.lstat(blk).st_mode) and link.is_symlink()
+    assert not (sp.tmp / "ran").exists()
+
+
 def test_export_through_symlink_and_refuses_directory(sp):
     good = good_profile(sp)
     want = export_stdout(sp, good)
