@@ -469,6 +469,10 @@ static enum sp_err storage_ok(struct reader *r, hid_t ds, hid_t dcpl, H5D_layout
 	hsize_t cdim = 0;
 	if (nf < 0 || H5Pget_chunk(dcpl, 1, &cdim) != 1 || cdim == 0 || cdim > ((hsize_t)1 << 32) / tsize)
 		return rfail(r, SP_ECORRUPT, "%s/%s: bad chunk shape", ctx, name);
+	/* Each of the three filters read at most once (and nf < 32 for the
+	 * chunks' filter masks below). */
+	if (nf > 3)
+		return rfail(r, SP_ECORRUPT, "%s/%s: %d filters, at most 3 are read", ctx, name, nf);
 	for (int i = 0; i < nf; i++) {
 		unsigned flags = 0;
 		size_t ncd = 0;

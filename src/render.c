@@ -1105,13 +1105,15 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
 	size_t nregions = 0;
 	for (size_t r = 0; r < p->nranks; r++) {
 		const struct sp_rank *rk = &p->ranks[r];
-		total += rk->dropped;
+		if (__builtin_add_overflow(total, rk->dropped, &total))
+			total = INT64_MAX;   /* damaged counts: still said, saturated */
 		for (size_t i = 0; i < rk->nregions; i++) {
 			const struct sp_region_data *rd = &rk->regions[i];
 			if (rd->dropped <= 0)
 				continue;
 			nregions++;
-			listed += rd->dropped;
+			if (__builtin_add_overflow(listed, rd->dropped, &listed))
+				listed = INT64_MAX;
 			/* Insert into the top three, largest first. */
 			for (int k = 0; k < TOP; k++) {
 				if (top[k] && top[k]->dropped >= rd->dropped)

@@ -156,8 +156,13 @@ def _metadata():
     }
 
 
+def _tmpdir():
+    """Where the run's own temporary files go: $TMPDIR, else /tmp."""
+    return _os.environ.get("TMPDIR") or "/tmp"
+
+
 def _fallback_path():
-    return _os.path.join(_os.environ.get("TMPDIR", "/tmp"), f"scope-profiler-{_os.getpid()}.h5")
+    return _os.path.join(_tmpdir(), f"scope-profiler-{_os.getpid()}.h5")
 
 
 def _finish(verbose, return_results, stream, verbose_lines=False, failed=False):
@@ -429,20 +434,38 @@ def _run_begin(options, locked, quiet, command_line, target=None, recursive=Fals
 _SHIM_PREFIX = "scope-profiler-shim-"
 
 
+def _clear_folder(fd):
+    """Empties the open folder fd, never following a symlink (each level is
+    opened relative to its parent with O_NOFOLLOW)."""
+    for entry in _os.scandir(fd):
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                sub = _os.open(entry.name, _os.O_RDONLY | _os.O_DIRECTORY | _os.O_NOFOLLOW,
+                               dir_fd=fd)
+                try:
+                    _clear_folder(sub)
+                finally:
+                    _os.close(sub)
+                _os.rmdir(entry.name, dir_fd=fd)
+            else:
+                _os.unlink(entry.name, dir_fd=fd)
+        except OSError:
+            pass
+
+
 def _remove_tree(path):
-    """Removes a folder and what is in it (the shim's, with the bytecode
-    its subprocesses may have cached), ignoring what is already gone."""
-    for top, dirs, files in _os.walk(path, topdown=False):
-        for name in files:
-            try:
-                _os.unlink(_os.path.join(top, name))
-            except OSError:
-                pass
-        for name in dirs:
-            try:
-                _os.rmdir(_os.path.join(top, name))
-            except OSError:
-                pass
+    """Removes a shim folder, with the bytecode its subprocesses may have
+    cached. Imports nothing: it runs at the very end of the run (where an
+    import would, among other things, make Python forget an unhandled
+    KeyboardInterrupt and exit 1 instead of dying of SIGINT)."""
+    try:
+        fd = _os.open(path, _os.O_RDONLY | _os.O_DIRECTORY | _os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        _clear_folder(fd)
+    finally:
+        _os.close(fd)
     try:
         _os.rmdir(path)
     except OSError:
@@ -450,23 +473,27 @@ def _remove_tree(path):
 
 
 def _remove_stale_shims(tmp, host):
-    """Shim folders of this host's runs that died without cleaning up
-    (os._exit(), SIGKILL): their process is gone."""
+    """This user's shim folders of runs on this host that died without
+    cleaning up (os._exit(), SIGKILL): their process is gone."""
+    import stat  # already loaded by os
+
     mine = f"{_SHIM_PREFIX}{host}-"
     try:
         names = [n for n in _os.listdir(tmp) if n.startswith(mine)]
     except OSError:
         return
     for name in names:
-        pid = name[len(mine):]
-        if not pid.isdigit():
-            continue
+        pid = name[len(mine):].split("-")[0]
+        path = _os.path.join(tmp, name)
         try:
+            st = _os.lstat(path)
+            if not pid.isdigit() or not stat.S_ISDIR(st.st_mode) or st.st_uid != _os.geteuid():
+                continue
             _os.kill(int(pid), 0)
         except ProcessLookupError:
-            _remove_tree(_os.path.join(tmp, name))
+            _remove_tree(path)
         except OSError:
-            pass  # alive, another user's
+            pass  # alive, or gone meanwhile
 
 
 def _offer_shim():
@@ -474,20 +501,29 @@ def _offer_shim():
     forkserver children, subprocess.run([sys.executable, ...])) run plain
     Python: put a no-op scope_profiler on their PYTHONPATH, so a script
     that imports it imports there too. They record nothing. The folder is
-    named after this host and process, so that a later run can remove it
-    if this one cannot (os._exit, SIGKILL)."""
-    tmp = _os.environ.get("TMPDIR") or "/tmp"
+    named after this host and process (and made with O_EXCL semantics, mode
+    0700), so that a later run can remove it if this one cannot (os._exit,
+    SIGKILL)."""
+    tmp = _tmpdir()
     host = _os.uname().nodename.replace("/", "_")
     _remove_stale_shims(tmp, host)
-    folder = _os.path.join(tmp, f"{_SHIM_PREFIX}{host}-{_os.getpid()}")
+    for _ in range(8):
+        folder = _os.path.join(tmp, f"{_SHIM_PREFIX}{host}-{_os.getpid()}-{_os.urandom(4).hex()}")
+        try:
+            _os.mkdir(folder, 0o700)
+            break
+        except FileExistsError:
+            continue
+        except OSError:
+            return  # no temporary folder: subprocesses simply lack the module
+    else:
+        return
+    _session.shim = folder   # ours from here on: removed by _run_end, after the profile
     try:
-        _os.mkdir(folder, 0o700)
         with open(_os.path.join(folder, "scope_profiler.py"), "w") as f:
             f.write(_shim_source.replace("@VERSION@", __version__))
     except OSError:
-        _remove_tree(folder)
-        return  # no temporary folder: subprocesses simply lack the module
-    _session.shim = folder   # removed by _run_end, after the profile
+        return
     old = _os.environ.get("PYTHONPATH")
     _os.environ["PYTHONPATH"] = folder + (_os.pathsep + old if old else "")
     # multiprocessing's spawn hands its children this process's sys.path;

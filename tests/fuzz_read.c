@@ -9,6 +9,9 @@
  * failed read leaves one line in err and *out NULL; nothing leaves an HDF5
  * object open. Built by `make fuzz` / `make fuzz-ci` with clang's
  * -fsanitize=fuzzer,address,undefined (see the Makefile). */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,10 +117,29 @@ static void stream_all(void)
 	no_open_objects();
 }
 
+/* An input that crashes or hangs the target leaves its file behind: the
+ * files of fuzzing processes that are gone are removed at the next start. */
+static void remove_stale_inputs(const char *tmp)
+{
+	DIR *d = opendir(tmp);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		long pid;
+		char end[4];
+		if (sscanf(e->d_name, "sp-fuzz-%ld.%3s", &pid, end) == 2 && strcmp(end, "h5") == 0 &&
+		    pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *tmp = getenv("TMPDIR");
-	snprintf(path, sizeof path, "%s/sp-fuzz-%ld.h5", tmp && *tmp ? tmp : "/tmp", (long)getpid());
+	tmp = tmp && *tmp ? tmp : "/tmp";
+	remove_stale_inputs(tmp);
+	snprintf(path, sizeof path, "%s/sp-fuzz-%ld.h5", tmp, (long)getpid());
 	/* The commands print their reports to stdout: throw them away. */
 	if (!freopen("/dev/null", "w", stdout) || !(sink = fopen("/dev/null", "w")))
 		abort();

@@ -333,14 +333,16 @@ def test_help_fits_80_columns(sp):
 def test_shim_folder_removed_even_after_os_exit(sp):
     # The no-op module's folder lives in $TMPDIR while the run lasts; it is
     # removed at the end, and a run that could not (os._exit) has its
-    # folder removed by the next run on this host. A live process's stays.
+    # folder removed by the next run on this host. A live process's stays,
+    # and so does another user's.
     tmp = sp.tmp / "t"
     tmp.mkdir()
     env = {"TMPDIR": str(tmp)}
     script = sp.script("""
         import os, sys
         folder = os.environ["PYTHONPATH"].split(os.pathsep)[0]
-        print(os.path.basename(folder), os.path.isfile(os.path.join(folder, "scope_profiler.py")))
+        print(os.path.basename(folder), os.path.isfile(os.path.join(folder, "scope_profiler.py")),
+              oct(os.stat(folder).st_mode & 0o777))
         sys.stdout.flush()
         if sys.argv[1:] == ["hard"]:
             os._exit(0)
@@ -348,15 +350,22 @@ def test_shim_folder_removed_even_after_os_exit(sp):
     host = os.uname().nodename
     proc = sp("run", "-q", "--no-output", script, env=env)
     assert proc.returncode == 0, proc.stderr
-    name, present = proc.stdout.split()
-    assert name.startswith(f"scope-profiler-shim-{host}-") and present == "True"
+    name, present, mode = proc.stdout.split()
+    assert name.startswith(f"scope-profiler-shim-{host}-") and present == "True" and mode == "0o700"
     assert list(tmp.iterdir()) == []
-    live = tmp / f"scope-profiler-shim-{host}-{os.getpid()}"
+    live = tmp / f"scope-profiler-shim-{host}-{os.getpid()}-0000"
     live.mkdir()
+    keep = [live]
+    if os.geteuid() == 0:
+        # A dead process's folder that belongs to another user.
+        other = tmp / f"scope-profiler-shim-{host}-4194303-ffff"   # a pid no process has here
+        other.mkdir()
+        os.chown(other, 65534, 65534)
+        keep.append(other)
     proc = sp("run", "-q", "--no-output", script, "hard", env=env)
     assert proc.returncode == 0, proc.stderr
     left = tmp / proc.stdout.split()[0]
     assert left.is_dir()   # os._exit ran no clean-up
     proc = sp("run", "-q", "--no-output", script, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(tmp.iterdir()) == [live]
+    assert sorted(tmp.iterdir()) == sorted(keep)
