@@ -76,7 +76,7 @@ SIGNAL_IN_WRITE = """
             pass
     def watcher():
         while type(r).__name__ != "DisabledProfileRegion":
-            time.sleep(0.0005)
+            pass  # waiting for the GIL the write releases, not asleep
         for _ in range(times):
             os.kill(os.getpid(), sig)
     threading.Thread(target=watcher, daemon=True).start()
@@ -208,7 +208,7 @@ def test_setup_from_another_thread_while_writing_is_refused(sp):
                 pass
         def meddler():
             while type(r).__name__ != "DisabledProfileRegion":
-                time.sleep(0.0005)
+                pass  # waiting for the GIL the write releases, not asleep
             try:
                 sp.ProfileManager.setup()
                 with r:
