@@ -647,8 +647,6 @@ enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, stru
 		sp_error_set(&w->failure, rc, "cannot write %s", oerr.msg);
 		goto out;
 	}
-	close(w->out.fd);              /* HDF5 opens it by name */
-	w->out.fd = -1;
 	/* Version 1.8 object headers and groups: smaller than the 1.6 defaults
 	 * and readable by any HDF5 since 1.8 (h5py included). */
 	if (make_plists(w) < 0 || (w->fcpl = H5Pcreate(H5P_FILE_CREATE)) < 0 ||
@@ -660,8 +658,17 @@ enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, stru
 		rc = wfail(w, SP_EIO, "cannot set up HDF5 property lists");
 		goto out;
 	}
+	/* HDF5 opens the file by name: through the /proc name of the
+	 * descriptor we created it with (O_EXCL), so that a file put at that
+	 * path since, in a folder others can write to, is never the one
+	 * truncated; the plain name where /proc is not mounted. */
+	char by_fd[64];
+	snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", w->out.fd);
 	errno = 0;
-	w->file = H5Fcreate(w->out.tmp, H5F_ACC_TRUNC, w->fcpl, w->fapl);
+	w->file = H5Fcreate(access(by_fd, F_OK) == 0 ? by_fd : w->out.tmp, H5F_ACC_TRUNC, w->fcpl,
+			    w->fapl);
+	close(w->out.fd);              /* HDF5 has its own descriptor now */
+	w->out.fd = -1;
 	if (w->file < 0) {
 		rc = sp_error_set(&w->failure, SP_EIO, "cannot write '%s': HDF5 cannot create the file%s%s",
 				  w->path, errno ? ": " : "", errno ? strerror(errno) : "");
