@@ -381,6 +381,17 @@ static enum sp_err create_tmp(struct sp_outpath *o, const struct stat *st, int v
 	return SP_OK;
 }
 
+/* A file's (or a new path's) write begins: o->tmp named, a dead process's
+ * temporary file removed, ours created. */
+static enum sp_err start_tmp(struct sp_outpath *o, const struct stat *st, int via_link,
+			     struct sp_error *err)
+{
+	if (!(o->tmp = tmp_name(o->target)))
+		return sp_error_set(err, SP_ENOMEM, "'%s': out of memory", o->path);
+	remove_stale(o->target);
+	return create_tmp(o, st, via_link, err);
+}
+
 enum sp_err sp_outpath_open(struct sp_outpath *o, const char *path, int flags, struct sp_error *err)
 {
 	struct stat st;
@@ -411,12 +422,7 @@ enum sp_err sp_outpath_open(struct sp_outpath *o, const char *path, int flags, s
 		}
 		return SP_OK;
 	}
-	if (!(o->tmp = tmp_name(o->target))) {
-		rc = sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
-		goto fail;
-	}
-	remove_stale(o->target);
-	if ((rc = create_tmp(o, &st, via_link, err)) != SP_OK)
+	if ((rc = start_tmp(o, &st, via_link, err)) != SP_OK)
 		goto fail;
 	return SP_OK;
 fail:
@@ -442,22 +448,12 @@ enum sp_err sp_outpath_check(const char *path, int flags, enum sp_outpath_kind *
 	rc = resolve(&o, path, flags, &st, &via_link, err);
 	if (kind)
 		*kind = o.kind;
-	if (rc == SP_OK && (o.kind == SP_OUTPATH_NEW || o.kind == SP_OUTPATH_FILE)) {
-		/* Opening a device or FIFO now could block or have effects;
-		 * a file is probed where it will be written. */
-		if (!(o.tmp = tmp_name(o.target))) {
-			rc = sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
-		} else {
-			remove_stale(o.target);
-			if ((rc = create_tmp(&o, &st, via_link, err)) == SP_OK) {
-				close(o.fd);
-				o.fd = -1;
-				unlink(o.tmp);
-				reg_remove(o.slot);
-			}
-		}
-	}
-	release(&o);
+	/* Opening a device or FIFO now could block or have effects; a file
+	 * is probed where it will be written, then given up. */
+	if (rc == SP_OK && (o.kind == SP_OUTPATH_NEW || o.kind == SP_OUTPATH_FILE) &&
+	    (rc = start_tmp(&o, &st, via_link, err)) == SP_OK)
+		sp_outpath_abort(&o);   /* removes the probe, ours */
+	release(&o);             /* a failed probe created nothing to remove */
 	return rc;
 }
 
