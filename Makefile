@@ -42,71 +42,84 @@ endif
 CPPFLAGS += -Iinclude -I$(BUILD) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"'
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS)
 
-# The core library: no Python, no MPI. Shared by the CLI and the unit tests.
-LIB_SRC := src/error.c src/profile.c src/tree.c src/recorder.c src/filter.c \
-           src/h5write.c src/h5read.c src/render.c src/outpath.c
-LIB_SRC += src/render_lines.c
-LIB_SRC += src/select.c
-LIB_SRC += src/analysis.c
-LIB_SRC += src/pack.c
-LIB_SRC += src/keytab.c
-# The executable: the command table, the commands, the embedded interpreter.
-CLI_SRC := src/main.c src/cmd_run.c src/cmd_summary.c src/pymodule.c src/pyresults.c src/tracer.c src/linetrace.c
-CLI_SRC += src/cmd_export.c
-CLI_SRC += src/cmd_options.c
-CLI_SRC += src/cmd_line_profile.c
-CLI_SRC += src/cmd_diff.c
-CLI_SRC += src/mpi.c
-CLI_SRC += src/aggregate.c
-CLI_SRC += src/exitphase.c
+# The layers (src/LAYER/, see README "Layout"): core (the model), store (HDF5,
+# packing, MPI), report (tree, analysis, rendering), python (the embedded
+# module and the run session), cli (the command table and the commands).
+# Each layer's private headers live in its folder and only its own files get
+# that folder on the include path; include/ holds the APIs usable from C.
+# scripts/check-layers.sh fails the build when a file outside src/python
+# includes <Python.h>, or one outside src/store <hdf5.h> or <mpi.h>.
+CORE_SRC   := $(wildcard src/core/*.c)
+STORE_SRC  := $(filter-out src/store/mpi.c,$(wildcard src/store/*.c))
+REPORT_SRC := $(wildcard src/report/*.c)
+PY_SRC     := $(wildcard src/python/*.c)
+CLI_SRC    := $(wildcard src/cli/*.c)
+# The library: no Python, no MPI. Shared by the CLI and the unit tests.
+LIB_SRC := $(CORE_SRC) $(STORE_SRC) $(REPORT_SRC)
+# src/store/mpi.c needs mpi.h (when built with MPI) and goes with the executable.
+MPI_SRC := src/store/mpi.c
 
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+PY_OBJ  := $(PY_SRC:src/%.c=$(BUILD)/obj/%.o) $(MPI_SRC:src/%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:src/%.c=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libscope-profiler.a
 BIN     := $(BUILD)/scope-profiler
 
-UNIT_SRC := $(wildcard tests/test_*.c)
+UNIT_SRC := $(wildcard tests/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
+LAYERS_OK := $(BUILD)/layers.ok
 
-.PHONY: all demo check test unit e2e asan bench install clean deps fuzz fuzz-ci fuzz-build
+.PHONY: all demo check test unit e2e asan bench install clean deps fuzz fuzz-ci fuzz-build layers
 all: $(BIN)
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+HEADERS = $(wildcard include/*.h src/*/*.h)
+$(BUILD)/obj/%.o: src/%.c $(HEADERS) | $(LAYERS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Isrc/$(firstword $(subst /, ,$*)) $(ALL_CFLAGS) -c -o $@ $<
+
+# The layer rule, checked before anything is compiled.
+layers: $(LAYERS_OK)
+$(LAYERS_OK): scripts/check-layers.sh $(wildcard src/*/*.c src/*/*.h include/*.h)
+	@mkdir -p $(dir $@)
+	./scripts/check-layers.sh
+	@touch $@
 
 # Python sources embedded in the executable (the read API's classes).
-$(BUILD)/obj/pymodule.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
-$(BUILD)/obj/pymodule.o $(BUILD)/obj/pyresults.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o $(BUILD)/obj/cmd_run.o $(BUILD)/obj/main.o $(BUILD)/obj/aggregate.o $(BUILD)/obj/exitphase.o: CPPFLAGS += $(PY_CFLAGS) \
+$(BUILD)/obj/python/pymodule.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
+$(PY_SRC:src/%.c=$(BUILD)/obj/%.o): CPPFLAGS += $(PY_CFLAGS) \
 	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
-$(BUILD)/obj/mpi.o: CPPFLAGS += $(MPI_CFLAGS)
+$(BUILD)/obj/python/run.o: CPPFLAGS += -Isrc/cli
+$(BUILD)/obj/cli/main.o: CPPFLAGS += -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
+$(BUILD)/obj/store/mpi.o: CPPFLAGS += $(MPI_CFLAGS)
 # The reader's validation pass over every event is written to vectorise.
-$(BUILD)/obj/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
+$(BUILD)/obj/store/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 # The profile hook calls clock_gettime twice per traced call: no PLT hop.
-$(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o: ALL_CFLAGS += -fno-plt
-$(BUILD)/sp_pysrc.h: src/scope_profiler_py.py | $(BUILD)/obj
-	cd src && xxd -i scope_profiler_py.py > ../$@.tmp && mv ../$@.tmp ../$@
+$(BUILD)/obj/python/tracer.o $(BUILD)/obj/python/linetrace.o: ALL_CFLAGS += -fno-plt
+$(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py
+	@mkdir -p $(BUILD)
+	cd src/python && xxd -i scope_profiler_py.py > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
 # The no-op module the script's Python subprocesses import (see the shim).
-$(BUILD)/sp_pyshim.h: src/scope_profiler_shim.py | $(BUILD)/obj
-	cd src && xxd -i scope_profiler_shim.py > ../$@.tmp && mv ../$@.tmp ../$@
+$(BUILD)/sp_pyshim.h: src/python/scope_profiler_shim.py
+	@mkdir -p $(BUILD)
+	cd src/python && xxd -i scope_profiler_shim.py > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
 
 $(LIB): $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-$(BIN): $(CLI_OBJ) $(LIB)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(HDF5_LIBS) $(PY_LIBS) $(MPI_LIBS) -lz
+$(BIN): $(CLI_OBJ) $(PY_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(PY_OBJ) $(LIB) $(HDF5_LIBS) $(PY_LIBS) $(MPI_LIBS) -lz
 
 # The hook's unit test embeds the interpreter with the built-in module.
-PYMOD_OBJ := $(BUILD)/obj/pymodule.o $(BUILD)/obj/pyresults.o $(BUILD)/obj/tracer.o $(BUILD)/obj/linetrace.o \
-             $(BUILD)/obj/mpi.o $(BUILD)/obj/aggregate.o $(BUILD)/obj/exitphase.o
-$(BUILD)/tests/test_tracer: tests/test_tracer.c $(PYMOD_OBJ) $(LIB) | $(BUILD)/tests
-	$(CC) $(CPPFLAGS) $(PY_CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PYMOD_OBJ) $(LIB) \
+PY_TEST_OBJ := $(filter-out $(BUILD)/obj/python/run.o,$(PY_OBJ))
+$(BUILD)/tests/python/%: tests/python/%.c $(PY_TEST_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Isrc/python $(PY_CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PY_TEST_OBJ) $(LIB) \
 		$(HDF5_LIBS) $(PY_LIBS) $(MPI_LIBS) -lcmocka -lm
 
-$(BUILD)/tests/%: tests/%.c $(LIB) | $(BUILD)/tests
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(HDF5_LIBS) -lcmocka -lm
-
-$(BUILD)/obj $(BUILD)/tests:
-	mkdir -p $@
+# The other unit tests link the library; tests/LAYER/ sees that layer's headers.
+$(BUILD)/tests/%: tests/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Isrc/$(firstword $(subst /, ,$*)) -Isrc/cli $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(HDF5_LIBS) -lcmocka -lm
 
 deps:
 	./scripts/install-deps.sh
@@ -130,7 +143,7 @@ unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; \
 		leaks=; supp=; \
 		case $$t in */test_tracer) leaks=detect_leaks=0;; \
-			*/test_fuzz_read) supp=suppressions=$(abspath tests/lsan-hdf5.supp);; esac; \
+			*/test_fuzz_read) supp=suppressions=$(abspath tests/fuzz/lsan-hdf5.supp);; esac; \
 		ASAN_OPTIONS="$$ASAN_OPTIONS:$$leaks" LSAN_OPTIONS="$$supp" \
 		CMOCKA_MESSAGE_OUTPUT=stdout ./$$t; done
 
@@ -149,21 +162,21 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0 $(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" \
 		LDFLAGS="-fsanitize=address,undefined" e2e
 
-# Coverage-guided fuzzing of everything that reads a profile (tests/fuzz_read.c):
+# Coverage-guided fuzzing of everything that reads a profile (tests/fuzz/fuzz_read.c):
 # the core library and the file-reading commands built with clang and
 # -fsanitize=fuzzer,address,undefined in build-fuzz/ (libhdf5 itself is
-# Debian's, not instrumented). The seed corpus is written by tests/fuzz_seeds.c
-# with the library's own writer; tests/fuzz-regress/ holds past findings, which
+# Debian's, not instrumented). The seed corpus is written by tests/fuzz/fuzz_seeds.c
+# with the library's own writer; tests/fuzz/fuzz-regress/ holds past findings, which
 # every run replays first. New inputs collect in build-fuzz/corpus, findings in
 # build-fuzz/findings. HDF5's own leaks on damaged metadata are suppressed as in
-# `make unit` (tests/lsan-hdf5.supp).
+# `make unit` (tests/fuzz/lsan-hdf5.supp).
 FUZZ_CC      ?= clang-14
 FUZZ_BUILD   := build-fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_CI_SECONDS ?= 75
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN)
-FUZZ_CLI_SRC := src/cmd_summary.c src/cmd_line_profile.c src/cmd_export.c src/cmd_diff.c src/cmd_options.c
+FUZZ_CLI_SRC := $(filter-out src/cli/main.c src/cli/cmd_run.c,$(CLI_SRC))
 FUZZ_OBJ     := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRC) $(FUZZ_CLI_SRC))
 FUZZ_BIN     := $(FUZZ_BUILD)/fuzz_read
 # libhdf5 asks malloc for whatever sizes a damaged file names and handles a
@@ -172,16 +185,17 @@ FUZZ_BIN     := $(FUZZ_BUILD)/fuzz_read
 FUZZ_FLAGS   := -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1048576 -max_len=65536 \
                 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/findings/
 FUZZ_ENV     := ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
-                LSAN_OPTIONS=suppressions=$(abspath tests/lsan-hdf5.supp)
+                LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan-hdf5.supp)
 
-$(FUZZ_BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(FUZZ_BUILD)/obj
-	$(FUZZ_CC) -Iinclude $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"' $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
+$(FUZZ_BUILD)/obj/%.o: src/%.c $(HEADERS) | $(FUZZ_BUILD)/obj
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -Iinclude -Isrc/$(firstword $(subst /, ,$*)) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"' $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
 		-c -o $@ $<
 
-$(FUZZ_BIN): tests/fuzz_read.c $(FUZZ_OBJ)
-	$(FUZZ_CC) -Iinclude $(HDF5_CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(HDF5_LIBS) -lz -lm
+$(FUZZ_BIN): tests/fuzz/fuzz_read.c $(FUZZ_OBJ)
+	$(FUZZ_CC) -Iinclude -Isrc/cli $(HDF5_CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(HDF5_LIBS) -lz -lm
 
-$(FUZZ_BUILD)/fuzz_seeds: tests/fuzz_seeds.c $(LIB) | $(FUZZ_BUILD)/obj
+$(FUZZ_BUILD)/fuzz_seeds: tests/fuzz/fuzz_seeds.c $(LIB) | $(FUZZ_BUILD)/obj
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(HDF5_LIBS) -lz -lm
 
 # Written afresh each time (the writer may have changed); small files.
@@ -195,7 +209,7 @@ fuzz-build: $(FUZZ_BIN) $(FUZZ_BUILD)/seeds
 
 fuzz: fuzz-build
 	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
-		$(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/seeds tests/fuzz-regress
+		$(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/seeds tests/fuzz/fuzz-regress
 
 # CI: the findings of the past, then a short campaign from the seeds alone
 # (a corpus of earlier campaigns is not needed), with a fixed seed so that a
@@ -203,10 +217,10 @@ fuzz: fuzz-build
 # of the project's memory.
 FUZZ_CI_SEED ?= 1
 fuzz-ci: fuzz-build
-	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) tests/fuzz-regress/*
+	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) tests/fuzz/fuzz-regress/*
 	rm -rf $(FUZZ_BUILD)/ci-corpus && mkdir -p $(FUZZ_BUILD)/ci-corpus
 	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) -seed=$(FUZZ_CI_SEED) -max_total_time=$(FUZZ_CI_SECONDS) \
-		$(FUZZ_BUILD)/ci-corpus $(FUZZ_BUILD)/seeds tests/fuzz-regress
+		$(FUZZ_BUILD)/ci-corpus $(FUZZ_BUILD)/seeds tests/fuzz/fuzz-regress
 
 bench: $(BIN)
 	$(PYTHON) scripts/bench.py --binary $(abspath $(BIN))

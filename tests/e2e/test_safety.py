@@ -1,5 +1,5 @@
 """Safety of the commands that read files: damaged files found by fuzzing
-(tests/fuzz-regress/, see `make fuzz`), files whose values contradict each
+(tests/fuzz/fuzz-regress/, see `make fuzz`), files whose values contradict each
 other, and a standard output that cannot be written. Each gives exactly one
 line on stderr, `scope-profiler: CMD: ...`, and status 1; never a crash or
 a hang (the timeout below detects a hang; it is no performance bound)."""
@@ -13,7 +13,7 @@ import pytest
 from conftest import BINARY, ROOT
 
 HANG = 60
-FINDINGS = sorted((ROOT / "tests" / "fuzz-regress").iterdir())
+FINDINGS = sorted((ROOT / "tests" / "fuzz" / "fuzz-regress").iterdir())
 
 SCRIPT = """\
 import scope_profiler as sp

@@ -1,4 +1,4 @@
-/* fuzz_seeds.c - writes the seed corpus of tests/fuzz_read.c into the folder
+/* fuzz_seeds.c - writes the seed corpus of tests/fuzz/fuzz_read.c into the folder
  * given as argv[1]: profiles written by the library's own writer (one rank
  * and two, nested calls, a call tree, compressed columns with thread lanes,
  * a line table, an aggregate region, metadata), the plain hand-written

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_grow.h"
 #include "sp_keytab.h"
 #include "sp_profile.h"
 
@@ -67,26 +68,6 @@ struct cursor {
 	int32_t region;
 };
 
-/* Returns p grown to hold at least need elements (capacity doubled), or NULL
- * on out of memory or size overflow, leaving p as it was. */
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return p;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2)
-			return NULL;
-		ncap *= 2;
-	}
-	if (ncap > SIZE_MAX / elem)
-		return NULL;
-	void *np = realloc(p, ncap * elem);
-	if (np)
-		*cap = ncap;
-	return np;
-}
-
 /* Returns the node of region under parent, adding it if new; -1 on out of
  * memory or when the node count would not fit an int32_t. */
 static int32_t node_get(struct builder *b, int32_t parent, int32_t region)
@@ -95,9 +76,9 @@ static int32_t node_get(struct builder *b, int32_t parent, int32_t region)
 	int32_t id = sp_keytab_get(&b->node_ids, parent, (uint32_t)region, &added);
 	if (id < 0 || !added)
 		return id;
-	struct sp_tree_node *nodes = grow(b->nodes, &b->nodes_cap, b->nnodes + 1, sizeof *nodes);
+	struct sp_tree_node *nodes = sp_grow(b->nodes, &b->nodes_cap, b->nnodes + 1, sizeof *nodes);
 	struct first_seen *first = nodes && b->first
-		? grow(b->first, &b->first_cap, b->nnodes + 1, sizeof *first) : NULL;
+		? sp_grow(b->first, &b->first_cap, b->nnodes + 1, sizeof *first) : NULL;
 	if (nodes)
 		b->nodes = nodes;
 	if (first)
@@ -118,7 +99,7 @@ static ptrdiff_t lane_get(struct builder *b, int32_t id)
 	int32_t i = sp_keytab_get(&b->lane_ids, id, 0, &added);
 	if (i < 0 || !added)
 		return i;
-	struct lane *lanes = grow(b->lanes, &b->lanes_cap, b->nlanes + 1, sizeof *lanes);
+	struct lane *lanes = sp_grow(b->lanes, &b->lanes_cap, b->nlanes + 1, sizeof *lanes);
 	if (!lanes)
 		return -1;
 	b->lanes = lanes;
@@ -166,7 +147,7 @@ static int visit(struct builder *b, struct lane *ln, int64_t start, int64_t end,
 		b->first[id] = (struct first_seen){ ln->id, pos };
 	b->nodes[id].calls++;
 	b->nodes[id].total_ns = add_sat(b->nodes[id].total_ns, duration(start, end));
-	struct open_event *stack = grow(ln->stack, &ln->cap, ln->depth + 1, sizeof *stack);
+	struct open_event *stack = sp_grow(ln->stack, &ln->cap, ln->depth + 1, sizeof *stack);
 	if (!stack)
 		return -1;
 	ln->stack = stack;

@@ -4,7 +4,7 @@
  * copied spans) and read back in both modes. Every read must succeed or
  * fail with a one-line error, leaving no HDF5 object open; never crash
  * (run under ASan by `make asan`, where HDF5's own allocations for damaged
- * metadata are not counted as leaks: tests/lsan-hdf5.supp). Deterministic:
+ * metadata are not counted as leaks: tests/fuzz/lsan-hdf5.supp). Deterministic:
  * the same mutations every run. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,0 +1,27 @@
+/* sp_grow.h - the one growable-array idiom (git's ALLOC_GROW): capacity
+ * doubled from 16, the multiplication checked for overflow. */
+#ifndef SP_GROW_H
+#define SP_GROW_H
+
+#include <stddef.h>
+
+/* Returns p grown to hold at least need elements of elem bytes (capacity
+ * *cap doubled until it does, starting at 16), updating *cap; p itself when
+ * it is already big enough. NULL on out of memory or size overflow, leaving
+ * p and *cap as they were (p still owned by the caller). */
+void *sp_grow(void *p, size_t *cap, size_t need, size_t elem);
+
+/* Grows the array *pp (a T *) to hold need elements; 0, or -1 as sp_grow
+ * fails (the array untouched). */
+#define SP_GROW(pp, cap, need) sp_grow_ptr((void **)(pp), (cap), (need), sizeof **(pp))
+
+static inline int sp_grow_ptr(void **pp, size_t *cap, size_t need, size_t elem)
+{
+	void *p = sp_grow(*pp, cap, need, elem);
+	if (!p)
+		return -1;
+	*pp = p;
+	return 0;
+}
+
+#endif

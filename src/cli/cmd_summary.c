@@ -1,0 +1,115 @@
+/* cmd_summary.c - `scope-profiler summary FILE`: the call tree and the region
+ * table of a profile, from its summary attributes alone when it has them. */
+#include <stdio.h>
+#include <string.h>
+
+#include "sp_cmd.h"
+#include "sp_h5.h"
+#include "sp_render.h"
+#include "sp_select.h"
+
+#define CMD "summary"
+
+static const struct sp_cmd_help help = {
+	.name = CMD,
+	.usage = "scope-profiler summary [OPTIONS] FILE",
+	.about =
+		"Prints the call tree (nesting reconstructed by containment, with (own)\n"
+		"rows for a region's self time and repeated calls collapsed as 'name (Nx)')\n"
+		"and the region table (calls, total, mean, min, max, std; with several\n"
+		"ranks, per-rank min/max and imbalance). Reads only the per-region\n"
+		"summaries when the file has them, so its cost does not grow with events.\n"
+		"With several ranks the header also says which ranks ran on which host\n"
+		"and, from the metadata's omp_num_threads, how many cores they used.\n",
+	.notes =
+		"Regular expressions are POSIX extended ones, searched anywhere in the\n"
+		"name (anchor them with ^ and $); --exclude wins over --include. A region\n"
+		"left out of the call tree hands its children to its nearest shown\n"
+		"ancestor, and its own time shows in that ancestor's (own) row. --sort\n"
+		"orders the region table (mean: per call; max: the longest call); the\n"
+		"tree keeps the order in which calls started. --json ignores --flat and\n"
+		"--tree; its times are seconds.\n",
+};
+
+static int parse_sort(const struct sp_opt *o, const char *key, void *ctx, char *err, size_t len)
+{
+	enum sp_render_sort *out = o->value;
+	static const char *const names[] = {
+		[SP_SORT_TOTAL] = "total", [SP_SORT_CALLS] = "calls", [SP_SORT_MEAN] = "mean",
+		[SP_SORT_MAX] = "max", [SP_SORT_NAME] = "name",
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(key, names[i]) == 0) {
+			*out = (enum sp_render_sort)i;
+			return 0;
+		}
+	snprintf(err, len, "--sort takes total, calls, mean, max or name, not '%s'", key);
+	return -1;
+}
+
+static int parse_select(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
+{
+	struct sp_error e = {0};
+	if (sp_select_option(ctx, o->set, arg, &e) == SP_OK)
+		return 0;
+	snprintf(err, len, "%s", e.msg);
+	return -1;
+}
+
+/* Returns 0, 1 when the file cannot be read (or no rank of it is selected),
+ * or SP_EXIT_USAGE. */
+int cmd_summary(int argc, char **argv)
+{
+	struct sp_select sel = {0};
+	struct sp_render_opts opts = { .parts = SP_RENDER_ALL, .select = &sel };
+	int parts = SP_RENDER_ALL;     /* the last of --flat and --tree wins */
+	const struct sp_opt options[] = {
+		{0, "flat", SP_OPT_FLAG, &parts, SP_RENDER_FLAT, NULL, "print only the region table", NULL},
+		{0, "tree", SP_OPT_FLAG, &parts, SP_RENDER_TREE, NULL, "print only the call tree", NULL},
+		{0, "sort", SP_OPT_CALL, &opts.sort, 0, "KEY",
+		 "table order: total (default), calls, mean, max or name", parse_sort},
+		{0, "include", SP_OPT_CALL, NULL, SP_SELECT_INCLUDE, "RE",
+		 "only regions whose name matches RE (repeatable)", parse_select},
+		{0, "exclude", SP_OPT_CALL, NULL, SP_SELECT_EXCLUDE, "RE",
+		 "not regions whose name matches RE (repeatable)", parse_select},
+		{0, "ranks", SP_OPT_CALL, NULL, SP_SELECT_RANKS, "LIST",
+		 "only these ranks, e.g. 0-3,5", parse_select},
+		{0, "json", SP_OPT_FLAG, &opts.json, 1, NULL,
+		 "print JSON (file, ranks, one object per region) instead", NULL},
+	};
+	struct sp_profile *p = NULL;
+	struct sp_error err = {0};
+	int status = SP_EXIT_USAGE;
+	int optind = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv, 0, &sel);
+	if (optind < 0) {
+		status = sp_opt_status(optind);
+		goto out;
+	}
+	opts.parts = (enum sp_render_parts)parts;
+	if (optind != argc - 1) {
+		sp_cmd_error(CMD, optind >= argc ? "no file given; usage: scope-profiler summary FILE"
+						 : "one file at a time; usage: scope-profiler summary FILE");
+		goto out;
+	}
+	const char *path = argv[optind];
+	status = 1;
+	if (sp_h5_read(path, SP_READ_SUMMARY, &p, &err) != SP_OK) {
+		sp_cmd_error(CMD, "%s", err.msg);
+		goto out;
+	}
+	enum sp_err rc = sp_render_summary_opts(stdout, p, path, &opts, &err);
+	if (rc == SP_EIO)
+		goto out;              /* stdout failed: main says so, once */
+	if (rc != SP_OK) {
+		if (rc == SP_EINVAL)
+			sp_cmd_error(CMD, "%s: %s", path, err.msg);
+		else
+			sp_cmd_error(CMD, "%s", err.msg);
+		goto out;
+	}
+	status = 0;
+out:
+	sp_profile_free(p);
+	sp_select_free(&sel);
+	return status;
+}
