@@ -85,10 +85,10 @@ $(LAYERS_OK): scripts/check-layers.sh $(wildcard src/*/*.c src/*/*.h include/*.h
 	@touch $@
 
 # Python sources embedded in the executable (the read API's classes).
-$(BUILD)/obj/python/pymodule.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
+$(BUILD)/obj/python/module.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
 $(PY_SRC:src/%.c=$(BUILD)/obj/%.o): CPPFLAGS += $(PY_CFLAGS) \
 	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
-$(BUILD)/obj/python/run.o: CPPFLAGS += -Isrc/cli
+$(BUILD)/obj/cli/cmd_run.o: CPPFLAGS += -DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"'
 $(BUILD)/obj/cli/main.o: CPPFLAGS += -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
 $(BUILD)/obj/store/mpi.o: CPPFLAGS += $(MPI_CFLAGS)
 # The reader's validation pass over every event is written to vectorise.
@@ -110,7 +110,7 @@ $(BIN): $(CLI_OBJ) $(PY_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(PY_OBJ) $(LIB) $(HDF5_LIBS) $(PY_LIBS) $(MPI_LIBS) -lz
 
 # The hook's unit test embeds the interpreter with the built-in module.
-PY_TEST_OBJ := $(filter-out $(BUILD)/obj/python/run.o,$(PY_OBJ))
+PY_TEST_OBJ := $(PY_OBJ)
 $(BUILD)/tests/python/%: tests/python/%.c $(PY_TEST_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Isrc/python $(PY_CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PY_TEST_OBJ) $(LIB) \

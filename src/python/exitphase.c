@@ -14,6 +14,7 @@
 
 #include "sp_outpath.h"
 #include "sp_pymodule.h"
+#include "sp_pysession.h"
 
 static volatile sig_atomic_t exit_signal;   /* the first one received, or 0 */
 
@@ -61,7 +62,8 @@ static PyObject *note_exit_signal(PyObject *m, PyObject *arg)
 }
 
 /* _run_exit(): the run's atexit callback, in C so that no signal handler
- * of Python's can run between the script's end and the handlers below. */
+ * of Python's can run between the script's end and the handlers below;
+ * then the session ends (sp_session_end_run: write, print, clean up). */
 static PyObject *run_exit(PyObject *m, PyObject *unused)
 {
 	struct sigaction sa;
@@ -79,26 +81,7 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 			exit_signal = SIGINT;
 		PyErr_Clear();
 	}
-	PyObject *end = PyObject_GetAttrString(m, "_run_end");
-	PyObject *res = end ? PyObject_CallNoArgs(end) : NULL;
-	Py_XDECREF(end);
-	if (!res) {
-		/* The Python layer reports its own failures; anything else is
-		 * one line, never a traceback. */
-		PyObject *type, *value, *tb;
-		PyErr_Fetch(&type, &value, &tb);
-		PyObject *s = value ? PyObject_Str(value) : NULL;
-		const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
-		fprintf(stderr, "scope-profiler: run: cannot finish the profile: %s\n",
-			text && *text ? text : type ? ((PyTypeObject *)type)->tp_name : "unknown error");
-		PyErr_Clear();
-		Py_XDECREF(s);
-		Py_XDECREF(type);
-		Py_XDECREF(value);
-		Py_XDECREF(tb);
-		sp_run_write_failed = 1;
-	}
-	Py_XDECREF(res);
+	sp_session_end_run();
 	Py_RETURN_NONE;
 }
 

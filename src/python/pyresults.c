@@ -1,7 +1,7 @@
-/* pyresults.c - profiles between C and Python: finalize() turns the live
- * regions into a profile (writes it, renders it, hands it to the read API),
- * and the read API's _read() turns a file into plain Python data whose event
- * columns reach numpy without a copy. */
+/* pyresults.c - profiles into Python: the read API's _read() turns a file
+ * into plain Python data whose event columns reach numpy without a copy;
+ * the end of a session (finalize.c) renders and hands over its profile
+ * through the same functions. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -18,140 +18,6 @@
 #include "sp_pyregion.h"
 #include "sp_aggregate.h"
 #include "sp_render.h"
-
-static char *dup_utf8(PyObject *s)
-{
-	const char *u = PyUnicode_AsUTF8(s);
-	if (!u)
-		return NULL;
-	char *d = strdup(u);
-	if (!d)
-		PyErr_NoMemory();
-	return d;
-}
-
-/* Region -> index in the profile, for the aggregate call tree. */
-struct region_index {
-	RegionObject **r;
-	size_t n;
-};
-
-static int32_t region_index_of(RegionObject *r, void *ctx)
-{
-	const struct region_index *ix = ctx;
-	for (size_t i = 0; i < ix->n; i++)
-		if (ix->r[i] == r)
-			return (int32_t)i;
-	return -1;
-}
-
-/* Builds a one-rank profile over the live regions (events borrowed, not
- * copied), closing calls still open at `now`, with its call tree when
- * `tree` is set. Sets a Python exception and
- * returns NULL on failure. */
-static struct sp_profile *live_profile(int64_t now, int64_t run_start, PyObject *meta, int tree)
-{
-	struct sp_profile *p = calloc(1, sizeof *p);
-	struct sp_error err = {0};
-	struct region_index ix = {NULL, 0};
-	if (!p)
-		return (struct sp_profile *)PyErr_NoMemory();
-	p->format_version = 1;
-	p->nranks = 1;
-	p->ranks = calloc(1, sizeof *p->ranks);
-	size_t nreg = (size_t)PyDict_GET_SIZE(sp_registry);
-	if (!p->ranks || !(p->ranks[0].regions = calloc(nreg ? nreg : 1, sizeof(struct sp_region_data))))
-		goto nomem;
-	struct sp_rank *rk = &p->ranks[0];
-	rk->rank = sp_mpi_rank();
-	rk->run_start_ns = run_start;
-	rk->run_end_ns = now;
-	rk->pid = (int64_t)getpid();
-	Py_ssize_t pos = 0;
-	PyObject *k, *v;
-	/* Aggregation mode: the calls still open in this thread end now. */
-	sp_agg_close_all(now);
-	sp_agg_sum();
-	int aggregated = 0;
-	if (!(ix.r = calloc(nreg ? nreg : 1, sizeof(RegionObject *))))
-		goto nomem;
-	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
-		RegionObject *r = (RegionObject *)v;
-		rk->dropped += (int64_t)r->buf.dropped;
-		if (r->agg.count > 0 && r->buf.n == 0) {
-			struct sp_region_data *rd = &rk->regions[rk->nregions];
-			if (!(rd->name = dup_utf8(r->name)))
-				goto fail;
-			rk->nregions++;
-			ix.r[ix.n++] = r;
-			rd->aggregate = 1;
-			sp_agg_stats(&r->agg, &rd->stats, &rd->self_ns);
-			aggregated = 1;
-			continue;
-		}
-		if (r->buf.n == 0)
-			continue;
-		ix.r[ix.n++] = r;
-		for (size_t i = 0; i < r->buf.n; i++)
-			if (r->buf.ends[i] == SP_NO_TIME)
-				r->buf.ends[i] = now;
-		struct sp_region_data *rd = &rk->regions[rk->nregions];
-		if (!(rd->name = dup_utf8(r->name)))
-			goto fail;
-		rk->nregions++;
-		rd->starts = r->buf.starts;
-		rd->ends = r->buf.ends;
-		rd->lanes = r->buf.keep_lanes ? r->buf.lanes : NULL;
-		rd->owns_events = 0;
-		rd->dropped = (int64_t)r->buf.dropped;
-		sp_stats_compute(&rd->stats, rd->starts, rd->ends, r->buf.n);
-	}
-	if (meta && PyDict_Check(meta)) {
-		Py_ssize_t n = PyDict_GET_SIZE(meta);
-		p->meta = calloc(n ? (size_t)n : 1, sizeof *p->meta);
-		if (!p->meta)
-			goto nomem;
-		pos = 0;
-		while (PyDict_Next(meta, &pos, &k, &v)) {
-			PyObject *sv = PyObject_Str(v);
-			if (!sv)
-				goto fail;
-			struct sp_kv *kv = &p->meta[p->nmeta];
-			kv->key = PyUnicode_Check(k) ? dup_utf8(k) : NULL;
-			kv->value = dup_utf8(sv);
-			Py_DECREF(sv);
-			if (!kv->key || !kv->value) {
-				free(kv->key);
-				free(kv->value);
-				if (!PyErr_Occurred())
-					PyErr_SetString(PyExc_TypeError, "metadata keys must be str");
-				goto fail;
-			}
-			p->nmeta++;
-			if (strcmp(kv->key, "hostname") == 0 && !rk->hostname)
-				rk->hostname = strdup(kv->value);
-		}
-	}
-	if (sp_linetrace_collect(rk) != 0)
-		goto fail;
-	if (aggregated && sp_agg_tree(rk, region_index_of, &ix, &err) != SP_OK) {
-		PyErr_SetString(PyExc_MemoryError, err.msg);
-		goto fail;
-	}
-	free(ix.r);
-	ix.r = NULL;
-	if (!aggregated && tree && sp_tree_build(rk, &err) != SP_OK) {
-		PyErr_SetString(PyExc_MemoryError, err.msg);
-		goto fail;
-	}
-	return p;
-nomem:
-	PyErr_NoMemory();
-fail:
-	free(ix.r);
-	sp_profile_free(p);
-	return NULL;
-}
 
 /* The rendered summary of p (or its line tables, with lines set) as a str;
  * "" for line tables when there are none; NULL with an exception set. */
@@ -326,130 +192,6 @@ out:
 	return out;
 }
 
-/* Nothing goes wrong silently: calls that memory could not hold (also kept
- * in the file), and exits from a thread that did not enter the call, are
- * said on stderr (each rank for itself, in one write). */
-static void report_losses(const struct sp_profile *p, int collective)
-{
-	char *text = NULL, prefix[64];
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	if (!f)
-		return;
-	if (collective)
-		snprintf(prefix, sizeof prefix, "scope-profiler: warning: rank %d: ", p->ranks[0].rank);
-	else
-		snprintf(prefix, sizeof prefix, "scope-profiler: warning: ");
-	sp_render_dropped(f, p, prefix);
-	if (sp_unmatched_exits) {
-		const char *name = PyUnicode_AsUTF8(sp_unmatched_region->name);
-		if (!name)
-			PyErr_Clear();
-		fprintf(f, "%s%zu region exit%s came from a thread that had not entered the call "
-			"(first: '%s'); such calls stay open until the end\n", prefix,
-			sp_unmatched_exits, sp_unmatched_exits == 1 ? "" : "s", name ? name : "?");
-	}
-	if (fclose(f) == 0 && len)
-		fputs(text, stderr);
-	free(text);
-}
-
-/* _finalize(path or None, render: bool, meta: dict, run_start_ns or None,
- *           snapshot: bool, render_lines: bool, failed: bool = False,
- *           fallback: path or None = None)
- *   -> (summary str or None, data or None, line tables str or None)
- * Writes the live regions to path (atomically) and renders the summary.
- * Under MPI this is collective (see sp_mpi_collect): rank 0 writes every
- * rank and renders the summary of all; failed and fallback say what a rank
- * whose script failed does when the others never join.
- * Raises OSError when the file cannot be written; the events are kept. */
-static PyObject *res_finalize(PyObject *m, PyObject *args)
-{
-	PyObject *path_obj, *meta, *start_obj, *fallback_obj = Py_None;
-	int render, snapshot, render_lines, failed = 0, compression = 0;
-	if (!PyArg_ParseTuple(args, "OpOOpp|pOi:_finalize", &path_obj, &render, &meta, &start_obj, &snapshot,
-			      &render_lines, &failed, &fallback_obj, &compression) || sp_session_busy())
-		return NULL;
-	if (compression < 0 || compression > 9) {
-		PyErr_Format(PyExc_ValueError, "_finalize: compression level %d is not 0 to 9", compression);
-		return NULL;
-	}
-	int64_t start = start_obj == Py_None ? SP_NO_TIME : PyLong_AsLongLong(start_obj);
-	if (start == -1 && PyErr_Occurred())
-		return NULL;
-	const char *path = NULL, *fallback = NULL;
-	PyObject *path_bytes = NULL, *fallback_bytes = NULL;
-	if (path_obj != Py_None) {
-		if (!PyUnicode_FSConverter(path_obj, &path_bytes))
-			return NULL;
-		path = PyBytes_AS_STRING(path_bytes);
-	}
-	if (fallback_obj != Py_None) {
-		if (!PyUnicode_FSConverter(fallback_obj, &fallback_bytes)) {
-			Py_XDECREF(path_bytes);
-			return NULL;
-		}
-		fallback = PyBytes_AS_STRING(fallback_bytes);
-	}
-	int collective = sp_mpi_active();
-	/* Threads still running (daemon threads at exit) record nothing more:
-	 * the events below are read without the GIL. */
-	sp_session_freeze();
-	sp_session_writing = 1;   /* until the events are no longer read */
-	int64_t now = sp_clock_ns();
-	/* The call tree costs a pass over the events: only when it is needed. */
-	struct sp_profile *p = live_profile(now, start, meta, path || render || snapshot || collective);
-	PyObject *summary = NULL, *data = NULL, *lines = NULL, *res = NULL;
-	if (!p)
-		goto out;
-	p->compression = compression;  /* the file's event columns: 0 contiguous, 1..9 deflate */
-	report_losses(p, collective);
-	if (collective) {
-		struct sp_error err = {0};
-		enum sp_err rc;
-		double wait_s;
-		sp_mpi_wait_seconds(&wait_s);   /* checked by `run` before the script */
-		Py_BEGIN_ALLOW_THREADS
-		rc = sp_mpi_collect(p, path, path != NULL, failed, wait_s, fallback, &err);
-		Py_END_ALLOW_THREADS
-		if (rc != SP_OK) {
-			PyErr_SetString(PyExc_OSError, err.msg);
-			goto out;
-		}
-	} else if (path) {
-		struct sp_error err = {0};
-		enum sp_err rc;
-		Py_BEGIN_ALLOW_THREADS
-		rc = sp_h5_write(p, path, &err);
-		Py_END_ALLOW_THREADS
-		if (rc != SP_OK) {
-			PyErr_SetString(PyExc_OSError, err.msg);
-			goto out;
-		}
-	}
-	const char *title = path ? path : "(in memory)";
-	summary = render ? render_str(p, title, 0) : Py_NewRef(Py_None);
-	lines = render_lines ? render_str(p, title, 1) : Py_NewRef(Py_None);
-	if (!summary || !lines)
-		goto out;
-	if (snapshot) {
-		if (!(data = profile_to_py(p)))
-			goto out;
-	} else {
-		data = Py_NewRef(Py_None);
-	}
-	res = PyTuple_Pack(3, summary, data, lines);
-out:
-	sp_session_writing = 0;
-	Py_XDECREF(summary);
-	Py_XDECREF(lines);
-	Py_XDECREF(data);
-	Py_XDECREF(path_bytes);
-	Py_XDECREF(fallback_bytes);
-	sp_profile_free(p);
-	return res;
-}
-
 /* _mpi_info() -> (rank, size, library or None): (0, 1, None) outside MPI. */
 static PyObject *res_mpi_info(PyObject *m, PyObject *unused)
 {
@@ -499,8 +241,18 @@ int sp_results_init(void)
 }
 
 PyMethodDef sp_results_methods[] = {
-	{"_finalize", res_finalize, METH_VARARGS, NULL},
 	{"_read", res_read, METH_VARARGS, NULL},
 	{"_mpi_info", res_mpi_info, METH_NOARGS, NULL},
 	{NULL},
 };
+
+/* For the end of a session (finalize.c). */
+PyObject *sp_results_render(const struct sp_profile *p, const char *title, int lines)
+{
+	return render_str(p, title, lines);
+}
+
+PyObject *sp_results_data(struct sp_profile *p)
+{
+	return profile_to_py(p);
+}

@@ -2,225 +2,22 @@
 
 Embedded in the scope-profiler executable and run in the module's namespace
 after the C part (regions, the decorator wrapper, the clock, the HDF5 writer
-and reader) is in place. Nothing here runs while a region records: it holds
-the session's configuration (setup/finalize), the ProfileManager facade and
+and reader) is in place. Nothing here runs while a region records, and the
+session itself (setup, finalize, the write, the summary) is C's (session.c):
+here are the ProfileManager facade, the Python-level hooks of `run` (the
+--recursive hook in every thread, sys.exit and SIGTERM, the shim folder) and
 the read API's result classes.
 """
 
 import os as _os
 import sys as _sys
 
-# setup() options: name -> default. The order is the one `help` shows.
-_DEFAULTS = {
-    "file_path": "profiling_data.h5",
-    "buffer_limit": 1024,
-    "deactivate_profiling": False,
-    "deactivate_file_output": False,
-    "verbose": True,
-    "recursive_profile": False,
-    "use_line_profiler": False,
-    "aggregation_mode": False,
-    "track_threads": False,
-    "track_async": False,
-    "hdf5_compression": None,
-    "use_likwid": False,
-}
-
-# Options this build accepts but cannot honour yet: a true value is refused
-# rather than silently ignored.
-_NOT_YET = {
-    "use_likwid": "LIKWID hardware counters",
-}
-
-
-class _Session:
-    active = False        # between setup() and finalize()
-    options = dict(_DEFAULTS)
-    locked = {}           # options fixed on the scope-profiler command line
-    run_start_ns = None
-    pid = None
-    command_line = None   # set by `scope-profiler run`
-    quiet = False
-    tracing = False       # `run --recursive`: the hook runs in every thread
-    trace_all = False
-    exit_failed = False   # sys.exit() with a failure status, or SIGTERM
-    shim = None           # `run`: the no-op module's folder for subprocesses
-
-
-_session = _Session()
-
-
-def _check_options(options):
-    for key, value in options.items():
-        if key not in _DEFAULTS:
-            raise TypeError(f"setup() got an unexpected keyword argument {key!r}")
-        if key in _NOT_YET and value:
-            raise NotImplementedError(
-                f"setup({key}=True): {_NOT_YET[key]} is not available in this "
-                f"scope-profiler build ({__version__})"
-            )
-    limit = options.get("buffer_limit", 1)
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise ValueError(f"buffer_limit must be a positive integer, not {limit!r}")
-    if "hdf5_compression" in options:
-        _compression_level(options["hdf5_compression"])
-
-
-# hdf5_compression="auto": shuffle + deflate at this level (README "Compression").
-_AUTO_LEVEL = 4
-_GZIP_LEVEL = 4   # "gzip" alone, as h5py's compression="gzip"
-
-
-def _compression_level(value):
-    """The deflate level of an hdf5_compression value: 0 for none, 1..9."""
-    if value is None or value is False or value == "none":
-        return 0
-    if value is True or value == "auto":
-        return _AUTO_LEVEL
-    if value == "gzip":
-        return _GZIP_LEVEL
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 9:
-        return value
-    if isinstance(value, str) and value.startswith("gzip="):
-        level = value[5:]
-        if len(level) == 1 and level in "123456789":
-            return int(level)
-    raise ValueError(
-        f"hdf5_compression must be 'auto', 'gzip', 'gzip=LEVEL' (LEVEL 1 to 9), 'none', "
-        f"None, True, False or a level 0 to 9, not {value!r}"
-    )
-
-
-def setup(**options):
-    """Configure profiling and start a session (see DESIGN.md / the README).
-
-    Calling it again before finalize() reconfigures the running session and
-    keeps what was recorded so far. Options given on the scope-profiler
-    command line take precedence over the script's.
-    """
-    _check_options(options)
-    merged = dict(_session.options if _session.active else _DEFAULTS)
-    merged.update(options)
-    merged.update(_session.locked)
-    if merged["use_line_profiler"] and merged["recursive_profile"]:
-        raise ValueError("use_line_profiler and recursive_profile cannot be combined: time the "
-                         "lines of chosen functions, or the calls of every function")
-    if merged["aggregation_mode"] and not merged["deactivate_profiling"]:
-        for other, why in (("use_line_profiler", "line timing needs each call's lines"),
-                           ("recursive_profile", "the profile hook records every call"),
-                           ("track_async", "aggregates nest calls per thread, not per task")):
-            if merged[other]:
-                raise ValueError(f"aggregation_mode cannot be combined with {other}: {why}")
-    start = _session.run_start_ns if _session.active else _clock_ns()
-    # Checks what the C side owns (buffer_limit against the machine's
-    # memory) before it changes anything: a refused setup() changes nothing.
-    _apply(merged)
-    _session.options = merged
-    if not _session.active:
-        _session.active = True
-        _session.run_start_ns = start
-        _session.pid = _os.getpid()
-
-
-def _apply(opts):
-    """The recording mode of these options, for every region and wrapper."""
-    _configure(bool(opts["deactivate_profiling"]), opts["buffer_limit"],
-               bool(opts["recursive_profile"]), bool(opts["track_threads"]),
-               bool(opts["use_line_profiler"]), bool(opts["aggregation_mode"]),
-               bool(opts["track_async"]))
-
-
-def _metadata():
-    uname = _os.uname()
-    opts = _session.options
-    return {
-        "hostname": uname.nodename,
-        "platform": f"{uname.sysname} {uname.release} {uname.machine}",
-        "python_version": _sys.version.split()[0],
-        "tool": "scope-profiler",
-        "tool_version": __version__,
-        "command_line": _session.command_line or " ".join(_sys.argv),
-        "mpi_size": str(_mpi_info()[1]),
-        "mpi_library": _mpi_info()[2] or "",
-        "omp_num_threads": _os.environ.get("OMP_NUM_THREADS", ""),
-        "mode": ("disabled" if opts["deactivate_profiling"]
-                 else "aggregate" if opts["aggregation_mode"]
-                 else "async" if opts["track_async"]
-                 else "threads" if opts["track_threads"] else "time_only"),
-        "lanes": "; ".join(f"{i}={name}" for i, name in enumerate(_lane_names)),
-        "recursive": "all" if _session.trace_all else str(bool(_session.tracing)).lower(),
-        "line_profile": str(bool(opts["use_line_profiler"])).lower(),
-        "buffer_limit": str(opts["buffer_limit"]),
-        "compression": (f"gzip={_compression_level(opts['hdf5_compression'])}"
-                        if _compression_level(opts["hdf5_compression"]) else "none"),
-    }
-
-
-def _tmpdir():
-    """Where the run's own temporary files go: $TMPDIR, else /tmp."""
-    return _os.environ.get("TMPDIR") or "/tmp"
-
-
-def _fallback_path():
-    return _os.path.join(_tmpdir(), f"scope-profiler-{_os.getpid()}.h5")
-
-
-def _finish(verbose, return_results, stream, verbose_lines=False, failed=False):
-    """finalize()'s work; returns (results or None, path written or None).
-    Under MPI it is collective: rank 0 writes and prints for every rank."""
-    opts = _session.options
-    forked = _os.getpid() != _session.pid
-    write = not (opts["deactivate_file_output"] or opts["deactivate_profiling"] or forked)
-    path = _os.fspath(opts["file_path"]) if write else None
-    rank = _mpi_info()[0]
-    # Only rank 0 holds the merged file; other ranks' results are their own.
-    snapshot = bool(return_results) and (path is None or rank != 0)
-    show = bool(verbose) and not forked and rank == 0
-    if _session.tracing:
-        _stop_tracing()
-    else:
-        _tracer_stop_all()  # profile(recursive=True) calls still running end now
-    show_lines = bool(verbose_lines) and not forked and rank == 0
-    try:
-        # Stops every region in every thread, then writes.
-        summary, data, lines = _finalize(path, show or snapshot, _metadata(),
-                                         _session.run_start_ns, snapshot, show_lines,
-                                         bool(failed), _fallback_path(),
-                                         _compression_level(opts["hdf5_compression"]))
-    except OSError:
-        _apply(opts)  # not written, the events kept: the session records on
-        raise
-    _session.active = False
-    _reset()
-    # Until the next setup(), regions record nothing.
-    _configure(True, opts["buffer_limit"], False, False, False)
-    if show and summary:
-        stream.write(summary)
-    if show_lines and lines:
-        stream.write(("\n" if show and summary else "") + lines)
-    stream.flush()
-    results = None
-    if return_results:
-        results = read_h5(path) if path and not snapshot else ProfilingResults(data, None, summary)
-    return results, (path if rank == 0 else None)
-
-
-def finalize(verbose=None, return_results=False, verbose_line_profiler=False):
-    """End the session: write the profile (unless file output is off) and
-    print its summary when verbose. Returns the results when asked to."""
-    if not _session.active:
-        return None
-    if verbose is None:
-        verbose = _session.options["verbose"]
-    results, _ = _finish(verbose, return_results, _sys.stdout, verbose_line_profiler)
-    return results
-
 
 class session:
     """``with ProfileManager.session(**options):`` = setup() ... finalize()."""
 
     def __init__(self, **options):
-        _check_options(options)
+        _check_options(**options)
         self._options = options
         self.results = None
 
@@ -229,14 +26,9 @@ class session:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if not _session.active:
-            return False
-        verbose = self._options.get("verbose")
-        if verbose is None:
-            verbose = _session.options["verbose"]
         # failed: under MPI, do not wait forever for ranks that may be
         # blocked waiting for this one (see sp_mpi.h).
-        self.results, _ = _finish(verbose, False, _sys.stdout, failed=exc_type is not None)
+        finalize(self._options.get("verbose"), _failed=exc_type is not None)
         return False
 
 
@@ -276,7 +68,7 @@ def profile(name=None, recursive=False):
 
 def read_results():
     """The results of the file the current configuration writes."""
-    return read_h5(_session.options["file_path"])
+    return read_h5(_file_path())
 
 
 class ProfileManager:
@@ -299,7 +91,7 @@ profile_region = region
 # `scope-profiler run` glue
 
 def _on_sigterm(signum, frame):
-    _session.exit_failed = True
+    _note_exit_status(128 + signum)
     _note_exit_signal(signum)  # 143 even if Python's own shutdown swallows the SystemExit
     raise SystemExit(128 + signum)
 
@@ -308,7 +100,7 @@ def _watch_exit(original):
     """sys.exit that remembers a failure status: under MPI such a rank
     does not wait forever for ranks that may be waiting for it."""
     def exit(status=None):
-        _session.exit_failed = status is not None and status != 0
+        _note_exit_status(status)
         return original(status)
 
     exit.__doc__ = original.__doc__
@@ -327,7 +119,7 @@ def _foreign_prefixes():
 def _warn_hook_replaced(name, original):
     def replacement(function):
         # threading installs our own _thread_hook in each new thread.
-        if _session.tracing and function is not None and function is not _thread_hook:
+        if _run_tracing() and function is not None and function is not _thread_hook:
             _sys.stderr.write(
                 f"scope-profiler: warning: the script called sys.{name}(); "
                 + ("--recursive stops recording calls in this thread\n" if name == "setprofile"
@@ -341,26 +133,15 @@ def _warn_hook_replaced(name, original):
 
 def _start_tracing(target, trace_all, include, exclude):
     """`run --recursive`: the root region, then the hook in every thread."""
-    _session.root = region(target)
-    _session.root.__enter__()
+    region(target).__enter__()
     import threading
 
     _tracer_configure(bool(trace_all), tuple(include), tuple(exclude),
                       () if trace_all else _foreign_prefixes())
-    _session.tracing = True
-    _session.trace_all = bool(trace_all)
     _tracer_start()
     threading.setprofile(_thread_hook)
     _sys.setprofile = _warn_hook_replaced("setprofile", _sys.setprofile)
     _sys.settrace = _warn_hook_replaced("settrace", _sys.settrace)
-
-
-def _stop_tracing():
-    import threading
-
-    threading.setprofile(None)
-    _tracer_stop_all()
-    _session.tracing = False
 
 
 def _module_error(name):
@@ -410,19 +191,16 @@ def _find_module_error(name):
     return None
 
 
-def _run_begin(options, locked, quiet, command_line, target=None, recursive=False,
-               trace_all=False, include=(), exclude=()):
-    """Start the implicit session of `scope-profiler run`."""
+def _run_hooks(target, trace, trace_all, include, exclude):
+    """The Python-level hooks of `scope-profiler run`, after the C session
+    started (session.c): the --recursive hook in every thread, the exit
+    callback, sys.exit and SIGTERM noted, the shim folder."""
     import atexit
     import signal
 
-    _session.locked = dict(locked)
-    _session.quiet = bool(quiet)
-    _session.command_line = command_line
-    setup(**options)
-    if recursive and not _session.options["deactivate_profiling"]:
+    if trace:
         _start_tracing(target, trace_all, include, exclude)
-    atexit.register(_run_exit)  # C: ends with _run_end, signals held
+    atexit.register(_run_exit)  # C: ends the session, signals held
     _sys.exit = _watch_exit(_sys.exit)
     _offer_shim()
     # SIGTERM (a batch system's time limit) unwinds like sys.exit(143), so
@@ -431,7 +209,14 @@ def _run_begin(options, locked, quiet, command_line, target=None, recursive=Fals
         signal.signal(signal.SIGTERM, _on_sigterm)
 
 
+def _tmpdir():
+    """Where the run's own temporary files go: $TMPDIR, else /tmp."""
+    return _os.environ.get("TMPDIR") or "/tmp"
+
+
 _SHIM_PREFIX = "scope-profiler-shim-"
+_shim = None       # `run`: the no-op module's folder for subprocesses
+_shim_pid = None
 
 
 def _clear_folder(fd):
@@ -518,7 +303,8 @@ def _offer_shim():
             return  # no temporary folder: subprocesses simply lack the module
     else:
         return
-    _session.shim = folder   # ours from here on: removed by _run_end, after the profile
+    global _shim, _shim_pid
+    _shim, _shim_pid = folder, _os.getpid()   # ours from here on: removed after the profile
     try:
         with open(_os.path.join(folder, "scope_profiler.py"), "w") as f:
             f.write(_shim_source.replace("@VERSION@", __version__))
@@ -531,48 +317,13 @@ def _offer_shim():
     _sys.path.append(folder)
 
 
-def _run_end():
-    """The end of the run (called by _run_exit, with SIGINT and SIGTERM
-    held): write what the script did not finalize itself, then remove the
-    shim folder."""
-    try:
-        _write_at_exit()
-    finally:
-        if _session.shim and _os.getpid() == _session.pid:
-            _remove_tree(_session.shim)
-            _session.shim = None
-
-
-def _write_at_exit():
-    if not _session.active:
-        return
-    if _os.getpid() != _session.pid:
-        return  # a forked child never writes into its parent's file
-    # An uncaught exception was printed (and kept in sys.last_value), or
-    # the script exited with a failure status.
-    failed = getattr(_sys, "last_value", None) is not None or _session.exit_failed
-    talk = _mpi_info()[0] == 0  # under MPI rank 0 speaks for every rank
-    show_lines = not _session.quiet and _session.options["use_line_profiler"]
-    try:
-        _, path = _finish(not _session.quiet, False, _sys.stderr, show_lines, failed)
-    except OSError as exc:
-        # Under MPI every rank gets rank 0's error and retries with it.
-        # One line says what failed and where the profile went.
-        _mark_write_failed()
-        fallback = _fallback_path()
-        _session.options["file_path"] = fallback
-        _session.options["verbose"] = False
-        try:
-            _, path = _finish(False, False, _sys.stderr, failed=failed)
-        except OSError as exc2:
-            if talk:
-                _sys.stderr.write(f"scope-profiler: run: {exc}; {exc2}; the profile is lost\n")
-            return
-        if talk:
-            _sys.stderr.write(f"scope-profiler: run: {exc}; profile saved to {path} instead\n")
-        return
-    if path and not _session.quiet:
-        _sys.stderr.write(f"scope-profiler: profile written to {path}\n")
+def _remove_shim():
+    """The end of the run (session.c, after the profile, with SIGINT and
+    SIGTERM held): the shim folder goes, in the process that made it."""
+    global _shim
+    if _shim and _os.getpid() == _shim_pid:
+        _remove_tree(_shim)
+        _shim = None
 
 
 # ---------------------------------------------------------------------------

@@ -1,5 +1,7 @@
-/* sp_pyregion.h - the region object of the built-in module, shared by the
- * module (pymodule.c) and the --recursive profile hook (tracer.c). Include
+/* sp_pyregion.h - the recording side of the built-in module, shared by its
+ * files: the region object and its classes (regions.c), lanes (lanes.c), the
+ * decorator wrapper (wrapper.c), the recording mode the session chooses
+ * (session.c) and the --recursive profile hook (tracer.c). Include
  * <Python.h> first. */
 #ifndef SP_PYREGION_H
 #define SP_PYREGION_H
@@ -7,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sp_profile.h"
 #include "sp_recorder.h"
 
 /* Aggregation mode: what a region keeps instead of events (aggregate.c). */
@@ -26,6 +29,77 @@ typedef struct {
 	uint64_t gen;                 /* bumped when the events are cleared */
 	int holds_functions;          /* region(name, functions=[...]) in line mode */
 } RegionObject;
+
+/* The region classes (regions.c). They share RegionObject's layout, so the
+ * session switches an object's class when it changes the mode. */
+extern PyTypeObject sp_TimeOnlyRegionType, sp_ThreadsRegionType, sp_AsyncRegionType,
+	sp_LinesRegionType, sp_DisabledRegionType, sp_AggregateRegionType;
+extern PyTypeObject sp_ProfiledFunctionType;
+
+/* The recording mode, chosen by the session at setup (sp_mode_apply in
+ * session.c) and read by the recording paths, which check nothing else:
+ * the region classes and the wrappers' call functions are picked from it
+ * once. The one piece of state the files of the module share. */
+struct sp_recmode {
+	PyTypeObject *region_type;    /* the class of every region */
+	size_t buffer_limit;          /* first event capacity per region */
+	int disabled;                 /* deactivate_profiling */
+	int recursive_all;            /* recursive_profile: every wrapper runs the hook */
+	int aggregate;                /* aggregation_mode */
+	int track_async;              /* a lane per asyncio task */
+	int threads;                  /* events keep a lane (threads or async) */
+	int lines;                    /* use_line_profiler */
+};
+extern struct sp_recmode sp_mode;
+
+/* One open `with` block: its region, its event slot (-1: dropped, out of
+ * memory) and the region's gen at entry. */
+struct sp_open_entry {
+	RegionObject *region;
+	ptrdiff_t slot;
+	uint64_t gen;
+};
+
+/* An exit whose entry is not the innermost of the thread's open blocks:
+ * closes it at t wherever it is, or counts an unmatched exit (regions.c). */
+void sp_region_exit_below(RegionObject *r, int64_t t);
+
+/* Every region takes the class of the current mode (sp_mode) and its
+ * capacity; lanes kept when sp_mode.threads. 0, or -1 with MemoryError. */
+int sp_regions_apply(void);
+/* Every region to the disabled class, its gen moved on (sp_session_freeze). */
+void sp_regions_freeze(void);
+/* Forgets every recorded event; the regions stay registered. */
+void sp_regions_reset(void);
+/* Creates the registry and the per-thread key (module init); -1 with an
+ * exception. */
+int sp_regions_init(void);
+
+/* Every decorated function's call chosen again from sp_mode (line mode
+ * re-wraps what was decorated before it was asked for); -1 with an
+ * exception. */
+int sp_wrappers_apply(void);
+/* Every decorated function calls through, recording nothing. */
+void sp_wrappers_freeze(void);
+/* A wrapper of func recording into region (profile(recursive=...) when
+ * recursive); a new reference, or NULL with an exception. */
+PyObject *sp_wrapper_new(RegionObject *region, PyObject *func, int recursive);
+/* Module init: the type, and _timed_coroutine of the Python layer. */
+int sp_wrapper_init(void);
+int sp_wrapper_bind(PyObject *mod);
+
+/* --track-async (lanes.c): the calling task's lane, or the thread's outside
+ * any task; never raises. */
+int32_t sp_async_lane(void);
+/* Imports asyncio's functions the first time the mode is chosen; -1 with
+ * an exception. */
+int sp_async_init(void);
+PyObject *sp_region_enter_async(PyObject *self, PyObject *unused);
+PyObject *sp_region_exit_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* The lanes' names, in lane order ("MainThread", "Task-3 (worker)"); the
+ * module's _lane_names. Created at module init (sp_lanes_init). */
+extern PyObject *sp_lane_names;
+int sp_lanes_init(void);
 
 /* Exits of a region whose call was entered in another thread (that call
  * stays open until the end of the run): how many, and the first region;
@@ -48,12 +122,20 @@ void sp_session_freeze(void);
 /* Set while a profile is written (the GIL released): then setup(),
  * finalize() and _reset() from another thread are refused, and
  * sp_session_busy() returns -1 with RuntimeError set; else 0. */
-extern int sp_session_writing;
+void sp_session_set_writing(int on);
 int sp_session_busy(void);
 
-/* finalize() and the read API's data (pyresults.c). */
+/* The read API's data (pyresults.c); the rendered summary of p (or its line
+ * tables, with lines set: "" when there are none) as a str; p as the read
+ * API's data. Both NULL with an exception set. */
 int sp_results_init(void);
 extern PyMethodDef sp_results_methods[];
+PyObject *sp_results_render(const struct sp_profile *p, const char *title, int lines);
+PyObject *sp_results_data(struct sp_profile *p);
+
+/* The module functions of regions.c and wrapper.c. */
+extern PyMethodDef sp_region_methods[];
+extern PyMethodDef sp_wrapper_methods[];
 
 /* The region called name (a str), created on first use; a borrowed
  * reference (the registry keeps every region alive), or NULL with an
@@ -68,10 +150,6 @@ static inline int32_t sp_current_lane(void)
 {
 	return sp_my_lane >= 0 ? sp_my_lane : sp_lane_assign();
 }
-
-/* Whether regions keep a lane per event (setup(track_threads=True), or
- * track_async=True: then a lane per asyncio task, pymodule.c). */
-extern int sp_track_threads;
 
 /* --recursive: the profile hook (tracer.c). */
 

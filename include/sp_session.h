@@ -1,0 +1,93 @@
+/* sp_session.h - the settings of a profiling session, one C name each, and
+ * the entry point of `scope-profiler run`. The session itself (setup ->
+ * record -> finalize -> write -> render -> exit status) lives in
+ * src/python/session.c and run.c; `run` and the Python module's setup()
+ * keywords both fill this one struct (the keywords through
+ * sp_settings_keyword below). No Python here. */
+#ifndef SP_SESSION_H
+#define SP_SESSION_H
+
+#include <stddef.h>
+
+/* A default-initialised struct ({0}) means "not given" for every field;
+ * sp_settings_defaults() fills in what a session uses when nothing is. */
+struct sp_settings {
+	const char *outfile;        /* the profile's path; NULL: not given (profiling_data.h5) */
+	int quiet;                  /* run: print no summary after the run */
+	long long buffer_limit;     /* first event capacity per region; 0: not given (1024) */
+	int no_output;              /* record, write no file (deactivate_file_output) */
+	int disable;                /* record nothing (deactivate_profiling) */
+	int recursive;              /* a region per function call (recursive_profile) */
+	int trace_all;              /* run --all: also the stdlib and installed packages */
+	const char **include;       /* run --include GLOB..., ninclude of them */
+	size_t ninclude;
+	const char **exclude;       /* run --exclude GLOB... */
+	size_t nexclude;
+	int line_profile;           /* time each line (use_line_profiler) */
+	int aggregate;              /* keep only aggregates (aggregation_mode) */
+	int track_threads;          /* a lane per thread */
+	int track_async;            /* a lane per asyncio task */
+	int compression;            /* deflate level 0..9; -1: not given (none) */
+	int verbose;                /* print the summary at finalize; -1: not given (yes) */
+	int likwid;                 /* use_likwid: not available in this build */
+};
+
+/* What `run` runs: a script or a module, and the arguments after it. */
+struct sp_run_target {
+	const char *script;         /* script.py or a folder with __main__.py; NULL with module */
+	const char *module;         /* run -m MODULE */
+	int argc;                   /* the script's own arguments */
+	char **argv;
+	const char *command_line;   /* as the user typed it, for the file's metadata */
+};
+
+/* Runs the target as __main__ in an embedded interpreter with the session
+ * of s recording (its given fields fixed: the script's setup() cannot
+ * change them), writes the profile at the end and prints the summary
+ * (unless quiet). Prints its own errors ("scope-profiler: run: ...").
+ * Returns the process exit status: the script's own (sys.exit(n) -> n, an
+ * uncaught exception -> 1), 130 after SIGINT (the process is killed by it
+ * when Python would be), 143 after SIGTERM, 2 when the target or the
+ * output path is unusable, 1 when the profile could not be written. */
+int sp_session_run(const struct sp_settings *s, const struct sp_run_target *t);
+
+/* The values a session uses for the fields s left "not given". */
+void sp_settings_defaults(struct sp_settings *s);
+
+/* The deflate level of a compression name: "none" 0, "auto" and "gzip" 4,
+ * "gzip=N" N (1 to 9). Returns 0, or -1 when text is none of these. */
+int sp_settings_compression(const char *text, int *level);
+
+/* The setup() keywords (as the seed pages spell them), one table: what a
+ * keyword's value is, and which field of struct sp_settings it sets. */
+enum sp_setting_kind {
+	SP_SETTING_PATH,            /* const char *: a path (str, bytes or os.PathLike) */
+	SP_SETTING_COUNT,           /* long long: a positive integer */
+	SP_SETTING_BOOL,            /* int: its truth value */
+	SP_SETTING_COMPRESSION,     /* int: a level, from a name, a bool, None or 0..9 */
+	SP_SETTING_NOT_YET,         /* int: accepted, but a true value is refused */
+};
+
+struct sp_setting_key {
+	const char *keyword;        /* "use_line_profiler" */
+	enum sp_setting_kind kind;
+	size_t offset;              /* of the field in struct sp_settings */
+	const char *what;           /* SP_SETTING_NOT_YET: what the build lacks */
+};
+
+/* The row of a setup() keyword, or NULL when there is no such keyword. */
+const struct sp_setting_key *sp_settings_keyword(const char *keyword);
+
+/* Every row, in the order help shows them; *n set to their number. */
+const struct sp_setting_key *sp_settings_keywords(size_t *n);
+
+/* Whether the given field of s differs from "not given" (what `run` fixes). */
+int sp_settings_given(const struct sp_settings *s, const struct sp_setting_key *k);
+
+/* Checks the combinations a session cannot record (line timing with the
+ * profile hook; aggregation with per-call data). Returns 0, or -1 with
+ * one line in err[len] naming the two keywords (python: the setup()
+ * keywords; else run's options). */
+int sp_settings_check(const struct sp_settings *s, int python, char *err, size_t len);
+
+#endif

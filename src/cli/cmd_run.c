@@ -1,0 +1,139 @@
+/* cmd_run.c - `scope-profiler run`: its options (rows pointing at the fields
+ * of struct sp_settings), the combinations it refuses, then the session
+ * (include/sp_session.h), which runs the script and returns the status. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_cmd.h"
+#include "sp_recorder.h"
+#include "sp_session.h"
+
+#define CMD "run"
+
+static const struct sp_cmd_help help = {
+	.name = CMD,
+	.usage = "scope-profiler run [OPTIONS] script.py [ARGS...]\n"
+		 "scope-profiler run [OPTIONS] -m module [ARGS...]",
+	.about =
+		"Runs the script as __main__, like `python script.py ARGS...`, with its\n"
+		"regions (@scope_profiler.profile, with scope_profiler.region(...)) recording,\n"
+		"and writes the profile when it ends. Options stop at the script's name:\n"
+		"what follows is the script's own.\n",
+	.notes =
+		"Exit status: the script's own (sys.exit(n) -> n, an uncaught exception\n"
+		"-> 1, Ctrl-C -> 130, SIGTERM -> 143); 2 for usage errors. The profile is\n"
+		"written in each of these cases. The interpreter is " SP_PYTHON_EXECUTABLE ".\n",
+};
+
+static int parse_buffer_limit(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(arg, &end, 10);
+	if (errno || *end || end == arg || v < 1) {
+		snprintf(err, len, "--buffer-limit takes a positive whole number, not '%s'", arg);
+		return -1;
+	}
+	if ((unsigned long long)v > sp_buf_max_cap()) {
+		snprintf(err, len, "--buffer-limit %s: that many events take 16 bytes each, more "
+			 "than this machine's memory (at most %zu)", arg, sp_buf_max_cap());
+		return -1;
+	}
+	*(long long *)o->value = v;
+	return 0;
+}
+
+static int parse_compression(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
+{
+	if (sp_settings_compression(arg, o->value) == 0)
+		return 0;
+	snprintf(err, len, "--compression takes auto, gzip, gzip=LEVEL (LEVEL 1 to 9) or none, not '%s'", arg);
+	return -1;
+}
+
+static char *join_args(int argc, char **argv)
+{
+	size_t len = 1;
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	char *s = malloc(len), *p = s;
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++)
+		p += sprintf(p, i ? " %s" : "%s", argv[i]);
+	*p = '\0';
+	return s;
+}
+
+/* argv[-1] is the executable's name (main passes argv + 1). */
+int cmd_run(int argc, char **argv)
+{
+	struct sp_settings s = { .compression = -1, .verbose = -1 };
+	struct sp_opt_list include = {0}, exclude = {0};
+	struct sp_run_target t = {0};
+	const struct sp_opt options[] = {
+		{'o', "outfile", SP_OPT_STRING, &s.outfile, 0, "PATH",
+		 "write the profile to PATH (default: profiling_data.h5)", NULL},
+		{'q', "quiet", SP_OPT_FLAG, &s.quiet, 1, NULL, "print no summary after the run", NULL},
+		{0, "buffer-limit", SP_OPT_CALL, &s.buffer_limit, 0, "N",
+		 "first event capacity per region (default 1024; doubles)", parse_buffer_limit},
+		{0, "no-output", SP_OPT_FLAG, &s.no_output, 1, NULL, "record, but write no file", NULL},
+		{0, "disable", SP_OPT_FLAG, &s.disable, 1, NULL,
+		 "record nothing; decorators return the function itself", NULL},
+		{0, "recursive", SP_OPT_FLAG, &s.recursive, 1, NULL,
+		 "a region per function call: <module>.<qualname>", NULL},
+		{0, "all", SP_OPT_FLAG, &s.trace_all, 1, NULL,
+		 "with --recursive: also the stdlib and installed packages", NULL},
+		{0, "include", SP_OPT_LIST, &include, 0, "GLOB",
+		 "with --recursive: only names matching GLOB (repeatable)", NULL},
+		{0, "exclude", SP_OPT_LIST, &exclude, 0, "GLOB",
+		 "with --recursive: not names matching GLOB (repeatable)", NULL},
+		{0, "line-profile", SP_OPT_FLAG, &s.line_profile, 1, NULL,
+		 "also time each line of functions under sp.profile", NULL},
+		{0, "track-threads", SP_OPT_FLAG, &s.track_threads, 1, NULL,
+		 "a lane per thread: threads' calls never nest", NULL},
+		{0, "track-async", SP_OPT_FLAG, &s.track_async, 1, NULL,
+		 "a lane per asyncio task: tasks' calls never nest", NULL},
+		{0, "aggregate", SP_OPT_FLAG, &s.aggregate, 1, NULL,
+		 "keep per region only calls, total, min, max, self time", NULL},
+		{0, "compression", SP_OPT_CALL, &s.compression, 0, "C",
+		 "auto, gzip[=LEVEL] (shuffle + deflate) or none", parse_compression},
+		{'m', NULL, SP_OPT_STOP, &t.module, 0, "MODULE",
+		 "run a module as __main__, like `python -m MODULE`", NULL},
+	};
+	char err[256], *cmdline = NULL;
+	int status = SP_EXIT_USAGE;
+	int optind = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv,
+				  SP_OPT_IN_ORDER, NULL);
+	if (optind < 0) {
+		status = sp_opt_status(optind);
+		goto out;
+	}
+	s.include = include.items;
+	s.ninclude = include.n;
+	s.exclude = exclude.items;
+	s.nexclude = exclude.n;
+	if (sp_settings_check(&s, 0, err, sizeof err) != 0) {
+		sp_cmd_error(CMD, "%s", err);
+		goto out;
+	}
+	if (!t.module) {
+		if (optind >= argc) {
+			sp_cmd_error(CMD, "no script given; usage: scope-profiler run [OPTIONS] script.py [ARGS...]");
+			goto out;
+		}
+		t.script = argv[optind++];
+	}
+	t.argc = argc - optind;
+	t.argv = argv + optind;
+	cmdline = join_args(argc + 1, argv - 1);
+	t.command_line = cmdline ? cmdline : "";
+	status = sp_session_run(&s, &t);
+out:
+	free(cmdline);
+	free(include.items);
+	free(exclude.items);
+	return status;
+}

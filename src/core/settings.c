@@ -1,0 +1,120 @@
+/* settings.c - the settings of a session (include/sp_session.h): defaults,
+ * compression names, and the one table from setup() keywords to fields. */
+#include <stdio.h>
+#include <string.h>
+
+#include "sp_recorder.h"
+#include "sp_session.h"
+
+#define FIELD(f) offsetof(struct sp_settings, f)
+
+/* setup()'s keywords in the order help shows them. */
+static const struct sp_setting_key keys[] = {
+	{"file_path", SP_SETTING_PATH, FIELD(outfile), NULL},
+	{"buffer_limit", SP_SETTING_COUNT, FIELD(buffer_limit), NULL},
+	{"deactivate_profiling", SP_SETTING_BOOL, FIELD(disable), NULL},
+	{"deactivate_file_output", SP_SETTING_BOOL, FIELD(no_output), NULL},
+	{"verbose", SP_SETTING_BOOL, FIELD(verbose), NULL},
+	{"recursive_profile", SP_SETTING_BOOL, FIELD(recursive), NULL},
+	{"use_line_profiler", SP_SETTING_BOOL, FIELD(line_profile), NULL},
+	{"aggregation_mode", SP_SETTING_BOOL, FIELD(aggregate), NULL},
+	{"track_threads", SP_SETTING_BOOL, FIELD(track_threads), NULL},
+	{"track_async", SP_SETTING_BOOL, FIELD(track_async), NULL},
+	{"hdf5_compression", SP_SETTING_COMPRESSION, FIELD(compression), NULL},
+	{"use_likwid", SP_SETTING_NOT_YET, FIELD(likwid), "LIKWID hardware counters"},
+};
+
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+const struct sp_setting_key *sp_settings_keyword(const char *keyword)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strcmp(keys[i].keyword, keyword) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+const struct sp_setting_key *sp_settings_keywords(size_t *n)
+{
+	*n = NKEYS;
+	return keys;
+}
+
+void sp_settings_defaults(struct sp_settings *s)
+{
+	if (!s->outfile)
+		s->outfile = "profiling_data.h5";
+	if (!s->buffer_limit)
+		s->buffer_limit = SP_DEFAULT_BUFFER_LIMIT;
+	if (s->compression < 0)
+		s->compression = 0;
+	if (s->verbose < 0)
+		s->verbose = 1;
+}
+
+/* hdf5_compression="auto" and "gzip": shuffle + deflate at this level (as
+ * h5py's compression="gzip"). */
+#define AUTO_LEVEL 4
+
+int sp_settings_compression(const char *text, int *level)
+{
+	if (strcmp(text, "none") == 0)
+		*level = 0;
+	else if (strcmp(text, "auto") == 0 || strcmp(text, "gzip") == 0)
+		*level = AUTO_LEVEL;
+	else if (strncmp(text, "gzip=", 5) == 0 && text[5] >= '1' && text[5] <= '9' && !text[6])
+		*level = text[5] - '0';
+	else
+		return -1;
+	return 0;
+}
+
+int sp_settings_given(const struct sp_settings *s, const struct sp_setting_key *k)
+{
+	const char *field = (const char *)s + k->offset;
+	switch (k->kind) {
+	case SP_SETTING_PATH:
+		return *(const char *const *)(const void *)field != NULL;
+	case SP_SETTING_COUNT:
+		return *(const long long *)(const void *)field != 0;
+	case SP_SETTING_COMPRESSION:
+		return *(const int *)(const void *)field >= 0;
+	case SP_SETTING_BOOL:
+	case SP_SETTING_NOT_YET:
+		if (k->offset == FIELD(verbose))
+			return *(const int *)(const void *)field >= 0;
+		return *(const int *)(const void *)field != 0;
+	}
+	return 0;
+}
+
+int sp_settings_check(const struct sp_settings *s, int python, char *err, size_t len)
+{
+	if (s->line_profile && s->recursive) {
+		snprintf(err, len, python
+			 ? "use_line_profiler and recursive_profile cannot be combined: time the lines "
+			   "of chosen functions, or the calls of every function"
+			 : "--line-profile and --recursive cannot be combined: time the lines of the "
+			   "functions you decorate, or the calls of every function");
+		return -1;
+	}
+	if (!python && s->aggregate && (s->recursive || s->line_profile || s->track_async)) {
+		snprintf(err, len, "--aggregate cannot be combined with %s: aggregates keep no per-call data",
+			 s->recursive ? "--recursive" : s->line_profile ? "--line-profile" : "--track-async");
+		return -1;
+	}
+	if (python && s->aggregate && !s->disable) {
+		const char *other = s->line_profile ? "use_line_profiler: line timing needs each call's lines"
+			: s->recursive ? "recursive_profile: the profile hook records every call"
+			: s->track_async ? "track_async: aggregates nest calls per thread, not per task" : NULL;
+		if (other) {
+			snprintf(err, len, "aggregation_mode cannot be combined with %s", other);
+			return -1;
+		}
+	}
+	if (!python && !s->recursive && (s->trace_all || s->ninclude || s->nexclude)) {
+		snprintf(err, len, "--all, --include and --exclude go with --recursive");
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,225 @@
+/* finalize.c - the end of a session: the live regions become a profile
+ * (events borrowed, calls still open closed now), which is written
+ * (collectively under MPI), rendered, and handed to the read API when
+ * asked. What calls this and when is session.c's. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sp_clock.h"
+#include "sp_h5.h"
+#include "sp_linetrace.h"
+#include "sp_mpi.h"
+#include "sp_profile.h"
+#include "sp_pymodule.h"
+#include "sp_pyregion.h"
+#include "sp_aggregate.h"
+#include "sp_pysession.h"
+#include "sp_render.h"
+
+static char *dup_utf8(PyObject *s)
+{
+	const char *u = PyUnicode_AsUTF8(s);
+	if (!u)
+		return NULL;
+	char *d = strdup(u);
+	if (!d)
+		PyErr_NoMemory();
+	return d;
+}
+
+/* Region -> index in the profile, for the aggregate call tree. */
+struct region_index {
+	RegionObject **r;
+	size_t n;
+};
+
+static int32_t region_index_of(RegionObject *r, void *ctx)
+{
+	const struct region_index *ix = ctx;
+	for (size_t i = 0; i < ix->n; i++)
+		if (ix->r[i] == r)
+			return (int32_t)i;
+	return -1;
+}
+
+/* Builds a one-rank profile over the live regions (events borrowed, not
+ * copied), closing calls still open at `now`, with its call tree when
+ * `tree` is set, and a copy of the metadata. Sets a Python exception and
+ * returns NULL on failure. */
+static struct sp_profile *live_profile(int64_t now, int64_t run_start, const struct sp_kv *meta,
+				       size_t nmeta, int tree)
+{
+	struct sp_profile *p = calloc(1, sizeof *p);
+	struct sp_error err = {0};
+	struct region_index ix = {NULL, 0};
+	if (!p)
+		return (struct sp_profile *)PyErr_NoMemory();
+	p->format_version = 1;
+	p->nranks = 1;
+	p->ranks = calloc(1, sizeof *p->ranks);
+	size_t nreg = (size_t)PyDict_GET_SIZE(sp_registry);
+	if (!p->ranks || !(p->ranks[0].regions = calloc(nreg ? nreg : 1, sizeof(struct sp_region_data))))
+		goto nomem;
+	struct sp_rank *rk = &p->ranks[0];
+	rk->rank = sp_mpi_rank();
+	rk->run_start_ns = run_start;
+	rk->run_end_ns = now;
+	rk->pid = (int64_t)getpid();
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	/* Aggregation mode: the calls still open in this thread end now. */
+	sp_agg_close_all(now);
+	sp_agg_sum();
+	int aggregated = 0;
+	if (!(ix.r = calloc(nreg ? nreg : 1, sizeof(RegionObject *))))
+		goto nomem;
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		rk->dropped += (int64_t)r->buf.dropped;
+		if (r->agg.count > 0 && r->buf.n == 0) {
+			struct sp_region_data *rd = &rk->regions[rk->nregions];
+			if (!(rd->name = dup_utf8(r->name)))
+				goto fail;
+			rk->nregions++;
+			ix.r[ix.n++] = r;
+			rd->aggregate = 1;
+			sp_agg_stats(&r->agg, &rd->stats, &rd->self_ns);
+			aggregated = 1;
+			continue;
+		}
+		if (r->buf.n == 0)
+			continue;
+		ix.r[ix.n++] = r;
+		for (size_t i = 0; i < r->buf.n; i++)
+			if (r->buf.ends[i] == SP_NO_TIME)
+				r->buf.ends[i] = now;
+		struct sp_region_data *rd = &rk->regions[rk->nregions];
+		if (!(rd->name = dup_utf8(r->name)))
+			goto fail;
+		rk->nregions++;
+		rd->starts = r->buf.starts;
+		rd->ends = r->buf.ends;
+		rd->lanes = r->buf.keep_lanes ? r->buf.lanes : NULL;
+		rd->owns_events = 0;
+		rd->dropped = (int64_t)r->buf.dropped;
+		sp_stats_compute(&rd->stats, rd->starts, rd->ends, r->buf.n);
+	}
+	if (nmeta && !(p->meta = calloc(nmeta, sizeof *p->meta)))
+		goto nomem;
+	for (size_t m = 0; m < nmeta; m++) {
+		struct sp_kv *kv = &p->meta[p->nmeta];
+		kv->key = strdup(meta[m].key);
+		kv->value = strdup(meta[m].value);
+		if (!kv->key || !kv->value) {
+			free(kv->key);
+			free(kv->value);
+			goto nomem;
+		}
+		p->nmeta++;
+		if (strcmp(kv->key, "hostname") == 0 && !rk->hostname && !(rk->hostname = strdup(kv->value)))
+			goto nomem;
+	}
+	if (sp_linetrace_collect(rk) != 0)
+		goto fail;
+	if (aggregated && sp_agg_tree(rk, region_index_of, &ix, &err) != SP_OK) {
+		sp_py_err(err.code, err.msg);
+		goto fail;
+	}
+	free(ix.r);
+	ix.r = NULL;
+	if (!aggregated && tree && sp_tree_build(rk, &err) != SP_OK) {
+		sp_py_err(err.code, err.msg);
+		goto fail;
+	}
+	return p;
+nomem:
+	PyErr_NoMemory();
+fail:
+	free(ix.r);
+	sp_profile_free(p);
+	return NULL;
+}
+
+/* Nothing goes wrong silently: calls that memory could not hold (also kept
+ * in the file), and exits from a thread that did not enter the call, are
+ * said on stderr (each rank for itself, in one write). */
+static void report_losses(const struct sp_profile *p, int collective)
+{
+	char *text = NULL, prefix[64];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return;
+	if (collective)
+		snprintf(prefix, sizeof prefix, "scope-profiler: warning: rank %d: ", p->ranks[0].rank);
+	else
+		snprintf(prefix, sizeof prefix, "scope-profiler: warning: ");
+	sp_render_dropped(f, p, prefix);
+	if (sp_unmatched_exits) {
+		const char *name = PyUnicode_AsUTF8(sp_unmatched_region->name);
+		if (!name)
+			PyErr_Clear();
+		fprintf(f, "%s%zu region exit%s came from a thread that had not entered the call "
+			"(first: '%s'); such calls stay open until the end\n", prefix,
+			sp_unmatched_exits, sp_unmatched_exits == 1 ? "" : "s", name ? name : "?");
+	}
+	if (fclose(f) == 0 && len)
+		fputs(text, stderr);
+	free(text);
+}
+
+int sp_final_run(struct sp_final *f)
+{
+	int collective = sp_mpi_active(), rc = -1;
+	f->summary = f->lines = f->data = NULL;
+	/* Threads still running (daemon threads at exit) record nothing more:
+	 * the events below are read without the GIL. */
+	sp_session_freeze();
+	sp_session_set_writing(1);   /* until the events are no longer read */
+	int64_t now = sp_clock_ns();
+	/* The call tree costs a pass over the events: only when it is needed. */
+	struct sp_profile *p = live_profile(now, f->run_start_ns, f->meta, f->nmeta,
+					    f->path || f->render || f->snapshot || collective);
+	if (!p)
+		goto out;
+	p->compression = f->compression;  /* the file's event columns: 0 contiguous, 1..9 deflate */
+	report_losses(p, collective);
+	struct sp_error err = {0};
+	enum sp_err wrc = SP_OK;
+	if (collective) {
+		double wait_s;
+		sp_mpi_wait_seconds(&wait_s);   /* checked by `run` before the script */
+		Py_BEGIN_ALLOW_THREADS
+		wrc = sp_mpi_collect(p, f->path, f->path != NULL, f->failed, wait_s, f->fallback, &err);
+		Py_END_ALLOW_THREADS
+	} else if (f->path) {
+		Py_BEGIN_ALLOW_THREADS
+		wrc = sp_h5_write(p, f->path, &err);
+		Py_END_ALLOW_THREADS
+	}
+	if (wrc != SP_OK) {
+		/* A file that cannot be written is an OSError, whatever the cause. */
+		PyErr_SetString(PyExc_OSError, err.msg);
+		goto out;
+	}
+	const char *title = f->path ? f->path : "(in memory)";
+	if ((f->render && !(f->summary = sp_results_render(p, title, 0))) ||
+	    (f->render_lines && !(f->lines = sp_results_render(p, title, 1))) ||
+	    (f->snapshot && !(f->data = sp_results_data(p))))
+		goto out;
+	rc = 0;
+out:
+	sp_session_set_writing(0);
+	if (rc != 0) {
+		Py_CLEAR(f->summary);
+		Py_CLEAR(f->lines);
+		Py_CLEAR(f->data);
+	}
+	sp_profile_free(p);
+	return rc;
+}

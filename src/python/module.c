@@ -1,0 +1,109 @@
+/* module.c - the built-in module `scope_profiler`: its definition, its
+ * functions gathered from the files that own them (regions.c, wrapper.c,
+ * session.c, tracer.c, pyresults.c, exitphase.c), and the embedded Python
+ * layer (scope_profiler_py.py: the facade's classes, the read API, the
+ * Python-level hooks of `run`), run in the module's namespace.
+ *
+ * Recording never runs Python code of ours: `with region:` calls the C
+ * __enter__/__exit__ (regions.c), a decorated call goes through the
+ * wrapper's vectorcall (wrapper.c). The mode is chosen at setup
+ * (session.c) by swapping the region objects' class and the wrappers'
+ * call function, so the recording path checks nothing. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "sp_linetrace.h"
+#include "sp_pymodule.h"
+#include "sp_pyregion.h"
+#include "sp_pysession.h"
+#include "sp_pysrc.h"
+#include "sp_pyshim.h"
+
+static struct PyModuleDef module_def = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "scope_profiler",
+	.m_doc = "scope-profiler: nanosecond timing regions for Python, recorded in C.",
+	.m_size = -1,
+};
+
+/* Runs the embedded Python layer in the module's namespace. */
+static int run_python_layer(PyObject *mod)
+{
+	PyObject *d = PyModule_GetDict(mod);
+	if (PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins()) != 0)
+		return -1;
+	PyObject *src = PyUnicode_DecodeUTF8((const char *)scope_profiler_py_py,
+					     (Py_ssize_t)scope_profiler_py_py_len, "strict");
+	if (!src)
+		return -1;
+	PyObject *fname = PyUnicode_FromString("<scope_profiler>");
+	const char *text = PyUnicode_AsUTF8(src);
+	PyObject *code = (fname && text)
+		? Py_CompileStringObject(text, fname, Py_file_input, NULL, -1) : NULL;
+	Py_XDECREF(fname);
+	Py_DECREF(src);
+	if (!code)
+		return -1;
+	PyObject *r = PyEval_EvalCode(code, d, d);
+	Py_DECREF(code);
+	if (!r)
+		return -1;
+	Py_DECREF(r);
+	return 0;
+}
+
+static int add_types(PyObject *mod)
+{
+	static const struct { const char *name; PyTypeObject *type; } types[] = {
+		{"TimeOnlyProfileRegion", &sp_TimeOnlyRegionType},
+		{"DisabledProfileRegion", &sp_DisabledRegionType},
+		{"ThreadsProfileRegion", &sp_ThreadsRegionType},
+		{"LineProfileRegion", &sp_LinesRegionType},
+		{"AggregateProfileRegion", &sp_AggregateRegionType},
+		{"AsyncProfileRegion", &sp_AsyncRegionType},
+		{"ProfiledFunction", &sp_ProfiledFunctionType},
+	};
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+		if (PyModule_AddObjectRef(mod, types[i].name, (PyObject *)types[i].type) < 0)
+			return -1;
+	return 0;
+}
+
+static PyObject *module_init(void)
+{
+	if (sp_regions_init() != 0 || sp_wrapper_init() != 0 || sp_lanes_init() != 0)
+		return NULL;
+	PyObject *mod = PyModule_Create(&module_def);
+	if (!mod)
+		return NULL;
+	if (add_types(mod) != 0 ||
+	    PyModule_AddStringConstant(mod, "__version__", SP_VERSION) < 0 ||
+	    PyModule_AddObjectRef(mod, "_lane_names", sp_lane_names) < 0 ||
+	    PyModule_AddObjectRef(mod, "_registry", sp_registry) < 0 ||
+	    PyModule_AddObject(mod, "_shim_source",
+			       PyUnicode_DecodeUTF8((const char *)scope_profiler_shim_py,
+						    (Py_ssize_t)scope_profiler_shim_py_len, "strict")) < 0)
+		goto fail;
+	if (sp_tracer_init() != 0 || sp_linetrace_init() != 0 || sp_results_init() != 0 ||
+	    PyModule_AddFunctions(mod, sp_region_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_wrapper_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_session_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_tracer_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_results_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_exitphase_methods) != 0)
+		goto fail;
+	sp_session_bind(mod);
+	if (run_python_layer(mod) != 0 || sp_wrapper_bind(mod) != 0)
+		goto fail;
+	/* The importing thread (the main thread under `run`) is lane 0. */
+	sp_current_lane();
+	return mod;
+fail:
+	Py_DECREF(mod);
+	return NULL;
+}
+
+int sp_pymodule_register(void)
+{
+	return PyImport_AppendInittab("scope_profiler", module_init);
+}

@@ -1,0 +1,311 @@
+/* run_session.c - `scope-profiler run` after its options: the checks that
+ * need no interpreter (the script, the output path, MPI), the embedded
+ * interpreter, the session of the command line's settings (session.c),
+ * the script as __main__, and the exit status. The profile is written when
+ * the interpreter exits (normal end, sys.exit, an uncaught exception,
+ * SIGINT or SIGTERM), by the exit phase (exitphase.c). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sp_mpi.h"
+#include "sp_outpath.h"
+#include "sp_pymodule.h"
+#include "sp_pysession.h"
+#include "sp_session.h"
+
+#define SP_EXIT_USAGE 2
+
+/* "scope-profiler: run: <message>\n" on stderr, in one write (under mpirun
+ * the ranks' stderr meet in one stream). */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	fflush(stdout);
+	int n = snprintf(line, sizeof line, "scope-profiler: run: ");
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", line);
+}
+
+/* The script must be a readable file, or a folder with __main__.py (which
+ * Python runs like `python folder`). */
+static int check_script(const char *script)
+{
+	struct stat st;
+	if (stat(script, &st) != 0) {
+		say("cannot open script '%s': %s", script, strerror(errno));
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		char main_py[PATH_MAX];
+		snprintf(main_py, sizeof main_py, "%s/__main__.py", script);
+		if (access(main_py, R_OK) != 0) {
+			say("'%s' is a directory with no __main__.py", script);
+			return -1;
+		}
+		return 0;
+	}
+	if (access(script, R_OK) != 0) {
+		say("cannot read script '%s': %s", script, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Resolves path against the current folder, so a script's chdir does not
+ * move the profile; checks now, before the script runs for hours, that the
+ * profile can be written there (sp_outpath_check: a symlink is followed; a
+ * directory, a device, a FIFO or a socket is refused, never replaced). */
+static int check_outfile(const char *path, char *abs, size_t len)
+{
+	if (path[0] == '/') {
+		snprintf(abs, len, "%s", path);
+	} else {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof cwd)) {
+			say("cannot resolve '%s': %s", path, strerror(errno));
+			return -1;
+		}
+		if ((size_t)snprintf(abs, len, "%s/%s", cwd, path) >= len) {
+			say("output path '%s' is too long", path);
+			return -1;
+		}
+	}
+	struct sp_error err = {0};
+	enum sp_outpath_kind kind;
+	if (sp_outpath_check(path, 0, &kind, &err) != SP_OK) {
+		/* DESIGN.md lets -o /dev/null mean --no-output; saying so is
+		 * clearer than guessing. */
+		say("cannot write the profile to %s%s", err.msg,
+			     kind == SP_OUTPATH_NULL ? "; use --no-output to record without writing a file" : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* Compiles the script once before running it, so a syntax error is one
+ * clear line and no profile is written. Returns 0 when it compiles. */
+static int precompile(const char *script)
+{
+	struct stat st;
+	if (stat(script, &st) != 0 || S_ISDIR(st.st_mode))
+		return 0;  /* a folder: Python reports its own errors */
+	FILE *f = fopen(script, "rb");
+	if (!f) {
+		say("cannot read script '%s': %s", script, strerror(errno));
+		return -1;
+	}
+	PyObject *src = NULL;
+	char *buf = malloc((size_t)st.st_size + 1);
+	size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+	fclose(f);
+	if (buf)
+		src = PyBytes_FromStringAndSize(buf, (Py_ssize_t)n);
+	free(buf);
+	if (!src) {
+		PyErr_Clear();
+		say("cannot read script '%s': out of memory", script);
+		return -1;
+	}
+	PyObject *builtins = PyEval_GetBuiltins();
+	PyObject *compile = builtins ? PyDict_GetItemString(builtins, "compile") : NULL;
+	PyObject *code = compile ? PyObject_CallFunction(compile, "Oss", src, script, "exec") : NULL;
+	Py_DECREF(src);
+	if (code) {
+		Py_DECREF(code);
+		return 0;
+	}
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	PyErr_NormalizeException(&type, &value, &tb);
+	PyObject *s = value ? PyObject_Str(value) : NULL;
+	const char *name = type ? ((PyTypeObject *)type)->tp_name : "error";
+	const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+	say("%s: %s: %s", script, name, text ? text : "cannot compile");
+	PyErr_Clear();
+	Py_XDECREF(s);
+	Py_XDECREF(type);
+	Py_XDECREF(value);
+	Py_XDECREF(tb);
+	return -1;
+}
+
+/* `run -m MODULE`: the module must be found, as python -m would find it,
+ * before the session starts, so a mistyped name is one line, status 1 (as
+ * python's), and no profile is written. Returns 0 when it is found. */
+static int check_module(const char *module)
+{
+	PyObject *mod = PyImport_ImportModule("scope_profiler");
+	PyObject *res = mod ? PyObject_CallMethod(mod, "_module_error", "s", module) : NULL;
+	Py_XDECREF(mod);
+	if (!res) {
+		PyErr_Clear();
+		say("cannot look up module '%s'", module);
+		return -1;
+	}
+	int rc = 0;
+	if (res != Py_None) {
+		const char *msg = PyUnicode_Check(res) ? PyUnicode_AsUTF8(res) : NULL;
+		say("%s", msg ? msg : "module not found");
+		PyErr_Clear();
+		rc = -1;
+	}
+	Py_DECREF(res);
+	return rc;
+}
+
+static int init_python(const struct sp_run_target *a)
+{
+	PyConfig config;
+	PyStatus status;
+	PyConfig_InitPythonConfig(&config);
+	config.parse_argv = 0;
+	/* sys.argv: [script, ARGS...] or ["-m", ARGS...] as python sets it
+	 * before runpy replaces it with the module's path. */
+	int n = a->argc + 1;
+	char **argv = malloc(sizeof(char *) * (size_t)(n + 1));
+	if (!argv) {
+		say("out of memory");
+		return -1;
+	}
+	argv[0] = (char *)(a->module ? "-m" : a->script);
+	for (int i = 0; i < a->argc; i++)
+		argv[i + 1] = a->argv[i];
+	argv[n] = NULL;
+	status = PyConfig_SetBytesArgv(&config, n, argv);
+	free(argv);
+	if (PyStatus_Exception(status))
+		goto fail;
+	if (a->module)
+		status = PyConfig_SetBytesString(&config, &config.run_module, a->module);
+	else
+		status = PyConfig_SetBytesString(&config, &config.run_filename, a->script);
+	if (PyStatus_Exception(status))
+		goto fail;
+	/* sys.executable is the real interpreter, so subprocesses and
+	 * multiprocessing's spawn start plain Python, not this tool. */
+	if (access(SP_PYTHON_EXECUTABLE, X_OK) == 0) {
+		status = PyConfig_SetBytesString(&config, &config.program_name, SP_PYTHON_EXECUTABLE);
+		if (!PyStatus_Exception(status))
+			status = PyConfig_SetBytesString(&config, &config.executable, SP_PYTHON_EXECUTABLE);
+		if (PyStatus_Exception(status))
+			goto fail;
+	}
+	status = Py_InitializeFromConfig(&config);
+	if (PyStatus_Exception(status))
+		goto fail;
+	PyConfig_Clear(&config);
+	return 0;
+fail:
+	PyConfig_Clear(&config);
+	say("cannot start the Python interpreter: %s",
+		     status.err_msg ? status.err_msg : "unknown error");
+	return -1;
+}
+
+/* The root region of --recursive: the script's file name, or the module. */
+static const char *root_name(const struct sp_run_target *t)
+{
+	if (t->module)
+		return t->module;
+	const char *slash = strrchr(t->script, '/');
+	return slash && slash[1] ? slash + 1 : t->script;
+}
+
+/* Before the interpreter: the script, the output path (only where this
+ * process writes), MPI. Returns 0, or the exit status. */
+static int check_before(const struct sp_settings *s, const struct sp_run_target *t,
+			char *outfile, size_t len)
+{
+	if (t->script && check_script(t->script) != 0)
+		return SP_EXIT_USAGE;
+	const char *out = s->outfile ? s->outfile : "profiling_data.h5";
+	/* Under an MPI launcher only rank 0 writes: only it checks the path. */
+	int launch_rank = sp_mpi_launch_rank();
+	char ranked[PATH_MAX];
+	if (launch_rank >= 0 && !sp_mpi_built()) {
+		if (launch_rank == 0)
+			fprintf(stderr, "scope-profiler: run: warning: built without MPI: each rank writes "
+					"its own file, named <outfile>.rank<N>\n");
+		snprintf(ranked, sizeof ranked, "%s.rank%d", out, launch_rank);
+		out = ranked;
+	}
+	if (s->no_output || s->disable || (launch_rank > 0 && sp_mpi_built()))
+		snprintf(outfile, len, "%s", out);
+	else if (check_outfile(out, outfile, len) != 0)
+		return SP_EXIT_USAGE;
+	double wait_s;
+	if (launch_rank >= 0 && sp_mpi_wait_seconds(&wait_s) != 0) {
+		say("SCOPE_PROFILER_MPI_WAIT must be a number of seconds, not '%s'",
+		    getenv("SCOPE_PROFILER_MPI_WAIT"));
+		return SP_EXIT_USAGE;
+	}
+	if (launch_rank >= 0 && sp_mpi_built()) {
+		struct sp_error err = {0};
+		if (sp_mpi_start(&err) != SP_OK) {
+			say("%s", err.msg);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int run(const struct sp_settings *settings, const struct sp_run_target *t)
+{
+	char outfile[PATH_MAX];
+	int rc = check_before(settings, t, outfile, sizeof outfile);
+	if (rc != 0)
+		return rc;
+	struct sp_settings s = *settings;
+	s.outfile = outfile;   /* absolute: a script's chdir does not move it */
+	if (sp_pymodule_register() != 0) {
+		say("cannot register the scope_profiler module");
+		return 1;
+	}
+	if (init_python(t) != 0)
+		return 1;
+	if ((t->script && precompile(t->script) != 0) || (t->module && check_module(t->module) != 0) ||
+	    sp_session_begin_run(&s, root_name(t), t->command_line) != 0) {
+		Py_FinalizeEx();
+		return 1;
+	}
+	/* Runs the script, then Py_FinalizeEx, whose atexit stage ends the
+	 * session (exitphase.c). On an unhandled KeyboardInterrupt it ends this
+	 * process with SIGINT, as python does. */
+	rc = Py_RunMain();
+	if (rc == 0 && sp_session_write_failed())
+		rc = 1;
+	/* A signal received while the run ended: the profile is complete;
+	 * end as that signal asks, as during the script. */
+	switch (sp_run_exit_signal()) {
+	case SIGINT:
+		fflush(NULL);
+		signal(SIGINT, SIG_DFL);
+		raise(SIGINT);
+		break;
+	case SIGTERM:
+		rc = 128 + SIGTERM;
+		break;
+	}
+	return rc;
+}
+
+int sp_session_run(const struct sp_settings *s, const struct sp_run_target *t)
+{
+	int rc = run(s, t);
+	sp_mpi_end();
+	return rc;
+}

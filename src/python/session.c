@@ -1,0 +1,709 @@
+/* session.c - the profiling session, owned here: setup() -> record ->
+ * finalize() -> write -> render. The Python module's setup(**options),
+ * finalize() and session(...) and `run` (run_session.c) all come through
+ * the functions below; setup()'s keywords become struct sp_settings through
+ * the one table of include/sp_session.h. The recording mode is chosen here,
+ * once per setup (sp_mode), for every region and wrapper. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "sp_clock.h"
+#include "sp_linetrace.h"
+#include "sp_mpi.h"
+#include "sp_pymodule.h"
+#include "sp_pyregion.h"
+#include "sp_aggregate.h"
+#include "sp_pysession.h"
+#include "sp_recorder.h"
+
+static struct {
+	struct sp_settings cur;      /* in force since the last setup() */
+	char *outfile;               /* owns cur.outfile */
+	struct sp_settings locked;   /* run's command line: its given fields win */
+	int active;                  /* between setup() and finalize() */
+	int64_t run_start_ns;
+	pid_t pid;                   /* of setup(): a forked child never writes */
+	int writing;                 /* a profile being written, the GIL released */
+	int tracing, trace_all;      /* run --recursive: the hook in every thread */
+	int exit_failed;             /* run: sys.exit(nonzero) or SIGTERM */
+	int write_failed;            /* run: the profile is not where it was asked */
+	int quiet;                   /* run -q */
+	char *command_line;          /* run: as typed, for the metadata */
+	PyObject *module;            /* the module (sys.modules keeps it alive) */
+} session = { .cur = { .compression = -1, .verbose = -1 } };
+
+PyObject *sp_py_err(enum sp_err code, const char *msg)
+{
+	PyObject *type = code == SP_ENOENT ? PyExc_FileNotFoundError
+		: code == SP_ENOMEM ? PyExc_MemoryError : PyExc_OSError;
+	PyErr_SetString(type, msg && *msg ? msg : sp_strerror(code));
+	return NULL;
+}
+
+void sp_session_set_writing(int on)
+{
+	session.writing = on;
+}
+
+int sp_session_busy(void)
+{
+	if (!session.writing)
+		return 0;
+	PyErr_SetString(PyExc_RuntimeError, "scope_profiler: the profile is being written (finalize() "
+			"in another thread); the session cannot change until it is done");
+	return -1;
+}
+
+int sp_session_write_failed(void)
+{
+	return session.write_failed;
+}
+
+void sp_session_freeze(void)
+{
+	sp_tracer_stop_all();
+	sp_mode.region_type = &sp_DisabledRegionType;
+	sp_mode.disabled = 1;
+	sp_mode.aggregate = sp_mode.track_async = sp_mode.lines = 0;
+	sp_regions_freeze();
+	sp_wrappers_freeze();
+}
+
+/* The region class and wrapper call of s, for every region and wrapper,
+ * existing and future. Lanes, once on, stay on until the events are reset.
+ * 0, or -1 with an exception. */
+static int mode_apply(const struct sp_settings *s)
+{
+	if (s->track_async && !s->disable && sp_async_init() != 0)
+		return -1;
+	sp_mode.buffer_limit = (size_t)s->buffer_limit;
+	sp_mode.threads = sp_mode.threads || s->track_threads || s->track_async;
+	sp_mode.region_type = s->disable ? &sp_DisabledRegionType
+		: s->aggregate ? &sp_AggregateRegionType
+		: s->track_async ? &sp_AsyncRegionType
+		: sp_mode.threads ? &sp_ThreadsRegionType : &sp_TimeOnlyRegionType;
+	sp_mode.disabled = s->disable;
+	sp_mode.aggregate = s->aggregate && !s->disable;
+	sp_mode.track_async = s->track_async && !s->disable;
+	sp_mode.recursive_all = s->recursive;
+	sp_mode.lines = s->line_profile && !s->disable;
+	sp_tracer_set_lanes(sp_mode.threads);
+	return sp_regions_apply() == 0 && sp_wrappers_apply() == 0 ? 0 : -1;
+}
+
+/* Until the next setup(), regions record nothing. */
+static void mode_off(void)
+{
+	struct sp_settings off = { .disable = 1, .buffer_limit = session.cur.buffer_limit };
+	if (mode_apply(&off) != 0)
+		PyErr_Clear();
+}
+
+/* Forgets every recorded event (the regions stay registered). */
+static int reset_events(void)
+{
+	if (sp_session_busy())
+		return -1;
+	/* The hook's open calls point into the buffers cleared below. */
+	sp_tracer_stop_all();
+	sp_mode.threads = 0;
+	sp_linetrace_reset();
+	sp_agg_reset();
+	sp_regions_reset();
+	return 0;
+}
+
+/* ---- setup()'s keywords -> struct sp_settings (the table in core/settings.c) ---- */
+
+static int compression_of(PyObject *v, int *level)
+{
+	if (v == Py_None || v == Py_False) {
+		*level = 0;
+		return 0;
+	}
+	if (v == Py_True) {
+		*level = 4;
+		return 0;
+	}
+	if (PyLong_CheckExact(v)) {
+		long n = PyLong_AsLong(v);
+		if (n >= 0 && n <= 9) {
+			*level = (int)n;
+			return 0;
+		}
+		PyErr_Clear();
+	} else if (PyUnicode_Check(v)) {
+		const char *s = PyUnicode_AsUTF8(v);
+		if (s && sp_settings_compression(s, level) == 0)
+			return 0;
+		PyErr_Clear();
+	}
+	PyErr_Format(PyExc_ValueError, "hdf5_compression must be 'auto', 'gzip', 'gzip=LEVEL' (LEVEL 1 "
+		     "to 9), 'none', None, True, False or a level 0 to 9, not %R", v);
+	return -1;
+}
+
+/* One keyword's value into its field of s; a path is copied into *path. */
+static int keyword_set(struct sp_settings *s, const struct sp_setting_key *k, PyObject *v, char **path)
+{
+	char *field = (char *)s + k->offset;
+	int truth;
+	switch (k->kind) {
+	case SP_SETTING_PATH: {
+		PyObject *b = NULL;
+		if (!PyUnicode_FSConverter(v, &b))
+			return -1;
+		char *d = strdup(PyBytes_AS_STRING(b));
+		Py_DECREF(b);
+		if (!d) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		free(*path);
+		*path = d;
+		*(const char **)(void *)field = d;
+		return 0;
+	}
+	case SP_SETTING_COUNT: {
+		int overflow = 0;
+		long long n = PyLong_Check(v) && !PyBool_Check(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
+		if (n < 1 && overflow <= 0) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_ValueError, "%s must be a positive integer, not %R", k->keyword, v);
+			return -1;
+		}
+		*(long long *)(void *)field = overflow > 0 ? LLONG_MAX : n;
+		return 0;
+	}
+	case SP_SETTING_COMPRESSION:
+		return compression_of(v, (int *)(void *)field);
+	case SP_SETTING_BOOL:
+	case SP_SETTING_NOT_YET:
+		if ((truth = PyObject_IsTrue(v)) < 0)
+			return -1;
+		if (truth && k->kind == SP_SETTING_NOT_YET) {
+			PyErr_Format(PyExc_NotImplementedError, "setup(%s=True): %s is not available in this "
+				     "scope-profiler build (%s)", k->keyword, k->what, SP_VERSION);
+			return -1;
+		}
+		*(int *)(void *)field = truth;
+		return 0;
+	}
+	return 0;
+}
+
+/* setup()'s keywords into s; *given gets a bit per keyword row given. An
+ * unknown keyword is a TypeError naming it. */
+static int settings_from_kwargs(PyObject *kw, struct sp_settings *s, unsigned *given, char **path)
+{
+	size_t n;
+	const struct sp_setting_key *keys = sp_settings_keywords(&n);
+	Py_ssize_t pos = 0;
+	PyObject *key, *v;
+	*given = 0;
+	while (kw && PyDict_Next(kw, &pos, &key, &v)) {
+		const char *name = PyUnicode_AsUTF8(key);
+		const struct sp_setting_key *k = name ? sp_settings_keyword(name) : NULL;
+		if (!k) {
+			PyErr_Format(PyExc_TypeError, "setup() got an unexpected keyword argument %R", key);
+			return -1;
+		}
+		if (keyword_set(s, k, v, path) != 0)
+			return -1;
+		*given |= 1u << (k - keys);
+	}
+	return 0;
+}
+
+static void field_copy(struct sp_settings *dst, const struct sp_settings *src, const struct sp_setting_key *k)
+{
+	size_t size = k->kind == SP_SETTING_PATH ? sizeof(const char *)
+		: k->kind == SP_SETTING_COUNT ? sizeof(long long) : sizeof(int);
+	memcpy((char *)dst + k->offset, (const char *)src + k->offset, size);
+}
+
+/* setup(**kw): the merged settings (the running session's or the
+ * defaults, then kw, then what run's command line fixed) are checked, then
+ * applied; a refused setup() changes nothing. */
+static int setup_kwargs(PyObject *kw)
+{
+	struct sp_settings given = { .compression = -1, .verbose = -1 };
+	struct sp_settings merged = { .compression = -1, .verbose = -1 };
+	char *path = NULL, err[256];
+	unsigned mask;
+	int rc = -1;
+	if (settings_from_kwargs(kw, &given, &mask, &path) != 0)
+		goto out;
+	if (session.active)
+		merged = session.cur;
+	size_t n;
+	const struct sp_setting_key *keys = sp_settings_keywords(&n);
+	for (size_t i = 0; i < n; i++) {
+		if (mask & (1u << i))
+			field_copy(&merged, &given, &keys[i]);
+		if (sp_settings_given(&session.locked, &keys[i]))
+			field_copy(&merged, &session.locked, &keys[i]);
+	}
+	sp_settings_defaults(&merged);
+	if (sp_settings_check(&merged, 1, err, sizeof err) != 0) {
+		PyErr_SetString(PyExc_ValueError, err);
+		goto out;
+	}
+	if ((unsigned long long)merged.buffer_limit > sp_buf_max_cap()) {
+		PyErr_Format(PyExc_ValueError, "buffer_limit=%lld: that many events take 16 bytes each, "
+			     "more than this machine's memory (at most %zu)", merged.buffer_limit, sp_buf_max_cap());
+		goto out;
+	}
+	if (sp_session_busy() || mode_apply(&merged) != 0)
+		goto out;
+	/* The path: kept by this session (a new one, or the one it had). */
+	if (merged.outfile != session.outfile) {
+		char *d = strdup(merged.outfile);
+		if (!d) {
+			PyErr_NoMemory();
+			goto out;
+		}
+		free(session.outfile);
+		session.outfile = d;
+		merged.outfile = d;
+	}
+	session.cur = merged;
+	if (!session.active) {
+		session.active = 1;
+		session.run_start_ns = sp_clock_ns();
+		session.pid = getpid();
+	}
+	rc = 0;
+out:
+	free(path);
+	return rc;
+}
+
+/* ---- the end of a session ---- */
+
+/* The file's metadata (struct sp_kv pairs, strings owned by *buf's
+ * entries). Returns the number of pairs, or -1 with an exception. */
+#define NMETA 17
+struct meta {
+	struct sp_kv kv[NMETA];
+	char *owned[NMETA];
+	size_t n;
+};
+
+static int meta_add(struct meta *m, const char *key, const char *value, int own)
+{
+	m->kv[m->n].key = (char *)key;
+	m->kv[m->n].value = (char *)value;
+	m->owned[m->n] = own ? (char *)value : NULL;
+	if (!value) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	m->n++;
+	return 0;
+}
+
+static void meta_free(struct meta *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->owned[i]);
+	m->n = 0;
+}
+
+/* " ".join(str(x) for x in seq), or "; ".join(f"{i}={x}") with numbered. */
+static char *join_str(PyObject *seq, const char *sep, int numbered)
+{
+	PyObject *parts = PyList_New(0), *s = NULL;
+	Py_ssize_t n = seq && PyList_Check(seq) ? PyList_GET_SIZE(seq) : 0;
+	for (Py_ssize_t i = 0; parts && i < n; i++) {
+		PyObject *item = numbered ? PyUnicode_FromFormat("%zd=%S", i, PyList_GET_ITEM(seq, i))
+					  : PyObject_Str(PyList_GET_ITEM(seq, i));
+		if (!item || PyList_Append(parts, item) != 0)
+			Py_CLEAR(parts);
+		Py_XDECREF(item);
+	}
+	PyObject *sep_s = parts ? PyUnicode_FromString(sep) : NULL;
+	if (sep_s)
+		s = PyUnicode_Join(sep_s, parts);
+	Py_XDECREF(sep_s);
+	Py_XDECREF(parts);
+	const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
+	char *d = u ? strdup(u) : NULL;
+	Py_XDECREF(s);
+	if (!d && !PyErr_Occurred())
+		PyErr_NoMemory();
+	return d;
+}
+
+static int metadata(struct meta *m, int tracing)
+{
+	const struct sp_settings *s = &session.cur;
+	struct utsname u;
+	static char host[256], platform[800], version[64], size[16], limit[32], comp[16];
+	uname(&u);
+	snprintf(host, sizeof host, "%s", u.nodename);
+	snprintf(platform, sizeof platform, "%s %s %s", u.sysname, u.release, u.machine);
+	snprintf(version, sizeof version, "%.*s", (int)strcspn(Py_GetVersion(), " "), Py_GetVersion());
+	snprintf(size, sizeof size, "%d", sp_mpi_active() ? sp_mpi_size() : 1);
+	snprintf(limit, sizeof limit, "%lld", s->buffer_limit);
+	if (s->compression)
+		snprintf(comp, sizeof comp, "gzip=%d", s->compression);
+	else
+		snprintf(comp, sizeof comp, "none");
+	const char *omp = getenv("OMP_NUM_THREADS");
+	char *cmdline = session.command_line ? strdup(session.command_line)
+		: join_str(PySys_GetObject("argv"), " ", 0);
+	if (!cmdline && PyErr_Occurred())
+		return -1;
+	if (meta_add(m, "hostname", host, 0) || meta_add(m, "platform", platform, 0) ||
+	    meta_add(m, "python_version", version, 0) || meta_add(m, "tool", "scope-profiler", 0) ||
+	    meta_add(m, "tool_version", SP_VERSION, 0) || meta_add(m, "command_line", cmdline, 1) ||
+	    meta_add(m, "mpi_size", size, 0) ||
+	    meta_add(m, "mpi_library", sp_mpi_active() ? sp_mpi_library() : "", 0) ||
+	    meta_add(m, "omp_num_threads", omp ? omp : "", 0) ||
+	    meta_add(m, "mode", s->disable ? "disabled" : s->aggregate ? "aggregate"
+			 : s->track_async ? "async" : s->track_threads ? "threads" : "time_only", 0) ||
+	    meta_add(m, "lanes", join_str(sp_lane_names, "; ", 1), 1) ||
+	    meta_add(m, "recursive", session.trace_all ? "all" : tracing ? "true" : "false", 0) ||
+	    meta_add(m, "line_profile", s->line_profile ? "true" : "false", 0) ||
+	    meta_add(m, "buffer_limit", limit, 0) || meta_add(m, "compression", comp, 0))
+		return -1;
+	return 0;
+}
+
+static int my_rank(void)
+{
+	return sp_mpi_active() ? sp_mpi_rank() : 0;
+}
+
+/* Writes str to the Python stream (sys.stdout or sys.stderr). */
+static void stream_write(PyObject *stream, PyObject *str)
+{
+	if (stream && str && PyFile_WriteObject(str, stream, Py_PRINT_RAW) != 0)
+		PyErr_Clear();
+}
+
+static void stream_flush(PyObject *stream)
+{
+	PyObject *r = stream ? PyObject_CallMethod(stream, "flush", NULL) : NULL;
+	if (!r)
+		PyErr_Clear();
+	Py_XDECREF(r);
+}
+
+/* The read API's results of what finalize wrote (or of its snapshot). */
+static PyObject *results_of(const char *path, PyObject *data, PyObject *summary)
+{
+	if (!data)
+		return PyObject_CallMethod(session.module, "read_h5", "s", path);
+	return PyObject_CallMethod(session.module, "ProfilingResults", "OOO", data, Py_None,
+				   summary ? summary : Py_None);
+}
+
+/* finalize()'s work: stops the session, writes (collectively under MPI:
+ * rank 0 writes and prints for every rank), prints the summary on stream
+ * when verbose. Returns the results when asked (else None), with *written
+ * the path written (rank 0), or NULL with an exception: a file that cannot
+ * be written is an OSError, and the session goes on recording. */
+static PyObject *finish(int verbose, int want_results, PyObject *stream, int verbose_lines,
+			int failed, const char **written)
+{
+	const struct sp_settings *s = &session.cur;
+	int forked = getpid() != session.pid, rank = my_rank();
+	const char *path = s->no_output || s->disable || forked ? NULL : s->outfile;
+	int snapshot = want_results && (!path || rank != 0);
+	int show = verbose && !forked && rank == 0;
+	int show_lines = verbose_lines && !forked && rank == 0;
+	int tracing = session.tracing;
+	char fallback[PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
+	snprintf(fallback, sizeof fallback, "%s/scope-profiler-%d.h5", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+	*written = NULL;
+	if (sp_session_busy())
+		return NULL;
+	if (session.tracing) {
+		PyObject *threading = PyImport_ImportModule("threading");
+		PyObject *r = threading ? PyObject_CallMethod(threading, "setprofile", "O", Py_None) : NULL;
+		Py_XDECREF(r);
+		Py_XDECREF(threading);
+		PyErr_Clear();
+		session.tracing = 0;
+	}
+	sp_tracer_stop_all();  /* profile(recursive=True) calls still running end now */
+	struct meta m = {0};
+	struct sp_final f = {
+		.path = path, .render = show || snapshot, .render_lines = show_lines, .snapshot = snapshot,
+		.failed = failed, .fallback = fallback, .compression = s->compression,
+		.run_start_ns = session.run_start_ns,
+	};
+	if (metadata(&m, tracing) != 0) {
+		meta_free(&m);
+		return NULL;
+	}
+	f.meta = m.kv;
+	f.nmeta = m.n;
+	int rc = sp_final_run(&f);
+	meta_free(&m);
+	if (rc != 0) {
+		PyObject *type, *value, *tb;
+		PyErr_Fetch(&type, &value, &tb);
+		if (mode_apply(s) != 0)   /* not written, the events kept: the session records on */
+			PyErr_Clear();
+		PyErr_Restore(type, value, tb);
+		return NULL;
+	}
+	session.active = 0;
+	reset_events();
+	mode_off();
+	if (show && f.summary)
+		stream_write(stream, f.summary);
+	if (show_lines && f.lines && PyUnicode_GET_LENGTH(f.lines)) {
+		if (show && f.summary && PyUnicode_GET_LENGTH(f.summary))
+			PyFile_WriteString("\n", stream);
+		stream_write(stream, f.lines);
+	}
+	stream_flush(stream);
+	PyObject *res = want_results ? results_of(path, f.data, f.summary) : Py_NewRef(Py_None);
+	Py_XDECREF(f.summary);
+	Py_XDECREF(f.lines);
+	Py_XDECREF(f.data);
+	if (rank == 0)
+		*written = path;
+	return res;
+}
+
+/* ---- the module's functions ---- */
+
+static PyObject *mod_setup(PyObject *m, PyObject *args, PyObject *kw)
+{
+	if (PyTuple_GET_SIZE(args)) {
+		PyErr_SetString(PyExc_TypeError, "setup() takes keyword arguments only");
+		return NULL;
+	}
+	if (setup_kwargs(kw) != 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* _check_options(**options): what setup() would refuse of them alone. */
+static PyObject *mod_check_options(PyObject *m, PyObject *args, PyObject *kw)
+{
+	struct sp_settings s = { .compression = -1, .verbose = -1 };
+	char *path = NULL;
+	unsigned mask;
+	int rc = settings_from_kwargs(kw, &s, &mask, &path);
+	free(path);
+	if (rc != 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* finalize(verbose=None, return_results=False, verbose_line_profiler=False,
+ * failed=False): None when no session runs. */
+static PyObject *mod_finalize(PyObject *m, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"verbose", "return_results", "verbose_line_profiler", "_failed", NULL};
+	PyObject *verbose = Py_None;
+	int want = 0, lines = 0, failed = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oppp:finalize", kwlist, &verbose, &want, &lines, &failed))
+		return NULL;
+	if (!session.active)
+		Py_RETURN_NONE;
+	int show = verbose == Py_None ? session.cur.verbose : PyObject_IsTrue(verbose);
+	if (show < 0)
+		return NULL;
+	const char *written;
+	return finish(show, want, PySys_GetObject("stdout"), lines, failed, &written);
+}
+
+static PyObject *mod_reset(PyObject *m, PyObject *unused)
+{
+	if (reset_events() != 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* _file_path(): where the current settings write (read_results()). */
+static PyObject *mod_file_path(PyObject *m, PyObject *unused)
+{
+	return PyUnicode_DecodeFSDefault(session.cur.outfile ? session.cur.outfile : "profiling_data.h5");
+}
+
+static PyObject *mod_session_active(PyObject *m, PyObject *unused)
+{
+	return PyBool_FromLong(session.active);
+}
+
+/* _note_exit_status(status): run's sys.exit() and SIGTERM handler say the
+ * script failed, so that under MPI this rank does not wait for the others. */
+static PyObject *mod_note_exit_status(PyObject *m, PyObject *status)
+{
+	session.exit_failed = status != Py_None && !(PyLong_Check(status) && PyLong_AsLong(status) == 0);
+	PyErr_Clear();
+	Py_RETURN_NONE;
+}
+
+static PyObject *mod_run_tracing(PyObject *m, PyObject *unused)
+{
+	return PyBool_FromLong(session.tracing);
+}
+
+static PyObject *mod_clock_ns(PyObject *m, PyObject *unused)
+{
+	return PyLong_FromLongLong(sp_clock_ns());
+}
+
+PyMethodDef sp_session_methods[] = {
+	{"setup", (PyCFunction)(void (*)(void))mod_setup, METH_VARARGS | METH_KEYWORDS,
+	 "setup(**options)\n--\n\nConfigure profiling and start a session. Calling it again "
+	 "before finalize() reconfigures the running session and keeps what was recorded. "
+	 "Options given on the scope-profiler command line take precedence."},
+	{"finalize", (PyCFunction)(void (*)(void))mod_finalize, METH_VARARGS | METH_KEYWORDS,
+	 "finalize(verbose=None, return_results=False, verbose_line_profiler=False)\n--\n\n"
+	 "End the session: write the profile (unless file output is off) and print its "
+	 "summary when verbose. Returns the results when asked to."},
+	{"_check_options", (PyCFunction)(void (*)(void))mod_check_options, METH_VARARGS | METH_KEYWORDS, NULL},
+	{"_reset", mod_reset, METH_NOARGS, NULL},
+	{"_file_path", mod_file_path, METH_NOARGS, NULL},
+	{"_session_active", mod_session_active, METH_NOARGS, NULL},
+	{"_note_exit_status", mod_note_exit_status, METH_O, NULL},
+	{"_run_tracing", mod_run_tracing, METH_NOARGS, NULL},
+	{"_clock_ns", mod_clock_ns, METH_NOARGS,
+	 "The profiler's clock in ns (same as time.perf_counter_ns())."},
+	{NULL},
+};
+
+/* ---- `run`: its start and its end ---- */
+
+int sp_session_begin_run(const struct sp_settings *s, const char *target, const char *command_line)
+{
+	PyObject *mod = PyImport_ImportModule("scope_profiler"), *res = NULL;
+	session.locked = *s;
+	session.quiet = s->quiet;
+	free(session.command_line);
+	session.command_line = strdup(command_line);
+	if (!mod || !session.command_line || setup_kwargs(NULL) != 0)
+		goto out;
+	PyObject *inc = PyTuple_New((Py_ssize_t)s->ninclude), *exc = PyTuple_New((Py_ssize_t)s->nexclude);
+	for (size_t i = 0; inc && i < s->ninclude; i++)
+		PyTuple_SET_ITEM(inc, i, PyUnicode_DecodeFSDefault(s->include[i]));
+	for (size_t i = 0; exc && i < s->nexclude; i++)
+		PyTuple_SET_ITEM(exc, i, PyUnicode_DecodeFSDefault(s->exclude[i]));
+	int trace = s->recursive && !session.cur.disable;
+	/* The Python-level hooks: threading and sys.setprofile, sys.exit, the
+	 * SIGTERM handler, atexit, the shim folder (scope_profiler_py.py). */
+	if (inc && exc && !PyErr_Occurred())
+		res = PyObject_CallMethod(mod, "_run_hooks", "siiOO", target, trace, s->trace_all, inc, exc);
+	Py_XDECREF(inc);
+	Py_XDECREF(exc);
+	if (res && trace) {
+		session.tracing = 1;
+		session.trace_all = s->trace_all;
+	}
+out:
+	Py_XDECREF(mod);
+	if (!res) {
+		PyErr_Print();
+		fprintf(stderr, "scope-profiler: run: cannot start the profiling session\n");
+		return -1;
+	}
+	Py_DECREF(res);
+	return 0;
+}
+
+/* "scope-profiler: run: <exc>" parts: the exception's text. */
+static PyObject *exc_text(void)
+{
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	PyErr_NormalizeException(&type, &value, &tb);
+	PyObject *s = value ? PyObject_Str(value) : NULL;
+	Py_XDECREF(type);
+	Py_XDECREF(value);
+	Py_XDECREF(tb);
+	PyErr_Clear();
+	return s ? s : PyUnicode_FromString("unknown error");
+}
+
+/* Writes what the script did not finalize itself. */
+static void write_at_exit(void)
+{
+	if (!session.active || getpid() != session.pid)
+		return;   /* a forked child never writes into its parent's file */
+	/* An uncaught exception was printed (and kept in sys.last_value), or
+	 * the script exited with a failure status. */
+	PyObject *last = PySys_GetObject("last_value");
+	int failed = (last && last != Py_None) || session.exit_failed;
+	int talk = my_rank() == 0;   /* under MPI rank 0 speaks for every rank */
+	PyObject *err = PySys_GetObject("stderr");
+	const char *path;
+	PyObject *res = finish(!session.quiet, 0, err, !session.quiet && session.cur.line_profile, failed, &path);
+	if (res) {
+		Py_DECREF(res);
+		if (path && !session.quiet) {
+			PyObject *line = PyUnicode_FromFormat("scope-profiler: profile written to %s\n", path);
+			stream_write(err, line);
+			Py_XDECREF(line);
+			stream_flush(err);
+		}
+		return;
+	}
+	if (!PyErr_ExceptionMatches(PyExc_OSError))
+		return;   /* run_exit says it */
+	/* Under MPI every rank gets rank 0's error and retries with it. One
+	 * line says what failed and where the profile went. */
+	session.write_failed = 1;
+	PyObject *first = exc_text(), *line = NULL;
+	char fallback[PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
+	snprintf(fallback, sizeof fallback, "%s/scope-profiler-%d.h5", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+	session.cur.outfile = fallback;
+	session.cur.verbose = 0;
+	res = finish(0, 0, err, 0, failed, &path);
+	session.cur.outfile = session.outfile;
+	if (res) {
+		Py_DECREF(res);
+		if (talk)
+			line = PyUnicode_FromFormat("scope-profiler: run: %S; profile saved to %s instead\n",
+						    first, path ? path : fallback);
+	} else {
+		PyObject *second = exc_text();
+		if (talk)
+			line = PyUnicode_FromFormat("scope-profiler: run: %S; %S; the profile is lost\n", first, second);
+		Py_XDECREF(second);
+	}
+	stream_write(err, line);
+	stream_flush(err);
+	Py_XDECREF(line);
+	Py_XDECREF(first);
+}
+
+void sp_session_end_run(void)
+{
+	write_at_exit();
+	if (PyErr_Occurred()) {
+		PyObject *s = exc_text();
+		const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+		fprintf(stderr, "scope-profiler: run: cannot finish the profile: %s\n", text ? text : "unknown error");
+		PyErr_Clear();
+		Py_XDECREF(s);
+		session.write_failed = 1;
+	}
+	/* Python's: it checks that the folder is this process's. */
+	PyObject *r = session.module ? PyObject_CallMethod(session.module, "_remove_shim", NULL) : NULL;
+	Py_XDECREF(r);
+	PyErr_Clear();
+}
+
+void sp_session_bind(PyObject *mod)
+{
+	session.module = mod;
+}

@@ -1,0 +1,459 @@
+/* wrapper.c - the decorator wrapper of the built-in module: a decorated
+ * function is a ProfiledFunction whose vectorcall pointer is the recording
+ * call of the current mode (chosen once, at setup, by sp_wrappers_apply), so
+ * a call checks nothing; a decorated `async def` function is timed from
+ * its coroutine's first step to its end (_timed_coroutine of the Python
+ * layer, around _coroutine_enter and _coroutine_exit below). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_clock.h"
+#include "sp_linetrace.h"
+#include "sp_pyregion.h"
+#include "sp_aggregate.h"
+#include "sp_recorder.h"
+
+typedef struct ProfiledFunction {
+	PyObject_HEAD
+	vectorcallfunc vectorcall;
+	PyObject *func;
+	RegionObject *region;
+	PyObject *dict;
+	PyObject *weaklist;
+	int recursive;                          /* profile(recursive=True) */
+	int is_coro;                            /* wraps an `async def` function */
+	struct ProfiledFunction *prev, *next;   /* all live wrap.list */
+} ProfiledFunction;
+
+static struct {
+	ProfiledFunction *list;       /* every live wrapper, for the mode's changes */
+	PyObject *timed_coroutine;    /* _timed_coroutine of the Python layer */
+} wrap;
+
+/* The recording call; `lanes` is a constant in each caller below, so each
+ * compiles to its own branch-free path: 1 the thread's lane, 2 the task's
+ * (--track-async; found first, as it may run Python code). */
+static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t nargsf,
+				  PyObject *kwnames, int lanes)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	RegionObject *r = pf->region;
+	int32_t task_lane = lanes == 2 ? sp_async_lane() : 0;
+	ptrdiff_t i = sp_buf_reserve(&r->buf);
+	if (i < 0)
+		return PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
+	uint64_t gen = r->gen;
+	if (lanes)
+		r->buf.lanes[i] = lanes == 2 ? task_lane : sp_current_lane();
+	r->buf.ends[i] = SP_NO_TIME;
+	r->buf.starts[i] = sp_clock_ns();
+	PyObject *res = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
+	int64_t t = sp_clock_ns();
+	/* The session may have been finalized during the call; then the slot
+	 * is no longer ours. */
+	if (r->gen == gen)
+		r->buf.ends[i] = t;
+	return res;
+}
+
+static PyObject *pf_call_timed(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_record(self, args, nargsf, kwnames, 0);
+}
+
+static PyObject *pf_call_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_record(self, args, nargsf, kwnames, 1);
+}
+
+static PyObject *pf_call_async(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_record(self, args, nargsf, kwnames, 2);
+}
+
+/* An `async def` function: its call only creates the coroutine, so the
+ * region is timed by _timed_coroutine (the Python layer), a coroutine that
+ * awaits this one between _coroutine_enter and _coroutine_exit below. */
+static PyObject *pf_call_coro(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	PyObject *coro = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
+	if (coro && sp_mode.lines)
+		coro = sp_linetrace_wrap_result(pf->func, coro);
+	if (!coro || !Py_TYPE(coro)->tp_as_async || !Py_TYPE(coro)->tp_as_async->am_await)
+		return coro;
+	PyObject *argv[2] = {(PyObject *)pf->region, coro};
+	PyObject *res = PyObject_Vectorcall(wrap.timed_coroutine, argv, 2, NULL);
+	/* Named as the function's coroutine (never-awaited warnings, task lanes). */
+	PyObject *name = res ? PyObject_GetAttrString(coro, "__name__") : NULL;
+	PyObject *qual = name ? PyObject_GetAttrString(coro, "__qualname__") : NULL;
+	if (!qual || PyObject_SetAttrString(res, "__name__", name) != 0 ||
+	    PyObject_SetAttrString(res, "__qualname__", qual) != 0)
+		PyErr_Clear();
+	Py_XDECREF(qual);
+	Py_XDECREF(name);
+	Py_DECREF(coro);
+	return res;
+}
+
+/* Aggregation mode: the call's start stays on the C stack; only the
+ * thread's current node changes while it runs. */
+static PyObject *pf_call_agg(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	RegionObject *r = ((ProfiledFunction *)self)->region;
+	struct sp_agg_stack *s = &sp_agg_stack;
+	if (__builtin_expect(s->cap == 0, 0) && sp_agg_grow() != 0)
+		return NULL;
+	int32_t parent = s->cur;
+	int32_t node = sp_agg_node_of(r, parent);
+	if (__builtin_expect(node < 0, 0))
+		return NULL;
+	uint64_t gen = r->gen;
+	s->cur = node;
+	int64_t start = sp_clock_ns();
+	PyObject *res = PyObject_Vectorcall(((ProfiledFunction *)self)->func, args, nargsf, kwnames);
+	int64_t t = sp_clock_ns();
+	/* A reset during the call (finalize) made node meaningless. */
+	if (__builtin_expect(r->gen == gen, 1)) {
+		s->cur = parent;
+		sp_agg_count(r, node, start, t);
+	}
+	return res;
+}
+
+static PyObject *pf_call_disabled(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return PyObject_Vectorcall(((ProfiledFunction *)self)->func, args, nargsf, kwnames);
+}
+
+/* profile(recursive=True): the --recursive hook records every call made
+ * under this one, in this thread. */
+static PyObject *pf_call_recursive(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	int started = sp_tracer_start_thread();
+	if (started < 0)
+		return NULL;
+	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_mode.threads);
+	if (started)
+		sp_tracer_stop_thread();
+	return res;
+}
+
+/* --line-profile: the function's lines are timed while it runs. */
+static PyObject *pf_call_lines(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	if (sp_linetrace_hold() != 0)
+		return NULL;
+	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_mode.track_async ? 2 : sp_mode.threads);
+	sp_linetrace_release();
+	return sp_linetrace_wrap_result(((ProfiledFunction *)self)->func, res);
+}
+
+static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
+{
+	if (sp_mode.disabled)
+		return pf_call_disabled;
+	if (pf->is_coro)
+		return pf_call_coro;
+	if (pf->recursive || sp_mode.recursive_all)
+		return pf_call_recursive;
+	if (sp_mode.lines)
+		return pf_call_lines;
+	if (sp_mode.aggregate)
+		return pf_call_agg;
+	if (sp_mode.track_async)
+		return pf_call_async;
+	return sp_mode.threads ? pf_call_threads : pf_call_timed;
+}
+
+/* Whether calling func gives a coroutine to time until it ends: an `async
+ * def` function or method, a wrapper of one; other callables (partial
+ * objects, ...) as inspect.iscoroutinefunction() sees them. */
+static int is_coroutine_function(PyObject *func)
+{
+	PyObject *f = PyMethod_Check(func) ? PyMethod_GET_FUNCTION(func) : func;
+	if (PyFunction_Check(f))
+		return (((PyCodeObject *)PyFunction_GET_CODE(f))->co_flags & CO_COROUTINE) != 0;
+	if (Py_TYPE(f) == &sp_ProfiledFunctionType)
+		return ((ProfiledFunction *)f)->is_coro;
+	if (PyCFunction_Check(f) || PyType_Check(f))
+		return 0;
+	PyObject *inspect = PyImport_ImportModule("inspect");
+	PyObject *res = inspect ? PyObject_CallMethod(inspect, "iscoroutinefunction", "O", func) : NULL;
+	int yes = res ? PyObject_IsTrue(res) : 0;
+	Py_XDECREF(res);
+	Py_XDECREF(inspect);
+	PyErr_Clear();
+	return yes > 0;
+}
+
+PyObject *sp_wrapper_new(RegionObject *region, PyObject *func, int recursive)
+{
+	if (sp_mode.lines && !recursive && sp_linetrace_choose(func, region->name) != 0)
+		return NULL;
+	int is_coro = is_coroutine_function(func);
+	ProfiledFunction *pf = PyObject_GC_New(ProfiledFunction, &sp_ProfiledFunctionType);
+	if (!pf)
+		return NULL;
+	pf->recursive = recursive;
+	pf->is_coro = is_coro;
+	pf->vectorcall = pf_choose_call(pf);
+	sp_tracer_mark_explicit(func);
+	pf->func = Py_NewRef(func);
+	pf->region = (RegionObject *)Py_NewRef((PyObject *)region);
+	pf->dict = NULL;
+	pf->weaklist = NULL;
+	pf->prev = NULL;
+	pf->next = wrap.list;
+	if (wrap.list)
+		wrap.list->prev = pf;
+	wrap.list = pf;
+	PyObject_GC_Track(pf);
+	return (PyObject *)pf;
+}
+
+static int pf_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	Py_VISIT(pf->func);
+	Py_VISIT(pf->dict);
+	return 0;
+}
+
+static int pf_clear(PyObject *self)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	Py_CLEAR(pf->func);
+	Py_CLEAR(pf->dict);
+	return 0;
+}
+
+static void pf_dealloc(PyObject *self)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	PyObject_GC_UnTrack(self);
+	if (pf->weaklist)
+		PyObject_ClearWeakRefs(self);
+	if (pf->prev)
+		pf->prev->next = pf->next;
+	else if (wrap.list == pf)
+		wrap.list = pf->next;
+	if (pf->next)
+		pf->next->prev = pf->prev;
+	pf_clear(self);
+	Py_CLEAR(pf->region);
+	PyObject_GC_Del(self);
+}
+
+static PyObject *pf_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+	if (obj == NULL || obj == Py_None)
+		return Py_NewRef(self);
+	return PyMethod_New(self, obj);
+}
+
+/* Attributes the wrapper does not have (__code__, __defaults__, ...) are
+ * the wrapped function's. */
+static PyObject *pf_getattro(PyObject *self, PyObject *name)
+{
+	PyObject *v = PyObject_GenericGetAttr(self, name);
+	if (v || !PyErr_ExceptionMatches(PyExc_AttributeError))
+		return v;
+	PyErr_Clear();
+	return PyObject_GetAttr(((ProfiledFunction *)self)->func, name);
+}
+
+static PyObject *pf_repr(PyObject *self)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	return PyUnicode_FromFormat("<profiled %R in region %R>", pf->func, pf->region->name);
+}
+
+static PyObject *pf_get_wrapped(PyObject *self, void *c)
+{
+	return Py_NewRef(((ProfiledFunction *)self)->func);
+}
+
+static PyObject *pf_get_region(PyObject *self, void *c)
+{
+	return Py_NewRef((PyObject *)((ProfiledFunction *)self)->region);
+}
+
+/* __name__, __qualname__, __doc__, __module__: the function's, unless set
+ * on the wrapper (functools.wraps-style). */
+static PyObject *pf_get_forwarded(PyObject *self, void *c)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	if (pf->dict) {
+		PyObject *v = PyDict_GetItemString(pf->dict, (const char *)c);
+		if (v)
+			return Py_NewRef(v);
+	}
+	return PyObject_GetAttrString(pf->func, (const char *)c);
+}
+
+static int pf_set_forwarded(PyObject *self, PyObject *value, void *c)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	if (!pf->dict && !(pf->dict = PyDict_New()))
+		return -1;
+	if (value)
+		return PyDict_SetItemString(pf->dict, (const char *)c, value);
+	return PyDict_DelItemString(pf->dict, (const char *)c);
+}
+
+/* Pickled by reference, like the function it wraps: its module and
+ * qualified name (multiprocessing sends decorated functions this way). */
+static PyObject *pf_reduce(PyObject *self, PyObject *unused)
+{
+	return pf_get_forwarded(self, "__qualname__");
+}
+
+static PyMethodDef pf_methods[] = {
+	{"__reduce__", pf_reduce, METH_NOARGS, NULL},
+	{NULL},
+};
+
+static PyGetSetDef pf_getset[] = {
+	{"__wrapped__", pf_get_wrapped, NULL, "the wrapped function", NULL},
+	{"region", pf_get_region, NULL, "the region this function records into", NULL},
+	{"__name__", pf_get_forwarded, pf_set_forwarded, NULL, "__name__"},
+	{"__qualname__", pf_get_forwarded, pf_set_forwarded, NULL, "__qualname__"},
+	{"__doc__", pf_get_forwarded, pf_set_forwarded, NULL, "__doc__"},
+	{"__module__", pf_get_forwarded, pf_set_forwarded, NULL, "__module__"},
+	{"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+	{NULL},
+};
+
+PyTypeObject sp_ProfiledFunctionType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler.ProfiledFunction",
+	.tp_basicsize = sizeof(ProfiledFunction),
+	.tp_dealloc = pf_dealloc,
+	.tp_vectorcall_offset = offsetof(ProfiledFunction, vectorcall),
+	.tp_repr = pf_repr,
+	.tp_call = PyVectorcall_Call,
+	.tp_getattro = pf_getattro,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+		    Py_TPFLAGS_METHOD_DESCRIPTOR,
+	.tp_doc = "A function whose calls are recorded in a region.",
+	.tp_traverse = pf_traverse,
+	.tp_clear = pf_clear,
+	.tp_weaklistoffset = offsetof(ProfiledFunction, weaklist),
+	.tp_methods = pf_methods,
+	.tp_getset = pf_getset,
+	.tp_descr_get = pf_descr_get,
+	.tp_dictoffset = offsetof(ProfiledFunction, dict),
+};
+
+/* ------------------------------------------------------------------ */
+/* The mode's changes, made by the session                             */
+
+int sp_wrappers_apply(void)
+{
+	for (ProfiledFunction *pf = wrap.list; pf; pf = pf->next) {
+		if (sp_mode.lines && !pf->recursive && sp_linetrace_choose(pf->func, pf->region->name) != 0)
+			return -1;
+		pf->vectorcall = pf_choose_call(pf);
+	}
+	return 0;
+}
+
+void sp_wrappers_freeze(void)
+{
+	for (ProfiledFunction *pf = wrap.list; pf; pf = pf->next)
+		pf->vectorcall = pf_call_disabled;
+}
+
+int sp_wrapper_init(void)
+{
+	return PyType_Ready(&sp_ProfiledFunctionType);
+}
+
+/* Decorated `async def` functions are timed through _timed_coroutine
+ * (pf_call_coro), defined by the Python layer. */
+int sp_wrapper_bind(PyObject *mod)
+{
+	Py_XSETREF(wrap.timed_coroutine, PyObject_GetAttrString(mod, "_timed_coroutine"));
+	return wrap.timed_coroutine ? 0 : -1;
+}
+
+static int is_region(PyObject *o)
+{
+	PyTypeObject *t = Py_TYPE(o);
+	return t == &sp_TimeOnlyRegionType || t == &sp_ThreadsRegionType || t == &sp_AsyncRegionType ||
+	       t == &sp_LinesRegionType || t == &sp_AggregateRegionType || t == &sp_DisabledRegionType;
+}
+
+/* _coroutine_enter(region) and _coroutine_exit(region, token): around the
+ * awaited run of a decorated `async def` function (_timed_coroutine). The
+ * token carries the call's slot, so calls of interleaved tasks never close
+ * each other's. A region of another class (aggregation) is entered through
+ * its own __enter__ (token True); None: nothing was entered. */
+static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
+{
+	PyTypeObject *type = Py_TYPE(region);
+	if (type == &sp_DisabledRegionType)
+		Py_RETURN_NONE;
+	if (type != &sp_TimeOnlyRegionType && type != &sp_ThreadsRegionType && type != &sp_AsyncRegionType &&
+	    type != &sp_LinesRegionType) {
+		PyObject *res = PyObject_CallMethod(region, "__enter__", NULL);
+		if (!res)
+			return NULL;
+		Py_DECREF(res);
+		Py_RETURN_TRUE;
+	}
+	RegionObject *r = (RegionObject *)region;
+	int32_t lane = !r->buf.keep_lanes ? 0 : sp_mode.track_async ? sp_async_lane() : sp_current_lane();
+	ptrdiff_t i = sp_buf_reserve(&r->buf);
+	if (i < 0)
+		Py_RETURN_NONE;
+	if (r->buf.lanes)
+		r->buf.lanes[i] = lane;
+	r->buf.ends[i] = SP_NO_TIME;
+	r->buf.starts[i] = sp_clock_ns();
+	PyObject *token = Py_BuildValue("(nK)", i, (unsigned long long)r->gen);
+	if (!token)   /* out of memory: the call is lost, not left open */
+		r->buf.ends[i] = r->buf.starts[i];
+	return token;
+}
+
+static PyObject *mod_coroutine_exit(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+	int64_t t = sp_clock_ns();
+	if (nargs != 2) {
+		PyErr_SetString(PyExc_TypeError, "_coroutine_exit(region, token)");
+		return NULL;
+	}
+	PyObject *region = args[0], *token = args[1];
+	if (token == Py_None)
+		Py_RETURN_NONE;
+	if (token == Py_True) {
+		PyObject *res = PyObject_CallMethod(region, "__exit__", "OOO", Py_None, Py_None, Py_None);
+		Py_XDECREF(res);
+		return res ? Py_NewRef(Py_None) : NULL;
+	}
+	Py_ssize_t slot;
+	unsigned long long gen;
+	if (!is_region(region) || !PyTuple_Check(token) ||
+	    !PyArg_ParseTuple(token, "nK", &slot, &gen)) {
+		PyErr_Clear();
+		PyErr_SetString(PyExc_TypeError, "_coroutine_exit(region, token)");
+		return NULL;
+	}
+	RegionObject *r = (RegionObject *)region;
+	/* gen differs when the session was finalized meanwhile. */
+	if (slot >= 0 && (size_t)slot < r->buf.n && r->gen == gen)
+		r->buf.ends[slot] = t;
+	Py_RETURN_NONE;
+}
+
+
+PyMethodDef sp_wrapper_methods[] = {
+	{"_coroutine_enter", mod_coroutine_enter, METH_O, NULL},
+	{"_coroutine_exit", (PyCFunction)(void (*)(void))mod_coroutine_exit, METH_FASTCALL, NULL},
+	{NULL},
+};
