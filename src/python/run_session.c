@@ -266,11 +266,10 @@ static int check_before(const struct sp_settings *s, const struct sp_run_target 
 static int run(const struct sp_settings *settings, const struct sp_run_target *t)
 {
 	char outfile[PATH_MAX];
+	/* outfile: absolute, so that a script's chdir does not move it. */
 	int rc = check_before(settings, t, outfile, sizeof outfile);
 	if (rc != 0)
 		return rc;
-	struct sp_settings s = *settings;
-	s.outfile = outfile;   /* absolute: a script's chdir does not move it */
 	if (sp_pymodule_register() != 0) {
 		say("cannot register the scope_profiler module");
 		return 1;
@@ -278,7 +277,7 @@ static int run(const struct sp_settings *settings, const struct sp_run_target *t
 	if (init_python(t) != 0)
 		return 1;
 	if ((t->script && precompile(t->script) != 0) || (t->module && check_module(t->module) != 0) ||
-	    sp_session_begin_run(&s, root_name(t), t->command_line) != 0) {
+	    sp_session_begin_run(settings, outfile, root_name(t), t->command_line) != 0) {
 		Py_FinalizeEx();
 		return 1;
 	}

@@ -28,6 +28,7 @@ static struct {
 	struct sp_settings cur;      /* in force since the last setup() */
 	char *outfile;               /* owns cur.outfile */
 	struct sp_settings locked;   /* run's command line: its given fields win */
+	char *default_outfile;       /* run: the default path, made absolute */
 	int active;                  /* between setup() and finalize() */
 	int64_t run_start_ns;
 	pid_t pid;                   /* of setup(): a forked child never writes */
@@ -252,6 +253,8 @@ static int setup_kwargs(PyObject *kw)
 		if (sp_settings_given(&session.locked, &keys[i]))
 			field_copy(&merged, &session.locked, &keys[i]);
 	}
+	if (!merged.outfile)
+		merged.outfile = session.default_outfile;
 	sp_settings_defaults(&merged);
 	if (sp_settings_check(&merged, 1, err, sizeof err) != 0) {
 		PyErr_SetString(PyExc_ValueError, err);
@@ -583,10 +586,16 @@ PyMethodDef sp_session_methods[] = {
 
 /* ---- `run`: its start and its end ---- */
 
-int sp_session_begin_run(const struct sp_settings *s, const char *target, const char *command_line)
+int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const char *target,
+			 const char *command_line)
 {
 	PyObject *mod = PyImport_ImportModule("scope_profiler"), *res = NULL;
 	session.locked = *s;
+	if (s->outfile)
+		session.locked.outfile = outfile;
+	free(session.default_outfile);
+	if (!(session.default_outfile = strdup(outfile)))
+		goto out;
 	session.quiet = s->quiet;
 	free(session.command_line);
 	session.command_line = strdup(command_line);
