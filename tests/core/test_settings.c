@@ -1,0 +1,110 @@
+/* test_settings.c - the settings of a session: one table from setup()
+ * keywords to the fields of struct sp_settings, compression names, the
+ * "given" rule `run` fixes settings by, and the refused combinations. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sp_session.h"
+
+static void test_every_seed_keyword_has_one_field(void **state)
+{
+	static const struct { const char *kw; size_t offset; } want[] = {
+		{"file_path", offsetof(struct sp_settings, outfile)},
+		{"buffer_limit", offsetof(struct sp_settings, buffer_limit)},
+		{"deactivate_profiling", offsetof(struct sp_settings, disable)},
+		{"deactivate_file_output", offsetof(struct sp_settings, no_output)},
+		{"recursive_profile", offsetof(struct sp_settings, recursive)},
+		{"use_line_profiler", offsetof(struct sp_settings, line_profile)},
+		{"aggregation_mode", offsetof(struct sp_settings, aggregate)},
+		{"track_threads", offsetof(struct sp_settings, track_threads)},
+		{"track_async", offsetof(struct sp_settings, track_async)},
+		{"hdf5_compression", offsetof(struct sp_settings, compression)},
+		{"verbose", offsetof(struct sp_settings, verbose)},
+		{"use_likwid", offsetof(struct sp_settings, likwid)},
+	};
+	size_t n;
+	const struct sp_setting_key *keys = sp_settings_keywords(&n);
+	assert_int_equal(n, sizeof want / sizeof want[0]);
+	for (size_t i = 0; i < n; i++) {
+		const struct sp_setting_key *k = sp_settings_keyword(want[i].kw);
+		assert_non_null(k);
+		assert_int_equal(k->offset, want[i].offset);
+		for (size_t j = 0; j < i; j++)   /* one keyword per field */
+			assert_int_not_equal(keys[j].offset, keys[i].offset);
+	}
+	assert_null(sp_settings_keyword("lines"));
+	assert_null(sp_settings_keyword("line_profile"));
+	assert_int_equal(sp_settings_keyword("use_likwid")->kind, SP_SETTING_NOT_YET);
+}
+
+static void test_compression_names(void **state)
+{
+	int level = -1;
+	assert_int_equal(sp_settings_compression("none", &level), 0);
+	assert_int_equal(level, 0);
+	assert_int_equal(sp_settings_compression("auto", &level), 0);
+	assert_int_equal(level, 4);
+	assert_int_equal(sp_settings_compression("gzip", &level), 0);
+	assert_int_equal(level, 4);
+	assert_int_equal(sp_settings_compression("gzip=9", &level), 0);
+	assert_int_equal(level, 9);
+	assert_int_equal(sp_settings_compression("gzip=0", &level), -1);
+	assert_int_equal(sp_settings_compression("gzip=10", &level), -1);
+	assert_int_equal(sp_settings_compression("zstd", &level), -1);
+}
+
+static void test_given_and_defaults(void **state)
+{
+	struct sp_settings s = { .compression = -1, .verbose = -1 };
+	size_t n;
+	const struct sp_setting_key *keys = sp_settings_keywords(&n);
+	for (size_t i = 0; i < n; i++)
+		assert_false(sp_settings_given(&s, &keys[i]));
+	s.compression = 0;   /* --compression none fixes "none" */
+	assert_true(sp_settings_given(&s, sp_settings_keyword("hdf5_compression")));
+	s.outfile = "x.h5";
+	assert_true(sp_settings_given(&s, sp_settings_keyword("file_path")));
+	struct sp_settings d = { .compression = -1, .verbose = -1 };
+	sp_settings_defaults(&d);
+	assert_string_equal(d.outfile, "profiling_data.h5");
+	assert_int_equal(d.buffer_limit, 1024);
+	assert_int_equal(d.compression, 0);
+	assert_int_equal(d.verbose, 1);
+}
+
+static void test_refused_combinations(void **state)
+{
+	char err[256];
+	struct sp_settings s = { .line_profile = 1, .recursive = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "--line-profile and --recursive cannot be combined"));
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "use_line_profiler and recursive_profile cannot be combined"));
+	s = (struct sp_settings){ .aggregate = 1, .track_async = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_string_equal(err, "--aggregate cannot be combined with --track-async: aggregates keep no "
+			    "per-call data");
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
+	s.disable = 1;   /* setup(): nothing is recorded, nothing to refuse */
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), 0);
+	s = (struct sp_settings){ .ninclude = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_string_equal(err, "--all, --include and --exclude go with --recursive");
+	s.recursive = 1;
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_seed_keyword_has_one_field),
+		cmocka_unit_test(test_compression_names),
+		cmocka_unit_test(test_given_and_defaults),
+		cmocka_unit_test(test_refused_combinations),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
