@@ -92,7 +92,7 @@ def _compression_level(value):
 
 
 def setup(**options):
-    """Configure profiling and start a session (see DESIGN.md / the README).
+    """Configure profiling and start a session (see man scope-profiler).
 
     Calling it again before finalize() reconfigures the running session and
     keeps what was recorded so far. Options given on the scope-profiler
