@@ -66,7 +66,7 @@ def _check_options(options):
         _compression_level(options["hdf5_compression"])
 
 
-# hdf5_compression="auto": shuffle + deflate at this level (README "Compression").
+# hdf5_compression="auto": shuffle + deflate at this level (man scope-profiler-run).
 _AUTO_LEVEL = 4
 _GZIP_LEVEL = 4   # "gzip" alone, as h5py's compression="gzip"
 

@@ -5,7 +5,7 @@ size grows with events, regions and MPI ranks, and what compression saves.
 Sizes are of real files written by the real binary. Uncompressed sizes are
 deterministic (16 bytes per event plus a fixed part), so the margins are
 tight; compressed sizes depend on the recorded timestamps' jitter, so their
-bounds leave room (measured figures are in the README, "Compression")."""
+bounds leave room (measured figures: man scope-profiler-format, "Storage")."""
 import os
 import subprocess
 
