@@ -8,7 +8,9 @@
 #   make fuzz-ci    a short one (FUZZ_CI_SECONDS=75) that fails on a crash,
 #                   hang or leak; both need clang-14 and libclang-rt-14-dev
 #   make bench      overhead and I/O benchmarks against their peers
-#   make install    PREFIX=/usr/local
+#   make man        the man pages' OPTIONS sections, from the binary's --help
+#   make install    PREFIX=/usr/local (DESTDIR too): the binary and man pages
+#   make uninstall  removes what install put
 #
 # The embedded interpreter is Debian's CPython (/usr/bin/python3, 3.11), on
 # purpose: the Python packages on these machines (numpy, h5py, mpi4py) are
@@ -69,7 +71,7 @@ UNIT_SRC := $(wildcard tests/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 LAYERS_OK := $(BUILD)/layers.ok
 
-.PHONY: all demo check test unit e2e asan bench install clean deps fuzz fuzz-ci fuzz-build layers
+.PHONY: all demo check test unit e2e asan bench install uninstall man clean deps fuzz fuzz-ci fuzz-build layers
 all: $(BIN)
 
 HEADERS = $(wildcard include/*.h src/*/*.h)
@@ -228,10 +230,28 @@ bench: $(BIN)
 	$(PYTHON) scripts/bench_storage.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_memory.py --binary $(abspath $(BIN))
 
+# The man pages: the overview, one per command, the file format. Their
+# SYNOPSIS and OPTIONS sections are written from the binary's --help by
+# scripts/gen-man-options.py (`make man`; tests/e2e/test_docs.py fails when a
+# page is out of date).
+MAN1  := $(wildcard man/*.1)
+MAN5  := $(wildcard man/*.5)
+MANDIR = $(DESTDIR)$(PREFIX)/share/man
+
+man: $(BIN)
+	$(PYTHON) scripts/gen-man-options.py --binary $(abspath $(BIN))
+
 install: $(BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(MANDIR)/man1 $(MANDIR)/man5
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/scope-profiler
-	install -m 644 man/scope-profiler.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(MAN1) $(MANDIR)/man1/
+	install -m 644 $(MAN5) $(MANDIR)/man5/
+
+# Removes exactly what install put (the folders stay: they may hold others').
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/scope-profiler
+	rm -f $(addprefix $(MANDIR)/man1/,$(notdir $(MAN1)))
+	rm -f $(addprefix $(MANDIR)/man5/,$(notdir $(MAN5)))
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -1,4 +1,4 @@
-/* sp_h5.h - the HDF5 file format, version 1 (see README "File format"). */
+/* sp_h5.h - the HDF5 file format, version 1 (man/scope-profiler-format.5). */
 #ifndef SP_H5_H
 #define SP_H5_H
 

@@ -114,7 +114,7 @@ def main():
             print(f"{n:>9} {s:<8}{row['write_ns']:>12.1f}{row['write_ns'] / b['write_ns']:>6.1f}x"
                   f"{row['bytes']:>10.2f}{row['bytes'] / b['bytes']:>6.2f}x"
                   f"{row['read_ns']:>12.1f}{row['read_ns'] / b['read_ns']:>6.1f}x{row['h5py_ns']:>12.1f}")
-    print("budgets (DESIGN.md section 7): <= 16.5 bytes/event uncompressed, <= 4 compressed "
+    print("budgets (README.md, Performance): <= 16.5 bytes/event uncompressed, <= 4 compressed "
           "on a timestep loop")
 
 

@@ -9,6 +9,7 @@ packages=(
   libpython3.11-dev python3 python3-numpy python3-h5py python3-pytest
   libhdf5-dev hdf5-tools zlib1g-dev
   libcmocka-dev
+  man-db groff-base
   clang-14 libclang-rt-14-dev
   valgrind
   python3-line-profiler python3-yappi python3-pandas

@@ -87,7 +87,8 @@ static int check_outfile(const char *path, char *abs, size_t len)
 	struct sp_error err = {0};
 	enum sp_outpath_kind kind;
 	if (sp_outpath_check(path, 0, &kind, &err) != SP_OK) {
-		/* DESIGN.md lets -o /dev/null mean --no-output; saying so is
+		/* -o /dev/null is refused and --no-output named (man
+		 * scope-profiler-run, "Before the script runs"): saying so is
 		 * clearer than guessing. */
 		say("cannot write the profile to %s%s", err.msg,
 			     kind == SP_OUTPATH_NULL ? "; use --no-output to record without writing a file" : "");

@@ -191,7 +191,7 @@ static int attr_str(hid_t loc, const char *name, const char *value)
 	return rc;
 }
 
-/* Compressed event columns (see README "Compression"): chunks of at most
+/* Compressed event columns (scope-profiler-format(5)): chunks of at most
  * CHUNK_MAX elements (512 KiB of int64: it fits HDF5's default 1 MiB chunk
  * cache, so reading a column a slice at a time inflates each chunk once;
  * chunks 16x larger are 3% smaller and slower to write), exactly the column

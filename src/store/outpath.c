@@ -471,7 +471,8 @@ enum sp_err sp_outpath_commit(struct sp_outpath *o, struct sp_error *err)
 	}
 	/* The rename replaces the target whole: a process that dies before it
 	 * leaves the old file. No fsync: it would double the cost of writing
-	 * a profile (DESIGN.md's budget is h5py's write, which has none), and
+	 * a profile (the write budget, README.md "Performance", is h5py's
+	 * write, which has none), and
 	 * a rename over a file already makes ext4 flush the data first. */
 	int e = 0;
 	if (o->fd >= 0 && close(o->fd) != 0 && errno != EINTR)

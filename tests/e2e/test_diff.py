@@ -278,11 +278,11 @@ def test_help_readme_and_man_page(sp):
     options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", text)) - {"--help"}
     assert options >= {"--fail-above", "--include", "--exclude", "--ranks", "--sort", "--json"}
     readme = (ROOT / "README.md").read_text()
-    man = (ROOT / "man" / "scope-profiler.1").read_text().replace("\\-", "-")
-    assert "scope-profiler diff" in readme and ".SS diff" in man
+    man = (ROOT / "man" / "scope-profiler-diff.1").read_text().replace("\\-", "-")
+    assert "scope-profiler diff" in readme and ".SH OPTIONS" in man
     for opt in options:
         assert opt in readme, f"diff {opt} missing from README.md"
-        assert opt in man, f"diff {opt} missing from man/scope-profiler.1"
+        assert opt in man, f"diff {opt} missing from man/scope-profiler-diff.1"
     assert "diff" in sp("--help").stdout
 
 

@@ -1,6 +1,7 @@
-"""Output paths are never clobbered (DESIGN.md section 8): devices, FIFOs,
-symlinks, directories, stale temporary files, a full disk. Device nodes are
-made with mknod inside the test's own folder, never the system's."""
+"""Output paths are never clobbered (man scope-profiler-run and
+scope-profiler-export): devices, FIFOs, symlinks, directories, stale
+temporary files, a full disk. Device nodes are made with mknod inside the
+test's own folder, never the system's."""
 import os
 import stat
 import subprocess

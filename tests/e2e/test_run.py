@@ -286,14 +286,15 @@ def test_help_readme_and_man_page_agree(sp):
     import re
     from conftest import ROOT
     readme = (ROOT / "README.md").read_text()
-    man = (ROOT / "man" / "scope-profiler.1").read_text().replace("\\-", "-")
     for command in ("run", "summary"):
+        page = f"scope-profiler-{command}.1"
+        man = (ROOT / "man" / page).read_text().replace("\\-", "-")
         text = sp(command, "--help").stdout
         options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", text)) - {"--help"}
         assert options, text
         for opt in options:
             assert opt in readme, f"{command} {opt} missing from README.md"
-            assert opt in man, f"{command} {opt} missing from man/scope-profiler.1"
+            assert opt in man, f"{command} {opt} missing from man/{page}"
 
 
 def test_python_subprocesses_import_a_no_op_module(sp):

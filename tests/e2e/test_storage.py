@@ -5,7 +5,7 @@ size grows with events, regions and MPI ranks, and what compression saves.
 Sizes are of real files written by the real binary. Uncompressed sizes are
 deterministic (16 bytes per event plus a fixed part), so the margins are
 tight; compressed sizes depend on the recorded timestamps' jitter, so their
-bounds leave room (measured figures are in the README, "Compression")."""
+bounds leave room (measured figures: man scope-profiler-format, "Storage")."""
 import os
 import subprocess
 
@@ -14,7 +14,7 @@ import pytest
 
 from conftest import BINARY, one_line_error
 
-# DESIGN.md section 7.
+# The storage budgets of README.md, "Performance".
 UNCOMPRESSED_BUDGET = 16.5   # bytes per event
 COMPRESSED_BUDGET = 4.0      # bytes per event, a timestep loop
 

@@ -923,7 +923,7 @@ static void test_plain_corrupt(void **state)
 
 /* ---- line tables ---- */
 
-/* The layout the README documents: rank{N}/lines/{k}, tracked creation
+/* The layout scope-profiler-format(5) documents: rank{N}/lines/{k}, tracked creation
  * order, fixed-length UTF-8 source as wide as the longest line + 1. */
 static void test_lines_layout(void **state)
 {
