@@ -12,6 +12,7 @@
 #include "sp_analysis.h"
 #include "sp_cmd.h"
 #include "sp_h5.h"
+#include "sp_json.h"
 #include "sp_render.h"
 #include "sp_select.h"
 
@@ -152,7 +153,7 @@ static int collect(struct file *f, const struct sp_select *sel)
 		for (size_t r = 0; r < n; r++)
 			nums[r] = p->ranks[r].rank;
 		sp_cmd_error(CMD, "%s: no rank selected: the profile has rank%s %s%s", f->path,
-			     p->nranks == 1 ? "" : "s", sp_render_rank_list(list, sizeof list, nums, n),
+			     p->nranks == 1 ? "" : "s", sp_rank_list(list, sizeof list, nums, n),
 			     p->nranks > n ? ",..." : "");
 		goto out;
 	}
@@ -403,7 +404,7 @@ static void file_line(FILE *out, const char *label, const struct file *f)
 	sp_render_text(out, f->path, 200);
 	fprintf(out, " (%zu rank%s", f->nranks, f->nranks == 1 ? "" : "s");
 	if (f->nranks > 1)
-		fprintf(out, " %s", sp_render_rank_list(list, sizeof list, f->ranks, f->nranks));
+		fprintf(out, " %s", sp_rank_list(list, sizeof list, f->ranks, f->nranks));
 	fprintf(out, ", run span %s s)\n", secs(buf, (double)f->span));
 }
 
@@ -511,7 +512,7 @@ static void json_num(FILE *out, const char *key, double v, const char *fmt)
 static void json_file(FILE *out, const char *key, const struct file *f)
 {
 	fprintf(out, "  \"%s\": {\"file\": ", key);
-	sp_render_json_string(out, f->path);
+	sp_json_fputs(out, f->path);
 	fputs(", \"ranks\": [", out);
 	for (size_t r = 0; r < f->nranks; r++)
 		fprintf(out, "%s%d", r ? ", " : "", f->ranks[r]);
@@ -555,7 +556,7 @@ static void render_json(FILE *out, const struct file *fa, const struct file *fb,
 	for (size_t i = 0; i < n; i++) {
 		const struct drow *d = &rows[i];
 		fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
-		sp_render_json_string(out, d->name);
+		sp_json_fputs(out, d->name);
 		fprintf(out, ", \"in\": \"%s\"", !d->a ? "b" : !d->b ? "a" : "both");
 		json_side(out, "a", d->a);
 		json_side(out, "b", d->b);

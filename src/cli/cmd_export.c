@@ -991,7 +991,7 @@ static enum sp_err run_export(struct sp_h5_stream *s, const char *path, enum for
 		size_t n = x.p->nranks < 64 ? x.p->nranks : 64;
 		for (size_t r = 0; r < n; r++)
 			nums[r] = x.p->ranks[r].rank;
-		sp_render_rank_list(list, sizeof list, nums, n);
+		sp_rank_list(list, sizeof list, nums, n);
 		return sp_error_set(err, SP_EINVAL, "no rank selected: the profile has rank%s %s%s",
 				    x.p->nranks == 1 ? "" : "s", list, x.p->nranks > n ? ",..." : "");
 	}

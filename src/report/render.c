@@ -8,6 +8,7 @@
 
 #include "sp_clock.h"
 #include "sp_analysis.h"
+#include "sp_json.h"
 #include "sp_render.h"
 
 /* A table is as narrow as its names allow; its name column may always grow to
@@ -373,31 +374,6 @@ static enum sp_err merge_regions(struct view *v, enum sp_render_sort sort, int w
 
 /* Decodes one character at s into *cp; returns its length in bytes. A
  * malformed byte or a control character gives *cp = -1 (shown as '?'). */
-/* The length of the well-formed multi-byte UTF-8 sequence at s, its code
- * point in *v; 0 when s does not start one. */
-static size_t u8_seq(const unsigned char *s, uint32_t *v)
-{
-	unsigned c = s[0];
-	size_t len;
-	uint32_t min;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, *v = c & 0x1f, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, *v = c & 0x0f, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, *v = c & 0x07, min = 0x10000;
-	else
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		*v = *v << 6 | (s[i] & 0x3f);
-	}
-	if (*v < min || *v > 0x10ffff || (*v >= 0xd800 && *v <= 0xdfff))
-		return 0;
-	return len;
-}
-
 static size_t u8_decode(const unsigned char *s, int32_t *cp)
 {
 	unsigned c = s[0];
@@ -406,7 +382,7 @@ static size_t u8_decode(const unsigned char *s, int32_t *cp)
 		*cp = c < 0x20 || c == 0x7f ? -1 : (int32_t)c;
 		return 1;
 	}
-	size_t len = u8_seq(s, &v);
+	size_t len = sp_utf8_seq(s, &v);
 	if (!len)
 		return *cp = -1, 1;
 	*cp = v < 0xa0 ? -1 : (int32_t)v;   /* C1 controls */
@@ -702,159 +678,7 @@ static void render_flat(FILE *out, const struct view *v)
 			nranks);
 }
 
-/* ---- hosts -------------------------------------------------------------- */
-
-/* A rank's host name; NULL when unknown (absent or empty). */
-static const char *rank_host(const struct sp_rank *rk)
-{
-	return rk->hostname && rk->hostname[0] ? rk->hostname : NULL;
-}
-
-struct host_rank {
-	const char *host;              /* NULL: unknown */
-	int rank;
-};
-
-/* By host (unknown first), then by rank number. */
-static int host_rank_cmp(const void *a, const void *b)
-{
-	const struct host_rank *x = a, *y = b;
-	if (x->host != y->host) {
-		if (!x->host || !y->host)
-			return x->host ? 1 : -1;
-		int c = strcmp(x->host, y->host);
-		if (c)
-			return c;
-	}
-	return (x->rank > y->rank) - (x->rank < y->rank);
-}
-
-/* One host: its ranks are hr[first .. first + n - 1], by rank number. */
-struct host_group {
-	int lowest;                    /* its lowest rank number */
-	size_t first, n;
-};
-
-static int host_group_cmp(const void *a, const void *b)
-{
-	const struct host_group *x = a, *y = b;
-	return (x->lowest > y->lowest) - (x->lowest < y->lowest);
-}
-
-struct hosts {
-	struct host_rank *hr;          /* every rank, grouped by host */
-	struct host_group *g;          /* in the order of their lowest rank */
-	size_t ng;
-	size_t known;                  /* groups with a host name */
-	int unknown;                   /* some rank has no host name */
-};
-
-static void hosts_free(struct hosts *h)
-{
-	free(h->hr);
-	free(h->g);
-	*h = (struct hosts){0};
-}
-
-/* Groups the ranks of p by host name. Returns 0, or -1 when out of memory. */
-static int hosts_group(const struct sp_profile *p, struct hosts *h)
-{
-	size_t n = p->nranks;
-	*h = (struct hosts){0};
-	h->hr = malloc((n ? n : 1) * sizeof *h->hr);
-	h->g = malloc((n ? n : 1) * sizeof *h->g);
-	if (!h->hr || !h->g) {
-		hosts_free(h);
-		return -1;
-	}
-	for (size_t r = 0; r < n; r++)
-		h->hr[r] = (struct host_rank){ rank_host(&p->ranks[r]), p->ranks[r].rank };
-	qsort(h->hr, n, sizeof *h->hr, host_rank_cmp);
-	for (size_t i = 0, j; i < n; i = j) {
-		for (j = i + 1; j < n && (h->hr[j].host == h->hr[i].host ||
-					  (h->hr[j].host && h->hr[i].host &&
-					   strcmp(h->hr[j].host, h->hr[i].host) == 0)); j++)
-			;
-		h->g[h->ng++] = (struct host_group){ h->hr[i].rank, i, j - i };
-		if (h->hr[i].host)
-			h->known++;
-		else
-			h->unknown = 1;
-	}
-	qsort(h->g, h->ng, sizeof *h->g, host_group_cmp);
-	return 0;
-}
-
-char *sp_render_hosts(const struct sp_profile *p)
-{
-	struct hosts h;
-	if (hosts_group(p, &h) != 0)
-		return NULL;
-	/* A rank takes at most 12 bytes of a list ("-2147483648,"). */
-	size_t len = 1, most = 0;
-	for (size_t k = 0; k < h.ng; k++) {
-		const char *name = h.hr[h.g[k].first].host;
-		len += strlen(name ? name : "?") + 4 + 12 * h.g[k].n + 8;
-		most = h.g[k].n > most ? h.g[k].n : most;
-	}
-	char *out = malloc(len), *list = malloc(12 * most + 8);
-	int *nums = malloc((most ? most : 1) * sizeof *nums);
-	if (!out || !list || !nums) {
-		free(out);
-		out = NULL;
-		goto done;
-	}
-	size_t at = 0;
-	out[0] = '\0';
-	for (size_t k = 0; k < h.ng; k++) {
-		const struct host_group *g = &h.g[k];
-		const char *name = h.hr[g->first].host;
-		for (size_t i = 0; i < g->n; i++)
-			nums[i] = h.hr[g->first + i].rank;
-		sp_render_rank_list(list, 12 * g->n + 8, nums, g->n);
-		at += (size_t)snprintf(out + at, len - at, "%s%s: %s", k ? "; " : "",
-				       name ? name : "?", list);
-	}
-done:
-	free(list);
-	free(nums);
-	hosts_free(&h);
-	return out;
-}
-
 /* ---- JSON --------------------------------------------------------------- */
-
-void sp_render_json_string(FILE *out, const char *s)
-{
-	putc('"', out);
-	for (const unsigned char *q = (const unsigned char *)s; *q;) {
-		unsigned c = *q;
-		uint32_t v;
-		size_t len;
-		if (c == '"' || c == '\\') {
-			putc('\\', out);
-			putc((int)c, out);
-			q++;
-		} else if (c < 0x20) {
-			const char *esc = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
-			if (esc)
-				fputs(esc, out);
-			else
-				fprintf(out, "\\u%04x", c);
-			q++;
-		} else if (c < 0x80) {
-			putc((int)c, out);
-			q++;
-		} else if ((len = u8_seq(q, &v)) != 0) {
-			fwrite(q, 1, len, out);
-			q += len;
-		} else {
-			fputs("\\ufffd", out);   /* a malformed byte */
-			q++;
-		}
-	}
-	putc('"', out);
-}
 
 /* A number of seconds from nanoseconds, exact to the nanosecond; null when
  * not finite (never expected). */
@@ -872,12 +696,12 @@ static const char *const sort_names[] = {
 };
 
 static void render_json(FILE *out, const struct view *v, const char *title, enum sp_render_sort sort,
-			const struct hosts *h)
+			const struct sp_hosts *h)
 {
 	const struct sp_profile *p = v->p;
 	size_t nranks = p->nranks;
 	fputs("{\n  \"file\": ", out);
-	sp_render_json_string(out, title ? title : "");
+	sp_json_fputs(out, title ? title : "");
 	fputs(",\n  \"ranks\": [", out);
 	for (size_t r = 0; r < nranks; r++)
 		fprintf(out, "%s%d", r ? ", " : "", p->ranks[r].rank);
@@ -886,10 +710,10 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 		/* host -> its ranks, hosts in the order of their lowest rank */
 		fputs("\"hosts\": {", out);
 		for (size_t k = 0; k < h->ng; k++) {
-			const struct host_group *g = &h->g[k];
+			const struct sp_host_group *g = &h->g[k];
 			const char *name = h->hr[g->first].host;
 			fputs(k ? ", " : "", out);
-			sp_render_json_string(out, name ? name : "?");
+			sp_json_fputs(out, name ? name : "?");
 			fputs(": [", out);
 			for (size_t i = 0; i < g->n; i++)
 				fprintf(out, "%s%d", i ? ", " : "", h->hr[g->first + i].rank);
@@ -903,7 +727,7 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 	for (size_t i = 0; i < v->nrows; i++) {
 		const struct frow *f = &v->rows[i];
 		fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
-		sp_render_json_string(out, f->name);
+		sp_json_fputs(out, f->name);
 		fprintf(out, ", \"calls\": %lld, ", (long long)f->calls);
 		json_secs(out, "total_s", (double)f->total);
 		fputs(", ", out);
@@ -935,33 +759,6 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 
 /* ---- the summary -------------------------------------------------------- */
 
-char *sp_render_rank_list(char *buf, size_t len, const int *ranks, size_t n)
-{
-	size_t at = 0;
-	if (len == 0)
-		return buf;
-	buf[0] = '\0';
-	for (size_t i = 0, j; i < n; i = j + 1) {
-		for (j = i; j + 1 < n && (long long)ranks[j + 1] == (long long)ranks[j] + 1; j++)
-			;
-		char part[40];
-		if (j == i)
-			snprintf(part, sizeof part, "%d", ranks[i]);
-		else
-			snprintf(part, sizeof part, j == i + 1 ? "%d,%d" : "%d-%d", ranks[i], ranks[j]);
-		size_t need = strlen(part) + (at ? 1 : 0);
-		/* Keep room for a final ",..." unless this is the last part. */
-		if (at + need + (j + 1 < n ? 4 : 0) >= len) {
-			if (at + 4 < len)
-				snprintf(buf + at, len - at, "%s...", at ? "," : "");
-			break;
-		}
-		snprintf(buf + at, len - at, "%s%s", at ? "," : "", part);
-		at += need;
-	}
-	return buf;
-}
-
 /* The profile's rank numbers as a list, for messages. */
 static char *profile_ranks(char *buf, size_t len, const struct sp_profile *p)
 {
@@ -969,7 +766,7 @@ static char *profile_ranks(char *buf, size_t len, const struct sp_profile *p)
 	size_t n = p->nranks < 64 ? p->nranks : 64;
 	for (size_t r = 0; r < n; r++)
 		nums[r] = p->ranks[r].rank;
-	sp_render_rank_list(buf, len, nums, n);
+	sp_rank_list(buf, len, nums, n);
 	if (p->nranks > n && strlen(buf) + 4 < len)
 		strcat(buf, ",...");
 	return buf;
@@ -996,7 +793,7 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 	int json = o && o->json;
 	struct sp_profile sub = *p;
 	struct view v = { .p = p, .sel = sel, .roots_first = -1, .roots_last = -1 };
-	struct hosts hosts = {0};
+	struct sp_hosts hosts = {0};
 	char *host_list = NULL;
 	enum sp_err rc = SP_OK;
 	char buf[32], list[128];
@@ -1026,7 +823,7 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 		int64_t s = sp_rank_span(&v.p->ranks[r]);
 		v.span = s > v.span ? s : v.span;
 	}
-	if (hosts_group(v.p, &hosts) != 0) {
+	if (sp_hosts_group(v.p, &hosts) != 0) {
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory grouping ranks by host");
 		goto out;
 	}
@@ -1037,7 +834,7 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 	/* Several ranks: on how many hosts, and which ranks on which. */
 	int several = v.p->nranks > 1;
 	if (several && hosts.known) {
-		host_list = sp_render_hosts(v.p);
+		host_list = sp_profile_hosts(v.p);
 		if (!host_list) {
 			rc = sp_error_set(err, SP_ENOMEM, "out of memory listing the hosts");
 			goto out;
@@ -1091,7 +888,7 @@ out:
 	free(v.last);
 	free(v.keep);
 	free(v.rank_totals);
-	hosts_free(&hosts);
+	sp_hosts_free(&hosts);
 	free(host_list);
 	return rc;
 }
