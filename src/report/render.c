@@ -10,13 +10,8 @@
 #include "sp_analysis.h"
 #include "sp_json.h"
 #include "sp_render.h"
+#include "render_int.h"
 
-/* A table is as narrow as its names allow; its name column may always grow to
- * NAME_CAP columns, and further only while the table stays within TABLE_CAP.
- * Longer labels are cut with an ellipsis. */
-#define NAME_CAP 32
-#define TABLE_CAP 100
-#define SECS 9                         /* width of sp_render_seconds() */
 
 /* A node of the call tree merged over ranks by path. */
 struct mnode {
@@ -370,137 +365,6 @@ static enum sp_err merge_regions(struct view *v, enum sp_render_sort sort, int w
 }
 
 
-/* ---- text --------------------------------------------------------------- */
-
-/* Decodes one character at s into *cp; returns its length in bytes. A
- * malformed byte or a control character gives *cp = -1 (shown as '?'). */
-static size_t u8_decode(const unsigned char *s, int32_t *cp)
-{
-	unsigned c = s[0];
-	uint32_t v;
-	if (c < 0x80) {
-		*cp = c < 0x20 || c == 0x7f ? -1 : (int32_t)c;
-		return 1;
-	}
-	size_t len = sp_utf8_seq(s, &v);
-	if (!len)
-		return *cp = -1, 1;
-	*cp = v < 0xa0 ? -1 : (int32_t)v;   /* C1 controls */
-	return len;
-}
-
-/* Terminal columns of a code point: 0 for combining marks, 2 for East Asian
- * wide characters and emoji, else 1. */
-static int cp_width(int32_t cp)
-{
-	if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x200b && cp <= 0x200f) ||
-	    (cp >= 0xfe00 && cp <= 0xfe0f))
-		return 0;
-	if ((cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf && cp != 0x303f) ||
-	    (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) ||
-	    (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
-	    (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1f64f) ||
-	    (cp >= 0x1f900 && cp <= 0x1f9ff) || (cp >= 0x20000 && cp <= 0x3fffd))
-		return 2;
-	return 1;
-}
-
-static int text_width(const char *s)
-{
-	int w = 0;
-	for (const unsigned char *q = (const unsigned char *)s; *q && w < INT32_MAX / 2;) {
-		int32_t cp;
-		q += u8_decode(q, &cp);
-		w += cp_width(cp);
-	}
-	return w;
-}
-
-/* Writes s in at most maxw columns, cut with "…" when wider; returns the
- * columns written. */
-static int put_text(FILE *out, const char *s, int maxw)
-{
-	if (maxw <= 0)
-		return 0;
-	int cut = text_width(s) > maxw, budget = cut ? maxw - 1 : maxw, used = 0;
-	const unsigned char *q = (const unsigned char *)s;
-	while (*q) {
-		int32_t cp;
-		size_t len = u8_decode(q, &cp);
-		int w = cp_width(cp);
-		if (used + w > budget)
-			break;
-		if (cp < 0)
-			putc('?', out);
-		else
-			fwrite(q, 1, len, out);
-		used += w;
-		q += len;
-	}
-	if (cut) {
-		fputs("…", out);
-		used++;
-	}
-	return used;
-}
-
-int sp_render_text_width(const char *s)
-{
-	return text_width(s);
-}
-
-int sp_render_text(FILE *out, const char *s, int maxw)
-{
-	return put_text(out, s, maxw);
-}
-
-static void pad(FILE *out, int n)
-{
-	for (; n > 0; n--)
-		putc(' ', out);
-}
-
-static void rule(FILE *out, int n)
-{
-	for (; n > 0; n--)
-		fputs("─", out);
-	putc('\n', out);
-}
-
-char *sp_render_seconds(char *buf, size_t len, double ns)
-{
-	double s = ns / 1e9;
-	/* %9.6f would print 1000.000000 for 999.9999996: switch before it. */
-	snprintf(buf, len, fabs(s) < 999.9999995 ? "%9.6f" : "%9.1f", s);
-	return buf;
-}
-
-/* The seconds without their leading padding, for use inside a sentence. */
-static const char *secs_trim(char *buf, size_t len, double ns)
-{
-	const char *s = sp_render_seconds(buf, len, ns);
-	while (*s == ' ')
-		s++;
-	return s;
-}
-
-static int digits(int64_t n)
-{
-	int d = 1;
-	for (; n >= 10 || n <= -10; n /= 10)
-		d++;
-	return d + (n < 0);
-}
-
-/* Width of the name column: what the labels need, at least "region", within
- * the caps for a table whose other columns take rest. */
-static int name_width(int need, int rest)
-{
-	int cap = TABLE_CAP - rest > NAME_CAP ? TABLE_CAP - rest : NAME_CAP;
-	need = need > 6 ? need : 6;
-	return need < cap ? need : cap;
-}
-
 /* ---- the call tree ------------------------------------------------------ */
 
 /* One column of a tree prefix: at row depth d the prefix has 3 * d columns,
@@ -531,15 +395,15 @@ static void put_label(FILE *out, int w, const unsigned char *last, int d, int ow
 	}
 	for (int col = 3 * hidden; col < 3 * d; col++, used++)
 		fputs(prefix_cell(last, d, own, col), out);
-	int room = w - used, sw = (int)strlen(suffix), tw = text_width(name) + sw;
+	int room = w - used, sw = (int)strlen(suffix), tw = sp_render_text_width(name) + sw;
 	if (tw <= room || room >= sw + 2) {
-		used += put_text(out, name, room - sw);
+		used += sp_render_text(out, name, room - sw);
 		fputs(suffix, out);
 		used += sw;
 	} else {
-		used += put_text(out, name, room);
+		used += sp_render_text(out, name, room);
 	}
-	pad(out, w - used);
+	sp_render_pad(out, w - used);
 }
 
 static void tree_row(FILE *out, int w, int cw, const unsigned char *last, int d, int own,
@@ -567,15 +431,15 @@ static void render_tree(FILE *out, const struct view *v)
 		char suffix[32] = "";
 		if (m->calls > 1)
 			snprintf(suffix, sizeof suffix, " (%lldx)", (long long)m->calls);
-		int64_t lw = 3 * (int64_t)m->depth + text_width(m->name) + (int64_t)strlen(suffix);
+		int64_t lw = 3 * (int64_t)m->depth + sp_render_text_width(m->name) + (int64_t)strlen(suffix);
 		if (m->first >= 0 && 3 * (int64_t)m->depth + 8 > lw)
 			lw = 3 * (int64_t)m->depth + 8;   /* its "├─ (own)" row */
 		need = lw > need ? lw : need;
 		maxcalls = m->calls > maxcalls ? m->calls : maxcalls;
 	}
 	unsigned char *last = v->last;
-	int cw = digits(maxcalls) > 5 ? digits(maxcalls) : 5;
-	int w = name_width(need > INT32_MAX / 2 ? INT32_MAX / 2 : (int)need, cw + 2 + 2 + SECS + 2 + 6);
+	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
+	int w = sp_render_name_width(need > INT32_MAX / 2 ? INT32_MAX / 2 : (int)need, cw + 2 + 2 + SECS + 2 + 6);
 	int tw = w + 2 + cw + 2 + SECS + 2 + 6;
 	/* When labels must be cut, keep at least half the column for the text. */
 	int wrap = need > w ? (w / 2) / 3 : 0;
@@ -588,7 +452,7 @@ static void render_tree(FILE *out, const struct view *v)
 	else
 		fputs("Call tree\n", out);
 	fprintf(out, "%-*s  %*s  %*s  %6s\n", w, "region", cw, "calls", SECS, "total [s]", "% run");
-	rule(out, tw);
+	sp_render_rule(out, tw);
 	if (v->nnodes == 0)
 		fputs("(no calls recorded)\n", out);
 	/* Depth first, without recursion: recursive profiles can be deep. */
@@ -619,12 +483,12 @@ static void render_flat(FILE *out, const struct view *v)
 	int64_t maxcalls = 0;
 	int need = 0, flagged = 0;
 	for (size_t i = 0; i < v->nrows; i++) {
-		int nw = text_width(v->rows[i].name);
+		int nw = sp_render_text_width(v->rows[i].name);
 		need = nw > need ? nw : need;
 		maxcalls = v->rows[i].calls > maxcalls ? v->rows[i].calls : maxcalls;
 		flagged |= nranks > 1 && v->rows[i].present < nranks;
 	}
-	int cw = digits(maxcalls) > 5 ? digits(maxcalls) : 5;
+	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
 	char a[32], b[32], c[32], d[32], e[32];
 	int w, tw, iw = 9;
 	if (nranks > 1) {
@@ -632,25 +496,25 @@ static void render_flat(FILE *out, const struct view *v)
 		snprintf(flag, sizeof flag, "ranks %zu/%zu", nranks, nranks);
 		iw = (int)strlen(flag) > iw ? (int)strlen(flag) : iw;
 		int rest = 2 + cw + 2 + 13 + 2 + 12 + 2 + 12 + 2 + iw;
-		w = name_width(need, rest);
+		w = sp_render_name_width(need, rest);
 		tw = w + rest;
 		fprintf(out, "Regions (%zu ranks: calls summed; times are each rank's total)\n", nranks);
 		fprintf(out, "%-*s  %*s  %13s  %12s  %12s  %*s\n", w, "region", cw, "calls",
 			"mean/rank [s]", "min rank [s]", "max rank [s]", iw, "imbalance");
 	} else {
 		int rest = 2 + cw + 2 + SECS + 4 * (1 + SECS);
-		w = name_width(need, rest);
+		w = sp_render_name_width(need, rest);
 		tw = w + rest;
 		fputs("Regions\n", out);
 		fprintf(out, "%-*s  %*s  %9s %9s %9s %9s %9s\n", w, "region", cw, "calls", "total [s]",
 			"mean [s]", "min [s]", "max [s]", "std [s]");
 	}
-	rule(out, tw);
+	sp_render_rule(out, tw);
 	if (v->nrows == 0)
 		fputs("(no regions)\n", out);
 	for (size_t i = 0; i < v->nrows; i++) {
 		const struct frow *f = &v->rows[i];
-		pad(out, w - put_text(out, f->name, w));
+		sp_render_pad(out, w - sp_render_text(out, f->name, w));
 		fprintf(out, "  %*lld  ", cw, (long long)f->calls);
 		if (nranks > 1) {
 			char imb[48] = "-";
@@ -842,17 +706,17 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 	}
 
 	fputs("Profile: ", out);
-	put_text(out, title ? title : "(untitled)", INT32_MAX);
+	sp_render_text(out, title ? title : "(untitled)", INT32_MAX);
 	if (host_list)
 		fprintf(out, "\n%zu ranks on %s%zu host%s, ", v.p->nranks,
 			hosts.unknown ? "at least " : "", hosts.known, hosts.known == 1 ? "" : "s");
 	else
 		fprintf(out, "\n%zu rank(s), ", v.p->nranks);
 	fprintf(out, "%zu region%s, %lld call%s, run span %s s\n", v.nrows, v.nrows == 1 ? "" : "s",
-		(long long)v.calls, v.calls == 1 ? "" : "s", secs_trim(buf, sizeof buf, (double)v.span));
+		(long long)v.calls, v.calls == 1 ? "" : "s", sp_render_secs_trim(buf, sizeof buf, (double)v.span));
 	if (host_list) {
 		fputs("hosts: ", out);
-		put_text(out, host_list, 80 - 7);
+		sp_render_text(out, host_list, 80 - 7);
 		fputc('\n', out);
 	}
 	sp_render_dropped(out, v.p, "warning: ");
@@ -893,59 +757,6 @@ out:
 	return rc;
 }
 
-int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *prefix)
-{
-	enum { TOP = 3 };
-	const struct sp_region_data *top[TOP] = {NULL};
-	int top_rank[TOP] = {0};
-	int64_t total = 0, listed = 0;
-	size_t nregions = 0;
-	for (size_t r = 0; r < p->nranks; r++) {
-		const struct sp_rank *rk = &p->ranks[r];
-		if (__builtin_add_overflow(total, rk->dropped, &total))
-			total = INT64_MAX;   /* damaged counts: still said, saturated */
-		for (size_t i = 0; i < rk->nregions; i++) {
-			const struct sp_region_data *rd = &rk->regions[i];
-			if (rd->dropped <= 0)
-				continue;
-			nregions++;
-			if (__builtin_add_overflow(listed, rd->dropped, &listed))
-				listed = INT64_MAX;
-			/* Insert into the top three, largest first. */
-			for (int k = 0; k < TOP; k++) {
-				if (top[k] && top[k]->dropped >= rd->dropped)
-					continue;
-				for (int j = TOP - 1; j > k; j--) {
-					top[j] = top[j - 1];
-					top_rank[j] = top_rank[j - 1];
-				}
-				top[k] = rd;
-				top_rank[k] = rk->rank;
-				break;
-			}
-		}
-	}
-	if (total < listed)
-		total = listed;   /* a file written before ranks kept the total */
-	if (total <= 0)
-		return 0;
-	fprintf(out, "%s%lld call%s not recorded: memory ran out", prefix, (long long)total,
-		total == 1 ? "" : "s");
-	for (int k = 0; k < TOP && top[k]; k++) {
-		fputs(k ? ", " : " (", out);
-		put_text(out, top[k]->name, 40);
-		if (p->nranks > 1)
-			fprintf(out, " on rank %d", top_rank[k]);
-		fprintf(out, ": %lld", (long long)top[k]->dropped);
-	}
-	if (nregions > TOP)
-		fprintf(out, " and %zu more region%s", nregions - TOP, nregions - TOP == 1 ? "" : "s");
-	fputs(top[0] ? ")\n" : "\n", out);
-	return total;
-}
-
-/* Prints the summary. Returns SP_EINVAL for a malformed tree, SP_ENOMEM when
- * out of memory (nothing written then), SP_EIO when writing to out failed. */
 enum sp_err sp_render_summary(FILE *out, const struct sp_profile *p, const char *title,
 			      int parts, struct sp_error *err)
 {
