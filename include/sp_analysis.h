@@ -34,8 +34,15 @@ int64_t sp_profile_startup(const struct sp_profile *p);
  * the rank lacks it); returns how many ranks have it. */
 size_t sp_region_rank_totals(const struct sp_profile *p, const char *name, int64_t *totals);
 
-/* The slowest total over the fastest: 1.0 for equal totals, INFINITY when
- * the fastest is 0 and another is not, 1.0 for n == 0. */
+/* Load imbalance, defined here once for every report (summary, diff, the
+ * Python read API): the slowest rank's total over the fastest rank's, the
+ * caller choosing which ranks count (summary and diff count a rank that
+ * lacks the region as 0 s). 1.0 for equal totals; INFINITY when the fastest
+ * is 0 s and the slowest is not; NAN (not defined) when the slowest is 0 s. */
+double sp_imbalance_of(int64_t slowest, int64_t fastest);
+
+/* sp_imbalance_of over totals[0..n): of their largest and smallest; NAN
+ * when n == 0. */
 double sp_imbalance(const int64_t *totals, size_t n);
 
 /* The self (exclusive) time of tree node i of rk: its total less its

@@ -115,18 +115,23 @@ size_t sp_region_rank_totals(const struct sp_profile *p, const char *name, int64
 	return have;
 }
 
+double sp_imbalance_of(int64_t slowest, int64_t fastest)
+{
+	if (slowest <= 0)
+		return NAN;
+	return fastest > 0 ? (double)slowest / (double)fastest : INFINITY;
+}
+
 double sp_imbalance(const int64_t *totals, size_t n)
 {
 	if (n == 0)
-		return 1.0;
+		return NAN;
 	int64_t lo = totals[0], hi = totals[0];
 	for (size_t i = 1; i < n; i++) {
 		lo = totals[i] < lo ? totals[i] : lo;
 		hi = totals[i] > hi ? totals[i] : hi;
 	}
-	if (lo <= 0)
-		return hi > 0 ? INFINITY : 1.0;
-	return (double)hi / (double)lo;
+	return sp_imbalance_of(hi, lo);
 }
 
 int64_t sp_tree_self_ns(const struct sp_rank *rk, size_t i)
