@@ -520,8 +520,8 @@ static void render_flat(FILE *out, const struct view *v)
 			char imb[48] = "-";
 			if (f->present < nranks)
 				snprintf(imb, sizeof imb, "ranks %zu/%zu", f->present, nranks);
-			else if (f->min_rank > 0)
-				snprintf(imb, sizeof imb, "%.2fx", (double)f->max_rank / (double)f->min_rank);
+			else if (isfinite(sp_imbalance_of(f->max_rank, f->min_rank)))
+				snprintf(imb, sizeof imb, "%.2fx", sp_imbalance_of(f->max_rank, f->min_rank));
 			fprintf(out, "%13s  %12s  %12s  %*s\n",
 				sp_render_seconds(a, sizeof a, (double)f->total / (double)nranks),
 				sp_render_seconds(b, sizeof b, (double)f->min_rank),
@@ -608,8 +608,9 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 		json_secs(out, "rank_total_mean_s", nranks ? (double)f->total / (double)nranks : 0.0);
 		fputs(", ", out);
 		json_secs(out, "rank_total_max_s", (double)f->max_rank);
-		if (f->present == nranks && f->min_rank > 0)
-			fprintf(out, ", \"imbalance\": %.6f", (double)f->max_rank / (double)f->min_rank);
+		double imb = sp_imbalance_of(f->max_rank, f->min_rank);
+		if (f->present == nranks && isfinite(imb))
+			fprintf(out, ", \"imbalance\": %.6f", imb);
 		else
 			fputs(", \"imbalance\": null", out);
 		fputs(", \"rank_totals_s\": [", out);
