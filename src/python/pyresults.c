@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sp_analysis.h"
 #include "sp_clock.h"
+#include "sp_grow.h"
 #include "sp_h5.h"
 #include "sp_linetrace.h"
 #include "sp_mpi.h"
@@ -263,9 +265,62 @@ static int has_events(const struct sp_rank *rk)
 }
 
 /* The profile as plain Python data for the read API's classes. */
+/* Each region's load imbalance (sp_imbalance_of) over the ranks that
+ * recorded it, as {name: float}: MPIRegion.imbalance() reads it. */
+static PyObject *region_imbalances(const struct sp_profile *p)
+{
+	struct span { int64_t lo, hi; } *sp = NULL;
+	size_t n = 0, cap = 0;
+	PyObject *index = PyDict_New(), *out = NULL, *res = NULL;
+	if (!index || !(res = PyDict_New()))
+		goto out;
+	for (size_t r = 0; r < p->nranks; r++)
+		for (size_t i = 0; i < p->ranks[r].nregions; i++) {
+			const struct sp_region_data *rd = &p->ranks[r].regions[i];
+			int64_t t = rd->stats.total_ns;
+			PyObject *k = PyDict_GetItemString(index, rd->name);   /* borrowed */
+			if (k) {
+				struct span *e = &sp[PyLong_AsSsize_t(k)];
+				e->lo = t < e->lo ? t : e->lo;
+				e->hi = t > e->hi ? t : e->hi;
+				continue;
+			}
+			if (SP_GROW(&sp, &cap, n + 1) != 0) {
+				PyErr_NoMemory();
+				goto out;
+			}
+			sp[n] = (struct span){ t, t };
+			PyObject *v = PyLong_FromSsize_t((Py_ssize_t)n++);
+			if (!v || PyDict_SetItemString(index, rd->name, v) != 0) {
+				Py_XDECREF(v);
+				goto out;
+			}
+			Py_DECREF(v);
+		}
+	PyObject *name, *k;
+	Py_ssize_t pos = 0;
+	while (PyDict_Next(index, &pos, &name, &k)) {
+		const struct span *e = &sp[PyLong_AsSsize_t(k)];
+		PyObject *v = PyFloat_FromDouble(sp_imbalance_of(e->hi, e->lo));
+		if (!v || PyDict_SetItem(res, name, v) != 0) {
+			Py_XDECREF(v);
+			goto out;
+		}
+		Py_DECREF(v);
+	}
+	out = res;
+	res = NULL;
+out:
+	free(sp);
+	Py_XDECREF(index);
+	Py_XDECREF(res);
+	return out;
+}
+
 static PyObject *profile_to_py(struct sp_profile *p)
 {
 	PyObject *ranks = PyList_New(0), *meta = PyDict_New(), *out = NULL;
+	PyObject *imbalance = NULL, *origin = NULL, *startup = NULL;
 	if (!ranks || !meta)
 		goto out;
 	for (size_t i = 0; i < p->nmeta; i++) {
@@ -360,11 +415,22 @@ static PyObject *profile_to_py(struct sp_profile *p)
 		if (bad)
 			goto out;
 	}
-	out = Py_BuildValue("{s:i,s:O,s:O}", "format_version", p->format_version,
-			    "meta", meta, "ranks", ranks);
+	/* The time axis and imbalance from the analysis module (sp_analysis.h),
+	 * so the read API does not define them a second time. */
+	imbalance = region_imbalances(p);
+	origin = time_or_none(sp_profile_time_origin(p));
+	startup = time_or_none(sp_profile_startup(p));
+	if (!imbalance || !origin || !startup)
+		goto out;
+	out = Py_BuildValue("{s:i,s:O,s:O,s:O,s:O,s:L,s:O}", "format_version", p->format_version,
+			    "meta", meta, "ranks", ranks, "time_origin_ns", origin, "startup_ns", startup,
+			    "time_span_ns", (long long)sp_profile_time_span(p), "imbalance", imbalance);
 out:
 	Py_XDECREF(ranks);
 	Py_XDECREF(meta);
+	Py_XDECREF(imbalance);
+	Py_XDECREF(origin);
+	Py_XDECREF(startup);
 	return out;
 }
 

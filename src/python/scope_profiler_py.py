@@ -683,9 +683,10 @@ class MPIRegion:
         return {rank: r.total_duration for rank, r in sorted(self._per_rank.items())}
 
     def imbalance(self):
-        """Slowest rank's total / fastest rank's total (inf when one is 0)."""
-        totals = list(self.total_durations().values())
-        return max(totals) / min(totals) if min(totals) > 0 else float("inf")
+        """Slowest rank's total / fastest rank's total over the ranks that
+        recorded the region (inf when the fastest is 0 s, nan when all are);
+        computed by the C analysis module when the file is read."""
+        return self._results._imbalance[self.name]
 
     def events(self, ranks=None, relative=True, origin=None):
         """This region's calls, as ProfilingResults.events() gives them."""
@@ -731,6 +732,11 @@ class ProfilingResults:
         self.format_version = data["format_version"]
         self._summary = summary
         self._ranks = data["ranks"]
+        # The time axis and imbalance, from C (sp_analysis.h) at read time.
+        self._time_origin_ns = data["time_origin_ns"]
+        self._startup_ns = data["startup_ns"]
+        self._time_span_ns = data["time_span_ns"]
+        self._imbalance = data["imbalance"]
         regions = {}
         for rank in self._ranks:
             for name, raw in rank["regions"].items():
@@ -801,32 +807,26 @@ class ProfilingResults:
     @property
     def time_span(self):
         """From the first region entry to the last exit, in seconds."""
-        a, b = self._first_start_ns(), self._last_end_ns()
-        return 0.0 if a is None else (b - a) / _NS
+        return self._time_span_ns / _NS
 
     @property
     def startup_time(self):
         """Seconds from the run's start to the first region entry (None when
         the file has no run start)."""
-        starts = [r["run_start_ns"] for r in self._ranks if r["run_start_ns"] is not None]
-        first = self._first_start_ns()
-        return None if not starts or first is None else (first - min(starts)) / _NS
+        return None if self._startup_ns is None else self._startup_ns / _NS
 
     @property
     def time_origin(self):
-        origin = self.run_start_time
-        return origin if origin is not None else self.minimum_start_time
+        """The run's start (the earliest over the ranks), or the first region
+        entry for files without one; None for an empty profile."""
+        return None if self._time_origin_ns is None else self._time_origin_ns / _NS
 
     def _origin_ns(self, relative, origin):
         if not relative:
             return 0
         if origin is not None:
             return round(origin * _NS)
-        starts = [r["run_start_ns"] for r in self._ranks if r["run_start_ns"] is not None]
-        if starts:
-            return min(starts)
-        first = self._first_start_ns()
-        return first or 0
+        return self._time_origin_ns or 0
 
     # -- calls -----------------------------------------------------------
 
