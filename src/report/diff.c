@@ -12,6 +12,7 @@
 #include "sp_diff.h"
 #include "sp_json.h"
 #include "sp_render.h"
+#include "sp_table.h"
 
 #define TABLE_CAP 100                  /* columns the table aims to fit */
 #define NAME_MIN 16                    /* the name column is never cut below this */
@@ -328,16 +329,23 @@ static void render_table(FILE *out, const struct sp_diff_file *fa, const struct 
 	const char *const *groups = several ? groups_many : groups_one;
 	int ncols = several ? NCOLS : C_SLOW;
 	int w[NCOLS], need = 6;
-	for (int k = 0; k < ncols; k++)
-		w[k] = (int)strlen(cols[k].head);
+	struct sp_table_col tc[NCOLS];
+	const char *heads[NCOLS], *text[NCOLS];
+	for (int k = 0; k < ncols; k++) {
+		tc[k] = (struct sp_table_col){ k && cols[k].group == cols[k - 1].group ? " " : "  ",
+					       SP_TABLE_RIGHT, 0 };
+		heads[k] = cols[k].head;
+	}
+	sp_table_fit(tc, (size_t)ncols, heads);
 	for (size_t i = 0; i < n; i++) {
-		for (int k = 0; k < ncols; k++) {
-			int l = (int)strlen(cells[i][k]);
-			w[k] = l > w[k] ? l : w[k];
-		}
+		for (int k = 0; k < ncols; k++)
+			text[k] = cells[i][k];
+		sp_table_fit(tc, (size_t)ncols, text);
 		int nw = sp_render_text_width(rows[i].name);
 		need = nw > need ? nw : need;
 	}
+	for (int k = 0; k < ncols; k++)
+		w[k] = tc[k].w;
 	/* Each group at least as wide as its label: widen its last column. */
 	int rest = 0;
 	for (int k = 0; k < ncols;) {
@@ -347,6 +355,7 @@ static void render_table(FILE *out, const struct sp_diff_file *fa, const struct 
 		int lw = (int)strlen(groups[g]);
 		if (lw > span)
 			w[k - 1] += lw - span;
+		tc[k - 1].w = w[k - 1];
 		rest += 2 + (span > lw ? span : lw);
 	}
 	int cap = TABLE_CAP - rest > NAME_MIN ? TABLE_CAP - rest : NAME_MIN;
@@ -376,10 +385,7 @@ static void render_table(FILE *out, const struct sp_diff_file *fa, const struct 
 	}
 	fputc('\n', out);
 	fprintf(out, "%-*s", nw, "region");
-	for (int k = 0; k < ncols; k++)
-		fprintf(out, "%s%*s", k && cols[k].group == cols[k - 1].group ? " " : "  ", w[k],
-			cols[k].head);
-	fputc('\n', out);
+	sp_table_row(out, tc, (size_t)ncols, heads, "\n");
 	for (int i = 0; i < tw; i++)
 		fputs("─", out);
 	fputc('\n', out);
@@ -388,9 +394,8 @@ static void render_table(FILE *out, const struct sp_diff_file *fa, const struct 
 	for (size_t i = 0; i < n; i++) {
 		put_name(out, rows[i].name, nw);
 		for (int k = 0; k < ncols; k++)
-			fprintf(out, "%s%*s", k && cols[k].group == cols[k - 1].group ? " " : "  ", w[k],
-				cells[i][k]);
-		fputc('\n', out);
+			text[k] = cells[i][k];
+		sp_table_row(out, tc, (size_t)ncols, text, "\n");
 	}
 	size_t both = 0, slower = 0, faster = 0, only_a = 0, only_b = 0;
 	for (size_t i = 0; i < n; i++) {

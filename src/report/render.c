@@ -10,6 +10,7 @@
 #include "sp_analysis.h"
 #include "sp_json.h"
 #include "sp_render.h"
+#include "sp_table.h"
 #include "render_int.h"
 
 
@@ -489,8 +490,11 @@ static void render_flat(FILE *out, const struct view *v)
 		flagged |= nranks > 1 && v->rows[i].present < nranks;
 	}
 	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
-	char a[32], b[32], c[32], d[32], e[32];
+	char a[32], b[32], c[32], d[32], e[32], calls[32];
 	int w, tw, iw = 9;
+	/* name, calls, then 4 (several ranks) or 5 columns of seconds */
+	struct sp_table_col tc[7];
+	size_t nc = nranks > 1 ? 6 : 7;
 	if (nranks > 1) {
 		char flag[48];
 		snprintf(flag, sizeof flag, "ranks %zu/%zu", nranks, nranks);
@@ -499,42 +503,51 @@ static void render_flat(FILE *out, const struct view *v)
 		w = sp_render_name_width(need, rest);
 		tw = w + rest;
 		fprintf(out, "Regions (%zu ranks: calls summed; times are each rank's total)\n", nranks);
-		fprintf(out, "%-*s  %*s  %13s  %12s  %12s  %*s\n", w, "region", cw, "calls",
-			"mean/rank [s]", "min rank [s]", "max rank [s]", iw, "imbalance");
+		const int cols_w[] = {w, cw, 13, 12, 12, iw};
+		for (size_t k = 0; k < nc; k++)
+			tc[k] = (struct sp_table_col){ k ? "  " : NULL, k ? SP_TABLE_RIGHT : SP_TABLE_LEFT,
+						       cols_w[k] };
+		sp_table_row(out, tc, nc, (const char *const[]){"region", "calls", "mean/rank [s]",
+			     "min rank [s]", "max rank [s]", "imbalance"}, "\n");
 	} else {
 		int rest = 2 + cw + 2 + SECS + 4 * (1 + SECS);
 		w = sp_render_name_width(need, rest);
 		tw = w + rest;
 		fputs("Regions\n", out);
-		fprintf(out, "%-*s  %*s  %9s %9s %9s %9s %9s\n", w, "region", cw, "calls", "total [s]",
-			"mean [s]", "min [s]", "max [s]", "std [s]");
+		const int cols_w[] = {w, cw, SECS, SECS, SECS, SECS, SECS};
+		for (size_t k = 0; k < nc; k++)
+			tc[k] = (struct sp_table_col){ k == 0 ? NULL : k < 3 ? "  " : " ",
+						       k ? SP_TABLE_RIGHT : SP_TABLE_LEFT, cols_w[k] };
+		sp_table_row(out, tc, nc, (const char *const[]){"region", "calls", "total [s]",
+			     "mean [s]", "min [s]", "max [s]", "std [s]"}, "\n");
 	}
 	sp_render_rule(out, tw);
 	if (v->nrows == 0)
 		fputs("(no regions)\n", out);
 	for (size_t i = 0; i < v->nrows; i++) {
 		const struct frow *f = &v->rows[i];
-		sp_render_pad(out, w - sp_render_text(out, f->name, w));
-		fprintf(out, "  %*lld  ", cw, (long long)f->calls);
+		snprintf(calls, sizeof calls, "%lld", (long long)f->calls);
 		if (nranks > 1) {
 			char imb[48] = "-";
+			double x = sp_imbalance_of(f->max_rank, f->min_rank);
 			if (f->present < nranks)
 				snprintf(imb, sizeof imb, "ranks %zu/%zu", f->present, nranks);
-			else if (isfinite(sp_imbalance_of(f->max_rank, f->min_rank)))
-				snprintf(imb, sizeof imb, "%.2fx", sp_imbalance_of(f->max_rank, f->min_rank));
-			fprintf(out, "%13s  %12s  %12s  %*s\n",
-				sp_render_seconds(a, sizeof a, (double)f->total / (double)nranks),
-				sp_render_seconds(b, sizeof b, (double)f->min_rank),
-				sp_render_seconds(c, sizeof c, (double)f->max_rank), iw, imb);
+			else if (isfinite(x))
+				snprintf(imb, sizeof imb, "%.2fx", x);
+			sp_table_row(out, tc, nc, (const char *const[]){f->name, calls,
+				     sp_render_seconds(a, sizeof a, (double)f->total / (double)nranks),
+				     sp_render_seconds(b, sizeof b, (double)f->min_rank),
+				     sp_render_seconds(c, sizeof c, (double)f->max_rank), imb}, "\n");
 		} else if (f->calls > 0) {
-			fprintf(out, "%s %s %s %s %9s\n", sp_render_seconds(a, sizeof a, (double)f->total),
-				sp_render_seconds(b, sizeof b, f->mean_ns),
-				sp_render_seconds(c, sizeof c, (double)f->min_ns),
-				sp_render_seconds(d, sizeof d, (double)f->max_ns),
-				isnan(f->std_ns) ? "-" : sp_render_seconds(e, sizeof e, f->std_ns));
+			sp_table_row(out, tc, nc, (const char *const[]){f->name, calls,
+				     sp_render_seconds(a, sizeof a, (double)f->total),
+				     sp_render_seconds(b, sizeof b, f->mean_ns),
+				     sp_render_seconds(c, sizeof c, (double)f->min_ns),
+				     sp_render_seconds(d, sizeof d, (double)f->max_ns),
+				     isnan(f->std_ns) ? "-" : sp_render_seconds(e, sizeof e, f->std_ns)}, "\n");
 		} else {
-			fprintf(out, "%s %9s %9s %9s %9s\n", sp_render_seconds(a, sizeof a, 0.0), "-", "-",
-				"-", "-");
+			sp_table_row(out, tc, nc, (const char *const[]){f->name, calls,
+				     sp_render_seconds(a, sizeof a, 0.0), "-", "-", "-", "-"}, "\n");
 		}
 	}
 	if (flagged)
