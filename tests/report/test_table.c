@@ -32,8 +32,8 @@ static void test_fit_and_rows(void **state)
 	sp_table_row(f, c, 3, r2, "|\n");
 	fclose(f);
 	assert_string_equal(text, "region   calls   B/A\n"
-				  "solve        12 1.50x\n"
-				  "é€        123456      |\n");
+				  "solve       12 1.50x\n"
+				  "é€      123456      |\n");   /* é€: 2 columns, 5 bytes */
 	free(text);
 }
 
