@@ -19,7 +19,7 @@ enum sp_render_parts {
  * out: a header line naming `title` (usually the file path), a line of
  * counts, then the parts asked for. With several ranks, the counts say on
  * how many hosts when some rank has a host name, followed by a "hosts:" line
- * (sp_render_hosts, cut to 80 columns), and a numeric /metadata
+ * (sp_profile_hosts, cut to 80 columns), and a numeric /metadata
  * omp_num_threads adds a "cores: N ranks × T OpenMP threads = N*T" line.
  * Returns SP_ENOMEM, or SP_EIO when writing to out failed. */
 enum sp_err sp_render_summary(FILE *out, const struct sp_profile *p, const char *title,
@@ -53,21 +53,6 @@ struct sp_render_opts {
  * names the ranks p has) or a tree is malformed, SP_ENOMEM, SP_EIO. */
 enum sp_err sp_render_summary_opts(FILE *out, const struct sp_profile *p, const char *title,
 				   const struct sp_render_opts *opts, struct sp_error *err);
-
-/* Writes s as a JSON string, quotes included: '"', '\\' and control
- * characters escaped, malformed UTF-8 bytes as U+FFFD. */
-void sp_render_json_string(FILE *out, const char *s);
-
-/* Writes the n sorted rank numbers as a compact list ("0-3,5") into buf,
- * cut with "..." when longer than len allows. Returns buf. */
-char *sp_render_rank_list(char *buf, size_t len, const int *ranks, size_t n);
-
-/* Which ranks of p ran on which host, as one malloc'd line: hosts in the
- * order of their lowest rank, each with its ranks as sp_render_rank_list
- * writes them (never cut), e.g. "nodeA: 0-3; nodeB: 4-7" or, interleaved,
- * "A: 0,2; B: 1,3". Ranks without a host name (none or "") are listed under
- * "?"; no ranks give "". Returns NULL when out of memory. */
-char *sp_render_hosts(const struct sp_profile *p);
 
 /* Prints the per-line tables of p (every rank's line tables), one table per
  * function and rank: line, hits, time [s], per hit [s], % time, source,

@@ -1,50 +1,21 @@
-/* cmd_diff.c - `scope-profiler diff A.h5 B.h5`: two profiles region by region,
- * side by side, from their summary attributes; a CI bound with --fail-above. */
-#include <errno.h>
-#include <getopt.h>
+/* cmd_diff.c - `scope-profiler diff A.h5 B.h5`: the options, reading the two
+ * files, and one call into the report layer (sp_diff, src/report/diff.c). */
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "sp_clock.h"
-#include "sp_analysis.h"
 #include "sp_cmd.h"
+#include "sp_diff.h"
 #include "sp_h5.h"
-#include "sp_render.h"
 #include "sp_select.h"
 
 #define CMD "diff"
 #define EXIT_ABOVE 3                   /* --fail-above: a region grew past the bound */
-#define TABLE_CAP 100                  /* columns the table aims to fit */
-#define NAME_MIN 16                    /* the name column is never cut below this */
-#define CELL 32                        /* bytes of one formatted cell */
 
-enum { OPT_FAIL_ABOVE = 256, OPT_SORT, OPT_JSON };
-
-static const struct sp_cmd_option diff_options[] = {
-	{{"fail-above", required_argument, NULL, OPT_FAIL_ABOVE}, "PCT",
-	 "exit with status 3 when a region grew by more than PCT %"},
-	{{"include", required_argument, NULL, SP_SELECT_INCLUDE}, "RE",
-	 "only regions whose name matches RE (repeatable)"},
-	{{"exclude", required_argument, NULL, SP_SELECT_EXCLUDE}, "RE",
-	 "not regions whose name matches RE (repeatable)"},
-	{{"ranks", required_argument, NULL, SP_SELECT_RANKS}, "LIST",
-	 "only these ranks of both files, e.g. 0-3,5"},
-	{{"sort", required_argument, NULL, OPT_SORT}, "KEY",
-	 "change (largest change first; default) or name"},
-	{{"json", no_argument, NULL, OPT_JSON}, NULL, "print JSON instead of the table"},
-	{{"help", no_argument, NULL, 'h'}, NULL, "show this help and exit"},
-};
-
-#define NOPTS (sizeof diff_options / sizeof diff_options[0])
-
-static void diff_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: scope-profiler diff [OPTIONS] A.h5 B.h5\n"
-		"\n"
+static const struct sp_cmd_help help = {
+	.name = CMD,
+	.usage = "scope-profiler diff [OPTIONS] A.h5 B.h5",
+	.about =
 		"Compares two profiles region by region: calls, total and mean time in A\n"
 		"and in B, the change of the total in seconds and percent, and B/A.\n"
 		"Regions recorded in one file only are marked 'only in A' or 'only in B'.\n"
@@ -52,609 +23,72 @@ static void diff_usage(FILE *out)
 		"total (the change is of that), 'slowest' the largest rank's total and\n"
 		"'imbalance' the slowest rank's total over the fastest's in A and in B\n"
 		"(a rank without the region counts as 0 s, giving inf).\n"
-		"Reads only the per-region summaries, never the event columns.\n"
-		"\n"
-		"Options:\n");
-	sp_cmd_print_options(out, diff_options, NOPTS);
-	fprintf(out,
-		"\n"
-		"PCT is a number of percent, '10' or '10%%'. A region fails the bound when\n"
+		"Reads only the per-region summaries, never the event columns.\n",
+	.notes =
+		"PCT is a number of percent, '10' or '10%'. A region fails the bound when\n"
 		"it is in both files and its total (with several ranks: its total/rank\n"
 		"or its slowest rank's total) grew by more than PCT percent; the worst one\n"
 		"is named on stderr. Regular expressions are POSIX extended ones, searched\n"
 		"anywhere in the name.\n"
 		"\n"
 		"Exit status: 0; 3 when a region grew past --fail-above; 1 when a file\n"
-		"cannot be read; 2 for usage errors.\n");
-}
-
-/* One region of one file, merged over the file's selected ranks. */
-struct side {
-	const char *name;              /* borrowed from the profile */
-	int64_t calls, total;          /* summed over the selected ranks */
-	int64_t slowest;               /* the largest rank total */
-	int64_t fastest;               /* the smallest; 0 when a rank lacks the region */
-	size_t present;                /* ranks where it was recorded */
-	double per_rank;               /* total / the file's selected ranks, ns */
+		"cannot be read; 2 for usage errors.\n",
 };
 
-/* One input file. */
-struct file {
-	const char *path;
-	struct sp_profile *p;
-	int *ranks;                    /* the selected rank numbers */
-	size_t nranks;
-	int64_t span;                  /* the longest selected rank's run */
-	struct side *regions;          /* sorted by name */
-	size_t n;
-};
-
-/* One row of the comparison. */
-struct drow {
-	const char *name;
-	const struct side *a, *b;      /* NULL when the region is not in that file */
-	double change;                 /* ns, of total/rank; an only-in row: its whole total */
-	double pct, ratio;             /* of total/rank; NAN when not defined */
-	double slow_pct;               /* of the slowest rank; NAN when not defined */
-	int above;                     /* grew past --fail-above */
-};
-
-/* A region of one rank, while merging. */
-struct entry {
-	const char *name;
-	size_t rank;                   /* index among the selected ranks */
-	int64_t calls, total;
-};
-
-static int64_t add_sat(int64_t a, int64_t b)
+static int parse_bound(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
 {
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
+	if (sp_diff_parse_percent(arg, o->value) == 0)
+		return 0;
+	snprintf(err, len, "--fail-above takes a percentage from 0, like 10 or 10%%, not '%s'", arg);
+	return -1;
 }
 
-static int entry_cmp(const void *x, const void *y)
+static int parse_sort(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
 {
-	const struct entry *a = x, *b = y;
-	int c = strcmp(a->name, b->name);
-	if (c)
-		return c;
-	return (a->rank > b->rank) - (a->rank < b->rank);
-}
-
-
-/* Merges the selected regions of the selected ranks of f->p by name into
- * f->regions. Returns 0, or 1 after printing the error. */
-static int collect(struct file *f, const struct sp_select *sel)
-{
-	const struct sp_profile *p = f->p;
-	struct entry *e = NULL;
-	size_t ne = 0, total = 0;
-	int status = 1;
-	f->ranks = malloc((p->nranks ? p->nranks : 1) * sizeof *f->ranks);
-	if (!f->ranks)
-		goto nomem;
-	for (size_t r = 0; r < p->nranks; r++) {
-		if (!sp_select_rank(sel, p->ranks[r].rank))
-			continue;
-		f->ranks[f->nranks++] = p->ranks[r].rank;
-		if (p->ranks[r].nregions > SIZE_MAX / sizeof *e - total)
-			goto nomem;
-		total += p->ranks[r].nregions;
-		int64_t s = sp_rank_span(&p->ranks[r]);
-		f->span = s > f->span ? s : f->span;
-	}
-	if (f->nranks == 0) {
-		char list[128];
-		int nums[64];
-		size_t n = p->nranks < 64 ? p->nranks : 64;
-		for (size_t r = 0; r < n; r++)
-			nums[r] = p->ranks[r].rank;
-		sp_cmd_error(CMD, "%s: no rank selected: the profile has rank%s %s%s", f->path,
-			     p->nranks == 1 ? "" : "s", sp_render_rank_list(list, sizeof list, nums, n),
-			     p->nranks > n ? ",..." : "");
-		goto out;
-	}
-	e = malloc((total ? total : 1) * sizeof *e);
-	f->regions = malloc((total ? total : 1) * sizeof *f->regions);
-	if (!e || !f->regions)
-		goto nomem;
-	for (size_t r = 0, k = 0; r < p->nranks; r++) {
-		const struct sp_rank *rk = &p->ranks[r];
-		if (!sp_select_rank(sel, rk->rank))
-			continue;
-		for (size_t i = 0; i < rk->nregions; i++)
-			e[ne++] = (struct entry){ rk->regions[i].name, k, rk->regions[i].stats.num_calls,
-						  rk->regions[i].stats.total_ns };
-		k++;
-	}
-	qsort(e, ne, sizeof *e, entry_cmp);
-	/* Runs of one name, within them runs of one rank: one regexec per name. */
-	for (size_t i = 0, j; i < ne; i = j) {
-		for (j = i + 1; j < ne && strcmp(e[j].name, e[i].name) == 0; j++)
-			;
-		if (!sp_select_region(sel, e[i].name))
-			continue;
-		struct side *s = &f->regions[f->n++];
-		*s = (struct side){ .name = e[i].name };
-		for (size_t k = i, m; k < j; k = m) {
-			int64_t rank_total = 0, rank_calls = 0;
-			for (m = k; m < j && e[m].rank == e[k].rank; m++) {
-				rank_calls = add_sat(rank_calls, e[m].calls);
-				rank_total = add_sat(rank_total, e[m].total);
-			}
-			s->calls = add_sat(s->calls, rank_calls);
-			s->total = add_sat(s->total, rank_total);
-			if (rank_calls > 0) {
-				s->slowest = s->present == 0 || rank_total > s->slowest ? rank_total
-											 : s->slowest;
-				s->fastest = s->present == 0 || rank_total < s->fastest ? rank_total
-											 : s->fastest;
-				s->present++;
-			}
-		}
-		if (s->present < f->nranks)
-			s->fastest = 0;   /* absent ranks count as 0 s, as in summary */
-		s->per_rank = (double)s->total / (double)f->nranks;
-	}
-	status = 0;
-	goto out;
-nomem:
-	sp_cmd_error(CMD, "%s: out of memory", f->path);
-out:
-	free(e);
-	return status;
-}
-
-/* The slowest rank's total over the fastest's: INFINITY when the fastest is
- * 0 s (or lacks the region) and the slowest is not; NAN when both are 0. */
-static double imbalance(const struct side *s)
-{
-	if (s->slowest <= 0)
-		return NAN;
-	return s->fastest > 0 ? (double)s->slowest / (double)s->fastest : INFINITY;
-}
-
-/* Growth of b over a in percent; NAN when a is not positive. */
-static double growth(double a, double b)
-{
-	return a > 0 ? (b - a) / a * 100.0 : NAN;
-}
-
-/* Joins the two name-sorted region lists into rows. Returns the count, or
- * SIZE_MAX when out of memory. */
-static size_t join(const struct file *fa, const struct file *fb, struct drow **out)
-{
-	struct drow *rows = malloc((fa->n + fb->n ? fa->n + fb->n : 1) * sizeof *rows);
-	size_t n = 0, i = 0, j = 0;
-	if (!rows)
-		return SIZE_MAX;
-	while (i < fa->n || j < fb->n) {
-		int c = i >= fa->n ? 1 : j >= fb->n ? -1 : strcmp(fa->regions[i].name, fb->regions[j].name);
-		struct drow *d = &rows[n++];
-		*d = (struct drow){ .pct = NAN, .ratio = NAN, .slow_pct = NAN };
-		d->a = c <= 0 ? &fa->regions[i++] : NULL;
-		d->b = c >= 0 ? &fb->regions[j++] : NULL;
-		d->name = d->a ? d->a->name : d->b->name;
-		double a = d->a ? d->a->per_rank : 0, b = d->b ? d->b->per_rank : 0;
-		d->change = b - a;
-		if (d->a && d->b) {
-			d->pct = growth(a, b);
-			d->ratio = a > 0 ? b / a : NAN;
-			d->slow_pct = growth((double)d->a->slowest, (double)d->b->slowest);
-		}
-	}
-	*out = rows;
-	return n;
-}
-
-static int by_change(const void *x, const void *y)
-{
-	const struct drow *a = x, *b = y;
-	double ca = fabs(a->change), cb = fabs(b->change);
-	if (ca != cb)
-		return ca > cb ? -1 : 1;
-	return strcmp(a->name, b->name);
-}
-
-static int by_name(const void *x, const void *y)
-{
-	const struct drow *a = x, *b = y;
-	return strcmp(a->name, b->name);
-}
-
-/* ---- formatting --------------------------------------------------------- */
-
-/* Seconds from ns, without padding: "0.002191", "12345.7". */
-static char *secs(char *buf, double ns)
-{
-	const char *s = sp_render_seconds(buf, CELL, ns);
-	memmove(buf, s + strspn(s, " "), strlen(s + strspn(s, " ")) + 1);
-	return buf;
-}
-
-static char *signed_secs(char *buf, double ns)
-{
-	double s = ns / 1e9;
-	snprintf(buf, CELL, fabs(s) < 999.9999995 ? "%+.6f" : "%+.1f", s);
-	return buf;
-}
-
-static char *percent(char *buf, double pct)
-{
-	if (isnan(pct))
-		snprintf(buf, CELL, "-");
-	else
-		snprintf(buf, CELL, fabs(pct) < 1e6 ? "%+.1f%%" : "%+.3g%%", pct);
-	return buf;
-}
-
-/* A name for a one-line message: control characters as '?', cut at 80 bytes. */
-static const char *plain(char *buf, size_t len, const char *s)
-{
-	size_t i = 0;
-	for (; s[i] && i + 1 < len && i < 80; i++)
-		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	buf[i] = '\0';
-	return buf;
-}
-
-/* Columns of the table: a group label over one or more sub-columns. */
-enum { C_CALLS_A, C_CALLS_B, C_V1_A, C_V1_B, C_V2_A, C_V2_B, C_CHANGE, C_PCT, C_RATIO, C_SLOW,
-       C_IMB_A, C_IMB_B, NCOLS };
-
-struct col {
-	int group;                     /* columns of one group are 1 space apart */
-	const char *head;
-};
-
-static const struct col cols[NCOLS] = {
-	[C_CALLS_A] = {0, "A"}, [C_CALLS_B] = {0, "B"}, [C_V1_A] = {1, "A"}, [C_V1_B] = {1, "B"},
-	[C_V2_A] = {2, "A"},    [C_V2_B] = {2, "B"},    [C_CHANGE] = {3, "[s]"},
-	[C_PCT] = {3, "%"},     [C_RATIO] = {4, "B/A"}, [C_SLOW] = {5, "slowest %"},
-	[C_IMB_A] = {6, "A"},   [C_IMB_B] = {6, "B"},
-};
-
-/* An imbalance cell: "1.60x", "inf", or "-" when not defined. */
-static char *imbalance_cell(char *buf, const struct side *s)
-{
-	double v = imbalance(s);
-	if (isnan(v))
-		snprintf(buf, CELL, "-");
-	else if (isinf(v))
-		snprintf(buf, CELL, "inf");
-	else
-		snprintf(buf, CELL, v < 1000 ? "%.2fx" : "%.3gx", v);
-	return buf;
-}
-
-/* Fills the cells of one row. */
-static void row_cells(char (*c)[CELL], const struct drow *d, int several)
-{
-	const struct side *a = d->a, *b = d->b;
-	for (int k = 0; k < NCOLS; k++)
-		strcpy(c[k], "-");
-	if (a) {
-		snprintf(c[C_CALLS_A], CELL, "%lld", (long long)a->calls);
-		secs(c[C_V1_A], a->per_rank);
-		if (several) {
-			secs(c[C_V2_A], (double)a->slowest);
-			imbalance_cell(c[C_IMB_A], a);
-		} else if (a->calls > 0)
-			secs(c[C_V2_A], (double)a->total / (double)a->calls);
-	}
-	if (b) {
-		snprintf(c[C_CALLS_B], CELL, "%lld", (long long)b->calls);
-		secs(c[C_V1_B], b->per_rank);
-		if (several) {
-			secs(c[C_V2_B], (double)b->slowest);
-			imbalance_cell(c[C_IMB_B], b);
-		} else if (b->calls > 0)
-			secs(c[C_V2_B], (double)b->total / (double)b->calls);
-	}
-	if (a && b) {
-		signed_secs(c[C_CHANGE], d->change);
-		percent(c[C_PCT], d->pct);
-		if (!isnan(d->ratio))
-			snprintf(c[C_RATIO], CELL, d->ratio < 1000 ? "%.2fx" : "%.3gx", d->ratio);
-		percent(c[C_SLOW], d->slow_pct);
-	} else {
-		strcpy(c[C_CHANGE], a ? "only in A" : "only in B");
-	}
-}
-
-static void pad(FILE *out, int n)
-{
-	for (; n > 0; n--)
-		putc(' ', out);
-}
-
-/* Writes a name in exactly w columns. One too wide loses its middle, not its
- * end: "__main__.Mesh.refine_cells" and "__main__.Mesh.refine_edges" must
- * stay apart. */
-static void put_name(FILE *out, const char *s, int w)
-{
-	int tw = sp_render_text_width(s);
-	if (tw <= w || w < 8) {
-		pad(out, w - sp_render_text(out, s, w));
-		return;
-	}
-	int head = (w - 1) / 3, tail = w - 1 - head;
-	/* The tail: the shortest suffix, starting on a character, that is at
-	 * most `tail` columns wide. */
-	size_t len = strlen(s), at = len;
-	for (size_t i = len; i-- > 0;) {
-		if (((unsigned char)s[i] & 0xc0) == 0x80)
-			continue;
-		if (sp_render_text_width(s + i) > tail)
-			break;
-		at = i;
-	}
-	int used = sp_render_text(out, s, head + 1);   /* head columns and "…" */
-	used += sp_render_text(out, s + at, tail);
-	pad(out, w - used);
-}
-
-static void file_line(FILE *out, const char *label, const struct file *f)
-{
-	char list[96], buf[CELL];
-	fprintf(out, "%s: ", label);
-	sp_render_text(out, f->path, 200);
-	fprintf(out, " (%zu rank%s", f->nranks, f->nranks == 1 ? "" : "s");
-	if (f->nranks > 1)
-		fprintf(out, " %s", sp_render_rank_list(list, sizeof list, f->ranks, f->nranks));
-	fprintf(out, ", run span %s s)\n", secs(buf, (double)f->span));
-}
-
-static void render_table(FILE *out, const struct file *fa, const struct file *fb,
-			 const struct drow *rows, size_t n, char (*cells)[NCOLS][CELL], int several,
-			 int by_name_order)
-{
-	static const char *const groups_one[] = {"calls", "total [s]", "mean [s]", "change", "", ""};
-	static const char *const groups_many[] = {"calls", "total/rank [s]", "slowest [s]", "change",
-						  "", "", "imbalance"};
-	const char *const *groups = several ? groups_many : groups_one;
-	int ncols = several ? NCOLS : C_SLOW;
-	int w[NCOLS], need = 6;
-	for (int k = 0; k < ncols; k++)
-		w[k] = (int)strlen(cols[k].head);
-	for (size_t i = 0; i < n; i++) {
-		for (int k = 0; k < ncols; k++) {
-			int l = (int)strlen(cells[i][k]);
-			w[k] = l > w[k] ? l : w[k];
-		}
-		int nw = sp_render_text_width(rows[i].name);
-		need = nw > need ? nw : need;
-	}
-	/* Each group at least as wide as its label: widen its last column. */
-	int rest = 0;
-	for (int k = 0; k < ncols;) {
-		int g = cols[k].group, span = 0, first = k;
-		for (; k < ncols && cols[k].group == g; k++)
-			span += w[k] + (k > first);
-		int lw = (int)strlen(groups[g]);
-		if (lw > span)
-			w[k - 1] += lw - span;
-		rest += 2 + (span > lw ? span : lw);
-	}
-	int cap = TABLE_CAP - rest > NAME_MIN ? TABLE_CAP - rest : NAME_MIN;
-	int nw = need < cap ? need : cap, tw = nw + rest;
-
-	file_line(out, "A", fa);
-	file_line(out, "B", fb);
-	if (several)
-		fputs("total/rank: the mean over ranks of each rank's total (the change is of it);\n"
-		      "slowest: the largest rank's total; imbalance: slowest / fastest rank's total,\n"
-		      "a rank without the region counting as 0 s (inf; - when all are 0)\n", out);
-	fprintf(out, "change = B - A; %s\n\n",
-		by_name_order ? "sorted by name" : "largest change first");
-	/* Group labels, centred over their columns; no trailing blanks. */
-	int col = 0, at = nw;
-	for (int k = 0; k < ncols;) {
-		int g = cols[k].group, span = 0, first = k;
-		for (; k < ncols && cols[k].group == g; k++)
-			span += w[k] + (k > first);
-		int lw = (int)strlen(groups[g]), left = (span - lw + 1) / 2;
-		if (lw) {
-			pad(out, at + 2 + left - col);
-			fputs(groups[g], out);
-			col = at + 2 + left + lw;
-		}
-		at += 2 + span;
-	}
-	fputc('\n', out);
-	fprintf(out, "%-*s", nw, "region");
-	for (int k = 0; k < ncols; k++)
-		fprintf(out, "%s%*s", k && cols[k].group == cols[k - 1].group ? " " : "  ", w[k],
-			cols[k].head);
-	fputc('\n', out);
-	for (int i = 0; i < tw; i++)
-		fputs("─", out);
-	fputc('\n', out);
-	if (n == 0)
-		fputs("(no regions)\n", out);
-	for (size_t i = 0; i < n; i++) {
-		put_name(out, rows[i].name, nw);
-		for (int k = 0; k < ncols; k++)
-			fprintf(out, "%s%*s", k && cols[k].group == cols[k - 1].group ? " " : "  ", w[k],
-				cells[i][k]);
-		fputc('\n', out);
-	}
-	size_t both = 0, slower = 0, faster = 0, only_a = 0, only_b = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!rows[i].a)
-			only_b++;
-		else if (!rows[i].b)
-			only_a++;
-		else {
-			both++;
-			slower += rows[i].change > 0;
-			faster += rows[i].change < 0;
-		}
-	}
-	fprintf(out, "\n%zu region%s in both (%zu slower, %zu faster), %zu only in A, %zu only in B\n",
-		both, both == 1 ? "" : "s", slower, faster, only_a, only_b);
-}
-
-/* ---- JSON --------------------------------------------------------------- */
-
-static void json_num(FILE *out, const char *key, double v, const char *fmt)
-{
-	fprintf(out, "\"%s\": ", key);
-	if (isfinite(v))
-		fprintf(out, fmt, v);
-	else
-		fputs("null", out);
-}
-
-static void json_file(FILE *out, const char *key, const struct file *f)
-{
-	fprintf(out, "  \"%s\": {\"file\": ", key);
-	sp_render_json_string(out, f->path);
-	fputs(", \"ranks\": [", out);
-	for (size_t r = 0; r < f->nranks; r++)
-		fprintf(out, "%s%d", r ? ", " : "", f->ranks[r]);
-	fputs("], ", out);
-	json_num(out, "run_span_s", (double)f->span / 1e9, "%.9f");
-	fputs("},\n", out);
-}
-
-static void json_side(FILE *out, const char *key, const struct side *s)
-{
-	fprintf(out, ", \"%s\": ", key);
-	if (!s) {
-		fputs("null", out);
-		return;
-	}
-	fprintf(out, "{\"calls\": %lld, ", (long long)s->calls);
-	json_num(out, "total_s", (double)s->total / 1e9, "%.9f");
-	fputs(", ", out);
-	json_num(out, "mean_s", s->calls > 0 ? (double)s->total / (double)s->calls / 1e9 : 0.0,
-		 "%.9f");
-	fputs(", ", out);
-	json_num(out, "total_per_rank_s", s->per_rank / 1e9, "%.9f");
-	fputs(", ", out);
-	json_num(out, "slowest_rank_total_s", (double)s->slowest / 1e9, "%.9f");
-	fputs(", ", out);
-	json_num(out, "fastest_rank_total_s", (double)s->fastest / 1e9, "%.9f");
-	fputs(", ", out);
-	json_num(out, "imbalance", imbalance(s), "%.6f");
-	fprintf(out, ", \"ranks_present\": %zu}", s->present);
-}
-
-static void render_json(FILE *out, const struct file *fa, const struct file *fb,
-			const struct drow *rows, size_t n, int by_name_order, double bound)
-{
-	fputs("{\n", out);
-	json_file(out, "a", fa);
-	json_file(out, "b", fb);
-	fprintf(out, "  \"sort\": \"%s\",\n  ", by_name_order ? "name" : "change");
-	json_num(out, "fail_above_pct", bound, "%g");
-	fputs(",\n  \"regions\": [", out);
-	for (size_t i = 0; i < n; i++) {
-		const struct drow *d = &rows[i];
-		fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
-		sp_render_json_string(out, d->name);
-		fprintf(out, ", \"in\": \"%s\"", !d->a ? "b" : !d->b ? "a" : "both");
-		json_side(out, "a", d->a);
-		json_side(out, "b", d->b);
-		fputs(", ", out);
-		json_num(out, "change_s", d->change / 1e9, "%.9f");
-		fputs(", ", out);
-		json_num(out, "change_pct", d->pct, "%.6f");
-		fputs(", ", out);
-		json_num(out, "ratio", d->ratio, "%.6f");
-		fputs(", ", out);
-		json_num(out, "slowest_change_pct", d->slow_pct, "%.6f");
-		fprintf(out, ", \"above_bound\": %s}", d->above ? "true" : "false");
-	}
-	fputs(n ? "\n  ]\n}\n" : "]\n}\n", out);
-}
-
-/* ---- the command -------------------------------------------------------- */
-
-/* Parses "10", "2.5" or "10%" into *pct; -1 when it is not a non-negative
- * number. */
-static int parse_percent(const char *s, double *pct)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0)
+	if (strcmp(arg, "change") != 0 && strcmp(arg, "name") != 0) {
+		snprintf(err, len, "--sort takes change or name, not '%s'", arg);
 		return -1;
-	if (*end == '%')
-		end++;
-	if (*end)
-		return -1;
-	*pct = v;
+	}
+	*(int *)o->value = strcmp(arg, "name") == 0;
 	return 0;
 }
 
-static int usage_error(const char *opt, int has_arg)
+static int parse_select(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
 {
-	sp_cmd_error(CMD, "--%s %s; see 'scope-profiler diff --help'", opt,
-		     has_arg ? "needs an argument" : "takes no argument");
-	return SP_EXIT_USAGE;
+	struct sp_error e = {0};
+	if (sp_select_option(ctx, o->set, arg, &e) == SP_OK)
+		return 0;
+	snprintf(err, len, "%s", e.msg);
+	return -1;
 }
 
 /* Returns 0, EXIT_ABOVE when a region grew past --fail-above, 1 when a file
  * cannot be read (or no rank of it is selected), or SP_EXIT_USAGE. */
 int cmd_diff(int argc, char **argv)
 {
-	struct option longopts[NOPTS + 1];
-	sp_cmd_longopts(diff_options, NOPTS, longopts);
-
 	struct sp_select sel = {0};
 	struct sp_error err = {0};
-	struct file f[2] = {{0}};
-	struct drow *rows = NULL;
-	char (*cells)[NCOLS][CELL] = NULL;
+	struct sp_profile *p[2] = {NULL, NULL};
+	struct sp_diff d = {0};
 	double bound = NAN;
-	int status = SP_EXIT_USAGE, json = 0, by_name_order = 0, c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_FAIL_ABOVE:
-			if (parse_percent(optarg, &bound) != 0) {
-				sp_cmd_error(CMD, "--fail-above takes a percentage from 0, like 10 or "
-					     "10%%, not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case SP_SELECT_INCLUDE:
-		case SP_SELECT_EXCLUDE:
-		case SP_SELECT_RANKS:
-			if (sp_select_option(&sel, c, optarg, &err) != SP_OK) {
-				sp_cmd_error(CMD, "%s", err.msg);
-				goto out;
-			}
-			break;
-		case OPT_SORT:
-			if (strcmp(optarg, "change") != 0 && strcmp(optarg, "name") != 0) {
-				sp_cmd_error(CMD, "--sort takes change or name, not '%s'", optarg);
-				goto out;
-			}
-			by_name_order = strcmp(optarg, "name") == 0;
-			break;
-		case OPT_JSON:
-			json = 1;
-			break;
-		case 'h':
-			diff_usage(stdout);
-			status = 0;
-			goto out;
-		default:
-			for (size_t i = 0; optopt >= 256 && i < NOPTS; i++)
-				if (diff_options[i].opt.val == optopt) {
-					status = usage_error(diff_options[i].opt.name, diff_options[i].arg != NULL);
-					goto out;
-				}
-			sp_cmd_error(CMD, "unknown option '%s'; see 'scope-profiler diff --help'",
-				     argv[optind - 1]);
-			goto out;
-		}
+	int status = SP_EXIT_USAGE, json = 0, by_name = 0;
+	const struct sp_opt options[] = {
+		{0, "fail-above", SP_OPT_CALL, &bound, 0, "PCT",
+		 "exit with status 3 when a region grew by more than PCT %", parse_bound},
+		{0, "include", SP_OPT_CALL, NULL, SP_SELECT_INCLUDE, "RE",
+		 "only regions whose name matches RE (repeatable)", parse_select},
+		{0, "exclude", SP_OPT_CALL, NULL, SP_SELECT_EXCLUDE, "RE",
+		 "not regions whose name matches RE (repeatable)", parse_select},
+		{0, "ranks", SP_OPT_CALL, NULL, SP_SELECT_RANKS, "LIST",
+		 "only these ranks of both files, e.g. 0-3,5", parse_select},
+		{0, "sort", SP_OPT_CALL, &by_name, 0, "KEY",
+		 "change (largest change first; default) or name", parse_sort},
+		{0, "json", SP_OPT_FLAG, &json, 1, NULL, "print JSON instead of the table", NULL},
+	};
+	int optind = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv, 0, &sel);
+	if (optind < 0) {
+		status = sp_opt_status(optind);
+		goto out;
 	}
 	if (argc - optind != 2) {
 		sp_cmd_error(CMD, "%s; usage: scope-profiler diff [OPTIONS] A.h5 B.h5",
@@ -662,73 +96,27 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	status = 1;
-	for (int k = 0; k < 2; k++) {
-		f[k].path = argv[optind + k];
-		if (sp_h5_read(f[k].path, SP_READ_SUMMARY, &f[k].p, &err) != SP_OK) {
+	for (int k = 0; k < 2; k++)
+		if (sp_h5_read(argv[optind + k], SP_READ_SUMMARY, &p[k], &err) != SP_OK) {
 			sp_cmd_error(CMD, "%s", err.msg);
 			goto out;
 		}
-		if (collect(&f[k], &sel) != 0)
-			goto out;
-	}
-	size_t n = join(&f[0], &f[1], &rows);
-	if (n == SIZE_MAX) {
-		sp_cmd_error(CMD, "out of memory");
+	if (sp_diff_compare(&d, p[0], argv[optind], p[1], argv[optind + 1], &sel, by_name, bound,
+			    &err) != SP_OK ||
+	    sp_diff_render(stdout, &d, json, &err) != SP_OK) {
+		sp_cmd_error(CMD, "%s", err.msg);
 		goto out;
 	}
-	qsort(rows, n, sizeof *rows, by_name_order ? by_name : by_change);
-	int several = f[0].nranks > 1 || f[1].nranks > 1;
-	const struct drow *worst = NULL;
-	double worst_pct = 0;
-	size_t nabove = 0;
-	for (size_t i = 0; !isnan(bound) && i < n; i++) {
-		struct drow *d = &rows[i];
-		double g = d->pct;
-		if (several && !isnan(d->slow_pct) && (isnan(g) || d->slow_pct > g))
-			g = d->slow_pct;
-		if (isnan(g) || g <= bound)
-			continue;
-		d->above = 1;
-		nabove++;
-		if (!worst || g > worst_pct) {
-			worst = d;
-			worst_pct = g;
-		}
-	}
-	if (json) {
-		render_json(stdout, &f[0], &f[1], rows, n, by_name_order, bound);
-	} else {
-		cells = malloc((n ? n : 1) * sizeof *cells);
-		if (!cells) {
-			sp_cmd_error(CMD, "out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < n; i++)
-			row_cells(cells[i], &rows[i], several);
-		render_table(stdout, &f[0], &f[1], rows, n, cells, several, by_name_order);
-	}
+	char line[512];
 	status = 0;
-	if (worst) {
-		char name[96], a[CELL], b[CELL], pct[CELL];
-		int slow = several && !isnan(worst->slow_pct) && worst->slow_pct == worst_pct &&
-			   worst->slow_pct != worst->pct;
-		double va = slow ? (double)worst->a->slowest : worst->a->per_rank;
-		double vb = slow ? (double)worst->b->slowest : worst->b->per_rank;
-		sp_cmd_error(CMD, "'%s'%s grew by %s (%s s -> %s s), more than --fail-above %g%%; "
-			     "%zu region%s above the bound", plain(name, sizeof name, worst->name),
-			     slow ? " (slowest rank)" : several ? " (total/rank)" : "",
-			     percent(pct, worst_pct) + 1, secs(a, va), secs(b, vb), bound, nabove,
-			     nabove == 1 ? "" : "s");
+	if (sp_diff_worst_line(&d, line, sizeof line)) {
+		sp_cmd_error(CMD, "%s", line);
 		status = EXIT_ABOVE;
 	}
 out:
-	free(cells);
-	free(rows);
-	for (int k = 0; k < 2; k++) {
-		free(f[k].regions);
-		free(f[k].ranks);
-		sp_profile_free(f[k].p);
-	}
+	sp_diff_free(&d);
+	for (int k = 0; k < 2; k++)
+		sp_profile_free(p[k]);
 	sp_select_free(&sel);
 	return status;
 }

@@ -10,10 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sp_analysis.h"
 #include "sp_clock.h"
+#include "sp_grow.h"
 #include "sp_h5.h"
 #include "sp_linetrace.h"
 #include "sp_mpi.h"
+#include "sp_nest.h"
 #include "sp_profile.h"
 #include "sp_pyregion.h"
 #include "sp_aggregate.h"
@@ -111,10 +114,79 @@ static PyObject *time_or_none(int64_t t)
 	return PyLong_FromLongLong(t);
 }
 
+/* Whether every region of rk with calls has its events loaded (and one
+ * has): the read API then gets each call's nesting. */
+static int has_events(const struct sp_rank *rk)
+{
+	int any = 0;
+	for (size_t i = 0; i < rk->nregions; i++) {
+		const struct sp_region_data *rd = &rk->regions[i];
+		if (rd->stats.num_calls <= 0)
+			continue;
+		if (!rd->starts || !rd->ends)
+			return 0;
+		any = 1;
+	}
+	return any;
+}
+
 /* The profile as plain Python data for the read API's classes. */
+/* Each region's load imbalance (sp_imbalance_of) over the ranks that
+ * recorded it, as {name: float}: MPIRegion.imbalance() reads it. */
+static PyObject *region_imbalances(const struct sp_profile *p)
+{
+	struct span { int64_t lo, hi; } *sp = NULL;
+	size_t n = 0, cap = 0;
+	PyObject *index = PyDict_New(), *out = NULL, *res = NULL;
+	if (!index || !(res = PyDict_New()))
+		goto out;
+	for (size_t r = 0; r < p->nranks; r++)
+		for (size_t i = 0; i < p->ranks[r].nregions; i++) {
+			const struct sp_region_data *rd = &p->ranks[r].regions[i];
+			int64_t t = rd->stats.total_ns;
+			PyObject *k = PyDict_GetItemString(index, rd->name);   /* borrowed */
+			if (k) {
+				struct span *e = &sp[PyLong_AsSsize_t(k)];
+				e->lo = t < e->lo ? t : e->lo;
+				e->hi = t > e->hi ? t : e->hi;
+				continue;
+			}
+			if (SP_GROW(&sp, &cap, n + 1) != 0) {
+				PyErr_NoMemory();
+				goto out;
+			}
+			sp[n] = (struct span){ t, t };
+			PyObject *v = PyLong_FromSsize_t((Py_ssize_t)n++);
+			if (!v || PyDict_SetItemString(index, rd->name, v) != 0) {
+				Py_XDECREF(v);
+				goto out;
+			}
+			Py_DECREF(v);
+		}
+	PyObject *name, *k;
+	Py_ssize_t pos = 0;
+	while (PyDict_Next(index, &pos, &name, &k)) {
+		const struct span *e = &sp[PyLong_AsSsize_t(k)];
+		PyObject *v = PyFloat_FromDouble(sp_imbalance_of(e->hi, e->lo));
+		if (!v || PyDict_SetItem(res, name, v) != 0) {
+			Py_XDECREF(v);
+			goto out;
+		}
+		Py_DECREF(v);
+	}
+	out = res;
+	res = NULL;
+out:
+	free(sp);
+	Py_XDECREF(index);
+	Py_XDECREF(res);
+	return out;
+}
+
 static PyObject *profile_to_py(struct sp_profile *p)
 {
 	PyObject *ranks = PyList_New(0), *meta = PyDict_New(), *out = NULL;
+	PyObject *imbalance = NULL, *origin = NULL, *startup = NULL;
 	if (!ranks || !meta)
 		goto out;
 	for (size_t i = 0; i < p->nmeta; i++) {
@@ -127,21 +199,41 @@ static PyObject *profile_to_py(struct sp_profile *p)
 	}
 	for (size_t r = 0; r < p->nranks; r++) {
 		struct sp_rank *rk = &p->ranks[r];
+		/* Each call's place in call_stack() and its parent's, from the
+		 * one nesting (sp_nest.h), when the events are loaded. */
+		struct sp_nest nest = { 0 };
+		struct sp_error err = { 0 };
+		int nested = 0;
+		if (has_events(rk)) {
+			enum sp_err rc = sp_nest_rank(rk, &nest, &err);
+			if (rc != SP_OK) {
+				PyErr_SetString(rc == SP_ENOMEM ? PyExc_MemoryError : PyExc_ValueError, err.msg);
+				goto out;
+			}
+			nested = 1;
+		}
 		PyObject *regions = PyDict_New();
-		if (!regions)
+		if (!regions) {
+			sp_nest_free(&nest);
 			goto out;
-		for (size_t i = 0; i < rk->nregions; i++) {
+		}
+		for (size_t i = 0, base = 0; i < rk->nregions; i++) {
 			struct sp_region_data *rd = &rk->regions[i];
 			const struct sp_stats *st = &rd->stats;
 			int own = rd->owns_events;
+			void *ids = nested ? nest.id + base : NULL, *parents = nested ? nest.parent + base : NULL;
+			base += st->num_calls > 0 ? (size_t)st->num_calls : 0;
+			PyObject *call_ids = column_bytes(&ids, st->num_calls, sizeof(int64_t), 0);
+			PyObject *parent_ids = column_bytes(&parents, st->num_calls, sizeof(int64_t), 0);
 			PyObject *lanes = column_bytes((void **)&rd->lanes, st->num_calls, sizeof(int32_t), own);
 			PyObject *starts = column_bytes((void **)&rd->starts, st->num_calls, sizeof(int64_t), own);
 			PyObject *ends = column_bytes((void **)&rd->ends, st->num_calls, sizeof(int64_t), own);
 			PyObject *first = time_or_none(st->first_start_ns);
 			PyObject *last = time_or_none(st->last_end_ns);
 			PyObject *self_ns = PyLong_FromLongLong(rd->self_ns);
-			PyObject *d = (starts && ends && first && last && lanes && self_ns)
-				? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
+			PyObject *d = (starts && ends && first && last && lanes && self_ns && call_ids &&
+				       parent_ids)
+				? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
 						"num_calls", (long long)st->num_calls,
 						"total_ns", (long long)st->total_ns,
 						"min_ns", (long long)st->min_ns,
@@ -150,8 +242,11 @@ static PyObject *profile_to_py(struct sp_profile *p)
 						"first_start_ns", first, "last_end_ns", last,
 						"starts", starts, "ends", ends, "lanes", lanes,
 						"aggregate", rd->aggregate ? Py_True : Py_False,
-						"self_ns", rd->aggregate ? self_ns : Py_None)
+						"self_ns", rd->aggregate ? self_ns : Py_None,
+						"call_ids", call_ids, "parent_ids", parent_ids)
 				: NULL;
+			Py_XDECREF(call_ids);
+			Py_XDECREF(parent_ids);
 			Py_XDECREF(lanes);
 			Py_XDECREF(starts);
 			Py_XDECREF(ends);
@@ -161,10 +256,12 @@ static PyObject *profile_to_py(struct sp_profile *p)
 			if (!d || PyDict_SetItemString(regions, rd->name, d) != 0) {
 				Py_XDECREF(d);
 				Py_DECREF(regions);
+				sp_nest_free(&nest);
 				goto out;
 			}
 			Py_DECREF(d);
 		}
+		sp_nest_free(&nest);
 		PyObject *start = time_or_none(rk->run_start_ns), *end = time_or_none(rk->run_end_ns);
 		PyObject *rd = (start && end)
 			? Py_BuildValue("{s:i,s:O,s:O,s:L,s:s,s:N}", "rank", rk->rank,
@@ -184,11 +281,22 @@ static PyObject *profile_to_py(struct sp_profile *p)
 		if (bad)
 			goto out;
 	}
-	out = Py_BuildValue("{s:i,s:O,s:O}", "format_version", p->format_version,
-			    "meta", meta, "ranks", ranks);
+	/* The time axis and imbalance from the analysis module (sp_analysis.h),
+	 * so the read API does not define them a second time. */
+	imbalance = region_imbalances(p);
+	origin = time_or_none(sp_profile_time_origin(p));
+	startup = time_or_none(sp_profile_startup(p));
+	if (!imbalance || !origin || !startup)
+		goto out;
+	out = Py_BuildValue("{s:i,s:O,s:O,s:O,s:O,s:L,s:O}", "format_version", p->format_version,
+			    "meta", meta, "ranks", ranks, "time_origin_ns", origin, "startup_ns", startup,
+			    "time_span_ns", (long long)sp_profile_time_span(p), "imbalance", imbalance);
 out:
 	Py_XDECREF(ranks);
 	Py_XDECREF(meta);
+	Py_XDECREF(imbalance);
+	Py_XDECREF(origin);
+	Py_XDECREF(startup);
 	return out;
 }
 

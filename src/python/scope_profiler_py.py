@@ -376,6 +376,10 @@ class Region:
         self.start_times_ns = _column(raw["starts"] if raw["starts"] is not None else empty)
         self.end_times_ns = _column(raw["ends"] if raw["ends"] is not None else empty)
         self.lanes = _column(raw.get("lanes"), "i")  # None unless --track-threads
+        # Each call's place in call_stack(rank) and its parent's there (-1:
+        # a root), computed by the C library's one nesting rule (sp_nest.h).
+        self._call_ids = _column(raw.get("call_ids"))
+        self._parent_ids = _column(raw.get("parent_ids"))
 
     def _need_events(self):
         if self.start_times_ns is None:
@@ -430,9 +434,10 @@ class MPIRegion:
         return {rank: r.total_duration for rank, r in sorted(self._per_rank.items())}
 
     def imbalance(self):
-        """Slowest rank's total / fastest rank's total (inf when one is 0)."""
-        totals = list(self.total_durations().values())
-        return max(totals) / min(totals) if min(totals) > 0 else float("inf")
+        """Slowest rank's total / fastest rank's total over the ranks that
+        recorded the region (inf when the fastest is 0 s, nan when all are);
+        computed by the C analysis module when the file is read."""
+        return self._results._imbalance[self.name]
 
     def events(self, ranks=None, relative=True, origin=None):
         """This region's calls, as ProfilingResults.events() gives them."""
@@ -478,6 +483,11 @@ class ProfilingResults:
         self.format_version = data["format_version"]
         self._summary = summary
         self._ranks = data["ranks"]
+        # The time axis and imbalance, from C (sp_analysis.h) at read time.
+        self._time_origin_ns = data["time_origin_ns"]
+        self._startup_ns = data["startup_ns"]
+        self._time_span_ns = data["time_span_ns"]
+        self._imbalance = data["imbalance"]
         regions = {}
         for rank in self._ranks:
             for name, raw in rank["regions"].items():
@@ -548,64 +558,56 @@ class ProfilingResults:
     @property
     def time_span(self):
         """From the first region entry to the last exit, in seconds."""
-        a, b = self._first_start_ns(), self._last_end_ns()
-        return 0.0 if a is None else (b - a) / _NS
+        return self._time_span_ns / _NS
 
     @property
     def startup_time(self):
         """Seconds from the run's start to the first region entry (None when
         the file has no run start)."""
-        starts = [r["run_start_ns"] for r in self._ranks if r["run_start_ns"] is not None]
-        first = self._first_start_ns()
-        return None if not starts or first is None else (first - min(starts)) / _NS
+        return None if self._startup_ns is None else self._startup_ns / _NS
 
     @property
     def time_origin(self):
-        origin = self.run_start_time
-        return origin if origin is not None else self.minimum_start_time
+        """The run's start (the earliest over the ranks), or the first region
+        entry for files without one; None for an empty profile."""
+        return None if self._time_origin_ns is None else self._time_origin_ns / _NS
 
     def _origin_ns(self, relative, origin):
         if not relative:
             return 0
         if origin is not None:
             return round(origin * _NS)
-        starts = [r["run_start_ns"] for r in self._ranks if r["run_start_ns"] is not None]
-        if starts:
-            return min(starts)
-        first = self._first_start_ns()
-        return first or 0
+        return self._time_origin_ns or 0
 
     # -- calls -----------------------------------------------------------
 
     def _stack(self, rank):
-        """Rank's calls ordered by (lane, start, longest first), each with
-        its parent's index, by containment: [(name, call_index, start_ns,
-        end_ns, lane, depth, parent)]."""
+        """Rank's calls in call_stack order (lane, then start, the longer
+        first; the nesting the C library computed at read time), each with
+        its parent's index: [(name, call_index, start_ns, end_ns, lane,
+        depth, parent)]."""
         if rank in self._stacks:
             return self._stacks[rank]
-        calls = []
-        for name, per in self._per_region.items():
-            r = per.get(rank)
-            if r is None or not r.num_calls:
-                continue
+        regions = [(name, per[rank]) for name, per in self._per_region.items()
+                   if rank in per and per[rank].num_calls]
+        for name, r in regions:
             r._need_events()
-            lanes = r.lanes if r.lanes is not None else [0] * r.num_calls
-            for i, (s, e, lane) in enumerate(zip(r.start_times_ns.tolist() if _np else r.start_times_ns,
-                                                 r.end_times_ns.tolist() if _np else r.end_times_ns,
-                                                 lanes.tolist() if _np and r.lanes is not None else lanes)):
-                calls.append((lane, s, -e, name, i))
-        calls.sort(key=lambda c: (c[0], c[1], c[2]))
-        out, open_ = [], []
-        lane_now = None
-        for lane, s, neg_e, name, i in calls:
-            e = -neg_e
-            if lane != lane_now:
-                open_, lane_now = [], lane
-            while open_ and not (e <= open_[-1][1] and s < open_[-1][1]):
-                open_.pop()
-            parent = open_[-1][0] if open_ else -1
-            out.append((name, i, s, e, lane, len(open_), parent))
-            open_.append((len(out) - 1, e))
+        # Aggregates (run --aggregate) have no calls, hence no nesting.
+        regions = [(name, r) for name, r in regions if r._call_ids is not None]
+        out = [None] * sum(len(r._call_ids) for name, r in regions)
+        n = len(out)
+        for name, r in regions:
+            tolist = (lambda c: c.tolist()) if _np is not None else list
+            lanes = tolist(r.lanes) if r.lanes is not None else [0] * r.num_calls
+            for i, (s, e, lane, k, parent) in enumerate(zip(
+                    tolist(r.start_times_ns), tolist(r.end_times_ns), lanes,
+                    tolist(r._call_ids), tolist(r._parent_ids))):
+                out[k] = (name, i, s, e, lane, parent)
+        depth = [0] * n
+        for k, (name, i, s, e, lane, parent) in enumerate(out):
+            if parent >= 0:
+                depth[k] = depth[parent] + 1
+            out[k] = (name, i, s, e, lane, depth[k], parent)
         self._stacks[rank] = out
         return out
 
@@ -633,14 +635,14 @@ class ProfilingResults:
             for rank in m.ranks:
                 if rank_set is not None and rank not in rank_set:
                     continue
-                ids = {(c[0], c[1]): (k, c[6]) for k, c in enumerate(self._stack(rank))
-                       if c[0] == name}
                 r = m[rank]
                 r._need_events()
-                starts = r.start_times_ns.tolist() if _np else list(r.start_times_ns)
-                ends = r.end_times_ns.tolist() if _np else list(r.end_times_ns)
-                for i, (s, e) in enumerate(zip(starts, ends)):
-                    call_id, parent = ids[(name, i)]
+                if r._call_ids is None:  # aggregates: no calls
+                    continue
+                tolist = (lambda c: c.tolist()) if _np is not None else list
+                columns = zip(tolist(r.start_times_ns), tolist(r.end_times_ns),
+                              tolist(r._call_ids), tolist(r._parent_ids))
+                for i, (s, e, call_id, parent) in enumerate(columns):
                     ev = {"name": name, "rank": rank, "call_index": i,
                           "start": (s - base) / _NS, "end": (e - base) / _NS,
                           "duration": (e - s) / _NS, "call_id": call_id, "parent_id": parent}

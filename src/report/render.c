@@ -8,14 +8,11 @@
 
 #include "sp_clock.h"
 #include "sp_analysis.h"
+#include "sp_json.h"
 #include "sp_render.h"
+#include "sp_table.h"
+#include "render_int.h"
 
-/* A table is as narrow as its names allow; its name column may always grow to
- * NAME_CAP columns, and further only while the table stays within TABLE_CAP.
- * Longer labels are cut with an ellipsis. */
-#define NAME_CAP 32
-#define TABLE_CAP 100
-#define SECS 9                         /* width of sp_render_seconds() */
 
 /* A node of the call tree merged over ranks by path. */
 struct mnode {
@@ -369,162 +366,6 @@ static enum sp_err merge_regions(struct view *v, enum sp_render_sort sort, int w
 }
 
 
-/* ---- text --------------------------------------------------------------- */
-
-/* Decodes one character at s into *cp; returns its length in bytes. A
- * malformed byte or a control character gives *cp = -1 (shown as '?'). */
-/* The length of the well-formed multi-byte UTF-8 sequence at s, its code
- * point in *v; 0 when s does not start one. */
-static size_t u8_seq(const unsigned char *s, uint32_t *v)
-{
-	unsigned c = s[0];
-	size_t len;
-	uint32_t min;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, *v = c & 0x1f, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, *v = c & 0x0f, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, *v = c & 0x07, min = 0x10000;
-	else
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		*v = *v << 6 | (s[i] & 0x3f);
-	}
-	if (*v < min || *v > 0x10ffff || (*v >= 0xd800 && *v <= 0xdfff))
-		return 0;
-	return len;
-}
-
-static size_t u8_decode(const unsigned char *s, int32_t *cp)
-{
-	unsigned c = s[0];
-	uint32_t v;
-	if (c < 0x80) {
-		*cp = c < 0x20 || c == 0x7f ? -1 : (int32_t)c;
-		return 1;
-	}
-	size_t len = u8_seq(s, &v);
-	if (!len)
-		return *cp = -1, 1;
-	*cp = v < 0xa0 ? -1 : (int32_t)v;   /* C1 controls */
-	return len;
-}
-
-/* Terminal columns of a code point: 0 for combining marks, 2 for East Asian
- * wide characters and emoji, else 1. */
-static int cp_width(int32_t cp)
-{
-	if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x200b && cp <= 0x200f) ||
-	    (cp >= 0xfe00 && cp <= 0xfe0f))
-		return 0;
-	if ((cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf && cp != 0x303f) ||
-	    (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) ||
-	    (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
-	    (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1f64f) ||
-	    (cp >= 0x1f900 && cp <= 0x1f9ff) || (cp >= 0x20000 && cp <= 0x3fffd))
-		return 2;
-	return 1;
-}
-
-static int text_width(const char *s)
-{
-	int w = 0;
-	for (const unsigned char *q = (const unsigned char *)s; *q && w < INT32_MAX / 2;) {
-		int32_t cp;
-		q += u8_decode(q, &cp);
-		w += cp_width(cp);
-	}
-	return w;
-}
-
-/* Writes s in at most maxw columns, cut with "…" when wider; returns the
- * columns written. */
-static int put_text(FILE *out, const char *s, int maxw)
-{
-	if (maxw <= 0)
-		return 0;
-	int cut = text_width(s) > maxw, budget = cut ? maxw - 1 : maxw, used = 0;
-	const unsigned char *q = (const unsigned char *)s;
-	while (*q) {
-		int32_t cp;
-		size_t len = u8_decode(q, &cp);
-		int w = cp_width(cp);
-		if (used + w > budget)
-			break;
-		if (cp < 0)
-			putc('?', out);
-		else
-			fwrite(q, 1, len, out);
-		used += w;
-		q += len;
-	}
-	if (cut) {
-		fputs("…", out);
-		used++;
-	}
-	return used;
-}
-
-int sp_render_text_width(const char *s)
-{
-	return text_width(s);
-}
-
-int sp_render_text(FILE *out, const char *s, int maxw)
-{
-	return put_text(out, s, maxw);
-}
-
-static void pad(FILE *out, int n)
-{
-	for (; n > 0; n--)
-		putc(' ', out);
-}
-
-static void rule(FILE *out, int n)
-{
-	for (; n > 0; n--)
-		fputs("─", out);
-	putc('\n', out);
-}
-
-char *sp_render_seconds(char *buf, size_t len, double ns)
-{
-	double s = ns / 1e9;
-	/* %9.6f would print 1000.000000 for 999.9999996: switch before it. */
-	snprintf(buf, len, fabs(s) < 999.9999995 ? "%9.6f" : "%9.1f", s);
-	return buf;
-}
-
-/* The seconds without their leading padding, for use inside a sentence. */
-static const char *secs_trim(char *buf, size_t len, double ns)
-{
-	const char *s = sp_render_seconds(buf, len, ns);
-	while (*s == ' ')
-		s++;
-	return s;
-}
-
-static int digits(int64_t n)
-{
-	int d = 1;
-	for (; n >= 10 || n <= -10; n /= 10)
-		d++;
-	return d + (n < 0);
-}
-
-/* Width of the name column: what the labels need, at least "region", within
- * the caps for a table whose other columns take rest. */
-static int name_width(int need, int rest)
-{
-	int cap = TABLE_CAP - rest > NAME_CAP ? TABLE_CAP - rest : NAME_CAP;
-	need = need > 6 ? need : 6;
-	return need < cap ? need : cap;
-}
-
 /* ---- the call tree ------------------------------------------------------ */
 
 /* One column of a tree prefix: at row depth d the prefix has 3 * d columns,
@@ -555,15 +396,15 @@ static void put_label(FILE *out, int w, const unsigned char *last, int d, int ow
 	}
 	for (int col = 3 * hidden; col < 3 * d; col++, used++)
 		fputs(prefix_cell(last, d, own, col), out);
-	int room = w - used, sw = (int)strlen(suffix), tw = text_width(name) + sw;
+	int room = w - used, sw = (int)strlen(suffix), tw = sp_render_text_width(name) + sw;
 	if (tw <= room || room >= sw + 2) {
-		used += put_text(out, name, room - sw);
+		used += sp_render_text(out, name, room - sw);
 		fputs(suffix, out);
 		used += sw;
 	} else {
-		used += put_text(out, name, room);
+		used += sp_render_text(out, name, room);
 	}
-	pad(out, w - used);
+	sp_render_pad(out, w - used);
 }
 
 static void tree_row(FILE *out, int w, int cw, const unsigned char *last, int d, int own,
@@ -591,15 +432,15 @@ static void render_tree(FILE *out, const struct view *v)
 		char suffix[32] = "";
 		if (m->calls > 1)
 			snprintf(suffix, sizeof suffix, " (%lldx)", (long long)m->calls);
-		int64_t lw = 3 * (int64_t)m->depth + text_width(m->name) + (int64_t)strlen(suffix);
+		int64_t lw = 3 * (int64_t)m->depth + sp_render_text_width(m->name) + (int64_t)strlen(suffix);
 		if (m->first >= 0 && 3 * (int64_t)m->depth + 8 > lw)
 			lw = 3 * (int64_t)m->depth + 8;   /* its "├─ (own)" row */
 		need = lw > need ? lw : need;
 		maxcalls = m->calls > maxcalls ? m->calls : maxcalls;
 	}
 	unsigned char *last = v->last;
-	int cw = digits(maxcalls) > 5 ? digits(maxcalls) : 5;
-	int w = name_width(need > INT32_MAX / 2 ? INT32_MAX / 2 : (int)need, cw + 2 + 2 + SECS + 2 + 6);
+	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
+	int w = sp_render_name_width(need > INT32_MAX / 2 ? INT32_MAX / 2 : (int)need, cw + 2 + 2 + SECS + 2 + 6);
 	int tw = w + 2 + cw + 2 + SECS + 2 + 6;
 	/* When labels must be cut, keep at least half the column for the text. */
 	int wrap = need > w ? (w / 2) / 3 : 0;
@@ -612,7 +453,7 @@ static void render_tree(FILE *out, const struct view *v)
 	else
 		fputs("Call tree\n", out);
 	fprintf(out, "%-*s  %*s  %*s  %6s\n", w, "region", cw, "calls", SECS, "total [s]", "% run");
-	rule(out, tw);
+	sp_render_rule(out, tw);
 	if (v->nnodes == 0)
 		fputs("(no calls recorded)\n", out);
 	/* Depth first, without recursion: recursive profiles can be deep. */
@@ -643,58 +484,70 @@ static void render_flat(FILE *out, const struct view *v)
 	int64_t maxcalls = 0;
 	int need = 0, flagged = 0;
 	for (size_t i = 0; i < v->nrows; i++) {
-		int nw = text_width(v->rows[i].name);
+		int nw = sp_render_text_width(v->rows[i].name);
 		need = nw > need ? nw : need;
 		maxcalls = v->rows[i].calls > maxcalls ? v->rows[i].calls : maxcalls;
 		flagged |= nranks > 1 && v->rows[i].present < nranks;
 	}
-	int cw = digits(maxcalls) > 5 ? digits(maxcalls) : 5;
-	char a[32], b[32], c[32], d[32], e[32];
+	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
+	char a[32], b[32], c[32], d[32], e[32], calls[32];
 	int w, tw, iw = 9;
+	/* name, calls, then 4 (several ranks) or 5 columns of seconds */
+	struct sp_table_col tc[7];
+	size_t nc = nranks > 1 ? 6 : 7;
 	if (nranks > 1) {
 		char flag[48];
 		snprintf(flag, sizeof flag, "ranks %zu/%zu", nranks, nranks);
 		iw = (int)strlen(flag) > iw ? (int)strlen(flag) : iw;
 		int rest = 2 + cw + 2 + 13 + 2 + 12 + 2 + 12 + 2 + iw;
-		w = name_width(need, rest);
+		w = sp_render_name_width(need, rest);
 		tw = w + rest;
 		fprintf(out, "Regions (%zu ranks: calls summed; times are each rank's total)\n", nranks);
-		fprintf(out, "%-*s  %*s  %13s  %12s  %12s  %*s\n", w, "region", cw, "calls",
-			"mean/rank [s]", "min rank [s]", "max rank [s]", iw, "imbalance");
+		const int cols_w[] = {w, cw, 13, 12, 12, iw};
+		for (size_t k = 0; k < nc; k++)
+			tc[k] = (struct sp_table_col){ k ? "  " : NULL, k ? SP_TABLE_RIGHT : SP_TABLE_LEFT,
+						       cols_w[k] };
+		sp_table_row(out, tc, nc, (const char *const[]){"region", "calls", "mean/rank [s]",
+			     "min rank [s]", "max rank [s]", "imbalance"}, "\n");
 	} else {
 		int rest = 2 + cw + 2 + SECS + 4 * (1 + SECS);
-		w = name_width(need, rest);
+		w = sp_render_name_width(need, rest);
 		tw = w + rest;
 		fputs("Regions\n", out);
-		fprintf(out, "%-*s  %*s  %9s %9s %9s %9s %9s\n", w, "region", cw, "calls", "total [s]",
-			"mean [s]", "min [s]", "max [s]", "std [s]");
+		const int cols_w[] = {w, cw, SECS, SECS, SECS, SECS, SECS};
+		for (size_t k = 0; k < nc; k++)
+			tc[k] = (struct sp_table_col){ k == 0 ? NULL : k < 3 ? "  " : " ",
+						       k ? SP_TABLE_RIGHT : SP_TABLE_LEFT, cols_w[k] };
+		sp_table_row(out, tc, nc, (const char *const[]){"region", "calls", "total [s]",
+			     "mean [s]", "min [s]", "max [s]", "std [s]"}, "\n");
 	}
-	rule(out, tw);
+	sp_render_rule(out, tw);
 	if (v->nrows == 0)
 		fputs("(no regions)\n", out);
 	for (size_t i = 0; i < v->nrows; i++) {
 		const struct frow *f = &v->rows[i];
-		pad(out, w - put_text(out, f->name, w));
-		fprintf(out, "  %*lld  ", cw, (long long)f->calls);
+		snprintf(calls, sizeof calls, "%lld", (long long)f->calls);
 		if (nranks > 1) {
 			char imb[48] = "-";
+			double x = sp_imbalance_of(f->max_rank, f->min_rank);
 			if (f->present < nranks)
 				snprintf(imb, sizeof imb, "ranks %zu/%zu", f->present, nranks);
-			else if (f->min_rank > 0)
-				snprintf(imb, sizeof imb, "%.2fx", (double)f->max_rank / (double)f->min_rank);
-			fprintf(out, "%13s  %12s  %12s  %*s\n",
-				sp_render_seconds(a, sizeof a, (double)f->total / (double)nranks),
-				sp_render_seconds(b, sizeof b, (double)f->min_rank),
-				sp_render_seconds(c, sizeof c, (double)f->max_rank), iw, imb);
+			else if (isfinite(x))
+				snprintf(imb, sizeof imb, "%.2fx", x);
+			sp_table_row(out, tc, nc, (const char *const[]){f->name, calls,
+				     sp_render_seconds(a, sizeof a, (double)f->total / (double)nranks),
+				     sp_render_seconds(b, sizeof b, (double)f->min_rank),
+				     sp_render_seconds(c, sizeof c, (double)f->max_rank), imb}, "\n");
 		} else if (f->calls > 0) {
-			fprintf(out, "%s %s %s %s %9s\n", sp_render_seconds(a, sizeof a, (double)f->total),
-				sp_render_seconds(b, sizeof b, f->mean_ns),
-				sp_render_seconds(c, sizeof c, (double)f->min_ns),
-				sp_render_seconds(d, sizeof d, (double)f->max_ns),
-				isnan(f->std_ns) ? "-" : sp_render_seconds(e, sizeof e, f->std_ns));
+			sp_table_row(out, tc, nc, (const char *const[]){f->name, calls,
+				     sp_render_seconds(a, sizeof a, (double)f->total),
+				     sp_render_seconds(b, sizeof b, f->mean_ns),
+				     sp_render_seconds(c, sizeof c, (double)f->min_ns),
+				     sp_render_seconds(d, sizeof d, (double)f->max_ns),
+				     isnan(f->std_ns) ? "-" : sp_render_seconds(e, sizeof e, f->std_ns)}, "\n");
 		} else {
-			fprintf(out, "%s %9s %9s %9s %9s\n", sp_render_seconds(a, sizeof a, 0.0), "-", "-",
-				"-", "-");
+			sp_table_row(out, tc, nc, (const char *const[]){f->name, calls,
+				     sp_render_seconds(a, sizeof a, 0.0), "-", "-", "-", "-"}, "\n");
 		}
 	}
 	if (flagged)
@@ -702,159 +555,7 @@ static void render_flat(FILE *out, const struct view *v)
 			nranks);
 }
 
-/* ---- hosts -------------------------------------------------------------- */
-
-/* A rank's host name; NULL when unknown (absent or empty). */
-static const char *rank_host(const struct sp_rank *rk)
-{
-	return rk->hostname && rk->hostname[0] ? rk->hostname : NULL;
-}
-
-struct host_rank {
-	const char *host;              /* NULL: unknown */
-	int rank;
-};
-
-/* By host (unknown first), then by rank number. */
-static int host_rank_cmp(const void *a, const void *b)
-{
-	const struct host_rank *x = a, *y = b;
-	if (x->host != y->host) {
-		if (!x->host || !y->host)
-			return x->host ? 1 : -1;
-		int c = strcmp(x->host, y->host);
-		if (c)
-			return c;
-	}
-	return (x->rank > y->rank) - (x->rank < y->rank);
-}
-
-/* One host: its ranks are hr[first .. first + n - 1], by rank number. */
-struct host_group {
-	int lowest;                    /* its lowest rank number */
-	size_t first, n;
-};
-
-static int host_group_cmp(const void *a, const void *b)
-{
-	const struct host_group *x = a, *y = b;
-	return (x->lowest > y->lowest) - (x->lowest < y->lowest);
-}
-
-struct hosts {
-	struct host_rank *hr;          /* every rank, grouped by host */
-	struct host_group *g;          /* in the order of their lowest rank */
-	size_t ng;
-	size_t known;                  /* groups with a host name */
-	int unknown;                   /* some rank has no host name */
-};
-
-static void hosts_free(struct hosts *h)
-{
-	free(h->hr);
-	free(h->g);
-	*h = (struct hosts){0};
-}
-
-/* Groups the ranks of p by host name. Returns 0, or -1 when out of memory. */
-static int hosts_group(const struct sp_profile *p, struct hosts *h)
-{
-	size_t n = p->nranks;
-	*h = (struct hosts){0};
-	h->hr = malloc((n ? n : 1) * sizeof *h->hr);
-	h->g = malloc((n ? n : 1) * sizeof *h->g);
-	if (!h->hr || !h->g) {
-		hosts_free(h);
-		return -1;
-	}
-	for (size_t r = 0; r < n; r++)
-		h->hr[r] = (struct host_rank){ rank_host(&p->ranks[r]), p->ranks[r].rank };
-	qsort(h->hr, n, sizeof *h->hr, host_rank_cmp);
-	for (size_t i = 0, j; i < n; i = j) {
-		for (j = i + 1; j < n && (h->hr[j].host == h->hr[i].host ||
-					  (h->hr[j].host && h->hr[i].host &&
-					   strcmp(h->hr[j].host, h->hr[i].host) == 0)); j++)
-			;
-		h->g[h->ng++] = (struct host_group){ h->hr[i].rank, i, j - i };
-		if (h->hr[i].host)
-			h->known++;
-		else
-			h->unknown = 1;
-	}
-	qsort(h->g, h->ng, sizeof *h->g, host_group_cmp);
-	return 0;
-}
-
-char *sp_render_hosts(const struct sp_profile *p)
-{
-	struct hosts h;
-	if (hosts_group(p, &h) != 0)
-		return NULL;
-	/* A rank takes at most 12 bytes of a list ("-2147483648,"). */
-	size_t len = 1, most = 0;
-	for (size_t k = 0; k < h.ng; k++) {
-		const char *name = h.hr[h.g[k].first].host;
-		len += strlen(name ? name : "?") + 4 + 12 * h.g[k].n + 8;
-		most = h.g[k].n > most ? h.g[k].n : most;
-	}
-	char *out = malloc(len), *list = malloc(12 * most + 8);
-	int *nums = malloc((most ? most : 1) * sizeof *nums);
-	if (!out || !list || !nums) {
-		free(out);
-		out = NULL;
-		goto done;
-	}
-	size_t at = 0;
-	out[0] = '\0';
-	for (size_t k = 0; k < h.ng; k++) {
-		const struct host_group *g = &h.g[k];
-		const char *name = h.hr[g->first].host;
-		for (size_t i = 0; i < g->n; i++)
-			nums[i] = h.hr[g->first + i].rank;
-		sp_render_rank_list(list, 12 * g->n + 8, nums, g->n);
-		at += (size_t)snprintf(out + at, len - at, "%s%s: %s", k ? "; " : "",
-				       name ? name : "?", list);
-	}
-done:
-	free(list);
-	free(nums);
-	hosts_free(&h);
-	return out;
-}
-
 /* ---- JSON --------------------------------------------------------------- */
-
-void sp_render_json_string(FILE *out, const char *s)
-{
-	putc('"', out);
-	for (const unsigned char *q = (const unsigned char *)s; *q;) {
-		unsigned c = *q;
-		uint32_t v;
-		size_t len;
-		if (c == '"' || c == '\\') {
-			putc('\\', out);
-			putc((int)c, out);
-			q++;
-		} else if (c < 0x20) {
-			const char *esc = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
-			if (esc)
-				fputs(esc, out);
-			else
-				fprintf(out, "\\u%04x", c);
-			q++;
-		} else if (c < 0x80) {
-			putc((int)c, out);
-			q++;
-		} else if ((len = u8_seq(q, &v)) != 0) {
-			fwrite(q, 1, len, out);
-			q += len;
-		} else {
-			fputs("\\ufffd", out);   /* a malformed byte */
-			q++;
-		}
-	}
-	putc('"', out);
-}
 
 /* A number of seconds from nanoseconds, exact to the nanosecond; null when
  * not finite (never expected). */
@@ -872,12 +573,12 @@ static const char *const sort_names[] = {
 };
 
 static void render_json(FILE *out, const struct view *v, const char *title, enum sp_render_sort sort,
-			const struct hosts *h)
+			const struct sp_hosts *h)
 {
 	const struct sp_profile *p = v->p;
 	size_t nranks = p->nranks;
 	fputs("{\n  \"file\": ", out);
-	sp_render_json_string(out, title ? title : "");
+	sp_json_fputs(out, title ? title : "");
 	fputs(",\n  \"ranks\": [", out);
 	for (size_t r = 0; r < nranks; r++)
 		fprintf(out, "%s%d", r ? ", " : "", p->ranks[r].rank);
@@ -886,10 +587,10 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 		/* host -> its ranks, hosts in the order of their lowest rank */
 		fputs("\"hosts\": {", out);
 		for (size_t k = 0; k < h->ng; k++) {
-			const struct host_group *g = &h->g[k];
+			const struct sp_host_group *g = &h->g[k];
 			const char *name = h->hr[g->first].host;
 			fputs(k ? ", " : "", out);
-			sp_render_json_string(out, name ? name : "?");
+			sp_json_fputs(out, name ? name : "?");
 			fputs(": [", out);
 			for (size_t i = 0; i < g->n; i++)
 				fprintf(out, "%s%d", i ? ", " : "", h->hr[g->first + i].rank);
@@ -903,7 +604,7 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 	for (size_t i = 0; i < v->nrows; i++) {
 		const struct frow *f = &v->rows[i];
 		fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
-		sp_render_json_string(out, f->name);
+		sp_json_fputs(out, f->name);
 		fprintf(out, ", \"calls\": %lld, ", (long long)f->calls);
 		json_secs(out, "total_s", (double)f->total);
 		fputs(", ", out);
@@ -920,8 +621,9 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 		json_secs(out, "rank_total_mean_s", nranks ? (double)f->total / (double)nranks : 0.0);
 		fputs(", ", out);
 		json_secs(out, "rank_total_max_s", (double)f->max_rank);
-		if (f->present == nranks && f->min_rank > 0)
-			fprintf(out, ", \"imbalance\": %.6f", (double)f->max_rank / (double)f->min_rank);
+		double imb = sp_imbalance_of(f->max_rank, f->min_rank);
+		if (f->present == nranks && isfinite(imb))
+			fprintf(out, ", \"imbalance\": %.6f", imb);
 		else
 			fputs(", \"imbalance\": null", out);
 		fputs(", \"rank_totals_s\": [", out);
@@ -935,33 +637,6 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 
 /* ---- the summary -------------------------------------------------------- */
 
-char *sp_render_rank_list(char *buf, size_t len, const int *ranks, size_t n)
-{
-	size_t at = 0;
-	if (len == 0)
-		return buf;
-	buf[0] = '\0';
-	for (size_t i = 0, j; i < n; i = j + 1) {
-		for (j = i; j + 1 < n && (long long)ranks[j + 1] == (long long)ranks[j] + 1; j++)
-			;
-		char part[40];
-		if (j == i)
-			snprintf(part, sizeof part, "%d", ranks[i]);
-		else
-			snprintf(part, sizeof part, j == i + 1 ? "%d,%d" : "%d-%d", ranks[i], ranks[j]);
-		size_t need = strlen(part) + (at ? 1 : 0);
-		/* Keep room for a final ",..." unless this is the last part. */
-		if (at + need + (j + 1 < n ? 4 : 0) >= len) {
-			if (at + 4 < len)
-				snprintf(buf + at, len - at, "%s...", at ? "," : "");
-			break;
-		}
-		snprintf(buf + at, len - at, "%s%s", at ? "," : "", part);
-		at += need;
-	}
-	return buf;
-}
-
 /* The profile's rank numbers as a list, for messages. */
 static char *profile_ranks(char *buf, size_t len, const struct sp_profile *p)
 {
@@ -969,7 +644,7 @@ static char *profile_ranks(char *buf, size_t len, const struct sp_profile *p)
 	size_t n = p->nranks < 64 ? p->nranks : 64;
 	for (size_t r = 0; r < n; r++)
 		nums[r] = p->ranks[r].rank;
-	sp_render_rank_list(buf, len, nums, n);
+	sp_rank_list(buf, len, nums, n);
 	if (p->nranks > n && strlen(buf) + 4 < len)
 		strcat(buf, ",...");
 	return buf;
@@ -996,7 +671,7 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 	int json = o && o->json;
 	struct sp_profile sub = *p;
 	struct view v = { .p = p, .sel = sel, .roots_first = -1, .roots_last = -1 };
-	struct hosts hosts = {0};
+	struct sp_hosts hosts = {0};
 	char *host_list = NULL;
 	enum sp_err rc = SP_OK;
 	char buf[32], list[128];
@@ -1026,7 +701,7 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 		int64_t s = sp_rank_span(&v.p->ranks[r]);
 		v.span = s > v.span ? s : v.span;
 	}
-	if (hosts_group(v.p, &hosts) != 0) {
+	if (sp_hosts_group(v.p, &hosts) != 0) {
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory grouping ranks by host");
 		goto out;
 	}
@@ -1037,7 +712,7 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 	/* Several ranks: on how many hosts, and which ranks on which. */
 	int several = v.p->nranks > 1;
 	if (several && hosts.known) {
-		host_list = sp_render_hosts(v.p);
+		host_list = sp_profile_hosts(v.p);
 		if (!host_list) {
 			rc = sp_error_set(err, SP_ENOMEM, "out of memory listing the hosts");
 			goto out;
@@ -1045,17 +720,17 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 	}
 
 	fputs("Profile: ", out);
-	put_text(out, title ? title : "(untitled)", INT32_MAX);
+	sp_render_text(out, title ? title : "(untitled)", INT32_MAX);
 	if (host_list)
 		fprintf(out, "\n%zu ranks on %s%zu host%s, ", v.p->nranks,
 			hosts.unknown ? "at least " : "", hosts.known, hosts.known == 1 ? "" : "s");
 	else
 		fprintf(out, "\n%zu rank(s), ", v.p->nranks);
 	fprintf(out, "%zu region%s, %lld call%s, run span %s s\n", v.nrows, v.nrows == 1 ? "" : "s",
-		(long long)v.calls, v.calls == 1 ? "" : "s", secs_trim(buf, sizeof buf, (double)v.span));
+		(long long)v.calls, v.calls == 1 ? "" : "s", sp_render_secs_trim(buf, sizeof buf, (double)v.span));
 	if (host_list) {
 		fputs("hosts: ", out);
-		put_text(out, host_list, 80 - 7);
+		sp_render_text(out, host_list, 80 - 7);
 		fputc('\n', out);
 	}
 	sp_render_dropped(out, v.p, "warning: ");
@@ -1091,64 +766,11 @@ out:
 	free(v.last);
 	free(v.keep);
 	free(v.rank_totals);
-	hosts_free(&hosts);
+	sp_hosts_free(&hosts);
 	free(host_list);
 	return rc;
 }
 
-int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *prefix)
-{
-	enum { TOP = 3 };
-	const struct sp_region_data *top[TOP] = {NULL};
-	int top_rank[TOP] = {0};
-	int64_t total = 0, listed = 0;
-	size_t nregions = 0;
-	for (size_t r = 0; r < p->nranks; r++) {
-		const struct sp_rank *rk = &p->ranks[r];
-		if (__builtin_add_overflow(total, rk->dropped, &total))
-			total = INT64_MAX;   /* damaged counts: still said, saturated */
-		for (size_t i = 0; i < rk->nregions; i++) {
-			const struct sp_region_data *rd = &rk->regions[i];
-			if (rd->dropped <= 0)
-				continue;
-			nregions++;
-			if (__builtin_add_overflow(listed, rd->dropped, &listed))
-				listed = INT64_MAX;
-			/* Insert into the top three, largest first. */
-			for (int k = 0; k < TOP; k++) {
-				if (top[k] && top[k]->dropped >= rd->dropped)
-					continue;
-				for (int j = TOP - 1; j > k; j--) {
-					top[j] = top[j - 1];
-					top_rank[j] = top_rank[j - 1];
-				}
-				top[k] = rd;
-				top_rank[k] = rk->rank;
-				break;
-			}
-		}
-	}
-	if (total < listed)
-		total = listed;   /* a file written before ranks kept the total */
-	if (total <= 0)
-		return 0;
-	fprintf(out, "%s%lld call%s not recorded: memory ran out", prefix, (long long)total,
-		total == 1 ? "" : "s");
-	for (int k = 0; k < TOP && top[k]; k++) {
-		fputs(k ? ", " : " (", out);
-		put_text(out, top[k]->name, 40);
-		if (p->nranks > 1)
-			fprintf(out, " on rank %d", top_rank[k]);
-		fprintf(out, ": %lld", (long long)top[k]->dropped);
-	}
-	if (nregions > TOP)
-		fprintf(out, " and %zu more region%s", nregions - TOP, nregions - TOP == 1 ? "" : "s");
-	fputs(top[0] ? ")\n" : "\n", out);
-	return total;
-}
-
-/* Prints the summary. Returns SP_EINVAL for a malformed tree, SP_ENOMEM when
- * out of memory (nothing written then), SP_EIO when writing to out failed. */
 enum sp_err sp_render_summary(FILE *out, const struct sp_profile *p, const char *title,
 			      int parts, struct sp_error *err)
 {

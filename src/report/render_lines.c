@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sp_render.h"
+#include "sp_table.h"
 
 #define TABLE_CAP 100                  /* columns a table (and a heading) may take */
 #define TAB 8                          /* tab stops in source lines */
@@ -194,12 +195,10 @@ static void border(FILE *out, const struct layout *l, const char *left, const ch
 /* One row: each cell left-aligned between one blank on either side. */
 static void row(FILE *out, const struct layout *l, const char *const cells[NCOLS])
 {
-	for (int c = 0; c < NCOLS; c++) {
-		fputs("│ ", out);
-		int used = sp_render_text(out, cells[c], l->w[c]);
-		fprintf(out, "%*s", l->w[c] - used + 1, "");
-	}
-	fputs("│\n", out);
+	struct sp_table_col cols[NCOLS];
+	for (int c = 0; c < NCOLS; c++)
+		cols[c] = (struct sp_table_col){ c ? " │ " : "│ ", SP_TABLE_LEFT, l->w[c] };
+	sp_table_row(out, cols, NCOLS, cells, " │\n");
 }
 
 static void render_table(FILE *out, int rank, struct layout *l)

@@ -1,44 +1,22 @@
-/* tree.c - one rank's call tree, reconstructed from its events by containment.
+/* tree.c - one rank's call tree, from the nesting of its calls (nest.c, the
+ * one place that decides each call's parent): each call is counted in the
+ * node (parent node, region) under its parent's node.
  *
- * The events are visited lane by lane (threads nest only within their lane),
- * each lane's in one order: start ascending; on a tie the longer event first
- * (it is the parent), then the lower region index, then the earlier call. A
- * sweep keeps a stack of the open events and counts each event in the node
- * (parent, region) under the innermost open event that contains it.
- *
- * A region's calls are recorded in entry order, so its columns are normally
- * in that order already. The events are then visited by a k-way merge of the
- * regions' columns (a binary heap of one cursor per region), read in place:
- * memory in O(regions + nodes + lanes + nesting depth), none per event. A
- * region whose columns are not in order is visited through a sorted
- * permutation of its call indices (one size_t per call of that region only).
- *
- * The merge visits all lanes at once in time order, each lane with its own
- * stack: within one lane that is the same order as a lane-by-lane sweep, so
- * every event lands in the same node. Node numbering is the lane-by-lane
- * sweep's creation order (parents first, siblings by first start): with
- * lanes the nodes are renumbered at the end by their first event in that
- * order. */
+ * The walk visits all lanes at once in time order; within one lane that is
+ * the rule's order, so every call lands in the node a lane-by-lane sweep
+ * would put it in. Node numbering is the lane-by-lane sweep's creation order
+ * (parents first, siblings by first start): with lanes the nodes are
+ * renumbered at the end by their first call in that order. Memory: O(nodes
+ * + lanes + nesting depth), none per call (nest.c reads the columns in
+ * place). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sp_grow.h"
 #include "sp_keytab.h"
+#include "sp_nest.h"
 #include "sp_profile.h"
-
-/* An event still open during the sweep, and the node it was counted in. */
-struct open_event {
-	int64_t end;
-	int32_t node;
-};
-
-/* One lane (thread): its stack of open events. */
-struct lane {
-	int32_t id;
-	struct open_event *stack;
-	size_t depth, cap;
-};
 
 /* With lanes: where a node's first event falls in the lane-by-lane order,
  * which is (lane, position in the merge). */
@@ -53,19 +31,6 @@ struct builder {
 	struct first_seen *first;      /* nodes_cap entries when tracking lanes, else NULL */
 	size_t first_cap;
 	struct sp_keytab node_ids;     /* (parent, region) -> node */
-	struct lane *lanes;
-	size_t nlanes, lanes_cap;
-	struct sp_keytab lane_ids;     /* lane id -> index in lanes */
-};
-
-/* The current call of one region during the merge. */
-struct cursor {
-	int64_t start, end;            /* the current call's */
-	const int64_t *starts, *ends;
-	const int32_t *lanes;          /* NULL: every call in lane 0 */
-	size_t *perm;                  /* call indices in order, or NULL: in order as stored */
-	size_t pos, n;                 /* position in the region's order, calls */
-	int32_t region;
 };
 
 /* Returns the node of region under parent, adding it if new; -1 on out of
@@ -91,22 +56,6 @@ static int32_t node_get(struct builder *b, int32_t parent, int32_t region)
 	return id;
 }
 
-/* Returns the index of lane id in b->lanes, adding it if new; -1 on out of
- * memory. */
-static ptrdiff_t lane_get(struct builder *b, int32_t id)
-{
-	int added;
-	int32_t i = sp_keytab_get(&b->lane_ids, id, 0, &added);
-	if (i < 0 || !added)
-		return i;
-	struct lane *lanes = sp_grow(b->lanes, &b->lanes_cap, b->nlanes + 1, sizeof *lanes);
-	if (!lanes)
-		return -1;
-	b->lanes = lanes;
-	lanes[b->nlanes++] = (struct lane){ .id = id };
-	return i;
-}
-
 /* Adds b to a, saturating instead of overflowing on absurd timestamps. */
 static int64_t add_sat(int64_t a, int64_t b)
 {
@@ -124,131 +73,19 @@ static int64_t duration(int64_t start, int64_t end)
 	return d;
 }
 
-/* Counts one event in its lane, the pos-th of the merge; returns 0, or -1 on
- * out of memory. */
-static int visit(struct builder *b, struct lane *ln, int64_t start, int64_t end, int32_t region,
-		 uint64_t pos)
+/* The walk's visitor: counts call c in its node (tag: the node). */
+static int visit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, int64_t *tag)
 {
-	/* In order of start, so every open event of the lane started no later
-	 * than this one: pop those that end before it does or that it merely
-	 * overlaps. */
-	while (ln->depth > 0) {
-		const struct open_event *top = &ln->stack[ln->depth - 1];
-		if (end <= top->end && start < top->end)
-			break;
-		ln->depth--;
-	}
-	int32_t parent = ln->depth > 0 ? ln->stack[ln->depth - 1].node : -1;
+	struct builder *b = ctx;
 	size_t before = b->nnodes;
-	int32_t id = node_get(b, parent, region);
+	int32_t id = node_get(b, (int32_t)parent_tag, c->region);
 	if (id < 0)
 		return -1;
-	if (b->first && ((size_t)id >= before || ln->id < b->first[id].lane))
-		b->first[id] = (struct first_seen){ ln->id, pos };
+	if (b->first && ((size_t)id >= before || c->lane < b->first[id].lane))
+		b->first[id] = (struct first_seen){ c->lane, c->pos };
 	b->nodes[id].calls++;
-	b->nodes[id].total_ns = add_sat(b->nodes[id].total_ns, duration(start, end));
-	struct open_event *stack = sp_grow(ln->stack, &ln->cap, ln->depth + 1, sizeof *stack);
-	if (!stack)
-		return -1;
-	ln->stack = stack;
-	stack[ln->depth++] = (struct open_event){ .end = end, .node = id };
-	return 0;
-}
-
-/* The merge order between two regions' current calls: start ascending, the
- * longer first, then the lower region index (the calls of one region come
- * from its own cursor, in call order on ties). */
-static inline int cursor_less(const struct cursor *x, const struct cursor *y)
-{
-	if (x->start != y->start)
-		return x->start < y->start;
-	if (x->end != y->end)
-		return x->end > y->end;
-	return x->region < y->region;
-}
-
-static inline size_t cursor_call(const struct cursor *c)
-{
-	return c->perm ? c->perm[c->pos] : c->pos;
-}
-
-static inline void cursor_load(struct cursor *c)
-{
-	size_t i = cursor_call(c);
-	c->start = c->starts[i];
-	c->end = c->ends[i];
-}
-
-static void sift_down(struct cursor *h, size_t n, size_t i)
-{
-	struct cursor x = h[i];
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && cursor_less(&h[c + 1], &h[c]))
-			c++;
-		if (!cursor_less(&h[c], &x))
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	h[i] = x;
-}
-
-/* Whether the calls are in visiting order as stored. */
-static int in_order(const int64_t *starts, const int64_t *ends, size_t n)
-{
-	for (size_t i = 1; i < n; i++)
-		if (starts[i] < starts[i - 1] || (starts[i] == starts[i - 1] && ends[i] > ends[i - 1]))
-			return 0;
-	return 1;
-}
-
-static int call_cmp(const void *a, const void *b, void *ctx)
-{
-	const struct cursor *c = ctx;
-	size_t i = *(const size_t *)a, j = *(const size_t *)b;
-	if (c->starts[i] != c->starts[j])
-		return c->starts[i] < c->starts[j] ? -1 : 1;
-	if (c->ends[i] != c->ends[j])
-		return c->ends[i] > c->ends[j] ? -1 : 1;
-	return i < j ? -1 : i > j;
-}
-
-/* Visits every event of the heap's cursors in merge order; 0, or -1 on out
- * of memory. */
-static int merge(struct builder *b, struct cursor *heap, size_t nh)
-{
-	for (size_t i = nh / 2; i-- > 0;)
-		sift_down(heap, nh, i);
-	ptrdiff_t li = lane_get(b, 0);
-	if (li < 0)
-		return -1;
-	uint64_t pos = 0;
-	while (nh > 0) {
-		struct cursor *c = &heap[0];
-		if (c->lanes) {
-			int32_t lane = c->lanes[cursor_call(c)];
-			if (lane != b->lanes[li].id && (li = lane_get(b, lane)) < 0)
-				return -1;
-		} else if (b->lanes[li].id != 0) {
-			li = lane_get(b, 0);   /* present already: cannot fail */
-		}
-		if (visit(b, &b->lanes[li], c->start, c->end, c->region, pos++) != 0)
-			return -1;
-		if (++c->pos < c->n) {
-			cursor_load(c);
-		} else {
-			/* Done: it goes past the heap's end (its permutation is
-			 * freed from there). */
-			struct cursor t = heap[0];
-			heap[0] = heap[--nh];
-			heap[nh] = t;
-		}
-		if (nh > 1)
-			sift_down(heap, nh, 0);
-	}
+	b->nodes[id].total_ns = add_sat(b->nodes[id].total_ns, duration(c->start, c->end));
+	*tag = id;
 	return 0;
 }
 
@@ -310,7 +147,7 @@ enum sp_err sp_tree_build_opt(struct sp_rank *rank, int always_sort, struct sp_e
 	if (rank->nregions > INT32_MAX)
 		return sp_error_set(err, SP_ENOMEM, "rank %d: too many regions (%zu)",
 				    rank->rank, rank->nregions);
-	size_t n = 0, ncur = 0;
+	size_t n = 0;
 	int lanes = 0;
 	for (size_t r = 0; r < rank->nregions; r++) {
 		const struct sp_region_data *rd = &rank->regions[r];
@@ -324,37 +161,24 @@ enum sp_err sp_tree_build_opt(struct sp_rank *rank, int always_sort, struct sp_e
 		if ((uint64_t)calls > SIZE_MAX - n)
 			return sp_error_set(err, SP_ENOMEM, "rank %d: too many events", rank->rank);
 		n += (size_t)calls;
-		ncur += calls > 0;
 		lanes |= calls > 0 && rd->lanes;
 	}
 
 	enum sp_err rc = SP_ENOMEM;
 	struct builder b = { 0 };
-	struct cursor *heap = calloc(ncur ? ncur : 1, sizeof *heap);
-	if (!heap)
+	struct sp_nest_column *cols = malloc((rank->nregions ? rank->nregions : 1) * sizeof *cols);
+	if (!cols)
 		goto out;
 	if (lanes && !(b.first = malloc(16 * sizeof *b.first)))
 		goto out;
 	b.first_cap = lanes ? 16 : 0;
-	size_t nh = 0;
 	for (size_t r = 0; r < rank->nregions; r++) {
 		const struct sp_region_data *rd = &rank->regions[r];
-		size_t calls = (size_t)rd->stats.num_calls;
-		if (calls == 0)
-			continue;
-		struct cursor *c = &heap[nh++];
-		*c = (struct cursor){ .starts = rd->starts, .ends = rd->ends, .lanes = rd->lanes,
-				      .n = calls, .region = (int32_t)r };
-		if (always_sort || !in_order(rd->starts, rd->ends, calls)) {
-			if (calls > SIZE_MAX / sizeof *c->perm || !(c->perm = malloc(calls * sizeof *c->perm)))
-				goto out;
-			for (size_t i = 0; i < calls; i++)
-				c->perm[i] = i;
-			qsort_r(c->perm, calls, sizeof *c->perm, call_cmp, c);
-		}
-		cursor_load(c);
+		cols[r] = (struct sp_nest_column){ rd->starts, rd->ends, rd->lanes,
+						   (size_t)rd->stats.num_calls };
 	}
-	if (merge(&b, heap, nh) != 0 || (lanes && renumber(&b) != 0))
+	if (sp_nest_walk(cols, rank->nregions, always_sort ? SP_NEST_ALWAYS_SORT : 0, visit, &b,
+			 err) != SP_OK || (lanes && renumber(&b) != 0))
 		goto out;
 
 	/* Shrink to fit; if even that fails, keep the larger block. */
@@ -371,17 +195,10 @@ enum sp_err sp_tree_build_opt(struct sp_rank *rank, int always_sort, struct sp_e
 	rank->ntree = b.nnodes;
 	rc = SP_OK;
 out:
-	/* The cursors moved in the heap, but each keeps its own permutation. */
-	for (size_t i = 0; heap && i < ncur; i++)
-		free(heap[i].perm);
-	free(heap);
+	free(cols);
 	free(b.nodes);
 	free(b.first);
 	sp_keytab_free(&b.node_ids);
-	for (size_t i = 0; i < b.nlanes; i++)
-		free(b.lanes[i].stack);
-	free(b.lanes);
-	sp_keytab_free(&b.lane_ids);
 	if (rc != SP_OK)
 		return sp_error_set(err, rc, "rank %d: out of memory building the call tree (%zu events)",
 				    rank->rank, n);

@@ -23,7 +23,7 @@
 #include "sp_h5.h"
 #include "sp_mpi.h"
 #include "sp_pack.h"
-#include "sp_render.h"
+#include "sp_analysis.h"
 
 int sp_mpi_launch_rank(void)
 {
@@ -395,7 +395,7 @@ enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_even
 		}
 		p->nranks = (size_t)mpi.size;
 		if (w && rc == SP_OK) {
-			char *hosts = sp_render_hosts(p);
+			char *hosts = sp_profile_hosts(p);
 			char sync[32];
 			snprintf(sync, sizeof sync, "%lld", (long long)mpi.sync_error);
 			rc = hosts ? sp_h5_writer_meta(w, "hostnames", hosts, err)

@@ -76,9 +76,23 @@ static void test_rank_totals_and_imbalance(void **state)
 	assert_int_equal(totals[1], 0);
 	assert_true(isinf(sp_imbalance(totals, 2)));
 	assert_int_equal(sp_region_rank_totals(&p, "absent", totals), 0);
+	/* Nothing recorded anywhere: not defined (diff prints "-", JSON null). */
 	int64_t zeros[] = {0, 0};
-	assert_true(sp_imbalance(zeros, 2) == 1.0);
-	assert_true(sp_imbalance(NULL, 0) == 1.0);
+	assert_true(isnan(sp_imbalance(zeros, 2)));
+	assert_true(isnan(sp_imbalance(NULL, 0)));
+	int64_t same[] = {7, 7, 7};
+	assert_true(sp_imbalance(same, 3) == 1.0);
+}
+
+/* The one definition every report uses: slowest over fastest. */
+static void test_imbalance_of(void **state)
+{
+	assert_true(fabs(sp_imbalance_of(1040000000, 650000000) - 1.6) < 1e-12);
+	assert_true(sp_imbalance_of(5, 5) == 1.0);
+	assert_true(isinf(sp_imbalance_of(5, 0)));          /* a rank without it: 0 s */
+	assert_true(isnan(sp_imbalance_of(0, 0)));
+	assert_true(isnan(sp_imbalance_of(-1, -1)));        /* hostile totals */
+	assert_true(sp_imbalance_of(INT64_MAX, 1) > 9e18);
 }
 
 static void test_self_time(void **state)
@@ -101,6 +115,7 @@ int main(void)
 		cmocka_unit_test(test_time_axis),
 		cmocka_unit_test(test_hostile_times_do_not_overflow),
 		cmocka_unit_test(test_rank_totals_and_imbalance),
+		cmocka_unit_test(test_imbalance_of),
 		cmocka_unit_test(test_self_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

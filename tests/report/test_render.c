@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "sp_clock.h"
+#include "sp_analysis.h"
 #include "sp_render.h"
 
 #define MS 1000000LL
@@ -476,7 +477,7 @@ static void set_hosts(struct sp_profile *p, const char *const *hosts)
 
 static void assert_hosts(const struct sp_profile *p, const char *want)
 {
-	char *got = sp_render_hosts(p);
+	char *got = sp_profile_hosts(p);
 	assert_non_null(got);
 	assert_string_equal(got, want);
 	free(got);

@@ -11,6 +11,8 @@
 #include <cmocka.h>
 
 #include "sp_clock.h"
+#include "sp_analysis.h"
+#include "sp_json.h"
 #include "sp_render.h"
 
 #define MS 1000000LL
@@ -189,7 +191,7 @@ static char *json_of(const char *s)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	assert_non_null(f);
-	sp_render_json_string(f, s);
+	sp_json_fputs(f, s);
 	assert_int_equal(fclose(f), 0);
 	return buf;
 }
@@ -215,18 +217,18 @@ static void test_json_string(void **state)
 static void test_rank_list(void **state)
 {
 	char buf[64];
-	assert_string_equal(sp_render_rank_list(buf, sizeof buf, (int[]){0, 1, 2, 3, 5}, 5), "0-3,5");
-	assert_string_equal(sp_render_rank_list(buf, sizeof buf, (int[]){0, 1}, 2), "0,1");
-	assert_string_equal(sp_render_rank_list(buf, sizeof buf, (int[]){7}, 1), "7");
-	assert_string_equal(sp_render_rank_list(buf, sizeof buf, NULL, 0), "");
-	assert_string_equal(sp_render_rank_list(buf, sizeof buf, (int[]){1, 3, 4, 5, 9, 10}, 6),
+	assert_string_equal(sp_rank_list(buf, sizeof buf, (int[]){0, 1, 2, 3, 5}, 5), "0-3,5");
+	assert_string_equal(sp_rank_list(buf, sizeof buf, (int[]){0, 1}, 2), "0,1");
+	assert_string_equal(sp_rank_list(buf, sizeof buf, (int[]){7}, 1), "7");
+	assert_string_equal(sp_rank_list(buf, sizeof buf, NULL, 0), "");
+	assert_string_equal(sp_rank_list(buf, sizeof buf, (int[]){1, 3, 4, 5, 9, 10}, 6),
 			    "1,3-5,9,10");
-	assert_string_equal(sp_render_rank_list(buf, sizeof buf, (int[]){2147483646, 2147483647}, 2),
+	assert_string_equal(sp_rank_list(buf, sizeof buf, (int[]){2147483646, 2147483647}, 2),
 			    "2147483646,2147483647");
 	int many[40];
 	for (int i = 0; i < 40; i++)
 		many[i] = 2 * i;
-	sp_render_rank_list(buf, 20, many, 40);
+	sp_rank_list(buf, 20, many, 40);
 	assert_true(strlen(buf) < 20);
 	assert_non_null(strstr(buf, "..."));
 	assert_true(strncmp(buf, "0,2,4,", 6) == 0);

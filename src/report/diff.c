@@ -1,0 +1,595 @@
+/* diff.c - two profiles compared region by region from their summary
+ * statistics (sp_diff.h): the merge over ranks, the change, the bound, and
+ * the table and JSON that show them. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_analysis.h"
+#include "sp_diff.h"
+#include "sp_json.h"
+#include "sp_render.h"
+#include "sp_table.h"
+
+#define TABLE_CAP 100                  /* columns the table aims to fit */
+#define NAME_MIN 16                    /* the name column is never cut below this */
+#define CELL 32                        /* bytes of one formatted cell */
+
+/* A region of one rank, while merging. */
+struct entry {
+	const char *name;
+	size_t rank;                   /* index among the selected ranks */
+	int64_t calls, total;
+};
+
+static int64_t add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int entry_cmp(const void *x, const void *y)
+{
+	const struct entry *a = x, *b = y;
+	int c = strcmp(a->name, b->name);
+	if (c)
+		return c;
+	return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+
+/* Merges the selected regions of the selected ranks of f->p by name into
+ * f->regions. Returns SP_OK, SP_EINVAL when no rank is selected or SP_ENOMEM,
+ * err saying which. */
+static enum sp_err collect(struct sp_diff_file *f, const struct sp_select *sel, struct sp_error *err)
+{
+	const struct sp_profile *p = f->p;
+	struct entry *e = NULL;
+	size_t ne = 0, total = 0;
+	enum sp_err status = SP_EINVAL;
+	f->ranks = malloc((p->nranks ? p->nranks : 1) * sizeof *f->ranks);
+	if (!f->ranks)
+		goto nomem;
+	for (size_t r = 0; r < p->nranks; r++) {
+		if (!sp_select_rank(sel, p->ranks[r].rank))
+			continue;
+		f->ranks[f->nranks++] = p->ranks[r].rank;
+		if (p->ranks[r].nregions > SIZE_MAX / sizeof *e - total)
+			goto nomem;
+		total += p->ranks[r].nregions;
+		int64_t s = sp_rank_span(&p->ranks[r]);
+		f->span = s > f->span ? s : f->span;
+	}
+	if (f->nranks == 0) {
+		char list[128];
+		int nums[64];
+		size_t n = p->nranks < 64 ? p->nranks : 64;
+		for (size_t r = 0; r < n; r++)
+			nums[r] = p->ranks[r].rank;
+		sp_error_set(err, SP_EINVAL, "%s: no rank selected: the profile has rank%s %s%s", f->path,
+			     p->nranks == 1 ? "" : "s", sp_rank_list(list, sizeof list, nums, n),
+			     p->nranks > n ? ",..." : "");
+		goto out;
+	}
+	e = malloc((total ? total : 1) * sizeof *e);
+	f->regions = malloc((total ? total : 1) * sizeof *f->regions);
+	if (!e || !f->regions)
+		goto nomem;
+	for (size_t r = 0, k = 0; r < p->nranks; r++) {
+		const struct sp_rank *rk = &p->ranks[r];
+		if (!sp_select_rank(sel, rk->rank))
+			continue;
+		for (size_t i = 0; i < rk->nregions; i++)
+			e[ne++] = (struct entry){ rk->regions[i].name, k, rk->regions[i].stats.num_calls,
+						  rk->regions[i].stats.total_ns };
+		k++;
+	}
+	qsort(e, ne, sizeof *e, entry_cmp);
+	/* Runs of one name, within them runs of one rank: one regexec per name. */
+	for (size_t i = 0, j; i < ne; i = j) {
+		for (j = i + 1; j < ne && strcmp(e[j].name, e[i].name) == 0; j++)
+			;
+		if (!sp_select_region(sel, e[i].name))
+			continue;
+		struct sp_diff_side *s = &f->regions[f->n++];
+		*s = (struct sp_diff_side){ .name = e[i].name };
+		for (size_t k = i, m; k < j; k = m) {
+			int64_t rank_total = 0, rank_calls = 0;
+			for (m = k; m < j && e[m].rank == e[k].rank; m++) {
+				rank_calls = add_sat(rank_calls, e[m].calls);
+				rank_total = add_sat(rank_total, e[m].total);
+			}
+			s->calls = add_sat(s->calls, rank_calls);
+			s->total = add_sat(s->total, rank_total);
+			if (rank_calls > 0) {
+				s->slowest = s->present == 0 || rank_total > s->slowest ? rank_total
+											 : s->slowest;
+				s->fastest = s->present == 0 || rank_total < s->fastest ? rank_total
+											 : s->fastest;
+				s->present++;
+			}
+		}
+		if (s->present < f->nranks)
+			s->fastest = 0;   /* absent ranks count as 0 s, as in summary */
+		s->per_rank = (double)s->total / (double)f->nranks;
+		s->imbalance = sp_imbalance_of(s->slowest, s->fastest);
+	}
+	status = SP_OK;
+	goto out;
+nomem:
+	status = sp_error_set(err, SP_ENOMEM, "%s: out of memory", f->path);
+out:
+	free(e);
+	return status;
+}
+
+/* Growth of b over a in percent; NAN when a is not positive. */
+static double growth(double a, double b)
+{
+	return a > 0 ? (b - a) / a * 100.0 : NAN;
+}
+
+/* Joins the two name-sorted region lists into rows. Returns the count, or
+ * SIZE_MAX when out of memory. */
+static size_t join(const struct sp_diff_file *fa, const struct sp_diff_file *fb, struct sp_diff_row **out)
+{
+	struct sp_diff_row *rows = malloc((fa->n + fb->n ? fa->n + fb->n : 1) * sizeof *rows);
+	size_t n = 0, i = 0, j = 0;
+	if (!rows)
+		return SIZE_MAX;
+	while (i < fa->n || j < fb->n) {
+		int c = i >= fa->n ? 1 : j >= fb->n ? -1 : strcmp(fa->regions[i].name, fb->regions[j].name);
+		struct sp_diff_row *d = &rows[n++];
+		*d = (struct sp_diff_row){ .pct = NAN, .ratio = NAN, .slow_pct = NAN };
+		d->a = c <= 0 ? &fa->regions[i++] : NULL;
+		d->b = c >= 0 ? &fb->regions[j++] : NULL;
+		d->name = d->a ? d->a->name : d->b->name;
+		double a = d->a ? d->a->per_rank : 0, b = d->b ? d->b->per_rank : 0;
+		d->change = b - a;
+		if (d->a && d->b) {
+			d->pct = growth(a, b);
+			d->ratio = a > 0 ? b / a : NAN;
+			d->slow_pct = growth((double)d->a->slowest, (double)d->b->slowest);
+		}
+	}
+	*out = rows;
+	return n;
+}
+
+static int by_change(const void *x, const void *y)
+{
+	const struct sp_diff_row *a = x, *b = y;
+	double ca = fabs(a->change), cb = fabs(b->change);
+	if (ca != cb)
+		return ca > cb ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static int by_name(const void *x, const void *y)
+{
+	const struct sp_diff_row *a = x, *b = y;
+	return strcmp(a->name, b->name);
+}
+
+/* ---- formatting --------------------------------------------------------- */
+
+/* Seconds from ns, without padding: "0.002191", "12345.7". */
+static char *secs(char *buf, double ns)
+{
+	const char *s = sp_render_seconds(buf, CELL, ns);
+	memmove(buf, s + strspn(s, " "), strlen(s + strspn(s, " ")) + 1);
+	return buf;
+}
+
+static char *signed_secs(char *buf, double ns)
+{
+	double s = ns / 1e9;
+	snprintf(buf, CELL, fabs(s) < 999.9999995 ? "%+.6f" : "%+.1f", s);
+	return buf;
+}
+
+static char *percent(char *buf, double pct)
+{
+	if (isnan(pct))
+		snprintf(buf, CELL, "-");
+	else
+		snprintf(buf, CELL, fabs(pct) < 1e6 ? "%+.1f%%" : "%+.3g%%", pct);
+	return buf;
+}
+
+/* A name for a one-line message: control characters as '?', cut at 80 bytes. */
+static const char *plain(char *buf, size_t len, const char *s)
+{
+	size_t i = 0;
+	for (; s[i] && i + 1 < len && i < 80; i++)
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	buf[i] = '\0';
+	return buf;
+}
+
+/* Columns of the table: a group label over one or more sub-columns. */
+enum { C_CALLS_A, C_CALLS_B, C_V1_A, C_V1_B, C_V2_A, C_V2_B, C_CHANGE, C_PCT, C_RATIO, C_SLOW,
+       C_IMB_A, C_IMB_B, NCOLS };
+
+struct col {
+	int group;                     /* columns of one group are 1 space apart */
+	const char *head;
+};
+
+static const struct col cols[NCOLS] = {
+	[C_CALLS_A] = {0, "A"}, [C_CALLS_B] = {0, "B"}, [C_V1_A] = {1, "A"}, [C_V1_B] = {1, "B"},
+	[C_V2_A] = {2, "A"},    [C_V2_B] = {2, "B"},    [C_CHANGE] = {3, "[s]"},
+	[C_PCT] = {3, "%"},     [C_RATIO] = {4, "B/A"}, [C_SLOW] = {5, "slowest %"},
+	[C_IMB_A] = {6, "A"},   [C_IMB_B] = {6, "B"},
+};
+
+/* An imbalance cell: "1.60x", "inf", or "-" when not defined. */
+static char *imbalance_cell(char *buf, const struct sp_diff_side *s)
+{
+	double v = s->imbalance;
+	if (isnan(v))
+		snprintf(buf, CELL, "-");
+	else if (isinf(v))
+		snprintf(buf, CELL, "inf");
+	else
+		snprintf(buf, CELL, v < 1000 ? "%.2fx" : "%.3gx", v);
+	return buf;
+}
+
+/* Fills the cells of one row. */
+static void row_cells(char (*c)[CELL], const struct sp_diff_row *d, int several)
+{
+	const struct sp_diff_side *a = d->a, *b = d->b;
+	for (int k = 0; k < NCOLS; k++)
+		strcpy(c[k], "-");
+	if (a) {
+		snprintf(c[C_CALLS_A], CELL, "%lld", (long long)a->calls);
+		secs(c[C_V1_A], a->per_rank);
+		if (several) {
+			secs(c[C_V2_A], (double)a->slowest);
+			imbalance_cell(c[C_IMB_A], a);
+		} else if (a->calls > 0)
+			secs(c[C_V2_A], (double)a->total / (double)a->calls);
+	}
+	if (b) {
+		snprintf(c[C_CALLS_B], CELL, "%lld", (long long)b->calls);
+		secs(c[C_V1_B], b->per_rank);
+		if (several) {
+			secs(c[C_V2_B], (double)b->slowest);
+			imbalance_cell(c[C_IMB_B], b);
+		} else if (b->calls > 0)
+			secs(c[C_V2_B], (double)b->total / (double)b->calls);
+	}
+	if (a && b) {
+		signed_secs(c[C_CHANGE], d->change);
+		percent(c[C_PCT], d->pct);
+		if (!isnan(d->ratio))
+			snprintf(c[C_RATIO], CELL, d->ratio < 1000 ? "%.2fx" : "%.3gx", d->ratio);
+		percent(c[C_SLOW], d->slow_pct);
+	} else {
+		strcpy(c[C_CHANGE], a ? "only in A" : "only in B");
+	}
+}
+
+static void pad(FILE *out, int n)
+{
+	for (; n > 0; n--)
+		putc(' ', out);
+}
+
+/* Writes a name in exactly w columns. One too wide loses its middle, not its
+ * end: "__main__.Mesh.refine_cells" and "__main__.Mesh.refine_edges" must
+ * stay apart. */
+static void put_name(FILE *out, const char *s, int w)
+{
+	int tw = sp_render_text_width(s);
+	if (tw <= w || w < 8) {
+		pad(out, w - sp_render_text(out, s, w));
+		return;
+	}
+	int head = (w - 1) / 3, tail = w - 1 - head;
+	/* The tail: the shortest suffix, starting on a character, that is at
+	 * most `tail` columns wide. */
+	size_t len = strlen(s), at = len;
+	for (size_t i = len; i-- > 0;) {
+		if (((unsigned char)s[i] & 0xc0) == 0x80)
+			continue;
+		if (sp_render_text_width(s + i) > tail)
+			break;
+		at = i;
+	}
+	int used = sp_render_text(out, s, head + 1);   /* head columns and "…" */
+	used += sp_render_text(out, s + at, tail);
+	pad(out, w - used);
+}
+
+static void file_line(FILE *out, const char *label, const struct sp_diff_file *f)
+{
+	char list[96], buf[CELL];
+	fprintf(out, "%s: ", label);
+	sp_render_text(out, f->path, 200);
+	fprintf(out, " (%zu rank%s", f->nranks, f->nranks == 1 ? "" : "s");
+	if (f->nranks > 1)
+		fprintf(out, " %s", sp_rank_list(list, sizeof list, f->ranks, f->nranks));
+	fprintf(out, ", run span %s s)\n", secs(buf, (double)f->span));
+}
+
+static void render_table(FILE *out, const struct sp_diff_file *fa, const struct sp_diff_file *fb,
+			 const struct sp_diff_row *rows, size_t n, char (*cells)[NCOLS][CELL], int several,
+			 int by_name_order)
+{
+	static const char *const groups_one[] = {"calls", "total [s]", "mean [s]", "change", "", ""};
+	static const char *const groups_many[] = {"calls", "total/rank [s]", "slowest [s]", "change",
+						  "", "", "imbalance"};
+	const char *const *groups = several ? groups_many : groups_one;
+	int ncols = several ? NCOLS : C_SLOW;
+	int w[NCOLS], need = 6;
+	struct sp_table_col tc[NCOLS];
+	const char *heads[NCOLS], *text[NCOLS];
+	for (int k = 0; k < ncols; k++) {
+		tc[k] = (struct sp_table_col){ k && cols[k].group == cols[k - 1].group ? " " : "  ",
+					       SP_TABLE_RIGHT, 0 };
+		heads[k] = cols[k].head;
+	}
+	sp_table_fit(tc, (size_t)ncols, heads);
+	for (size_t i = 0; i < n; i++) {
+		for (int k = 0; k < ncols; k++)
+			text[k] = cells[i][k];
+		sp_table_fit(tc, (size_t)ncols, text);
+		int nw = sp_render_text_width(rows[i].name);
+		need = nw > need ? nw : need;
+	}
+	for (int k = 0; k < ncols; k++)
+		w[k] = tc[k].w;
+	/* Each group at least as wide as its label: widen its last column. */
+	int rest = 0;
+	for (int k = 0; k < ncols;) {
+		int g = cols[k].group, span = 0, first = k;
+		for (; k < ncols && cols[k].group == g; k++)
+			span += w[k] + (k > first);
+		int lw = (int)strlen(groups[g]);
+		if (lw > span)
+			w[k - 1] += lw - span;
+		tc[k - 1].w = w[k - 1];
+		rest += 2 + (span > lw ? span : lw);
+	}
+	int cap = TABLE_CAP - rest > NAME_MIN ? TABLE_CAP - rest : NAME_MIN;
+	int nw = need < cap ? need : cap, tw = nw + rest;
+
+	file_line(out, "A", fa);
+	file_line(out, "B", fb);
+	if (several)
+		fputs("total/rank: the mean over ranks of each rank's total (the change is of it);\n"
+		      "slowest: the largest rank's total; imbalance: slowest / fastest rank's total,\n"
+		      "a rank without the region counting as 0 s (inf; - when all are 0)\n", out);
+	fprintf(out, "change = B - A; %s\n\n",
+		by_name_order ? "sorted by name" : "largest change first");
+	/* Group labels, centred over their columns; no trailing blanks. */
+	int col = 0, at = nw;
+	for (int k = 0; k < ncols;) {
+		int g = cols[k].group, span = 0, first = k;
+		for (; k < ncols && cols[k].group == g; k++)
+			span += w[k] + (k > first);
+		int lw = (int)strlen(groups[g]), left = (span - lw + 1) / 2;
+		if (lw) {
+			pad(out, at + 2 + left - col);
+			fputs(groups[g], out);
+			col = at + 2 + left + lw;
+		}
+		at += 2 + span;
+	}
+	fputc('\n', out);
+	fprintf(out, "%-*s", nw, "region");
+	sp_table_row(out, tc, (size_t)ncols, heads, "\n");
+	for (int i = 0; i < tw; i++)
+		fputs("─", out);
+	fputc('\n', out);
+	if (n == 0)
+		fputs("(no regions)\n", out);
+	for (size_t i = 0; i < n; i++) {
+		put_name(out, rows[i].name, nw);
+		for (int k = 0; k < ncols; k++)
+			text[k] = cells[i][k];
+		sp_table_row(out, tc, (size_t)ncols, text, "\n");
+	}
+	size_t both = 0, slower = 0, faster = 0, only_a = 0, only_b = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!rows[i].a)
+			only_b++;
+		else if (!rows[i].b)
+			only_a++;
+		else {
+			both++;
+			slower += rows[i].change > 0;
+			faster += rows[i].change < 0;
+		}
+	}
+	fprintf(out, "\n%zu region%s in both (%zu slower, %zu faster), %zu only in A, %zu only in B\n",
+		both, both == 1 ? "" : "s", slower, faster, only_a, only_b);
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static void json_num(FILE *out, const char *key, double v, const char *fmt)
+{
+	fprintf(out, "\"%s\": ", key);
+	if (isfinite(v))
+		fprintf(out, fmt, v);
+	else
+		fputs("null", out);
+}
+
+static void json_file(FILE *out, const char *key, const struct sp_diff_file *f)
+{
+	fprintf(out, "  \"%s\": {\"file\": ", key);
+	sp_json_fputs(out, f->path);
+	fputs(", \"ranks\": [", out);
+	for (size_t r = 0; r < f->nranks; r++)
+		fprintf(out, "%s%d", r ? ", " : "", f->ranks[r]);
+	fputs("], ", out);
+	json_num(out, "run_span_s", (double)f->span / 1e9, "%.9f");
+	fputs("},\n", out);
+}
+
+static void json_side(FILE *out, const char *key, const struct sp_diff_side *s)
+{
+	fprintf(out, ", \"%s\": ", key);
+	if (!s) {
+		fputs("null", out);
+		return;
+	}
+	fprintf(out, "{\"calls\": %lld, ", (long long)s->calls);
+	json_num(out, "total_s", (double)s->total / 1e9, "%.9f");
+	fputs(", ", out);
+	json_num(out, "mean_s", s->calls > 0 ? (double)s->total / (double)s->calls / 1e9 : 0.0,
+		 "%.9f");
+	fputs(", ", out);
+	json_num(out, "total_per_rank_s", s->per_rank / 1e9, "%.9f");
+	fputs(", ", out);
+	json_num(out, "slowest_rank_total_s", (double)s->slowest / 1e9, "%.9f");
+	fputs(", ", out);
+	json_num(out, "fastest_rank_total_s", (double)s->fastest / 1e9, "%.9f");
+	fputs(", ", out);
+	json_num(out, "imbalance", s->imbalance, "%.6f");
+	fprintf(out, ", \"ranks_present\": %zu}", s->present);
+}
+
+static void render_json(FILE *out, const struct sp_diff_file *fa, const struct sp_diff_file *fb,
+			const struct sp_diff_row *rows, size_t n, int by_name_order, double bound)
+{
+	fputs("{\n", out);
+	json_file(out, "a", fa);
+	json_file(out, "b", fb);
+	fprintf(out, "  \"sort\": \"%s\",\n  ", by_name_order ? "name" : "change");
+	json_num(out, "fail_above_pct", bound, "%g");
+	fputs(",\n  \"regions\": [", out);
+	for (size_t i = 0; i < n; i++) {
+		const struct sp_diff_row *d = &rows[i];
+		fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
+		sp_json_fputs(out, d->name);
+		fprintf(out, ", \"in\": \"%s\"", !d->a ? "b" : !d->b ? "a" : "both");
+		json_side(out, "a", d->a);
+		json_side(out, "b", d->b);
+		fputs(", ", out);
+		json_num(out, "change_s", d->change / 1e9, "%.9f");
+		fputs(", ", out);
+		json_num(out, "change_pct", d->pct, "%.6f");
+		fputs(", ", out);
+		json_num(out, "ratio", d->ratio, "%.6f");
+		fputs(", ", out);
+		json_num(out, "slowest_change_pct", d->slow_pct, "%.6f");
+		fprintf(out, ", \"above_bound\": %s}", d->above ? "true" : "false");
+	}
+	fputs(n ? "\n  ]\n}\n" : "]\n}\n", out);
+}
+
+/* Parses "10", "2.5" or "10%" into *pct; -1 when it is not a non-negative
+ * number. */
+int sp_diff_parse_percent(const char *s, double *pct)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || !isfinite(v) || v < 0)
+		return -1;
+	if (*end == '%')
+		end++;
+	if (*end)
+		return -1;
+	*pct = v;
+	return 0;
+}
+
+
+/* ---- the comparison ----------------------------------------------------- */
+
+/* Marks the rows above d->bound and finds the worst. */
+static void mark_above(struct sp_diff *d)
+{
+	for (size_t i = 0; !isnan(d->bound) && i < d->n; i++) {
+		struct sp_diff_row *r = &d->rows[i];
+		double g = r->pct;
+		if (d->several && !isnan(r->slow_pct) && (isnan(g) || r->slow_pct > g))
+			g = r->slow_pct;
+		if (isnan(g) || g <= d->bound)
+			continue;
+		r->above = 1;
+		d->nabove++;
+		if (!d->worst || g > d->worst_pct) {
+			d->worst = r;
+			d->worst_pct = g;
+		}
+	}
+}
+
+enum sp_err sp_diff_compare(struct sp_diff *d, const struct sp_profile *a, const char *path_a,
+			    const struct sp_profile *b, const char *path_b, const struct sp_select *sel,
+			    int by_name_order, double bound, struct sp_error *err)
+{
+	static const struct sp_select all;
+	enum sp_err rc;
+	*d = (struct sp_diff){ .by_name = by_name_order, .bound = bound };
+	d->f[0] = (struct sp_diff_file){ .path = path_a, .p = a };
+	d->f[1] = (struct sp_diff_file){ .path = path_b, .p = b };
+	for (int k = 0; k < 2; k++)
+		if ((rc = collect(&d->f[k], sel ? sel : &all, err)) != SP_OK)
+			return rc;
+	d->n = join(&d->f[0], &d->f[1], &d->rows);
+	if (d->n == SIZE_MAX) {
+		d->n = 0;
+		return sp_error_set(err, SP_ENOMEM, "out of memory");
+	}
+	qsort(d->rows, d->n, sizeof *d->rows, by_name_order ? by_name : by_change);
+	d->several = d->f[0].nranks > 1 || d->f[1].nranks > 1;
+	mark_above(d);
+	return SP_OK;
+}
+
+void sp_diff_free(struct sp_diff *d)
+{
+	free(d->rows);
+	for (int k = 0; k < 2; k++) {
+		free(d->f[k].regions);
+		free(d->f[k].ranks);
+	}
+	*d = (struct sp_diff){ .bound = NAN };
+}
+
+enum sp_err sp_diff_render(FILE *out, const struct sp_diff *d, int json, struct sp_error *err)
+{
+	if (json) {
+		render_json(out, &d->f[0], &d->f[1], d->rows, d->n, d->by_name, d->bound);
+		return SP_OK;
+	}
+	char (*cells)[NCOLS][CELL] = malloc((d->n ? d->n : 1) * sizeof *cells);
+	if (!cells)
+		return sp_error_set(err, SP_ENOMEM, "out of memory");
+	for (size_t i = 0; i < d->n; i++)
+		row_cells(cells[i], &d->rows[i], d->several);
+	render_table(out, &d->f[0], &d->f[1], d->rows, d->n, cells, d->several, d->by_name);
+	free(cells);
+	return SP_OK;
+}
+
+char *sp_diff_worst_line(const struct sp_diff *d, char *buf, size_t len)
+{
+	const struct sp_diff_row *w = d->worst;
+	if (!w)
+		return NULL;
+	char name[96], a[CELL], b[CELL], pct[CELL];
+	int slow = d->several && !isnan(w->slow_pct) && w->slow_pct == d->worst_pct &&
+		   w->slow_pct != w->pct;
+	double va = slow ? (double)w->a->slowest : w->a->per_rank;
+	double vb = slow ? (double)w->b->slowest : w->b->per_rank;
+	snprintf(buf, len, "'%s'%s grew by %s (%s s -> %s s), more than --fail-above %g%%; "
+		 "%zu region%s above the bound", plain(name, sizeof name, w->name),
+		 slow ? " (slowest rank)" : d->several ? " (total/rank)" : "",
+		 percent(pct, d->worst_pct) + 1, secs(a, va), secs(b, vb), d->bound, d->nabove,
+		 d->nabove == 1 ? "" : "s");
+	return buf;
+}

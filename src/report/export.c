@@ -1,0 +1,529 @@
+/* export.c - a profile's calls for pandas, Perfetto / chrome://tracing,
+ * speedscope and flamegraph.pl (csv, json, chrome; folded stacks are in
+ * export_folded.c), streamed from the file a slice at a time. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export_int.h"
+#include "sp_analysis.h"
+#include "sp_clock.h"
+
+const char *const sp_export_format_names[SP_EXPORT_NFORMATS] = {"csv", "json", "chrome", "folded"};
+
+int sp_export_format_parse(const char *name)
+{
+	for (int f = 0; f < SP_EXPORT_NFORMATS; f++)
+		if (strcmp(name, sp_export_format_names[f]) == 0)
+			return f;
+	return -1;
+}
+
+int sp_export_entry_name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	if (x->ri != y->ri)
+		return x->ri < y->ri ? -1 : 1;
+	return (x->gi > y->gi) - (x->gi < y->gi);
+}
+
+/* The Python read API's region order: earliest call first, ties in the
+ * order the regions first appear (rank by rank, file order). */
+static int group_cmp(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->ri != y->ri)
+		return x->ri < y->ri ? -1 : 1;
+	return (x->gi > y->gi) - (x->gi < y->gi);
+}
+
+/* Orders the regions, finds each rank's time origin, allocates the slice. */
+static enum sp_err plan(struct exporter *x)
+{
+	const struct sp_profile *p = x->p;
+	size_t n = 0;
+	for (size_t r = 0; r < p->nranks; r++)
+		n += p->ranks[r].nregions;
+	x->entries = malloc((n ? n : 1) * sizeof *x->entries);
+	x->groups = malloc((n ? n : 1) * sizeof *x->groups);
+	x->gid = malloc((n ? n : 1) * sizeof *x->gid);
+	x->base = malloc(p->nranks * sizeof *x->base);
+	x->origin = malloc(p->nranks * sizeof *x->origin);
+	x->starts = malloc(SLICE * sizeof *x->starts);
+	x->ends = malloc(SLICE * sizeof *x->ends);
+	x->lanes = malloc(SLICE * sizeof *x->lanes);
+	if (!x->entries || !x->groups || !x->gid || !x->base || !x->origin || !x->starts || !x->ends ||
+	    !x->lanes)
+		return sp_error_set(x->err, SP_ENOMEM, "out of memory for %zu regions", n);
+	for (size_t r = 0, k = 0; r < p->nranks; r++) {
+		x->base[r] = k;
+		for (size_t g = 0; g < p->ranks[r].nregions; g++, k++)
+			x->entries[k] = (struct entry){p->ranks[r].regions[g].name, r, g};
+	}
+	/* One time axis for all ranks, the analysis module's (as the Python
+	 * read API has it). */
+	int64_t origin = sp_profile_time_origin(p);
+	for (size_t r = 0; r < p->nranks; r++)
+		x->origin[r] = origin != SP_NO_TIME ? origin : 0;
+	x->nentries = n;
+	qsort(x->entries, n, sizeof *x->entries, entry_cmp);
+	for (size_t i = 0; i < n; i++) {
+		const struct entry *e = &x->entries[i];
+		const struct sp_stats *st = &p->ranks[e->ri].regions[e->gi].stats;
+		if (i == 0 || strcmp(e->name, x->entries[i - 1].name) != 0)
+			x->groups[x->ngroups++] = (struct group){i, 0, INT64_MAX, e->ri, e->gi};
+		struct group *g = &x->groups[x->ngroups - 1];
+		if (st->num_calls > 0 && st->first_start_ns < g->key)
+			g->key = st->first_start_ns;
+		g->n++;
+	}
+	for (size_t k = 0; k < x->ngroups; k++)
+		if (x->groups[k].key == INT64_MAX)
+			x->groups[k].key = 0;
+	qsort(x->groups, x->ngroups, sizeof *x->groups, group_cmp);
+	for (size_t k = 0; k < x->ngroups; k++)
+		for (size_t i = 0; i < x->groups[k].n; i++) {
+			const struct entry *e = &x->entries[x->groups[k].first + i];
+			x->gid[x->base[e->ri] + e->gi] = (int32_t)k;
+		}
+	return SP_OK;
+}
+
+/* ---- csv, json, chrome: one call at a time ------------------------------ */
+
+/* Remembers that rank's lane got a call (chrome's thread names). */
+static enum sp_err lane_seen(struct exporter *x, int rank, int32_t lane)
+{
+	int64_t key = (int64_t)rank << 32 | (uint32_t)lane;
+	size_t lo = 0, hi = x->nseen;
+	if (hi && x->seen[hi - 1] == key)
+		return SP_OK;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->seen[mid] == key)
+			return SP_OK;
+		if (x->seen[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (x->nseen == x->seen_cap) {
+		size_t cap = x->seen_cap ? x->seen_cap * 2 : 16;
+		int64_t *v = cap <= SIZE_MAX / sizeof *v ? realloc(x->seen, cap * sizeof *v) : NULL;
+		if (!v)
+			return sp_error_set(x->err, SP_ENOMEM, "out of memory for thread lanes");
+		x->seen = v;
+		x->seen_cap = cap;
+	}
+	memmove(&x->seen[lo + 1], &x->seen[lo], (x->nseen - lo) * sizeof *x->seen);
+	x->seen[lo] = key;
+	x->nseen++;
+	return SP_OK;
+}
+
+static void write_call(struct exporter *x, int rank, int32_t lane, uint64_t call, int64_t start,
+		       int64_t end, int64_t origin)
+{
+	struct out *o = x->o;
+	__int128 s = (__int128)start - origin, e = (__int128)end - origin, d = (__int128)end - start;
+	switch (x->fmt) {
+	case SP_EXPORT_CSV:
+		out_mem(o, x->name.p, x->name.n);
+		out_ch(o, ',');
+		out_dec(o, rank, 0);
+		out_ch(o, ',');
+		out_dec(o, lane, 0);
+		out_ch(o, ',');
+		out_dec(o, call, 0);
+		out_ch(o, ',');
+		out_dec(o, s, 9);
+		out_ch(o, ',');
+		out_dec(o, e, 9);
+		out_ch(o, ',');
+		out_dec(o, d, 9);
+		out_ch(o, '\n');
+		break;
+	case SP_EXPORT_JSON:
+		out_str(o, x->written ? ",\n{\"name\": " : "\n{\"name\": ");
+		out_mem(o, x->name.p, x->name.n);
+		out_str(o, ", \"rank\": ");
+		out_dec(o, rank, 0);
+		out_str(o, ", \"lane\": ");
+		out_dec(o, lane, 0);
+		out_str(o, ", \"call_index\": ");
+		out_dec(o, call, 0);
+		out_str(o, ", \"start\": ");
+		out_dec(o, s, 9);
+		out_str(o, ", \"end\": ");
+		out_dec(o, e, 9);
+		out_str(o, ", \"duration\": ");
+		out_dec(o, d, 9);
+		out_ch(o, '}');
+		break;
+	default:                   /* SP_EXPORT_CHROME: microseconds, to the ns */
+		out_str(o, ",\n{\"ph\":\"X\",\"name\":");
+		out_mem(o, x->name.p, x->name.n);
+		out_str(o, ",\"pid\":");
+		out_dec(o, rank, 0);
+		out_str(o, ",\"tid\":");
+		out_dec(o, lane, 0);
+		out_str(o, ",\"ts\":");
+		out_dec(o, s, 3);
+		out_str(o, ",\"dur\":");
+		out_dec(o, d, 3);
+		out_ch(o, '}');
+		break;
+	}
+	x->written++;
+}
+
+/* Encodes the current region's name once for the format (x->name). */
+static enum sp_err encode_name(struct exporter *x, const char *name)
+{
+	x->name.n = 0;
+	if (x->fmt == SP_EXPORT_CSV)
+		sp_csv_field(&x->name, name);
+	else
+		sp_json_string(&x->name, name);
+	if (x->name.oom)
+		return sp_error_set(x->err, SP_ENOMEM, "out of memory");
+	return SP_OK;
+}
+
+/* Streams every selected call, region by region, rank by rank. */
+static enum sp_err write_calls(struct exporter *x)
+{
+	enum sp_err rc;
+	for (size_t k = 0; k < x->ngroups; k++) {
+		const struct group *g = &x->groups[k];
+		const char *name = x->entries[g->first].name;
+		if (!sp_select_region(x->sel, name))
+			continue;
+		if (encode_name(x, name) != SP_OK)
+			return SP_ENOMEM;
+		for (size_t i = 0; i < g->n; i++) {
+			const struct entry *e = &x->entries[g->first + i];
+			const struct sp_rank *rk = &x->p->ranks[e->ri];
+			uint64_t calls = (uint64_t)rk->regions[e->gi].stats.num_calls;
+			if (!sp_select_rank(x->sel, rk->rank) || rk->regions[e->gi].stats.num_calls <= 0)
+				continue;
+			for (uint64_t first = 0; first < calls; first += SLICE) {
+				size_t n = calls - first < SLICE ? (size_t)(calls - first) : SLICE;
+				if ((rc = sp_h5_stream_read(x->s, e->ri, e->gi, first, n, x->starts, x->ends,
+							    x->lanes, x->err)) != SP_OK)
+					return rc;
+				for (size_t c = 0; c < n; c++) {
+					if (x->fmt == SP_EXPORT_CHROME &&
+					    (rc = lane_seen(x, rk->rank, x->lanes[c])) != SP_OK)
+						return rc;
+					write_call(x, rk->rank, x->lanes[c], first + c, x->starts[c], x->ends[c],
+						   x->origin[e->ri]);
+				}
+				if (x->o->err)
+					return SP_EIO;
+			}
+		}
+	}
+	return SP_OK;
+}
+
+/* The name of rank's lane from the /metadata "lanes" attribute
+ * ("0=MainThread; 1=worker"): *len bytes at the result, or NULL. */
+static const char *lane_name(const char *lanes, int32_t lane, size_t *len)
+{
+	const char *p = lanes;
+	while (p && *p) {
+		char *eq;
+		long v = strtol(p, &eq, 10);
+		const char *name = eq + 1, *end = name;
+		/* The entry ends at "; " followed by "<digits>=", or at the end. */
+		for (;; end++) {
+			if (!*end)
+				break;
+			if (end[0] == ';' && end[1] == ' ') {
+				const char *d = end + 2;
+				while (*d >= '0' && *d <= '9')
+					d++;
+				if (d > end + 2 && *d == '=')
+					break;
+			}
+		}
+		if (eq != p && *eq == '=' && v == lane) {
+			*len = (size_t)(end - name);
+			return name;
+		}
+		p = *end ? end + 2 : NULL;
+	}
+	return NULL;
+}
+
+static enum sp_err write_chrome(struct exporter *x)
+{
+	struct out *o = x->o;
+	const char *lanes = sp_profile_meta(x->p, "lanes");
+	enum sp_err rc;
+	int n = 0;
+	out_str(o, "{\"traceEvents\": [");
+	for (size_t r = 0; r < x->p->nranks; r++) {
+		int rank = x->p->ranks[r].rank;
+		if (!sp_select_rank(x->sel, rank))
+			continue;
+		out_str(o, n++ ? ",\n" : "\n");
+		out_str(o, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+		out_dec(o, rank, 0);
+		out_str(o, ",\"tid\":0,\"args\":{\"name\":\"rank ");
+		out_dec(o, rank, 0);
+		out_str(o, "\"}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":");
+		out_dec(o, rank, 0);
+		out_str(o, ",\"tid\":0,\"args\":{\"sort_index\":");
+		out_dec(o, rank, 0);
+		out_str(o, "}}");
+	}
+	if ((rc = write_calls(x)) != SP_OK)
+		return rc;
+	for (size_t i = 0; i < x->nseen; i++) {
+		int rank = (int)(x->seen[i] >> 32);
+		int32_t lane = (int32_t)(uint32_t)x->seen[i];
+		size_t len = 0;
+		const char *name = lanes ? lane_name(lanes, lane, &len) : NULL;
+		char buf[32];
+		x->name.n = 0;
+		if (name) {
+			char *copy = strndup(name, len);
+			if (!copy)
+				return sp_error_set(x->err, SP_ENOMEM, "out of memory");
+			sp_json_string(&x->name, copy);
+			free(copy);
+		} else {
+			snprintf(buf, sizeof buf, "lane %d", (int)lane);
+			sp_json_string(&x->name, buf);
+		}
+		if (x->name.oom)
+			return sp_error_set(x->err, SP_ENOMEM, "out of memory");
+		out_str(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+		out_dec(o, rank, 0);
+		out_str(o, ",\"tid\":");
+		out_dec(o, lane, 0);
+		out_str(o, ",\"args\":{\"name\":");
+		out_mem(o, x->name.p, x->name.n);
+		out_str(o, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":");
+		out_dec(o, rank, 0);
+		out_str(o, ",\"tid\":");
+		out_dec(o, lane, 0);
+		out_str(o, ",\"args\":{\"sort_index\":");
+		out_dec(o, lane, 0);
+		out_str(o, "}}");
+	}
+	out_str(o, "\n],\n\"displayTimeUnit\": \"ns\"}\n");
+	return SP_OK;
+}
+
+static enum sp_err write_json(struct exporter *x)
+{
+	struct out *o = x->o;
+	enum sp_err rc;
+	int64_t common = 0;
+	int n = 0, same = 1;
+	for (size_t r = 0; r < x->p->nranks; r++)
+		if (sp_select_rank(x->sel, x->p->ranks[r].rank)) {
+			same &= n == 0 || x->origin[r] == common;
+			common = x->origin[r];
+			n++;
+		}
+	x->name.n = 0;
+	sp_json_string(&x->name, x->path);
+	if (x->name.oom)
+		return sp_error_set(x->err, SP_ENOMEM, "out of memory");
+	out_str(o, "{\"file\": ");
+	out_mem(o, x->name.p, x->name.n);
+	out_str(o, ",\n\"time_origin_ns\": ");
+	if (same && n)
+		out_dec(o, common, 0);
+	else
+		out_str(o, "null");
+	out_str(o, ",\n\"ranks\": [");
+	n = 0;
+	for (size_t r = 0; r < x->p->nranks; r++) {
+		if (!sp_select_rank(x->sel, x->p->ranks[r].rank))
+			continue;
+		out_str(o, n++ ? ", {\"rank\": " : "{\"rank\": ");
+		out_dec(o, x->p->ranks[r].rank, 0);
+		out_str(o, ", \"time_origin_ns\": ");
+		out_dec(o, x->origin[r], 0);
+		out_ch(o, '}');
+	}
+	out_str(o, "],\n\"events\": [");
+	if ((rc = write_calls(x)) != SP_OK)
+		return rc;
+	out_str(o, x->written ? "\n]}\n" : "]}\n");
+	return SP_OK;
+}
+
+/* ---- aggregation mode: no calls, one row per region and rank ------------ */
+
+static int has_aggregates(const struct sp_profile *p)
+{
+	for (size_t r = 0; r < p->nranks; r++)
+		for (size_t g = 0; g < p->ranks[r].nregions; g++)
+			if (p->ranks[r].regions[g].aggregate)
+				return 1;
+	return 0;
+}
+
+/* csv and json of aggregates: calls, total, self, min, max, mean per
+ * selected region and rank, in the read API's region order. */
+static enum sp_err write_aggregates(struct exporter *x)
+{
+	struct out *o = x->o;
+	static const char *const keys[] = {"calls", "total_s", "self_s", "min_s", "max_s", "mean_s"};
+	if (x->fmt == SP_EXPORT_CSV) {
+		out_str(o, "name,rank");
+		for (size_t i = 0; i < 6; i++) {
+			out_ch(o, ',');
+			out_str(o, keys[i]);
+		}
+		out_ch(o, '\n');
+	} else {
+		x->name.n = 0;
+		sp_json_string(&x->name, x->path);
+		out_str(o, "{\"file\": ");
+		out_mem(o, x->name.p, x->name.n);
+		out_str(o, ",\n\"aggregate\": true,\n\"regions\": [");
+	}
+	for (size_t k = 0; k < x->ngroups; k++) {
+		const struct group *g = &x->groups[k];
+		const char *name = x->entries[g->first].name;
+		if (!sp_select_region(x->sel, name))
+			continue;
+		if (encode_name(x, name) != SP_OK)
+			return SP_ENOMEM;
+		for (size_t i = 0; i < g->n; i++) {
+			const struct entry *e = &x->entries[g->first + i];
+			const struct sp_rank *rk = &x->p->ranks[e->ri];
+			const struct sp_region_data *rd = &rk->regions[e->gi];
+			const struct sp_stats *st = &rd->stats;
+			if (!sp_select_rank(x->sel, rk->rank) || st->num_calls <= 0)
+				continue;
+			/* A region with events has no stored self time. */
+			__int128 vals[6] = {st->num_calls, st->total_ns, rd->aggregate ? rd->self_ns : -1,
+					    st->min_ns, st->max_ns, (__int128)(st->mean_ns + 0.5)};
+			if (x->fmt == SP_EXPORT_CSV) {
+				out_mem(o, x->name.p, x->name.n);
+				out_ch(o, ',');
+				out_dec(o, rk->rank, 0);
+			} else {
+				out_str(o, x->written ? ",\n{\"name\": " : "\n{\"name\": ");
+				out_mem(o, x->name.p, x->name.n);
+				out_str(o, ", \"rank\": ");
+				out_dec(o, rk->rank, 0);
+			}
+			for (size_t v = 0; v < 6; v++) {
+				if (x->fmt == SP_EXPORT_CSV) {
+					out_ch(o, ',');
+				} else {
+					out_str(o, ", \"");
+					out_str(o, keys[v]);
+					out_str(o, "\": ");
+				}
+				if (vals[v] < 0)
+					out_str(o, x->fmt == SP_EXPORT_CSV ? "" : "null");
+				else
+					out_dec(o, vals[v], v == 0 ? 0 : 9);
+			}
+			if (x->fmt == SP_EXPORT_CSV)
+				out_ch(o, '\n');
+			else
+				out_ch(o, '}');
+			x->written++;
+		}
+	}
+	if (x->fmt == SP_EXPORT_JSON)
+		out_str(o, x->written ? "\n]}\n" : "]}\n");
+	return SP_OK;
+}
+
+/* Writes the export of the open stream s to o. Returns SP_OK, or the
+ * failure with err filled (SP_EIO with o->err set for a failed write). */
+enum sp_err sp_export(struct sp_h5_stream *s, const char *path, enum sp_export_format fmt,
+		      const struct sp_select *sel, FILE *f, int *write_errno, struct sp_error *err)
+{
+	struct out *o = calloc(1, sizeof *o);
+	if (!o)
+		return sp_error_set(err, SP_ENOMEM, "out of memory");
+	o->f = f;
+	struct exporter x = {.s = s, .p = sp_h5_stream_profile(s), .sel = sel, .o = o, .fmt = fmt,
+			     .path = path, .err = err};
+	enum sp_err rc;
+	size_t nsel = 0;
+	for (size_t r = 0; r < x.p->nranks; r++)
+		nsel += sp_select_rank(sel, x.p->ranks[r].rank);
+	if (nsel == 0) {
+		int nums[64];
+		char list[128];
+		size_t n = x.p->nranks < 64 ? x.p->nranks : 64;
+		for (size_t r = 0; r < n; r++)
+			nums[r] = x.p->ranks[r].rank;
+		sp_rank_list(list, sizeof list, nums, n);
+		rc = sp_error_set(err, SP_EINVAL, "no rank selected: the profile has rank%s %s%s",
+				  x.p->nranks == 1 ? "" : "s", list, x.p->nranks > n ? ",..." : "");
+		goto out;
+	}
+	if ((rc = plan(&x)) != SP_OK)
+		goto out;
+	if (has_aggregates(x.p)) {
+		if (fmt == SP_EXPORT_CHROME)
+			rc = sp_error_set(err, SP_EINVAL, "'%s' holds aggregates (run --aggregate): there is no "
+					  "per-call timeline for a Chrome trace; export csv, json or folded", path);
+		else
+			rc = fmt == SP_EXPORT_FOLDED ? sp_export_folded_trees(&x) : write_aggregates(&x);
+		out_flush(o);
+		if (rc == SP_OK && o->err)
+			rc = SP_EIO;
+		goto out;
+	}
+	switch (fmt) {
+	case SP_EXPORT_CSV:
+		out_str(o, "name,rank,lane,call_index,start_s,end_s,duration_s\n");
+		rc = write_calls(&x);
+		break;
+	case SP_EXPORT_JSON:
+		rc = write_json(&x);
+		break;
+	case SP_EXPORT_CHROME:
+		rc = write_chrome(&x);
+		break;
+	default:
+		rc = sp_export_folded(&x);
+		break;
+	}
+	out_flush(o);
+	if (rc == SP_OK && o->err)
+		rc = SP_EIO;
+out:
+	free(x.entries);
+	free(x.groups);
+	free(x.gid);
+	free(x.base);
+	free(x.origin);
+	free(x.starts);
+	free(x.ends);
+	free(x.lanes);
+	free(x.name.p);
+	free(x.seen);
+	if (rc == SP_EIO && write_errno)
+		*write_errno = o->err;
+	free(o);
+	return rc;
+}

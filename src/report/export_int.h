@@ -1,0 +1,136 @@
+/* export_int.h - what the export's files share (export.c: the plan, csv,
+ * json, chrome, aggregates; export_folded.c: folded stacks). Private to
+ * src/report. */
+#ifndef SP_EXPORT_INT_H
+#define SP_EXPORT_INT_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sp_export.h"
+#include "sp_h5.h"
+#include "sp_json.h"
+#include "sp_select.h"
+
+#define SLICE 65536            /* calls read from the file at a time */
+
+/* ---- buffered output ---------------------------------------------------- */
+
+struct out {
+	FILE *f;
+	int err;                   /* errno of the first failed write, or 0 */
+	size_t n;
+	char buf[1 << 16];
+};
+
+static inline void out_flush(struct out *o)
+{
+	if (o->n && !o->err) {
+		errno = 0;
+		if (fwrite(o->buf, 1, o->n, o->f) != o->n)
+			o->err = errno ? errno : EIO;
+	}
+	o->n = 0;
+}
+
+static inline void out_mem(struct out *o, const void *p, size_t len)
+{
+	const char *c = p;
+	while (len) {
+		if (o->n == sizeof o->buf)
+			out_flush(o);
+		size_t k = sizeof o->buf - o->n < len ? sizeof o->buf - o->n : len;
+		memcpy(o->buf + o->n, c, k);
+		o->n += k;
+		c += k;
+		len -= k;
+	}
+}
+
+static inline void out_str(struct out *o, const char *s)
+{
+	out_mem(o, s, strlen(s));
+}
+
+static inline void out_ch(struct out *o, char c)
+{
+	if (o->n == sizeof o->buf)
+		out_flush(o);
+	o->buf[o->n++] = c;
+}
+
+/* Writes v / 10^digits with exactly `digits` decimals (none when 0): exact,
+ * so nanoseconds survive however long the run. */
+static inline void out_dec(struct out *o, __int128 v, int digits)
+{
+	char tmp[64];
+	size_t k = sizeof tmp;
+	unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+	int d = 0;
+	while (u > UINT64_MAX) {       /* never for real timestamps */
+		tmp[--k] = (char)('0' + (int)(u % 10));
+		u /= 10;
+		if (++d == digits)
+			tmp[--k] = '.';
+	}
+	uint64_t w = (uint64_t)u;
+	do {
+		tmp[--k] = (char)('0' + (int)(w % 10));
+		w /= 10;
+		if (++d == digits)
+			tmp[--k] = '.';
+	} while (w || d <= digits);
+	if (v < 0)
+		tmp[--k] = '-';
+	out_mem(o, tmp + k, sizeof tmp - k);
+}
+
+/* ---- the regions in export order ---------------------------------------- */
+
+/* One region of one rank. */
+struct entry {
+	const char *name;
+	size_t ri, gi;             /* indices into p->ranks, rank->regions */
+};
+
+/* The entries of one name: entries[first .. first + n), by rank. */
+struct group {
+	size_t first, n;
+	int64_t key;               /* the earliest call over all ranks; 0 without calls */
+	size_t ri, gi;             /* where the name first appears */
+};
+
+struct exporter {
+	struct sp_h5_stream *s;
+	const struct sp_profile *p;
+	const struct sp_select *sel;
+	struct out *o;
+	enum sp_export_format fmt;
+	const char *path;
+	struct entry *entries;
+	size_t nentries;
+	struct group *groups;      /* in export order */
+	size_t ngroups;
+	int32_t *gid;              /* group of each entry's region: gid[base[ri] + gi] */
+	size_t *base;
+	int64_t *origin;           /* per rank index */
+	int64_t *starts, *ends;    /* SLICE each */
+	int32_t *lanes;
+	struct sp_str name;          /* the current region's name, encoded */
+	size_t written;            /* calls written so far */
+	int64_t *seen;             /* chrome: (rank << 32 | lane) written, sorted */
+	size_t nseen, seen_cap;
+	struct sp_error *err;
+};
+
+/* By name only: the entry of a name (export_folded.c's bsearch). */
+int sp_export_entry_name_cmp(const void *a, const void *b);
+
+/* The folded stacks of the selected calls, merged over the selected ranks
+ * (export_folded.c); of the stored call trees for aggregates. */
+enum sp_err sp_export_folded(struct exporter *x);
+enum sp_err sp_export_folded_trees(struct exporter *x);
+
+#endif

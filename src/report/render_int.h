@@ -1,0 +1,33 @@
+/* render_int.h - what the renderer's files share (render.c: the summary;
+ * render_text.c: text widths, padding, seconds). Private to src/report. */
+#ifndef SP_RENDER_INT_H
+#define SP_RENDER_INT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* A table is as narrow as its names allow; its name column may always grow to
+ * NAME_CAP columns, and further only while the table stays within TABLE_CAP.
+ * Longer labels are cut with an ellipsis. */
+#define NAME_CAP 32
+#define TABLE_CAP 100
+#define SECS 9                         /* width of sp_render_seconds() */
+
+/* Writes n spaces (none when n <= 0). */
+void sp_render_pad(FILE *out, int n);
+
+/* Writes a rule of n "─" and a newline. */
+void sp_render_rule(FILE *out, int n);
+
+/* sp_render_seconds without its leading padding, for use in a sentence;
+ * points into buf. */
+const char *sp_render_secs_trim(char *buf, size_t len, double ns);
+
+/* The characters n takes in decimal, its sign included. */
+int sp_render_digits(int64_t n);
+
+/* Width of the name column: what the labels need, at least "region", within
+ * the caps for a table whose other columns take rest. */
+int sp_render_name_width(int need, int rest);
+
+#endif

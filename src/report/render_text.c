@@ -1,0 +1,197 @@
+/* render_text.c - terminal text for every table and tree: display widths of
+ * UTF-8 text, cutting with an ellipsis, padding and rules, seconds, the fit
+ * of a table's name column; and the one-line report of dropped calls. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render_int.h"
+#include "sp_json.h"
+#include "sp_render.h"
+
+/* ---- text --------------------------------------------------------------- */
+
+/* Decodes one character at s into *cp; returns its length in bytes. A
+ * malformed byte or a control character gives *cp = -1 (shown as '?'). */
+static size_t u8_decode(const unsigned char *s, int32_t *cp)
+{
+	unsigned c = s[0];
+	uint32_t v;
+	if (c < 0x80) {
+		*cp = c < 0x20 || c == 0x7f ? -1 : (int32_t)c;
+		return 1;
+	}
+	size_t len = sp_utf8_seq(s, &v);
+	if (!len)
+		return *cp = -1, 1;
+	*cp = v < 0xa0 ? -1 : (int32_t)v;   /* C1 controls */
+	return len;
+}
+
+/* Terminal columns of a code point: 0 for combining marks, 2 for East Asian
+ * wide characters and emoji, else 1. */
+static int cp_width(int32_t cp)
+{
+	if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x200b && cp <= 0x200f) ||
+	    (cp >= 0xfe00 && cp <= 0xfe0f))
+		return 0;
+	if ((cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf && cp != 0x303f) ||
+	    (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) ||
+	    (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
+	    (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1f64f) ||
+	    (cp >= 0x1f900 && cp <= 0x1f9ff) || (cp >= 0x20000 && cp <= 0x3fffd))
+		return 2;
+	return 1;
+}
+
+static int text_width(const char *s)
+{
+	int w = 0;
+	for (const unsigned char *q = (const unsigned char *)s; *q && w < INT32_MAX / 2;) {
+		int32_t cp;
+		q += u8_decode(q, &cp);
+		w += cp_width(cp);
+	}
+	return w;
+}
+
+/* Writes s in at most maxw columns, cut with "…" when wider; returns the
+ * columns written. */
+static int put_text(FILE *out, const char *s, int maxw)
+{
+	if (maxw <= 0)
+		return 0;
+	int cut = text_width(s) > maxw, budget = cut ? maxw - 1 : maxw, used = 0;
+	const unsigned char *q = (const unsigned char *)s;
+	while (*q) {
+		int32_t cp;
+		size_t len = u8_decode(q, &cp);
+		int w = cp_width(cp);
+		if (used + w > budget)
+			break;
+		if (cp < 0)
+			putc('?', out);
+		else
+			fwrite(q, 1, len, out);
+		used += w;
+		q += len;
+	}
+	if (cut) {
+		fputs("…", out);
+		used++;
+	}
+	return used;
+}
+
+int sp_render_text_width(const char *s)
+{
+	return text_width(s);
+}
+
+int sp_render_text(FILE *out, const char *s, int maxw)
+{
+	return put_text(out, s, maxw);
+}
+
+void sp_render_pad(FILE *out, int n)
+{
+	for (; n > 0; n--)
+		putc(' ', out);
+}
+
+void sp_render_rule(FILE *out, int n)
+{
+	for (; n > 0; n--)
+		fputs("─", out);
+	putc('\n', out);
+}
+
+char *sp_render_seconds(char *buf, size_t len, double ns)
+{
+	double s = ns / 1e9;
+	/* %9.6f would print 1000.000000 for 999.9999996: switch before it. */
+	snprintf(buf, len, fabs(s) < 999.9999995 ? "%9.6f" : "%9.1f", s);
+	return buf;
+}
+
+/* The seconds without their leading padding, for use inside a sentence. */
+const char *sp_render_secs_trim(char *buf, size_t len, double ns)
+{
+	const char *s = sp_render_seconds(buf, len, ns);
+	while (*s == ' ')
+		s++;
+	return s;
+}
+
+int sp_render_digits(int64_t n)
+{
+	int d = 1;
+	for (; n >= 10 || n <= -10; n /= 10)
+		d++;
+	return d + (n < 0);
+}
+
+/* Width of the name column: what the labels need, at least "region", within
+ * the caps for a table whose other columns take rest. */
+int sp_render_name_width(int need, int rest)
+{
+	int cap = TABLE_CAP - rest > NAME_CAP ? TABLE_CAP - rest : NAME_CAP;
+	need = need > 6 ? need : 6;
+	return need < cap ? need : cap;
+}
+
+int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *prefix)
+{
+	enum { TOP = 3 };
+	const struct sp_region_data *top[TOP] = {NULL};
+	int top_rank[TOP] = {0};
+	int64_t total = 0, listed = 0;
+	size_t nregions = 0;
+	for (size_t r = 0; r < p->nranks; r++) {
+		const struct sp_rank *rk = &p->ranks[r];
+		if (__builtin_add_overflow(total, rk->dropped, &total))
+			total = INT64_MAX;   /* damaged counts: still said, saturated */
+		for (size_t i = 0; i < rk->nregions; i++) {
+			const struct sp_region_data *rd = &rk->regions[i];
+			if (rd->dropped <= 0)
+				continue;
+			nregions++;
+			if (__builtin_add_overflow(listed, rd->dropped, &listed))
+				listed = INT64_MAX;
+			/* Insert into the top three, largest first. */
+			for (int k = 0; k < TOP; k++) {
+				if (top[k] && top[k]->dropped >= rd->dropped)
+					continue;
+				for (int j = TOP - 1; j > k; j--) {
+					top[j] = top[j - 1];
+					top_rank[j] = top_rank[j - 1];
+				}
+				top[k] = rd;
+				top_rank[k] = rk->rank;
+				break;
+			}
+		}
+	}
+	if (total < listed)
+		total = listed;   /* a file written before ranks kept the total */
+	if (total <= 0)
+		return 0;
+	fprintf(out, "%s%lld call%s not recorded: memory ran out", prefix, (long long)total,
+		total == 1 ? "" : "s");
+	for (int k = 0; k < TOP && top[k]; k++) {
+		fputs(k ? ", " : " (", out);
+		put_text(out, top[k]->name, 40);
+		if (p->nranks > 1)
+			fprintf(out, " on rank %d", top_rank[k]);
+		fprintf(out, ": %lld", (long long)top[k]->dropped);
+	}
+	if (nregions > TOP)
+		fprintf(out, " and %zu more region%s", nregions - TOP, nregions - TOP == 1 ? "" : "s");
+	fputs(top[0] ? ")\n" : "\n", out);
+	return total;
+}
+
+/* Prints the summary. Returns SP_EINVAL for a malformed tree, SP_ENOMEM when
+ * out of memory (nothing written then), SP_EIO when writing to out failed. */
