@@ -19,6 +19,7 @@
 #include "sp_nest.h"
 #include "sp_profile.h"
 #include "sp_pyregion.h"
+#include "sp_pysession.h"
 #include "sp_aggregate.h"
 #include "sp_render.h"
 
@@ -114,22 +115,6 @@ static PyObject *time_or_none(int64_t t)
 	return PyLong_FromLongLong(t);
 }
 
-/* Whether every region of rk with calls has its events loaded (and one
- * has): the read API then gets each call's nesting. */
-static int has_events(const struct sp_rank *rk)
-{
-	int any = 0;
-	for (size_t i = 0; i < rk->nregions; i++) {
-		const struct sp_region_data *rd = &rk->regions[i];
-		if (rd->stats.num_calls <= 0)
-			continue;
-		if (!rd->starts || !rd->ends)
-			return 0;
-		any = 1;
-	}
-	return any;
-}
-
 /* The profile as plain Python data for the read API's classes. */
 /* Each region's load imbalance (sp_imbalance_of) over the ranks that
  * recorded it, as {name: float}: MPIRegion.imbalance() reads it. */
@@ -199,41 +184,21 @@ static PyObject *profile_to_py(struct sp_profile *p)
 	}
 	for (size_t r = 0; r < p->nranks; r++) {
 		struct sp_rank *rk = &p->ranks[r];
-		/* Each call's place in call_stack() and its parent's, from the
-		 * one nesting (sp_nest.h), when the events are loaded. */
-		struct sp_nest nest = { 0 };
-		struct sp_error err = { 0 };
-		int nested = 0;
-		if (has_events(rk)) {
-			enum sp_err rc = sp_nest_rank(rk, &nest, &err);
-			if (rc != SP_OK) {
-				PyErr_SetString(rc == SP_ENOMEM ? PyExc_MemoryError : PyExc_ValueError, err.msg);
-				goto out;
-			}
-			nested = 1;
-		}
 		PyObject *regions = PyDict_New();
-		if (!regions) {
-			sp_nest_free(&nest);
+		if (!regions)
 			goto out;
-		}
-		for (size_t i = 0, base = 0; i < rk->nregions; i++) {
+		for (size_t i = 0; i < rk->nregions; i++) {
 			struct sp_region_data *rd = &rk->regions[i];
 			const struct sp_stats *st = &rd->stats;
 			int own = rd->owns_events;
-			void *ids = nested ? nest.id + base : NULL, *parents = nested ? nest.parent + base : NULL;
-			base += st->num_calls > 0 ? (size_t)st->num_calls : 0;
-			PyObject *call_ids = column_bytes(&ids, st->num_calls, sizeof(int64_t), 0);
-			PyObject *parent_ids = column_bytes(&parents, st->num_calls, sizeof(int64_t), 0);
 			PyObject *lanes = column_bytes((void **)&rd->lanes, st->num_calls, sizeof(int32_t), own);
 			PyObject *starts = column_bytes((void **)&rd->starts, st->num_calls, sizeof(int64_t), own);
 			PyObject *ends = column_bytes((void **)&rd->ends, st->num_calls, sizeof(int64_t), own);
 			PyObject *first = time_or_none(st->first_start_ns);
 			PyObject *last = time_or_none(st->last_end_ns);
 			PyObject *self_ns = PyLong_FromLongLong(rd->self_ns);
-			PyObject *d = (starts && ends && first && last && lanes && self_ns && call_ids &&
-				       parent_ids)
-				? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
+			PyObject *d = (starts && ends && first && last && lanes && self_ns)
+				? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
 						"num_calls", (long long)st->num_calls,
 						"total_ns", (long long)st->total_ns,
 						"min_ns", (long long)st->min_ns,
@@ -242,11 +207,8 @@ static PyObject *profile_to_py(struct sp_profile *p)
 						"first_start_ns", first, "last_end_ns", last,
 						"starts", starts, "ends", ends, "lanes", lanes,
 						"aggregate", rd->aggregate ? Py_True : Py_False,
-						"self_ns", rd->aggregate ? self_ns : Py_None,
-						"call_ids", call_ids, "parent_ids", parent_ids)
+						"self_ns", rd->aggregate ? self_ns : Py_None)
 				: NULL;
-			Py_XDECREF(call_ids);
-			Py_XDECREF(parent_ids);
 			Py_XDECREF(lanes);
 			Py_XDECREF(starts);
 			Py_XDECREF(ends);
@@ -256,12 +218,10 @@ static PyObject *profile_to_py(struct sp_profile *p)
 			if (!d || PyDict_SetItemString(regions, rd->name, d) != 0) {
 				Py_XDECREF(d);
 				Py_DECREF(regions);
-				sp_nest_free(&nest);
 				goto out;
 			}
 			Py_DECREF(d);
 		}
-		sp_nest_free(&nest);
 		PyObject *start = time_or_none(rk->run_start_ns), *end = time_or_none(rk->run_end_ns);
 		PyObject *rd = (start && end)
 			? Py_BuildValue("{s:i,s:O,s:O,s:L,s:s,s:N}", "rank", rk->rank,
@@ -308,6 +268,78 @@ static PyObject *res_mpi_info(PyObject *m, PyObject *unused)
 	return Py_BuildValue("(iis)", sp_mpi_rank(), sp_mpi_size(), sp_mpi_library());
 }
 
+/* _nest(columns) -> (call_ids, parent_ids): the nesting of one rank's calls
+ * (sp_nest.h, the one rule), computed when the read API first asks for it
+ * (call_stack(), events()), not at every read. columns: a sequence of
+ * (starts, ends, lanes or None) buffers, one per region with calls, in the
+ * rank's region order. Both results are int64 columns over all calls,
+ * region after region: each call's place in call_stack() and its parent's
+ * (-1: a root). */
+static PyObject *res_nest(PyObject *m, PyObject *columns)
+{
+	PyObject *seq = PySequence_Fast(columns, "_nest() takes a sequence of columns");
+	if (!seq)
+		return NULL;
+	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+	struct sp_region_data *rd = calloc(n ? (size_t)n : 1, sizeof *rd);
+	Py_buffer *views = calloc(n ? 3 * (size_t)n : 1, sizeof *views);
+	struct sp_nest nest = {0};
+	struct sp_error err = {0};
+	PyObject *res = NULL;
+	Py_ssize_t held = 0;
+	if (!rd || !views) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (Py_ssize_t i = 0; i < n; i++, held++) {
+		PyObject *item = PySequence_Fast_GET_ITEM(seq, i), *lanes = Py_None;
+		Py_buffer *v = &views[3 * i];
+		if (!PyArg_ParseTuple(item, "y*y*|O:_nest", &v[0], &v[1], &lanes))
+			goto out;
+		if (lanes != Py_None && PyObject_GetBuffer(lanes, &v[2], PyBUF_SIMPLE) != 0) {
+			PyBuffer_Release(&v[0]);
+			PyBuffer_Release(&v[1]);
+			goto out;
+		}
+		size_t calls = (size_t)v[0].len / sizeof(int64_t);
+		if ((size_t)v[1].len != calls * sizeof(int64_t) ||
+		    (v[2].obj && (size_t)v[2].len != calls * sizeof(int32_t))) {
+			PyErr_SetString(PyExc_ValueError, "_nest(): columns of different lengths");
+			held++;
+			goto out;
+		}
+		rd[i].starts = v[0].buf;
+		rd[i].ends = v[1].buf;
+		rd[i].lanes = v[2].obj ? v[2].buf : NULL;
+		rd[i].stats.num_calls = (int64_t)calls;
+	}
+	struct sp_rank rk = { .regions = rd, .nregions = (size_t)n };
+	enum sp_err rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = sp_nest_rank(&rk, &nest, &err);
+	Py_END_ALLOW_THREADS
+	if (rc != SP_OK) {
+		sp_py_err(rc, err.msg);
+		goto out;
+	}
+	PyObject *ids = column_bytes((void **)&nest.id, (int64_t)nest.n, sizeof(int64_t), 1);
+	PyObject *parents = ids ? column_bytes((void **)&nest.parent, (int64_t)nest.n, sizeof(int64_t), 1) : NULL;
+	if (ids && parents)
+		res = PyTuple_Pack(2, ids, parents);
+	Py_XDECREF(ids);
+	Py_XDECREF(parents);
+out:
+	for (Py_ssize_t i = 0; i < held; i++)
+		for (int k = 0; k < 3; k++)
+			if (views[3 * i + k].obj)
+				PyBuffer_Release(&views[3 * i + k]);
+	sp_nest_free(&nest);
+	free(views);
+	free(rd);
+	Py_DECREF(seq);
+	return res;
+}
+
 /* _read(path, events: bool) -> (data, summary str). */
 static PyObject *res_read(PyObject *m, PyObject *args)
 {
@@ -325,9 +357,7 @@ static PyObject *res_read(PyObject *m, PyObject *args)
 	rc = sp_h5_read(path, events ? SP_READ_EVENTS : SP_READ_SUMMARY, &p, &err);
 	Py_END_ALLOW_THREADS
 	if (rc != SP_OK) {
-		PyObject *exc = rc == SP_ENOENT ? PyExc_FileNotFoundError
-			: rc == SP_ENOMEM ? PyExc_MemoryError : PyExc_OSError;
-		PyErr_SetString(exc, err.msg);
+		sp_py_err(rc, err.msg);
 		goto out;
 	}
 	PyObject *data = profile_to_py(p);
@@ -350,6 +380,7 @@ int sp_results_init(void)
 
 PyMethodDef sp_results_methods[] = {
 	{"_read", res_read, METH_VARARGS, NULL},
+	{"_nest", res_nest, METH_O, NULL},
 	{"_mpi_info", res_mpi_info, METH_NOARGS, NULL},
 	{NULL},
 };

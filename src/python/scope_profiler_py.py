@@ -376,10 +376,9 @@ class Region:
         self.start_times_ns = _column(raw["starts"] if raw["starts"] is not None else empty)
         self.end_times_ns = _column(raw["ends"] if raw["ends"] is not None else empty)
         self.lanes = _column(raw.get("lanes"), "i")  # None unless --track-threads
-        # Each call's place in call_stack(rank) and its parent's there (-1:
-        # a root), computed by the C library's one nesting rule (sp_nest.h).
-        self._call_ids = _column(raw.get("call_ids"))
-        self._parent_ids = _column(raw.get("parent_ids"))
+        # Each call's place in call_stack(rank) and its parent's there (-1: a
+        # root), set by ProfilingResults._stack when first asked for.
+        self._call_ids = self._parent_ids = None
 
     def _need_events(self):
         if self.start_times_ns is None:
@@ -583,7 +582,7 @@ class ProfilingResults:
 
     def _stack(self, rank):
         """Rank's calls in call_stack order (lane, then start, the longer
-        first; the nesting the C library computed at read time), each with
+        first; the nesting the C library computes on first use), each with
         its parent's index: [(name, call_index, start_ns, end_ns, lane,
         depth, parent)]."""
         if rank in self._stacks:
@@ -593,16 +592,24 @@ class ProfilingResults:
         for name, r in regions:
             r._need_events()
         # Aggregates (run --aggregate) have no calls, hence no nesting.
-        regions = [(name, r) for name, r in regions if r._call_ids is not None]
-        out = [None] * sum(len(r._call_ids) for name, r in regions)
+        regions = [(name, r) for name, r in regions if not r.aggregate]
+        # Each call's place in call_stack(rank) and its parent's there (-1: a
+        # root), by the C library's one nesting rule (sp_nest.h), computed
+        # now rather than at every read.
+        ids, parents = _nest([(r.start_times_ns, r.end_times_ns, r.lanes) for name, r in regions])
+        tolist = (lambda c: c.tolist()) if _np is not None else list
+        ids, parents = tolist(_column(ids)), tolist(_column(parents))
+        out = [None] * len(ids)
         n = len(out)
+        k0 = 0
         for name, r in regions:
-            tolist = (lambda c: c.tolist()) if _np is not None else list
+            k1 = k0 + r.num_calls
+            r._call_ids, r._parent_ids = ids[k0:k1], parents[k0:k1]
             lanes = tolist(r.lanes) if r.lanes is not None else [0] * r.num_calls
-            for i, (s, e, lane, k, parent) in enumerate(zip(
-                    tolist(r.start_times_ns), tolist(r.end_times_ns), lanes,
-                    tolist(r._call_ids), tolist(r._parent_ids))):
-                out[k] = (name, i, s, e, lane, parent)
+            for i, (s, e, lane) in enumerate(zip(tolist(r.start_times_ns), tolist(r.end_times_ns),
+                                                 lanes)):
+                out[ids[k0 + i]] = (name, i, s, e, lane, parents[k0 + i])
+            k0 = k1
         depth = [0] * n
         for k, (name, i, s, e, lane, parent) in enumerate(out):
             if parent >= 0:
@@ -637,11 +644,12 @@ class ProfilingResults:
                     continue
                 r = m[rank]
                 r._need_events()
-                if r._call_ids is None:  # aggregates: no calls
+                if r.aggregate:  # aggregates: no calls
                     continue
+                self._stack(rank)  # sets each region's call and parent ids
                 tolist = (lambda c: c.tolist()) if _np is not None else list
                 columns = zip(tolist(r.start_times_ns), tolist(r.end_times_ns),
-                              tolist(r._call_ids), tolist(r._parent_ids))
+                              r._call_ids, r._parent_ids)
                 for i, (s, e, call_id, parent) in enumerate(columns):
                     ev = {"name": name, "rank": rank, "call_index": i,
                           "start": (s - base) / _NS, "end": (e - base) / _NS,
