@@ -53,8 +53,8 @@ static void usage(FILE *out)
 		fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out,
 		"\n"
-		"'scope-profiler COMMAND --help' describes a command; man scope-profiler\n"
-		"describes them all.\n");
+		"'scope-profiler COMMAND --help' lists a command's options;\n"
+		"'man scope-profiler-COMMAND' describes it, 'man scope-profiler' them all.\n");
 }
 
 static void version(void)

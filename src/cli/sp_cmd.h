@@ -4,7 +4,6 @@
 #ifndef SP_CMD_H
 #define SP_CMD_H
 
-#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -82,15 +81,5 @@ static inline int sp_opt_status(int parsed)
 {
 	return parsed == -1 ? 0 : SP_EXIT_USAGE;
 }
-
-/* ---- the older table, still used by run, export and diff until they move
- * to sp_opt_parse (then this goes) ---- */
-struct sp_cmd_option {
-	struct option opt;            /* opt.val < 256: also the short option -x */
-	const char *arg;              /* the argument's name in --help, or NULL */
-	const char *help;             /* NULL: an alias, not listed */
-};
-int sp_cmd_print_options(FILE *out, const struct sp_cmd_option *o, size_t n);
-void sp_cmd_longopts(const struct sp_cmd_option *o, size_t n, struct option *longopts);
 
 #endif
