@@ -21,9 +21,6 @@ struct sp_error {
 	char msg[512];
 };
 
-/* Static description of a code; never NULL. */
-const char *sp_strerror(enum sp_err code);
-
 /* Sets err (when not NULL) to code and a printf-style detail; returns code. */
 enum sp_err sp_error_set(struct sp_error *err, enum sp_err code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

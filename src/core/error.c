@@ -1,23 +1,8 @@
-/* error.c - the library's error codes and their one-line descriptions. */
+/* error.c - filling the library's one error type (see sp_error.h). */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "sp_error.h"
-
-const char *sp_strerror(enum sp_err code)
-{
-	switch (code) {
-	case SP_OK: return "success";
-	case SP_ENOMEM: return "out of memory";
-	case SP_EIO: return "input/output error";
-	case SP_ENOENT: return "no such file";
-	case SP_ENOTHDF5: return "not an HDF5 file";
-	case SP_ENOTPROF: return "not a scope-profiler file";
-	case SP_ECORRUPT: return "corrupt profile";
-	case SP_EINVAL: return "invalid argument";
-	}
-	return "unknown error";
-}
 
 enum sp_err sp_error_set(struct sp_error *err, enum sp_err code, const char *fmt, ...)
 {

@@ -219,11 +219,6 @@ int sp_mpi_size(void)
 	return sp_mpi_active() ? mpi.size : 1;
 }
 
-int64_t sp_mpi_clock_offset(void)
-{
-	return sp_mpi_active() ? mpi.offset : 0;
-}
-
 /* Sends or receives len bytes in pieces; fills reqs (at most npieces). */
 static int post_pieces(int send, void *buf, size_t len, int peer, MPI_Request *reqs)
 {
@@ -465,11 +460,6 @@ int sp_mpi_rank(void)
 int sp_mpi_size(void)
 {
 	return 1;
-}
-
-int64_t sp_mpi_clock_offset(void)
-{
-	return 0;
 }
 
 enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_events, int failed,
