@@ -13,11 +13,6 @@
 
 #include "sp_h5read.h"
 
-#if H5_VERSION_GE(1, 12, 0)
-#define is_hdf5(path) H5Fis_accessible(path, H5P_DEFAULT)
-#else
-#define is_hdf5(path) H5Fis_hdf5(path)
-#endif
 
 static uint64_t le_uint(const unsigned char *b, size_t n)
 {
@@ -40,20 +35,24 @@ static uint64_t sb_addr(const unsigned char *b, size_t n, int *undef)
 	return ones || high ? UINT64_MAX : le_uint(b, n < 8 ? n : 8);
 }
 
-/* HDF5 1.10 reads the driver information block of a version 0 or 1
- * superblock as long as the block says it is (a 32-bit length: up to 4 GiB,
- * zero-filled past the end of the file) before checking anything: a 10 KB
- * file had it allocate and clear a gigabyte. Returns 0 when there is no
- * such block or it lies inside the file, -1 otherwise. */
-static int driver_info_ok(int fd, uint64_t size)
+/* Looks for the superblock where HDF5 does (at 0, 512, 1024, 2048, ...,
+ * the first signature found: what H5Fis_hdf5 answers, found here in the
+ * same reads) and checks its driver information block: HDF5 1.10 reads the
+ * block of a version 0 or 1 superblock as long as the block says it is (a
+ * 32-bit length: up to 4 GiB, zero-filled past the end of the file) before
+ * checking anything: a 10 KB file had it allocate and clear a gigabyte.
+ * Sets *found when there is a signature. Returns 0 when there is no such
+ * block or it lies inside the file, -1 otherwise. */
+static int superblock_ok(int fd, uint64_t size, int *found)
 {
 	static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 	unsigned char b[28 + 4 * 32], hdr[8];
-	/* Where HDF5 looks for the superblock: 0, 512, 1024, 2048, ... */
+	*found = 0;
 	for (uint64_t at = 0; at < size && size - at >= sizeof sig; at = at ? at * 2 : 512) {
 		ssize_t got = pread(fd, b, sizeof b, (off_t)at);
 		if (got < (ssize_t)sizeof sig || memcmp(b, sig, sizeof sig) != 0)
 			continue;
+		*found = 1;
 		size_t sa = got > 13 ? b[13] : 0, off = b[8] == 1 ? 28 : 24;
 		if (b[8] > 1 || (sa != 2 && sa != 4 && sa != 8 && sa != 16 && sa != 32) ||
 		    (size_t)got < off + 4 * sa)
@@ -71,10 +70,12 @@ static int driver_info_ok(int fd, uint64_t size)
 }
 
 /* Sorts out what the OS can say before HDF5 is asked: missing, a directory,
- * unreadable, empty; and what HDF5 would trust in its superblock. */
+ * unreadable, empty; and what HDF5 would trust in its superblock. The file
+ * stays open (r->fd) for the checks that read it directly. */
 enum sp_err sp_h5r_check_path(struct reader *r)
 {
 	struct stat sb;
+	int found = 0;
 	if (stat(r->path, &sb) != 0)
 		return sp_h5r_fail(r, errno == ENOENT ? SP_ENOENT : SP_EIO, "%s", strerror(errno));
 	if (S_ISDIR(sb.st_mode))
@@ -85,40 +86,48 @@ enum sp_err sp_h5r_check_path(struct reader *r)
 	if (fd < 0)
 		return sp_h5r_fail(r, SP_EIO, "%s", strerror(errno));
 	r->file_size = (uint64_t)sb.st_size;
-	int drv = driver_info_ok(fd, r->file_size);
-	close(fd);
-	if (sb.st_size == 0 || is_hdf5(r->path) <= 0)
+	int drv = superblock_ok(fd, r->file_size, &found);
+	if (sb.st_size == 0 || !found || drv < 0) {
+		close(fd);
+		if (drv < 0 && found)
+			return sp_h5r_fail(r, SP_ENOTHDF5,
+					   "truncated or damaged HDF5 file (driver information block)");
 		return sp_h5r_fail(r, SP_ENOTHDF5, "not an HDF5 file");
-	if (drv < 0)
-		return sp_h5r_fail(r, SP_ENOTHDF5, "truncated or damaged HDF5 file (driver information block)");
+	}
+	r->fd = fd;
 	return SP_OK;
 }
 
-/* Opens the file for reading it directly (once), with the sizes of its
- * addresses and lengths and its base address. Returns r->fd or -1. */
+/* The file's descriptor (opened by sp_h5r_check_path) once the sizes of its
+ * addresses and lengths and its base address are known. Returns r->fd, or
+ * -1 when HDF5 does not tell them or they are out of range. */
 static int reader_fd(struct reader *r)
 {
 	hsize_t ub = 0;
 	hid_t fcpl;
-	if (r->fd >= 0)
+	if (r->fd < 0 || r->sizeof_addr)
 		return r->fd;
 	if ((fcpl = H5Fget_create_plist(r->file)) < 0)
 		return -1;
-	if (H5Pget_sizes(fcpl, &r->sizeof_addr, &r->sizeof_size) >= 0 && H5Pget_userblock(fcpl, &ub) >= 0 &&
-	    r->sizeof_addr >= 2 && r->sizeof_addr <= 8 && r->sizeof_size >= 2 && r->sizeof_size <= 8) {
-		r->base = ub;
-		r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
-	}
+	size_t sa = 0, ss = 0;
+	int ok = H5Pget_sizes(fcpl, &sa, &ss) >= 0 && H5Pget_userblock(fcpl, &ub) >= 0 && sa >= 2 && sa <= 8 &&
+		 ss >= 2 && ss <= 8;
 	H5Pclose(fcpl);
+	if (!ok)
+		return -1;
+	r->sizeof_addr = sa;
+	r->sizeof_size = ss;
+	r->base = ub;
 	return r->fd;
 }
 
-/* Closes what checking strings opened (sp_h5r_vlen_strings_ok). */
+/* Closes what the checks opened (the file, the heap collection read). */
 void sp_h5r_release(struct reader *r)
 {
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
+	r->sizeof_addr = 0;
 	free(r->heap);
 	r->heap = NULL;
 	r->heap_size = 0;
@@ -255,11 +264,16 @@ int sp_h5r_group_header_ok(struct reader *r, hid_t g)
 {
 	H5O_info_t oi;
 	unsigned char pre[16], m[8 + 2 * 8];
-	if (H5Oget_info2(g, &oi, H5O_INFO_BASIC) < 0 || reader_fd(r) < 0)
+	if (H5Oget_info2(g, &oi, H5O_INFO_BASIC | H5O_INFO_HDR) < 0 || reader_fd(r) < 0)
 		return -1;
 	uint64_t at = r->base + oi.addr, sa = r->sizeof_addr;
-	if (oi.addr > r->file_size || at > r->file_size - sizeof pre ||
-	    pread(r->fd, pre, sizeof pre, (off_t)at) != (ssize_t)sizeof pre)
+	if (oi.addr > r->file_size || at > r->file_size - sizeof pre)
+		return -1;
+	/* HDF5 took the version from these very bytes (a version 2 header
+	 * starts "OHDR"): only a version 1 header needs reading. */
+	if (oi.hdr.version != 1)
+		return 0;
+	if (pread(r->fd, pre, sizeof pre, (off_t)at) != (ssize_t)sizeof pre)
 		return -1;
 	if (pre[0] != 1)
 		return 0;

@@ -245,6 +245,8 @@ void sp_h5_stream_close(struct sp_h5_stream *s)
 	if (!s)
 		return;
 	close_columns(s->cols);
+	if (s->r.path)                 /* the reader was set up: fd is valid */
+		sp_h5r_release(&s->r);
 	if (s->file >= 0)
 		H5Fclose(s->file);
 	for (size_t i = 0; s->p && i < s->p->nranks; i++) {
