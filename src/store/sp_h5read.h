@@ -28,10 +28,11 @@ struct reader {
 	struct sp_h5_stream *stream;   /* sp_h5_stream_open: the structure only */
 	hid_t file;                    /* the open file, once open */
 	uint64_t file_size;            /* in bytes, from stat(2) at open */
-	/* Checking variable-length strings (vlen_strings_ok): the file read
-	 * directly, and the last global heap collection read from it. */
-	int fd;                        /* -1 until first needed */
-	size_t sizeof_addr, sizeof_size;
+	/* The checks that read the file directly (h5read_check.c): the file
+	 * opened by sp_h5r_check_path, the sizes HDF5 reports for it, and the
+	 * last global heap collection read from it. */
+	int fd;                        /* -1 when not open */
+	size_t sizeof_addr, sizeof_size;   /* 0 until first needed */
 	uint64_t base;                 /* the user block's size: where addresses start */
 	unsigned char *heap;           /* the collection's bytes */
 	uint64_t heap_addr, heap_size; /* heap_size 0: none read */
