@@ -13,7 +13,7 @@
 
 #include "sp_h5read.h"
 
-
+/* A little-endian unsigned number of n bytes (at most 8) at b. */
 static uint64_t le_uint(const unsigned char *b, size_t n)
 {
 	uint64_t v = 0;
