@@ -28,4 +28,9 @@ const char *sp_strerror(enum sp_err code);
 enum sp_err sp_error_set(struct sp_error *err, enum sp_err code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The one printer of the tool's error lines, for every command and the run
+ * session: "scope-profiler: <cmd>: <message>\n" on stderr, in one write
+ * (under mpirun the ranks' stderr meet in one stream), after flushing stdout. */
+void sp_cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -5,6 +5,11 @@
 
 #include <stddef.h>
 
+/* The capacity to grow cap to for need elements of elem bytes: cap doubled
+ * (first when cap is 0) until it holds need; cap itself when it already
+ * does. 0 when the doubling or the size in bytes would overflow. */
+size_t sp_grow_cap(size_t cap, size_t first, size_t need, size_t elem);
+
 /* Returns p grown to hold at least need elements of elem bytes (capacity
  * *cap doubled until it does, starting at 16), updating *cap; p itself when
  * it is already big enough. NULL on out of memory or size overflow, leaving

@@ -41,9 +41,6 @@ int sp_mpi_active(void);
 int sp_mpi_rank(void);                 /* 0 when not active */
 int sp_mpi_size(void);                 /* 1 when not active */
 
-/* This rank's clock minus rank 0's, in ns, as measured by sp_mpi_start. */
-int64_t sp_mpi_clock_offset(void);
-
 /* The end of a session, collective over every rank. p holds this rank's
  * profile (one rank, numbered with this rank, events loaded when
  * with_events). Every rank sends it to rank 0, its timestamps put on rank

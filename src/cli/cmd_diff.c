@@ -85,23 +85,23 @@ int cmd_diff(int argc, char **argv)
 		 "change (largest change first; default) or name", parse_sort},
 		{0, "json", SP_OPT_FLAG, &json, 1, NULL, "print JSON instead of the table", NULL},
 	};
-	int optind = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv, 0, &sel);
-	if (optind < 0) {
-		status = sp_opt_status(optind);
+	int first = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv, 0, &sel);
+	if (first < 0) {
+		status = sp_opt_status(first);
 		goto out;
 	}
-	if (argc - optind != 2) {
+	if (argc - first != 2) {
 		sp_cmd_error(CMD, "%s; usage: scope-profiler diff [OPTIONS] A.h5 B.h5",
-			     argc - optind < 2 ? "two files needed" : "only two files at a time");
+			     argc - first < 2 ? "two files needed" : "only two files at a time");
 		goto out;
 	}
 	status = 1;
 	for (int k = 0; k < 2; k++)
-		if (sp_h5_read(argv[optind + k], SP_READ_SUMMARY, &p[k], &err) != SP_OK) {
+		if (sp_h5_read(argv[first + k], SP_READ_SUMMARY, &p[k], &err) != SP_OK) {
 			sp_cmd_error(CMD, "%s", err.msg);
 			goto out;
 		}
-	if (sp_diff_compare(&d, p[0], argv[optind], p[1], argv[optind + 1], &sel, by_name, bound,
+	if (sp_diff_compare(&d, p[0], argv[first], p[1], argv[first + 1], &sel, by_name, bound,
 			    &err) != SP_OK ||
 	    sp_diff_render(stdout, &d, json, &err) != SP_OK) {
 		sp_cmd_error(CMD, "%s", err.msg);

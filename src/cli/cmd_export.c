@@ -93,13 +93,13 @@ int cmd_export(int argc, char **argv)
 		{0, "ranks", SP_OPT_CALL, NULL, SP_SELECT_RANKS, "LIST", "only these ranks, e.g. 0-3,5",
 		 parse_select},
 	};
-	int optind = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv, 0, &sel);
-	if (optind < 0) {
-		status = sp_opt_status(optind);
+	int first = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv, 0, &sel);
+	if (first < 0) {
+		status = sp_opt_status(first);
 		goto out;
 	}
-	if (optind != argc - 1) {
-		sp_cmd_error(CMD, optind >= argc ? "no file given; usage: scope-profiler export FILE --format FMT"
+	if (first != argc - 1) {
+		sp_cmd_error(CMD, first >= argc ? "no file given; usage: scope-profiler export FILE --format FMT"
 						 : "one file at a time; usage: scope-profiler export FILE --format FMT");
 		goto out;
 	}
@@ -108,7 +108,7 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	status = 1;
-	const char *path = argv[optind];
+	const char *path = argv[first];
 	struct stat in_st, out_st;
 	if (outpath && stat(path, &in_st) == 0 && stat(outpath, &out_st) == 0 &&
 	    in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {

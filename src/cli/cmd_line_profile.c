@@ -21,15 +21,15 @@ static const struct sp_cmd_help help = {
  * SP_EXIT_USAGE. */
 int cmd_line_profile(int argc, char **argv)
 {
-	int optind = sp_opt_parse(&help, NULL, 0, argc, argv, 0, NULL);
-	if (optind < 0)
-		return sp_opt_status(optind);
-	if (optind != argc - 1) {
-		sp_cmd_error(CMD, optind >= argc ? "no file given; usage: scope-profiler line-profile FILE"
+	int first = sp_opt_parse(&help, NULL, 0, argc, argv, 0, NULL);
+	if (first < 0)
+		return sp_opt_status(first);
+	if (first != argc - 1) {
+		sp_cmd_error(CMD, first >= argc ? "no file given; usage: scope-profiler line-profile FILE"
 						 : "one file at a time; usage: scope-profiler line-profile FILE");
 		return SP_EXIT_USAGE;
 	}
-	const char *path = argv[optind];
+	const char *path = argv[first];
 	struct sp_profile *p = NULL;
 	struct sp_error err = {0};
 	if (sp_h5_read(path, SP_READ_SUMMARY, &p, &err) != SP_OK) {

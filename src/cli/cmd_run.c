@@ -105,10 +105,10 @@ int cmd_run(int argc, char **argv)
 	};
 	char err[256], *cmdline = NULL;
 	int status = SP_EXIT_USAGE;
-	int optind = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv,
+	int first = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv,
 				  SP_OPT_IN_ORDER, NULL);
-	if (optind < 0) {
-		status = sp_opt_status(optind);
+	if (first < 0) {
+		status = sp_opt_status(first);
 		goto out;
 	}
 	s.include = include.items;
@@ -120,14 +120,14 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (!t.module) {
-		if (optind >= argc) {
+		if (first >= argc) {
 			sp_cmd_error(CMD, "no script given; usage: scope-profiler run [OPTIONS] script.py [ARGS...]");
 			goto out;
 		}
-		t.script = argv[optind++];
+		t.script = argv[first++];
 	}
-	t.argc = argc - optind;
-	t.argv = argv + optind;
+	t.argc = argc - first;
+	t.argv = argv + first;
 	cmdline = join_args(argc + 1, argv - 1);
 	t.command_line = cmdline ? cmdline : "";
 	status = sp_session_run(&s, &t);

@@ -80,18 +80,18 @@ int cmd_summary(int argc, char **argv)
 	struct sp_profile *p = NULL;
 	struct sp_error err = {0};
 	int status = SP_EXIT_USAGE;
-	int optind = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv, 0, &sel);
-	if (optind < 0) {
-		status = sp_opt_status(optind);
+	int first = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv, 0, &sel);
+	if (first < 0) {
+		status = sp_opt_status(first);
 		goto out;
 	}
 	opts.parts = (enum sp_render_parts)parts;
-	if (optind != argc - 1) {
-		sp_cmd_error(CMD, optind >= argc ? "no file given; usage: scope-profiler summary FILE"
+	if (first != argc - 1) {
+		sp_cmd_error(CMD, first >= argc ? "no file given; usage: scope-profiler summary FILE"
 						 : "one file at a time; usage: scope-profiler summary FILE");
 		goto out;
 	}
-	const char *path = argv[optind];
+	const char *path = argv[first];
 	status = 1;
 	if (sp_h5_read(path, SP_READ_SUMMARY, &p, &err) != SP_OK) {
 		sp_cmd_error(CMD, "%s", err.msg);

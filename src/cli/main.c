@@ -25,21 +25,6 @@ static const struct command commands[] = {
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-void sp_cmd_error(const char *cmd, const char *fmt, ...)
-{
-	/* One write for the whole line: under mpirun the ranks' stderr meet in
-	 * one stream, and a line written in pieces gets interleaved. */
-	char line[1024];
-	va_list ap;
-	fflush(stdout);
-	int n = snprintf(line, sizeof line, "scope-profiler: %s: ", cmd);
-	va_start(ap, fmt);
-	if (n >= 0 && (size_t)n < sizeof line)
-		vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "%s\n", line);
-}
-
 static void usage(FILE *out)
 {
 	fprintf(out,

@@ -14,8 +14,7 @@ int cmd_line_profile(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 
-/* Prints "scope-profiler: <cmd>: <message>\n" to stderr. */
-void sp_cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include "sp_error.h"   /* sp_cmd_error, the one printer of error lines */
 
 #define SP_EXIT_USAGE 2
 

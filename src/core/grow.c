@@ -4,19 +4,23 @@
 
 #include "sp_grow.h"
 
+size_t sp_grow_cap(size_t cap, size_t first, size_t need, size_t elem)
+{
+	size_t ncap = cap ? cap : first ? first : 1;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2)
+			return 0;
+		ncap *= 2;
+	}
+	return elem && ncap > SIZE_MAX / elem ? 0 : ncap;
+}
+
 void *sp_grow(void *p, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return p;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2)
-			return NULL;
-		ncap *= 2;
-	}
-	if (ncap > SIZE_MAX / elem)
-		return NULL;
-	void *np = realloc(p, ncap * elem);
+	size_t ncap = sp_grow_cap(*cap, 16, need, elem);
+	void *np = ncap ? realloc(p, ncap * elem) : NULL;
 	if (np)
 		*cap = ncap;
 	return np;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_grow.h"
 #include "sp_keytab.h"
 
 static size_t slot_of(const struct sp_keytab *t, int32_t parent, uint64_t key)
@@ -56,14 +57,8 @@ int32_t sp_keytab_get(struct sp_keytab *t, int32_t parent, uint64_t key, int *ad
 		for (h = slot_of(t, parent, key); t->slots[h] != -1; h = (h + 1) & mask)
 			;
 	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		struct sp_keytab_key *v = cap <= SIZE_MAX / sizeof *v ? realloc(t->keys, cap * sizeof *v) : NULL;
-		if (!v)
-			return -1;
-		t->keys = v;
-		t->cap = cap;
-	}
+	if (t->n == t->cap && SP_GROW(&t->keys, &t->cap, t->n + 1) != 0)
+		return -1;
 	int32_t id = (int32_t)t->n++;
 	t->keys[id] = (struct sp_keytab_key){parent, key};
 	t->slots[h] = id;

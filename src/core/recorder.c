@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "sp_grow.h"
 #include "sp_recorder.h"
 
 void sp_buf_init(struct sp_buf *b, size_t initial_cap)
@@ -91,13 +92,9 @@ static int grow_maps(struct sp_buf *b, size_t cap)
 
 int sp_buf_grow(struct sp_buf *b)
 {
-	size_t cap = b->cap ? b->cap : b->initial_cap;
-	if (b->cap) {
-		if (cap > SIZE_MAX / 2)
-			return -1;
-		cap *= 2;
-	}
-	if (cap > SIZE_MAX / sizeof(int64_t))
+	/* Doubled (the first time: initial_cap), as sp_grow does. */
+	size_t cap = sp_grow_cap(b->cap, b->initial_cap, b->cap + 1, sizeof(int64_t));
+	if (!cap)
 		return -1;
 	if (b->mapped) {
 		if (grow_maps(b, cap) != 0)

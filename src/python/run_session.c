@@ -23,22 +23,12 @@
 #include "sp_pysession.h"
 #include "sp_session.h"
 
+#define CMD "run"
+
 #define SP_EXIT_USAGE 2
 
 /* "scope-profiler: run: <message>\n" on stderr, in one write (under mpirun
  * the ranks' stderr meet in one stream). */
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	fflush(stdout);
-	int n = snprintf(line, sizeof line, "scope-profiler: run: ");
-	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "%s\n", line);
-}
 
 /* The script must be a readable file, or a folder with __main__.py (which
  * Python runs like `python folder`). */
@@ -46,20 +36,20 @@ static int check_script(const char *script)
 {
 	struct stat st;
 	if (stat(script, &st) != 0) {
-		say("cannot open script '%s': %s", script, strerror(errno));
+		sp_cmd_error(CMD, "cannot open script '%s': %s", script, strerror(errno));
 		return -1;
 	}
 	if (S_ISDIR(st.st_mode)) {
 		char main_py[PATH_MAX];
 		snprintf(main_py, sizeof main_py, "%s/__main__.py", script);
 		if (access(main_py, R_OK) != 0) {
-			say("'%s' is a directory with no __main__.py", script);
+			sp_cmd_error(CMD, "'%s' is a directory with no __main__.py", script);
 			return -1;
 		}
 		return 0;
 	}
 	if (access(script, R_OK) != 0) {
-		say("cannot read script '%s': %s", script, strerror(errno));
+		sp_cmd_error(CMD, "cannot read script '%s': %s", script, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -76,11 +66,11 @@ static int check_outfile(const char *path, char *abs, size_t len)
 	} else {
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof cwd)) {
-			say("cannot resolve '%s': %s", path, strerror(errno));
+			sp_cmd_error(CMD, "cannot resolve '%s': %s", path, strerror(errno));
 			return -1;
 		}
 		if ((size_t)snprintf(abs, len, "%s/%s", cwd, path) >= len) {
-			say("output path '%s' is too long", path);
+			sp_cmd_error(CMD, "output path '%s' is too long", path);
 			return -1;
 		}
 	}
@@ -90,7 +80,7 @@ static int check_outfile(const char *path, char *abs, size_t len)
 		/* -o /dev/null is refused and --no-output named (man
 		 * scope-profiler-run, "Before the script runs"): saying so is
 		 * clearer than guessing. */
-		say("cannot write the profile to %s%s", err.msg,
+		sp_cmd_error(CMD, "cannot write the profile to %s%s", err.msg,
 			     kind == SP_OUTPATH_NULL ? "; use --no-output to record without writing a file" : "");
 		return -1;
 	}
@@ -106,7 +96,7 @@ static int precompile(const char *script)
 		return 0;  /* a folder: Python reports its own errors */
 	FILE *f = fopen(script, "rb");
 	if (!f) {
-		say("cannot read script '%s': %s", script, strerror(errno));
+		sp_cmd_error(CMD, "cannot read script '%s': %s", script, strerror(errno));
 		return -1;
 	}
 	PyObject *src = NULL;
@@ -118,7 +108,7 @@ static int precompile(const char *script)
 	free(buf);
 	if (!src) {
 		PyErr_Clear();
-		say("cannot read script '%s': out of memory", script);
+		sp_cmd_error(CMD, "cannot read script '%s': out of memory", script);
 		return -1;
 	}
 	PyObject *builtins = PyEval_GetBuiltins();
@@ -135,7 +125,7 @@ static int precompile(const char *script)
 	PyObject *s = value ? PyObject_Str(value) : NULL;
 	const char *name = type ? ((PyTypeObject *)type)->tp_name : "error";
 	const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
-	say("%s: %s: %s", script, name, text ? text : "cannot compile");
+	sp_cmd_error(CMD, "%s: %s: %s", script, name, text ? text : "cannot compile");
 	PyErr_Clear();
 	Py_XDECREF(s);
 	Py_XDECREF(type);
@@ -154,13 +144,13 @@ static int check_module(const char *module)
 	Py_XDECREF(mod);
 	if (!res) {
 		PyErr_Clear();
-		say("cannot look up module '%s'", module);
+		sp_cmd_error(CMD, "cannot look up module '%s'", module);
 		return -1;
 	}
 	int rc = 0;
 	if (res != Py_None) {
 		const char *msg = PyUnicode_Check(res) ? PyUnicode_AsUTF8(res) : NULL;
-		say("%s", msg ? msg : "module not found");
+		sp_cmd_error(CMD, "%s", msg ? msg : "module not found");
 		PyErr_Clear();
 		rc = -1;
 	}
@@ -179,7 +169,7 @@ static int init_python(const struct sp_run_target *a)
 	int n = a->argc + 1;
 	char **argv = malloc(sizeof(char *) * (size_t)(n + 1));
 	if (!argv) {
-		say("out of memory");
+		sp_cmd_error(CMD, "out of memory");
 		return -1;
 	}
 	argv[0] = (char *)(a->module ? "-m" : a->script);
@@ -212,7 +202,7 @@ static int init_python(const struct sp_run_target *a)
 	return 0;
 fail:
 	PyConfig_Clear(&config);
-	say("cannot start the Python interpreter: %s",
+	sp_cmd_error(CMD, "cannot start the Python interpreter: %s",
 		     status.err_msg ? status.err_msg : "unknown error");
 	return -1;
 }
@@ -250,14 +240,14 @@ static int check_before(const struct sp_settings *s, const struct sp_run_target 
 		return SP_EXIT_USAGE;
 	double wait_s;
 	if (launch_rank >= 0 && sp_mpi_wait_seconds(&wait_s) != 0) {
-		say("SCOPE_PROFILER_MPI_WAIT must be a number of seconds, not '%s'",
+		sp_cmd_error(CMD, "SCOPE_PROFILER_MPI_WAIT must be a number of seconds, not '%s'",
 		    getenv("SCOPE_PROFILER_MPI_WAIT"));
 		return SP_EXIT_USAGE;
 	}
 	if (launch_rank >= 0 && sp_mpi_built()) {
 		struct sp_error err = {0};
 		if (sp_mpi_start(&err) != SP_OK) {
-			say("%s", err.msg);
+			sp_cmd_error(CMD, "%s", err.msg);
 			return 1;
 		}
 	}
@@ -272,7 +262,7 @@ static int run(const struct sp_settings *settings, const struct sp_run_target *t
 	if (rc != 0)
 		return rc;
 	if (sp_pymodule_register() != 0) {
-		say("cannot register the scope_profiler module");
+		sp_cmd_error(CMD, "cannot register the scope_profiler module");
 		return 1;
 	}
 	if (init_python(t) != 0)

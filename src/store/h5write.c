@@ -36,66 +36,6 @@ struct sp_h5_writer {
 	hid_t meta;                    /* its /metadata group, open until commit */
 };
 
-/* The link name for a region name; NULL on out of memory. */
-char *sp_h5_escape(const char *name)
-{
-	size_t n = 0;
-	for (const char *s = name; *s; s++)
-		n += (*s == '%' || *s == '/') ? 3 : 1;
-	if (strcmp(name, ".") == 0)
-		return strdup("%2E");
-	char *out = malloc(n + 1), *o = out;
-	if (!out)
-		return NULL;
-	for (const char *s = name; *s; s++) {
-		if (*s == '%') {
-			memcpy(o, "%25", 3);
-			o += 3;
-		} else if (*s == '/') {
-			memcpy(o, "%2F", 3);
-			o += 3;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* The region name for a link name (any %XX decoded, except %00); NULL on
- * out of memory. */
-char *sp_h5_unescape(const char *link)
-{
-	char *out = malloc(strlen(link) + 1), *o = out;
-	if (!out)
-		return NULL;
-	for (const char *s = link; *s; s++) {
-		int hi, lo;
-		/* %00 would cut the name short: keep it literally, like any
-		 * other sequence that does not decode. */
-		if (s[0] == '%' && (hi = hexval(s[1])) >= 0 && (lo = hexval(s[2])) >= 0 &&
-		    (hi | lo) != 0) {
-			*o++ = (char)(hi * 16 + lo);
-			s += 2;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
 /* Abandons the temporary file after a failure, before any more of it is
  * closed. HDF5 writes cached data and metadata when a dataset or the file
  * is closed; when that write fails (a full disk), HDF5 1.10 frees the object
@@ -613,6 +553,36 @@ static enum sp_err writer_failed(struct sp_h5_writer *w, enum sp_err rc, struct 
 	return rc;
 }
 
+/* Creates the HDF5 file in the temporary file w->out opened (w->file), with
+ * the writer's property lists. SP_EIO (w->failure filled) when HDF5 fails. */
+static enum sp_err create_file(struct sp_h5_writer *w)
+{
+	/* Version 1.8 object headers and groups: smaller than the 1.6 defaults
+	 * and readable by any HDF5 since 1.8 (h5py included). */
+	if (make_plists(w) < 0 || (w->fcpl = H5Pcreate(H5P_FILE_CREATE)) < 0 ||
+	    H5Pset_obj_track_times(w->fcpl, 0) < 0 ||
+	    (w->level > 0 && H5Pset_istore_k(w->fcpl, ISTORE_K) < 0) ||
+	    (w->fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 ||
+	    H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0 ||
+	    H5Pset_sieve_buf_size(w->fapl, 0) < 0)
+		return wfail(w, SP_EIO, "cannot set up HDF5 property lists");
+	/* HDF5 opens the file by name: through the /proc name of the
+	 * descriptor we created it with (O_EXCL), so that a file put at that
+	 * path since, in a folder others can write to, is never the one
+	 * truncated; the plain name where /proc is not mounted. */
+	char by_fd[64];
+	snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", w->out.fd);
+	errno = 0;
+	w->file = H5Fcreate(access(by_fd, F_OK) == 0 ? by_fd : w->out.tmp, H5F_ACC_TRUNC, w->fcpl,
+			    w->fapl);
+	close(w->out.fd);              /* HDF5 has its own descriptor now */
+	w->out.fd = -1;
+	if (w->file < 0)
+		return sp_error_set(&w->failure, SP_EIO, "cannot write '%s': HDF5 cannot create the file%s%s",
+				    w->path, errno ? ": " : "", errno ? strerror(errno) : "");
+	return SP_OK;
+}
+
 enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, struct sp_h5_writer **out,
 			      struct sp_error *err)
 {
@@ -647,33 +617,8 @@ enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, stru
 		sp_error_set(&w->failure, rc, "cannot write %s", oerr.msg);
 		goto out;
 	}
-	/* Version 1.8 object headers and groups: smaller than the 1.6 defaults
-	 * and readable by any HDF5 since 1.8 (h5py included). */
-	if (make_plists(w) < 0 || (w->fcpl = H5Pcreate(H5P_FILE_CREATE)) < 0 ||
-	    H5Pset_obj_track_times(w->fcpl, 0) < 0 ||
-	    (w->level > 0 && H5Pset_istore_k(w->fcpl, ISTORE_K) < 0) ||
-	    (w->fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 ||
-	    H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0 ||
-	    H5Pset_sieve_buf_size(w->fapl, 0) < 0) {
-		rc = wfail(w, SP_EIO, "cannot set up HDF5 property lists");
+	if ((rc = create_file(w)) != SP_OK)
 		goto out;
-	}
-	/* HDF5 opens the file by name: through the /proc name of the
-	 * descriptor we created it with (O_EXCL), so that a file put at that
-	 * path since, in a folder others can write to, is never the one
-	 * truncated; the plain name where /proc is not mounted. */
-	char by_fd[64];
-	snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", w->out.fd);
-	errno = 0;
-	w->file = H5Fcreate(access(by_fd, F_OK) == 0 ? by_fd : w->out.tmp, H5F_ACC_TRUNC, w->fcpl,
-			    w->fapl);
-	close(w->out.fd);              /* HDF5 has its own descriptor now */
-	w->out.fd = -1;
-	if (w->file < 0) {
-		rc = sp_error_set(&w->failure, SP_EIO, "cannot write '%s': HDF5 cannot create the file%s%s",
-				  w->path, errno ? ": " : "", errno ? strerror(errno) : "");
-		goto out;
-	}
 	if (attr_str(w->file, "format", "scope-profiler") < 0 || attr_write(w->file, "format_version",
 	    H5T_STD_I32LE, H5T_NATIVE_INT32, &(int32_t){1}) < 0) {
 		rc = wfail(w, SP_EIO, "cannot write the file's attributes");

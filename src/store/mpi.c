@@ -219,11 +219,6 @@ int sp_mpi_size(void)
 	return sp_mpi_active() ? mpi.size : 1;
 }
 
-int64_t sp_mpi_clock_offset(void)
-{
-	return sp_mpi_active() ? mpi.offset : 0;
-}
-
 /* Sends or receives len bytes in pieces; fills reqs (at most npieces). */
 static int post_pieces(int send, void *buf, size_t len, int peer, MPI_Request *reqs)
 {
@@ -294,6 +289,84 @@ static enum sp_err start_receive(struct incoming *in, int r, int64_t len, struct
 	return rc;
 }
 
+/* A rank other than 0: sends its packed profile (len bytes at buf) once
+ * rank 0 says it can take it. */
+static void send_mine(void *buf, size_t len)
+{
+	MPI_Request go_req;
+	int go = 0;
+	MPI_Irecv(&go, 1, MPI_INT, 0, TAG_GO, mpi.comm, &go_req);
+	wait_all(1, &go_req, -1.0);
+	MPI_Request *reqs = NULL;
+	if (!go)
+		;              /* rank 0 could not take it; it reports that */
+	else if ((reqs = calloc(npieces(len), sizeof *reqs))) {
+		int n = post_pieces(1, buf, len, 0, reqs);
+		MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+		free(reqs);
+	} else {           /* no memory for requests: piece by piece */
+		for (size_t off = 0; off < len; off += CHUNK)
+			MPI_Send((char *)buf + off, (int)(len - off < CHUNK ? len - off : CHUNK),
+				 MPI_BYTE, 0, TAG_DATA, mpi.comm);
+	}
+}
+
+/* Rank 0: room in p->ranks for every rank (the others zeroed); returns its
+ * own rank's entry. Aborts the job when out of memory. */
+static struct sp_rank *grow_ranks(struct sp_profile *p)
+{
+	struct sp_rank *ranks = realloc(p->ranks, (size_t)mpi.size * sizeof *ranks);
+	if (!ranks) {
+		fprintf(stderr, "scope-profiler: out of memory gathering %d ranks\n", mpi.size);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	memset(ranks + 1, 0, (size_t)(mpi.size - 1) * sizeof *ranks);
+	p->ranks = ranks;
+	return &p->ranks[0];
+}
+
+/* Rank 0: receives ranks 1 .. size-1 (lens[r] bytes each, -1 for a rank
+ * that could not pack), the next one's transfer started while one is
+ * unpacked, each written to w (when not NULL) and kept as its summary.
+ * rc is the outcome so far; returns it, or the first failure after it
+ * (with err filled). Every rank is received whatever fails. */
+static enum sp_err receive_ranks(struct sp_profile *p, const int64_t *lens, struct sp_h5_writer *w,
+				 enum sp_err rc, struct sp_error *err)
+{
+	struct incoming cur, next;
+	struct sp_error rerr = {0};
+	enum sp_err rrc = mpi.size > 1 ? start_receive(&next, 1, lens[1], &rerr) : SP_OK;
+	if (rc == SP_OK && rrc != SP_OK)
+		rc = sp_error_set(err, rrc, "%s", rerr.msg);
+	for (int r = 1; r < mpi.size; r++) {
+		cur = next;
+		if (cur.nreq)
+			MPI_Waitall(cur.nreq, cur.reqs, MPI_STATUSES_IGNORE);
+		if (r + 1 < mpi.size) {
+			rrc = start_receive(&next, r + 1, lens[r + 1], &rerr);
+			if (rc == SP_OK && rrc != SP_OK)
+				rc = sp_error_set(err, rrc, "%s", rerr.msg);
+		}
+		struct sp_rank *rk = &p->ranks[r];
+		rk->rank = r;
+		if (lens[r] < 0 && rc == SP_OK)
+			rc = sp_error_set(err, SP_ENOMEM, "rank %d could not pack its profile (out of memory)", r);
+		if (cur.buf && rc == SP_OK) {
+			rc = sp_rank_unpack(cur.buf, cur.len, rk, err);
+			if (rc == SP_OK && rk->rank != r)
+				rc = sp_error_set(err, SP_ECORRUPT, "rank %d sent the profile of rank %d", r, rk->rank);
+			if (rc == SP_OK && w)
+				rc = sp_h5_writer_rank(w, rk, err);
+			/* Only the summary stays: stats, tree, line tables. */
+			for (size_t i = 0; i < rk->nregions; i++)
+				sp_region_drop_events(&rk->regions[i]);
+		}
+		free(cur.buf);
+		free(cur.reqs);
+	}
+	return rc;
+}
+
 enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_events, int failed,
 			   double wait_s, const char *fallback, struct sp_error *err)
 {
@@ -331,68 +404,15 @@ enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_even
 	wait_all(1, &req, -1.0);
 
 	if (mpi.rank != 0) {
-		if (mylen > 0) {
-			MPI_Request go_req;
-			int go = 0;
-			MPI_Irecv(&go, 1, MPI_INT, 0, TAG_GO, mpi.comm, &go_req);
-			wait_all(1, &go_req, -1.0);
-			MPI_Request *reqs = NULL;
-			if (!go)
-				;              /* rank 0 could not take it; it reports that */
-			else if ((reqs = calloc(npieces(len), sizeof *reqs))) {
-				int n = post_pieces(1, buf, len, 0, reqs);
-				MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
-				free(reqs);
-			} else {           /* no memory for requests: piece by piece */
-				for (size_t off = 0; off < len; off += CHUNK)
-					MPI_Send((char *)buf + off, (int)(len - off < CHUNK ? len - off : CHUNK),
-						 MPI_BYTE, 0, TAG_DATA, mpi.comm);
-			}
-		}
+		if (mylen > 0)
+			send_mine(buf, len);
 		free(buf);
 	} else {
 		struct sp_h5_writer *w = NULL;
-		struct sp_rank *ranks = realloc(p->ranks, (size_t)mpi.size * sizeof *ranks);
-		if (!ranks) {
-			fprintf(stderr, "scope-profiler: out of memory gathering %d ranks\n", mpi.size);
-			MPI_Abort(MPI_COMM_WORLD, 1);
-		}
-		memset(ranks + 1, 0, (size_t)(mpi.size - 1) * sizeof *ranks);
-		p->ranks = ranks;
-		mine = &p->ranks[0];
+		mine = grow_ranks(p);
 		if (path && (rc = sp_h5_writer_open(path, p, &w, err)) == SP_OK)
 			rc = sp_h5_writer_rank(w, mine, err);
-		struct incoming cur, next;
-		struct sp_error rerr = {0};
-		enum sp_err rrc = mpi.size > 1 ? start_receive(&next, 1, lens[1], &rerr) : SP_OK;
-		if (rc == SP_OK && rrc != SP_OK)
-			rc = sp_error_set(err, rrc, "%s", rerr.msg);
-		for (int r = 1; r < mpi.size; r++) {
-			cur = next;
-			if (cur.nreq)
-				MPI_Waitall(cur.nreq, cur.reqs, MPI_STATUSES_IGNORE);
-			if (r + 1 < mpi.size) {
-				rrc = start_receive(&next, r + 1, lens[r + 1], &rerr);
-				if (rc == SP_OK && rrc != SP_OK)
-					rc = sp_error_set(err, rrc, "%s", rerr.msg);
-			}
-			struct sp_rank *rk = &p->ranks[r];
-			rk->rank = r;
-			if (lens[r] < 0 && rc == SP_OK)
-				rc = sp_error_set(err, SP_ENOMEM, "rank %d could not pack its profile (out of memory)", r);
-			if (cur.buf && rc == SP_OK) {
-				rc = sp_rank_unpack(cur.buf, cur.len, rk, err);
-				if (rc == SP_OK && rk->rank != r)
-					rc = sp_error_set(err, SP_ECORRUPT, "rank %d sent the profile of rank %d", r, rk->rank);
-				if (rc == SP_OK && w)
-					rc = sp_h5_writer_rank(w, rk, err);
-				/* Only the summary stays: stats, tree, line tables. */
-				for (size_t i = 0; i < rk->nregions; i++)
-					sp_region_drop_events(&rk->regions[i]);
-			}
-			free(cur.buf);
-			free(cur.reqs);
-		}
+		rc = receive_ranks(p, lens, w, rc, err);
 		p->nranks = (size_t)mpi.size;
 		if (w && rc == SP_OK) {
 			char *hosts = sp_profile_hosts(p);
@@ -465,11 +485,6 @@ int sp_mpi_rank(void)
 int sp_mpi_size(void)
 {
 	return 1;
-}
-
-int64_t sp_mpi_clock_offset(void)
-{
-	return 0;
 }
 
 enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_events, int failed,

@@ -168,6 +168,36 @@ static int fd_link(const char *path, int *own)
 	return -1;
 }
 
+/* path names nothing, or a dangling symlink: follows its chain (MAX_HOPS
+ * links at most) to the name of the file to create, into o->target. */
+static enum sp_err follow_links(struct sp_outpath *o, const char *path, struct sp_error *err)
+{
+	struct stat lst;
+	char *cur = strdup(path);
+	for (int hops = 0; cur; hops++) {
+		char text[PATH_MAX];
+		if (lstat(cur, &lst) != 0 || !S_ISLNK(lst.st_mode)) {
+			o->target = cur;
+			return SP_OK;
+		}
+		if (hops == MAX_HOPS) {
+			free(cur);
+			return sp_error_set(err, SP_EINVAL, "'%s': %s", path, strerror(ELOOP));
+		}
+		ssize_t n = readlink(cur, text, sizeof text - 1);
+		if (n < 0) {
+			int e = errno;
+			free(cur);
+			return sp_error_set(err, SP_EIO, "'%s': %s", path, strerror(e));
+		}
+		text[n] = '\0';
+		char *next = join_dir(cur, text);
+		free(cur);
+		cur = next;
+	}
+	return sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
+}
+
 /* Finds what path leads to: o->target, o->kind, *st (of the target when it
  * exists), *via_link. Refuses what flags do not allow. */
 static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, struct stat *st,
@@ -227,29 +257,7 @@ static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, st
 	/* Nothing there, or a dangling symlink: its chain names the file to
 	 * create. */
 	o->kind = SP_OUTPATH_NEW;
-	char *cur = strdup(path);
-	for (int hops = 0; cur; hops++) {
-		char text[PATH_MAX];
-		if (lstat(cur, &lst) != 0 || !S_ISLNK(lst.st_mode)) {
-			o->target = cur;
-			return SP_OK;
-		}
-		if (hops == MAX_HOPS) {
-			free(cur);
-			return sp_error_set(err, SP_EINVAL, "'%s': %s", path, strerror(ELOOP));
-		}
-		ssize_t n = readlink(cur, text, sizeof text - 1);
-		if (n < 0) {
-			int e = errno;
-			free(cur);
-			return sp_error_set(err, SP_EIO, "'%s': %s", path, strerror(e));
-		}
-		text[n] = '\0';
-		char *next = join_dir(cur, text);
-		free(cur);
-		cur = next;
-	}
-	return sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
+	return follow_links(o, path, err);
 }
 
 /* ---- stale temporary files ---------------------------------------------- */

@@ -238,6 +238,55 @@ overflow:
 	return sp_error_set(err, SP_ENOMEM, "rank %d: the packed profile's size overflows", rk->rank);
 }
 
+/* Packs one region (its stats' times shifted by ush; its events when
+ * with_events); returns the end of what was written. */
+static unsigned char *put_region(unsigned char *p, const struct sp_region_data *rd, int with_events,
+				 uint64_t ush)
+{
+	struct sp_stats st = rd->stats;
+	size_t n = (size_t)st.num_calls;
+	int lanes = with_events && rd->lanes && !rd->aggregate;
+	st.first_start_ns = shifted(st.first_start_ns, ush);
+	st.last_end_ns = shifted(st.last_end_ns, ush);
+	p = put_string(p, rd->name);
+	memcpy(p, &st, STATS_BYTES);
+	p = put_u64(p + STATS_BYTES, (lanes ? SP_PK_LANES : 0u) | (rd->aggregate ? SP_PK_AGG : 0u) |
+				     (rd->dropped ? SP_PK_DROPPED : 0u));
+	if (rd->dropped)
+		p = put_i64(p, rd->dropped);
+	if (rd->aggregate)
+		return put_u64(p, (uint64_t)rd->self_ns);
+	if (!with_events)
+		return p;
+	p = put_times(p, rd->starts, n, ush);
+	p = put_times(p, rd->ends, n, ush);
+	if (lanes) {
+		if (n)
+			memcpy(p, rd->lanes, n * 4u);
+		memset(p + n * 4u, 0, pad8(n * 4u) - n * 4u);
+		p += pad8(n * 4u);
+	}
+	return p;
+}
+
+/* Packs one line table; returns the end of what was written. */
+static unsigned char *put_line_table(unsigned char *p, const struct sp_line_table *t)
+{
+	p = put_string(p, t->function);
+	p = put_string(p, t->region);
+	p = put_string(p, t->filename);
+	p = put_i64(p, t->first_line);
+	p = put_u64(p, t->n);
+	if (t->n) {
+		memcpy(p, t->hits, t->n * 8u);
+		memcpy(p + t->n * 8u, t->time_ns, t->n * 8u);
+	}
+	p += t->n * 16u;
+	for (size_t i = 0; i < t->n; i++)
+		p = put_string(p, t->source ? t->source[i] : NULL);
+	return p;
+}
+
 enum sp_err sp_rank_pack(const struct sp_rank *rk, int with_events, int64_t shift, void **buf,
 			 size_t *len, struct sp_error *err)
 {
@@ -275,52 +324,13 @@ enum sp_err sp_rank_pack(const struct sp_rank *rk, int with_events, int64_t shif
 	if (rk->hostname)
 		p = put_string(p, rk->hostname);
 
-	for (size_t i = 0; i < rk->nregions; i++) {
-		const struct sp_region_data *rd = &rk->regions[i];
-		struct sp_stats st = rd->stats;
-		size_t n = (size_t)st.num_calls;
-		int lanes = with_events && rd->lanes && !rd->aggregate;
-		st.first_start_ns = shifted(st.first_start_ns, ush);
-		st.last_end_ns = shifted(st.last_end_ns, ush);
-		p = put_string(p, rd->name);
-		memcpy(p, &st, STATS_BYTES);
-		p = put_u64(p + STATS_BYTES, (lanes ? SP_PK_LANES : 0u) | (rd->aggregate ? SP_PK_AGG : 0u) |
-					     (rd->dropped ? SP_PK_DROPPED : 0u));
-		if (rd->dropped)
-			p = put_i64(p, rd->dropped);
-		if (rd->aggregate) {
-			p = put_u64(p, (uint64_t)rd->self_ns);
-			continue;
-		}
-		if (!with_events)
-			continue;
-		p = put_times(p, rd->starts, n, ush);
-		p = put_times(p, rd->ends, n, ush);
-		if (lanes) {
-			if (n)
-				memcpy(p, rd->lanes, n * 4u);
-			memset(p + n * 4u, 0, pad8(n * 4u) - n * 4u);
-			p += pad8(n * 4u);
-		}
-	}
+	for (size_t i = 0; i < rk->nregions; i++)
+		p = put_region(p, &rk->regions[i], with_events, ush);
 	if (rk->ntree)
 		memcpy(p, rk->tree, rk->ntree * NODE_BYTES);
 	p += rk->ntree * NODE_BYTES;
-	for (size_t k = 0; k < rk->nlines; k++) {
-		const struct sp_line_table *t = &rk->lines[k];
-		p = put_string(p, t->function);
-		p = put_string(p, t->region);
-		p = put_string(p, t->filename);
-		p = put_i64(p, t->first_line);
-		p = put_u64(p, t->n);
-		if (t->n) {
-			memcpy(p, t->hits, t->n * 8u);
-			memcpy(p + t->n * 8u, t->time_ns, t->n * 8u);
-		}
-		p += t->n * 16u;
-		for (size_t i = 0; i < t->n; i++)
-			p = put_string(p, t->source ? t->source[i] : NULL);
-	}
+	for (size_t k = 0; k < rk->nlines; k++)
+		p = put_line_table(p, &rk->lines[k]);
 	if ((size_t)(p - b) != size) {   /* the two passes disagree: a bug here */
 		free(b);
 		return sp_error_set(err, SP_EINVAL, "rank %d: packed %zu bytes, expected %zu",
@@ -518,6 +528,29 @@ static enum sp_err unpack_table(struct cursor *c, struct sp_line_table *t)
 	return SP_OK;
 }
 
+/* The call tree's ntree nodes into out->tree: each node's parent before
+ * it, its region one of the nregions. */
+static enum sp_err unpack_tree(struct cursor *c, size_t ntree, size_t nregions, struct sp_rank *out)
+{
+	const unsigned char *nodes = NULL;
+	enum sp_err rc;
+	if ((rc = get_column(c, ntree, NODE_BYTES, &nodes, "tree runs past the end")) != SP_OK)
+		return rc;
+	if (!(out->tree = malloc(ntree ? ntree * NODE_BYTES : 1)))
+		return sp_error_set(c->err, SP_ENOMEM, "no memory for %zu tree nodes", ntree);
+	if (ntree)
+		memcpy(out->tree, nodes, ntree * NODE_BYTES);
+	out->ntree = ntree;
+	for (size_t i = 0; i < ntree; i++) {
+		const struct sp_tree_node *nd = &out->tree[i];
+		if (nd->parent < -1 || (nd->parent >= 0 && (size_t)nd->parent >= i))
+			return damaged(c, "a tree node's parent does not come before it");
+		if (nd->region < 0 || (size_t)nd->region >= nregions)
+			return damaged(c, "a tree node's region is out of range");
+	}
+	return SP_OK;
+}
+
 static enum sp_err unpack(struct cursor *c, struct sp_rank *out)
 {
 	uint32_t magic, version;
@@ -575,23 +608,8 @@ static enum sp_err unpack(struct cursor *c, struct sp_rank *out)
 		if ((rc = unpack_region(c, with_events, copy, &out->regions[i])) != SP_OK)
 			return rc;
 
-	if (flags & SP_PK_TREE) {
-		const unsigned char *nodes;
-		if ((rc = get_column(c, ntree, NODE_BYTES, &nodes, "tree runs past the end")) != SP_OK)
-			return rc;
-		if (!(out->tree = malloc(ntree ? ntree * NODE_BYTES : 1)))
-			return sp_error_set(c->err, SP_ENOMEM, "no memory for %zu tree nodes", ntree);
-		if (ntree)
-			memcpy(out->tree, nodes, ntree * NODE_BYTES);
-		out->ntree = ntree;
-		for (size_t i = 0; i < ntree; i++) {
-			const struct sp_tree_node *nd = &out->tree[i];
-			if (nd->parent < -1 || (nd->parent >= 0 && (size_t)nd->parent >= i))
-				return damaged(c, "a tree node's parent does not come before it");
-			if (nd->region < 0 || (size_t)nd->region >= nregions)
-				return damaged(c, "a tree node's region is out of range");
-		}
-	}
+	if ((flags & SP_PK_TREE) && (rc = unpack_tree(c, ntree, nregions, out)) != SP_OK)
+		return rc;
 
 	if (nlines) {
 		if (!(out->lines = calloc(nlines, sizeof *out->lines)))

@@ -1,0 +1,266 @@
+/* h5stream.c - a profile open for streaming its event columns a slice at
+ * a time (sp_h5_stream_*, for export): the structure is read and every
+ * region's columns checked at open; a slice reads only its hyperslab. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_h5read.h"
+
+/* A profile open for streaming its events (sp_h5_stream_open). */
+struct sp_h5_stream {
+	struct reader r;
+	char *path;
+	hid_t file;
+	struct sp_profile *p;
+	char **groups;                 /* per rank: the rank group's link name */
+	char ***links;                 /* per rank, per region: the region's link name */
+	size_t ri, gi;                 /* the region whose columns are open, if any */
+	hid_t cols[3];                 /* its start_times, end_times, lanes; -1: none */
+};
+
+static void close_columns(hid_t cols[3])
+{
+	for (int i = 0; i < 3; i++) {
+		sp_h5r_close(cols[i]);
+		cols[i] = -1;
+	}
+}
+
+/* Opens the event columns of region group g (start_times, end_times, and
+ * lanes when present) into cols, each of exactly n events; deep: checks
+ * their storage too (done once, at open, for every region). */
+static enum sp_err stream_columns(struct reader *r, hid_t g, const char *ctx, int64_t n, hid_t cols[3],
+				  int deep)
+{
+	static const char *const names[3] = {"start_times", "end_times", "lanes"};
+	enum sp_err rc = SP_OK;
+	for (int i = 0; i < 3 && rc == SP_OK; i++) {
+		hsize_t len = 0;
+		int hl = i < 2 ? 1 : sp_h5r_hard_link(g, names[i]);
+		if (hl < 0)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up the lanes", ctx);
+		else if (hl == 0)
+			break;
+		else if ((rc = sp_h5r_column_open(r, g, ctx, names[i], H5T_INTEGER, deep, &cols[i], &len)) == SP_OK &&
+			 len != (hsize_t)n)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: %s holds %llu calls, num_calls says %lld", ctx, names[i],
+				   (unsigned long long)len, (long long)n);
+	}
+	if (rc != SP_OK)
+		close_columns(cols);
+	return rc;
+}
+
+static int str_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Reads a rank's structure for a stream: attributes, region names and stats,
+ * and checks every region's columns; keeps the link names for reading. */
+enum sp_err sp_h5r_stream_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
+{
+	struct sp_h5_stream *s = r->stream;
+	size_t ri = (size_t)(rk - s->p->ranks);
+	hid_t g = -1, regions = -1, cols[3] = {-1, -1, -1};
+	struct names nl = {0};
+	const char **sorted = NULL;
+	enum sp_err rc = SP_OK;
+
+	if (!s->groups && (!(s->groups = calloc(s->p->nranks, sizeof *s->groups)) ||
+			   !(s->links = calloc(s->p->nranks, sizeof *s->links))))
+		return sp_h5r_fail(r, SP_ENOMEM, "out of memory");
+	if (!(s->groups[ri] = strdup(gname)))
+		return sp_h5r_fail(r, SP_ENOMEM, "out of memory");
+	if ((g = sp_h5r_open_group(r, file, gname)) < 0)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", gname);
+	if ((rc = sp_h5r_rank_attrs(r, g, gname, rk)) != SP_OK)
+		goto out;
+	if ((rc = sp_h5r_open_regions(r, g, gname, &regions, &nl, rk)) != SP_OK)
+		goto out;
+	if (!(sorted = sp_h5r_alloc_n(nl.n, sizeof *sorted))) {
+		rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %zu regions", gname, nl.n);
+		goto out;
+	}
+	rk->nregions = nl.n;
+	for (size_t i = 0; i < nl.n; i++) {
+		struct sp_region_data *rd = &rk->regions[i];
+		char ctx[256];
+		if ((rc = sp_h5r_read_region(r, regions, nl.v[i], rk->rank, 0, rd)) != SP_OK)
+			goto out;
+		sorted[i] = rd->name;
+		if (rd->owns_events) {
+			/* No summary attributes: the columns were read for the
+			 * stats and checked; only the stats are kept. */
+			sp_region_drop_events(rd);
+			continue;
+		}
+		if (rd->stats.num_calls == 0 || rd->aggregate)
+			continue;
+		snprintf(ctx, sizeof ctx, "rank%d/regions/%s", rk->rank, nl.v[i]);
+		hid_t rg = sp_h5r_open_group(r, regions, nl.v[i]);
+		rc = rg < 0 ? sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", ctx)
+			    : stream_columns(r, rg, ctx, rd->stats.num_calls, cols, 1);
+		close_columns(cols);
+		sp_h5r_close(rg);
+		if (rc != SP_OK)
+			goto out;
+	}
+	qsort(sorted, nl.n, sizeof *sorted, str_ptr_cmp);
+	for (size_t i = 1; i < nl.n; i++)
+		if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s has two regions named '%s'", gname, sorted[i]);
+			goto out;
+		}
+	s->links[ri] = nl.v;           /* nl.n == rk->nregions from here on */
+	nl = (struct names){0};
+out:
+	free(sorted);
+	sp_h5r_names_free(&nl);
+	sp_h5r_close(regions);
+	H5Gclose(g);
+	return rc;
+}
+
+/* Opens path for sp_h5_stream_read. Returns the codes of sp_h5_read; on
+ * failure *out is NULL and nothing is left allocated or open. */
+enum sp_err sp_h5_stream_open(const char *path, struct sp_h5_stream **out, struct sp_error *err)
+{
+	struct sp_h5_stream *s = NULL;
+	hid_t fapl = -1;
+	enum sp_err rc = SP_OK;
+
+	if (!out || !path)
+		return sp_error_set(err, SP_EINVAL, "sp_h5_stream_open: bad arguments");
+	*out = NULL;
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	if (!(s = calloc(1, sizeof *s)) || !(s->path = strdup(path)) || !(s->p = calloc(1, sizeof *s->p))) {
+		rc = sp_error_set(err, SP_ENOMEM, "cannot read '%s': out of memory", path);
+		goto out;
+	}
+	s->file = -1;
+	s->ri = s->gi = SIZE_MAX;
+	s->cols[0] = s->cols[1] = s->cols[2] = -1;
+	s->r = (struct reader){.path = s->path, .err = err, .flags = SP_READ_SUMMARY, .stream = s,
+			       .file = -1, .fd = -1};
+	if ((rc = sp_h5r_check_path(&s->r)) != SP_OK)
+		goto out;
+	/* A chunk cache that holds a compressed column's chunk (up to 16 MiB)
+	 * while it is read a slice at a time, instead of inflating it again
+	 * for every slice. */
+	if ((fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 ||
+	    H5Pset_cache(fapl, 0, 521, 16u << 20, 0.75) < 0) {
+		rc = sp_h5r_fail(&s->r, SP_EIO, "cannot set up HDF5");
+		goto out;
+	}
+	errno = 0;
+	if ((s->file = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0) {
+		if (errno == EWOULDBLOCK || errno == EAGAIN)
+			rc = sp_h5r_fail(&s->r, SP_EIO, "locked by another process");
+		else
+			rc = sp_h5r_fail(&s->r, SP_ENOTHDF5, "truncated or damaged HDF5 file");
+		goto out;
+	}
+	s->r.file = s->file;
+	rc = sp_h5r_read_file(&s->r, s->file, s->p);
+	sp_h5r_release(&s->r);
+out:
+	sp_h5r_close(fapl);
+	if (rc != SP_OK)
+		sp_h5_stream_close(s);
+	else
+		*out = s;
+	return rc;
+}
+
+const struct sp_profile *sp_h5_stream_profile(const struct sp_h5_stream *s)
+{
+	return s->p;
+}
+
+/* Reads a slice of a region's columns; see sp_h5.h. The region's datasets
+ * stay open until another region is read. */
+enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint64_t first, size_t n,
+			      int64_t *starts, int64_t *ends, int32_t *lanes, struct sp_error *err)
+{
+	hid_t fs = -1, ms = -1;
+	enum sp_err rc = SP_OK;
+	char ctx[256];
+
+	if (!s || !starts || !ends || ri >= s->p->nranks || gi >= s->p->ranks[ri].nregions)
+		return sp_error_set(err, SP_EINVAL, "sp_h5_stream_read: bad arguments");
+	const struct sp_rank *rk = &s->p->ranks[ri];
+	const struct sp_region_data *rd = &rk->regions[gi];
+	if (rd->aggregate)
+		return sp_error_set(err, SP_EINVAL, "region '%s' holds aggregates only, no calls", rd->name);
+	uint64_t calls = rd->stats.num_calls > 0 ? (uint64_t)rd->stats.num_calls : 0;
+	if (first > calls || n > calls - first)
+		return sp_error_set(err, SP_EINVAL, "sp_h5_stream_read: calls %llu + %zu of region '%s' "
+				    "are not among its %llu", (unsigned long long)first, n, rd->name,
+				    (unsigned long long)calls);
+	if (n == 0)
+		return SP_OK;
+	s->r.err = err;
+	snprintf(ctx, sizeof ctx, "rank%d/regions/%s", rk->rank, s->links[ri][gi]);
+	if (s->ri != ri || s->gi != gi) {
+		close_columns(s->cols);
+		s->ri = s->gi = SIZE_MAX;
+		hid_t rg = H5Gopen2(s->file, s->groups[ri], H5P_DEFAULT);
+		hid_t regions = rg >= 0 ? H5Gopen2(rg, "regions", H5P_DEFAULT) : -1;
+		hid_t g = regions >= 0 ? H5Gopen2(regions, s->links[ri][gi], H5P_DEFAULT) : -1;
+		rc = g < 0 ? sp_h5r_fail(&s->r, SP_ECORRUPT, "%s is not a group", ctx)
+			   : stream_columns(&s->r, g, ctx, rd->stats.num_calls, s->cols, 0);
+		sp_h5r_close(g); sp_h5r_close(regions); sp_h5r_close(rg);
+		if (rc != SP_OK)
+			return rc;
+		s->ri = ri;
+		s->gi = gi;
+	}
+	hsize_t off = first, cnt = n;
+	for (int i = 0; i < 3 && rc == SP_OK; i++) {
+		void *buf = i == 0 ? (void *)starts : i == 1 ? (void *)ends : (void *)lanes;
+		if (i == 2 && (!lanes || s->cols[2] < 0)) {
+			if (lanes)
+				memset(lanes, 0, n * sizeof *lanes);
+			break;
+		}
+		if ((fs = H5Dget_space(s->cols[i])) < 0 || (ms = H5Screate_simple(1, &cnt, NULL)) < 0 ||
+		    H5Sselect_hyperslab(fs, H5S_SELECT_SET, &off, NULL, &cnt, NULL) < 0 ||
+		    H5Dread(s->cols[i], i == 2 ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, buf) < 0)
+			rc = sp_h5r_fail(&s->r, SP_ECORRUPT, "%s: cannot read the event columns", ctx);
+		sp_h5r_close(fs); sp_h5r_close(ms);
+		fs = ms = -1;
+	}
+	for (size_t i = 0; rc == SP_OK && i < n; i++)
+		if (ends[i] < starts[i])
+			rc = sp_h5r_fail(&s->r, SP_ECORRUPT, "%s: call %llu ends before it starts", ctx,
+				   (unsigned long long)(first + i));
+	return rc;
+}
+
+void sp_h5_stream_close(struct sp_h5_stream *s)
+{
+	if (!s)
+		return;
+	close_columns(s->cols);
+	if (s->r.path)                 /* the reader was set up: fd is valid */
+		sp_h5r_release(&s->r);
+	if (s->file >= 0)
+		H5Fclose(s->file);
+	for (size_t i = 0; s->p && i < s->p->nranks; i++) {
+		if (s->groups)
+			free(s->groups[i]);
+		if (s->links && s->links[i]) {
+			for (size_t j = 0; j < s->p->ranks[i].nregions; j++)
+				free(s->links[i][j]);
+			free(s->links[i]);
+		}
+	}
+	free(s->groups);
+	free(s->links);
+	sp_profile_free(s->p);
+	free(s->path);
+	free(s);
+}

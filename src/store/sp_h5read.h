@@ -1,0 +1,167 @@
+/* sp_h5read.h - what the pieces of the HDF5 reader share (store-private;
+ * the public API is include/sp_h5.h): the reader's state, its one-line
+ * errors, the HDF5 helpers (h5read_util.c), the damaged-file checks
+ * (h5read_check.c), and the steps that h5read.c, h5read_lines.c and
+ * h5stream.c call in each other. Every function here leaves nothing open
+ * on failure and, where it returns enum sp_err, fills r->err through
+ * sp_h5r_fail: "cannot read '<path>': <detail>". */
+#ifndef SP_H5READ_H
+#define SP_H5READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hdf5.h>
+
+#include "sp_h5.h"
+
+#if H5_VERSION_GE(1, 12, 0)
+#define vlen_reclaim(t, s, buf) H5Treclaim(t, s, H5P_DEFAULT, buf)
+#else
+#define vlen_reclaim(t, s, buf) H5Dvlen_reclaim(t, s, H5P_DEFAULT, buf)
+#endif
+
+struct reader {
+	const char *path;
+	struct sp_error *err;
+	int flags;
+	struct sp_h5_stream *stream;   /* sp_h5_stream_open: the structure only */
+	hid_t file;                    /* the open file, once open */
+	uint64_t file_size;            /* in bytes, from stat(2) at open */
+	/* The checks that read the file directly (h5read_check.c): the file
+	 * opened by sp_h5r_check_path, the sizes HDF5 reports for it, and the
+	 * last global heap collection read from it. */
+	int fd;                        /* -1 when not open */
+	size_t sizeof_addr, sizeof_size;   /* 0 until first needed */
+	uint64_t base;                 /* the user block's size: where addresses start */
+	unsigned char *heap;           /* the collection's bytes */
+	uint64_t heap_addr, heap_size; /* heap_size 0: none read */
+};
+
+/* Link names of a group, in creation order when it is tracked. */
+struct names {
+	char **v;
+	size_t n, cap;
+	int oom;
+};
+
+/* Closes an HDF5 identifier of any kind (group, dataset, attribute, type,
+ * space, property list) unless it is invalid. */
+static inline void sp_h5r_close(hid_t id)
+{
+	if (id >= 0)
+		H5Idec_ref(id);
+}
+
+/* h5read_util.c */
+
+/* Fills r->err with "cannot read '<path>': <detail>" on one line (control
+ * characters shown as '?'); returns code. */
+enum sp_err sp_h5r_fail(struct reader *r, enum sp_err code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Frees the names; nl is empty again. */
+void sp_h5r_names_free(struct names *nl);
+/* Lists g's hard links into nl, in creation order if the group tracks it,
+ * else by name. Returns 0, or -1 (HDF5 failure) or -2 (out of memory). */
+int sp_h5r_list_links(hid_t g, struct names *nl);
+/* 1 when name is a hard link in g, 0 when absent (or another kind of
+ * link), -1 on failure. */
+int sp_h5r_hard_link(hid_t g, const char *name);
+/* H5Gopen2 for a group the reader will look into: -1 (nothing open) when
+ * it cannot be opened or sp_h5r_group_header_ok finds it damaged. */
+hid_t sp_h5r_open_group(struct reader *r, hid_t loc, const char *name);
+/* A scalar numeric attribute converted to mtype into v: 1 when read, 0 when
+ * absent, -1 when present but not a single number. */
+int sp_h5r_attr_num(hid_t loc, const char *name, hid_t mtype, void *v);
+/* An open attribute holding one string (fixed or variable length) as a
+ * malloc'd copy in *out: 1, -1 when it is not one string, -2 on OOM. */
+int sp_h5r_attr_str_open(struct reader *r, hid_t a, char **out);
+/* As sp_h5r_attr_str_open for attribute name of loc; 0 when absent. */
+int sp_h5r_attr_str(struct reader *r, hid_t loc, const char *name, char **out);
+/* Opens the 1-D column name in g into *ds with its length in *n; want is
+ * H5T_STRING or H5T_INTEGER (which also accepts floats). SP_ECORRUPT (*ds
+ * -1) for a missing column, another type or rank, a layout that reads other
+ * files, or an extent the stored bytes cannot back; deep also checks the
+ * storage (sp_h5r_storage_ok: a lookup per chunk). */
+enum sp_err sp_h5r_column_open(struct reader *r, hid_t g, const char *ctx, const char *name,
+			       H5T_class_t want, int deep, hid_t *ds, hsize_t *n);
+/* malloc of n elements of size sz (at least one byte); NULL on OOM or
+ * overflow. */
+void *sp_h5r_alloc_n(size_t n, size_t sz);
+
+/* A string column read whole (sp_h5r_strings_read): fixed-length strings
+ * in one block, or variable-length ones as HDF5 allocated them. */
+struct sp_h5r_strings {
+	hid_t mt, space;               /* the memory type and the column's space */
+	int vlen;
+	size_t fsize, n;               /* fixed: each string's size; strings */
+	char **v;                      /* vlen: the strings (NULL: empty) */
+	char *fixed;                   /* fixed: n strings of fsize + 1 bytes */
+};
+/* Reads the n strings of column ds (column name of ctx, for messages),
+ * variable-length ones checked by sp_h5r_vlen_strings_ok first. SP_OK,
+ * SP_ECORRUPT ("<ctx>/<name>: unreadable type" or "damaged strings",
+ * "<ctx>: cannot read the <name> column") or SP_ENOMEM; s (initialised with
+ * mt and space -1) is freed with sp_h5r_strings_free either way. */
+enum sp_err sp_h5r_strings_read(struct reader *r, hid_t ds, const char *ctx, const char *name, size_t n,
+				struct sp_h5r_strings *s);
+/* String i of s (NULL for a variable-length string HDF5 read as NULL). */
+static inline const char *sp_h5r_string(const struct sp_h5r_strings *s, size_t i)
+{
+	return s->vlen ? s->v[i] : s->fixed + i * (s->fsize + 1);
+}
+/* Frees what sp_h5r_strings_read allocated. */
+void sp_h5r_strings_free(struct sp_h5r_strings *s);
+
+/* h5read_check.c */
+
+/* What the OS can say before HDF5 is asked: SP_ENOENT, SP_EIO (a directory,
+ * not a regular file, unreadable), SP_ENOTHDF5 (no HDF5 signature, or a
+ * superblock whose driver information block lies outside the file). Sets
+ * r->file_size. */
+enum sp_err sp_h5r_check_path(struct reader *r);
+/* Closes what the checks opened (the file descriptor, the heap read). */
+void sp_h5r_release(struct reader *r);
+/* Checks the n variable-length strings of attribute or dataset obj (a
+ * dataset when is_dataset) before HDF5 reads them. Returns 0, -1 when they
+ * are damaged (or cannot be checked), -2 when out of memory. */
+int sp_h5r_vlen_strings_ok(struct reader *r, hid_t obj, int is_dataset, size_t n);
+/* 0 when group g's object header names a B-tree and a local heap inside
+ * the file (or is a version 2 header), -1 otherwise. */
+int sp_h5r_group_header_ok(struct reader *r, hid_t g);
+/* SP_OK when dataset ds (n elements of tsize bytes, layout from dcpl) keeps
+ * its elements where HDF5 can read them without overrunning a buffer;
+ * SP_ECORRUPT naming ctx/name otherwise. */
+enum sp_err sp_h5r_storage_ok(struct reader *r, hid_t ds, hid_t dcpl, H5D_layout_t layout, const char *ctx,
+			      const char *name, hsize_t n, size_t tsize);
+/* SP_OK when a region's summary attributes agree with each other, else
+ * SP_ECORRUPT "<ctx>: inconsistent summary: ...". */
+enum sp_err sp_h5r_stats_ok(struct reader *r, const char *ctx, const struct sp_stats *st);
+/* SP_OK when the event columns region group g has hold num_calls calls each
+ * (their extents only; a region may have none). */
+enum sp_err sp_h5r_extents_ok(struct reader *r, hid_t g, const char *ctx, int64_t num_calls);
+
+/* h5read.c */
+
+/* Reads the file's structure (and, unless r->stream, its ranks in full)
+ * into p; the caller frees p on failure. */
+enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p);
+/* Reads region group link of regions into rd: name, summary, and the events
+ * when need_events (or when the summary attributes are missing). */
+enum sp_err sp_h5r_read_region(struct reader *r, hid_t regions, const char *link, int rankno,
+			       int need_events, struct sp_region_data *rd);
+/* A rank group's optional attributes into rk. */
+enum sp_err sp_h5r_rank_attrs(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk);
+/* Opens rank group g's regions group into *regions, lists its links into
+ * *nl and allocates rk->regions for them (rk->nregions stays 0). */
+enum sp_err sp_h5r_open_regions(struct reader *r, hid_t g, const char *gname, hid_t *regions,
+				struct names *nl, struct sp_rank *rk);
+
+/* h5read_lines.c: the rank's per-line tables into rk->lines. */
+enum sp_err sp_h5r_read_lines(struct reader *r, hid_t rank_g, struct sp_rank *rk);
+
+/* h5stream.c: a rank's structure for a stream (attributes, region names
+ * and stats, every region's columns checked); keeps the link names. */
+enum sp_err sp_h5r_stream_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk);
+
+#endif

@@ -1,0 +1,592 @@
+/* test_h5write.c - the HDF5 writer (src/store/h5write.c):
+ * failures that leave nothing behind, the streaming writer, line tables
+ * refused, compression and aggregate regions. */
+#include "h5_fixtures.h"
+
+/* ---- tests ---- */
+
+static void test_write_fails_cleanly(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	char missing[256];
+	snprintf(missing, sizeof missing, "%s/no/such/folder/x.h5", dir);
+	assert_int_equal(sp_h5_write(p, missing, &err), SP_EIO);
+	assert_non_null(strstr(err.msg, "no/such/folder/x.h5':"));
+	assert_non_null(strstr(err.msg, "No such file or directory"));
+	assert_int_equal(count_files(), 0);
+
+	/* A good file survives a later write that fails half-way. */
+	const char *path = tpath("keep.h5");
+	size_t n0, n1;
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	char *before = read_bytes(path, &n0);
+	p->ranks[0].tree[3].region = 3;      /* a region without calls */
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "keep.h5"));
+	free(p->ranks[0].regions[3].name);
+	p->ranks[0].regions[3].name = strdup("main");
+	p->ranks[0].regions[3].stats.num_calls = 1;
+	p->ranks[0].tree[3].region = 4;
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);   /* "main" twice */
+	assert_non_null(strstr(err.msg, "two regions named 'main'"));
+	char *after = read_bytes(path, &n1);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	assert_int_equal(count_files(), 1);
+	assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+	sp_profile_free(q);
+
+	/* A folder is refused before anything is written; no temporary file. */
+	const char *sub = tpath("sub.h5");
+	assert_int_equal(mkdir(sub, 0700), 0);
+	p->ranks[0].regions[3].stats.num_calls = 0;
+	assert_int_equal(sp_h5_write(p, sub, &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "sub.h5': it is a directory"));
+	assert_int_equal(count_files(), 2);
+	rmdir(sub);
+	free(before);
+	free(after);
+	remove(path);
+	sp_profile_free(p);
+}
+
+/* ---- the streaming writer ---- */
+
+/* The temporary file of a write to path. */
+static const char *tmp_of(const char *path)
+{
+	static char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	return tmp;
+}
+
+/* Appends key = value to p's metadata: what sp_h5_writer_meta adds. */
+static void push_meta(struct sp_profile *p, const char *key, const char *value)
+{
+	p->meta = realloc(p->meta, (p->nmeta + 1) * sizeof *p->meta);
+	assert_non_null(p->meta);
+	p->meta[p->nmeta++] = (struct sp_kv){strdup(key), strdup(value)};
+}
+
+/* A profile written rank by rank, metadata added before, between and after
+ * the ranks, reads back as written, whole or streamed. */
+static void test_writer_roundtrip(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	struct sp_h5_writer *w = NULL;
+	const char *path = tpath("ranks.h5");
+
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_non_null(w);
+	/* Everything goes to the temporary file until the commit. */
+	assert_int_equal(access(tmp_of(path), F_OK), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_ok(sp_h5_writer_meta(w, "mpi ranks", "3", &err), &err);
+	/* Ranks in any order: the reader sorts them. */
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[2], &err), &err);   /* rank 5 */
+	assert_ok(sp_h5_writer_meta(w, "between", "ranks/ü", &err), &err);
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[0], &err), &err);   /* rank 0 */
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[1], &err), &err);   /* rank 3 */
+	assert_ok(sp_h5_writer_meta(w, "last", "", &err), &err);
+	assert_int_equal(count_files(), 1);
+	assert_ok(sp_h5_writer_commit(w, &err), &err);
+	assert_int_equal(count_files(), 1);
+	assert_int_equal(access(tmp_of(path), F_OK), -1);
+	push_meta(p, "mpi ranks", "3");
+	push_meta(p, "between", "ranks/ü");
+	push_meta(p, "last", "");
+
+	assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
+	assert_same(p, q, 1);
+	assert_int_equal(q->nmeta, 7);
+	assert_string_equal(sp_profile_meta(q, "between"), "ranks/ü");
+	assert_true(q->ranks[0].clock_offset_ns == 0);
+	assert_true(q->ranks[1].clock_offset_ns == -1234567);
+	assert_true(q->ranks[2].clock_offset_ns == INT64_C(987654321012));
+	sp_profile_free(q);
+	assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+	assert_same(p, q, 0);
+	sp_profile_free(q);
+
+	/* The streaming reader reads the offsets too. */
+	struct sp_h5_stream *s = NULL;
+	assert_ok(sp_h5_stream_open(path, &s, &err), &err);
+	const struct sp_profile *sp = sp_h5_stream_profile(s);
+	assert_int_equal(sp->nranks, 3);
+	assert_true(sp->ranks[0].clock_offset_ns == 0);
+	assert_true(sp->ranks[1].clock_offset_ns == -1234567);
+	assert_true(sp->ranks[2].clock_offset_ns == INT64_C(987654321012));
+	sp_h5_stream_close(s);
+
+	/* The stored attribute is an int64 on every rank group. */
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	hid_t a = H5Aopen_by_name(f, "rank3", "clock_offset_ns", H5P_DEFAULT, H5P_DEFAULT);
+	hid_t t = H5Aget_type(a);
+	int64_t off = 0;
+	assert_true(f >= 0 && a >= 0 && t >= 0);
+	assert_true(H5Tequal(t, H5T_STD_I64LE) > 0);
+	assert_true(H5Aread(a, H5T_NATIVE_INT64, &off) >= 0);
+	assert_true(off == -1234567);
+	H5Tclose(t);
+	H5Aclose(a);
+	H5Fclose(f);
+
+	/* sp_h5_write of the same profile (metadata included) reads back the same. */
+	const char *whole = tpath("whole.h5");
+	assert_ok(sp_h5_write(p, whole, &err), &err);
+	assert_ok(sp_h5_read(whole, SP_READ_EVENTS, &q, &err), &err);
+	assert_same(p, q, 1);
+	sp_profile_free(q);
+	assert_int_equal(count_files(), 2);
+	remove(whole);
+	remove(path);
+	sp_profile_free(p);
+}
+
+/* Abort removes the temporary file and leaves path as it was. */
+static void test_writer_abort(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	struct sp_h5_writer *w = NULL;
+	const char *path = tpath("aborted.h5");
+
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[0], &err), &err);
+	assert_int_equal(access(tmp_of(path), F_OK), 0);
+	sp_h5_writer_abort(w);
+	assert_int_equal(access(tmp_of(path), F_OK), -1);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(count_files(), 0);
+	sp_h5_writer_abort(NULL);
+
+	/* Right after open, and over an existing file. */
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	sp_h5_writer_abort(w);
+	assert_int_equal(count_files(), 0);
+	size_t n0, n1;
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	char *before = read_bytes(path, &n0);
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	for (size_t r = 0; r < p->nranks; r++)
+		assert_ok(sp_h5_writer_rank(w, &p->ranks[r], &err), &err);
+	assert_ok(sp_h5_writer_meta(w, "extra", "1", &err), &err);
+	sp_h5_writer_abort(w);
+	char *after = read_bytes(path, &n1);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	assert_int_equal(count_files(), 1);
+	free(before);
+	free(after);
+	remove(path);
+
+	/* A failed open leaves nothing and no writer. */
+	char missing[256];
+	snprintf(missing, sizeof missing, "%s/no/such/folder/x.h5", dir);
+	w = (struct sp_h5_writer *)&w;
+	assert_int_equal(sp_h5_writer_open(missing, p, &w, &err), SP_EIO);
+	assert_null(w);
+	assert_non_null(strstr(err.msg, "no/such/folder/x.h5':"));
+	assert_non_null(strstr(err.msg, "No such file or directory"));
+	w = (struct sp_h5_writer *)&w;
+	assert_int_equal(sp_h5_writer_open("", p, &w, &err), SP_EINVAL);
+	assert_null(w);
+	assert_int_equal(sp_h5_writer_open(path, NULL, &w, &err), SP_EINVAL);
+	free(p->meta[1].value);
+	p->meta[1].value = NULL;
+	assert_int_equal(sp_h5_writer_open(path, p, &w, &err), SP_EINVAL);
+	assert_null(w);
+	assert_non_null(strstr(err.msg, "metadata entry 1 has no key or value"));
+	assert_int_equal(count_files(), 0);
+	sp_profile_free(p);
+}
+
+/* Expects every writer call after a failure to return that failure, and
+ * the commit to leave the file at path (if any) as it was. */
+static void expect_failed_commit(struct sp_h5_writer *w, const struct sp_profile *p, const char *path,
+				 enum sp_err code, const char *needle)
+{
+	struct sp_error err = {0};
+	assert_int_equal(sp_h5_writer_rank(w, &p->ranks[1], &err), code);
+	assert_int_equal(err.code, code);
+	assert_non_null(strstr(err.msg, needle));
+	memset(&err, 0, sizeof err);
+	assert_int_equal(sp_h5_writer_meta(w, "fine", "key", &err), code);
+	assert_non_null(strstr(err.msg, needle));
+	memset(&err, 0, sizeof err);
+	assert_int_equal(sp_h5_writer_commit(w, &err), code);
+	assert_int_equal(err.code, code);
+	assert_non_null(strstr(err.msg, needle));
+	assert_non_null(strstr(err.msg, path));
+	assert_int_equal(access(tmp_of(path), F_OK), -1);
+}
+
+/* After a failed sp_h5_writer_rank or _meta, commit fails with that error,
+ * writes nothing and keeps an existing file. */
+static void test_writer_failure_commit(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	struct sp_h5_writer *w = NULL;
+	const char *path = tpath("kept.h5"), *fresh = tpath("fresh.h5");
+	size_t n0, n1;
+
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	char *before = read_bytes(path, &n0);
+
+	/* A rank twice. */
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[0], &err), &err);
+	assert_int_equal(sp_h5_writer_rank(w, &p->ranks[0], &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "kept.h5': rank 0 appears twice"));
+	expect_failed_commit(w, p, path, SP_EINVAL, "rank 0 appears twice");
+
+	/* A rank that fails half-way: its events are not loaded. */
+	struct sp_region_data *rd = &p->ranks[1].regions[0];
+	int64_t *starts = rd->starts;
+	rd->starts = NULL;
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_ok(sp_h5_writer_rank(w, &p->ranks[0], &err), &err);
+	assert_int_equal(sp_h5_writer_rank(w, &p->ranks[1], &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "rank 3 region 'solve': events not loaded"));
+	expect_failed_commit(w, p, path, SP_EINVAL, "events not loaded");
+
+	/* With no file at path: none appears. */
+	assert_ok(sp_h5_writer_open(fresh, p, &w, &err), &err);
+	assert_int_equal(sp_h5_writer_rank(w, &p->ranks[1], &err), SP_EINVAL);
+	expect_failed_commit(w, p, fresh, SP_EINVAL, "events not loaded");
+	assert_int_equal(access(fresh, F_OK), -1);
+	rd->starts = starts;
+
+	/* A metadata key twice, then an empty key and a missing value. */
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_int_equal(sp_h5_writer_meta(w, "zeta", "again", &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "cannot write metadata 'zeta'"));
+	expect_failed_commit(w, p, path, SP_EINVAL, "cannot write metadata 'zeta'");
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_int_equal(sp_h5_writer_meta(w, "", "x", &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "metadata entry has no key or value"));
+	sp_h5_writer_abort(w);
+	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
+	assert_int_equal(sp_h5_writer_meta(w, "k", NULL, &err), SP_EINVAL);
+	expect_failed_commit(w, p, path, SP_EINVAL, "metadata entry has no key or value");
+
+	/* sp_h5_write of a profile with a rank twice fails the same way. */
+	p->ranks[1].rank = 0;
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "rank 0 appears twice"));
+	p->ranks[1].rank = 3;
+
+	char *after = read_bytes(path, &n1);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	assert_int_equal(count_files(), 1);
+
+	/* No writer. */
+	assert_int_equal(sp_h5_writer_rank(NULL, &p->ranks[0], &err), SP_EINVAL);
+	assert_int_equal(sp_h5_writer_meta(NULL, "k", "v", &err), SP_EINVAL);
+	assert_int_equal(sp_h5_writer_commit(NULL, &err), SP_EINVAL);
+	free(before);
+	free(after);
+	remove(path);
+	sp_profile_free(p);
+}
+
+/* The writer refuses a table the reader would refuse, and leaves no file. */
+static void test_lines_write_errors(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	const char *path = tpath("badlines.h5");
+	struct sp_line_table *t = &p->ranks[0].lines[0];
+	t->hits[3] = -1;
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "rank 0 line table 0: negative hits or time"));
+	t->hits[3] = 11;
+	t->first_line = -2;
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "line numbers out of range"));
+	t->first_line = INT32_MAX - 4;                 /* 6 lines: the last is past INT32_MAX */
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);
+	t->first_line = INT32_MAX - 5;                 /* the last is INT32_MAX: fine */
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	remove(path);
+	free(p->ranks[1].lines[0].function);
+	p->ranks[1].lines[0].function = NULL;
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "rank 3 line table 0"));
+	assert_int_equal(access(path, F_OK), -1);   /* nor its temporary file: */
+	char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	assert_int_equal(access(tmp, F_OK), -1);
+	sp_profile_free(p);
+}
+
+/* ---- compression (p->compression) and aggregate regions ---- */
+
+/* Appends to rk (its regions array grown) a region of n calls with jittered
+ * timestamps, like a timestep loop's, and lanes when with_lanes. */
+static void add_loop_region(struct sp_rank *rk, const char *name, size_t n, int with_lanes)
+{
+	rk->regions = realloc(rk->regions, (rk->nregions + 1) * sizeof *rk->regions);
+	assert_non_null(rk->regions);
+	struct sp_region_data *rd = &rk->regions[rk->nregions++];
+	memset(rd, 0, sizeof *rd);
+	rd->name = strdup(name);
+	rd->starts = malloc(n * sizeof(int64_t));
+	rd->ends = malloc(n * sizeof(int64_t));
+	rd->lanes = with_lanes ? malloc(n * sizeof(int32_t)) : NULL;
+	rd->owns_events = 1;
+	uint64_t x = 88172645463325252u;
+	int64_t t = INT64_C(1700000000000000000);
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;   /* xorshift: deterministic jitter */
+		rd->starts[i] = t;
+		rd->ends[i] = t + 5000 + (int64_t)(x % 700);
+		t = rd->ends[i] + 200 + (int64_t)((x >> 20) % 50);
+		if (rd->lanes)
+			rd->lanes[i] = (int32_t)(i % 2);
+	}
+	sp_stats_compute(&rd->stats, rd->starts, rd->ends, n);
+}
+
+/* The layout of rank{r}/regions/{link}/{column}: its chunk length (0 when
+ * contiguous) and its deflate level (0 when none; shuffle must come first). */
+static void column_layout(hid_t f, const char *dataset, hsize_t *chunk, int *level)
+{
+	hid_t ds = H5Dopen2(f, dataset, H5P_DEFAULT);
+	assert_true(ds >= 0);
+	hid_t dcpl = H5Dget_create_plist(ds);
+	assert_true(dcpl >= 0);
+	*chunk = 0;
+	*level = 0;
+	if (H5Pget_layout(dcpl) == H5D_CHUNKED) {
+		assert_int_equal(H5Pget_chunk(dcpl, 1, chunk), 1);
+		assert_int_equal(H5Pget_nfilters(dcpl), 2);
+		unsigned flags, cd[4];
+		size_t ncd = 4;
+		char fname[32];
+		assert_int_equal(H5Pget_filter2(dcpl, 0, &flags, &ncd, cd, sizeof fname, fname, NULL),
+				 H5Z_FILTER_SHUFFLE);
+		ncd = 4;
+		assert_int_equal(H5Pget_filter2(dcpl, 1, &flags, &ncd, cd, sizeof fname, fname, NULL),
+				 H5Z_FILTER_DEFLATE);
+		assert_true(ncd >= 1);
+		*level = (int)cd[0];
+	} else {
+		assert_int_equal(H5Pget_layout(dcpl), H5D_CONTIGUOUS);
+		assert_int_equal(H5Pget_nfilters(dcpl), 0);
+	}
+	H5Pclose(dcpl);
+	H5Dclose(ds);
+}
+
+static off_t file_size(const char *path)
+{
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_size;
+}
+
+/* A compressed profile reads back exactly, whole, summary-only and streamed;
+ * columns of 64 calls or more are chunked (at most 65536 elements, exactly
+ * the column when shorter) with shuffle then deflate at the level asked for,
+ * shorter ones stay contiguous; the file is a fraction of the plain one. */
+static void test_compressed_roundtrip(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	const char *plain = tpath("plain.h5"), *path = tpath("z.h5"), *again = tpath("z2.h5");
+	int files = count_files();
+	struct sp_rank *r3 = &p->ranks[1];
+	add_loop_region(r3, "big", 150000, 1);    /* three chunks, the last one partial */
+	add_loop_region(r3, "medium", 100, 0);    /* one chunk of exactly 100 */
+	add_loop_region(r3, "small", 63, 0);      /* contiguous */
+
+	assert_ok(sp_h5_write(p, plain, &err), &err);
+	p->compression = 6;
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	assert_ok(sp_h5_write(p, again, &err), &err);
+	assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
+	assert_same(p, q, 1);
+	const struct sp_region_data *big = find_region(&q->ranks[1], "big");
+	assert_non_null(big->lanes);
+	assert_memory_equal(big->lanes, find_region(r3, "big")->lanes, 150000 * sizeof(int32_t));
+	sp_profile_free(q);
+	assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+	assert_same(p, q, 0);
+	sp_profile_free(q);
+
+	/* The streaming reader, a slice across a chunk boundary. */
+	struct sp_h5_stream *s = NULL;
+	int64_t st[1000], en[1000];
+	int32_t ln[1000];
+	assert_ok(sp_h5_stream_open(path, &s, &err), &err);
+	const struct sp_profile *sp = sp_h5_stream_profile(s);
+	size_t gi = 0;
+	while (strcmp(sp->ranks[1].regions[gi].name, "big") != 0)
+		gi++;
+	assert_ok(sp_h5_stream_read(s, 1, gi, 65000, 1000, st, en, ln, &err), &err);
+	const struct sp_region_data *want = find_region(r3, "big");
+	assert_memory_equal(st, want->starts + 65000, sizeof st);
+	assert_memory_equal(en, want->ends + 65000, sizeof en);
+	assert_memory_equal(ln, want->lanes + 65000, sizeof ln);
+	sp_h5_stream_close(s);
+
+	/* The layout, as any HDF5 reader sees it. */
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	assert_true(f >= 0);
+	hsize_t chunk;
+	int level;
+	column_layout(f, "rank3/regions/big/start_times", &chunk, &level);
+	assert_true(chunk == 65536 && level == 6);
+	column_layout(f, "rank3/regions/big/end_times", &chunk, &level);
+	assert_true(chunk == 65536 && level == 6);
+	column_layout(f, "rank3/regions/big/lanes", &chunk, &level);
+	assert_true(chunk == 65536 && level == 6);
+	column_layout(f, "rank3/regions/medium/end_times", &chunk, &level);
+	assert_true(chunk == 100 && level == 6);
+	column_layout(f, "rank3/regions/small/start_times", &chunk, &level);
+	assert_true(chunk == 0 && level == 0);
+	column_layout(f, "rank3/tree/calls", &chunk, &level);
+	assert_true(chunk == 0);
+	H5Fclose(f);
+
+	/* 150163 events: 16 bytes each plain, a fraction compressed. */
+	off_t zsize = file_size(path), psize = file_size(plain);
+	assert_true(psize > 150163 * 16);
+	assert_true(zsize * 3 < psize);
+	assert_true(file_size(again) == zsize);
+	/* No clock in a plain file: the same profile gives the same bytes (a
+	 * compressed one's superblock extension, for ISTORE_K, has times). */
+	p->compression = 0;
+	assert_ok(sp_h5_write(p, again, &err), &err);
+	size_t na, nb;
+	char *a = read_bytes(plain, &na), *b = read_bytes(again, &nb);
+	assert_int_equal(na, nb);
+	assert_memory_equal(a, b, na);
+	free(a);
+	free(b);
+	sp_profile_free(p);
+	remove(plain);
+	remove(path);
+	remove(again);
+	assert_int_equal(count_files(), files);
+}
+
+/* A level outside 0..9 is refused before any file is made; so is one for a
+ * writer opened rank by rank. */
+static void test_compression_level_refused(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	struct sp_h5_writer *w = (struct sp_h5_writer *)&err;
+	const char *path = tpath("bad.h5");
+	int files = count_files();
+	p->compression = 10;
+	assert_int_equal(sp_h5_write(p, path, &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "compression level 10"));
+	p->compression = -1;
+	assert_int_equal(sp_h5_writer_open(path, p, &w, &err), SP_EINVAL);
+	assert_null(w);
+	assert_non_null(strstr(err.msg, "compression level -1"));
+	assert_int_equal(count_files(), files);
+	sp_profile_free(p);
+}
+
+/* An aggregate region (aggregation mode) is written as its summary
+ * attributes plus self_ns and aggregate = 1, with no event columns. */
+static void test_aggregate_region_written(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	const char *path = tpath("agg.h5");
+	struct sp_rank *r3 = &p->ranks[1];
+	r3->regions = realloc(r3->regions, 2 * sizeof *r3->regions);
+	struct sp_region_data *rd = &r3->regions[r3->nregions++];
+	memset(rd, 0, sizeof *rd);
+	rd->name = strdup("agg/step");
+	rd->aggregate = 1;
+	rd->self_ns = 12345;
+	rd->stats = (struct sp_stats){.num_calls = 1000000, .total_ns = 9000000, .min_ns = 7,
+				      .max_ns = 90, .mean_ns = 9.0, .std_ns = 1.5,
+				      .first_start_ns = 100, .last_end_ns = 10000100};
+	for (int level = 0; level <= 4; level += 4) {
+		p->compression = level;
+		assert_ok(sp_h5_write(p, path, &err), &err);
+		hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+		assert_true(f >= 0);
+		hid_t g = H5Gopen2(f, "rank3/regions/agg%2Fstep", H5P_DEFAULT);
+		assert_true(g >= 0);
+		H5G_info_t info;
+		assert_true(H5Gget_info(g, &info) >= 0);
+		assert_int_equal(info.nlinks, 0);        /* no start_times, end_times, lanes */
+		int64_t v;
+		int32_t agg = 0;
+		hid_t a = H5Aopen(g, "self_ns", H5P_DEFAULT);
+		assert_true(a >= 0);
+		hid_t t = H5Aget_type(a);
+		assert_true(H5Tequal(t, H5T_STD_I64LE) > 0);
+		H5Tclose(t);
+		assert_true(H5Aread(a, H5T_NATIVE_INT64, &v) >= 0 && v == 12345);
+		H5Aclose(a);
+		a = H5Aopen(g, "aggregate", H5P_DEFAULT);
+		assert_true(a >= 0);
+		t = H5Aget_type(a);
+		assert_true(H5Tequal(t, H5T_STD_I32LE) > 0);
+		H5Tclose(t);
+		assert_true(H5Aread(a, H5T_NATIVE_INT32, &agg) >= 0 && agg == 1);
+		H5Aclose(a);
+		const char *i64[] = {"num_calls", "total_ns", "min_ns", "max_ns", "first_start_ns",
+				     "last_end_ns"};
+		const int64_t want[] = {1000000, 9000000, 7, 90, 100, 10000100};
+		for (size_t i = 0; i < 6; i++) {
+			a = H5Aopen(g, i64[i], H5P_DEFAULT);
+			assert_true(a >= 0);
+			assert_true(H5Aread(a, H5T_NATIVE_INT64, &v) >= 0);
+			assert_true(v == want[i]);
+			H5Aclose(a);
+		}
+		double d;
+		a = H5Aopen(g, "std_ns", H5P_DEFAULT);
+		assert_true(a >= 0 && H5Aread(a, H5T_NATIVE_DOUBLE, &d) >= 0 && d == 1.5);
+		H5Aclose(a);
+		assert_true(H5Aexists(g, "name") > 0 && H5Aexists(g, "mean_ns") > 0);
+		H5Gclose(g);
+		/* A region with events has no such attributes. */
+		g = H5Gopen2(f, "rank3/regions/solve", H5P_DEFAULT);
+		assert_true(g >= 0);
+		assert_int_equal(H5Aexists(g, "aggregate"), 0);
+		assert_int_equal(H5Aexists(g, "self_ns"), 0);
+		H5Gclose(g);
+		H5Fclose(f);
+	}
+	sp_profile_free(p);
+	remove(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_write_fails_cleanly),
+		cmocka_unit_test(test_writer_roundtrip),
+		cmocka_unit_test(test_writer_abort),
+		cmocka_unit_test(test_writer_failure_commit),
+		cmocka_unit_test(test_lines_write_errors),
+		cmocka_unit_test(test_compressed_roundtrip),
+		cmocka_unit_test(test_compression_level_refused),
+		cmocka_unit_test(test_aggregate_region_written),
+	};
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
