@@ -1,7 +1,7 @@
 /* sp_session.h - the settings of a profiling session, one C name each, and
  * the entry point of `scope-profiler run`. The session itself (setup ->
  * record -> finalize -> write -> render -> exit status) lives in
- * src/python/session.c and run.c; `run` and the Python module's setup()
+ * src/python/session.c, finalize.c and run_session.c; `run` and the Python module's setup()
  * keywords both fill this one struct (the keywords through
  * sp_settings_keyword below). No Python here. */
 #ifndef SP_SESSION_H

@@ -1,5 +1,5 @@
 /* test_h5stream.c - unit tests of the streaming reader (sp_h5_stream_*, in
- * src/h5read.c) that export uses to read a profile a slice at a time. */
+ * src/store/h5stream.c) that export uses to read a profile a slice at a time. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
