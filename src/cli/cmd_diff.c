@@ -53,15 +53,6 @@ static int parse_sort(const struct sp_opt *o, const char *arg, void *ctx, char *
 	return 0;
 }
 
-static int parse_select(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
-{
-	struct sp_error e = {0};
-	if (sp_select_option(ctx, o->set, arg, &e) == SP_OK)
-		return 0;
-	snprintf(err, len, "%s", e.msg);
-	return -1;
-}
-
 /* Returns 0, EXIT_ABOVE when a region grew past --fail-above, 1 when a file
  * cannot be read (or no rank of it is selected), or SP_EXIT_USAGE. */
 int cmd_diff(int argc, char **argv)
@@ -75,12 +66,9 @@ int cmd_diff(int argc, char **argv)
 	const struct sp_opt options[] = {
 		{0, "fail-above", SP_OPT_CALL, &bound, 0, "PCT",
 		 "exit with status 3 when a region grew by more than PCT %", parse_bound},
-		{0, "include", SP_OPT_CALL, NULL, SP_SELECT_INCLUDE, "RE",
-		 "only regions whose name matches RE (repeatable)", parse_select},
-		{0, "exclude", SP_OPT_CALL, NULL, SP_SELECT_EXCLUDE, "RE",
-		 "not regions whose name matches RE (repeatable)", parse_select},
+		SP_OPT_SELECT_NAMES,
 		{0, "ranks", SP_OPT_CALL, NULL, SP_SELECT_RANKS, "LIST",
-		 "only these ranks of both files, e.g. 0-3,5", parse_select},
+		 "only these ranks of both files, e.g. 0-3,5", sp_opt_select},
 		{0, "sort", SP_OPT_CALL, &by_name, 0, "KEY",
 		 "change (largest change first; default) or name", parse_sort},
 		{0, "json", SP_OPT_FLAG, &json, 1, NULL, "print JSON instead of the table", NULL},

@@ -60,15 +60,6 @@ static int parse_output(const struct sp_opt *o, const char *arg, void *ctx, char
 	return 0;
 }
 
-static int parse_select(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
-{
-	struct sp_error e = {0};
-	if (sp_select_option(ctx, o->set, arg, &e) == SP_OK)
-		return 0;
-	snprintf(err, len, "%s", e.msg);
-	return -1;
-}
-
 /* Returns 0, 1 when FILE cannot be read or OUT written, or SP_EXIT_USAGE. */
 int cmd_export(int argc, char **argv)
 {
@@ -86,12 +77,9 @@ int cmd_export(int argc, char **argv)
 		{'o', "output", SP_OPT_CALL, &outpath, 0, "OUT",
 		 "write to OUT (atomically; a FIFO or device in place)", parse_output},
 		{0, "outfile", SP_OPT_CALL, &outpath, 0, "OUT", NULL, parse_output},
-		{0, "include", SP_OPT_CALL, NULL, SP_SELECT_INCLUDE, "RE",
-		 "only regions whose name matches RE (repeatable)", parse_select},
-		{0, "exclude", SP_OPT_CALL, NULL, SP_SELECT_EXCLUDE, "RE",
-		 "not regions whose name matches RE (repeatable)", parse_select},
+		SP_OPT_SELECT_NAMES,
 		{0, "ranks", SP_OPT_CALL, NULL, SP_SELECT_RANKS, "LIST", "only these ranks, e.g. 0-3,5",
-		 parse_select},
+		 sp_opt_select},
 	};
 	int first = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv, 0, &sel);
 	if (first < 0) {

@@ -47,15 +47,6 @@ static int parse_sort(const struct sp_opt *o, const char *key, void *ctx, char *
 	return -1;
 }
 
-static int parse_select(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
-{
-	struct sp_error e = {0};
-	if (sp_select_option(ctx, o->set, arg, &e) == SP_OK)
-		return 0;
-	snprintf(err, len, "%s", e.msg);
-	return -1;
-}
-
 /* Returns 0, 1 when the file cannot be read (or no rank of it is selected),
  * or SP_EXIT_USAGE. */
 int cmd_summary(int argc, char **argv)
@@ -68,12 +59,9 @@ int cmd_summary(int argc, char **argv)
 		{0, "tree", SP_OPT_FLAG, &parts, SP_RENDER_TREE, NULL, "print only the call tree", NULL},
 		{0, "sort", SP_OPT_CALL, &opts.sort, 0, "KEY",
 		 "table order: total (default), calls, mean, max or name", parse_sort},
-		{0, "include", SP_OPT_CALL, NULL, SP_SELECT_INCLUDE, "RE",
-		 "only regions whose name matches RE (repeatable)", parse_select},
-		{0, "exclude", SP_OPT_CALL, NULL, SP_SELECT_EXCLUDE, "RE",
-		 "not regions whose name matches RE (repeatable)", parse_select},
+		SP_OPT_SELECT_NAMES,
 		{0, "ranks", SP_OPT_CALL, NULL, SP_SELECT_RANKS, "LIST",
-		 "only these ranks, e.g. 0-3,5", parse_select},
+		 "only these ranks, e.g. 0-3,5", sp_opt_select},
 		{0, "json", SP_OPT_FLAG, &opts.json, 1, NULL,
 		 "print JSON (file, ranks, one object per region) instead", NULL},
 	};

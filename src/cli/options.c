@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sp_cmd.h"
+#include "sp_select.h"
 
 static const struct sp_opt help_opt = {
 	'h', "help", SP_OPT_FLAG, NULL, 0, NULL, "show this help and exit", NULL,
@@ -162,4 +163,13 @@ out:
 	free(longopts);
 	free(shorts);
 	return result;
+}
+
+int sp_opt_select(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
+{
+	struct sp_error e = {0};
+	if (sp_select_option(ctx, o->set, arg, &e) == SP_OK)
+		return 0;
+	snprintf(err, len, "%s", e.msg);
+	return -1;
 }

@@ -71,6 +71,19 @@ enum {
 int sp_opt_parse(const struct sp_cmd_help *h, const struct sp_opt *opts, size_t n,
 		 int argc, char **argv, unsigned flags, void *ctx);
 
+/* The callback of the selection options (--include, --exclude, --ranks) of
+ * the commands that read profiles: ctx is the command's struct sp_select,
+ * o->set the option's SP_SELECT_* code (sp_select.h). */
+int sp_opt_select(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len);
+
+/* The --include and --exclude rows, the same in every command that reads
+ * profiles (--ranks says per command which file's ranks). */
+#define SP_OPT_SELECT_NAMES \
+	{0, "include", SP_OPT_CALL, NULL, SP_SELECT_INCLUDE, "RE", \
+	 "only regions whose name matches RE (repeatable)", sp_opt_select}, \
+	{0, "exclude", SP_OPT_CALL, NULL, SP_SELECT_EXCLUDE, "RE", \
+	 "not regions whose name matches RE (repeatable)", sp_opt_select}
+
 /* Prints the command's --help: usage, about, "Options:" with one aligned line
  * per option of the table (and -h, --help), notes. */
 void sp_opt_usage(FILE *out, const struct sp_cmd_help *h, const struct sp_opt *opts, size_t n);
