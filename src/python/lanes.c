@@ -211,7 +211,7 @@ int sp_async_init(void)
 		Py_CLEAR(ct);
 	if (loop_fn && !ct) {
 		PyErr_Clear();
-		ct_fn = PyObject_GetAttrString(tasks, "lanes.current_task");
+		ct_fn = PyObject_GetAttrString(tasks, "current_task");
 	}
 	Py_XDECREF(tasks);
 	Py_XDECREF(events);

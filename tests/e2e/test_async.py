@@ -395,3 +395,25 @@ def test_ended_tasks_are_not_kept_alive(sp):
     assert proc.stdout == "0 50\n"
     with h5py.File(sp.tmp / "k.h5") as f:
         assert len({c[0] for c in calls(f, "work")}) == 50
+
+
+def test_track_async_where_asyncio_keeps_no_task_dict(sp):
+    # Where asyncio.tasks._current_tasks is not a plain dict (other Python
+    # builds), the lanes come from asyncio.current_task(): the same lanes.
+    script = INTERLEAVED.replace(
+        "import scope_profiler as sp\n",
+        "import scope_profiler as sp\n"
+        "    import asyncio.tasks\n"
+        "    class View:  # a mapping, but no dict\n"
+        "        real = asyncio.tasks._current_tasks\n"
+        "        def get(self, loop):\n"
+        "            return self.real.get(loop)\n"
+        "    asyncio.tasks._current_tasks = View()\n"
+        "    sp.setup(track_async=True, file_path='s.h5')\n")
+    script += """
+    res = sp.finalize(verbose=False, return_results=True)
+    print(len(set(res["outer"][0].lanes.tolist())))
+"""
+    proc = sp("run", "-q", "--no-output", sp.script(script))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[0] == "3", proc.stdout
