@@ -591,6 +591,9 @@ int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const
 {
 	PyObject *mod = PyImport_ImportModule("scope_profiler"), *res = NULL;
 	session.locked = *s;
+	/* --recursive is the hook _run_hooks starts below, not the script's
+	 * recursive_profile keyword: the script's setup() keeps it free. */
+	session.locked.recursive = session.locked.trace_all = 0;
 	if (s->outfile)
 		session.locked.outfile = outfile;
 	free(session.default_outfile);

@@ -402,3 +402,20 @@ def test_calls_still_running_at_exit_are_closed(sp):
         # Closed at the end of the run: it lasted most of the 50 ms.
         assert end - start >= 30_000_000
         assert end <= int(f["rank0"].attrs["run_end_time"])
+
+
+def test_run_recursive_leaves_the_scripts_setup_free(sp):
+    # --recursive is the hook over the whole run, not the script's
+    # recursive_profile keyword: a setup() of its own stays the script's.
+    script = sp.script("""
+        import scope_profiler as sp
+        sp.setup(aggregation_mode=True)
+        print(type(sp.region("a")).__name__)
+        for i in range(3):
+            with sp.region("a"):
+                pass
+        print(sp.finalize(verbose=False, return_results=True)["a"].num_calls)
+    """)
+    proc = sp("run", "-q", "--no-output", "--recursive", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["AggregateProfileRegion", "3"]
