@@ -34,6 +34,7 @@ static struct {
 	pid_t pid;                   /* of setup(): a forked child never writes */
 	int writing;                 /* a profile being written, the GIL released */
 	int tracing, trace_all;      /* run --recursive: the hook in every thread */
+	int traced;                  /* it did, this run (for the metadata, also after a retry) */
 	int exit_failed;             /* run: sys.exit(nonzero) or SIGTERM */
 	int write_failed;            /* run: the profile is not where it was asked */
 	int quiet;                   /* run -q */
@@ -411,6 +412,14 @@ static PyObject *results_of(const char *path, PyObject *data, PyObject *summary)
 				   summary ? summary : Py_None);
 }
 
+/* Where a profile goes when it cannot be written where asked:
+ * $TMPDIR/scope-profiler-PID.h5 (TMPDIR unset or empty: /tmp). */
+static void fallback_path(char *buf, size_t len)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(buf, len, "%s/scope-profiler-%d.h5", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+}
+
 /* finalize()'s work: stops the session, writes (collectively under MPI:
  * rank 0 writes and prints for every rank), prints the summary on stream
  * when verbose. Returns the results when asked (else None), with *written
@@ -425,10 +434,8 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	int snapshot = want_results && (!path || rank != 0);
 	int show = verbose && !forked && rank == 0;
 	int show_lines = verbose_lines && !forked && rank == 0;
-	int tracing = session.tracing;
 	char fallback[PATH_MAX];
-	const char *tmp = getenv("TMPDIR");
-	snprintf(fallback, sizeof fallback, "%s/scope-profiler-%d.h5", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+	fallback_path(fallback, sizeof fallback);
 	*written = NULL;
 	if (sp_session_busy())
 		return NULL;
@@ -447,7 +454,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 		.failed = failed, .fallback = fallback, .compression = s->compression,
 		.run_start_ns = session.run_start_ns,
 	};
-	if (metadata(&m, tracing) != 0) {
+	if (metadata(&m, session.traced) != 0) {
 		meta_free(&m);
 		return NULL;
 	}
@@ -524,7 +531,11 @@ static PyObject *mod_finalize(PyObject *m, PyObject *args, PyObject *kw)
 	if (show < 0)
 		return NULL;
 	const char *written;
-	return finish(show, want, PySys_GetObject("stdout"), lines, failed, &written);
+	/* A reference of our own: finish() runs Python, which may swap it. */
+	PyObject *out = Py_XNewRef(PySys_GetObject("stdout"));
+	PyObject *res = finish(show, want, out, lines, failed, &written);
+	Py_XDECREF(out);
+	return res;
 }
 
 static PyObject *mod_reset(PyObject *m, PyObject *unused)
@@ -617,14 +628,14 @@ int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const
 	Py_XDECREF(inc);
 	Py_XDECREF(exc);
 	if (res && trace) {
-		session.tracing = 1;
+		session.tracing = session.traced = 1;
 		session.trace_all = s->trace_all;
 	}
 out:
 	Py_XDECREF(mod);
 	if (!res) {
 		PyErr_Print();
-		fprintf(stderr, "scope-profiler: run: cannot start the profiling session\n");
+		sp_cmd_error("run", "cannot start the profiling session");
 		return -1;
 	}
 	Py_DECREF(res);
@@ -638,6 +649,10 @@ static PyObject *exc_text(void)
 	PyErr_Fetch(&type, &value, &tb);
 	PyErr_NormalizeException(&type, &value, &tb);
 	PyObject *s = value ? PyObject_Str(value) : NULL;
+	if (s && PyUnicode_GetLength(s) == 0 && type && PyType_Check(type)) {
+		Py_DECREF(s);   /* MemoryError(): its name says what happened */
+		s = PyUnicode_FromString(((PyTypeObject *)type)->tp_name);
+	}
 	Py_XDECREF(type);
 	Py_XDECREF(value);
 	Py_XDECREF(tb);
@@ -655,7 +670,8 @@ static void write_at_exit(void)
 	PyObject *last = PySys_GetObject("last_value");
 	int failed = (last && last != Py_None) || session.exit_failed;
 	int talk = my_rank() == 0;   /* under MPI rank 0 speaks for every rank */
-	PyObject *err = PySys_GetObject("stderr");
+	/* A reference of our own: finish() runs Python, which may swap it. */
+	PyObject *err = Py_XNewRef(PySys_GetObject("stderr"));
 	const char *path;
 	PyObject *res = finish(!session.quiet, 0, err, !session.quiet && session.cur.line_profile, failed, &path);
 	if (res) {
@@ -666,17 +682,19 @@ static void write_at_exit(void)
 			Py_XDECREF(line);
 			stream_flush(err);
 		}
+		Py_XDECREF(err);
 		return;
 	}
-	if (!PyErr_ExceptionMatches(PyExc_OSError))
+	if (!PyErr_ExceptionMatches(PyExc_OSError)) {
+		Py_XDECREF(err);
 		return;   /* run_exit says it */
+	}
 	/* Under MPI every rank gets rank 0's error and retries with it. One
 	 * line says what failed and where the profile went. */
 	session.write_failed = 1;
 	PyObject *first = exc_text(), *line = NULL;
 	char fallback[PATH_MAX];
-	const char *tmp = getenv("TMPDIR");
-	snprintf(fallback, sizeof fallback, "%s/scope-profiler-%d.h5", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+	fallback_path(fallback, sizeof fallback);
 	session.cur.outfile = fallback;
 	session.cur.verbose = 0;
 	res = finish(0, 0, err, 0, failed, &path);
@@ -696,6 +714,7 @@ static void write_at_exit(void)
 	stream_flush(err);
 	Py_XDECREF(line);
 	Py_XDECREF(first);
+	Py_XDECREF(err);
 }
 
 void sp_session_end_run(void)
@@ -704,7 +723,7 @@ void sp_session_end_run(void)
 	if (PyErr_Occurred()) {
 		PyObject *s = exc_text();
 		const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
-		fprintf(stderr, "scope-profiler: run: cannot finish the profile: %s\n", text ? text : "unknown error");
+		sp_cmd_error("run", "cannot finish the profile: %s", text ? text : "unknown error");
 		PyErr_Clear();
 		Py_XDECREF(s);
 		session.write_failed = 1;

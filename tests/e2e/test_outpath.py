@@ -276,7 +276,8 @@ def test_full_disk_is_one_line_and_status_1(sp):
         fallback_dir = sp.tmp / "fallback"
         fallback_dir.mkdir()
         script = sp.script(BIG, name="big.py")
-        proc = sp("run", "-q", "-o", "small/out.h5", script, env={"TMPDIR": str(fallback_dir)})
+        proc = sp("run", "-q", "--recursive", "-o", "small/out.h5", script,
+                  env={"TMPDIR": str(fallback_dir)})
         assert proc.returncode == 1, proc.stderr  # not 139: no crash at exit
         one_line_error(proc, "run", "small/out.h5", "No space left on device", "saved to")
         assert good.read_bytes() == data          # the last good profile stays
@@ -287,6 +288,8 @@ def test_full_disk_is_one_line_and_status_1(sp):
             g = f["rank0/regions/many"]
             assert g.attrs["num_calls"] == 200000
             assert g["start_times"].shape == (200000,)
+            # The retry describes the same run as the first try would have.
+            assert f["metadata"].attrs["recursive"] == b"true"
         # The same with compressed columns, and an export into the full disk.
         filler = small / "filler"
         with open(filler, "wb") as f:

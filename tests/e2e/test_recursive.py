@@ -419,3 +419,13 @@ def test_run_recursive_leaves_the_scripts_setup_free(sp):
     proc = sp("run", "-q", "--no-output", "--recursive", script)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["AggregateProfileRegion", "3"]
+
+
+@pytest.mark.parametrize("flags,value", [((), b"false"), (("--recursive",), b"true"),
+                                         (("--recursive", "--all"), b"all")])
+def test_metadata_says_how_the_run_traced(sp, flags, value):
+    script = sp.script("def f():\n    return 1\nf()\n")
+    proc = sp("run", "-q", *flags, "-o", "m.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "m.h5") as f:
+        assert f["metadata"].attrs["recursive"] == value
