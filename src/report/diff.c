@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sp_analysis.h"
+#include "sp_hosts.h"
 #include "sp_diff.h"
 #include "sp_json.h"
 #include "sp_render.h"

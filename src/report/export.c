@@ -9,6 +9,7 @@
 
 #include "export_int.h"
 #include "sp_analysis.h"
+#include "sp_hosts.h"
 #include "sp_clock.h"
 
 const char *const sp_export_format_names[SP_EXPORT_NFORMATS] = {"csv", "json", "chrome", "folded"};

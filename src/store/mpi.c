@@ -23,7 +23,7 @@
 #include "sp_h5.h"
 #include "sp_mpi.h"
 #include "sp_pack.h"
-#include "sp_analysis.h"
+#include "sp_hosts.h"
 
 int sp_mpi_launch_rank(void)
 {

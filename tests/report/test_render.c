@@ -11,6 +11,7 @@
 
 #include "sp_clock.h"
 #include "sp_analysis.h"
+#include "sp_hosts.h"
 #include "sp_render.h"
 
 #define MS 1000000LL

@@ -12,6 +12,7 @@
 
 #include "sp_clock.h"
 #include "sp_analysis.h"
+#include "sp_hosts.h"
 #include "sp_json.h"
 #include "sp_render.h"
 
