@@ -33,4 +33,7 @@ enum sp_err sp_error_set(struct sp_error *err, enum sp_err code, const char *fmt
  * (under mpirun the ranks' stderr meet in one stream), after flushing stdout. */
 void sp_cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The exit status of a usage error, in every command. */
+#define SP_EXIT_USAGE 2
+
 #endif

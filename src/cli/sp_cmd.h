@@ -16,7 +16,6 @@ int cmd_diff(int argc, char **argv);
 
 #include "sp_error.h"   /* sp_cmd_error, the one printer of error lines */
 
-#define SP_EXIT_USAGE 2
 
 /* What an option does with what follows it. */
 enum sp_opt_type {

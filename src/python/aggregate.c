@@ -9,6 +9,7 @@
 
 #include "sp_pyregion.h"
 #include "sp_aggregate.h"
+#include "sp_grow.h"
 #include "sp_keytab.h"
 
 _Thread_local struct sp_agg_stack sp_agg_stack;
@@ -58,17 +59,9 @@ static int stack_register(struct sp_agg_stack *s)
 {
 	int rc = 0;
 	pthread_mutex_lock(&stacks_lock);
-	if (nstacks == stacks_cap) {
-		size_t cap = stacks_cap ? stacks_cap * 2 : 8;
-		struct sp_agg_stack **v = realloc(stacks, cap * sizeof *v);
-		if (v) {
-			stacks = v;
-			stacks_cap = cap;
-		} else {
-			rc = -1;
-		}
-	}
-	if (rc == 0)
+	if (SP_GROW(&stacks, &stacks_cap, nstacks + 1) != 0)
+		rc = -1;
+	else
 		stacks[nstacks++] = s;
 	pthread_mutex_unlock(&stacks_lock);
 	return rc;
@@ -85,8 +78,8 @@ int sp_agg_grow(void)
 		}
 		s->cur = -1;
 	}
-	size_t cap = s->cap ? s->cap * 2 : 32;
-	struct sp_agg_entry *v = realloc(s->v, cap * sizeof *v);
+	size_t cap = s->cap;
+	struct sp_agg_entry *v = sp_grow(s->v, &cap, s->cap + 1, sizeof *v);
 	if (!v) {
 		PyErr_NoMemory();
 		return -1;
@@ -101,14 +94,8 @@ int sp_agg_grow(void)
 int32_t sp_agg_node_get(int32_t parent, RegionObject *r)
 {
 	/* Room for a new node first: ids and nodes must stay in step. */
-	if (nnodes == nodes_cap) {
-		size_t cap = nodes_cap ? nodes_cap * 2 : 64;
-		struct sp_agg_node *v = realloc(sp_agg_nodes, cap * sizeof *v);
-		if (!v)
-			goto nomem;
-		sp_agg_nodes = v;
-		nodes_cap = cap;
-	}
+	if (SP_GROW(&sp_agg_nodes, &nodes_cap, (size_t)nnodes + 1) != 0)
+		goto nomem;
 	int added;
 	int32_t id = sp_keytab_get(&node_ids, parent, (uint64_t)(uintptr_t)r, &added);
 	if (id < 0)

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +23,6 @@
 #include "sp_session.h"
 
 #define CMD "run"
-
-#define SP_EXIT_USAGE 2
-
-/* "scope-profiler: run: <message>\n" on stderr, in one write (under mpirun
- * the ranks' stderr meet in one stream). */
 
 /* The script must be a readable file, or a folder with __main__.py (which
  * Python runs like `python folder`). */

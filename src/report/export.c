@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "export_int.h"
+#include "sp_grow.h"
 #include "sp_analysis.h"
 #include "sp_hosts.h"
 #include "sp_clock.h"
@@ -120,14 +121,8 @@ static enum sp_err lane_seen(struct exporter *x, int rank, int32_t lane)
 		else
 			hi = mid;
 	}
-	if (x->nseen == x->seen_cap) {
-		size_t cap = x->seen_cap ? x->seen_cap * 2 : 16;
-		int64_t *v = cap <= SIZE_MAX / sizeof *v ? realloc(x->seen, cap * sizeof *v) : NULL;
-		if (!v)
-			return sp_error_set(x->err, SP_ENOMEM, "out of memory for thread lanes");
-		x->seen = v;
-		x->seen_cap = cap;
-	}
+	if (SP_GROW(&x->seen, &x->seen_cap, x->nseen + 1) != 0)
+		return sp_error_set(x->err, SP_ENOMEM, "out of memory for thread lanes");
 	memmove(&x->seen[lo + 1], &x->seen[lo], (x->nseen - lo) * sizeof *x->seen);
 	x->seen[lo] = key;
 	x->nseen++;

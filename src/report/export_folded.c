@@ -106,15 +106,9 @@ static enum sp_err fprint(struct exporter *x, const struct folded *f)
 	for (size_t i = 0; i < f->n; i++) {
 		size_t depth = 0;
 		for (int32_t j = (int32_t)i; j >= 0; j = f->nodes[j].parent) {
-			if (depth == cap) {
-				size_t ncap = cap ? cap * 2 : 64;
-				int32_t *v = realloc(path, ncap * sizeof *v);
-				if (!v) {
-					free(path);
-					return sp_error_set(x->err, SP_ENOMEM, "out of memory");
-				}
-				path = v;
-				cap = ncap;
+			if (SP_GROW(&path, &cap, depth + 1) != 0) {
+				free(path);
+				return sp_error_set(x->err, SP_ENOMEM, "out of memory");
 			}
 			path[depth++] = j;
 		}
