@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "sp_clock.h"
+#include "sp_grow.h"
 #include "sp_linetrace.h"
 #include "sp_profile.h"
 
@@ -55,7 +56,7 @@ typedef struct {
 
 static void ls_dealloc(PyObject *self)
 {
-	PyMem_Free(((LineState *)self)->stack);
+	free(((LineState *)self)->stack);
 	Py_TYPE(self)->tp_free(self);
 }
 
@@ -79,13 +80,7 @@ static struct table *code_table(PyCodeObject *co)
 
 static __attribute__((noinline, cold)) int ls_grow(LineState *ls)
 {
-	size_t cap = ls->cap ? ls->cap * 2 : 32;
-	struct frame_state *s = PyMem_Realloc(ls->stack, cap * sizeof *s);
-	if (!s)
-		return -1;
-	ls->stack = s;
-	ls->cap = cap;
-	return 0;
+	return SP_GROW(&ls->stack, &ls->cap, ls->depth + 1);
 }
 
 static int on_call(LineState *ls, PyFrameObject *frame)
@@ -232,15 +227,9 @@ int sp_linetrace_choose(PyObject *func, PyObject *region)
 	long last = last_line(co);
 	if (last < 0)
 		return -1;
-	if (ntables == tables_cap) {
-		size_t cap = tables_cap ? tables_cap * 2 : 16;
-		struct table **tb = PyMem_Realloc(tables, cap * sizeof *tb);
-		if (!tb) {
-			PyErr_NoMemory();
-			return -1;
-		}
-		tables = tb;
-		tables_cap = cap;
+	if (SP_GROW(&tables, &tables_cap, ntables + 1) != 0) {
+		PyErr_NoMemory();
+		return -1;
 	}
 	struct table *t = PyMem_Calloc(1, sizeof *t);
 	size_t n = (size_t)(last - co->co_firstlineno + 1);
