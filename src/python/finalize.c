@@ -47,6 +47,93 @@ static int32_t region_index_of(RegionObject *r, void *ctx)
 	return -1;
 }
 
+/* Appends r's aggregated statistics (no events) to rk as one region;
+ * 0, or -1 with a Python exception set. */
+static int add_aggregate_region(struct sp_rank *rk, RegionObject *r)
+{
+	struct sp_region_data *rd = &rk->regions[rk->nregions];
+	if (!(rd->name = dup_utf8(r->name)))
+		return -1;
+	rk->nregions++;
+	rd->aggregate = 1;
+	sp_agg_stats(&r->agg, &rd->stats, &rd->self_ns);
+	return 0;
+}
+
+/* Appends r to rk with its events borrowed (not copied), closing calls
+ * still open at `now`; 0, or -1 with a Python exception set. */
+static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now)
+{
+	for (size_t i = 0; i < r->buf.n; i++)
+		if (r->buf.ends[i] == SP_NO_TIME)
+			r->buf.ends[i] = now;
+	struct sp_region_data *rd = &rk->regions[rk->nregions];
+	if (!(rd->name = dup_utf8(r->name)))
+		return -1;
+	rk->nregions++;
+	rd->starts = r->buf.starts;
+	rd->ends = r->buf.ends;
+	rd->lanes = r->buf.keep_lanes ? r->buf.lanes : NULL;
+	rd->owns_events = 0;
+	rd->dropped = (int64_t)r->buf.dropped;
+	sp_stats_compute(&rd->stats, rd->starts, rd->ends, r->buf.n);
+	return 0;
+}
+
+/* Adds every registered region that recorded something to rk (room for
+ * all of them allocated by the caller), each also to ix in the same order;
+ * sets *aggregated when one holds aggregated calls. 0, or -1 with a Python
+ * exception set (the regions added so far stay rk's). */
+static int add_live_regions(struct sp_rank *rk, struct region_index *ix, int64_t now,
+			    int *aggregated)
+{
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		rk->dropped += (int64_t)r->buf.dropped;
+		if (r->agg.count > 0 && r->buf.n == 0) {
+			if (add_aggregate_region(rk, r) != 0)
+				return -1;
+			ix->r[ix->n++] = r;
+			*aggregated = 1;
+			continue;
+		}
+		if (r->buf.n == 0)
+			continue;
+		ix->r[ix->n++] = r;
+		if (add_event_region(rk, r, now) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Copies the metadata into p (and its "hostname" into rk); 0, or -1 with
+ * MemoryError set (the pairs copied so far stay p's). */
+static int copy_meta(struct sp_profile *p, struct sp_rank *rk, const struct sp_kv *meta,
+		     size_t nmeta)
+{
+	if (nmeta && !(p->meta = calloc(nmeta, sizeof *p->meta)))
+		goto nomem;
+	for (size_t m = 0; m < nmeta; m++) {
+		struct sp_kv *kv = &p->meta[p->nmeta];
+		kv->key = strdup(meta[m].key);
+		kv->value = strdup(meta[m].value);
+		if (!kv->key || !kv->value) {
+			free(kv->key);
+			free(kv->value);
+			goto nomem;
+		}
+		p->nmeta++;
+		if (strcmp(kv->key, "hostname") == 0 && !rk->hostname && !(rk->hostname = strdup(kv->value)))
+			goto nomem;
+	}
+	return 0;
+nomem:
+	PyErr_NoMemory();
+	return -1;
+}
+
 /* Builds a one-rank profile over the live regions (events borrowed, not
  * copied), closing calls still open at `now`, with its call tree when
  * `tree` is set, and a copy of the metadata. Sets a Python exception and
@@ -70,61 +157,15 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	rk->run_start_ns = run_start;
 	rk->run_end_ns = now;
 	rk->pid = (int64_t)getpid();
-	Py_ssize_t pos = 0;
-	PyObject *k, *v;
 	/* Aggregation mode: the calls still open in this thread end now. */
 	sp_agg_close_all(now);
 	sp_agg_sum();
 	int aggregated = 0;
 	if (!(ix.r = calloc(nreg ? nreg : 1, sizeof(RegionObject *))))
 		goto nomem;
-	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
-		RegionObject *r = (RegionObject *)v;
-		rk->dropped += (int64_t)r->buf.dropped;
-		if (r->agg.count > 0 && r->buf.n == 0) {
-			struct sp_region_data *rd = &rk->regions[rk->nregions];
-			if (!(rd->name = dup_utf8(r->name)))
-				goto fail;
-			rk->nregions++;
-			ix.r[ix.n++] = r;
-			rd->aggregate = 1;
-			sp_agg_stats(&r->agg, &rd->stats, &rd->self_ns);
-			aggregated = 1;
-			continue;
-		}
-		if (r->buf.n == 0)
-			continue;
-		ix.r[ix.n++] = r;
-		for (size_t i = 0; i < r->buf.n; i++)
-			if (r->buf.ends[i] == SP_NO_TIME)
-				r->buf.ends[i] = now;
-		struct sp_region_data *rd = &rk->regions[rk->nregions];
-		if (!(rd->name = dup_utf8(r->name)))
-			goto fail;
-		rk->nregions++;
-		rd->starts = r->buf.starts;
-		rd->ends = r->buf.ends;
-		rd->lanes = r->buf.keep_lanes ? r->buf.lanes : NULL;
-		rd->owns_events = 0;
-		rd->dropped = (int64_t)r->buf.dropped;
-		sp_stats_compute(&rd->stats, rd->starts, rd->ends, r->buf.n);
-	}
-	if (nmeta && !(p->meta = calloc(nmeta, sizeof *p->meta)))
-		goto nomem;
-	for (size_t m = 0; m < nmeta; m++) {
-		struct sp_kv *kv = &p->meta[p->nmeta];
-		kv->key = strdup(meta[m].key);
-		kv->value = strdup(meta[m].value);
-		if (!kv->key || !kv->value) {
-			free(kv->key);
-			free(kv->value);
-			goto nomem;
-		}
-		p->nmeta++;
-		if (strcmp(kv->key, "hostname") == 0 && !rk->hostname && !(rk->hostname = strdup(kv->value)))
-			goto nomem;
-	}
-	if (sp_linetrace_collect(rk) != 0)
+	if (add_live_regions(rk, &ix, now, &aggregated) != 0 ||
+	    copy_meta(p, rk, meta, nmeta) != 0 ||
+	    sp_linetrace_collect(rk) != 0)
 		goto fail;
 	if (aggregated && sp_agg_tree(rk, region_index_of, &ix, &err) != SP_OK) {
 		sp_py_err(err.code, err.msg);

@@ -115,7 +115,6 @@ static PyObject *time_or_none(int64_t t)
 	return PyLong_FromLongLong(t);
 }
 
-/* The profile as plain Python data for the read API's classes. */
 /* Each region's load imbalance (sp_imbalance_of) over the ranks that
  * recorded it, as {name: float}: MPIRegion.imbalance() reads it. */
 static PyObject *region_imbalances(const struct sp_profile *p)
@@ -168,74 +167,103 @@ out:
 	return out;
 }
 
-static PyObject *profile_to_py(struct sp_profile *p)
+/* p's metadata as {key: str} (values decoded with "replace"); a new
+ * reference, or NULL with an exception set. */
+static PyObject *meta_to_py(const struct sp_profile *p)
 {
-	PyObject *ranks = PyList_New(0), *meta = PyDict_New(), *out = NULL;
-	PyObject *imbalance = NULL, *origin = NULL, *startup = NULL;
-	if (!ranks || !meta)
-		goto out;
+	PyObject *meta = PyDict_New();
+	if (!meta)
+		return NULL;
 	for (size_t i = 0; i < p->nmeta; i++) {
 		PyObject *v = PyUnicode_DecodeUTF8(p->meta[i].value, (Py_ssize_t)strlen(p->meta[i].value), "replace");
 		if (!v || PyDict_SetItemString(meta, p->meta[i].key, v) != 0) {
 			Py_XDECREF(v);
-			goto out;
+			Py_DECREF(meta);
+			return NULL;
 		}
 		Py_DECREF(v);
 	}
+	return meta;
+}
+
+/* One region's statistics and event columns as a dict (a new reference);
+ * event columns rd owns are taken over (rd's pointers become NULL), others
+ * copied. NULL with an exception set. */
+static PyObject *region_to_py(struct sp_region_data *rd)
+{
+	const struct sp_stats *st = &rd->stats;
+	int own = rd->owns_events;
+	PyObject *lanes = column_bytes((void **)&rd->lanes, st->num_calls, sizeof(int32_t), own);
+	PyObject *starts = column_bytes((void **)&rd->starts, st->num_calls, sizeof(int64_t), own);
+	PyObject *ends = column_bytes((void **)&rd->ends, st->num_calls, sizeof(int64_t), own);
+	PyObject *first = time_or_none(st->first_start_ns);
+	PyObject *last = time_or_none(st->last_end_ns);
+	PyObject *self_ns = PyLong_FromLongLong(rd->self_ns);
+	PyObject *d = (starts && ends && first && last && lanes && self_ns)
+		? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
+				"num_calls", (long long)st->num_calls,
+				"total_ns", (long long)st->total_ns,
+				"min_ns", (long long)st->min_ns,
+				"max_ns", (long long)st->max_ns,
+				"mean_ns", st->mean_ns, "std_ns", st->std_ns,
+				"first_start_ns", first, "last_end_ns", last,
+				"starts", starts, "ends", ends, "lanes", lanes,
+				"aggregate", rd->aggregate ? Py_True : Py_False,
+				"self_ns", rd->aggregate ? self_ns : Py_None)
+		: NULL;
+	Py_XDECREF(lanes);
+	Py_XDECREF(starts);
+	Py_XDECREF(ends);
+	Py_XDECREF(first);
+	Py_XDECREF(last);
+	Py_XDECREF(self_ns);
+	return d;
+}
+
+/* One rank as a dict with its regions by name (a new reference; columns
+ * taken over as region_to_py does); NULL with an exception set. */
+static PyObject *rank_to_py(struct sp_rank *rk)
+{
+	PyObject *regions = PyDict_New();
+	if (!regions)
+		return NULL;
+	for (size_t i = 0; i < rk->nregions; i++) {
+		struct sp_region_data *rd = &rk->regions[i];
+		PyObject *d = region_to_py(rd);
+		if (!d || PyDict_SetItemString(regions, rd->name, d) != 0) {
+			Py_XDECREF(d);
+			Py_DECREF(regions);
+			return NULL;
+		}
+		Py_DECREF(d);
+	}
+	PyObject *start = time_or_none(rk->run_start_ns), *end = time_or_none(rk->run_end_ns);
+	PyObject *rd = (start && end)
+		? Py_BuildValue("{s:i,s:O,s:O,s:L,s:s,s:N}", "rank", rk->rank,
+				"run_start_ns", start, "run_end_ns", end,
+				"pid", (long long)rk->pid, "hostname", rk->hostname,
+				"regions", regions)
+		: NULL;
+	Py_XDECREF(start);
+	Py_XDECREF(end);
+	if (!rd && (!start || !end))
+		Py_DECREF(regions);
+	return rd;
+}
+
+/* The profile as plain Python data for the read API's classes (a new
+ * reference; event columns p owns are taken over); NULL with an exception
+ * set. */
+static PyObject *profile_to_py(struct sp_profile *p)
+{
+	PyObject *ranks = PyList_New(0), *meta = NULL, *out = NULL;
+	PyObject *imbalance = NULL, *origin = NULL, *startup = NULL;
+	if (!ranks || !(meta = meta_to_py(p)))
+		goto out;
 	for (size_t r = 0; r < p->nranks; r++) {
-		struct sp_rank *rk = &p->ranks[r];
-		PyObject *regions = PyDict_New();
-		if (!regions)
+		PyObject *rd = rank_to_py(&p->ranks[r]);
+		if (!rd)
 			goto out;
-		for (size_t i = 0; i < rk->nregions; i++) {
-			struct sp_region_data *rd = &rk->regions[i];
-			const struct sp_stats *st = &rd->stats;
-			int own = rd->owns_events;
-			PyObject *lanes = column_bytes((void **)&rd->lanes, st->num_calls, sizeof(int32_t), own);
-			PyObject *starts = column_bytes((void **)&rd->starts, st->num_calls, sizeof(int64_t), own);
-			PyObject *ends = column_bytes((void **)&rd->ends, st->num_calls, sizeof(int64_t), own);
-			PyObject *first = time_or_none(st->first_start_ns);
-			PyObject *last = time_or_none(st->last_end_ns);
-			PyObject *self_ns = PyLong_FromLongLong(rd->self_ns);
-			PyObject *d = (starts && ends && first && last && lanes && self_ns)
-				? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
-						"num_calls", (long long)st->num_calls,
-						"total_ns", (long long)st->total_ns,
-						"min_ns", (long long)st->min_ns,
-						"max_ns", (long long)st->max_ns,
-						"mean_ns", st->mean_ns, "std_ns", st->std_ns,
-						"first_start_ns", first, "last_end_ns", last,
-						"starts", starts, "ends", ends, "lanes", lanes,
-						"aggregate", rd->aggregate ? Py_True : Py_False,
-						"self_ns", rd->aggregate ? self_ns : Py_None)
-				: NULL;
-			Py_XDECREF(lanes);
-			Py_XDECREF(starts);
-			Py_XDECREF(ends);
-			Py_XDECREF(first);
-			Py_XDECREF(last);
-			Py_XDECREF(self_ns);
-			if (!d || PyDict_SetItemString(regions, rd->name, d) != 0) {
-				Py_XDECREF(d);
-				Py_DECREF(regions);
-				goto out;
-			}
-			Py_DECREF(d);
-		}
-		PyObject *start = time_or_none(rk->run_start_ns), *end = time_or_none(rk->run_end_ns);
-		PyObject *rd = (start && end)
-			? Py_BuildValue("{s:i,s:O,s:O,s:L,s:s,s:N}", "rank", rk->rank,
-					"run_start_ns", start, "run_end_ns", end,
-					"pid", (long long)rk->pid, "hostname", rk->hostname,
-					"regions", regions)
-			: NULL;
-		Py_XDECREF(start);
-		Py_XDECREF(end);
-		if (!rd) {
-			if (!start || !end)
-				Py_DECREF(regions);
-			goto out;
-		}
 		int bad = PyList_Append(ranks, rd);
 		Py_DECREF(rd);
 		if (bad)

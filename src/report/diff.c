@@ -320,24 +320,35 @@ static void file_line(FILE *out, const char *label, const struct sp_diff_file *f
 	fprintf(out, ", run span %s s)\n", secs(buf, (double)f->span));
 }
 
-static void render_table(FILE *out, const struct sp_diff_file *fa, const struct sp_diff_file *fb,
-			 const struct sp_diff_row *rows, size_t n, char (*cells)[NCOLS][CELL], int several,
-			 int by_name_order)
+/* The table's layout: its columns, their widths and headings, the group
+ * labels over them, the name column's width (nw) and the whole width (tw). */
+struct layout {
+	const char *const *groups;
+	int ncols, nw, tw;
+	int w[NCOLS];
+	struct sp_table_col tc[NCOLS];
+	const char *heads[NCOLS];
+};
+
+/* Fits the columns of L to their headings and to the cells of the n rows,
+ * each group at least as wide as its label, and the name column to the
+ * widest name within TABLE_CAP. Cannot fail. */
+static void fit_table(struct layout *L, const struct sp_diff_row *rows, size_t n,
+		      char (*cells)[NCOLS][CELL], int several)
 {
 	static const char *const groups_one[] = {"calls", "total [s]", "mean [s]", "change", "", ""};
 	static const char *const groups_many[] = {"calls", "total/rank [s]", "slowest [s]", "change",
 						  "", "", "imbalance"};
-	const char *const *groups = several ? groups_many : groups_one;
-	int ncols = several ? NCOLS : C_SLOW;
-	int w[NCOLS], need = 6;
-	struct sp_table_col tc[NCOLS];
-	const char *heads[NCOLS], *text[NCOLS];
+	const char *text[NCOLS];
+	int ncols = L->ncols = several ? NCOLS : C_SLOW, *w = L->w, need = 6;
+	struct sp_table_col *tc = L->tc;
+	L->groups = several ? groups_many : groups_one;
 	for (int k = 0; k < ncols; k++) {
 		tc[k] = (struct sp_table_col){ k && cols[k].group == cols[k - 1].group ? " " : "  ",
 					       SP_TABLE_RIGHT, 0 };
-		heads[k] = cols[k].head;
+		L->heads[k] = cols[k].head;
 	}
-	sp_table_fit(tc, (size_t)ncols, heads);
+	sp_table_fit(tc, (size_t)ncols, L->heads);
 	for (size_t i = 0; i < n; i++) {
 		for (int k = 0; k < ncols; k++)
 			text[k] = cells[i][k];
@@ -353,15 +364,21 @@ static void render_table(FILE *out, const struct sp_diff_file *fa, const struct 
 		int g = cols[k].group, span = 0, first = k;
 		for (; k < ncols && cols[k].group == g; k++)
 			span += w[k] + (k > first);
-		int lw = (int)strlen(groups[g]);
+		int lw = (int)strlen(L->groups[g]);
 		if (lw > span)
 			w[k - 1] += lw - span;
 		tc[k - 1].w = w[k - 1];
 		rest += 2 + (span > lw ? span : lw);
 	}
 	int cap = TABLE_CAP - rest > NAME_MIN ? TABLE_CAP - rest : NAME_MIN;
-	int nw = need < cap ? need : cap, tw = nw + rest;
+	L->nw = need < cap ? need : cap;
+	L->tw = L->nw + rest;
+}
 
+/* The lines above the table: both files, what the columns mean, the order. */
+static void put_preamble(FILE *out, const struct sp_diff_file *fa, const struct sp_diff_file *fb,
+			 int several, int by_name_order)
+{
 	file_line(out, "A", fa);
 	file_line(out, "B", fb);
 	if (several)
@@ -370,34 +387,31 @@ static void render_table(FILE *out, const struct sp_diff_file *fa, const struct 
 		      "a rank without the region counting as 0 s (inf; - when all are 0)\n", out);
 	fprintf(out, "change = B - A; %s\n\n",
 		by_name_order ? "sorted by name" : "largest change first");
-	/* Group labels, centred over their columns; no trailing blanks. */
-	int col = 0, at = nw;
-	for (int k = 0; k < ncols;) {
+}
+
+/* Group labels, centred over their columns; no trailing blanks. */
+static void put_group_labels(FILE *out, const struct layout *L)
+{
+	int col = 0, at = L->nw;
+	for (int k = 0; k < L->ncols;) {
 		int g = cols[k].group, span = 0, first = k;
-		for (; k < ncols && cols[k].group == g; k++)
-			span += w[k] + (k > first);
-		int lw = (int)strlen(groups[g]), left = (span - lw + 1) / 2;
+		for (; k < L->ncols && cols[k].group == g; k++)
+			span += L->w[k] + (k > first);
+		int lw = (int)strlen(L->groups[g]), left = (span - lw + 1) / 2;
 		if (lw) {
 			pad(out, at + 2 + left - col);
-			fputs(groups[g], out);
+			fputs(L->groups[g], out);
 			col = at + 2 + left + lw;
 		}
 		at += 2 + span;
 	}
 	fputc('\n', out);
-	fprintf(out, "%-*s", nw, "region");
-	sp_table_row(out, tc, (size_t)ncols, heads, "\n");
-	for (int i = 0; i < tw; i++)
-		fputs("─", out);
-	fputc('\n', out);
-	if (n == 0)
-		fputs("(no regions)\n", out);
-	for (size_t i = 0; i < n; i++) {
-		put_name(out, rows[i].name, nw);
-		for (int k = 0; k < ncols; k++)
-			text[k] = cells[i][k];
-		sp_table_row(out, tc, (size_t)ncols, text, "\n");
-	}
+}
+
+/* The closing line: how many regions are in both files (slower, faster)
+ * and in one only. */
+static void put_counts(FILE *out, const struct sp_diff_row *rows, size_t n)
+{
 	size_t both = 0, slower = 0, faster = 0, only_a = 0, only_b = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!rows[i].a)
@@ -412,6 +426,31 @@ static void render_table(FILE *out, const struct sp_diff_file *fa, const struct 
 	}
 	fprintf(out, "\n%zu region%s in both (%zu slower, %zu faster), %zu only in A, %zu only in B\n",
 		both, both == 1 ? "" : "s", slower, faster, only_a, only_b);
+}
+
+static void render_table(FILE *out, const struct sp_diff_file *fa, const struct sp_diff_file *fb,
+			 const struct sp_diff_row *rows, size_t n, char (*cells)[NCOLS][CELL], int several,
+			 int by_name_order)
+{
+	struct layout L;
+	const char *text[NCOLS];
+	fit_table(&L, rows, n, cells, several);
+	put_preamble(out, fa, fb, several, by_name_order);
+	put_group_labels(out, &L);
+	fprintf(out, "%-*s", L.nw, "region");
+	sp_table_row(out, L.tc, (size_t)L.ncols, L.heads, "\n");
+	for (int i = 0; i < L.tw; i++)
+		fputs("─", out);
+	fputc('\n', out);
+	if (n == 0)
+		fputs("(no regions)\n", out);
+	for (size_t i = 0; i < n; i++) {
+		put_name(out, rows[i].name, L.nw);
+		for (int k = 0; k < L.ncols; k++)
+			text[k] = cells[i][k];
+		sp_table_row(out, L.tc, (size_t)L.ncols, text, "\n");
+	}
+	put_counts(out, rows, n);
 }
 
 /* ---- JSON --------------------------------------------------------------- */

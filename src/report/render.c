@@ -1,5 +1,4 @@
 /* render.c - the terminal summary of a profile: call tree and region table. */
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -272,6 +271,92 @@ static void frow_finish_stats(struct frow *f)
 	f->std_ns = isnan((double)f->sumsq) ? NAN : var > 0 ? (double)sqrtl(var) : 0.0;
 }
 
+/* Folds the regions of rank r (the first noted at v->keep[base]) into
+ * their merged rows: calls and totals summed, the rank's total folded into
+ * the per-rank extremes once per name; notes in v->keep which are
+ * selected. Cannot fail: v->rows and the slots have room for every entry. */
+static void merge_rank(struct view *v, size_t r, size_t base)
+{
+	const struct sp_rank *rk = &v->p->ranks[r];
+	for (size_t i = 0; i < rk->nregions; i++) {
+		const struct sp_region_data *rd = &rk->regions[i];
+		struct frow *f = frow_get(v, rd->name);
+		v->keep[base + i] = (unsigned char)f->selected;
+		if (!f->selected)
+			continue;
+		if (f->seen_rank != r) {
+			f->seen_rank = r;
+			f->cur_calls = f->cur_total = 0;
+		}
+		if (!f->st && rd->stats.num_calls > 0)
+			f->st = &rd->stats;
+		frow_add_stats(f, &rd->stats);
+		f->cur_calls = add_sat(f->cur_calls, rd->stats.num_calls);
+		f->cur_total = add_sat(f->cur_total, rd->stats.total_ns);
+		v->calls = add_sat(v->calls, rd->stats.num_calls);
+	}
+	for (size_t i = 0; i < rk->nregions; i++) {
+		struct frow *f = frow_get(v, rk->regions[i].name);
+		if (f->seen_rank != r)
+			continue;
+		f->seen_rank = SIZE_MAX - 1;   /* folded */
+		f->calls = add_sat(f->calls, f->cur_calls);
+		f->total = add_sat(f->total, f->cur_total);
+		if (f->cur_calls <= 0)
+			continue;
+		if (f->present == 0 || f->cur_total < f->min_rank)
+			f->min_rank = f->cur_total;
+		if (f->present == 0 || f->cur_total > f->max_rank)
+			f->max_rank = f->cur_total;
+		f->present++;
+	}
+}
+
+/* Per-rank totals for JSON into v->rank_totals (owned by v), indexed by
+ * first appearance (order), while the slots still find the rows;
+ * SP_ENOMEM with err set on failure. */
+static enum sp_err fill_rank_totals(struct view *v, struct sp_error *err)
+{
+	const struct sp_profile *p = v->p;
+	size_t cells = v->nrows * (p->nranks ? p->nranks : 1);
+	if (p->nranks && cells / p->nranks != v->nrows)
+		return sp_error_set(err, SP_ENOMEM, "too many regions and ranks");
+	v->rank_totals = calloc(cells ? cells : 1, sizeof *v->rank_totals);
+	if (!v->rank_totals)
+		return sp_error_set(err, SP_ENOMEM, "out of memory for %zu rank totals", cells);
+	for (size_t r = 0; r < p->nranks; r++)
+		for (size_t i = 0; i < p->ranks[r].nregions; i++) {
+			const struct sp_region_data *rd = &p->ranks[r].regions[i];
+			struct frow *f = frow_get(v, rd->name);
+			int64_t *cell = &v->rank_totals[f->order * p->nranks + r];
+			*cell = add_sat(*cell, rd->stats.total_ns);
+		}
+	return SP_OK;
+}
+
+/* Keeps the selected rows of v, their stats finished, in the order asked
+ * for. Cannot fail. */
+static void finish_rows(struct view *v, enum sp_render_sort sort)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < v->nrows; i++) {
+		struct frow *f = &v->rows[i];
+		if (!f->selected)
+			continue;
+		if (f->present < v->p->nranks)
+			f->min_rank = 0;   /* absent ranks count as 0 s */
+		frow_finish_stats(f);
+		v->rows[kept++] = *f;
+	}
+	v->nrows = kept;
+	static int (*const cmps[])(const void *, const void *) = {
+		[SP_SORT_TOTAL] = cmp_total, [SP_SORT_CALLS] = cmp_calls, [SP_SORT_MEAN] = cmp_mean,
+		[SP_SORT_MAX] = cmp_max, [SP_SORT_NAME] = cmp_name,
+	};
+	qsort(v->rows, v->nrows, sizeof *v->rows,
+	      (unsigned)sort < sizeof cmps / sizeof *cmps ? cmps[sort] : cmp_total);
+}
+
 /* Merges the regions of every rank by name into v->rows, keeping the
  * selected ones, in the order asked for; notes in v->keep which region of
  * each rank is selected; with want_ranks, fills v->rank_totals. */
@@ -291,81 +376,15 @@ static enum sp_err merge_regions(struct view *v, enum sp_render_sort sort, int w
 		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu regions", total);
 	size_t base = 0;
 	for (size_t r = 0; r < p->nranks; r++) {
-		const struct sp_rank *rk = &p->ranks[r];
-		/* Sum this rank's calls of each name, then fold the rank's total
-		 * into the per-rank extremes once per name. */
-		for (size_t i = 0; i < rk->nregions; i++) {
-			const struct sp_region_data *rd = &rk->regions[i];
-			struct frow *f = frow_get(v, rd->name);
-			v->keep[base + i] = (unsigned char)f->selected;
-			if (!f->selected)
-				continue;
-			if (f->seen_rank != r) {
-				f->seen_rank = r;
-				f->cur_calls = f->cur_total = 0;
-			}
-			if (!f->st && rd->stats.num_calls > 0)
-				f->st = &rd->stats;
-			frow_add_stats(f, &rd->stats);
-			f->cur_calls = add_sat(f->cur_calls, rd->stats.num_calls);
-			f->cur_total = add_sat(f->cur_total, rd->stats.total_ns);
-			v->calls = add_sat(v->calls, rd->stats.num_calls);
-		}
-		for (size_t i = 0; i < rk->nregions; i++) {
-			struct frow *f = frow_get(v, rk->regions[i].name);
-			if (f->seen_rank != r)
-				continue;
-			f->seen_rank = SIZE_MAX - 1;   /* folded */
-			f->calls = add_sat(f->calls, f->cur_calls);
-			f->total = add_sat(f->total, f->cur_total);
-			if (f->cur_calls <= 0)
-				continue;
-			if (f->present == 0 || f->cur_total < f->min_rank)
-				f->min_rank = f->cur_total;
-			if (f->present == 0 || f->cur_total > f->max_rank)
-				f->max_rank = f->cur_total;
-			f->present++;
-		}
-		base += rk->nregions;
+		merge_rank(v, r, base);
+		base += p->ranks[r].nregions;
 	}
 	v->nall = v->nrows;
-	/* Per-rank totals for JSON, indexed by first appearance (order), while
-	 * the slots still find the rows. */
-	if (want_ranks) {
-		size_t cells = v->nrows * (p->nranks ? p->nranks : 1);
-		if (p->nranks && cells / p->nranks != v->nrows)
-			return sp_error_set(err, SP_ENOMEM, "too many regions and ranks");
-		v->rank_totals = calloc(cells ? cells : 1, sizeof *v->rank_totals);
-		if (!v->rank_totals)
-			return sp_error_set(err, SP_ENOMEM, "out of memory for %zu rank totals", cells);
-		for (size_t r = 0; r < p->nranks; r++)
-			for (size_t i = 0; i < p->ranks[r].nregions; i++) {
-				const struct sp_region_data *rd = &p->ranks[r].regions[i];
-				struct frow *f = frow_get(v, rd->name);
-				int64_t *cell = &v->rank_totals[f->order * p->nranks + r];
-				*cell = add_sat(*cell, rd->stats.total_ns);
-			}
-	}
-	size_t kept = 0;
-	for (size_t i = 0; i < v->nrows; i++) {
-		struct frow *f = &v->rows[i];
-		if (!f->selected)
-			continue;
-		if (f->present < p->nranks)
-			f->min_rank = 0;   /* absent ranks count as 0 s */
-		frow_finish_stats(f);
-		v->rows[kept++] = *f;
-	}
-	v->nrows = kept;
-	static int (*const cmps[])(const void *, const void *) = {
-		[SP_SORT_TOTAL] = cmp_total, [SP_SORT_CALLS] = cmp_calls, [SP_SORT_MEAN] = cmp_mean,
-		[SP_SORT_MAX] = cmp_max, [SP_SORT_NAME] = cmp_name,
-	};
-	qsort(v->rows, v->nrows, sizeof *v->rows,
-	      (unsigned)sort < sizeof cmps / sizeof *cmps ? cmps[sort] : cmp_total);
-	return SP_OK;
+	enum sp_err rc = want_ranks ? fill_rank_totals(v, err) : SP_OK;
+	if (rc == SP_OK)
+		finish_rows(v, sort);
+	return rc;
 }
-
 
 /* ---- the call tree ------------------------------------------------------ */
 
@@ -638,30 +657,46 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 
 /* ---- the summary -------------------------------------------------------- */
 
-/* The profile's rank numbers as a list, for messages. */
-static char *profile_ranks(char *buf, size_t len, const struct sp_profile *p)
+/* Narrows sub, a shallow copy of p, to the ranks sel selects; sub->ranks is
+ * then malloc'd and the caller's to free, also on failure. SP_ENOMEM, or
+ * SP_EINVAL when no rank is selected, with err set. */
+static enum sp_err select_ranks(const struct sp_profile *p, const struct sp_select *sel,
+				struct sp_profile *sub, struct sp_error *err)
 {
-	int nums[64];
-	size_t n = p->nranks < 64 ? p->nranks : 64;
-	for (size_t r = 0; r < n; r++)
-		nums[r] = p->ranks[r].rank;
-	sp_rank_list(buf, len, nums, n);
-	if (p->nranks > n && strlen(buf) + 4 < len)
-		strcat(buf, ",...");
-	return buf;
+	char list[128];
+	sub->ranks = malloc((p->nranks ? p->nranks : 1) * sizeof *sub->ranks);
+	if (!sub->ranks)
+		return sp_error_set(err, SP_ENOMEM, "out of memory selecting ranks");
+	sub->nranks = 0;
+	for (size_t r = 0; r < p->nranks; r++)
+		if (sp_select_rank(sel, p->ranks[r].rank))
+			sub->ranks[sub->nranks++] = p->ranks[r];
+	if (sub->nranks == 0)
+		return sp_error_set(err, SP_EINVAL, "no rank selected: the profile has rank%s %s",
+				    p->nranks == 1 ? "" : "s", sp_render_rank_list(list, sizeof list, p));
+	return SP_OK;
 }
 
-/* The number in /metadata omp_num_threads; 0 when absent, empty or not a
- * positive whole number. */
-static long omp_threads(const struct sp_profile *p)
+/* The summary's opening lines: the title; ranks (on how many hosts),
+ * regions, calls and run span; the hosts when host_list is set. */
+static void put_title(FILE *out, const struct view *v, const char *title,
+		      const struct sp_hosts *hosts, const char *host_list)
 {
-	const char *s = sp_profile_meta(p, "omp_num_threads");
-	if (!s || *s < '0' || *s > '9')
-		return 0;
-	char *end;
-	errno = 0;
-	long n = strtol(s, &end, 10);
-	return *end || errno || n <= 0 ? 0 : n;
+	char buf[32];
+	fputs("Profile: ", out);
+	sp_render_text(out, title ? title : "(untitled)", INT32_MAX);
+	if (host_list)
+		fprintf(out, "\n%zu ranks on %s%zu host%s, ", v->p->nranks,
+			hosts->unknown ? "at least " : "", hosts->known, hosts->known == 1 ? "" : "s");
+	else
+		fprintf(out, "\n%zu rank(s), ", v->p->nranks);
+	fprintf(out, "%zu region%s, %lld call%s, run span %s s\n", v->nrows, v->nrows == 1 ? "" : "s",
+		(long long)v->calls, v->calls == 1 ? "" : "s", sp_render_secs_trim(buf, sizeof buf, (double)v->span));
+	if (host_list) {
+		fputs("hosts: ", out);
+		sp_render_text(out, host_list, 80 - 7);
+		fputc('\n', out);
+	}
 }
 
 static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *title, int parts,
@@ -675,22 +710,10 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 	struct sp_hosts hosts = {0};
 	char *host_list = NULL;
 	enum sp_err rc = SP_OK;
-	char buf[32], list[128];
 	sub.ranks = NULL;
 	if (sel && sel->nranks) {
-		/* A shallow copy of p holding the selected ranks only. */
-		sub.ranks = malloc((p->nranks ? p->nranks : 1) * sizeof *sub.ranks);
-		if (!sub.ranks)
-			return sp_error_set(err, SP_ENOMEM, "out of memory selecting ranks");
-		sub.nranks = 0;
-		for (size_t r = 0; r < p->nranks; r++)
-			if (sp_select_rank(sel, p->ranks[r].rank))
-				sub.ranks[sub.nranks++] = p->ranks[r];
-		if (sub.nranks == 0) {
-			rc = sp_error_set(err, SP_EINVAL, "no rank selected: the profile has rank%s %s",
-					  p->nranks == 1 ? "" : "s", profile_ranks(list, sizeof list, p));
+		if ((rc = select_ranks(p, sel, &sub, err)) != SP_OK)
 			goto out;
-		}
 		v.p = &sub;
 	}
 	rc = merge_regions(&v, sort, json, err);
@@ -711,43 +734,15 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 		goto flush;
 	}
 	/* Several ranks: on how many hosts, and which ranks on which. */
-	int several = v.p->nranks > 1;
-	if (several && hosts.known) {
+	if (v.p->nranks > 1 && hosts.known) {
 		host_list = sp_profile_hosts(v.p);
 		if (!host_list) {
 			rc = sp_error_set(err, SP_ENOMEM, "out of memory listing the hosts");
 			goto out;
 		}
 	}
-
-	fputs("Profile: ", out);
-	sp_render_text(out, title ? title : "(untitled)", INT32_MAX);
-	if (host_list)
-		fprintf(out, "\n%zu ranks on %s%zu host%s, ", v.p->nranks,
-			hosts.unknown ? "at least " : "", hosts.known, hosts.known == 1 ? "" : "s");
-	else
-		fprintf(out, "\n%zu rank(s), ", v.p->nranks);
-	fprintf(out, "%zu region%s, %lld call%s, run span %s s\n", v.nrows, v.nrows == 1 ? "" : "s",
-		(long long)v.calls, v.calls == 1 ? "" : "s", sp_render_secs_trim(buf, sizeof buf, (double)v.span));
-	if (host_list) {
-		fputs("hosts: ", out);
-		sp_render_text(out, host_list, 80 - 7);
-		fputc('\n', out);
-	}
-	sp_render_dropped(out, v.p, "warning: ");
-	long threads = several ? omp_threads(v.p) : 0;
-	unsigned long long cores;
-	if (threads > 0 && !__builtin_mul_overflow((unsigned long long)v.p->nranks,
-						   (unsigned long long)threads, &cores))
-		fprintf(out, "cores: %zu ranks × %ld OpenMP thread%s = %llu\n", v.p->nranks, threads,
-			threads == 1 ? "" : "s", cores);
-	if (sel && (sel->ninclude || sel->nexclude || sel->nranks)) {
-		fprintf(out, "Selection: %zu of %zu region%s", v.nrows, v.nall, v.nall == 1 ? "" : "s");
-		if (sel->nranks)
-			fprintf(out, "; rank%s %s of %zu", v.p->nranks == 1 ? "" : "s",
-				profile_ranks(list, sizeof list, v.p), p->nranks);
-		fputc('\n', out);
-	}
+	put_title(out, &v, title, &hosts, host_list);
+	sp_render_notes(out, v.p, p, sel, v.nrows, v.nall);
 	if (parts & SP_RENDER_TREE) {
 		fputc('\n', out);
 		render_tree(out, &v);

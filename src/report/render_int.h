@@ -30,4 +30,17 @@ int sp_render_digits(int64_t n);
  * the caps for a table whose other columns take rest. */
 int sp_render_name_width(int need, int rest);
 
+struct sp_profile;
+struct sp_select;
+
+/* The profile's rank numbers as a list in buf (",..." after the first 64),
+ * for messages; returns buf. */
+char *sp_render_rank_list(char *buf, size_t len, const struct sp_profile *p);
+
+/* The summary's notes under its title: calls not recorded, the cores used
+ * (several ranks with OpenMP), and what the selection sel kept (nrows of
+ * nall regions; shown: the selected ranks of p). Cannot fail. */
+void sp_render_notes(FILE *out, const struct sp_profile *shown, const struct sp_profile *p,
+		     const struct sp_select *sel, size_t nrows, size_t nall);
+
 #endif

@@ -1,6 +1,8 @@
 /* render_text.c - terminal text for every table and tree: display widths of
  * UTF-8 text, cutting with an ellipsis, padding and rules, seconds, the fit
- * of a table's name column; and the one-line report of dropped calls. */
+ * of a table's name column; the one-line report of dropped calls and the
+ * summary's other notes. */
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,8 +10,11 @@
 #include <string.h>
 
 #include "render_int.h"
+#include "sp_analysis.h"
+#include "sp_hosts.h"
 #include "sp_json.h"
 #include "sp_render.h"
+#include "sp_select.h"
 
 /* ---- text --------------------------------------------------------------- */
 
@@ -191,6 +196,55 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
 		fprintf(out, " and %zu more region%s", nregions - TOP, nregions - TOP == 1 ? "" : "s");
 	fputs(top[0] ? ")\n" : "\n", out);
 	return total;
+}
+
+/* ---- the summary's lines ------------------------------------------------ */
+
+/* The profile's rank numbers as a list, for messages. */
+char *sp_render_rank_list(char *buf, size_t len, const struct sp_profile *p)
+{
+	int nums[64];
+	size_t n = p->nranks < 64 ? p->nranks : 64;
+	for (size_t r = 0; r < n; r++)
+		nums[r] = p->ranks[r].rank;
+	sp_rank_list(buf, len, nums, n);
+	if (p->nranks > n && strlen(buf) + 4 < len)
+		strcat(buf, ",...");
+	return buf;
+}
+
+/* The number in /metadata omp_num_threads; 0 when absent, empty or not a
+ * positive whole number. */
+static long omp_threads(const struct sp_profile *p)
+{
+	const char *s = sp_profile_meta(p, "omp_num_threads");
+	if (!s || *s < '0' || *s > '9')
+		return 0;
+	char *end;
+	errno = 0;
+	long n = strtol(s, &end, 10);
+	return *end || errno || n <= 0 ? 0 : n;
+}
+
+void sp_render_notes(FILE *out, const struct sp_profile *shown, const struct sp_profile *p,
+		     const struct sp_select *sel, size_t nrows, size_t nall)
+{
+	char list[128];
+	int several = shown->nranks > 1;
+	sp_render_dropped(out, shown, "warning: ");
+	long threads = several ? omp_threads(shown) : 0;
+	unsigned long long cores;
+	if (threads > 0 && !__builtin_mul_overflow((unsigned long long)shown->nranks,
+						   (unsigned long long)threads, &cores))
+		fprintf(out, "cores: %zu ranks × %ld OpenMP thread%s = %llu\n", shown->nranks, threads,
+			threads == 1 ? "" : "s", cores);
+	if (sel && (sel->ninclude || sel->nexclude || sel->nranks)) {
+		fprintf(out, "Selection: %zu of %zu region%s", nrows, nall, nall == 1 ? "" : "s");
+		if (sel->nranks)
+			fprintf(out, "; rank%s %s of %zu", shown->nranks == 1 ? "" : "s",
+				sp_render_rank_list(list, sizeof list, shown), p->nranks);
+		fputc('\n', out);
+	}
 }
 
 /* Prints the summary. Returns SP_EINVAL for a malformed tree, SP_ENOMEM when

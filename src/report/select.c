@@ -84,6 +84,75 @@ static int int_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Parses the part of the rank list spec at *p (up to the next ',' or the
+ * end): a rank or a range lo-hi, into *lo and *hi, and advances *p past
+ * it. SP_EINVAL with err set naming the part when it is malformed. */
+static enum sp_err parse_part(const char **p, int *lo, int *hi, const char *spec,
+			      struct sp_error *err)
+{
+	const char *item = *p;
+	size_t ilen = strcspn(item, ",");
+	if (ilen == 0)
+		return sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': an empty part", spec);
+	if (parse_rank(p, lo, spec, item, ilen, err) != 0)
+		return SP_EINVAL;
+	*hi = *lo;
+	if (**p == '-') {
+		(*p)++;
+		if (parse_rank(p, hi, spec, item, ilen, err) != 0)
+			return SP_EINVAL;
+	}
+	if (**p != ',' && **p != '\0')
+		return sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': '%.*s' "
+				    "is not a rank or a range like 0-3", spec, (int)ilen, item);
+	if (*hi < *lo)
+		return sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': the "
+				    "range '%.*s' runs backwards", spec, (int)ilen, item);
+	return SP_OK;
+}
+
+/* One pass over the rank list spec: checks every part and, from index n on,
+ * stores its ranks in all (when all is set; the caller sized it from the
+ * counting pass) or only counts them; *end gets the index after the last.
+ * SP_EINVAL with err set on a bad part or more than MAX_RANKS ranks. */
+static enum sp_err walk_list(const char *spec, size_t n, int *all, size_t *end,
+			     struct sp_error *err)
+{
+	for (const char *p = spec;;) {
+		int lo, hi;
+		enum sp_err rc = parse_part(&p, &lo, &hi, spec, err);
+		if (rc != SP_OK)
+			return rc;
+		if ((size_t)hi - (size_t)lo + 1 > MAX_RANKS - (n < MAX_RANKS ? n : MAX_RANKS))
+			return sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': more "
+					    "than %d ranks", spec, MAX_RANKS);
+		if (all)
+			for (long long r = lo; r <= hi; r++)
+				all[n++] = (int)r;
+		else
+			n += (size_t)hi - (size_t)lo + 1;
+		if (*p == '\0')
+			break;
+		p++;
+		if (*p == '\0')
+			return sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': an "
+					    "empty part", spec);
+	}
+	*end = n;
+	return SP_OK;
+}
+
+/* Sorts the count ranks of all and drops repeats; returns how many stay. */
+static size_t sort_unique(int *all, size_t count)
+{
+	qsort(all, count, sizeof *all, int_cmp);
+	size_t u = 0;
+	for (size_t i = 0; i < count; i++)
+		if (u == 0 || all[u - 1] != all[i])
+			all[u++] = all[i];
+	return u;
+}
+
 enum sp_err sp_select_ranks(struct sp_select *s, const char *spec, struct sp_error *err)
 {
 	enum sp_err rc = SP_OK;
@@ -93,78 +162,18 @@ enum sp_err sp_select_ranks(struct sp_select *s, const char *spec, struct sp_err
 	/* First pass: check every part and count the ranks, so nothing is
 	 * added when any part is bad. */
 	size_t count = s->nranks;
-	for (int pass = 0; pass < 2; pass++) {
-		size_t n = s->nranks;
-		const char *p = spec;
-		for (;;) {
-			const char *item = p;
-			size_t ilen = strcspn(p, ",");
-			int lo, hi;
-			if (ilen == 0) {
-				rc = sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': an "
-						  "empty part", spec);
-				goto out;
-			}
-			if (parse_rank(&p, &lo, spec, item, ilen, err) != 0) {
-				rc = SP_EINVAL;
-				goto out;
-			}
-			hi = lo;
-			if (*p == '-') {
-				p++;
-				if (parse_rank(&p, &hi, spec, item, ilen, err) != 0) {
-					rc = SP_EINVAL;
-					goto out;
-				}
-			}
-			if (*p != ',' && *p != '\0') {
-				rc = sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': '%.*s' "
-						  "is not a rank or a range like 0-3", spec,
-						  (int)ilen, item);
-				goto out;
-			}
-			if (hi < lo) {
-				rc = sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': the "
-						  "range '%.*s' runs backwards", spec, (int)ilen,
-						  item);
-				goto out;
-			}
-			if ((size_t)hi - (size_t)lo + 1 > MAX_RANKS - (n < MAX_RANKS ? n : MAX_RANKS)) {
-				rc = sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': more "
-						  "than %d ranks", spec, MAX_RANKS);
-				goto out;
-			}
-			if (pass == 1)
-				for (long long r = lo; r <= hi; r++)
-					all[n++] = (int)r;
-			else
-				n += (size_t)hi - (size_t)lo + 1;
-			if (*p == '\0')
-				break;
-			p++;
-			if (*p == '\0') {
-				rc = sp_error_set(err, SP_EINVAL, "invalid rank list '%.100s': an "
-						  "empty part", spec);
-				goto out;
-			}
-		}
-		if (pass == 0) {
-			count = n;
-			all = malloc(count * sizeof *all);
-			if (!all) {
-				rc = sp_error_set(err, SP_ENOMEM, "out of memory for rank list '%.100s'",
-						  spec);
-				goto out;
-			}
-			if (s->nranks)
-				memcpy(all, s->ranks, s->nranks * sizeof *all);
-		}
+	if ((rc = walk_list(spec, s->nranks, NULL, &count, err)) != SP_OK)
+		goto out;
+	all = malloc(count * sizeof *all);
+	if (!all) {
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory for rank list '%.100s'", spec);
+		goto out;
 	}
-	qsort(all, count, sizeof *all, int_cmp);
-	size_t u = 0;
-	for (size_t i = 0; i < count; i++)
-		if (u == 0 || all[u - 1] != all[i])
-			all[u++] = all[i];
+	if (s->nranks)
+		memcpy(all, s->ranks, s->nranks * sizeof *all);
+	if ((rc = walk_list(spec, s->nranks, all, &count, err)) != SP_OK)
+		goto out;
+	size_t u = sort_unique(all, count);
 	int *fit = realloc(all, u * sizeof *fit);
 	if (fit)
 		all = fit;
