@@ -179,7 +179,8 @@ FUZZ_CI_SECONDS ?= 75
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN)
 FUZZ_CLI_SRC := $(filter-out src/cli/main.c src/cli/cmd_run.c,$(CLI_SRC))
-FUZZ_OBJ     := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRC) $(FUZZ_CLI_SRC))
+# The target brings its own checking sp_cmd_error (src/core/say.c's place).
+FUZZ_OBJ     := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out src/core/say.c,$(LIB_SRC)) $(FUZZ_CLI_SRC))
 FUZZ_BIN     := $(FUZZ_BUILD)/fuzz_read
 # libhdf5 asks malloc for whatever sizes a damaged file names and handles a
 # NULL answer: such requests fail (allocator_may_return_null), and only

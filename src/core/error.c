@@ -1,5 +1,5 @@
-/* error.c - the library's one error type: its descriptions, filling it,
- * and the one printer of "scope-profiler: CMD: ..." lines (see sp_error.h). */
+/* error.c - the library's one error type: its descriptions and filling it
+ * (see sp_error.h). */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -30,17 +30,4 @@ enum sp_err sp_error_set(struct sp_error *err, enum sp_err code, const char *fmt
 		va_end(ap);
 	}
 	return code;
-}
-
-void sp_cmd_error(const char *cmd, const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	fflush(stdout);
-	int n = snprintf(line, sizeof line, "scope-profiler: %s: ", cmd);
-	va_start(ap, fmt);
-	if (n >= 0 && (size_t)n < sizeof line)
-		vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "%s\n", line);
 }

@@ -38,7 +38,7 @@ static int error_lines;       /* sp_cmd_error calls since the last command */
 		}                                                                         \
 	} while (0)
 
-/* The commands' error printer (main.c's, which this target does not link):
+/* The commands' error printer (src/core/say.c's, which this target does not link):
  * the same line, kept in memory and checked instead of printed. */
 void sp_cmd_error(const char *cmd, const char *fmt, ...)
 {
