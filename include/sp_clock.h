@@ -16,4 +16,14 @@ static inline int64_t sp_clock_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* a + b for nanosecond sums, saturating at INT64_MAX / INT64_MIN instead
+ * of overflowing (absurd timestamps in a damaged file). */
+static inline int64_t sp_add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 #endif

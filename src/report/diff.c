@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_clock.h"
 #include "sp_analysis.h"
 #include "sp_hosts.h"
 #include "sp_diff.h"
@@ -25,14 +26,6 @@ struct entry {
 	size_t rank;                   /* index among the selected ranks */
 	int64_t calls, total;
 };
-
-static int64_t add_sat(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
 
 static int entry_cmp(const void *x, const void *y)
 {
@@ -102,11 +95,11 @@ static enum sp_err collect(struct sp_diff_file *f, const struct sp_select *sel, 
 		for (size_t k = i, m; k < j; k = m) {
 			int64_t rank_total = 0, rank_calls = 0;
 			for (m = k; m < j && e[m].rank == e[k].rank; m++) {
-				rank_calls = add_sat(rank_calls, e[m].calls);
-				rank_total = add_sat(rank_total, e[m].total);
+				rank_calls = sp_add_sat(rank_calls, e[m].calls);
+				rank_total = sp_add_sat(rank_total, e[m].total);
 			}
-			s->calls = add_sat(s->calls, rank_calls);
-			s->total = add_sat(s->total, rank_total);
+			s->calls = sp_add_sat(s->calls, rank_calls);
+			s->total = sp_add_sat(s->total, rank_total);
 			if (rank_calls > 0) {
 				s->slowest = s->present == 0 || rank_total > s->slowest ? rank_total
 											 : s->slowest;

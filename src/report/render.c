@@ -56,14 +56,6 @@ struct view {
 	int64_t span, calls;
 };
 
-static int64_t add_sat(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
 
 /* FNV-1a of the name, mixed with the parent. */
 static size_t name_hash(int32_t parent, const char *s)
@@ -157,8 +149,8 @@ static enum sp_err merge_trees(struct view *v, struct sp_error *err)
 				continue;
 			}
 			int32_t m = mnode_get(v, parent, rk->regions[nd->region].name);
-			v->nodes[m].calls = add_sat(v->nodes[m].calls, nd->calls);
-			v->nodes[m].total = add_sat(v->nodes[m].total, nd->total_ns);
+			v->nodes[m].calls = sp_add_sat(v->nodes[m].calls, nd->calls);
+			v->nodes[m].total = sp_add_sat(v->nodes[m].total, nd->total_ns);
 			map[i] = m;
 		}
 	}
@@ -168,7 +160,7 @@ static enum sp_err merge_trees(struct view *v, struct sp_error *err)
 	for (size_t i = 0; i < v->nnodes; i++) {
 		if (v->nodes[i].parent >= 0) {
 			struct mnode *pa = &v->nodes[v->nodes[i].parent];
-			pa->child_total = add_sat(pa->child_total, v->nodes[i].total);
+			pa->child_total = sp_add_sat(pa->child_total, v->nodes[i].total);
 		}
 		maxdepth = v->nodes[i].depth > maxdepth ? v->nodes[i].depth : maxdepth;
 	}
@@ -291,17 +283,17 @@ static void merge_rank(struct view *v, size_t r, size_t base)
 		if (!f->st && rd->stats.num_calls > 0)
 			f->st = &rd->stats;
 		frow_add_stats(f, &rd->stats);
-		f->cur_calls = add_sat(f->cur_calls, rd->stats.num_calls);
-		f->cur_total = add_sat(f->cur_total, rd->stats.total_ns);
-		v->calls = add_sat(v->calls, rd->stats.num_calls);
+		f->cur_calls = sp_add_sat(f->cur_calls, rd->stats.num_calls);
+		f->cur_total = sp_add_sat(f->cur_total, rd->stats.total_ns);
+		v->calls = sp_add_sat(v->calls, rd->stats.num_calls);
 	}
 	for (size_t i = 0; i < rk->nregions; i++) {
 		struct frow *f = frow_get(v, rk->regions[i].name);
 		if (f->seen_rank != r)
 			continue;
 		f->seen_rank = SIZE_MAX - 1;   /* folded */
-		f->calls = add_sat(f->calls, f->cur_calls);
-		f->total = add_sat(f->total, f->cur_total);
+		f->calls = sp_add_sat(f->calls, f->cur_calls);
+		f->total = sp_add_sat(f->total, f->cur_total);
 		if (f->cur_calls <= 0)
 			continue;
 		if (f->present == 0 || f->cur_total < f->min_rank)
@@ -329,7 +321,7 @@ static enum sp_err fill_rank_totals(struct view *v, struct sp_error *err)
 			const struct sp_region_data *rd = &p->ranks[r].regions[i];
 			struct frow *f = frow_get(v, rd->name);
 			int64_t *cell = &v->rank_totals[f->order * p->nranks + r];
-			*cell = add_sat(*cell, rd->stats.total_ns);
+			*cell = sp_add_sat(*cell, rd->stats.total_ns);
 		}
 	return SP_OK;
 }

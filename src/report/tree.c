@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_clock.h"
 #include "sp_grow.h"
 #include "sp_keytab.h"
 #include "sp_nest.h"
@@ -56,15 +57,6 @@ static int32_t node_get(struct builder *b, int32_t parent, int32_t region)
 	return id;
 }
 
-/* Adds b to a, saturating instead of overflowing on absurd timestamps. */
-static int64_t add_sat(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
 static int64_t duration(int64_t start, int64_t end)
 {
 	int64_t d;
@@ -84,7 +76,7 @@ static int visit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, in
 	if (b->first && ((size_t)id >= before || c->lane < b->first[id].lane))
 		b->first[id] = (struct first_seen){ c->lane, c->pos };
 	b->nodes[id].calls++;
-	b->nodes[id].total_ns = add_sat(b->nodes[id].total_ns, duration(c->start, c->end));
+	b->nodes[id].total_ns = sp_add_sat(b->nodes[id].total_ns, duration(c->start, c->end));
 	*tag = id;
 	return 0;
 }
