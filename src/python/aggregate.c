@@ -14,8 +14,20 @@
 
 _Thread_local struct sp_agg_stack sp_agg_stack;
 struct sp_agg_node *sp_agg_nodes;
-static size_t nnodes, nodes_cap;
-static struct sp_keytab node_ids;  /* (parent, region) -> node */
+
+/* The module's state: the call tree's nodes (sp_agg_nodes, exported for
+ * the hot path), and every thread's stack, so that a reset empties them
+ * all; a thread's entry goes (and its stack is freed) when the thread ends,
+ * possibly without the GIL: hence the lock. */
+static struct {
+	size_t nnodes, nodes_cap;
+	struct sp_keytab node_ids;     /* (parent, region) -> node */
+	pthread_mutex_t stacks_lock;
+	struct sp_agg_stack **stacks;
+	size_t nstacks, stacks_cap;
+	pthread_key_t stack_key;
+	pthread_once_t stack_key_once;
+} agg = { .stacks_lock = PTHREAD_MUTEX_INITIALIZER, .stack_key_once = PTHREAD_ONCE_INIT };
 
 void sp_agg_region_init(struct sp_agg *a)
 {
@@ -28,49 +40,41 @@ void sp_agg_region_init(struct sp_agg *a)
 	a->node = -1;
 }
 
-/* Every thread's stack, so that a reset empties them all; a thread's entry
- * goes (and its stack is freed) when the thread ends, possibly without the
- * GIL: hence the lock. */
-static pthread_mutex_t stacks_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sp_agg_stack **stacks;
-static size_t nstacks, stacks_cap;
-static pthread_key_t stack_key;
-static pthread_once_t stack_key_once = PTHREAD_ONCE_INIT;
 
 static void stack_gone(void *v)
 {
-	pthread_mutex_lock(&stacks_lock);
-	for (size_t i = 0; i < nstacks; i++)
-		if (stacks[i]->v == v) {
-			stacks[i] = stacks[--nstacks];
+	pthread_mutex_lock(&agg.stacks_lock);
+	for (size_t i = 0; i < agg.nstacks; i++)
+		if (agg.stacks[i]->v == v) {
+			agg.stacks[i] = agg.stacks[--agg.nstacks];
 			break;
 		}
-	pthread_mutex_unlock(&stacks_lock);
+	pthread_mutex_unlock(&agg.stacks_lock);
 	free(v);
 }
 
 static void stack_key_create(void)
 {
-	pthread_key_create(&stack_key, stack_gone);
+	pthread_key_create(&agg.stack_key, stack_gone);
 }
 
 /* Registers the calling thread's stack; -1 when out of memory. */
 static int stack_register(struct sp_agg_stack *s)
 {
 	int rc = 0;
-	pthread_mutex_lock(&stacks_lock);
-	if (SP_GROW(&stacks, &stacks_cap, nstacks + 1) != 0)
+	pthread_mutex_lock(&agg.stacks_lock);
+	if (SP_GROW(&agg.stacks, &agg.stacks_cap, agg.nstacks + 1) != 0)
 		rc = -1;
 	else
-		stacks[nstacks++] = s;
-	pthread_mutex_unlock(&stacks_lock);
+		agg.stacks[agg.nstacks++] = s;
+	pthread_mutex_unlock(&agg.stacks_lock);
 	return rc;
 }
 
 int sp_agg_grow(void)
 {
 	struct sp_agg_stack *s = &sp_agg_stack;
-	pthread_once(&stack_key_once, stack_key_create);
+	pthread_once(&agg.stack_key_once, stack_key_create);
 	if (s->cap == 0) {
 		if (stack_register(s) != 0) {
 			PyErr_NoMemory();
@@ -85,7 +89,7 @@ int sp_agg_grow(void)
 		return -1;
 	}
 	if (v != s->v)
-		pthread_setspecific(stack_key, v);
+		pthread_setspecific(agg.stack_key, v);
 	s->v = v;
 	s->cap = cap;
 	return 0;
@@ -94,17 +98,17 @@ int sp_agg_grow(void)
 int32_t sp_agg_node_get(int32_t parent, RegionObject *r)
 {
 	/* Room for a new node first: ids and nodes must stay in step. */
-	if (SP_GROW(&sp_agg_nodes, &nodes_cap, (size_t)nnodes + 1) != 0)
+	if (SP_GROW(&sp_agg_nodes, &agg.nodes_cap, (size_t)agg.nnodes + 1) != 0)
 		goto nomem;
 	int added;
-	int32_t id = sp_keytab_get(&node_ids, parent, (uint64_t)(uintptr_t)r, &added);
+	int32_t id = sp_keytab_get(&agg.node_ids, parent, (uint64_t)(uintptr_t)r, &added);
 	if (id < 0)
 		goto nomem;
 	if (added) {
 		/* The region's first call starts now (calls start in time order). */
 		if (r->agg.first == INT64_MAX)
 			r->agg.first = sp_clock_ns();
-		sp_agg_nodes[nnodes++] = (struct sp_agg_node){parent, r, 0, 0};
+		sp_agg_nodes[agg.nnodes++] = (struct sp_agg_node){parent, r, 0, 0};
 	}
 	r->agg.node_parent = parent;
 	r->agg.node = id;
@@ -136,14 +140,14 @@ void sp_agg_exit_below(RegionObject *r, int64_t t)
 
 void sp_agg_reset(void)
 {
-	nnodes = 0;
-	sp_keytab_clear(&node_ids);
-	pthread_mutex_lock(&stacks_lock);
-	for (size_t i = 0; i < nstacks; i++) {
-		stacks[i]->depth = 0;
-		stacks[i]->cur = -1;
+	agg.nnodes = 0;
+	sp_keytab_clear(&agg.node_ids);
+	pthread_mutex_lock(&agg.stacks_lock);
+	for (size_t i = 0; i < agg.nstacks; i++) {
+		agg.stacks[i]->depth = 0;
+		agg.stacks[i]->cur = -1;
 	}
-	pthread_mutex_unlock(&stacks_lock);
+	pthread_mutex_unlock(&agg.stacks_lock);
 }
 
 void sp_agg_close_all(int64_t t)
@@ -158,11 +162,11 @@ void sp_agg_close_all(int64_t t)
 
 void sp_agg_sum(void)
 {
-	for (size_t i = 0; i < nnodes; i++) {
+	for (size_t i = 0; i < agg.nnodes; i++) {
 		struct sp_agg *a = &sp_agg_nodes[i].r->agg;
 		a->count = a->total = a->self = 0;
 	}
-	for (size_t i = 0; i < nnodes; i++) {
+	for (size_t i = 0; i < agg.nnodes; i++) {
 		const struct sp_agg_node *n = &sp_agg_nodes[i];
 		struct sp_agg *a = &n->r->agg;
 		a->count += n->calls;
@@ -196,19 +200,19 @@ void sp_agg_stats(const struct sp_agg *a, struct sp_stats *st, int64_t *self_ns)
 enum sp_err sp_agg_tree(struct sp_rank *rk, int32_t (*region_index)(RegionObject *r, void *ctx),
 			void *ctx, struct sp_error *err)
 {
-	int32_t *map = malloc((nnodes ? nnodes : 1) * sizeof *map);
-	struct sp_tree_node *out = malloc((nnodes ? nnodes : 1) * sizeof *out);
+	int32_t *map = malloc((agg.nnodes ? agg.nnodes : 1) * sizeof *map);
+	struct sp_tree_node *out = malloc((agg.nnodes ? agg.nnodes : 1) * sizeof *out);
 	if (!map || !out) {
 		free(map);
 		free(out);
-		return sp_error_set(err, SP_ENOMEM, "out of memory for the call tree (%zu nodes)", nnodes);
+		return sp_error_set(err, SP_ENOMEM, "out of memory for the call tree (%zu nodes)", agg.nnodes);
 	}
 	size_t n = 0;
 	int collapsed = 0;
 	/* Nodes are stored parents first. A node without a completed call (or
 	 * whose region has none) is left out: map sends it to its parent's
 	 * output node, so its children move up. */
-	for (size_t i = 0; i < nnodes; i++) {
+	for (size_t i = 0; i < agg.nnodes; i++) {
 		const struct sp_agg_node *nd = &sp_agg_nodes[i];
 		int32_t parent = nd->parent >= 0 ? map[nd->parent] : -1;
 		int32_t region = nd->calls > 0 ? region_index(nd->r, ctx) : -1;
