@@ -176,7 +176,7 @@ enum sp_err sp_tree_build_opt(struct sp_rank *rank, int always_sort, struct sp_e
 	/* Shrink to fit; if even that fails, keep the larger block. */
 	struct sp_tree_node *tree = b.nodes;
 	if (b.nnodes == 0)
-		tree = malloc(1);
+		tree = malloc(sizeof *tree);   /* not NULL: "no nodes" is not "no memory" */
 	else if ((tree = realloc(b.nodes, b.nnodes * sizeof *tree)) == NULL)
 		tree = b.nodes;
 	if (!tree)

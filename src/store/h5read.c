@@ -274,7 +274,8 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct name_ref key = {sp_h5r_string(&names, i), 0}, *hit;
+		struct name_ref key = {sp_h5r_string(&names, i), 0};
+		const struct name_ref *hit;
 		if (!key.name || !(hit = bsearch(&key, idx, nidx, sizeof *idx, name_ref_cmp))) {
 			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: node %zu names no region of this rank", ctx, i);
 			goto out;

@@ -331,10 +331,11 @@ enum sp_err sp_rank_pack(const struct sp_rank *rk, int with_events, int64_t shif
 	p += rk->ntree * NODE_BYTES;
 	for (size_t k = 0; k < rk->nlines; k++)
 		p = put_line_table(p, &rk->lines[k]);
-	if ((size_t)(p - b) != size) {   /* the two passes disagree: a bug here */
+	size_t packed = (size_t)(p - b);
+	if (packed != size) {   /* the two passes disagree: a bug here */
 		free(b);
 		return sp_error_set(err, SP_EINVAL, "rank %d: packed %zu bytes, expected %zu",
-				    rk->rank, (size_t)(p - b), size);
+				    rk->rank, packed, size);
 	}
 	*buf = b;
 	*len = size;
