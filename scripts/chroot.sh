@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# chroot.sh: a Debian chroot with another CPython, built once per machine and reused.
+#
+#   scripts/chroot.sh SUITE             build the chroot for SUITE if it is not there yet
+#   scripts/chroot.sh SUITE run CMD...  run CMD inside it, in the repository (bind-mounted)
+#
+# SUITE is a Debian suite: trixie (Debian 13, Python 3.13) or testing (Python 3.14).
+# The chroot is made with debootstrap from Debian's packages and the mirror that apt on
+# this machine is already configured with (read from apt's sources, no host is written
+# here), then gets the build and test dependencies of scripts/install-deps.sh from the
+# suite's own packages (those the suite has). It lives outside the repository, in
+# $SCOPE_PROFILER_CHROOT_DIR/chroot-SUITE (default /var/cache/scope-profiler), and counts
+# as complete only once its stamp file, written last, exists; an incomplete one is
+# removed and built again. `run` mounts /proc, /sys, /dev, a fresh /dev/shm and the
+# repository (at the same path as outside) and unmounts them all on exit, on error too.
+# Needs root. Building takes a few minutes and about 1-2 GiB; it refuses to start with
+# less than 3 GiB free.
+set -euo pipefail
+
+die() { echo "chroot.sh: $*" >&2; exit 1; }
+
+usage() { die "usage: $0 SUITE [run CMD...]   (SUITE: trixie, testing, ...)"; }
+
+[ $# -ge 1 ] || usage
+SUITE=$1; shift
+case "$SUITE" in ''|*/*|.*) usage ;; esac
+MODE=build
+if [ $# -ge 1 ]; then
+  [ "$1" = run ] || usage
+  shift
+  [ $# -ge 1 ] || usage
+  MODE=run
+fi
+[ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, chroot and mount need it)"
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+BASE=${SCOPE_PROFILER_CHROOT_DIR:-/var/cache/scope-profiler}
+ROOT=$BASE/chroot-$SUITE
+STAMP=$ROOT/.scope-profiler-chroot-complete
+
+# The same packages as scripts/install-deps.sh, less the host's versioned ones
+# (libpython3.11-dev -> python3-dev, clang-14 -> none); those the suite lacks are skipped.
+PACKAGES=(
+  build-essential pkg-config xxd
+  python3 python3-dev python3-numpy python3-h5py python3-pytest
+  libhdf5-dev hdf5-tools zlib1g-dev
+  libcmocka-dev
+  man-db groff-base
+  valgrind
+  python3-line-profiler python3-yappi python3-pandas
+  libopenmpi-dev openmpi-bin python3-mpi4py
+)
+
+# ---- mounts: every one is recorded and undone on exit, in reverse order ----
+MOUNTS=()
+cleanup() {
+  local i m
+  for (( i=${#MOUNTS[@]}-1; i>=0; i-- )); do
+    m=${MOUNTS[$i]}
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || echo "chroot.sh: could not unmount $m" >&2
+  done
+  MOUNTS=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+do_mount() {  # do_mount TARGET MOUNT-ARGS...
+  local target=$1; shift
+  mkdir -p "$target"
+  mount "$@" "$target"
+  MOUNTS+=("$target")
+  # A bind of a shared mount would pass mounts made under it back to the host's tree.
+  if [ "$1" = --bind ]; then mount --make-private "$target"; fi
+}
+
+mount_system() {
+  do_mount "$ROOT/proc" -t proc proc
+  do_mount "$ROOT/sys" -t sysfs -o ro sysfs
+  do_mount "$ROOT/dev" --bind /dev
+  do_mount "$ROOT/dev/shm" -t tmpfs -o mode=1777,size=1g tmpfs
+}
+
+# Anything still mounted under the chroot (a run killed with -9)? Never delete through it.
+mounted_under() {
+  awk -v r="$1" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts
+}
+
+# ---- the mirror apt already uses (deb822 .sources first, then sources.list) ----
+apt_mirror() {
+  local f uri=""
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    uri=$(awk '
+      /^[[:space:]]*#/ { next }
+      /^[[:space:]]*$/ { if (types ~ /(^| )deb( |$)/ && u != "" && u !~ /security/) { print u; exit } ; types=""; u=""; next }
+      tolower($1) == "types:" { types = ""; for (i = 2; i <= NF; i++) types = types " " $i; types = types " " }
+      tolower($1) == "uris:"  { u = $2 }
+      END { if (types ~ /(^| )deb( |$)/ && u != "" && u !~ /security/) print u }
+    ' "$f" | head -n1)
+    [ -n "$uri" ] && break
+  done
+  if [ -z "$uri" ]; then
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+      [ -f "$f" ] || continue
+      # deb [opts] URI suite components...
+      uri=$(sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" | awk '$1 == "deb" && $2 !~ /security/ { print $2; exit }')
+      [ -n "$uri" ] && break
+    done
+  fi
+  [ -n "$uri" ] || die "no Debian mirror found in apt's sources (/etc/apt/sources.list.d/*.sources, /etc/apt/sources.list)"
+  echo "${uri%/}"
+}
+
+build_chroot() {
+  if [ -e "$ROOT" ]; then
+    [ -z "$(mounted_under "$ROOT")" ] || die "$ROOT is incomplete and has mounts under it; unmount them first: $(mounted_under "$ROOT" | tr '\n' ' ')"
+    echo "chroot.sh: $ROOT is incomplete (no stamp); removing it and building again"
+    rm -rf --one-file-system "$ROOT"
+  fi
+  mkdir -p "$BASE"
+  local avail_kb
+  avail_kb=$(df -Pk "$BASE" | awk 'NR == 2 { print $4 }')
+  if [ "${avail_kb:-0}" -lt $((3 * 1024 * 1024)) ]; then
+    die "only $((avail_kb / 1024)) MiB free under $BASE; building a chroot needs 3 GiB (set SCOPE_PROFILER_CHROOT_DIR elsewhere)"
+  fi
+
+  export DEBIAN_FRONTEND=noninteractive
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    echo "chroot.sh: installing debootstrap"
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends debootstrap
+  fi
+
+  local mirror start
+  mirror=$(apt_mirror)
+  start=$(date +%s)
+  echo "chroot.sh: debootstrap $SUITE into $ROOT from $mirror"
+  debootstrap --variant=minbase --components=main "$SUITE" "$ROOT" "$mirror"
+
+  # No daemon may start inside the chroot while packages install.
+  printf '#!/bin/sh\nexit 101\n' > "$ROOT/usr/sbin/policy-rc.d"
+  chmod 755 "$ROOT/usr/sbin/policy-rc.d"
+  # The mirror may be a frozen copy whose Release files (testing's carry a Valid-Until a
+  # week ahead) have expired; the signatures are still checked.
+  echo 'Acquire::Check-Valid-Until "false";' > "$ROOT/etc/apt/apt.conf.d/99scope-profiler"
+  cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
+
+  mount_system
+  chroot "$ROOT" apt-get update -q
+  local p want=() skipped=()
+  for p in "${PACKAGES[@]}"; do
+    if [ -n "$(chroot "$ROOT" apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)"')" ]; then
+      want+=("$p")
+    else
+      skipped+=("$p")
+    fi
+  done
+  [ ${#skipped[@]} -eq 0 ] || echo "chroot.sh: $SUITE has no ${skipped[*]}; skipped"
+  chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${want[@]}"
+  chroot "$ROOT" apt-get clean
+  cleanup
+
+  chroot "$ROOT" python3 -c 'import sys; print(sys.version.split()[0])' > "$ROOT/.python-version"
+  date -u +%FT%TZ > "$STAMP"   # written last: the chroot is complete
+  echo "chroot.sh: $SUITE ready in $(( $(date +%s) - start )) s, Python $(cat "$ROOT/.python-version"), $(du -sh --one-file-system "$ROOT" | cut -f1)"
+}
+
+# All of the above is functions and settings; the work is in main, which bash reads whole
+# before running it, so editing this file while it runs cannot derail a run.
+main() {
+  if [ ! -f "$STAMP" ]; then
+    build_chroot
+  else
+    [ "$MODE" = run ] || echo "chroot.sh: $SUITE chroot present ($ROOT, Python $(cat "$ROOT/.python-version" 2>/dev/null || echo '?')); reusing it"
+  fi
+
+  if [ "$MODE" = run ]; then
+    mount_system
+    do_mount "$ROOT$REPO" --bind "$REPO"
+    set +e
+    chroot "$ROOT" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" CI="${CI:-}" \
+      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$REPO" "$@"
+    rc=$?
+    set -e
+    cleanup
+    exit $rc
+  fi
+}
+
+main "$@"
