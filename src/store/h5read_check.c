@@ -262,16 +262,36 @@ out:
  * when damaged. Version 2 object headers are left to HDF5. */
 int sp_h5r_group_header_ok(struct reader *r, hid_t g)
 {
-	H5O_info_t oi;
 	unsigned char pre[16], m[8 + 2 * 8];
+	haddr_t addr;
+	unsigned version;
+#if H5_VERSION_GE(1, 12, 0)
+	/* 1.12 moved the address into a token and the header into the native
+	 * info. */
+	H5O_info2_t oi;
+	H5O_native_info_t ni;
+	hid_t file = -1;
+	int bad = H5Oget_info3(g, &oi, H5O_INFO_BASIC) < 0 ||
+		  H5Oget_native_info(g, &ni, H5O_NATIVE_INFO_HDR) < 0 ||
+		  (file = H5Iget_file_id(g)) < 0 || H5VLnative_token_to_addr(file, oi.token, &addr) < 0;
+	if (file >= 0)
+		H5Fclose(file);
+	if (bad || reader_fd(r) < 0)
+		return -1;
+	version = ni.hdr.version;
+#else
+	H5O_info_t oi;
 	if (H5Oget_info2(g, &oi, H5O_INFO_BASIC | H5O_INFO_HDR) < 0 || reader_fd(r) < 0)
 		return -1;
-	uint64_t at = r->base + oi.addr, sa = r->sizeof_addr;
-	if (oi.addr > r->file_size || at > r->file_size - sizeof pre)
+	addr = oi.addr;
+	version = oi.hdr.version;
+#endif
+	uint64_t at = r->base + addr, sa = r->sizeof_addr;
+	if (addr > r->file_size || at > r->file_size - sizeof pre)
 		return -1;
 	/* HDF5 took the version from these very bytes (a version 2 header
 	 * starts "OHDR"): only a version 1 header needs reading. */
-	if (oi.hdr.version != 1)
+	if (version != 1)
 		return 0;
 	if (pread(r->fd, pre, sizeof pre, (off_t)at) != (ssize_t)sizeof pre)
 		return -1;
