@@ -119,7 +119,8 @@ def _foreign_prefixes():
 def _warn_hook_replaced(name, original):
     def replacement(function):
         # threading installs our own _thread_hook in each new thread.
-        if _run_tracing() and function is not None and function is not _thread_hook:
+        if (_run_tracing() and function is not None
+                and (name != "setprofile" or function is not _thread_hook)):
             _sys.stderr.write(
                 f"scope-profiler: warning: the script called sys.{name}(); "
                 + ("--recursive stops recording calls in this thread\n" if name == "setprofile"
@@ -134,13 +135,16 @@ def _warn_hook_replaced(name, original):
 def _start_tracing(target, trace_all, include, exclude):
     """`run --recursive`: the root region, then the hook in every thread."""
     region(target).__enter__()
-    import threading
-
     _tracer_configure(bool(trace_all), tuple(include), tuple(exclude),
                       () if trace_all else _foreign_prefixes())
     _tracer_start()
-    threading.setprofile(_thread_hook)
-    _sys.setprofile = _warn_hook_replaced("setprofile", _sys.setprofile)
+    if _sys.version_info < (3, 12):
+        # 3.11: a profile hook per thread, which a script's own replaces.
+        # Later, sys.monitoring events reach every thread and coexist.
+        import threading
+
+        threading.setprofile(_thread_hook)
+        _sys.setprofile = _warn_hook_replaced("setprofile", _sys.setprofile)
     _sys.settrace = _warn_hook_replaced("settrace", _sys.settrace)
 
 

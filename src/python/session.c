@@ -440,7 +440,11 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	if (sp_session_busy())
 		return NULL;
 	if (session.tracing) {
-		PyObject *threading = PyImport_ImportModule("threading");
+		/* 3.11's hook for threads started later (see _start_tracing);
+		 * threading is loaded only if it was set. */
+		PyObject *name = PyUnicode_FromString("threading");
+		PyObject *threading = name ? PyImport_GetModule(name) : NULL;
+		Py_XDECREF(name);
 		PyObject *r = threading ? PyObject_CallMethod(threading, "setprofile", "O", Py_None) : NULL;
 		Py_XDECREF(r);
 		Py_XDECREF(threading);
