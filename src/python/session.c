@@ -97,7 +97,7 @@ static int mode_apply(const struct sp_settings *s)
 	sp_mode.track_async = s->track_async && !s->disable;
 	sp_mode.recursive_all = s->recursive;
 	sp_mode.lines = s->line_profile && !s->disable;
-	sp_tracer_set_lanes(sp_mode.threads);
+	sp_tracer_set_mode(sp_mode.threads, sp_mode.aggregate);
 	return sp_regions_apply() == 0 && sp_wrappers_apply() == 0 ? 0 : -1;
 }
 

@@ -22,6 +22,7 @@
 #include "sp_filter.h"
 #include "sp_monitor.h"
 #include "sp_pyregion.h"
+#include "sp_aggregate.h"
 
 /* The value in a code object's cache slot for "not traced" (no object
  * lives at address 1). */
@@ -91,8 +92,14 @@ static RegionObject scratch = {
 struct open_call {
 	const void *frame;
 	RegionObject *region;
-	ptrdiff_t slot;
+	ptrdiff_t slot;                /* its event; -1: aggregation mode */
+	int64_t start;                 /* aggregation mode: its start, ... */
+	int32_t node, parent;          /* ... its call-tree node and the one before */
 };
+
+/* Aggregation mode (--aggregate): calls count in the call tree of
+ * aggregate.c, as decorated functions do, and keep no events. */
+static int tracer_agg;
 
 /* A thread's stack of traced calls still open. calls[0] is a sentinel whose
  * frame is NULL, so the return path needs no emptiness check; top points at
@@ -126,11 +133,19 @@ static __attribute__((noinline, cold)) int stack_grow(struct call_stack *s)
 }
 
 /* Calls still open on a thread's stack end now (they were entered and will
- * not be seen returning); the stack is emptied. */
-static void close_open_calls(struct call_stack *s, int64_t now)
+ * not be seen returning); the stack is emptied. `own`: the calling thread's
+ * stack, whose current call-tree node goes back to what it was below them. */
+static void close_open_calls(struct call_stack *s, int64_t now, int own)
 {
-	for (struct open_call *c = s->calls + 1; c <= s->top; c++)
-		c->region->buf.ends[c->slot] = now;
+	for (struct open_call *c = s->top; c > s->calls; c--) {
+		if (c->slot >= 0) {
+			c->region->buf.ends[c->slot] = now;
+			continue;
+		}
+		sp_agg_count(c->region, c->node, c->start, now);
+		if (own)
+			sp_agg_stack.cur = c->parent;
+	}
 	s->top = s->calls;
 }
 
@@ -172,11 +187,45 @@ out:
 	return result;
 }
 
+/* Aggregation mode: the call's node under the thread's current one. */
+static __attribute__((noinline)) void push_agg(struct call_stack *s, RegionObject *r, const void *frame)
+{
+	struct sp_agg_stack *a = &sp_agg_stack;
+	if (__builtin_expect(a->cap == 0, 0) && sp_agg_grow() != 0)
+		goto fail;   /* registers the thread's state, so a reset reaches it */
+	int32_t parent = a->cur, node = sp_agg_node_of(r, parent);
+	if (__builtin_expect(node < 0, 0))
+		goto fail;
+	a->cur = node;
+	struct open_call *c = ++s->top;
+	c->frame = frame;
+	c->region = r;
+	c->slot = -1;
+	c->node = node;
+	c->parent = parent;
+	c->start = sp_clock_ns();
+	return;
+fail:
+	PyErr_Clear();
+	r->buf.dropped++;
+}
+
+static __attribute__((noinline)) void pop_agg(struct open_call *c)
+{
+	int64_t t = sp_clock_ns();
+	sp_agg_stack.cur = c->parent;
+	sp_agg_count(c->region, c->node, c->start, t);
+}
+
 /* A traced call starts: a slot in its region, the start time. */
 static inline void push_call(struct call_stack *s, RegionObject *r, const void *frame, int lanes)
 {
 	if (__builtin_expect(s->top == s->end, 0) && stack_grow(s) != 0) {
 		r->buf.dropped++;
+		return;
+	}
+	if (__builtin_expect(tracer_agg, 0)) {
+		push_agg(s, r, frame);
 		return;
 	}
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
@@ -205,7 +254,10 @@ static inline int pop_call(struct call_stack *s, const void *frame)
 	if (c->frame != frame)
 		return 1;
 	s->top = c - 1;
-	c->region->buf.ends[c->slot] = sp_clock_ns();
+	if (__builtin_expect(c->slot < 0, 0))
+		pop_agg(c);
+	else
+		c->region->buf.ends[c->slot] = sp_clock_ns();
 	return 0;
 }
 
@@ -286,9 +338,10 @@ static int hook_lanes(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
 /* The hook new threads get; chosen at setup. */
 static Py_tracefunc active_hook = hook;
 
-void sp_tracer_set_lanes(int on)
+void sp_tracer_set_mode(int lanes, int aggregate)
 {
-	active_hook = on ? hook_lanes : hook;
+	active_hook = lanes ? hook_lanes : hook;
+	tracer_agg = aggregate;
 }
 
 static inline int is_ours(Py_tracefunc f)
@@ -324,7 +377,7 @@ void sp_tracer_stop_thread(void)
 {
 	PyThreadState *t = PyThreadState_Get();
 	if (is_ours(t->c_profilefunc)) {
-		close_open_calls(&((TracerState *)t->c_profileobj)->s, sp_clock_ns());
+		close_open_calls(&((TracerState *)t->c_profileobj)->s, sp_clock_ns(), 1);
 		PyEval_SetProfile(NULL, NULL);
 	}
 }
@@ -343,7 +396,7 @@ void sp_tracer_stop_all(void)
 	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t; t = PyThreadState_Next(t)) {
 		if (!is_ours(t->c_profilefunc))
 			continue;
-		close_open_calls(&((TracerState *)t->c_profileobj)->s, now);
+		close_open_calls(&((TracerState *)t->c_profileobj)->s, now, t == me);
 		_PyEval_SetProfile(t, NULL, NULL);
 	}
 	PyErr_Clear();
@@ -531,9 +584,10 @@ static int events_on(void)
 	return 0;
 }
 
-void sp_tracer_set_lanes(int on)
+void sp_tracer_set_mode(int lanes, int aggregate)
 {
-	mon.lanes = on;
+	mon.lanes = lanes;
+	tracer_agg = aggregate;
 }
 
 int sp_tracer_start_thread(void)
@@ -555,7 +609,7 @@ void sp_tracer_stop_thread(void)
 {
 	struct tstack *t = me;
 	if (t && t->active) {
-		close_open_calls(&t->s, sp_clock_ns());
+		close_open_calls(&t->s, sp_clock_ns(), 1);
 		t->active = 0;
 	}
 }
@@ -575,7 +629,7 @@ void sp_tracer_stop_all(void)
 	mon.every_thread = 0;
 	pthread_mutex_lock(&mon.lock);
 	for (struct tstack *t = mon.all; t; t = t->next) {
-		close_open_calls(&t->s, now);
+		close_open_calls(&t->s, now, t == me);
 		t->active = 0;
 	}
 	pthread_mutex_unlock(&mon.lock);
