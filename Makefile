@@ -118,9 +118,12 @@ $(BUILD)/obj/store/mpi.o: CPPFLAGS += $(MPI_CFLAGS)
 $(BUILD)/obj/store/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 # The profile hook calls clock_gettime twice per traced call: no PLT hop.
 $(BUILD)/obj/python/tracer.o $(BUILD)/obj/python/linetrace.o: ALL_CFLAGS += -fno-plt
-$(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py
+# The Python layer goes in compiled (marshalled bytecode of the very
+# interpreter linked in), so a run does not compile it at start-up (~12 ms).
+$(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py Makefile
 	@mkdir -p $(BUILD)
-	cd src/python && xxd -i scope_profiler_py.py > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
+	$(PYTHON) -c 'import marshal, sys; sys.stdout.buffer.write(marshal.dumps(compile(open(sys.argv[1]).read(), "<scope_profiler>", "exec", dont_inherit=True)))' $< > $(BUILD)/scope_profiler_py.pyc
+	cd $(BUILD) && xxd -i scope_profiler_py.pyc > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
 # The no-op module the script's Python subprocesses import (see the shim).
 $(BUILD)/sp_pyshim.h: src/python/scope_profiler_shim.py
 	@mkdir -p $(BUILD)
