@@ -146,7 +146,7 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	struct region_index ix = {NULL, 0};
 	if (!p)
 		return (struct sp_profile *)PyErr_NoMemory();
-	p->format_version = 1;
+	p->format_version = 2;
 	p->nranks = 1;
 	p->ranks = calloc(1, sizeof *p->ranks);
 	size_t nreg = (size_t)PyDict_GET_SIZE(sp_registry);
