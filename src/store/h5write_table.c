@@ -105,7 +105,21 @@ static int write_names(struct sp_h5_writer *w, hid_t g, const struct table *t)
 			else
 				strcpy((char *)buf + i * width, t->rd[i]->name);
 		}
-		rc = sp_h5w_column(w, g, "name", st, st, t->n, buf);
+		if (!vlen) {
+			rc = sp_h5w_column(w, g, "name", st, st, t->n, buf);
+		} else {
+			/* HDF5 refuses variable-length data in a dataset whose
+			 * fill value is never written: its defaults then. */
+			hsize_t dims[1] = {(hsize_t)t->n};
+			hid_t sp = H5Screate_simple(1, dims, NULL);
+			hid_t d = sp < 0 ? -1 : H5Dcreate2(g, "name", st, sp, w->lcpl, H5P_DEFAULT, H5P_DEFAULT);
+			if (d >= 0 && (t->n == 0 || H5Dwrite(d, st, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0))
+				rc = 0;
+			if (d >= 0 && H5Dclose(d) < 0)
+				rc = -1;
+			if (sp >= 0)
+				H5Sclose(sp);
+		}
 	}
 	if (st >= 0)
 		H5Tclose(st);
