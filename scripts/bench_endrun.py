@@ -22,7 +22,7 @@ above the same run with one call per region, against the events' own bytes
 (16 per call); the end's own share is the peak above the script's high-water
 mark at its last statement.
 
-Budgets (DESIGN.md section 7): <= 20,000 instructions per region, <= 20 per
+Budgets: <= 20,000 instructions per region, <= 20 per
 event, peak <= 1.3x the events' bytes above the interpreter's.
 
     python3 scripts/bench_endrun.py --binary build/scope-profiler [--regions N] [--calls M]
