@@ -170,6 +170,17 @@ def test_memory_running_out_is_counted_stored_and_reported(sp):
     summary = sp("summary", "lossy.h5")
     assert summary.returncode == 0, summary.stderr
     assert f"warning: {lost} calls not recorded: memory ran out (big: {lost})" in summary.stdout
+    # Nothing written or shown: the end of the run computes nothing of the
+    # profile, and still says what was lost.
+    run = subprocess.run(
+        [BINARY, "run", "-q", "--no-output", str(script), str(n)], capture_output=True,
+        text=True, timeout=300, cwd=sp.tmp,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert run.returncode == 0, run.stderr
+    kept, lost = map(int, run.stdout.split())
+    assert kept > 0 and lost > 0
+    assert run.stderr == (f"scope-profiler: warning: {lost} calls not recorded: memory ran out "
+                          f"(big: {lost})\n")
 
 
 def test_no_loss_stores_zero(sp):
