@@ -17,6 +17,13 @@ Modes: the default `run -o F` (file and printed summary), `-q -o F` (file
 only), `-q --no-output` (nothing asked for: nothing should be done) and
 `--no-output` (the printed summary only).
 
+The per-event cost is also split by what spends it (inclusive instructions
+of these functions, the same difference): the call tree rebuilt from the
+timestamps (sp_tree_build: the recording can make it free by knowing each
+call's parent), the statistics (sp_stats_compute), the copies of the event
+bytes (memcpy: callgrind counts a byte copied with `rep movsb` as one
+instruction) and the rest.
+
 Memory: peak RSS of the whole process (os.wait4) of N regions x a large M,
 above the same run with one call per region, against the events' own bytes
 (16 per call); the end's own share is the peak above the script's high-water
@@ -86,8 +93,29 @@ def command(binary, mode, folder, script, n, m, extra=()):
             str(n), str(m), *extra]
 
 
+# Functions whose inclusive cost is shown apart: (label, pattern of the
+# name in callgrind_annotate's inclusive listing).
+PARTS = (("tree", "sp_tree_build ["), ("stats", ":sp_stats_compute ["), ("copies", "memcpy"))
+
+
+def parts(cg):
+    """Inclusive instructions per part, from a callgrind output file."""
+    proc = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", cg],
+                          capture_output=True, text=True)
+    out = {label: 0 for label, _ in PARTS}
+    for line in proc.stdout.splitlines():
+        fields = line.split()
+        if not fields or not fields[0].replace(",", "").isdigit():
+            continue
+        for label, pattern in PARTS:
+            if pattern in line:
+                out[label] = max(out[label], int(fields[0].replace(",", "")))
+    return out
+
+
 def instructions(binary, mode, folder, script, n, m):
-    """Instructions of the end of one run (callgrind, sp_session_end_run)."""
+    """Instructions of the end of one run (callgrind, sp_session_end_run),
+    and of its parts."""
     cg = os.path.join(folder, "cg.out")
     env = dict(os.environ, PYTHONHASHSEED="0")
     proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}",
@@ -99,17 +127,18 @@ def instructions(binary, mode, folder, script, n, m):
     with open(cg) as f:
         for line in f:
             if line.startswith("summary:") or line.startswith("totals:"):
-                return int(line.split()[1])
+                return int(line.split()[1]), parts(cg)
     sys.exit("bench_endrun: no callgrind summary")
 
 
 def per_unit(binary, mode, folder, script, n, m):
-    a = instructions(binary, mode, folder, script, n, m)
-    b = instructions(binary, mode, folder, script, 2 * n, m)
-    c = instructions(binary, mode, folder, script, n, 2 * m)
+    (a, pa), (b, _), (c, pc) = (instructions(binary, mode, folder, script, *size)
+                                for size in ((n, m), (2 * n, m), (n, 2 * m)))
     event = (c - a) / (n * m)
     region = (b - a) / n - m * event
-    return {"A": a, "B": b, "C": c, "per_event": event, "per_region": region}
+    split = {label: (pc[label] - pa[label]) / (n * m) for label, _ in PARTS}
+    split["rest"] = event - sum(split.values())
+    return {"A": a, "B": b, "C": c, "per_event": event, "per_region": region, "per_event_parts": split}
 
 
 def peak(binary, folder, script, n, m):
@@ -172,11 +201,13 @@ def main():
     else:
         print(f"the end of a run (callgrind, sp_session_end_run): {args.regions} regions x "
               f"{args.calls} calls, against 2x the regions and 2x the calls")
-        print(f"{'mode':<34}{'instr/region':>14}{'instr/event':>13}{'A total':>14}")
-        print("-" * 75)
+        print(f"{'mode':<34}{'instr/region':>13}{'instr/event':>12}  "
+              f"{'of which: tree  stats copies  rest':>36}")
+        print("-" * 95)
         for mode, r in res["modes"].items():
-            print(f"{MODES[mode][0]:<34}{r['per_region']:>14,.0f}{r['per_event']:>13.1f}"
-                  f"{r['A']:>14,}")
+            sp = r["per_event_parts"]
+            print(f"{MODES[mode][0]:<34}{r['per_region']:>13,.0f}{r['per_event']:>12.1f}  "
+                  f"{sp['tree']:>16.1f}{sp['stats']:>7.1f}{sp['copies']:>7.1f}{sp['rest']:>6.1f}")
         print("budget: <= 20,000 instructions per region, <= 20 per event (file and none modes)")
         if mem:
             mib = 1 << 20
