@@ -255,6 +255,7 @@ bench: $(BIN)
 	$(PYTHON) scripts/bench_storage.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_memory.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_wholerun.py --binary $(abspath $(BIN)) --python $(PYTHON)
+	$(PYTHON) scripts/bench_endrun.py --binary $(abspath $(BIN))
 
 # The man pages: the overview, one per command, the file format. Their
 # SYNOPSIS and OPTIONS sections are written from the binary's --help by

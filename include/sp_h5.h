@@ -1,11 +1,14 @@
-/* sp_h5.h - the HDF5 file format, version 1 (man/scope-profiler-format.5). */
+/* sp_h5.h - the HDF5 file format, version 2, and the reading of version 1
+ * (man/scope-profiler-format.5). */
 #ifndef SP_H5_H
 #define SP_H5_H
 
 #include "sp_profile.h"
 
 /* Writes the profile to path atomically: to a temporary file in the same
- * folder, then rename(2). Regions with num_calls == 0 are skipped. Every
+ * folder, then rename(2). The file is format version 2, or version 1 when
+ * p->format_version is 1 (the layout earlier releases wrote: for tests and
+ * tools that read only that). Regions with num_calls == 0 are skipped. Every
  * region's events must be loaded, except an aggregate region's (it is
  * written as its summary attributes plus self_ns and aggregate = 1, with no
  * event columns). p->compression 1..9 stores event columns of 64 calls or
@@ -54,9 +57,10 @@ enum sp_read_flags {
 	SP_READ_EVENTS = 1,            /* also load every event column */
 };
 
-/* Reads a profile (format 1, or the plain rank{N}/regions/{name}/start_times
- * and end_times layout). On success *out owns everything; after a summary
- * read, every rank has stats and a tree. */
+/* Reads a profile (format 2 or 1, or the plain rank{N}/regions/{name}/
+ * start_times and end_times layout); p->format_version says which. On
+ * success *out owns everything; after a summary read, every rank has stats
+ * and a tree. */
 enum sp_err sp_h5_read(const char *path, int flags, struct sp_profile **out, struct sp_error *err);
 
 /* Escapes a region name into an HDF5 link name ('%' -> %25, '/' -> %2F, a

@@ -86,7 +86,10 @@ struct sp_kv {
 };
 
 struct sp_profile {
-	int format_version;            /* 1; 0 for the plain hand-written layout */
+	/* Read: the file's format version (2 or 1; 0 for the plain
+	 * hand-written layout). Written: 1 writes version 1, anything else
+	 * the current version 2. */
+	int format_version;
 	size_t nranks;
 	struct sp_rank *ranks;         /* sorted by rank number */
 	size_t nmeta;

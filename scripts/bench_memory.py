@@ -89,9 +89,11 @@ def check_file(path, n, chunk=10_000_000):
     import h5py
     import numpy as np
     with h5py.File(path, "r") as f:
-        g = f["rank0/regions/tick"]
-        assert int(g.attrs["num_calls"]) == n, (g.attrs["num_calls"], n)
-        s, e = g["start_times"], g["end_times"]
+        t = f["rank0/regions"]                 # format version 2: one row, region tick
+        assert [x.decode() for x in t["name"][:]] == ["tick"]
+        attrs = {k: int(t[k][0]) for k in ("num_calls", "total_ns", "first_start_ns", "first_event")}
+        assert attrs["num_calls"] == n and attrs["first_event"] == 0, (attrs, n)
+        s, e = f["rank0/events/start_times"], f["rank0/events/end_times"]
         assert s.shape == (n,) and e.shape == (n,), (s.shape, e.shape)
         assert s.dtype == np.int64 and e.dtype == np.int64
         total, last = 0, None
@@ -101,8 +103,8 @@ def check_file(path, n, chunk=10_000_000):
             assert (np.diff(a) >= 0).all() and (last is None or a[0] >= last), "starts out of order"
             last = a[-1]
             total += int((b - a).sum())
-        assert total == int(g.attrs["total_ns"]), (total, g.attrs["total_ns"])
-        assert int(g.attrs["first_start_ns"]) == int(s[0])
+        assert total == attrs["total_ns"], (total, attrs["total_ns"])
+        assert attrs["first_start_ns"] == int(s[0])
         calls = f["rank0/tree/calls"][:]
         assert list(calls) == [n], calls
         assert list(f["rank0/tree/parent"][:]) == [-1]

@@ -60,6 +60,16 @@ static int add_aggregate_region(struct sp_rank *rk, RegionObject *r)
 	return 0;
 }
 
+/* What the end of a session computes, from what it must produce: nothing
+ * written or shown needs only the calls lost (for the warning); the line
+ * tables alone need no region; a file, a summary, the read API's data or
+ * the MPI merge need every region's statistics and the call tree. */
+enum need {
+	NEED_LOSSES,
+	NEED_LINES,
+	NEED_ALL,
+};
+
 /* Appends r to rk with its events borrowed (not copied), closing calls
  * still open at `now`; 0, or -1 with a Python exception set. */
 static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now)
@@ -80,11 +90,24 @@ static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now)
 	return 0;
 }
 
+/* Appends r to rk by name with its calls lost only (for the warning: no
+ * statistics, no events); 0, or -1 with a Python exception set. */
+static int add_lost_region(struct sp_rank *rk, RegionObject *r)
+{
+	struct sp_region_data *rd = &rk->regions[rk->nregions];
+	if (!(rd->name = dup_utf8(r->name)))
+		return -1;
+	rk->nregions++;
+	rd->dropped = (int64_t)r->buf.dropped;
+	return 0;
+}
+
 /* Adds every registered region that recorded something to rk (room for
  * all of them allocated by the caller), each also to ix in the same order;
- * sets *aggregated when one holds aggregated calls. 0, or -1 with a Python
- * exception set (the regions added so far stay rk's). */
-static int add_live_regions(struct sp_rank *rk, struct region_index *ix, int64_t now,
+ * sets *aggregated when one holds aggregated calls. Unless need is
+ * NEED_ALL, only the regions that lost calls, by name. 0, or -1 with a
+ * Python exception set (the regions added so far stay rk's). */
+static int add_live_regions(struct sp_rank *rk, struct region_index *ix, int64_t now, enum need need,
 			    int *aggregated)
 {
 	Py_ssize_t pos = 0;
@@ -92,6 +115,11 @@ static int add_live_regions(struct sp_rank *rk, struct region_index *ix, int64_t
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
 		rk->dropped += (int64_t)r->buf.dropped;
+		if (need != NEED_ALL) {
+			if (r->buf.dropped && add_lost_region(rk, r) != 0)
+				return -1;
+			continue;
+		}
 		if (r->agg.count > 0 && r->buf.n == 0) {
 			if (add_aggregate_region(rk, r) != 0)
 				return -1;
@@ -135,18 +163,19 @@ nomem:
 }
 
 /* Builds a one-rank profile over the live regions (events borrowed, not
- * copied), closing calls still open at `now`, with its call tree when
- * `tree` is set, and a copy of the metadata. Sets a Python exception and
- * returns NULL on failure. */
+ * copied), closing calls still open at `now`, as much of it as need asks
+ * for: with NEED_ALL every region's statistics, the call tree, the line
+ * tables and a copy of the metadata. Sets a Python exception and returns
+ * NULL on failure. */
 static struct sp_profile *live_profile(int64_t now, int64_t run_start, const struct sp_kv *meta,
-				       size_t nmeta, int tree)
+				       size_t nmeta, enum need need)
 {
 	struct sp_profile *p = calloc(1, sizeof *p);
 	struct sp_error err = {0};
 	struct region_index ix = {NULL, 0};
 	if (!p)
 		return (struct sp_profile *)PyErr_NoMemory();
-	p->format_version = 1;
+	p->format_version = 2;
 	p->nranks = 1;
 	p->ranks = calloc(1, sizeof *p->ranks);
 	size_t nreg = (size_t)PyDict_GET_SIZE(sp_registry);
@@ -163,17 +192,17 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	int aggregated = 0;
 	if (!(ix.r = calloc(nreg ? nreg : 1, sizeof(RegionObject *))))
 		goto nomem;
-	if (add_live_regions(rk, &ix, now, &aggregated) != 0 ||
-	    copy_meta(p, rk, meta, nmeta) != 0 ||
-	    sp_linetrace_collect(rk) != 0)
+	if (add_live_regions(rk, &ix, now, need, &aggregated) != 0 ||
+	    (need == NEED_ALL && copy_meta(p, rk, meta, nmeta) != 0) ||
+	    (need != NEED_LOSSES && sp_linetrace_collect(rk) != 0))
 		goto fail;
-	if (aggregated && sp_agg_tree(rk, region_index_of, &ix, &err) != SP_OK) {
+	if (need == NEED_ALL && aggregated && sp_agg_tree(rk, region_index_of, &ix, &err) != SP_OK) {
 		sp_py_err(err.code, err.msg);
 		goto fail;
 	}
 	free(ix.r);
 	ix.r = NULL;
-	if (!aggregated && tree && sp_tree_build(rk, &err) != SP_OK) {
+	if (need == NEED_ALL && !aggregated && sp_tree_build(rk, &err) != SP_OK) {
 		sp_py_err(err.code, err.msg);
 		goto fail;
 	}
@@ -223,9 +252,11 @@ int sp_final_run(struct sp_final *f)
 	sp_session_freeze();
 	sp_session_set_writing(1);   /* until the events are no longer read */
 	int64_t now = sp_clock_ns();
-	/* The call tree costs a pass over the events: only when it is needed. */
-	struct sp_profile *p = live_profile(now, f->run_start_ns, f->meta, f->nmeta,
-					    f->path || f->render || f->snapshot || collective);
+	/* The statistics and the call tree cost passes over every event: only
+	 * when something is written or shown. */
+	enum need need = f->path || f->render || f->snapshot || collective ? NEED_ALL
+			 : f->render_lines ? NEED_LINES : NEED_LOSSES;
+	struct sp_profile *p = live_profile(now, f->run_start_ns, f->meta, f->nmeta, need);
 	if (!p)
 		goto out;
 	p->compression = f->compression;  /* the file's event columns: 0 contiguous, 1..9 deflate */

@@ -16,7 +16,7 @@
 #include "sp_clock.h"
 #include "sp_grow.h"
 #include "sp_keytab.h"
-#include "sp_nest.h"
+#include "nest_int.h"
 #include "sp_profile.h"
 
 /* With lanes: where a node's first event falls in the lane-by-lane order,
@@ -26,12 +26,20 @@ struct first_seen {
 	uint64_t pos;
 };
 
+/* Per region: the node its last call was counted in, and that node's
+ * parent. A region's next call is most often under the same parent (a
+ * loop's body, a callee of one caller), found here without a lookup. */
+struct last_node {
+	int32_t parent, node;          /* node -1: none yet */
+};
+
 struct builder {
 	struct sp_tree_node *nodes;
 	size_t nnodes, nodes_cap;
 	struct first_seen *first;      /* nodes_cap entries when tracking lanes, else NULL */
 	size_t first_cap;
 	struct sp_keytab node_ids;     /* (parent, region) -> node */
+	struct last_node *last;        /* per region */
 };
 
 /* Returns the node of region under parent, adding it if new; -1 on out of
@@ -70,9 +78,13 @@ static int visit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, in
 {
 	struct builder *b = ctx;
 	size_t before = b->nnodes;
-	int32_t id = node_get(b, (int32_t)parent_tag, c->region);
-	if (id < 0)
-		return -1;
+	struct last_node *last = &b->last[c->region];
+	int32_t id = last->node;
+	if (id < 0 || last->parent != (int32_t)parent_tag) {
+		if ((id = node_get(b, (int32_t)parent_tag, c->region)) < 0)
+			return -1;
+		*last = (struct last_node){ (int32_t)parent_tag, id };
+	}
 	if (b->first && ((size_t)id >= before || c->lane < b->first[id].lane))
 		b->first[id] = (struct first_seen){ c->lane, c->pos };
 	b->nodes[id].calls++;
@@ -159,18 +171,18 @@ enum sp_err sp_tree_build_opt(struct sp_rank *rank, int always_sort, struct sp_e
 	enum sp_err rc = SP_ENOMEM;
 	struct builder b = { 0 };
 	struct sp_nest_column *cols = malloc((rank->nregions ? rank->nregions : 1) * sizeof *cols);
-	if (!cols)
-		goto out;
-	if (lanes && !(b.first = malloc(16 * sizeof *b.first)))
+	b.last = malloc((rank->nregions ? rank->nregions : 1) * sizeof *b.last);
+	if (!cols || !b.last || (lanes && !(b.first = malloc(16 * sizeof *b.first))))
 		goto out;
 	b.first_cap = lanes ? 16 : 0;
 	for (size_t r = 0; r < rank->nregions; r++) {
 		const struct sp_region_data *rd = &rank->regions[r];
 		cols[r] = (struct sp_nest_column){ rd->starts, rd->ends, rd->lanes,
 						   (size_t)rd->stats.num_calls };
+		b.last[r] = (struct last_node){ -1, -1 };
 	}
-	if (sp_nest_walk(cols, rank->nregions, always_sort ? SP_NEST_ALWAYS_SORT : 0, visit, &b,
-			 err) != SP_OK || (lanes && renumber(&b) != 0))
+	if (nest_walk_inline(cols, rank->nregions, always_sort ? SP_NEST_ALWAYS_SORT : 0, visit, &b,
+			     err) != SP_OK || (lanes && renumber(&b) != 0))
 		goto out;
 
 	/* Shrink to fit; if even that fails, keep the larger block. */
@@ -188,6 +200,7 @@ enum sp_err sp_tree_build_opt(struct sp_rank *rank, int always_sort, struct sp_e
 	rc = SP_OK;
 out:
 	free(cols);
+	free(b.last);
 	free(b.nodes);
 	free(b.first);
 	sp_keytab_free(&b.node_ids);

@@ -1,7 +1,9 @@
-/* h5read.c - reading a profile from HDF5: format version 1 and the plain
- * rank{N}/regions/{name}/{start_times,end_times} layout. Defensive: the file
- * may be anything, and nothing in it is trusted without a check. The pieces:
- * this file (ranks, regions, events, call trees, metadata, sp_h5_read),
+/* h5read.c - reading a profile from HDF5: the file, its metadata, and the
+ * ranks of format version 1 and of the plain rank{N}/regions/{name}/
+ * {start_times,end_times} layout (version 2's are h5read_table.c's).
+ * Defensive: the file may be anything, and nothing in it is trusted without
+ * a check. The pieces: this file (the file, version 1's ranks, regions and
+ * events, call trees, metadata, sp_h5_read), h5read_table.c,
  * h5read_lines.c, h5stream.c, h5read_check.c (the damaged-file checks) and
  * h5read_util.c, sharing sp_h5read.h. */
 #include <errno.h>
@@ -15,17 +17,11 @@
 #include "sp_grow.h"
 #include "sp_h5read.h"
 
-/* A region name and its index, sorted by name for lookups. */
-struct name_ref {
-	const char *name;
-	int32_t idx;
-};
-
 /* An event column of n elements of size sz, or NULL: large ones aligned
  * to 2 MiB and marked for transparent huge pages, so reading 16 MB costs a
  * handful of page faults instead of four thousand (numpy does the same for
  * h5py). Freed with free(). */
-static void *alloc_column(size_t n, size_t sz)
+void *sp_h5r_alloc_column(size_t n, size_t sz)
 {
 	if (n > SIZE_MAX / sz)
 		return NULL;
@@ -73,6 +69,25 @@ static void check_events(const int64_t *starts, const int64_t *ends, size_t n, i
 	}
 }
 
+enum sp_err sp_h5r_events_ok(struct reader *r, const char *ctx, const int64_t *starts, const int64_t *ends,
+			     size_t n)
+{
+	/* Every call ends no earlier than it starts, and the durations add up
+	 * within 64 bits, so every single duration does too. */
+	int bad = 0;
+	__int128 sum = 0;
+	check_events(starts, ends, n, &bad, &sum);
+	if (bad) {
+		size_t i = 0;
+		while (ends[i] >= starts[i])
+			i++;
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s: call %zu ends before it starts", ctx, i);
+	}
+	if (sum > INT64_MAX)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s: durations overflow 64 bits", ctx);
+	return SP_OK;
+}
+
 /* Loads a region's event columns and checks every call has end >= start and
  * the durations add up without overflow. */
 static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struct sp_region_data *rd,
@@ -93,8 +108,8 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 		goto out;
 	}
 	size_t n = (size_t)ns;
-	if ((hsize_t)n != ns || !(starts = alloc_column(n, sizeof *starts)) ||
-	    !(ends = alloc_column(n, sizeof *ends))) {
+	if ((hsize_t)n != ns || !(starts = sp_h5r_alloc_column(n, sizeof *starts)) ||
+	    !(ends = sp_h5r_alloc_column(n, sizeof *ends))) {
 		rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %llu events", ctx, (unsigned long long)ns);
 		goto out;
 	}
@@ -103,22 +118,8 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read the event columns", ctx);
 		goto out;
 	}
-	/* Every call ends no earlier than it starts, and the durations add up
-	 * within 64 bits, so every single duration does too. */
-	int bad = 0;
-	__int128 sum = 0;
-	check_events(starts, ends, n, &bad, &sum);
-	if (bad) {
-		size_t i = 0;
-		while (ends[i] >= starts[i])
-			i++;
-		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: call %zu ends before it starts", ctx, i);
+	if ((rc = sp_h5r_events_ok(r, ctx, starts, ends, n)) != SP_OK)
 		goto out;
-	}
-	if (sum > INT64_MAX) {
-		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: durations overflow 64 bits", ctx);
-		goto out;
-	}
 	/* The optional thread lane of each call (--track-threads). */
 	if (sp_h5r_hard_link(g, "lanes") > 0) {
 		hid_t dl = -1;
@@ -127,7 +128,7 @@ static enum sp_err read_events(struct reader *r, hid_t g, const char *ctx, struc
 			goto out;
 		if (nl != ns)
 			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: lanes and start_times differ in length", ctx);
-		else if (!(lanes = alloc_column(n, sizeof *lanes)))
+		else if (!(lanes = sp_h5r_alloc_column(n, sizeof *lanes)))
 			rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %zu lanes", ctx, n);
 		else if (n && H5Dread(dl, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, lanes) < 0)
 			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read the lanes column", ctx);
@@ -226,19 +227,19 @@ out:
 
 static int name_ref_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct name_ref *)a)->name, ((const struct name_ref *)b)->name);
+	return strcmp(((const struct sp_h5r_name_ref *)a)->name, ((const struct sp_h5r_name_ref *)b)->name);
 }
 
-/* Reads the four tree columns; regions are given by name and looked up in
- * idx (nidx entries sorted by name). */
-static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const struct name_ref *idx,
-			     size_t nidx, struct sp_rank *rk)
+enum sp_err sp_h5r_read_tree(struct reader *r, hid_t rank_g, const struct sp_h5r_name_ref *idx, size_t nidx,
+			     struct sp_rank *rk)
 {
+	int rankno = rk->rank;
 	static const char *const cols[4] = {"parent", "region", "calls", "total_ns"};
 	hid_t tg = -1, ds[4] = {-1, -1, -1, -1};
 	hsize_t len[4];
 	int32_t *parent = NULL;
 	int64_t *calls = NULL, *total = NULL;
+	int32_t *row = NULL;
 	struct sp_h5r_strings names = {.mt = -1, .space = -1};
 	size_t n = 0;
 	struct sp_tree_node *tree = NULL;
@@ -249,8 +250,8 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 	if ((tg = sp_h5r_open_group(r, rank_g, "tree")) < 0)
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", ctx);
 	for (int i = 0; i < 4; i++)
-		if ((rc = sp_h5r_column_open(r, tg, ctx, cols[i], i == 1 ? H5T_STRING : H5T_INTEGER, 1, &ds[i],
-					     &len[i])) != SP_OK)
+		if ((rc = sp_h5r_column_open(r, tg, ctx, cols[i], i == 1 && idx ? H5T_STRING : H5T_INTEGER, 1,
+					     &ds[i], &len[i])) != SP_OK)
 			goto out;
 	if (len[1] != len[0] || len[2] != len[0] || len[3] != len[0] || len[0] > INT32_MAX) {
 		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: columns of different lengths", ctx);
@@ -261,12 +262,18 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 	calls = sp_h5r_alloc_n(n, sizeof *calls);
 	total = sp_h5r_alloc_n(n, sizeof *total);
 	tree = sp_h5r_alloc_n(n, sizeof *tree);
-	if (!parent || !calls || !total || !tree) {
+	if (!idx)
+		row = sp_h5r_alloc_n(n, sizeof *row);
+	if (!parent || !calls || !total || !tree || (!idx && !row)) {
 		rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %zu nodes", ctx, n);
 		goto out;
 	}
-	if ((rc = sp_h5r_strings_read(r, ds[1], ctx, "region", n, &names)) != SP_OK)
+	if (idx ? (rc = sp_h5r_strings_read(r, ds[1], ctx, "region", n, &names)) != SP_OK
+		: n && H5Dread(ds[1], H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, row) < 0) {
+		if (!idx)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read the tree columns", ctx);
 		goto out;
+	}
 	if (n && (H5Dread(ds[0], H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, parent) < 0 ||
 		  H5Dread(ds[2], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, calls) < 0 ||
 		  H5Dread(ds[3], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, total) < 0)) {
@@ -274,9 +281,14 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct name_ref key = {sp_h5r_string(&names, i), 0};
-		const struct name_ref *hit;
-		if (!key.name || !(hit = bsearch(&key, idx, nidx, sizeof *idx, name_ref_cmp))) {
+		struct sp_h5r_name_ref key = {idx ? sp_h5r_string(&names, i) : NULL, 0};
+		const struct sp_h5r_name_ref *hit = NULL;
+		int32_t region = -1;
+		if (idx && key.name && (hit = bsearch(&key, idx, nidx, sizeof *idx, name_ref_cmp)))
+			region = hit->idx;
+		else if (!idx && row[i] >= 0 && (size_t)row[i] < rk->nregions)
+			region = row[i];
+		if (region < 0) {
 			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: node %zu names no region of this rank", ctx, i);
 			goto out;
 		}
@@ -284,7 +296,7 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: node %zu has a bad parent %d", ctx, i, (int)parent[i]);
 			goto out;
 		}
-		tree[i] = (struct sp_tree_node){parent[i], hit->idx, calls[i], total[i]};
+		tree[i] = (struct sp_tree_node){parent[i], region, calls[i], total[i]};
 	}
 	free(rk->tree);
 	rk->tree = tree;
@@ -292,6 +304,7 @@ static enum sp_err read_tree(struct reader *r, hid_t rank_g, int rankno, const s
 	tree = NULL;
 out:
 	sp_h5r_strings_free(&names);
+	free(row);
 	free(parent);
 	free(calls);
 	free(total);
@@ -300,6 +313,25 @@ out:
 		sp_h5r_close(ds[i]);
 	H5Gclose(tg);
 	return rc;
+}
+
+enum sp_err sp_h5r_tree_and_lines(struct reader *r, hid_t g, const char *gname, int has_tree,
+				  const struct sp_h5r_name_ref *idx, size_t nidx, struct sp_rank *rk)
+{
+	enum sp_err rc;
+	int a;
+	if (has_tree) {
+		rc = sp_h5r_read_tree(r, g, idx, nidx, rk);
+	} else if ((rc = sp_tree_build(rk, r->err)) != SP_OK) {
+		char msg[sizeof r->err->msg];
+		snprintf(msg, sizeof msg, "%s", r->err ? r->err->msg : "cannot build the call tree");
+		sp_h5r_fail(r, rc, "%s", msg);
+	}
+	if (rc != SP_OK)
+		return rc;
+	if ((a = sp_h5r_hard_link(g, "lines")) < 0)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up the line tables", gname);
+	return a == 1 ? sp_h5r_read_lines(r, g, rk) : SP_OK;
 }
 
 /* A rank group's attributes (each optional): run start and end, pid,
@@ -340,10 +372,12 @@ static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, st
 {
 	hid_t g = -1, regions = -1;
 	struct names nl = {0};
-	struct name_ref *idx = NULL;
+	struct sp_h5r_name_ref *idx = NULL;
 	enum sp_err rc = SP_OK;
-	int has_tree, a = 0;
+	int has_tree;
 
+	if (r->version == 2)
+		return sp_h5r_read_rank_v2(r, file, gname, rk);
 	if ((g = sp_h5r_open_group(r, file, gname)) < 0)
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", gname);
 	if ((rc = sp_h5r_rank_attrs(r, g, gname, rk)) != SP_OK)
@@ -363,7 +397,7 @@ static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, st
 	for (size_t i = 0; i < nl.n; i++) {
 		if ((rc = sp_h5r_read_region(r, regions, nl.v[i], rk->rank, need_events, &rk->regions[i])) != SP_OK)
 			goto out;
-		idx[i] = (struct name_ref){rk->regions[i].name, (int32_t)i};
+		idx[i] = (struct sp_h5r_name_ref){rk->regions[i].name, (int32_t)i};
 	}
 	qsort(idx, nl.n, sizeof *idx, name_ref_cmp);
 	for (size_t i = 1; i < nl.n; i++)
@@ -371,19 +405,7 @@ static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, st
 			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s has two regions named '%s'", gname, idx[i].name);
 			goto out;
 		}
-	if (has_tree) {
-		rc = read_tree(r, g, rk->rank, idx, nl.n, rk);
-	} else if ((rc = sp_tree_build(rk, r->err)) != SP_OK) {
-		char msg[sizeof r->err->msg];
-		snprintf(msg, sizeof msg, "%s", r->err ? r->err->msg : "cannot build the call tree");
-		sp_h5r_fail(r, rc, "%s", msg);
-	}
-	if (rc != SP_OK)
-		goto out;
-	if ((a = sp_h5r_hard_link(g, "lines")) < 0)
-		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up the line tables", gname);
-	else if (a == 1)
-		rc = sp_h5r_read_lines(r, g, rk);
+	rc = sp_h5r_tree_and_lines(r, g, gname, has_tree, idx, nl.n, rk);
 out:
 	free(idx);
 	sp_h5r_names_free(&nl);
@@ -517,11 +539,11 @@ enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p)
 		rc = sp_h5r_fail(r, SP_ENOTPROF, "not a scope-profiler file (format '%.64s')", format);
 		goto out;
 	}
-	if (version < 0 || version > 1) {
-		rc = sp_h5r_fail(r, SP_ENOTPROF, "format version %d is not supported (1 is)", (int)version);
+	if (version < 0 || version > 2) {
+		rc = sp_h5r_fail(r, SP_ENOTPROF, "format version %d is not supported (1 and 2 are)", (int)version);
 		goto out;
 	}
-	p->format_version = version;
+	p->format_version = r->version = version;
 	if ((a = sp_h5r_list_links(file, &nl)) < 0) {
 		rc = sp_h5r_fail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "cannot list the root group");
 		goto out;

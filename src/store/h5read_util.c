@@ -156,6 +156,22 @@ out:
 	return rc;
 }
 
+int sp_h5r_span(hid_t ds, hid_t mtype, uint64_t first, size_t n, void *buf)
+{
+	hsize_t off[1] = {(hsize_t)first}, cnt[1] = {(hsize_t)n};
+	hid_t fs, ms = -1;
+	int rc = -1;
+	if (n == 0)
+		return 0;
+	if ((fs = H5Dget_space(ds)) >= 0 && (ms = H5Screate_simple(1, cnt, NULL)) >= 0 &&
+	    H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0 &&
+	    H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, buf) >= 0)
+		rc = 0;
+	sp_h5r_close(ms);
+	sp_h5r_close(fs);
+	return rc;
+}
+
 /* Like sp_h5r_attr_num for a string attribute: 1, 0 (absent), -1, or -2 (OOM). */
 int sp_h5r_attr_str(struct reader *r, hid_t loc, const char *name, char **out)
 {

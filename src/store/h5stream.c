@@ -1,6 +1,7 @@
 /* h5stream.c - a profile open for streaming its event columns a slice at
  * a time (sp_h5_stream_*, for export): the structure is read and every
- * region's columns checked at open; a slice reads only its hyperslab. */
+ * region's columns checked at open; a slice reads only its hyperslab (of
+ * the region's own columns in version 1, of the rank's in version 2). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +16,10 @@ struct sp_h5_stream {
 	hid_t file;
 	struct sp_profile *p;
 	char **groups;                 /* per rank: the rank group's link name */
-	char ***links;                 /* per rank, per region: the region's link name */
-	size_t ri, gi;                 /* the region whose columns are open, if any */
+	char ***links;                 /* version 1: per rank, per region: the region's link name */
+	int64_t **first;               /* version 2: per rank, per region: its first call */
+	uint64_t *total;               /* version 2: per rank: the calls in its columns */
+	size_t ri, gi;                 /* the region (version 2: rank) whose columns are open */
 	hid_t cols[3];                 /* its start_times, end_times, lanes; -1: none */
 };
 
@@ -58,6 +61,25 @@ static int str_ptr_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* A version 2 rank for a stream: attributes, the regions table, the event
+ * columns checked; keeps each region's first call. */
+static enum sp_err stream_rank_v2(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk,
+				  size_t ri)
+{
+	struct sp_h5_stream *s = r->stream;
+	hid_t g = -1, cols[3] = {-1, -1, -1};
+	enum sp_err rc;
+
+	if ((g = sp_h5r_open_group(r, file, gname)) < 0)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", gname);
+	if ((rc = sp_h5r_rank_attrs(r, g, gname, rk)) == SP_OK &&
+	    (rc = sp_h5r_read_table(r, g, gname, rk, &s->first[ri], &s->total[ri])) == SP_OK)
+		rc = sp_h5r_events_open(r, g, gname, s->total[ri], 2, cols);
+	close_columns(cols);
+	sp_h5r_close(g);
+	return rc;
+}
+
 /* Reads a rank's structure for a stream: attributes, region names and stats,
  * and checks every region's columns; keeps the link names for reading. */
 enum sp_err sp_h5r_stream_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
@@ -70,10 +92,14 @@ enum sp_err sp_h5r_stream_rank(struct reader *r, hid_t file, const char *gname, 
 	enum sp_err rc = SP_OK;
 
 	if (!s->groups && (!(s->groups = calloc(s->p->nranks, sizeof *s->groups)) ||
-			   !(s->links = calloc(s->p->nranks, sizeof *s->links))))
+			   !(s->links = calloc(s->p->nranks, sizeof *s->links)) ||
+			   !(s->first = calloc(s->p->nranks, sizeof *s->first)) ||
+			   !(s->total = calloc(s->p->nranks, sizeof *s->total))))
 		return sp_h5r_fail(r, SP_ENOMEM, "out of memory");
 	if (!(s->groups[ri] = strdup(gname)))
 		return sp_h5r_fail(r, SP_ENOMEM, "out of memory");
+	if (r->version == 2)
+		return stream_rank_v2(r, file, gname, rk, ri);
 	if ((g = sp_h5r_open_group(r, file, gname)) < 0)
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", gname);
 	if ((rc = sp_h5r_rank_attrs(r, g, gname, rk)) != SP_OK)
@@ -185,7 +211,6 @@ const struct sp_profile *sp_h5_stream_profile(const struct sp_h5_stream *s)
 enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint64_t first, size_t n,
 			      int64_t *starts, int64_t *ends, int32_t *lanes, struct sp_error *err)
 {
-	hid_t fs = -1, ms = -1;
 	enum sp_err rc = SP_OK;
 	char ctx[256];
 
@@ -203,22 +228,31 @@ enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint
 	if (n == 0)
 		return SP_OK;
 	s->r.err = err;
-	snprintf(ctx, sizeof ctx, "rank%d/regions/%s", rk->rank, s->links[ri][gi]);
-	if (s->ri != ri || s->gi != gi) {
+	int v2 = s->p->format_version == 2;
+	snprintf(ctx, sizeof ctx, "rank%d/regions/%.200s", rk->rank, v2 ? rd->name : s->links[ri][gi]);
+	if (v2 ? s->ri != ri : s->ri != ri || s->gi != gi) {
 		close_columns(s->cols);
 		s->ri = s->gi = SIZE_MAX;
 		hid_t rg = H5Gopen2(s->file, s->groups[ri], H5P_DEFAULT);
-		hid_t regions = rg >= 0 ? H5Gopen2(rg, "regions", H5P_DEFAULT) : -1;
-		hid_t g = regions >= 0 ? H5Gopen2(regions, s->links[ri][gi], H5P_DEFAULT) : -1;
-		rc = g < 0 ? sp_h5r_fail(&s->r, SP_ECORRUPT, "%s is not a group", ctx)
-			   : stream_columns(&s->r, g, ctx, rd->stats.num_calls, s->cols, 0);
-		sp_h5r_close(g); sp_h5r_close(regions); sp_h5r_close(rg);
+		if (v2) {
+			/* The rank's columns, checked at open: opened again as they were. */
+			rc = rg < 0 ? sp_h5r_fail(&s->r, SP_ECORRUPT, "%s is not a group", s->groups[ri])
+				    : sp_h5r_events_open(&s->r, rg, s->groups[ri], s->total[ri], 0, s->cols);
+		} else {
+			hid_t regions = rg >= 0 ? H5Gopen2(rg, "regions", H5P_DEFAULT) : -1;
+			hid_t g = regions >= 0 ? H5Gopen2(regions, s->links[ri][gi], H5P_DEFAULT) : -1;
+			rc = g < 0 ? sp_h5r_fail(&s->r, SP_ECORRUPT, "%s is not a group", ctx)
+				   : stream_columns(&s->r, g, ctx, rd->stats.num_calls, s->cols, 0);
+			sp_h5r_close(g);
+			sp_h5r_close(regions);
+		}
+		sp_h5r_close(rg);
 		if (rc != SP_OK)
 			return rc;
 		s->ri = ri;
 		s->gi = gi;
 	}
-	hsize_t off = first, cnt = n;
+	uint64_t at = v2 ? (uint64_t)s->first[ri][gi] + first : first;
 	for (int i = 0; i < 3 && rc == SP_OK; i++) {
 		void *buf = i == 0 ? (void *)starts : i == 1 ? (void *)ends : (void *)lanes;
 		if (i == 2 && (!lanes || s->cols[2] < 0)) {
@@ -226,12 +260,8 @@ enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint
 				memset(lanes, 0, n * sizeof *lanes);
 			break;
 		}
-		if ((fs = H5Dget_space(s->cols[i])) < 0 || (ms = H5Screate_simple(1, &cnt, NULL)) < 0 ||
-		    H5Sselect_hyperslab(fs, H5S_SELECT_SET, &off, NULL, &cnt, NULL) < 0 ||
-		    H5Dread(s->cols[i], i == 2 ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, buf) < 0)
+		if (sp_h5r_span(s->cols[i], i == 2 ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64, at, n, buf) < 0)
 			rc = sp_h5r_fail(&s->r, SP_ECORRUPT, "%s: cannot read the event columns", ctx);
-		sp_h5r_close(fs); sp_h5r_close(ms);
-		fs = ms = -1;
 	}
 	for (size_t i = 0; rc == SP_OK && i < n; i++)
 		if (ends[i] < starts[i])
@@ -257,9 +287,13 @@ void sp_h5_stream_close(struct sp_h5_stream *s)
 				free(s->links[i][j]);
 			free(s->links[i]);
 		}
+		if (s->first)
+			free(s->first[i]);
 	}
 	free(s->groups);
 	free(s->links);
+	free(s->first);
+	free(s->total);
 	sp_profile_free(s->p);
 	free(s->path);
 	free(s);

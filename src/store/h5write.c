@@ -1,6 +1,9 @@
-/* h5write.c - writing a profile as an HDF5 file (format version 1), atomically:
- * whole (sp_h5_write) or one rank at a time (sp_h5_writer_*). Where the file
- * goes (symlinks, devices, the temporary file and the rename) is outpath.c's. */
+/* h5write.c - writing a profile as an HDF5 file, atomically: whole
+ * (sp_h5_write) or one rank at a time (sp_h5_writer_*). This file holds the
+ * writer, the root, metadata and rank groups, the helpers of sp_h5write.h
+ * and the line tables; a rank's regions are h5write_table.c's (format
+ * version 2) or h5write_v1.c's. Where the file goes (symlinks, devices, the
+ * temporary file and the rename) is outpath.c's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -13,28 +16,8 @@
 #include <hdf5.h>
 
 #include "sp_clock.h"
-#include "sp_h5.h"
-#include "sp_outpath.h"
+#include "sp_h5write.h"
 
-/* A file being written: the temporary file, the property lists shared by
- * every object, and the first failure, which every later call returns. */
-struct sp_h5_writer {
-	char *path;                    /* the final path (a copy), for messages */
-	struct sp_outpath out;         /* the temporary file (out.tmp) and its target */
-	int failed;                    /* a call failed: failure says why */
-	int detached;                  /* the file's descriptor points at memory (detach) */
-	struct sp_error failure;       /* what wfail sets; copied to the caller's err */
-	hid_t fcpl, fapl;              /* the file's */
-	hid_t lcpl;                    /* UTF-8 link names */
-	hid_t gcpl;                    /* plain groups */
-	hid_t gcpl_regions;            /* link creation order tracked + indexed */
-	hid_t gcpl_region;             /* room for all summary attrs in the header */
-	hid_t gcpl_meta;               /* attribute creation order tracked + indexed */
-	hid_t dcpl;                    /* contiguous, no fill write */
-	int level;                     /* event columns: 0 contiguous, 1..9 deflate level */
-	hid_t file;                    /* the temporary file, open */
-	hid_t meta;                    /* its /metadata group, open until commit */
-};
 
 /* Abandons the temporary file after a failure, before any more of it is
  * closed. HDF5 writes cached data and metadata when a dataset or the file
@@ -43,7 +26,7 @@ struct sp_h5_writer {
  * again: a use after free, SIGSEGV at exit. So the file's descriptor is
  * pointed at an anonymous memory file: every later write and close then
  * succeeds, nothing more reaches the disk, and the file is removed. */
-static void detach(struct sp_h5_writer *w)
+void sp_h5w_detach(struct sp_h5_writer *w)
 {
 	int *fd = NULL;
 	int e = errno;
@@ -66,10 +49,7 @@ static void detach(struct sp_h5_writer *w)
 
 /* Fills w->failure with "cannot write '<path>': <what>", adding the OS's reason
  * when errno holds one that explains an HDF5 failure; the file is abandoned. */
-static enum sp_err wfail(struct sp_h5_writer *w, enum sp_err code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static enum sp_err wfail(struct sp_h5_writer *w, enum sp_err code, const char *fmt, ...)
+enum sp_err sp_h5w_fail(struct sp_h5_writer *w, enum sp_err code, const char *fmt, ...)
 {
 	int e = errno;
 	char what[384];
@@ -77,14 +57,14 @@ static enum sp_err wfail(struct sp_h5_writer *w, enum sp_err code, const char *f
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	detach(w);
+	sp_h5w_detach(w);
 	if (code == SP_EIO && (e == ENOSPC || e == EDQUOT || e == EIO || e == EFBIG || e == EROFS))
 		return sp_error_set(&w->failure, code, "cannot write '%s': %s: %s", w->path, what,
 				    strerror(e));
 	return sp_error_set(&w->failure, code, "cannot write '%s': %s", w->path, what);
 }
 
-static int attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *buf)
+int sp_h5w_attr(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *buf)
 {
 	hid_t space = H5Screate(H5S_SCALAR), a = H5I_INVALID_HID;
 	int ok = 0;
@@ -99,18 +79,18 @@ static int attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, con
 	return ok ? 0 : -1;
 }
 
-static int attr_i64(hid_t loc, const char *name, int64_t v)
+int sp_h5w_attr_i64(hid_t loc, const char *name, int64_t v)
 {
-	return attr_write(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+	return sp_h5w_attr(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
 }
 
-static int attr_f64(hid_t loc, const char *name, double v)
+int sp_h5w_attr_f64(hid_t loc, const char *name, double v)
 {
-	return attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+	return sp_h5w_attr(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
 }
 
 /* A fixed-length, null-terminated UTF-8 string type of size bytes, or -1. */
-static hid_t str_type(size_t size)
+hid_t sp_h5w_str_type(size_t size)
 {
 	hid_t t = H5Tcopy(H5T_C_S1);
 	if (t >= 0 && (H5Tset_size(t, size) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
@@ -121,27 +101,19 @@ static hid_t str_type(size_t size)
 	return t;
 }
 
-static int attr_str(hid_t loc, const char *name, const char *value)
+int sp_h5w_attr_str(hid_t loc, const char *name, const char *value)
 {
-	hid_t t = str_type(strlen(value) + 1);
+	hid_t t = sp_h5w_str_type(strlen(value) + 1);
 	if (t < 0)
 		return -1;
-	int rc = attr_write(loc, name, t, t, value);
+	int rc = sp_h5w_attr(loc, name, t, t, value);
 	H5Tclose(t);
 	return rc;
 }
 
-/* Compressed event columns (scope-profiler-format(5)): chunks of at most
- * CHUNK_MAX elements (512 KiB of int64: it fits HDF5's default 1 MiB chunk
- * cache, so reading a column a slice at a time inflates each chunk once;
- * chunks 16x larger are 3% smaller and slower to write), exactly the column
- * when shorter. A column of fewer than COMPRESS_MIN elements stays
- * contiguous: compressing it saves less than its chunk index costs. The
- * chunk index is a version 1 B-tree whose nodes are allocated whole: with
- * ISTORE_K 2 (HDF5's default is 32) a one-chunk column's node takes 176
- * bytes instead of 2 KiB. */
-#define CHUNK_MAX ((size_t)1 << 16)
-#define COMPRESS_MIN ((size_t)64)
+/* The chunk index of compressed columns is a version 1 B-tree whose nodes
+ * are allocated whole: with ISTORE_K 2 (HDF5's default is 32) a one-chunk
+ * column's node takes 176 bytes instead of 2 KiB. */
 #define ISTORE_K 2
 
 /* A dataset creation property list for a column of n elements: w->dcpl, or
@@ -149,9 +121,9 @@ static int attr_str(hid_t loc, const char *name, const char *value)
  * which the caller closes. */
 static hid_t column_dcpl(struct sp_h5_writer *w, size_t n, int level)
 {
-	if (level <= 0 || n < COMPRESS_MIN)
+	if (level <= 0 || n < SP_H5W_COMPRESS_MIN)
 		return w->dcpl;
-	hsize_t chunk[1] = {(hsize_t)(n < CHUNK_MAX ? n : CHUNK_MAX)};
+	hsize_t chunk[1] = {(hsize_t)(n < SP_H5W_CHUNK_MAX ? n : SP_H5W_CHUNK_MAX)};
 	hid_t d = H5Pcreate(H5P_DATASET_CREATE);
 	if (d < 0)
 		return -1;
@@ -168,166 +140,88 @@ static hid_t column_dcpl(struct sp_h5_writer *w, size_t n, int level)
 	return d;
 }
 
-/* Creates a 1-D dataset of n elements of ftype in loc and writes buf (one
- * H5Dwrite for the whole column); level as column_dcpl's. */
-static int column_write_z(struct sp_h5_writer *w, hid_t loc, const char *name, hid_t ftype,
-			  hid_t mtype, size_t n, const void *buf, int level)
+hid_t sp_h5w_dataset(struct sp_h5_writer *w, hid_t loc, const char *name, hid_t ftype, size_t n,
+		     int level)
 {
 	hsize_t dims[1] = {(hsize_t)n};
-	hid_t space = H5Screate_simple(1, dims, NULL), ds = H5I_INVALID_HID;
-	hid_t dcpl = H5I_INVALID_HID;
-	int ok = 0;
+	hid_t space = H5Screate_simple(1, dims, NULL), ds = H5I_INVALID_HID, dcpl;
 	if (space < 0)
 		return -1;
-	if ((dcpl = column_dcpl(w, n, level)) < 0) {
-		H5Sclose(space);
-		return -1;
-	}
-	ds = H5Dcreate2(loc, name, ftype, space, w->lcpl, dcpl, H5P_DEFAULT);
-	/* A compressed column's chunks wait in the chunk cache: flushed here,
-	 * so that a failure to write them is seen while the dataset is still
-	 * open, never first by H5Dclose (see detach). Contiguous columns are
-	 * written by H5Dwrite itself (no sieve buffer, make_plists). */
-	if (ds >= 0 && (n == 0 || H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0) &&
-	    (dcpl == w->dcpl || H5Dflush(ds) >= 0))
-		ok = 1;
-	if (!ok) {
-		int e = errno;
-		detach(w);
-		errno = e;
-	}
-	if (ds >= 0 && H5Dclose(ds) < 0)
-		ok = 0;
-	if (dcpl != w->dcpl)
+	if ((dcpl = column_dcpl(w, n, level)) >= 0)
+		ds = H5Dcreate2(loc, name, ftype, space, w->lcpl, dcpl, H5P_DEFAULT);
+	if (dcpl >= 0 && dcpl != w->dcpl)
 		H5Pclose(dcpl);
 	H5Sclose(space);
+	return ds;
+}
+
+/* After a failed write: the file is abandoned, errno kept for the message. */
+static int write_failed(struct sp_h5_writer *w)
+{
+	int e = errno;
+	sp_h5w_detach(w);
+	errno = e;
+	return -1;
+}
+
+int sp_h5w_span(struct sp_h5_writer *w, hid_t ds, hid_t mtype, uint64_t first, size_t n,
+		const void *buf)
+{
+	hsize_t off[1] = {(hsize_t)first}, cnt[1] = {(hsize_t)n};
+	hid_t fs, ms = H5I_INVALID_HID;
+	int ok = 0;
+	if (n == 0)
+		return 0;
+	if ((fs = H5Dget_space(ds)) >= 0 && (ms = H5Screate_simple(1, cnt, NULL)) >= 0 &&
+	    H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0 &&
+	    H5Dwrite(ds, mtype, ms, fs, H5P_DEFAULT, buf) >= 0)
+		ok = 1;
+	if (!ok)
+		write_failed(w);
+	if (ms >= 0)
+		H5Sclose(ms);
+	if (fs >= 0)
+		H5Sclose(fs);
 	return ok ? 0 : -1;
 }
 
+/* A compressed column's chunks wait in the chunk cache: flushed here, so
+ * that a failure to write them is seen while the dataset is still open,
+ * never first by H5Dclose (see sp_h5w_detach). Contiguous columns are
+ * written by H5Dwrite itself (no sieve buffer, make_plists). */
+int sp_h5w_dataset_close(struct sp_h5_writer *w, hid_t ds)
+{
+	int ok = 1;
+	hid_t dcpl = H5Dget_create_plist(ds);
+	if (dcpl < 0 || (H5Pget_layout(dcpl) == H5D_CHUNKED && H5Dflush(ds) < 0))
+		ok = write_failed(w) == 0;
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (H5Dclose(ds) < 0)
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+/* One H5Dwrite for the whole column. */
+int sp_h5w_column_z(struct sp_h5_writer *w, hid_t loc, const char *name, hid_t ftype, hid_t mtype,
+		    size_t n, const void *buf, int level)
+{
+	hid_t ds = sp_h5w_dataset(w, loc, name, ftype, n, level);
+	if (ds < 0)
+		return write_failed(w);
+	if (n > 0 && H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+		write_failed(w);
+		H5Dclose(ds);
+		return -1;
+	}
+	return sp_h5w_dataset_close(w, ds);
+}
+
 /* A contiguous column (call trees, line tables). */
-static int column_write(struct sp_h5_writer *w, hid_t loc, const char *name, hid_t ftype,
+int sp_h5w_column(struct sp_h5_writer *w, hid_t loc, const char *name, hid_t ftype,
 			hid_t mtype, size_t n, const void *buf)
 {
-	return column_write_z(w, loc, name, ftype, mtype, n, buf, 0);
-}
-
-static enum sp_err write_region(struct sp_h5_writer *w, hid_t regions, const struct sp_rank *rk,
-				const struct sp_region_data *rd)
-{
-	const struct sp_stats *st = &rd->stats;
-	enum sp_err rc = SP_OK;
-	hid_t g = H5I_INVALID_HID;
-	char *link = NULL;
-
-	if (!rd->name || !rd->name[0])
-		return wfail(w, SP_EINVAL, "rank %d has a region without a name", rk->rank);
-	if (!rd->aggregate && (!rd->starts || !rd->ends))
-		return wfail(w, SP_EINVAL, "rank %d region '%s': events not loaded", rk->rank, rd->name);
-	link = sp_h5_escape(rd->name);
-	if (!link)
-		return wfail(w, SP_ENOMEM, "out of memory");
-	g = H5Gcreate2(regions, link, w->lcpl, w->gcpl_region, H5P_DEFAULT);
-	if (g < 0) {
-		if (H5Lexists(regions, link, H5P_DEFAULT) > 0)
-			rc = wfail(w, SP_EINVAL, "rank %d has two regions named '%s'", rk->rank, rd->name);
-		else
-			rc = wfail(w, SP_EIO, "cannot create group for rank %d region '%s'", rk->rank, rd->name);
-		goto out;
-	}
-	if (attr_str(g, "name", rd->name) < 0 || attr_i64(g, "num_calls", st->num_calls) < 0 ||
-	    attr_i64(g, "total_ns", st->total_ns) < 0 || attr_i64(g, "min_ns", st->min_ns) < 0 ||
-	    attr_i64(g, "max_ns", st->max_ns) < 0 ||
-	    attr_i64(g, "first_start_ns", st->first_start_ns) < 0 ||
-	    attr_i64(g, "last_end_ns", st->last_end_ns) < 0 || attr_f64(g, "mean_ns", st->mean_ns) < 0 ||
-	    attr_f64(g, "std_ns", st->std_ns) < 0 ||
-	    (rd->dropped && attr_i64(g, "dropped_events", rd->dropped) < 0)) {
-		rc = wfail(w, SP_EIO, "cannot write attributes of rank %d region '%s'", rk->rank, rd->name);
-		goto out;
-	}
-	/* Aggregation mode: the summary, the exclusive time, no event columns. */
-	if (rd->aggregate) {
-		if (attr_i64(g, "self_ns", rd->self_ns) < 0 ||
-		    attr_write(g, "aggregate", H5T_STD_I32LE, H5T_NATIVE_INT32, &(int32_t){1}) < 0)
-			rc = wfail(w, SP_EIO, "cannot write attributes of rank %d region '%s'", rk->rank,
-				   rd->name);
-		goto out;
-	}
-	if (column_write_z(w, g, "start_times", H5T_STD_I64LE, H5T_NATIVE_INT64, (size_t)st->num_calls,
-			   rd->starts, w->level) < 0 ||
-	    column_write_z(w, g, "end_times", H5T_STD_I64LE, H5T_NATIVE_INT64, (size_t)st->num_calls,
-			   rd->ends, w->level) < 0 ||
-	    (rd->lanes && column_write_z(w, g, "lanes", H5T_STD_I32LE, H5T_NATIVE_INT32,
-					 (size_t)st->num_calls, rd->lanes, w->level) < 0))
-		rc = wfail(w, SP_EIO, "cannot write events of rank %d region '%s'", rk->rank, rd->name);
-out:
-	if (g >= 0 && H5Gclose(g) < 0 && rc == SP_OK)
-		rc = wfail(w, SP_EIO, "cannot close rank %d region '%s'", rk->rank, rd->name);
-	free(link);
-	return rc;
-}
-
-/* The call tree as four columns; node regions are stored by name, as
- * fixed-length strings: variable-length ones would live in HDF5's global
- * heap, whose reader in HDF5 1.10 overruns its buffers on damaged files. */
-static enum sp_err write_tree(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk)
-{
-	size_t n = rk->ntree;
-	enum sp_err rc = SP_OK;
-	hid_t g = H5I_INVALID_HID, stype = H5I_INVALID_HID;
-	int32_t *parent = NULL;
-	int64_t *calls = NULL, *total = NULL;
-	char *names = NULL;
-	size_t width = 1;
-
-	if (n > INT32_MAX)
-		return wfail(w, SP_EINVAL, "rank %d: tree too large", rk->rank);
-	parent = malloc((n ? n : 1) * sizeof *parent);
-	calls = malloc((n ? n : 1) * sizeof *calls);
-	total = malloc((n ? n : 1) * sizeof *total);
-	if (!parent || !calls || !total) {
-		rc = wfail(w, SP_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct sp_tree_node *t = &rk->tree[i];
-		if (t->region < 0 || (size_t)t->region >= rk->nregions ||
-		    rk->regions[t->region].stats.num_calls <= 0 || !rk->regions[t->region].name) {
-			rc = wfail(w, SP_EINVAL, "rank %d: tree node %zu names no written region", rk->rank, i);
-			goto out;
-		}
-		if (t->parent < -1 || (t->parent >= 0 && (size_t)t->parent >= i)) {
-			rc = wfail(w, SP_EINVAL, "rank %d: tree node %zu has a bad parent", rk->rank, i);
-			goto out;
-		}
-		parent[i] = t->parent;
-		calls[i] = t->calls;
-		total[i] = t->total_ns;
-		size_t len = strlen(rk->regions[t->region].name) + 1;
-		width = len > width ? len : width;
-	}
-	if (n > SIZE_MAX / width || !(names = calloc(n ? n : 1, width))) {
-		rc = wfail(w, SP_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		strcpy(names + i * width, rk->regions[rk->tree[i].region].name);
-	g = H5Gcreate2(rank_g, "tree", w->lcpl, w->gcpl, H5P_DEFAULT);
-	if (g < 0 || (stype = str_type(width)) < 0 ||
-	    column_write(w, g, "parent", H5T_STD_I32LE, H5T_NATIVE_INT32, n, parent) < 0 ||
-	    column_write(w, g, "region", stype, stype, n, names) < 0 ||
-	    column_write(w, g, "calls", H5T_STD_I64LE, H5T_NATIVE_INT64, n, calls) < 0 ||
-	    column_write(w, g, "total_ns", H5T_STD_I64LE, H5T_NATIVE_INT64, n, total) < 0)
-		rc = wfail(w, SP_EIO, "cannot write the call tree of rank %d", rk->rank);
-out:
-	if (stype >= 0)
-		H5Tclose(stype);
-	if (g >= 0 && H5Gclose(g) < 0 && rc == SP_OK)
-		rc = wfail(w, SP_EIO, "cannot close the call tree of rank %d", rk->rank);
-	free(parent);
-	free(calls);
-	free(total);
-	free(names);
-	return rc;
+	return sp_h5w_column_z(w, loc, name, ftype, mtype, n, buf, 0);
 }
 
 /* Checks a line table before anything of it is written; the reader refuses
@@ -336,15 +230,15 @@ static enum sp_err check_line_table(struct sp_h5_writer *w, const struct sp_rank
 				    const struct sp_line_table *t)
 {
 	if (!t->function || !t->region || !t->filename)
-		return wfail(w, SP_EINVAL, "rank %d line table %zu: no function, region or filename",
+		return sp_h5w_fail(w, SP_EINVAL, "rank %d line table %zu: no function, region or filename",
 			     rk->rank, k);
 	if (t->first_line < 0 || (t->n && (uint64_t)t->n - 1 > (uint64_t)(INT32_MAX - t->first_line)))
-		return wfail(w, SP_EINVAL, "rank %d line table %zu: line numbers out of range", rk->rank, k);
+		return sp_h5w_fail(w, SP_EINVAL, "rank %d line table %zu: line numbers out of range", rk->rank, k);
 	if (t->n && (!t->hits || !t->time_ns || !t->source))
-		return wfail(w, SP_EINVAL, "rank %d line table %zu: columns missing", rk->rank, k);
+		return sp_h5w_fail(w, SP_EINVAL, "rank %d line table %zu: columns missing", rk->rank, k);
 	for (size_t i = 0; i < t->n; i++)
 		if (t->hits[i] < 0 || t->time_ns[i] < 0)
-			return wfail(w, SP_EINVAL, "rank %d line table %zu: negative hits or time at line %zu",
+			return sp_h5w_fail(w, SP_EINVAL, "rank %d line table %zu: negative hits or time at line %zu",
 				     rk->rank, k, i);
 	return SP_OK;
 }
@@ -367,32 +261,32 @@ static enum sp_err write_line_table(struct sp_h5_writer *w, hid_t lines, const s
 		width = len > width ? len : width;
 	}
 	if ((t->n && t->n > SIZE_MAX / width) || !(text = calloc(t->n ? t->n : 1, width)))
-		return wfail(w, SP_ENOMEM, "out of memory");
+		return sp_h5w_fail(w, SP_ENOMEM, "out of memory");
 	for (size_t i = 0; i < t->n; i++)
 		if (t->source[i])
 			memcpy(text + i * width, t->source[i], strlen(t->source[i]));
 	snprintf(name, sizeof name, "%zu", k);
 	g = H5Gcreate2(lines, name, w->lcpl, w->gcpl, H5P_DEFAULT);
 	if (g < 0) {
-		rc = wfail(w, SP_EIO, "cannot create group rank%d/lines/%s", rk->rank, name);
+		rc = sp_h5w_fail(w, SP_EIO, "cannot create group rank%d/lines/%s", rk->rank, name);
 		goto out;
 	}
-	if (attr_str(g, "function", t->function) < 0 || attr_str(g, "region", t->region) < 0 ||
-	    attr_str(g, "filename", t->filename) < 0 ||
-	    attr_write(g, "first_line", H5T_STD_I32LE, H5T_NATIVE_INT32, &t->first_line) < 0) {
-		rc = wfail(w, SP_EIO, "cannot write attributes of rank%d/lines/%s", rk->rank, name);
+	if (sp_h5w_attr_str(g, "function", t->function) < 0 || sp_h5w_attr_str(g, "region", t->region) < 0 ||
+	    sp_h5w_attr_str(g, "filename", t->filename) < 0 ||
+	    sp_h5w_attr(g, "first_line", H5T_STD_I32LE, H5T_NATIVE_INT32, &t->first_line) < 0) {
+		rc = sp_h5w_fail(w, SP_EIO, "cannot write attributes of rank%d/lines/%s", rk->rank, name);
 		goto out;
 	}
-	if ((stype = str_type(width)) < 0 ||
-	    column_write(w, g, "hits", H5T_STD_I64LE, H5T_NATIVE_INT64, t->n, t->hits) < 0 ||
-	    column_write(w, g, "time_ns", H5T_STD_I64LE, H5T_NATIVE_INT64, t->n, t->time_ns) < 0 ||
-	    column_write(w, g, "source", stype, stype, t->n, text) < 0)
-		rc = wfail(w, SP_EIO, "cannot write the columns of rank%d/lines/%s", rk->rank, name);
+	if ((stype = sp_h5w_str_type(width)) < 0 ||
+	    sp_h5w_column(w, g, "hits", H5T_STD_I64LE, H5T_NATIVE_INT64, t->n, t->hits) < 0 ||
+	    sp_h5w_column(w, g, "time_ns", H5T_STD_I64LE, H5T_NATIVE_INT64, t->n, t->time_ns) < 0 ||
+	    sp_h5w_column(w, g, "source", stype, stype, t->n, text) < 0)
+		rc = sp_h5w_fail(w, SP_EIO, "cannot write the columns of rank%d/lines/%s", rk->rank, name);
 out:
 	if (stype >= 0)
 		H5Tclose(stype);
 	if (g >= 0 && H5Gclose(g) < 0 && rc == SP_OK)
-		rc = wfail(w, SP_EIO, "cannot close rank%d/lines/%s", rk->rank, name);
+		rc = sp_h5w_fail(w, SP_EIO, "cannot close rank%d/lines/%s", rk->rank, name);
 	free(text);
 	return rc;
 }
@@ -405,59 +299,48 @@ static enum sp_err write_lines(struct sp_h5_writer *w, hid_t rank_g, const struc
 	hid_t g;
 
 	if (!rk->lines)
-		return wfail(w, SP_EINVAL, "rank %d: %zu line tables but no array", rk->rank, rk->nlines);
+		return sp_h5w_fail(w, SP_EINVAL, "rank %d: %zu line tables but no array", rk->rank, rk->nlines);
 	if ((g = H5Gcreate2(rank_g, "lines", w->lcpl, w->gcpl_regions, H5P_DEFAULT)) < 0)
-		return wfail(w, SP_EIO, "cannot create group rank%d/lines", rk->rank);
+		return sp_h5w_fail(w, SP_EIO, "cannot create group rank%d/lines", rk->rank);
 	for (size_t k = 0; k < rk->nlines && rc == SP_OK; k++)
 		rc = write_line_table(w, g, rk, k, &rk->lines[k]);
 	if (H5Gclose(g) < 0 && rc == SP_OK)
-		rc = wfail(w, SP_EIO, "cannot close rank%d/lines", rk->rank);
+		rc = sp_h5w_fail(w, SP_EIO, "cannot close rank%d/lines", rk->rank);
 	return rc;
 }
 
 static enum sp_err write_rank(struct sp_h5_writer *w, hid_t file, const struct sp_rank *rk)
 {
 	enum sp_err rc = SP_OK;
-	hid_t g = H5I_INVALID_HID, regions = H5I_INVALID_HID;
+	hid_t g = H5I_INVALID_HID;
 	char name[32];
 
 	if (rk->rank < 0)
-		return wfail(w, SP_EINVAL, "negative rank number %d", rk->rank);
+		return sp_h5w_fail(w, SP_EINVAL, "negative rank number %d", rk->rank);
 	snprintf(name, sizeof name, "rank%d", rk->rank);
 	g = H5Gcreate2(file, name, w->lcpl, w->gcpl, H5P_DEFAULT);
 	if (g < 0) {
 		if (H5Lexists(file, name, H5P_DEFAULT) > 0)
-			rc = wfail(w, SP_EINVAL, "rank %d appears twice", rk->rank);
+			rc = sp_h5w_fail(w, SP_EINVAL, "rank %d appears twice", rk->rank);
 		else
-			rc = wfail(w, SP_EIO, "cannot create group %s", name);
+			rc = sp_h5w_fail(w, SP_EIO, "cannot create group %s", name);
 		goto out;
 	}
-	if ((rk->run_start_ns != SP_NO_TIME && attr_i64(g, "run_start_time", rk->run_start_ns) < 0) ||
-	    (rk->run_end_ns != SP_NO_TIME && attr_i64(g, "run_end_time", rk->run_end_ns) < 0) ||
-	    (rk->pid != 0 && attr_i64(g, "pid", rk->pid) < 0) ||
-	    (rk->hostname && attr_str(g, "hostname", rk->hostname) < 0) ||
-	    attr_i64(g, "clock_offset_ns", rk->clock_offset_ns) < 0 ||
-	    attr_i64(g, "dropped_events", rk->dropped) < 0) {
-		rc = wfail(w, SP_EIO, "cannot write attributes of %s", name);
+	if ((rk->run_start_ns != SP_NO_TIME && sp_h5w_attr_i64(g, "run_start_time", rk->run_start_ns) < 0) ||
+	    (rk->run_end_ns != SP_NO_TIME && sp_h5w_attr_i64(g, "run_end_time", rk->run_end_ns) < 0) ||
+	    (rk->pid != 0 && sp_h5w_attr_i64(g, "pid", rk->pid) < 0) ||
+	    (rk->hostname && sp_h5w_attr_str(g, "hostname", rk->hostname) < 0) ||
+	    sp_h5w_attr_i64(g, "clock_offset_ns", rk->clock_offset_ns) < 0 ||
+	    sp_h5w_attr_i64(g, "dropped_events", rk->dropped) < 0) {
+		rc = sp_h5w_fail(w, SP_EIO, "cannot write attributes of %s", name);
 		goto out;
 	}
-	regions = H5Gcreate2(g, "regions", w->lcpl, w->gcpl_regions, H5P_DEFAULT);
-	if (regions < 0) {
-		rc = wfail(w, SP_EIO, "cannot create group %s/regions", name);
-		goto out;
-	}
-	for (size_t i = 0; i < rk->nregions && rc == SP_OK; i++)
-		if (rk->regions[i].stats.num_calls > 0)
-			rc = write_region(w, regions, rk, &rk->regions[i]);
-	if (rc == SP_OK && rk->tree)
-		rc = write_tree(w, g, rk);
+	rc = w->version == 1 ? sp_h5w_regions_v1(w, g, rk) : sp_h5w_regions_v2(w, g, rk);
 	if (rc == SP_OK && rk->nlines > 0)
 		rc = write_lines(w, g, rk);
 out:
-	if (regions >= 0 && H5Gclose(regions) < 0 && rc == SP_OK)
-		rc = wfail(w, SP_EIO, "cannot close %s/regions", name);
 	if (g >= 0 && H5Gclose(g) < 0 && rc == SP_OK)
-		rc = wfail(w, SP_EIO, "cannot close %s", name);
+		rc = sp_h5w_fail(w, SP_EIO, "cannot close %s", name);
 	return rc;
 }
 
@@ -498,7 +381,7 @@ static enum sp_err check_filters(struct sp_h5_writer *w)
 		if (H5Zfilter_avail(need[i].id) <= 0 || H5Zget_filter_info(need[i].id, &info) < 0 ||
 		    !(info & H5Z_FILTER_CONFIG_ENCODE_ENABLED)) {
 			H5get_libversion(&maj, &min, &rel);
-			return wfail(w, SP_EINVAL, "this HDF5 library (%u.%u.%u) has no %s filter for "
+			return sp_h5w_fail(w, SP_EINVAL, "this HDF5 library (%u.%u.%u) has no %s filter for "
 				     "compression; write with compression none", maj, min, rel,
 				     need[i].what);
 		}
@@ -512,11 +395,11 @@ static enum sp_err meta_add(struct sp_h5_writer *w, const char *key, const char 
 {
 	if (!key || !key[0] || !value) {
 		if (entry >= 0)
-			return wfail(w, SP_EINVAL, "metadata entry %ld has no key or value", entry);
-		return wfail(w, SP_EINVAL, "metadata entry has no key or value");
+			return sp_h5w_fail(w, SP_EINVAL, "metadata entry %ld has no key or value", entry);
+		return sp_h5w_fail(w, SP_EINVAL, "metadata entry has no key or value");
 	}
-	if (attr_str(w->meta, key, value) < 0)
-		return wfail(w, H5Aexists(w->meta, key) > 0 ? SP_EINVAL : SP_EIO,
+	if (sp_h5w_attr_str(w->meta, key, value) < 0)
+		return sp_h5w_fail(w, H5Aexists(w->meta, key) > 0 ? SP_EINVAL : SP_EIO,
 			     "cannot write metadata '%s'", key);
 	return SP_OK;
 }
@@ -527,7 +410,7 @@ static enum sp_err meta_add(struct sp_h5_writer *w, const char *key, const char 
 static void writer_free(struct sp_h5_writer *w, int remove_tmp)
 {
 	if (remove_tmp)
-		detach(w);
+		sp_h5w_detach(w);
 	if (w->meta >= 0)
 		H5Gclose(w->meta);
 	if (w->file >= 0)
@@ -565,7 +448,7 @@ static enum sp_err create_file(struct sp_h5_writer *w)
 	    (w->fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 ||
 	    H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0 ||
 	    H5Pset_sieve_buf_size(w->fapl, 0) < 0)
-		return wfail(w, SP_EIO, "cannot set up HDF5 property lists");
+		return sp_h5w_fail(w, SP_EIO, "cannot set up HDF5 property lists");
 	/* HDF5 opens the file by name: through the /proc name of the
 	 * descriptor we created it with (O_EXCL), so that a file put at that
 	 * path since, in a folder others can write to, is never the one
@@ -604,12 +487,13 @@ enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, stru
 	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
 		*ids[i] = H5I_INVALID_HID;
 	if (p->compression < 0 || p->compression > 9) {
-		rc = wfail(w, SP_EINVAL, "compression level %d is not 0 (none) to 9", p->compression);
+		rc = sp_h5w_fail(w, SP_EINVAL, "compression level %d is not 0 (none) to 9", p->compression);
 		goto out;
 	}
 	if (p->compression > 0 && (rc = check_filters(w)) != SP_OK)
 		goto out;
 	w->level = p->compression;
+	w->version = p->format_version == 1 ? 1 : 2;
 	/* A profile goes only to a regular file (new or replaced): a device
 	 * or a FIFO is refused, never replaced. */
 	struct sp_error oerr = {0};
@@ -619,14 +503,14 @@ enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, stru
 	}
 	if ((rc = create_file(w)) != SP_OK)
 		goto out;
-	if (attr_str(w->file, "format", "scope-profiler") < 0 || attr_write(w->file, "format_version",
-	    H5T_STD_I32LE, H5T_NATIVE_INT32, &(int32_t){1}) < 0) {
-		rc = wfail(w, SP_EIO, "cannot write the file's attributes");
+	if (sp_h5w_attr_str(w->file, "format", "scope-profiler") < 0 ||
+	    sp_h5w_attr(w->file, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT32, &(int32_t){w->version}) < 0) {
+		rc = sp_h5w_fail(w, SP_EIO, "cannot write the file's attributes");
 		goto out;
 	}
 	w->meta = H5Gcreate2(w->file, "metadata", w->lcpl, w->gcpl_meta, H5P_DEFAULT);
 	if (w->meta < 0) {
-		rc = wfail(w, SP_EIO, "cannot create group metadata");
+		rc = sp_h5w_fail(w, SP_EIO, "cannot create group metadata");
 		goto out;
 	}
 	for (size_t i = 0; i < p->nmeta && rc == SP_OK; i++)
@@ -660,12 +544,12 @@ enum sp_err sp_h5_writer_rank(struct sp_h5_writer *w, const struct sp_rank *rk,
 		return sp_error_set(err, SP_EINVAL, "sp_h5_writer_rank: no writer");
 	if (w->failed)
 		return writer_failed(w, w->failure.code, err);
-	enum sp_err rc = rk ? write_rank(w, w->file, rk) : wfail(w, SP_EINVAL, "no rank to write");
+	enum sp_err rc = rk ? write_rank(w, w->file, rk) : sp_h5w_fail(w, SP_EINVAL, "no rank to write");
 	return rc == SP_OK ? SP_OK : writer_failed(w, rc, err);
 }
 
 /* Makes sure that closing the file cannot fail for want of disk space (see
- * detach): H5Fclose writes the cached metadata, all of it inside the file's
+ * sp_h5w_detach): H5Fclose writes the cached metadata, all of it inside the file's
  * allocated address space, so that space is reserved on disk first. A full
  * disk then fails here, while the file can still be detached. H5Fflush
  * cannot serve: after a failed flush HDF5 1.10 can close the file no more.
@@ -676,12 +560,12 @@ static enum sp_err reserve(struct sp_h5_writer *w)
 	int *fd = NULL;
 	if (H5Fget_eoa(w->file, &eoa) < 0 || H5Fget_vfd_handle(w->file, H5P_DEFAULT, (void **)&fd) < 0 ||
 	    !fd || *fd < 0)
-		return wfail(w, SP_EIO, "cannot find the file's size");
+		return sp_h5w_fail(w, SP_EIO, "cannot find the file's size");
 	if (eoa > 0 && eoa <= (haddr_t)INT64_MAX && fallocate(*fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)eoa) != 0 &&
 	    errno != EOPNOTSUPP && errno != ENOSYS && errno != EINTR) {
 		int e = errno;
 		errno = e == ENOSPC || e == EDQUOT || e == EFBIG ? e : EIO;
-		return wfail(w, SP_EIO, "cannot finish writing the file");
+		return sp_h5w_fail(w, SP_EIO, "cannot finish writing the file");
 	}
 	return SP_OK;
 }
@@ -695,7 +579,7 @@ enum sp_err sp_h5_writer_commit(struct sp_h5_writer *w, struct sp_error *err)
 	rc = w->failed ? w->failure.code : SP_OK;
 	if (rc == SP_OK) {
 		if (H5Gclose(w->meta) < 0)
-			rc = wfail(w, SP_EIO, "cannot close group metadata");
+			rc = sp_h5w_fail(w, SP_EIO, "cannot close group metadata");
 		w->meta = H5I_INVALID_HID;
 		if (rc == SP_OK)
 			rc = reserve(w);
@@ -703,7 +587,7 @@ enum sp_err sp_h5_writer_commit(struct sp_h5_writer *w, struct sp_error *err)
 		herr_t closed = H5Fclose(w->file);
 		w->file = H5I_INVALID_HID;
 		if (closed < 0 && rc == SP_OK)
-			rc = wfail(w, SP_EIO, "cannot finish writing the file");
+			rc = sp_h5w_fail(w, SP_EIO, "cannot finish writing the file");
 		struct sp_error oerr = {0};
 		if (rc == SP_OK && sp_outpath_commit(&w->out, &oerr) != SP_OK)
 			rc = sp_error_set(&w->failure, oerr.code, "cannot write %s", oerr.msg);

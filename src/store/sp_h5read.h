@@ -1,7 +1,8 @@
 /* sp_h5read.h - what the pieces of the HDF5 reader share (store-private;
  * the public API is include/sp_h5.h): the reader's state, its one-line
  * errors, the HDF5 helpers (h5read_util.c), the damaged-file checks
- * (h5read_check.c), and the steps that h5read.c, h5read_lines.c and
+ * (h5read_check.c), and the steps that h5read.c (the file, version 1's
+ * ranks), h5read_table.c (version 2's ranks), h5read_lines.c and
  * h5stream.c call in each other. Every function here leaves nothing open
  * on failure and, where it returns enum sp_err, fills r->err through
  * sp_h5r_fail: "cannot read '<path>': <detail>". */
@@ -25,6 +26,7 @@ struct reader {
 	const char *path;
 	struct sp_error *err;
 	int flags;
+	int version;                   /* the file's format version (0: plain layout) */
 	struct sp_h5_stream *stream;   /* sp_h5_stream_open: the structure only */
 	hid_t file;                    /* the open file, once open */
 	uint64_t file_size;            /* in bytes, from stat(2) at open */
@@ -76,6 +78,9 @@ int sp_h5r_attr_num(hid_t loc, const char *name, hid_t mtype, void *v);
 /* An open attribute holding one string (fixed or variable length) as a
  * malloc'd copy in *out: 1, -1 when it is not one string, -2 on OOM. */
 int sp_h5r_attr_str_open(struct reader *r, hid_t a, char **out);
+/* Reads elements first .. first + n - 1 of 1-D dataset ds into buf as
+ * mtype: 0, or -1. */
+int sp_h5r_span(hid_t ds, hid_t mtype, uint64_t first, size_t n, void *buf);
 /* As sp_h5r_attr_str_open for attribute name of loc; 0 when absent. */
 int sp_h5r_attr_str(struct reader *r, hid_t loc, const char *name, char **out);
 /* Opens the 1-D column name in g into *ds with its length in *n; want is
@@ -143,6 +148,21 @@ enum sp_err sp_h5r_extents_ok(struct reader *r, hid_t g, const char *ctx, int64_
 
 /* h5read.c */
 
+/* A region name and its index, sorted by name for lookups. */
+struct sp_h5r_name_ref {
+	const char *name;
+	int32_t idx;
+};
+
+/* An event column of n elements of size sz (large ones on huge pages), or
+ * NULL; freed with free(). */
+void *sp_h5r_alloc_column(size_t n, size_t sz);
+/* SP_OK when every one of the n calls ends no earlier than it starts and
+ * their durations add up within 64 bits; else SP_ECORRUPT "<ctx>: call K
+ * ends before it starts" or "<ctx>: durations overflow 64 bits". */
+enum sp_err sp_h5r_events_ok(struct reader *r, const char *ctx, const int64_t *starts, const int64_t *ends,
+			     size_t n);
+
 /* Reads the file's structure (and, unless r->stream, its ranks in full)
  * into p; the caller frees p on failure. */
 enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p);
@@ -156,6 +176,36 @@ enum sp_err sp_h5r_rank_attrs(struct reader *r, hid_t g, const char *gname, stru
  * *nl and allocates rk->regions for them (rk->nregions stays 0). */
 enum sp_err sp_h5r_open_regions(struct reader *r, hid_t g, const char *gname, hid_t *regions,
 				struct names *nl, struct sp_rank *rk);
+
+/* Reads rank group rank_g's call tree into rk->tree: its regions by name,
+ * looked up in idx (nidx entries sorted by name: version 1), or with idx
+ * NULL by index into rk->regions (version 2). */
+enum sp_err sp_h5r_read_tree(struct reader *r, hid_t rank_g, const struct sp_h5r_name_ref *idx, size_t nidx,
+			     struct sp_rank *rk);
+/* The end of a rank's read: its tree (read when has_tree, as
+ * sp_h5r_read_tree; else built from the events, which must be loaded),
+ * then its line tables. */
+enum sp_err sp_h5r_tree_and_lines(struct reader *r, hid_t g, const char *gname, int has_tree,
+				  const struct sp_h5r_name_ref *idx, size_t nidx, struct sp_rank *rk);
+
+/* h5read_table.c: format version 2. */
+
+/* Reads the regions table of rank group g into rk->regions (names, stats,
+ * aggregates, calls lost), each row checked; *first (malloc'd, one entry
+ * per region) gets each region's first call in the event columns, *total
+ * the calls of them all. */
+enum sp_err sp_h5r_read_table(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk,
+			      int64_t **first, uint64_t *total);
+/* Opens rank group g's event columns into cols (start_times, end_times and
+ * lanes, -1 when there is none), each of exactly total calls. deep 0: the
+ * group opened again as an earlier call checked it (no file checks); 1:
+ * the group's header checked; 2: the columns' storage too
+ * (sp_h5r_column_open's deep). */
+enum sp_err sp_h5r_events_open(struct reader *r, hid_t g, const char *gname, uint64_t total, int deep,
+			       hid_t cols[3]);
+/* A version 2 rank in full (sp_h5_read): attributes, table, the events
+ * when r->flags asks or there is no tree, the tree, the line tables. */
+enum sp_err sp_h5r_read_rank_v2(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk);
 
 /* h5read_lines.c: the rank's per-line tables into rk->lines. */
 enum sp_err sp_h5r_read_lines(struct reader *r, hid_t rank_g, struct sp_rank *rk);

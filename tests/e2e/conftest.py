@@ -45,3 +45,63 @@ def one_line_error(proc, *fragments):
     for f in fragments:
         assert f in lines[0], lines[0]
     assert "Traceback" not in proc.stderr
+
+
+# ---- reading a profile with plain h5py (format version 2) ----
+# What scope-profiler-format(5) tells h5py users, written once for the tests:
+# rank{N}/regions holds a table (one column per field, one row per region),
+# rank{N}/events the calls of every region one region after the other (row
+# i's from first_event[i], num_calls[i] of them; none for an aggregate row),
+# rank{N}/tree the call tree with its regions by row.
+
+SUMMARY = ("num_calls", "total_ns", "min_ns", "max_ns", "first_start_ns", "last_end_ns",
+           "mean_ns", "std_ns")
+
+
+class Region:
+    """One region of one rank, as h5py reads it: attrs (its summary, name,
+    dropped_events when calls were lost, aggregate and self_ns for an
+    aggregate row) and its event columns by name (numpy arrays)."""
+
+    def __init__(self, f, rank, table, row):
+        self.attrs = {k: table[k][row] for k in SUMMARY}
+        self.attrs["name"] = table["raw_name"][row]       # bytes, as h5py gives them
+        if table["dropped_events"][row]:
+            self.attrs["dropped_events"] = table["dropped_events"][row]
+        self.aggregate = bool(table["aggregate"][row])
+        if self.aggregate:
+            self.attrs["aggregate"] = 1
+            self.attrs["self_ns"] = table["self_ns"][row]
+        self._events = f[f"rank{rank}/events"]
+        self._first = int(table["first_event"][row])
+        self._n = 0 if self.aggregate else int(table["num_calls"][row])
+
+    def __iter__(self):
+        if self.aggregate:
+            return iter(())
+        return iter(sorted(self._events))
+
+    def __contains__(self, column):
+        return column in list(self)
+
+    def __getitem__(self, column):
+        if column not in self:
+            raise KeyError(column)
+        return self._events[column][self._first:self._first + self._n]
+
+
+def regions(f, rank=0):
+    """{name: Region} of one rank of an open h5py.File, in the table's order."""
+    g = f[f"rank{rank}/regions"]
+    table = {k: g[k][:] for k in g}
+    table["raw_name"] = [bytes(n) for n in table["name"]]
+    table["name"] = [n.decode("utf-8", "surrogateescape") for n in table["raw_name"]]
+    return {table["name"][i]: Region(f, rank, table, i) for i in range(len(table["name"]))}
+
+
+def tree(f, rank=0):
+    """The call tree of one rank: [(parent index or -1, region name, calls, total_ns)]."""
+    names = [bytes(n).decode("utf-8", "surrogateescape") for n in f[f"rank{rank}/regions/name"][:]]
+    t = f[f"rank{rank}/tree"]
+    return [(int(p), names[int(r)], int(c), int(ns))
+            for p, r, c, ns in zip(t["parent"][:], t["region"][:], t["calls"][:], t["total_ns"][:])]

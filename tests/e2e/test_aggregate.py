@@ -8,7 +8,7 @@ import json
 import h5py
 import pytest
 
-from conftest import one_line_error
+from conftest import one_line_error, regions, tree
 
 NESTED = """
     import time
@@ -62,12 +62,13 @@ def test_the_file_holds_aggregates_and_the_tree(sp):
     assert proc.returncode == 0, proc.stderr
     with h5py.File(sp.tmp / "agg.h5") as f:
         assert f["metadata"].attrs["mode"] == b"aggregate"
-        regions = f["rank0/regions"]
-        assert sorted(regions) == ["io", "solve", "timestep"]
-        for name in regions:
-            assert list(regions[name]) == []      # no event datasets at all
-            assert regions[name].attrs["aggregate"] == 1
-        solve, step, io_ = (regions[n].attrs for n in ("solve", "timestep", "io"))
+        regs = regions(f)
+        assert sorted(regs) == ["io", "solve", "timestep"]
+        for name in regs:
+            assert list(regs[name]) == []      # no events at all
+            assert regs[name].attrs["aggregate"] == 1
+        assert f["rank0/events/start_times"].shape == (0,)
+        solve, step, io_ = (regs[n].attrs for n in ("solve", "timestep", "io"))
         assert solve["num_calls"] == 10 and step["num_calls"] == 5 and io_["num_calls"] == 5
         assert 0.0019e9 < solve["min_ns"] <= solve["mean_ns"] <= solve["max_ns"] < 0.05e9
         assert solve["total_ns"] == pytest.approx(solve["mean_ns"] * 10, rel=1e-9)
@@ -112,11 +113,12 @@ def test_self_time_with_recursion_and_generators(sp):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "55"
     with h5py.File(sp.tmp / "rec.h5") as f:
-        fib = f["rank0/regions/fib"].attrs
+        regs = regions(f)
+        fib = regs["fib"].attrs
         assert fib["num_calls"] == 177
         assert 0 < fib["self_ns"] <= fib["total_ns"]
-        assert f["rank0/regions/inside_gen"].attrs["num_calls"] == 1
-        assert f["rank0/regions/outer"].attrs["num_calls"] == 1
+        assert regs["inside_gen"].attrs["num_calls"] == 1
+        assert regs["outer"].attrs["num_calls"] == 1
 
 
 def test_threads_nest_on_their_own_stacks(sp):
@@ -158,7 +160,7 @@ def test_exports_of_aggregates(sp):
     stacks = {l.rsplit(" ", 1)[0]: int(l.rsplit(" ", 1)[1]) for l in folded}
     assert set(stacks) == {"timestep", "timestep;solve", "timestep;io"}
     with h5py.File(sp.tmp / "a.h5") as f:
-        total = int(f["rank0/regions/timestep"].attrs["total_ns"])
+        total = int(regions(f)["timestep"].attrs["total_ns"])
     assert sum(stacks.values()) == total     # the stacks add up to the root
     chrome = sp("export", "--format", "chrome", "-o", "t.json", "a.h5")
     assert chrome.returncode != 0
@@ -294,10 +296,6 @@ def test_blocks_inside_decorated_calls_nest_and_exceptions_unwind(sp):
     proc = sp("run", "-q", "--aggregate", "-o", "n.h5", "script.py")
     assert proc.returncode == 0, proc.stderr
     with h5py.File(sp.tmp / "n.h5") as f:
-        t = f["rank0/tree"]
-        names = [x.decode() for x in t["region"][:]]
-        parents = list(t["parent"][:])
-        calls = list(t["calls"][:])
-        nodes = {names[i]: (names[parents[i]] if parents[i] >= 0 else None, calls[i])
-                 for i in range(len(names))}
+        t = tree(f)
+        nodes = {name: (t[parent][1] if parent >= 0 else None, calls) for parent, name, calls, _ in t}
         assert nodes == {"outer": (None, 6), "inner": ("outer", 6), "after": (None, 1)}

@@ -9,6 +9,8 @@ import re
 import h5py
 import pytest
 
+from conftest import regions
+
 NS = 1_000_000_000
 DELAYS = (0.06, 0.12, 0.18)
 # A region lasts its own sleep: at least that, and less than the gap to the
@@ -57,7 +59,7 @@ def lane_names(f):
 
 def calls(f, region):
     """[(lane, duration in s, start, end)] of a region, in call order."""
-    g = f[f"rank0/regions/{region}"]
+    g = regions(f)[region]
     starts, ends = g["start_times"][:].tolist(), g["end_times"][:].tolist()
     lanes = g["lanes"][:].tolist() if "lanes" in g else [0] * len(starts)
     return [(lane, (e - s) / NS, s, e) for lane, s, e in zip(lanes, starts, ends)]
@@ -125,7 +127,7 @@ def test_tree_nests_per_task(sp):
     # Without lanes the tasks mix: one task's "outer" lands in another's.
     run(sp, INTERLEAVED, "mixed.h5")
     with h5py.File(sp.tmp / "mixed.h5") as f:
-        assert "lanes" not in f["rank0/regions/outer"]
+        assert "lanes" not in regions(f)["outer"] and "lanes" not in f["rank0/events"]
     mixed = [r[0] for r in tree_rows(sp("summary", "--tree", "mixed.h5").stdout)]
     assert any(re.search(r"[└├]─ outer", l) for l in mixed)
 

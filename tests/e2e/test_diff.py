@@ -187,8 +187,9 @@ def test_reads_no_event_columns(profiles):
     for name in ("a.h5", "b.h5"):
         shutil.copy(sp.tmp / name, sp.tmp / ("x" + name))
         with h5py.File(sp.tmp / ("x" + name), "a") as f:
-            for g in f["rank0/regions"].values():
-                del g["start_times"], g["end_times"]
+            # Every call now ends before it starts: a read of the events
+            # would refuse the file.
+            f["rank0/events/end_times"][...] = 0
     after = sp("diff", "xa.h5", "xb.h5")
     assert after.returncode == 0, after.stderr
     assert after.stdout.replace("xa.h5", "a.h5").replace("xb.h5", "b.h5") == before

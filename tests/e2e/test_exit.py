@@ -10,7 +10,7 @@ import time
 import h5py
 import pytest
 
-from conftest import BINARY
+from conftest import BINARY, regions
 
 # Four daemon threads enter regions (and a decorated function) in a loop,
 # and create new regions, while the main script ends and the profile is
@@ -53,8 +53,8 @@ def test_daemon_threads_recording_at_exit(sp, options):
             check = sp(*args)
             assert check.returncode == 0, (args, check.stderr)
         with h5py.File(sp.tmp / out) as f:
-            regions = f["rank0/regions"]
-            spins = [regions[n] for n in regions if n.startswith("spin")]
+            regs = regions(f)
+            spins = [regs[n] for n in regs if n.startswith("spin")]
             assert spins and all(g.attrs["num_calls"] > 0 for g in spins)
             for g in spins:
                 if "start_times" in g:
@@ -87,7 +87,7 @@ STATUS = {"SIGINT": -signal.SIGINT, "SIGTERM": 143}
 
 def complete(path):
     with h5py.File(path) as f:
-        g = f["rank0/regions/many"]
+        g = regions(f)["many"]
         return g.attrs["num_calls"] == 1_000_000 and len(g["end_times"]) == 1_000_000
 
 
@@ -171,8 +171,8 @@ def test_exit_from_another_thread_is_said(sp):
                            "not entered the call (first: 'handover'); such calls stay open until "
                            "the end\n")
     with h5py.File(sp.tmp / "out.h5") as f:
-        end = f["rank0/regions/handover/end_times"][0]
-        assert end >= f["rank0/regions/after/end_times"][0]
+        end = regions(f)["handover"]["end_times"][0]
+        assert end >= regions(f)["after"]["end_times"][0]
         assert end == f["rank0"].attrs["run_end_time"]
 
 
@@ -192,7 +192,7 @@ def test_exit_after_a_disabled_entry_is_no_warning(sp):
     proc = sp("run", "-q", "-o", "out.h5", script)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["rank0/regions/later"].attrs["num_calls"] == 1
+        assert regions(f)["later"].attrs["num_calls"] == 1
 
 
 def test_setup_from_another_thread_while_writing_is_refused(sp):
@@ -252,8 +252,8 @@ def test_a_failed_finalize_keeps_recording(sp):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:2] == ["finalize failed", "TimeOnlyProfileRegion"]
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["rank0/regions/a"].attrs["num_calls"] == 1
-        assert f["rank0/regions/b"].attrs["num_calls"] == 5
+        assert regions(f)["a"].attrs["num_calls"] == 1
+        assert regions(f)["b"].attrs["num_calls"] == 5
 
 
 def test_sigterm_while_python_waits_for_threads_is_143(sp):
@@ -281,4 +281,4 @@ def test_sigterm_while_python_waits_for_threads_is_143(sp):
     _, err = p.communicate(timeout=120)
     assert p.returncode == 143, err
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["rank0/regions/main"].attrs["num_calls"] == 1
+        assert regions(f)["main"].attrs["num_calls"] == 1

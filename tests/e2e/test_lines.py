@@ -6,7 +6,7 @@ import subprocess
 import h5py
 import pytest
 
-from conftest import one_line_error
+from conftest import one_line_error, regions
 
 PYTHON = "/usr/bin/python3"
 
@@ -248,7 +248,7 @@ ProfileManager.finalize(verbose=False)
     tables = line_tables(sp.tmp / "w.h5")
     assert tables["early"] == {7: 1}
     with h5py.File(sp.tmp / "w.h5") as f:
-        assert f["rank0/regions/early"].attrs["num_calls"] == 2
+        assert regions(f)["early"].attrs["num_calls"] == 2
 
 
 def test_line_profile_and_recursive_options_refused_in_setup(sp):

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, one_line_error
+from conftest import BINARY, one_line_error, regions, tree
 
 TICK = """
 import sys
@@ -106,7 +106,7 @@ def test_ten_million_events_sixteen_bytes_each(sp):
     per, out = bytes_per_event(sp, sp.script(TICK), n, 1)
     assert ASAN or per <= 16.5, per
     with h5py.File(out, "r") as f:
-        check_columns(f["rank0/regions/tick"], n)
+        check_columns(regions(f)["tick"], n)
         assert list(f["rank0/tree/calls"][:]) == [n]
         assert list(f["rank0/tree/parent"][:]) == [-1]
 
@@ -118,12 +118,10 @@ def test_nested_regions_with_lanes(sp):
     assert ASAN or per <= 20.5, per
     with h5py.File(out, "r") as f:
         for name in ("outer", "inner"):
-            check_columns(f["rank0/regions/" + name], n)
-            assert (f[f"rank0/regions/{name}/lanes"][:] == 0).all()
-        t = f["rank0/tree"]
-        assert list(t["parent"][:]) == [-1, 0]
-        assert [x.decode() for x in t["region"][:]] == ["outer", "inner"]
-        assert list(t["calls"][:]) == [n, n]
+            check_columns(regions(f)[name], n)
+            assert (regions(f)[name]["lanes"] == 0).all()
+        assert [(parent, name, calls) for parent, name, calls, _ in tree(f)] == \
+            [(-1, "outer", n), (0, "inner", n)]
 
 
 LOSSY = """
@@ -165,13 +163,24 @@ def test_memory_running_out_is_counted_stored_and_reported(sp):
                           f"(big: {lost})\n")
     with h5py.File(sp.tmp / "lossy.h5") as f:
         assert f["rank0"].attrs["dropped_events"] == lost
-        g = f["rank0/regions/big"]
+        g = regions(f)["big"]
         assert g.attrs["dropped_events"] == lost
         assert g.attrs["num_calls"] == kept == len(g["start_times"])
-        assert "dropped_events" not in f["rank0/regions/small"].attrs
+        assert "dropped_events" not in regions(f)["small"].attrs
     summary = sp("summary", "lossy.h5")
     assert summary.returncode == 0, summary.stderr
     assert f"warning: {lost} calls not recorded: memory ran out (big: {lost})" in summary.stdout
+    # Nothing written or shown: the end of the run computes nothing of the
+    # profile, and still says what was lost.
+    run = subprocess.run(
+        [BINARY, "run", "-q", "--no-output", str(script), str(n)], capture_output=True,
+        text=True, timeout=300, cwd=sp.tmp,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert run.returncode == 0, run.stderr
+    kept, lost = map(int, run.stdout.split())
+    assert kept > 0 and lost > 0
+    assert run.stderr == (f"scope-profiler: warning: {lost} calls not recorded: memory ran out "
+                          f"(big: {lost})\n")
 
 
 def test_no_loss_stores_zero(sp):
@@ -181,7 +190,7 @@ def test_no_loss_stores_zero(sp):
     assert proc.stdout.split() == ["5000", "0"]
     with h5py.File(sp.tmp / "ok.h5") as f:
         assert f["rank0"].attrs["dropped_events"] == 0
-        assert "dropped_events" not in f["rank0/regions/big"].attrs
+        assert "dropped_events" not in regions(f)["big"].attrs
     assert "not recorded" not in sp("summary", "ok.h5").stdout
 
 
@@ -205,4 +214,4 @@ def test_buffer_limit_beyond_memory_is_refused(sp, value):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "refused True"
     with h5py.File(sp.tmp / "s.h5") as f:   # the session goes on as before
-        assert f["rank0/regions/after"].attrs["num_calls"] == 1
+        assert regions(f)["after"].attrs["num_calls"] == 1

@@ -3,6 +3,8 @@ import h5py
 import numpy as np
 import pytest
 
+from conftest import regions
+
 
 def run_ok(sp, text, *args):
     script = sp.script(text)
@@ -36,20 +38,20 @@ def test_regions_active_without_setup(sp):
         assert solve.__name__ == "solve" and solve.__wrapped__(3) == 6
     """, "-o", "out.h5")
     with h5py.File(sp.tmp / "out.h5") as f:
-        regions = f["rank0/regions"]
-        assert regions["step"].attrs["num_calls"] == 5
-        assert regions["solve"].attrs["num_calls"] == 5
-        assert regions["bare"].attrs["num_calls"] == 2
-        assert regions["Mesh.refine"].attrs["num_calls"] == 1
-        starts = regions["solve/start_times"][:]
-        ends = regions["solve/end_times"][:]
+        regs = regions(f)
+        assert regs["step"].attrs["num_calls"] == 5
+        assert regs["solve"].attrs["num_calls"] == 5
+        assert regs["bare"].attrs["num_calls"] == 2
+        assert regs["Mesh.refine"].attrs["num_calls"] == 1
+        starts = regs["solve"]["start_times"][:]
+        ends = regs["solve"]["end_times"][:]
         assert starts.dtype == np.int64 and len(starts) == 5
         assert (ends >= starts).all() and (np.diff(starts) > 0).all()
         # Each solve lies inside its step.
-        step_s, step_e = regions["step/start_times"][:], regions["step/end_times"][:]
+        step_s, step_e = regs["step"]["start_times"][:], regs["step"]["end_times"][:]
         assert ((step_s <= starts) & (ends <= step_e)).all()
         assert f.attrs["format"] == b"scope-profiler"
-        assert f.attrs["format_version"] == 1
+        assert f.attrs["format_version"] == 2
         assert "hostname" in f["metadata"].attrs
 
 
@@ -75,8 +77,8 @@ def test_names_survive_round_trip(sp):
                 pass
     """, "-o", "out.h5")
     with h5py.File(sp.tmp / "out.h5") as f:
-        # Fixed-length UTF-8 attributes: h5py returns them as bytes.
-        got = sorted(g.attrs["name"].decode() for g in f["rank0/regions"].values())
+        # Fixed-length UTF-8 strings: h5py returns them as bytes.
+        got = sorted(g.attrs["name"].decode() for g in regions(f).values())
     assert got == sorted(names)
     proc = sp("summary", "out.h5")
     assert proc.returncode == 0
@@ -251,8 +253,8 @@ def test_finalize_inside_open_region_keeps_it(sp):
         main()  # after finalize: records nothing, crashes nothing
     """)
     with h5py.File(sp.tmp / "inner.h5") as f:
-        assert f["rank0/regions/main"].attrs["num_calls"] == 1
-        assert f["rank0/regions/work"].attrs["num_calls"] == 1
+        assert regions(f)["main"].attrs["num_calls"] == 1
+        assert regions(f)["work"].attrs["num_calls"] == 1
 
 
 def test_cli_options_override_script_setup(sp):
@@ -295,15 +297,15 @@ def test_recursion_and_generators_in_one_region(sp):
         list(g)
     """, "-o", "out.h5")
     with h5py.File(sp.tmp / "out.h5") as f:
-        r = f["rank0/regions"]
+        r = regions(f)
         assert r["fib"].attrs["num_calls"] == 177
-        s, e = r["fib/start_times"][:], r["fib/end_times"][:]
+        s, e = r["fib"]["start_times"][:], r["fib"]["end_times"][:]
         assert (e >= s).all()
         # The outermost call spans all the others.
         assert s[0] == s.min() and e[0] == e.max()
         assert r["gen"].attrs["num_calls"] == 1
-        assert r["gen/start_times"][0] < r["between/start_times"][0]
-        assert r["gen/end_times"][0] > r["between/end_times"][0]
+        assert r["gen"]["start_times"][0] < r["between"]["start_times"][0]
+        assert r["gen"]["end_times"][0] > r["between"]["end_times"][0]
 
 
 def test_threads_in_the_same_region_close_their_own_calls(sp):

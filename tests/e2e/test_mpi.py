@@ -8,7 +8,7 @@ import subprocess
 import h5py
 import pytest
 
-from conftest import BINARY, ROOT
+from conftest import BINARY, ROOT, regions
 
 EXAMPLE = ROOT / "examples" / "mpi_timestep.py"
 
@@ -25,11 +25,6 @@ def mpirun(sp, n, *args, env=None, timeout=120, wrap=None):
         cmd += tool
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env,
                           cwd=sp.tmp)
-
-
-def regions(f, rank):
-    return {f[f"rank{rank}/regions/{k}"].attrs["name"].decode(): f[f"rank{rank}/regions/{k}"]
-            for k in f[f"rank{rank}/regions"]}
 
 
 def rank_total_s(group):

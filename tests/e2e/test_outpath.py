@@ -10,7 +10,7 @@ import threading
 import h5py
 import pytest
 
-from conftest import BINARY, one_line_error
+from conftest import BINARY, one_line_error, regions
 
 SCRIPT = """
 import scope_profiler as sp
@@ -85,7 +85,7 @@ def test_run_writes_through_symlinks(sp):
     assert proc.returncode == 0, proc.stderr
     assert os.path.islink(sp.tmp / "link.h5")
     with h5py.File(good) as f:
-        assert list(f["rank0/regions"]) == ["through_link"]
+        assert list(regions(f)) == ["through_link"]
     # A dangling symlink: the file it names is created.
     (sp.tmp / "sub").mkdir()
     (sp.tmp / "dangling.h5").symlink_to("sub/new.h5")
@@ -93,7 +93,7 @@ def test_run_writes_through_symlinks(sp):
     assert proc.returncode == 0, proc.stderr
     assert os.path.islink(sp.tmp / "dangling.h5")
     with h5py.File(sp.tmp / "sub" / "new.h5") as f:
-        assert f["rank0/regions/through_link"].attrs["num_calls"] == 3
+        assert regions(f)["through_link"].attrs["num_calls"] == 3
     assert tmp_files(sp.tmp) == [] and tmp_files(sp.tmp / "sub") == []
 
 
@@ -285,7 +285,7 @@ def test_full_disk_is_one_line_and_status_1(sp):
         saved = list(fallback_dir.iterdir())
         assert len(saved) == 1 and str(saved[0]) in proc.stderr
         with h5py.File(saved[0]) as f:
-            g = f["rank0/regions/many"]
+            g = regions(f)["many"]
             assert g.attrs["num_calls"] == 200000
             assert g["start_times"].shape == (200000,)
             # The retry describes the same run as the first try would have.

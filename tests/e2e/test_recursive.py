@@ -8,7 +8,7 @@ import sys
 import h5py
 import pytest
 
-from conftest import one_line_error
+from conftest import one_line_error, regions
 
 PYTHON = "/usr/bin/python3"  # the interpreter scope-profiler embeds
 
@@ -83,8 +83,7 @@ main()
 
 def regions_of(path):
     with h5py.File(path) as f:
-        return {g.attrs["name"].decode(): int(g.attrs["num_calls"])
-                for g in f["rank0/regions"].values()}
+        return {name: int(g.attrs["num_calls"]) for name, g in regions(f).items()}
 
 
 def test_seed_two_function_script(sp):
@@ -144,16 +143,16 @@ def test_nesting_under_exceptions_and_recursion(sp):
     script = sp.script(CALL_HEAVY, name="heavy.py")
     sp("run", "--recursive", "-q", "-o", "heavy.h5", script)
     with h5py.File(sp.tmp / "heavy.h5") as f:
-        r = f["rank0/regions"]
+        r = regions(f)
         for g in r.values():
             s, e = g["start_times"][:], g["end_times"][:]
             assert (e >= s).all(), g.attrs["name"]
         # Every raises() call lies inside a catcher() call.
-        cs, ce = r["__main__.catcher/start_times"][:], r["__main__.catcher/end_times"][:]
-        rs, re_ = r["__main__.raises/start_times"][:], r["__main__.raises/end_times"][:]
+        cs, ce = r["__main__.catcher"]["start_times"], r["__main__.catcher"]["end_times"]
+        rs, re_ = r["__main__.raises"]["start_times"], r["__main__.raises"]["end_times"]
         assert ((cs <= rs) & (re_ <= ce)).all()
         # The outermost deep() call spans all 600 nested ones.
-        ds, de = r["__main__.deep/start_times"][:], r["__main__.deep/end_times"][:]
+        ds, de = r["__main__.deep"]["start_times"], r["__main__.deep"]["end_times"]
         assert ds[0] == ds.min() and de[0] == de.max()
     tree = sp("summary", "--tree", "heavy.h5").stdout
     assert "__main__.deep" in tree and "__main__.catcher (40x)" in tree
@@ -271,7 +270,7 @@ def test_sys_exit_deep_inside(sp):
     proc = sp("run", "--recursive", "-q", "-o", "exit.h5", script)
     assert proc.returncode == 7
     with h5py.File(sp.tmp / "exit.h5") as f:
-        g = f["rank0/regions/__main__.down"]
+        g = regions(f)["__main__.down"]
         assert g.attrs["num_calls"] == 51
         assert (g["end_times"][:] >= g["start_times"][:]).all()
 
@@ -394,10 +393,10 @@ def test_track_threads_keeps_threads_apart(sp):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # threading's own setprofile call is not the script's
     with h5py.File(sp.tmp / "lanes.h5") as f:
-        r = f["rank0/regions"]
-        assert list(r["__main__.outer/lanes"][:]) == [1]
-        assert list(r["__main__.inner/lanes"][:]) == [1]
-        assert list(r["__main__.other/lanes"][:]) == [0]
+        r = regions(f)
+        assert list(r["__main__.outer"]["lanes"]) == [1]
+        assert list(r["__main__.inner"]["lanes"]) == [1]
+        assert list(r["__main__.other"]["lanes"]) == [0]
         assert "1=worker" in f["metadata"].attrs["lanes"].decode()
     tree = sp("summary", "--tree", "lanes.h5").stdout
     rows = {re.match(r"^(.*?)\s{2,}\d", l).group(1).strip(): l for l in tree.splitlines()
@@ -413,7 +412,7 @@ def test_track_threads_keeps_threads_apart(sp):
     # Without lanes the threads mix: other() lands inside outer().
     proc = sp("run", "--recursive", "-q", "-o", "mixed.h5", script)
     with h5py.File(sp.tmp / "mixed.h5") as f:
-        assert "lanes" not in f["rank0/regions/__main__.outer"]
+        assert "lanes" not in regions(f)["__main__.outer"] and "lanes" not in f["rank0/events"]
     mixed = sp("summary", "--tree", "mixed.h5").stdout
     lines = mixed.splitlines()
     outer_at = next(i for i, l in enumerate(lines) if "__main__.outer" in l)
@@ -454,7 +453,7 @@ def test_calls_still_running_at_exit_are_closed(sp):
     proc = sp("run", "--recursive", "-q", "-o", "open.h5", script)
     assert proc.returncode == 0, proc.stderr
     with h5py.File(sp.tmp / "open.h5") as f:
-        g = f["rank0/regions/__main__.forever"]
+        g = regions(f)["__main__.forever"]
         assert g.attrs["num_calls"] == 1
         start, end = int(g["start_times"][0]), int(g["end_times"][0])
         # Closed at the end of the run: it lasted most of the 50 ms.

@@ -7,7 +7,7 @@ import sys
 import h5py
 import pytest
 
-from conftest import one_line_error
+from conftest import one_line_error, regions
 
 PYTHON = "/usr/bin/python3"
 
@@ -44,7 +44,7 @@ def test_sys_exit_status_and_profile_written(sp):
     proc = sp("run", "-q", "-o", "out.h5", script)
     assert proc.returncode == 3
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["rank0/regions/before_exit"].attrs["num_calls"] == 1
+        assert regions(f)["before_exit"].attrs["num_calls"] == 1
 
 
 def test_uncaught_exception_traceback_status_1(sp):
@@ -59,7 +59,7 @@ def test_uncaught_exception_traceback_status_1(sp):
     assert proc.returncode == 1
     assert "Traceback" in proc.stderr and "ValueError: boom" in proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["rank0/regions/fails"].attrs["num_calls"] == 1
+        assert regions(f)["fails"].attrs["num_calls"] == 1
 
 
 def test_dash_m_runs_module(sp):
@@ -203,7 +203,7 @@ def test_sigint_writes_profile_and_dies_of_sigint(sp):
     assert proc.returncode == -signal.SIGINT  # a shell reports 130
     assert "KeyboardInterrupt" in proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["rank0/regions/interrupted"].attrs["num_calls"] == 1
+        assert regions(f)["interrupted"].attrs["num_calls"] == 1
 
 
 def test_sigterm_writes_profile_status_143(sp):
@@ -216,7 +216,7 @@ def test_sigterm_writes_profile_status_143(sp):
     proc = sp("run", "-q", "-o", "out.h5", script)
     assert proc.returncode == 143
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["rank0/regions/terminated"].attrs["num_calls"] == 1
+        assert regions(f)["terminated"].attrs["num_calls"] == 1
 
 
 def test_forked_child_never_writes(sp):
@@ -234,7 +234,7 @@ def test_forked_child_never_writes(sp):
     proc = sp("run", "-q", "-o", "out.h5", script)
     assert proc.returncode == 0, proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert list(f["rank0/regions"]) == ["parent"]
+        assert list(regions(f)) == ["parent"]
 
 
 def test_bad_inputs_one_line_nonzero(sp):
@@ -322,7 +322,7 @@ def test_write_failure_at_end_falls_back(sp):
     fallback = [p for p in sp.tmp.iterdir() if p.name.startswith("scope-profiler-")]
     assert len(fallback) == 1
     with h5py.File(fallback[0]) as f:
-        assert f["rank0/regions/r"].attrs["num_calls"] == 1
+        assert regions(f)["r"].attrs["num_calls"] == 1
 
 
 def test_help_readme_and_man_page_agree(sp):
@@ -366,7 +366,7 @@ def test_python_subprocesses_import_a_no_op_module(sp):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:2] == ["[0, 1, 4, 9]", "1 0"]
     with h5py.File(sp.tmp / "mp.h5") as f:
-        assert f["rank0/regions/pool"].attrs["num_calls"] == 1   # the parent's only
+        assert regions(f)["pool"].attrs["num_calls"] == 1   # the parent's only
 
 
 def test_help_fits_80_columns(sp):

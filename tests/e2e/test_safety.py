@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ROOT
+from conftest import BINARY, ROOT, regions
 
 HANG = 60
 FINDINGS = sorted((ROOT / "tests" / "fuzz" / "fuzz-regress").iterdir())
@@ -87,27 +87,28 @@ def test_fuzz_findings_fail_cleanly(sp, good, finding):
         assert_one_error(proc, args[0], "cannot read", finding.name)
 
 
-def inconsistent(path, **attrs):
-    """Rewrites a profile's region 'timestep' attributes."""
+def inconsistent(path, **values):
+    """Rewrites values of region 'timestep' in its rank's table."""
     with h5py.File(path, "r+") as f:
-        g = f["rank0/regions/timestep"]
-        for k, v in attrs.items():
-            g.attrs[k] = np.int64(v)
+        row = list(regions(f)).index("timestep")
+        for k, v in values.items():
+            f[f"rank0/regions/{k}"][row] = v
 
 
-@pytest.mark.parametrize("attrs,says", [
-    ({"num_calls": 2**62}, "num_calls is 4611686018427387904 but "),
-    ({"num_calls": -3}, "num_calls is negative"),
-    ({"min_ns": -1}, "min_ns and max_ns"),
-    ({"total_ns": 1}, "total_ns is not between max_ns and num_calls * max_ns"),
+@pytest.mark.parametrize("values,where,says", [
+    ({"num_calls": 2**62}, "rank0/events", "start_times holds "),
+    ({"num_calls": -3}, "rank0/regions/timestep", "num_calls is negative"),
+    ({"min_ns": -1}, "rank0/regions/timestep", "min_ns and max_ns"),
+    ({"total_ns": 1}, "rank0/regions/timestep", "total_ns is not between max_ns and num_calls * max_ns"),
+    ({"first_event": 1}, "rank0/regions/timestep", "first_event is 1"),
 ])
-def test_inconsistent_values_fail_cleanly(sp, good, attrs, says):
+def test_inconsistent_values_fail_cleanly(sp, good, values, where, says):
     bad = sp.tmp / "bad.h5"
     bad.write_bytes(good.read_bytes())
-    inconsistent(bad, **attrs)
+    inconsistent(bad, **values)
     for args in commands(bad, good):
         proc = run(args, sp.tmp)
-        assert_one_error(proc, args[0], "rank0/regions/timestep", says)
+        assert_one_error(proc, args[0], where, says)
     # Untouched, the same file reads.
     assert run(["summary", good], sp.tmp).returncode == 0
 
@@ -116,8 +117,8 @@ def test_events_ending_before_they_start(sp, good):
     bad = sp.tmp / "bad.h5"
     bad.write_bytes(good.read_bytes())
     with h5py.File(bad, "r+") as f:
-        ends = f["rank0/regions/timestep/end_times"]
-        ends[1] = f["rank0/regions/timestep/start_times"][1] - 1
+        at = int(f["rank0/regions/first_event"][list(regions(f)).index("timestep")]) + 1
+        f["rank0/events/end_times"][at] = f["rank0/events/start_times"][at] - 1
     for fmt in ("csv", "json", "chrome", "folded"):
         proc = run(["export", bad, "--format", fmt], sp.tmp)
         assert_one_error(proc, "export", "rank0/regions/timestep", "call 1 ends before it starts")

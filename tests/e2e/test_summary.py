@@ -38,8 +38,9 @@ def test_summary_reads_no_event_columns(sp):
     make_example(sp)
     before = sp("summary", "ts.h5").stdout
     with h5py.File(sp.tmp / "ts.h5", "a") as f:
-        for g in f["rank0/regions"].values():
-            del g["start_times"], g["end_times"]
+        # Every call now ends before it starts: a read of the events
+        # would refuse the file.
+        f["rank0/events/end_times"][...] = 0
     after = sp("summary", "ts.h5")
     assert after.returncode == 0, after.stderr
     assert after.stdout == before

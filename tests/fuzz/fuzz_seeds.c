@@ -1,9 +1,10 @@
 /* fuzz_seeds.c - writes the seed corpus of tests/fuzz/fuzz_read.c into the folder
  * given as argv[1]: profiles written by the library's own writer (one rank
  * and two, nested calls, a call tree, compressed columns with thread lanes,
- * a line table, an aggregate region, metadata), the plain hand-written
- * layout, and foreign files (empty, text, an HDF5 file that is no profile).
- * Small files only: the campaign's mutations do the rest. */
+ * a line table, an aggregate region, metadata), each in format version 2
+ * and again in version 1 (v1-*.h5), the plain hand-written layout, and
+ * foreign files (empty, text, an HDF5 file that is no profile). Small files
+ * only: the campaign's mutations do the rest. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,6 @@ static struct sp_profile *new_profile(size_t nranks)
 	struct sp_profile *p = calloc(1, sizeof *p);
 	if (!p || !(p->ranks = calloc(nranks, sizeof *p->ranks)) || !(p->meta = calloc(2, sizeof *p->meta)))
 		die("out of memory");
-	p->format_version = 1;
 	p->nranks = nranks;
 	p->meta[p->nmeta++] = (struct sp_kv){strdup("hostname"), strdup("node-1")};
 	p->meta[p->nmeta++] = (struct sp_kv){strdup("omp_num_threads"), strdup("2")};
@@ -76,11 +76,18 @@ static void build_trees(struct sp_profile *p)
 			die(err.msg);
 }
 
+/* Writes p as name (format version 2) and v1-name (version 1); frees p. */
 static void write_profile(struct sp_profile *p, const char *name)
 {
 	struct sp_error err = {0};
+	char v1[256];
 	build_trees(p);
+	snprintf(v1, sizeof v1, "v1-%s", name);
+	p->format_version = 2;
 	if (sp_h5_write(p, seed_path(name), &err) != SP_OK)
+		die(err.msg);
+	p->format_version = 1;
+	if (sp_h5_write(p, seed_path(v1), &err) != SP_OK)
 		die(err.msg);
 	sp_profile_free(p);
 }

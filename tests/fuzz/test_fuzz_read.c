@@ -54,11 +54,11 @@ static void add(struct sp_rank *rk, const char *name, size_t n, int64_t t0, int6
 	sp_stats_compute(&rd->stats, rd->starts, rd->ends, n);
 }
 
-/* A profile like a real run's, written to path. */
-static void write_seed(const char *path)
+/* A profile like a real run's, written to path in format version. */
+static void write_seed(const char *path, int version)
 {
 	struct sp_profile *p = calloc(1, sizeof *p);
-	p->format_version = 1;
+	p->format_version = version;
 	p->nranks = 2;
 	p->ranks = calloc(2, sizeof *p->ranks);
 	for (int r = 0; r < 2; r++) {
@@ -100,6 +100,8 @@ static void write_seed(const char *path)
 	sp_profile_free(p);
 }
 
+static void damaged_files_never_crash(int version);
+
 static unsigned char *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -134,12 +136,19 @@ static void mutate(unsigned char *b, size_t *len)
 	}
 }
 
+/* Mutants of a file of each format version (2, then 1). */
 static void test_damaged_files_never_crash(void **state)
+{
+	for (int version = 2; version >= 1; version--)
+		damaged_files_never_crash(version);
+}
+
+static void damaged_files_never_crash(int version)
 {
 	char seed[128], path[128];
 	snprintf(seed, sizeof seed, "%s/seed.h5", dir);
 	snprintf(path, sizeof path, "%s/mutant.h5", dir);
-	write_seed(seed);
+	write_seed(seed, version);
 	size_t len0;
 	unsigned char *orig = slurp(seed, &len0);
 	unsigned char *b = malloc(len0);
@@ -178,7 +187,7 @@ static void test_damaged_files_never_crash(void **state)
 	/* The mutations hit both outcomes: a test that never fails a read
 	 * (or never succeeds) would not be testing the reader. */
 	assert_true(ok > 0 && failed > 0);
-	print_message("%d reads succeeded, %d failed cleanly\n", ok, failed);
+	print_message("format version %d: %d reads succeeded, %d failed cleanly\n", version, ok, failed);
 	free(b);
 	free(orig);
 	remove(seed);

@@ -35,6 +35,11 @@
 static char dir[64];
 static char pathbuf[4][512];
 
+/* The format version the profiles of make_profile are written in: each
+ * test program runs its tests for version 2, then those that apply to both
+ * again for version 1 (which the reader still reads). */
+static int fmt_version = 2;
+
 /* A path inside the test's temporary folder (four live at a time). */
 static const char *tpath(const char *name)
 {
@@ -157,7 +162,7 @@ static struct sp_profile *make_profile(void)
 	};
 	static const struct sp_tree_node t3[] = {{-1, 0, 3, 65}};
 	struct sp_profile *p = calloc(1, sizeof *p);
-	p->format_version = 1;
+	p->format_version = fmt_version;
 	p->nranks = 3;
 	p->ranks = calloc(3, sizeof *p->ranks);
 
@@ -250,7 +255,7 @@ static void assert_same_lines(const struct sp_rank *a, const struct sp_rank *b)
  * with_events. */
 static void assert_same(const struct sp_profile *want, const struct sp_profile *got, int with_events)
 {
-	assert_int_equal(got->format_version, 1);
+	assert_int_equal(got->format_version, fmt_version);
 	assert_int_equal(got->nranks, want->nranks);
 	for (size_t r = 0; r < want->nranks; r++) {
 		const struct sp_rank *a = &want->ranks[r], *b = &got->ranks[r];
@@ -319,6 +324,40 @@ static void expect_read(const char *path, enum sp_err code, const char *needle)
 	}
 }
 
+
+/* Sets element row of the 1-D dataset at path in file (converted from an
+ * int64): how the tests damage a version 2 table. */
+static void set_element(const char *file, const char *dataset, hsize_t row, int64_t v)
+{
+	hid_t f = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+	hid_t d = H5Dopen2(f, dataset, H5P_DEFAULT);
+	assert_true(f >= 0 && d >= 0);
+	hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, (hsize_t[]){1}, NULL);
+	assert_true(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &row, NULL, (hsize_t[]){1}, NULL) >= 0);
+	assert_true(H5Dwrite(d, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, &v) >= 0);
+	H5Sclose(ms);
+	H5Sclose(fs);
+	H5Dclose(d);
+	assert_true(H5Fclose(f) >= 0);
+}
+
+/* Replaces the dataset at path in file by an int64 one of n zeros (n 0:
+ * removes it). */
+static void replace_dataset(const char *file, const char *dataset, hsize_t n)
+{
+	hid_t f = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+	assert_true(f >= 0 && H5Ldelete(f, dataset, H5P_DEFAULT) >= 0);
+	if (n) {
+		int64_t *zero = calloc(n, sizeof *zero);
+		hid_t sp = H5Screate_simple(1, &n, NULL);
+		hid_t d = H5Dcreate2(f, dataset, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+		assert_true(d >= 0 && H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, zero) >= 0);
+		H5Dclose(d);
+		H5Sclose(sp);
+		free(zero);
+	}
+	assert_true(H5Fclose(f) >= 0);
+}
 
 /* ---- the plain layout, as h5py users write it ---- */
 

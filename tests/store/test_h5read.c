@@ -1,7 +1,7 @@
 /* test_h5read.c - the HDF5 reader (src/store/h5read*.c): round trips,
  * summary reads, files without trees, what is refused and why (the
  * damaged-file checks of h5read_check.c), the plain layout, summaries
- * that contradict themselves. */
+ * that contradict themselves; format version 2, and version 1 again. */
 #include "h5_fixtures.h"
 
 static void test_roundtrip(void **state)
@@ -43,7 +43,17 @@ static void test_lanes_roundtrip(void **state)
 	assert_non_null(qd->lanes);
 	for (int64_t i = 0; i < rd->stats.num_calls; i++)
 		assert_int_equal(qd->lanes[i], i % 3);
-	assert_null(q->ranks[0].regions[1].lanes);   /* only where recorded */
+	/* Version 1: only where recorded; version 2 has one lanes column per
+	 * rank, lane 0 for the calls of regions without lanes. */
+	const struct sp_region_data *other = &q->ranks[0].regions[1];
+	if (fmt_version == 1) {
+		assert_null(other->lanes);
+	} else {
+		assert_non_null(other->lanes);
+		for (int64_t i = 0; i < other->stats.num_calls; i++)
+			assert_int_equal(other->lanes[i], 0);
+		assert_null(q->ranks[1].regions[0].lanes);   /* a rank without lanes */
+	}
 	sp_profile_free(q);
 	sp_profile_free(p);
 	remove(path);
@@ -71,8 +81,8 @@ static void test_summary_read(void **state)
 	remove(path);
 }
 
-/* A version-1 file written without trees: the reader builds them. */
-static void test_v1_without_tree(void **state)
+/* A file written without trees: the reader builds them. */
+static void test_without_tree(void **state)
 {
 	(void)state;
 	struct sp_profile *p = make_profile(), *q = NULL;
@@ -325,15 +335,25 @@ static void set_i64_attr(hid_t g, const char *name, int64_t v)
 	H5Aclose(a);
 }
 
-/* Writes make_profile's file, then sets one summary attribute of rank 3's
- * "solve" (3 calls of 5, 20 and 40 ns: total 65) to v, or with name NULL
- * deletes its start_times. */
+/* Writes make_profile's file, then sets one summary value of rank 3's
+ * "solve" (3 calls of 5, 20 and 40 ns: total 65; version 2: row 0 of its
+ * table) to v, or with name NULL deletes its start_times. */
 static void inconsistent(const char *path, const char *name, int64_t v)
 {
 	struct sp_profile *p = make_profile();
 	struct sp_error err = {0};
+	char at[64];
 	assert_ok(sp_h5_write(p, path, &err), &err);
 	sp_profile_free(p);
+	if (fmt_version == 2) {
+		if (!name) {
+			replace_dataset(path, "rank3/events/start_times", 0);
+			return;
+		}
+		snprintf(at, sizeof at, "rank3/regions/%s", name);
+		set_element(path, at, 0, v);
+		return;
+	}
 	hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
 	hid_t g = H5Gopen2(f, "rank3/regions/solve", H5P_DEFAULT);
 	assert_true(f >= 0 && g >= 0);
@@ -346,7 +366,8 @@ static void inconsistent(const char *path, const char *name, int64_t v)
 }
 
 /* Every read (summary-only too, which reads no event) rejects a region whose
- * values contradict each other, naming the region and what is wrong. */
+ * values contradict each other, naming the region (or the columns) and what
+ * is wrong. */
 static void test_inconsistent_values(void **state)
 {
 	(void)state;
@@ -354,40 +375,45 @@ static void test_inconsistent_values(void **state)
 	static const struct {
 		const char *attr;
 		int64_t v;
-		const char *says;
+		const char *says, *says_v2;   /* NULL: as version 1 */
 	} cases[] = {
 		/* A count the columns do not hold: the summary-only read sees it
 		 * in their extent, the full read in the events. */
-		{"num_calls", INT64_C(1) << 62, "rank3/regions/solve: num_calls is 4611686018427387904 but "},
-		{"num_calls", 4, "rank3/regions/solve: num_calls is 4 but "},
-		{"num_calls", -1, "rank3/regions/solve: inconsistent summary: num_calls is negative"},
-		{"min_ns", -5, "rank3/regions/solve: inconsistent summary: min_ns and max_ns are not"},
-		{"max_ns", 4, "rank3/regions/solve: inconsistent summary: min_ns and max_ns are not"},
-		{"total_ns", 39, "rank3/regions/solve: inconsistent summary: total_ns is not between"},
-		{"total_ns", 121, "rank3/regions/solve: inconsistent summary: total_ns is not between"},
-		{"total_ns", -65, "rank3/regions/solve: inconsistent summary: total_ns is not between"},
-		{"last_end_ns", 0, "rank3/regions/solve: inconsistent summary: first_start_ns and last_end_ns"},
-		{NULL, 0, "rank3/regions/solve has no start_times dataset"},
+		{"num_calls", INT64_C(1) << 62, "rank3/regions/solve: num_calls is 4611686018427387904 but ",
+		 "rank3/events: start_times holds 3 calls, the regions 4611686018427387904"},
+		{"num_calls", 4, "rank3/regions/solve: num_calls is 4 but ",
+		 "rank3/events: start_times holds 3 calls, the regions 4"},
+		{"num_calls", -1, "rank3/regions/solve: inconsistent summary: num_calls is negative", NULL},
+		{"min_ns", -5, "rank3/regions/solve: inconsistent summary: min_ns and max_ns are not", NULL},
+		{"max_ns", 4, "rank3/regions/solve: inconsistent summary: min_ns and max_ns are not", NULL},
+		{"total_ns", 39, "rank3/regions/solve: inconsistent summary: total_ns is not between", NULL},
+		{"total_ns", 121, "rank3/regions/solve: inconsistent summary: total_ns is not between", NULL},
+		{"total_ns", -65, "rank3/regions/solve: inconsistent summary: total_ns is not between", NULL},
+		{"last_end_ns", 0, "rank3/regions/solve: inconsistent summary: first_start_ns and last_end_ns",
+		 NULL},
+		{NULL, 0, "rank3/regions/solve has no start_times dataset",
+		 "rank3/events has no start_times dataset"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *says = fmt_version == 2 && cases[i].says_v2 ? cases[i].says_v2 : cases[i].says;
 		inconsistent(path, cases[i].attr, cases[i].v);
 		struct sp_profile *q = NULL;
 		struct sp_error err = {0};
-		if (!cases[i].attr) {
+		if (!cases[i].attr && fmt_version == 1) {
 			/* A summary needs no columns; a full read needs both. */
 			assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
 			sp_profile_free(q);
 			q = NULL;
 			assert_int_equal(sp_h5_read(path, SP_READ_EVENTS, &q, &err), SP_ECORRUPT);
-			assert_non_null(strstr(err.msg, cases[i].says));
+			assert_non_null(strstr(err.msg, says));
 			assert_null(q);
 			continue;
 		}
-		expect_read(path, SP_ECORRUPT, cases[i].says);
+		expect_read(path, SP_ECORRUPT, says);
 		struct sp_h5_stream *s = NULL;
 		assert_int_equal(sp_h5_stream_open(path, &s, &err), SP_ECORRUPT);
 		assert_null(s);
-		assert_non_null(strstr(err.msg, "rank3/regions/solve"));
+		assert_non_null(strstr(err.msg, fmt_version == 2 ? says : "rank3/regions/solve"));
 	}
 	/* The file as written reads. */
 	inconsistent(path, "num_calls", 3);
@@ -398,19 +424,119 @@ static void test_inconsistent_values(void **state)
 	remove(path);
 }
 
+/* Version 2: a table whose rows disagree with each other or with the event
+ * columns, or that lacks a column or a group, is refused by every reader,
+ * saying where. */
+static void test_damaged_table(void **state)
+{
+	(void)state;
+	const char *path = tpath("table.h5");
+	static const struct {
+		const char *dataset;
+		hsize_t row;
+		int64_t v;
+		const char *says;
+	} cases[] = {
+		{"rank0/regions/first_event", 1, 2, "rank0/regions/a/b: first_event is 2, but the rows before it hold 1 calls"},
+		{"rank0/regions/first_event", 0, -1, "rank0/regions/main: first_event is -1"},
+		{"rank0/regions/aggregate", 2, 2, "rank0/regions/x.y: aggregate is 2, not 0 or 1"},
+		{"rank0/regions/dropped_events", 3, -4, "rank0/regions/with space: negative dropped_events"},
+		{"rank0/tree/region", 2, 9, "rank0/tree: node 2 names no region of this rank"},
+		{"rank0/tree/region", 0, -1, "rank0/tree: node 0 names no region of this rank"},
+		{"rank0/tree/parent", 1, 1, "rank0/tree: node 1 has a bad parent 1"},
+	};
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_ok(sp_h5_write(p, path, &err), &err);
+		set_element(path, cases[i].dataset, cases[i].row, cases[i].v);
+		expect_read(path, SP_ECORRUPT, cases[i].says);
+		if (strstr(cases[i].dataset, "tree"))
+			continue;              /* the stream reads no tree */
+		struct sp_h5_stream *s = NULL;
+		assert_int_equal(sp_h5_stream_open(path, &s, &err), SP_ECORRUPT);
+		assert_non_null(strstr(err.msg, cases[i].says));
+	}
+	/* Columns missing, or of another length than the names. */
+	static const struct {
+		const char *dataset;
+		hsize_t n;
+		const char *says;
+	} gone[] = {
+		{"rank0/regions/mean_ns", 0, "rank0/regions has no mean_ns dataset"},
+		{"rank0/regions/std_ns", 4, "rank0/regions: std_ns holds 4 rows, name 9"},
+		{"rank0/regions/name", 0, "rank0/regions has no name dataset"},
+		{"rank0/events/lanes", 3, "rank0/events: lanes holds 3 calls, the regions 10"},
+		{"rank0/events/end_times", 12, "rank0/events: end_times holds 12 calls, the regions 10"},
+	};
+	for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+		assert_ok(sp_h5_write(p, path, &err), &err);
+		if (strstr(gone[i].dataset, "lanes")) {
+			/* a lanes column where there was none */
+			hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+			hsize_t n = 3;
+			hid_t sp = H5Screate_simple(1, &n, NULL);
+			int32_t zero[3] = {0};
+			hid_t d = H5Dcreate2(f, gone[i].dataset, H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT,
+					     H5P_DEFAULT);
+			assert_true(d >= 0 && H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, zero) >= 0);
+			H5Dclose(d);
+			H5Sclose(sp);
+			H5Fclose(f);
+		} else {
+			replace_dataset(path, gone[i].dataset, gone[i].n);
+		}
+		expect_read(path, SP_ECORRUPT, gone[i].says);
+		struct sp_h5_stream *s = NULL;
+		assert_int_equal(sp_h5_stream_open(path, &s, &err), SP_ECORRUPT);
+		assert_non_null(strstr(err.msg, gone[i].says));
+	}
+	/* Groups missing. */
+	const char *groups[][2] = {{"rank3/events", "rank3 has no events group"},
+				   {"rank3/regions", "rank3 has no regions group"}};
+	for (size_t i = 0; i < 2; i++) {
+		assert_ok(sp_h5_write(p, path, &err), &err);
+		hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+		assert_true(f >= 0 && H5Ldelete(f, groups[i][0], H5P_DEFAULT) >= 0);
+		H5Fclose(f);
+		expect_read(path, SP_ECORRUPT, groups[i][1]);
+	}
+	/* A file of a later version is refused by name. */
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+	hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+	assert_true(a >= 0 && H5Awrite(a, H5T_NATIVE_INT32, &(int32_t){3}) >= 0);
+	H5Aclose(a);
+	H5Fclose(f);
+	expect_read(path, SP_ENOTPROF, "format version 3 is not supported (1 and 2 are)");
+	/* The file as written reads. */
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
+	sp_profile_free(q);
+	sp_profile_free(p);
+	remove(path);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	const struct CMUnitTest both[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_summary_read),
 		cmocka_unit_test(test_inconsistent_values),
 		cmocka_unit_test(test_lanes_roundtrip),
-		cmocka_unit_test(test_v1_without_tree),
+		cmocka_unit_test(test_without_tree),
 		cmocka_unit_test(test_read_errors),
 		cmocka_unit_test(test_signature_where_hdf5_looks),
+	};
+	const struct CMUnitTest once[] = {
+		cmocka_unit_test(test_damaged_table),
 		cmocka_unit_test(test_plain_layout),
 		cmocka_unit_test(test_plain_corrupt),
 	};
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-	return cmocka_run_group_tests(tests, setup, teardown);
+	int rc = cmocka_run_group_tests_name("format version 2", both, setup, teardown);
+	rc |= cmocka_run_group_tests_name("format version 2 only, and other layouts", once, setup, teardown);
+	fmt_version = 1;
+	rc |= cmocka_run_group_tests_name("format version 1", both, setup, teardown);
+	return rc;
 }

@@ -1,5 +1,6 @@
 /* test_h5stream.c - unit tests of the streaming reader (sp_h5_stream_*, in
- * src/store/h5stream.c) that export uses to read a profile a slice at a time. */
+ * src/store/h5stream.c) that export uses to read a profile a slice at a
+ * time: format version 2, then version 1. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 } while (0)
 
 static char path[64];
+static int fmt_version = 2;     /* what write_profile writes */
 
 static int setup(void **state)
 {
@@ -62,7 +64,7 @@ static void write_profile(void)
 {
 	struct sp_profile *p = calloc(1, sizeof *p);
 	struct sp_error err = {0};
-	p->format_version = 1;
+	p->format_version = fmt_version;
 	p->nranks = 2;
 	p->ranks = calloc(2, sizeof *p->ranks);
 	for (int r = 0; r < 2; r++) {
@@ -168,11 +170,13 @@ static void test_plain_layout(void **state)
 	sp_h5_stream_close(s);
 }
 
-/* Opens path read-write and applies one damage to rank0/regions/big. */
+/* Opens path read-write and applies one damage to the columns of
+ * rank0/regions/big (version 2: rank0/events, where big's calls come
+ * first). */
 static void damage(int how)
 {
 	hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-	hid_t g = H5Gopen2(f, "rank0/regions/big", H5P_DEFAULT);
+	hid_t g = H5Gopen2(f, fmt_version == 2 ? "rank0/events" : "rank0/regions/big", H5P_DEFAULT);
 	if (how == 0) {
 		H5Ldelete(g, "end_times", H5P_DEFAULT);   /* a summary without events */
 	} else if (how == 1) {
@@ -213,7 +217,7 @@ static void test_errors(void **state)
 	damage(0);
 	assert_int_equal(sp_h5_stream_open(path, &s, &err), SP_ECORRUPT);
 	assert_null(s);
-	assert_non_null(strstr(err.msg, "rank0/regions/big"));
+	assert_non_null(strstr(err.msg, fmt_version == 2 ? "rank0/events" : "rank0/regions/big"));
 	assert_non_null(strstr(err.msg, "end_times"));
 
 	write_profile();
@@ -226,16 +230,22 @@ static void test_errors(void **state)
 	assert_ok(sp_h5_stream_open(path, &s, &err), &err);   /* the summary is intact */
 	assert_ok(sp_h5_stream_read(s, 0, 0, 0, 1000, st, en, NULL, &err), &err);
 	assert_int_equal(sp_h5_stream_read(s, 0, 0, 69500, 1000, st, en, NULL, &err), SP_ECORRUPT);
-	assert_non_null(strstr(err.msg, "call 70000 ends before it starts"));
+	assert_non_null(strstr(err.msg, "rank0/regions/big: call 70000 ends before it starts"));
 	sp_h5_stream_close(s);
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	const struct CMUnitTest both[] = {
 		cmocka_unit_test(test_structure_and_slices),
-		cmocka_unit_test(test_plain_layout),
 		cmocka_unit_test(test_errors),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	const struct CMUnitTest once[] = {
+		cmocka_unit_test(test_plain_layout),
+	};
+	int rc = cmocka_run_group_tests_name("format version 2", both, setup, teardown);
+	rc |= cmocka_run_group_tests_name("the plain layout", once, setup, teardown);
+	fmt_version = 1;
+	rc |= cmocka_run_group_tests_name("format version 1", both, setup, teardown);
+	return rc;
 }

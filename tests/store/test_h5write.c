@@ -1,6 +1,7 @@
-/* test_h5write.c - the HDF5 writer (src/store/h5write.c):
+/* test_h5write.c - the HDF5 writer (src/store/h5write*.c):
  * failures that leave nothing behind, the streaming writer, line tables
- * refused, compression and aggregate regions. */
+ * refused, compression and aggregate regions, format version 2's layout
+ * (and version 1's, still written when asked for). */
 #include "h5_fixtures.h"
 
 /* ---- tests ---- */
@@ -446,16 +447,31 @@ static void test_compressed_roundtrip(void **state)
 	assert_true(f >= 0);
 	hsize_t chunk;
 	int level;
-	column_layout(f, "rank3/regions/big/start_times", &chunk, &level);
-	assert_true(chunk == 65536 && level == 6);
-	column_layout(f, "rank3/regions/big/end_times", &chunk, &level);
-	assert_true(chunk == 65536 && level == 6);
-	column_layout(f, "rank3/regions/big/lanes", &chunk, &level);
-	assert_true(chunk == 65536 && level == 6);
-	column_layout(f, "rank3/regions/medium/end_times", &chunk, &level);
-	assert_true(chunk == 100 && level == 6);
-	column_layout(f, "rank3/regions/small/start_times", &chunk, &level);
-	assert_true(chunk == 0 && level == 0);
+	if (fmt_version == 2) {
+		/* Rank 3's columns: 3 + 150000 + 100 + 63 calls, chunks of 65536. */
+		static const char *const cols[] = {"start_times", "end_times", "lanes"};
+		char at[64];
+		for (int c = 0; c < 3; c++) {
+			snprintf(at, sizeof at, "rank3/events/%s", cols[c]);
+			column_layout(f, at, &chunk, &level);
+			assert_true(chunk == 65536 && level == 6);
+		}
+		column_layout(f, "rank0/events/start_times", &chunk, &level);   /* 10 calls */
+		assert_true(chunk == 0 && level == 0);
+		column_layout(f, "rank3/regions/num_calls", &chunk, &level);
+		assert_true(chunk == 0);
+	} else {
+		column_layout(f, "rank3/regions/big/start_times", &chunk, &level);
+		assert_true(chunk == 65536 && level == 6);
+		column_layout(f, "rank3/regions/big/end_times", &chunk, &level);
+		assert_true(chunk == 65536 && level == 6);
+		column_layout(f, "rank3/regions/big/lanes", &chunk, &level);
+		assert_true(chunk == 65536 && level == 6);
+		column_layout(f, "rank3/regions/medium/end_times", &chunk, &level);
+		assert_true(chunk == 100 && level == 6);
+		column_layout(f, "rank3/regions/small/start_times", &chunk, &level);
+		assert_true(chunk == 0 && level == 0);
+	}
 	column_layout(f, "rank3/tree/calls", &chunk, &level);
 	assert_true(chunk == 0);
 	H5Fclose(f);
@@ -503,8 +519,8 @@ static void test_compression_level_refused(void **state)
 	sp_profile_free(p);
 }
 
-/* An aggregate region (aggregation mode) is written as its summary
- * attributes plus self_ns and aggregate = 1, with no event columns. */
+/* Version 1: an aggregate region (aggregation mode) is written as its
+ * summary attributes plus self_ns and aggregate = 1, with no event columns. */
 static void test_aggregate_region_written(void **state)
 {
 	(void)state;
@@ -575,9 +591,258 @@ static void test_aggregate_region_written(void **state)
 	remove(path);
 }
 
+/* ---- format version 2's layout ---- */
+
+/* Reads the whole 1-D dataset at path of f as int64 into a malloc'd array
+ * of *n elements. */
+static int64_t *read_i64(hid_t f, const char *path, hsize_t *n)
+{
+	hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
+	assert_true(d >= 0);
+	hid_t sp = H5Dget_space(d);
+	assert_int_equal(H5Sget_simple_extent_dims(sp, n, NULL), 1);
+	int64_t *v = malloc((*n ? *n : 1) * sizeof *v);
+	assert_true(*n == 0 || H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+	H5Sclose(sp);
+	H5Dclose(d);
+	return v;
+}
+
+/* The name column of rank group g of f: n strings of one fixed width. */
+static char *read_names(hid_t f, const char *path, hsize_t *n, size_t *width)
+{
+	hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
+	assert_true(d >= 0);
+	hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
+	assert_int_equal(H5Tget_class(t), H5T_STRING);
+	assert_int_equal(H5Tis_variable_str(t), 0);
+	assert_int_equal(H5Tget_cset(t), H5T_CSET_UTF8);
+	*width = H5Tget_size(t);
+	assert_int_equal(H5Sget_simple_extent_dims(sp, n, NULL), 1);
+	char *v = calloc(*n ? *n : 1, *width);
+	assert_true(*n == 0 || H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+	H5Tclose(t);
+	H5Sclose(sp);
+	H5Dclose(d);
+	return v;
+}
+
+/* What a plain HDF5 reader finds: per rank, a table with a row per region
+ * that has calls (in the rank's order, exact names, its summary and its
+ * first call in the event columns), the events of every row one after the
+ * other, lanes for every call once a region has them (0 where it had
+ * none), the tree's regions by row. */
+static void test_layout_v2(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile();
+	struct sp_error err = {0};
+	const char *path = tpath("layout.h5");
+	struct sp_rank *r0 = &p->ranks[0];
+	struct sp_region_data *ab = &r0->regions[1];    /* "a/b", 2 calls, row 1 */
+	ab->lanes = malloc(2 * sizeof *ab->lanes);
+	ab->lanes[0] = 4;
+	ab->lanes[1] = 7;
+	r0->regions[2].dropped = 9;
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	assert_true(f >= 0);
+	int32_t version = 0;
+	hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+	assert_true(a >= 0 && H5Aread(a, H5T_NATIVE_INT32, &version) >= 0 && version == 2);
+	H5Aclose(a);
+
+	hsize_t n, ne, nl, nf;
+	size_t width;
+	char *names = read_names(f, "rank0/regions/name", &n, &width);
+	int64_t *calls = read_i64(f, "rank0/regions/num_calls", &nf);
+	int64_t *first = read_i64(f, "rank0/regions/first_event", &nf);
+	int64_t *total = read_i64(f, "rank0/regions/total_ns", &nf);
+	int64_t *dropped = read_i64(f, "rank0/regions/dropped_events", &nf);
+	int64_t *agg = read_i64(f, "rank0/regions/aggregate", &nf);
+	int64_t *starts = read_i64(f, "rank0/events/start_times", &ne);
+	int64_t *ends = read_i64(f, "rank0/events/end_times", &ne);
+	int64_t *lanes = read_i64(f, "rank0/events/lanes", &nl);
+	assert_int_equal(n, 9);                        /* "never called" has no row */
+	assert_int_equal(nf, 9);
+	assert_int_equal(ne, 10);
+	assert_int_equal(nl, 10);
+	assert_int_equal(width, strlen("with space") + 1);   /* the longest, in bytes */
+	size_t row = 0;
+	int64_t at = 0;
+	for (size_t i = 0; i < r0->nregions; i++) {
+		const struct sp_region_data *rd = &r0->regions[i];
+		if (rd->stats.num_calls == 0)
+			continue;
+		assert_string_equal(names + row * width, rd->name);
+		assert_true(calls[row] == rd->stats.num_calls && total[row] == rd->stats.total_ns);
+		assert_true(dropped[row] == rd->dropped && agg[row] == 0);
+		assert_true(first[row] == at);
+		for (int64_t c = 0; c < rd->stats.num_calls; c++) {
+			assert_true(starts[at + c] == rd->starts[c] && ends[at + c] == rd->ends[c]);
+			assert_true(lanes[at + c] == (rd->lanes ? rd->lanes[c] : 0));
+		}
+		at += rd->stats.num_calls;
+		row++;
+	}
+	/* The tree by row: node 1 is "a/b" (row 1), node 3 "with space" (row 3). */
+	int64_t *tree_region = read_i64(f, "rank0/tree/region", &n);
+	assert_int_equal(n, r0->ntree);
+	assert_true(tree_region[1] == 1 && tree_region[3] == 3 && tree_region[4] == 4);
+	/* Rank 5 recorded nothing: empty columns, all there. */
+	free(read_i64(f, "rank5/regions/num_calls", &n));
+	assert_int_equal(n, 0);
+	free(read_i64(f, "rank5/events/end_times", &n));
+	assert_int_equal(n, 0);
+	assert_int_equal(H5Lexists(f, "rank3/events/lanes", H5P_DEFAULT), 0);
+	H5Fclose(f);
+	int64_t *arrays[] = {calls, first, total, dropped, agg, starts, ends, lanes, tree_region};
+	for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+		free(arrays[i]);
+	free(names);
+	sp_profile_free(p);
+	remove(path);
+}
+
+/* Version 2: an aggregate region (aggregation mode) is a row with its
+ * summary, aggregate 1 and its self_ns, and no calls in the event columns
+ * (the next row's first event is its own). */
+static void test_aggregate_row_v2(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	const char *path = tpath("aggrow.h5");
+	struct sp_rank *r3 = &p->ranks[1];
+	r3->regions = realloc(r3->regions, 3 * sizeof *r3->regions);
+	struct sp_region_data *rd = &r3->regions[r3->nregions];
+	memmove(rd, r3->regions, sizeof *rd);          /* solve goes second */
+	memset(r3->regions, 0, sizeof *rd);
+	r3->nregions++;
+	r3->tree[0].region = 1;
+	rd = &r3->regions[0];
+	rd->name = strdup("agg/step");
+	rd->aggregate = 1;
+	rd->self_ns = 12345;
+	rd->stats = (struct sp_stats){.num_calls = 1000000, .total_ns = 9000000, .min_ns = 7,
+				      .max_ns = 90, .mean_ns = 9.0, .std_ns = 1.5,
+				      .first_start_ns = 100, .last_end_ns = 10000100};
+	for (int level = 0; level <= 4; level += 4) {
+		p->compression = level;
+		assert_ok(sp_h5_write(p, path, &err), &err);
+		hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+		hsize_t n;
+		int64_t *agg = read_i64(f, "rank3/regions/aggregate", &n);
+		int64_t *self = read_i64(f, "rank3/regions/self_ns", &n);
+		int64_t *first = read_i64(f, "rank3/regions/first_event", &n);
+		int64_t *calls = read_i64(f, "rank3/regions/num_calls", &n);
+		free(read_i64(f, "rank3/events/start_times", &n));
+		assert_int_equal(n, 3);                 /* solve's calls only */
+		assert_true(agg[0] == 1 && agg[1] == 0 && self[0] == 12345 && self[1] == 0);
+		assert_true(first[0] == 0 && first[1] == 0 && calls[0] == 1000000);
+		free(agg);
+		free(self);
+		free(first);
+		free(calls);
+		H5Fclose(f);
+		assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
+		const struct sp_region_data *got = find_region(&q->ranks[1], "agg/step");
+		assert_true(got->aggregate && got->self_ns == 12345 && !got->starts);
+		assert_memory_equal(&got->stats, &rd->stats, sizeof rd->stats);
+		assert_memory_equal(find_region(&q->ranks[1], "solve")->ends, r3->regions[1].ends,
+				    3 * sizeof(int64_t));
+		sp_profile_free(q);
+	}
+	sp_profile_free(p);
+	remove(path);
+}
+
+/* Names whose fixed-length column would be too large (a very long name
+ * among many) are written as variable-length strings, and read back. */
+static void test_long_names(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	const char *path = tpath("long.h5");
+	struct sp_region_data *rd = &p->ranks[0].regions[2];
+	size_t len = (size_t)1 << 20;          /* 1 MiB x 9 rows: over 8 MiB fixed */
+	free(rd->name);
+	rd->name = malloc(len + 1);
+	memset(rd->name, 'x', len);
+	rd->name[len] = '\0';
+	rd->name[len - 1] = 'y';
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	hid_t d = H5Dopen2(f, "rank0/regions/name", H5P_DEFAULT), t = H5Dget_type(d);
+	assert_true(H5Tis_variable_str(t) > 0);
+	H5Tclose(t);
+	H5Dclose(d);
+	H5Fclose(f);
+	for (int flags = 0; flags < 2; flags++) {
+		assert_ok(sp_h5_read(path, flags, &q, &err), &err);
+		assert_same(p, q, flags);
+		sp_profile_free(q);
+	}
+	sp_profile_free(p);
+	remove(path);
+}
+
+/* Many regions, whose events pass through the writer's and the reader's
+ * buffers (65536 calls) many at a time, between two that do not fit one,
+ * plain and compressed: every call back where it was. */
+static void test_many_regions(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	const char *path = tpath("many.h5");
+	struct sp_rank *r5 = &p->ranks[2];
+	char name[32];
+	add_loop_region(r5, "first big", 70000, 1);
+	for (int i = 0; i < 600; i++) {
+		snprintf(name, sizeof name, "r%03d", i);
+		add_loop_region(r5, name, 1 + (size_t)(i * 7) % 300, i % 2);
+	}
+	add_loop_region(r5, "last big", 65536, 0);
+	free(r5->tree);
+	r5->tree = NULL;
+	assert_ok(sp_tree_build(r5, &err), &err);
+	for (int level = 0; level <= 1; level++) {
+		p->compression = level;
+		assert_ok(sp_h5_write(p, path, &err), &err);
+		assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
+		assert_same(p, q, 1);
+		const struct sp_rank *got = &q->ranks[2];
+		for (size_t i = 0; i < got->nregions; i++) {
+			const struct sp_region_data *x = &r5->regions[i], *y = &got->regions[i];
+			if (x->lanes)
+				assert_memory_equal(y->lanes, x->lanes, (size_t)x->stats.num_calls * sizeof(int32_t));
+			else if (fmt_version == 1)
+				assert_null(y->lanes);
+		}
+		sp_profile_free(q);
+		/* Streamed, a slice across the end of one region's calls. */
+		struct sp_h5_stream *s = NULL;
+		int64_t st[50], en[50];
+		assert_ok(sp_h5_stream_open(path, &s, &err), &err);
+		for (size_t gi = 0; gi < r5->nregions; gi += 97) {
+			const struct sp_region_data *x = &r5->regions[gi];
+			size_t k = x->stats.num_calls < 50 ? (size_t)x->stats.num_calls : 50;
+			uint64_t from = (uint64_t)x->stats.num_calls - k;
+			assert_ok(sp_h5_stream_read(s, 2, gi, from, k, st, en, NULL, &err), &err);
+			assert_memory_equal(st, x->starts + from, k * sizeof *st);
+			assert_memory_equal(en, x->ends + from, k * sizeof *en);
+		}
+		sp_h5_stream_close(s);
+	}
+	sp_profile_free(p);
+	remove(path);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	const struct CMUnitTest both[] = {
 		cmocka_unit_test(test_write_fails_cleanly),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_writer_abort),
@@ -585,8 +850,21 @@ int main(void)
 		cmocka_unit_test(test_lines_write_errors),
 		cmocka_unit_test(test_compressed_roundtrip),
 		cmocka_unit_test(test_compression_level_refused),
+		cmocka_unit_test(test_many_regions),
+	};
+	const struct CMUnitTest v2[] = {
+		cmocka_unit_test(test_layout_v2),
+		cmocka_unit_test(test_aggregate_row_v2),
+		cmocka_unit_test(test_long_names),
+	};
+	const struct CMUnitTest v1[] = {
 		cmocka_unit_test(test_aggregate_region_written),
 	};
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-	return cmocka_run_group_tests(tests, setup, teardown);
+	int rc = cmocka_run_group_tests_name("format version 2", both, setup, teardown);
+	rc |= cmocka_run_group_tests_name("format version 2 only", v2, setup, teardown);
+	fmt_version = 1;
+	rc |= cmocka_run_group_tests_name("format version 1", both, setup, teardown);
+	rc |= cmocka_run_group_tests_name("format version 1 only", v1, setup, teardown);
+	return rc;
 }

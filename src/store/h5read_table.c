@@ -1,0 +1,327 @@
+/* h5read_table.c - reading a rank of format version 2 (h5write_table.c
+ * writes it): the regions table, every row checked as version 1's summary
+ * attributes are and its first_event against the rows before it; the event
+ * columns, read many small regions at a time into each region's own
+ * columns; the call tree by row. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_h5read.h"
+
+/* Small regions' calls are read SPAN_MAX at a time through a buffer; a
+ * larger region straight into its columns. */
+#define SPAN_MAX ((size_t)1 << 16)
+
+enum { NUM_CALLS, TOTAL, MIN, MAX, FIRST_START, LAST_END, DROPPED, SELF, FIRST_EVENT, NI64 };
+static const char *const i64_names[NI64] = {"num_calls", "total_ns", "min_ns", "max_ns", "first_start_ns",
+	"last_end_ns", "dropped_events", "self_ns", "first_event"};
+enum { MEAN, STD, AGG, NOTHER };
+static const char *const other_names[NOTHER] = {"mean_ns", "std_ns", "aggregate"};
+
+static int name_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Fills rk's regions from the columns read (n rows), checking each. */
+static enum sp_err fill_rows(struct reader *r, const char *ctx, const struct sp_h5r_strings *names,
+			     const int64_t *i64, const double *f64, const int32_t *agg, size_t n,
+			     struct sp_rank *rk, int64_t *first, uint64_t *total)
+{
+	uint64_t at = 0;
+	enum sp_err rc;
+	for (size_t i = 0; i < n; i++) {
+		struct sp_region_data *rd = &rk->regions[i];
+		struct sp_stats *st = &rd->stats;
+		const char *name = sp_h5r_string(names, i);
+		char rctx[256];
+		if (!name || !name[0])
+			return sp_h5r_fail(r, SP_ECORRUPT, "%s: row %zu has no name", ctx, i);
+		if (!(rd->name = strdup(name)))
+			return sp_h5r_fail(r, SP_ENOMEM, "out of memory");
+		rk->nregions = i + 1;
+		snprintf(rctx, sizeof rctx, "%s/%.200s", ctx, name);
+		*st = (struct sp_stats){
+			.num_calls = i64[NUM_CALLS * n + i], .total_ns = i64[TOTAL * n + i],
+			.min_ns = i64[MIN * n + i], .max_ns = i64[MAX * n + i],
+			.mean_ns = f64[MEAN * n + i], .std_ns = f64[STD * n + i],
+			.first_start_ns = i64[FIRST_START * n + i], .last_end_ns = i64[LAST_END * n + i],
+		};
+		if ((rc = sp_h5r_stats_ok(r, rctx, st)) != SP_OK)
+			return rc;
+		if (agg[i] != 0 && agg[i] != 1)
+			return sp_h5r_fail(r, SP_ECORRUPT, "%s: aggregate is %d, not 0 or 1", rctx, (int)agg[i]);
+		if ((rd->dropped = i64[DROPPED * n + i]) < 0)
+			return sp_h5r_fail(r, SP_ECORRUPT, "%s: negative dropped_events", rctx);
+		first[i] = i64[FIRST_EVENT * n + i];
+		if ((uint64_t)first[i] != at)
+			return sp_h5r_fail(r, SP_ECORRUPT, "%s: first_event is %lld, but the rows before it "
+					   "hold %llu calls", rctx, (long long)first[i], (unsigned long long)at);
+		rd->aggregate = agg[i];
+		rd->self_ns = agg[i] ? i64[SELF * n + i] : 0;
+		if (!agg[i]) {
+			if ((uint64_t)st->num_calls > (uint64_t)INT64_MAX - at)
+				return sp_h5r_fail(r, SP_ECORRUPT, "%s: too many calls", ctx);
+			at += (uint64_t)st->num_calls;
+		}
+	}
+	*total = at;
+	return SP_OK;
+}
+
+/* No two rows of one name. */
+static enum sp_err names_unique(struct reader *r, const char *gname, const struct sp_rank *rk)
+{
+	enum sp_err rc = SP_OK;
+	const char **v;
+	if (rk->nregions < 2)
+		return SP_OK;
+	if (!(v = malloc(rk->nregions * sizeof *v)))
+		return sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %zu regions", gname, rk->nregions);
+	for (size_t i = 0; i < rk->nregions; i++)
+		v[i] = rk->regions[i].name;
+	qsort(v, rk->nregions, sizeof *v, name_ptr_cmp);
+	for (size_t i = 1; i < rk->nregions && rc == SP_OK; i++)
+		if (strcmp(v[i - 1], v[i]) == 0)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s has two regions named '%s'", gname, v[i]);
+	free(v);
+	return rc;
+}
+
+enum sp_err sp_h5r_read_table(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk,
+			      int64_t **first, uint64_t *total)
+{
+	hid_t tg = -1, dn = -1, di[NI64], dother[NOTHER];
+	struct sp_h5r_strings names = {.mt = -1, .space = -1};
+	int64_t *i64 = NULL;
+	double *f64 = NULL;
+	int32_t *agg = NULL;
+	enum sp_err rc = SP_OK;
+	hsize_t n = 0, len = 0;
+	char ctx[48];
+
+	*first = NULL;
+	for (int c = 0; c < NI64; c++)
+		di[c] = -1;
+	for (int c = 0; c < NOTHER; c++)
+		dother[c] = -1;
+	snprintf(ctx, sizeof ctx, "%s/regions", gname);
+	if (sp_h5r_hard_link(g, "regions") != 1 || (tg = sp_h5r_open_group(r, g, "regions")) < 0)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s has no regions group", gname);
+	if ((rc = sp_h5r_column_open(r, tg, ctx, "name", H5T_STRING, 1, &dn, &n)) != SP_OK)
+		goto out;
+	if (n > INT32_MAX) {
+		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: %llu rows", ctx, (unsigned long long)n);
+		goto out;
+	}
+	for (int c = 0; c < NI64 + NOTHER; c++) {
+		const char *cname = c < NI64 ? i64_names[c] : other_names[c - NI64];
+		hid_t *ds = c < NI64 ? &di[c] : &dother[c - NI64];
+		if ((rc = sp_h5r_column_open(r, tg, ctx, cname, H5T_INTEGER, 1, ds, &len)) != SP_OK)
+			goto out;
+		if (len != n) {
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: %s holds %llu rows, name %llu", ctx, cname,
+					 (unsigned long long)len, (unsigned long long)n);
+			goto out;
+		}
+	}
+	size_t rows = (size_t)n;
+	i64 = sp_h5r_alloc_n(rows, NI64 * sizeof *i64);
+	f64 = sp_h5r_alloc_n(rows, 2 * sizeof *f64);
+	agg = sp_h5r_alloc_n(rows, sizeof *agg);
+	*first = sp_h5r_alloc_n(rows, sizeof **first);
+	if (!i64 || !f64 || !agg || !*first || !(rk->regions = calloc(rows ? rows : 1, sizeof *rk->regions))) {
+		rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %zu regions", gname, rows);
+		goto out;
+	}
+	if ((rc = sp_h5r_strings_read(r, dn, ctx, "name", rows, &names)) != SP_OK)
+		goto out;
+	int bad = 0;
+	for (int c = 0; rows && c < NI64; c++)
+		bad |= H5Dread(di[c], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, i64 + c * rows) < 0;
+	if (rows && (bad || H5Dread(dother[MEAN], H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, f64) < 0 ||
+		     H5Dread(dother[STD], H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, f64 + rows) < 0 ||
+		     H5Dread(dother[AGG], H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, agg) < 0)) {
+		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read the table's columns", ctx);
+		goto out;
+	}
+	if ((rc = fill_rows(r, ctx, &names, i64, f64, agg, rows, rk, *first, total)) == SP_OK)
+		rc = names_unique(r, gname, rk);
+out:
+	if (rc != SP_OK) {
+		free(*first);
+		*first = NULL;
+	}
+	sp_h5r_strings_free(&names);
+	free(i64);
+	free(f64);
+	free(agg);
+	sp_h5r_close(dn);
+	for (int c = 0; c < NI64; c++)
+		sp_h5r_close(di[c]);
+	for (int c = 0; c < NOTHER; c++)
+		sp_h5r_close(dother[c]);
+	sp_h5r_close(tg);
+	return rc;
+}
+
+enum sp_err sp_h5r_events_open(struct reader *r, hid_t g, const char *gname, uint64_t total, int deep,
+			       hid_t cols[3])
+{
+	static const char *const names[3] = {"start_times", "end_times", "lanes"};
+	enum sp_err rc = SP_OK;
+	hid_t eg = -1;
+	char ctx[48];
+
+	cols[0] = cols[1] = cols[2] = -1;
+	snprintf(ctx, sizeof ctx, "%s/events", gname);
+	/* Deep: the group's header checked too (a stream opens the group
+	 * again later, as it was checked at open, with the file's checks done). */
+	if (sp_h5r_hard_link(g, "events") != 1 ||
+	    (eg = deep ? sp_h5r_open_group(r, g, "events") : H5Gopen2(g, "events", H5P_DEFAULT)) < 0)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s has no events group", gname);
+	for (int c = 0; c < 3 && rc == SP_OK; c++) {
+		hsize_t len = 0;
+		int hl = c < 2 ? 1 : sp_h5r_hard_link(eg, names[c]);
+		if (hl < 0)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up the lanes", ctx);
+		else if (hl == 0)
+			break;
+		else if ((rc = sp_h5r_column_open(r, eg, ctx, names[c], H5T_INTEGER, deep > 1, &cols[c], &len)) ==
+			 SP_OK &&
+			 len != (hsize_t)total)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: %s holds %llu calls, the regions %llu", ctx, names[c],
+					 (unsigned long long)len, (unsigned long long)total);
+	}
+	sp_h5r_close(eg);
+	if (rc != SP_OK)
+		for (int c = 0; c < 3; c++) {
+			sp_h5r_close(cols[c]);
+			cols[c] = -1;
+		}
+	return rc;
+}
+
+/* Allocates region rd's columns for its n calls (lanes when the rank has
+ * them). */
+static enum sp_err alloc_region(struct reader *r, const char *gname, struct sp_region_data *rd, size_t n,
+				int lanes)
+{
+	rd->owns_events = 1;
+	if (!(rd->starts = sp_h5r_alloc_column(n, sizeof *rd->starts)) ||
+	    !(rd->ends = sp_h5r_alloc_column(n, sizeof *rd->ends)) ||
+	    (lanes && !(rd->lanes = sp_h5r_alloc_column(n, sizeof *rd->lanes))))
+		return sp_h5r_fail(r, SP_ENOMEM, "%s/regions/%.200s: out of memory for %zu events", gname,
+				   rd->name, n);
+	return SP_OK;
+}
+
+/* Reads calls first .. first + n - 1 of the columns into starts, ends and
+ * (when the rank has them) lanes. */
+static enum sp_err read_calls(struct reader *r, const char *gname, const hid_t cols[3], uint64_t first,
+			      size_t n, int64_t *starts, int64_t *ends, int32_t *lanes)
+{
+	if (sp_h5r_span(cols[0], H5T_NATIVE_INT64, first, n, starts) < 0 ||
+	    sp_h5r_span(cols[1], H5T_NATIVE_INT64, first, n, ends) < 0 ||
+	    (cols[2] >= 0 && sp_h5r_span(cols[2], H5T_NATIVE_INT32, first, n, lanes) < 0))
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s/events: cannot read the event columns", gname);
+	return SP_OK;
+}
+
+static size_t calls_of(const struct sp_region_data *rd)
+{
+	return rd->aggregate ? 0 : (size_t)rd->stats.num_calls;
+}
+
+/* Every region's events into its own columns, each region checked as
+ * version 1's are (sp_h5r_events_ok). */
+static enum sp_err read_all_events(struct reader *r, const char *gname, struct sp_rank *rk,
+				   const int64_t *first, uint64_t total, const hid_t cols[3])
+{
+	size_t cap = total < SPAN_MAX ? (size_t)(total ? total : 1) : SPAN_MAX, i = 0;
+	int lanes = cols[2] >= 0;
+	int64_t *s = malloc(cap * sizeof *s), *e = malloc(cap * sizeof *e);
+	int32_t *l = lanes ? malloc(cap * sizeof *l) : NULL;
+	enum sp_err rc = SP_OK;
+	char ctx[256];
+
+	if (!s || !e || (lanes && !l)) {
+		rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory", gname);
+		goto out;
+	}
+	while (i < rk->nregions && rc == SP_OK) {
+		struct sp_region_data *rd = &rk->regions[i];
+		size_t n = calls_of(rd);
+		if (n == 0) {
+			i++;
+			continue;
+		}
+		if (n >= cap) {                /* alone, straight into its columns */
+			snprintf(ctx, sizeof ctx, "%s/regions/%.200s", gname, rd->name);
+			if ((rc = alloc_region(r, gname, rd, n, lanes)) == SP_OK &&
+			    (rc = read_calls(r, gname, cols, (uint64_t)first[i], n, rd->starts, rd->ends,
+					     rd->lanes)) == SP_OK)
+				rc = sp_h5r_events_ok(r, ctx, rd->starts, rd->ends, n);
+			i++;
+			continue;
+		}
+		/* Regions i .. j - 1: as many as the buffer holds. */
+		size_t j = i, sum = 0;
+		while (j < rk->nregions && sum + calls_of(&rk->regions[j]) <= cap)
+			sum += calls_of(&rk->regions[j++]);
+		if ((rc = read_calls(r, gname, cols, (uint64_t)first[i], sum, s, e, l)) != SP_OK)
+			break;
+		for (size_t at = 0; i < j && rc == SP_OK; i++) {
+			rd = &rk->regions[i];
+			if ((n = calls_of(rd)) == 0)
+				continue;
+			snprintf(ctx, sizeof ctx, "%s/regions/%.200s", gname, rd->name);
+			if ((rc = alloc_region(r, gname, rd, n, lanes)) != SP_OK)
+				break;
+			memcpy(rd->starts, s + at, n * sizeof *s);
+			memcpy(rd->ends, e + at, n * sizeof *e);
+			if (lanes)
+				memcpy(rd->lanes, l + at, n * sizeof *l);
+			at += n;
+			rc = sp_h5r_events_ok(r, ctx, rd->starts, rd->ends, n);
+		}
+	}
+out:
+	free(s);
+	free(e);
+	free(l);
+	return rc;
+}
+
+enum sp_err sp_h5r_read_rank_v2(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
+{
+	hid_t g = -1, cols[3] = {-1, -1, -1};
+	int64_t *first = NULL;
+	uint64_t total = 0;
+	enum sp_err rc;
+	int has_tree;
+
+	if ((g = sp_h5r_open_group(r, file, gname)) < 0)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", gname);
+	if ((rc = sp_h5r_rank_attrs(r, g, gname, rk)) != SP_OK ||
+	    (rc = sp_h5r_read_table(r, g, gname, rk, &first, &total)) != SP_OK)
+		goto out;
+	if ((has_tree = sp_h5r_hard_link(g, "tree")) < 0) {
+		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up the tree", gname);
+		goto out;
+	}
+	/* A summary read checks the columns' extents; a full one (or one that
+	 * builds the tree) their storage too, and reads them. */
+	int need_events = (r->flags & SP_READ_EVENTS) || !has_tree;
+	if ((rc = sp_h5r_events_open(r, g, gname, total, need_events ? 2 : 1, cols)) != SP_OK ||
+	    (need_events && (rc = read_all_events(r, gname, rk, first, total, cols)) != SP_OK))
+		goto out;
+	rc = sp_h5r_tree_and_lines(r, g, gname, has_tree, NULL, 0, rk);
+out:
+	for (int c = 0; c < 3; c++)
+		sp_h5r_close(cols[c]);
+	free(first);
+	sp_h5r_close(g);
+	return rc;
+}

@@ -1,0 +1,91 @@
+/* sp_h5write.h - what the pieces of the HDF5 writer share (store-private;
+ * the public API is include/sp_h5.h): the writer's state, its one-line
+ * failures, and the attribute and column helpers of h5write.c, used by the
+ * layouts of a rank's regions: format version 2's table (h5write_table.c)
+ * and version 1's group per region (h5write_v1.c). */
+#ifndef SP_H5WRITE_H
+#define SP_H5WRITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hdf5.h>
+
+#include "sp_h5.h"
+#include "sp_outpath.h"
+
+/* A file being written: the temporary file, the property lists shared by
+ * every object, and the first failure, which every later call returns. */
+struct sp_h5_writer {
+	char *path;                    /* the final path (a copy), for messages */
+	struct sp_outpath out;         /* the temporary file (out.tmp) and its target */
+	int version;                   /* the format version written: 1 or 2 */
+	int failed;                    /* a call failed: failure says why */
+	int detached;                  /* the file's descriptor points at memory (detach) */
+	struct sp_error failure;       /* what sp_h5w_fail sets; copied to the caller's err */
+	hid_t fcpl, fapl;              /* the file's */
+	hid_t lcpl;                    /* UTF-8 link names */
+	hid_t gcpl;                    /* plain groups */
+	hid_t gcpl_regions;            /* link creation order tracked + indexed */
+	hid_t gcpl_region;             /* room for all summary attrs in the header */
+	hid_t gcpl_meta;               /* attribute creation order tracked + indexed */
+	hid_t dcpl;                    /* contiguous, no fill write */
+	int level;                     /* event columns: 0 contiguous, 1..9 deflate level */
+	hid_t file;                    /* the temporary file, open */
+	hid_t meta;                    /* its /metadata group, open until commit */
+};
+
+/* Compressed event columns (scope-profiler-format(5)): chunks of at most
+ * SP_H5W_CHUNK_MAX elements (512 KiB of int64: it fits HDF5's default 1 MiB
+ * chunk cache, so reading a column a slice at a time inflates each chunk
+ * once; chunks 16x larger are 3% smaller and slower to write), exactly the
+ * column when shorter. A column of fewer than SP_H5W_COMPRESS_MIN elements
+ * stays contiguous: compressing it saves less than its chunk index costs. */
+#define SP_H5W_CHUNK_MAX ((size_t)1 << 16)
+#define SP_H5W_COMPRESS_MIN ((size_t)64)
+
+/* Fills w->failure with "cannot write '<path>': <what>", adding the OS's
+ * reason when errno holds one that explains an HDF5 failure; the file is
+ * abandoned (its descriptor detached). Returns code. */
+enum sp_err sp_h5w_fail(struct sp_h5_writer *w, enum sp_err code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Points the file's descriptor at memory after a failed write, so that
+ * closing it can no longer fail (see h5write.c). */
+void sp_h5w_detach(struct sp_h5_writer *w);
+
+/* Scalar attributes of loc: 0, or -1 on failure. */
+int sp_h5w_attr(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *buf);
+int sp_h5w_attr_i64(hid_t loc, const char *name, int64_t v);
+int sp_h5w_attr_f64(hid_t loc, const char *name, double v);
+int sp_h5w_attr_str(hid_t loc, const char *name, const char *value);
+/* A fixed-length, null-terminated UTF-8 string type of size bytes (size
+ * H5T_VARIABLE: variable-length), or -1. */
+hid_t sp_h5w_str_type(size_t size);
+
+/* Creates the 1-D dataset name of n elements of ftype in loc and writes buf
+ * whole (nothing for n == 0): contiguous, or with level > 0 and n of
+ * SP_H5W_COMPRESS_MIN or more chunked with shuffle then deflate. 0 or -1. */
+int sp_h5w_column_z(struct sp_h5_writer *w, hid_t loc, const char *name, hid_t ftype, hid_t mtype,
+		    size_t n, const void *buf, int level);
+/* A contiguous column (tables, call trees, line tables). */
+int sp_h5w_column(struct sp_h5_writer *w, hid_t loc, const char *name, hid_t ftype, hid_t mtype,
+		  size_t n, const void *buf);
+/* Creates the 1-D dataset name of n elements of ftype in loc, written later
+ * a span at a time (sp_h5w_span); level as sp_h5w_column_z's. The dataset,
+ * or -1. */
+hid_t sp_h5w_dataset(struct sp_h5_writer *w, hid_t loc, const char *name, hid_t ftype, size_t n,
+		     int level);
+/* Writes elements first .. first + n - 1 of dataset ds from buf (mtype).
+ * 0, or -1 (the file detached). */
+int sp_h5w_span(struct sp_h5_writer *w, hid_t ds, hid_t mtype, uint64_t first, size_t n,
+		const void *buf);
+/* Closes a dataset written a span at a time; a compressed one's chunks are
+ * flushed first, while a failure can still be told (see h5write.c). 0 or -1. */
+int sp_h5w_dataset_close(struct sp_h5_writer *w, hid_t ds);
+
+/* A rank's regions, events and call tree in group rank_g: format version 2
+ * (h5write_table.c) or 1 (h5write_v1.c). SP_OK, or the failure (set). */
+enum sp_err sp_h5w_regions_v2(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk);
+enum sp_err sp_h5w_regions_v1(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk);
+
+#endif
