@@ -11,8 +11,11 @@
 # suite's own packages (those the suite has). It lives outside the repository, in
 # $SCOPE_PROFILER_CHROOT_DIR/chroot-SUITE (default /var/cache/scope-profiler), and counts
 # as complete only once its stamp file, written last, exists; an incomplete one is
-# removed and built again. `run` mounts /proc, /sys, /dev, a fresh /dev/shm and the
-# repository (at the same path as outside) and unmounts them all on exit, on error too.
+# removed and built again (under a lock, so two first runs at once build it once). `run`
+# mounts /proc, /sys, /dev, a fresh /dev/shm and the repository (at the same path as
+# outside) in a mount namespace of its own, so that runs by several people at once, from
+# several checkouts, never see or undo each other's mounts; they go when the run ends,
+# on error or kill too.
 # Needs root. Building takes a few minutes and about 1-2 GiB; it refuses to start with
 # less than 3 GiB free.
 set -euo pipefail
@@ -76,7 +79,9 @@ do_mount() {  # do_mount TARGET MOUNT-ARGS...
 
 mount_system() {
   do_mount "$ROOT/proc" -t proc proc
-  do_mount "$ROOT/sys" -t sysfs -o ro sysfs
+  # The host's /sys, read-only (a second sysfs mount where another run has one fails).
+  do_mount "$ROOT/sys" --bind /sys
+  mount -o remount,bind,ro "$ROOT/sys"
   do_mount "$ROOT/dev" --bind /dev
   do_mount "$ROOT/dev/shm" -t tmpfs -o mode=1777,size=1g tmpfs
 }
@@ -171,12 +176,22 @@ build_chroot() {
 # before running it, so editing this file while it runs cannot derail a run.
 main() {
   if [ ! -f "$STAMP" ]; then
-    build_chroot
+    mkdir -p "$BASE"
+    exec 9>"$BASE/.lock-$SUITE"
+    flock 9                      # another run may be building it right now
+    [ -f "$STAMP" ] || build_chroot
+    exec 9>&-
   else
     [ "$MODE" = run ] || echo "chroot.sh: $SUITE chroot present ($ROOT, Python $(cat "$ROOT/.python-version" 2>/dev/null || echo '?')); reusing it"
   fi
 
   if [ "$MODE" = run ]; then
+    # Once, in a fresh mount namespace whose mounts propagate nowhere: they vanish with it.
+    if [ -z "${SCOPE_PROFILER_CHROOT_NS:-}" ]; then
+      trap - EXIT
+      SCOPE_PROFILER_CHROOT_NS=1 exec unshare --mount --propagation private -- \
+        "$(readlink -f "$0")" "$SUITE" run "$@"
+    fi
     mount_system
     do_mount "$ROOT$REPO" --bind "$REPO"
     set +e
