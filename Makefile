@@ -30,7 +30,24 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null)
 HDF5_LIBS   := $(shell pkg-config --libs hdf5 2>/dev/null)
 PY_CFLAGS   := $(shell $(PYTHON_CONFIG) --includes 2>/dev/null)
+# The interpreter is linked in statically when Debian's libpython3.X.a
+# allows it (scripts/py-static-probe.sh tries, once per build folder), as
+# /usr/bin/python3 itself is: the shared libpython's position-independent
+# code, symbol interposition and thread-state lookups through
+# __tls_get_addr make every Python instruction dearer (~1.15x on a tiny-call
+# loop) and start-up slower. The whole archive goes in and its symbols are
+# exported, for extension modules (numpy, h5py, ...) to bind to. Debian 13's
+# and testing's archives lack code their built-in modules need: those link
+# the shared library. PY_STATIC=0 forces the shared library.
+PY_PROBE    := $(BUILD)/py-static.mk
+ifneq ($(PY_STATIC),0)
+-include $(PY_PROBE)
+endif
+ifeq ($(PY_STATIC),1)
+PY_LIBS     := $(PY_STATIC_LIBS)
+else
 PY_LIBS     := $(shell $(PYTHON_CONFIG) --embed --ldflags 2>/dev/null)
+endif
 PY_EXE      := $(shell $(PYTHON) -c 'import sys,os; print(os.path.realpath(sys.executable))' 2>/dev/null)
 PY_VERSION  := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)
 # MPI (Open MPI from Debian) when its development files are installed; MPI=0
@@ -76,6 +93,10 @@ LAYERS_OK := $(BUILD)/layers.ok
 .PHONY: all demo check check-pythons test unit e2e asan bench install uninstall man clean deps fuzz fuzz-ci fuzz-build layers
 all: $(BIN)
 
+$(PY_PROBE): scripts/py-static-probe.sh
+	@mkdir -p $(@D)
+	scripts/py-static-probe.sh "$(PYTHON)" "$(CC)" > $@.tmp && mv $@.tmp $@
+
 HEADERS = $(wildcard include/*.h src/*/*.h)
 $(BUILD)/obj/%.o: src/%.c $(HEADERS) | $(LAYERS_OK)
 	@mkdir -p $(dir $@)
@@ -99,9 +120,12 @@ $(BUILD)/obj/store/mpi.o: CPPFLAGS += $(MPI_CFLAGS)
 $(BUILD)/obj/store/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 # The profile hook calls clock_gettime twice per traced call: no PLT hop.
 $(BUILD)/obj/python/tracer.o $(BUILD)/obj/python/linetrace.o: ALL_CFLAGS += -fno-plt
-$(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py
+# The Python layer goes in compiled (marshalled bytecode of the very
+# interpreter linked in), so a run does not compile it at start-up (~12 ms).
+$(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py Makefile
 	@mkdir -p $(BUILD)
-	cd src/python && xxd -i scope_profiler_py.py > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
+	$(PYTHON) -c 'import marshal, sys; sys.stdout.buffer.write(marshal.dumps(compile(open(sys.argv[1]).read(), "<scope_profiler>", "exec", dont_inherit=True)))' $< > $(BUILD)/scope_profiler_py.pyc
+	cd $(BUILD) && xxd -i scope_profiler_py.pyc > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
 # The no-op module the script's Python subprocesses import (see the shim).
 $(BUILD)/sp_pyshim.h: src/python/scope_profiler_shim.py
 	@mkdir -p $(BUILD)
@@ -249,6 +273,7 @@ bench: $(BIN)
 	$(PYTHON) scripts/bench_mpi.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_storage.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_memory.py --binary $(abspath $(BIN))
+	$(PYTHON) scripts/bench_wholerun.py --binary $(abspath $(BIN)) --python $(PYTHON)
 
 # The man pages: the overview, one per command, the file format. Their
 # SYNOPSIS and OPTIONS sections are written from the binary's --help by

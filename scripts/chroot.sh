@@ -50,7 +50,7 @@ PACKAGES=(
   libcmocka-dev
   man-db groff-base
   valgrind
-  python3-line-profiler python3-yappi python3-pandas
+  python3-line-profiler python3-yappi python3-pandas python3-pyflakes
   libopenmpi-dev openmpi-bin python3-mpi4py
 )
 

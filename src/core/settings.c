@@ -98,14 +98,13 @@ int sp_settings_check(const struct sp_settings *s, int python, char *err, size_t
 			   "functions you decorate, or the calls of every function");
 		return -1;
 	}
-	if (!python && s->aggregate && (s->recursive || s->line_profile || s->track_async)) {
+	if (!python && s->aggregate && (s->line_profile || s->track_async)) {
 		snprintf(err, len, "--aggregate cannot be combined with %s: aggregates keep no per-call data",
-			 s->recursive ? "--recursive" : s->line_profile ? "--line-profile" : "--track-async");
+			 s->line_profile ? "--line-profile" : "--track-async");
 		return -1;
 	}
 	if (python && s->aggregate && !s->disable) {
 		const char *other = s->line_profile ? "use_line_profiler: line timing needs each call's lines"
-			: s->recursive ? "recursive_profile: the profile hook records every call"
 			: s->track_async ? "track_async: aggregates nest calls per thread, not per task" : NULL;
 		if (other) {
 			snprintf(err, len, "aggregation_mode cannot be combined with %s", other);

@@ -42,11 +42,17 @@ int32_t sp_lane_assign(void)
 	/* The thread's name, for the file; never raises into the caller. */
 	PyObject *type, *value, *tb, *name = NULL;
 	PyErr_Fetch(&type, &value, &tb);
-	PyObject *threading = PyImport_ImportModule("threading");
+	/* threading is not imported here: a program that never loads it
+	 * has only the main thread (lane 0, taken as the module loads). */
+	PyObject *mod_name = PyUnicode_FromString("threading");
+	PyObject *threading = mod_name ? PyImport_GetModule(mod_name) : NULL;
+	Py_XDECREF(mod_name);
 	PyObject *thread = threading ? PyObject_CallMethod(threading, "current_thread", NULL) : NULL;
 	PyObject *tname = thread ? PyObject_GetAttrString(thread, "name") : NULL;
 	if (tname)
 		name = PyUnicode_FromFormat("%S", tname);
+	else if (!threading && lanes.next_lane == 0)
+		name = PyUnicode_FromString("MainThread");
 	else
 		name = PyUnicode_FromFormat("thread %lu", PyThread_get_thread_ident());
 	/* The lane and its name's index, with no Python code in between: code

@@ -1,16 +1,19 @@
 /* linetrace.c - `run --line-profile`: hits and time of every line of the
  * chosen functions (decorated with sp.profile, or passed as
- * region(name, functions=[...])), from a C trace hook (PyEval_SetTrace).
+ * region(name, functions=[...])), while the thread holds the hook (a chosen
+ * function's call, or a region holding chosen functions).
  *
- * The hook is installed in a thread only while a chosen function (or a
- * region holding chosen functions) runs there, and it turns line events off
- * in every other frame at its first event, so code outside runs untraced
- * and code called from a chosen function pays only for its call events.
- * A line's time runs from its line event to the next event of the same
- * frame (the next line, or the return), as line_profiler counts it. */
+ * On CPython 3.11 the hook is a C trace function (PyEval_SetTrace),
+ * installed in a thread only while held; it turns line events off in every
+ * other frame at its first event, so code called from a chosen function pays
+ * only for its call events. On 3.12 and later only the chosen code objects
+ * have events (sys.monitoring's set_local_events), so other code pays
+ * nothing. A line's time runs from its line event to the next event of the
+ * same frame (the next line, or the return), as line_profiler counts it. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,12 +22,19 @@
 #include "sp_linetrace.h"
 #include "sp_profile.h"
 
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#include "sp_monitor.h"
+
+#ifndef SP_MONITORING
 #define Py_BUILD_CORE 1
 #include "internal/pycore_frame.h"
 #undef Py_BUILD_CORE
+#define code_get_extra _PyCode_GetExtra
+#define code_set_extra _PyCode_SetExtra
+#define request_extra_index _PyEval_RequestCodeExtraIndex
 #else
-#error "linetrace.c reads PyFrameObject fields of CPython 3.11"
+#define code_get_extra PyUnstable_Code_GetExtra
+#define code_set_extra PyUnstable_Code_SetExtra
+#define request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
 #endif
 
 /* Line counts of one chosen function. */
@@ -40,23 +50,91 @@ static struct table **tables;          /* every chosen function, in order */
 static size_t ntables, tables_cap;
 static Py_ssize_t extra_index = -1;    /* code object -> struct table * */
 
-/* A traced frame of a chosen function and its line in progress. */
+/* A running frame of a chosen function and its line in progress. The frame
+ * is known by identity only: the frame object under 3.11's hook, the code
+ * object under sys.monitoring (a thread's frames end in the reverse order
+ * of their starts). */
 struct frame_state {
-	PyFrameObject *frame;          /* identity only */
+	const void *frame;
 	struct table *t;
 	ptrdiff_t last;                /* index of the line in progress, or -1 */
 	int64_t last_t;
 };
 
-typedef struct {
-	PyObject_HEAD
+struct frame_stack {
 	struct frame_state *stack;
 	size_t depth, cap;
+};
+
+static struct table *code_table(PyCodeObject *co)
+{
+	void *x = NULL;
+	if (code_get_extra((PyObject *)co, extra_index, &x) != 0) {
+		PyErr_Clear();
+		return NULL;
+	}
+	return x;
+}
+
+static __attribute__((noinline, cold)) int stack_grow(struct frame_stack *fs)
+{
+	return SP_GROW(&fs->stack, &fs->cap, fs->depth + 1);
+}
+
+/* A chosen function's frame starts (or resumes). */
+static inline void frame_push(struct frame_stack *fs, struct table *t, const void *frame)
+{
+	if (fs->depth == fs->cap && stack_grow(fs) != 0)
+		return;
+	fs->stack[fs->depth++] = (struct frame_state){.frame = frame, .t = t, .last = -1};
+}
+
+/* A line event of frame, at line `line`. */
+static inline void frame_line(struct frame_stack *fs, const void *frame, long line)
+{
+	int64_t now = sp_clock_ns();
+	if (!fs->depth || fs->stack[fs->depth - 1].frame != frame)
+		return;
+	struct frame_state *f = &fs->stack[fs->depth - 1];
+	struct table *t = f->t;
+	if (f->last >= 0)
+		t->time_ns[f->last] += now - f->last_t;
+	ptrdiff_t i = (ptrdiff_t)line - t->first_line;
+	if (i >= 0 && (size_t)i < t->n) {
+		t->hits[i]++;
+		f->last = i;
+	} else {
+		f->last = -1;
+	}
+	/* The next line's time starts after this bookkeeping. */
+	f->last_t = sp_clock_ns();
+}
+
+/* The frame returns, yields or unwinds: its line in progress ends. */
+static inline void frame_pop(struct frame_stack *fs, const void *frame)
+{
+	int64_t now = sp_clock_ns();
+	if (!fs->depth || fs->stack[fs->depth - 1].frame != frame)
+		return;
+	struct frame_state *f = &fs->stack[--fs->depth];
+	if (f->last >= 0)
+		f->t->time_ns[f->last] += now - f->last_t;
+}
+
+/* How many holds the calling thread has on the hook. */
+static _Thread_local int holds;
+
+#ifndef SP_MONITORING
+/* ---- 3.11: a trace hook (PyEval_SetTrace) in the thread while held ---- */
+
+typedef struct {
+	PyObject_HEAD
+	struct frame_stack fs;
 } LineState;
 
 static void ls_dealloc(PyObject *self)
 {
-	free(((LineState *)self)->stack);
+	free(((LineState *)self)->fs.stack);
 	Py_TYPE(self)->tp_free(self);
 }
 
@@ -68,82 +146,28 @@ static PyTypeObject LineStateType = {
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 };
 
-static struct table *code_table(PyCodeObject *co)
-{
-	void *x = NULL;
-	if (_PyCode_GetExtra((PyObject *)co, extra_index, &x) != 0) {
-		PyErr_Clear();
-		return NULL;
-	}
-	return x;
-}
-
-static __attribute__((noinline, cold)) int ls_grow(LineState *ls)
-{
-	return SP_GROW(&ls->stack, &ls->cap, ls->depth + 1);
-}
-
-static int on_call(LineState *ls, PyFrameObject *frame)
-{
-	struct table *t = code_table(frame->f_frame->f_code);
-	if (!t) {
-		frame->f_trace_lines = 0;   /* not chosen: no line events here */
-		return 0;
-	}
-	if (ls->depth == ls->cap && ls_grow(ls) != 0)
-		return 0;
-	ls->stack[ls->depth++] = (struct frame_state){.frame = frame, .t = t, .last = -1};
-	return 0;
-}
-
-static inline int on_line(LineState *ls, PyFrameObject *frame)
-{
-	int64_t now = sp_clock_ns();
-	if (!ls->depth || ls->stack[ls->depth - 1].frame != frame)
-		return 0;
-	struct frame_state *fs = &ls->stack[ls->depth - 1];
-	struct table *t = fs->t;
-	if (fs->last >= 0)
-		t->time_ns[fs->last] += now - fs->last_t;
-	ptrdiff_t i = (ptrdiff_t)frame->f_lineno - t->first_line;
-	if (i >= 0 && (size_t)i < t->n) {
-		t->hits[i]++;
-		fs->last = i;
-	} else {
-		fs->last = -1;
-	}
-	/* The next line's time starts after this bookkeeping. */
-	fs->last_t = sp_clock_ns();
-	return 0;
-}
-
-static int on_return(LineState *ls, PyFrameObject *frame)
-{
-	int64_t now = sp_clock_ns();
-	if (!ls->depth || ls->stack[ls->depth - 1].frame != frame)
-		return 0;
-	struct frame_state *fs = &ls->stack[--ls->depth];
-	if (fs->last >= 0)
-		fs->t->time_ns[fs->last] += now - fs->last_t;
-	return 0;
-}
-
 static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
+	struct frame_stack *fs = &((LineState *)obj)->fs;
 	switch (what) {
 	case PyTrace_LINE:
-		return on_line((LineState *)obj, frame);
-	case PyTrace_CALL:
-		return on_call((LineState *)obj, frame);
+		frame_line(fs, frame, frame->f_lineno);
+		return 0;
+	case PyTrace_CALL: {
+		struct table *t = code_table(frame->f_frame->f_code);
+		if (t)
+			frame_push(fs, t, frame);
+		else
+			frame->f_trace_lines = 0;   /* not chosen: no line events here */
+		return 0;
+	}
 	case PyTrace_RETURN:
-		return on_return((LineState *)obj, frame);
+		frame_pop(fs, frame);
+		return 0;
 	default:
 		return 0;
 	}
 }
-
-/* How many holds the calling thread has on the hook. */
-static _Thread_local int holds;
 
 int sp_linetrace_hold(void)
 {
@@ -161,8 +185,7 @@ int sp_linetrace_hold(void)
 		holds--;
 		return -1;
 	}
-	ls->stack = NULL;
-	ls->depth = ls->cap = 0;
+	ls->fs = (struct frame_stack){0};
 	PyEval_SetTrace(hook, (PyObject *)ls);
 	Py_DECREF(ls);   /* the thread state holds it */
 	return 0;
@@ -177,13 +200,140 @@ void sp_linetrace_release(void)
 		PyEval_SetTrace(NULL, NULL);
 }
 
+static int backend_init(void)
+{
+	return PyType_Ready(&LineStateType);
+}
+
+static int backend_choose(PyCodeObject *co)
+{
+	return 0;
+}
+
+#else
+/* ---- 3.12 and later: sys.monitoring events of the chosen code objects
+ * only (set_local_events), under a tool id of our own; they count while
+ * the thread holds the hook. Exceptions leaving a frame (PY_UNWIND) and
+ * throw() into a generator (PY_THROW) are global events, rare and cheap. */
+
+static _Thread_local struct frame_stack thread_frames;
+static int line_tool = -1;
+static long local_events;
+static pthread_key_t frames_key;       /* frees a thread's stack at its exit */
+
+static void frames_free(void *p)
+{
+	free(p);
+}
+
+/* PY_START, PY_RESUME (local) and PY_THROW (global). */
+static PyObject *cb_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	struct table *t;
+	if (holds > 0 && (t = code_table((PyCodeObject *)args[0]))) {
+		struct frame_stack *fs = &thread_frames;
+		void *before = fs->stack;
+		frame_push(fs, t, args[0]);
+		if (fs->stack != before)
+			pthread_setspecific(frames_key, fs->stack);
+	}
+	Py_RETURN_NONE;
+}
+
+/* LINE: (code, line). */
+static PyObject *cb_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	struct frame_stack *fs = &thread_frames;
+	if (fs->depth)
+		frame_line(fs, args[0], PyLong_AsLong(args[1]));
+	Py_RETURN_NONE;
+}
+
+/* JUMP: (code, from, to). A jump back to an earlier place of the same line
+ * starts that line again, as the interpreter's own line tracing counts it
+ * (a loop written on one line); other jumps are never line events. */
+static PyObject *cb_jump(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	PyCodeObject *co = (PyCodeObject *)args[0];
+	long from = PyLong_AsLong(args[1]), to = PyLong_AsLong(args[2]);
+	if (to >= from)
+		return Py_NewRef(sp_mon_disable);
+	int to_line = PyCode_Addr2Line(co, (int)to);
+	if (to_line != PyCode_Addr2Line(co, (int)from))
+		return Py_NewRef(sp_mon_disable);   /* a LINE event comes */
+	struct frame_stack *fs = &thread_frames;
+	if (fs->depth)
+		frame_line(fs, co, to_line);
+	Py_RETURN_NONE;
+}
+
+/* PY_RETURN, PY_YIELD (local) and PY_UNWIND (global). */
+static PyObject *cb_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	struct frame_stack *fs = &thread_frames;
+	if (fs->depth)
+		frame_pop(fs, args[0]);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef cb_defs[] = {
+	{"_on_line_start", (PyCFunction)(void (*)(void))cb_start, METH_FASTCALL, NULL},
+	{"_on_line", (PyCFunction)(void (*)(void))cb_line, METH_FASTCALL, NULL},
+	{"_on_line_jump", (PyCFunction)(void (*)(void))cb_jump, METH_FASTCALL, NULL},
+	{"_on_line_end", (PyCFunction)(void (*)(void))cb_end, METH_FASTCALL, NULL},
+};
+
+int sp_linetrace_hold(void)
+{
+	holds++;
+	return 0;
+}
+
+void sp_linetrace_release(void)
+{
+	if (holds <= 0 || --holds > 0)
+		return;
+	thread_frames.depth = 0;   /* frames still open are not timed further */
+}
+
+static int backend_init(void)
+{
+	if (pthread_key_create(&frames_key, frames_free) != 0) {
+		PyErr_SetString(PyExc_RuntimeError, "could not prepare line timing's thread state");
+		return -1;
+	}
+	return 0;
+}
+
+/* Our tool (once), then the chosen code's local events. */
+static int backend_choose(PyCodeObject *co)
+{
+	if (line_tool < 0) {
+		int tool = sp_mon_claim("scope-profiler --line-profile");
+		if (tool < 0)
+			return -1;
+		long global = sp_mon_events("PY_UNWIND|PY_THROW");
+		local_events = sp_mon_events("PY_START|PY_RESUME|PY_RETURN|PY_YIELD|LINE|JUMP");
+		if (global < 0 || local_events < 0 ||
+		    sp_mon_register(tool, "PY_START|PY_RESUME|PY_THROW", &cb_defs[0]) != 0 ||
+		    sp_mon_register(tool, "LINE", &cb_defs[1]) != 0 ||
+		    sp_mon_register(tool, "JUMP", &cb_defs[2]) != 0 ||
+		    sp_mon_register(tool, "PY_RETURN|PY_YIELD|PY_UNWIND", &cb_defs[3]) != 0 ||
+		    sp_mon_set_events(tool, global) != 0)
+			return -1;
+		line_tool = tool;
+	}
+	return sp_mon_set_local_events(line_tool, (PyObject *)co, local_events);
+}
+#endif
+
 int sp_linetrace_init(void)
 {
 	if (extra_index >= 0)
 		return 0;
-	if (PyType_Ready(&LineStateType) < 0)
+	if (backend_init() < 0)
 		return -1;
-	extra_index = _PyEval_RequestCodeExtraIndex(NULL);
+	extra_index = request_extra_index(NULL);
 	if (extra_index < 0) {
 		PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot for line timing");
 		return -1;
@@ -250,7 +400,7 @@ int sp_linetrace_choose(PyObject *func, PyObject *region)
 	t->region = Py_NewRef(region);
 	t->first_line = co->co_firstlineno;
 	t->n = n;
-	if (_PyCode_SetExtra((PyObject *)co, extra_index, t) != 0) {
+	if (backend_choose(co) != 0 || code_set_extra((PyObject *)co, extra_index, t) != 0) {
 		Py_DECREF(t->code);
 		Py_DECREF(t->region);
 		PyMem_Free(t->hits);

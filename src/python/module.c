@@ -11,6 +11,7 @@
  * call function, so the recording path checks nothing. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <marshal.h>
 
 #include "sp_linetrace.h"
 #include "sp_pymodule.h"
@@ -32,18 +33,16 @@ static int run_python_layer(PyObject *mod)
 	PyObject *d = PyModule_GetDict(mod);
 	if (PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins()) != 0)
 		return -1;
-	PyObject *src = PyUnicode_DecodeUTF8((const char *)scope_profiler_py_py,
-					     (Py_ssize_t)scope_profiler_py_py_len, "strict");
-	if (!src)
-		return -1;
-	PyObject *fname = PyUnicode_FromString("<scope_profiler>");
-	const char *text = PyUnicode_AsUTF8(src);
-	PyObject *code = (fname && text)
-		? Py_CompileStringObject(text, fname, Py_file_input, NULL, -1) : NULL;
-	Py_XDECREF(fname);
-	Py_DECREF(src);
+	/* Compiled at build time by the same interpreter (see the Makefile). */
+	PyObject *code = PyMarshal_ReadObjectFromString((const char *)scope_profiler_py_pyc,
+							 (Py_ssize_t)scope_profiler_py_pyc_len);
 	if (!code)
 		return -1;
+	if (!PyCode_Check(code)) {
+		Py_DECREF(code);
+		PyErr_SetString(PyExc_RuntimeError, "scope_profiler: the embedded Python layer is damaged");
+		return -1;
+	}
 	PyObject *r = PyEval_EvalCode(code, d, d);
 	Py_DECREF(code);
 	if (!r)

@@ -108,18 +108,19 @@ def _watch_exit(original):
 
 
 def _foreign_prefixes():
-    """Folders whose code is not the user's: the stdlib and installed packages."""
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    found = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    """Folders whose code is not the user's: the stdlib (where os lives; no
+    sysconfig, which plain python does not load). Installed packages are
+    known by their site-packages or dist-packages folder (filter.c)."""
+    stdlib = _os.path.dirname(_os.__file__)
+    found = {stdlib, _os.path.realpath(stdlib)}
     return tuple(sorted(p.rstrip("/") + "/" for p in found if p))
 
 
 def _warn_hook_replaced(name, original):
     def replacement(function):
         # threading installs our own _thread_hook in each new thread.
-        if _run_tracing() and function is not None and function is not _thread_hook:
+        if (_run_tracing() and function is not None
+                and (name != "setprofile" or function is not _thread_hook)):
             _sys.stderr.write(
                 f"scope-profiler: warning: the script called sys.{name}(); "
                 + ("--recursive stops recording calls in this thread\n" if name == "setprofile"
@@ -134,13 +135,16 @@ def _warn_hook_replaced(name, original):
 def _start_tracing(target, trace_all, include, exclude):
     """`run --recursive`: the root region, then the hook in every thread."""
     region(target).__enter__()
-    import threading
-
     _tracer_configure(bool(trace_all), tuple(include), tuple(exclude),
                       () if trace_all else _foreign_prefixes())
     _tracer_start()
-    threading.setprofile(_thread_hook)
-    _sys.setprofile = _warn_hook_replaced("setprofile", _sys.setprofile)
+    if _sys.version_info < (3, 12):
+        # 3.11: a profile hook per thread, which a script's own replaces.
+        # Later, sys.monitoring events reach every thread and coexist.
+        import threading
+
+        threading.setprofile(_thread_hook)
+        _sys.setprofile = _warn_hook_replaced("setprofile", _sys.setprofile)
     _sys.settrace = _warn_hook_replaced("settrace", _sys.settrace)
 
 
@@ -195,9 +199,16 @@ def _run_hooks(target, trace, trace_all, include, exclude):
     """The Python-level hooks of `scope-profiler run`, after the C session
     started (session.c): the --recursive hook in every thread, the exit
     callback, sys.exit and SIGTERM noted, the shim folder."""
+    # Only what plain python has loaded already, so that the script runs
+    # as it would there: _signal rather than signal (which loads enum), and
+    # atexit (built in, no Python code) left out of sys.modules once used;
+    # a later `import atexit` makes a new module over the same callbacks.
+    import _signal as signal
+    had_atexit = "atexit" in _sys.modules
     import atexit
-    import signal
 
+    if not had_atexit:
+        del _sys.modules["atexit"]
     if trace:
         _start_tracing(target, trace_all, include, exclude)
     atexit.register(_run_exit)  # C: ends the session, signals held
@@ -331,10 +342,21 @@ def _remove_shim():
 
 _NS = 1_000_000_000
 
-try:
-    import numpy as _np
-except ImportError:  # the read API works without numpy, with lists
-    _np = None
+_np_module = False  # not looked for yet
+
+
+def _numpy():
+    """numpy, imported on the read API's first use (never before the
+    script: importing it changes the program), or None when it is not
+    installed: the read API then works with lists."""
+    global _np_module
+    if _np_module is False:
+        try:
+            import numpy
+        except ImportError:
+            numpy = None
+        _np_module = numpy
+    return _np_module
 
 
 def _column(raw, code="q"):
@@ -342,8 +364,9 @@ def _column(raw, code="q"):
     numpy array when numpy is there, else an array.array; None if absent."""
     if raw is None:
         return None
-    if _np is not None:  # raw is a bytearray: a writable array, no copy
-        return _np.frombuffer(raw, dtype=_np.int64 if code == "q" else _np.int32)
+    np = _numpy()
+    if np is not None:  # raw is a bytearray: a writable array, no copy
+        return np.frombuffer(raw, dtype=np.int64 if code == "q" else np.int32)
     import array
 
     col = array.array(code)
@@ -388,14 +411,14 @@ class Region:
     @property
     def durations_ns(self):
         self._need_events()
-        if _np is not None:
+        if _numpy() is not None:
             return self.end_times_ns - self.start_times_ns
         return [e - s for s, e in zip(self.start_times_ns, self.end_times_ns)]
 
     @property
     def durations(self):
         d = self.durations_ns
-        return d / _NS if _np is not None else [x / _NS for x in d]
+        return d / _NS if _numpy() is not None else [x / _NS for x in d]
 
     def __repr__(self):
         return f"<Region {self.name!r} rank {self.rank}: {self.num_calls} calls, {self.total_duration:.6f} s>"
@@ -597,7 +620,7 @@ class ProfilingResults:
         # root), by the C library's one nesting rule (sp_nest.h), computed
         # now rather than at every read.
         ids, parents = _nest([(r.start_times_ns, r.end_times_ns, r.lanes) for name, r in regions])
-        tolist = (lambda c: c.tolist()) if _np is not None else list
+        tolist = (lambda c: c.tolist()) if _numpy() is not None else list
         ids, parents = tolist(_column(ids)), tolist(_column(parents))
         out = [None] * len(ids)
         n = len(out)
@@ -647,7 +670,7 @@ class ProfilingResults:
                 if r.aggregate:  # aggregates: no calls
                     continue
                 self._stack(rank)  # sets each region's call and parent ids
-                tolist = (lambda c: c.tolist()) if _np is not None else list
+                tolist = (lambda c: c.tolist()) if _numpy() is not None else list
                 columns = zip(tolist(r.start_times_ns), tolist(r.end_times_ns),
                               r._call_ids, r._parent_ids)
                 for i, (s, e, call_id, parent) in enumerate(columns):

@@ -97,7 +97,7 @@ static int mode_apply(const struct sp_settings *s)
 	sp_mode.track_async = s->track_async && !s->disable;
 	sp_mode.recursive_all = s->recursive;
 	sp_mode.lines = s->line_profile && !s->disable;
-	sp_tracer_set_lanes(sp_mode.threads);
+	sp_tracer_set_mode(sp_mode.threads, sp_mode.aggregate);
 	return sp_regions_apply() == 0 && sp_wrappers_apply() == 0 ? 0 : -1;
 }
 
@@ -440,7 +440,11 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	if (sp_session_busy())
 		return NULL;
 	if (session.tracing) {
-		PyObject *threading = PyImport_ImportModule("threading");
+		/* 3.11's hook for threads started later (see _start_tracing);
+		 * threading is loaded only if it was set. */
+		PyObject *name = PyUnicode_FromString("threading");
+		PyObject *threading = name ? PyImport_GetModule(name) : NULL;
+		Py_XDECREF(name);
 		PyObject *r = threading ? PyObject_CallMethod(threading, "setprofile", "O", Py_None) : NULL;
 		Py_XDECREF(r);
 		Py_XDECREF(threading);

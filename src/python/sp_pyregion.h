@@ -161,8 +161,9 @@ void sp_tracer_mark_explicit(PyObject *func);
 /* Starts the hook in the calling thread unless it runs already; returns 1
  * when it started it, 0 when it was running, -1 with an exception set. */
 int sp_tracer_start_thread(void);
-/* Chooses the hook that also records lanes (for threads started later). */
-void sp_tracer_set_lanes(int on);
+/* The hook's recording mode: with each call's lane (--track-threads), or
+ * counted in the aggregation mode's call tree (--aggregate). */
+void sp_tracer_set_mode(int lanes, int aggregate);
 /* Stops the hook in the calling thread. */
 void sp_tracer_stop_thread(void);
 /* Stops the hook in every thread, discarding their stacks of open calls;

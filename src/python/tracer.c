@@ -1,20 +1,28 @@
-/* tracer.c - `run --recursive` and profile(recursive=True): a C profile hook
- * (PyEval_SetProfile) that records every call of every Python function in a
- * region named <module>.<qualname>.
+/* tracer.c - `run --recursive` and profile(recursive=True): a C hook that
+ * records every call of every Python function in a region named
+ * <module>.<qualname>. On CPython 3.11 it is a profile hook
+ * (PyEval_SetProfile); on 3.12 and later, sys.monitoring (PEP 669)
+ * callbacks of a tool id of our own, so cProfile, coverage and debuggers
+ * keep theirs.
  *
  * Per call it does what cProfile's hook does at the least: the region comes
  * from the code object's extra slot (decided once per code object: traced
- * or not, and which region), the thread's stack of open calls lives in the
- * hook's own object, and a call costs one clock read and two stores; in
- * steady state nothing is allocated, hashed or formatted. */
+ * or not, and which region), the thread's stack of open calls is the hook's
+ * own, and a call costs one clock read and two stores; in steady state
+ * nothing is allocated, hashed or formatted. Under sys.monitoring a code
+ * object that is not traced turns its events off at its first call. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sp_clock.h"
 #include "sp_filter.h"
+#include "sp_monitor.h"
 #include "sp_pyregion.h"
+#include "sp_aggregate.h"
 
 /* The value in a code object's cache slot for "not traced" (no object
  * lives at address 1). */
@@ -25,10 +33,11 @@
  * code's. */
 static Py_ssize_t extra_index = -1;
 
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#ifndef SP_MONITORING
 /* 3.11, read without function calls or reference counting: the frame's
  * code object, and the code object's extra slot (the layout of
- * Objects/codeobject.c's _PyCodeObjectExtra, unchanged since 3.6). */
+ * Objects/codeobject.c's _PyCodeObjectExtra, unchanged since 3.6). Later
+ * versions use only the documented and PyUnstable_ API. */
 #define Py_BUILD_CORE 1
 #include "internal/pycore_frame.h"
 #undef Py_BUILD_CORE
@@ -47,27 +56,26 @@ static inline void *code_cached(PyCodeObject *co)
 	const struct code_extra *e = co->co_extra;
 	return e && extra_index < e->size ? e->extras[extra_index] : NULL;
 }
-#else
-static inline PyCodeObject *frame_code(PyFrameObject *f)
-{
-	PyCodeObject *co = PyFrame_GetCode(f);
-	Py_DECREF(co);   /* the frame keeps it alive */
-	return co;
-}
 
+#define code_set_extra _PyCode_SetExtra
+#define request_extra_index _PyEval_RequestCodeExtraIndex
+#else
 static inline void *code_cached(PyCodeObject *co)
 {
 	void *x = NULL;
-	_PyCode_GetExtra((PyObject *)co, extra_index, &x);
+	PyUnstable_Code_GetExtra((PyObject *)co, extra_index, &x);
 	return x;
 }
+
+#define code_set_extra PyUnstable_Code_SetExtra
+#define request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
 #endif
 
 /* What to trace; set before the first code object is classified. */
 static struct sp_filter filter;
 
 /* Slots are valid until the regions are reset, which stops the hook in
- * every thread first (sp_tracer_stop_all), discarding these stacks. */
+ * every thread first (sp_tracer_stop_all), discarding the stacks. */
 /* Where a call goes when its region's buffer cannot grow: one slot,
  * overwritten, never written to a file (it is in no registry). */
 static int64_t scratch_starts[1], scratch_ends[1];
@@ -77,67 +85,89 @@ static RegionObject scratch = {
 		.n = 1, .cap = 1, .initial_cap = 1},
 };
 
+/* An open call. Its frame is known by identity only, never dereferenced:
+ * the frame object under 3.11's hook; under sys.monitoring, which names
+ * no frame, the code object, which is enough since a thread's frames
+ * return in the reverse order of their starts. */
 struct open_call {
-	PyFrameObject *frame;    /* identity only, never dereferenced */
+	const void *frame;
 	RegionObject *region;
-	ptrdiff_t slot;
+	ptrdiff_t slot;                /* its event; -1: aggregation mode */
+	int64_t start;                 /* aggregation mode: its start, ... */
+	int32_t node, parent;          /* ... its call-tree node and the one before */
 };
 
-/* A thread's stack of traced calls still open: the hook's object. */
-typedef struct {
-	PyObject_HEAD
-	/* calls[0] is a sentinel whose frame is NULL, so the return path needs
-	 * no emptiness check; top points at the innermost open call. */
-	struct open_call *calls, *top, *end;
-} TracerState;
+/* Aggregation mode (--aggregate): calls count in the call tree of
+ * aggregate.c, as decorated functions do, and keep no events. */
+static int tracer_agg;
 
-static void ts_dealloc(PyObject *self)
+/* A thread's stack of traced calls still open. calls[0] is a sentinel whose
+ * frame is NULL, so the return path needs no emptiness check; top points at
+ * the innermost open call. */
+struct call_stack {
+	struct open_call *calls, *top, *end;
+};
+
+static int stack_init(struct call_stack *s)
 {
-	PyMem_Free(((TracerState *)self)->calls);
-	Py_TYPE(self)->tp_free(self);
+	struct open_call *calls = PyMem_RawCalloc(64, sizeof *calls);
+	if (!calls)
+		return -1;
+	s->calls = s->top = calls;
+	s->end = calls + 63;
+	return 0;
 }
 
-static PyTypeObject TracerStateType = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "scope_profiler._TracerState",
-	.tp_basicsize = sizeof(TracerState),
-	.tp_dealloc = ts_dealloc,
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-};
-
-static __attribute__((noinline, cold)) int ts_grow(TracerState *ts)
+static __attribute__((noinline, cold)) int stack_grow(struct call_stack *s)
 {
-	size_t used = (size_t)(ts->top - ts->calls), cap = (size_t)(ts->end - ts->calls) * 2;
-	if (cap > PY_SSIZE_T_MAX / sizeof *ts->calls)
+	size_t used = (size_t)(s->top - s->calls), cap = (size_t)(s->end - s->calls + 1) * 2;
+	if (cap > PY_SSIZE_T_MAX / sizeof *s->calls)
 		return -1;
-	struct open_call *c = PyMem_Realloc(ts->calls, cap * sizeof *c);
+	struct open_call *c = PyMem_RawRealloc(s->calls, cap * sizeof *c);
 	if (!c)
 		return -1;
-	ts->calls = c;
-	ts->top = c + used;
-	ts->end = c + cap - 1;
+	s->calls = c;
+	s->top = c + used;
+	s->end = c + cap - 1;
 	return 0;
+}
+
+/* Calls still open on a thread's stack end now (they were entered and will
+ * not be seen returning); the stack is emptied. `own`: the calling thread's
+ * stack, whose current call-tree node goes back to what it was below them. */
+static void close_open_calls(struct call_stack *s, int64_t now, int own)
+{
+	for (struct open_call *c = s->top; c > s->calls; c--) {
+		if (c->slot >= 0) {
+			c->region->buf.ends[c->slot] = now;
+			continue;
+		}
+		sp_agg_count(c->region, c->node, c->start, now);
+		if (own)
+			sp_agg_stack.cur = c->parent;
+	}
+	s->top = s->calls;
 }
 
 static void cache_put(PyCodeObject *co, void *value)
 {
-	if (_PyCode_SetExtra((PyObject *)co, extra_index, value) != 0)
+	if (code_set_extra((PyObject *)co, extra_index, value) != 0)
 		PyErr_Clear();   /* out of memory: classified again next time */
 }
 
-/* The slow path, once per code object: traced or not, and its region. Never
- * raises: on any failure the code is simply not traced. */
-static __attribute__((noinline, cold)) void *classify(PyCodeObject *co, PyFrameObject *frame)
+/* The slow path, once per code object: traced or not, and its region, the
+ * module's name taken from globals (borrowed, may be NULL). Never raises:
+ * on any failure the code is simply not traced. */
+static __attribute__((noinline, cold)) void *classify(PyCodeObject *co, PyObject *globals)
 {
 	void *result = SKIP;
-	PyObject *globals = NULL, *name = NULL, *exc_type, *exc_value, *exc_tb;
+	PyObject *name = NULL, *exc_type, *exc_value, *exc_tb;
 	PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
 	const char *filename = PyUnicode_AsUTF8(co->co_filename);
 	if (!filename || strcmp(filename, "<scope_profiler>") == 0)
 		goto out;   /* never the profiler's own Python layer */
 	if (!sp_filter_own_code(&filter, filename))
 		goto out;
-	globals = PyFrame_GetGlobals(frame);
 	PyObject *module = globals ? PyDict_GetItemString(globals, "__name__") : NULL;
 	if (module && PyUnicode_Check(module))
 		name = PyUnicode_FromFormat("%U.%U", module, co->co_qualname);
@@ -150,7 +180,6 @@ static __attribute__((noinline, cold)) void *classify(PyCodeObject *co, PyFrameO
 	if (r)
 		result = r;
 out:
-	Py_XDECREF(globals);
 	Py_XDECREF(name);
 	cache_put(co, result);
 	PyErr_Clear();
@@ -158,21 +187,46 @@ out:
 	return result;
 }
 
-/* The hook only dispatches to one of two small functions, so that each
- * saves just the registers it needs. A call: its region from the code
- * object's cache slot, a slot in the region, the start time. */
-static inline int on_call(TracerState *ts, PyFrameObject *frame, int lanes)
+/* Aggregation mode: the call's node under the thread's current one. */
+static __attribute__((noinline)) void push_agg(struct call_stack *s, RegionObject *r, const void *frame)
 {
-	PyCodeObject *co = frame_code(frame);
-	void *x = code_cached(co);
-	if (__builtin_expect(!x, 0))
-		x = classify(co, frame);
-	if (x == SKIP)
-		return 0;
-	RegionObject *r = x;
-	if (__builtin_expect(ts->top == ts->end, 0) && ts_grow(ts) != 0) {
+	struct sp_agg_stack *a = &sp_agg_stack;
+	if (__builtin_expect(a->cap == 0, 0) && sp_agg_grow() != 0)
+		goto fail;   /* registers the thread's state, so a reset reaches it */
+	int32_t parent = a->cur, node = sp_agg_node_of(r, parent);
+	if (__builtin_expect(node < 0, 0))
+		goto fail;
+	a->cur = node;
+	struct open_call *c = ++s->top;
+	c->frame = frame;
+	c->region = r;
+	c->slot = -1;
+	c->node = node;
+	c->parent = parent;
+	c->start = sp_clock_ns();
+	return;
+fail:
+	PyErr_Clear();
+	r->buf.dropped++;
+}
+
+static __attribute__((noinline)) void pop_agg(struct open_call *c)
+{
+	int64_t t = sp_clock_ns();
+	sp_agg_stack.cur = c->parent;
+	sp_agg_count(c->region, c->node, c->start, t);
+}
+
+/* A traced call starts: a slot in its region, the start time. */
+static inline void push_call(struct call_stack *s, RegionObject *r, const void *frame, int lanes)
+{
+	if (__builtin_expect(s->top == s->end, 0) && stack_grow(s) != 0) {
 		r->buf.dropped++;
-		return 0;
+		return;
+	}
+	if (__builtin_expect(tracer_agg, 0)) {
+		push_agg(s, r, frame);
+		return;
 	}
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	if (__builtin_expect(i < 0, 0)) {
@@ -181,7 +235,7 @@ static inline int on_call(TracerState *ts, PyFrameObject *frame, int lanes)
 		r = &scratch;
 		i = 0;
 	}
-	struct open_call *c = ++ts->top;
+	struct open_call *c = ++s->top;
 	c->frame = frame;
 	c->region = r;
 	c->slot = i;
@@ -189,20 +243,66 @@ static inline int on_call(TracerState *ts, PyFrameObject *frame, int lanes)
 		r->buf.lanes[i] = sp_current_lane();
 	/* The end is written at the return, or by sp_tracer_stop_all. */
 	r->buf.starts[i] = sp_clock_ns();
+}
+
+/* A call returns: when the open call on top is this frame's, its end time.
+ * Untraced frames and frames that were running before the hook started
+ * have no entry. No lookup on this path. Returns 1 when it was not ours. */
+static inline int pop_call(struct call_stack *s, const void *frame)
+{
+	struct open_call *c = s->top;
+	if (c->frame != frame)
+		return 1;
+	s->top = c - 1;
+	if (__builtin_expect(c->slot < 0, 0))
+		pop_agg(c);
+	else
+		c->region->buf.ends[c->slot] = sp_clock_ns();
+	return 0;
+}
+
+#ifndef SP_MONITORING
+/* ---- 3.11: a profile hook per thread ---- */
+
+/* A thread's stack: the hook's object. */
+typedef struct {
+	PyObject_HEAD
+	struct call_stack s;
+} TracerState;
+
+static void ts_dealloc(PyObject *self)
+{
+	PyMem_RawFree(((TracerState *)self)->s.calls);
+	Py_TYPE(self)->tp_free(self);
+}
+
+static PyTypeObject TracerStateType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler._TracerState",
+	.tp_basicsize = sizeof(TracerState),
+	.tp_dealloc = ts_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+};
+
+/* The hook only dispatches to one of two small functions, so that each
+ * saves just the registers it needs. */
+static inline int on_call(TracerState *ts, PyFrameObject *frame, int lanes)
+{
+	PyCodeObject *co = frame_code(frame);
+	void *x = code_cached(co);
+	if (__builtin_expect(!x, 0)) {
+		PyObject *globals = PyFrame_GetGlobals(frame);
+		x = classify(co, globals);
+		Py_XDECREF(globals);
+	}
+	if (x != SKIP)
+		push_call(&ts->s, x, frame, lanes);
 	return 0;
 }
 
 static __attribute__((noinline)) int on_return(TracerState *ts, PyFrameObject *frame)
 {
-	/* The frame object lives as long as the frame runs, so the open call
-	 * on top is this frame's exactly when the pointers match; untraced
-	 * frames and frames that were running before the hook started have
-	 * no entry. No lookup on this path. */
-	struct open_call *c = ts->top;
-	if (c->frame != frame)
-		return 0;
-	ts->top = c - 1;
-	c->region->buf.ends[c->slot] = sp_clock_ns();
+	pop_call(&ts->s, frame);
 	return 0;
 }
 
@@ -238,9 +338,10 @@ static int hook_lanes(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
 /* The hook new threads get; chosen at setup. */
 static Py_tracefunc active_hook = hook;
 
-void sp_tracer_set_lanes(int on)
+void sp_tracer_set_mode(int lanes, int aggregate)
 {
-	active_hook = on ? hook_lanes : hook;
+	active_hook = lanes ? hook_lanes : hook;
+	tracer_agg = aggregate;
 }
 
 static inline int is_ours(Py_tracefunc f)
@@ -248,13 +349,309 @@ static inline int is_ours(Py_tracefunc f)
 	return f == hook || f == hook_lanes;
 }
 
+static int backend_init(void)
+{
+	return PyType_Ready(&TracerStateType);
+}
+
+int sp_tracer_start_thread(void)
+{
+	PyThreadState *tstate = PyThreadState_Get();
+	if (is_ours(tstate->c_profilefunc))
+		return 0;
+	TracerState *ts = PyObject_New(TracerState, &TracerStateType);
+	if (!ts)
+		return -1;
+	if (stack_init(&ts->s) != 0) {
+		ts->s.calls = NULL;
+		Py_DECREF(ts);
+		PyErr_NoMemory();
+		return -1;
+	}
+	PyEval_SetProfile(active_hook, (PyObject *)ts);
+	Py_DECREF(ts);   /* the thread state holds it */
+	return 1;
+}
+
+void sp_tracer_stop_thread(void)
+{
+	PyThreadState *t = PyThreadState_Get();
+	if (is_ours(t->c_profilefunc)) {
+		close_open_calls(&((TracerState *)t->c_profileobj)->s, sp_clock_ns(), 1);
+		PyEval_SetProfile(NULL, NULL);
+	}
+}
+
+/* `run --recursive`: threads started later get the hook through
+ * threading.setprofile(_thread_hook) (see _start_tracing). */
+static int start_every_thread(void)
+{
+	return sp_tracer_start_thread() < 0 ? -1 : 0;
+}
+
+void sp_tracer_stop_all(void)
+{
+	int64_t now = sp_clock_ns();
+	PyThreadState *me = PyThreadState_Get();
+	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t; t = PyThreadState_Next(t)) {
+		if (!is_ours(t->c_profilefunc))
+			continue;
+		close_open_calls(&((TracerState *)t->c_profileobj)->s, now, t == me);
+		_PyEval_SetProfile(t, NULL, NULL);
+	}
+	PyErr_Clear();
+}
+
+static int this_thread_traced(void)
+{
+	return is_ours(PyThreadState_Get()->c_profilefunc);
+}
+
+/* threading.setprofile(_thread_hook): a new thread calls it for its first
+ * event through Python's trampoline; it swaps in the C hook for the rest
+ * of the thread and records this first call itself. */
+static PyObject *tr_thread_hook(PyObject *m, PyObject *args)
+{
+	PyObject *frame, *event, *arg;
+	if (!PyArg_ParseTuple(args, "OOO", &frame, &event, &arg))
+		return NULL;
+	if (sp_tracer_start_thread() < 0)
+		return NULL;
+	PyThreadState *tstate = PyThreadState_Get();
+	if (PyFrame_Check(frame) && PyUnicode_Check(event) &&
+	    PyUnicode_CompareWithASCIIString(event, "call") == 0)
+		tstate->c_profilefunc(tstate->c_profileobj, (PyFrameObject *)frame, PyTrace_CALL, NULL);
+	Py_RETURN_NONE;
+}
+#define THREAD_HOOK_METHOD {"_thread_hook", tr_thread_hook, METH_VARARGS, NULL},
+
+#else
+/* ---- 3.12 and later: sys.monitoring callbacks, for every thread ---- */
+
+/* A thread's stack, found through a thread-local pointer; every stack is
+ * also in a list (under the lock, which thread exits take without the GIL)
+ * so that sp_tracer_stop_all can end every thread's open calls. */
+struct tstack {
+	struct call_stack s;
+	int active;                    /* this thread records */
+	struct tstack *next;
+};
+
+static _Thread_local struct tstack *me;
+
+static struct {
+	int tool;                      /* our sys.monitoring tool id, or -1 */
+	int events_on;                 /* our events are set */
+	int every_thread;              /* `run --recursive`: threads record from their first call */
+	int lanes;                     /* --track-threads */
+	struct tstack *all;
+	pthread_mutex_t lock;
+	pthread_key_t key;             /* frees a thread's stack when it exits */
+} mon = {.tool = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void thread_exit(void *p)
+{
+	struct tstack *t = p;
+	pthread_mutex_lock(&mon.lock);
+	for (struct tstack **at = &mon.all; *at; at = &(*at)->next)
+		if (*at == t) {
+			*at = t->next;
+			break;
+		}
+	pthread_mutex_unlock(&mon.lock);
+	PyMem_RawFree(t->s.calls);
+	PyMem_RawFree(t);
+}
+
+/* A forked child has one thread; the lock may have been held by another. */
+static void after_fork(void)
+{
+	pthread_mutex_init(&mon.lock, NULL);
+}
+
+static int backend_init(void)
+{
+	if (pthread_key_create(&mon.key, thread_exit) != 0 || pthread_atfork(NULL, NULL, after_fork) != 0) {
+		PyErr_SetString(PyExc_RuntimeError, "could not prepare the profile hook's thread state");
+		return -1;
+	}
+	return 0;
+}
+
+/* The calling thread's stack, made on its first traced call. */
+static __attribute__((noinline, cold)) struct tstack *my_stack(void)
+{
+	if (me)
+		return me;
+	struct tstack *t = PyMem_RawCalloc(1, sizeof *t);
+	if (!t || stack_init(&t->s) != 0) {
+		PyMem_RawFree(t);
+		return NULL;
+	}
+	pthread_setspecific(mon.key, t);
+	pthread_mutex_lock(&mon.lock);
+	t->next = mon.all;
+	mon.all = t;
+	pthread_mutex_unlock(&mon.lock);
+	return me = t;
+}
+
+/* A call starts (PY_START, PY_RESUME, PY_THROW). Returns 1 when its code
+ * is not traced. */
+static inline int enter(PyCodeObject *co)
+{
+	void *x = code_cached(co);
+	if (__builtin_expect(!x, 0))
+		x = classify(co, PyEval_GetGlobals());   /* the frame that starts */
+	if (x == SKIP)
+		return 1;
+	struct tstack *t = me;
+	if (__builtin_expect(!t || !t->active, 0)) {
+		/* Threads that do not record, unless every thread does. */
+		if (!mon.every_thread || !(t = my_stack()))
+			return 0;
+		t->active = 1;
+	}
+	push_call(&t->s, x, co, mon.lanes);
+	return 0;
+}
+
+/* A call ends (PY_RETURN, PY_YIELD, PY_UNWIND). Returns 1 when it was not
+ * one of ours. */
+static inline int leave(PyCodeObject *co)
+{
+	struct tstack *t = me;
+	return t ? pop_call(&t->s, co) : 1;
+}
+
+/* Each callback gets the code object first. Those of local events return
+ * DISABLE for code that is not traced, so it runs without them. */
+static PyObject *cb_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	if (enter((PyCodeObject *)args[0]))
+		return Py_NewRef(sp_mon_disable);
+	Py_RETURN_NONE;
+}
+
+static PyObject *cb_throw(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	enter((PyCodeObject *)args[0]);
+	Py_RETURN_NONE;
+}
+
+static PyObject *cb_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	if (leave((PyCodeObject *)args[0]) && code_cached((PyCodeObject *)args[0]) == SKIP)
+		return Py_NewRef(sp_mon_disable);
+	Py_RETURN_NONE;
+}
+
+static PyObject *cb_unwind(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	leave((PyCodeObject *)args[0]);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef cb_defs[] = {
+	{"_on_start", (PyCFunction)(void (*)(void))cb_start, METH_FASTCALL, NULL},
+	{"_on_throw", (PyCFunction)(void (*)(void))cb_throw, METH_FASTCALL, NULL},
+	{"_on_return", (PyCFunction)(void (*)(void))cb_return, METH_FASTCALL, NULL},
+	{"_on_unwind", (PyCFunction)(void (*)(void))cb_unwind, METH_FASTCALL, NULL},
+};
+
+#define TRACER_EVENTS "PY_START|PY_RESUME|PY_THROW|PY_RETURN|PY_YIELD|PY_UNWIND"
+
+/* Our tool id and callbacks (once), then our events. */
+static int events_on(void)
+{
+	if (mon.events_on)
+		return 0;
+	if (mon.tool < 0) {
+		int tool = sp_mon_claim("scope-profiler --recursive");
+		if (tool < 0)
+			return -1;
+		if (sp_mon_register(tool, "PY_START|PY_RESUME", &cb_defs[0]) != 0 ||
+		    sp_mon_register(tool, "PY_THROW", &cb_defs[1]) != 0 ||
+		    sp_mon_register(tool, "PY_RETURN|PY_YIELD", &cb_defs[2]) != 0 ||
+		    sp_mon_register(tool, "PY_UNWIND", &cb_defs[3]) != 0)
+			return -1;
+		mon.tool = tool;
+	}
+	long ev = sp_mon_events(TRACER_EVENTS);
+	if (ev < 0 || sp_mon_set_events(mon.tool, ev) != 0)
+		return -1;
+	mon.events_on = 1;
+	return 0;
+}
+
+void sp_tracer_set_mode(int lanes, int aggregate)
+{
+	mon.lanes = lanes;
+	tracer_agg = aggregate;
+}
+
+int sp_tracer_start_thread(void)
+{
+	if (me && me->active)
+		return 0;
+	if (events_on() != 0)
+		return -1;
+	struct tstack *t = my_stack();
+	if (!t) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	t->active = 1;
+	return 1;
+}
+
+void sp_tracer_stop_thread(void)
+{
+	struct tstack *t = me;
+	if (t && t->active) {
+		close_open_calls(&t->s, sp_clock_ns(), 1);
+		t->active = 0;
+	}
+}
+
+/* `run --recursive`: every thread records from its first call. */
+static int start_every_thread(void)
+{
+	if (sp_tracer_start_thread() < 0)
+		return -1;
+	mon.every_thread = 1;
+	return 0;
+}
+
+void sp_tracer_stop_all(void)
+{
+	int64_t now = sp_clock_ns();
+	mon.every_thread = 0;
+	pthread_mutex_lock(&mon.lock);
+	for (struct tstack *t = mon.all; t; t = t->next) {
+		close_open_calls(&t->s, now, t == me);
+		t->active = 0;
+	}
+	pthread_mutex_unlock(&mon.lock);
+	if (mon.events_on && sp_mon_set_events(mon.tool, 0) == 0)
+		mon.events_on = 0;
+	PyErr_Clear();
+}
+
+static int this_thread_traced(void)
+{
+	return me && me->active;
+}
+#define THREAD_HOOK_METHOD
+#endif
+
 int sp_tracer_init(void)
 {
 	if (extra_index >= 0)
 		return 0;
-	if (PyType_Ready(&TracerStateType) < 0)
+	if (backend_init() < 0)
 		return -1;
-	extra_index = _PyEval_RequestCodeExtraIndex(NULL);
+	extra_index = request_extra_index(NULL);
 	if (extra_index < 0) {
 		PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot for the profile hook");
 		return -1;
@@ -266,45 +663,6 @@ void sp_tracer_mark_explicit(PyObject *func)
 {
 	if (extra_index >= 0 && PyFunction_Check(func))
 		cache_put((PyCodeObject *)PyFunction_GET_CODE(func), SKIP);
-}
-
-int sp_tracer_start_thread(void)
-{
-	PyThreadState *tstate = PyThreadState_Get();
-	if (is_ours(tstate->c_profilefunc))
-		return 0;
-	PyObject *ts = (PyObject *)PyObject_New(TracerState, &TracerStateType);
-	if (!ts)
-		return -1;
-	struct open_call *calls = PyMem_Calloc(64, sizeof *calls);
-	if (!calls) {
-		Py_DECREF(ts);
-		PyErr_NoMemory();
-		return -1;
-	}
-	((TracerState *)ts)->calls = ((TracerState *)ts)->top = calls;   /* the sentinel */
-	((TracerState *)ts)->end = calls + 63;
-	PyEval_SetProfile(active_hook, ts);
-	Py_DECREF(ts);   /* the thread state holds it */
-	return 1;
-}
-
-/* Calls still open on a thread's stack end now (they were entered and will
- * not be seen returning); the stack is emptied. */
-static void close_open_calls(TracerState *ts, int64_t now)
-{
-	for (struct open_call *c = ts->calls + 1; c <= ts->top; c++)
-		c->region->buf.ends[c->slot] = now;
-	ts->top = ts->calls;
-}
-
-void sp_tracer_stop_thread(void)
-{
-	PyThreadState *t = PyThreadState_Get();
-	if (is_ours(t->c_profilefunc)) {
-		close_open_calls((TracerState *)t->c_profileobj, sp_clock_ns());
-		PyEval_SetProfile(NULL, NULL);
-	}
 }
 
 /* A tuple of str as a malloc'd array of malloc'd UTF-8 strings. */
@@ -353,24 +711,13 @@ static PyObject *tr_configure(PyObject *m, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* _tracer_start(): `run --recursive`, from the calling thread on, in every
+ * thread. */
 static PyObject *tr_start(PyObject *m, PyObject *unused)
 {
-	if (sp_tracer_start_thread() < 0)
+	if (start_every_thread() < 0)
 		return NULL;
 	Py_RETURN_NONE;
-}
-
-void sp_tracer_stop_all(void)
-{
-	int64_t now = sp_clock_ns();
-	PyThreadState *me = PyThreadState_Get();
-	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t; t = PyThreadState_Next(t)) {
-		if (!is_ours(t->c_profilefunc))
-			continue;
-		close_open_calls((TracerState *)t->c_profileobj, now);
-		_PyEval_SetProfile(t, NULL, NULL);
-	}
-	PyErr_Clear();
 }
 
 static PyObject *tr_stop_all(PyObject *m, PyObject *unused)
@@ -379,26 +726,9 @@ static PyObject *tr_stop_all(PyObject *m, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* threading.setprofile(_thread_hook): a new thread calls it for its first
- * event through Python's trampoline; it swaps in the C hook for the rest
- * of the thread and records this first call itself. */
-static PyObject *tr_thread_hook(PyObject *m, PyObject *args)
-{
-	PyObject *frame, *event, *arg;
-	if (!PyArg_ParseTuple(args, "OOO", &frame, &event, &arg))
-		return NULL;
-	if (sp_tracer_start_thread() < 0)
-		return NULL;
-	PyThreadState *tstate = PyThreadState_Get();
-	if (PyFrame_Check(frame) && PyUnicode_Check(event) &&
-	    PyUnicode_CompareWithASCIIString(event, "call") == 0)
-		tstate->c_profilefunc(tstate->c_profileobj, (PyFrameObject *)frame, PyTrace_CALL, NULL);
-	Py_RETURN_NONE;
-}
-
 static PyObject *tr_active(PyObject *m, PyObject *unused)
 {
-	return PyBool_FromLong(is_ours(PyThreadState_Get()->c_profilefunc));
+	return PyBool_FromLong(this_thread_traced());
 }
 
 PyMethodDef sp_tracer_methods[] = {
@@ -406,6 +736,6 @@ PyMethodDef sp_tracer_methods[] = {
 	{"_tracer_start", tr_start, METH_NOARGS, NULL},
 	{"_tracer_stop_all", tr_stop_all, METH_NOARGS, NULL},
 	{"_tracer_active", tr_active, METH_NOARGS, NULL},
-	{"_thread_hook", tr_thread_hook, METH_VARARGS, NULL},
+	THREAD_HOOK_METHOD
 	{NULL},
 };

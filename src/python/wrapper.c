@@ -136,7 +136,8 @@ static PyObject *pf_call_recursive(PyObject *self, PyObject *const *args, size_t
 	int started = sp_tracer_start_thread();
 	if (started < 0)
 		return NULL;
-	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_mode.threads);
+	PyObject *res = sp_mode.aggregate ? pf_call_agg(self, args, nargsf, kwnames)
+		: pf_record(self, args, nargsf, kwnames, sp_mode.threads);
 	if (started)
 		sp_tracer_stop_thread();
 	return res;

@@ -91,6 +91,10 @@ static void test_refused_combinations(void **state)
 	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
 	s.disable = 1;   /* setup(): nothing is recorded, nothing to refuse */
 	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), 0);
+	/* --recursive --aggregate: the hook counts calls in the call tree. */
+	s = (struct sp_settings){ .aggregate = 1, .recursive = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), 0);
 	s = (struct sp_settings){ .ninclude = 1 };
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
 	assert_string_equal(err, "--all, --include and --exclude go with --recursive");

@@ -185,7 +185,74 @@ def test_diff_and_read_api_of_aggregates(sp):
     assert proc.stdout.split() == ["10", "[]", "0", "True", "[]"]
 
 
-@pytest.mark.parametrize("other", ["--line-profile", "--recursive", "--track-async"])
+RECURSIVE = """
+    import scope_profiler as sp
+
+    def leaf(i):
+        return i
+
+    def gen(n):
+        for i in range(n):
+            yield leaf(i)
+
+    @sp.profile("solve")
+    def solve(n):
+        return sum(gen(n))
+
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    def boom():
+        raise ValueError
+
+    def main():
+        for _ in range(3):
+            solve(4)
+        try:
+            boom()
+        except ValueError:
+            pass
+        fib(6)
+
+    main()
+"""
+
+
+def test_recursive_aggregate_counts_what_the_timeline_records(sp):
+    """`run --recursive --aggregate`: every function's calls, total, self,
+    min and max, and the call tree (caller -> callee), with no events: the
+    same call counts as the timeline run of the same program."""
+    sp.script(RECURSIVE)
+    timeline = sp("run", "--recursive", "-q", "-o", "t.h5", "script.py")
+    proc = sp("run", "--recursive", "--aggregate", "-q", "-o", "a.h5", "script.py")
+    assert timeline.returncode == 0 and proc.returncode == 0, timeline.stderr + proc.stderr
+    summaries = {}
+    for name in ("t.h5", "a.h5"):
+        out = json.loads(sp("summary", "--json", name).stdout)
+        summaries[name] = {r["name"]: r["calls"] for r in out["regions"]}
+    assert summaries["a.h5"] == summaries["t.h5"]
+    calls = summaries["a.h5"]
+    assert calls["__main__.fib"] == 25 and calls["solve"] == 3 and calls["__main__.boom"] == 1
+    assert calls["__main__.leaf"] == 12 and calls["__main__.gen"] == 15   # 5 resumes per solve
+    with h5py.File(sp.tmp / "a.h5") as f:
+        assert f["metadata"].attrs["mode"] == b"aggregate"
+        regions = f["rank0/regions"]
+        assert all(list(regions[n]) == [] for n in regions)      # no event datasets
+        fib = regions["__main__.fib"].attrs
+        assert 0 < fib["min_ns"] <= fib["max_ns"] <= fib["total_ns"]
+        assert 0 < fib["self_ns"] <= fib["total_ns"]
+        assert len(f["rank0/tree/calls"]) == 13   # one node per call path
+    # The tree: solve (the decorated function) under main, gen under solve,
+    # leaf under gen; fib's recursion nests.
+    rows = [l for l in sp("summary", "--tree", "a.h5").stdout.splitlines() if "─ " in l]
+    text = "\n".join(rows)
+    assert "__main__.main" in text and "solve (3x)" in text
+    at = next(i for i, l in enumerate(rows) if "solve (3x)" in l)
+    assert "__main__.gen (15x)" in rows[at + 2] and "__main__.leaf (12x)" in rows[at + 4]
+    assert sum("__main__.fib" in l for l in rows) == 6    # depths 1..6 of fib(6)
+
+
+@pytest.mark.parametrize("other", ["--line-profile", "--track-async"])
 def test_aggregate_refuses_per_call_modes(sp, other):
     sp.script("pass\n")
     proc = sp("run", "--aggregate", other, "script.py")

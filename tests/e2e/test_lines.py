@@ -47,16 +47,22 @@ def fact(n):
     if n <= 1:
         return 1
     return n * fact(n - 1)
+
+def one_line_loops(n):
+    t = 0
+    for i in range(n): t += i
+    while t > 0: t -= 7
+    return t
 '''
 
-CALLS = "loop_branch(100); raises_inside(20); consume(15); fact(12)"
+CALLS = "loop_branch(100); raises_inside(20); consume(15); fact(12); one_line_loops(30)"
 
 REFERENCE = '''
 import json, sys
 import targets
 counts = {}
 codes = {f.__code__: f.__name__ for f in (targets.loop_branch, targets.raises_inside,
-                                          targets.gen, targets.fact)}
+                                          targets.gen, targets.fact, targets.one_line_loops)}
 def tracer(frame, event, arg):
     if frame.f_code not in codes:
         return None
@@ -74,7 +80,7 @@ print(json.dumps(counts))
 PROFILED = '''
 import scope_profiler as sp
 import targets
-for name in ("loop_branch", "raises_inside", "gen", "fact"):
+for name in ("loop_branch", "raises_inside", "gen", "fact", "one_line_loops"):
     setattr(targets, name, sp.profile(name)(getattr(targets, name)))
 from targets import *
 ''' + CALLS + '''
@@ -103,7 +109,7 @@ def test_hits_equal_the_interpreters_line_events(sp):
     assert proc.returncode == 0, proc.stderr
     tables = line_tables(sp.tmp / "lines.h5")
     got = {}
-    for name in ("loop_branch", "raises_inside", "gen", "fact"):
+    for name in ("loop_branch", "raises_inside", "gen", "fact", "one_line_loops"):
         # The decorated functions were wrapped after import: the module's
         # functions keep their own names in the table.
         for line, hits in tables[name].items():

@@ -296,21 +296,79 @@ def test_threads_each_on_own_stack(sp):
     assert names["__main__.step"] == 310
 
 
-def test_script_setting_its_own_profiler_is_warned(sp):
+def test_script_setting_its_own_profiler(sp):
+    """3.11 has one profile hook per thread: a script's own replaces ours,
+    with a warning. From 3.12 ours is a sys.monitoring tool of its own and
+    both run (pytest runs on the binary's Python)."""
     script = sp.script("""
         import sys
         def f(): pass
         f()
-        sys.setprofile(lambda *a: None)
+        seen = []
+        sys.setprofile(lambda frame, event, arg: seen.append(event))
         f()
         sys.setprofile(None)
-        print("done")
+        print("done", "call" in seen)
     """)
     proc = sp("run", "--recursive", "-q", "-o", "w.h5", script)
     assert proc.returncode == 0
-    assert proc.stdout.strip() == "done"
-    assert "warning: the script called sys.setprofile()" in proc.stderr
-    assert regions_of(sp.tmp / "w.h5")["__main__.f"] >= 1
+    assert proc.stdout.strip() == "done True"
+    if sys.version_info < (3, 12):
+        assert "warning: the script called sys.setprofile()" in proc.stderr
+        assert regions_of(sp.tmp / "w.h5")["__main__.f"] >= 1
+    else:
+        assert proc.stderr == ""
+        assert regions_of(sp.tmp / "w.h5")["__main__.f"] == 2
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring exists from Python 3.12")
+def test_cprofile_inside_a_recursive_run(sp):
+    """cProfile (sys.monitoring's profiler id from 3.12) runs inside a
+    --recursive run, and both count the same calls."""
+    script = sp.script("""
+        import cProfile, pstats
+        def leaf(): pass
+        def work():
+            for _ in range(50):
+                leaf()
+        p = cProfile.Profile()
+        p.enable()
+        work()
+        p.disable()
+        st = pstats.Stats(p).stats
+        print(sum(v[1] for k, v in st.items() if k[2] == "leaf"))
+    """)
+    proc = sp("run", "--recursive", "-q", "-o", "c.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "50"
+    assert regions_of(sp.tmp / "c.h5")["__main__.leaf"] == 50
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring exists from Python 3.12")
+def test_no_free_tool_id_is_one_clear_error(sp):
+    """profile(recursive=True) needs a sys.monitoring tool id; when the
+    script holds every id we may take, the call raises a RuntimeError that
+    names the holders, and the script can go on."""
+    script = sp.script("""
+        import sys
+        import scope_profiler as sp
+        sys.monitoring.use_tool_id(3, "mine")
+        sys.monitoring.use_tool_id(4, "theirs")
+        @sp.profile("deep", recursive=True)
+        def deep():
+            return 1
+        try:
+            deep()
+        except RuntimeError as e:
+            print("error:", e)
+        sys.monitoring.free_tool_id(3)
+        print(deep())
+    """)
+    proc = sp("run", "-q", "-o", "t.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("error: ") and "3 (mine)" in lines[0] and "4 (theirs)" in lines[0]
+    assert lines[1] == "1"
 
 
 THREADED = """

@@ -2,6 +2,7 @@
 import os
 import signal
 import subprocess
+import sys
 
 import h5py
 import pytest
@@ -129,6 +130,49 @@ def test_sys_executable_is_the_real_interpreter(sp):
     """)
     proc = sp("run", "-q", "--no-output", script)
     assert proc.stdout.strip() == "42", proc.stderr
+
+
+MODULES = """
+import json, sys
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("options", [[], ["--line-profile"], ["--aggregate"], ["--track-threads"],
+                                     ["--recursive"], ["--disable"]])
+def test_script_starts_with_plain_pythons_modules(sp, options):
+    """The profiler changes nothing the script can see at its start: the
+    modules loaded are plain python's plus scope_profiler (numpy, h5py and
+    the read API load on first use; importing numpy early would, among
+    other things, make settings it reads at import time not apply). Under
+    3.11, --recursive also needs threading, for threads started later."""
+    script = sp.script(MODULES)
+    plain = subprocess.run([PYTHON, script], capture_output=True, text=True, check=True)
+    proc = sp("run", "-q", "--no-output", *options, script)
+    assert proc.returncode == 0, proc.stderr
+    import json
+    extra = set(json.loads(proc.stdout.splitlines()[-1])) - set(json.loads(plain.stdout))
+    allowed = {"scope_profiler"}
+    if options == ["--recursive"] and sys.version_info < (3, 12):
+        allowed |= {"threading", "_weakrefset"}
+    assert extra <= allowed and "scope_profiler" in extra
+
+
+def test_read_api_loads_numpy_on_first_use(sp):
+    script = sp.script("""
+        import sys
+        import scope_profiler as sp
+        with sp.region("r"):
+            pass
+        print("numpy" in sys.modules)
+        sp.finalize()
+        d = sp.read_h5("profiling_data.h5")["r"][0].durations_ns
+        print("numpy" in sys.modules, type(d).__module__, len(d))
+    """)
+    proc = sp("run", "-q", script)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()   # finalize() prints its summary between
+    assert lines[0] == "False" and lines[-1] == "True numpy 1"
 
 
 def test_summary_printed_unless_quiet(sp):
