@@ -3,6 +3,8 @@
 #   make            build build/scope-profiler
 #   make demo       install missing packages, build, profile examples/timestep.py
 #   make check      install missing packages, build, run every test
+#   make check-pythons  the same tests with Python 3.13 (Debian 13) and 3.14
+#                   (Debian testing), each in a chroot made once (root)
 #   make asan       the unit and end-to-end tests under ASan + UBSan
 #   make fuzz       a libFuzzer campaign on the file reader (FUZZ_SECONDS=600)
 #   make fuzz-ci    a short one (FUZZ_CI_SECONDS=75) that fails on a crash,
@@ -88,7 +90,7 @@ UNIT_SRC := $(wildcard tests/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 LAYERS_OK := $(BUILD)/layers.ok
 
-.PHONY: all demo check test unit e2e asan bench install uninstall man clean deps fuzz fuzz-ci fuzz-build layers
+.PHONY: all demo check check-pythons test unit e2e asan bench install uninstall man clean deps fuzz fuzz-ci fuzz-build layers
 all: $(BIN)
 
 $(PY_PROBE): scripts/py-static-probe.sh
@@ -162,6 +164,23 @@ check: deps
 	$(MAKE) unit e2e
 
 test: check
+
+# The same unit and end-to-end tests under the other Pythons: Debian 13's 3.13
+# and Debian testing's 3.14, each in a chroot that scripts/chroot.sh makes once
+# per machine (as root, from the mirror apt uses) and reuses, each built in its
+# own folder (build-trixie/, build-testing/; build/ is untouched) with the
+# suite's compiler, HDF5, Open MPI and numpy. Every suite runs; the target fails
+# if one did. CHECK_SUITES=testing runs just that one.
+CHECK_SUITES ?= trixie testing
+check-pythons:
+	@failed=; for s in $(CHECK_SUITES); do \
+		start=$$(date +%s); echo "== check-pythons: $$s"; \
+		if ./scripts/chroot.sh $$s run sh -c "python3 --version && \
+			make -j2 BUILD=build-$$s all unit-build && make BUILD=build-$$s unit e2e"; \
+		then echo "== check-pythons: $$s passed in $$(( $$(date +%s) - start )) s"; \
+		else echo "== check-pythons: $$s FAILED after $$(( $$(date +%s) - start )) s"; failed="$$failed $$s"; fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "check-pythons: failed:$$failed"; exit 1; fi
 
 unit-build: $(UNIT_BIN)
 
@@ -281,4 +300,4 @@ uninstall:
 	rm -f $(addprefix $(MANDIR)/man5/,$(notdir $(MAN5)))
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz $(addprefix build-,$(CHECK_SUITES))

@@ -11,8 +11,12 @@
 # suite's own packages (those the suite has). It lives outside the repository, in
 # $SCOPE_PROFILER_CHROOT_DIR/chroot-SUITE (default /var/cache/scope-profiler), and counts
 # as complete only once its stamp file, written last, exists; an incomplete one is
-# removed and built again. `run` mounts /proc, /sys, /dev, a fresh /dev/shm and the
-# repository (at the same path as outside) and unmounts them all on exit, on error too.
+# removed and built again (under a lock, so two first runs at once build it once); a
+# package added to the list below since is installed on the next use. `run`
+# mounts /proc, /sys, /dev, a fresh /dev/shm and the repository (at the same path as
+# outside) in a mount namespace of its own, so that runs by several people at once, from
+# several checkouts, never see or undo each other's mounts; they go when the run ends,
+# on error or kill too.
 # Needs root. Building takes a few minutes and about 1-2 GiB; it refuses to start with
 # less than 3 GiB free.
 set -euo pipefail
@@ -37,6 +41,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 BASE=${SCOPE_PROFILER_CHROOT_DIR:-/var/cache/scope-profiler}
 ROOT=$BASE/chroot-$SUITE
 STAMP=$ROOT/.scope-profiler-chroot-complete
+LIST=$ROOT/.scope-profiler-packages   # PACKAGES when last installed, one a line
 
 # The same packages as scripts/install-deps.sh, less the host's versioned ones
 # (libpython3.11-dev -> python3-dev, clang-14 -> none); those the suite lacks are skipped.
@@ -76,7 +81,9 @@ do_mount() {  # do_mount TARGET MOUNT-ARGS...
 
 mount_system() {
   do_mount "$ROOT/proc" -t proc proc
-  do_mount "$ROOT/sys" -t sysfs -o ro sysfs
+  # The host's /sys, read-only (a second sysfs mount where another run has one fails).
+  do_mount "$ROOT/sys" --bind /sys
+  mount -o remount,bind,ro "$ROOT/sys"
   do_mount "$ROOT/dev" --bind /dev
   do_mount "$ROOT/dev/shm" -t tmpfs -o mode=1777,size=1g tmpfs
 }
@@ -110,6 +117,52 @@ apt_mirror() {
   fi
   [ -n "$uri" ] || die "no Debian mirror found in apt's sources (/etc/apt/sources.list.d/*.sources, /etc/apt/sources.list)"
   echo "${uri%/}"
+}
+
+# install_packages PKG...: those the suite has (the others are named), with the system
+# mounted.
+install_packages() {
+  local p want=() skipped=()
+  chroot "$ROOT" apt-get update -q || return 1
+  for p in "$@"; do
+    if [ -n "$(chroot "$ROOT" apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)"')" ]; then
+      want+=("$p")
+    else
+      skipped+=("$p")
+    fi
+  done
+  [ ${#skipped[@]} -eq 0 ] || echo "chroot.sh: $SUITE has no ${skipped[*]}; skipped"
+  if [ ${#want[@]} -gt 0 ]; then
+    chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -q --no-install-recommends "${want[@]}" || return 1
+  fi
+  chroot "$ROOT" apt-get clean
+}
+
+wanted() { printf '%s\n' "${PACKAGES[@]}" | sort -u; }
+
+# The packages PACKAGES gained since the chroot was made or last brought up to date
+# (every one for a chroot made before the list was kept).
+gained() { comm -13 <(sort -u "$LIST" 2>/dev/null) <(wanted); }
+
+# A chroot made before PACKAGES gained a package gets it, with the system mounted, under
+# the lock (two runs at once install once). Without the mirror it goes on as it is and
+# tries again next time.
+update_packages() {
+  local new
+  [ -n "$(gained)" ] || return 0
+  exec 9>"$BASE/.lock-$SUITE"
+  flock 9
+  new=$(gained)
+  if [ -n "$new" ]; then
+    echo "chroot.sh: $SUITE: installing what the package list gained:" $new
+    if install_packages $new; then
+      wanted > "$LIST"
+    else
+      echo "chroot.sh: $SUITE: could not install them; going on without" >&2
+    fi
+  fi
+  exec 9>&-
 }
 
 build_chroot() {
@@ -147,20 +200,9 @@ build_chroot() {
   cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
 
   mount_system
-  chroot "$ROOT" apt-get update -q
-  local p want=() skipped=()
-  for p in "${PACKAGES[@]}"; do
-    if [ -n "$(chroot "$ROOT" apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)"')" ]; then
-      want+=("$p")
-    else
-      skipped+=("$p")
-    fi
-  done
-  [ ${#skipped[@]} -eq 0 ] || echo "chroot.sh: $SUITE has no ${skipped[*]}; skipped"
-  chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -q --no-install-recommends "${want[@]}"
-  chroot "$ROOT" apt-get clean
+  install_packages "${PACKAGES[@]}"
   cleanup
+  wanted > "$LIST"
 
   chroot "$ROOT" python3 -c 'import sys; print(sys.version.split()[0])' > "$ROOT/.python-version"
   date -u +%FT%TZ > "$STAMP"   # written last: the chroot is complete
@@ -171,13 +213,29 @@ build_chroot() {
 # before running it, so editing this file while it runs cannot derail a run.
 main() {
   if [ ! -f "$STAMP" ]; then
-    build_chroot
-  else
-    [ "$MODE" = run ] || echo "chroot.sh: $SUITE chroot present ($ROOT, Python $(cat "$ROOT/.python-version" 2>/dev/null || echo '?')); reusing it"
+    mkdir -p "$BASE"
+    exec 9>"$BASE/.lock-$SUITE"
+    flock 9                      # another run may be building it right now
+    [ -f "$STAMP" ] || build_chroot
+    exec 9>&-
+  elif [ "$MODE" = build ]; then
+    echo "chroot.sh: $SUITE chroot present ($ROOT, Python $(cat "$ROOT/.python-version" 2>/dev/null || echo '?')); reusing it"
+    if [ -n "$(gained)" ]; then
+      mount_system
+      update_packages
+      cleanup
+    fi
   fi
 
   if [ "$MODE" = run ]; then
+    # Once, in a fresh mount namespace whose mounts propagate nowhere: they vanish with it.
+    if [ -z "${SCOPE_PROFILER_CHROOT_NS:-}" ]; then
+      trap - EXIT
+      SCOPE_PROFILER_CHROOT_NS=1 exec unshare --mount --propagation private -- \
+        "$(readlink -f "$0")" "$SUITE" run "$@"
+    fi
     mount_system
+    update_packages
     do_mount "$ROOT$REPO" --bind "$REPO"
     set +e
     chroot "$ROOT" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \

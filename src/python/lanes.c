@@ -24,8 +24,8 @@ struct lane_blocks {
 static struct {
 	int32_t next_lane;                /* threads and tasks share the numbering */
 	PyObject *get_running_loop;       /* asyncio.events._get_running_loop */
-	PyObject *current_tasks;          /* asyncio.tasks._current_tasks: loop -> task */
-	PyObject *current_task;           /* asyncio.current_task, where that is no dict */
+	PyObject *current_tasks;          /* loop -> task, where asyncio keeps a dict */
+	PyObject *current_task;           /* asyncio.current_task, where it keeps none */
 	PyObject *task_lanes;             /* dict: task -> lane, until the task is done */
 	PyObject *forget_task;            /* the done callback that drops a task's entry */
 	struct lane_blocks *blocks;       /* indexed by lane */
@@ -202,6 +202,32 @@ static PyObject *forget_task_cb(PyObject *unused, PyObject *task)
 
 static PyMethodDef forget_task_def = {"_forget_task", forget_task_cb, METH_O, NULL};
 
+/* Whether tasks._current_tasks (ct, a dict) is where asyncio keeps each loop's
+ * running task: the C accelerator's own dict (CPython 3.7 to 3.13), or the
+ * pure-Python one when current_task is the Python function. From 3.14 the
+ * accelerator keeps the running task in the thread state and the module's
+ * dict stays empty; there current_task() is asked. Never raises. */
+static int tasks_dict_is_live(PyObject *tasks, PyObject *ct)
+{
+	int live = 0;
+	PyObject *c_mod = PyImport_ImportModule("_asyncio");
+	PyObject *c_ct = c_mod ? PyObject_GetAttrString(c_mod, "_current_tasks") : NULL;
+	if (c_ct == ct) {
+		live = 1;
+	} else {
+		PyErr_Clear();
+		PyObject *fn = PyObject_GetAttrString(tasks, "current_task");
+		PyObject *py_fn = fn ? PyObject_GetAttrString(tasks, "_py_current_task") : NULL;
+		live = py_fn && fn == py_fn;
+		Py_XDECREF(py_fn);
+		Py_XDECREF(fn);
+	}
+	Py_XDECREF(c_ct);
+	Py_XDECREF(c_mod);
+	PyErr_Clear();
+	return live;
+}
+
 /* Caches asyncio's functions (imports asyncio) the first time the mode is
  * chosen; -1 with an exception. */
 int sp_async_init(void)
@@ -213,7 +239,7 @@ int sp_async_init(void)
 	PyObject *loop_fn = tasks ? PyObject_GetAttrString(events, "_get_running_loop") : NULL;
 	PyObject *ct = loop_fn ? PyObject_GetAttrString(tasks, "_current_tasks") : NULL;
 	PyObject *ct_fn = NULL;
-	if (ct && !PyDict_CheckExact(ct))
+	if (ct && !(PyDict_CheckExact(ct) && tasks_dict_is_live(tasks, ct)))
 		Py_CLEAR(ct);
 	if (loop_fn && !ct) {
 		PyErr_Clear();

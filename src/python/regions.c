@@ -314,7 +314,17 @@ static PyObject *region_call_disabled(PyObject *self, PyObject *args, PyObject *
 	 "End timestamps in ns (numpy int64 array; INT64_MIN while open)."}
 
 /* The region classes differ only in __enter__/__exit__ and the decorator
- * call; they share the layout, so setup() can switch an object's class. */
+ * call; they share the layout and this base, so setup() can switch an
+ * object's class. The base has no methods and makes no objects (retire_exits
+ * below says what it is for). */
+static PyTypeObject region_base_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler._ProfileRegionBase",
+	.tp_basicsize = sizeof(RegionObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+	.tp_doc = "The common base of the region classes.",
+};
+
 #define REGION_CLASS(var, methods_var, pyname, enter, exit, call, doc) \
 	static PyMethodDef methods_var[] = { \
 		{"__enter__", enter, METH_NOARGS, NULL}, \
@@ -330,6 +340,7 @@ static PyObject *region_call_disabled(PyObject *self, PyObject *args, PyObject *
 		.tp_repr = region_repr, \
 		.tp_call = call, \
 		.tp_flags = Py_TPFLAGS_DEFAULT, \
+		.tp_base = &region_base_type, \
 		.tp_doc = doc, \
 		.tp_methods = methods_var, \
 		.tp_getset = region_getset, \
@@ -353,6 +364,54 @@ REGION_CLASS(sp_AggregateRegionType, agg_methods, "AggregateProfileRegion", regi
 REGION_CLASS(sp_DisabledRegionType, disabled_methods, "DisabledProfileRegion", region_enter_disabled,
 	     region_exit_disabled, region_call_disabled,
 	     "A region that records nothing; as a decorator it returns the function itself.")
+
+static PyTypeObject *const region_classes[] = {
+	&sp_TimeOnlyRegionType, &sp_DisabledRegionType, &sp_ThreadsRegionType,
+	&sp_LinesRegionType, &sp_AggregateRegionType, &sp_AsyncRegionType,
+};
+
+/* A `with` block looks __exit__ up when it enters and calls it when it
+ * leaves, and the region's class may be switched in between (setup() or
+ * finalize() inside the block, or the end of the run while another thread
+ * is inside one). Up to Python 3.13 the block keeps a bound method, which
+ * calls the old class's function whatever the object's class is now. From
+ * 3.14 it keeps the class's unbound method descriptor and the object, and
+ * the call checks that the object is an instance of the descriptor's class:
+ * a TypeError after a switch. So before a switch every class's __exit__
+ * descriptor is retired: it becomes a method of the common base (the same
+ * function, accepted on any region; the blocks holding it leave as on 3.13)
+ * and the class gets a fresh one for the blocks entered afterwards. The
+ * class's own descriptor is kept otherwise because the interpreter's fast
+ * path for a method call needs the object's class to be exactly the
+ * descriptor's (through the base, a `with` costs ~170 instructions more). */
+#if PY_VERSION_HEX >= 0x030E0000
+static void retire_exits(void)
+{
+	for (size_t i = 0; i < sizeof region_classes / sizeof region_classes[0]; i++) {
+		PyTypeObject *t = region_classes[i];
+		PyObject *old = PyDict_GetItemString(t->tp_dict, "__exit__");
+		if (!old || !PyObject_TypeCheck(old, &PyMethodDescr_Type) || PyDescr_TYPE(old) != t)
+			continue;
+		Py_INCREF(old);
+		PyMethodDef *m = t->tp_methods;
+		while (strcmp(m->ml_name, "__exit__") != 0)
+			m++;
+		PyObject *fresh = PyDescr_NewMethod(t, m);
+		if (fresh && PyDict_SetItemString(t->tp_dict, "__exit__", fresh) == 0)
+			PyType_Modified(t);
+		else
+			PyErr_Clear();   /* out of memory: the class keeps the retired one */
+		Py_XDECREF(fresh);
+		PyDescr_TYPE(old) = (PyTypeObject *)Py_NewRef(&region_base_type);
+		Py_DECREF(t);
+		Py_DECREF(old);
+	}
+}
+#else
+static void retire_exits(void)
+{
+}
+#endif
 
 static PyObject *region_create(PyObject *name)
 {
@@ -428,6 +487,8 @@ static int region_add_functions(RegionObject *r, PyObject *functions)
 	Py_DECREF(seq);
 	if (rc == 0 && sp_mode.lines && Py_TYPE(r) != &sp_DisabledRegionType) {
 		r->holds_functions = 1;
+		if (Py_TYPE(r) != &sp_LinesRegionType)
+			retire_exits();
 		Py_SET_TYPE(r, &sp_LinesRegionType);
 	}
 	return rc;
@@ -534,6 +595,7 @@ int sp_regions_apply(void)
 {
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
+	retire_exits();
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
 		if (sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) {
@@ -552,6 +614,7 @@ void sp_regions_freeze(void)
 {
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
+	retire_exits();
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		Py_SET_TYPE(v, &sp_DisabledRegionType);
 		((RegionObject *)v)->gen++;
@@ -577,10 +640,11 @@ void sp_regions_reset(void)
 
 int sp_regions_init(void)
 {
-	if (PyType_Ready(&sp_TimeOnlyRegionType) < 0 || PyType_Ready(&sp_DisabledRegionType) < 0 ||
-	    PyType_Ready(&sp_ThreadsRegionType) < 0 || PyType_Ready(&sp_LinesRegionType) < 0 ||
-	    PyType_Ready(&sp_AggregateRegionType) < 0 || PyType_Ready(&sp_AsyncRegionType) < 0)
+	if (PyType_Ready(&region_base_type) < 0)
 		return -1;
+	for (size_t i = 0; i < sizeof region_classes / sizeof region_classes[0]; i++)
+		if (PyType_Ready(region_classes[i]) < 0)
+			return -1;
 	if (sp_registry)
 		return 0;
 	if (!(sp_registry = PyDict_New()))

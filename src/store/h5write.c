@@ -436,6 +436,9 @@ static enum sp_err writer_failed(struct sp_h5_writer *w, enum sp_err rc, struct 
 	return rc;
 }
 
+/* Room on the disk for a new file's superblock and first metadata. */
+#define CREATE_ROOM ((off_t)64 * 1024)
+
 /* Creates the HDF5 file in the temporary file w->out opened (w->file), with
  * the writer's property lists. SP_EIO (w->failure filled) when HDF5 fails. */
 static enum sp_err create_file(struct sp_h5_writer *w)
@@ -449,6 +452,18 @@ static enum sp_err create_file(struct sp_h5_writer *w)
 	    H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0 ||
 	    H5Pset_sieve_buf_size(w->fapl, 0) < 0)
 		return sp_h5w_fail(w, SP_EIO, "cannot set up HDF5 property lists");
+	/* HDF5 2.2 (Debian testing) fails an assertion in H5Fcreate, aborting
+	 * the process, when not even the superblock fits on the disk: room for
+	 * the file's first metadata is asked for first, so that a full disk is a
+	 * plain error. (HDF5's truncation gives the room back; failures after
+	 * the file exists are handled by detach.) A file system without
+	 * fallocate(2) is not checked. */
+	if (fallocate(w->out.fd, 0, 0, CREATE_ROOM) != 0 && errno != EOPNOTSUPP && errno != ENOSYS &&
+	    errno != EINTR) {
+		int e = errno;
+		errno = e == ENOSPC || e == EDQUOT || e == EFBIG ? e : EIO;
+		return sp_h5w_fail(w, SP_EIO, "cannot create the file");
+	}
 	/* HDF5 opens the file by name: through the /proc name of the
 	 * descriptor we created it with (O_EXCL), so that a file put at that
 	 * path since, in a folder others can write to, is never the one

@@ -146,6 +146,18 @@ static int wait_all(int n, MPI_Request *reqs, double limit_s)
 	}
 }
 
+/* Takes the whole job down after this rank said why on stderr. mpirun
+ * forwards a rank's stderr and prints MPI_Abort's own notice by separate
+ * paths, and Open MPI 5 and 6 were seen printing the notice in the middle
+ * of the rank's line: a moment for the forwarding first. */
+static _Noreturn void abort_job(void)
+{
+	fflush(stderr);
+	nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
+	MPI_Abort(MPI_COMM_WORLD, 1);
+	abort();   /* MPI_Abort does not return */
+}
+
 /* Offsets by ping-pong from rank 0, as NTP does: rank r answers with its
  * clock t_r; with the send time t0 and the receive time t1 on rank 0, the
  * offset is t_r - (t0 + t1) / 2, off by at most half the round trip, so the
@@ -157,7 +169,7 @@ static void clock_sync(void)
 		offsets = calloc((size_t)mpi.size, sizeof *offsets);
 		if (!offsets) {
 			fprintf(stderr, "scope-profiler: out of memory for %d clock offsets\n", mpi.size);
-			MPI_Abort(MPI_COMM_WORLD, 1);
+			abort_job();
 		}
 		for (int r = 1; r < mpi.size; r++) {
 			int64_t best_rtt = INT64_MAX;
@@ -252,8 +264,7 @@ static void give_up(struct sp_profile *p, double wait_s, const char *fallback)
 		saved ? fallback : "", saved ? "" : (fallback ? ": " : ""));
 	if (!saved && fallback)
 		fprintf(stderr, "scope-profiler: %s\n", err.msg);
-	fflush(stderr);
-	MPI_Abort(MPI_COMM_WORLD, 1);
+	abort_job();
 }
 
 struct incoming {
@@ -318,7 +329,7 @@ static struct sp_rank *grow_ranks(struct sp_profile *p)
 	struct sp_rank *ranks = realloc(p->ranks, (size_t)mpi.size * sizeof *ranks);
 	if (!ranks) {
 		fprintf(stderr, "scope-profiler: out of memory gathering %d ranks\n", mpi.size);
-		MPI_Abort(MPI_COMM_WORLD, 1);
+		abort_job();
 	}
 	memset(ranks + 1, 0, (size_t)(mpi.size - 1) * sizeof *ranks);
 	p->ranks = ranks;
@@ -392,7 +403,7 @@ enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_even
 			mylen = -1;        /* rank 0 reports it; this rank still takes part */
 	} else if (!(lens = calloc((size_t)mpi.size, sizeof *lens))) {
 		fprintf(stderr, "scope-profiler: out of memory gathering %d ranks\n", mpi.size);
-		MPI_Abort(MPI_COMM_WORLD, 1);
+		abort_job();
 	}
 	/* Every rank arrives here, or a failed rank gives up. (A gather is not
 	 * enough: on a rank other than the root it may finish alone.) */

@@ -240,6 +240,28 @@ def test_setup_after_decorating_applies_mode(sp):
     assert out.split() == ["1", "DisabledProfileRegion"]
 
 
+def test_blocks_left_after_the_mode_changed(sp):
+    # A `with` block entered in one mode and left in another (setup() or
+    # finalize() inside it; daemon threads inside blocks at the end of the run)
+    # closes without an error, on every Python: from 3.14 a block keeps the
+    # unbound __exit__ it looked up and checks the object's class when it calls it.
+    script = sp.script("""
+        import scope_profiler as sp
+        r = sp.region("outer")
+        with r:
+            sp.setup(aggregation_mode=True, file_path="m.h5")
+        with r:
+            pass
+        with sp.region("last"):
+            sp.finalize(verbose=False)
+        print(type(r).__name__)
+    """)
+    proc = sp("run", "-q", script)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (0, "", "DisabledProfileRegion\n")
+    with h5py.File(sp.tmp / "m.h5") as f:
+        assert f["rank0/regions/last"].attrs["num_calls"] == 1
+
+
 def test_finalize_inside_open_region_keeps_it(sp):
     run_ok(sp, """
         from scope_profiler import ProfileManager

@@ -276,7 +276,7 @@ static void test_hostname_and_tree_absent(void **state)
 	free(buf);
 
 	rk.hostname = strdup("");
-	rk.tree = malloc(1);
+	rk.tree = malloc(sizeof *rk.tree);   /* an empty tree that is not NULL */
 	buf = pack(&rk, 0, 0, &len);
 	assert_int_equal(sp_rank_unpack(buf, len, &got, &err), SP_OK);
 	assert_string_equal(got.hostname, "");
