@@ -238,12 +238,12 @@ def test_recursive_aggregate_counts_what_the_timeline_records(sp):
     assert calls["__main__.leaf"] == 12 and calls["__main__.gen"] == 15   # 5 resumes per solve
     with h5py.File(sp.tmp / "a.h5") as f:
         assert f["metadata"].attrs["mode"] == b"aggregate"
-        regions = f["rank0/regions"]
-        assert all(list(regions[n]) == [] for n in regions)      # no event datasets
-        fib = regions["__main__.fib"].attrs
+        rows = regions(f)
+        assert all(r.aggregate and list(r) == [] for r in rows.values())   # no events
+        fib = rows["__main__.fib"].attrs
         assert 0 < fib["min_ns"] <= fib["max_ns"] <= fib["total_ns"]
         assert 0 < fib["self_ns"] <= fib["total_ns"]
-        assert len(f["rank0/tree/calls"]) == 13   # one node per call path
+        assert len(tree(f)) == 13   # one node per call path
     # The tree: solve (the decorated function) under main, gen under solve,
     # leaf under gen; fib's recursion nests.
     rows = [l for l in sp("summary", "--tree", "a.h5").stdout.splitlines() if "─ " in l]

@@ -259,7 +259,7 @@ def test_blocks_left_after_the_mode_changed(sp):
     proc = sp("run", "-q", script)
     assert (proc.returncode, proc.stderr, proc.stdout) == (0, "", "DisabledProfileRegion\n")
     with h5py.File(sp.tmp / "m.h5") as f:
-        assert f["rank0/regions/last"].attrs["num_calls"] == 1
+        assert regions(f)["last"].attrs["num_calls"] == 1
 
 
 def test_finalize_inside_open_region_keeps_it(sp):
