@@ -28,13 +28,6 @@
 #define Py_BUILD_CORE 1
 #include "internal/pycore_frame.h"
 #undef Py_BUILD_CORE
-#define code_get_extra _PyCode_GetExtra
-#define code_set_extra _PyCode_SetExtra
-#define request_extra_index _PyEval_RequestCodeExtraIndex
-#else
-#define code_get_extra PyUnstable_Code_GetExtra
-#define code_set_extra PyUnstable_Code_SetExtra
-#define request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
 #endif
 
 /* Line counts of one chosen function. */
@@ -69,7 +62,7 @@ struct frame_stack {
 static struct table *code_table(PyCodeObject *co)
 {
 	void *x = NULL;
-	if (code_get_extra((PyObject *)co, extra_index, &x) != 0) {
+	if (sp_code_get_extra((PyObject *)co, extra_index, &x) != 0) {
 		PyErr_Clear();
 		return NULL;
 	}
@@ -333,12 +326,8 @@ int sp_linetrace_init(void)
 		return 0;
 	if (backend_init() < 0)
 		return -1;
-	extra_index = request_extra_index(NULL);
-	if (extra_index < 0) {
-		PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot for line timing");
-		return -1;
-	}
-	return 0;
+	extra_index = sp_code_extra_index("line timing");
+	return extra_index < 0 ? -1 : 0;
 }
 
 /* The last line number of a code object, from co_lines(); -1 with an
@@ -400,7 +389,7 @@ int sp_linetrace_choose(PyObject *func, PyObject *region)
 	t->region = Py_NewRef(region);
 	t->first_line = co->co_firstlineno;
 	t->n = n;
-	if (backend_choose(co) != 0 || code_set_extra((PyObject *)co, extra_index, t) != 0) {
+	if (backend_choose(co) != 0 || sp_code_set_extra((PyObject *)co, extra_index, t) != 0) {
 		Py_DECREF(t->code);
 		Py_DECREF(t->region);
 		PyMem_Free(t->hits);

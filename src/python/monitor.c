@@ -1,10 +1,22 @@
 /* monitor.c - the sys.monitoring tools of CPython 3.12 and later (see
- * sp_monitor.h). On 3.11 this file is empty: the hooks there are
- * PyEval_SetProfile and PyEval_SetTrace. */
+ * sp_monitor.h), and the per-code slots the hooks of every version use. On
+ * 3.11 the hooks are PyEval_SetProfile and PyEval_SetTrace. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include "sp_monitor.h"
+
+Py_ssize_t sp_code_extra_index(const char *what)
+{
+#ifdef SP_MONITORING
+	Py_ssize_t i = PyUnstable_Eval_RequestCodeExtraIndex(NULL);
+#else
+	Py_ssize_t i = _PyEval_RequestCodeExtraIndex(NULL);
+#endif
+	if (i < 0)
+		PyErr_Format(PyExc_RuntimeError, "no free code-object extra slot for %s", what);
+	return i;
+}
 
 #ifdef SP_MONITORING
 

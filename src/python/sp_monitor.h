@@ -2,7 +2,8 @@
  * ids the --recursive hook and line timing take, and their callbacks.
  * Python has no C API to register a tool, so these go through the
  * sys.monitoring functions, once per setting; the callbacks themselves are C
- * functions that the interpreter calls directly. Include <Python.h> first. */
+ * functions that the interpreter calls directly. Also what differs between
+ * 3.11 and later for the hooks' per-code slots. Include <Python.h> first. */
 #ifndef SP_MONITOR_H
 #define SP_MONITOR_H
 
@@ -31,4 +32,19 @@ int sp_mon_set_events(int tool, long events);
 int sp_mon_set_local_events(int tool, PyObject *code, long events);
 
 #endif
+
+/* Per-code-object slots (co_extra) under the name each version documents:
+ * the private spellings on 3.11, PyUnstable_ from 3.12. */
+#ifdef SP_MONITORING
+#define sp_code_get_extra PyUnstable_Code_GetExtra
+#define sp_code_set_extra PyUnstable_Code_SetExtra
+#else
+#define sp_code_get_extra _PyCode_GetExtra
+#define sp_code_set_extra _PyCode_SetExtra
+#endif
+
+/* A code-object slot of its own for `what`: its index, or -1 with a
+ * RuntimeError naming what needed it. */
+Py_ssize_t sp_code_extra_index(const char *what);
+
 #endif

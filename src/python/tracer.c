@@ -56,19 +56,13 @@ static inline void *code_cached(PyCodeObject *co)
 	const struct code_extra *e = co->co_extra;
 	return e && extra_index < e->size ? e->extras[extra_index] : NULL;
 }
-
-#define code_set_extra _PyCode_SetExtra
-#define request_extra_index _PyEval_RequestCodeExtraIndex
 #else
 static inline void *code_cached(PyCodeObject *co)
 {
 	void *x = NULL;
-	PyUnstable_Code_GetExtra((PyObject *)co, extra_index, &x);
+	sp_code_get_extra((PyObject *)co, extra_index, &x);
 	return x;
 }
-
-#define code_set_extra PyUnstable_Code_SetExtra
-#define request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
 #endif
 
 /* What to trace; set before the first code object is classified. */
@@ -151,7 +145,7 @@ static void close_open_calls(struct call_stack *s, int64_t now, int own)
 
 static void cache_put(PyCodeObject *co, void *value)
 {
-	if (code_set_extra((PyObject *)co, extra_index, value) != 0)
+	if (sp_code_set_extra((PyObject *)co, extra_index, value) != 0)
 		PyErr_Clear();   /* out of memory: classified again next time */
 }
 
@@ -651,12 +645,8 @@ int sp_tracer_init(void)
 		return 0;
 	if (backend_init() < 0)
 		return -1;
-	extra_index = request_extra_index(NULL);
-	if (extra_index < 0) {
-		PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot for the profile hook");
-		return -1;
-	}
-	return 0;
+	extra_index = sp_code_extra_index("the profile hook");
+	return extra_index < 0 ? -1 : 0;
 }
 
 void sp_tracer_mark_explicit(PyObject *func)

@@ -1,4 +1,5 @@
 """`scope-profiler run` behaves like `python script.py`, with regions on."""
+import json
 import os
 import signal
 import subprocess
@@ -150,7 +151,6 @@ def test_script_starts_with_plain_pythons_modules(sp, options):
     plain = subprocess.run([PYTHON, script], capture_output=True, text=True, check=True)
     proc = sp("run", "-q", "--no-output", *options, script)
     assert proc.returncode == 0, proc.stderr
-    import json
     extra = set(json.loads(proc.stdout.splitlines()[-1])) - set(json.loads(plain.stdout))
     allowed = {"scope_profiler"}
     if options == ["--recursive"] and sys.version_info < (3, 12):
