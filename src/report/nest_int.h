@@ -95,10 +95,9 @@ static inline struct key cursor_key(const struct cursor *c, int32_t i)
 	return (struct key){ c->starts[k], c->ends[k], i };
 }
 
-/* Puts x at the top of the heap (of n keys) and sifts it down. */
-static inline void sift_top(struct key *h, size_t n, struct key x)
+/* Puts x at place i of the heap (of n keys) and sifts it down. */
+static inline void sift_from(struct key *h, size_t n, size_t i, struct key x)
 {
-	size_t i = 0;
 	for (;;) {
 		size_t c = 2 * i + 1;
 		if (c >= n)
@@ -113,21 +112,15 @@ static inline void sift_top(struct key *h, size_t n, struct key x)
 	h[i] = x;
 }
 
+/* Puts x at the top of the heap and sifts it down. */
+static inline void sift_top(struct key *h, size_t n, struct key x)
+{
+	sift_from(h, n, 0, x);
+}
+
 static inline void sift_down(struct key *h, size_t n, size_t i)
 {
-	struct key x = h[i];
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && key_less(&h[c + 1], &h[c]))
-			c++;
-		if (!key_less(&h[c], &x))
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	h[i] = x;
+	sift_from(h, n, i, h[i]);
 }
 
 /* Whether the calls are in the rule's order as stored. */
