@@ -51,13 +51,16 @@ endif
 PY_EXE      := $(shell $(PYTHON) -c 'import sys,os; print(os.path.realpath(sys.executable))' 2>/dev/null)
 PY_VERSION  := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)
 # MPI (Open MPI from Debian) when its development files are installed; MPI=0
-# builds without it. The executable exports MPI_Finalize and MPI_Finalized so
-# that a script's MPI.Finalize() is deferred to the end (see src/mpi.c).
+# builds without it. libmpi is not linked: src/store/mpi.c opens it (by the
+# soname read here) only under a launcher. The executable exports
+# MPI_Finalize and MPI_Finalized so that a script's MPI.Finalize() is
+# deferred to the end.
 MPI ?= $(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),1,0)
 ifeq ($(MPI),1)
-MPI_CFLAGS  := $(shell pkg-config --cflags ompi-c) -DSP_HAVE_MPI
-MPI_LIBS    := $(shell pkg-config --libs ompi-c) \
-               -Wl,--export-dynamic-symbol=MPI_Finalize -Wl,--export-dynamic-symbol=MPI_Finalized
+MPI_SONAME  := $(shell objdump -p $$(pkg-config --variable=libdir ompi-c)/libmpi.so 2>/dev/null | sed -n 's/^ *SONAME *//p')
+MPI_CFLAGS  := $(shell pkg-config --cflags ompi-c) -DSP_HAVE_MPI \
+               $(if $(MPI_SONAME),-DSP_MPI_SONAME='"$(MPI_SONAME)"')
+MPI_LIBS    := -Wl,--export-dynamic-symbol=MPI_Finalize -Wl,--export-dynamic-symbol=MPI_Finalized
 endif
 
 CPPFLAGS += -Iinclude -I$(BUILD) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"'

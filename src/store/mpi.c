@@ -60,7 +60,106 @@ int sp_mpi_wait_seconds(double *out)
 }
 
 #ifdef SP_HAVE_MPI
+#include <dlfcn.h>
 #include <mpi.h>
+
+/* The MPI library is not linked in: loading libmpi and its dependencies
+ * costs every start 20 ms (Open MPI 4) to 500 ms (Open MPI 5), and most runs
+ * are not under a launcher. It is opened (dlopen, RTLD_GLOBAL, as mpi4py
+ * does) only when a launcher started this process or --version asks for
+ * its name; a script that imports mpi4py without a launcher loads it
+ * itself. Its functions and the handles this file uses are looked up once
+ * into `lib`; the macros below point the MPI names there, so the code
+ * reads as plain MPI. SP_MPI_SONAME is the library the build compiled
+ * against (the Makefile reads it from libmpi.so). */
+#ifndef SP_MPI_SONAME
+#define SP_MPI_SONAME "libmpi.so"
+#endif
+
+#define SP_MPI_FUNCS(X)                                                          \
+	X(MPI_Init_thread) X(MPI_Initialized) X(MPI_Comm_rank) X(MPI_Comm_size)  \
+	X(MPI_Comm_dup) X(MPI_Comm_free) X(MPI_Abort) X(MPI_Send) X(MPI_Recv)    \
+	X(MPI_Isend) X(MPI_Irecv) X(MPI_Testall) X(MPI_Waitall) X(MPI_Scatter)   \
+	X(MPI_Ibarrier) X(MPI_Igather) X(MPI_Ibcast) X(MPI_Get_library_version) \
+	X(PMPI_Finalize) X(PMPI_Finalized)
+
+static struct {
+	void *handle;
+	int tried;
+	char why[200];                 /* why loading failed */
+#define SP_MPI_FIELD(f) __typeof__(f) *f;
+	SP_MPI_FUNCS(SP_MPI_FIELD)
+#undef SP_MPI_FIELD
+#ifdef OPEN_MPI
+	/* Open MPI's predefined handles are addresses of its globals. */
+	void *comm_world, *byte, *int_, *int64;
+#endif
+} lib;
+
+/* Loads the library once; 0 when every name was found, else -1 with
+ * lib.why saying what failed. */
+static int lib_load(void)
+{
+	if (lib.tried)
+		return lib.handle ? 0 : -1;
+	lib.tried = 1;
+	void *h = dlopen(SP_MPI_SONAME, RTLD_NOW | RTLD_GLOBAL);
+	if (!h) {
+		const char *e = dlerror();
+		snprintf(lib.why, sizeof lib.why, "cannot load the MPI library: %s", e ? e : SP_MPI_SONAME);
+		return -1;
+	}
+	const char *missing = NULL;
+#define SP_MPI_LOOK(f)                                                       \
+	if (!(*(void **)&lib.f = dlsym(h, #f)) && !missing)                 \
+		missing = #f;
+	SP_MPI_FUNCS(SP_MPI_LOOK)
+#undef SP_MPI_LOOK
+#ifdef OPEN_MPI
+	static const char *const names[] = {"ompi_mpi_comm_world", "ompi_mpi_byte", "ompi_mpi_int",
+					    "ompi_mpi_int64_t"};
+	void **slots[] = {&lib.comm_world, &lib.byte, &lib.int_, &lib.int64};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!(*slots[i] = dlsym(h, names[i])) && !missing)
+			missing = names[i];
+#endif
+	if (missing) {
+		snprintf(lib.why, sizeof lib.why, "the MPI library %s lacks %s", SP_MPI_SONAME, missing);
+		dlclose(h);
+		return -1;
+	}
+	lib.handle = h;
+	return 0;
+}
+
+#define MPI_Init_thread lib.MPI_Init_thread
+#define MPI_Initialized lib.MPI_Initialized
+#define MPI_Comm_rank lib.MPI_Comm_rank
+#define MPI_Comm_size lib.MPI_Comm_size
+#define MPI_Comm_dup lib.MPI_Comm_dup
+#define MPI_Comm_free lib.MPI_Comm_free
+#define MPI_Abort lib.MPI_Abort
+#define MPI_Send lib.MPI_Send
+#define MPI_Recv lib.MPI_Recv
+#define MPI_Isend lib.MPI_Isend
+#define MPI_Irecv lib.MPI_Irecv
+#define MPI_Testall lib.MPI_Testall
+#define MPI_Waitall lib.MPI_Waitall
+#define MPI_Scatter lib.MPI_Scatter
+#define MPI_Ibarrier lib.MPI_Ibarrier
+#define MPI_Igather lib.MPI_Igather
+#define MPI_Ibcast lib.MPI_Ibcast
+#define MPI_Get_library_version lib.MPI_Get_library_version
+#ifdef OPEN_MPI
+#undef MPI_COMM_WORLD
+#undef MPI_BYTE
+#undef MPI_INT
+#undef MPI_INT64_T
+#define MPI_COMM_WORLD ((MPI_Comm)lib.comm_world)
+#define MPI_BYTE ((MPI_Datatype)lib.byte)
+#define MPI_INT ((MPI_Datatype)lib.int_)
+#define MPI_INT64_T ((MPI_Datatype)lib.int64)
+#endif
 
 enum { TAG_PING = 1, TAG_PONG, TAG_GO, TAG_DATA };
 /* Messages are cut into pieces of at most this many bytes (MPI counts are int). */
@@ -85,6 +184,8 @@ int sp_mpi_built(void)
 
 const char *sp_mpi_library(void)
 {
+	if (!mpi.library[0] && lib_load() != 0)
+		snprintf(mpi.library, sizeof mpi.library, "%s (%s)", SP_MPI_SONAME, lib.why);
 	if (!mpi.library[0]) {
 		int len = 0;
 		MPI_Get_library_version(mpi.library, &len);
@@ -104,18 +205,38 @@ const char *sp_mpi_library(void)
  * to sp_mpi_end, so the final write can still communicate. The executable
  * exports these two symbols, which therefore win over libmpi's for every
  * library loaded later (the standard MPI profiling interface). */
+/* The library's own entry point: ours when we loaded it, else from the
+ * copy that the script's import (mpi4py) loaded, which is why it got here.
+ * That copy may sit in the extension's local scope (Python's dlopen is
+ * RTLD_LOCAL), out of RTLD_DEFAULT's reach: ask for it by name. */
+static void *real(void *ours, const char *name)
+{
+	if (ours)
+		return ours;
+	void *f = NULL, *h = dlopen(SP_MPI_SONAME, RTLD_NOW | RTLD_NOLOAD);
+	if (h) {
+		f = dlsym(h, name);
+		dlclose(h);
+	}
+	return f ? f : dlsym(RTLD_DEFAULT, name);
+}
+
 int MPI_Finalize(void)
 {
 	if (mpi.active) {
 		mpi.script_finalized = 1;
 		return MPI_SUCCESS;
 	}
-	return PMPI_Finalize();
+	int (*fin)(void) = real((void *)lib.PMPI_Finalize, "PMPI_Finalize");
+	return fin ? fin() : MPI_ERR_OTHER;
 }
 
 int MPI_Finalized(int *flag)
 {
-	int rc = PMPI_Finalized(flag);
+	int (*fed)(int *) = real((void *)lib.PMPI_Finalized, "PMPI_Finalized");
+	if (!fed)
+		return MPI_ERR_OTHER;
+	int rc = fed(flag);
 	if (rc == MPI_SUCCESS && mpi.active && mpi.script_finalized)
 		*flag = 1;
 	return rc;
@@ -200,6 +321,8 @@ static void clock_sync(void)
 enum sp_err sp_mpi_start(struct sp_error *err)
 {
 	int provided = 0, initialized = 0;
+	if (lib_load() != 0)
+		return sp_error_set(err, SP_EIO, "%s", lib.why);
 	MPI_Initialized(&initialized);
 	if (!initialized && MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
 		return sp_error_set(err, SP_EIO, "MPI_Init_thread failed");
@@ -459,10 +582,10 @@ void sp_mpi_end(void)
 		return;
 	mpi.active = 0;
 	int finalized = 0;
-	PMPI_Finalized(&finalized);
+	lib.PMPI_Finalized(&finalized);
 	if (!finalized) {
 		MPI_Comm_free(&mpi.comm);
-		PMPI_Finalize();
+		lib.PMPI_Finalize();
 	}
 }
 

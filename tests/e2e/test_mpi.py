@@ -304,6 +304,44 @@ def test_outside_a_launcher_mpi_is_not_touched(sp):
         assert "hostnames" not in f["metadata"].attrs
 
 
+MAPS_SCRIPT = """
+    def libmpi_mapped():
+        with open("/proc/self/maps") as maps:
+            return any("/libmpi.so" in line for line in maps)
+    print("at start:", libmpi_mapped())
+"""
+
+
+def test_outside_a_launcher_libmpi_is_not_even_loaded(sp):
+    # Loading Open MPI costs every start 20-500 ms: only a launcher's
+    # ranks pay it.
+    sp.script(MAPS_SCRIPT)
+    env = {k: "" for k in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")}
+    proc = sp("run", "--no-output", "-q", "script.py", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "at start: False\n"
+    out = mpirun(sp, 2, "run", "--no-output", "-q", "script.py")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "at start: True\n" * 2
+
+
+def test_mpi4py_without_a_launcher_finalizes_through_the_library_it_loaded(sp):
+    # The executable's MPI_Finalize (which defers a launcher rank's
+    # finalize) must reach the library a script loaded on its own.
+    sp.script(MAPS_SCRIPT + """
+    from mpi4py import MPI
+    print(MPI.COMM_WORLD.Get_size(), libmpi_mapped())
+    MPI.Finalize()
+    print("finalized:", MPI.Is_finalized())
+    """)
+    env = {k: "" for k in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")}
+    proc = sp("run", "-q", "-o", "single.h5", "script.py", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "at start: False\n1 True\nfinalized: True\n"
+    with h5py.File(sp.tmp / "single.h5") as f:
+        assert f["metadata"].attrs["mpi_size"] == b"1"
+
+
 def test_a_write_error_on_rank_0_reaches_every_rank(sp):
     # The output folder vanishes during the run: rank 0 cannot write, every
     # rank learns it, the profile goes to rank 0's $TMPDIR, the status is 1.
