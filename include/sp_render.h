@@ -43,7 +43,18 @@ struct sp_render_opts {
 	 * its own time counts in that ancestor's (own) row. */
 	const struct sp_select *select;
 	int json;                      /* a JSON document instead of the tables */
+	/* So that any profile fits a screen: the tree shows its `top` heaviest
+	 * entries (with their ancestors; an entry's left-out children summed
+	 * in a closing "… N more" row) no deeper than `depth` levels, the
+	 * table its first `top` rows, and a line at the end says what was left
+	 * out and that `more_hint` shows every one. top 0: SP_RENDER_TOP; < 0:
+	 * no limit. depth 0: any. more_hint NULL: "--all". JSON shows all. */
+	int top, depth;
+	const char *more_hint;
 };
+
+/* The default number of entries of the tree and of the table. */
+#define SP_RENDER_TOP 16
 
 /* sp_render_summary with options (opts NULL: the defaults). With json set,
  * writes one JSON object (file, ranks, run span, regions in table order with

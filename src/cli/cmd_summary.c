@@ -1,6 +1,9 @@
 /* cmd_summary.c - `scope-profiler summary FILE`: the call tree and the region
  * table of a profile, from its summary attributes alone when it has them. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sp_cmd.h"
@@ -20,7 +23,12 @@ static const struct sp_cmd_help help = {
 		"ranks, per-rank min/max and imbalance). Reads only the per-region\n"
 		"summaries when the file has them, so its cost does not grow with events.\n"
 		"With several ranks the header also says which ranks ran on which host\n"
-		"and, from the metadata's omp_num_threads, how many cores they used.\n",
+		"and, from the metadata's omp_num_threads, how many cores they used.\n"
+		"\n"
+		"Any profile fits a screen: the tree shows its 16 heaviest entries (with\n"
+		"their callers; a list with entries left out ends in a '… N more' row\n"
+		"holding their time), the table its first 16 rows, and a last line says\n"
+		"what was left out. --top, --depth and --all choose.\n",
 	.notes =
 		"Regular expressions are POSIX extended ones, searched anywhere in the\n"
 		"name (anchor them with ^ and $); --exclude wins over --include. A region\n"
@@ -30,6 +38,20 @@ static const struct sp_cmd_help help = {
 		"tree keeps the order in which calls started. --json ignores --flat and\n"
 		"--tree; its times are seconds.\n",
 };
+
+/* --top N, --depth N: a whole number >= 1 into an int. */
+static int parse_count(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || v < 1 || v > INT_MAX) {
+		snprintf(err, len, "--%s takes a whole number of at least 1, not '%s'", o->long_name, arg);
+		return -1;
+	}
+	*(int *)o->value = (int)v;
+	return 0;
+}
 
 static int parse_sort(const struct sp_opt *o, const char *key, void *ctx, char *err, size_t len)
 {
@@ -54,11 +76,16 @@ int cmd_summary(int argc, char **argv)
 	struct sp_select sel = {0};
 	struct sp_render_opts opts = { .parts = SP_RENDER_ALL, .select = &sel };
 	int parts = SP_RENDER_ALL;     /* the last of --flat and --tree wins */
+	int all = 0;
 	const struct sp_opt options[] = {
 		{0, "flat", SP_OPT_FLAG, &parts, SP_RENDER_FLAT, NULL, "print only the region table", NULL},
 		{0, "tree", SP_OPT_FLAG, &parts, SP_RENDER_TREE, NULL, "print only the call tree", NULL},
 		{0, "sort", SP_OPT_CALL, &opts.sort, 0, "KEY",
 		 "table order: total (default), calls, mean, max or name", parse_sort},
+		{0, "top", SP_OPT_CALL, &opts.top, 0, "N",
+		 "the tree's N heaviest entries, the table's N first rows", parse_count},
+		{0, "depth", SP_OPT_CALL, &opts.depth, 0, "N", "the tree down to N levels", parse_count},
+		{0, "all", SP_OPT_FLAG, &all, 1, NULL, "every entry and row (with --depth: down to it)", NULL},
 		SP_OPT_SELECT_NAMES,
 		{0, "ranks", SP_OPT_CALL, NULL, SP_SELECT_RANKS, "LIST",
 		 "only these ranks, e.g. 0-3,5", sp_opt_select},
@@ -74,6 +101,8 @@ int cmd_summary(int argc, char **argv)
 		goto out;
 	}
 	opts.parts = (enum sp_render_parts)parts;
+	if (all)
+		opts.top = -1;
 	if (first != argc - 1) {
 		sp_cmd_error(CMD, first >= argc ? "no file given; usage: scope-profiler summary FILE"
 						 : "one file at a time; usage: scope-profiler summary FILE");

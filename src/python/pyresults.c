@@ -5,6 +5,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +31,18 @@ static PyObject *render_str(const struct sp_profile *p, const char *title, int l
 	char *text = NULL;
 	size_t len = 0;
 	struct sp_error err = {0};
+	/* The summary fits a screen; its last line says how to see all. */
+	char hint[PATH_MAX + 64];
+	if (strcmp(title, "(in memory)") == 0)
+		snprintf(hint, sizeof hint, "`scope-profiler summary --all` of a written profile");
+	else
+		snprintf(hint, sizeof hint, "`scope-profiler summary --all %s`", title);
+	struct sp_render_opts opts = { .parts = SP_RENDER_ALL, .more_hint = hint };
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		return PyErr_NoMemory();
 	enum sp_err rc = lines ? sp_render_lines(f, p, title, &err)
-			       : sp_render_summary(f, p, title, SP_RENDER_ALL, &err);
+			       : sp_render_summary_opts(f, p, title, &opts, &err);
 	fclose(f);
 	PyObject *s = NULL;
 	if (lines && rc == SP_ENOTPROF)

@@ -20,6 +20,9 @@ struct mnode {
 	int32_t parent, first, last, next;
 	int depth;
 	int64_t calls, total, child_total;
+	/* Under a limit (limit_tree): children left out and their total. */
+	int32_t hidden;
+	int64_t hidden_total;
 };
 
 /* A region merged over ranks by name. */
@@ -54,6 +57,12 @@ struct view {
 	int32_t *slots;                /* open addressing, shared by both merges */
 	size_t nslots;
 	int64_t span, calls;
+	/* Under a limit: roots left out (their count and total), tree nodes
+	 * and table rows shown, and the heaviest total left out of each. */
+	int32_t roots_hidden;
+	int64_t roots_hidden_total;
+	size_t tree_shown, rows_shown;
+	int64_t tree_cut, rows_cut;
 };
 
 
@@ -419,11 +428,14 @@ static void put_label(FILE *out, int w, const unsigned char *last, int d, int ow
 	sp_render_pad(out, w - used);
 }
 
+/* A row of the tree: a node (calls set), its (own) row (own set), or the
+ * "… N more" row closing a list some of whose entries were left out (name
+ * set, calls 0, own 0). */
 static void tree_row(FILE *out, int w, int cw, const unsigned char *last, int d, int own,
 		     int wrap, const char *name, int64_t calls, int64_t ns, double denom)
 {
 	char suffix[32] = "", cbuf[32] = "", sbuf[32], pbuf[32] = "-";
-	if (!own) {
+	if (!own && calls > 0) {
 		snprintf(cbuf, sizeof cbuf, "%lld", (long long)calls);
 		if (calls > 1)
 			snprintf(suffix, sizeof suffix, " (%lldx)", (long long)calls);
@@ -435,6 +447,103 @@ static void tree_row(FILE *out, int w, int cw, const unsigned char *last, int d,
 		pbuf);
 }
 
+static int cmp_heavier(const void *a, const void *b, void *ctx)
+{
+	const struct mnode *n = ctx;
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	if (n[x].total != n[y].total)
+		return n[x].total > n[y].total ? -1 : 1;
+	return (x > y) - (x < y);      /* the first to start wins a tie */
+}
+
+/* Keeps the `top` heaviest nodes of the tree (0: every one) no deeper than
+ * `depth` levels (0: any), with their ancestors: heaviest first, until the
+ * next one would need more than `top` nodes shown. Relinks the kept nodes
+ * (children in their order) and counts what each kept parent lost in its
+ * hidden fields. Returns -1 when out of memory. */
+static int limit_tree(struct view *v, int top, int depth)
+{
+	size_t n = v->nnodes, cap = top > 0 ? (size_t)top : SIZE_MAX;
+	v->tree_shown = n;
+	if (n == 0 || (cap >= n && depth <= 0))
+		return 0;
+	int32_t *order = malloc(n * sizeof *order);
+	unsigned char *show = calloc(n, 1);
+	if (!order || !show) {
+		free(order);
+		free(show);
+		return -1;
+	}
+	size_t m = 0, shown = 0;
+	for (size_t i = 0; i < n; i++)
+		if (depth <= 0 || v->nodes[i].depth < depth)
+			order[m++] = (int32_t)i;
+	qsort_r(order, m, sizeof *order, cmp_heavier, v->nodes);
+	size_t k = 0;
+	for (; k < m; k++) {
+		size_t need = 0;
+		for (int32_t a = order[k]; a >= 0 && !show[a]; a = v->nodes[a].parent)
+			need++;
+		if (need > cap - shown)
+			break;
+		for (int32_t a = order[k]; a >= 0 && !show[a]; a = v->nodes[a].parent)
+			show[a] = 1;
+		shown += need;
+	}
+	v->tree_shown = shown;
+	v->tree_cut = k < m ? v->nodes[order[k]].total : 0;
+	for (size_t i = 0; i < n && shown < n; i++)
+		if (!show[i] && v->nodes[i].total > v->tree_cut)
+			v->tree_cut = v->nodes[i].total;   /* deeper than --depth */
+	/* Relink: parents come first, so children are met in their order. */
+	for (size_t i = 0; i < n; i++)
+		v->nodes[i].first = v->nodes[i].last = -1;
+	v->roots_first = v->roots_last = -1;
+	for (size_t i = 0; i < n; i++) {
+		struct mnode *c = &v->nodes[i];
+		int32_t pa = c->parent;
+		if (!show[i]) {
+			if (pa < 0) {
+				v->roots_hidden++;
+				v->roots_hidden_total = sp_add_sat(v->roots_hidden_total, c->total);
+			} else if (show[pa]) {
+				v->nodes[pa].hidden++;
+				v->nodes[pa].hidden_total = sp_add_sat(v->nodes[pa].hidden_total, c->total);
+			}
+			continue;
+		}
+		c->next = -1;
+		int32_t *first = pa < 0 ? &v->roots_first : &v->nodes[pa].first;
+		int32_t *last = pa < 0 ? &v->roots_last : &v->nodes[pa].last;
+		if (*last < 0)
+			*first = (int32_t)i;
+		else
+			v->nodes[*last].next = (int32_t)i;
+		*last = (int32_t)i;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!show[i])
+			v->nodes[i].total = -1;        /* not shown: skipped when sizing */
+	free(order);
+	free(show);
+	return 0;
+}
+
+/* Under a limit a node's (own) row shows only when it is as heavy as
+ * what was kept, or when nothing else closes its list; else its time
+ * goes to the closing "… N more" row. */
+static int own_shown(const struct view *v, const struct mnode *m)
+{
+	int64_t own = m->total - m->child_total;
+	return v->tree_shown == v->nnodes || m->hidden == 0 || own >= v->tree_cut;
+}
+
+static int64_t own_ns(const struct mnode *m)
+{
+	int64_t own = m->total - m->child_total;
+	return own > 0 ? own : 0;
+}
+
 static void render_tree(FILE *out, const struct view *v)
 {
 	size_t nranks = v->p->nranks;
@@ -442,11 +551,15 @@ static void render_tree(FILE *out, const struct view *v)
 	for (size_t i = 0; i < v->nnodes; i++) {
 		const struct mnode *m = &v->nodes[i];
 		char suffix[32] = "";
+		if (m->total < 0)
+			continue;                      /* left out */
 		if (m->calls > 1)
 			snprintf(suffix, sizeof suffix, " (%lldx)", (long long)m->calls);
 		int64_t lw = 3 * (int64_t)m->depth + sp_render_text_width(m->name) + (int64_t)strlen(suffix);
 		if (m->first >= 0 && 3 * (int64_t)m->depth + 8 > lw)
 			lw = 3 * (int64_t)m->depth + 8;   /* its "├─ (own)" row */
+		if (m->first >= 0 && m->hidden > 0 && 3 * (int64_t)m->depth + 28 > lw)
+			lw = 3 * (int64_t)m->depth + 28;  /* its "└─ … (own) + N more" row */
 		need = lw > need ? lw : need;
 		maxcalls = m->calls > maxcalls ? m->calls : maxcalls;
 	}
@@ -468,21 +581,35 @@ static void render_tree(FILE *out, const struct view *v)
 	sp_render_rule(out, tw);
 	if (v->nnodes == 0)
 		fputs("(no calls recorded)\n", out);
-	/* Depth first, without recursion: recursive profiles can be deep. */
+	/* Depth first, without recursion: recursive profiles can be deep. A
+	 * list with entries left out ends in a "… N more" row holding their
+	 * total. */
+	char more[48];
 	int32_t i = v->nnodes ? v->roots_first : -1;
 	while (i >= 0) {
 		const struct mnode *m = &v->nodes[i];
-		last[m->depth] = m->next < 0;
+		int32_t lost = m->parent < 0 ? v->roots_hidden : v->nodes[m->parent].hidden;
+		last[m->depth] = m->next < 0 && lost == 0;
 		tree_row(out, w, cw, last, m->depth, 0, wrap, m->name, m->calls, m->total, denom);
 		if (m->first >= 0) {
-			int64_t own = m->total - m->child_total;
-			tree_row(out, w, cw, last, m->depth + 1, 1, wrap, NULL, 0, own > 0 ? own : 0,
-				 denom);
+			if (own_shown(v, m))
+				tree_row(out, w, cw, last, m->depth + 1, 1, wrap, NULL, 0, own_ns(m), denom);
 			i = m->first;
 			continue;
 		}
-		while (i >= 0 && v->nodes[i].next < 0)
-			i = v->nodes[i].parent;
+		while (i >= 0 && v->nodes[i].next < 0) {
+			int32_t pa = v->nodes[i].parent;
+			int32_t h = pa < 0 ? v->roots_hidden : v->nodes[pa].hidden;
+			if (h > 0) {
+				int d = v->nodes[i].depth, own = pa >= 0 && !own_shown(v, &v->nodes[pa]);
+				int64_t ns = pa < 0 ? v->roots_hidden_total : v->nodes[pa].hidden_total;
+				last[d] = 1;
+				snprintf(more, sizeof more, "… %s%ld more", own ? "(own) + " : "", (long)h);
+				tree_row(out, w, cw, last, d, 0, wrap, more, 0,
+					 own ? sp_add_sat(ns, own_ns(&v->nodes[pa])) : ns, denom);
+			}
+			i = pa;
+		}
 		if (i >= 0)
 			i = v->nodes[i].next;
 	}
@@ -495,7 +622,7 @@ static void render_flat(FILE *out, const struct view *v)
 	size_t nranks = v->p->nranks;
 	int64_t maxcalls = 0;
 	int need = 0, flagged = 0;
-	for (size_t i = 0; i < v->nrows; i++) {
+	for (size_t i = 0; i < v->rows_shown; i++) {
 		int nw = sp_render_text_width(v->rows[i].name);
 		need = nw > need ? nw : need;
 		maxcalls = v->rows[i].calls > maxcalls ? v->rows[i].calls : maxcalls;
@@ -536,7 +663,7 @@ static void render_flat(FILE *out, const struct view *v)
 	sp_render_rule(out, tw);
 	if (v->nrows == 0)
 		fputs("(no regions)\n", out);
-	for (size_t i = 0; i < v->nrows; i++) {
+	for (size_t i = 0; i < v->rows_shown; i++) {
 		const struct frow *f = &v->rows[i];
 		snprintf(calls, sizeof calls, "%lld", (long long)f->calls);
 		if (nranks > 1) {
@@ -691,6 +818,38 @@ static void put_title(FILE *out, const struct view *v, const char *title,
 	}
 }
 
+/* A share of the run for a sentence: "0.4%", "<0.1%". */
+static void share(char *buf, size_t len, int64_t ns, double denom)
+{
+	double pc = denom > 0 ? 100.0 * (double)ns / denom : 0.0;
+	if (pc < 0.1)
+		snprintf(buf, len, "<0.1%%");
+	else
+		snprintf(buf, len, "%.1f%%", pc);
+}
+
+/* The line under the summary saying what the limits left out, and how to
+ * see it. */
+static void left_out(FILE *out, const struct view *v, int parts, const char *hint)
+{
+	int tree = (parts & SP_RENDER_TREE) && v->tree_shown < v->nnodes;
+	int rows = (parts & SP_RENDER_FLAT) && v->rows_shown < v->nrows;
+	if (!tree && !rows)
+		return;
+	double denom = (double)v->span * (double)(v->p->nranks ? v->p->nranks : 1);
+	char a[32], b[32];
+	share(a, sizeof a, v->tree_cut, denom);
+	share(b, sizeof b, v->rows_cut, denom);
+	fputs("\nLeft out: ", out);
+	if (tree)
+		fprintf(out, "%zu of %zu call-tree entries (the largest %s of the run)%s",
+			v->nnodes - v->tree_shown, v->nnodes, a, rows ? " and " : "");
+	if (rows)
+		fprintf(out, "%zu of %zu regions (the largest %s)", v->nrows - v->rows_shown,
+			v->nrows, b);
+	fprintf(out, "; %s shows every one.\n", hint);
+}
+
 static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *title, int parts,
 			   const struct sp_render_opts *o, struct sp_error *err)
 {
@@ -713,6 +872,19 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 		rc = merge_trees(&v, err);
 	if (rc != SP_OK)
 		goto out;
+	/* The limits: the heaviest entries only, so any profile fits a screen. */
+	int top = o && o->top ? o->top : SP_RENDER_TOP;
+	int depth = o ? o->depth : 0;
+	v.rows_shown = v.nrows;
+	if (!json && top > 0 && v.nrows > (size_t)top) {
+		v.rows_shown = (size_t)top;
+		for (size_t i = v.rows_shown; i < v.nrows; i++)
+			v.rows_cut = v.rows[i].total > v.rows_cut ? v.rows[i].total : v.rows_cut;
+	}
+	if (!json && (parts & SP_RENDER_TREE) && limit_tree(&v, top, depth) != 0) {
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory choosing what the tree shows");
+		goto out;
+	}
 	for (size_t r = 0; r < v.p->nranks; r++) {
 		int64_t s = sp_rank_span(&v.p->ranks[r]);
 		v.span = s > v.span ? s : v.span;
@@ -743,6 +915,7 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 		fputc('\n', out);
 		render_flat(out, &v);
 	}
+	left_out(out, &v, parts, o && o->more_hint ? o->more_hint : "--all");
 flush:
 	if (fflush(out) != 0 || ferror(out))
 		rc = sp_error_set(err, SP_EIO, "writing the summary failed");

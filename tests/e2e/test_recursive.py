@@ -154,7 +154,7 @@ def test_nesting_under_exceptions_and_recursion(sp):
         # The outermost deep() call spans all 600 nested ones.
         ds, de = r["__main__.deep"]["start_times"], r["__main__.deep"]["end_times"]
         assert ds[0] == ds.min() and de[0] == de.max()
-    tree = sp("summary", "--tree", "heavy.h5").stdout
+    tree = sp("summary", "--tree", "--all", "heavy.h5").stdout
     assert "__main__.deep" in tree and "__main__.catcher (40x)" in tree
 
 
