@@ -183,19 +183,30 @@ hacl_ident() {
 }
 
 # hacl_state IDENT: what was done for it: built, none (the archive links alone), failed,
-# or nothing yet.
+# or nothing yet (also when what was built has gone or is of another version).
 hacl_state() {
-  local f=$ROOT$HACL_DIR/python${1%% *}.state
+  local d=$ROOT$HACL_DIR/python${1%% *} state
   [ -n "$1" ] || { echo none; return; }
-  [ -f "$f" ] && [ "$(sed -n 1p "$f")" = "$1" ] && sed -n 2p "$f"
-  return 0
+  [ -f "$d.state" ] && [ "$(sed -n 1p "$d.state")" = "$1" ] || return 0
+  state=$(sed -n 2p "$d.state")
+  [ "$state" != built ] || [ "$(cat "$d/VERSION" 2>/dev/null)" = "$1" ] || return 0
+  echo "$state"
+}
+
+# links_static HACL-DIR: whether the probe links libpython statically with what that
+# folder holds (output captured whole: no pipe for pipefail to trip on).
+links_static() {
+  local out
+  out=$(SP_HACL_DIR=$1 chroot "$ROOT" sh "$PROBE_IN" python3 cc 2>/dev/null) || return 1
+  case $out in "PY_STATIC := 1"*) return 0 ;; esac
+  return 1
 }
 
 build_hacl() {  # IDENT; with the system mounted, under the lock
   local ident=$1 pyver src srcver work dir list why state=failed
   [ -n "$ident" ] || return 0
   set -- $ident; pyver=$1 src=$4 srcver=$5
-  if SP_HACL_DIR=/nonexistent chroot "$ROOT" sh "$PROBE_IN" python3 cc 2>/dev/null | grep -q 'PY_STATIC := 1'; then
+  if links_static /nonexistent; then
     state=none
   else
     echo "chroot.sh: $SUITE: building CPython's HACL hash code from Debian's source of $src $srcver (once)"
@@ -214,17 +225,18 @@ build_hacl() {  # IDENT; with the system mounted, under the lock
        why="compiling Modules/_hacl failed" &&
        chroot "$ROOT" sh "$PROBE_IN" --build-hacl python3 cc "$work/$dir" "$HACL_DIR/python$pyver" >"$ROOT$work/log" 2>&1 &&
        why="libpython with it still does not link" &&
-       chroot "$ROOT" sh "$PROBE_IN" python3 cc 2>/dev/null | grep -q 'PY_STATIC := 1'; then
+       links_static "$HACL_DIR"; then
       state=built
-      echo "chroot.sh: $SUITE: HACL hash code built into $HACL_DIR/python$pyver"
     else
-      why="$why$(grep -m1 -e '^E:' -e 'error' "$ROOT$work/log" 2>/dev/null | sed 's/^/: /')"
+      why="$why$(sed -n -e '/^E:\|error/{s/^/: /p;q}' "$ROOT$work/log" 2>/dev/null || true)"
       echo "chroot.sh: $SUITE: could not build CPython's HACL hash code ($why); builds there link the shared libpython" >&2
     fi
     rm -rf "${ROOT:?}$work"
+    rm -f "$list"   # later apt-get updates fetch no source indexes
   fi
   mkdir -p "$ROOT$HACL_DIR"
   printf '%s\n%s\n' "$ident" "$state" > "$ROOT$HACL_DIR/python$pyver.state"
+  [ "$state" != built ] || echo "chroot.sh: $SUITE: HACL hash code built into $HACL_DIR/python$pyver"
 }
 
 # update_hacl: with the system mounted; builds what is missing, under the lock. A failed
