@@ -34,12 +34,17 @@ PY_CFLAGS   := $(shell $(PYTHON_CONFIG) --includes 2>/dev/null)
 # allows it (scripts/py-static-probe.sh tries, once per build folder), as
 # /usr/bin/python3 itself is: the shared libpython's position-independent
 # code, symbol interposition and thread-state lookups through
-# __tls_get_addr make every Python instruction dearer (~1.15x on a tiny-call
-# loop) and start-up slower. The whole archive goes in and its symbols are
+# __tls_get_addr make every Python instruction dearer (a tiny-call loop:
+# ~1.15x on 3.11, ~1.26x on 3.13) and start-up slower. The whole archive goes in and its symbols are
 # exported, for extension modules (numpy, h5py, ...) to bind to. Debian 13's
-# and testing's archives lack code their built-in modules need: those link
-# the shared library. PY_STATIC=0 forces the shared library.
+# and testing's archives lack the HACL hash code their built-in modules need:
+# scripts/chroot.sh compiles it once per chroot from Debian's source of the
+# installed version (into SP_HACL_DIR, /usr/local/lib/scope-profiler), and the
+# probe adds it; without it those link the shared library, with one line
+# saying why. PY_STATIC=0 forces the shared library.
 PY_PROBE    := $(BUILD)/py-static.mk
+SP_HACL_DIR ?= /usr/local/lib/scope-profiler
+export SP_HACL_DIR
 ifneq ($(PY_STATIC),0)
 -include $(PY_PROBE)
 endif
@@ -96,7 +101,8 @@ LAYERS_OK := $(BUILD)/layers.ok
 .PHONY: all demo check check-pythons test unit e2e asan bench install uninstall man clean deps fuzz fuzz-ci fuzz-build layers
 all: $(BIN)
 
-$(PY_PROBE): scripts/py-static-probe.sh
+# Probed again when the HACL code is (re)built; the executable relinks after.
+$(PY_PROBE): scripts/py-static-probe.sh $(wildcard $(SP_HACL_DIR)/python*/VERSION)
 	@mkdir -p $(@D)
 	scripts/py-static-probe.sh "$(PYTHON)" "$(CC)" > $@.tmp && mv $@.tmp $@
 
@@ -137,12 +143,12 @@ $(BUILD)/sp_pyshim.h: src/python/scope_profiler_shim.py
 $(LIB): $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-$(BIN): $(CLI_OBJ) $(PY_OBJ) $(LIB)
+$(BIN): $(CLI_OBJ) $(PY_OBJ) $(LIB) $(wildcard $(PY_PROBE))
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(PY_OBJ) $(LIB) $(HDF5_LIBS) $(PY_LIBS) $(MPI_LIBS) -lz
 
 # The hook's unit test embeds the interpreter with the built-in module.
 PY_TEST_OBJ := $(PY_OBJ)
-$(BUILD)/tests/python/%: tests/python/%.c $(PY_TEST_OBJ) $(LIB)
+$(BUILD)/tests/python/%: tests/python/%.c $(PY_TEST_OBJ) $(LIB) $(wildcard $(PY_PROBE))
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Isrc/python $(PY_CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PY_TEST_OBJ) $(LIB) \
 		$(HDF5_LIBS) $(PY_LIBS) $(MPI_LIBS) -lcmocka -lm

@@ -165,6 +165,94 @@ update_packages() {
   exec 9>&-
 }
 
+# ---- CPython's HACL hash code, for the static link (see scripts/py-static-probe.sh) ----
+# Debian's libpython3.13.a / 3.14.a lack it; it is compiled once per chroot from Debian's
+# source package of the installed version, fetched with a deb-src line for the mirror
+# the chroot's apt uses, into /usr/local/lib/scope-profiler/python3.X (the source is
+# removed after). Where that cannot be had, the build links the shared libpython (the
+# probe says so); a failed try is not repeated for the same version until
+# `chroot.sh SUITE` (build mode) is run again.
+HACL_DIR=/usr/local/lib/scope-profiler
+PROBE_IN=/var/tmp/scope-profiler-probe.sh
+
+# hacl_ident: the probe's --source line for the chroot's python3 ("PYVER PACKAGE VERSION
+# SOURCE SOURCE-VERSION"; empty where dpkg does not know its libpython archive).
+hacl_ident() {
+  cp "$REPO/scripts/py-static-probe.sh" "$ROOT$PROBE_IN"
+  chroot "$ROOT" sh "$PROBE_IN" --source python3 || true
+}
+
+# hacl_state IDENT: what was done for it: built, none (the archive links alone), failed,
+# or nothing yet (also when what was built has gone or is of another version).
+hacl_state() {
+  local d=$ROOT$HACL_DIR/python${1%% *} state
+  [ -n "$1" ] || { echo none; return; }
+  [ -f "$d.state" ] && [ "$(sed -n 1p "$d.state")" = "$1" ] || return 0
+  state=$(sed -n 2p "$d.state")
+  [ "$state" != built ] || [ "$(cat "$d/VERSION" 2>/dev/null)" = "$1" ] || return 0
+  echo "$state"
+}
+
+# links_static HACL-DIR: whether the probe links libpython statically with what that
+# folder holds (output captured whole: no pipe for pipefail to trip on).
+links_static() {
+  local out
+  out=$(SP_HACL_DIR=$1 chroot "$ROOT" sh "$PROBE_IN" python3 cc 2>/dev/null) || return 1
+  case $out in "PY_STATIC := 1"*) return 0 ;; esac
+  return 1
+}
+
+build_hacl() {  # IDENT; with the system mounted, under the lock
+  local ident=$1 pyver src srcver work dir list why state=failed
+  [ -n "$ident" ] || return 0
+  set -- $ident; pyver=$1 src=$4 srcver=$5
+  if links_static /nonexistent; then
+    state=none
+  else
+    echo "chroot.sh: $SUITE: building CPython's HACL hash code from Debian's source of $src $srcver (once)"
+    # deb-src lines for the very mirrors and suites of the chroot's own deb lines.
+    list=$ROOT/etc/apt/sources.list.d/scope-profiler-src.list
+    sed -n 's/^[[:space:]]*deb\([[:space:]]\)/deb-src\1/p' "$ROOT/etc/apt/sources.list" \
+      $(ls "$ROOT"/etc/apt/sources.list.d/*.list 2>/dev/null | grep -v "$list") 2>/dev/null | sort -u > "$list.tmp" || true
+    mv "$list.tmp" "$list"
+    work=/var/tmp/scope-profiler-src
+    rm -rf "${ROOT:?}$work"; mkdir -p "$ROOT$work"
+    why="apt-get update failed"
+    if chroot "$ROOT" apt-get update -q >/dev/null 2>&1 &&
+       why="apt-get source $src=$srcver failed" &&
+       chroot "$ROOT" sh -c 'cd "$1" && apt-get source -q --only-source "$2=$3" >log 2>&1' sh "$work" "$src" "$srcver" &&
+       dir=$(cd "$ROOT$work" && ls -d -- */ | head -n1) && [ -n "$dir" ] &&
+       why="compiling Modules/_hacl failed" &&
+       chroot "$ROOT" sh "$PROBE_IN" --build-hacl python3 cc "$work/$dir" "$HACL_DIR/python$pyver" >"$ROOT$work/log" 2>&1 &&
+       why="libpython with it still does not link" &&
+       links_static "$HACL_DIR"; then
+      state=built
+    else
+      why="$why$(sed -n -e '/^E:\|error/{s/^/: /p;q}' "$ROOT$work/log" 2>/dev/null || true)"
+      echo "chroot.sh: $SUITE: could not build CPython's HACL hash code ($why); builds there link the shared libpython" >&2
+    fi
+    rm -rf "${ROOT:?}$work"
+    rm -f "$list"   # later apt-get updates fetch no source indexes
+  fi
+  mkdir -p "$ROOT$HACL_DIR"
+  printf '%s\n%s\n' "$ident" "$state" > "$ROOT$HACL_DIR/python$pyver.state"
+  [ "$state" != built ] || echo "chroot.sh: $SUITE: HACL hash code built into $HACL_DIR/python$pyver"
+}
+
+# update_hacl: with the system mounted; builds what is missing, under the lock. A failed
+# try is repeated only in build mode (`chroot.sh SUITE`).
+update_hacl() {
+  local ident state
+  ident=$(hacl_ident)
+  state=$(hacl_state "$ident")
+  case $state in built|none) return 0 ;; failed) [ "$MODE" = build ] || return 0 ;; esac
+  exec 9>"$BASE/.lock-$SUITE"
+  flock 9
+  state=$(hacl_state "$ident")
+  case $state in built|none) ;; failed) [ "$MODE" = build ] && build_hacl "$ident" ;; *) build_hacl "$ident" ;; esac
+  exec 9>&-
+}
+
 build_chroot() {
   if [ -e "$ROOT" ]; then
     [ -z "$(mounted_under "$ROOT")" ] || die "$ROOT is incomplete and has mounts under it; unmount them first: $(mounted_under "$ROOT" | tr '\n' ' ')"
@@ -201,6 +289,7 @@ build_chroot() {
 
   mount_system
   install_packages "${PACKAGES[@]}"
+  build_hacl "$(hacl_ident)"
   cleanup
   wanted > "$LIST"
 
@@ -220,11 +309,10 @@ main() {
     exec 9>&-
   elif [ "$MODE" = build ]; then
     echo "chroot.sh: $SUITE chroot present ($ROOT, Python $(cat "$ROOT/.python-version" 2>/dev/null || echo '?')); reusing it"
-    if [ -n "$(gained)" ]; then
-      mount_system
-      update_packages
-      cleanup
-    fi
+    mount_system
+    update_packages
+    update_hacl
+    cleanup
   fi
 
   if [ "$MODE" = run ]; then
@@ -236,6 +324,7 @@ main() {
     fi
     mount_system
     update_packages
+    update_hacl
     do_mount "$ROOT$REPO" --bind "$REPO"
     set +e
     chroot "$ROOT" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \

@@ -1,27 +1,105 @@
 #!/bin/sh
-# py-static-probe.sh PYTHON CC: prints the make settings that link the interpreter statically
-# (Debian's libpython3.X.a, whole, its symbols exported for extension modules), when a
-# program embedding Python links that way; else PY_STATIC := 0 (the shared libpython).
-# Debian 12's libpython3.11.a is complete; the 3.13 and 3.14 archives lack the HACL hash
-# code that their built-in _sha2/_blake2 modules need, so those link the shared library.
-PYTHON=$1 CC=${2:-cc}
-libs=$("$PYTHON" -c 'import sysconfig as s
-a = s.get_config_var("LIBPL") or "", s.get_config_var("LIBRARY") or ""
-print(*a)
+# py-static-probe.sh: whether, and how, the executable links the interpreter statically.
+#
+#   py-static-probe.sh PYTHON CC
+#       prints the make settings that link Debian's libpython3.X.a whole (its symbols
+#       exported for extension modules) when a program embedding Python links that way,
+#       else PY_STATIC := 0 (the shared libpython) and one line on stderr saying why.
+#   py-static-probe.sh --source PYTHON
+#       prints "3.X BINARY-PACKAGE VERSION SOURCE-PACKAGE SOURCE-VERSION" of the archive
+#       (dpkg's), for scripts/chroot.sh to fetch that very source.
+#   py-static-probe.sh --build-hacl PYTHON CC SRCDIR OUTDIR
+#       compiles CPython's HACL hash code from SRCDIR (the source tree of that very
+#       version) into OUTDIR/libpython3.X-hacl.a, with the flags CPython was built with,
+#       and writes OUTDIR/VERSION (the --source line) last.
+#
+# Debian 12's libpython3.11.a is complete. The 3.13 and 3.14 archives lack the HACL hash
+# code (Modules/_hacl) that their built-in _sha2 (3.13), _md5/_sha1/_sha2/_sha3/_blake2
+# (3.14) modules need; in libpython3.X.so it is linked in, hidden. scripts/chroot.sh
+# builds it once per chroot from Debian's own source package of the installed version
+# into $SP_HACL_DIR/python3.X (default /usr/local/lib/scope-profiler); with it, and only
+# when its VERSION is the installed archive's, the link is static there too (its symbols
+# not exported: they are the interpreter's own, as in the shared library).
+HACL_DIR=${SP_HACL_DIR:-/usr/local/lib/scope-profiler}
+
+# pyvars PYTHON: "LIBPL LIBRARY VERSION" on line 1, the -l libraries on line 2.
+pyvars() {
+  "$1" -c 'import sysconfig as s
+print(s.get_config_var("LIBPL") or "-", s.get_config_var("LIBRARY") or "-", s.get_config_var("VERSION"))
 print(*dict.fromkeys(w for v in ("LIBS", "SYSLIBS", "MODLIBS")
-                     for w in (s.get_config_var(v) or "").split() if w.startswith("-l")))' 2>/dev/null) || { echo "PY_STATIC := 0"; exit 0; }
-dir=$(echo "$libs" | sed -n 1p | cut -d' ' -f1)
-lib=$(echo "$libs" | sed -n 1p | cut -d' ' -f2)
+                     for w in (s.get_config_var(v) or "").split() if w.startswith("-l")))' 2>/dev/null
+}
+
+# source_of ARCHIVE PYVER: the --source line, or nothing where dpkg does not know the file.
+source_of() {
+  pkg=$(dpkg-query -S "$1" 2>/dev/null | sed -n '1s/:.*//p')
+  [ -n "$pkg" ] || return 0
+  dpkg-query -W -f "$2"' ${Package} ${Version} ${source:Package} ${source:Version}\n' "$pkg" 2>/dev/null
+}
+
+if [ "$1" = --source ]; then
+  v=$(pyvars "$2") || exit 1
+  set -- $v
+  source_of "$1/$2" "$3"
+  exit 0
+fi
+
+if [ "$1" = --build-hacl ]; then
+  PYTHON=$2 CC=$3 SRC=$4 OUT=$5
+  set -e
+  v=$(pyvars "$PYTHON"); set -- $v
+  ver=$3 ident=$(source_of "$1/$2" "$3")
+  [ -n "$ident" ] && [ -d "$SRC/Modules/_hacl" ]
+  inc=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  # CPython's own flags for this code, less its build tree's include paths; the SIMD
+  # variants (3.14's BLAKE2) with theirs, where this version has them.
+  flags=$("$PYTHON" -c 'import sysconfig as s
+print(" ".join(w for w in (s.get_config_var("LIBHACL_CFLAGS") or "").split() if not w.startswith("-I")))')
+  simd128=$("$PYTHON" -c 'import sysconfig as s; print(s.get_config_var("LIBHACL_BLAKE2_SIMD128_CFLAGS") or "-")')
+  simd256=$("$PYTHON" -c 'import sysconfig as s; print(s.get_config_var("LIBHACL_BLAKE2_SIMD256_CFLAGS") or "-")')
+  rm -rf "$OUT.tmp"; mkdir -p "$OUT.tmp"
+  for c in "$SRC"/Modules/_hacl/*.c; do
+    extra=
+    case $c in
+      *Simd128*) extra=$simd128 ;;
+      *Simd256*) extra=$simd256 ;;
+    esac
+    [ "$extra" != - ] || continue        # no such variant in this version
+    o=$OUT.tmp/$(basename "$c" .c).o
+    $CC $flags $extra -I"$SRC/Modules/_hacl" -I"$SRC/Modules/_hacl/include" \
+      -I"$SRC/Include/internal" -I"$inc" -I"$SRC/Include" -c -o "$o" "$c"
+  done
+  ar rcs "$OUT.tmp/libpython$ver-hacl.a" "$OUT.tmp"/*.o
+  rm -f "$OUT.tmp"/*.o
+  echo "$ident" > "$OUT.tmp/VERSION"
+  rm -rf "$OUT"; mv "$OUT.tmp" "$OUT"
+  exit 0
+fi
+
+PYTHON=$1 CC=${2:-cc}
+fallback() { echo "py-static-probe: $*; linking the shared libpython" >&2; echo "PY_STATIC := 0"; exit 0; }
+libs=$(pyvars "$PYTHON") || fallback "$PYTHON does not run"
+set -- $(echo "$libs" | sed -n 1p)
+dir=$1 lib=$2 ver=$3
 extra=$(echo "$libs" | sed -n 2p)
 archive=$dir/$lib
+[ -f "$archive" ] || fallback "no $archive"
 inc=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
-flags="-no-pie -Wl,--whole-archive $archive -Wl,--no-whole-archive -Wl,--export-dynamic $extra -lpthread"
-tmp=$(mktemp -d) || { echo "PY_STATIC := 0"; exit 0; }
+tmp=$(mktemp -d) || fallback "no temporary folder"
 trap 'rm -rf "$tmp"' EXIT
 printf '#include <Python.h>\nint main(void) { Py_Initialize(); return Py_FinalizeEx(); }\n' > "$tmp/p.c"
-if [ -f "$archive" ] && $CC -I"$inc" -o "$tmp/p" "$tmp/p.c" $flags >/dev/null 2>&1; then
-  echo "PY_STATIC := 1"
-  echo "PY_STATIC_LIBS := $flags"
-else
-  echo "PY_STATIC := 0"
+link() { $CC -I"$inc" -o "$tmp/p" "$tmp/p.c" $1 >"$tmp/log" 2>&1; }
+flags="-no-pie -Wl,--whole-archive $archive -Wl,--no-whole-archive -Wl,--export-dynamic $extra -lpthread"
+if ! link "$flags"; then
+  grep -q 'undefined reference to .*Hacl' "$tmp/log" || fallback "$archive does not link: $(grep -m1 -o 'undefined reference to .*' "$tmp/log")"
+  hacl=$HACL_DIR/python$ver
+  ident=$(source_of "$archive" "$ver")
+  [ -f "$hacl/VERSION" ] && [ -f "$hacl/libpython$ver-hacl.a" ] ||
+    fallback "$archive lacks CPython's HACL hash code and $hacl has none built (scripts/chroot.sh builds it from Debian's source of the installed version, where the mirror has that)"
+  [ -n "$ident" ] && [ "$(cat "$hacl/VERSION")" = "$ident" ] ||
+    fallback "$hacl was built from $(cat "$hacl/VERSION"), not the installed ${ident:-archive}"
+  flags="-no-pie -Wl,--whole-archive $archive -Wl,--no-whole-archive -Wl,--export-dynamic $hacl/libpython$ver-hacl.a -Wl,--exclude-libs,libpython$ver-hacl.a $extra -lpthread"
+  link "$flags" || fallback "$archive with $hacl/libpython$ver-hacl.a does not link: $(grep -m1 -o 'undefined reference to .*' "$tmp/log")"
 fi
+echo "PY_STATIC := 1"
+echo "PY_STATIC_LIBS := $flags"
