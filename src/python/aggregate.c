@@ -107,7 +107,7 @@ static int32_t node_find(struct sp_agg_node **nodes, size_t skip, size_t *n, siz
 		return -1;
 	int32_t id = sp_keytab_get(ids, parent, (uint64_t)(uintptr_t)r, added);
 	if (id >= 0 && *added)
-		(*nodes)[skip + (*n)++] = (struct sp_agg_node){parent, lane, r, 0, 0};
+		(*nodes)[skip + (*n)++] = (struct sp_agg_node){.parent = parent, .lane = lane, .r = r};
 	return id;
 }
 
@@ -275,7 +275,7 @@ int sp_live_init(void)
 		return 0;
 	if (SP_GROW(&live.base, &live.cap, 16) != 0)
 		return -1;
-	live.base[0] = (struct sp_agg_node){ -1, 0, NULL, 0, 0 };
+	live.base[0] = (struct sp_agg_node){ .parent = -1 };
 	sp_live.nodes = live.base + 1;
 	return 0;
 }
@@ -307,13 +307,25 @@ void sp_live_thread_start(struct sp_live_thread *m)
 
 int32_t sp_live_node_get(int32_t parent, RegionObject *r)
 {
-	int32_t lane = parent >= 0 ? sp_live.nodes[parent].lane : parent == -1 ? 0 : -2 - parent;
-	int added;
-	int32_t id = node_find(&live.base, 1, &live.n, &live.cap, &live.ids, parent, lane, r, &added);
-	sp_live.nodes = live.base + 1;
-	if (id < 0) {
-		sp_live.unknown = 1;   /* the call is in no node; the hook raises nothing */
-		return -1;
+	int32_t id;
+	if (parent >= 0 && sp_live.nodes[parent].last_r == r) {
+		/* The region's cache missed (it was last called under another
+		 * parent), the parent's did not (a parent calling it again after
+		 * a call of the region under another parent). */
+		id = sp_live.nodes[parent].last_child;
+	} else {
+		int32_t lane = parent >= 0 ? sp_live.nodes[parent].lane : parent == -1 ? 0 : -2 - parent;
+		int added;
+		id = node_find(&live.base, 1, &live.n, &live.cap, &live.ids, parent, lane, r, &added);
+		sp_live.nodes = live.base + 1;
+		if (id < 0) {
+			sp_live.unknown = 1;   /* the call is in no node; the hook raises nothing */
+			return -1;
+		}
+		if (parent >= 0) {
+			sp_live.nodes[parent].last_r = r;
+			sp_live.nodes[parent].last_child = id;
+		}
 	}
 	r->live_parent = parent;
 	r->live_node = id;
@@ -415,11 +427,28 @@ sums:
 
 	/* sp_tree_build numbers the nodes as a sweep of the lanes one by one
 	 * would create them; within a lane, live nodes are in the order of
-	 * their first call. So the lanes' trees are merged lane by lane, each
-	 * in its own order, roots shared. */
+	 * their first call. One lane: the live tree as it is. */
+	struct sp_tree_node *out;
+	if (maxlane == 0) {
+		if (!(out = malloc((n ? n : 1) * sizeof *out))) {
+			sp_error_set(err, SP_ENOMEM, "rank %d: out of memory for the call tree", rk->rank);
+			return -1;
+		}
+		for (size_t i = 0; i < n; i++) {
+			const struct sp_agg_node *nd = &sp_live.nodes[i];
+			out[i] = (struct sp_tree_node){ nd->parent >= 0 ? nd->parent : -1, nd->r->index,
+							nd->calls, nd->total };
+		}
+		free(rk->tree);
+		rk->tree = out;
+		rk->ntree = n;
+		return 1;
+	}
+	/* Else the lanes' trees are merged lane by lane, each in its own
+	 * order, roots shared. */
 	size_t *at = calloc((size_t)maxlane + 2, sizeof *at);
 	int32_t *order = malloc((n ? n : 1) * sizeof *order), *map = malloc((n ? n : 1) * sizeof *map);
-	struct sp_tree_node *out = malloc((n ? n : 1) * sizeof *out);
+	out = malloc((n ? n : 1) * sizeof *out);
 	struct sp_keytab ids = {0};
 	rc = -1;
 	if (!at || !order || !map || !out)

@@ -470,8 +470,7 @@ static PyObject *region_create(PyObject *name)
 	r->name = Py_NewRef(name);
 	sp_buf_init(&r->buf, sp_mode.buffer_limit);
 	sp_agg_region_init(&r->agg);
-	r->live_parent = INT32_MIN;
-	r->live_node = -1;
+	sp_live_region_init(r);
 	r->index = -1;
 	if (sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) {
 		Py_DECREF(r);
@@ -674,7 +673,7 @@ void sp_regions_reset(void)
 			sp_buf_free(&r->buf);
 		sp_buf_clear(&r->buf);
 		sp_agg_region_init(&r->agg);
-		r->live_parent = INT32_MIN;
+		sp_live_region_init(r);
 		r->buf.initial_cap = sp_mode.buffer_limit;
 		r->gen++;
 	}

@@ -38,6 +38,8 @@ struct sp_agg_node {
 	int32_t lane;                  /* the live tree with lanes: its lane; else 0 */
 	RegionObject *r;               /* borrowed: the registry keeps it */
 	int64_t calls, total;
+	RegionObject *last_r;          /* the live tree: the region of the last child looked */
+	int32_t last_child;            /* up under it, and that child (a second cache) */
 };
 extern struct sp_agg_node *sp_agg_nodes;
 
@@ -174,6 +176,14 @@ extern struct sp_live {
 /* Allocates the node table's first block (module init); -1 when out of
  * memory. */
 int sp_live_init(void);
+
+/* Empties a region's caches of the live tree (at creation and at each
+ * session's reset). */
+static inline void sp_live_region_init(RegionObject *r)
+{
+	r->live_parent = INT32_MIN;
+	r->live_node = -1;
+}
 
 /* The slow paths (aggregate.c). */
 void sp_live_thread_start(struct sp_live_thread *m);
