@@ -1,6 +1,8 @@
-/* sp_aggregate.h - aggregation mode (setup(aggregation_mode=True), run
- * --aggregate): a region keeps only its number of calls, total, minimum,
- * maximum and exclusive (self) time, in constant memory however hot it is.
+/* sp_aggregate.h - the call trees kept while recording: aggregation mode
+ * (setup(aggregation_mode=True), run --aggregate), where a region keeps only
+ * its number of calls, total, minimum, maximum and exclusive (self) time, in
+ * constant memory however hot it is; and the timeline mode's live tree
+ * (below), which spares the end of the run rebuilding the tree.
  *
  * Calls are nested on a stack per thread; each call also counts in a node of
  * the call tree, found through a one-entry cache in the region (the same

@@ -8,8 +8,10 @@
  * Per call it does what cProfile's hook does at the least: the region comes
  * from the code object's extra slot (decided once per code object: traced
  * or not, and which region), the thread's stack of open calls is the hook's
- * own, and a call costs one clock read and two stores; in steady state
- * nothing is allocated, hashed or formatted. Under sys.monitoring a code
+ * own, and a call costs one clock read, two stores and its node of the
+ * live call tree (sp_aggregate.h: a compare with the region's cache, a
+ * count at the return); in steady state nothing is allocated, hashed or
+ * formatted. Under sys.monitoring a code
  * object that is not traced turns its events off at its first call. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
