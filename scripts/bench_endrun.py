@@ -18,11 +18,12 @@ only), `-q --no-output` (nothing asked for: nothing should be done) and
 `--no-output` (the printed summary only).
 
 The per-event cost is also split by what spends it (inclusive instructions
-of these functions, the same difference): the call tree rebuilt from the
-timestamps (sp_tree_build: the recording can make it free by knowing each
-call's parent), the statistics (sp_stats_compute), the copies of the event
-bytes (memcpy: callgrind counts a byte copied with `rep movsb` as one
-instruction) and the rest.
+of these functions, the same difference): the call tree, taken from the
+recording, which knows each call's parent (sp_live_tree: a cost per tree
+node, none per event), or rebuilt from the timestamps where the recording
+cannot vouch for it (sp_tree_build), the statistics (sp_stats_compute), the
+copies of the event bytes (memcpy: callgrind counts a byte copied with
+`rep movsb` as one instruction) and the rest.
 
 Memory: peak RSS of the whole process (os.wait4) of N regions x a large M,
 above the same run with one call per region, against the events' own bytes
@@ -95,22 +96,25 @@ def command(binary, mode, folder, script, n, m, extra=()):
 
 # Functions whose inclusive cost is shown apart: (label, pattern of the
 # name in callgrind_annotate's inclusive listing).
-PARTS = (("tree", "sp_tree_build ["), ("stats", ":sp_stats_compute ["), ("copies", "memcpy"))
+# Each part: the inclusive cost of these functions, summed. The tree is the
+# recording's (sp_live_tree) or, where it cannot vouch for it, containment's.
+PARTS = (("tree", ("sp_tree_build [", "sp_live_tree [")), ("stats", (":sp_stats_compute [",)),
+         ("copies", ("memcpy",)))
 
 
 def parts(cg):
     """Inclusive instructions per part, from a callgrind output file."""
     proc = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", cg],
                           capture_output=True, text=True)
-    out = {label: 0 for label, _ in PARTS}
+    best = {pattern: 0 for _, patterns in PARTS for pattern in patterns}
     for line in proc.stdout.splitlines():
         fields = line.split()
         if not fields or not fields[0].replace(",", "").isdigit():
             continue
-        for label, pattern in PARTS:
+        for pattern in best:
             if pattern in line:
-                out[label] = max(out[label], int(fields[0].replace(",", "")))
-    return out
+                best[pattern] = max(best[pattern], int(fields[0].replace(",", "")))
+    return {label: sum(best[p] for p in patterns) for label, patterns in PARTS}
 
 
 def instructions(binary, mode, folder, script, n, m):

@@ -40,11 +40,8 @@ struct region_index {
 
 static int32_t region_index_of(RegionObject *r, void *ctx)
 {
-	const struct region_index *ix = ctx;
-	for (size_t i = 0; i < ix->n; i++)
-		if (ix->r[i] == r)
-			return (int32_t)i;
-	return -1;
+	(void)ctx;
+	return r->index;   /* set by add_live_regions */
 }
 
 /* Appends r's aggregated statistics (no events) to rk as one region;
@@ -72,11 +69,13 @@ enum need {
 
 /* Appends r to rk with its events borrowed (not copied), closing calls
  * still open at `now`; 0, or -1 with a Python exception set. */
-static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now)
+static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now, size_t *open)
 {
 	for (size_t i = 0; i < r->buf.n; i++)
-		if (r->buf.ends[i] == SP_NO_TIME)
+		if (r->buf.ends[i] == SP_NO_TIME) {
 			r->buf.ends[i] = now;
+			++*open;
+		}
 	struct sp_region_data *rd = &rk->regions[rk->nregions];
 	if (!(rd->name = dup_utf8(r->name)))
 		return -1;
@@ -108,12 +107,13 @@ static int add_lost_region(struct sp_rank *rk, RegionObject *r)
  * NEED_ALL, only the regions that lost calls, by name. 0, or -1 with a
  * Python exception set (the regions added so far stay rk's). */
 static int add_live_regions(struct sp_rank *rk, struct region_index *ix, int64_t now, enum need need,
-			    int *aggregated)
+			    int *aggregated, size_t *open)
 {
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
+		r->index = -1;
 		rk->dropped += (int64_t)r->buf.dropped;
 		if (need != NEED_ALL) {
 			if (r->buf.dropped && add_lost_region(rk, r) != 0)
@@ -123,14 +123,16 @@ static int add_live_regions(struct sp_rank *rk, struct region_index *ix, int64_t
 		if (r->agg.count > 0 && r->buf.n == 0) {
 			if (add_aggregate_region(rk, r) != 0)
 				return -1;
+			r->index = (int32_t)ix->n;
 			ix->r[ix->n++] = r;
 			*aggregated = 1;
 			continue;
 		}
 		if (r->buf.n == 0)
 			continue;
+		r->index = (int32_t)ix->n;
 		ix->r[ix->n++] = r;
-		if (add_event_region(rk, r, now) != 0)
+		if (add_event_region(rk, r, now, open) != 0)
 			return -1;
 	}
 	return 0;
@@ -162,6 +164,36 @@ nomem:
 	return -1;
 }
 
+#ifdef SP_LIVE_TREE_CHECK
+/* Development check (make BUILD=build-check CFLAGS="-O2 -g
+ * -DSP_LIVE_TREE_CHECK"): the tree used against sp_tree_build's, one line
+ * per session appended to $SCOPE_PROFILER_TREE_CHECK_LOG (else stderr),
+ * with the test that ran it; run the e2e suite with it and grep MISMATCH. */
+static void live_tree_check(struct sp_rank *rk, int live)
+{
+	struct sp_tree_node *mine = rk->tree;
+	size_t n = rk->ntree;
+	rk->tree = NULL;
+	struct sp_error err = {0};
+	if (sp_tree_build(rk, &err) != SP_OK) {
+		rk->tree = mine;
+		return;
+	}
+	int same = n == rk->ntree && memcmp(mine, rk->tree, n * sizeof *mine) == 0;
+	const char *path = getenv("SCOPE_PROFILER_TREE_CHECK_LOG"), *test = getenv("PYTEST_CURRENT_TEST");
+	FILE *log = path ? fopen(path, "a") : stderr;
+	if (log) {
+		fprintf(log, "%d live tree %s: %s (%zu nodes, %zu rebuilt) unknown=%d async=%d dropped=%lld "
+			"threads=%d %s\n", (int)getpid(), live ? "used" : "rebuilt", same ? "same" : "MISMATCH",
+			n, rk->ntree, sp_live.unknown, sp_live.async_seen, (long long)rk->dropped,
+			sp_live.threads, test ? test : "");
+		if (log != stderr)
+			fclose(log);
+	}
+	free(mine);
+}
+#endif
+
 /* Builds a one-rank profile over the live regions (events borrowed, not
  * copied), closing calls still open at `now`, as much of it as need asks
  * for: with NEED_ALL every region's statistics, the call tree, the line
@@ -192,7 +224,11 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	int aggregated = 0;
 	if (!(ix.r = calloc(nreg ? nreg : 1, sizeof(RegionObject *))))
 		goto nomem;
-	if (add_live_regions(rk, &ix, now, need, &aggregated) != 0 ||
+	/* Calls still open end now: those of the hook ended at the freeze,
+	 * the calling thread's `with` blocks count here; any other (another
+	 * thread's block, a decorated call) is in no node of the live tree. */
+	size_t closed = sp_regions_close_live(now), open = 0;
+	if (add_live_regions(rk, &ix, now, need, &aggregated, &open) != 0 ||
 	    (need == NEED_ALL && copy_meta(p, rk, meta, nmeta) != 0) ||
 	    (need != NEED_LOSSES && sp_linetrace_collect(rk) != 0))
 		goto fail;
@@ -202,9 +238,19 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	}
 	free(ix.r);
 	ix.r = NULL;
-	if (need == NEED_ALL && !aggregated && sp_tree_build(rk, &err) != SP_OK) {
-		sp_py_err(err.code, err.msg);
-		goto fail;
+	if (open != closed)
+		sp_live.unknown = 1;
+	if (need == NEED_ALL && !aggregated) {
+		/* The tree the recording kept, unless it cannot vouch for it
+		 * (sp_live_tree): then by containment of the timestamps. */
+		int live = sp_live_tree(rk, &err);
+		if (live < 0 || (live == 0 && sp_tree_build(rk, &err) != SP_OK)) {
+			sp_py_err(err.code, err.msg);
+			goto fail;
+		}
+#ifdef SP_LIVE_TREE_CHECK
+		live_tree_check(rk, live);
+#endif
 	}
 	return p;
 nomem:

@@ -61,12 +61,14 @@ static inline PyObject *region_enter(PyObject *self, int lanes)
 	if (open_blocks.depth == open_blocks.cap && open_blocks_grow() != 0)
 		return PyErr_NoMemory();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
-	open_blocks.v[open_blocks.depth++] = (struct sp_open_entry){r, i, r->gen};
+	struct sp_open_entry *e = &open_blocks.v[open_blocks.depth++];
+	*e = (struct sp_open_entry){r, i, r->gen, -1};
 	if (i >= 0) {
 		if (lanes)
 			r->buf.lanes[i] = sp_current_lane();
+		e->node = sp_live_enter(r);
 		r->buf.ends[i] = SP_NO_TIME;
-		r->buf.starts[i] = sp_clock_ns();
+		sp_live_started(r->buf.starts[i] = sp_clock_ns());
 	}
 	return Py_NewRef(self);
 }
@@ -97,6 +99,7 @@ static __attribute__((noinline, cold)) void note_unmatched_exit(RegionObject *r)
 		if (r->buf.ends[i] == SP_NO_TIME) {
 			if (!sp_unmatched_exits++)
 				sp_unmatched_region = r;
+			sp_live.unknown = 1;   /* the call is another thread's */
 			return;
 		}
 }
@@ -111,11 +114,44 @@ __attribute__((noinline)) void sp_region_exit_below(RegionObject *r, int64_t t)
 		memmove(&open_blocks.v[k], &open_blocks.v[k + 1],
 			(open_blocks.depth - k - 1) * sizeof open_blocks.v[0]);
 		open_blocks.depth--;
-		if (e.slot >= 0 && r->gen == e.gen)
+		if (e.slot >= 0 && r->gen == e.gen) {
 			r->buf.ends[e.slot] = t;
+			/* The blocks above it are no longer inside it (a partial
+			 * overlap): containment makes them its siblings. */
+			sp_live_odd(e.node, r->buf.starts[e.slot], t);
+		}
 		return;
 	}
 	note_unmatched_exit(r);
+}
+
+/* Whether the calling thread's open block e is a call of this session still
+ * open at its end: the session's freeze moved its region's gen on once. */
+static int open_at_end(const struct sp_open_entry *e)
+{
+	const RegionObject *r = e->region;
+	return e->slot >= 0 && e->gen + 1 == r->gen && (size_t)e->slot < r->buf.n &&
+	       r->buf.ends[e->slot] == SP_NO_TIME;
+}
+
+size_t sp_regions_close_live(int64_t now)
+{
+	size_t n = 0;
+	for (size_t k = open_blocks.depth; k-- > 0;) {
+		const struct sp_open_entry *e = &open_blocks.v[k];
+		if (!open_at_end(e))
+			continue;
+		int64_t below = INT64_MIN;
+		for (size_t j = k; j-- > 0;)
+			if (open_at_end(&open_blocks.v[j])) {
+				below = open_blocks.v[j].region->buf.starts[open_blocks.v[j].slot];
+				break;
+			}
+		sp_live_close(e->node, e->region->buf.starts[e->slot], below, now, 1);
+		n++;
+	}
+	sp_live_closed(now);
+	return n;
 }
 
 static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -127,8 +163,10 @@ static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssi
 		struct sp_open_entry *e = &open_blocks.v[d - 1];
 		open_blocks.depth = d - 1;
 		/* gen differs when the session was finalized inside the block. */
-		if (e->slot >= 0 && r->gen == e->gen)
+		if (e->slot >= 0 && r->gen == e->gen) {
 			r->buf.ends[e->slot] = t;
+			sp_live_leave(e->node, r->buf.starts[e->slot], t);
+		}
 	} else {
 		sp_region_exit_below(r, t);
 	}
@@ -432,6 +470,8 @@ static PyObject *region_create(PyObject *name)
 	r->name = Py_NewRef(name);
 	sp_buf_init(&r->buf, sp_mode.buffer_limit);
 	sp_agg_region_init(&r->agg);
+	sp_live_region_init(r);
+	r->index = -1;
 	if (sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) {
 		Py_DECREF(r);
 		return PyErr_NoMemory();
@@ -633,6 +673,7 @@ void sp_regions_reset(void)
 			sp_buf_free(&r->buf);
 		sp_buf_clear(&r->buf);
 		sp_agg_region_init(&r->agg);
+		sp_live_region_init(r);
 		r->buf.initial_cap = sp_mode.buffer_limit;
 		r->gen++;
 	}
@@ -645,6 +686,10 @@ int sp_regions_init(void)
 	for (size_t i = 0; i < sizeof region_classes / sizeof region_classes[0]; i++)
 		if (PyType_Ready(region_classes[i]) < 0)
 			return -1;
+	if (sp_live_init() != 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
 	if (sp_registry)
 		return 0;
 	if (!(sp_registry = PyDict_New()))

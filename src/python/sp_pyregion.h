@@ -28,6 +28,9 @@ typedef struct {
 	struct sp_agg agg;
 	uint64_t gen;                 /* bumped when the events are cleared */
 	int holds_functions;          /* region(name, functions=[...]) in line mode */
+	int32_t live_parent, live_node; /* cache: its node of the live call tree under that
+					 * parent (sp_aggregate.h); live_parent INT32_MIN: none */
+	int32_t index;                /* the end of a session: its place in the rank's regions, or -1 */
 } RegionObject;
 
 /* The region classes (regions.c). They share RegionObject's layout, so the
@@ -53,16 +56,24 @@ struct sp_recmode {
 extern struct sp_recmode sp_mode;
 
 /* One open `with` block: its region, its event slot (-1: dropped, out of
- * memory) and the region's gen at entry. */
+ * memory), the region's gen at entry and its node of the live call tree
+ * (sp_aggregate.h; -1: none). */
 struct sp_open_entry {
 	RegionObject *region;
 	ptrdiff_t slot;
 	uint64_t gen;
+	int32_t node;
 };
 
 /* An exit whose entry is not the innermost of the thread's open blocks:
  * closes it at t wherever it is, or counts an unmatched exit (regions.c). */
 void sp_region_exit_below(RegionObject *r, int64_t t);
+
+/* The end of a session (after the freeze): the calling thread's `with`
+ * blocks of the session still open count in the live call tree as ending
+ * at now (sp_aggregate.h); returns how many. Their events keep SP_NO_TIME
+ * for the caller to set. */
+size_t sp_regions_close_live(int64_t now);
 
 /* Every region takes the class of the current mode (sp_mode) and its
  * capacity; lanes kept when sp_mode.threads. 0, or -1 with MemoryError. */

@@ -8,8 +8,10 @@
  * Per call it does what cProfile's hook does at the least: the region comes
  * from the code object's extra slot (decided once per code object: traced
  * or not, and which region), the thread's stack of open calls is the hook's
- * own, and a call costs one clock read and two stores; in steady state
- * nothing is allocated, hashed or formatted. Under sys.monitoring a code
+ * own, and a call costs one clock read, two stores and its node of the
+ * live call tree (sp_aggregate.h: a compare with the region's cache, a
+ * count at the return); in steady state nothing is allocated, hashed or
+ * formatted. Under sys.monitoring a code
  * object that is not traced turns its events off at its first call. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -77,6 +79,7 @@ static int32_t scratch_lanes[1];
 static RegionObject scratch = {
 	.buf = {.starts = scratch_starts, .ends = scratch_ends, .lanes = scratch_lanes,
 		.n = 1, .cap = 1, .initial_cap = 1},
+	.live_parent = INT32_MIN, .live_node = -1, .index = -1,
 };
 
 /* An open call. Its frame is known by identity only, never dereferenced:
@@ -87,8 +90,9 @@ struct open_call {
 	const void *frame;
 	RegionObject *region;
 	ptrdiff_t slot;                /* its event; -1: aggregation mode */
-	int64_t start;                 /* aggregation mode: its start, ... */
-	int32_t node, parent;          /* ... its call-tree node and the one before */
+	int64_t start;                 /* aggregation mode: its start */
+	int32_t node;                  /* its call-tree node (aggregation mode's, or the live one) */
+	int32_t parent;                /* aggregation mode: the node before */
 };
 
 /* Aggregation mode (--aggregate): calls count in the call tree of
@@ -134,6 +138,9 @@ static void close_open_calls(struct call_stack *s, int64_t now, int own)
 	for (struct open_call *c = s->top; c > s->calls; c--) {
 		if (c->slot >= 0) {
 			c->region->buf.ends[c->slot] = now;
+			sp_live_close(c->node, c->region->buf.starts[c->slot],
+				      c - 1 > s->calls && c[-1].slot >= 0 ? c[-1].region->buf.starts[c[-1].slot]
+								      : INT64_MIN, now, own);
 			continue;
 		}
 		sp_agg_count(c->region, c->node, c->start, now);
@@ -141,6 +148,7 @@ static void close_open_calls(struct call_stack *s, int64_t now, int own)
 			sp_agg_stack.cur = c->parent;
 	}
 	s->top = s->calls;
+	sp_live_closed(now);
 }
 
 static void cache_put(PyCodeObject *co, void *value)
@@ -235,8 +243,10 @@ static inline void push_call(struct call_stack *s, RegionObject *r, const void *
 	c->slot = i;
 	if (lanes)
 		r->buf.lanes[i] = sp_current_lane();
+	c->node = sp_live_enter(r);
 	/* The end is written at the return, or by sp_tracer_stop_all. */
-	r->buf.starts[i] = sp_clock_ns();
+	int64_t t = r->buf.starts[i] = sp_clock_ns();
+	sp_live_started(t);
 }
 
 /* A call returns: when the open call on top is this frame's, its end time.
@@ -248,10 +258,14 @@ static inline int pop_call(struct call_stack *s, const void *frame)
 	if (c->frame != frame)
 		return 1;
 	s->top = c - 1;
-	if (__builtin_expect(c->slot < 0, 0))
+	if (__builtin_expect(c->slot < 0, 0)) {
 		pop_agg(c);
-	else
-		c->region->buf.ends[c->slot] = sp_clock_ns();
+	} else {
+		int64_t t = sp_clock_ns();
+		RegionObject *r = c->region;
+		r->buf.ends[c->slot] = t;
+		sp_live_leave(c->node, r->buf.starts[c->slot], t);
+	}
 	return 0;
 }
 
@@ -280,7 +294,7 @@ static PyTypeObject TracerStateType = {
 
 /* The hook only dispatches to one of two small functions, so that each
  * saves just the registers it needs. */
-static inline int on_call(TracerState *ts, PyFrameObject *frame, int lanes)
+static inline __attribute__((always_inline)) int on_call(TracerState *ts, PyFrameObject *frame, int lanes)
 {
 	PyCodeObject *co = frame_code(frame);
 	void *x = code_cached(co);
@@ -336,6 +350,7 @@ void sp_tracer_set_mode(int lanes, int aggregate)
 {
 	active_hook = lanes ? hook_lanes : hook;
 	tracer_agg = aggregate;
+	sp_live_mode(lanes, sp_mode.track_async);
 }
 
 static inline int is_ours(Py_tracefunc f)
@@ -393,6 +408,7 @@ void sp_tracer_stop_all(void)
 		close_open_calls(&((TracerState *)t->c_profileobj)->s, now, t == me);
 		_PyEval_SetProfile(t, NULL, NULL);
 	}
+	sp_live_restart();   /* other threads' current nodes were the closed calls' */
 	PyErr_Clear();
 }
 
@@ -582,6 +598,7 @@ void sp_tracer_set_mode(int lanes, int aggregate)
 {
 	mon.lanes = lanes;
 	tracer_agg = aggregate;
+	sp_live_mode(lanes, sp_mode.track_async);
 }
 
 int sp_tracer_start_thread(void)
@@ -627,6 +644,7 @@ void sp_tracer_stop_all(void)
 		t->active = 0;
 	}
 	pthread_mutex_unlock(&mon.lock);
+	sp_live_restart();   /* other threads' current nodes were the closed calls' */
 	if (mon.events_on && sp_mon_set_events(mon.tool, 0) == 0)
 		mon.events_on = 0;
 	PyErr_Clear();

@@ -48,14 +48,21 @@ static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t 
 	uint64_t gen = r->gen;
 	if (lanes)
 		r->buf.lanes[i] = lanes == 2 ? task_lane : sp_current_lane();
+	/* The live call tree (sp_aggregate.h); not with task lanes, whose
+	 * tree is rebuilt at the end. */
+	int32_t node = lanes == 2 ? -1 : sp_live_enter(r);
 	r->buf.ends[i] = SP_NO_TIME;
-	r->buf.starts[i] = sp_clock_ns();
+	int64_t start = r->buf.starts[i] = sp_clock_ns();
+	sp_live_started(start);
 	PyObject *res = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
 	int64_t t = sp_clock_ns();
 	/* The session may have been finalized during the call; then the slot
 	 * is no longer ours. */
-	if (r->gen == gen)
+	if (r->gen == gen) {
 		r->buf.ends[i] = t;
+		if (lanes != 2)
+			sp_live_leave(node, start, t);
+	}
 	return res;
 }
 
@@ -416,6 +423,9 @@ static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
 		r->buf.lanes[i] = lane;
 	r->buf.ends[i] = SP_NO_TIME;
 	r->buf.starts[i] = sp_clock_ns();
+	/* Timed across its awaits, the coroutine's call may overlap calls of
+	 * other tasks of the thread: the call tree is rebuilt by containment. */
+	sp_live.unknown = 1;
 	PyObject *token = Py_BuildValue("(nK)", i, (unsigned long long)r->gen);
 	if (!token)   /* out of memory: the call is lost, not left open */
 		r->buf.ends[i] = r->buf.starts[i];
