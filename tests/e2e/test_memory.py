@@ -114,7 +114,9 @@ def test_nested_regions_with_lanes(sp):
     """Two regions merged into one tree, lanes kept: 20 bytes per event."""
     n = 200_000 if ASAN else 2_000_000
     per, out = bytes_per_event(sp, sp.script(NESTED), n, 2, "--track-threads")
-    assert ASAN or per <= 20.5, per
+    # 20 bytes of columns, and the end's fixed buffers (about 2 MiB, 0.5
+    # bytes over these 4 million events; measured 20.53-20.58).
+    assert ASAN or per <= 21.0, per
     with h5py.File(out, "r") as f:
         for name in ("outer", "inner"):
             check_columns(regions(f)[name], n)
