@@ -154,7 +154,7 @@ main()
 '''
 
 # Coroutines of several tasks interleaving on one thread.
-ASYNC = '''
+TASKS = '''
 import asyncio
 import scope_profiler as sp
 
@@ -167,7 +167,9 @@ async def task(k):
             leaf(i)
         await asyncio.sleep(0)
     return k
+'''
 
+ASYNC = TASKS + '''
 @sp.profile("timed_coroutine")
 async def timed(k):
     await asyncio.sleep(0)
@@ -181,20 +183,7 @@ asyncio.run(main())
 
 # The same without a decorated coroutine: each step of a coroutine is a
 # call of its own under the event loop's.
-ASYNC_STEPS = '''
-import asyncio
-import scope_profiler as sp
-
-def leaf(x):
-    return x
-
-async def task(k):
-    for i in range(3):
-        with sp.region("task_step"):
-            leaf(i)
-        await asyncio.sleep(0)
-    return k
-
+ASYNC_STEPS = TASKS + '''
 async def main():
     await asyncio.gather(*(task(k) for k in range(3)))
 

@@ -73,20 +73,6 @@ static void finish(struct sp_profile *p)
 }
 
 /* Renders p into a string; SP_TEST_SHOW=1 prints it too. */
-static char *render_opts(const struct sp_profile *p, const struct sp_render_opts *o)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	assert_non_null(f);
-	struct sp_error err = { 0 };
-	assert_int_equal(sp_render_summary_opts(f, p, "test.h5", o, &err), SP_OK);
-	assert_int_equal(fclose(f), 0);
-	if (getenv("SP_TEST_SHOW"))
-		fputs(buf, stdout);
-	return buf;
-}
-
 static char *render(const struct sp_profile *p, int parts)
 {
 	char *buf = NULL;
@@ -94,7 +80,10 @@ static char *render(const struct sp_profile *p, int parts)
 	FILE *f = open_memstream(&buf, &len);
 	assert_non_null(f);
 	struct sp_error err = { 0 };
-	assert_int_equal(sp_render_summary(f, p, "test.h5", parts, &err), SP_OK);
+	/* Every entry: these tests look at whole trees (test_render_opts.c
+	 * tests the limits). */
+	struct sp_render_opts o = { .parts = parts, .top = -1 };
+	assert_int_equal(sp_render_summary_opts(f, p, "test.h5", &o, &err), SP_OK);
 	assert_int_equal(fclose(f), 0);
 	if (getenv("SP_TEST_SHOW"))   /* to look at what the tests check */
 		fputs(buf, stdout);
@@ -400,57 +389,6 @@ static void test_long_names(void **state)
 	sp_profile_free(p);
 }
 
-/* Under a limit: the heaviest entries with their callers, the others of a
- * list summed in its closing row, a light (own) row joining it, the table
- * cut, and the last line counting what was left out. */
-static void test_limits(void **state)
-{
-	(void)state;
-	struct sp_profile *p = profile_new(1);
-	struct sp_rank *rk = &p->ranks[0];
-	event(rk, "main", 0, 100 * S);
-	event(rk, "a", 0 * S + 1, 10 * S);      /* main's own: 1 ns */
-	event(rk, "b", 10 * S, 70 * S);
-	event(rk, "b.inner", 11 * S, 60 * S);
-	event(rk, "c", 70 * S, 75 * S);
-	event(rk, "d", 75 * S, 100 * S);
-	finish(p);
-	char *out = render_opts(p, &(struct sp_render_opts){ .parts = SP_RENDER_ALL, .top = 3 });
-	/* main 100, b 60, b.inner 49 are the 3 heaviest; a 10, c 5, d 25 are
-	 * left out of main's list: "… (own) + 3 more", 40 s and 1 ns. */
-	assert_non_null(line_starting(out, "main "));
-	assert_non_null(line_starting(out, "├─ b "));
-	assert_non_null(line_starting(out, "│  ├─ (own) "));
-	assert_non_null(line_starting(out, "│  └─ b.inner "));
-	const char *more = line_starting(out, "└─ … (own) + 3 more ");
-	assert_non_null(more);
-	assert_non_null(strstr(more, "40.000000"));
-	assert_null(strstr(out, "─ a "));
-	assert_null(strstr(out, "─ d "));
-	/* The table: its 3 first rows by total. */
-	assert_non_null(line_starting(out, "main "));
-	assert_null(line_starting(out, "c "));
-	assert_non_null(strstr(out, "\nLeft out: 3 of 6 call-tree entries (the largest 25.0% of the run) "
-				    "and 3 of 6 regions (the largest 25.0%); --all shows every one.\n"));
-	free(out);
-	/* --depth 1: main alone (a row whose children are all left out is
-	 * not opened: its total says it all). */
-	out = render_opts(p, &(struct sp_render_opts){ .parts = SP_RENDER_TREE, .top = -1, .depth = 1,
-						       .more_hint = "`summary --all x.h5`" });
-	assert_non_null(line_starting(out, "main "));
-	assert_null(strstr(out, "─ "));
-	assert_non_null(strstr(out, "Left out: 5 of 6 call-tree entries (the largest 60.0% of the "
-				    "run); `summary --all x.h5` shows every one.\n"));
-	free(out);
-	/* No limit reached: the output has no trace of one. */
-	out = render_opts(p, &(struct sp_render_opts){ .parts = SP_RENDER_ALL, .top = 6 });
-	assert_null(strstr(out, "more"));
-	assert_null(strstr(out, "Left out"));
-	assert_non_null(line_starting(out, "├─ (own) "));
-	free(out);
-	sp_profile_free(p);
-}
-
 /* A 100-deep recursion: the prefix is cut on its left, the name stays. */
 static void test_deep_tree(void **state)
 {
@@ -459,7 +397,7 @@ static void test_deep_tree(void **state)
 	for (int64_t i = 0; i < 100; i++)
 		event(&p->ranks[0], "mod.recurse", 10 * i, 10000 - 10 * i);
 	finish(p);
-	char *out = render_opts(p, &(struct sp_render_opts){ .parts = SP_RENDER_TREE, .top = -1 });
+	char *out = render(p, SP_RENDER_TREE);
 	assert_null(strstr(out, "Regions"));
 	assert_true(max_columns(out) <= 100);
 	assert_non_null(strstr(out, "…"));
@@ -656,7 +594,6 @@ int main(void)
 		cmocka_unit_test(test_connectors),
 		cmocka_unit_test(test_long_names),
 		cmocka_unit_test(test_deep_tree),
-		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_span_and_odd_names),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_write_error),

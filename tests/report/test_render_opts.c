@@ -17,6 +17,7 @@
 #include "sp_render.h"
 
 #define MS 1000000LL
+#define SEC (1000 * MS)
 
 static struct sp_profile *profile_new(size_t nranks)
 {
@@ -92,6 +93,58 @@ static const char *line(const char *out, const char *prefix)
 		if (strncmp(l, prefix, strlen(prefix)) == 0)
 			return l;
 	return NULL;
+}
+
+/* Under a limit: the heaviest entries with their callers, the others of a
+ * list summed in its closing row, a light (own) row joining it, the table
+ * cut, and the last line counting what was left out. */
+static void test_limits(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(1);
+	struct sp_rank *rk = &p->ranks[0];
+	event(rk, "main", 0, 100 * SEC);
+	event(rk, "a", 1, 10 * SEC);      /* main's own: 1 ns */
+	event(rk, "b", 10 * SEC, 70 * SEC);
+	event(rk, "b.inner", 11 * SEC, 60 * SEC);
+	event(rk, "c", 70 * SEC, 75 * SEC);
+	event(rk, "d", 75 * SEC, 100 * SEC);
+	finish(p);
+	char *out = render(p, &(struct sp_render_opts){ .parts = SP_RENDER_ALL, .top = 3 }, SP_OK);
+	/* main 100, b 60, b.inner 49 are the 3 heaviest; a 10, c 5, d 25 are
+	 * left out of main's list: "… (own) + 3 more", 40 s and 1 ns. */
+	assert_non_null(line(out, "main "));
+	assert_non_null(line(out, "├─ b "));
+	assert_non_null(line(out, "│  ├─ (own) "));
+	assert_non_null(line(out, "│  └─ b.inner "));
+	const char *more = line(out, "└─ … (own) + 3 more ");
+	assert_non_null(more);
+	const char *forty = strstr(more, "40.000000");
+	assert_true(forty && forty < strchr(more, '\n'));
+	assert_null(strstr(out, "─ a "));
+	assert_null(strstr(out, "─ d "));
+	/* The table: its 3 first rows by total. */
+	assert_non_null(line(out, "main "));
+	assert_null(line(out, "c "));
+	assert_non_null(strstr(out, "\nLeft out: 3 of 6 call-tree entries (the largest 25.0% of the run) "
+				    "and 3 of 6 regions (the largest 25.0%); --all shows every one.\n"));
+	free(out);
+	/* --depth 1: main alone (a row whose children are all left out is
+	 * not opened: its total says it all). */
+	out = render(p, &(struct sp_render_opts){ .parts = SP_RENDER_TREE, .top = -1, .depth = 1,
+						       .more_hint = "`summary --all x.h5`" }, SP_OK);
+	assert_non_null(line(out, "main "));
+	assert_null(strstr(out, "─ "));
+	assert_non_null(strstr(out, "Left out: 5 of 6 call-tree entries (the largest 60.0% of the "
+				    "run); `summary --all x.h5` shows every one.\n"));
+	free(out);
+	/* No limit reached: the output has no trace of one. */
+	out = render(p, &(struct sp_render_opts){ .parts = SP_RENDER_ALL, .top = 6 }, SP_OK);
+	assert_null(strstr(out, "more"));
+	assert_null(strstr(out, "Left out"));
+	assert_non_null(line(out, "├─ (own) "));
+	free(out);
+	sp_profile_free(p);
 }
 
 /* Recursion a -> b -> a with b left out: the inner a hangs on the outer a,
@@ -241,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_dropped_node_reattaches),
 		cmocka_unit_test(test_sort_and_pooled_stats),
 		cmocka_unit_test(test_ranks_selection),
+		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_rank_list),
 	};
