@@ -63,6 +63,9 @@ PY_VERSION  := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0])' 
 MPI ?= $(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),1,0)
 ifeq ($(MPI),1)
 MPI_SONAME  := $(shell objdump -p $$(pkg-config --variable=libdir ompi-c)/libmpi.so 2>/dev/null | sed -n 's/^ *SONAME *//p')
+ifeq ($(MPI_SONAME),)
+$(warning cannot read libmpi.so's soname (is objdump, from binutils, installed?): the executable will open libmpi.so, which only the -dev package provides)
+endif
 MPI_CFLAGS  := $(shell pkg-config --cflags ompi-c) -DSP_HAVE_MPI \
                $(if $(MPI_SONAME),-DSP_MPI_SONAME='"$(MPI_SONAME)"')
 MPI_LIBS    := -Wl,--export-dynamic-symbol=MPI_Finalize -Wl,--export-dynamic-symbol=MPI_Finalized

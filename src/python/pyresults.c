@@ -34,7 +34,7 @@ static PyObject *render_str(const struct sp_profile *p, const char *title, int l
 	/* The summary fits a screen; its last line says how to see all. */
 	char hint[PATH_MAX + 64];
 	if (strcmp(title, "(in memory)") == 0)
-		snprintf(hint, sizeof hint, "`scope-profiler summary --all` of a written profile");
+		snprintf(hint, sizeof hint, "a run with `-o FILE`, then `scope-profiler summary --all FILE`,");
 	else
 		snprintf(hint, sizeof hint, "`scope-profiler summary --all %s`", title);
 	struct sp_render_opts opts = { .parts = SP_RENDER_ALL, .more_hint = hint };

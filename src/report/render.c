@@ -20,9 +20,11 @@ struct mnode {
 	int32_t parent, first, last, next;
 	int depth;
 	int64_t calls, total, child_total;
-	/* Under a limit (limit_tree): children left out and their total. */
+	/* Under a limit (limit_tree): children left out and their total, and
+	 * whether this node is left out itself. */
 	int32_t hidden;
 	int64_t hidden_total;
+	unsigned char cut;
 };
 
 /* A region merged over ranks by name. */
@@ -457,10 +459,11 @@ static int cmp_heavier(const void *a, const void *b, void *ctx)
 }
 
 /* Keeps the `top` heaviest nodes of the tree (0: every one) no deeper than
- * `depth` levels (0: any), with their ancestors: heaviest first, until the
- * next one would need more than `top` nodes shown. Relinks the kept nodes
- * (children in their order) and counts what each kept parent lost in its
- * hidden fields. Returns -1 when out of memory. */
+ * `depth` levels (0: any), with their ancestors: heaviest first, each that
+ * still fits with the ancestors it needs (without lanes, overlapping
+ * threads can make a child heavier than its parent). Relinks the kept
+ * nodes (children in their order) and counts what each kept parent lost in
+ * its hidden fields. Returns -1 when out of memory. */
 static int limit_tree(struct view *v, int top, int depth)
 {
 	size_t n = v->nnodes, cap = top > 0 ? (size_t)top : SIZE_MAX;
@@ -479,22 +482,21 @@ static int limit_tree(struct view *v, int top, int depth)
 		if (depth <= 0 || v->nodes[i].depth < depth)
 			order[m++] = (int32_t)i;
 	qsort_r(order, m, sizeof *order, cmp_heavier, v->nodes);
-	size_t k = 0;
-	for (; k < m; k++) {
+	for (size_t k = 0; k < m && shown < cap; k++) {
 		size_t need = 0;
 		for (int32_t a = order[k]; a >= 0 && !show[a]; a = v->nodes[a].parent)
 			need++;
 		if (need > cap - shown)
-			break;
+			continue;
 		for (int32_t a = order[k]; a >= 0 && !show[a]; a = v->nodes[a].parent)
 			show[a] = 1;
 		shown += need;
 	}
 	v->tree_shown = shown;
-	v->tree_cut = k < m ? v->nodes[order[k]].total : 0;
-	for (size_t i = 0; i < n && shown < n; i++)
+	v->tree_cut = 0;
+	for (size_t i = 0; i < n; i++)
 		if (!show[i] && v->nodes[i].total > v->tree_cut)
-			v->tree_cut = v->nodes[i].total;   /* deeper than --depth */
+			v->tree_cut = v->nodes[i].total;
 	/* Relink: parents come first, so children are met in their order. */
 	for (size_t i = 0; i < n; i++)
 		v->nodes[i].first = v->nodes[i].last = -1;
@@ -522,8 +524,7 @@ static int limit_tree(struct view *v, int top, int depth)
 		*last = (int32_t)i;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (!show[i])
-			v->nodes[i].total = -1;        /* not shown: skipped when sizing */
+		v->nodes[i].cut = !show[i];
 	free(order);
 	free(show);
 	return 0;
@@ -551,8 +552,8 @@ static void render_tree(FILE *out, const struct view *v)
 	for (size_t i = 0; i < v->nnodes; i++) {
 		const struct mnode *m = &v->nodes[i];
 		char suffix[32] = "";
-		if (m->total < 0)
-			continue;                      /* left out */
+		if (m->cut)
+			continue;
 		if (m->calls > 1)
 			snprintf(suffix, sizeof suffix, " (%lldx)", (long long)m->calls);
 		int64_t lw = 3 * (int64_t)m->depth + sp_render_text_width(m->name) + (int64_t)strlen(suffix);
@@ -563,6 +564,8 @@ static void render_tree(FILE *out, const struct view *v)
 		need = lw > need ? lw : need;
 		maxcalls = m->calls > maxcalls ? m->calls : maxcalls;
 	}
+	if (v->roots_hidden > 0 && need < 20)
+		need = 20;                             /* the roots' "… N more" row */
 	unsigned char *last = v->last;
 	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
 	int w = sp_render_name_width(need > INT32_MAX / 2 ? INT32_MAX / 2 : (int)need, cw + 2 + 2 + SECS + 2 + 6);
@@ -581,10 +584,10 @@ static void render_tree(FILE *out, const struct view *v)
 	sp_render_rule(out, tw);
 	if (v->nnodes == 0)
 		fputs("(no calls recorded)\n", out);
+	char more[48];
 	/* Depth first, without recursion: recursive profiles can be deep. A
 	 * list with entries left out ends in a "… N more" row holding their
 	 * total. */
-	char more[48];
 	int32_t i = v->nnodes ? v->roots_first : -1;
 	while (i >= 0) {
 		const struct mnode *m = &v->nodes[i];

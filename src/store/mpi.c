@@ -126,6 +126,11 @@ static int lib_load(void)
 	if (missing) {
 		snprintf(lib.why, sizeof lib.why, "the MPI library %s lacks %s", SP_MPI_SONAME, missing);
 		dlclose(h);
+		char why[sizeof lib.why];
+		memcpy(why, lib.why, sizeof why);
+		memset(&lib, 0, sizeof lib);   /* no pointer into the closed library */
+		lib.tried = 1;
+		memcpy(lib.why, why, sizeof why);
 		return -1;
 	}
 	lib.handle = h;

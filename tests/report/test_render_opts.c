@@ -138,6 +138,38 @@ static void test_limits(void **state)
 	assert_non_null(strstr(out, "Left out: 5 of 6 call-tree entries (the largest 60.0% of the "
 				    "run); `summary --all x.h5` shows every one.\n"));
 	free(out);
+	/* Roots left out: one closing row at the top level, wide enough. */
+	struct sp_profile *q = profile_new(1);
+	event(&q->ranks[0], "a", 0, 60 * SEC);
+	event(&q->ranks[0], "b", 60 * SEC, 90 * SEC);
+	event(&q->ranks[0], "c", 90 * SEC, 100 * SEC);
+	finish(q);
+	char *o2 = render(q, &(struct sp_render_opts){ .parts = SP_RENDER_TREE, .top = 1 }, SP_OK);
+	assert_non_null(line(o2, "a "));
+	more = line(o2, "… 2 more ");
+	assert_non_null(more);
+	forty = strstr(more, "40.000000");
+	assert_true(forty && forty < strchr(more, '\n'));
+	free(o2);
+	sp_profile_free(q);
+	/* Without lanes, threads' overlapping calls can make a child heavier
+	 * than its parent: what fits is still shown (main, when main/work
+	 * with its parent does not fit in 1). */
+	q = profile_new(1);
+	event(&q->ranks[0], "main", 0, 6 * SEC);
+	event(&q->ranks[0], "work", 1 * SEC, 5 * SEC);
+	event(&q->ranks[0], "work", 2 * SEC, 5900 * MS);
+	event(&q->ranks[0], "work", 3 * SEC, 5950 * MS);
+	finish(q);
+	o2 = render(q, &(struct sp_render_opts){ .parts = SP_RENDER_TREE, .top = 1 }, SP_OK);
+	assert_non_null(line(o2, "main "));
+	assert_non_null(strstr(o2, "Left out: 1 of 2 call-tree entries"));
+	free(o2);
+	o2 = render(q, &(struct sp_render_opts){ .parts = SP_RENDER_TREE, .top = 2 }, SP_OK);
+	assert_non_null(line(o2, "└─ work (3x) "));
+	assert_null(strstr(o2, "Left out"));
+	free(o2);
+	sp_profile_free(q);
 	/* No limit reached: the output has no trace of one. */
 	out = render(p, &(struct sp_render_opts){ .parts = SP_RENDER_ALL, .top = 6 }, SP_OK);
 	assert_null(strstr(out, "more"));
