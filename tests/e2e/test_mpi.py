@@ -8,7 +8,7 @@ import subprocess
 import h5py
 import pytest
 
-from conftest import BINARY, ROOT, regions
+from conftest import BINARY, ROOT, one_line_error, regions
 
 EXAMPLE = ROOT / "examples" / "mpi_timestep.py"
 
@@ -341,6 +341,23 @@ def test_mpi4py_without_a_launcher_finalizes_through_the_library_it_loaded(sp):
     assert proc.stdout == "at start: False\n1 True\nfinalized: True\n"
     with h5py.File(sp.tmp / "single.h5") as f:
         assert f["metadata"].attrs["mpi_size"] == b"1"
+
+
+def test_an_mpi_library_without_mpi_is_one_line_before_the_script(sp):
+    # A stand-in libmpi.so.40 that lacks MPI's functions, found first on
+    # LD_LIBRARY_PATH by a process a launcher started (its environment is
+    # enough: OMPI_COMM_WORLD_RANK): one line, status 1, the script never
+    # runs, no file.
+    (sp.tmp / "fake.c").write_text("int not_mpi(void) { return 0; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libmpi.so.40", "-o",
+                    str(sp.tmp / "libmpi.so.40"), str(sp.tmp / "fake.c")], check=True)
+    sp.script('print("the script ran")')
+    proc = sp("run", "-o", "out.h5", "script.py",
+              env={"OMPI_COMM_WORLD_RANK": "0", "LD_LIBRARY_PATH": str(sp.tmp)})
+    assert proc.returncode == 1, proc.stderr
+    one_line_error(proc, "scope-profiler: run: the MPI library libmpi.so.40 lacks MPI_Init_thread")
+    assert proc.stdout == ""
+    assert not (sp.tmp / "out.h5").exists()
 
 
 def test_a_write_error_on_rank_0_reaches_every_rank(sp):
