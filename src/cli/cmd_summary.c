@@ -103,6 +103,8 @@ int cmd_summary(int argc, char **argv)
 	opts.parts = (enum sp_render_parts)parts;
 	if (all)
 		opts.top = -1;
+	if (opts.depth)
+		opts.more_hint = "--all without --depth";
 	if (first != argc - 1) {
 		sp_cmd_error(CMD, first >= argc ? "no file given; usage: scope-profiler summary FILE"
 						 : "one file at a time; usage: scope-profiler summary FILE");

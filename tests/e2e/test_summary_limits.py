@@ -133,6 +133,7 @@ def test_top_and_depth_choose(profile):
     assert len(table) == 3
     rows, _, last = parts(sp("summary", "--depth", "1", "--tree", "big.h5").stdout)
     assert [label(r) for r in rows] == ["driver"]
+    assert last.endswith("; --all without --depth shows every one."), last
     rows, _, _ = parts(sp("summary", "--depth", "2", "--all", "--tree", "big.h5").stdout)
     assert len([r for r in rows if "(own)" not in r]) == 1 + 1 + 40 + 1   # driver, heavy, lights, tail
 
