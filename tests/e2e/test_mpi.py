@@ -323,7 +323,8 @@ def test_outside_a_launcher_libmpi_is_not_even_loaded(sp):
     assert proc.stdout == "at start: False\n"
     out = mpirun(sp, 2, "run", "--no-output", "-q", "script.py")
     assert out.returncode == 0, out.stderr
-    assert sorted(out.stdout.splitlines()) == ["at start: True"] * 2
+    # mpirun may cut and interleave the ranks' lines: count the answers.
+    assert out.stdout.count("True") == 2 and "False" not in out.stdout, out.stdout
 
 
 def test_mpi4py_without_a_launcher_finalizes_through_the_library_it_loaded(sp):
