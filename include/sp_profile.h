@@ -114,6 +114,44 @@ void sp_profile_free(struct sp_profile *p);
 /* Computes stats from events (n pairs). */
 void sp_stats_compute(struct sp_stats *st, const int64_t *starts, const int64_t *ends, size_t n);
 
+/* The same statistics kept while recording, one call at a time, so that the
+ * end of a run need not read the events again: counts and sums only, the
+ * squares summed exactly in 128 bits (a day's run of recursive calls stays
+ * far below 2^127; a sum that would not fit is flagged, and the stats are
+ * then computed from the events). */
+__extension__ typedef __int128 sp_i128;
+struct sp_stats_acc {
+	int64_t n, total;
+	int64_t min, max;              /* INT64_MAX, INT64_MIN while empty */
+	int64_t last_end;              /* the latest end; INT64_MIN while empty */
+	sp_i128 squares;               /* sum of the durations' squares */
+	int overflow;                  /* squares wrapped: not usable */
+};
+
+/* Empties an accumulator. */
+void sp_stats_acc_init(struct sp_stats_acc *a);
+
+/* One call from end - d to end. */
+static inline void sp_stats_acc_add(struct sp_stats_acc *a, int64_t d, int64_t end)
+{
+	a->n++;
+	a->total += d;
+	if (__builtin_expect(d < a->min, 0))
+		a->min = d;
+	if (__builtin_expect(d > a->max, 0))
+		a->max = d;
+	if (__builtin_expect(end > a->last_end, 1))
+		a->last_end = end;
+	if (__builtin_expect(__builtin_add_overflow(a->squares, (sp_i128)d * d, &a->squares), 0))
+		a->overflow = 1;
+}
+
+/* The stats of the calls added to a, the first of which started at
+ * first_start; what sp_stats_compute gives for the same calls (the mean and
+ * standard deviation to the last bits or better: these sums are exact).
+ * Returns 0, or -1 (st unchanged) when a's squares overflowed. */
+int sp_stats_from_acc(struct sp_stats *st, const struct sp_stats_acc *a, int64_t first_start);
+
 /* Builds rank->tree from the rank's event columns by containment (all
  * regions' events must be loaded). Replaces any previous tree. */
 enum sp_err sp_tree_build(struct sp_rank *rank, struct sp_error *err);

@@ -102,6 +102,41 @@ void sp_stats_compute(struct sp_stats *st, const int64_t *starts, const int64_t 
 	st->last_end_ns = last;
 }
 
+void sp_stats_acc_init(struct sp_stats_acc *a)
+{
+	*a = (struct sp_stats_acc){.min = INT64_MAX, .max = INT64_MIN, .last_end = INT64_MIN};
+}
+
+int sp_stats_from_acc(struct sp_stats *st, const struct sp_stats_acc *a, int64_t first_start)
+{
+	if (a->overflow)
+		return -1;
+	memset(st, 0, sizeof *st);
+	st->first_start_ns = SP_NO_TIME;
+	st->last_end_ns = SP_NO_TIME;
+	if (a->n == 0)
+		return 0;
+	st->num_calls = a->n;
+	st->total_ns = a->total;
+	st->min_ns = a->min;
+	st->max_ns = a->max;
+	st->first_start_ns = first_start;
+	st->last_end_ns = a->last_end;
+	st->mean_ns = (double)a->total / (double)a->n;
+	/* n^2 var = n sum(d^2) - (sum d)^2, exact in 128 bits when it fits;
+	 * else from the same exact sums in long double. */
+	sp_i128 n = a->n, nsq, tsq, t = a->total;
+	double var;
+	if (!__builtin_mul_overflow(n, a->squares, &nsq) && !__builtin_mul_overflow(t, t, &tsq))
+		var = (double)((long double)(nsq - tsq) / ((long double)a->n * (long double)a->n));
+	else {
+		long double mean = (long double)a->total / (long double)a->n;
+		var = (double)((long double)a->squares / (long double)a->n - mean * mean);
+	}
+	st->std_ns = var > 0 ? sqrt(var) : 0.0;
+	return 0;
+}
+
 const char *sp_profile_meta(const struct sp_profile *p, const char *key)
 {
 	for (size_t i = 0; i < p->nmeta; i++)

@@ -67,15 +67,48 @@ enum need {
 	NEED_ALL,
 };
 
+#ifdef SP_STATS_CHECK
+/* Development check (make BUILD=build-check CFLAGS="-O2 -g -DSP_STATS_CHECK"):
+ * the statistics kept while recording against those computed from the
+ * events, one line per region that differs, appended to
+ * $SCOPE_PROFILER_STATS_CHECK_LOG (else stderr); run the e2e suite with it
+ * and grep STATS MISMATCH. */
+#include <math.h>
+static void stats_check(const RegionObject *r, const struct sp_region_data *rd)
+{
+	struct sp_stats c;
+	sp_stats_compute(&c, rd->starts, rd->ends, r->buf.n);
+	const struct sp_stats *s = &rd->stats;
+	if (c.num_calls == s->num_calls && c.total_ns == s->total_ns && c.min_ns == s->min_ns &&
+	    c.max_ns == s->max_ns && c.first_start_ns == s->first_start_ns &&
+	    c.last_end_ns == s->last_end_ns && c.mean_ns == s->mean_ns &&
+	    fabs(c.std_ns - s->std_ns) <= 1e-9 * (c.std_ns + 1.0))
+		return;
+	const char *path = getenv("SCOPE_PROFILER_STATS_CHECK_LOG"), *test = getenv("PYTEST_CURRENT_TEST");
+	FILE *log = path ? fopen(path, "a") : stderr;
+	if (!log)
+		return;
+	fprintf(log, "STATS MISMATCH %s: calls %lld/%lld std %.17g/%.17g (acc %lld of %zu) %s\n", rd->name,
+		(long long)s->num_calls, (long long)c.num_calls, s->std_ns, c.std_ns, (long long)r->acc.n,
+		r->buf.n, test ? test : "");
+	if (log != stderr)
+		fclose(log);
+}
+#endif
+
 /* Appends r to rk with its events borrowed (not copied), closing calls
  * still open at `now`; 0, or -1 with a Python exception set. */
 static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now, size_t *open)
 {
-	for (size_t i = 0; i < r->buf.n; i++)
-		if (r->buf.ends[i] == SP_NO_TIME) {
-			r->buf.ends[i] = now;
-			++*open;
-		}
+	size_t n = r->buf.n;
+	/* Every call that ended was counted in r->acc (sp_region_end): the
+	 * others are still open and end now. */
+	if ((size_t)r->acc.n != n)
+		for (size_t i = 0; i < n; i++)
+			if (r->buf.ends[i] == SP_NO_TIME) {
+				sp_region_end(r, i, now);
+				++*open;
+			}
 	struct sp_region_data *rd = &rk->regions[rk->nregions];
 	if (!(rd->name = dup_utf8(r->name)))
 		return -1;
@@ -85,7 +118,13 @@ static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now, si
 	rd->lanes = r->buf.keep_lanes ? r->buf.lanes : NULL;
 	rd->owns_events = 0;
 	rd->dropped = (int64_t)r->buf.dropped;
-	sp_stats_compute(&rd->stats, rd->starts, rd->ends, r->buf.n);
+	/* Starts are taken in slot order (under the GIL, right after the
+	 * slot is reserved): the first is the earliest. */
+	if ((size_t)r->acc.n != n || sp_stats_from_acc(&rd->stats, &r->acc, r->buf.starts[0]) != 0)
+		sp_stats_compute(&rd->stats, rd->starts, rd->ends, n);
+#ifdef SP_STATS_CHECK
+	stats_check(r, rd);
+#endif
 	return 0;
 }
 

@@ -327,7 +327,7 @@ PyObject *sp_region_exit_async(PyObject *self, PyObject *const *args, Py_ssize_t
 			memmove(&s->v[k], &s->v[k + 1], (s->depth - k - 1) * sizeof s->v[0]);
 			s->depth--;
 			if (e.slot >= 0 && r->gen == e.gen)
-				r->buf.ends[e.slot] = t;
+				sp_region_end(r, (size_t)e.slot, t);
 			Py_RETURN_NONE;
 		}
 	}

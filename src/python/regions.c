@@ -115,7 +115,7 @@ __attribute__((noinline)) void sp_region_exit_below(RegionObject *r, int64_t t)
 			(open_blocks.depth - k - 1) * sizeof open_blocks.v[0]);
 		open_blocks.depth--;
 		if (e.slot >= 0 && r->gen == e.gen) {
-			r->buf.ends[e.slot] = t;
+			sp_region_end(r, (size_t)e.slot, t);
 			/* The blocks above it are no longer inside it (a partial
 			 * overlap): containment makes them its siblings. */
 			sp_live_odd(e.node, r->buf.starts[e.slot], t);
@@ -164,7 +164,7 @@ static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssi
 		open_blocks.depth = d - 1;
 		/* gen differs when the session was finalized inside the block. */
 		if (e->slot >= 0 && r->gen == e->gen) {
-			r->buf.ends[e->slot] = t;
+			sp_region_end(r, (size_t)e->slot, t);
 			sp_live_leave(e->node, r->buf.starts[e->slot], t);
 		}
 	} else {
@@ -470,6 +470,7 @@ static PyObject *region_create(PyObject *name)
 	r->name = Py_NewRef(name);
 	sp_buf_init(&r->buf, sp_mode.buffer_limit);
 	sp_agg_region_init(&r->agg);
+	sp_stats_acc_init(&r->acc);
 	sp_live_region_init(r);
 	r->index = -1;
 	if (sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) {
@@ -673,6 +674,7 @@ void sp_regions_reset(void)
 			sp_buf_free(&r->buf);
 		sp_buf_clear(&r->buf);
 		sp_agg_region_init(&r->agg);
+		sp_stats_acc_init(&r->acc);
 		sp_live_region_init(r);
 		r->buf.initial_cap = sp_mode.buffer_limit;
 		r->gen++;

@@ -26,12 +26,23 @@ typedef struct {
 	PyObject *name;               /* str, exact */
 	struct sp_buf buf;
 	struct sp_agg agg;
+	struct sp_stats_acc acc;      /* the completed calls' stats (sp_region_end) */
 	uint64_t gen;                 /* bumped when the events are cleared */
 	int holds_functions;          /* region(name, functions=[...]) in line mode */
 	int32_t live_parent, live_node; /* cache: its node of the live call tree under that
 					 * parent (sp_aggregate.h); live_parent INT32_MIN: none */
 	int32_t index;                /* the end of a session: its place in the rank's regions, or -1 */
 } RegionObject;
+
+/* A call of r in event slot `slot` ends at t: its end written and counted
+ * in the region's stats, which the end of the run then takes as they are.
+ * Every end goes through here; the end of the run computes the stats from
+ * the events when the counts disagree. */
+static inline void sp_region_end(RegionObject *r, size_t slot, int64_t t)
+{
+	r->buf.ends[slot] = t;
+	sp_stats_acc_add(&r->acc, t - r->buf.starts[slot], t);
+}
 
 /* The region classes (regions.c). They share RegionObject's layout, so the
  * session switches an object's class when it changes the mode. */

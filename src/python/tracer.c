@@ -137,7 +137,7 @@ static void close_open_calls(struct call_stack *s, int64_t now, int own)
 {
 	for (struct open_call *c = s->top; c > s->calls; c--) {
 		if (c->slot >= 0) {
-			c->region->buf.ends[c->slot] = now;
+			sp_region_end(c->region, (size_t)c->slot, now);
 			sp_live_close(c->node, c->region->buf.starts[c->slot],
 				      c - 1 > s->calls && c[-1].slot >= 0 ? c[-1].region->buf.starts[c[-1].slot]
 								      : INT64_MIN, now, own);
@@ -263,7 +263,7 @@ static inline int pop_call(struct call_stack *s, const void *frame)
 	} else {
 		int64_t t = sp_clock_ns();
 		RegionObject *r = c->region;
-		r->buf.ends[c->slot] = t;
+		sp_region_end(r, (size_t)c->slot, t);
 		sp_live_leave(c->node, r->buf.starts[c->slot], t);
 	}
 	return 0;

@@ -59,7 +59,7 @@ static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t 
 	/* The session may have been finalized during the call; then the slot
 	 * is no longer ours. */
 	if (r->gen == gen) {
-		r->buf.ends[i] = t;
+		sp_region_end(r, (size_t)i, t);
 		if (lanes != 2)
 			sp_live_leave(node, start, t);
 	}
@@ -428,7 +428,7 @@ static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
 	sp_live.unknown = 1;
 	PyObject *token = Py_BuildValue("(nK)", i, (unsigned long long)r->gen);
 	if (!token)   /* out of memory: the call is lost, not left open */
-		r->buf.ends[i] = r->buf.starts[i];
+		sp_region_end(r, (size_t)i, r->buf.starts[i]);
 	return token;
 }
 
@@ -458,7 +458,7 @@ static PyObject *mod_coroutine_exit(PyObject *m, PyObject *const *args, Py_ssize
 	RegionObject *r = (RegionObject *)region;
 	/* gen differs when the session was finalized meanwhile. */
 	if (slot >= 0 && (size_t)slot < r->buf.n && r->gen == gen)
-		r->buf.ends[slot] = t;
+		sp_region_end(r, (size_t)slot, t);
 	Py_RETURN_NONE;
 }
 
