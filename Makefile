@@ -53,6 +53,18 @@ PY_LIBS     := $(PY_STATIC_LIBS)
 else
 PY_LIBS     := $(shell $(PYTHON_CONFIG) --embed --ldflags 2>/dev/null)
 endif
+# HDF5 is linked statically where the archive allows it
+# (scripts/hdf5-static-probe.sh tries, once per build folder): Debian's shared
+# libhdf5 brings libcurl, whose libraries cost every start ~14 M instructions
+# in the dynamic loader; src/store/h5noros3.c leaves HDF5's S3 driver out.
+# HDF5_STATIC=0 links the shared library. The other programs (unit tests,
+# fuzzing) link the shared one, whose leaks tests/fuzz/lsan-hdf5.supp names.
+HDF5_PROBE  := $(BUILD)/hdf5-static.mk
+H5NOROS3_OBJ := $(BUILD)/obj/store/h5noros3.o
+ifneq ($(HDF5_STATIC),0)
+-include $(HDF5_PROBE)
+endif
+HDF5_BIN_LIBS := $(if $(filter 1,$(HDF5_STATIC)),$(HDF5_STATIC_LIBS),$(HDF5_LIBS))
 PY_EXE      := $(shell $(PYTHON) -c 'import sys,os; print(os.path.realpath(sys.executable))' 2>/dev/null)
 PY_VERSION  := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)
 # MPI (Open MPI from Debian) when its development files are installed; MPI=0
@@ -82,7 +94,7 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS)
 # scripts/check-layers.sh fails the build when a file outside src/python
 # includes <Python.h>, or one outside src/store <hdf5.h> or <mpi.h>.
 CORE_SRC   := $(wildcard src/core/*.c)
-STORE_SRC  := $(filter-out src/store/mpi.c,$(wildcard src/store/*.c))
+STORE_SRC  := $(filter-out src/store/mpi.c src/store/h5noros3.c,$(wildcard src/store/*.c))
 REPORT_SRC := $(wildcard src/report/*.c)
 PY_SRC     := $(wildcard src/python/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
@@ -108,6 +120,9 @@ all: $(BIN)
 $(PY_PROBE): scripts/py-static-probe.sh $(wildcard $(SP_HACL_DIR)/python*/VERSION)
 	@mkdir -p $(@D)
 	scripts/py-static-probe.sh "$(PYTHON)" "$(CC)" > $@.tmp && mv $@.tmp $@
+
+$(HDF5_PROBE): scripts/hdf5-static-probe.sh $(H5NOROS3_OBJ)
+	scripts/hdf5-static-probe.sh "$(CC)" $(H5NOROS3_OBJ) > $@.tmp && mv $@.tmp $@
 
 HEADERS = $(wildcard include/*.h src/*/*.h)
 $(BUILD)/obj/%.o: src/%.c $(HEADERS) | $(LAYERS_OK)
@@ -146,15 +161,15 @@ $(BUILD)/sp_pyshim.h: src/python/scope_profiler_shim.py
 $(LIB): $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-$(BIN): $(CLI_OBJ) $(PY_OBJ) $(LIB) $(wildcard $(PY_PROBE))
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(PY_OBJ) $(LIB) $(HDF5_LIBS) $(PY_LIBS) $(MPI_LIBS) -lz
+$(BIN): $(CLI_OBJ) $(PY_OBJ) $(LIB) $(wildcard $(PY_PROBE) $(HDF5_PROBE))
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(PY_OBJ) $(LIB) $(HDF5_BIN_LIBS) $(PY_LIBS) $(MPI_LIBS) -lz
 
 # The hook's unit test embeds the interpreter with the built-in module.
 PY_TEST_OBJ := $(PY_OBJ)
-$(BUILD)/tests/python/%: tests/python/%.c $(PY_TEST_OBJ) $(LIB) $(wildcard $(PY_PROBE))
+$(BUILD)/tests/python/%: tests/python/%.c $(PY_TEST_OBJ) $(LIB) $(wildcard $(PY_PROBE) $(HDF5_PROBE))
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Isrc/python $(PY_CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PY_TEST_OBJ) $(LIB) \
-		$(HDF5_LIBS) $(PY_LIBS) $(MPI_LIBS) -lcmocka -lm
+		$(HDF5_BIN_LIBS) $(PY_LIBS) $(MPI_LIBS) -lcmocka -lm
 
 # The other unit tests link the library; tests/LAYER/ sees that layer's headers.
 $(BUILD)/tests/%: tests/%.c $(LIB)

@@ -97,4 +97,9 @@ enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint
 /* Closes the file and frees the stream and its profile. NULL is fine. */
 void sp_h5_stream_close(struct sp_h5_stream *s);
 
+/* The HDF5 library in use, for --version: "1.14.5, linked in" (the static
+ * archive, see the Makefile's HDF5_STATIC) or "1.14.5 (/usr/lib/.../
+ * libhdf5_serial.so.310)"; written into buf (len bytes). */
+void sp_h5_library(char *buf, size_t len);
+
 #endif

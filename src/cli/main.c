@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sp_cmd.h"
+#include "sp_h5.h"
 #include "sp_mpi.h"
 
 struct command {
@@ -46,6 +47,9 @@ static void version(void)
 {
 	printf("scope-profiler %s\n", SP_VERSION);
 	printf("embedded Python: %s\n", SP_PYTHON_VERSION);
+	char h5[4200];
+	sp_h5_library(h5, sizeof h5);
+	printf("HDF5: %s\n", h5);
 	if (sp_mpi_built())
 		printf("MPI: %s (used when run under mpirun or srun)\n", sp_mpi_library());
 	else

@@ -4,6 +4,7 @@
  * and the line tables; a rank's regions are h5write_table.c's (format
  * version 2) or h5write_v1.c's. Where the file goes (symlinks, devices, the
  * temporary file and the rename) is outpath.c's. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -366,6 +367,19 @@ static int make_plists(struct sp_h5_writer *w)
 		return -1;
 #endif
 	return 0;
+}
+
+void sp_h5_library(char *buf, size_t len)
+{
+	unsigned maj = 0, min = 0, rel = 0;
+	H5get_libversion(&maj, &min, &rel);
+	Dl_info where = {0}, self = {0};
+	if (!dladdr((void *)H5get_libversion, &where) || !where.dli_fname)
+		snprintf(buf, len, "%u.%u.%u", maj, min, rel);
+	else if (dladdr((void *)sp_h5_library, &self) && self.dli_fbase == where.dli_fbase)
+		snprintf(buf, len, "%u.%u.%u, linked in", maj, min, rel);
+	else
+		snprintf(buf, len, "%u.%u.%u (%s)", maj, min, rel, where.dli_fname);
 }
 
 /* Compression needs HDF5's shuffle and deflate (zlib) filters, able to
