@@ -13,7 +13,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <ctype.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -419,13 +421,109 @@ static char *dup_str(PyObject *s)
 	return strdup(u);
 }
 
-/* The source lines of a table from linecache; "" where unknown. */
+/* Whether a line (up to its end) holds a coding declaration naming anything
+ * but UTF-8 (PEP 263: "#", then "coding" and ":" or "=", then the name). */
+static int other_coding(const char *p, const char *end)
+{
+	const char *hash = memchr(p, '#', (size_t)(end - p));
+	if (!hash)
+		return 0;
+	for (const char *c = hash; c + 7 <= end; c++) {
+		if (memcmp(c, "coding", 6) != 0 || (c[6] != ':' && c[6] != '='))
+			continue;
+		const char *n = c + 7;
+		while (n < end && (*n == ' ' || *n == '\t'))
+			n++;
+		char name[16] = "";
+		size_t k = 0;
+		for (; n < end && k < sizeof name - 1 && (isalnum((unsigned char)*n) || strchr("-_.", *n)); n++)
+			name[k++] = *n == '_' ? '-' : (char)tolower((unsigned char)*n);
+		name[k] = '\0';
+		return !(strcmp(name, "utf-8") == 0 || strcmp(name, "utf8") == 0 ||
+			 strncmp(name, "utf-8-", 6) == 0);
+	}
+	return 0;
+}
+
+/* lt's source lines read straight from the file, as linecache gives them,
+ * without importing linecache (it brings tokenize, re and more: ~15 M
+ * instructions at the end of a line-timing run). 0 when done; 1 when the
+ * file is not plain enough to be sure (unreadable, large, not UTF-8, another
+ * coding declared, a CR without LF), and linecache decides; -1 out of
+ * memory. */
+static int source_from_file(struct sp_line_table *lt, PyObject *filename)
+{
+	PyObject *path = PyUnicode_Check(filename) ? PyUnicode_EncodeFSDefault(filename) : NULL;
+	FILE *f = path ? fopen(PyBytes_AS_STRING(path), "rb") : NULL;
+	Py_XDECREF(path);
+	PyErr_Clear();
+	if (!f)
+		return 1;
+	char *buf = NULL;
+	size_t len = 0;
+	long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+	if (size >= 0 && size <= (16L << 20) && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)size + 1)))
+		len = fread(buf, 1, (size_t)size, f);
+	fclose(f);
+	if (!buf || len != (size_t)size) {
+		free(buf);
+		return 1;
+	}
+	buf[len] = '\0';
+	const char *p = buf, *end = buf + len;
+	if (len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
+		p += 3;
+	int plain = 1;
+	for (const char *cr = p; plain && (cr = memchr(cr, '\r', (size_t)(end - cr))); cr++)
+		plain = cr + 1 < end && cr[1] == '\n';
+	/* The declaration counts on the first two lines. */
+	const char *eol1 = memchr(p, '\n', (size_t)(end - p)), *l2 = eol1 ? eol1 + 1 : end;
+	const char *eol2 = l2 < end ? memchr(l2, '\n', (size_t)(end - l2)) : NULL;
+	if (plain && (other_coding(p, eol1 ? eol1 : end) || other_coding(l2, eol2 ? eol2 : end)))
+		plain = 0;
+	PyObject *text = plain ? PyUnicode_DecodeUTF8(p, end - p, NULL) : NULL;
+	if (!text) {
+		PyErr_Clear();
+		free(buf);
+		return 1;
+	}
+	Py_DECREF(text);
+	size_t line = 1;
+	for (size_t i = 0; i < lt->n; i++) {
+		size_t want = (size_t)lt->first_line + i;
+		while (line < want && p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			p = nl ? nl + 1 : end;
+			line++;
+		}
+		size_t n = line == want && p < end ? strcspn(p, "\r\n") : 0;
+		if (!(lt->source[i] = strndup(line == want ? p : "", n))) {
+			free(buf);
+			return -1;
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+/* The source lines of a table, "" where unknown: from linecache when the
+ * script has imported it (it may hold lines of code without a file), else
+ * from the file when it is plain UTF-8, else from linecache. */
 static int fill_source(struct sp_line_table *lt, PyObject *filename)
 {
 	lt->source = calloc(lt->n ? lt->n : 1, sizeof *lt->source);
 	if (!lt->source)
 		return -1;
-	PyObject *linecache = PyImport_ImportModule("linecache");
+	PyObject *name = PyUnicode_FromString("linecache");
+	PyObject *linecache = name ? PyImport_GetModule(name) : NULL;
+	Py_XDECREF(name);
+	PyErr_Clear();
+	if (!linecache) {
+		int rc = source_from_file(lt, filename);
+		if (rc <= 0)
+			return rc;
+		linecache = PyImport_ImportModule("linecache");
+	}
 	PyObject *lines = linecache ? PyObject_CallMethod(linecache, "getlines", "O", filename) : NULL;
 	Py_XDECREF(linecache);
 	if (!lines || !PyList_Check(lines))

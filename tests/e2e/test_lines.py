@@ -313,3 +313,55 @@ print(asyncio.run(main()))
     assert int(proc.stdout) == expected["total"] == 10
     got = line_tables(sp.tmp / "a.h5")["fetch"]
     assert {str(k): v for k, v in got.items()} == expected["counts"]
+
+
+# The source column as the file says it, however the file is written: UTF-8
+# with or without a BOM, CRLF line ends, another declared encoding, and lines
+# a script registered in linecache for code without a file.
+SOURCE_BODY = (
+    "import scope_profiler as sp\n"
+    "@sp.profile('f')\n"
+    "def f():\n"
+    "    s = 'caf\u00e9 \u2713'\n"
+    "    return len(s)\n"
+    "f()\n"
+)
+
+
+@pytest.mark.parametrize("form", ["utf-8", "bom", "crlf", "latin-1", "lone-cr"])
+def test_source_column_as_written(sp, form):
+    text = SOURCE_BODY
+    if form == "latin-1":
+        text = "# -*- coding: latin-1 -*-\n" + text.replace(" \u2713", "")
+        data = text.encode("latin-1")
+    elif form == "crlf":
+        data = text.replace("\n", "\r\n").encode()
+    elif form == "lone-cr":   # old Mac line ends: Python reads them as lines too
+        data = text.replace("\n", "\r").encode()
+    else:
+        data = ("\ufeff" if form == "bom" else "").encode() + text.encode()
+    (sp.tmp / "script.py").write_bytes(data)
+    proc = sp("run", "-q", "--line-profile", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    tables = line_tables(sp.tmp / "out.h5")
+    want = ["    s = 'caf\u00e9 \u2713'", "    return len(s)"]
+    if form == "latin-1":
+        want[0] = "    s = 'caf\u00e9'"
+    src = tables["f:source"]
+    assert want[0] in src and want[1] in src, src
+
+
+def test_source_column_of_code_registered_in_linecache(sp):
+    sp.script("""
+        import linecache
+        import scope_profiler as sp
+        text = "def g():\\n    x = 41\\n    return x + 1\\n"
+        linecache.cache["<generated>"] = (len(text), None, text.splitlines(True), "<generated>")
+        ns = {}
+        exec(compile(text, "<generated>", "exec"), ns)
+        sp.profile("g")(ns["g"])()
+    """)
+    proc = sp("run", "-q", "--line-profile", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    src = line_tables(sp.tmp / "out.h5")["g:source"]
+    assert "    x = 41" in src and "    return x + 1" in src, src
