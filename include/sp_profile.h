@@ -116,16 +116,16 @@ void sp_stats_compute(struct sp_stats *st, const int64_t *starts, const int64_t 
 
 /* The same statistics kept while recording, one call at a time, so that the
  * end of a run need not read the events again: counts and sums only, the
- * squares summed exactly in 128 bits (a day's run of recursive calls stays
- * far below 2^127; a sum that would not fit is flagged, and the stats are
- * then computed from the events). */
+ * squares summed exactly in 128 bits (below 2^126 while the total fits its
+ * 64 bits; a sum that would not fit is flagged, and the stats are then
+ * computed from the events). */
 __extension__ typedef __int128 sp_i128;
 struct sp_stats_acc {
 	int64_t n, total;
 	int64_t min, max;              /* INT64_MAX, INT64_MIN while empty */
 	int64_t last_end;              /* the latest end; INT64_MIN while empty */
 	sp_i128 squares;               /* sum of the durations' squares */
-	int overflow;                  /* squares wrapped: not usable */
+	int overflow;                  /* a sum wrapped: not usable */
 };
 
 /* Empties an accumulator. */
@@ -135,7 +135,8 @@ void sp_stats_acc_init(struct sp_stats_acc *a);
 static inline void sp_stats_acc_add(struct sp_stats_acc *a, int64_t d, int64_t end)
 {
 	a->n++;
-	a->total += d;
+	if (__builtin_expect(__builtin_add_overflow(a->total, d, &a->total), 0))
+		a->overflow = 1;
 	if (__builtin_expect(d < a->min, 0))
 		a->min = d;
 	if (__builtin_expect(d > a->max, 0))
@@ -149,7 +150,7 @@ static inline void sp_stats_acc_add(struct sp_stats_acc *a, int64_t d, int64_t e
 /* The stats of the calls added to a, the first of which started at
  * first_start; what sp_stats_compute gives for the same calls (the mean and
  * standard deviation to the last bits or better: these sums are exact).
- * Returns 0, or -1 (st unchanged) when a's squares overflowed. */
+ * Returns 0, or -1 (st unchanged) when a sum overflowed. */
 int sp_stats_from_acc(struct sp_stats *st, const struct sp_stats_acc *a, int64_t first_start);
 
 /* Builds rank->tree from the rank's event columns by containment (all
