@@ -39,7 +39,7 @@ BEGIN {
 		  "sp_grow.h sp_hosts.h sp_session.h", a, " "); for (i = 1; i <= n; i++) owner[a[i]] = "core"
 	n = split("sp_h5.h sp_pack.h sp_mpi.h sp_outpath.h", a, " "); for (i = 1; i <= n; i++) owner[a[i]] = "store"
 	n = split("sp_analysis.h sp_render.h sp_nest.h sp_diff.h sp_export.h sp_json.h sp_table.h " \
-		  "sp_select.h", a, " "); for (i = 1; i <= n; i++) owner[a[i]] = "report"
+		  "sp_select.h sp_plot.h", a, " "); for (i = 1; i <= n; i++) owner[a[i]] = "report"
 	# generated into build/ from src/python/*.py
 	owner["sp_pysrc.h"] = owner["sp_pyshim.h"] = "python"
 }

@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{"line-profile", cmd_line_profile, "print per-line hits and times recorded with run --line-profile"},
 	{"export", cmd_export, "write the calls as CSV, JSON, a Chrome trace or folded stacks"},
 	{"diff", cmd_diff, "compare two profiles region by region; --fail-above for CI"},
+	{"plot", cmd_plot, "draw Gantt, flame, durations and speedup charts as SVG files"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -13,6 +13,7 @@ int cmd_summary(int argc, char **argv);
 int cmd_line_profile(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 #include "sp_error.h"   /* sp_cmd_error, the one printer of error lines */
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import BINARY, ROOT
 
-COMMANDS = ("run", "summary", "line-profile", "diff", "export")
+COMMANDS = ("run", "summary", "line-profile", "diff", "export", "plot")
 PAGES = ["scope-profiler.1"] + [f"scope-profiler-{c}.1" for c in COMMANDS] \
     + ["scope-profiler-format.5"]
 SECTIONS = ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "EXAMPLES",

@@ -1,0 +1,333 @@
+/* cmd_plot.c - `scope-profiler plot FILE... -o DIR`: reads the profiles and
+ * writes each chart of the report layer (sp_plot.h) into DIR, every file
+ * through a temporary name and a rename (sp_outpath.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sp_cmd.h"
+#include "sp_h5.h"
+#include "sp_outpath.h"
+#include "sp_plot.h"
+#include "sp_select.h"
+
+#define CMD "plot"
+
+static const struct sp_cmd_help help = {
+	.name = CMD,
+	.usage = "scope-profiler plot FILE [FILE...] -o DIR [OPTIONS]",
+	.about =
+		"Draws a profile as standalone SVG charts in DIR (created if missing):\n"
+		"  gantt.svg             one lane per rank and region, every call a bar\n"
+		"  flame.svg             each rank's call stacks over time, depth down;\n"
+		"                        hover a box for its name, start and duration\n"
+		"  durations_METRIC.svg  one bar per region (per file, side by side)\n"
+		"  speedup.svg           per region, speedup against the smallest run,\n"
+		"                        when the files differ in size (see --x-field)\n"
+		"  region_statistics.json  per file and region: calls, total, mean, min,\n"
+		"                        max, std, per-rank totals and imbalance\n"
+		"The Gantt and flame charts show the first FILE that has per-call events;\n"
+		"their time axis starts at its first region entry. Calls narrower than a\n"
+		"pixel column are merged into one bar per lane and column, and the chart\n"
+		"says so, so that a million calls plot in seconds into a few MiB.\n",
+	.notes =
+		"With --export-data, the data behind each chart, in seconds:\n"
+		"gantt_data.csv (rank,region,start,end,duration), flame_data.csv\n"
+		"(rank,depth,region,start,duration), durations_data.csv\n"
+		"(file,region,metric,value), speedup_data.csv (region,x,time,speedup).\n"
+		"Exit status: 0; 1 when a FILE cannot be read or holds no region, or a\n"
+		"chart cannot be written (the others still are); 2 for usage errors.\n",
+};
+
+static int parse_metrics(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
+{
+	unsigned set = 0;
+	const char *s = arg;
+	while (*s) {
+		size_t n = strcspn(s, ",");
+		int m = 0;
+		while (m < SP_PLOT_NMETRICS &&
+		       !(strlen(sp_plot_metric_names[m]) == n && strncmp(s, sp_plot_metric_names[m], n) == 0))
+			m++;
+		if (m == SP_PLOT_NMETRICS) {
+			snprintf(err, len, "--metrics takes avg, min, max and total, not '%.*s'", (int)n, s);
+			return -1;
+		}
+		set |= 1u << m;
+		s += n + (s[n] == ',');
+	}
+	if (!set) {
+		snprintf(err, len, "--metrics needs at least one of avg, min, max, total");
+		return -1;
+	}
+	*(unsigned *)o->value = set;
+	return 0;
+}
+
+static int parse_xfield(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
+{
+	static const char *const names[] = {"ranks", "omp_num_threads", "total_cores"};
+	for (int i = 0; i < 3; i++)
+		if (strcmp(arg, names[i]) == 0) {
+			*(int *)o->value = i;
+			return 0;
+		}
+	snprintf(err, len, "--x-field takes ranks, omp_num_threads or total_cores, not '%s'", arg);
+	return -1;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+struct plot {
+	const char *dir;
+	struct sp_plot_file *files;
+	size_t n;
+	const struct sp_plot_file *events;     /* the Gantt and flame charts' file */
+	struct sp_plot_opts opts;
+	int export_data, xfield;
+	unsigned metrics;
+	struct timespec start;
+	int status;
+};
+
+/* What one output file gets: the chart (svg) and, for --export-data, its
+ * CSV beside it (csv NULL when not asked for). */
+enum what { GANTT, FLAME, DURATIONS, DURATIONS_CSV, SPEEDUP, STATISTICS };
+
+static enum sp_err draw(struct plot *pl, enum what w, int metric, FILE *f, FILE *csv, struct sp_error *err)
+{
+	switch (w) {
+	case GANTT: return sp_plot_gantt(f, csv, pl->events, &pl->opts, NULL, err);
+	case FLAME: return sp_plot_flame(f, csv, pl->events, &pl->opts, NULL, err);
+	case DURATIONS: return sp_plot_durations(f, pl->files, pl->n, (enum sp_plot_metric)metric, &pl->opts, err);
+	case DURATIONS_CSV: return sp_plot_durations_csv(f, pl->files, pl->n, pl->metrics, &pl->opts, err);
+	case SPEEDUP: return sp_plot_speedup(f, csv, pl->files, pl->n, (enum sp_plot_xfield)pl->xfield,
+					     &pl->opts, err);
+	default: return sp_plot_statistics(f, pl->files, pl->n, &pl->opts, err);
+	}
+}
+
+/* Opens DIR/name through a temporary file; NULL after saying why. */
+static FILE *open_out(struct plot *pl, struct sp_outpath *op, const char *name, char *path, size_t len)
+{
+	struct sp_error err = {0};
+	snprintf(path, len, "%s/%s", pl->dir, name);
+	*op = (struct sp_outpath){.fd = -1, .slot = -1};
+	if (sp_outpath_open(op, path, 0, &err) != SP_OK) {
+		sp_cmd_error(CMD, "cannot write %s", err.msg);
+		return NULL;
+	}
+	int fd = fcntl(op->fd, F_DUPFD_CLOEXEC, 0);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		sp_cmd_error(CMD, "cannot write '%s': %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		sp_outpath_abort(op);
+	}
+	return f;
+}
+
+/* Closes f and renames its file into place (ok), or removes it. Returns 0
+ * when the file is in place. */
+static int close_out(struct sp_outpath *op, FILE *f, const char *path, int ok)
+{
+	struct sp_error err = {0};
+	errno = 0;
+	int bad = fflush(f) != 0 || ferror(f);
+	int e = errno;
+	if (fclose(f) != 0 && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	if (!ok) {
+		sp_outpath_abort(op);
+		return -1;
+	}
+	if (bad) {
+		sp_cmd_error(CMD, "cannot write '%s': %s", path, strerror(e ? e : EIO));
+		sp_outpath_abort(op);
+		return -1;
+	}
+	if (sp_outpath_commit(op, &err) != SP_OK) {
+		sp_cmd_error(CMD, "cannot write %s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes one chart (and its CSV when csvname is given); a failure is said
+ * and sets the status, the other charts go on. */
+static void write_chart(struct plot *pl, enum what w, int metric, const char *name, const char *csvname)
+{
+	struct sp_outpath op, cop;
+	char path[4096], cpath[4096];
+	struct sp_error err = {0};
+	FILE *f = open_out(pl, &op, name, path, sizeof path), *csv = NULL;
+	if (!f) {
+		pl->status = 1;
+		return;
+	}
+	if (csvname && !(csv = open_out(pl, &cop, csvname, cpath, sizeof cpath))) {
+		close_out(&op, f, path, 0);
+		pl->status = 1;
+		return;
+	}
+	enum sp_err rc = draw(pl, w, metric, f, csv, &err);
+	if (rc != SP_OK && rc != SP_EIO)
+		sp_cmd_error(CMD, "%s: %s", name, err.msg);
+	int ok = close_out(&op, f, path, rc == SP_OK) == 0;
+	if (csv)
+		ok &= close_out(&cop, csv, cpath, rc == SP_OK && ok) == 0;
+	if (!ok)
+		pl->status = 1;
+	double t = seconds_since(&pl->start);
+	if (ok && t > 1.0)
+		fprintf(stderr, "scope-profiler: plot: wrote %s (%.1f s)\n", path, t);
+}
+
+/* DIR: made when missing (its parent must exist); 0, or -1 after saying why. */
+static int make_dir(const char *dir)
+{
+	struct stat st;
+	if (stat(dir, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		sp_cmd_error(CMD, "'%s' exists and is not a directory; -o names the folder to write the charts into",
+			     dir);
+		return -1;
+	}
+	if (errno == ENOENT && mkdir(dir, 0777) == 0)
+		return 0;
+	sp_cmd_error(CMD, "cannot create the folder '%s': %s", dir, strerror(errno));
+	return -1;
+}
+
+/* Returns 0, 1 when a file cannot be read or a chart written, or SP_EXIT_USAGE. */
+int cmd_plot(int argc, char **argv)
+{
+	struct sp_select sel = {0};
+	struct plot pl = {.metrics = (1u << SP_PLOT_NMETRICS) - 1, .status = 0};
+	struct sp_profile **profiles = NULL;
+	int status = SP_EXIT_USAGE;
+	const struct sp_opt options[] = {
+		{'o', "output", SP_OPT_STRING, &pl.dir, 0, "DIR", "write the charts into DIR (required)", NULL},
+		{0, "metrics", SP_OPT_CALL, &pl.metrics, 0, "LIST",
+		 "durations charts: avg,min,max,total (default: all four)", parse_metrics},
+		{0, "x-field", SP_OPT_CALL, &pl.xfield, 0, "FIELD",
+		 "speedup x axis: ranks (default), omp_num_threads or total_cores", parse_xfield},
+		{0, "export-data", SP_OPT_FLAG, &pl.export_data, 1, NULL,
+		 "also write the data behind each chart as CSV", NULL},
+		SP_OPT_SELECT_NAMES,
+		{0, "ranks", SP_OPT_CALL, NULL, SP_SELECT_RANKS, "LIST", "only these ranks, e.g. 0-3,5",
+		 sp_opt_select},
+	};
+	clock_gettime(CLOCK_MONOTONIC, &pl.start);
+	int first = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv, 0, &sel);
+	if (first < 0) {
+		status = sp_opt_status(first);
+		goto out;
+	}
+	if (first >= argc) {
+		sp_cmd_error(CMD, "no file given; usage: scope-profiler plot FILE [FILE...] -o DIR");
+		goto out;
+	}
+	if (!pl.dir) {
+		sp_cmd_error(CMD, "no output folder given; use -o DIR");
+		goto out;
+	}
+	status = 1;
+	if (make_dir(pl.dir) != 0)
+		goto out;
+	size_t nin = (size_t)(argc - first);
+	profiles = calloc(nin, sizeof *profiles);
+	pl.files = calloc(nin, sizeof *pl.files);
+	if (!profiles || !pl.files) {
+		sp_cmd_error(CMD, "out of memory");
+		goto out;
+	}
+	pl.opts.sel = &sel;
+	for (size_t i = 0; i < nin; i++) {
+		const char *path = argv[first + (int)i];
+		struct sp_error err = {0};
+		if (sp_h5_read(path, SP_READ_EVENTS, &profiles[i], &err) != SP_OK) {
+			sp_cmd_error(CMD, "%s", err.msg);
+			pl.status = 1;
+			continue;
+		}
+		int regions = 0;
+		for (size_t r = 0; r < profiles[i]->nranks; r++)
+			for (size_t g = 0; g < profiles[i]->ranks[r].nregions; g++)
+				regions |= profiles[i]->ranks[r].regions[g].stats.num_calls > 0;
+		if (!regions) {
+			sp_cmd_error(CMD, "%s: the profile has no region with calls; nothing to draw", path);
+			pl.status = 1;
+			continue;
+		}
+		pl.files[pl.n++] = (struct sp_plot_file){path, profiles[i]};
+		if (seconds_since(&pl.start) > 1.0)
+			fprintf(stderr, "scope-profiler: plot: read %s (%.1f s)\n", path, seconds_since(&pl.start));
+	}
+	if (!pl.n) {
+		status = 1;
+		goto out;
+	}
+	for (size_t i = 0; i < pl.n; i++) {
+		if (sp_plot_has_events(pl.files[i].p, &sel)) {
+			if (!pl.events)
+				pl.events = &pl.files[i];
+		} else {
+			sp_cmd_error(CMD, "%s: no per-call events (aggregation mode, or none selected): no Gantt or "
+				     "flame chart of it", pl.files[i].name);
+		}
+	}
+	if (pl.events && pl.n > 1)
+		fprintf(stderr, "scope-profiler: plot: gantt.svg and flame.svg show %s\n", pl.events->name);
+	if (pl.events) {
+		write_chart(&pl, GANTT, 0, "gantt.svg", pl.export_data ? "gantt_data.csv" : NULL);
+		write_chart(&pl, FLAME, 0, "flame.svg", pl.export_data ? "flame_data.csv" : NULL);
+	}
+	for (int m = 0; m < SP_PLOT_NMETRICS; m++) {
+		char name[64];
+		if (!(pl.metrics & 1u << m))
+			continue;
+		snprintf(name, sizeof name, "durations_%s.svg", sp_plot_metric_names[m]);
+		write_chart(&pl, DURATIONS, m, name, NULL);
+	}
+	if (pl.export_data)
+		write_chart(&pl, DURATIONS_CSV, 0, "durations_data.csv", NULL);
+	double *xs = malloc(pl.n * sizeof *xs);
+	if (!xs) {
+		sp_cmd_error(CMD, "out of memory");
+		pl.status = 1;
+	} else if (sp_plot_speedup_xs(pl.files, pl.n, (enum sp_plot_xfield)pl.xfield, xs) >= 2) {
+		write_chart(&pl, SPEEDUP, 0, "speedup.svg", pl.export_data ? "speedup_data.csv" : NULL);
+	} else {
+		static const char *const what[] = {"numbers of ranks", "omp_num_threads values",
+						   "total_cores values"};
+		fprintf(stderr, "scope-profiler: plot: no speedup.svg: it needs files with at least two "
+			"different %s (--x-field)\n", what[pl.xfield]);
+	}
+	free(xs);
+	write_chart(&pl, STATISTICS, 0, "region_statistics.json", NULL);
+	status = pl.status;
+out:
+	if (profiles)
+		for (int i = 0; i < argc - first && first >= 0; i++)
+			sp_profile_free(profiles[i]);
+	free(profiles);
+	free(pl.files);
+	sp_select_free(&sel);
+	return status;
+}

@@ -1,0 +1,430 @@
+/* plot_charts.c - the charts of `scope-profiler plot` across files: region
+ * durations per metric and the speedup against the smallest run. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plot_int.h"
+#include "sp_analysis.h"
+#include "svg.h"
+
+const char *const sp_plot_metric_names[SP_PLOT_NMETRICS] = {"avg", "min", "max", "total"};
+
+static const char *const metric_titles[SP_PLOT_NMETRICS] = {
+	"mean time per call [s]", "shortest call [s]", "longest call [s]", "total time, all ranks [s]",
+};
+
+/* ---- one table of regions x files --------------------------------------- */
+
+struct dval {
+	int present;
+	int64_t calls, total, min, max;
+	int64_t slowest;               /* the largest selected rank's total */
+};
+
+struct drow {
+	const char *name;
+	struct dval *v;                /* one per file */
+	int64_t total;                 /* over the files: the order */
+};
+
+struct dtab {
+	struct drow *rows;
+	size_t n;
+	struct dval *vals;
+};
+
+struct dent {
+	const char *name;
+	size_t file;
+	const struct sp_stats *st;
+};
+
+static int dent_cmp(const void *a, const void *b)
+{
+	const struct dent *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->file > y->file) - (x->file < y->file);
+}
+
+static int drow_cmp(const void *a, const void *b)
+{
+	const struct drow *x = a, *y = b;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void dtab_free(struct dtab *t)
+{
+	free(t->rows);
+	free(t->vals);
+	*t = (struct dtab){0};
+}
+
+/* The selected regions of the selected ranks of every file, merged by name,
+ * heaviest first. SP_EINVAL when there is none. */
+static enum sp_err dtab_build(struct dtab *t, const struct sp_plot_file *f, size_t nf,
+			      const struct sp_select *sel, struct sp_error *err)
+{
+	size_t ne = 0, k = 0;
+	for (size_t i = 0; i < nf; i++)
+		for (size_t r = 0; r < f[i].p->nranks; r++)
+			ne += f[i].p->ranks[r].nregions;
+	struct dent *e = malloc((ne ? ne : 1) * sizeof *e);
+	if (!e)
+		return sp_error_set(err, SP_ENOMEM, "out of memory");
+	for (size_t i = 0; i < nf; i++)
+		for (size_t r = 0; r < f[i].p->nranks; r++) {
+			const struct sp_rank *rk = &f[i].p->ranks[r];
+			if (!sp_select_rank(sel, rk->rank))
+				continue;
+			for (size_t g = 0; g < rk->nregions; g++)
+				if (rk->regions[g].stats.num_calls > 0 && sp_select_region(sel, rk->regions[g].name))
+					e[k++] = (struct dent){rk->regions[g].name, i, &rk->regions[g].stats};
+		}
+	if (!k) {
+		free(e);
+		return sp_error_set(err, SP_EINVAL, "no selected region has calls in any file");
+	}
+	qsort(e, k, sizeof *e, dent_cmp);
+	size_t nrows = 1;
+	for (size_t j = 1; j < k; j++)
+		nrows += strcmp(e[j].name, e[j - 1].name) != 0;
+	t->rows = calloc(nrows, sizeof *t->rows);
+	t->vals = calloc(nrows * nf, sizeof *t->vals);
+	if (!t->rows || !t->vals) {
+		free(e);
+		dtab_free(t);
+		return sp_error_set(err, SP_ENOMEM, "out of memory");
+	}
+	t->n = 0;
+	for (size_t j = 0; j < k; j++) {
+		if (!j || strcmp(e[j].name, e[j - 1].name) != 0) {
+			t->rows[t->n] = (struct drow){e[j].name, t->vals + t->n * nf, 0};
+			t->n++;
+		}
+		struct drow *row = &t->rows[t->n - 1];
+		struct dval *v = &row->v[e[j].file];
+		const struct sp_stats *st = e[j].st;
+		if (!v->present) {
+			*v = (struct dval){1, 0, 0, st->min_ns, st->max_ns, 0};
+		}
+		v->calls += st->num_calls;
+		v->total += st->total_ns;
+		v->min = st->min_ns < v->min ? st->min_ns : v->min;
+		v->max = st->max_ns > v->max ? st->max_ns : v->max;
+		v->slowest = st->total_ns > v->slowest ? st->total_ns : v->slowest;
+		row->total += st->total_ns;
+	}
+	free(e);
+	qsort(t->rows, t->n, sizeof *t->rows, drow_cmp);
+	return SP_OK;
+}
+
+/* The value of metric m in seconds. */
+static double dvalue(const struct dval *v, enum sp_plot_metric m)
+{
+	switch (m) {
+	case SP_PLOT_AVG: return (double)v->total / (double)v->calls / 1e9;
+	case SP_PLOT_MIN: return (double)v->min / 1e9;
+	case SP_PLOT_MAX: return (double)v->max / 1e9;
+	default: return (double)v->total / 1e9;
+	}
+}
+
+/* ---- durations ---------------------------------------------------------- */
+
+#define D_LEFT 260
+#define D_BAR 12
+
+enum sp_err sp_plot_durations(FILE *svg, const struct sp_plot_file *files, size_t n,
+			      enum sp_plot_metric m, const struct sp_plot_opts *o, struct sp_error *err)
+{
+	struct dtab t = {0};
+	int width = o && o->width ? o->width : 1200;
+	enum sp_err rc = dtab_build(&t, files, n, o ? o->sel : NULL, err);
+	if (rc != SP_OK)
+		return rc;
+	double vmax = 0;
+	for (size_t r = 0; r < t.n; r++)
+		for (size_t i = 0; i < n; i++)
+			if (t.rows[r].v[i].present && dvalue(&t.rows[r].v[i], m) > vmax)
+				vmax = dvalue(&t.rows[r].v[i], m);
+	double step = sp_svg_tick_step(vmax, 8), axis_max = vmax > 0 ? ceil(vmax / step - 1e-9) * step : 1;
+	if (axis_max <= 0)
+		axis_max = step;
+	int cols = width / 300 > 0 ? width / 300 : 1;
+	double legend_h = n > 1 ? (double)((n + (size_t)cols - 1) / (size_t)cols) * 18 + 8 : 0;
+	double top = 56 + legend_h, row_h = (double)n * D_BAR + 8;
+	double left = D_LEFT, pw = width - D_LEFT - 40, axis_y = top + (double)t.n * row_h + 4;
+	double height = axis_y + 48;
+	char title[128], num[64];
+	snprintf(title, sizeof title, "Region durations: %s", metric_titles[m]);
+	sp_svg_begin(svg, width, (int)ceil(height), title);
+	fprintf(svg, "<g xmlns:sp=\"%s\">\n", SP_PLOT_NS);
+	sp_svg_label(svg, 12, 24, "start", "font-size=\"16\" font-weight=\"bold\"", title, 0);
+	if (n > 1) {
+		const char **names = malloc(n * sizeof *names), **colours = malloc(n * sizeof *colours);
+		if (!names || !colours) {
+			free(names);
+			free(colours);
+			dtab_free(&t);
+			return sp_error_set(err, SP_ENOMEM, "out of memory");
+		}
+		for (size_t i = 0; i < n; i++) {
+			names[i] = files[i].name;
+			colours[i] = sp_svg_series_colour(i);
+		}
+		fputs("<g class=\"legend\">\n", svg);
+		for (size_t i = 0; i < n; i++) {
+			double lx = 12 + (double)(i % (size_t)cols) * 300, ly = 40 + (double)(i / (size_t)cols) * 18;
+			fprintf(svg, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", lx, ly,
+				colours[i]);
+			sp_svg_label(svg, lx + 16, ly + 10, "start", NULL, names[i], 38);
+		}
+		fputs("</g>\n", svg);
+		free(names);
+		free(colours);
+	}
+	for (size_t r = 0; r < t.n; r++) {
+		const struct drow *row = &t.rows[r];
+		double y = top + (double)r * row_h;
+		sp_svg_label(svg, left - 6, y + row_h / 2 + 2, "end", "font-size=\"11\"", row->name, 34);
+		fputs("<g sp:region=\"", svg);
+		sp_svg_text(svg, row->name, 0);
+		fputs("\">\n", svg);
+		for (size_t i = 0; i < n; i++) {
+			if (!row->v[i].present)
+				continue;
+			double v = dvalue(&row->v[i], m), w = v / axis_max * pw;
+			fprintf(svg, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>",
+				left, y + 4 + (double)i * D_BAR, w, D_BAR - 1,
+				n > 1 ? sp_svg_series_colour(i) : sp_svg_colour(row->name));
+			sp_svg_text(svg, row->name, 0);
+			fputs(" \xe2\x80\x94 ", svg);
+			sp_svg_text(svg, files[i].name, 0);
+			fprintf(svg, ": %.9f s</title></rect>\n", v);
+		}
+		fputs("</g>\n", svg);
+	}
+	fprintf(svg, "<g stroke=\"#000000\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
+		left, axis_y, left + pw, axis_y, left, top, left, axis_y);
+	for (int i = 0; i * step <= axis_max * (1 + 1e-9); i++) {
+		double x = left + i * step / axis_max * pw;
+		fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
+			x, axis_y, x, axis_y + 5);
+		sp_svg_label(svg, x, axis_y + 17, "middle", NULL, sp_svg_number(num, sizeof num, i * step, step), 0);
+	}
+	sp_svg_label(svg, left + pw / 2, axis_y + 36, "middle", NULL, metric_titles[m], 0);
+	sp_svg_label(svg, 12, top - 6 < 50 ? 50 : top - 6, "start", "font-weight=\"bold\"", "region", 0);
+	fputs("</g>\n", svg);
+	sp_svg_end(svg);
+	dtab_free(&t);
+	return ferror(svg) ? sp_error_set(err, SP_EIO, "writing the durations chart failed") : SP_OK;
+}
+
+enum sp_err sp_plot_durations_csv(FILE *csv, const struct sp_plot_file *files, size_t n,
+				  unsigned metrics, const struct sp_plot_opts *o, struct sp_error *err)
+{
+	struct dtab t = {0};
+	enum sp_err rc = dtab_build(&t, files, n, o ? o->sel : NULL, err);
+	if (rc != SP_OK)
+		return rc;
+	fputs("file,region,metric,value\n", csv);
+	for (size_t i = 0; i < n; i++)
+		for (size_t r = 0; r < t.n; r++)
+			for (int m = 0; m < SP_PLOT_NMETRICS; m++) {
+				const struct dval *v = &t.rows[r].v[i];
+				if (!v->present || !(metrics & 1u << m))
+					continue;
+				sp_plot_csv_name(csv, files[i].name);
+				fputc(',', csv);
+				sp_plot_csv_name(csv, t.rows[r].name);
+				fprintf(csv, ",%s,%.9f\n", sp_plot_metric_names[m], dvalue(v, (enum sp_plot_metric)m));
+			}
+	dtab_free(&t);
+	return ferror(csv) ? sp_error_set(err, SP_EIO, "writing durations_data.csv failed") : SP_OK;
+}
+
+/* ---- speedup ------------------------------------------------------------ */
+
+/* A positive whole number of metadata key, or NAN. */
+static double meta_num(const struct sp_profile *p, const char *key)
+{
+	const char *s = sp_profile_meta(p, key);
+	char *end;
+	if (!s)
+		return NAN;
+	double v = strtod(s, &end);
+	while (*end == ' ')
+		end++;
+	return end != s && !*end && v > 0 && isfinite(v) ? v : NAN;
+}
+
+size_t sp_plot_speedup_xs(const struct sp_plot_file *files, size_t n, enum sp_plot_xfield xf, double *x)
+{
+	size_t distinct = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct sp_profile *p = files[i].p;
+		double ranks = (double)p->nranks;
+		switch (xf) {
+		case SP_PLOT_X_RANKS:
+			x[i] = ranks > 0 ? ranks : NAN;
+			break;
+		case SP_PLOT_X_OMP:
+			x[i] = meta_num(p, "omp_num_threads");
+			break;
+		case SP_PLOT_X_CORES:
+			x[i] = meta_num(p, "total_cores");
+			if (isnan(x[i]))
+				x[i] = ranks * (isnan(meta_num(p, "omp_num_threads")) ? 1 : meta_num(p, "omp_num_threads"));
+			break;
+		}
+		if (isnan(x[i]))
+			continue;
+		size_t j = 0;
+		while (j < i && x[j] != x[i])
+			j++;
+		distinct += j == i;
+	}
+	return distinct;
+}
+
+#define S_LEFT 80
+#define S_TOP 56
+#define S_H 420
+
+enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *files, size_t n,
+			    enum sp_plot_xfield xf, const struct sp_plot_opts *o, struct sp_error *err)
+{
+	static const char *const xnames[] = {"ranks", "OpenMP threads (omp_num_threads)",
+					     "cores (total_cores)"};
+	int width = o && o->width ? o->width : 1200;
+	double *x = malloc((n ? n : 1) * sizeof *x);
+	size_t *order = malloc((n ? n : 1) * sizeof *order);
+	struct dtab t = {0};
+	enum sp_err rc = SP_OK;
+	if (!x || !order) {
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (sp_plot_speedup_xs(files, n, xf, x) < 2) {
+		rc = sp_error_set(err, SP_EINVAL, "no speedup chart: the files have fewer than two distinct "
+				  "numbers of %s", xnames[xf]);
+		goto out;
+	}
+	if ((rc = dtab_build(&t, files, n, o ? o->sel : NULL, err)) != SP_OK)
+		goto out;
+	/* the runs with an x value, by x (then file order) */
+	size_t nr = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(x[i])) {
+			size_t j = nr++;
+			while (j > 0 && x[order[j - 1]] > x[i]) {
+				order[j] = order[j - 1];
+				j--;
+			}
+			order[j] = i;
+		}
+	size_t base = order[0];
+	double xmin = x[base], xmax = x[order[nr - 1]], smax = xmax / xmin;
+	for (size_t r = 0; r < t.n; r++) {
+		const struct dval *b = &t.rows[r].v[base];
+		if (!b->present || b->slowest <= 0)
+			continue;
+		for (size_t j = 0; j < nr; j++) {
+			const struct dval *v = &t.rows[r].v[order[j]];
+			if (v->present && v->slowest > 0 && (double)b->slowest / (double)v->slowest > smax)
+				smax = (double)b->slowest / (double)v->slowest;
+		}
+	}
+	double pw = width - S_LEFT - 300, ph = S_H;
+	double xstep = sp_svg_tick_step(xmax, 10), xtop = ceil(xmax / xstep - 1e-9) * xstep;
+	double ystep = sp_svg_tick_step(smax, 8), ytop = ceil(smax / ystep - 1e-9) * ystep;
+#define SX(v) (S_LEFT + (v) / xtop * pw)
+#define SY(v) (S_TOP + ph - (v) / ytop * ph)
+	char num[64];
+	sp_svg_begin(svg, width, (int)(S_TOP + ph + 60), "Speedup against the smallest run");
+	fprintf(svg, "<g xmlns:sp=\"%s\">\n", SP_PLOT_NS);
+	fputs("<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">Speedup against ", svg);
+	sp_svg_text(svg, files[base].name, 60);
+	fputs("</text>\n", svg);
+	fprintf(svg, "<g stroke=\"#000000\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
+		SX(0), SY(0), SX(xtop), SY(0), SX(0), SY(0), SX(0), SY(ytop));
+	for (int i = 0; i * xstep <= xtop * (1 + 1e-9); i++) {
+		fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
+			SX(i * xstep), SY(0), SX(i * xstep), SY(0) + 5);
+		sp_svg_label(svg, SX(i * xstep), SY(0) + 17, "middle", NULL,
+			     sp_svg_number(num, sizeof num, i * xstep, xstep), 0);
+	}
+	for (int i = 0; i * ystep <= ytop * (1 + 1e-9); i++) {
+		fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
+			SX(0) - 5, SY(i * ystep), SX(0), SY(i * ystep));
+		sp_svg_label(svg, SX(0) - 8, SY(i * ystep) + 4, "end", NULL,
+			     sp_svg_number(num, sizeof num, i * ystep, ystep), 0);
+	}
+	sp_svg_label(svg, SX(xtop / 2), SY(0) + 36, "middle", NULL, xnames[xf], 0);
+	fprintf(svg, "<text x=\"20\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 20 %.1f)\">"
+		"speedup (time of the smallest run / time)</text>\n", SY(ytop / 2), SY(ytop / 2));
+	/* the ideal line: x / xmin */
+	fprintf(svg, "<polyline class=\"ideal\" points=\"%.1f,%.1f %.1f,%.1f\" fill=\"none\" stroke=\"#000000\""
+		" stroke-dasharray=\"6,4\"/>\n", SX(xmin), SY(1.0), SX(xmax), SY(xmax / xmin));
+	double ly = S_TOP;
+	double lx = S_LEFT + pw + 30;
+	fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\" "
+		"stroke-dasharray=\"6,4\"/>\n", lx, ly + 6, lx + 24, ly + 6);
+	sp_svg_label(svg, lx + 30, ly + 10, "start", NULL, "ideal", 0);
+	if (csv)
+		fputs("region,x,time,speedup\n", csv);
+	for (size_t r = 0; r < t.n; r++) {
+		const struct drow *row = &t.rows[r];
+		const struct dval *b = &row->v[base];
+		if (!b->present || b->slowest <= 0)
+			continue;
+		const char *colour = sp_svg_colour(row->name);
+		fputs("<g sp:region=\"", svg);
+		sp_svg_text(svg, row->name, 0);
+		fprintf(svg, "\" fill=\"%s\" stroke=\"%s\">\n<polyline fill=\"none\" points=\"", colour, colour);
+		for (size_t j = 0, k = 0; j < nr; j++) {
+			const struct dval *v = &row->v[order[j]];
+			if (v->present && v->slowest > 0)
+				fprintf(svg, "%s%.1f,%.1f", k++ ? " " : "", SX(x[order[j]]),
+					SY((double)b->slowest / (double)v->slowest));
+		}
+		fputs("\"/>\n", svg);
+		for (size_t j = 0; j < nr; j++) {
+			const struct dval *v = &row->v[order[j]];
+			if (!v->present || v->slowest <= 0)
+				continue;
+			double s = (double)b->slowest / (double)v->slowest;
+			fprintf(svg, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"><title>", SX(x[order[j]]), SY(s));
+			sp_svg_text(svg, row->name, 0);
+			fprintf(svg, " at %g: %.3fx</title></circle>\n", x[order[j]], s);
+			if (csv) {
+				sp_plot_csv_name(csv, row->name);
+				fprintf(csv, ",%g,", x[order[j]]);
+				sp_plot_secs(csv, v->slowest);
+				fprintf(csv, ",%.6f\n", s);
+			}
+		}
+		fputs("</g>\n", svg);
+		ly += 18;
+		fprintf(svg, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", lx + 6, ly,
+			colour);
+		sp_svg_label(svg, lx + 30, ly + 10, "start", NULL, row->name, 30);
+	}
+	fputs("</g>\n", svg);
+	sp_svg_end(svg);
+#undef SX
+#undef SY
+	if (ferror(svg) || (csv && ferror(csv)))
+		rc = sp_error_set(err, SP_EIO, "writing the speedup chart failed");
+out:
+	dtab_free(&t);
+	free(x);
+	free(order);
+	return rc;
+}

@@ -1,0 +1,283 @@
+/* plot_flame.c - the flame (icicle) chart of `scope-profiler plot`: each
+ * selected rank's call stacks over time, depth downwards, nested by the one
+ * rule of sp_nest.h among the selected regions. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plot_int.h"
+#include "sp_clock.h"
+#include "sp_grow.h"
+#include "sp_nest.h"
+#include "svg.h"
+
+#define F_LEFT 120
+#define F_TOP 64
+#define F_ROW 16
+#define F_GAP 24
+
+/* One call as the chart places it. */
+struct fcall {
+	int64_t start, end;
+	uint64_t pos;                  /* the walk's order */
+	int32_t region;                /* index into the rank's regions */
+	int32_t lane;
+	uint32_t depth;
+	int32_t rank;                  /* index into p->ranks */
+};
+
+struct fwalk {
+	struct fcall *c;
+	size_t n, cap;
+	int32_t rank;
+	const int32_t *gi;             /* column -> region index */
+};
+
+static int fvisit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, int64_t *tag)
+{
+	struct fwalk *w = ctx;
+	if (SP_GROW(&w->c, &w->cap, w->n + 1) != 0)
+		return -1;
+	uint32_t depth = c->depth > UINT32_MAX ? UINT32_MAX : (uint32_t)c->depth;
+	w->c[w->n++] = (struct fcall){c->start, c->end, c->pos, w->gi[c->region], c->lane, depth, w->rank};
+	*tag = 0;
+	return 0;
+}
+
+/* By rank, lane, depth, then the walk's order (start order in a lane). */
+static int fcall_cmp(const void *a, const void *b)
+{
+	const struct fcall *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->lane != y->lane)
+		return x->lane < y->lane ? -1 : 1;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* A block: one rank's lane, rows 0..depths-1, calls c[first .. first + n). */
+struct block {
+	size_t first, n;
+	uint32_t depths;
+	int many_lanes;                /* the rank has several lanes: say which */
+};
+
+struct fdraw {
+	FILE *out;
+	const struct sp_plot_axis *a;
+	const struct sp_profile *p;
+	const struct fcall *c;         /* the row's first call */
+	double y;
+};
+
+static void flame_box(void *ctx, const struct sp_plot_bar *b)
+{
+	struct fdraw *d = ctx;
+	const struct fcall *c = &d->c[b->first];
+	const struct sp_rank *rk = &d->p->ranks[c->rank];
+	const char *name = rk->regions[c->region].name;
+	double w = b->x1 - b->x0;
+	if (w < 0.5)
+		w = 0.5;
+	/* A merged box holds the calls after c in the row: one region's keep
+	 * its colour, a mix is grey. */
+	int64_t end = c->end;
+	int mixed = 0;
+	for (int64_t i = 1; i < b->calls; i++) {
+		end = c[i].end > end ? c[i].end : end;
+		mixed |= c[i].region != c->region;
+	}
+	fprintf(d->out, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"",
+		d->a->left + b->x0, d->y, w, F_ROW - 2, mixed ? "#a0a0a0" : sp_svg_colour(name));
+	if (b->calls > 1)
+		fprintf(d->out, " sp:calls=\"%lld\"><title>%lld calls narrower than a column%s, the first ",
+			(long long)b->calls, (long long)b->calls, mixed ? " (several regions)" : "");
+	else
+		fputs("><title>", d->out);
+	sp_svg_text(d->out, name, 0);
+	fputs("\nstart ", d->out);
+	sp_plot_secs(d->out, c->start - d->a->t0);
+	fputs(" s\nduration ", d->out);
+	sp_plot_secs(d->out, end - c->start);
+	fputs(" s</title></rect>\n", d->out);
+	if (b->calls == 1 && w >= 40) {
+		size_t chars = (size_t)((w - 6) / 7);
+		sp_svg_label(d->out, d->a->left + b->x0 + 3, d->y + 11, "start",
+			     "font-size=\"11\" fill=\"#ffffff\"", name, chars > 1 ? chars - 1 : 1);
+	}
+}
+
+/* Merges (and, with d, draws) the rows of block b. */
+static void flame_block(struct sp_plot_merge *m, const struct sp_plot_axis *a, const struct fcall *c,
+			const struct block *b, struct fdraw *d, double top)
+{
+	for (size_t i = b->first; i < b->first + b->n; i++) {
+		if (i == b->first || c[i].depth != c[i - 1].depth) {
+			sp_plot_merge_flush(m);
+			if (d) {
+				d->c = c;
+				d->y = top + (double)c[i].depth * F_ROW;
+			}
+		}
+		sp_plot_merge_call(m, (double)(c[i].start - a->t0) * a->k, (double)(c[i].end - a->t0) * a->k, i);
+	}
+	sp_plot_merge_flush(m);
+}
+
+/* Walks the selected ranks' nesting into w (sorted). */
+static enum sp_err collect(const struct sp_plot_file *f, const struct sp_select *sel, struct fwalk *w,
+			   struct sp_error *err)
+{
+	const struct sp_profile *p = f->p;
+	struct sp_nest_column *cols = NULL;
+	int32_t *gi = NULL;
+	enum sp_err rc = SP_OK;
+	for (size_t r = 0; r < p->nranks && rc == SP_OK; r++) {
+		const struct sp_rank *rk = &p->ranks[r];
+		if (!sp_select_rank(sel, rk->rank))
+			continue;
+		free(cols);
+		free(gi);
+		cols = malloc((rk->nregions ? rk->nregions : 1) * sizeof *cols);
+		gi = malloc((rk->nregions ? rk->nregions : 1) * sizeof *gi);
+		if (!cols || !gi) {
+			rc = sp_error_set(err, SP_ENOMEM, "out of memory");
+			break;
+		}
+		size_t nc = 0;
+		for (size_t g = 0; g < rk->nregions; g++) {
+			const struct sp_region_data *rd = &rk->regions[g];
+			if (!rd->starts || rd->stats.num_calls <= 0 || !sp_select_region(sel, rd->name))
+				continue;
+			cols[nc] = (struct sp_nest_column){rd->starts, rd->ends, rd->lanes, (size_t)rd->stats.num_calls};
+			gi[nc++] = (int32_t)g;
+		}
+		w->rank = (int32_t)r;
+		w->gi = gi;
+		if (nc && sp_nest_walk(cols, nc, 0, fvisit, w, err) != SP_OK)
+			rc = sp_error_set(err, SP_ENOMEM, "rank %d: out of memory for the call stacks", rk->rank);
+	}
+	free(cols);
+	free(gi);
+	if (rc == SP_OK && w->n)
+		qsort(w->c, w->n, sizeof *w->c, fcall_cmp);
+	if (rc == SP_OK && !w->n)
+		rc = sp_error_set(err, SP_EINVAL, "%s: no per-call events in the selected regions and ranks%s",
+				  f->name, sp_plot_has_events(p, NULL) ? "" : " (aggregation mode?)");
+	return rc;
+}
+
+enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
+			  const struct sp_plot_opts *o, struct sp_plot_info *info, struct sp_error *err)
+{
+	const struct sp_select *sel = o ? o->sel : NULL;
+	int width = o && o->width ? o->width : 1200;
+	size_t budget = o && o->max_bytes ? o->max_bytes : (size_t)9 << 19;
+	const struct sp_profile *p = f->p;
+	struct fwalk w = {0};
+	struct block *blocks = NULL;
+	size_t nb = 0, bcap = 0;
+	enum sp_err rc = collect(f, sel, &w, err);
+	if (rc != SP_OK)
+		goto out;
+	for (size_t i = 0; i < w.n; i++) {
+		if (!nb || w.c[i].rank != w.c[i - 1].rank || w.c[i].lane != w.c[i - 1].lane) {
+			if (SP_GROW(&blocks, &bcap, nb + 1) != 0) {
+				rc = sp_error_set(err, SP_ENOMEM, "out of memory");
+				goto out;
+			}
+			blocks[nb++] = (struct block){i, 0, 0, 0};
+		}
+		struct block *b = &blocks[nb - 1];
+		b->n++;
+		if (w.c[i].depth + 1 > b->depths)
+			b->depths = w.c[i].depth + 1;
+	}
+	for (size_t i = 0; i < nb; i++) {
+		int prev = i && w.c[blocks[i - 1].first].rank == w.c[blocks[i].first].rank;
+		int next = i + 1 < nb && w.c[blocks[i + 1].first].rank == w.c[blocks[i].first].rank;
+		blocks[i].many_lanes = prev || next || w.c[blocks[i].first].lane != 0;
+	}
+	struct sp_plot_axis a;
+	sp_plot_axis_init(&a, p, sel, F_LEFT, width - F_LEFT - 30);
+	struct sp_plot_info in = {.calls = (int64_t)w.n};
+	/* The columns: as narrow as the budget allows (a box and its title,
+	 * ~130 bytes and its name). */
+	size_t names = 0, samples = 0;
+	for (size_t i = 0; i < w.n; i += 1 + w.n / 1024, samples++)
+		names += strlen(p->ranks[w.c[i].rank].regions[w.c[i].region].name);
+	double per_box = 130 + (double)names / (double)(samples ? samples : 1);
+	for (in.column_px = 1;; in.column_px *= 2) {
+		struct sp_plot_merge m = {.colw = in.column_px};
+		for (size_t i = 0; i < nb; i++)
+			flame_block(&m, &a, w.c, &blocks[i], NULL, 0);
+		in.bars = m.bars;
+		in.merged = m.merged;
+		if ((double)m.bars * per_box <= (double)budget || in.column_px >= a.width)
+			break;
+	}
+	double height = F_TOP;
+	for (size_t i = 0; i < nb; i++)
+		height += F_GAP + (double)blocks[i].depths * F_ROW;
+	double axis_y = height + 4;
+	height = axis_y + 48;
+	sp_svg_begin(svg, width, (int)ceil(height), "Flame chart: call stacks over time");
+	fprintf(svg, "<g xmlns:sp=\"%s\">\n", SP_PLOT_NS);
+	fputs("<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">Flame chart: ", svg);
+	sp_svg_text(svg, f->name, 80);
+	fputs("</text>\n", svg);
+	char note[256];
+	if (in.merged) {
+		snprintf(note, sizeof note, "%lld of %lld calls narrower than %g px are merged: one box per depth "
+			 "and %g px column (grey: several regions)", (long long)in.merged, (long long)in.calls, in.column_px,
+			 in.column_px);
+		sp_svg_label(svg, 12, 44, "start", "class=\"note\" fill=\"#555555\"", note, 0);
+	} else {
+		sp_svg_label(svg, 12, 44, "start", "fill=\"#555555\"",
+			     "depth grows downwards; hover a box for its name, start and duration", 0);
+	}
+	double y = F_TOP;
+	for (size_t i = 0; i < nb; i++) {
+		const struct fcall *c0 = &w.c[blocks[i].first];
+		char label[64];
+		if (blocks[i].many_lanes)
+			snprintf(label, sizeof label, "rank %d, thread %d", p->ranks[c0->rank].rank, (int)c0->lane);
+		else
+			snprintf(label, sizeof label, "rank %d", p->ranks[c0->rank].rank);
+		y += F_GAP;
+		sp_svg_label(svg, a.left - 8, y + 11, "end", "font-weight=\"bold\"", label, 0);
+		fprintf(svg, "<g sp:rank=\"%d\">\n", p->ranks[c0->rank].rank);
+		struct fdraw d = {svg, &a, p, w.c, y};
+		struct sp_plot_merge m = {.colw = in.column_px, .emit = flame_box, .ctx = &d};
+		flame_block(&m, &a, w.c, &blocks[i], &d, y);
+		fputs("</g>\n", svg);
+		y += (double)blocks[i].depths * F_ROW;
+	}
+	sp_plot_axis_draw(svg, &a, F_TOP, axis_y);
+	fputs("</g>\n", svg);
+	sp_svg_end(svg);
+	if (csv) {
+		fputs("rank,depth,region,start,duration\n", csv);
+		for (size_t i = 0; i < w.n; i++) {
+			const struct fcall *c = &w.c[i];
+			const struct sp_rank *rk = &p->ranks[c->rank];
+			fprintf(csv, "%d,%u,", rk->rank, (unsigned)c->depth);
+			sp_plot_csv_name(csv, rk->regions[c->region].name);
+			fputc(',', csv);
+			sp_plot_secs(csv, c->start - a.t0);
+			fputc(',', csv);
+			sp_plot_secs(csv, c->end - c->start);
+			fputc('\n', csv);
+		}
+	}
+	if (info)
+		*info = in;
+	if (ferror(svg) || (csv && ferror(csv)))
+		rc = sp_error_set(err, SP_EIO, "writing the flame chart failed");
+out:
+	free(blocks);
+	free(w.c);
+	return rc;
+}
