@@ -248,8 +248,6 @@ int cmd_plot(int argc, char **argv)
 		goto out;
 	}
 	status = 1;
-	if (make_dir(pl.dir) != 0)
-		goto out;
 	size_t nin = (size_t)(argc - first);
 	profiles = calloc(nin, sizeof *profiles);
 	pl.files = calloc(nin, sizeof *pl.files);
@@ -279,10 +277,9 @@ int cmd_plot(int argc, char **argv)
 		if (seconds_since(&pl.start) > 1.0)
 			fprintf(stderr, "scope-profiler: plot: read %s (%.1f s)\n", path, seconds_since(&pl.start));
 	}
-	if (!pl.n) {
-		status = 1;
+	/* DIR once something can be drawn: a wrong FILE leaves no empty folder */
+	if (!pl.n || make_dir(pl.dir) != 0)
 		goto out;
-	}
 	for (size_t i = 0; i < pl.n; i++) {
 		if (sp_plot_has_events(pl.files[i].p, &sel)) {
 			if (!pl.events)

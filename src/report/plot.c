@@ -192,7 +192,7 @@ static size_t legend_names(const struct lane *l, size_t n, const char **names)
 static double draw_legend(FILE *out, const char *const *names, size_t n, const char *const *colours,
 			  double x, double y, double colw, int cols)
 {
-	fputs("<g>\n", out);
+	fputs("<g class=\"legend\">\n", out);
 	for (size_t i = 0; i < n; i++) {
 		double lx = x + (double)(i % (size_t)cols) * colw, ly = y + (double)(i / (size_t)cols) * 18;
 		fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", lx, ly,

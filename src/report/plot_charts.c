@@ -346,7 +346,11 @@ enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *fil
 #define SX(v) (S_LEFT + (v) / xtop * pw)
 #define SY(v) (S_TOP + ph - (v) / ytop * ph)
 	char num[64];
-	sp_svg_begin(svg, width, (int)(S_TOP + ph + 60), "Speedup against the smallest run");
+	size_t shown = 0;
+	for (size_t r = 0; r < t.n; r++)
+		shown += t.rows[r].v[base].present && t.rows[r].v[base].slowest > 0;
+	double height = S_TOP + ph + 60, legend_end = S_TOP + 18 * (double)(shown + 1) + 10;
+	sp_svg_begin(svg, width, (int)(legend_end > height ? legend_end : height), "Speedup against the smallest run");
 	fprintf(svg, "<g xmlns:sp=\"%s\">\n", SP_PLOT_NS);
 	fputs("<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">Speedup against ", svg);
 	sp_svg_text(svg, files[base].name, 60);

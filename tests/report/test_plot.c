@@ -1,0 +1,283 @@
+/* test_plot.c - unit tests of the charts' SVG writer (svg.h: escaping,
+ * truncation, the palette, axis numbers) and of the merging of calls
+ * narrower than a pixel column (plot_int.h), through sp_plot_gantt and
+ * sp_plot_flame on profiles made here. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "plot_int.h"
+#include "sp_plot.h"
+#include "sp_profile.h"
+#include "svg.h"
+
+/* What stmt wrote to mf, as a string (the caller frees it). */
+#define CAPTURE(out, stmt) do { \
+	size_t len_; \
+	FILE *f_ = open_memstream(&(out), &len_); \
+	assert_non_null(f_); \
+	{ FILE *mf = f_; stmt; } \
+	fclose(f_); \
+} while (0)
+
+static void expect_text(const char *in, size_t max, const char *want)
+{
+	char *s = NULL;
+	CAPTURE(s, sp_svg_text(mf, in, max));
+	assert_string_equal(s, want);
+	free(s);
+}
+
+static void test_escaping(void **state)
+{
+	expect_text("a<b>&c\"d'e", 0, "a&lt;b&gt;&amp;c&quot;d&apos;e");
+	expect_text("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80", 0, "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80");
+	/* a malformed byte, a lone continuation byte, an overlong '/' */
+	expect_text("x\xff" "y\x80z\xc0\xaf", 0,
+		    "x\xef\xbf\xbdy\xef\xbf\xbdz\xef\xbf\xbd\xef\xbf\xbd");
+	/* control characters XML 1.0 does not allow; tab and newline stay */
+	expect_text("a\x01" "b\x1b" "c\td\ne", 0, "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\td\ne");
+	expect_text("", 0, "");
+}
+
+static void test_truncation_counts_characters(void **state)
+{
+	expect_text("abcdef", 3, "abc\xe2\x80\xa6");
+	expect_text("abc", 3, "abc");
+	/* three characters, nine bytes: never cut inside one */
+	expect_text("\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92", 3,
+		    "\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x80\xa6");
+	expect_text("<<<<", 2, "&lt;&lt;\xe2\x80\xa6");
+	assert_int_equal(sp_svg_chars("a\xc3\xa9\xff"), 3);
+}
+
+static void test_document_frame(void **state)
+{
+	char *s = NULL;
+	CAPTURE(s, (sp_svg_begin(mf, 300, 200, "t<1>"), sp_svg_end(mf)));
+	assert_non_null(strstr(s, "xmlns=\"http://www.w3.org/2000/svg\""));
+	assert_non_null(strstr(s, "width=\"300\" height=\"200\" viewBox=\"0 0 300 200\""));
+	assert_non_null(strstr(s, "<title>t&lt;1&gt;</title>"));
+	assert_true(strlen(s) > 8 && strcmp(s + strlen(s) - 7, "</svg>\n") == 0);
+	free(s);
+}
+
+static void test_palette_is_by_name(void **state)
+{
+	assert_string_equal(sp_svg_colour("solve"), sp_svg_colour("solve"));
+	int differ = 0;
+	const char *names[] = {"a", "b", "c", "d", "e", "f"};
+	for (size_t i = 1; i < 6; i++)
+		differ |= strcmp(sp_svg_colour(names[0]), sp_svg_colour(names[i])) != 0;
+	assert_true(differ);
+	assert_int_equal(strlen(sp_svg_colour("x")), 7);
+}
+
+static void test_axis_numbers(void **state)
+{
+	char b[32];
+	double st = sp_svg_tick_step(10, 10);
+	assert_true(st == 1);
+	st = sp_svg_tick_step(0.0024, 10);
+	assert_true(st > 0.00024 - 1e-12 && st <= 0.0005 + 1e-12);
+	assert_string_equal(sp_svg_number(b, sizeof b, 0.0005, 0.0005), "0.0005");
+	assert_string_equal(sp_svg_number(b, sizeof b, 1200, 200), "1200");
+	assert_string_equal(sp_svg_number(b, sizeof b, -1e-20, 0.1), "0.0");
+	assert_true(sp_svg_tick_step(0, 10) == 1);
+}
+
+/* ---- merging ------------------------------------------------------------ */
+
+struct got {
+	struct sp_plot_bar b[16];
+	size_t n;
+};
+
+static void collect(void *ctx, const struct sp_plot_bar *b)
+{
+	struct got *g = ctx;
+	assert_true(g->n < 16);
+	g->b[g->n++] = *b;
+}
+
+static void test_merge_narrow_calls_per_column(void **state)
+{
+	struct got g = {0};
+	struct sp_plot_merge m = {.colw = 1, .emit = collect, .ctx = &g};
+	/* three calls in column 0, one wide call, two in column 5, one in 6 */
+	sp_plot_merge_call(&m, 0.1, 0.2, 0);
+	sp_plot_merge_call(&m, 0.3, 0.5, 1);
+	sp_plot_merge_call(&m, 0.6, 0.9, 2);
+	sp_plot_merge_call(&m, 1.0, 4.5, 3);
+	sp_plot_merge_call(&m, 5.1, 5.2, 4);
+	sp_plot_merge_call(&m, 5.5, 5.6, 5);
+	sp_plot_merge_call(&m, 6.0, 6.3, 6);
+	sp_plot_merge_flush(&m);
+	assert_int_equal(g.n, 4);
+	assert_int_equal(m.bars, 4);
+	assert_int_equal(g.b[0].calls, 3);
+	assert_int_equal(g.b[0].first, 0);
+	assert_true(g.b[0].x0 == 0.1 && g.b[0].x1 == 0.9);
+	assert_int_equal(g.b[1].calls, 1);
+	assert_int_equal(g.b[1].first, 3);
+	assert_int_equal(g.b[2].calls, 2);
+	assert_int_equal(g.b[2].first, 4);
+	assert_true(g.b[2].x1 == 5.6);
+	assert_int_equal(g.b[3].calls, 1);        /* alone in its column: not merged */
+	assert_int_equal(m.merged, 5);
+	/* a call at least a column wide is never merged, even in a busy column */
+	struct got h = {0};
+	struct sp_plot_merge w = {.colw = 4, .emit = collect, .ctx = &h};
+	sp_plot_merge_call(&w, 0.0, 1.0, 0);
+	sp_plot_merge_call(&w, 1.0, 5.0, 1);
+	sp_plot_merge_call(&w, 5.0, 6.0, 2);      /* column 1 */
+	sp_plot_merge_call(&w, 7.5, 7.9, 3);      /* column 1 */
+	sp_plot_merge_call(&w, 8.0, 8.1, 4);      /* column 2 */
+	sp_plot_merge_flush(&w);
+	assert_int_equal(h.n, 4);
+	assert_int_equal(h.b[0].calls, 1);
+	assert_int_equal(h.b[1].calls, 1);
+	assert_int_equal(h.b[2].calls, 2);
+	assert_int_equal(h.b[3].calls, 1);
+	/* flushing twice emits nothing more; an empty lane emits nothing */
+	sp_plot_merge_flush(&w);
+	assert_int_equal(h.n, 4);
+}
+
+/* ---- the charts over a made profile ------------------------------------- */
+
+/* One rank, region "outer" with n calls of 10 us one after the other and,
+ * inside each, "in<&>" of 1 us. */
+static struct sp_profile *made(size_t n)
+{
+	struct sp_profile *p = calloc(1, sizeof *p);
+	assert_non_null(p);
+	p->nranks = 1;
+	p->ranks = calloc(1, sizeof *p->ranks);
+	struct sp_rank *rk = &p->ranks[0];
+	rk->run_start_ns = rk->run_end_ns = INT64_MIN;
+	rk->nregions = 2;
+	rk->regions = calloc(2, sizeof *rk->regions);
+	const char *names[] = {"outer", "in<&>"};
+	for (size_t g = 0; g < 2; g++) {
+		struct sp_region_data *rd = &rk->regions[g];
+		rd->name = strdup(names[g]);
+		rd->starts = malloc(n * sizeof *rd->starts);
+		rd->ends = malloc(n * sizeof *rd->ends);
+		rd->owns_events = 1;
+		for (size_t i = 0; i < n; i++) {
+			rd->starts[i] = 1000000 + (int64_t)i * 20000 + (g ? 2000 : 0);
+			rd->ends[i] = rd->starts[i] + (g ? 1000 : 10000);
+		}
+		sp_stats_compute(&rd->stats, rd->starts, rd->ends, n);
+	}
+	return p;
+}
+
+/* The bars of the lanes from `from` on, up to the legend, and the calls
+ * they hold. */
+static void count_bars(const char *svg, const char *from, int64_t *bars, int64_t *calls)
+{
+	*bars = *calls = 0;
+	const char *legend = strstr(svg, "class=\"legend\"");
+	for (const char *q = strstr(svg, from); q && (q = strstr(q, "<rect x=")) && (!legend || q < legend); q++) {
+		const char *end = strchr(q, '>');
+		const char *c = strstr(q, "sp:calls=\"");
+		(*bars)++;
+		*calls += c && c < end ? strtoll(c + 10, NULL, 10) : 1;
+	}
+}
+
+static void test_gantt_merges_and_counts_every_call(void **state)
+{
+	struct sp_profile *p = made(10);
+	struct sp_plot_file f = {"made.h5", p};
+	struct sp_plot_info in;
+	struct sp_error err = {0};
+	char *s = NULL;
+	enum sp_err rc;
+	CAPTURE(s, rc = sp_plot_gantt(mf, NULL, &f, NULL, &in, &err));
+	assert_int_equal(rc, SP_OK);
+	assert_int_equal(in.calls, 20);
+	assert_int_equal(in.merged, 0);          /* 10 us of 200 us: wide enough */
+	int64_t bars, calls;
+	count_bars(s, "sp:region=\"outer\"", &bars, &calls);
+	assert_int_equal(bars, 20);              /* outer's lane, then in<&>'s */
+	assert_non_null(strstr(s, "sp:region=\"in&lt;&amp;&gt;\""));
+	assert_null(strstr(s, "merged"));
+	free(s);
+	sp_profile_free(p);
+
+	/* 100000 calls over 1150 px: merged, every call still counted */
+	p = made(100000);
+	f.p = p;
+	CAPTURE(s, rc = sp_plot_gantt(mf, NULL, &f, NULL, &in, &err));
+	assert_int_equal(rc, SP_OK);
+	assert_int_equal(in.calls, 200000);
+	assert_true(in.merged > 0 && in.bars < 2 * 1200 * 2);
+	count_bars(s, "sp:region=\"outer\"", &bars, &calls);
+	assert_int_equal(calls, 200000);
+	assert_int_equal(bars, in.bars);
+	assert_non_null(strstr(s, "merged"));
+	free(s);
+
+	/* a small budget widens the columns */
+	struct sp_plot_opts o = {.max_bytes = 64 * 1024};
+	CAPTURE(s, rc = sp_plot_gantt(mf, NULL, &f, &o, &in, &err));
+	assert_int_equal(rc, SP_OK);
+	assert_true(in.column_px > 1);
+	assert_true(strlen(s) < 64 * 1024 + 8192);
+	count_bars(s, "sp:region=\"outer\"", &bars, &calls);
+	assert_int_equal(calls, 200000);
+	free(s);
+	sp_profile_free(p);
+}
+
+static void test_flame_nests_and_titles_every_box(void **state)
+{
+	struct sp_profile *p = made(4);
+	struct sp_plot_file f = {"made.h5", p};
+	struct sp_plot_info in;
+	struct sp_error err = {0};
+	char *s = NULL, *csv = NULL;
+	enum sp_err rc;
+	FILE *c = open_memstream(&csv, &(size_t){0});
+	CAPTURE(s, rc = sp_plot_flame(mf, c, &f, NULL, &in, &err));
+	fclose(c);
+	assert_int_equal(rc, SP_OK);
+	int64_t bars, calls;
+	count_bars(s, "sp:rank=\"0\"", &bars, &calls);
+	assert_int_equal(bars, 8);
+	int titles = 0;
+	for (const char *q = s; (q = strstr(q, "</title></rect>")); q++)
+		titles++;
+	assert_int_equal(titles, 8);
+	/* outer at depth 0, in<&> at depth 1; the first call of each */
+	assert_non_null(strstr(csv, "rank,depth,region,start,duration\n0,0,outer,0.000000000,0.000010000\n"));
+	assert_non_null(strstr(csv, "\n0,1,in<&>,0.000002000,0.000001000\n"));
+	assert_non_null(strstr(s, "<title>in&lt;&amp;&gt;\nstart 0.000002000 s\nduration 0.000001000 s</title>"));
+	free(s);
+	free(csv);
+	sp_profile_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_escaping),
+		cmocka_unit_test(test_truncation_counts_characters),
+		cmocka_unit_test(test_document_frame),
+		cmocka_unit_test(test_palette_is_by_name),
+		cmocka_unit_test(test_axis_numbers),
+		cmocka_unit_test(test_merge_narrow_calls_per_column),
+		cmocka_unit_test(test_gantt_merges_and_counts_every_call),
+		cmocka_unit_test(test_flame_nests_and_titles_every_box),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
