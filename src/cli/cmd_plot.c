@@ -309,6 +309,10 @@ int cmd_plot(int argc, char **argv)
 		sp_cmd_error(CMD, "out of memory");
 		pl.status = 1;
 	} else if (sp_plot_speedup_xs(pl.files, pl.n, (enum sp_plot_xfield)pl.xfield, xs) >= 2) {
+		for (size_t i = 0; i < pl.n; i++)
+			if (isnan(xs[i]))
+				fprintf(stderr, "scope-profiler: plot: %s: its metadata has no omp_num_threads: "
+					"not in the speedup chart\n", pl.files[i].name);
 		write_chart(&pl, SPEEDUP, 0, "speedup.svg", pl.export_data ? "speedup_data.csv" : NULL);
 	} else {
 		static const char *const what[] = {"numbers of ranks", "omp_num_threads values",

@@ -258,6 +258,14 @@ def test_x_field_from_the_metadata(sp):
     rows = read_csv(sp.tmp / "omp" / "speedup_data.csv")[1:]
     assert [(r[0], r[1], r[3]) for r in rows if r[0] == "solve"] == [
         ("solve", "1", "1.000000"), ("solve", "4", "4.000000")]
+    # a run without the field is left out, and said so
+    hand_written(sp.tmp / "c.h5", 2)
+    proc = sp("plot", "a.h5", "b.h5", "c.h5", "-o", "three", "--x-field", "omp_num_threads",
+              "--export-data")
+    assert proc.returncode == 0, proc.stderr
+    assert [l for l in proc.stderr.splitlines() if "c.h5" in l] == [
+        "scope-profiler: plot: c.h5: its metadata has no omp_num_threads: not in the speedup chart"]
+    assert {r[1] for r in read_csv(sp.tmp / "three" / "speedup_data.csv")[1:]} == {"1", "4"}
     proc = sp("plot", "a.h5", "-o", "x", "--x-field", "cores")
     assert proc.returncode == 2
     one_line_error(proc, "--x-field", "cores")
