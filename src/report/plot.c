@@ -11,9 +11,6 @@
 #include "sp_render.h"
 #include "svg.h"
 
-#define DEFAULT_WIDTH 1200
-#define DEFAULT_BUDGET ((size_t)9 << 19)    /* 4.5 MiB */
-
 /* ---- merging ------------------------------------------------------------ */
 
 static void put_bar(struct sp_plot_merge *m, const struct sp_plot_bar *b)
@@ -246,8 +243,8 @@ enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 			  const struct sp_plot_opts *o, struct sp_plot_info *info, struct sp_error *err)
 {
 	const struct sp_select *sel = o ? o->sel : NULL;
-	int width = o && o->width ? o->width : DEFAULT_WIDTH;
-	size_t budget = o && o->max_bytes ? o->max_bytes : DEFAULT_BUDGET;
+	int width = o && o->width ? o->width : SP_PLOT_WIDTH;
+	size_t budget = o && o->max_bytes ? o->max_bytes : SP_PLOT_BUDGET;
 	struct lane *l = NULL;
 	const char **names = NULL;
 	size_t nl = 0;

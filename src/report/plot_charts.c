@@ -142,7 +142,7 @@ enum sp_err sp_plot_durations(FILE *svg, const struct sp_plot_file *files, size_
 			      enum sp_plot_metric m, const struct sp_plot_opts *o, struct sp_error *err)
 {
 	struct dtab t = {0};
-	int width = o && o->width ? o->width : 1200;
+	int width = o && o->width ? o->width : SP_PLOT_WIDTH;
 	enum sp_err rc = dtab_build(&t, files, n, o ? o->sel : NULL, err);
 	if (rc != SP_OK)
 		return rc;
@@ -301,7 +301,7 @@ enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *fil
 {
 	static const char *const xnames[] = {"ranks", "OpenMP threads (omp_num_threads)",
 					     "cores (total_cores)"};
-	int width = o && o->width ? o->width : 1200;
+	int width = o && o->width ? o->width : SP_PLOT_WIDTH;
 	double *x = malloc((n ? n : 1) * sizeof *x);
 	size_t *order = malloc((n ? n : 1) * sizeof *order);
 	struct dtab t = {0};

@@ -173,8 +173,8 @@ enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 			  const struct sp_plot_opts *o, struct sp_plot_info *info, struct sp_error *err)
 {
 	const struct sp_select *sel = o ? o->sel : NULL;
-	int width = o && o->width ? o->width : 1200;
-	size_t budget = o && o->max_bytes ? o->max_bytes : (size_t)9 << 19;
+	int width = o && o->width ? o->width : SP_PLOT_WIDTH;
+	size_t budget = o && o->max_bytes ? o->max_bytes : SP_PLOT_BUDGET;
 	const struct sp_profile *p = f->p;
 	struct fwalk w = {0};
 	struct block *blocks = NULL;

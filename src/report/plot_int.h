@@ -9,6 +9,10 @@
 
 #include "sp_plot.h"
 
+/* The defaults of struct sp_plot_opts. */
+#define SP_PLOT_WIDTH 1200
+#define SP_PLOT_BUDGET ((size_t)9 << 19)    /* 4.5 MiB */
+
 /* A bar: x0..x1 in pixels from the plot's left edge; the calls it holds
  * (first is the index given with the first of them). */
 struct sp_plot_bar {
