@@ -113,7 +113,7 @@ UNIT_SRC := $(wildcard tests/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 LAYERS_OK := $(BUILD)/layers.ok
 
-.PHONY: all demo check check-pythons test unit e2e asan bench install uninstall man clean deps fuzz fuzz-ci fuzz-build layers
+.PHONY: pictures all demo check check-pythons test unit e2e asan bench install uninstall man clean deps fuzz fuzz-ci fuzz-build layers
 all: $(BIN)
 
 # Probed again when the HACL code is (re)built; the executable relinks after.
@@ -310,6 +310,13 @@ bench: $(BIN)
 MAN1  := $(wildcard man/*.1)
 MAN5  := $(wildcard man/*.5)
 MANDIR = $(DESTDIR)$(PREFIX)/share/man
+
+# The README's picture: the Gantt chart of the bundled example (`make pictures`).
+pictures: $(BIN)
+	@mkdir -p $(BUILD)/pictures
+	cd $(BUILD)/pictures && $(abspath $(BIN)) run -q -o timestep.h5 $(abspath examples/timestep.py) >/dev/null && \
+		$(abspath $(BIN)) plot timestep.h5 -o . 2>/dev/null
+	cp $(BUILD)/pictures/gantt.svg docs/gantt.svg
 
 man: $(BIN)
 	$(PYTHON) scripts/gen-man-options.py --binary $(abspath $(BIN))
