@@ -3,9 +3,10 @@
  * and region_statistics.json. Each chart is one call writing to a FILE *
  * (open_memstream(3) gives it as a string, e.g. for an HTML report).
  *
- * Times on the Gantt and flame charts are seconds from the first region entry
- * of the selected ranks, as the seed's charts frame them (not the run start:
- * a long startup would fill the chart with empty space). So that any profile
+ * Times on the Gantt and flame charts are seconds from the file's first
+ * region entry (of any rank, whatever ranks are selected), as the seed's
+ * charts frame them (not the run start: a long startup would fill the chart
+ * with empty space). So that any profile
  * plots in seconds and fits a file of a few MiB, calls narrower than a pixel
  * column are merged into one bar per lane and column; the chart says so in a
  * note line, and each merged bar carries the number of calls it holds in its

@@ -52,18 +52,20 @@ void sp_plot_merge_call(struct sp_plot_merge *m, double x0, double x1, size_t in
 int sp_plot_axis_init(struct sp_plot_axis *a, const struct sp_profile *p, const struct sp_select *sel,
 		      double left, double width)
 {
+	/* The origin is the file's first region entry, whatever ranks are
+	 * selected (as the read API's plot_* functions frame it), so charts
+	 * of different ranks share it; the axis ends with the selected ranks. */
 	int64_t t0 = INT64_MAX, t1 = INT64_MIN;
 	for (size_t r = 0; r < p->nranks; r++) {
 		const struct sp_rank *rk = &p->ranks[r];
-		if (!sp_select_rank(sel, rk->rank))
-			continue;
 		int64_t s = sp_rank_first_start(rk), e = sp_rank_last_end(rk);
 		if (s == SP_NO_TIME || e == SP_NO_TIME)
 			continue;
 		t0 = s < t0 ? s : t0;
-		t1 = e > t1 ? e : t1;
+		if (sp_select_rank(sel, rk->rank))
+			t1 = e > t1 ? e : t1;
 	}
-	if (t0 == INT64_MAX)
+	if (t1 == INT64_MIN)
 		return 0;
 	a->t0 = t0;
 	a->span = t1 - t0 > 0 ? t1 - t0 : 1;

@@ -358,3 +358,19 @@ def test_a_million_calls_are_merged_into_charts_of_a_few_mib(sp):
     flame = svg(sp.tmp / "out" / "flame.svg")
     assert sum(c for _, c in flame_boxes(flame)) == 1_000_000
     assert [t for t in flame.iter(SVG + "text") if t.get("class") == "note"]
+
+
+def test_the_time_axis_starts_at_the_files_first_entry_whatever_ranks_are_shown(sp):
+    # Rank 1 starts 1 s after rank 0: shown alone, its calls still start at
+    # 1 s, so charts of different ranks share one origin (the read API's
+    # plot_* frame theirs the same way).
+    with h5py.File(sp.tmp / "late.h5", "w") as f:
+        for rank, start in ((0, 0.5), (1, 1.5)):
+            r = f.create_group(f"rank{rank}/regions/solve")
+            r.create_dataset("start_times", data=np.array([round(start * NS)], np.int64))
+            r.create_dataset("end_times", data=np.array([round((start + 0.25) * NS)], np.int64))
+    proc = sp("plot", "late.h5", "-o", "out", "--ranks", "1", "--export-data")
+    assert proc.returncode == 0, proc.stderr
+    rows = read_csv(sp.tmp / "out" / "gantt_data.csv")
+    assert rows[0] == ["rank", "region", "start", "end", "duration"]
+    assert [(r[0], r[1], float(r[2]), float(r[4])) for r in rows[1:]] == [("1", "solve", 1.0, 0.25)]
