@@ -12,7 +12,7 @@ packages=(
   man-db groff-base
   clang-14 libclang-rt-14-dev
   valgrind
-  python3-line-profiler python3-yappi python3-pandas python3-pyflakes
+  python3-line-profiler python3-yappi python3-pandas python3-pyflakes python3-matplotlib
   libopenmpi-dev openmpi-bin python3-mpi4py
 )
 

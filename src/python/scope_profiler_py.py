@@ -741,3 +741,363 @@ def read_h5_summary(path):
     """Read a profile's per-region summaries only: cost independent of events."""
     data, summary = _read(_os.fspath(path), False, False)
     return ProfilingResults(data, path, summary)
+
+
+# ---------------------------------------------------------------------------
+# Charts with matplotlib (the same charts `scope-profiler plot` draws as SVG
+# without Python). matplotlib is imported on a chart's first call, never at
+# start-up: importing it (and numpy) early would change the script's program.
+
+def _pyplot(caller):
+    """matplotlib.pyplot, or an ImportError naming the Debian package and
+    the tool's own way to draw without it."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(
+            f"scope_profiler.{caller}() needs matplotlib (Debian: apt-get install "
+            "python3-matplotlib); without it, `scope-profiler plot FILE -o DIR` draws "
+            "the same charts as SVG") from exc
+    return plt
+
+
+def _as_results(results):
+    """A ProfilingResults, read from the file when given a path."""
+    if isinstance(results, ProfilingResults):
+        return results
+    if isinstance(results, (str, bytes)) or hasattr(results, "__fspath__"):
+        return read_h5(results)
+    raise TypeError(f"expected ProfilingResults or a file path, not {type(results).__name__}")
+
+
+def _as_results_list(results):
+    if isinstance(results, ProfilingResults) or isinstance(results, (str, bytes)) \
+            or hasattr(results, "__fspath__"):
+        return [_as_results(results)]
+    return [_as_results(r) for r in results]
+
+
+def _file_label(results):
+    return results.file_path.name if results.file_path is not None else "(in memory)"
+
+
+def _region_colors(plt, results):
+    """One colour per region, by the file's region order: the same region
+    has the same colour on the Gantt and the flame chart of a file."""
+    cmap = plt.get_cmap("tab20" if len(results.region_names) > 10 else "tab10")
+    return {name: cmap(i % cmap.N) for i, name in enumerate(results.region_names)}
+
+
+def _axes(plt, ax, figsize):
+    """(figure, axes): the given axes' figure, or a new pyplot figure."""
+    if ax is not None:
+        return ax.figure, ax
+    fig, ax = plt.subplots(figsize=figsize)
+    return fig, ax
+
+
+def _legend_outside(ax):
+    """The region legend right of the axes, where it hides no bar."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize="small")
+
+
+def _chart_origin(results, caller):
+    """The charts' time zero: the first region entry (not the run start: a
+    long startup would fill a chart with empty space), as in the seed."""
+    origin = results.minimum_start_time
+    if origin is None:
+        raise ValueError(f"{caller}: {_file_label(results)} has no recorded calls")
+    return origin
+
+
+def plot_gantt(results, ranks=None, include=None, exclude=None, ax=None, title=None):
+    """The Gantt chart of a profile: one lane per rank x region (by rank,
+    then by first entry), one bar per call, x in seconds from the first
+    region entry (results.minimum_start_time, whatever ranks are drawn).
+
+    results: a ProfilingResults (read_h5, read_results) or a file path.
+    ranks: an int or a list (default: all); include/exclude: regular
+    expressions (or lists of them) searched in region names, as events().
+    ax: draw into these matplotlib axes instead of a new figure. Each lane is
+    one PolyCollection with gid "gantt:RANK:REGION", one path per call.
+    Returns the matplotlib Figure. ValueError when nothing selected has
+    per-call events (a file recorded with --aggregate has none);
+    ImportError without matplotlib."""
+    plt = _pyplot("plot_gantt")
+    results = _as_results(results)
+    origin = _chart_origin(results, "plot_gantt")
+    lanes = {}  # (rank, region) -> [(start, duration)], in lane order below
+    for ev in results.events(include, exclude, ranks, origin=origin):
+        lanes.setdefault((ev["rank"], ev["name"]), []).append((ev["start"], ev["duration"]))
+    if not lanes:
+        raise ValueError(f"plot_gantt: {_file_label(results)}: no per-call events in the "
+                         "selected regions and ranks (aggregation-mode files have none)")
+    order = {name: i for i, name in enumerate(results.region_names)}
+    keys = sorted(lanes, key=lambda k: (k[0], order[k[1]]))
+    colors = _region_colors(plt, results)
+    fig, ax = _axes(plt, ax, (10, max(2.5, 0.9 + 0.35 * len(keys))))
+    named = set()
+    for y, (rank, name) in enumerate(keys):
+        label = name if name not in named else "_nolegend_"
+        named.add(name)
+        bars = ax.broken_barh(lanes[(rank, name)], (y - 0.4, 0.8), facecolors=colors[name],
+                              edgecolors="white", linewidths=0.3, label=label)
+        bars.set_gid(f"gantt:{rank}:{name}")
+    ax.set_yticks(range(len(keys)))
+    ax.set_yticklabels([f"rank {rank}: {name}" for rank, name in keys])
+    ax.set_ylim(len(keys) - 0.5, -0.5)  # the first lane on top
+    ax.set_xlim(left=0)
+    ax.set_xlabel("time since the first region entry [s]")
+    ax.set_ylabel("rank: region")
+    ax.set_title(title if title is not None else f"Gantt chart: {_file_label(results)}")
+    _legend_outside(ax)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_flame(results, rank=0, include=None, exclude=None, ax=None, title=None,
+               min_label_width=0.05):
+    """The flame (icicle) chart of one rank: its call stacks over time, a
+    box per call at its depth (depth 0 on top), x in seconds from the first
+    region entry. The nesting is call_stack()'s; with include/exclude a call
+    sits under its nearest drawn ancestor. With --track-threads each thread
+    lane gets its own band of depths.
+
+    results: a ProfilingResults or a file path; rank: the rank to draw.
+    Boxes wider than min_label_width of the time axis carry the region's
+    name. ax: draw into these axes. Each region's boxes are one
+    PolyCollection with gid "flame:REGION". Returns the matplotlib Figure;
+    ValueError when the rank has no selected calls; ImportError without
+    matplotlib."""
+    plt = _pyplot("plot_flame")
+    from matplotlib.collections import PolyCollection
+
+    results = _as_results(results)
+    if rank not in results.ranks:
+        raise ValueError(f"plot_flame: {_file_label(results)} has no rank {rank} "
+                         f"(ranks: {results.ranks})")
+    origin = _chart_origin(results, "plot_flame")
+    calls = results.call_stack(rank, origin=origin)
+    drawn = set(n for n in results._select(include, exclude))
+    # Each call's nearest drawn ancestor (-1: none); parents come first.
+    shown = [c["name"] in drawn for c in calls]
+    ancestor = [-1] * len(calls)
+    depth = [0] * len(calls)
+    for k, c in enumerate(calls):
+        p = c["parent_id"]
+        if p >= 0:
+            ancestor[k] = p if shown[p] else ancestor[p]
+        if ancestor[k] >= 0:
+            depth[k] = depth[ancestor[k]] + 1
+    boxes = [k for k in range(len(calls)) if shown[k]]
+    if not boxes:
+        raise ValueError(f"plot_flame: {_file_label(results)}: rank {rank} has no per-call "
+                         "events in the selected regions (aggregation-mode files have none)")
+    lane_ids = sorted(set(calls[k]["lane"] for k in boxes))
+    band_depth = {lane: 1 + max(depth[k] for k in boxes if calls[k]["lane"] == lane)
+                  for lane in lane_ids}
+    band_top, top = {}, 0
+    for lane in lane_ids:
+        band_top[lane] = top
+        top += band_depth[lane]
+    per_region = {}
+    for k in boxes:
+        c = calls[k]
+        y = band_top[c["lane"]] + depth[k]
+        x0, x1 = c["start"], c["end"]
+        per_region.setdefault(c["name"], []).append(
+            [(x0, y), (x1, y), (x1, y + 0.95), (x0, y + 0.95)])
+    colors = _region_colors(plt, results)
+    fig, ax = _axes(plt, ax, (10, max(2.5, 1.2 + 0.45 * top)))
+    for name in results.region_names:
+        if name in per_region:
+            boxes_of = PolyCollection(per_region[name], facecolors=[colors[name]],
+                                      edgecolors="white", linewidths=0.3, label=name)
+            boxes_of.set_gid(f"flame:{name}")
+            ax.add_collection(boxes_of)
+    span = max(calls[k]["end"] for k in boxes)
+    for k in boxes:
+        c = calls[k]
+        if span > 0 and c["duration"] >= min_label_width * span:
+            ax.text(c["start"] + c["duration"] / 2, band_top[c["lane"]] + depth[k] + 0.475,
+                    c["name"], ha="center", va="center", fontsize="small", clip_on=True)
+    ax.set_xlim(0, span if span > 0 else 1)
+    ax.set_ylim(top, 0)  # depth grows downwards
+    if len(lane_ids) > 1:
+        ax.set_yticks([band_top[lane] + band_depth[lane] / 2 for lane in lane_ids])
+        ax.set_yticklabels([f"lane {lane}" for lane in lane_ids])
+        ax.set_ylabel("thread lane, call depth")
+    else:
+        ax.set_yticks([d + 0.475 for d in range(top)])
+        ax.set_yticklabels([str(d) for d in range(top)])
+        ax.set_ylabel("call depth")
+    ax.set_xlabel("time since the first region entry [s]")
+    ax.set_title(title if title is not None
+                 else f"Call stacks: {_file_label(results)}, rank {rank}")
+    _legend_outside(ax)
+    fig.tight_layout()
+    return fig
+
+
+_METRICS = {  # name -> y axis label
+    "avg": "mean time per call [s]",
+    "min": "shortest call [s]",
+    "max": "longest call [s]",
+    "total": "total time, summed over ranks [s]",
+}
+
+
+def _region_metric(per_rank, metric):
+    """A region's metric over the given ranks' Regions (with calls): avg per
+    call, min and max over the calls, total summed over the ranks."""
+    calls = sum(r.num_calls for r in per_rank)
+    total_ns = sum(r.total_duration_ns for r in per_rank)
+    if metric == "avg":
+        return total_ns / calls / _NS
+    if metric == "min":
+        return min(r.min_duration for r in per_rank)
+    if metric == "max":
+        return max(r.max_duration for r in per_rank)
+    return total_ns / _NS
+
+
+def plot_durations(results, metric="avg", ranks=None, include=None, exclude=None,
+                   labels=None, ax=None, title=None):
+    """Region durations as bars: one bar per region (heaviest total first);
+    given several results, one bar per result side by side and a legend.
+
+    results: a ProfilingResults or a path, or a list of them (read_h5_summary
+    results and aggregation-mode files work: only the statistics are used).
+    metric: "avg" (mean per call), "min" or "max" (the shortest or longest
+    call) or "total" (summed over ranks), over the calls of the selected
+    ranks. labels: the legend's names (default: the file names). Each
+    result's bars are one BarContainer labelled with its name. Returns the
+    matplotlib Figure; ValueError on an unknown metric or when no result has
+    a selected region; ImportError without matplotlib."""
+    if metric not in _METRICS:
+        raise ValueError(f"plot_durations: metric must be one of {', '.join(_METRICS)}, "
+                         f"not {metric!r}")
+    plt = _pyplot("plot_durations")
+    runs = _as_results_list(results)
+    labels = [_file_label(r) for r in runs] if labels is None else list(labels)
+    if len(labels) != len(runs):
+        raise ValueError(f"plot_durations: {len(labels)} labels for {len(runs)} results")
+    rank_set = None if ranks is None else set(_as_list(ranks))
+    values = []   # per run: {region: value}
+    weight = {}   # region -> its heaviest total, for the order
+    for r in runs:
+        vals = {}
+        for name in r._select(include, exclude):
+            per = [reg for rank, reg in r._per_region[name].items()
+                   if reg.num_calls and (rank_set is None or rank in rank_set)]
+            if per:
+                vals[name] = _region_metric(per, metric)
+                weight[name] = max(weight.get(name, 0), _region_metric(per, "total"))
+        values.append(vals)
+    if not weight:
+        raise ValueError("plot_durations: no selected region has calls")
+    names = sorted(weight, key=lambda n: -weight[n])  # stable: first seen first on ties
+    fig, ax = _axes(plt, ax, (max(6, 1.5 + 0.8 * len(names) * max(1, len(runs) / 2)), 4.5))
+    width = 0.8 / len(runs)
+    for i, (vals, label) in enumerate(zip(values, labels)):
+        xs = [j for j, n in enumerate(names) if n in vals]
+        ax.bar([x - 0.4 + width * (i + 0.5) for x in xs], [vals[names[x]] for x in xs],
+               width=width, label=label)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=30 if len(names) > 4 else 0,
+                       ha="right" if len(names) > 4 else "center")
+    ax.set_xlabel("region")
+    ax.set_ylabel(_METRICS[metric])
+    ax.set_title(title if title is not None else f"Region durations ({metric})")
+    if len(runs) > 1:
+        ax.legend(fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+_X_FIELDS = {"num_ranks": "MPI ranks", "omp_num_threads": "OpenMP threads",
+             "total_cores": "cores"}
+
+
+def _positive_int(text):
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def _run_size(results, x_field):
+    """A run's size on the speedup chart's x axis, or None when unknown:
+    its rank count, /metadata omp_num_threads, or /metadata total_cores
+    (else ranks x OpenMP threads, else ranks)."""
+    if x_field == "num_ranks":
+        return results.num_ranks
+    omp = _positive_int(results.metadata.get("omp_num_threads", ""))
+    if x_field == "omp_num_threads":
+        return omp
+    cores = _positive_int(results.metadata.get("total_cores", ""))
+    return cores or results.num_ranks * (omp or 1)
+
+
+def plot_speedup(results, x_field="num_ranks", include=None, exclude=None, ax=None,
+                 title=None):
+    """Strong scaling: per region, the speedup of each run against the
+    smallest one (the first given of the smallest size), with the ideal line
+    size / smallest size. A run's time in a region is its slowest rank's
+    total there.
+
+    results: a list of ProfilingResults or paths. x_field: "num_ranks" (the
+    file's rank count), "omp_num_threads" or "total_cores" (from the file's
+    metadata; total_cores falls back to ranks x OpenMP threads, then ranks).
+    One line per region (labelled with its name) and one labelled "ideal".
+    Returns the matplotlib Figure; ValueError on an unknown x_field, a run
+    whose size is unknown, or fewer than two distinct sizes; ImportError
+    without matplotlib."""
+    if x_field not in _X_FIELDS:
+        raise ValueError(f"plot_speedup: x_field must be one of {', '.join(_X_FIELDS)}, "
+                         f"not {x_field!r}")
+    plt = _pyplot("plot_speedup")
+    runs = _as_results_list(results)
+    sizes = []
+    for r in runs:
+        x = _run_size(r, x_field)
+        if x is None:
+            raise ValueError(f"plot_speedup: {_file_label(r)} does not record {x_field}")
+        sizes.append(x)
+    if len(set(sizes)) < 2:
+        raise ValueError(f"plot_speedup: the runs need at least two different {x_field} "
+                         f"values (got {sorted(set(sizes))})")
+    base = sizes.index(min(sizes))
+    order = sorted(range(len(runs)), key=lambda i: (sizes[i], i))
+
+    def slowest(r, name):
+        per = r._per_region.get(name, {})
+        totals = [reg.total_duration for reg in per.values() if reg.num_calls]
+        return max(totals) if totals else None
+
+    fig, ax = _axes(plt, ax, (7, 5))
+    drawn = 0
+    for name in runs[base]._select(include, exclude):
+        t0 = slowest(runs[base], name)
+        if not t0:
+            continue
+        points = [(sizes[i], t0 / t) for i in order
+                  for t in [slowest(runs[i], name)] if t]
+        if len(points) > 1:
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+            drawn += 1
+    if not drawn:
+        raise ValueError("plot_speedup: no selected region has calls in the smallest run "
+                         "and another")
+    xs = sorted(set(sizes))
+    ax.plot(xs, [x / xs[0] for x in xs], linestyle="--", color="black", label="ideal")
+    ax.set_xlabel(f"{_X_FIELDS[x_field]} ({x_field})")
+    ax.set_ylabel(f"speedup vs {xs[0]} {_X_FIELDS[x_field]}")
+    ax.set_title(title if title is not None else "Speedup")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
