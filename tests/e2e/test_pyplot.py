@@ -1,0 +1,349 @@
+"""The read API's charts (plot_gantt, plot_flame, plot_durations,
+plot_speedup): a real run writes a profile, a script run under the tool draws
+each chart with matplotlib's Agg backend, saves it as PNG and SVG, and
+reports what the figures hold; the test compares that with the file as h5py
+reads it (calls per lane, bar heights, axis labels). Without matplotlib
+every plot_* raises one clear ImportError."""
+import json
+import os
+import subprocess
+import xml.etree.ElementTree as ET
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import BINARY, regions
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+RECORD = """
+import time
+import scope_profiler as sp
+
+sp.setup(file_path={path!r})
+with sp.region("setup"):
+    time.sleep(0.002)
+for step in range(4):
+    with sp.region("step"):
+        for _ in range(2):
+            with sp.region("solve"):
+                time.sleep(0.001)
+    if step % 2:
+        with sp.region("io"):
+            time.sleep(0.0005)
+sp.finalize(verbose=False)
+"""
+
+# Draws every chart and writes what the figures hold to facts.json: per
+# collection gid its boxes (x0, x1, y0, y1), per bar container its label
+# and heights, per line its label and data, the axis labels.
+DRAW = r"""
+import json
+import sys
+
+import scope_profiler as sp
+
+facts = {"loaded_before": "matplotlib" in sys.modules}
+
+
+def describe(fig):
+    ax = fig.axes[0]
+    out = {"xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(), "title": ax.get_title(),
+           "yticks": [t.get_text() for t in ax.get_yticklabels()],
+           "xticks": [t.get_text() for t in ax.get_xticklabels()],
+           "boxes": {}, "bars": [], "lines": []}
+    for c in ax.collections:
+        if c.get_gid():
+            boxes = []
+            for p in c.get_paths():
+                v = p.vertices
+                boxes.append([float(v[:, 0].min()), float(v[:, 0].max()),
+                              float(v[:, 1].min()), float(v[:, 1].max())])
+            out["boxes"][c.get_gid()] = boxes
+    for bc in ax.containers:
+        out["bars"].append({"label": bc.get_label(),
+                            "x": [b.get_x() + b.get_width() / 2 for b in bc],
+                            "heights": [b.get_height() for b in bc]})
+    for line in ax.get_lines():
+        out["lines"].append({"label": line.get_label(),
+                             "x": [float(x) for x in line.get_xdata()],
+                             "y": [float(y) for y in line.get_ydata()]})
+    return out
+
+
+def save(fig, name):
+    fig.savefig(name + ".png")
+    fig.savefig(name + ".svg")
+    return describe(fig)
+
+
+results = sp.read_h5("profile.h5")
+facts["gantt"] = save(sp.plot_gantt(results), "gantt")
+facts["loaded_after"] = "matplotlib" in sys.modules
+facts["origin"] = results.minimum_start_time
+facts["flame"] = save(sp.plot_flame("profile.h5"), "flame")        # a path works too
+facts["flame_no_step"] = describe(sp.plot_flame(results, exclude="step"))
+facts["gantt_solve"] = describe(sp.plot_gantt(results, include=["solve", "io"]))
+for metric in ("avg", "min", "max", "total"):
+    facts["durations_" + metric] = save(sp.plot_durations(results, metric=metric),
+                                        "durations_" + metric)
+facts["durations_two"] = save(sp.plot_durations([results, "other.h5"], metric="total"),
+                              "durations_two")
+facts["gantt_ranks"] = describe(sp.plot_gantt("two_ranks.h5"))
+facts["gantt_rank1"] = describe(sp.plot_gantt("two_ranks.h5", ranks=1))
+facts["flame_rank1"] = describe(sp.plot_flame("two_ranks.h5", rank=1))
+try:
+    sp.plot_flame("two_ranks.h5", rank=5)
+except ValueError as exc:
+    facts["no_rank"] = str(exc)
+facts["speedup"] = save(sp.plot_speedup(["one_rank.h5", "two_ranks.h5"]), "speedup")
+try:
+    sp.plot_durations(results, metric="median")
+except ValueError as exc:
+    facts["bad_metric"] = str(exc)
+try:
+    sp.plot_speedup([results, results])
+except ValueError as exc:
+    facts["one_size"] = str(exc)
+with open("facts.json", "w") as f:
+    json.dump(facts, f)
+"""
+
+NS = 1_000_000_000
+
+
+def run_tool(cwd, *args):
+    env = dict(os.environ, MPLBACKEND="Agg")
+    return subprocess.run([BINARY, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def write_ranks(path, durations_per_rank):
+    """A profile in the seed's layout (as test_readapi's two-rank file):
+    rank{N}/regions/solve with start_times and end_times in ns."""
+    with h5py.File(path, "w") as f:
+        for rank, durations in enumerate(durations_per_rank):
+            g = f.create_group(f"rank{rank}").create_group("regions").create_group("solve")
+            starts = np.arange(len(durations), dtype=np.int64) * NS
+            g.create_dataset("start_times", data=starts)
+            g.create_dataset("end_times", data=starts + np.array(durations, dtype=np.int64))
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    if not os.access(BINARY, os.X_OK):
+        pytest.fail(f"{BINARY} is not built; run `make`")
+    d = tmp_path_factory.mktemp("pyplot")
+    for name in ("profile", "other"):
+        (d / f"record_{name}.py").write_text(RECORD.format(path=f"{name}.h5"))
+        proc = run_tool(d, "run", "-q", f"record_{name}.py")
+        assert proc.returncode == 0, proc.stderr
+    # Strong scaling: 1 rank, then 2 ranks whose slowest takes 0.3 s of 0.8.
+    write_ranks(d / "one_rank.h5", [[400_000_000, 400_000_000]])
+    write_ranks(d / "two_ranks.h5", [[200_000_000, 100_000_000], [150_000_000, 150_000_000]])
+    (d / "draw.py").write_text(DRAW)
+    proc = run_tool(d, "run", "-q", "--no-output", "draw.py")
+    assert proc.returncode == 0, proc.stderr
+    return d, json.loads((d / "facts.json").read_text())
+
+
+def file_regions(path):
+    with h5py.File(path, "r") as f:
+        return {name: (r.attrs, r["start_times"][:], r["end_times"][:])
+                for name, r in regions(f).items()}
+
+
+def shapes(element):
+    """The shapes drawn under an SVG element: its paths and the uses of
+    paths defined once (matplotlib defines a path in <defs>, then places it)."""
+    if element.tag == SVG + "defs":
+        return 0
+    if element.tag in (SVG + "path", SVG + "use"):
+        return 1
+    return sum(shapes(child) for child in element)
+
+
+def svg_lane_counts(path, prefix):
+    """{gid: number of shapes} of the groups whose id starts with prefix."""
+    root = ET.parse(path).getroot()
+    return {g.get("id"): shapes(g) for g in root.iter(SVG + "g")
+            if (g.get("id") or "").startswith(prefix)}
+
+
+def test_matplotlib_loads_on_first_chart(drawn):
+    _, facts = drawn
+    assert facts["loaded_before"] is False and facts["loaded_after"] is True
+
+
+def test_gantt_one_bar_per_call_from_first_entry(drawn):
+    d, facts = drawn
+    want = file_regions(d / "profile.h5")
+    first = min(int(starts.min()) for _, starts, _ in want.values())
+    g = facts["gantt"]
+    assert set(g["boxes"]) == {f"gantt:0:{n}" for n in want}
+    for name, (attrs, starts, ends) in want.items():
+        boxes = g["boxes"][f"gantt:0:{name}"]
+        assert len(boxes) == attrs["num_calls"] == len(starts)
+        assert [b[0] for b in boxes] == pytest.approx((starts - first) / NS, abs=1e-9)
+        assert [b[1] for b in boxes] == pytest.approx((ends - first) / NS, abs=1e-9)
+    assert min(b[0] for boxes in g["boxes"].values() for b in boxes) == pytest.approx(0, abs=1e-9)
+    # lanes in the order of first entry, one per rank x region
+    assert g["yticks"] == ["rank 0: setup", "rank 0: step", "rank 0: solve", "rank 0: io"]
+    assert g["xlabel"] == "time since the first region entry [s]"
+    assert "profile.h5" in g["title"]
+    assert svg_lane_counts(d / "gantt.svg", "gantt:") == {
+        f"gantt:0:{n}": int(a["num_calls"]) for n, (a, _, _) in want.items()}
+    assert (d / "gantt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gantt_filters_keep_the_time_axis(drawn):
+    _, facts = drawn
+    g, full = facts["gantt_solve"], facts["gantt"]
+    assert set(g["boxes"]) == {"gantt:0:solve", "gantt:0:io"}
+    assert [b[:2] for b in g["boxes"]["gantt:0:solve"]] == \
+        [b[:2] for b in full["boxes"]["gantt:0:solve"]]
+    assert g["yticks"] == ["rank 0: solve", "rank 0: io"]
+
+
+def test_gantt_one_lane_per_rank_and_region(drawn):
+    _, facts = drawn
+    g = facts["gantt_ranks"]
+    assert g["yticks"] == ["rank 0: solve", "rank 1: solve"]
+    # rank 0's calls: 0.2 s from 0 s, 0.1 s from 1 s; rank 1's: 0.15 s twice
+    assert g["boxes"]["gantt:0:solve"] == [pytest.approx([0, 0.2, -0.4, 0.4]),
+                                          pytest.approx([1, 1.1, -0.4, 0.4])]
+    assert g["boxes"]["gantt:1:solve"] == [pytest.approx([0, 0.15, 0.6, 1.4]),
+                                          pytest.approx([1, 1.15, 0.6, 1.4])]
+    assert facts["gantt_rank1"]["yticks"] == ["rank 1: solve"]
+    assert list(facts["gantt_rank1"]["boxes"]) == ["gantt:1:solve"]
+    assert [b[:2] for b in facts["flame_rank1"]["boxes"]["flame:solve"]] == [
+        pytest.approx([0, 0.15]), pytest.approx([1, 1.15])]
+    assert "has no rank 5 (ranks: [0, 1])" in facts["no_rank"]
+
+
+def test_flame_boxes_nest_by_depth(drawn):
+    d, facts = drawn
+    want = file_regions(d / "profile.h5")
+    f = facts["flame"]
+    assert {gid: len(b) for gid, b in f["boxes"].items()} == {
+        f"flame:{n}": int(a["num_calls"]) for n, (a, _, _) in want.items()}
+    depth = {gid: sorted({round(b[2]) for b in boxes}) for gid, boxes in f["boxes"].items()}
+    assert depth == {"flame:setup": [0], "flame:step": [0], "flame:solve": [1], "flame:io": [0]}
+    # each solve lies within a step
+    steps = f["boxes"]["flame:step"]
+    for s in f["boxes"]["flame:solve"]:
+        assert any(p[0] <= s[0] and s[1] <= p[1] for p in steps)
+    assert f["ylabel"] == "call depth" and f["yticks"] == ["0", "1"]
+    assert f["xlabel"] == "time since the first region entry [s]"
+    assert "rank 0" in f["title"]
+    svg = svg_lane_counts(d / "flame.svg", "flame:")
+    assert svg == {f"flame:{n}": int(a["num_calls"]) for n, (a, _, _) in want.items()}
+    # without the steps, the solves are roots
+    no_step = facts["flame_no_step"]["boxes"]
+    assert "flame:step" not in no_step
+    assert {round(b[2]) for b in no_step["flame:solve"]} == {0}
+
+
+@pytest.mark.parametrize("metric", ["avg", "min", "max", "total"])
+def test_durations_bars_are_the_files_statistics(drawn, metric):
+    d, facts = drawn
+    want = file_regions(d / "profile.h5")
+    value = {
+        "avg": lambda a: a["total_ns"] / a["num_calls"] / NS,
+        "min": lambda a: a["min_ns"] / NS,
+        "max": lambda a: a["max_ns"] / NS,
+        "total": lambda a: a["total_ns"] / NS,
+    }[metric]
+    chart = facts["durations_" + metric]
+    assert len(chart["bars"]) == 1
+    heaviest = sorted(want, key=lambda n: -int(want[n][0]["total_ns"]))
+    assert chart["xticks"] == heaviest
+    assert chart["bars"][0]["heights"] == pytest.approx(
+        [value(want[n][0]) for n in heaviest], rel=1e-12)
+    assert chart["xlabel"] == "region"
+    assert chart["ylabel"].endswith("[s]") and metric in chart["title"]
+    root = ET.parse(d / f"durations_{metric}.svg").getroot()
+    assert root.tag == SVG + "svg"
+
+
+def test_durations_several_files_side_by_side(drawn):
+    d, facts = drawn
+    chart = facts["durations_two"]
+    assert [b["label"] for b in chart["bars"]] == ["profile.h5", "other.h5"]
+    names = chart["xticks"]
+    for bars, path in zip(chart["bars"], ("profile.h5", "other.h5")):
+        want = file_regions(d / path)
+        assert len(bars["heights"]) == len(want) == 4
+        assert bars["heights"] == pytest.approx(
+            [want[n][0]["total_ns"] / NS for n in names], rel=1e-12)
+    # the files' bars of one region sit side by side around its tick
+    for tick, (a, b) in enumerate(zip(chart["bars"][0]["x"], chart["bars"][1]["x"])):
+        assert a < tick < b and (a + b) / 2 == pytest.approx(tick)
+
+
+def test_speedup_against_the_smallest_run_with_ideal_line(drawn):
+    _, facts = drawn
+    chart = facts["speedup"]
+    lines = {line["label"]: line for line in chart["lines"]}
+    assert set(lines) == {"solve", "ideal"}
+    assert lines["ideal"]["x"] == [1, 2] and lines["ideal"]["y"] == [1, 2]
+    # slowest rank's total: 0.8 s on one rank, 0.3 s on two
+    assert lines["solve"]["x"] == [1, 2]
+    assert lines["solve"]["y"] == pytest.approx([1, 0.8 / 0.3], rel=1e-12)
+    assert "ranks" in chart["xlabel"] and chart["ylabel"].startswith("speedup")
+
+
+def test_bad_arguments_are_value_errors(drawn):
+    _, facts = drawn
+    assert "avg, min, max, total" in facts["bad_metric"] and "'median'" in facts["bad_metric"]
+    assert "at least two different num_ranks" in facts["one_size"]
+
+
+def test_aggregation_mode_file_has_durations_but_no_gantt(tmp_path):
+    (tmp_path / "rec.py").write_text(RECORD.format(path="agg.h5"))
+    proc = run_tool(tmp_path, "run", "-q", "--aggregate", "rec.py")
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "draw.py").write_text("""
+import scope_profiler as sp
+fig = sp.plot_durations("agg.h5", metric="total")
+print(len(fig.axes[0].containers[0]))
+for plot in (sp.plot_gantt, sp.plot_flame):
+    try:
+        plot("agg.h5")
+    except ValueError as exc:
+        print(exc)
+""")
+    proc = run_tool(tmp_path, "run", "-q", "--no-output", "draw.py")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "4"
+    assert lines[1].startswith("plot_gantt: agg.h5: no per-call events")
+    assert lines[2].startswith("plot_flame: agg.h5: rank 0 has no per-call events")
+
+
+HIDDEN = """
+import sys
+sys.modules["matplotlib"] = None      # as if python3-matplotlib were not installed
+import scope_profiler as sp
+for plot, args in ((sp.plot_gantt, ("p.h5",)), (sp.plot_flame, ("p.h5",)),
+                   (sp.plot_durations, ("p.h5",)), (sp.plot_speedup, (["p.h5", "p.h5"],))):
+    try:
+        plot(*args)
+    except ImportError as exc:
+        print(type(exc).__name__, exc)
+"""
+
+
+def test_without_matplotlib_one_clear_import_error(tmp_path):
+    (tmp_path / "rec.py").write_text(RECORD.format(path="p.h5"))
+    assert run_tool(tmp_path, "run", "-q", "rec.py").returncode == 0
+    (tmp_path / "hidden.py").write_text(HIDDEN)
+    proc = run_tool(tmp_path, "run", "-q", "--no-output", "hidden.py")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 4
+    for line, name in zip(lines, ("plot_gantt", "plot_flame", "plot_durations", "plot_speedup")):
+        assert line.startswith(f"ImportError scope_profiler.{name}() needs matplotlib"), line
+        assert "apt-get install python3-matplotlib" in line
+        assert "`scope-profiler plot FILE -o DIR`" in line
