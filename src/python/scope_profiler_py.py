@@ -810,46 +810,122 @@ def _chart_origin(results, caller):
     return origin
 
 
-def plot_gantt(results, ranks=None, include=None, exclude=None, ax=None, title=None):
+def _merge_columns(np, group, starts, ends, colw):
+    """Bars for calls sorted by group, then start (seconds): a call at least
+    colw wide is a bar of its own; narrower ones of one group starting in
+    the same column (start // colw) one after the other share one bar, from
+    the first one's start to the latest end. colw 0: one bar per call.
+    Returns (first, x1, calls): each bar's first call, end and call count."""
+    n = len(starts)
+    if colw <= 0:
+        return np.arange(n), ends, np.ones(n, dtype=np.int64)
+    narrow = (ends - starts) < colw
+    column = np.floor(starts / colw)
+    new = np.ones(n, dtype=bool)
+    new[1:] = ~(narrow[1:] & narrow[:-1] & (column[1:] == column[:-1])
+                & (group[1:] == group[:-1]))
+    first = np.flatnonzero(new)
+    x1 = np.maximum.reduceat(ends, first) if n else ends
+    return first, x1, np.diff(np.append(first, n))
+
+
+def _boxes(np, x0, x1, y0, height):
+    """The corners of rectangles, as PolyCollection takes them."""
+    verts = np.empty((len(x0), 4, 2))
+    verts[:, 0, 0] = verts[:, 3, 0] = x0
+    verts[:, 1, 0] = verts[:, 2, 0] = x1
+    verts[:, 0, 1] = verts[:, 1, 1] = y0
+    verts[:, 2, 1] = verts[:, 3, 1] = y0 + height
+    return verts
+
+
+def _edge_width(bars):
+    """A thin white edge tells adjacent calls apart; among many narrow bars
+    it would wash their colour out."""
+    return 0.3 if bars <= 500 else 0
+
+
+def _merge_note(ax, calls, bars, columns):
+    """Says under the axes that calls were merged, and how to avoid it."""
+    if bars < calls:
+        ax.annotate(f"{calls} calls drawn as {bars} bars: calls narrower than 1/{columns} "
+                    "of the time axis share one bar per lane and column (columns=None "
+                    "draws each)", xy=(0, 0), xycoords="axes fraction", xytext=(0, -30),
+                    textcoords="offset points", va="top", fontsize="x-small", gid="merge-note")
+
+
+def _time_span(np, ends):
+    return float(max((float(np.max(e)) for e in ends if len(e)), default=0.0))
+
+
+def plot_gantt(results, ranks=None, include=None, exclude=None, ax=None, title=None,
+               columns=4000):
     """The Gantt chart of a profile: one lane per rank x region (by rank,
     then by first entry), one bar per call, x in seconds from the first
-    region entry (results.minimum_start_time, whatever ranks are drawn).
+    region entry (results.minimum_start_time, whatever ranks are drawn:
+    what events(origin=results.minimum_start_time) gives).
 
     results: a ProfilingResults (read_h5, read_results) or a file path.
     ranks: an int or a list (default: all); include/exclude: regular
     expressions (or lists of them) searched in region names, as events().
-    ax: draw into these matplotlib axes instead of a new figure. Each lane is
-    one PolyCollection with gid "gantt:RANK:REGION", one path per call.
-    Returns the matplotlib Figure. ValueError when nothing selected has
-    per-call events (a file recorded with --aggregate has none);
-    ImportError without matplotlib."""
+    columns: calls narrower than 1/columns of the time axis share one bar
+    per lane and column, so that a million calls draw in seconds (a note
+    under the chart says so); None draws every call. ax: draw into these
+    matplotlib axes instead of a new figure. Each lane is one PolyCollection
+    with gid "gantt:RANK:REGION", one path per bar. Returns the matplotlib
+    Figure. ValueError when nothing selected has per-call events (a file
+    recorded with --aggregate has none); ImportError without matplotlib."""
     plt = _pyplot("plot_gantt")
+    import numpy as np
+    from matplotlib.collections import PolyCollection
+
     results = _as_results(results)
-    origin = _chart_origin(results, "plot_gantt")
-    lanes = {}  # (rank, region) -> [(start, duration)], in lane order below
-    for ev in results.events(include, exclude, ranks, origin=origin):
-        lanes.setdefault((ev["rank"], ev["name"]), []).append((ev["start"], ev["duration"]))
-    if not lanes:
+    _chart_origin(results, "plot_gantt")
+    origin_ns = results._first_start_ns()
+    rank_set = None if ranks is None else set(_as_list(ranks))
+    names = results._select(include, exclude)
+    keys, starts, ends = [], [], []
+    for rank in results.ranks:
+        if rank_set is not None and rank not in rank_set:
+            continue
+        for name in names:
+            r = results._per_region[name].get(rank)
+            if r is None or not r.num_calls:
+                continue
+            r._need_events()
+            if r.aggregate:
+                continue
+            s = np.asarray(r.start_times_ns, dtype=np.int64)
+            order = np.argsort(s, kind="stable")
+            keys.append((rank, name))
+            starts.append((s[order] - origin_ns) / _NS)
+            ends.append((np.asarray(r.end_times_ns, dtype=np.int64)[order] - origin_ns) / _NS)
+    if not keys:
         raise ValueError(f"plot_gantt: {_file_label(results)}: no per-call events in the "
                          "selected regions and ranks (aggregation-mode files have none)")
-    order = {name: i for i, name in enumerate(results.region_names)}
-    keys = sorted(lanes, key=lambda k: (k[0], order[k[1]]))
+    span = _time_span(np, ends)
+    colw = span / columns if columns and span > 0 else 0
     colors = _region_colors(plt, results)
-    fig, ax = _axes(plt, ax, (10, max(2.5, 0.9 + 0.35 * len(keys))))
-    named = set()
-    for y, (rank, name) in enumerate(keys):
-        label = name if name not in named else "_nolegend_"
+    fig, ax = _axes(plt, ax, (10, max(2.5, 1.2 + 0.35 * len(keys))))
+    named, calls, bars = set(), 0, 0
+    for y, ((rank, name), s, e) in enumerate(zip(keys, starts, ends)):
+        first, x1, _ = _merge_columns(np, np.zeros(len(s), dtype=np.int8), s, e, colw)
+        lane = PolyCollection(_boxes(np, s[first], x1, y - 0.4, 0.8), facecolors=[colors[name]],
+                              edgecolors="white", linewidths=_edge_width(len(first)),
+                              label=name if name not in named else "_nolegend_")
+        lane.set_gid(f"gantt:{rank}:{name}")
+        ax.add_collection(lane)
         named.add(name)
-        bars = ax.broken_barh(lanes[(rank, name)], (y - 0.4, 0.8), facecolors=colors[name],
-                              edgecolors="white", linewidths=0.3, label=label)
-        bars.set_gid(f"gantt:{rank}:{name}")
+        calls += len(s)
+        bars += len(first)
     ax.set_yticks(range(len(keys)))
     ax.set_yticklabels([f"rank {rank}: {name}" for rank, name in keys])
     ax.set_ylim(len(keys) - 0.5, -0.5)  # the first lane on top
-    ax.set_xlim(left=0)
+    ax.set_xlim(0, span if span > 0 else 1)
     ax.set_xlabel("time since the first region entry [s]")
     ax.set_ylabel("rank: region")
     ax.set_title(title if title is not None else f"Gantt chart: {_file_label(results)}")
+    _merge_note(ax, calls, bars, columns)
     _legend_outside(ax)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
@@ -857,7 +933,7 @@ def plot_gantt(results, ranks=None, include=None, exclude=None, ax=None, title=N
 
 
 def plot_flame(results, rank=0, include=None, exclude=None, ax=None, title=None,
-               min_label_width=0.05):
+               columns=4000, min_label_width=0.05):
     """The flame (icicle) chart of one rank: its call stacks over time, a
     box per call at its depth (depth 0 on top), x in seconds from the first
     region entry. The nesting is call_stack()'s; with include/exclude a call
@@ -865,68 +941,79 @@ def plot_flame(results, rank=0, include=None, exclude=None, ax=None, title=None,
     lane gets its own band of depths.
 
     results: a ProfilingResults or a file path; rank: the rank to draw.
-    Boxes wider than min_label_width of the time axis carry the region's
-    name. ax: draw into these axes. Each region's boxes are one
-    PolyCollection with gid "flame:REGION". Returns the matplotlib Figure;
-    ValueError when the rank has no selected calls; ImportError without
-    matplotlib."""
+    columns: calls narrower than 1/columns of the time axis share one box
+    per region, depth and column (a note under the chart says so); None
+    draws every call. Boxes wider than min_label_width of the time axis
+    carry the region's name. ax: draw into these axes. Each region's boxes
+    are one PolyCollection with gid "flame:REGION". Returns the matplotlib
+    Figure; ValueError when the rank has no selected calls; ImportError
+    without matplotlib."""
     plt = _pyplot("plot_flame")
+    import numpy as np
     from matplotlib.collections import PolyCollection
 
     results = _as_results(results)
     if rank not in results.ranks:
         raise ValueError(f"plot_flame: {_file_label(results)} has no rank {rank} "
                          f"(ranks: {results.ranks})")
-    origin = _chart_origin(results, "plot_flame")
-    calls = results.call_stack(rank, origin=origin)
-    drawn = set(n for n in results._select(include, exclude))
+    _chart_origin(results, "plot_flame")
+    origin_ns = results._first_start_ns()
+    stack = results._stack(rank)   # call_stack()'s calls and nesting, as tuples
+    region_index = {name: i for i, name in enumerate(results.region_names)}
+    drawn = set(region_index[n] for n in results._select(include, exclude))
     # Each call's nearest drawn ancestor (-1: none); parents come first.
-    shown = [c["name"] in drawn for c in calls]
-    ancestor = [-1] * len(calls)
-    depth = [0] * len(calls)
-    for k, c in enumerate(calls):
-        p = c["parent_id"]
+    n = len(stack)
+    shown = [region_index[c[0]] in drawn for c in stack]
+    ancestor = [-1] * n
+    depth = [0] * n
+    for k, c in enumerate(stack):
+        p = c[6]
         if p >= 0:
-            ancestor[k] = p if shown[p] else ancestor[p]
-        if ancestor[k] >= 0:
-            depth[k] = depth[ancestor[k]] + 1
-    boxes = [k for k in range(len(calls)) if shown[k]]
-    if not boxes:
+            a = ancestor[k] = p if shown[p] else ancestor[p]
+            if a >= 0:
+                depth[k] = depth[a] + 1
+    keep = np.flatnonzero(np.array(shown, dtype=bool))
+    if not len(keep):
         raise ValueError(f"plot_flame: {_file_label(results)}: rank {rank} has no per-call "
                          "events in the selected regions (aggregation-mode files have none)")
-    lane_ids = sorted(set(calls[k]["lane"] for k in boxes))
-    band_depth = {lane: 1 + max(depth[k] for k in boxes if calls[k]["lane"] == lane)
-                  for lane in lane_ids}
+    region = np.array([region_index[c[0]] for c in stack], dtype=np.int64)[keep]
+    start = (np.array([c[2] for c in stack], dtype=np.int64)[keep] - origin_ns) / _NS
+    end = (np.array([c[3] for c in stack], dtype=np.int64)[keep] - origin_ns) / _NS
+    lane = np.array([c[4] for c in stack], dtype=np.int64)[keep]
+    depth = np.array(depth, dtype=np.int64)[keep]
+    lane_ids = np.unique(lane)
+    band_depth = {int(l): int(depth[lane == l].max()) + 1 for l in lane_ids}
     band_top, top = {}, 0
-    for lane in lane_ids:
-        band_top[lane] = top
-        top += band_depth[lane]
-    per_region = {}
-    for k in boxes:
-        c = calls[k]
-        y = band_top[c["lane"]] + depth[k]
-        x0, x1 = c["start"], c["end"]
-        per_region.setdefault(c["name"], []).append(
-            [(x0, y), (x1, y), (x1, y + 0.95), (x0, y + 0.95)])
+    for l in lane_ids:
+        band_top[int(l)] = top
+        top += band_depth[int(l)]
+    row = depth + np.array([band_top[int(l)] for l in lane_ids])[np.searchsorted(lane_ids, lane)]
+    span = float(end.max())
+    colw = span / columns if columns and span > 0 else 0
+    order = np.lexsort((start, row, region))          # by region, then row, then start
+    region, row, start, end = region[order], row[order], start[order], end[order]
+    first, x1, _ = _merge_columns(np, region * (top + 1) + row, start, end, colw)
     colors = _region_colors(plt, results)
     fig, ax = _axes(plt, ax, (10, max(2.5, 1.2 + 0.45 * top)))
-    for name in results.region_names:
-        if name in per_region:
-            boxes_of = PolyCollection(per_region[name], facecolors=[colors[name]],
-                                      edgecolors="white", linewidths=0.3, label=name)
-            boxes_of.set_gid(f"flame:{name}")
-            ax.add_collection(boxes_of)
-    span = max(calls[k]["end"] for k in boxes)
-    for k in boxes:
-        c = calls[k]
-        if span > 0 and c["duration"] >= min_label_width * span:
-            ax.text(c["start"] + c["duration"] / 2, band_top[c["lane"]] + depth[k] + 0.475,
-                    c["name"], ha="center", va="center", fontsize="small", clip_on=True)
+    cuts = np.searchsorted(region[first], np.arange(len(results.region_names) + 1))
+    for i, name in enumerate(results.region_names):
+        bars = first[cuts[i]:cuts[i + 1]]
+        if len(bars):
+            boxes = PolyCollection(_boxes(np, start[bars], x1[cuts[i]:cuts[i + 1]], row[bars],
+                                          0.95),
+                                   facecolors=[colors[name]], edgecolors="white",
+                                   linewidths=_edge_width(len(bars)), label=name)
+            boxes.set_gid(f"flame:{name}")
+            ax.add_collection(boxes)
+    wide = np.flatnonzero(end - start >= min_label_width * span) if span > 0 else []
+    for k in wide:
+        ax.text((start[k] + end[k]) / 2, row[k] + 0.475, results.region_names[region[k]],
+                ha="center", va="center", fontsize="small", clip_on=True)
     ax.set_xlim(0, span if span > 0 else 1)
     ax.set_ylim(top, 0)  # depth grows downwards
     if len(lane_ids) > 1:
-        ax.set_yticks([band_top[lane] + band_depth[lane] / 2 for lane in lane_ids])
-        ax.set_yticklabels([f"lane {lane}" for lane in lane_ids])
+        ax.set_yticks([band_top[int(l)] + band_depth[int(l)] / 2 for l in lane_ids])
+        ax.set_yticklabels([f"lane {l}" for l in lane_ids])
         ax.set_ylabel("thread lane, call depth")
     else:
         ax.set_yticks([d + 0.475 for d in range(top)])
@@ -935,6 +1022,7 @@ def plot_flame(results, rank=0, include=None, exclude=None, ax=None, title=None,
     ax.set_xlabel("time since the first region entry [s]")
     ax.set_title(title if title is not None
                  else f"Call stacks: {_file_label(results)}, rank {rank}")
+    _merge_note(ax, len(start), len(first), columns)
     _legend_outside(ax)
     fig.tight_layout()
     return fig

@@ -52,7 +52,8 @@ def describe(fig):
     out = {"xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(), "title": ax.get_title(),
            "yticks": [t.get_text() for t in ax.get_yticklabels()],
            "xticks": [t.get_text() for t in ax.get_xticklabels()],
-           "boxes": {}, "bars": [], "lines": []}
+           "boxes": {}, "bars": [], "lines": [],
+           "note": [t.get_text() for t in ax.texts if t.get_gid() == "merge-note"]}
     for c in ax.collections:
         if c.get_gid():
             boxes = []
@@ -192,6 +193,7 @@ def test_gantt_one_bar_per_call_from_first_entry(drawn):
     assert g["yticks"] == ["rank 0: setup", "rank 0: step", "rank 0: solve", "rank 0: io"]
     assert g["xlabel"] == "time since the first region entry [s]"
     assert "profile.h5" in g["title"]
+    assert g["note"] == []      # every call is wider than 1/4000 of the axis
     assert svg_lane_counts(d / "gantt.svg", "gantt:") == {
         f"gantt:0:{n}": int(a["num_calls"]) for n, (a, _, _) in want.items()}
     assert (d / "gantt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -320,6 +322,64 @@ for plot in (sp.plot_gantt, sp.plot_flame):
     assert lines[0] == "4"
     assert lines[1].startswith("plot_gantt: agg.h5: no per-call events")
     assert lines[2].startswith("plot_flame: agg.h5: rank 0 has no per-call events")
+
+
+MANY = """
+import time
+import scope_profiler as sp
+
+sp.setup(file_path="many.h5")
+with sp.region("long"):
+    time.sleep(0.05)
+    for _ in range(3000):
+        with sp.region("tiny"):
+            pass
+sp.finalize(verbose=False)
+"""
+
+MERGE = """
+import json
+import scope_profiler as sp
+
+out = {}
+for columns in (100, None):
+    for chart, plot in (("gantt", sp.plot_gantt), ("flame", sp.plot_flame)):
+        ax = plot("many.h5", columns=columns).axes[0]
+        out[f"{chart}_{columns}"] = {
+            "boxes": {c.get_gid(): [[float(p.vertices[:, 0].min()), float(p.vertices[:, 0].max())]
+                                    for p in c.get_paths()] for c in ax.collections},
+            "note": [t.get_text() for t in ax.texts if t.get_gid() == "merge-note"]}
+print(json.dumps(out))
+"""
+
+
+def test_calls_narrower_than_a_column_share_a_bar(tmp_path):
+    """A profile of many short calls draws a bar per lane and column; each
+    call lies within its bar, and the chart says how many it merged."""
+    (tmp_path / "rec.py").write_text(MANY)
+    assert run_tool(tmp_path, "run", "-q", "rec.py").returncode == 0
+    (tmp_path / "merge.py").write_text(MERGE)
+    proc = run_tool(tmp_path, "run", "-q", "--no-output", "merge.py")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.splitlines()[-1])
+    want = file_regions(tmp_path / "many.h5")
+    first = int(want["long"][1].min())
+    tiny_s = (want["tiny"][1] - first) / NS
+    tiny_e = (want["tiny"][2] - first) / NS
+    assert len(tiny_s) == 3000
+    for chart in ("gantt", "flame"):
+        lane = "gantt:0:tiny" if chart == "gantt" else "flame:tiny"
+        every = out[f"{chart}_None"]
+        assert len(every["boxes"][lane]) == 3000 and every["note"] == []
+        merged = out[f"{chart}_100"]
+        bars = np.array(merged["boxes"][lane])
+        assert 1 <= len(bars) < 3000
+        k = np.searchsorted(bars[:, 0], tiny_s, side="right") - 1
+        assert (k >= 0).all() and (tiny_e <= bars[k, 1] + 1e-12).all()
+        drawn = sum(len(b) for b in merged["boxes"].values())
+        assert merged["note"] == [f"3001 calls drawn as {drawn} bars: calls narrower than "
+                                  "1/100 of the time axis share one bar per lane and column "
+                                  "(columns=None draws each)"]
 
 
 HIDDEN = """
