@@ -5,8 +5,8 @@ after the C part (regions, the decorator wrapper, the clock, the HDF5 writer
 and reader) is in place. Nothing here runs while a region records, and the
 session itself (setup, finalize, the write, the summary) is C's (session.c):
 here are the ProfileManager facade, the Python-level hooks of `run` (the
---recursive hook in every thread, sys.exit and SIGTERM, the shim folder) and
-the read API's result classes.
+--recursive hook in every thread, sys.exit and SIGTERM, the shim folder),
+the read API's result classes and its matplotlib charts (plot_*).
 """
 
 import os as _os
@@ -1059,7 +1059,8 @@ def plot_durations(results, metric="avg", ranks=None, include=None, exclude=None
     results and aggregation-mode files work: only the statistics are used).
     metric: "avg" (mean per call), "min" or "max" (the shortest or longest
     call) or "total" (summed over ranks), over the calls of the selected
-    ranks. labels: the legend's names (default: the file names). Each
+    ranks. labels: the legend's names (default: the file names, or their
+    paths where two names are the same). Each
     result's bars are one BarContainer labelled with its name. Returns the
     matplotlib Figure; ValueError on an unknown metric or when no result has
     a selected region; ImportError without matplotlib."""
@@ -1068,7 +1069,12 @@ def plot_durations(results, metric="avg", ranks=None, include=None, exclude=None
                          f"not {metric!r}")
     plt = _pyplot("plot_durations")
     runs = _as_results_list(results)
-    labels = [_file_label(r) for r in runs] if labels is None else list(labels)
+    if labels is None:
+        labels = [_file_label(r) for r in runs]
+        if len(set(labels)) < len(labels):   # run1/profile.h5, run2/profile.h5
+            labels = [str(r.file_path) if r.file_path is not None else f"results {i + 1}"
+                      for i, r in enumerate(runs)]
+    labels = list(labels)
     if len(labels) != len(runs):
         raise ValueError(f"plot_durations: {len(labels)} labels for {len(runs)} results")
     rank_set = None if ranks is None else set(_as_list(ranks))
@@ -1182,6 +1188,7 @@ def plot_speedup(results, x_field="num_ranks", include=None, exclude=None, ax=No
                          "and another")
     xs = sorted(set(sizes))
     ax.plot(xs, [x / xs[0] for x in xs], linestyle="--", color="black", label="ideal")
+    ax.set_xticks(xs)
     ax.set_xlabel(f"{_X_FIELDS[x_field]} ({x_field})")
     ax.set_ylabel(f"speedup vs {xs[0]} {_X_FIELDS[x_field]}")
     ax.set_title(title if title is not None else "Speedup")

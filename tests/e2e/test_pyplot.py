@@ -6,6 +6,7 @@ reads it (calls per lane, bar heights, axis labels). Without matplotlib
 every plot_* raises one clear ImportError."""
 import json
 import os
+import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 
@@ -98,6 +99,7 @@ try:
     sp.plot_flame("two_ranks.h5", rank=5)
 except ValueError as exc:
     facts["no_rank"] = str(exc)
+facts["durations_same_name"] = describe(sp.plot_durations(["profile.h5", "sub/profile.h5"]))
 facts["speedup"] = save(sp.plot_speedup(["one_rank.h5", "two_ranks.h5"]), "speedup")
 try:
     sp.plot_durations(results, metric="median")
@@ -143,6 +145,8 @@ def drawn(tmp_path_factory):
     # Strong scaling: 1 rank, then 2 ranks whose slowest takes 0.3 s of 0.8.
     write_ranks(d / "one_rank.h5", [[400_000_000, 400_000_000]])
     write_ranks(d / "two_ranks.h5", [[200_000_000, 100_000_000], [150_000_000, 150_000_000]])
+    (d / "sub").mkdir()
+    shutil.copy(d / "profile.h5", d / "sub" / "profile.h5")
     (d / "draw.py").write_text(DRAW)
     proc = run_tool(d, "run", "-q", "--no-output", "draw.py")
     assert proc.returncode == 0, proc.stderr
@@ -282,6 +286,9 @@ def test_durations_several_files_side_by_side(drawn):
     # the files' bars of one region sit side by side around its tick
     for tick, (a, b) in enumerate(zip(chart["bars"][0]["x"], chart["bars"][1]["x"])):
         assert a < tick < b and (a + b) / 2 == pytest.approx(tick)
+    # two files of one name: the legend names them by path
+    assert [b["label"] for b in facts["durations_same_name"]["bars"]] == \
+        ["profile.h5", "sub/profile.h5"]
 
 
 def test_speedup_against_the_smallest_run_with_ideal_line(drawn):
