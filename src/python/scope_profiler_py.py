@@ -765,14 +765,13 @@ def _as_results(results):
     """A ProfilingResults, read from the file when given a path."""
     if isinstance(results, ProfilingResults):
         return results
-    if isinstance(results, (str, bytes)) or hasattr(results, "__fspath__"):
+    if isinstance(results, str) or hasattr(results, "__fspath__"):
         return read_h5(results)
     raise TypeError(f"expected ProfilingResults or a file path, not {type(results).__name__}")
 
 
 def _as_results_list(results):
-    if isinstance(results, ProfilingResults) or isinstance(results, (str, bytes)) \
-            or hasattr(results, "__fspath__"):
+    if isinstance(results, (ProfilingResults, str)) or hasattr(results, "__fspath__"):
         return [_as_results(results)]
     return [_as_results(r) for r in results]
 
@@ -801,10 +800,11 @@ def _legend_outside(ax):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize="small")
 
 
-def _chart_origin(results, caller):
-    """The charts' time zero: the first region entry (not the run start: a
-    long startup would fill a chart with empty space), as in the seed."""
-    origin = results.minimum_start_time
+def _chart_origin_ns(results, caller):
+    """The charts' time zero in ns: the first region entry (not the run
+    start: a long startup would fill a chart with empty space), as in the
+    seed; results.minimum_start_time in seconds."""
+    origin = results._first_start_ns()
     if origin is None:
         raise ValueError(f"{caller}: {_file_label(results)} has no recorded calls")
     return origin
@@ -815,18 +815,17 @@ def _merge_columns(np, group, starts, ends, colw):
     colw wide is a bar of its own; narrower ones of one group starting in
     the same column (start // colw) one after the other share one bar, from
     the first one's start to the latest end. colw 0: one bar per call.
-    Returns (first, x1, calls): each bar's first call, end and call count."""
+    Returns (first, x1): each bar's first call and its end."""
     n = len(starts)
     if colw <= 0:
-        return np.arange(n), ends, np.ones(n, dtype=np.int64)
+        return np.arange(n), ends
     narrow = (ends - starts) < colw
     column = np.floor(starts / colw)
     new = np.ones(n, dtype=bool)
     new[1:] = ~(narrow[1:] & narrow[:-1] & (column[1:] == column[:-1])
                 & (group[1:] == group[:-1]))
     first = np.flatnonzero(new)
-    x1 = np.maximum.reduceat(ends, first) if n else ends
-    return first, x1, np.diff(np.append(first, n))
+    return first, (np.maximum.reduceat(ends, first) if n else ends)
 
 
 def _boxes(np, x0, x1, y0, height):
@@ -880,8 +879,7 @@ def plot_gantt(results, ranks=None, include=None, exclude=None, ax=None, title=N
     from matplotlib.collections import PolyCollection
 
     results = _as_results(results)
-    _chart_origin(results, "plot_gantt")
-    origin_ns = results._first_start_ns()
+    origin_ns = _chart_origin_ns(results, "plot_gantt")
     rank_set = None if ranks is None else set(_as_list(ranks))
     names = results._select(include, exclude)
     keys, starts, ends = [], [], []
@@ -909,7 +907,7 @@ def plot_gantt(results, ranks=None, include=None, exclude=None, ax=None, title=N
     fig, ax = _axes(plt, ax, (10, max(2.5, 1.2 + 0.35 * len(keys))))
     named, calls, bars = set(), 0, 0
     for y, ((rank, name), s, e) in enumerate(zip(keys, starts, ends)):
-        first, x1, _ = _merge_columns(np, np.zeros(len(s), dtype=np.int8), s, e, colw)
+        first, x1 = _merge_columns(np, np.zeros(len(s), dtype=np.int8), s, e, colw)
         lane = PolyCollection(_boxes(np, s[first], x1, y - 0.4, 0.8), facecolors=[colors[name]],
                               edgecolors="white", linewidths=_edge_width(len(first)),
                               label=name if name not in named else "_nolegend_")
@@ -956,8 +954,7 @@ def plot_flame(results, rank=0, include=None, exclude=None, ax=None, title=None,
     if rank not in results.ranks:
         raise ValueError(f"plot_flame: {_file_label(results)} has no rank {rank} "
                          f"(ranks: {results.ranks})")
-    _chart_origin(results, "plot_flame")
-    origin_ns = results._first_start_ns()
+    origin_ns = _chart_origin_ns(results, "plot_flame")
     stack = results._stack(rank)   # call_stack()'s calls and nesting, as tuples
     region_index = {name: i for i, name in enumerate(results.region_names)}
     drawn = set(region_index[n] for n in results._select(include, exclude))
@@ -992,7 +989,7 @@ def plot_flame(results, rank=0, include=None, exclude=None, ax=None, title=None,
     colw = span / columns if columns and span > 0 else 0
     order = np.lexsort((start, row, region))          # by region, then row, then start
     region, row, start, end = region[order], row[order], start[order], end[order]
-    first, x1, _ = _merge_columns(np, region * (top + 1) + row, start, end, colw)
+    first, x1 = _merge_columns(np, region * (top + 1) + row, start, end, colw)
     colors = _region_colors(plt, results)
     fig, ax = _axes(plt, ax, (10, max(2.5, 1.2 + 0.45 * top)))
     cuts = np.searchsorted(region[first], np.arange(len(results.region_names) + 1))
@@ -1172,8 +1169,7 @@ def plot_speedup(results, x_field="num_ranks", include=None, exclude=None, ax=No
         totals = [reg.total_duration for reg in per.values() if reg.num_calls]
         return max(totals) if totals else None
 
-    fig, ax = _axes(plt, ax, (7, 5))
-    drawn = 0
+    lines = {}  # region -> [(size, speedup)]
     for name in runs[base]._select(include, exclude):
         t0 = slowest(runs[base], name)
         if not t0:
@@ -1181,11 +1177,13 @@ def plot_speedup(results, x_field="num_ranks", include=None, exclude=None, ax=No
         points = [(sizes[i], t0 / t) for i in order
                   for t in [slowest(runs[i], name)] if t]
         if len(points) > 1:
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
-            drawn += 1
-    if not drawn:
+            lines[name] = points
+    if not lines:
         raise ValueError("plot_speedup: no selected region has calls in the smallest run "
                          "and another")
+    fig, ax = _axes(plt, ax, (7, 5))
+    for name, points in lines.items():
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
     xs = sorted(set(sizes))
     ax.plot(xs, [x / xs[0] for x in xs], linestyle="--", color="black", label="ideal")
     ax.set_xticks(xs)

@@ -101,6 +101,13 @@ except ValueError as exc:
     facts["no_rank"] = str(exc)
 facts["durations_same_name"] = describe(sp.plot_durations(["profile.h5", "sub/profile.h5"]))
 facts["speedup"] = save(sp.plot_speedup(["one_rank.h5", "two_ranks.h5"]), "speedup")
+facts["speedup_omp"] = describe(sp.plot_speedup(["omp4.h5", "omp2.h5"],
+                                                x_field="omp_num_threads"))
+facts["speedup_cores"] = describe(sp.plot_speedup(["omp4.h5", "omp2.h5"], x_field="total_cores"))
+try:
+    sp.plot_speedup(["omp2.h5", "two_ranks.h5"], x_field="omp_num_threads")
+except ValueError as exc:
+    facts["no_omp"] = str(exc)
 try:
     sp.plot_durations(results, metric="median")
 except ValueError as exc:
@@ -122,10 +129,13 @@ def run_tool(cwd, *args):
                           timeout=300, env=env)
 
 
-def write_ranks(path, durations_per_rank):
+def write_ranks(path, durations_per_rank, metadata=None):
     """A profile in the seed's layout (as test_readapi's two-rank file):
-    rank{N}/regions/solve with start_times and end_times in ns."""
+    rank{N}/regions/solve with start_times and end_times in ns, and
+    /metadata's string attributes."""
     with h5py.File(path, "w") as f:
+        for key, value in (metadata or {}).items():
+            f.require_group("metadata").attrs[key] = value
         for rank, durations in enumerate(durations_per_rank):
             g = f.create_group(f"rank{rank}").create_group("regions").create_group("solve")
             starts = np.arange(len(durations), dtype=np.int64) * NS
@@ -145,6 +155,9 @@ def drawn(tmp_path_factory):
     # Strong scaling: 1 rank, then 2 ranks whose slowest takes 0.3 s of 0.8.
     write_ranks(d / "one_rank.h5", [[400_000_000, 400_000_000]])
     write_ranks(d / "two_ranks.h5", [[200_000_000, 100_000_000], [150_000_000, 150_000_000]])
+    # OpenMP: 2 threads take 0.6 s, 4 threads 0.2 s; 8 cores in all on the second
+    write_ranks(d / "omp2.h5", [[600_000_000]], {"omp_num_threads": "2"})
+    write_ranks(d / "omp4.h5", [[200_000_000]], {"omp_num_threads": "4", "total_cores": "8"})
     (d / "sub").mkdir()
     shutil.copy(d / "profile.h5", d / "sub" / "profile.h5")
     (d / "draw.py").write_text(DRAW)
@@ -301,6 +314,18 @@ def test_speedup_against_the_smallest_run_with_ideal_line(drawn):
     assert lines["solve"]["x"] == [1, 2]
     assert lines["solve"]["y"] == pytest.approx([1, 0.8 / 0.3], rel=1e-12)
     assert "ranks" in chart["xlabel"] and chart["ylabel"].startswith("speedup")
+
+
+def test_speedup_by_metadata_fields(drawn):
+    _, facts = drawn
+    omp = {line["label"]: line for line in facts["speedup_omp"]["lines"]}
+    assert omp["solve"]["x"] == [2, 4] and omp["solve"]["y"] == pytest.approx([1, 3])
+    assert omp["ideal"]["y"] == [1, 2]
+    assert "OpenMP threads" in facts["speedup_omp"]["xlabel"]
+    # total_cores where recorded (8), else ranks x OpenMP threads (1 x 2)
+    cores = {line["label"]: line for line in facts["speedup_cores"]["lines"]}
+    assert cores["solve"]["x"] == [2, 8] and cores["ideal"]["y"] == [1, 4]
+    assert facts["no_omp"] == "plot_speedup: two_ranks.h5 does not record omp_num_threads"
 
 
 def test_bad_arguments_are_value_errors(drawn):
