@@ -122,7 +122,7 @@ $(PY_PROBE): scripts/py-static-probe.sh $(wildcard $(SP_HACL_DIR)/python*/VERSIO
 	scripts/py-static-probe.sh "$(PYTHON)" "$(CC)" > $@.tmp && mv $@.tmp $@
 
 $(HDF5_PROBE): scripts/hdf5-static-probe.sh $(H5NOROS3_OBJ)
-	scripts/hdf5-static-probe.sh "$(CC)" $(H5NOROS3_OBJ) > $@.tmp && mv $@.tmp $@
+	scripts/hdf5-static-probe.sh "$(CC) $(LDFLAGS)" $(H5NOROS3_OBJ) > $@.tmp && mv $@.tmp $@
 
 HEADERS = $(wildcard include/*.h src/*/*.h)
 $(BUILD)/obj/%.o: src/%.c $(HEADERS) | $(LAYERS_OK)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # hdf5-static-probe.sh: whether, and how, the executable links HDF5 statically.
 #
-#   hdf5-static-probe.sh CC NOROS3_OBJECT
+#   hdf5-static-probe.sh "CC [LDFLAGS]" NOROS3_OBJECT
 #       prints the make settings that link Debian's HDF5 archive (libhdf5.a, or
 #       libhdf5_serial.a: the library pkg-config names) with NOROS3_OBJECT (the
 #       compiled src/store/h5noros3.c) before it and its symbols not exported, when a
