@@ -58,6 +58,8 @@ static __attribute__((noinline, cold)) int open_blocks_grow(void)
 static inline PyObject *region_enter(PyObject *self, int lanes)
 {
 	RegionObject *r = (RegionObject *)self;
+	/* The lane first (as in pf_record): starts stay in slot order. */
+	int32_t lane = lanes ? sp_current_lane() : 0;
 	if (open_blocks.depth == open_blocks.cap && open_blocks_grow() != 0)
 		return PyErr_NoMemory();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
@@ -65,7 +67,7 @@ static inline PyObject *region_enter(PyObject *self, int lanes)
 	*e = (struct sp_open_entry){r, i, r->gen, -1};
 	if (i >= 0) {
 		if (lanes)
-			r->buf.lanes[i] = sp_current_lane();
+			r->buf.lanes[i] = lane;
 		e->node = sp_live_enter(r);
 		r->buf.ends[i] = SP_NO_TIME;
 		sp_live_started(r->buf.starts[i] = sp_clock_ns());

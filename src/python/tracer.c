@@ -230,6 +230,8 @@ static inline void push_call(struct call_stack *s, RegionObject *r, const void *
 		push_agg(s, r, frame);
 		return;
 	}
+	/* The lane first (as in pf_record): starts stay in slot order. */
+	int32_t lane = lanes ? sp_current_lane() : 0;
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	if (__builtin_expect(i < 0, 0)) {
 		/* Out of memory (counted in dropped): the call goes to a
@@ -242,7 +244,7 @@ static inline void push_call(struct call_stack *s, RegionObject *r, const void *
 	c->region = r;
 	c->slot = i;
 	if (lanes)
-		r->buf.lanes[i] = sp_current_lane();
+		r->buf.lanes[i] = lane;
 	c->node = sp_live_enter(r);
 	/* The end is written at the return, or by sp_tracer_stop_all. */
 	int64_t t = r->buf.starts[i] = sp_clock_ns();

@@ -41,13 +41,17 @@ static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t 
 {
 	ProfiledFunction *pf = (ProfiledFunction *)self;
 	RegionObject *r = pf->region;
-	int32_t task_lane = lanes == 2 ? sp_async_lane() : 0;
+	/* The lane first: a thread's first one runs Python, which may let
+	 * another thread run; from the slot on, nothing does until the start
+	 * is read, so starts are in slot order (the end of the run takes the
+	 * first slot's as the earliest). */
+	int32_t lane = lanes == 2 ? sp_async_lane() : lanes ? sp_current_lane() : 0;
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	if (i < 0)
 		return PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
 	uint64_t gen = r->gen;
 	if (lanes)
-		r->buf.lanes[i] = lanes == 2 ? task_lane : sp_current_lane();
+		r->buf.lanes[i] = lane;
 	/* The live call tree (sp_aggregate.h); not with task lanes, whose
 	 * tree is rebuilt at the end. */
 	int32_t node = lanes == 2 ? -1 : sp_live_enter(r);
@@ -456,8 +460,10 @@ static PyObject *mod_coroutine_exit(PyObject *m, PyObject *const *args, Py_ssize
 		return NULL;
 	}
 	RegionObject *r = (RegionObject *)region;
-	/* gen differs when the session was finalized meanwhile. */
-	if (slot >= 0 && (size_t)slot < r->buf.n && r->gen == gen)
+	/* gen differs when the session was finalized meanwhile; a call ends
+	 * once (a token given back twice must not end it again: the end of the
+	 * run trusts every ended call to be counted once). */
+	if (slot >= 0 && (size_t)slot < r->buf.n && r->gen == gen && r->buf.ends[slot] == SP_NO_TIME)
 		sp_region_end(r, (size_t)slot, t);
 	Py_RETURN_NONE;
 }

@@ -67,8 +67,11 @@ int sp_plot_axis_init(struct sp_plot_axis *a, const struct sp_profile *p, const 
 	}
 	if (t1 == INT64_MIN)
 		return 0;
+	int64_t span;
+	if (__builtin_sub_overflow(t1, t0, &span))
+		return -1;   /* every time drawn is within [t0, t1]: then all fit */
 	a->t0 = t0;
-	a->span = t1 - t0 > 0 ? t1 - t0 : 1;
+	a->span = span > 0 ? span : 1;
 	a->left = left;
 	a->width = width;
 	a->k = width / (double)a->span;
@@ -82,7 +85,7 @@ void sp_plot_axis_draw(FILE *out, const struct sp_plot_axis *a, double top, doub
 	fprintf(out, "<g stroke=\"#000000\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
 		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
 		a->left, y, a->left + a->width, y, a->left, top, a->left, y);
-	for (int i = 0; i * step <= span_s * (1 + 1e-9); i++) {
+	for (int i = 0; i <= SP_SVG_MAX_TICKS && i * step <= span_s * (1 + 1e-9); i++) {
 		double x = a->left + i * step * 1e9 * a->k;
 		fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
 			x, y, x, y + 5);
@@ -254,7 +257,10 @@ enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 	if (rc != SP_OK)
 		return rc;
 	struct sp_plot_axis a;
-	sp_plot_axis_init(&a, f->p, sel, G_LEFT, width - G_LEFT - 30);
+	if (sp_plot_axis_init(&a, f->p, sel, G_LEFT, width - G_LEFT - 30) < 0) {
+		free(l);
+		return sp_error_set(err, SP_EINVAL, "%s: its calls span more than 2^63 ns", f->name);
+	}
 	struct sp_plot_info in = {0};
 	/* The columns: as narrow as the budget allows (~64 bytes a bar). */
 	for (in.column_px = 1;; in.column_px *= 2) {

@@ -1,5 +1,6 @@
 /* plot_charts.c - the charts of `scope-profiler plot` across files: region
  * durations per metric and the speedup against the smallest run. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,7 +212,7 @@ enum sp_err sp_plot_durations(FILE *svg, const struct sp_plot_file *files, size_
 	fprintf(svg, "<g stroke=\"#000000\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
 		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
 		left, axis_y, left + pw, axis_y, left, top, left, axis_y);
-	for (int i = 0; i * step <= axis_max * (1 + 1e-9); i++) {
+	for (int i = 0; i <= SP_SVG_MAX_TICKS && i * step <= axis_max * (1 + 1e-9); i++) {
 		double x = left + i * step / axis_max * pw;
 		fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
 			x, axis_y, x, axis_y + 5);
@@ -250,17 +251,19 @@ enum sp_err sp_plot_durations_csv(FILE *csv, const struct sp_plot_file *files, s
 
 /* ---- speedup ------------------------------------------------------------ */
 
-/* A positive whole number of metadata key, or NAN. */
+/* A whole number from 1 to 10^7 under metadata key (ranks, threads, cores),
+ * or NAN. */
 static double meta_num(const struct sp_profile *p, const char *key)
 {
 	const char *s = sp_profile_meta(p, key);
 	char *end;
 	if (!s)
 		return NAN;
-	double v = strtod(s, &end);
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
 	while (*end == ' ')
 		end++;
-	return end != s && !*end && v > 0 && isfinite(v) ? v : NAN;
+	return end != s && !*end && errno == 0 && v >= 1 && v <= 10000000 ? (double)v : NAN;
 }
 
 size_t sp_plot_speedup_xs(const struct sp_plot_file *files, size_t n, enum sp_plot_xfield xf, double *x)
@@ -358,13 +361,13 @@ enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *fil
 	fprintf(svg, "<g stroke=\"#000000\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
 		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
 		SX(0), SY(0), SX(xtop), SY(0), SX(0), SY(0), SX(0), SY(ytop));
-	for (int i = 0; i * xstep <= xtop * (1 + 1e-9); i++) {
+	for (int i = 0; i <= SP_SVG_MAX_TICKS && i * xstep <= xtop * (1 + 1e-9); i++) {
 		fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
 			SX(i * xstep), SY(0), SX(i * xstep), SY(0) + 5);
 		sp_svg_label(svg, SX(i * xstep), SY(0) + 17, "middle", NULL,
 			     sp_svg_number(num, sizeof num, i * xstep, xstep), 0);
 	}
-	for (int i = 0; i * ystep <= ytop * (1 + 1e-9); i++) {
+	for (int i = 0; i <= SP_SVG_MAX_TICKS && i * ystep <= ytop * (1 + 1e-9); i++) {
 		fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
 			SX(0) - 5, SY(i * ystep), SX(0), SY(i * ystep));
 		sp_svg_label(svg, SX(0) - 8, SY(i * ystep) + 4, "end", NULL,

@@ -201,7 +201,10 @@ enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 		blocks[i].many_lanes = prev || next || w.c[blocks[i].first].lane != 0;
 	}
 	struct sp_plot_axis a;
-	sp_plot_axis_init(&a, p, sel, F_LEFT, width - F_LEFT - 30);
+	if (sp_plot_axis_init(&a, p, sel, F_LEFT, width - F_LEFT - 30) < 0) {
+		rc = sp_error_set(err, SP_EINVAL, "%s: its calls span more than 2^63 ns", f->name);
+		goto out;
+	}
 	struct sp_plot_info in = {.calls = (int64_t)w.n};
 	/* The columns: as narrow as the budget allows (a box and its title,
 	 * ~130 bytes and its name). */

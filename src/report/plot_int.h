@@ -41,12 +41,13 @@ void sp_plot_merge_flush(struct sp_plot_merge *m);
 
 /* The x axis and frame shared by the Gantt and flame charts. */
 struct sp_plot_axis {
-	int64_t t0, span;              /* ns: the first selected rank's first entry, and on */
+	int64_t t0, span;              /* ns: the file's first region entry, and on */
 	double left, width;            /* the plot area, px */
 	double k;                      /* px per ns */
 };
 
-/* t0 and span over the selected ranks; 0 when no rank is selected. */
+/* t0 (the file's first entry) and span (to the selected ranks' last end):
+ * 1; 0 when no selected rank has calls; -1 when the span passes 2^63 ns. */
 int sp_plot_axis_init(struct sp_plot_axis *a, const struct sp_profile *p, const struct sp_select *sel,
 		      double left, double width);
 

@@ -63,8 +63,13 @@ void sp_svg_text(FILE *out, const char *s, size_t max_chars)
 		case '>': fputs("&gt;", out); break;
 		case '"': fputs("&quot;", out); break;
 		case '\'': fputs("&apos;", out); break;
+		/* As references: an attribute value keeps them so (a raw one
+		 * is read back as a space). */
+		case '\t': fputs("&#9;", out); break;
+		case '\n': fputs("&#10;", out); break;
+		case '\r': fputs("&#13;", out); break;
 		default:
-			if ((cp < 0x20 && cp != '\t' && cp != '\n') || cp == 0x7f || cp == 0xfffe ||
+			if (cp < 0x20 || cp == 0x7f || cp == 0xfffe ||
 			    cp == 0xffff)
 				fputs("\xef\xbf\xbd", out);
 			else

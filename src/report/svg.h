@@ -38,6 +38,10 @@ const char *sp_svg_colour(const char *name);
 /* The colour of the i-th of several series (files), cycling the palette. */
 const char *sp_svg_series_colour(size_t i);
 
+/* The most ticks an axis loop draws, whatever its numbers (an infinite or
+ * huge top must not loop for ever). */
+#define SP_SVG_MAX_TICKS 200
+
 /* A "nice" tick step (1, 2 or 5 times a power of ten) for an axis of span
  * units with at most about `ticks` ticks; 1 when span <= 0. */
 double sp_svg_tick_step(double span, int ticks);

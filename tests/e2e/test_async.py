@@ -436,3 +436,25 @@ def test_track_async_where_asyncio_keeps_no_task_dict(sp):
     proc = sp("run", "-q", "--no-output", sp.script(script))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[0] == "3", proc.stdout
+
+
+def test_a_coroutine_token_given_back_twice_ends_its_call_once(sp):
+    # The coroutine wrapper's private enter/exit pair: an exit repeated
+    # with the same token must not end the call again (the end of the run
+    # counts every ended call once), so the call still open at the end is
+    # closed there and the file reads back whole.
+    sp.script("""
+        import scope_profiler as sp
+        r = sp.region("x")
+        t1 = sp._coroutine_enter(r)
+        sp._coroutine_exit(r, t1)
+        sp._coroutine_exit(r, t1)
+        sp._coroutine_enter(r)
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    exported = sp("export", "out.h5", "--format", "csv")
+    assert exported.returncode == 0, exported.stderr
+    rows = [l.split(",") for l in exported.stdout.splitlines()[1:]]
+    assert [r[0] for r in rows] == ["x", "x"]
+    assert all(float(r[5]) >= float(r[4]) for r in rows)

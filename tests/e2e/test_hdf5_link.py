@@ -5,6 +5,7 @@ libcurl's thirty-odd libraries cost every start ~14 M instructions. Where the
 build could link HDF5's static archive (the Makefile's HDF5_STATIC), `--version`
 says "linked in" and neither libhdf5 nor libcurl is loaded; a script that uses
 h5py loads the shared libhdf5 for itself, and both work side by side."""
+import pathlib
 import subprocess
 
 import h5py
@@ -34,7 +35,14 @@ def test_version_names_the_hdf5_library():
     version = ".".join(map(str, h5py.version.hdf5_version_tuple))
     # The same HDF5 as h5py's: both are Debian's.
     assert line.startswith(f"HDF5: {version}"), line
-    assert line.endswith(", linked in") or "/libhdf5" in line, line
+    # What the build's probe chose (beside the binary), so that a probe
+    # falling back to the shared library unnoticed fails here.
+    probe = pathlib.Path(BINARY).parent / "hdf5-static.mk"
+    assert probe.exists(), f"{probe}: the build's HDF5 probe is missing"
+    if "HDF5_STATIC := 1" in probe.read_text():
+        assert line.endswith(", linked in"), line
+    else:
+        assert "/libhdf5" in line, line
 
 
 def test_linked_in_hdf5_loads_neither_libhdf5_nor_libcurl(sp):

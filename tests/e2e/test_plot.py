@@ -374,3 +374,30 @@ def test_the_time_axis_starts_at_the_files_first_entry_whatever_ranks_are_shown(
     rows = read_csv(sp.tmp / "out" / "gantt_data.csv")
     assert rows[0] == ["rank", "region", "start", "end", "duration"]
     assert [(r[0], r[1], float(r[2]), float(r[4])) for r in rows[1:]] == [("1", "solve", 1.0, 0.25)]
+
+
+def test_metadata_sizes_that_are_not_whole_numbers_are_left_out(sp):
+    # omp_num_threads comes from the environment as written: "1e300" or
+    # "2.5" is no run size (it once made the speedup axis endless).
+    hand_written(sp.tmp / "a.h5", 1, omp="1e-300")
+    hand_written(sp.tmp / "b.h5", 1, omp="1e300")
+    hand_written(sp.tmp / "c.h5", 1, omp="2.5")
+    proc = sp("plot", "a.h5", "b.h5", "c.h5", "-o", "out", "--x-field", "omp_num_threads",
+              timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert not (sp.tmp / "out" / "speedup.svg").exists()
+    assert len([l for l in proc.stderr.splitlines() if "no speedup.svg" in l]) == 1
+
+
+def test_calls_spanning_more_than_64_bits_of_ns_are_refused_with_one_line(sp):
+    with h5py.File(sp.tmp / "far.h5", "w") as f:
+        for name, start in (("a", -5 * 10**18), ("b", 5 * 10**18)):
+            r = f.create_group(f"rank0/regions/{name}")
+            r.create_dataset("start_times", data=np.array([start], np.int64))
+            r.create_dataset("end_times", data=np.array([start + 1000], np.int64))
+    proc = sp("plot", "far.h5", "-o", "out", "--export-data")
+    assert proc.returncode == 1
+    lines = [l for l in proc.stderr.splitlines() if "2^63" in l]
+    assert len(lines) == 2 and all(l.startswith("scope-profiler: plot: ") for l in lines), proc.stderr
+    assert not (sp.tmp / "out" / "gantt.svg").exists()
+    svg(sp.tmp / "out" / "durations_total.svg")    # what can be drawn still is
