@@ -978,8 +978,10 @@ def plot_flame(results, rank=0, include=None, exclude=None, ax=None, title=None,
     end = (np.array([c[3] for c in stack], dtype=np.int64)[keep] - origin_ns) / _NS
     lane = np.array([c[4] for c in stack], dtype=np.int64)[keep]
     depth = np.array(depth, dtype=np.int64)[keep]
-    lane_ids = np.unique(lane)
-    band_depth = {int(l): int(depth[lane == l].max()) + 1 for l in lane_ids}
+    lane_ids, lane_of = np.unique(lane, return_inverse=True)
+    deepest = np.zeros(len(lane_ids), dtype=np.int64)
+    np.maximum.at(deepest, lane_of, depth)           # one pass, however many lanes
+    band_depth = {int(l): int(d) + 1 for l, d in zip(lane_ids, deepest)}
     band_top, top = {}, 0
     for l in lane_ids:
         band_top[int(l)] = top
