@@ -157,6 +157,11 @@ $(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py Makefile
 $(BUILD)/sp_pyshim.h: src/python/scope_profiler_shim.py
 	@mkdir -p $(BUILD)
 	cd src/python && xxd -i scope_profiler_shim.py > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
+# The script of report.html's timeline (scope-profiler plot).
+$(BUILD)/obj/report/report_html.o: $(BUILD)/sp_timeline_js.h
+$(BUILD)/sp_timeline_js.h: src/report/report_timeline.js
+	@mkdir -p $(BUILD)
+	cd src/report && xxd -i report_timeline.js > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
 
 $(LIB): $(LIB_OBJ)
 	$(AR) rcs $@ $^

@@ -112,4 +112,28 @@ enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *fil
 enum sp_err sp_plot_statistics(FILE *out, const struct sp_plot_file *files, size_t n,
 			       const struct sp_plot_opts *o, struct sp_error *err);
 
+/* One chart of a run, as report.html inlines it: its file name in DIR and
+ * the SVG document the file holds (svg[0..len)). */
+struct sp_plot_chart {
+	const char *name;
+	const char *svg;
+	size_t len;
+};
+
+/* report.html: one self-contained page (nothing fetched: inline CSS, SVG and
+ * script) with the charts[0..ncharts) inlined, each file's region statistics
+ * as an HTML table (sp_render_opts.html), and an interactive timeline of
+ * events' calls drawn by an inline script (one lane per selected rank x
+ * region, zoom, pan, tooltips, a rank filter) from JSON embedded in the page.
+ * So that the page stays a few MiB, calls narrower than a window of the
+ * span are merged per lane (a few thousand windows at most, fewer when the
+ * bars would exceed the budget), and the page says so. events NULL: no
+ * timeline, and the page says why_not instead. info (may be NULL) gets what
+ * the timeline drew (column_px: the merging window in ns). Failures as
+ * sp_plot_gantt and sp_plot_statistics. */
+enum sp_err sp_plot_report(FILE *out, const struct sp_plot_file *files, size_t n,
+			   const struct sp_plot_file *events, const char *why_not,
+			   const struct sp_plot_chart *charts, size_t ncharts,
+			   const struct sp_plot_opts *o, struct sp_plot_info *info, struct sp_error *err);
+
 #endif

@@ -43,6 +43,8 @@ struct sp_render_opts {
 	 * its own time counts in that ancestor's (own) row. */
 	const struct sp_select *select;
 	int json;                      /* a JSON document instead of the tables */
+	int html;                      /* the JSON's numbers as one HTML <table> (names
+					* escaped, every region) instead */
 	/* So that any profile fits a screen: the tree shows its `top` heaviest
 	 * entries (with their ancestors; an entry's left-out children summed
 	 * in a closing "… N more" row) no deeper than `depth` levels, the

@@ -42,6 +42,7 @@ BEGIN {
 		  "sp_select.h sp_plot.h", a, " "); for (i = 1; i <= n; i++) owner[a[i]] = "report"
 	# generated into build/ from src/python/*.py
 	owner["sp_pysrc.h"] = owner["sp_pyshim.h"] = "python"
+	owner["sp_timeline_js.h"] = "report"
 }
 $1 == "H" { owner[$2] = $3; next }
 {

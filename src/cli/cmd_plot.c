@@ -99,11 +99,16 @@ struct plot {
 	unsigned metrics;
 	struct timespec start;
 	int status;
+	/* the SVG charts written, for report.html to inline */
+	struct sp_plot_chart charts[4 + SP_PLOT_NMETRICS];
+	char *chart_bufs[4 + SP_PLOT_NMETRICS], *chart_names[4 + SP_PLOT_NMETRICS];
+	size_t ncharts;
+	const char *why_not;                   /* no timeline: why */
 };
 
 /* What one output file gets: the chart (svg) and, for --export-data, its
  * CSV beside it (csv NULL when not asked for). */
-enum what { GANTT, FLAME, DURATIONS, DURATIONS_CSV, SPEEDUP, STATISTICS };
+enum what { GANTT, FLAME, DURATIONS, DURATIONS_CSV, SPEEDUP, STATISTICS, REPORT };
 
 static enum sp_err draw(struct plot *pl, enum what w, int metric, FILE *f, FILE *csv, struct sp_error *err)
 {
@@ -114,8 +119,37 @@ static enum sp_err draw(struct plot *pl, enum what w, int metric, FILE *f, FILE 
 	case DURATIONS_CSV: return sp_plot_durations_csv(f, pl->files, pl->n, pl->metrics, &pl->opts, err);
 	case SPEEDUP: return sp_plot_speedup(f, csv, pl->files, pl->n, (enum sp_plot_xfield)pl->xfield,
 					     &pl->opts, err);
+	case REPORT: return sp_plot_report(f, pl->files, pl->n, pl->events, pl->why_not, pl->charts,
+					   pl->ncharts, &pl->opts, NULL, err);
 	default: return sp_plot_statistics(f, pl->files, pl->n, &pl->opts, err);
 	}
+}
+
+/* draw() for an SVG chart, kept in memory for report.html as well: the
+ * document goes to f and, once complete, into pl->charts. */
+static enum sp_err draw_kept(struct plot *pl, enum what w, int metric, const char *name, FILE *f, FILE *csv,
+			     struct sp_error *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	if (!m)
+		return sp_error_set(err, SP_ENOMEM, "out of memory");
+	enum sp_err rc = draw(pl, w, metric, m, csv, err);
+	if (fclose(m) != 0 && rc == SP_OK)
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
+	if (rc == SP_OK && fwrite(buf, 1, len, f) != len)
+		rc = SP_EIO;
+	char *copy = rc == SP_OK ? strdup(name) : NULL;
+	if (copy && pl->ncharts < sizeof pl->charts / sizeof pl->charts[0]) {
+		pl->chart_bufs[pl->ncharts] = buf;
+		pl->chart_names[pl->ncharts] = copy;
+		pl->charts[pl->ncharts++] = (struct sp_plot_chart){copy, buf, len};
+	} else {
+		free(copy);
+		free(buf);
+	}
+	return rc;
 }
 
 /* Opens DIR/name through a temporary file; NULL after saying why. */
@@ -184,7 +218,9 @@ static void write_chart(struct plot *pl, enum what w, int metric, const char *na
 		pl->status = 1;
 		return;
 	}
-	enum sp_err rc = draw(pl, w, metric, f, csv, &err);
+	size_t nlen = strlen(name);
+	int keep = nlen > 4 && strcmp(name + nlen - 4, ".svg") == 0;
+	enum sp_err rc = keep ? draw_kept(pl, w, metric, name, f, csv, &err) : draw(pl, w, metric, f, csv, &err);
 	if (rc != SP_OK && rc != SP_EIO)
 		sp_cmd_error(CMD, "%s: %s", name, err.msg);
 	int ok = close_out(&op, f, path, rc == SP_OK) == 0;
@@ -280,14 +316,29 @@ int cmd_plot(int argc, char **argv)
 	/* DIR once something can be drawn: a wrong FILE leaves no empty folder */
 	if (!pl.n || make_dir(pl.dir) != 0)
 		goto out;
+	for (size_t i = 0; i < pl.n && !pl.events; i++)
+		if (sp_plot_has_events(pl.files[i].p, &sel))
+			pl.events = &pl.files[i];
+	char why[512] = "";
 	for (size_t i = 0; i < pl.n; i++) {
-		if (sp_plot_has_events(pl.files[i].p, &sel)) {
-			if (!pl.events)
-				pl.events = &pl.files[i];
-		} else {
+		if (pl.events && sp_plot_has_events(pl.files[i].p, &sel))
+			continue;
+		if (pl.events) {
 			sp_cmd_error(CMD, "%s: no per-call events (aggregation mode, or none selected): no Gantt or "
 				     "flame chart of it", pl.files[i].name);
+		} else {
+			size_t k = strlen(why);
+			snprintf(why + k, sizeof why - k, "%s%s", i ? ", " : "", pl.files[i].name);
 		}
+	}
+	if (!pl.events) {
+		/* one line naming the files; what needs no events is still drawn */
+		size_t k = strlen(why);
+		snprintf(why + k, sizeof why - k, ": no per-call events (aggregation mode, or none selected): "
+			 "no Gantt chart, flame chart or timeline");
+		sp_cmd_error(CMD, "%s", why);
+		pl.why_not = why;
+		pl.status = 1;
 	}
 	if (pl.events && pl.n > 1)
 		fprintf(stderr, "scope-profiler: plot: gantt.svg and flame.svg show %s\n", pl.events->name);
@@ -322,6 +373,7 @@ int cmd_plot(int argc, char **argv)
 	}
 	free(xs);
 	write_chart(&pl, STATISTICS, 0, "region_statistics.json", NULL);
+	write_chart(&pl, REPORT, 0, "report.html", NULL);
 	status = pl.status;
 out:
 	if (profiles)
@@ -329,6 +381,10 @@ out:
 			sp_profile_free(profiles[i]);
 	free(profiles);
 	free(pl.files);
+	for (size_t i = 0; i < pl.ncharts; i++) {
+		free(pl.chart_bufs[i]);
+		free(pl.chart_names[i]);
+	}
 	sp_select_free(&sel);
 	return status;
 }

@@ -127,14 +127,9 @@ int sp_plot_has_events(const struct sp_profile *p, const struct sp_select *sel)
 
 /* ---- the Gantt chart ---------------------------------------------------- */
 
-struct lane {
-	const struct sp_rank *rk;
-	const struct sp_region_data *rd;
-};
-
 static int lane_cmp(const void *a, const void *b)
 {
-	const struct lane *x = a, *y = b;
+	const struct sp_plot_lane *x = a, *y = b;
 	if (x->rk->rank != y->rk->rank)
 		return x->rk->rank < y->rk->rank ? -1 : 1;
 	int64_t s = x->rd->stats.first_start_ns, t = y->rd->stats.first_start_ns;
@@ -143,15 +138,14 @@ static int lane_cmp(const void *a, const void *b)
 	return strcmp(x->rd->name, y->rd->name);
 }
 
-/* The lanes of p: selected ranks x selected regions with events. */
-static enum sp_err lanes_of(const struct sp_plot_file *f, const struct sp_select *sel, struct lane **out,
-			    size_t *n, struct sp_error *err)
+enum sp_err sp_plot_lanes(const struct sp_plot_file *f, const struct sp_select *sel,
+			  struct sp_plot_lane **out, size_t *n, struct sp_error *err)
 {
 	const struct sp_profile *p = f->p;
 	size_t cap = 0;
 	for (size_t r = 0; r < p->nranks; r++)
 		cap += p->ranks[r].nregions;
-	struct lane *l = malloc((cap ? cap : 1) * sizeof *l);
+	struct sp_plot_lane *l = malloc((cap ? cap : 1) * sizeof *l);
 	if (!l)
 		return sp_error_set(err, SP_ENOMEM, "out of memory");
 	size_t k = 0;
@@ -162,7 +156,7 @@ static enum sp_err lanes_of(const struct sp_plot_file *f, const struct sp_select
 		for (size_t g = 0; g < rk->nregions; g++) {
 			const struct sp_region_data *rd = &rk->regions[g];
 			if (rd->starts && rd->stats.num_calls > 0 && sp_select_region(sel, rd->name))
-				l[k++] = (struct lane){rk, rd};
+				l[k++] = (struct sp_plot_lane){rk, rd};
 		}
 	}
 	if (!k) {
@@ -177,7 +171,7 @@ static enum sp_err lanes_of(const struct sp_plot_file *f, const struct sp_select
 }
 
 /* The distinct region names of the lanes, in lane order (for the legend). */
-static size_t legend_names(const struct lane *l, size_t n, const char **names)
+static size_t legend_names(const struct sp_plot_lane *l, size_t n, const char **names)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -250,10 +244,10 @@ enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 	const struct sp_select *sel = o ? o->sel : NULL;
 	int width = o && o->width ? o->width : SP_PLOT_WIDTH;
 	size_t budget = o && o->max_bytes ? o->max_bytes : SP_PLOT_BUDGET;
-	struct lane *l = NULL;
+	struct sp_plot_lane *l = NULL;
 	const char **names = NULL;
 	size_t nl = 0;
-	enum sp_err rc = lanes_of(f, sel, &l, &nl, err);
+	enum sp_err rc = sp_plot_lanes(f, sel, &l, &nl, err);
 	if (rc != SP_OK)
 		return rc;
 	struct sp_plot_axis a;

@@ -39,6 +39,19 @@ void sp_plot_merge_call(struct sp_plot_merge *m, double x0, double x1, size_t in
 /* Emits the bar still open; call at the end of each lane. */
 void sp_plot_merge_flush(struct sp_plot_merge *m);
 
+/* A lane of the Gantt chart and of report.html's timeline: one rank's
+ * region. */
+struct sp_plot_lane {
+	const struct sp_rank *rk;
+	const struct sp_region_data *rd;
+};
+
+/* The lanes of f: selected ranks x selected regions with events, by rank,
+ * then by first entry; *out malloc'd. SP_EINVAL when there are none (err
+ * names f), SP_ENOMEM. */
+enum sp_err sp_plot_lanes(const struct sp_plot_file *f, const struct sp_select *sel,
+			  struct sp_plot_lane **out, size_t *n, struct sp_error *err);
+
 /* The x axis and frame shared by the Gantt and flame charts. */
 struct sp_plot_axis {
 	int64_t t0, span;              /* ns: the file's first region entry, and on */

@@ -12,6 +12,7 @@
 #include "sp_render.h"
 #include "sp_table.h"
 #include "render_int.h"
+#include "svg.h"
 
 
 /* A node of the call tree merged over ranks by path. */
@@ -777,6 +778,58 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 	fputs(v->nrows ? "\n  ]\n}\n" : "]\n}\n", out);
 }
 
+/* ---- HTML ---------------------------------------------------------------- */
+
+/* A <td> of seconds from nanoseconds, as the table prints them. */
+static void html_secs(FILE *out, double ns)
+{
+	char buf[32];
+	fprintf(out, "<td>%s</td>", isfinite(ns) ? sp_render_secs_trim(buf, sizeof buf, ns) : "-");
+}
+
+/* The JSON summary's numbers as one HTML <table class="stats">, a row per
+ * region in table order; names escaped (sp_svg_text). */
+static void render_html(FILE *out, const struct view *v, const char *title)
+{
+	size_t nranks = v->p->nranks;
+	fputs("<table class=\"stats\" data-file=\"", out);
+	sp_svg_text(out, title ? title : "", 0);
+	fputs("\">\n<caption>", out);
+	sp_svg_text(out, title ? title : "", 0);
+	fprintf(out, " \xe2\x80\x94 %zu rank%s, %zu region%s, %lld call%s</caption>\n", nranks,
+		nranks == 1 ? "" : "s", v->nrows, v->nrows == 1 ? "" : "s", (long long)v->calls,
+		v->calls == 1 ? "" : "s");
+	fputs("<thead><tr><th>region</th><th>calls</th><th>total [s]</th><th>mean [s]</th><th>min [s]</th>"
+	      "<th>max [s]</th><th>std [s]</th><th>min rank [s]</th><th>mean/rank [s]</th>"
+	      "<th>max rank [s]</th><th>imbalance</th></tr></thead>\n<tbody>\n", out);
+	for (size_t i = 0; i < v->nrows; i++) {
+		const struct frow *f = &v->rows[i];
+		fputs("<tr><th scope=\"row\">", out);
+		sp_svg_text(out, f->name, 0);
+		fprintf(out, "</th><td>%lld</td>", (long long)f->calls);
+		html_secs(out, (double)f->total);
+		if (f->calls > 0) {
+			html_secs(out, f->mean_ns);
+			html_secs(out, (double)f->min_ns);
+			html_secs(out, (double)f->max_ns);
+			html_secs(out, f->std_ns);
+		} else {
+			fputs("<td>-</td><td>-</td><td>-</td><td>-</td>", out);
+		}
+		html_secs(out, (double)f->min_rank);
+		html_secs(out, nranks ? (double)f->total / (double)nranks : 0.0);
+		html_secs(out, (double)f->max_rank);
+		double imb = sp_imbalance_of(f->max_rank, f->min_rank);
+		if (f->present < nranks)
+			fprintf(out, "<td>ranks %zu/%zu</td></tr>\n", f->present, nranks);
+		else if (isfinite(imb))
+			fprintf(out, "<td>%.2fx</td></tr>\n", imb);
+		else
+			fputs("<td>-</td></tr>\n", out);
+	}
+	fputs("</tbody>\n</table>\n", out);
+}
+
 /* ---- the summary -------------------------------------------------------- */
 
 /* Narrows sub, a shallow copy of p, to the ranks sel selects; sub->ranks is
@@ -858,7 +911,7 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 {
 	const struct sp_select *sel = o ? o->select : NULL;
 	enum sp_render_sort sort = o ? o->sort : SP_SORT_TOTAL;
-	int json = o && o->json;
+	int json = o && (o->json || o->html);
 	struct sp_profile sub = *p;
 	struct view v = { .p = p, .sel = sel, .roots_first = -1, .roots_last = -1 };
 	struct sp_hosts hosts = {0};
@@ -897,7 +950,10 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 		goto out;
 	}
 	if (json) {
-		render_json(out, &v, title, sort, &hosts);
+		if (o->html)
+			render_html(out, &v, title);
+		else
+			render_json(out, &v, title, sort, &hosts);
 		goto flush;
 	}
 	/* Several ranks: on how many hosts, and which ranks on which. */

@@ -1,7 +1,8 @@
 /* test_plot.c - unit tests of the charts' SVG writer (svg.h: escaping,
  * truncation, the palette, axis numbers) and of the merging of calls
  * narrower than a pixel column (plot_int.h), through sp_plot_gantt and
- * sp_plot_flame on profiles made here. */
+ * sp_plot_flame on profiles made here; report.html's page (sp_plot_report):
+ * self-contained, names escaped, the timeline's bars bounded. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -268,6 +269,89 @@ static void test_flame_nests_and_titles_every_box(void **state)
 	sp_profile_free(p);
 }
 
+/* ---- report.html -------------------------------------------------------- */
+
+static size_t count(const char *s, const char *what)
+{
+	size_t n = 0;
+	for (const char *q = s; (q = strstr(q, what)); q++)
+		n++;
+	return n;
+}
+
+static void test_report_is_one_self_contained_escaped_page(void **state)
+{
+	struct sp_profile *p = made(10);
+	free(p->ranks[0].regions[1].name);
+	p->ranks[0].regions[1].name = strdup("in</script><!--&\"'");
+	struct sp_plot_file f = {"made<1>.h5", p};
+	static const char svg[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\">"
+				  "<rect id=\"the-chart\"/></svg>\n";
+	struct sp_plot_chart chart = {"gantt.svg", svg, sizeof svg - 1};
+	struct sp_plot_info in;
+	struct sp_error err = {0};
+	char *s = NULL;
+	enum sp_err rc;
+	CAPTURE(s, rc = sp_plot_report(mf, &f, 1, &f, NULL, &chart, 1, NULL, &in, &err));
+	assert_int_equal(rc, SP_OK);
+	assert_int_equal(in.calls, 20);
+	assert_int_equal(in.merged, 0);
+	/* two script elements (the data, the timeline's code), nothing else ends one */
+	assert_int_equal(count(s, "<script"), 2);
+	assert_int_equal(count(s, "</script"), 2);
+	assert_int_equal(count(s, "<!--"), 0);
+	assert_null(strstr(s, "src="));
+	assert_null(strstr(s, "href="));
+	const char *data = strstr(s, "<script type=\"application/json\" id=\"sp-data\">");
+	assert_non_null(data);
+	data += strlen("<script type=\"application/json\" id=\"sp-data\">");
+	const char *end = strstr(data, "</script>");
+	assert_non_null(strstr(data, "\"region\":\"in\\u003c/script\\u003e\\u003c!--\\u0026\\\"'\""));
+	assert_true(memchr(data, '<', (size_t)(end - data)) == NULL);
+	/* the statistics table, names escaped */
+	assert_non_null(strstr(s, "<th scope=\"row\">in&lt;/script&gt;&lt;!--&amp;&quot;&apos;</th><td>10</td>"));
+	assert_non_null(strstr(s, "<caption>made&lt;1&gt;.h5"));
+	/* the chart inlined without its XML declaration */
+	assert_non_null(strstr(s, "<svg xmlns=\"http://www.w3.org/2000/svg\"><rect id=\"the-chart\"/></svg>"));
+	assert_null(strstr(s, "<?xml"));
+	assert_true(strlen(s) > 7 && strcmp(s + strlen(s) - 8, "</html>\n") == 0);
+	free(s);
+
+	/* no per-call events: no timeline, and why */
+	CAPTURE(s, rc = sp_plot_report(mf, &f, 1, NULL, "x.h5: aggregation <mode>", NULL, 0, NULL, &in, &err));
+	assert_int_equal(rc, SP_OK);
+	assert_non_null(strstr(s, "No timeline: x.h5: aggregation &lt;mode&gt;"));
+	assert_null(strstr(s, "<script"));
+	assert_non_null(strstr(s, "<table class=\"stats\""));
+	free(s);
+	sp_profile_free(p);
+
+	/* 100000 calls a lane: merged into at most a few thousand bars a lane */
+	p = made(100000);
+	f.p = p;
+	CAPTURE(s, rc = sp_plot_report(mf, &f, 1, &f, NULL, NULL, 0, NULL, &in, &err));
+	assert_int_equal(rc, SP_OK);
+	assert_int_equal(in.calls, 200000);
+	assert_true(in.merged > 0 && in.bars <= 2 * 2 * 4096);
+	assert_true(strlen(s) < 1024 * 1024);
+	int64_t calls = 0;
+	/* each bar is start,end,calls: sum the calls */
+	for (const char *q = strstr(s, "\"bars\":["); q; q = strstr(q, "\"bars\":[")) {
+		q += 8;
+		for (int k = 0; *q != ']'; k++) {
+			char *e;
+			long long v = strtoll(q, &e, 10);
+			if (k % 3 == 2)
+				calls += v;
+			q = *e == ',' ? e + 1 : e;
+		}
+	}
+	assert_int_equal(calls, 200000);
+	assert_non_null(strstr(s, "200000 of 200000 calls are in merged bars"));
+	free(s);
+	sp_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +363,7 @@ int main(void)
 		cmocka_unit_test(test_merge_narrow_calls_per_column),
 		cmocka_unit_test(test_gantt_merges_and_counts_every_call),
 		cmocka_unit_test(test_flame_nests_and_titles_every_box),
+		cmocka_unit_test(test_report_is_one_self_contained_escaped_page),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
