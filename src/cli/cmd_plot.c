@@ -23,7 +23,8 @@ static const struct sp_cmd_help help = {
 	.name = CMD,
 	.usage = "scope-profiler plot FILE [FILE...] -o DIR [OPTIONS]",
 	.about =
-		"Draws a profile as standalone SVG charts in DIR (created if missing):\n"
+		"Draws a profile as standalone SVG charts and an HTML report in DIR\n"
+		"(created if missing):\n"
 		"  gantt.svg             one lane per rank and region, every call a bar\n"
 		"  flame.svg             each rank's call stacks over time, depth down;\n"
 		"                        hover a box for its name, start and duration\n"
@@ -32,6 +33,9 @@ static const struct sp_cmd_help help = {
 		"                        when the files differ in size (see --x-field)\n"
 		"  region_statistics.json  per file and region: calls, total, mean, min,\n"
 		"                        max, std, per-rank totals and imbalance\n"
+		"  report.html           one self-contained page: every chart, the\n"
+		"                        statistics as tables, and a timeline to zoom,\n"
+		"                        pan and hover, with a rank filter\n"
 		"The Gantt and flame charts show the first FILE that has per-call events;\n"
 		"their time axis starts at its first region entry. Calls narrower than a\n"
 		"pixel column are merged into one bar per lane and column, and the chart\n"
@@ -41,8 +45,10 @@ static const struct sp_cmd_help help = {
 		"gantt_data.csv (rank,region,start,end,duration), flame_data.csv\n"
 		"(rank,depth,region,start,duration), durations_data.csv\n"
 		"(file,region,metric,value), speedup_data.csv (region,x,time,speedup).\n"
-		"Exit status: 0; 1 when a FILE cannot be read or holds no region, or a\n"
-		"chart cannot be written (the others still are); 2 for usage errors.\n",
+		"Exit status: 0; 1 when a FILE cannot be read or holds no region, no FILE\n"
+		"has per-call events (aggregation mode: no Gantt or flame chart or\n"
+		"timeline), or a chart cannot be written (the others still are); 2 for\n"
+		"usage errors.\n",
 };
 
 static int parse_metrics(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)

@@ -275,19 +275,29 @@ def test_aggregation_mode_gets_durations_and_statistics_only(sp):
     sp.script(SCRIPT)
     assert sp("run", "-q", "--aggregate", "-o", "agg.h5", "script.py").returncode == 0
     proc = sp("plot", "agg.h5", "-o", "out", "--metrics", "total,avg")
-    assert proc.returncode == 0, proc.stderr
+    # what needs per-call events cannot be drawn: status 1, one line naming the file
+    assert proc.returncode == 1, proc.stderr
     out = sp.tmp / "out"
     assert sorted(p.name for p in out.iterdir()) == [
-        "durations_avg.svg", "durations_total.svg", "region_statistics.json"]
+        "durations_avg.svg", "durations_total.svg", "region_statistics.json", "report.html"]
     assert [l for l in proc.stderr.splitlines() if "agg.h5" in l] == [
         "scope-profiler: plot: agg.h5: no per-call events (aggregation mode, or none selected): "
-        "no Gantt or flame chart of it"]
+        "no Gantt chart, flame chart or timeline"]
     root = svg(out / "durations_total.svg")
     assert {g.get(SPNS + "region") for g in root.iter(SVG + "g") if g.get(SPNS + "region")} == {
         ODD, "leaf", "solve"}
     doc = json.loads((out / "region_statistics.json").read_text(encoding="utf-8"))
     leaf = [r for r in doc["files"][0]["regions"] if r["name"] == "leaf"][0]
     assert leaf["calls"] == 15
+
+    # beside a file with events, it is drawn from that one: status 0, a note
+    assert sp("run", "-q", "-o", "ev.h5", "script.py").returncode == 0
+    proc = sp("plot", "agg.h5", "ev.h5", "-o", "both", "--metrics", "total")
+    assert proc.returncode == 0, proc.stderr
+    assert (sp.tmp / "both" / "gantt.svg").exists() and (sp.tmp / "both" / "report.html").exists()
+    assert [l for l in proc.stderr.splitlines() if "agg.h5" in l] == [
+        "scope-profiler: plot: agg.h5: no per-call events (aggregation mode, or none selected): "
+        "no Gantt or flame chart of it"]
 
 
 def test_bad_input_says_one_line_and_draws_what_it_can(sp):
@@ -346,8 +356,15 @@ def test_a_million_calls_are_merged_into_charts_of_a_few_mib(sp):
                 r.create_dataset("end_times", data=s + d)
     proc = sp("plot", "big.h5", "-o", "out", "--metrics", "total")
     assert proc.returncode == 0, proc.stderr
-    for name in ("gantt.svg", "flame.svg"):
+    for name in ("gantt.svg", "flame.svg", "report.html"):
         assert (sp.tmp / "out" / name).stat().st_size < 5 * 2**20, name
+    # report.html's timeline: every call in a bar, a few thousand bars a lane at most
+    page = (sp.tmp / "out" / "report.html").read_text(encoding="utf-8")
+    data = json.loads(page.split('<script type="application/json" id="sp-data">')[1].split("</script>")[0])
+    assert {(l["rank"], l["region"]): sum(l["bars"][2::3]) for l in data["lanes"]} == {
+        (r, n): c for r in range(4) for n, c in (("outer", 50_000), ("inner", 200_000))}
+    assert all(len(l["bars"]) // 3 <= 2 * 4096 for l in data["lanes"])
+    assert "1000000 of 1000000 calls are in merged bars" in page
     gantt = svg(sp.tmp / "out" / "gantt.svg")
     got = lanes(gantt)
     assert {k: v[1] for k, v in got.items()} == {
