@@ -54,6 +54,7 @@ PACKAGES=(
   valgrind
   python3-line-profiler python3-yappi python3-pandas python3-pyflakes python3-matplotlib
   libopenmpi-dev openmpi-bin python3-mpi4py
+  chromium
 )
 
 # ---- mounts: every one is recorded and undone on exit, in reverse order ----
