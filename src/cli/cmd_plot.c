@@ -142,9 +142,15 @@ static enum sp_err draw_kept(struct plot *pl, enum what w, int metric, const cha
 	if (!m)
 		return sp_error_set(err, SP_ENOMEM, "out of memory");
 	enum sp_err rc = draw(pl, w, metric, m, csv, err);
-	if (fclose(m) != 0 && rc == SP_OK)
-		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
-	if (rc == SP_OK && fwrite(buf, 1, len, f) != len)
+	/* A memory stream fails only for want of memory. */
+	int lost = ferror(m);
+	if (fclose(m) != 0 || lost) {
+		free(buf);
+		return sp_error_set(err, SP_ENOMEM, "out of memory");
+	}
+	/* The chart is whole in buf unless drawing it failed; SP_EIO here is
+	 * the CSV's, which its own close reports. */
+	if ((rc == SP_OK || rc == SP_EIO) && fwrite(buf, 1, len, f) != len)
 		rc = SP_EIO;
 	char *copy = rc == SP_OK ? strdup(name) : NULL;
 	if (copy && pl->ncharts < sizeof pl->charts / sizeof pl->charts[0]) {
@@ -162,8 +168,12 @@ static enum sp_err draw_kept(struct plot *pl, enum what w, int metric, const cha
 static FILE *open_out(struct plot *pl, struct sp_outpath *op, const char *name, char *path, size_t len)
 {
 	struct sp_error err = {0};
-	snprintf(path, len, "%s/%s", pl->dir, name);
 	*op = (struct sp_outpath){.fd = -1, .slot = -1};
+	int n = snprintf(path, len, "%s/%s", pl->dir, name);
+	if (n < 0 || (size_t)n >= len) {
+		sp_cmd_error(CMD, "cannot write %s into '%s': the path is too long", name, pl->dir);
+		return NULL;
+	}
 	if (sp_outpath_open(op, path, 0, &err) != SP_OK) {
 		sp_cmd_error(CMD, "cannot write %s", err.msg);
 		return NULL;
@@ -227,11 +237,18 @@ static void write_chart(struct plot *pl, enum what w, int metric, const char *na
 	size_t nlen = strlen(name);
 	int keep = nlen > 4 && strcmp(name + nlen - 4, ".svg") == 0;
 	enum sp_err rc = keep ? draw_kept(pl, w, metric, name, f, csv, &err) : draw(pl, w, metric, f, csv, &err);
-	if (rc != SP_OK && rc != SP_EIO)
+	/* A failed write (SP_EIO) is said by close_out, which finds the
+	 * stream's error and errno (a full disk, a file size limit). */
+	int io = rc == SP_EIO;
+	if (rc != SP_OK && !io)
 		sp_cmd_error(CMD, "%s: %s", name, err.msg);
-	int ok = close_out(&op, f, path, rc == SP_OK) == 0;
+	int ok = close_out(&op, f, path, rc == SP_OK || io) == 0;
 	if (csv)
-		ok &= close_out(&cop, csv, cpath, rc == SP_OK && ok) == 0;
+		ok &= close_out(&cop, csv, cpath, (rc == SP_OK || io) && ok) == 0;
+	if (io && ok) {   /* neither stream kept the error: still not written whole */
+		sp_cmd_error(CMD, "cannot write '%s': %s", path, err.msg);
+		ok = 0;
+	}
 	if (!ok)
 		pl->status = 1;
 	double t = seconds_since(&pl->start);

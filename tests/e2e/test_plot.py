@@ -418,3 +418,33 @@ def test_calls_spanning_more_than_64_bits_of_ns_are_refused_with_one_line(sp):
     assert len(lines) == 2 and all(l.startswith("scope-profiler: plot: ") for l in lines), proc.stderr
     assert not (sp.tmp / "out" / "gantt.svg").exists()
     svg(sp.tmp / "out" / "durations_total.svg")    # what can be drawn still is
+
+
+def test_a_chart_that_cannot_be_written_is_said_and_left_out(sp):
+    # A file size limit (as a full disk): every file that does not fit is
+    # one line naming it, none is left half-written, the status is 1.
+    import resource
+    import signal
+    import subprocess
+    from conftest import BINARY
+    sp.script(SCRIPT)
+    assert sp("run", "-q", "-o", "good.h5", "script.py").returncode == 0
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = subprocess.run([BINARY, "plot", "good.h5", "-o", "out", "--export-data"], cwd=sp.tmp,
+                          capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    assert proc.returncode == 1
+    out = sp.tmp / "out"
+    said = [l for l in proc.stderr.splitlines() if "cannot write" in l]
+    assert said and all(l.startswith("scope-profiler: plot: cannot write 'out/") for l in said), \
+        proc.stderr
+    for name in ("gantt.svg", "flame.svg", "report.html"):
+        path = out / name
+        assert (f"'out/{name}'" in proc.stderr) != path.exists(), (name, proc.stderr)
+    for path in out.iterdir():               # what is there is whole
+        if path.suffix == ".svg":
+            svg(path)
+        assert ".tmp" not in path.name
