@@ -157,10 +157,11 @@ $(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py Makefile
 $(BUILD)/sp_pyshim.h: src/python/scope_profiler_shim.py
 	@mkdir -p $(BUILD)
 	cd src/python && xxd -i scope_profiler_shim.py > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
-# The script of report.html's timeline (scope-profiler plot).
+# The script of report.html's timeline (scope-profiler plot), for the build
+# and for the fuzzing build (the same rule in each folder).
 $(BUILD)/obj/report/report_html.o: $(BUILD)/sp_timeline_js.h
-$(BUILD)/sp_timeline_js.h: src/report/report_timeline.js
-	@mkdir -p $(BUILD)
+%/sp_timeline_js.h: src/report/report_timeline.js
+	@mkdir -p $(@D)
 	cd src/report && xxd -i report_timeline.js > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
 
 $(LIB): $(LIB_OBJ)
@@ -267,8 +268,10 @@ FUZZ_ENV     := ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
 
 $(FUZZ_BUILD)/obj/%.o: src/%.c $(HEADERS) | $(FUZZ_BUILD)/obj
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -Iinclude -Isrc/$(firstword $(subst /, ,$*)) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"' $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
+	$(FUZZ_CC) -Iinclude -I$(FUZZ_BUILD) -Isrc/$(firstword $(subst /, ,$*)) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"' $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
 		-c -o $@ $<
+
+$(FUZZ_BUILD)/obj/report/report_html.o: $(FUZZ_BUILD)/sp_timeline_js.h
 
 $(FUZZ_BIN): tests/fuzz/fuzz_read.c $(FUZZ_OBJ)
 	$(FUZZ_CC) -Iinclude -Isrc/cli $(HDF5_CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(HDF5_LIBS) -lz -lm

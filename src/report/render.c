@@ -531,19 +531,21 @@ static int limit_tree(struct view *v, int top, int depth)
 	return 0;
 }
 
+static int64_t own_ns(const struct mnode *m)
+{
+	/* A damaged file's totals may be anything: no overflow here. */
+	int64_t own;
+	if (__builtin_sub_overflow(m->total, m->child_total, &own))
+		return m->child_total < 0 ? INT64_MAX : 0;
+	return own > 0 ? own : 0;
+}
+
 /* Under a limit a node's (own) row shows only when it is as heavy as
  * what was kept, or when nothing else closes its list; else its time
  * goes to the closing "… N more" row. */
 static int own_shown(const struct view *v, const struct mnode *m)
 {
-	int64_t own = m->total - m->child_total;
-	return v->tree_shown == v->nnodes || m->hidden == 0 || own >= v->tree_cut;
-}
-
-static int64_t own_ns(const struct mnode *m)
-{
-	int64_t own = m->total - m->child_total;
-	return own > 0 ? own : 0;
+	return v->tree_shown == v->nnodes || m->hidden == 0 || own_ns(m) >= v->tree_cut;
 }
 
 static void render_tree(FILE *out, const struct view *v)
