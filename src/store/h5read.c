@@ -296,6 +296,11 @@ enum sp_err sp_h5r_read_tree(struct reader *r, hid_t rank_g, const struct sp_h5r
 			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: node %zu has a bad parent %d", ctx, i, (int)parent[i]);
 			goto out;
 		}
+		if (calls[i] < 0 || total[i] < 0) {
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: node %zu has a negative number of calls or time",
+					 ctx, i);
+			goto out;
+		}
 		tree[i] = (struct sp_tree_node){parent[i], region, calls[i], total[i]};
 	}
 	free(rk->tree);

@@ -73,17 +73,27 @@ def good(sp):
 def test_findings_are_kept():
     # Two heap overflows in libhdf5 (damaged chunk indexes), three endless
     # loops (a damaged global heap under a variable-length string), a
-    # superblock whose driver information block claims a gigabyte, and a
-    # group whose local heap is at the undefined address (a NULL read).
+    # superblock whose driver information block claims a gigabyte, a
+    # group whose local heap is at the undefined address (a NULL read), and
+    # a call tree with negative totals (an overflow in summary's tree).
     names = {f.name[:14] for f in FINDINGS}
     assert {"crash-c8f7790f", "crash-de4aafe7", "timeout-47c5c8", "timeout-541ff5",
-            "timeout-bb2a4f", "timeout-8b54c7", "crash-aa38b54c"} <= names
+            "timeout-bb2a4f", "timeout-8b54c7", "crash-aa38b54c", "crash-981eadbd"} <= names
+
+
+# Findings damaged only in the stored call tree (negative totals, on which
+# summary's "(own)" row once overflowed): export streams the events and
+# never reads the tree, so it succeeds; every other command refuses them.
+TREE_ONLY = ("crash-981eadbd",)
 
 
 @pytest.mark.parametrize("finding", FINDINGS, ids=lambda p: p.name[:16])
 def test_fuzz_findings_fail_cleanly(sp, good, finding):
     for args in commands(finding, good):
         proc = run(args, sp.tmp)
+        if finding.name.startswith(TREE_ONLY) and args[0] == "export":
+            assert proc.returncode == 0 and proc.stderr == "", (args, proc.stderr)
+            continue
         assert_one_error(proc, args[0], "cannot read", finding.name)
 
 
