@@ -445,20 +445,40 @@ static int other_coding(const char *p, const char *end)
 	return 0;
 }
 
-/* lt's source lines read straight from the file, as linecache gives them,
- * without importing linecache (it brings tokenize, re and more: ~15 M
- * instructions at the end of a line-timing run). 0 when done; 1 when the
- * file is not plain enough to be sure (unreadable, large, not UTF-8, another
- * coding declared, a CR without LF), and linecache decides; -1 out of
- * memory. */
-static int source_from_file(struct sp_line_table *lt, PyObject *filename)
+/* The last source file read for the line tables (sp_linetrace_collect
+ * reads each once, however many of its functions were timed): its text
+ * after any BOM, or NULL when it is not plain enough to be sure of (see
+ * source_load). */
+static struct {
+	PyObject *filename;            /* the code objects' co_filename */
+	char *buf;
+	const char *text, *end;
+} src;
+
+static void source_forget(void)
 {
+	Py_CLEAR(src.filename);
+	free(src.buf);
+	src.buf = NULL;
+	src.text = src.end = NULL;
+}
+
+/* Reads filename into src unless it is there already. The text is kept
+ * only when it is plain UTF-8 as Python reads it: readable, at most 16 MiB,
+ * valid UTF-8, no other coding declared, no CR without LF. */
+static void source_load(PyObject *filename)
+{
+	if (src.filename && PyUnicode_Compare(src.filename, filename) == 0)
+		return;
+	PyErr_Clear();
+	source_forget();
+	src.filename = Py_NewRef(filename);
 	PyObject *path = PyUnicode_Check(filename) ? PyUnicode_EncodeFSDefault(filename) : NULL;
 	FILE *f = path ? fopen(PyBytes_AS_STRING(path), "rb") : NULL;
 	Py_XDECREF(path);
 	PyErr_Clear();
 	if (!f)
-		return 1;
+		return;
 	char *buf = NULL;
 	size_t len = 0;
 	long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
@@ -467,7 +487,7 @@ static int source_from_file(struct sp_line_table *lt, PyObject *filename)
 	fclose(f);
 	if (!buf || len != (size_t)size) {
 		free(buf);
-		return 1;
+		return;
 	}
 	buf[len] = '\0';
 	const char *p = buf, *end = buf + len;
@@ -485,9 +505,25 @@ static int source_from_file(struct sp_line_table *lt, PyObject *filename)
 	if (!text) {
 		PyErr_Clear();
 		free(buf);
-		return 1;
+		return;
 	}
 	Py_DECREF(text);
+	src.buf = buf;
+	src.text = p;
+	src.end = end;
+}
+
+/* lt's source lines read straight from the file, as linecache gives them,
+ * without importing linecache (it brings tokenize, re and more: ~15 M
+ * instructions at the end of a line-timing run). 0 when done; 1 when the
+ * file is not plain enough to be sure (source_load), and linecache
+ * decides; -1 out of memory. */
+static int source_from_file(struct sp_line_table *lt, PyObject *filename)
+{
+	source_load(filename);
+	if (!src.text)
+		return 1;
+	const char *p = src.text, *end = src.end;
 	size_t line = 1;
 	for (size_t i = 0; i < lt->n; i++) {
 		size_t want = (size_t)lt->first_line + i;
@@ -497,12 +533,9 @@ static int source_from_file(struct sp_line_table *lt, PyObject *filename)
 			line++;
 		}
 		size_t n = line == want && p < end ? strcspn(p, "\r\n") : 0;
-		if (!(lt->source[i] = strndup(line == want ? p : "", n))) {
-			free(buf);
+		if (!(lt->source[i] = strndup(line == want ? p : "", n)))
 			return -1;
-		}
 	}
-	free(buf);
 	return 0;
 }
 
@@ -577,12 +610,14 @@ int sp_linetrace_collect(struct sp_rank *rk)
 		lt->time_ns = malloc(t->n * sizeof *lt->time_ns);
 		if (!lt->function || !lt->region || !lt->filename || !lt->hits || !lt->time_ns ||
 		    fill_source(lt, t->code->co_filename) != 0) {
+			source_forget();
 			PyErr_NoMemory();
 			return -1;
 		}
 		memcpy(lt->hits, t->hits, t->n * sizeof *lt->hits);
 		memcpy(lt->time_ns, t->time_ns, t->n * sizeof *lt->time_ns);
 	}
+	source_forget();
 	return 0;
 }
 

@@ -317,22 +317,26 @@ print(asyncio.run(main()))
 
 # The source column as the file says it, however the file is written: UTF-8
 # with or without a BOM, CRLF line ends, another declared encoding, and lines
-# a script registered in linecache for code without a file.
-SOURCE_BODY = (
-    "import scope_profiler as sp\n"
-    "@sp.profile('f')\n"
-    "def f():\n"
-    "    s = 'caf\u00e9 \u2713'\n"
-    "    return len(s)\n"
-    "f()\n"
-)
+# a script registered in linecache for code without a file. The function
+# starts on the file's first line, where a BOM or a declaration sits.
+SOURCE_LINES = [
+    '@__import__("scope_profiler").profile("f")',
+    "def f():",
+    "    s = 'caf\u00e9 \u2713'",
+    "    return len(s)",
+]
 
 
 @pytest.mark.parametrize("form", ["utf-8", "bom", "crlf", "latin-1", "lone-cr"])
 def test_source_column_as_written(sp, form):
-    text = SOURCE_BODY
+    lines = list(SOURCE_LINES)
     if form == "latin-1":
-        text = "# -*- coding: latin-1 -*-\n" + text.replace(" \u2713", "")
+        lines = ["# -*- coding: latin-1 -*-"] + lines
+        lines[3] = "    s = 'caf\u00e9'"
+    # A second function of the same file: each table gets its own lines.
+    g_lines = ['@__import__("scope_profiler").profile("g")', "def g():", "    return 7"]
+    text = "\n".join(lines + g_lines + ["f()", "g()", ""])
+    if form == "latin-1":
         data = text.encode("latin-1")
     elif form == "crlf":
         data = text.replace("\n", "\r\n").encode()
@@ -343,12 +347,10 @@ def test_source_column_as_written(sp, form):
     (sp.tmp / "script.py").write_bytes(data)
     proc = sp("run", "-q", "--line-profile", "-o", "out.h5", "script.py")
     assert proc.returncode == 0, proc.stderr
+    want = lines[1:] if form == "latin-1" else lines
     tables = line_tables(sp.tmp / "out.h5")
-    want = ["    s = 'caf\u00e9 \u2713'", "    return len(s)"]
-    if form == "latin-1":
-        want[0] = "    s = 'caf\u00e9'"
-    src = tables["f:source"]
-    assert want[0] in src and want[1] in src, src
+    assert tables["f:source"] == want
+    assert tables["g:source"] == g_lines
 
 
 def test_source_column_of_code_registered_in_linecache(sp):
