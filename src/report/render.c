@@ -472,12 +472,10 @@ static int limit_tree(struct view *v, int top, int depth)
 	if (n == 0 || (cap >= n && depth <= 0))
 		return 0;
 	int32_t *order = malloc(n * sizeof *order);
-	unsigned char *show = calloc(n, 1);
-	if (!order || !show) {
-		free(order);
-		free(show);
+	if (!order)
 		return -1;
-	}
+	for (size_t i = 0; i < n; i++)
+		v->nodes[i].cut = 1;
 	size_t m = 0, shown = 0;
 	for (size_t i = 0; i < n; i++)
 		if (depth <= 0 || v->nodes[i].depth < depth)
@@ -485,18 +483,18 @@ static int limit_tree(struct view *v, int top, int depth)
 	qsort_r(order, m, sizeof *order, cmp_heavier, v->nodes);
 	for (size_t k = 0; k < m && shown < cap; k++) {
 		size_t need = 0;
-		for (int32_t a = order[k]; a >= 0 && !show[a]; a = v->nodes[a].parent)
+		for (int32_t a = order[k]; a >= 0 && v->nodes[a].cut; a = v->nodes[a].parent)
 			need++;
 		if (need > cap - shown)
 			continue;
-		for (int32_t a = order[k]; a >= 0 && !show[a]; a = v->nodes[a].parent)
-			show[a] = 1;
+		for (int32_t a = order[k]; a >= 0 && v->nodes[a].cut; a = v->nodes[a].parent)
+			v->nodes[a].cut = 0;
 		shown += need;
 	}
 	v->tree_shown = shown;
 	v->tree_cut = 0;
 	for (size_t i = 0; i < n; i++)
-		if (!show[i] && v->nodes[i].total > v->tree_cut)
+		if (v->nodes[i].cut && v->nodes[i].total > v->tree_cut)
 			v->tree_cut = v->nodes[i].total;
 	/* Relink: parents come first, so children are met in their order. */
 	for (size_t i = 0; i < n; i++)
@@ -505,11 +503,11 @@ static int limit_tree(struct view *v, int top, int depth)
 	for (size_t i = 0; i < n; i++) {
 		struct mnode *c = &v->nodes[i];
 		int32_t pa = c->parent;
-		if (!show[i]) {
+		if (c->cut) {
 			if (pa < 0) {
 				v->roots_hidden++;
 				v->roots_hidden_total = sp_add_sat(v->roots_hidden_total, c->total);
-			} else if (show[pa]) {
+			} else if (!v->nodes[pa].cut) {
 				v->nodes[pa].hidden++;
 				v->nodes[pa].hidden_total = sp_add_sat(v->nodes[pa].hidden_total, c->total);
 			}
@@ -524,10 +522,7 @@ static int limit_tree(struct view *v, int top, int depth)
 			v->nodes[*last].next = (int32_t)i;
 		*last = (int32_t)i;
 	}
-	for (size_t i = 0; i < n; i++)
-		v->nodes[i].cut = !show[i];
 	free(order);
-	free(show);
 	return 0;
 }
 
