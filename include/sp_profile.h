@@ -18,6 +18,19 @@ struct sp_stats {
 	int64_t last_end_ns;           /* SP_NO_TIME when num_calls == 0 */
 };
 
+/* What a region's per-call values are (run --memory, --mpi-calls). */
+enum sp_value_kind {
+	SP_VALUES_NONE = 0,
+	SP_VALUES_ALLOC_BYTES = 1,     /* bytes allocated during the call, nested calls included */
+	SP_VALUES_BYTES = 2,           /* bytes an MPI call moved (count times the type's size) */
+};
+#define SP_VALUE_KINDS 3
+#define SP_NO_PEAK (-1)
+
+/* The dataset name of a kind's column ("alloc_bytes", "bytes"), or NULL for
+ * SP_VALUES_NONE or an unknown kind. */
+const char *sp_value_kind_name(int kind);
+
 /* One region on one rank. */
 struct sp_region_data {
 	char *name;                    /* exact name, UTF-8, owned by the profile */
@@ -35,6 +48,15 @@ struct sp_region_data {
 	/* Calls that were not recorded because memory ran out (stored as the
 	 * region's dropped_events attribute when not 0). */
 	int64_t dropped;
+	/* A value per call (value_kind says what; SP_VALUES_NONE: none), num_calls
+	 * of them with the events (NULL when the events are not loaded; freed
+	 * with them when owns_events), and their sum, known without them. */
+	int64_t *values;
+	int value_kind;
+	int64_t values_total;
+	/* The peak of live bytes while the region was open (run --memory):
+	 * known when > 0; 0 or SP_NO_PEAK when not. */
+	int64_t peak_bytes;
 };
 
 /* One node of a rank's call tree. Nodes are stored parents first: a node's

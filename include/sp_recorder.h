@@ -14,6 +14,8 @@ struct sp_buf {
 	int64_t *starts, *ends;   /* cap entries each; NULL until the first event */
 	int32_t *lanes;           /* cap entries when lanes are kept, else NULL */
 	int keep_lanes;           /* grow (and allocate) the lanes column too */
+	int64_t *values;          /* cap entries when keep_values, else NULL */
+	int keep_values;          /* 0, or the enum sp_value_kind (sp_profile.h) of values */
 	size_t n;                 /* events reserved so far */
 	size_t cap;               /* allocated entries */
 	size_t initial_cap;       /* capacity of the first allocation */
@@ -44,6 +46,11 @@ void sp_buf_free(struct sp_buf *b);
 /* From now on, keep a lane per event; events already recorded get lane 0.
  * Returns 0, or -1 when out of memory (lanes stay off). */
 int sp_buf_keep_lanes(struct sp_buf *b);
+
+/* From now on, keep a value per event (bytes allocated or moved; kind, an
+ * enum sp_value_kind > 0, says which); events already recorded get 0.
+ * Returns 0, or -1 when out of memory (values stay off) or kind <= 0. */
+int sp_buf_keep_values(struct sp_buf *b, int kind);
 
 /* Reserves the next slot and returns its index, or -1 (counted in dropped)
  * when the buffer could not grow. */

@@ -85,6 +85,11 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
  * e.g. " 0.002191", "12.345678", "  12345.7"). Returns buf. */
 char *sp_render_seconds(char *buf, size_t len, double ns);
 
+/* Formats a number of bytes with a binary unit into buf, at most 10
+ * visible characters ("     512 B", "  1.50 KiB", "123.4 MiB", "   2.0 TiB");
+ * negative counts keep their sign. Returns buf. */
+char *sp_render_bytes(char *buf, size_t len, double bytes);
+
 /* Terminal columns of the UTF-8 text s: East Asian wide characters count 2,
  * combining marks 0; malformed bytes and control characters (tabs included)
  * count 1, as the '?' they are printed as. */

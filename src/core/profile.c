@@ -20,15 +20,22 @@ void sp_line_table_clear(struct sp_line_table *t)
 	memset(t, 0, sizeof *t);
 }
 
+const char *sp_value_kind_name(int kind)
+{
+	return kind == SP_VALUES_ALLOC_BYTES ? "alloc_bytes" : kind == SP_VALUES_BYTES ? "bytes" : NULL;
+}
+
 void sp_region_drop_events(struct sp_region_data *rd)
 {
 	if (rd->owns_events) {
 		free(rd->starts);
 		free(rd->ends);
 		free(rd->lanes);
+		free(rd->values);
 	}
 	rd->starts = rd->ends = NULL;
 	rd->lanes = NULL;
+	rd->values = NULL;
 	rd->owns_events = 0;
 }
 
@@ -41,6 +48,7 @@ void sp_rank_clear(struct sp_rank *rk)
 			free(rd->starts);
 			free(rd->ends);
 			free(rd->lanes);
+			free(rd->values);
 		}
 	}
 	free(rk->regions);

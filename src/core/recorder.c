@@ -28,10 +28,11 @@ static void *map_new(size_t bytes)
 }
 
 /* The columns and their element sizes, for the loops below. */
-#define NCOLS 3
+#define NCOLS 4
 static void **col_ptr(struct sp_buf *b, int i)
 {
-	return i == 0 ? (void **)&b->starts : i == 1 ? (void **)&b->ends : (void **)&b->lanes;
+	return i == 0 ? (void **)&b->starts : i == 1 ? (void **)&b->ends
+		: i == 2 ? (void **)&b->lanes : (void **)&b->values;
 }
 
 static size_t col_elem(int i)
@@ -41,13 +42,13 @@ static size_t col_elem(int i)
 
 static int col_used(const struct sp_buf *b, int i)
 {
-	return i < 2 || b->keep_lanes;
+	return i < 2 || (i == 2 ? b->keep_lanes : b->keep_values != 0);
 }
 
 /* Moves every column from malloc to new mmaps of cap entries: all or none. */
 static int grow_to_maps(struct sp_buf *b, size_t cap)
 {
-	void *fresh[NCOLS] = {NULL, NULL, NULL};
+	void *fresh[NCOLS] = {NULL, NULL, NULL, NULL};
 	for (int i = 0; i < NCOLS; i++)
 		if (col_used(b, i) && !(fresh[i] = map_new(cap * col_elem(i)))) {
 			for (int j = 0; j < i; j++)
@@ -119,6 +120,12 @@ int sp_buf_grow(struct sp_buf *b)
 				return -1;
 			b->lanes = l;
 		}
+		if (b->keep_values) {
+			int64_t *v = realloc(b->values, cap * sizeof(int64_t));
+			if (!v)
+				return -1;
+			b->values = v;
+		}
 	}
 	b->cap = cap;
 	return 0;
@@ -139,6 +146,21 @@ int sp_buf_keep_lanes(struct sp_buf *b)
 	return 0;
 }
 
+int sp_buf_keep_values(struct sp_buf *b, int kind)
+{
+	if (kind <= 0)
+		return -1;
+	if (!b->keep_values && b->cap) {
+		/* Zeroed either way: events already recorded get 0. */
+		int64_t *v = b->mapped ? map_new(b->cap * sizeof(int64_t)) : calloc(b->cap, sizeof(int64_t));
+		if (!v)
+			return -1;
+		b->values = v;
+	}
+	b->keep_values = kind;
+	return 0;
+}
+
 void sp_buf_clear(struct sp_buf *b)
 {
 	b->n = 0;
@@ -156,6 +178,7 @@ void sp_buf_free(struct sp_buf *b)
 		*p = NULL;
 	}
 	b->keep_lanes = 0;
+	b->keep_values = 0;
 	b->mapped = 0;
 	b->n = b->cap = 0;
 	b->dropped = 0;

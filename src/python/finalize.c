@@ -53,6 +53,7 @@ static int add_aggregate_region(struct sp_rank *rk, RegionObject *r)
 		return -1;
 	rk->nregions++;
 	rd->aggregate = 1;
+	rd->peak_bytes = r->peak_bytes;
 	sp_agg_stats(&r->agg, &rd->stats, &rd->self_ns);
 	return 0;
 }
@@ -118,6 +119,15 @@ static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now, si
 	rd->lanes = r->buf.keep_lanes ? r->buf.lanes : NULL;
 	rd->owns_events = 0;
 	rd->dropped = (int64_t)r->buf.dropped;
+	rd->peak_bytes = r->peak_bytes;
+	if (r->buf.keep_values) {
+		int64_t sum = 0;
+		rd->values = r->buf.values;
+		rd->value_kind = r->buf.keep_values;
+		for (size_t i = 0; i < n; i++)
+			sum = (int64_t)((uint64_t)sum + (uint64_t)rd->values[i]);
+		rd->values_total = sum;
+	}
 	/* Starts are taken in slot order (under the GIL, right after the
 	 * slot is reserved): the first is the earliest. */
 	if ((size_t)r->acc.n != n || sp_stats_from_acc(&rd->stats, &r->acc, r->buf.starts[0]) != 0)

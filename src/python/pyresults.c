@@ -194,6 +194,15 @@ static PyObject *meta_to_py(const struct sp_profile *p)
 	return meta;
 }
 
+/* d[key] = v as an int; 0, or -1 with an exception set. */
+static int set_ll(PyObject *d, const char *key, long long v)
+{
+	PyObject *o = PyLong_FromLongLong(v);
+	int rc = o ? PyDict_SetItemString(d, key, o) : -1;
+	Py_XDECREF(o);
+	return rc;
+}
+
 /* One region's statistics and event columns as a dict (a new reference);
  * event columns rd owns are taken over (rd's pointers become NULL), others
  * copied. NULL with an exception set. */
@@ -202,6 +211,7 @@ static PyObject *region_to_py(struct sp_region_data *rd)
 	const struct sp_stats *st = &rd->stats;
 	int own = rd->owns_events;
 	PyObject *lanes = column_bytes((void **)&rd->lanes, st->num_calls, sizeof(int32_t), own);
+	PyObject *values = column_bytes((void **)&rd->values, st->num_calls, sizeof(int64_t), own);
 	PyObject *starts = column_bytes((void **)&rd->starts, st->num_calls, sizeof(int64_t), own);
 	PyObject *ends = column_bytes((void **)&rd->ends, st->num_calls, sizeof(int64_t), own);
 	PyObject *first = time_or_none(st->first_start_ns);
@@ -225,6 +235,14 @@ static PyObject *region_to_py(struct sp_region_data *rd)
 	Py_XDECREF(first);
 	Py_XDECREF(last);
 	Py_XDECREF(self_ns);
+	/* The per-call values (run --memory, --mpi-calls), under their
+	 * dataset's name, with their total; the peak of live bytes. */
+	const char *vname = sp_value_kind_name(rd->value_kind);
+	if (d && (!values || (vname && PyDict_SetItemString(d, vname, values) != 0) ||
+		  (vname && set_ll(d, "values_total", rd->values_total) != 0) ||
+		  (rd->peak_bytes > 0 && set_ll(d, "peak_live_bytes", rd->peak_bytes) != 0)))
+		Py_CLEAR(d);
+	Py_XDECREF(values);
 	return d;
 }
 

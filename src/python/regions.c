@@ -475,6 +475,7 @@ static PyObject *region_create(PyObject *name)
 	sp_stats_acc_init(&r->acc);
 	sp_live_region_init(r);
 	r->index = -1;
+	r->peak_bytes = SP_NO_PEAK;
 	if (sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) {
 		Py_DECREF(r);
 		return PyErr_NoMemory();
@@ -675,6 +676,7 @@ void sp_regions_reset(void)
 		if (r->buf.cap != sp_mode.buffer_limit || r->buf.keep_lanes)
 			sp_buf_free(&r->buf);
 		sp_buf_clear(&r->buf);
+		r->peak_bytes = SP_NO_PEAK;
 		sp_agg_region_init(&r->agg);
 		sp_stats_acc_init(&r->acc);
 		sp_live_region_init(r);

@@ -399,6 +399,15 @@ class Region:
         self.start_times_ns = _column(raw["starts"] if raw["starts"] is not None else empty)
         self.end_times_ns = _column(raw["ends"] if raw["ends"] is not None else empty)
         self.lanes = _column(raw.get("lanes"), "i")  # None unless --track-threads
+        # run --memory: bytes allocated during each call (nested calls
+        # included); run --mpi-calls: bytes each MPI call moved. None when
+        # the file has none (or, read with read_h5_summary, events not loaded).
+        self.alloc_bytes = _column(raw.get("alloc_bytes"))
+        self.bytes = _column(raw.get("bytes"))
+        # Their sum, known without the events; the peak of live bytes while
+        # the region was open (run --memory), None when not known.
+        self.values_total = raw.get("values_total")
+        self.peak_live_bytes = raw.get("peak_live_bytes")
         # Each call's place in call_stack(rank) and its parent's there (-1: a
         # root), set by ProfilingResults._stack when first asked for.
         self._call_ids = self._parent_ids = None

@@ -32,6 +32,7 @@ typedef struct {
 	int32_t live_parent, live_node; /* cache: its node of the live call tree under that
 					 * parent (sp_aggregate.h); live_parent INT32_MIN: none */
 	int32_t index;                /* the end of a session: its place in the rank's regions, or -1 */
+	int64_t peak_bytes;           /* run --memory: the peak of live bytes while open; -1: none */
 } RegionObject;
 
 /* A call of r in event slot `slot` ends at t: its end written and counted

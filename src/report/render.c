@@ -43,6 +43,9 @@ struct frow {
 	size_t seen_rank;              /* bookkeeping while merging */
 	int64_t cur_calls, cur_total;
 	int selected;                  /* kept by the selection */
+	int value_kind;                /* its values' kind (sp_profile.h), on any rank */
+	int64_t values_total;          /* summed over ranks */
+	int64_t peak_bytes;            /* the highest over ranks; <= 0: not known */
 };
 
 struct view {
@@ -295,6 +298,12 @@ static void merge_rank(struct view *v, size_t r, size_t base)
 		if (!f->st && rd->stats.num_calls > 0)
 			f->st = &rd->stats;
 		frow_add_stats(f, &rd->stats);
+		if (rd->value_kind) {
+			f->value_kind = rd->value_kind;
+			f->values_total = sp_add_sat(f->values_total, rd->values_total);
+		}
+		if (rd->peak_bytes > f->peak_bytes)
+			f->peak_bytes = rd->peak_bytes;
 		f->cur_calls = sp_add_sat(f->cur_calls, rd->stats.num_calls);
 		f->cur_total = sp_add_sat(f->cur_total, rd->stats.total_ns);
 		v->calls = sp_add_sat(v->calls, rd->stats.num_calls);
@@ -695,6 +704,59 @@ static void render_flat(FILE *out, const struct view *v)
 			nranks);
 }
 
+/* ---- values: bytes allocated (run --memory) or moved (run --mpi-calls) --- */
+
+/* A table of the shown rows that have values of kind (or, for
+ * SP_VALUES_ALLOC_BYTES, a known peak), in the region table's order;
+ * nothing when none has. */
+static void render_values(FILE *out, const struct view *v, int kind)
+{
+	int alloc = kind == SP_VALUES_ALLOC_BYTES, need = 0;
+	int64_t maxcalls = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < v->rows_shown; i++) {
+		const struct frow *f = &v->rows[i];
+		if (f->value_kind != kind && !(alloc && f->peak_bytes > 0))
+			continue;
+		int nw = sp_render_text_width(f->name);
+		need = nw > need ? nw : need;
+		maxcalls = f->calls > maxcalls ? f->calls : maxcalls;
+		n++;
+	}
+	if (n == 0)
+		return;
+	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
+	int rest = 2 + cw + 3 * (2 + 10);
+	int w = sp_render_name_width(need, rest);
+	struct sp_table_col tc[5];
+	const int cols_w[] = {w, cw, 10, 10, 10};
+	for (size_t k = 0; k < 5; k++)
+		tc[k] = (struct sp_table_col){ k ? "  " : NULL, k ? SP_TABLE_RIGHT : SP_TABLE_LEFT, cols_w[k] };
+	fputc('\n', out);
+	if (alloc)
+		fputs("Allocations (bytes allocated during the calls, nested calls included)\n", out);
+	else
+		fputs("MPI calls (bytes sent or received: count × the datatype's size)\n", out);
+	sp_table_row(out, tc, alloc ? 5 : 4, (const char *const[]){"region", "calls",
+		     alloc ? "allocated" : "bytes", "per call", "peak live"}, "\n");
+	sp_render_rule(out, w + rest - (alloc ? 0 : 12));
+	for (size_t i = 0; i < v->rows_shown; i++) {
+		const struct frow *f = &v->rows[i];
+		char calls[32], a[32] = "-", b[32] = "-", c[32] = "-";
+		if (f->value_kind != kind && !(alloc && f->peak_bytes > 0))
+			continue;
+		snprintf(calls, sizeof calls, "%lld", (long long)f->calls);
+		if (f->value_kind == kind) {
+			sp_render_bytes(a, sizeof a, (double)f->values_total);
+			if (f->calls > 0)
+				sp_render_bytes(b, sizeof b, (double)f->values_total / (double)f->calls);
+		}
+		if (f->peak_bytes > 0)
+			sp_render_bytes(c, sizeof c, (double)f->peak_bytes);
+		sp_table_row(out, tc, alloc ? 5 : 4, (const char *const[]){f->name, calls, a, b, c}, "\n");
+	}
+}
+
 /* ---- JSON --------------------------------------------------------------- */
 
 /* A number of seconds from nanoseconds, exact to the nanosecond; null when
@@ -766,6 +828,11 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 			fprintf(out, ", \"imbalance\": %.6f", imb);
 		else
 			fputs(", \"imbalance\": null", out);
+		if (f->value_kind)
+			fprintf(out, ", \"%s\": %lld", sp_value_kind_name(f->value_kind),
+				(long long)f->values_total);
+		if (f->peak_bytes > 0)
+			fprintf(out, ", \"peak_live_bytes\": %lld", (long long)f->peak_bytes);
 		fputs(", \"rank_totals_s\": [", out);
 		for (size_t r = 0; r < nranks; r++)
 			fprintf(out, "%s%.9f", r ? ", " : "",
@@ -970,6 +1037,8 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 	if (parts & SP_RENDER_FLAT) {
 		fputc('\n', out);
 		render_flat(out, &v);
+		render_values(out, &v, SP_VALUES_ALLOC_BYTES);
+		render_values(out, &v, SP_VALUES_BYTES);
 	}
 	left_out(out, &v, parts, o && o->more_hint ? o->more_hint : "--all");
 flush:

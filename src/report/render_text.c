@@ -121,6 +121,21 @@ char *sp_render_seconds(char *buf, size_t len, double ns)
 	return buf;
 }
 
+char *sp_render_bytes(char *buf, size_t len, double bytes)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double a = fabs(bytes);
+	int u = 0;
+	/* The unit in which the figure stays below 1024 as printed. */
+	while (u < 6 && a >= 1023.95)
+		a /= 1024, bytes /= 1024, u++;
+	if (u == 0)
+		snprintf(buf, len, "%6.0f %-3s", bytes, units[u]);
+	else
+		snprintf(buf, len, a < 99.995 ? "%6.2f %s" : "%6.1f %s", bytes, units[u]);
+	return buf;
+}
+
 /* The seconds without their leading padding, for use inside a sentence. */
 const char *sp_render_secs_trim(char *buf, size_t len, double ns)
 {

@@ -89,6 +89,58 @@ static enum sp_err names_unique(struct reader *r, const char *gname, const struc
 	return rc;
 }
 
+/* The regions table's optional columns (h5write_table.c's
+ * write_value_table), each of the table's rows rows, into rk's regions. */
+static enum sp_err read_value_table(struct reader *r, hid_t tg, const char *ctx, size_t rows,
+				    struct sp_rank *rk)
+{
+	static const char *const names[3] = {"value_kind", "values_total", "peak_live_bytes"};
+	int64_t *v = NULL;
+	int kinds = 0;                 /* a row has values */
+	enum sp_err rc = SP_OK;
+	for (int c = 0; c < 3 && rc == SP_OK; c++) {
+		hid_t ds = -1;
+		hsize_t len = 0;
+		int hl = sp_h5r_hard_link(tg, names[c]);
+		if (hl < 0) {
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up %s", ctx, names[c]);
+			break;
+		}
+		if (hl == 0) {
+			if (c == 1 && kinds)
+				rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: value_kind without values_total", ctx);
+			continue;
+		}
+		if ((rc = sp_h5r_column_open(r, tg, ctx, names[c], H5T_INTEGER, 1, &ds, &len)) != SP_OK)
+			break;
+		if (len != rows)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: %s holds %llu rows, name %zu", ctx, names[c],
+					 (unsigned long long)len, rows);
+		else if (!v && !(v = sp_h5r_alloc_n(rows, sizeof *v)))
+			rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %zu regions", ctx, rows);
+		else if (rows && H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read %s", ctx, names[c]);
+		sp_h5r_close(ds);
+		for (size_t i = 0; i < rows && rc == SP_OK; i++) {
+			struct sp_region_data *rd = &rk->regions[i];
+			if (c == 0 && (v[i] < 0 || v[i] >= SP_VALUE_KINDS))
+				rc = sp_h5r_fail(r, SP_ECORRUPT, "%s/%.200s: value_kind %lld is unknown", ctx,
+						 rd->name, (long long)v[i]);
+			else if (c == 0)
+				kinds |= (rd->value_kind = (int)v[i]) != 0;
+			else if (c == 1 && rd->value_kind)
+				rd->values_total = v[i];
+			else if (c == 2 && v[i] != SP_NO_PEAK && v[i] <= 0)
+				rc = sp_h5r_fail(r, SP_ECORRUPT, "%s/%.200s: peak_live_bytes %lld", ctx, rd->name,
+						 (long long)v[i]);
+			else if (c == 2)
+				rd->peak_bytes = v[i];
+		}
+	}
+	free(v);
+	return rc;
+}
+
 enum sp_err sp_h5r_read_table(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk,
 			      int64_t **first, uint64_t *total)
 {
@@ -146,8 +198,9 @@ enum sp_err sp_h5r_read_table(struct reader *r, hid_t g, const char *gname, stru
 		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read the table's columns", ctx);
 		goto out;
 	}
-	if ((rc = fill_rows(r, ctx, &names, i64, f64, agg, rows, rk, *first, total)) == SP_OK)
-		rc = names_unique(r, gname, rk);
+	if ((rc = fill_rows(r, ctx, &names, i64, f64, agg, rows, rk, *first, total)) == SP_OK &&
+	    (rc = names_unique(r, gname, rk)) == SP_OK)
+		rc = read_value_table(r, tg, ctx, rows, rk);
 out:
 	if (rc != SP_OK) {
 		free(*first);
@@ -211,7 +264,8 @@ static enum sp_err alloc_region(struct reader *r, const char *gname, struct sp_r
 	rd->owns_events = 1;
 	if (!(rd->starts = sp_h5r_alloc_column(n, sizeof *rd->starts)) ||
 	    !(rd->ends = sp_h5r_alloc_column(n, sizeof *rd->ends)) ||
-	    (lanes && !(rd->lanes = sp_h5r_alloc_column(n, sizeof *rd->lanes))))
+	    (lanes && !(rd->lanes = sp_h5r_alloc_column(n, sizeof *rd->lanes))) ||
+	    (rd->value_kind && !(rd->values = sp_h5r_alloc_column(n, sizeof *rd->values))))
 		return sp_h5r_fail(r, SP_ENOMEM, "%s/regions/%.200s: out of memory for %zu events", gname,
 				   rd->name, n);
 	return SP_OK;
@@ -234,15 +288,61 @@ static size_t calls_of(const struct sp_region_data *rd)
 	return rd->aggregate ? 0 : (size_t)rd->stats.num_calls;
 }
 
+/* Opens the value columns of group events of g that the regions' kinds
+ * need (vcols[kind], -1 where none is needed), each of total calls. */
+static enum sp_err values_open(struct reader *r, hid_t g, const char *gname, const struct sp_rank *rk,
+			       uint64_t total, hid_t vcols[SP_VALUE_KINDS])
+{
+	int need[SP_VALUE_KINDS] = {0};
+	enum sp_err rc = SP_OK;
+	char ctx[48];
+	hid_t eg;
+
+	for (size_t i = 0; i < rk->nregions; i++)
+		need[rk->regions[i].aggregate ? 0 : rk->regions[i].value_kind] = 1;
+	if (!need[SP_VALUES_ALLOC_BYTES] && !need[SP_VALUES_BYTES])
+		return SP_OK;
+	snprintf(ctx, sizeof ctx, "%s/events", gname);
+	if ((eg = H5Gopen2(g, "events", H5P_DEFAULT)) < 0)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s has no events group", gname);
+	for (int k = 1; k < SP_VALUE_KINDS && rc == SP_OK; k++) {
+		hsize_t len = 0;
+		if (!need[k])
+			continue;
+		if (sp_h5r_hard_link(eg, sp_value_kind_name(k)) != 1)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: a region has %s but the column is missing", ctx,
+					 sp_value_kind_name(k));
+		else if ((rc = sp_h5r_column_open(r, eg, ctx, sp_value_kind_name(k), H5T_INTEGER, 1, &vcols[k],
+						  &len)) == SP_OK && len != (hsize_t)total)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: %s holds %llu calls, the regions %llu", ctx,
+					 sp_value_kind_name(k), (unsigned long long)len, (unsigned long long)total);
+	}
+	sp_h5r_close(eg);
+	return rc;
+}
+
+/* Reads calls first .. first + n - 1 of every open value column into v. */
+static enum sp_err read_values(struct reader *r, const char *gname, const hid_t vcols[SP_VALUE_KINDS],
+			       uint64_t first, size_t n, int64_t *const v[SP_VALUE_KINDS])
+{
+	for (int k = 1; k < SP_VALUE_KINDS; k++)
+		if (vcols[k] >= 0 && sp_h5r_span(vcols[k], H5T_NATIVE_INT64, first, n, v[k]) < 0)
+			return sp_h5r_fail(r, SP_ECORRUPT, "%s/events: cannot read %s", gname,
+					   sp_value_kind_name(k));
+	return SP_OK;
+}
+
 /* Every region's events into its own columns, each region checked as
  * version 1's are (sp_h5r_events_ok). */
 static enum sp_err read_all_events(struct reader *r, const char *gname, struct sp_rank *rk,
-				   const int64_t *first, uint64_t total, const hid_t cols[3])
+				   const int64_t *first, uint64_t total, const hid_t cols[3],
+				   const hid_t vcols[SP_VALUE_KINDS])
 {
 	size_t cap = total < SPAN_MAX ? (size_t)(total ? total : 1) : SPAN_MAX, i = 0;
 	int lanes = cols[2] >= 0;
 	int64_t *s = malloc(cap * sizeof *s), *e = malloc(cap * sizeof *e);
 	int32_t *l = lanes ? malloc(cap * sizeof *l) : NULL;
+	int64_t *v[SP_VALUE_KINDS] = {NULL};
 	enum sp_err rc = SP_OK;
 	char ctx[256];
 
@@ -250,6 +350,11 @@ static enum sp_err read_all_events(struct reader *r, const char *gname, struct s
 		rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory", gname);
 		goto out;
 	}
+	for (int k = 1; k < SP_VALUE_KINDS; k++)
+		if (vcols[k] >= 0 && !(v[k] = malloc(cap * sizeof *v[k]))) {
+			rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory", gname);
+			goto out;
+		}
 	while (i < rk->nregions && rc == SP_OK) {
 		struct sp_region_data *rd = &rk->regions[i];
 		size_t n = calls_of(rd);
@@ -261,7 +366,12 @@ static enum sp_err read_all_events(struct reader *r, const char *gname, struct s
 			snprintf(ctx, sizeof ctx, "%s/regions/%.200s", gname, rd->name);
 			if ((rc = alloc_region(r, gname, rd, n, lanes)) == SP_OK &&
 			    (rc = read_calls(r, gname, cols, (uint64_t)first[i], n, rd->starts, rd->ends,
-					     rd->lanes)) == SP_OK)
+					     rd->lanes)) == SP_OK &&
+			    (!rd->value_kind ||
+			     (rc = sp_h5r_span(vcols[rd->value_kind], H5T_NATIVE_INT64, (uint64_t)first[i], n,
+					       rd->values) < 0
+				   ? sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read its values", ctx)
+				   : SP_OK) == SP_OK))
 				rc = sp_h5r_events_ok(r, ctx, rd->starts, rd->ends, n);
 			i++;
 			continue;
@@ -270,7 +380,8 @@ static enum sp_err read_all_events(struct reader *r, const char *gname, struct s
 		size_t j = i, sum = 0;
 		while (j < rk->nregions && sum + calls_of(&rk->regions[j]) <= cap)
 			sum += calls_of(&rk->regions[j++]);
-		if ((rc = read_calls(r, gname, cols, (uint64_t)first[i], sum, s, e, l)) != SP_OK)
+		if ((rc = read_calls(r, gname, cols, (uint64_t)first[i], sum, s, e, l)) != SP_OK ||
+		    (rc = read_values(r, gname, vcols, (uint64_t)first[i], sum, v)) != SP_OK)
 			break;
 		for (size_t at = 0; i < j && rc == SP_OK; i++) {
 			rd = &rk->regions[i];
@@ -283,6 +394,8 @@ static enum sp_err read_all_events(struct reader *r, const char *gname, struct s
 			memcpy(rd->ends, e + at, n * sizeof *e);
 			if (lanes)
 				memcpy(rd->lanes, l + at, n * sizeof *l);
+			if (rd->value_kind)
+				memcpy(rd->values, v[rd->value_kind] + at, n * sizeof *rd->values);
 			at += n;
 			rc = sp_h5r_events_ok(r, ctx, rd->starts, rd->ends, n);
 		}
@@ -291,12 +404,14 @@ out:
 	free(s);
 	free(e);
 	free(l);
+	for (int k = 1; k < SP_VALUE_KINDS; k++)
+		free(v[k]);
 	return rc;
 }
 
 enum sp_err sp_h5r_read_rank_v2(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
 {
-	hid_t g = -1, cols[3] = {-1, -1, -1};
+	hid_t g = -1, cols[3] = {-1, -1, -1}, vcols[SP_VALUE_KINDS] = {-1, -1, -1};
 	int64_t *first = NULL;
 	uint64_t total = 0;
 	enum sp_err rc;
@@ -315,12 +430,15 @@ enum sp_err sp_h5r_read_rank_v2(struct reader *r, hid_t file, const char *gname,
 	 * builds the tree) their storage too, and reads them. */
 	int need_events = (r->flags & SP_READ_EVENTS) || !has_tree;
 	if ((rc = sp_h5r_events_open(r, g, gname, total, need_events ? 2 : 1, cols)) != SP_OK ||
-	    (need_events && (rc = read_all_events(r, gname, rk, first, total, cols)) != SP_OK))
+	    (need_events && ((rc = values_open(r, g, gname, rk, total, vcols)) != SP_OK ||
+			     (rc = read_all_events(r, gname, rk, first, total, cols, vcols)) != SP_OK)))
 		goto out;
 	rc = sp_h5r_tree_and_lines(r, g, gname, has_tree, NULL, 0, rk);
 out:
 	for (int c = 0; c < 3; c++)
 		sp_h5r_close(cols[c]);
+	for (int k = 0; k < SP_VALUE_KINDS; k++)
+		sp_h5r_close(vcols[k]);
 	free(first);
 	sp_h5r_close(g);
 	return rc;

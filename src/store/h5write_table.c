@@ -25,6 +25,9 @@ struct table {
 	int32_t *row_of;                   /* per region of the rank: its row, or -1 */
 	uint64_t events;                   /* calls in the event columns */
 	int lanes;                         /* a region has lanes: the lanes column is written */
+	int kinds[SP_VALUE_KINDS];         /* a row has values of this kind: its column is written */
+	int values;                        /* a row has values: the value columns are written */
+	int peak;                          /* a row has a known peak: peak_live_bytes is written */
 };
 
 static void table_free(struct table *t)
@@ -67,6 +70,15 @@ static enum sp_err plan(struct sp_h5_writer *w, const struct sp_rank *rk, struct
 			t->events += (uint64_t)rd->stats.num_calls;
 			t->lanes |= rd->lanes != NULL;
 		}
+		if (rd->value_kind) {
+			if (!sp_value_kind_name(rd->value_kind) ||
+			    (!rd->aggregate && !rd->values))
+				return sp_h5w_fail(w, SP_EINVAL, "rank %d region '%s': values of kind %d not loaded",
+						   rk->rank, rd->name, rd->value_kind);
+			t->kinds[rd->value_kind] = 1;
+			t->values = 1;
+		}
+		t->peak |= rd->peak_bytes > 0;
 		t->row_of[i] = (int32_t)t->n;
 		t->rd[t->n++] = rd;
 	}
@@ -127,6 +139,31 @@ static int write_names(struct sp_h5_writer *w, hid_t g, const struct table *t)
 	return rc;
 }
 
+/* The optional columns of the regions table: value_kind, values_total
+ * (when a row has values) and peak_live_bytes (when a row has a peak; -1
+ * where not known), in the caller's scratch arrays of t->n rows. */
+static enum sp_err write_value_table(struct sp_h5_writer *w, hid_t g, const struct sp_rank *rk,
+				     const struct table *t, int64_t *i64, int8_t *i8)
+{
+	size_t n = t->n;
+	if (t->values) {
+		for (size_t i = 0; i < n; i++) {
+			i8[i] = (int8_t)t->rd[i]->value_kind;
+			i64[i] = t->rd[i]->values_total;
+		}
+		if (sp_h5w_column(w, g, "value_kind", H5T_STD_I8LE, H5T_NATIVE_INT8, n, i8) < 0 ||
+		    sp_h5w_column(w, g, "values_total", H5T_STD_I64LE, H5T_NATIVE_INT64, n, i64) < 0)
+			return sp_h5w_fail(w, SP_EIO, "cannot write the regions of rank %d", rk->rank);
+	}
+	if (t->peak) {
+		for (size_t i = 0; i < n; i++)
+			i64[i] = t->rd[i]->peak_bytes > 0 ? t->rd[i]->peak_bytes : SP_NO_PEAK;
+		if (sp_h5w_column(w, g, "peak_live_bytes", H5T_STD_I64LE, H5T_NATIVE_INT64, n, i64) < 0)
+			return sp_h5w_fail(w, SP_EIO, "cannot write the regions of rank %d", rk->rank);
+	}
+	return SP_OK;
+}
+
 /* The table's columns in group regions of rank_g. */
 static enum sp_err write_table(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk,
 			       const struct table *t)
@@ -171,6 +208,8 @@ static enum sp_err write_table(struct sp_h5_writer *w, hid_t rank_g, const struc
 	     sp_h5w_column(w, g, "std_ns", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, n, f64 + n) < 0 ||
 	     sp_h5w_column(w, g, "aggregate", H5T_STD_I8LE, H5T_NATIVE_INT8, n, agg) < 0))
 		rc = sp_h5w_fail(w, SP_EIO, "cannot write the regions of rank %d", rk->rank);
+	if (rc == SP_OK && (t->values || t->peak))
+		rc = write_value_table(w, g, rk, t, i64, agg);
 out:
 	if (g >= 0 && H5Gclose(g) < 0 && rc == SP_OK)
 		rc = sp_h5w_fail(w, SP_EIO, "cannot close rank%d/regions", rk->rank);
@@ -188,6 +227,8 @@ struct stage {
 	hid_t ds[3];                   /* start_times, end_times, lanes (-1: none) */
 	int64_t *starts, *ends;
 	int32_t *lanes;                /* NULL unless the lanes column is written */
+	hid_t vds[SP_VALUE_KINDS];     /* each kind's values column (-1: none) */
+	int64_t *vals[SP_VALUE_KINDS]; /* NULL unless that column is written */
 	size_t n, cap;                 /* calls in the buffer, its size */
 	uint64_t at;                   /* the buffer's first call in the columns */
 	int direct;                    /* large regions are written in place */
@@ -201,6 +242,9 @@ static int stage_flush(struct sp_h5_writer *w, struct stage *s)
 	    sp_h5w_span(w, s->ds[1], H5T_NATIVE_INT64, s->at, s->n, s->ends) < 0 ||
 	    (s->lanes && sp_h5w_span(w, s->ds[2], H5T_NATIVE_INT32, s->at, s->n, s->lanes) < 0))
 		return -1;
+	for (int k = 1; k < SP_VALUE_KINDS; k++)
+		if (s->vals[k] && sp_h5w_span(w, s->vds[k], H5T_NATIVE_INT64, s->at, s->n, s->vals[k]) < 0)
+			return -1;
 	s->at += s->n;
 	s->n = 0;
 	return 0;
@@ -210,10 +254,15 @@ static int stage_flush(struct sp_h5_writer *w, struct stage *s)
 static int stage_region(struct sp_h5_writer *w, struct stage *s, const struct sp_region_data *rd)
 {
 	size_t n = (size_t)rd->stats.num_calls, done = 0;
-	if (s->direct && n >= s->cap && (rd->lanes || !s->lanes)) {
+	int others = 0;                /* value columns this region has no values for */
+	for (int k = 1; k < SP_VALUE_KINDS; k++)
+		others |= s->vals[k] && k != rd->value_kind;
+	if (s->direct && n >= s->cap && (rd->lanes || !s->lanes) && !others) {
 		if (stage_flush(w, s) < 0 || sp_h5w_span(w, s->ds[0], H5T_NATIVE_INT64, s->at, n, rd->starts) < 0 ||
 		    sp_h5w_span(w, s->ds[1], H5T_NATIVE_INT64, s->at, n, rd->ends) < 0 ||
-		    (s->lanes && sp_h5w_span(w, s->ds[2], H5T_NATIVE_INT32, s->at, n, rd->lanes) < 0))
+		    (s->lanes && sp_h5w_span(w, s->ds[2], H5T_NATIVE_INT32, s->at, n, rd->lanes) < 0) ||
+		    (rd->value_kind && sp_h5w_span(w, s->vds[rd->value_kind], H5T_NATIVE_INT64, s->at, n,
+						   rd->values) < 0))
 			return -1;
 		s->at += n;
 		return 0;
@@ -226,6 +275,14 @@ static int stage_region(struct sp_h5_writer *w, struct stage *s, const struct sp
 			memcpy(s->lanes + s->n, rd->lanes + done, k * sizeof *s->lanes);
 		else if (s->lanes)
 			memset(s->lanes + s->n, 0, k * sizeof *s->lanes);
+		for (int c = 1; c < SP_VALUE_KINDS; c++) {
+			if (!s->vals[c])
+				continue;
+			if (c == rd->value_kind)
+				memcpy(s->vals[c] + s->n, rd->values + done, k * sizeof *rd->values);
+			else
+				memset(s->vals[c] + s->n, 0, k * sizeof *rd->values);
+		}
 		s->n += k;
 		done += k;
 		if (s->n == s->cap && stage_flush(w, s) < 0)
@@ -239,7 +296,8 @@ static enum sp_err write_events(struct sp_h5_writer *w, hid_t rank_g, const stru
 				const struct table *t)
 {
 	static const char *const names[3] = {"start_times", "end_times", "lanes"};
-	struct stage s = {.ds = {H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID}};
+	struct stage s = {.ds = {H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID},
+			  .vds = {H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID}};
 	enum sp_err rc = SP_OK;
 	size_t e = (size_t)t->events;
 	hid_t g = H5I_INVALID_HID;
@@ -254,6 +312,13 @@ static enum sp_err write_events(struct sp_h5_writer *w, hid_t rank_g, const stru
 		rc = sp_h5w_fail(w, SP_ENOMEM, "out of memory");
 		goto out;
 	}
+	_Static_assert(SP_VALUE_KINDS == 3, "vds is initialised for three kinds");
+	for (int k = 1; k < SP_VALUE_KINDS; k++) {
+		if (t->kinds[k] && !(s.vals[k] = malloc(s.cap * sizeof *s.vals[k]))) {
+			rc = sp_h5w_fail(w, SP_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
 	if ((g = H5Gcreate2(rank_g, "events", w->lcpl, w->gcpl, H5P_DEFAULT)) < 0) {
 		rc = sp_h5w_fail(w, SP_EIO, "cannot create group rank%d/events", rk->rank);
 		goto out;
@@ -261,6 +326,12 @@ static enum sp_err write_events(struct sp_h5_writer *w, hid_t rank_g, const stru
 	for (int c = 0; c < (t->lanes ? 3 : 2); c++)
 		if ((s.ds[c] = sp_h5w_dataset(w, g, names[c], c < 2 ? H5T_STD_I64LE : H5T_STD_I32LE, e,
 					      w->level)) < 0) {
+			rc = sp_h5w_fail(w, SP_EIO, "cannot write the events of rank %d", rk->rank);
+			goto out;
+		}
+	for (int k = 1; k < SP_VALUE_KINDS; k++)
+		if (s.vals[k] && (s.vds[k] = sp_h5w_dataset(w, g, sp_value_kind_name(k), H5T_STD_I64LE, e,
+							    w->level)) < 0) {
 			rc = sp_h5w_fail(w, SP_EIO, "cannot write the events of rank %d", rk->rank);
 			goto out;
 		}
@@ -273,6 +344,11 @@ out:
 	for (int c = 0; c < 3; c++)
 		if (s.ds[c] >= 0 && sp_h5w_dataset_close(w, s.ds[c]) < 0 && rc == SP_OK)
 			rc = sp_h5w_fail(w, SP_EIO, "cannot write the events of rank %d", rk->rank);
+	for (int k = 1; k < SP_VALUE_KINDS; k++) {
+		if (s.vds[k] >= 0 && sp_h5w_dataset_close(w, s.vds[k]) < 0 && rc == SP_OK)
+			rc = sp_h5w_fail(w, SP_EIO, "cannot write the events of rank %d", rk->rank);
+		free(s.vals[k]);
+	}
 	if (g >= 0 && H5Gclose(g) < 0 && rc == SP_OK)
 		rc = sp_h5w_fail(w, SP_EIO, "cannot close rank%d/events", rk->rank);
 	free(s.starts);

@@ -10,9 +10,12 @@
  *               dropped, u64 nregions, ntree, nlines
  *   hostname    a string, present only with SP_PK_HOSTNAME
  *   regions     nregions times: name (string), struct sp_stats (64 bytes),
- *               u64 region flags (SP_PK_LANES, SP_PK_AGG, SP_PK_DROPPED),
- *               i64 dropped with SP_PK_DROPPED; with SP_PK_EVENTS:
- *               i64 starts[num_calls], i64 ends[num_calls] and, with
+ *               u64 region flags (SP_PK_LANES, SP_PK_AGG, SP_PK_DROPPED,
+ *               SP_PK_VALUES, SP_PK_PEAK), i64 dropped with SP_PK_DROPPED,
+ *               i64 peak_bytes with SP_PK_PEAK, i64 value_kind and i64
+ *               values_total with SP_PK_VALUES; with SP_PK_EVENTS:
+ *               i64 starts[num_calls], i64 ends[num_calls], with
+ *               SP_PK_VALUES i64 values[num_calls], and with
  *               SP_PK_LANES, i32 lanes[num_calls] zero-padded to 8 bytes
  *   tree        ntree struct sp_tree_node (24 bytes each)
  *   line tables nlines times: function, region, filename (strings),
@@ -24,7 +27,8 @@
  *
  * What unpacking gives: hostname NULL when it was NULL; tree NULL when it was
  * NULL (an empty non-NULL tree stays non-NULL); with events, non-NULL starts
- * and ends for every region (zero calls too), lanes only where packed;
+ * and ends for every region (zero calls too), lanes and values only where
+ * packed;
  * without, NULL columns. Line tables always have non-NULL hits, time_ns and
  * source, every source line a string ("" where the rank had none).
  */
@@ -40,7 +44,7 @@
 #include "sp_profile.h"
 
 #define SP_PK_MAGIC 0x4b505053u      /* "SPPK" read little-endian */
-#define SP_PK_VERSION 2u
+#define SP_PK_VERSION 3u
 
 #define SP_PK_EVENTS 1u              /* header: event columns follow each region */
 #define SP_PK_HOSTNAME 2u            /* header: a hostname string follows */
@@ -48,6 +52,8 @@
 #define SP_PK_LANES 1u               /* region: a lanes column follows */
 #define SP_PK_AGG 2u                 /* region: aggregates; i64 self_ns follows, no columns */
 #define SP_PK_DROPPED 4u             /* region: i64 dropped follows the flags */
+#define SP_PK_VALUES 8u              /* region: i64 kind and total follow; a values column */
+#define SP_PK_PEAK 16u               /* region: i64 peak_bytes follows */
 
 #define HEADER_BYTES 24u
 #define ATTR_BYTES 72u
@@ -185,7 +191,8 @@ static enum sp_err pack_size(const struct sp_rank *rk, int with_events, size_t *
 			return sp_error_set(err, SP_EINVAL, "rank %d: region '%s' has %lld calls",
 					    rk->rank, rd->name, (long long)calls);
 		if (!add_string(&s, rd->name) || !add_size(&s, STATS_BYTES + 8u) ||
-		    (rd->dropped && !add_size(&s, 8u)))
+		    (rd->dropped && !add_size(&s, 8u)) || (rd->peak_bytes > 0 && !add_size(&s, 8u)) ||
+		    (rd->value_kind && !add_size(&s, 16u)))
 			goto overflow;
 		if (rd->aggregate) {
 			if (!add_size(&s, 8u))
@@ -201,8 +208,11 @@ static enum sp_err pack_size(const struct sp_rank *rk, int with_events, size_t *
 		if ((uint64_t)calls > SIZE_MAX / 16u)
 			goto overflow;
 		size_t n = (size_t)calls;
+		if (rd->value_kind && calls > 0 && !rd->values)
+			return sp_error_set(err, SP_EINVAL, "rank %d: region '%s' has a value kind but no values",
+					    rk->rank, rd->name);
 		if (!add_column(&s, n, 8u) || !add_column(&s, n, 8u) ||
-		    (rd->lanes && !add_column(&s, n, 4u)))
+		    (rd->value_kind && !add_column(&s, n, 8u)) || (rd->lanes && !add_column(&s, n, 4u)))
 			goto overflow;
 	}
 	for (size_t i = 0; i < rk->ntree; i++) {
@@ -251,15 +261,27 @@ static unsigned char *put_region(unsigned char *p, const struct sp_region_data *
 	p = put_string(p, rd->name);
 	memcpy(p, &st, STATS_BYTES);
 	p = put_u64(p + STATS_BYTES, (lanes ? SP_PK_LANES : 0u) | (rd->aggregate ? SP_PK_AGG : 0u) |
-				     (rd->dropped ? SP_PK_DROPPED : 0u));
+				     (rd->dropped ? SP_PK_DROPPED : 0u) | (rd->value_kind ? SP_PK_VALUES : 0u) |
+				     (rd->peak_bytes > 0 ? SP_PK_PEAK : 0u));
 	if (rd->dropped)
 		p = put_i64(p, rd->dropped);
+	if (rd->peak_bytes > 0)
+		p = put_i64(p, rd->peak_bytes);
+	if (rd->value_kind) {
+		p = put_i64(p, rd->value_kind);
+		p = put_i64(p, rd->values_total);
+	}
 	if (rd->aggregate)
 		return put_u64(p, (uint64_t)rd->self_ns);
 	if (!with_events)
 		return p;
 	p = put_times(p, rd->starts, n, ush);
 	p = put_times(p, rd->ends, n, ush);
+	if (rd->value_kind) {
+		if (n)
+			memcpy(p, rd->values, n * 8u);
+		p += n * 8u;
+	}
 	if (lanes) {
 		if (n)
 			memcpy(p, rd->lanes, n * 4u);
@@ -456,13 +478,26 @@ static enum sp_err unpack_region(struct cursor *c, int with_events, int copy,
 		return damaged(c, "a region has a negative number of calls");
 	if ((rc = get_u64(c, &rflags, "region flags run past the end")) != SP_OK)
 		return rc;
-	if (rflags & ~(uint64_t)(SP_PK_LANES | SP_PK_AGG | SP_PK_DROPPED) ||
+	if (rflags & ~(uint64_t)(SP_PK_LANES | SP_PK_AGG | SP_PK_DROPPED | SP_PK_VALUES | SP_PK_PEAK) ||
 	    (!with_events && (rflags & SP_PK_LANES)) || (rflags & SP_PK_LANES && rflags & SP_PK_AGG))
 		return damaged(c, "unknown region flags");
 	if ((rflags & SP_PK_DROPPED) &&
 	    ((rc = get_i64(c, &rd->dropped, "a region's dropped count runs past the end")) != SP_OK ||
 	     rd->dropped < 0))
 		return rc != SP_OK ? rc : damaged(c, "a region has a negative dropped count");
+	if ((rflags & SP_PK_PEAK) &&
+	    ((rc = get_i64(c, &rd->peak_bytes, "a region's peak bytes run past the end")) != SP_OK ||
+	     rd->peak_bytes <= 0))
+		return rc != SP_OK ? rc : damaged(c, "a region has a peak of no bytes");
+	if (rflags & SP_PK_VALUES) {
+		int64_t kind = 0;
+		if ((rc = get_i64(c, &kind, "a region's value kind runs past the end")) != SP_OK ||
+		    (rc = get_i64(c, &rd->values_total, "a region's values total runs past the end")) != SP_OK)
+			return rc;
+		if (!sp_value_kind_name((int)kind) || kind != (int)kind)
+			return damaged(c, "a region has an unknown value kind");
+		rd->value_kind = (int)kind;
+	}
 	if (rflags & SP_PK_AGG) {
 		uint64_t self = 0;
 		if ((rc = get_u64(c, &self, "a region's self time runs past the end")) != SP_OK)
@@ -476,19 +511,24 @@ static enum sp_err unpack_region(struct cursor *c, int with_events, int copy,
 	if ((uint64_t)rd->stats.num_calls > left(c) / 16u)
 		return damaged(c, "a region's calls exceed the buffer");
 	size_t n = (size_t)rd->stats.num_calls;
-	const unsigned char *s, *e, *l = NULL;
+	const unsigned char *s, *e, *v = NULL, *l = NULL;
 	if ((rc = get_column(c, n, 8u, &s, "event starts run past the end")) != SP_OK ||
 	    (rc = get_column(c, n, 8u, &e, "event ends run past the end")) != SP_OK ||
+	    ((rflags & SP_PK_VALUES) &&
+	     (rc = get_column(c, n, 8u, &v, "event values run past the end")) != SP_OK) ||
 	    ((rflags & SP_PK_LANES) &&
 	     (rc = get_column(c, n, 4u, &l, "event lanes run past the end")) != SP_OK))
 		return rc;
 	rd->owns_events = copy;
-	void *ps = NULL, *pe = NULL, *pl = NULL;
+	void *ps = NULL, *pe = NULL, *pv = NULL, *pl = NULL;
 	rc = event_column(c, s, n * 8u, copy, &ps);
 	rd->starts = ps;
 	if (rc == SP_OK)
 		rc = event_column(c, e, n * 8u, copy, &pe);
 	rd->ends = pe;
+	if (rc == SP_OK && v)
+		rc = event_column(c, v, n * 8u, copy, &pv);
+	rd->values = pv;
 	if (rc == SP_OK && l)
 		rc = event_column(c, l, n * 4u, copy, &pl);
 	rd->lanes = pl;

@@ -149,6 +149,44 @@ static void test_lanes_follow_growth_and_backfill_zero(void **state)
 	sp_buf_free(&b);
 }
 
+/* The values column (run --memory, --mpi-calls): zero for the events
+ * before it was asked for, grown with the others on the heap and once
+ * mapped, its kind kept until the buffer is freed; kind 0 refused. */
+static void test_values_follow_growth_and_backfill_zero(void **state)
+{
+	(void)state;
+	struct sp_buf b;
+	sp_buf_init(&b, 4);
+	assert_int_equal(sp_buf_keep_values(&b, 0), -1);
+	assert_int_equal(b.keep_values, 0);
+	for (int i = 0; i < 3; i++)
+		assert_true(sp_buf_reserve(&b) >= 0);
+	assert_int_equal(sp_buf_keep_values(&b, 2), 0);
+	assert_int_equal(b.keep_values, 2);
+	for (int i = 0; i < 3; i++)
+		assert_true(b.values[i] == 0);
+	/* Past SP_BUF_MAP_BYTES: the columns move to maps, the values too. */
+	size_t n = SP_BUF_MAP_BYTES / sizeof(int64_t) * 2;
+	for (size_t i = 3; i < n; i++) {
+		ptrdiff_t k = sp_buf_reserve(&b);
+		assert_true(k == (ptrdiff_t)i);
+		b.values[k] = (int64_t)i * 3;
+	}
+	assert_int_equal(b.mapped, 1);
+	for (size_t i = 3; i < n; i++)
+		assert_true(b.values[i] == (int64_t)i * 3);
+	sp_buf_free(&b);
+	assert_null(b.values);
+	assert_int_equal(b.keep_values, 0);
+	/* Asked for once mapped, before any event of a new buffer. */
+	sp_buf_init(&b, SP_BUF_MAP_BYTES / sizeof(int64_t));
+	assert_int_equal(sp_buf_reserve(&b), 0);
+	assert_int_equal(b.mapped, 1);
+	assert_int_equal(sp_buf_keep_values(&b, 1), 0);
+	assert_true(b.values[0] == 0 && b.values[b.cap - 1] == 0);
+	sp_buf_free(&b);
+}
+
 static void test_clock_is_monotonic_and_matches_clock_monotonic(void **state)
 {
 	struct timespec ts;
@@ -176,6 +214,7 @@ int main(void)
 		cmocka_unit_test(test_overflowing_growth_fails_cleanly),
 		cmocka_unit_test(test_out_of_memory_is_an_error),
 		cmocka_unit_test(test_lanes_follow_growth_and_backfill_zero),
+		cmocka_unit_test(test_values_follow_growth_and_backfill_zero),
 		cmocka_unit_test(test_clock_is_monotonic_and_matches_clock_monotonic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -188,6 +188,20 @@ static struct sp_profile *seed_profile(int64_t *own)
 	return p;
 }
 
+static void test_bytes(void **state)
+{
+	(void)state;
+	char b[32];
+	assert_string_equal(sp_render_bytes(b, sizeof b, 0), "     0 B  ");
+	assert_string_equal(sp_render_bytes(b, sizeof b, 1023), "  1023 B  ");
+	assert_string_equal(sp_render_bytes(b, sizeof b, 1024), "  1.00 KiB");
+	assert_string_equal(sp_render_bytes(b, sizeof b, 1536), "  1.50 KiB");
+	assert_string_equal(sp_render_bytes(b, sizeof b, 100.0 * 1024 * 1024), " 100.0 MiB");
+	assert_string_equal(sp_render_bytes(b, sizeof b, 1048575), "  1.00 MiB");   /* not 1024.0 KiB */
+	assert_string_equal(sp_render_bytes(b, sizeof b, -2048), " -2.00 KiB");
+	assert_string_equal(sp_render_bytes(b, sizeof b, 9.3e18), "  8.07 EiB");
+}
+
 static void test_seconds(void **state)
 {
 	(void)state;
@@ -298,6 +312,84 @@ static void test_two_rank_imbalance(void **state)
 	assert_non_null(strstr(l, "64.0"));   /* 1.69 s of 2 x 1.32 s */
 	assert_true(max_columns(out) <= 80);
 	assert_aligned(out);
+	free(out);
+	sp_profile_free(p);
+}
+
+/* Sets region name's values on rk: kind, total and peak (the columns are
+ * not needed for the summary). */
+static void set_values(struct sp_rank *rk, const char *name, int kind, int64_t total, int64_t peak)
+{
+	struct sp_region_data *rd = &rk->regions[region(rk, name)];
+	rd->value_kind = kind;
+	rd->values_total = total;
+	rd->peak_bytes = peak;
+}
+
+/* Bytes allocated (run --memory) and moved (run --mpi-calls): a table each
+ * after the region table, summed over ranks with binary units, the peak the
+ * highest rank's; the JSON carries the exact numbers. */
+static void test_values_tables(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(2);
+	for (int r = 0; r < 2; r++) {
+		event(&p->ranks[r], "solve", 0, 900 * MS);
+		event(&p->ranks[r], "MPI_Allreduce", 100 * MS, 200 * MS);
+		event(&p->ranks[r], "MPI_Allreduce", 300 * MS, 400 * MS);
+		event(&p->ranks[r], "io", 950 * MS, 990 * MS);
+	}
+	finish(p);
+	set_values(&p->ranks[0], "solve", SP_VALUES_ALLOC_BYTES, 3 << 20, 5 << 20);
+	set_values(&p->ranks[1], "solve", SP_VALUES_ALLOC_BYTES, 1 << 20, 7 << 20);
+	set_values(&p->ranks[0], "MPI_Allreduce", SP_VALUES_BYTES, 800, 0);
+	set_values(&p->ranks[1], "MPI_Allreduce", SP_VALUES_BYTES, 800, 0);
+	set_values(&p->ranks[1], "io", 0, 0, 2048);
+	char *out = render(p, SP_RENDER_ALL);
+	assert_non_null(line_starting(out, "Allocations"));
+	assert_non_null(strstr(line_after(out, "Allocations"), "peak live"));
+	char *l = line_starting(out, "solve  ");
+	assert_non_null(l);
+	l = strstr(out, "Allocations");
+	char *solve = line_starting(l, "solve ");
+	assert_non_null(solve);
+	assert_non_null(strstr(solve, "  4.00 MiB"));   /* 3 + 1 MiB over both ranks */
+	assert_non_null(strstr(solve, "  2.00 MiB"));   /* per call: 2 calls */
+	assert_non_null(strstr(solve, "  7.00 MiB"));   /* rank 1's peak */
+	char *io = line_starting(l, "io ");
+	assert_non_null(io);
+	assert_non_null(strstr(io, "  2.00 KiB"));
+	/* not in the allocations table: first named under the MPI table's title */
+	assert_true(strstr(l, "MPI_Allreduce") > strstr(l, "MPI calls"));
+	l = strstr(out, "MPI calls");
+	assert_non_null(l);
+	char *mpi = line_starting(l, "MPI_Allreduce ");
+	assert_non_null(mpi);
+	assert_non_null(strstr(mpi, "  1.56 KiB"));
+	assert_non_null(strstr(mpi, "    400 B"));
+	assert_true(max_columns(out) <= 80);
+	free(out);
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct sp_error err = { 0 };
+	struct sp_render_opts o = { .json = 1 };
+	assert_int_equal(sp_render_summary_opts(f, p, "t.h5", &o, &err), SP_OK);
+	fclose(f);
+	assert_non_null(strstr(buf, "\"alloc_bytes\": 4194304, \"peak_live_bytes\": 7340032"));
+	assert_non_null(strstr(buf, "\"bytes\": 1600"));
+	assert_non_null(strstr(buf, "\"peak_live_bytes\": 2048"));
+	free(buf);
+	sp_profile_free(p);
+
+	/* None: no tables. */
+	p = profile_new(1);
+	event(&p->ranks[0], "solve", 0, 10);
+	finish(p);
+	out = render(p, SP_RENDER_ALL);
+	assert_null(strstr(out, "Allocations"));
+	assert_null(strstr(out, "MPI calls"));
 	free(out);
 	sp_profile_free(p);
 }
@@ -587,6 +679,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seconds),
+		cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_seed_tree),
 		cmocka_unit_test(test_seed_flat),
 		cmocka_unit_test(test_two_rank_imbalance),
@@ -599,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_write_error),
 		cmocka_unit_test(test_hosts),
 		cmocka_unit_test(test_hosts_header),
+		cmocka_unit_test(test_values_tables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -840,6 +840,91 @@ static void test_many_regions(void **state)
 	remove(path);
 }
 
+/* Per-call values (run --memory's alloc_bytes, run --mpi-calls' bytes)
+ * and peaks: each kind its own column of group events (0 for the calls of
+ * regions without), the kind, total and peak in the regions table; read
+ * back whole, summary-only (kind, total and peak without the columns), in
+ * both the direct and the buffered paths, plain and compressed. */
+static void test_values_v2(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	const char *path = tpath("values.h5");
+	struct sp_rank *r3 = &p->ranks[1];
+	add_loop_region(r3, "big", 150000, 0);
+	add_loop_region(r3, "mpi", 40, 0);
+	add_loop_region(r3, "plain", 30, 0);
+	struct sp_region_data *big = &r3->regions[r3->nregions - 3], *mpi = big + 1, *plain = big + 2;
+	big->value_kind = SP_VALUES_ALLOC_BYTES;
+	big->values = malloc(150000 * sizeof(int64_t));
+	assert_non_null(big->values);
+	for (size_t i = 0; i < 150000; i++)
+		big->values[i] = (int64_t)(i * 37 % 1000);
+	big->values_total = 123;               /* carried as it is, not recomputed */
+	big->peak_bytes = 5 << 20;
+	mpi->value_kind = SP_VALUES_BYTES;
+	mpi->values = malloc(40 * sizeof(int64_t));
+	assert_non_null(mpi->values);
+	for (size_t i = 0; i < 40; i++)
+		mpi->values[i] = 8 * (int64_t)i;
+	mpi->values_total = 6240;
+	plain->peak_bytes = 4096;
+	for (int level = 0; level <= 6; level += 6) {
+		p->compression = level;
+		assert_ok(sp_h5_write(p, path, &err), &err);
+		for (int whole = 1; whole >= 0; whole--) {
+			assert_ok(sp_h5_read(path, whole ? SP_READ_EVENTS : SP_READ_SUMMARY, &q, &err), &err);
+			const struct sp_rank *g = &q->ranks[1];
+			for (size_t i = 0; i < r3->nregions; i++) {
+				const struct sp_region_data *x = &r3->regions[i];
+				const struct sp_region_data *y = find_region(g, x->name);
+				if (x->stats.num_calls == 0)
+					continue;
+				assert_non_null(y);
+				assert_int_equal(y->value_kind, x->value_kind);
+				assert_true(y->values_total == (x->value_kind ? x->values_total : 0));
+				assert_true((y->peak_bytes > 0 ? y->peak_bytes : 0) == (x->peak_bytes > 0 ? x->peak_bytes : 0));
+				if (!whole || !x->value_kind) {
+					assert_null(y->values);
+					continue;
+				}
+				assert_non_null(y->values);
+				assert_memory_equal(y->values, x->values,
+						    (size_t)x->stats.num_calls * sizeof *x->values);
+			}
+			sp_profile_free(q);
+			q = NULL;
+		}
+	}
+	/* As any HDF5 reader sees it: both columns as long as the events,
+	 * the table's kinds and peaks (-1: not known). */
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	assert_true(f >= 0);
+	hsize_t ne, na, nb, nk, np;
+	free(read_i64(f, "rank3/events/start_times", &ne));
+	int64_t *alloc = read_i64(f, "rank3/events/alloc_bytes", &na);
+	int64_t *bytes = read_i64(f, "rank3/events/bytes", &nb);
+	int64_t *kind = read_i64(f, "rank3/regions/value_kind", &nk);
+	int64_t *peak = read_i64(f, "rank3/regions/peak_live_bytes", &np);
+	assert_true(na == ne && nb == ne && nk == np);
+	assert_true(kind[nk - 3] == 1 && kind[nk - 2] == 2 && kind[nk - 1] == 0 && kind[0] == 0);
+	assert_true(peak[np - 3] == 5 << 20 && peak[np - 2] == -1 && peak[np - 1] == 4096);
+	assert_true(alloc[ne - 70 - 150000 + 1] == 37 && alloc[ne - 1] == 0);
+	assert_true(bytes[ne - 31] == 8 * 39 && bytes[ne - 70 - 1] == 0);
+	/* Rank 0 has no values and no peaks: no such columns. */
+	assert_int_equal(H5Lexists(f, "rank0/events/alloc_bytes", H5P_DEFAULT), 0);
+	assert_int_equal(H5Lexists(f, "rank0/regions/value_kind", H5P_DEFAULT), 0);
+	assert_int_equal(H5Lexists(f, "rank0/regions/peak_live_bytes", H5P_DEFAULT), 0);
+	H5Fclose(f);
+	free(alloc);
+	free(bytes);
+	free(kind);
+	free(peak);
+	sp_profile_free(p);
+	remove(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest both[] = {
@@ -856,6 +941,7 @@ int main(void)
 		cmocka_unit_test(test_layout_v2),
 		cmocka_unit_test(test_aggregate_row_v2),
 		cmocka_unit_test(test_long_names),
+		cmocka_unit_test(test_values_v2),
 	};
 	const struct CMUnitTest v1[] = {
 		cmocka_unit_test(test_aggregate_region_written),

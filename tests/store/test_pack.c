@@ -97,6 +97,22 @@ static void make_rank(struct sp_rank *rk)
 		loop[2 * i + 1] = loop[2 * i] + 50 + (int64_t)i;
 	}
 	add_region(rk, "löser/ß", loop, 11, NULL);
+	/* Values (run --memory) in one region, MPI bytes in another, a peak
+	 * of live bytes in a third without values. */
+	static const int64_t ab_alloc[] = {512, 0, INT64_MAX};
+	rk->regions[1].value_kind = SP_VALUES_ALLOC_BYTES;
+	rk->regions[1].values = malloc(sizeof ab_alloc);
+	assert_non_null(rk->regions[1].values);
+	memcpy(rk->regions[1].values, ab_alloc, sizeof ab_alloc);
+	rk->regions[1].values_total = -1;   /* not recomputed: carried as it is */
+	rk->regions[1].peak_bytes = 1 << 20;
+	rk->regions[3].value_kind = SP_VALUES_BYTES;
+	rk->regions[3].values = malloc(11 * sizeof(int64_t));
+	assert_non_null(rk->regions[3].values);
+	for (size_t i = 0; i < 11; i++)
+		rk->regions[3].values[i] = 8 * (int64_t)i;
+	rk->regions[3].values_total = 440;
+	rk->regions[0].peak_bytes = 77;
 	/* Calls lost to memory: in one region, and in all the rank's. */
 	rk->regions[1].dropped = 5;
 	rk->dropped = 5 + 17;
@@ -140,11 +156,21 @@ static void assert_same(const struct sp_rank *want, const struct sp_rank *got, i
 		assert_string_equal(y->name, x->name);
 		assert_memory_equal(&y->stats, &st, sizeof st);
 		assert_true(y->dropped == x->dropped);
+		assert_int_equal(y->value_kind, x->value_kind);
+		assert_true(y->values_total == x->values_total);
+		assert_true(y->peak_bytes == x->peak_bytes);
 		if (!with_events) {
 			assert_null(y->starts);
 			assert_null(y->ends);
 			assert_null(y->lanes);
+			assert_null(y->values);
 			continue;
+		}
+		if (x->value_kind) {
+			assert_non_null(y->values);
+			assert_memory_equal(y->values, x->values, (size_t)x->stats.num_calls * sizeof *x->values);
+		} else {
+			assert_null(y->values);
 		}
 		assert_non_null(y->starts);
 		assert_non_null(y->ends);
@@ -374,8 +400,10 @@ static void test_without_events(void **state)
 	free(rd->starts);
 	free(rd->ends);
 	free(rd->lanes);
+	free(rd->values);
 	rd->starts = rd->ends = NULL;
 	rd->lanes = NULL;
+	rd->values = NULL;
 	void *buf = pack(&rk, 0, 100, &len);
 	assert_true(len < len_ev);
 	assert_int_equal(sp_rank_unpack(buf, len, &got, &err), SP_OK);
