@@ -95,6 +95,13 @@ enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint
 			      int64_t *starts, int64_t *ends, int32_t *lanes, struct sp_error *err);
 
 /* Closes the file and frees the stream and its profile. NULL is fine. */
+/* Reads calls first .. first + n - 1 of the per-call values (bytes
+ * allocated or moved: the region's value_kind) of region gi of rank index
+ * ri into values. SP_EINVAL when the region has no values (value_kind 0;
+ * files of format version 1 have none) or the calls are not its. */
+enum sp_err sp_h5_stream_values(struct sp_h5_stream *s, size_t ri, size_t gi, uint64_t first, size_t n,
+				int64_t *values, struct sp_error *err);
+
 void sp_h5_stream_close(struct sp_h5_stream *s);
 
 /* The HDF5 library in use, for --version: "1.14.5, linked in" (the static

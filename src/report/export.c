@@ -66,13 +66,16 @@ static enum sp_err plan(struct exporter *x)
 	x->starts = malloc(SLICE * sizeof *x->starts);
 	x->ends = malloc(SLICE * sizeof *x->ends);
 	x->lanes = malloc(SLICE * sizeof *x->lanes);
+	x->values = malloc(SLICE * sizeof *x->values);
 	if (!x->entries || !x->groups || !x->gid || !x->base || !x->origin || !x->starts || !x->ends ||
-	    !x->lanes)
+	    !x->lanes || !x->values)
 		return sp_error_set(x->err, SP_ENOMEM, "out of memory for %zu regions", n);
 	for (size_t r = 0, k = 0; r < p->nranks; r++) {
 		x->base[r] = k;
-		for (size_t g = 0; g < p->ranks[r].nregions; g++, k++)
+		for (size_t g = 0; g < p->ranks[r].nregions; g++, k++) {
 			x->entries[k] = (struct entry){p->ranks[r].regions[g].name, r, g};
+			x->kinds[p->ranks[r].regions[g].value_kind] = 1;
+		}
 	}
 	/* One time axis for all ranks, the analysis module's (as the Python
 	 * read API has it). */
@@ -129,8 +132,32 @@ static enum sp_err lane_seen(struct exporter *x, int rank, int32_t lane)
 	return SP_OK;
 }
 
+/* The value columns: CSV's cells (empty where the region has none of that
+ * kind); JSON's and Chrome's key of the region's kind. */
+static void write_value(struct exporter *x, int64_t v)
+{
+	struct out *o = x->o;
+	if (x->fmt == SP_EXPORT_CSV) {
+		for (int k = 1; k < SP_VALUE_KINDS; k++)
+			if (x->kinds[k]) {
+				out_ch(o, ',');
+				if (k == x->kind)
+					out_dec(o, v, 0);
+			}
+		return;
+	}
+	if (!x->kind)
+		return;
+	out_str(o, x->fmt == SP_EXPORT_JSON ? ", \"" : ",\"args\":{\"");
+	out_str(o, sp_value_kind_name(x->kind));
+	out_str(o, x->fmt == SP_EXPORT_JSON ? "\": " : "\":");
+	out_dec(o, v, 0);
+	if (x->fmt != SP_EXPORT_JSON)
+		out_ch(o, '}');
+}
+
 static void write_call(struct exporter *x, int rank, int32_t lane, uint64_t call, int64_t start,
-		       int64_t end, int64_t origin)
+		       int64_t end, int64_t origin, int64_t value)
 {
 	struct out *o = x->o;
 	__int128 s = (__int128)start - origin, e = (__int128)end - origin, d = (__int128)end - start;
@@ -149,6 +176,7 @@ static void write_call(struct exporter *x, int rank, int32_t lane, uint64_t call
 		out_dec(o, e, 9);
 		out_ch(o, ',');
 		out_dec(o, d, 9);
+		write_value(x, value);
 		out_ch(o, '\n');
 		break;
 	case SP_EXPORT_JSON:
@@ -166,6 +194,7 @@ static void write_call(struct exporter *x, int rank, int32_t lane, uint64_t call
 		out_dec(o, e, 9);
 		out_str(o, ", \"duration\": ");
 		out_dec(o, d, 9);
+		write_value(x, value);
 		out_ch(o, '}');
 		break;
 	default:                   /* SP_EXPORT_CHROME: microseconds, to the ns */
@@ -179,6 +208,7 @@ static void write_call(struct exporter *x, int rank, int32_t lane, uint64_t call
 		out_dec(o, s, 3);
 		out_str(o, ",\"dur\":");
 		out_dec(o, d, 3);
+		write_value(x, value);
 		out_ch(o, '}');
 		break;
 	}
@@ -215,17 +245,20 @@ static enum sp_err write_calls(struct exporter *x)
 			uint64_t calls = (uint64_t)rk->regions[e->gi].stats.num_calls;
 			if (!sp_select_rank(x->sel, rk->rank) || rk->regions[e->gi].stats.num_calls <= 0)
 				continue;
+			x->kind = rk->regions[e->gi].value_kind;
 			for (uint64_t first = 0; first < calls; first += SLICE) {
 				size_t n = calls - first < SLICE ? (size_t)(calls - first) : SLICE;
 				if ((rc = sp_h5_stream_read(x->s, e->ri, e->gi, first, n, x->starts, x->ends,
-							    x->lanes, x->err)) != SP_OK)
+							    x->lanes, x->err)) != SP_OK ||
+				    (x->kind && (rc = sp_h5_stream_values(x->s, e->ri, e->gi, first, n, x->values,
+									  x->err)) != SP_OK))
 					return rc;
 				for (size_t c = 0; c < n; c++) {
 					if (x->fmt == SP_EXPORT_CHROME &&
 					    (rc = lane_seen(x, rk->rank, x->lanes[c])) != SP_OK)
 						return rc;
 					write_call(x, rk->rank, x->lanes[c], first + c, x->starts[c], x->ends[c],
-						   x->origin[e->ri]);
+						   x->origin[e->ri], x->kind ? x->values[c] : 0);
 				}
 				if (x->o->err)
 					return SP_EIO;
@@ -491,7 +524,13 @@ enum sp_err sp_export(struct sp_h5_stream *s, const char *path, enum sp_export_f
 	}
 	switch (fmt) {
 	case SP_EXPORT_CSV:
-		out_str(o, "name,rank,lane,call_index,start_s,end_s,duration_s\n");
+		out_str(o, "name,rank,lane,call_index,start_s,end_s,duration_s");
+		for (int k = 1; k < SP_VALUE_KINDS; k++)
+			if (x.kinds[k]) {
+				out_ch(o, ',');
+				out_str(o, sp_value_kind_name(k));
+			}
+		out_ch(o, '\n');
 		rc = write_calls(&x);
 		break;
 	case SP_EXPORT_JSON:
@@ -516,6 +555,7 @@ out:
 	free(x.starts);
 	free(x.ends);
 	free(x.lanes);
+	free(x.values);
 	free(x.name.p);
 	free(x.seen);
 	if (rc == SP_EIO && write_errno)

@@ -118,6 +118,9 @@ struct exporter {
 	int64_t *origin;           /* per rank index */
 	int64_t *starts, *ends;    /* SLICE each */
 	int32_t *lanes;
+	int64_t *values;           /* SLICE: the current region's values, when it has */
+	int kinds[SP_VALUE_KINDS]; /* a region of the file has values of this kind */
+	int kind;                  /* the current region's value kind (0: none) */
 	struct sp_str name;          /* the current region's name, encoded */
 	size_t written;            /* calls written so far */
 	int64_t *seen;             /* chrome: (rank << 32 | lane) written, sorted */

@@ -288,9 +288,7 @@ static size_t calls_of(const struct sp_region_data *rd)
 	return rd->aggregate ? 0 : (size_t)rd->stats.num_calls;
 }
 
-/* Opens the value columns of group events of g that the regions' kinds
- * need (vcols[kind], -1 where none is needed), each of total calls. */
-static enum sp_err values_open(struct reader *r, hid_t g, const char *gname, const struct sp_rank *rk,
+enum sp_err sp_h5r_values_open(struct reader *r, hid_t g, const char *gname, const struct sp_rank *rk,
 			       uint64_t total, hid_t vcols[SP_VALUE_KINDS])
 {
 	int need[SP_VALUE_KINDS] = {0};
@@ -430,7 +428,7 @@ enum sp_err sp_h5r_read_rank_v2(struct reader *r, hid_t file, const char *gname,
 	 * builds the tree) their storage too, and reads them. */
 	int need_events = (r->flags & SP_READ_EVENTS) || !has_tree;
 	if ((rc = sp_h5r_events_open(r, g, gname, total, need_events ? 2 : 1, cols)) != SP_OK ||
-	    (need_events && ((rc = values_open(r, g, gname, rk, total, vcols)) != SP_OK ||
+	    (need_events && ((rc = sp_h5r_values_open(r, g, gname, rk, total, vcols)) != SP_OK ||
 			     (rc = read_all_events(r, gname, rk, first, total, cols, vcols)) != SP_OK)))
 		goto out;
 	rc = sp_h5r_tree_and_lines(r, g, gname, has_tree, NULL, 0, rk);

@@ -67,15 +67,18 @@ static enum sp_err stream_rank_v2(struct reader *r, hid_t file, const char *gnam
 				  size_t ri)
 {
 	struct sp_h5_stream *s = r->stream;
-	hid_t g = -1, cols[3] = {-1, -1, -1};
+	hid_t g = -1, cols[3] = {-1, -1, -1}, vcols[SP_VALUE_KINDS] = {-1, -1, -1};
 	enum sp_err rc;
 
 	if ((g = sp_h5r_open_group(r, file, gname)) < 0)
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", gname);
 	if ((rc = sp_h5r_rank_attrs(r, g, gname, rk)) == SP_OK &&
-	    (rc = sp_h5r_read_table(r, g, gname, rk, &s->first[ri], &s->total[ri])) == SP_OK)
-		rc = sp_h5r_events_open(r, g, gname, s->total[ri], 2, cols);
+	    (rc = sp_h5r_read_table(r, g, gname, rk, &s->first[ri], &s->total[ri])) == SP_OK &&
+	    (rc = sp_h5r_events_open(r, g, gname, s->total[ri], 2, cols)) == SP_OK)
+		rc = sp_h5r_values_open(r, g, gname, rk, s->total[ri], vcols);
 	close_columns(cols);
+	for (int k = 0; k < SP_VALUE_KINDS; k++)
+		sp_h5r_close(vcols[k]);
 	sp_h5r_close(g);
 	return rc;
 }
@@ -267,6 +270,35 @@ enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint
 		if (ends[i] < starts[i])
 			rc = sp_h5r_fail(&s->r, SP_ECORRUPT, "%s: call %llu ends before it starts", ctx,
 				   (unsigned long long)(first + i));
+	return rc;
+}
+
+enum sp_err sp_h5_stream_values(struct sp_h5_stream *s, size_t ri, size_t gi, uint64_t first, size_t n,
+				int64_t *values, struct sp_error *err)
+{
+	if (!s || !values || ri >= s->p->nranks || gi >= s->p->ranks[ri].nregions)
+		return sp_error_set(err, SP_EINVAL, "sp_h5_stream_values: bad arguments");
+	const struct sp_rank *rk = &s->p->ranks[ri];
+	const struct sp_region_data *rd = &rk->regions[gi];
+	uint64_t calls = rd->stats.num_calls > 0 && !rd->aggregate ? (uint64_t)rd->stats.num_calls : 0;
+	if (!rd->value_kind || first > calls || n > calls - first)
+		return sp_error_set(err, SP_EINVAL, "sp_h5_stream_values: region '%s' has no values %llu + %zu",
+				    rd->name, (unsigned long long)first, n);
+	if (n == 0)
+		return SP_OK;
+	s->r.err = err;
+	/* Checked at open (stream_rank_v2): opened again as they were. */
+	hid_t vcols[SP_VALUE_KINDS] = {-1, -1, -1};
+	hid_t rg = H5Gopen2(s->file, s->groups[ri], H5P_DEFAULT);
+	enum sp_err rc = rg < 0 ? sp_h5r_fail(&s->r, SP_ECORRUPT, "%s is not a group", s->groups[ri])
+		: sp_h5r_values_open(&s->r, rg, s->groups[ri], rk, s->total[ri], vcols);
+	if (rc == SP_OK && sp_h5r_span(vcols[rd->value_kind], H5T_NATIVE_INT64,
+				       (uint64_t)s->first[ri][gi] + first, n, values) < 0)
+		rc = sp_h5r_fail(&s->r, SP_ECORRUPT, "rank%d/regions/%.200s: cannot read its values", rk->rank,
+				 rd->name);
+	for (int k = 0; k < SP_VALUE_KINDS; k++)
+		sp_h5r_close(vcols[k]);
+	sp_h5r_close(rg);
 	return rc;
 }
 

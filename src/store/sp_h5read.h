@@ -203,6 +203,13 @@ enum sp_err sp_h5r_read_table(struct reader *r, hid_t g, const char *gname, stru
  * (sp_h5r_column_open's deep). */
 enum sp_err sp_h5r_events_open(struct reader *r, hid_t g, const char *gname, uint64_t total, int deep,
 			       hid_t cols[3]);
+
+/* Opens the value columns of group events of rank group g (gname) that rk's
+ * regions' kinds need: vcols[kind] (-1 where none is needed; the caller
+ * sets them to -1 first and closes them), each checked to hold total
+ * calls; a kind whose column is missing is damage. */
+enum sp_err sp_h5r_values_open(struct reader *r, hid_t g, const char *gname, const struct sp_rank *rk,
+			       uint64_t total, hid_t vcols[SP_VALUE_KINDS]);
 /* A version 2 rank in full (sp_h5_read): attributes, table, the events
  * when r->flags asks or there is no tree, the tree, the line tables. */
 enum sp_err sp_h5r_read_rank_v2(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk);

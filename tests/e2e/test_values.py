@@ -108,3 +108,33 @@ def test_damaged_values_refused(sp):
         else:
             assert out.returncode != 0
             one_line_error(out, "bytes holds 2 calls")
+
+
+def test_export_values(sp):
+    """export: a column per kind of values in CSV (empty for the calls of
+    regions without), the region's kind as a key in JSON and in a Chrome
+    event's args."""
+    import csv
+    import io
+    path = profile_with_values(sp)
+    out = sp("export", "--format", "csv", path)
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert list(rows[0])[-2:] == ["alloc_bytes", "bytes"]
+    solve = [r for r in rows if r["name"] == "solve"]
+    assert [int(r["alloc_bytes"]) for r in solve] == [1 << 20, 2 << 20, 3 << 20]
+    assert all(r["bytes"] == "" for r in solve)
+    mpi = [r for r in rows if r["name"] == "MPI_Allreduce"]
+    assert [int(r["bytes"]) for r in mpi] == [8, 16, 24]
+    assert all(r["alloc_bytes"] == "" for r in rows if r["name"] == "io")
+    js = json.loads(sp("export", "--format", "json", path).stdout)
+    js = js["events"] if isinstance(js, dict) else js
+    assert [e["alloc_bytes"] for e in js if e["name"] == "solve"] == [1 << 20, 2 << 20, 3 << 20]
+    assert all("alloc_bytes" not in e and "bytes" not in e for e in js if e["name"] == "io")
+    tr = json.loads(sp("export", "--format", "chrome", path).stdout)["traceEvents"]
+    assert [e["args"]["bytes"] for e in tr if e.get("name") == "MPI_Allreduce"] == [8, 16, 24]
+    # Without values: the columns of before, unchanged.
+    plain = sp.tmp / "plain.h5"
+    assert sp("run", "-q", "-o", plain, sp.script(SCRIPT, "plain.py")).returncode == 0
+    head = sp("export", "--format", "csv", plain).stdout.splitlines()[0]
+    assert head == "name,rank,lane,call_index,start_s,end_s,duration_s"

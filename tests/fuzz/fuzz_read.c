@@ -99,7 +99,7 @@ static void stream_all(void)
 	}
 	const struct sp_profile *p = sp_h5_stream_profile(s);
 	enum { SLICE = 7 };
-	int64_t starts[SLICE], ends[SLICE];
+	int64_t starts[SLICE], ends[SLICE], values[SLICE];
 	int32_t lanes[SLICE];
 	for (size_t ri = 0; ri < p->nranks; ri++)
 		for (size_t gi = 0; gi < p->ranks[ri].nregions; gi++) {
@@ -107,7 +107,9 @@ static void stream_all(void)
 			uint64_t calls = rd->aggregate ? 0 : (uint64_t)rd->stats.num_calls;
 			for (uint64_t first = 0; first < calls; first += SLICE) {
 				size_t n = calls - first < SLICE ? (size_t)(calls - first) : SLICE;
-				if (sp_h5_stream_read(s, ri, gi, first, n, starts, ends, lanes, &err) != SP_OK) {
+				if (sp_h5_stream_read(s, ri, gi, first, n, starts, ends, lanes, &err) != SP_OK ||
+				    (rd->value_kind &&
+				     sp_h5_stream_values(s, ri, gi, first, n, values, &err) != SP_OK)) {
 					CHECK(err.msg[0] && !strchr(err.msg, '\n'));
 					break;
 				}

@@ -202,6 +202,24 @@ int main(int argc, char **argv)
 				       .last_end_ns = 21000};
 	write_profile(p, "two-ranks-lines.h5");
 
+	/* Per-call values of both kinds (run --memory, --mpi-calls) and peaks. */
+	p = new_profile(1);
+	add(&p->ranks[0], "solve", 6, 1000, 2000, 1800, 0);
+	add(&p->ranks[0], "MPI_Allreduce", 6, 1100, 2000, 900, 0);
+	add(&p->ranks[0], "io", 2, 20000, 500, 100, 0);
+	for (int k = 0; k < 2; k++) {
+		struct sp_region_data *rd = &p->ranks[0].regions[k];
+		if (!(rd->values = malloc(6 * sizeof *rd->values)))
+			die("out of memory");
+		for (int i = 0; i < 6; i++)
+			rd->values[i] = 1000 * (k + 1) * i;
+		rd->value_kind = k ? SP_VALUES_BYTES : SP_VALUES_ALLOC_BYTES;
+		rd->values_total = 15000 * (k + 1);
+	}
+	p->ranks[0].regions[0].peak_bytes = 1 << 20;
+	p->ranks[0].regions[2].peak_bytes = 4096;
+	write_profile(p, "values.h5");
+
 	write_raw("plain-layout.h5", 1);
 	write_raw("foreign.h5", 0);
 	write_text("empty", "");
