@@ -30,6 +30,7 @@ struct sp_settings {
 	int compression;            /* deflate level 0..9; -1: not given (none) */
 	int verbose;                /* print the summary at finalize; -1: not given (yes) */
 	int likwid;                 /* use_likwid: not available in this build */
+	int memory;                 /* bytes allocated per call, peaks per region (use_memray) */
 };
 
 /* What `run` runs: a script or a module, and the arguments after it. */

@@ -22,6 +22,7 @@ static const struct sp_setting_key keys[] = {
 	{"track_async", SP_SETTING_BOOL, FIELD(track_async), NULL},
 	{"hdf5_compression", SP_SETTING_COMPRESSION, FIELD(compression), NULL},
 	{"use_likwid", SP_SETTING_NOT_YET, FIELD(likwid), "LIKWID hardware counters"},
+	{"use_memray", SP_SETTING_BOOL, FIELD(memory), NULL},
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -110,6 +111,15 @@ int sp_settings_check(const struct sp_settings *s, int python, char *err, size_t
 			snprintf(err, len, "aggregation_mode cannot be combined with %s", other);
 			return -1;
 		}
+	}
+	if (s->memory && !s->disable && (s->aggregate || s->track_async || s->line_profile)) {
+		snprintf(err, len, python ? "use_memray cannot be combined with %s: allocations are "
+			 "counted per call of a region, per thread" : "--memory cannot be combined with %s: "
+			 "allocations are counted per call of a region, per thread",
+			 s->aggregate ? (python ? "aggregation_mode" : "--aggregate")
+			 : s->track_async ? (python ? "track_async" : "--track-async")
+			 : (python ? "use_line_profiler" : "--line-profile"));
+		return -1;
 	}
 	if (!python && !s->recursive && (s->trace_all || s->ninclude || s->nexclude)) {
 		snprintf(err, len, "--all, --include and --exclude go with --recursive");

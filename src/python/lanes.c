@@ -302,7 +302,7 @@ PyObject *sp_region_enter_async(PyObject *self, PyObject *unused)
 	if (!s)
 		return PyErr_NoMemory();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
-	s->v[s->depth++] = (struct sp_open_entry){r, i, r->gen, -1};   /* async: no live tree */
+	s->v[s->depth++] = (struct sp_open_entry){r, i, r->gen, -1, 0, 0};   /* async: no live tree */
 	if (i >= 0) {
 		if (r->buf.lanes)
 			r->buf.lanes[i] = lane;

@@ -14,6 +14,7 @@
 #include "sp_clock.h"
 #include "sp_grow.h"
 #include "sp_linetrace.h"
+#include "sp_memory.h"
 #include "sp_pymodule.h"
 #include "sp_pyregion.h"
 #include "sp_aggregate.h"
@@ -53,9 +54,10 @@ static __attribute__((noinline, cold)) int open_blocks_grow(void)
 	return 0;
 }
 
-/* `with region:` entry; `lanes` is a constant in each caller below, so
- * each compiles to its own branch-free path. */
-static inline PyObject *region_enter(PyObject *self, int lanes)
+/* `with region:` entry; `lanes` and `mem` (the memory mode: the call's
+ * allocations, sp_memory.h) are constants in each caller below, so each
+ * compiles to its own branch-free path. */
+static inline PyObject *region_enter(PyObject *self, int lanes, int mem)
 {
 	RegionObject *r = (RegionObject *)self;
 	/* The lane first (as in pf_record): starts stay in slot order. */
@@ -64,12 +66,17 @@ static inline PyObject *region_enter(PyObject *self, int lanes)
 		return PyErr_NoMemory();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	struct sp_open_entry *e = &open_blocks.v[open_blocks.depth++];
-	*e = (struct sp_open_entry){r, i, r->gen, -1};
+	*e = (struct sp_open_entry){r, i, r->gen, -1, 0, 0};
 	if (i >= 0) {
 		if (lanes)
 			r->buf.lanes[i] = lane;
 		e->node = sp_live_enter(r);
 		r->buf.ends[i] = SP_NO_TIME;
+		if (mem) {
+			r->buf.values[i] = 0;   /* a call still open at the end */
+			e->mark0 = sp_mem_open();
+			e->alloc0 = sp_mem_allocated();
+		}
 		sp_live_started(r->buf.starts[i] = sp_clock_ns());
 	}
 	return Py_NewRef(self);
@@ -77,13 +84,24 @@ static inline PyObject *region_enter(PyObject *self, int lanes)
 
 static PyObject *region_enter_timed(PyObject *self, PyObject *unused)
 {
-	return region_enter(self, 0);
+	return region_enter(self, 0, 0);
 }
 
 /* --track-threads: also the lane of the calling thread. */
 static PyObject *region_enter_threads(PyObject *self, PyObject *unused)
 {
-	return region_enter(self, 1);
+	return region_enter(self, 1, 0);
+}
+
+/* --memory, without and with lanes. */
+static PyObject *region_enter_mem(PyObject *self, PyObject *unused)
+{
+	return region_enter(self, 0, 1);
+}
+
+static PyObject *region_enter_mem_threads(PyObject *self, PyObject *unused)
+{
+	return region_enter(self, 1, 1);
 }
 
 size_t sp_unmatched_exits;
@@ -117,6 +135,8 @@ __attribute__((noinline)) void sp_region_exit_below(RegionObject *r, int64_t t)
 			(open_blocks.depth - k - 1) * sizeof open_blocks.v[0]);
 		open_blocks.depth--;
 		if (e.slot >= 0 && r->gen == e.gen) {
+			if (r->buf.keep_values == SP_VALUES_ALLOC_BYTES && sp_mem.installed)
+				sp_mem_close(r, (size_t)e.slot, e.alloc0, e.mark0);
 			sp_region_end(r, (size_t)e.slot, t);
 			/* The blocks above it are no longer inside it (a partial
 			 * overlap): containment makes them its siblings. */
@@ -150,13 +170,15 @@ size_t sp_regions_close_live(int64_t now)
 				break;
 			}
 		sp_live_close(e->node, e->region->buf.starts[e->slot], below, now, 1);
+		if (e->region->buf.keep_values == SP_VALUES_ALLOC_BYTES && sp_mem.installed)
+			sp_mem_close(e->region, (size_t)e->slot, e->alloc0, e->mark0);
 		n++;
 	}
 	sp_live_closed(now);
 	return n;
 }
 
-static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static inline PyObject *region_exit(PyObject *self, int mem)
 {
 	int64_t t = sp_clock_ns();
 	RegionObject *r = (RegionObject *)self;
@@ -166,6 +188,8 @@ static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssi
 		open_blocks.depth = d - 1;
 		/* gen differs when the session was finalized inside the block. */
 		if (e->slot >= 0 && r->gen == e->gen) {
+			if (mem)
+				sp_mem_close(r, (size_t)e->slot, e->alloc0, e->mark0);
 			sp_region_end(r, (size_t)e->slot, t);
 			sp_live_leave(e->node, r->buf.starts[e->slot], t);
 		}
@@ -173,6 +197,16 @@ static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssi
 		sp_region_exit_below(r, t);
 	}
 	Py_RETURN_NONE;
+}
+
+static PyObject *region_exit_timed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	return region_exit(self, 0);
+}
+
+static PyObject *region_exit_mem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	return region_exit(self, 1);
 }
 
 /* --line-profile, a region holding functions: the line hook runs in this
@@ -392,6 +426,12 @@ REGION_CLASS(sp_TimeOnlyRegionType, timed_methods, "TimeOnlyProfileRegion", regi
 REGION_CLASS(sp_ThreadsRegionType, threads_methods, "ThreadsProfileRegion", region_enter_threads,
 	     region_exit_timed, region_call_timed,
 	     "A region that records every call with the lane of its thread.")
+REGION_CLASS(sp_MemoryRegionType, mem_methods, "MemoryProfileRegion", region_enter_mem,
+	     region_exit_mem, region_call_timed,
+	     "A region that records every call with the bytes allocated during it.")
+REGION_CLASS(sp_MemoryThreadsRegionType, mem_threads_methods, "MemoryThreadsProfileRegion",
+	     region_enter_mem_threads, region_exit_mem, region_call_timed,
+	     "A region that records every call with its thread's lane and the bytes allocated during it.")
 REGION_CLASS(sp_AsyncRegionType, async_methods, "AsyncProfileRegion", sp_region_enter_async,
 	     sp_region_exit_async, region_call_timed,
 	     "A region that records every call with the lane of its asyncio task (or thread).")
@@ -408,6 +448,7 @@ REGION_CLASS(sp_DisabledRegionType, disabled_methods, "DisabledProfileRegion", r
 static PyTypeObject *const region_classes[] = {
 	&sp_TimeOnlyRegionType, &sp_DisabledRegionType, &sp_ThreadsRegionType,
 	&sp_LinesRegionType, &sp_AggregateRegionType, &sp_AsyncRegionType,
+	&sp_MemoryRegionType, &sp_MemoryThreadsRegionType,
 };
 
 /* A `with` block looks __exit__ up when it enters and calls it when it
@@ -476,7 +517,8 @@ static PyObject *region_create(PyObject *name)
 	sp_live_region_init(r);
 	r->index = -1;
 	r->peak_bytes = SP_NO_PEAK;
-	if (sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) {
+	if ((sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) ||
+	    (sp_mode.memory && sp_buf_keep_values(&r->buf, SP_VALUES_ALLOC_BYTES) != 0)) {
 		Py_DECREF(r);
 		return PyErr_NoMemory();
 	}
@@ -602,7 +644,8 @@ static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 	if (Py_TYPE(region) == &sp_DisabledRegionType)
 		return Py_NewRef(func);
 	if ((Py_TYPE(region) != &sp_TimeOnlyRegionType && Py_TYPE(region) != &sp_ThreadsRegionType &&
-	     Py_TYPE(region) != &sp_AsyncRegionType) ||
+	     Py_TYPE(region) != &sp_AsyncRegionType && Py_TYPE(region) != &sp_MemoryRegionType &&
+	     Py_TYPE(region) != &sp_MemoryThreadsRegionType) ||
 	    !PyCallable_Check(func)) {
 		PyErr_SetString(PyExc_TypeError, "_profile_recursive(region, callable)");
 		return NULL;
@@ -642,7 +685,8 @@ int sp_regions_apply(void)
 	retire_exits();
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
-		if (sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) {
+		if ((sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) ||
+		    (sp_mode.memory && sp_buf_keep_values(&r->buf, SP_VALUES_ALLOC_BYTES) != 0)) {
 			PyErr_NoMemory();
 			return -1;
 		}
@@ -673,7 +717,7 @@ void sp_regions_reset(void)
 	PyObject *k, *v;
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
-		if (r->buf.cap != sp_mode.buffer_limit || r->buf.keep_lanes)
+		if (r->buf.cap != sp_mode.buffer_limit || r->buf.keep_lanes || r->buf.keep_values)
 			sp_buf_free(&r->buf);
 		sp_buf_clear(&r->buf);
 		r->peak_bytes = SP_NO_PEAK;

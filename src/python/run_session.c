@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sp_memory.h"
 #include "sp_mpi.h"
 #include "sp_outpath.h"
 #include "sp_pymodule.h"
@@ -152,10 +153,33 @@ static int check_module(const char *module)
 	return rc;
 }
 
-static int init_python(const struct sp_run_target *a)
+/* --memory: the allocator wrappers with a size header per block (exact
+ * live bytes, sp_memory.h) go in before the first block is allocated, but
+ * after the preinitialization, which may choose the allocators itself
+ * (PYTHONMALLOC). */
+static int install_memory(void)
+{
+	PyPreConfig pre;
+	PyPreConfig_InitPythonConfig(&pre);
+	PyStatus status = Py_PreInitialize(&pre);
+	if (PyStatus_Exception(status)) {
+		sp_cmd_error(CMD, "cannot start the Python interpreter: %s",
+			     status.err_msg ? status.err_msg : "unknown error");
+		return -1;
+	}
+	if (sp_mem_install(1) != 0) {
+		sp_cmd_error(CMD, "--memory: the Python allocators cannot be read");
+		return -1;
+	}
+	return 0;
+}
+
+static int init_python(const struct sp_run_target *a, int memory)
 {
 	PyConfig config;
 	PyStatus status;
+	if (memory && install_memory() != 0)
+		return -1;
 	PyConfig_InitPythonConfig(&config);
 	config.parse_argv = 0;
 	/* sys.argv: [script, ARGS...] or ["-m", ARGS...] as python sets it
@@ -259,7 +283,7 @@ static int run(const struct sp_settings *settings, const struct sp_run_target *t
 		sp_cmd_error(CMD, "cannot register the scope_profiler module");
 		return 1;
 	}
-	if (init_python(t) != 0)
+	if (init_python(t, settings->memory && !settings->disable) != 0)
 		return 1;
 	if ((t->script && precompile(t->script) != 0) || (t->module && check_module(t->module) != 0) ||
 	    sp_session_begin_run(settings, outfile, root_name(t), t->command_line) != 0) {

@@ -17,6 +17,7 @@
 
 #include "sp_clock.h"
 #include "sp_linetrace.h"
+#include "sp_memory.h"
 #include "sp_mpi.h"
 #include "sp_pymodule.h"
 #include "sp_pyregion.h"
@@ -74,7 +75,7 @@ void sp_session_freeze(void)
 	sp_tracer_stop_all();
 	sp_mode.region_type = &sp_DisabledRegionType;
 	sp_mode.disabled = 1;
-	sp_mode.aggregate = sp_mode.track_async = sp_mode.lines = 0;
+	sp_mode.aggregate = sp_mode.track_async = sp_mode.lines = sp_mode.memory = 0;
 	sp_regions_freeze();
 	sp_wrappers_freeze();
 }
@@ -86,11 +87,19 @@ static int mode_apply(const struct sp_settings *s)
 {
 	if (s->track_async && !s->disable && sp_async_init() != 0)
 		return -1;
+	/* After the interpreter started (setup() from a script, not `run
+	 * --memory`): the requested bytes only (sp_memory.h). */
+	if (s->memory && !s->disable && sp_mem_install(0) != 0) {
+		PyErr_SetString(PyExc_RuntimeError, "use_memray: the Python allocators cannot be read");
+		return -1;
+	}
+	sp_mode.memory = s->memory && !s->disable;
 	sp_mode.buffer_limit = (size_t)s->buffer_limit;
 	sp_mode.threads = sp_mode.threads || s->track_threads || s->track_async;
 	sp_mode.region_type = s->disable ? &sp_DisabledRegionType
 		: s->aggregate ? &sp_AggregateRegionType
 		: s->track_async ? &sp_AsyncRegionType
+		: sp_mode.memory ? (sp_mode.threads ? &sp_MemoryThreadsRegionType : &sp_MemoryRegionType)
 		: sp_mode.threads ? &sp_ThreadsRegionType : &sp_TimeOnlyRegionType;
 	sp_mode.disabled = s->disable;
 	sp_mode.aggregate = s->aggregate && !s->disable;
@@ -98,6 +107,7 @@ static int mode_apply(const struct sp_settings *s)
 	sp_mode.recursive_all = s->recursive;
 	sp_mode.lines = s->line_profile && !s->disable;
 	sp_tracer_set_mode(sp_mode.threads, sp_mode.aggregate);
+	sp_tracer_set_memory(sp_mode.memory);
 	return sp_regions_apply() == 0 && sp_wrappers_apply() == 0 ? 0 : -1;
 }
 

@@ -48,7 +48,8 @@ static inline void sp_region_end(RegionObject *r, size_t slot, int64_t t)
 /* The region classes (regions.c). They share RegionObject's layout, so the
  * session switches an object's class when it changes the mode. */
 extern PyTypeObject sp_TimeOnlyRegionType, sp_ThreadsRegionType, sp_AsyncRegionType,
-	sp_LinesRegionType, sp_DisabledRegionType, sp_AggregateRegionType;
+	sp_LinesRegionType, sp_DisabledRegionType, sp_AggregateRegionType,
+	sp_MemoryRegionType, sp_MemoryThreadsRegionType;
 extern PyTypeObject sp_ProfiledFunctionType;
 
 /* The recording mode, chosen by the session at setup (sp_mode_apply in
@@ -64,17 +65,19 @@ struct sp_recmode {
 	int track_async;              /* a lane per asyncio task */
 	int threads;                  /* events keep a lane (threads or async) */
 	int lines;                    /* use_line_profiler */
+	int memory;                   /* use_memray: allocations per call (sp_memory.h) */
 };
 extern struct sp_recmode sp_mode;
 
 /* One open `with` block: its region, its event slot (-1: dropped, out of
- * memory), the region's gen at entry and its node of the live call tree
- * (sp_aggregate.h; -1: none). */
+ * memory), the region's gen at entry, its node of the live call tree
+ * (sp_aggregate.h; -1: none) and, in the memory mode, the counters. */
 struct sp_open_entry {
 	RegionObject *region;
 	ptrdiff_t slot;
 	uint64_t gen;
 	int32_t node;
+	int64_t alloc0, mark0;        /* memory mode: the counters at entry (sp_memory.h) */
 };
 
 /* An exit whose entry is not the innermost of the thread's open blocks:
@@ -187,6 +190,8 @@ int sp_tracer_start_thread(void);
 /* The hook's recording mode: with each call's lane (--track-threads), or
  * counted in the aggregation mode's call tree (--aggregate). */
 void sp_tracer_set_mode(int lanes, int aggregate);
+/* The memory mode: each call's allocations too (sp_memory.h). */
+void sp_tracer_set_memory(int on);
 /* Stops the hook in the calling thread. */
 void sp_tracer_stop_thread(void);
 /* Stops the hook in every thread, discarding their stacks of open calls;

@@ -22,6 +22,7 @@
 
 #include "sp_clock.h"
 #include "sp_filter.h"
+#include "sp_memory.h"
 #include "sp_monitor.h"
 #include "sp_pyregion.h"
 #include "sp_aggregate.h"
@@ -89,8 +90,10 @@ static RegionObject scratch = {
 struct open_call {
 	const void *frame;
 	RegionObject *region;
-	ptrdiff_t slot;                /* its event; -1: aggregation mode */
-	int64_t start;                 /* aggregation mode: its start */
+	ptrdiff_t slot;                /* its event; -1: aggregation mode; below -1: the
+					* memory mode's event -(slot + 2), whose value holds
+					* the allocation counter at its start until it ends */
+	int64_t start;                 /* aggregation mode: its start; memory mode: the mark before */
 	int32_t node;                  /* its call-tree node (aggregation mode's, or the live one) */
 	int32_t parent;                /* aggregation mode: the node before */
 };
@@ -98,6 +101,31 @@ struct open_call {
 /* Aggregation mode (--aggregate): calls count in the call tree of
  * aggregate.c, as decorated functions do, and keep no events. */
 static int tracer_agg;
+/* The memory mode (sp_memory.h): each call's allocations too. */
+static int tracer_mem;
+/* Either: the one check on the hook's common path. */
+static int tracer_special;
+
+void sp_tracer_set_memory(int on)
+{
+	tracer_mem = on;
+	tracer_special = tracer_agg || tracer_mem;
+}
+
+/* An open call's event slot (-1: none, aggregation mode). */
+static inline ptrdiff_t slot_of(const struct open_call *c)
+{
+	return c->slot < -1 ? -(c->slot + 2) : c->slot;
+}
+
+/* The memory mode: a call ends at t. */
+static void end_mem(struct open_call *c, int64_t t)
+{
+	RegionObject *r = c->region;
+	size_t i = (size_t)slot_of(c);
+	sp_mem_close(r, i, r->buf.values[i], c->start);
+	sp_region_end(r, i, t);
+}
 
 /* A thread's stack of traced calls still open. calls[0] is a sentinel whose
  * frame is NULL, so the return path needs no emptiness check; top points at
@@ -136,11 +164,14 @@ static __attribute__((noinline, cold)) int stack_grow(struct call_stack *s)
 static void close_open_calls(struct call_stack *s, int64_t now, int own)
 {
 	for (struct open_call *c = s->top; c > s->calls; c--) {
-		if (c->slot >= 0) {
-			sp_region_end(c->region, (size_t)c->slot, now);
-			sp_live_close(c->node, c->region->buf.starts[c->slot],
-				      c - 1 > s->calls && c[-1].slot >= 0 ? c[-1].region->buf.starts[c[-1].slot]
-								      : INT64_MIN, now, own);
+		if (c->slot != -1) {
+			if (c->slot < -1)
+				end_mem(c, now);
+			else
+				sp_region_end(c->region, (size_t)c->slot, now);
+			sp_live_close(c->node, c->region->buf.starts[slot_of(c)],
+				      c - 1 > s->calls && c[-1].slot != -1
+				      ? c[-1].region->buf.starts[slot_of(&c[-1])] : INT64_MIN, now, own);
 			continue;
 		}
 		sp_agg_count(c->region, c->node, c->start, now);
@@ -219,6 +250,31 @@ static __attribute__((noinline)) void pop_agg(struct open_call *c)
 	sp_agg_count(c->region, c->node, c->start, t);
 }
 
+/* The memory mode: a call starts, with the allocation counter. */
+static __attribute__((noinline)) void push_mem(struct call_stack *s, RegionObject *r, const void *frame,
+					       int lanes)
+{
+	int32_t lane = lanes ? sp_current_lane() : 0;
+	ptrdiff_t i = sp_buf_reserve(&r->buf);
+	struct open_call *c = ++s->top;
+	c->frame = frame;
+	if (__builtin_expect(i < 0, 0)) {
+		r = &scratch;   /* as in push_call: an ordinary call of the scratch region */
+		i = 0;
+		c->slot = 0;
+	} else {
+		c->slot = -(i + 2);
+		c->start = sp_mem_open();
+		r->buf.values[i] = sp_mem_allocated();
+	}
+	c->region = r;
+	if (lanes)
+		r->buf.lanes[i] = lane;
+	c->node = sp_live_enter(r);
+	int64_t t = r->buf.starts[i] = sp_clock_ns();
+	sp_live_started(t);
+}
+
 /* A traced call starts: a slot in its region, the start time. */
 static inline void push_call(struct call_stack *s, RegionObject *r, const void *frame, int lanes)
 {
@@ -226,8 +282,11 @@ static inline void push_call(struct call_stack *s, RegionObject *r, const void *
 		r->buf.dropped++;
 		return;
 	}
-	if (__builtin_expect(tracer_agg, 0)) {
-		push_agg(s, r, frame);
+	if (__builtin_expect(tracer_special, 0)) {
+		if (tracer_agg)
+			push_agg(s, r, frame);
+		else
+			push_mem(s, r, frame, lanes);
 		return;
 	}
 	/* The lane first (as in pf_record): starts stay in slot order. */
@@ -261,7 +320,13 @@ static inline int pop_call(struct call_stack *s, const void *frame)
 		return 1;
 	s->top = c - 1;
 	if (__builtin_expect(c->slot < 0, 0)) {
-		pop_agg(c);
+		if (c->slot == -1) {
+			pop_agg(c);
+		} else {
+			int64_t t = sp_clock_ns();
+			end_mem(c, t);
+			sp_live_leave(c->node, c->region->buf.starts[slot_of(c)], t);
+		}
 	} else {
 		int64_t t = sp_clock_ns();
 		RegionObject *r = c->region;
@@ -352,6 +417,7 @@ void sp_tracer_set_mode(int lanes, int aggregate)
 {
 	active_hook = lanes ? hook_lanes : hook;
 	tracer_agg = aggregate;
+	tracer_special = tracer_agg || tracer_mem;
 	sp_live_mode(lanes, sp_mode.track_async);
 }
 
@@ -600,6 +666,7 @@ void sp_tracer_set_mode(int lanes, int aggregate)
 {
 	mon.lanes = lanes;
 	tracer_agg = aggregate;
+	tracer_special = tracer_agg || tracer_mem;
 	sp_live_mode(lanes, sp_mode.track_async);
 }
 

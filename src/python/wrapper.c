@@ -12,6 +12,7 @@
 
 #include "sp_clock.h"
 #include "sp_linetrace.h"
+#include "sp_memory.h"
 #include "sp_pyregion.h"
 #include "sp_aggregate.h"
 #include "sp_recorder.h"
@@ -33,11 +34,12 @@ static struct {
 	PyObject *timed_coroutine;    /* _timed_coroutine of the Python layer */
 } wrap;
 
-/* The recording call; `lanes` is a constant in each caller below, so each
- * compiles to its own branch-free path: 1 the thread's lane, 2 the task's
- * (--track-async; found first, as it may run Python code). */
+/* The recording call; `lanes` and `mem` are constants in each caller
+ * below, so each compiles to its own branch-free path: lanes 1 the thread's
+ * lane, 2 the task's (--track-async; found first, as it may run Python
+ * code); mem: the call's allocations (sp_memory.h). */
 static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t nargsf,
-				  PyObject *kwnames, int lanes)
+				  PyObject *kwnames, int lanes, int mem)
 {
 	ProfiledFunction *pf = (ProfiledFunction *)self;
 	RegionObject *r = pf->region;
@@ -56,6 +58,12 @@ static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t 
 	 * tree is rebuilt at the end. */
 	int32_t node = lanes == 2 ? -1 : sp_live_enter(r);
 	r->buf.ends[i] = SP_NO_TIME;
+	int64_t mark0 = 0, alloc0 = 0;
+	if (mem) {
+		r->buf.values[i] = 0;   /* a call still open at the end */
+		mark0 = sp_mem_open();
+		alloc0 = sp_mem_allocated();
+	}
 	int64_t start = r->buf.starts[i] = sp_clock_ns();
 	sp_live_started(start);
 	PyObject *res = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
@@ -63,6 +71,8 @@ static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t 
 	/* The session may have been finalized during the call; then the slot
 	 * is no longer ours. */
 	if (r->gen == gen) {
+		if (mem)
+			sp_mem_close(r, (size_t)i, alloc0, mark0);
 		sp_region_end(r, (size_t)i, t);
 		if (lanes != 2)
 			sp_live_leave(node, start, t);
@@ -72,17 +82,28 @@ static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t 
 
 static PyObject *pf_call_timed(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-	return pf_record(self, args, nargsf, kwnames, 0);
+	return pf_record(self, args, nargsf, kwnames, 0, 0);
 }
 
 static PyObject *pf_call_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-	return pf_record(self, args, nargsf, kwnames, 1);
+	return pf_record(self, args, nargsf, kwnames, 1, 0);
+}
+
+/* --memory, without and with lanes. */
+static PyObject *pf_call_mem(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_record(self, args, nargsf, kwnames, 0, 1);
+}
+
+static PyObject *pf_call_mem_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_record(self, args, nargsf, kwnames, 1, 1);
 }
 
 static PyObject *pf_call_async(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-	return pf_record(self, args, nargsf, kwnames, 2);
+	return pf_record(self, args, nargsf, kwnames, 2, 0);
 }
 
 /* An `async def` function: its call only creates the coroutine, so the
@@ -148,7 +169,8 @@ static PyObject *pf_call_recursive(PyObject *self, PyObject *const *args, size_t
 	if (started < 0)
 		return NULL;
 	PyObject *res = sp_mode.aggregate ? pf_call_agg(self, args, nargsf, kwnames)
-		: pf_record(self, args, nargsf, kwnames, sp_mode.threads);
+		: sp_mode.memory ? pf_record(self, args, nargsf, kwnames, sp_mode.threads, 1)
+		: pf_record(self, args, nargsf, kwnames, sp_mode.threads, 0);
 	if (started)
 		sp_tracer_stop_thread();
 	return res;
@@ -159,7 +181,7 @@ static PyObject *pf_call_lines(PyObject *self, PyObject *const *args, size_t nar
 {
 	if (sp_linetrace_hold() != 0)
 		return NULL;
-	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_mode.track_async ? 2 : sp_mode.threads);
+	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_mode.track_async ? 2 : sp_mode.threads, 0);
 	sp_linetrace_release();
 	return sp_linetrace_wrap_result(((ProfiledFunction *)self)->func, res);
 }
@@ -178,6 +200,8 @@ static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 		return pf_call_agg;
 	if (sp_mode.track_async)
 		return pf_call_async;
+	if (sp_mode.memory)
+		return sp_mode.threads ? pf_call_mem_threads : pf_call_mem;
 	return sp_mode.threads ? pf_call_threads : pf_call_timed;
 }
 
@@ -397,6 +421,7 @@ static int is_region(PyObject *o)
 {
 	PyTypeObject *t = Py_TYPE(o);
 	return t == &sp_TimeOnlyRegionType || t == &sp_ThreadsRegionType || t == &sp_AsyncRegionType ||
+	       t == &sp_MemoryRegionType || t == &sp_MemoryThreadsRegionType ||
 	       t == &sp_LinesRegionType || t == &sp_AggregateRegionType || t == &sp_DisabledRegionType;
 }
 

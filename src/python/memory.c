@@ -1,0 +1,227 @@
+/* memory.c - the allocation counters of the memory mode (sp_memory.h):
+ * wrappers of CPython's three allocator domains that call the allocators
+ * they replace and count.
+ *
+ * The mem and object domains run with the GIL held: plain adds. The raw
+ * domain may run without it: relaxed atomic adds on counters of its own.
+ * The default object allocator (pymalloc) hands requests above its
+ * small-block limit to PyMem_RawMalloc, which is wrapped too; a
+ * thread-local flag set around the inner call keeps such a block from
+ * being counted twice. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#include "sp_memory.h"
+
+struct sp_mem_counters sp_mem;
+
+/* The header before each block in exact mode: its size; 16 bytes so that
+ * the block keeps the 16-byte alignment of what it came from. */
+#define HDR 16
+
+struct domain {
+	PyMemAllocatorEx orig;
+	int raw;
+};
+static struct domain domains[3];
+
+/* Set while a wrapped mem/object allocator runs: its inner raw calls are
+ * its own, already counted. */
+static _Thread_local int nested;
+
+static inline void count(const struct domain *d, size_t n)
+{
+	if (d->raw)
+		__atomic_fetch_add(&sp_mem.alloc_raw, (int64_t)n, __ATOMIC_RELAXED);
+	else
+		sp_mem.alloc += (int64_t)n;
+}
+
+/* Exact mode: the live bytes change by delta (a block of n came or went). */
+static inline void live_add(const struct domain *d, int64_t delta)
+{
+	if (d->raw) {
+		__atomic_fetch_add(&sp_mem.live_raw, delta, __ATOMIC_RELAXED);
+		return;
+	}
+	sp_mem.live += delta;
+	if (delta > 0) {
+		int64_t l = sp_mem.live + __atomic_load_n(&sp_mem.live_raw, __ATOMIC_RELAXED);
+		if (l > sp_mem.mark)
+			sp_mem.mark = l;
+	}
+}
+
+/* ---- exact mode: a header with the size ---- */
+
+static void *x_malloc(void *ctx, size_t n)
+{
+	struct domain *d = ctx;
+	if (n > SIZE_MAX - HDR)
+		return NULL;
+	int outer = !nested;
+	if (!d->raw)
+		nested++;
+	char *p = d->orig.malloc(d->orig.ctx, n + HDR);
+	if (!d->raw)
+		nested--;
+	if (!p)
+		return NULL;
+	memcpy(p, &n, sizeof n);
+	if (outer) {
+		count(d, n);
+		live_add(d, (int64_t)n);
+	}
+	return p + HDR;
+}
+
+static void *x_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+	struct domain *d = ctx;
+	if (elsize && nelem > (SIZE_MAX - HDR) / elsize)
+		return NULL;
+	size_t n = nelem * elsize;
+	int outer = !nested;
+	if (!d->raw)
+		nested++;
+	char *p = d->orig.calloc(d->orig.ctx, 1, n + HDR);
+	if (!d->raw)
+		nested--;
+	if (!p)
+		return NULL;
+	memcpy(p, &n, sizeof n);
+	if (outer) {
+		count(d, n);
+		live_add(d, (int64_t)n);
+	}
+	return p + HDR;
+}
+
+static void *x_realloc(void *ctx, void *ptr, size_t n)
+{
+	struct domain *d = ctx;
+	if (!ptr)
+		return x_malloc(ctx, n);
+	if (n > SIZE_MAX - HDR)
+		return NULL;
+	char *base = (char *)ptr - HDR;
+	size_t old;
+	memcpy(&old, base, sizeof old);
+	int outer = !nested;
+	if (!d->raw)
+		nested++;
+	char *p = d->orig.realloc(d->orig.ctx, base, n + HDR);
+	if (!d->raw)
+		nested--;
+	if (!p)
+		return NULL;   /* the old block stays, with its header */
+	memcpy(p, &n, sizeof n);
+	if (outer) {
+		if (n > old)
+			count(d, n - old);
+		live_add(d, (int64_t)n - (int64_t)old);
+	}
+	return p + HDR;
+}
+
+static void x_free(void *ctx, void *ptr)
+{
+	struct domain *d = ctx;
+	if (!ptr)
+		return;
+	char *base = (char *)ptr - HDR;
+	size_t n;
+	memcpy(&n, base, sizeof n);
+	int outer = !nested;
+	if (outer)
+		live_add(d, -(int64_t)n);
+	if (!d->raw)
+		nested++;
+	d->orig.free(d->orig.ctx, base);
+	if (!d->raw)
+		nested--;
+}
+
+/* ---- late mode: blocks without headers, the requested bytes only ---- */
+
+static void *l_malloc(void *ctx, size_t n)
+{
+	struct domain *d = ctx;
+	int outer = !nested;
+	if (!d->raw)
+		nested++;
+	void *p = d->orig.malloc(d->orig.ctx, n);
+	if (!d->raw)
+		nested--;
+	if (p && outer)
+		count(d, n);
+	return p;
+}
+
+static void *l_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+	struct domain *d = ctx;
+	int outer = !nested;
+	if (!d->raw)
+		nested++;
+	void *p = d->orig.calloc(d->orig.ctx, nelem, elsize);
+	if (!d->raw)
+		nested--;
+	if (p && outer)
+		count(d, nelem * elsize);
+	return p;
+}
+
+/* The old size is unknown: the new size counts. */
+static void *l_realloc(void *ctx, void *ptr, size_t n)
+{
+	struct domain *d = ctx;
+	int outer = !nested;
+	if (!d->raw)
+		nested++;
+	void *p = d->orig.realloc(d->orig.ctx, ptr, n);
+	if (!d->raw)
+		nested--;
+	if (p && outer)
+		count(d, n);
+	return p;
+}
+
+static void l_free(void *ctx, void *ptr)
+{
+	struct domain *d = ctx;
+	if (!d->raw)
+		nested++;
+	d->orig.free(d->orig.ctx, ptr);
+	if (!d->raw)
+		nested--;
+}
+
+int sp_mem_install(int exact)
+{
+	static const PyMemAllocatorDomain which[3] = {PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
+	if (sp_mem.installed)
+		return 0;
+	for (int i = 0; i < 3; i++) {
+		PyMem_GetAllocator(which[i], &domains[i].orig);
+		if (!domains[i].orig.malloc || !domains[i].orig.free)
+			return -1;
+		domains[i].raw = which[i] == PYMEM_DOMAIN_RAW;
+	}
+	sp_mem.exact = exact;
+	for (int i = 0; i < 3; i++) {
+		PyMemAllocatorEx a = {
+			.ctx = &domains[i],
+			.malloc = exact ? x_malloc : l_malloc,
+			.calloc = exact ? x_calloc : l_calloc,
+			.realloc = exact ? x_realloc : l_realloc,
+			.free = exact ? x_free : l_free,
+		};
+		PyMem_SetAllocator(which[i], &a);
+	}
+	sp_mem.installed = 1;
+	return 0;
+}
