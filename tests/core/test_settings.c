@@ -25,6 +25,7 @@ static void test_every_seed_keyword_has_one_field(void **state)
 		{"hdf5_compression", offsetof(struct sp_settings, compression)},
 		{"verbose", offsetof(struct sp_settings, verbose)},
 		{"use_likwid", offsetof(struct sp_settings, likwid)},
+		{"use_memray", offsetof(struct sp_settings, memory)},
 	};
 	size_t n;
 	const struct sp_setting_key *keys = sp_settings_keywords(&n);
@@ -99,6 +100,23 @@ static void test_refused_combinations(void **state)
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
 	assert_string_equal(err, "--all, --include and --exclude go with --recursive");
 	s.recursive = 1;
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
+	/* Allocations are counted per call, per thread: not in aggregates,
+	 * per task or with line timing; with the profile hook they are. */
+	s = (struct sp_settings){ .memory = 1, .aggregate = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "--memory cannot be combined with --aggregate"));
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "use_memray cannot be combined with aggregation_mode"));
+	s = (struct sp_settings){ .memory = 1, .track_async = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "--memory cannot be combined with --track-async"));
+	s = (struct sp_settings){ .memory = 1, .line_profile = 1 };
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "use_memray cannot be combined with use_line_profiler"));
+	s.disable = 1;
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), 0);
+	s = (struct sp_settings){ .memory = 1, .recursive = 1, .track_threads = 1 };
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
 }
 
