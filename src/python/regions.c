@@ -135,7 +135,7 @@ __attribute__((noinline)) void sp_region_exit_below(RegionObject *r, int64_t t)
 			(open_blocks.depth - k - 1) * sizeof open_blocks.v[0]);
 		open_blocks.depth--;
 		if (e.slot >= 0 && r->gen == e.gen) {
-			if (r->buf.keep_values == SP_VALUES_ALLOC_BYTES && sp_mem.installed)
+			if (r->buf.keep_values == SP_VALUES_ALLOC_BYTES && sp_mode.memory)
 				sp_mem_close(r, (size_t)e.slot, e.alloc0, e.mark0);
 			sp_region_end(r, (size_t)e.slot, t);
 			/* The blocks above it are no longer inside it (a partial
