@@ -1,0 +1,220 @@
+"""`run --memory` and setup(use_memray=True): each call's bytes allocated
+(dataset alloc_bytes beside the start and end times, nested calls included)
+and each region's peak of live bytes, read back with h5py, the summary and
+the read API. The sizes are the script's own (a bytearray of a known size);
+everything else allocates far less."""
+import json
+
+import h5py
+
+from conftest import one_line_error, regions
+from test_mpi import mpirun
+
+N = 20_000_000   # bytes of the big block; Python's own live bytes stay far below
+
+SCRIPT = f"""
+import sys
+import scope_profiler as sp
+
+big, small, outer = sp.region("big"), sp.region("small"), sp.region("outer")
+
+@sp.profile
+def make(n):
+    return len(bytearray(n))
+
+for _ in range(3):
+    with outer:
+        with big:
+            b = bytearray({N})
+            del b
+        with small:
+            x = sum(range(10))
+        make({N} // 2)
+print("script output", x)
+"""
+
+
+def alloc(f, name, rank=0):
+    return [int(v) for v in regions(f, rank)[name]["alloc_bytes"]]
+
+
+def peak(f, name, rank=0):
+    table = f[f"rank{rank}/regions"]
+    row = [bytes(n).decode() for n in table["name"][:]].index(name)
+    return int(table["peak_live_bytes"][row]) if "peak_live_bytes" in table else None
+
+
+def has_alloc_data(f):
+    found = []
+    f.visit(lambda n: found.append(n) if n.rsplit("/", 1)[-1] == "alloc_bytes" else None)
+    return found
+
+
+def test_a_known_block_counts_in_its_call_nested_calls_in_the_outer_one(sp):
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--memory", "-o", "m.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "m.h5") as f:
+        big, small, outer, make = (alloc(f, n) for n in ("big", "small", "outer", "make"))
+        assert len(big) == len(small) == len(outer) == len(make) == 3
+        assert all(v >= N for v in big)
+        assert all(0 <= v < N // 100 for v in small)
+        assert all(v >= N // 2 for v in make)
+        for i in range(3):
+            assert outer[i] >= big[i] + small[i] + make[i]
+        # The big block lived and was freed inside `big`: its peak saw it,
+        # that of `small` (opened when it was gone) did not.
+        assert peak(f, "big") >= N
+        assert peak(f, "outer") >= N
+        assert peak(f, "small") < N
+
+
+def test_script_output_and_status_unchanged(sp):
+    sp.script(SCRIPT + "sys.exit(3)\n")
+    plain = sp("run", "-q", "--no-output", "script.py")
+    mem = sp("run", "-q", "--memory", "--no-output", "script.py")
+    assert plain.returncode == mem.returncode == 3
+    assert plain.stdout == mem.stdout == "script output 45\n"
+
+
+def test_without_the_option_no_allocation_data(sp):
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "-o", "t.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "t.h5") as f:
+        assert has_alloc_data(f) == []
+    summary = sp("summary", "t.h5")
+    assert "Allocations" not in summary.stdout
+    assert "alloc_bytes" not in sp("summary", "--json", "t.h5").stdout
+
+
+def test_summary_shows_the_allocated_bytes(sp):
+    sp.script(SCRIPT)
+    assert sp("run", "-q", "--memory", "-o", "m.h5", "script.py").returncode == 0
+    proc = sp("summary", "m.h5")
+    assert proc.returncode == 0, proc.stderr
+    table = proc.stdout[proc.stdout.index("Allocations"):]
+    line = next(l for l in table.splitlines() if l.startswith("big "))
+    assert "MiB" in line   # 3 x 20 MB
+    data = {r["name"]: r for r in json.loads(sp("summary", "--json", "m.h5").stdout)["regions"]}
+    assert data["big"]["alloc_bytes"] >= 3 * N
+    assert data["big"]["peak_live_bytes"] >= N
+    assert data["small"]["alloc_bytes"] < N // 10
+
+
+def test_recursive_functions_get_their_allocations(sp):
+    sp.script(f"""
+        def leaf():
+            return len(bytearray({N}))
+
+        def top():
+            return leaf() + len(str(list(range(10))))
+
+        for _ in range(2):
+            top()
+    """)
+    proc = sp("run", "-q", "--memory", "--recursive", "-o", "r.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "r.h5") as f:
+        leaf, top = alloc(f, "__main__.leaf"), alloc(f, "__main__.top")
+        assert len(leaf) == len(top) == 2
+        assert all(v >= N for v in leaf)
+        assert all(t >= l for t, l in zip(top, leaf))
+        assert peak(f, "__main__.leaf") >= N
+
+
+def test_threads_each_call_sees_at_least_its_own_block(sp):
+    sp.script(f"""
+        import threading
+        import scope_profiler as sp
+
+        r = sp.region("work")
+
+        def work():
+            for _ in range(3):
+                with r:
+                    len(bytearray({N}))
+
+        ts = [threading.Thread(target=work) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    """)
+    for extra in ([], ["--track-threads"]):
+        proc = sp("run", "-q", "--memory", *extra, "-o", "th.h5", "script.py")
+        assert proc.returncode == 0, proc.stderr
+        with h5py.File(sp.tmp / "th.h5") as f:
+            work = alloc(f, "work")
+            assert len(work) == 6 and all(v >= N for v in work)
+
+
+def test_setup_use_memray_from_a_script_under_plain_run(sp):
+    # As a script written for the seed does it: the allocators are wrapped
+    # after the interpreter started, so the bytes count but peaks are unknown.
+    sp.script(SCRIPT.replace("import scope_profiler as sp\n",
+                             "import scope_profiler as sp\nsp.setup(use_memray=True)\n"))
+    proc = sp("run", "-q", "-o", "late.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "script output 45\n"
+    with h5py.File(sp.tmp / "late.h5") as f:
+        assert all(v >= N for v in alloc(f, "big"))
+        assert all(0 <= v < N // 100 for v in alloc(f, "small"))
+        assert peak(f, "big") in (None, -1)
+
+
+def test_the_values_go_through_mpi(sp):
+    sp.script(f"""
+        from mpi4py import MPI
+        import scope_profiler as sp
+
+        n = {N} * (MPI.COMM_WORLD.Get_rank() + 1)
+        for _ in range(2):
+            with sp.region("big"):
+                len(bytearray(n))
+        MPI.COMM_WORLD.Barrier()
+    """)
+    proc = mpirun(sp, 2, "run", "-q", "--memory", "-o", "mpi.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "mpi.h5") as f:
+        for rank in (0, 1):
+            v = alloc(f, "big", rank)
+            assert len(v) == 2 and all(N * (rank + 1) <= x < N * (rank + 2) for x in v)
+
+
+def test_combinations_it_cannot_record_are_refused(sp):
+    sp.script("print('never')\n")
+    for other in ("--aggregate", "--track-async", "--line-profile"):
+        proc = sp("run", "--memory", other, "script.py")
+        assert proc.returncode == 2
+        one_line_error(proc, "--memory", other)
+        assert "never" not in proc.stdout
+    sp.script("""
+        import scope_profiler as sp
+        try:
+            sp.setup(use_memray=True, aggregation_mode=True)
+        except ValueError as e:
+            print("refused:", e)
+    """, name="s2.py")
+    proc = sp("run", "-q", "--no-output", "s2.py")
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: use_memray cannot be combined with aggregation_mode" in proc.stdout
+
+
+def test_the_read_api_gives_each_call_and_the_peak(sp):
+    sp.script(SCRIPT)
+    assert sp("run", "-q", "--memory", "-o", "m.h5", "script.py").returncode == 0
+    sp.script("""
+        from scope_profiler import read_h5
+        res = read_h5("m.h5")
+        big, small = res["big"][0], res["small"][0]
+        print([int(v) for v in big.alloc_bytes], big.peak_live_bytes)
+        print([int(v) for v in small.alloc_bytes])
+    """, name="read.py")
+    proc = sp("run", "-q", "--no-output", "read.py")
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()
+    big_values, big_peak = first.rsplit(" ", 1)
+    assert all(v >= N for v in json.loads(big_values))
+    assert int(big_peak) >= N
+    assert all(v < N // 100 for v in json.loads(second))
