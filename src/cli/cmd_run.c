@@ -99,7 +99,7 @@ int cmd_run(int argc, char **argv)
 		{0, "aggregate", SP_OPT_FLAG, &s.aggregate, 1, NULL,
 		 "keep per region only calls, total, min, max, self time", NULL},
 		{0, "memory", SP_OPT_FLAG, &s.memory, 1, NULL,
-		 "bytes allocated per call (alloc_bytes), peak live bytes per region", NULL},
+		 "bytes allocated per call, peak live bytes per region", NULL},
 		{0, "compression", SP_OPT_CALL, &s.compression, 0, "C",
 		 "auto, gzip[=LEVEL] (shuffle + deflate) or none", parse_compression},
 		{'m', NULL, SP_OPT_STOP, &t.module, 0, "MODULE",
