@@ -112,13 +112,12 @@ int sp_settings_check(const struct sp_settings *s, int python, char *err, size_t
 			return -1;
 		}
 	}
-	if (s->memory && !s->disable && (s->aggregate || s->track_async || s->line_profile)) {
-		snprintf(err, len, python ? "use_memray cannot be combined with %s: allocations are "
-			 "counted per call of a region, per thread" : "--memory cannot be combined with %s: "
-			 "allocations are counted per call of a region, per thread",
-			 s->aggregate ? (python ? "aggregation_mode" : "--aggregate")
-			 : s->track_async ? (python ? "track_async" : "--track-async")
-			 : (python ? "use_line_profiler" : "--line-profile"));
+	if (s->memory && !s->disable && (s->aggregate || s->line_profile)) {
+		snprintf(err, len, "%s cannot be combined with %s", python ? "use_memray" : "--memory",
+			 s->aggregate ? (python ? "aggregation_mode: aggregates keep no per-call data"
+					: "--aggregate: aggregates keep no per-call data")
+			 : python ? "use_line_profiler: record the allocations and the lines in two runs"
+			 : "--line-profile: record the allocations and the lines in two runs");
 		return -1;
 	}
 	if (!python && !s->recursive && (s->trace_all || s->ninclude || s->nexclude)) {

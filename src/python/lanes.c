@@ -14,6 +14,7 @@
 #include "sp_grow.h"
 #include "sp_pyregion.h"
 #include "sp_recorder.h"
+#include "sp_memory.h"
 
 /* The open `with` blocks of one lane, innermost last. */
 struct lane_blocks {
@@ -293,8 +294,9 @@ static inline struct lane_blocks *lane_blocks_at(int32_t lane)
 }
 
 /* --track-async: `with region:` records the task's lane and pushes the
- * entry on the task's own stack. */
-PyObject *sp_region_enter_async(PyObject *self, PyObject *unused)
+ * entry on the task's own stack; `mem` (a constant in each caller below):
+ * the call's allocations too (sp_memory.h). */
+static inline PyObject *enter_async(PyObject *self, int mem)
 {
 	RegionObject *r = (RegionObject *)self;
 	int32_t lane = sp_async_lane();
@@ -307,13 +309,29 @@ PyObject *sp_region_enter_async(PyObject *self, PyObject *unused)
 		if (r->buf.lanes)
 			r->buf.lanes[i] = lane;
 		r->buf.ends[i] = SP_NO_TIME;
+		if (mem) {
+			struct sp_open_entry *e = &s->v[s->depth - 1];
+			r->buf.values[i] = 0;   /* a call still open at the end */
+			e->mark0 = sp_mem_open();
+			e->alloc0 = sp_mem_allocated();
+		}
 		r->buf.starts[i] = sp_clock_ns();
 	}
 	return Py_NewRef(self);
 }
 
+PyObject *sp_region_enter_async(PyObject *self, PyObject *unused)
+{
+	return enter_async(self, 0);
+}
+
+PyObject *sp_region_enter_async_mem(PyObject *self, PyObject *unused)
+{
+	return enter_async(self, 1);
+}
+
 /* Closes the innermost open entry of this region in the task's stack. */
-PyObject *sp_region_exit_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static inline PyObject *exit_async(PyObject *self, int mem)
 {
 	int64_t t = sp_clock_ns();
 	RegionObject *r = (RegionObject *)self;
@@ -326,14 +344,27 @@ PyObject *sp_region_exit_async(PyObject *self, PyObject *const *args, Py_ssize_t
 				continue;
 			memmove(&s->v[k], &s->v[k + 1], (s->depth - k - 1) * sizeof s->v[0]);
 			s->depth--;
-			if (e.slot >= 0 && r->gen == e.gen)
+			if (e.slot >= 0 && r->gen == e.gen) {
+				if (mem)
+					sp_mem_close(r, (size_t)e.slot, e.alloc0, e.mark0);
 				sp_region_end(r, (size_t)e.slot, t);
+			}
 			Py_RETURN_NONE;
 		}
 	}
 	/* Entered before the mode was on: on the thread's stack, if anywhere. */
 	sp_region_exit_below(r, t);
 	Py_RETURN_NONE;
+}
+
+PyObject *sp_region_exit_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	return exit_async(self, 0);
+}
+
+PyObject *sp_region_exit_async_mem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	return exit_async(self, 1);
 }
 
 

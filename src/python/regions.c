@@ -432,6 +432,9 @@ REGION_CLASS(sp_MemoryRegionType, mem_methods, "MemoryProfileRegion", region_ent
 REGION_CLASS(sp_MemoryThreadsRegionType, mem_threads_methods, "MemoryThreadsProfileRegion",
 	     region_enter_mem_threads, region_exit_mem, region_call_timed,
 	     "A region that records every call with its thread's lane and the bytes allocated during it.")
+REGION_CLASS(sp_MemoryAsyncRegionType, mem_async_methods, "MemoryAsyncProfileRegion",
+	     sp_region_enter_async_mem, sp_region_exit_async_mem, region_call_timed,
+	     "A region that records every call with its task's lane and the bytes allocated during it.")
 REGION_CLASS(sp_AsyncRegionType, async_methods, "AsyncProfileRegion", sp_region_enter_async,
 	     sp_region_exit_async, region_call_timed,
 	     "A region that records every call with the lane of its asyncio task (or thread).")
@@ -448,7 +451,7 @@ REGION_CLASS(sp_DisabledRegionType, disabled_methods, "DisabledProfileRegion", r
 static PyTypeObject *const region_classes[] = {
 	&sp_TimeOnlyRegionType, &sp_DisabledRegionType, &sp_ThreadsRegionType,
 	&sp_LinesRegionType, &sp_AggregateRegionType, &sp_AsyncRegionType,
-	&sp_MemoryRegionType, &sp_MemoryThreadsRegionType,
+	&sp_MemoryRegionType, &sp_MemoryThreadsRegionType, &sp_MemoryAsyncRegionType,
 };
 
 /* A `with` block looks __exit__ up when it enters and calls it when it
@@ -645,7 +648,7 @@ static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 		return Py_NewRef(func);
 	if ((Py_TYPE(region) != &sp_TimeOnlyRegionType && Py_TYPE(region) != &sp_ThreadsRegionType &&
 	     Py_TYPE(region) != &sp_AsyncRegionType && Py_TYPE(region) != &sp_MemoryRegionType &&
-	     Py_TYPE(region) != &sp_MemoryThreadsRegionType) ||
+	     Py_TYPE(region) != &sp_MemoryThreadsRegionType && Py_TYPE(region) != &sp_MemoryAsyncRegionType) ||
 	    !PyCallable_Check(func)) {
 		PyErr_SetString(PyExc_TypeError, "_profile_recursive(region, callable)");
 		return NULL;

@@ -98,7 +98,7 @@ static int mode_apply(const struct sp_settings *s)
 	sp_mode.threads = sp_mode.threads || s->track_threads || s->track_async;
 	sp_mode.region_type = s->disable ? &sp_DisabledRegionType
 		: s->aggregate ? &sp_AggregateRegionType
-		: s->track_async ? &sp_AsyncRegionType
+		: s->track_async ? (sp_mode.memory ? &sp_MemoryAsyncRegionType : &sp_AsyncRegionType)
 		: sp_mode.memory ? (sp_mode.threads ? &sp_MemoryThreadsRegionType : &sp_MemoryRegionType)
 		: sp_mode.threads ? &sp_ThreadsRegionType : &sp_TimeOnlyRegionType;
 	sp_mode.disabled = s->disable;

@@ -49,7 +49,7 @@ static inline void sp_region_end(RegionObject *r, size_t slot, int64_t t)
  * session switches an object's class when it changes the mode. */
 extern PyTypeObject sp_TimeOnlyRegionType, sp_ThreadsRegionType, sp_AsyncRegionType,
 	sp_LinesRegionType, sp_DisabledRegionType, sp_AggregateRegionType,
-	sp_MemoryRegionType, sp_MemoryThreadsRegionType;
+	sp_MemoryRegionType, sp_MemoryThreadsRegionType, sp_MemoryAsyncRegionType;
 extern PyTypeObject sp_ProfiledFunctionType;
 
 /* The recording mode, chosen by the session at setup (sp_mode_apply in
@@ -122,6 +122,9 @@ int32_t sp_async_lane(void);
 int sp_async_init(void);
 PyObject *sp_region_enter_async(PyObject *self, PyObject *unused);
 PyObject *sp_region_exit_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* The same with the call's allocations (the memory mode, sp_memory.h). */
+PyObject *sp_region_enter_async_mem(PyObject *self, PyObject *unused);
+PyObject *sp_region_exit_async_mem(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* The lanes' names, in lane order ("MainThread", "Task-3 (worker)"); the
  * module's _lane_names. Created at module init (sp_lanes_init). */
 extern PyObject *sp_lane_names;

@@ -101,6 +101,11 @@ static PyObject *pf_call_mem_threads(PyObject *self, PyObject *const *args, size
 	return pf_record(self, args, nargsf, kwnames, 1, 1);
 }
 
+static PyObject *pf_call_mem_async(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_record(self, args, nargsf, kwnames, 2, 1);
+}
+
 static PyObject *pf_call_async(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
 	return pf_record(self, args, nargsf, kwnames, 2, 0);
@@ -199,7 +204,7 @@ static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 	if (sp_mode.aggregate)
 		return pf_call_agg;
 	if (sp_mode.track_async)
-		return pf_call_async;
+		return sp_mode.memory ? pf_call_mem_async : pf_call_async;
 	if (sp_mode.memory)
 		return sp_mode.threads ? pf_call_mem_threads : pf_call_mem;
 	return sp_mode.threads ? pf_call_threads : pf_call_timed;
@@ -421,7 +426,7 @@ static int is_region(PyObject *o)
 {
 	PyTypeObject *t = Py_TYPE(o);
 	return t == &sp_TimeOnlyRegionType || t == &sp_ThreadsRegionType || t == &sp_AsyncRegionType ||
-	       t == &sp_MemoryRegionType || t == &sp_MemoryThreadsRegionType ||
+	       t == &sp_MemoryRegionType || t == &sp_MemoryThreadsRegionType || t == &sp_MemoryAsyncRegionType ||
 	       t == &sp_LinesRegionType || t == &sp_AggregateRegionType || t == &sp_DisabledRegionType;
 }
 

@@ -101,16 +101,15 @@ static void test_refused_combinations(void **state)
 	assert_string_equal(err, "--all, --include and --exclude go with --recursive");
 	s.recursive = 1;
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
-	/* Allocations are counted per call, per thread: not in aggregates,
-	 * per task or with line timing; with the profile hook they are. */
+	/* Allocations are counted per call: not in aggregates, not with line
+	 * timing; with the profile hook and lanes they are. */
 	s = (struct sp_settings){ .memory = 1, .aggregate = 1 };
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
 	assert_non_null(strstr(err, "--memory cannot be combined with --aggregate"));
 	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
 	assert_non_null(strstr(err, "use_memray cannot be combined with aggregation_mode"));
 	s = (struct sp_settings){ .memory = 1, .track_async = 1 };
-	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
-	assert_non_null(strstr(err, "--memory cannot be combined with --track-async"));
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
 	s = (struct sp_settings){ .memory = 1, .line_profile = 1 };
 	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
 	assert_non_null(strstr(err, "use_memray cannot be combined with use_line_profiler"));

@@ -149,6 +149,31 @@ def test_threads_each_call_sees_at_least_its_own_block(sp):
             assert len(work) == 6 and all(v >= N for v in work)
 
 
+def test_async_tasks_calls_and_decorated_coroutines(sp):
+    sp.script(f"""
+        import asyncio
+        import scope_profiler as sp
+
+        @sp.profile
+        async def job():
+            with sp.region("block"):
+                b = bytearray({N})
+                await asyncio.sleep(0)
+                return len(b)
+
+        async def main():
+            await asyncio.gather(job(), job())
+
+        asyncio.run(main())
+    """)
+    proc = sp("run", "-q", "--memory", "--track-async", "-o", "as.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "as.h5") as f:
+        for name in ("block", "job"):
+            v = alloc(f, name)
+            assert len(v) == 2 and all(x >= N for x in v)
+
+
 def test_setup_use_memray_from_a_script_under_plain_run(sp):
     # As a script written for the seed does it: the allocators are wrapped
     # after the interpreter started, so the bytes count but peaks are unknown.
@@ -184,7 +209,7 @@ def test_the_values_go_through_mpi(sp):
 
 def test_combinations_it_cannot_record_are_refused(sp):
     sp.script("print('never')\n")
-    for other in ("--aggregate", "--track-async", "--line-profile"):
+    for other in ("--aggregate", "--line-profile"):
         proc = sp("run", "--memory", other, "script.py")
         assert proc.returncode == 2
         one_line_error(proc, "--memory", other)
