@@ -69,9 +69,10 @@ PY_EXE      := $(shell $(PYTHON) -c 'import sys,os; print(os.path.realpath(sys.e
 PY_VERSION  := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)
 # MPI (Open MPI from Debian) when its development files are installed; MPI=0
 # builds without it. libmpi is not linked: src/store/mpi.c opens it (by the
-# soname read here) only under a launcher. The executable exports
-# MPI_Finalize and MPI_Finalized so that a script's MPI.Finalize() is
-# deferred to the end.
+# soname read here) only under a launcher. The executable exports its MPI_*
+# functions (MPI's profiling interface): MPI_Finalize and MPI_Finalized, so
+# that a script's MPI.Finalize() is deferred to the end, and the calls that
+# run --mpi-calls times (src/store/mpicalls.c).
 MPI ?= $(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),1,0)
 ifeq ($(MPI),1)
 MPI_SONAME  := $(shell objdump -p $$(pkg-config --variable=libdir ompi-c)/libmpi.so 2>/dev/null | sed -n 's/^ *SONAME *//p')
@@ -80,7 +81,7 @@ $(warning cannot read libmpi.so's soname (is objdump, from binutils, installed?)
 endif
 MPI_CFLAGS  := $(shell pkg-config --cflags ompi-c) -DSP_HAVE_MPI \
                $(if $(MPI_SONAME),-DSP_MPI_SONAME='"$(MPI_SONAME)"')
-MPI_LIBS    := -Wl,--export-dynamic-symbol=MPI_Finalize -Wl,--export-dynamic-symbol=MPI_Finalized
+MPI_LIBS    := -Wl,--export-dynamic-symbol='MPI_*'
 endif
 
 CPPFLAGS += -Iinclude -I$(BUILD) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"'
@@ -94,14 +95,14 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS)
 # scripts/check-layers.sh fails the build when a file outside src/python
 # includes <Python.h>, or one outside src/store <hdf5.h> or <mpi.h>.
 CORE_SRC   := $(wildcard src/core/*.c)
-STORE_SRC  := $(filter-out src/store/mpi.c src/store/h5noros3.c,$(wildcard src/store/*.c))
+STORE_SRC  := $(filter-out src/store/mpi.c src/store/mpicalls.c src/store/h5noros3.c,$(wildcard src/store/*.c))
 REPORT_SRC := $(wildcard src/report/*.c)
 PY_SRC     := $(wildcard src/python/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
 # The library: no Python, no MPI. Shared by the CLI and the unit tests.
 LIB_SRC := $(CORE_SRC) $(STORE_SRC) $(REPORT_SRC)
-# src/store/mpi.c needs mpi.h (when built with MPI) and goes with the executable.
-MPI_SRC := src/store/mpi.c
+# src/store/mpi.c and mpicalls.c need mpi.h (when built with MPI) and go with the executable.
+MPI_SRC := src/store/mpi.c src/store/mpicalls.c
 
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 PY_OBJ  := $(PY_SRC:src/%.c=$(BUILD)/obj/%.o) $(MPI_SRC:src/%.c=$(BUILD)/obj/%.o)
@@ -142,7 +143,7 @@ $(PY_SRC:src/%.c=$(BUILD)/obj/%.o): CPPFLAGS += $(PY_CFLAGS) \
 	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
 $(BUILD)/obj/cli/cmd_run.o: CPPFLAGS += -DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"'
 $(BUILD)/obj/cli/main.o: CPPFLAGS += -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
-$(BUILD)/obj/store/mpi.o: CPPFLAGS += $(MPI_CFLAGS)
+$(BUILD)/obj/store/mpi.o $(BUILD)/obj/store/mpicalls.o: CPPFLAGS += $(MPI_CFLAGS)
 # The reader's validation pass over every event is written to vectorise.
 $(BUILD)/obj/store/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 # The profile hook calls clock_gettime twice per traced call: no PLT hop.

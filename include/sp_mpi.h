@@ -57,6 +57,11 @@ int sp_mpi_size(void);                 /* 1 when not active */
 enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_events, int failed,
 			   double wait_s, const char *fallback_path, struct sp_error *err);
 
+/* The address of a function of the MPI library in use ("PMPI_Send"): the
+ * one sp_mpi_start loaded, else the one a script's import loaded; NULL
+ * when none is loaded or it lacks the name. */
+void *sp_mpi_symbol(const char *name);
+
 /* Finalises MPI if sp_mpi_start initialised it. */
 void sp_mpi_end(void);
 

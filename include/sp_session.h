@@ -31,6 +31,7 @@ struct sp_settings {
 	int verbose;                /* print the summary at finalize; -1: not given (yes) */
 	int likwid;                 /* use_likwid: not available in this build */
 	int memory;                 /* bytes allocated per call, peaks per region (use_memray) */
+	int mpi_calls;              /* a region per MPI call (profile_mpi_calls) */
 };
 
 /* What `run` runs: a script or a module, and the arguments after it. */

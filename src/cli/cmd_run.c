@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sp_cmd.h"
+#include "sp_mpicalls.h"
 #include "sp_recorder.h"
 #include "sp_session.h"
 
@@ -100,6 +101,8 @@ int cmd_run(int argc, char **argv)
 		 "keep per region only calls, total, min, max, self time", NULL},
 		{0, "memory", SP_OPT_FLAG, &s.memory, 1, NULL,
 		 "bytes allocated per call, peak live bytes per region", NULL},
+		{0, "mpi-calls", SP_OPT_FLAG, &s.mpi_calls, 1, NULL,
+		 "a region per MPI call (MPI_Send, ...), with the bytes it moves", NULL},
 		{0, "compression", SP_OPT_CALL, &s.compression, 0, "C",
 		 "auto, gzip[=LEVEL] (shuffle + deflate) or none", parse_compression},
 		{'m', NULL, SP_OPT_STOP, &t.module, 0, "MODULE",
@@ -119,6 +122,10 @@ int cmd_run(int argc, char **argv)
 	s.nexclude = exclude.n;
 	if (sp_settings_check(&s, 0, err, sizeof err) != 0) {
 		sp_cmd_error(CMD, "%s", err);
+		goto out;
+	}
+	if (s.mpi_calls && !sp_mpicalls_built()) {
+		sp_cmd_error(CMD, "--mpi-calls: this scope-profiler was built without MPI");
 		goto out;
 	}
 	if (!t.module) {

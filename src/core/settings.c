@@ -23,6 +23,7 @@ static const struct sp_setting_key keys[] = {
 	{"hdf5_compression", SP_SETTING_COMPRESSION, FIELD(compression), NULL},
 	{"use_likwid", SP_SETTING_NOT_YET, FIELD(likwid), "LIKWID hardware counters"},
 	{"use_memray", SP_SETTING_BOOL, FIELD(memory), NULL},
+	{"profile_mpi_calls", SP_SETTING_BOOL, FIELD(mpi_calls), NULL},
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -118,6 +119,15 @@ int sp_settings_check(const struct sp_settings *s, int python, char *err, size_t
 					: "--aggregate: aggregates keep no per-call data")
 			 : python ? "use_line_profiler: record the allocations and the lines in two runs"
 			 : "--line-profile: record the allocations and the lines in two runs");
+		return -1;
+	}
+	if (s->mpi_calls && !s->disable && (s->aggregate || s->track_async)) {
+		snprintf(err, len, python ? "profile_mpi_calls cannot be combined with %s"
+			 : "--mpi-calls cannot be combined with %s",
+			 s->aggregate ? (python ? "aggregation_mode: MPI calls are kept per call"
+					 : "--aggregate: MPI calls are kept per call")
+			 : (python ? "track_async: MPI calls are timed per thread, not per task"
+			    : "--track-async: MPI calls are timed per thread, not per task"));
 		return -1;
 	}
 	if (!python && !s->recursive && (s->trace_all || s->ninclude || s->nexclude)) {

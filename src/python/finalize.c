@@ -14,6 +14,7 @@
 #include "sp_h5.h"
 #include "sp_linetrace.h"
 #include "sp_mpi.h"
+#include "sp_mpicalls.h"
 #include "sp_profile.h"
 #include "sp_pymodule.h"
 #include "sp_pyregion.h"
@@ -260,7 +261,8 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	p->nranks = 1;
 	p->ranks = calloc(1, sizeof *p->ranks);
 	size_t nreg = (size_t)PyDict_GET_SIZE(sp_registry);
-	if (!p->ranks || !(p->ranks[0].regions = calloc(nreg ? nreg : 1, sizeof(struct sp_region_data))))
+	size_t nslots = nreg + sp_mpicalls_count();   /* --mpi-calls: a region per MPI function */
+	if (!p->ranks || !(p->ranks[0].regions = calloc(nslots ? nslots : 1, sizeof(struct sp_region_data))))
 		goto nomem;
 	struct sp_rank *rk = &p->ranks[0];
 	rk->rank = sp_mpi_rank();
@@ -288,6 +290,13 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	free(ix.r);
 	ix.r = NULL;
 	if (open != closed)
+		sp_live.unknown = 1;
+	/* The MPI calls (stopped at the freeze) nest by their times: the
+	 * recording's tree has not seen them. */
+	long mpi_regions = sp_mpicalls_add(rk);
+	if (mpi_regions < 0)
+		goto nomem;
+	if (mpi_regions > 0)
 		sp_live.unknown = 1;
 	if (need == NEED_ALL && !aggregated) {
 		/* The tree the recording kept, unless it cannot vouch for it

@@ -19,6 +19,7 @@
 #include "sp_linetrace.h"
 #include "sp_memory.h"
 #include "sp_mpi.h"
+#include "sp_mpicalls.h"
 #include "sp_pymodule.h"
 #include "sp_pyregion.h"
 #include "sp_aggregate.h"
@@ -78,6 +79,20 @@ void sp_session_freeze(void)
 	sp_mode.aggregate = sp_mode.track_async = sp_mode.lines = sp_mode.memory = 0;
 	sp_regions_freeze();
 	sp_wrappers_freeze();
+	sp_mpicalls_stop();
+}
+
+/* --mpi-calls with --track-threads: the lane of the thread making an MPI
+ * call, which may not hold the GIL (mpi4py releases it around blocking
+ * calls); a thread's first lane is taken under the GIL. */
+static int32_t mpi_call_lane(void)
+{
+	if (sp_my_lane >= 0)
+		return sp_my_lane;
+	PyGILState_STATE g = PyGILState_Ensure();
+	int32_t lane = sp_lane_assign();
+	PyGILState_Release(g);
+	return lane;
 }
 
 /* The region class and wrapper call of s, for every region and wrapper,
@@ -108,6 +123,18 @@ static int mode_apply(const struct sp_settings *s)
 	sp_mode.lines = s->line_profile && !s->disable;
 	sp_tracer_set_mode(sp_mode.threads, sp_mode.aggregate);
 	sp_tracer_set_memory(sp_mode.memory);
+	if (s->mpi_calls && !s->disable) {
+		if (!sp_mpicalls_built()) {
+			PyErr_SetString(PyExc_RuntimeError, "profile_mpi_calls: this scope-profiler was built without MPI");
+			return -1;
+		}
+		if (sp_mpicalls_start(sp_mode.buffer_limit, sp_mode.threads ? mpi_call_lane : NULL) != 0) {
+			PyErr_NoMemory();
+			return -1;
+		}
+	} else {
+		sp_mpicalls_stop();
+	}
 	return sp_regions_apply() == 0 && sp_wrappers_apply() == 0 ? 0 : -1;
 }
 
@@ -130,6 +157,7 @@ static int reset_events(void)
 	sp_linetrace_reset();
 	sp_agg_reset();
 	sp_regions_reset();
+	sp_mpicalls_reset();
 	return 0;
 }
 

@@ -110,9 +110,10 @@ static int lib_load(void)
 		return -1;
 	}
 	const char *missing = NULL;
+/* Their PMPI_ names: our own calls are never recorded (--mpi-calls). */
 #define SP_MPI_LOOK(f)                                                       \
-	if (!(*(void **)&lib.f = dlsym(h, #f)) && !missing)                 \
-		missing = #f;
+	if (!(*(void **)&lib.f = dlsym(h, (#f)[0] == 'P' ? #f : "P" #f)) && !missing) \
+		missing = (#f)[0] == 'P' ? #f : "P" #f;
 	SP_MPI_FUNCS(SP_MPI_LOOK)
 #undef SP_MPI_LOOK
 #ifdef OPEN_MPI
@@ -206,18 +207,15 @@ const char *sp_mpi_library(void)
 	return mpi.library;
 }
 
-/* The script's MPI_Finalize (through mpi4py or a C extension) is deferred
- * to sp_mpi_end, so the final write can still communicate. The executable
- * exports these two symbols, which therefore win over libmpi's for every
- * library loaded later (the standard MPI profiling interface). */
-/* The library's own entry point: ours when we loaded it, else from the
- * copy that the script's import (mpi4py) loaded, which is why it got here.
- * That copy may sit in the extension's local scope (Python's dlopen is
- * RTLD_LOCAL), out of RTLD_DEFAULT's reach: ask for it by name. */
-static void *real(void *ours, const char *name)
+/* The library's own entry points: from our handle when we loaded it, else
+ * from the copy that the script's import (mpi4py) loaded, which is why a
+ * wrapper got called. That copy may sit in the extension's local scope
+ * (Python's dlopen is RTLD_LOCAL), out of RTLD_DEFAULT's reach: ask for it
+ * by name. */
+void *sp_mpi_symbol(const char *name)
 {
-	if (ours)
-		return ours;
+	if (lib.handle)
+		return dlsym(lib.handle, name);
 	void *f = NULL, *h = dlopen(SP_MPI_SONAME, RTLD_NOW | RTLD_NOLOAD);
 	if (h) {
 		f = dlsym(h, name);
@@ -226,6 +224,15 @@ static void *real(void *ours, const char *name)
 	return f ? f : dlsym(RTLD_DEFAULT, name);
 }
 
+static void *real(void *ours, const char *name)
+{
+	return ours ? ours : sp_mpi_symbol(name);
+}
+
+/* The script's MPI_Finalize (through mpi4py or a C extension) is deferred
+ * to sp_mpi_end, so the final write can still communicate. The executable
+ * exports these two symbols, which therefore win over libmpi's for every
+ * library loaded later (the standard MPI profiling interface). */
 int MPI_Finalize(void)
 {
 	if (mpi.active) {
@@ -595,6 +602,12 @@ void sp_mpi_end(void)
 }
 
 #else /* no MPI */
+
+void *sp_mpi_symbol(const char *name)
+{
+	(void)name;
+	return NULL;
+}
 
 int sp_mpi_built(void)
 {
