@@ -1,0 +1,262 @@
+"""`run --mpi-calls` / setup(profile_mpi_calls=True): every MPI call, from
+mpi4py or from a C extension, is a region named by the MPI function, timed
+through MPI's profiling interface; on the real Open MPI and mpi4py from
+Debian, under a real mpirun (oversubscribed: this machine has two cores)."""
+import subprocess
+
+import h5py
+
+from conftest import BINARY, one_line_error, regions, tree
+from test_mpi import mpirun
+
+# Every call the script makes, each in a region of its own, with what each
+# rank must record inside it (the numpy buffers' bytes: count * size).
+CALLS = """
+    import numpy as np
+    import scope_profiler as sp
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    other = 1 - rank
+    mem = np.zeros(4)
+    win = MPI.Win.Create(mem, comm=comm)
+    with sp.region("barrier"):
+        comm.Barrier()
+    with sp.region("allreduce"):
+        total = np.empty(10)
+        comm.Allreduce(np.ones(10), total)
+    with sp.region("pickled"):
+        ranks = comm.allreduce(rank)
+    with sp.region("p2p"):
+        if rank == 0:
+            comm.Send(np.arange(7.0), dest=1, tag=3)
+        else:
+            got = np.empty(7)
+            comm.Recv(got, source=0, tag=3)
+    with sp.region("nonblocking"):
+        out, into = np.full(5, rank, dtype=np.int32), np.empty(5, dtype=np.int32)
+        MPI.Request.Waitall([comm.Isend(out, dest=other, tag=4),
+                             comm.Irecv(into, source=other, tag=4)])
+    with sp.region("bcast"):
+        comm.Bcast(np.zeros(3, dtype=np.int64), root=0)
+    with sp.region("onesided"):
+        win.Fence()
+        win.Put(np.ones(4), other)
+        win.Fence()
+        back = np.empty(4)
+        win.Get(back, other)
+        win.Fence()
+    win.Free()
+    assert total[0] == 2 and ranks == 1 and (into == other).all() and (mem == 1).all()
+    assert rank == 0 or (got == np.arange(7.0)).all()
+    print("rank", rank, "done", flush=True)
+"""
+
+# region -> {MPI function: calls} on rank 0 and on rank 1.
+EXPECTED = {
+    "barrier": ({"MPI_Barrier": 1}, {"MPI_Barrier": 1}),
+    "allreduce": ({"MPI_Allreduce": 1}, {"MPI_Allreduce": 1}),
+    "p2p": ({"MPI_Send": 1}, {"MPI_Recv": 1}),
+    "nonblocking": ({"MPI_Isend": 1, "MPI_Irecv": 1, "MPI_Waitall": 1},) * 2,
+    "bcast": ({"MPI_Bcast": 1}, {"MPI_Bcast": 1}),
+    "onesided": ({"MPI_Win_fence": 3, "MPI_Put": 1, "MPI_Get": 1},) * 2,
+}
+
+
+def children(t, parent_name):
+    """{child name: calls} of the (one) node named parent_name in a tree."""
+    idx = [i for i, (_, name, _, _) in enumerate(t) if name == parent_name]
+    assert len(idx) == 1, (parent_name, t)
+    return {name: calls for p, name, calls, _ in t if p == idx[0]}
+
+
+def text_tree(out):
+    """The summary's call tree as [(depth, name)], names without "(2x)"."""
+    rows, inside = [], False
+    for line in out.splitlines():
+        if line.startswith("Call tree"):
+            inside = True
+            continue
+        if inside and not line.strip() and rows:
+            break
+        if not inside or not line.strip() or line.startswith(("region", "─")):
+            continue
+        start = line.rfind("─ ") + 2 if "─ " in line else 0
+        rows.append((start // 3, line[start:].split("  ")[0].split(" (")[0]))
+    return rows
+
+
+def test_every_call_is_a_region_nested_in_the_scripts_own(sp):
+    sp.script(CALLS)
+    proc = mpirun(sp, 2, "run", "--mpi-calls", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("done") == 2
+    with h5py.File(sp.tmp / "out.h5") as f:
+        for r in (0, 1):
+            t = tree(f, r)
+            for region, per_rank in EXPECTED.items():
+                assert children(t, region) == per_rank[r], (r, region, t)
+            # A pickled allreduce is mpi4py's own algorithm over MPI calls:
+            # whichever they are, they are MPI calls inside the region.
+            inner = children(t, "pickled")
+            assert inner and all(name.startswith("MPI_") for name in inner), inner
+            regs = regions(f, r)
+            mpi_names = {n for n in regs if n.startswith("MPI_")}
+            # Nothing else: our own clock sync and final gather are not recorded.
+            inside = set().union(*(children(t, reg) for reg in list(EXPECTED) + ["pickled"]))
+            assert mpi_names == inside
+            roots = {name for p, name, _, _ in t if p == -1}
+            assert roots == set(EXPECTED) | {"pickled"}
+            for name in mpi_names:
+                g = regs[name]
+                assert g.attrs["num_calls"] == len(g["start_times"])
+                assert (g["end_times"][:] >= g["start_times"][:]).all()
+    # summary's call tree shows the same nesting.
+    out = sp("summary", "--tree", "--all", "out.h5")
+    assert out.returncode == 0, out.stderr
+    rows = text_tree(out.stdout)
+    for region, per_rank in EXPECTED.items():
+        at = rows.index((0, region))
+        below = set()
+        for depth, name in rows[at + 1:]:
+            if depth == 0:
+                break
+            below.add(name)
+        assert set(per_rank[0]) | set(per_rank[1]) <= below, (region, rows)
+
+
+def test_off_by_default(sp):
+    sp.script(CALLS)
+    proc = mpirun(sp, 2, "run", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        for r in (0, 1):
+            assert set(regions(f, r)) == set(EXPECTED) | {"pickled"}
+
+
+def test_setup_turns_it_on_from_the_script(sp):
+    sp.script("""
+        import scope_profiler as sp
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        with sp.region("before"):
+            comm.Barrier()
+        sp.setup(profile_mpi_calls=True)
+        with sp.region("after"):
+            comm.Barrier()
+            comm.Barrier()
+    """)
+    proc = mpirun(sp, 2, "run", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        for r in (0, 1):
+            t = tree(f, r)
+            assert children(t, "before") == {}
+            assert children(t, "after") == {"MPI_Barrier": 2}
+
+
+def test_a_c_extension_calling_mpi_is_recorded_too(sp):
+    # A shared library linked against libmpi, as a C extension is: its call
+    # of MPI_Allreduce resolves to the executable's, as mpi4py's do.
+    (sp.tmp / "ext.c").write_text("""
+        #include <mpi.h>
+        int sum_ranks(void)
+        {
+            int rank, sum = -1;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            return sum;
+        }
+    """)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "ompi-c"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", sp.tmp / "libext.so", sp.tmp / "ext.c", *flags],
+                   check=True)
+    sp.script("""
+        import ctypes, os
+        import scope_profiler as sp
+        from mpi4py import MPI
+        ext = ctypes.CDLL(os.path.abspath("libext.so"))
+        with sp.region("from_c"):
+            print("sum", ext.sum_ranks(), flush=True)
+    """)
+    proc = mpirun(sp, 2, "run", "--mpi-calls", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("sum 1") == 2
+    with h5py.File(sp.tmp / "out.h5") as f:
+        for r in (0, 1):
+            assert children(tree(f, r), "from_c") == {"MPI_Allreduce": 1}
+
+
+def test_threads_each_record_in_their_own_lane(sp):
+    sp.script("""
+        import threading
+        import scope_profiler as sp
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        def worker():
+            with sp.region("in_thread"):
+                comm.Barrier()
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        with sp.region("in_main"):
+            comm.Barrier()
+            comm.Barrier()
+    """)
+    proc = mpirun(sp, 2, "run", "--mpi-calls", "--track-threads", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        for r in (0, 1):
+            regs = regions(f, r)
+            main_lane = set(regs["in_main"]["lanes"][:])
+            thread_lane = set(regs["in_thread"]["lanes"][:])
+            assert main_lane != thread_lane
+            assert sorted(regs["MPI_Barrier"]["lanes"][:]) == sorted(
+                list(thread_lane) + 2 * list(main_lane))
+            t = tree(f, r)
+            assert children(t, "in_main") == {"MPI_Barrier": 2}
+            assert children(t, "in_thread") == {"MPI_Barrier": 1}
+
+
+def test_without_a_launcher(sp):
+    # No MPI at all: nothing to record, the run is as usual.
+    sp.script("""
+        import scope_profiler as sp
+        with sp.region("work"):
+            sum(range(1000))
+    """)
+    proc = sp("run", "--mpi-calls", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert set(regions(f)) == {"work"}
+    # mpi4py loads libmpi itself (a singleton): its calls are recorded,
+    # through the library it loaded.
+    sp.script("""
+        import scope_profiler as sp
+        from mpi4py import MPI
+        with sp.region("work"):
+            MPI.COMM_WORLD.Barrier()
+    """, name="single.py")
+    proc = sp("run", "--mpi-calls", "-o", "single.h5", "single.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "single.h5") as f:
+        assert children(tree(f), "work") == {"MPI_Barrier": 1}
+
+
+def test_combinations_it_refuses(sp):
+    sp.script("pass\n")
+    for other, why in (("--aggregate", "kept per call"), ("--track-async", "per thread")):
+        proc = sp("run", "--mpi-calls", other, "script.py")
+        assert proc.returncode == 2
+        one_line_error(proc, "--mpi-calls", other, why)
+    sp.script("""
+        import scope_profiler as sp
+        try:
+            sp.setup(profile_mpi_calls=True, aggregation_mode=True)
+        except ValueError as e:
+            print("refused:", e)
+    """)
+    proc = sp("run", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: profile_mpi_calls cannot be combined with aggregation_mode" in proc.stdout
