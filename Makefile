@@ -307,6 +307,7 @@ fuzz-ci: fuzz-build
 bench: $(BIN)
 	$(PYTHON) scripts/bench.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_mpi.py --binary $(abspath $(BIN))
+	$(PYTHON) scripts/bench_mpicalls.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_storage.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_memory.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_alloc.py --binary $(abspath $(BIN)) --python $(PYTHON)
