@@ -356,7 +356,7 @@ def test_an_mpi_library_without_mpi_is_one_line_before_the_script(sp):
     proc = sp("run", "-o", "out.h5", "script.py",
               env={"OMPI_COMM_WORLD_RANK": "0", "LD_LIBRARY_PATH": str(sp.tmp)})
     assert proc.returncode == 1, proc.stderr
-    one_line_error(proc, "scope-profiler: run: the MPI library libmpi.so.40 lacks MPI_Init_thread")
+    one_line_error(proc, "scope-profiler: run: the MPI library libmpi.so.40 lacks PMPI_Init_thread")
     assert proc.stdout == ""
     assert not (sp.tmp / "out.h5").exists()
 
