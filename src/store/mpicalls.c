@@ -279,7 +279,7 @@ static int (*p_type_size)(MPI_Datatype, int *);
 static int (*p_comm_size)(MPI_Comm, int *);
 static int (*p_comm_rank)(MPI_Comm, int *);
 
-static int64_t tsize(int count, MPI_Datatype type)
+static int64_t tsize(int64_t count, MPI_Datatype type)
 {
 	int size = 0;
 	if (count <= 0)
@@ -372,31 +372,211 @@ static void record(int id, int64_t t0, int64_t t1, int64_t bytes)
 	unlock(c);
 }
 
-#define SP_WRAP(NAME, PARAMS, ARGS, BYTES)                                                        \
-	static int resolve_##NAME PARAMS;                                                         \
-	static int(*p_##NAME) PARAMS = resolve_##NAME;                                            \
-	static int resolve_##NAME PARAMS                                                          \
+/* FN, recorded as the region of function ID. */
+#define SP_WRAP_AS(FN, ID, PARAMS, ARGS, BYTES)                                                   \
+	static int resolve_##FN PARAMS;                                                           \
+	static int(*p_##FN) PARAMS = resolve_##FN;                                                \
+	static int resolve_##FN PARAMS                                                            \
 	{                                                                                         \
-		void *f = library_symbol("P" #NAME);                                              \
+		void *f = library_symbol("P" #FN);                                                \
 		if (!f)                                                                           \
 			return MPI_ERR_INTERN;                                                    \
-		__atomic_store_n((void **)&p_##NAME, f, __ATOMIC_RELAXED);                        \
-		return p_##NAME ARGS;                                                             \
+		__atomic_store_n((void **)&p_##FN, f, __ATOMIC_RELAXED);                          \
+		return p_##FN ARGS;                                                               \
 	}                                                                                         \
-	int NAME PARAMS                                                                           \
+	int FN PARAMS                                                                             \
 	{                                                                                         \
 		if (__builtin_expect(!__atomic_load_n(&recording, __ATOMIC_RELAXED), 1))          \
-			return p_##NAME ARGS;                                                     \
+			return p_##FN ARGS;                                                       \
 		int64_t t0 = sp_clock_ns();                                                       \
-		int rc = p_##NAME ARGS;                                                           \
+		int rc = p_##FN ARGS;                                                             \
 		int64_t t1 = sp_clock_ns();                                                       \
 		int64_t b = BYTES;                                                                \
 		(void)b;                                                                          \
-		record(ID_##NAME, t0, t1, rc == MPI_SUCCESS ? b : 0);                             \
+		record(ID, t0, t1, rc == MPI_SUCCESS ? b : 0);                                    \
 		return rc;                                                                        \
 	}
+#define SP_WRAP(NAME, PARAMS, ARGS, BYTES) SP_WRAP_AS(NAME, ID_##NAME, PARAMS, ARGS, BYTES)
 SP_MPICALLS(SP_WRAP)
 #undef SP_WRAP
+
+#if MPI_VERSION >= 4
+/* MPI 4's large-count forms (NAME_c: MPI_Count counts, MPI_Aint
+ * displacements), which mpi4py 4 calls where the library has them (Open
+ * MPI 6): recorded in the region of the plain function. */
+static int64_t vsize_c(const MPI_Count *counts, int64_t n, MPI_Datatype type)
+{
+	int64_t sum = 0;
+	for (int64_t i = 0; i < n; i++)
+		sum += tsize(counts[i], type);
+	return sum;
+}
+
+#define SP_MPICALLS_C(X)                                                                          \
+	X(MPI_Send, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,    \
+		     MPI_Comm comm), (buf, count, datatype, dest, tag, comm), tsize(count, datatype))     \
+	X(MPI_Ssend, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,   \
+		      MPI_Comm comm), (buf, count, datatype, dest, tag, comm), tsize(count, datatype))    \
+	X(MPI_Bsend, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,   \
+		      MPI_Comm comm), (buf, count, datatype, dest, tag, comm), tsize(count, datatype))    \
+	X(MPI_Rsend, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,   \
+		      MPI_Comm comm), (buf, count, datatype, dest, tag, comm), tsize(count, datatype))    \
+	X(MPI_Recv, (void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,        \
+		     MPI_Comm comm, MPI_Status *status), (buf, count, datatype, source, tag, comm, status), \
+	  tsize(count, datatype))                                                                 \
+	X(MPI_Isend, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,   \
+		      MPI_Comm comm, MPI_Request *request), (buf, count, datatype, dest, tag, comm, request), \
+	  tsize(count, datatype))                                                                 \
+	X(MPI_Issend, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,  \
+		       MPI_Comm comm, MPI_Request *request), (buf, count, datatype, dest, tag, comm, request), \
+	  tsize(count, datatype))                                                                 \
+	X(MPI_Ibsend, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,  \
+		       MPI_Comm comm, MPI_Request *request), (buf, count, datatype, dest, tag, comm, request), \
+	  tsize(count, datatype))                                                                 \
+	X(MPI_Irsend, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,  \
+		       MPI_Comm comm, MPI_Request *request), (buf, count, datatype, dest, tag, comm, request), \
+	  tsize(count, datatype))                                                                 \
+	X(MPI_Irecv, (void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,       \
+		      MPI_Comm comm, MPI_Request *request), (buf, count, datatype, source, tag, comm, request), \
+	  tsize(count, datatype))                                                                 \
+	X(MPI_Sendrecv, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, \
+			 int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,          \
+			 int source, int recvtag, MPI_Comm comm, MPI_Status *status),                     \
+	  (sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, \
+	   comm, status), tsize(sendcount, sendtype) + tsize(recvcount, recvtype))                \
+	X(MPI_Sendrecv_replace, (void *buf, MPI_Count count, MPI_Datatype datatype, int dest,       \
+				 int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status), \
+	  (buf, count, datatype, dest, sendtag, source, recvtag, comm, status), 2 * tsize(count, datatype)) \
+	X(MPI_Mrecv, (void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message,      \
+		      MPI_Status *status), (buf, count, datatype, message, status), tsize(count, datatype)) \
+	X(MPI_Imrecv, (void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message,     \
+		       MPI_Request *request), (buf, count, datatype, message, request),                   \
+	  tsize(count, datatype))                                                                 \
+	X(MPI_Bcast, (void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm), \
+	  (buffer, count, datatype, root, comm), tsize(count, datatype))                          \
+	X(MPI_Ibcast, (void *buffer, MPI_Count count, MPI_Datatype datatype, int root,             \
+		       MPI_Comm comm, MPI_Request *request), (buffer, count, datatype, root, comm, request), \
+	  tsize(count, datatype))                                                                 \
+	X(MPI_Reduce, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, \
+		       MPI_Op op, int root, MPI_Comm comm),                                              \
+	  (sendbuf, recvbuf, count, datatype, op, root, comm), tsize(count, datatype))            \
+	X(MPI_Ireduce, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, \
+			MPI_Op op, int root, MPI_Comm comm, MPI_Request *request),                        \
+	  (sendbuf, recvbuf, count, datatype, op, root, comm, request), tsize(count, datatype))   \
+	X(MPI_Allreduce, (const void *sendbuf, void *recvbuf, MPI_Count count,                     \
+			  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),                               \
+	  (sendbuf, recvbuf, count, datatype, op, comm), tsize(count, datatype))                  \
+	X(MPI_Iallreduce, (const void *sendbuf, void *recvbuf, MPI_Count count,                    \
+			   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request),        \
+	  (sendbuf, recvbuf, count, datatype, op, comm, request), tsize(count, datatype))         \
+	X(MPI_Scan, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,   \
+		     MPI_Op op, MPI_Comm comm),                                                          \
+	  (sendbuf, recvbuf, count, datatype, op, comm), tsize(count, datatype))                  \
+	X(MPI_Exscan, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, \
+		       MPI_Op op, MPI_Comm comm),                                                        \
+	  (sendbuf, recvbuf, count, datatype, op, comm), tsize(count, datatype))                  \
+	X(MPI_Reduce_scatter, (const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],   \
+			       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),                          \
+	  (sendbuf, recvbuf, recvcounts, datatype, op, comm),                                     \
+	  vsize_c(recvcounts, comm_size(comm), datatype))                                         \
+	X(MPI_Reduce_scatter_block, (const void *sendbuf, void *recvbuf, MPI_Count recvcount,      \
+				     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),                    \
+	  (sendbuf, recvbuf, recvcount, datatype, op, comm),                                      \
+	  tsize(recvcount, datatype) * comm_size(comm))                                           \
+	X(MPI_Gather, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,            \
+		       void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,              \
+		       MPI_Comm comm),                                                                   \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm),               \
+	  sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype) : tsize(sendcount, sendtype))      \
+	X(MPI_Igather, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,           \
+			void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,              \
+			MPI_Comm comm, MPI_Request *request),                                             \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request),      \
+	  sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype) : tsize(sendcount, sendtype))      \
+	X(MPI_Gatherv, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,           \
+			void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],             \
+			MPI_Datatype recvtype, int root, MPI_Comm comm),                                  \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm),      \
+	  sendbuf == MPI_IN_PLACE ? tsize(recvcounts[comm_rank(comm)], recvtype)                  \
+				  : tsize(sendcount, sendtype))                                           \
+	X(MPI_Scatter, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,           \
+			void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,              \
+			MPI_Comm comm),                                                                   \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm),               \
+	  recvbuf == MPI_IN_PLACE ? tsize(sendcount, sendtype) : tsize(recvcount, recvtype))      \
+	X(MPI_Iscatter, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,          \
+			 void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,             \
+			 MPI_Comm comm, MPI_Request *request),                                            \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request),      \
+	  recvbuf == MPI_IN_PLACE ? tsize(sendcount, sendtype) : tsize(recvcount, recvtype))      \
+	X(MPI_Scatterv, (const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], \
+			 MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,                       \
+			 MPI_Datatype recvtype, int root, MPI_Comm comm),                                 \
+	  (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm),      \
+	  recvbuf == MPI_IN_PLACE ? tsize(sendcounts[comm_rank(comm)], sendtype)                  \
+				  : tsize(recvcount, recvtype))                                           \
+	X(MPI_Allgather, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,         \
+			  void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm),      \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),                     \
+	  sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype) : tsize(sendcount, sendtype))      \
+	X(MPI_Iallgather, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,        \
+			   void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,      \
+			   MPI_Request *request),                                                         \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request),            \
+	  sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype) : tsize(sendcount, sendtype))      \
+	X(MPI_Allgatherv, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,        \
+			   void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],          \
+			   MPI_Datatype recvtype, MPI_Comm comm),                                         \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm),            \
+	  sendbuf == MPI_IN_PLACE ? tsize(recvcounts[comm_rank(comm)], recvtype)                  \
+				  : tsize(sendcount, sendtype))                                           \
+	X(MPI_Alltoall, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,          \
+			 void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm),       \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),                     \
+	  comm_size(comm) * (sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype)                 \
+						      : tsize(sendcount, sendtype)))                      \
+	X(MPI_Ialltoall, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,         \
+			  void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,       \
+			  MPI_Request *request),                                                          \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request),            \
+	  comm_size(comm) * (sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype)                 \
+						      : tsize(sendcount, sendtype)))                      \
+	X(MPI_Alltoallv, (const void *sendbuf, const MPI_Count sendcounts[],                       \
+			  const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,                 \
+			  const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype,  \
+			  MPI_Comm comm),                                                                 \
+	  (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm), \
+	  sendbuf == MPI_IN_PLACE ? vsize_c(recvcounts, comm_size(comm), recvtype)                \
+				  : vsize_c(sendcounts, comm_size(comm), sendtype))                       \
+	X(MPI_Put, (const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, \
+		    int target_rank, MPI_Aint target_disp, MPI_Count target_count,                       \
+		    MPI_Datatype target_datatype, MPI_Win win),                                          \
+	  (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,    \
+	   target_datatype, win), tsize(origin_count, origin_datatype))                           \
+	X(MPI_Get, (void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,       \
+		    int target_rank, MPI_Aint target_disp, MPI_Count target_count,                       \
+		    MPI_Datatype target_datatype, MPI_Win win),                                          \
+	  (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,    \
+	   target_datatype, win), tsize(origin_count, origin_datatype))                           \
+	X(MPI_Accumulate, (const void *origin_addr, MPI_Count origin_count,                        \
+			   MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,           \
+			   MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win), \
+	  (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,    \
+	   target_datatype, op, win), tsize(origin_count, origin_datatype))                       \
+	X(MPI_Get_accumulate, (const void *origin_addr, MPI_Count origin_count,                    \
+			       MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,   \
+			       MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,       \
+			       MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,           \
+			       MPI_Win win),                                                              \
+	  (origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, \
+	   target_rank, target_disp, target_count, target_datatype, op, win),                     \
+	  tsize(origin_count, origin_datatype) + tsize(result_count, result_datatype))
+
+#define SP_WRAP_C(BASE, PARAMS, ARGS, BYTES) SP_WRAP_AS(BASE##_c, ID_##BASE, PARAMS, ARGS, BYTES)
+SP_MPICALLS_C(SP_WRAP_C)
+#undef SP_WRAP_C
+#endif
+#undef SP_WRAP_AS
 
 int sp_mpicalls_built(void)
 {
