@@ -251,6 +251,14 @@ static const char *const call_names[NCALLS] = {
 #undef SP_NAME
 };
 
+/* Each function's bytes expression as text: "NONE" for those without a
+ * `bytes` column (read once, when recording starts). */
+static const char *const bytes_of[NCALLS] = {
+#define SP_BYTES(NAME, PARAMS, ARGS, BYTES) #BYTES,
+	SP_MPICALLS(SP_BYTES)
+#undef SP_BYTES
+};
+
 /* One intercepted function's calls; the lock guards the buffer while
  * recording is on. Only the events are written per call (no running
  * statistics: the end of the session computes them from the events). */
@@ -331,6 +339,8 @@ static void grew(struct sp_buf *b)
 	madvise(b->ends, b->cap * sizeof *b->ends, MADV_HUGEPAGE);
 	if (b->keep_lanes)
 		madvise(b->lanes, b->cap * sizeof *b->lanes, MADV_HUGEPAGE);
+	if (b->keep_values)
+		madvise(b->values, b->cap * sizeof *b->values, MADV_HUGEPAGE);
 #else
 	(void)b;
 #endif
@@ -347,10 +357,10 @@ static void unlock(struct call *c)
 	atomic_flag_clear_explicit(&c->lock, memory_order_release);
 }
 
-/* One call of function id from t0 to t1 (bytes < 0: none to keep). */
+/* One call of function id from t0 to t1, moving bytes (kept when the
+ * function has a `bytes` column). */
 static void record(int id, int64_t t0, int64_t t1, int64_t bytes)
 {
-	(void)bytes;
 	sp_mpicalls_lane_fn lane_fn = lane_of;
 	/* The lane is found before the lock (a thread's first may take the
 	 * GIL), and only while recording (not once the interpreter ends). */
@@ -367,6 +377,8 @@ static void record(int id, int64_t t0, int64_t t1, int64_t bytes)
 			c->buf.ends[slot] = t1;
 			if (c->buf.keep_lanes)
 				c->buf.lanes[slot] = lane;
+			if (c->buf.keep_values)
+				c->buf.values[slot] = bytes;
 		}
 	}
 	unlock(c);
@@ -598,6 +610,8 @@ int sp_mpicalls_start(size_t cap, sp_mpicalls_lane_fn lane)
 		c->buf.initial_cap = cap ? cap : 1;
 		if (lane && sp_buf_keep_lanes(&c->buf) != 0)
 			return -1;
+		if (strcmp(bytes_of[i], "NONE") != 0 && sp_buf_keep_values(&c->buf, SP_VALUES_BYTES) != 0)
+			return -1;
 	}
 	lane_of = lane;
 	__atomic_store_n(&recording, 1, __ATOMIC_RELEASE);
@@ -645,6 +659,15 @@ long sp_mpicalls_add(struct sp_rank *rk)
 		rd->ends = c->buf.ends;
 		rd->lanes = c->buf.keep_lanes ? c->buf.lanes : NULL;
 		rd->owns_events = 0;
+		rd->peak_bytes = SP_NO_PEAK;
+		if (c->buf.keep_values) {
+			int64_t sum = 0;
+			rd->values = c->buf.values;
+			rd->value_kind = c->buf.keep_values;
+			for (size_t k = 0; k < c->buf.n; k++)
+				sum = (int64_t)((uint64_t)sum + (uint64_t)rd->values[k]);
+			rd->values_total = sum;
+		}
 		sp_stats_compute(&rd->stats, rd->starts, rd->ends, c->buf.n);
 	}
 	return added;

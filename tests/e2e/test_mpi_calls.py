@@ -2,9 +2,11 @@
 mpi4py or from a C extension, is a region named by the MPI function, timed
 through MPI's profiling interface; on the real Open MPI and mpi4py from
 Debian, under a real mpirun (oversubscribed: this machine has two cores)."""
+import json
 import subprocess
 
 import h5py
+import numpy as np
 
 from conftest import BINARY, one_line_error, regions, tree
 from test_mpi import mpirun
@@ -63,6 +65,37 @@ EXPECTED = {
 }
 
 
+# region -> {MPI function: bytes per call} on rank 0 and on rank 1: the
+# numpy buffers' count * item size (10 float64, 7 float64, 5 int32, 3 int64,
+# 4 float64).
+BYTES = {
+    "allreduce": ({"MPI_Allreduce": [80]},) * 2,
+    "p2p": ({"MPI_Send": [56]}, {"MPI_Recv": [56]}),
+    "nonblocking": ({"MPI_Isend": [20], "MPI_Irecv": [20]},) * 2,
+    "bcast": ({"MPI_Bcast": [24]},) * 2,
+    "onesided": ({"MPI_Put": [32], "MPI_Get": [32]},) * 2,
+}
+NO_BYTES = {"MPI_Barrier", "MPI_Waitall", "MPI_Win_fence"}
+
+
+def table(f, rank):
+    """{region name: {column: value}} of one rank's regions table."""
+    g = f[f"rank{rank}/regions"]
+    cols = {k: g[k][:] for k in g}
+    names = [bytes(n).decode() for n in cols["name"]]
+    return {n: {k: v[i] for k, v in cols.items()} for i, n in enumerate(names)}
+
+
+def bytes_within(f, rank, parent, name):
+    """The bytes of the calls of region `name` made inside the (one) call of
+    region `parent`, by time, in call order."""
+    regs = regions(f, rank)
+    start, end = regs[parent]["start_times"][0], regs[parent]["end_times"][0]
+    g = regs[name]
+    inside = (g["start_times"][:] >= start) & (g["end_times"][:] <= end)
+    return [int(b) for b in g["bytes"][:][inside]]
+
+
 def children(t, parent_name):
     """{child name: calls} of the (one) node named parent_name in a tree."""
     idx = [i for i, (_, name, _, _) in enumerate(t) if name == parent_name]
@@ -111,6 +144,26 @@ def test_every_call_is_a_region_nested_in_the_scripts_own(sp):
                 g = regs[name]
                 assert g.attrs["num_calls"] == len(g["start_times"])
                 assert (g["end_times"][:] >= g["start_times"][:]).all()
+            # Bytes moved: count * the datatype's size, per call.
+            tab = table(f, r)
+            for region, per_rank in BYTES.items():
+                for name, want in per_rank[r].items():
+                    assert bytes_within(f, r, region, name) == want, (r, region, name)
+            for name in mpi_names:
+                moved = name not in NO_BYTES
+                assert tab[name]["value_kind"] == (2 if moved else 0), name
+                if moved:
+                    assert tab[name]["values_total"] == int(np.sum(regs[name]["bytes"][:]))
+    # summary's bytes per MPI function: the file's, summed over the ranks.
+    js = json.loads(sp("summary", "--json", "out.h5").stdout)
+    with h5py.File(sp.tmp / "out.h5") as f:
+        tabs = [table(f, r) for r in (0, 1)]
+    for row in js["regions"]:
+        if row["name"].startswith("MPI_") and row["name"] not in NO_BYTES:
+            assert row["bytes"] == sum(int(t[row["name"]]["values_total"])
+                                       for t in tabs if row["name"] in t), row
+        else:
+            assert "bytes" not in row, row
     # summary's call tree shows the same nesting.
     out = sp("summary", "--tree", "--all", "out.h5")
     assert out.returncode == 0, out.stderr
@@ -186,6 +239,7 @@ def test_a_c_extension_calling_mpi_is_recorded_too(sp):
     with h5py.File(sp.tmp / "out.h5") as f:
         for r in (0, 1):
             assert children(tree(f, r), "from_c") == {"MPI_Allreduce": 1}
+            assert bytes_within(f, r, "from_c", "MPI_Allreduce") == [4]   # one MPI_INT
 
 
 def test_threads_each_record_in_their_own_lane(sp):
@@ -260,3 +314,35 @@ def test_combinations_it_refuses(sp):
     proc = sp("run", "script.py")
     assert proc.returncode == 0, proc.stderr
     assert "refused: profile_mpi_calls cannot be combined with aggregation_mode" in proc.stdout
+
+
+def test_bytes_of_calls_with_two_sides_follow_the_stated_rule(sp):
+    # scope-profiler-run(1): Sendrecv counts both sides; the other
+    # collectives this rank's own contribution (the send side; Alltoall's
+    # per rank of the communicator), but Scatter the receive side.
+    sp.script("""
+        import numpy as np
+        import scope_profiler as sp
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        i4 = np.int32
+        with sp.region("two_sided"):
+            comm.Sendrecv(np.ones(3), dest=1 - rank, recvbuf=np.empty(3), source=1 - rank)
+            comm.Gather(np.ones(2, i4), np.empty(4, i4) if rank == 0 else None, root=0)
+            comm.Scatter(np.ones(4, i4) if rank == 0 else None, np.empty(2, i4), root=0)
+            comm.Allgather(np.ones(2, i4), np.empty(4, i4))
+            comm.Alltoall(np.ones(4, i4), np.empty(4, i4))
+            comm.Gatherv(np.ones(rank + 1), [np.empty(3), [1, 2]] if rank == 0 else None, root=0)
+            comm.Alltoallv([np.ones(3, i4), [1, 2]], [np.empty(4, i4), [2, 2] if rank else [1, 1]])
+    """)
+    proc = mpirun(sp, 2, "run", "--mpi-calls", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    want = {"MPI_Sendrecv": [48, 48], "MPI_Gather": [8, 8], "MPI_Scatter": [8, 8],
+            "MPI_Allgather": [8, 8], "MPI_Alltoall": [16, 16], "MPI_Gatherv": [8, 16],
+            "MPI_Alltoallv": [12, 12]}
+    with h5py.File(sp.tmp / "out.h5") as f:
+        for r in (0, 1):
+            assert children(tree(f, r), "two_sided") == {name: 1 for name in want}
+            for name, per_rank in want.items():
+                assert bytes_within(f, r, "two_sided", name) == [per_rank[r]], (r, name)
