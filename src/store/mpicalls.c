@@ -11,9 +11,10 @@
  * Bytes moved (the `bytes` dataset, for the calls with a count and a
  * datatype): count * PMPI_Type_size(datatype), as the call was given
  * (a receive: the size of the posted buffer, which bounds the message).
- *   - point to point, one-sided (the origin buffer), Bcast, Reduce,
- *     Allreduce, Scan, Exscan: the one count;
- *   - Sendrecv: sent plus posted for receiving;
+ *   - point to point, one-sided (the origin buffer; Get_accumulate also
+ *     its result buffer), Bcast, Reduce, Allreduce, Scan, Exscan: the one
+ *     count;
+ *   - Sendrecv, Sendrecv_replace: sent plus posted for receiving;
  *   - the other collectives: this rank's own contribution, the send side
  *     (Gather(v), Allgather(v): sendcount; Alltoall: sendcount per rank of
  *     the communicator; Alltoallv: the sum of sendcounts; Reduce_scatter:
