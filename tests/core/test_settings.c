@@ -26,6 +26,7 @@ static void test_every_seed_keyword_has_one_field(void **state)
 		{"verbose", offsetof(struct sp_settings, verbose)},
 		{"use_likwid", offsetof(struct sp_settings, likwid)},
 		{"use_memray", offsetof(struct sp_settings, memory)},
+		{"profile_mpi_calls", offsetof(struct sp_settings, mpi_calls)},
 	};
 	size_t n;
 	const struct sp_setting_key *keys = sp_settings_keywords(&n);
@@ -96,6 +97,21 @@ static void test_refused_combinations(void **state)
 	s = (struct sp_settings){ .aggregate = 1, .recursive = 1 };
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
 	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), 0);
+	/* MPI calls are kept per call, per thread. */
+	s = (struct sp_settings){ .mpi_calls = 1, .aggregate = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_string_equal(err, "--mpi-calls cannot be combined with --aggregate: MPI calls are kept per call");
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
+	assert_string_equal(err, "profile_mpi_calls cannot be combined with aggregation_mode: MPI calls are "
+			    "kept per call");
+	s = (struct sp_settings){ .mpi_calls = 1, .track_async = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_string_equal(err, "--mpi-calls cannot be combined with --track-async: MPI calls are timed per "
+			    "thread, not per task");
+	s.disable = 1;
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), 0);
+	s = (struct sp_settings){ .mpi_calls = 1, .track_threads = 1, .recursive = 1, .line_profile = 0 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
 	s = (struct sp_settings){ .ninclude = 1 };
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
 	assert_string_equal(err, "--all, --include and --exclude go with --recursive");
