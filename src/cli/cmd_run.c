@@ -102,7 +102,7 @@ int cmd_run(int argc, char **argv)
 		{0, "memory", SP_OPT_FLAG, &s.memory, 1, NULL,
 		 "bytes allocated per call, peak live bytes per region", NULL},
 		{0, "mpi-calls", SP_OPT_FLAG, &s.mpi_calls, 1, NULL,
-		 "a region per MPI call (MPI_Send, ...), with the bytes it moves", NULL},
+		 "a region per MPI call, with the bytes it moves", NULL},
 		{0, "compression", SP_OPT_CALL, &s.compression, 0, "C",
 		 "auto, gzip[=LEVEL] (shuffle + deflate) or none", parse_compression},
 		{'m', NULL, SP_OPT_STOP, &t.module, 0, "MODULE",
