@@ -346,3 +346,32 @@ def test_bytes_of_calls_with_two_sides_follow_the_stated_rule(sp):
             assert children(tree(f, r), "two_sided") == {name: 1 for name in want}
             for name, per_rank in want.items():
                 assert bytes_within(f, r, "two_sided", name) == [per_rank[r]], (r, name)
+
+
+def test_threads_calling_mpi_at_once_lose_no_call(sp):
+    # Four threads probe at the same time (mpi4py releases the GIL around
+    # the call), none having entered a region before: each call is
+    # recorded once, in its thread's lane.
+    sp.script("""
+        import threading
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        start = threading.Barrier(4)
+        def prober():
+            start.wait()
+            for _ in range(500):
+                comm.Iprobe(source=MPI.ANY_SOURCE, tag=99)
+        threads = [threading.Thread(target=prober) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    """)
+    proc = mpirun(sp, 2, "run", "--mpi-calls", "--track-threads", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        for r in (0, 1):
+            g = regions(f, r)["MPI_Iprobe"]
+            assert g.attrs["num_calls"] == 2000
+            lanes, counts = np.unique(g["lanes"][:], return_counts=True)
+            assert list(counts) == [500] * 4 and 0 not in lanes   # lane 0: the main thread
