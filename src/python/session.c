@@ -416,6 +416,7 @@ static int metadata(struct meta *m, int tracing)
 	    meta_add(m, "lanes", join_str(sp_lane_names, "; ", 1), 1) ||
 	    meta_add(m, "recursive", session.trace_all ? "all" : tracing ? "true" : "false", 0) ||
 	    meta_add(m, "line_profile", s->line_profile ? "true" : "false", 0) ||
+	    meta_add(m, "mpi_calls", s->mpi_calls && !s->disable ? "true" : "false", 0) ||
 	    meta_add(m, "buffer_limit", limit, 0) || meta_add(m, "compression", comp, 0))
 		return -1;
 	return 0;
