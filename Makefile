@@ -311,6 +311,7 @@ bench: $(BIN)
 	$(PYTHON) scripts/bench_storage.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_memory.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_alloc.py --binary $(abspath $(BIN)) --python $(PYTHON)
+	$(PYTHON) scripts/bench_likwid.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_wholerun.py --binary $(abspath $(BIN)) --python $(PYTHON)
 	$(PYTHON) scripts/bench_endrun.py --binary $(abspath $(BIN))
 

@@ -82,6 +82,19 @@ struct sp_line_table {
 	char **source;                 /* n source lines, no newline; "" when unknown */
 };
 
+/* LIKWID's counters of one marker region on one rank (run --likwid): what
+ * likwid_markerGetRegion gave for each thread that ran the region. */
+struct sp_likwid_region {
+	char *region;                  /* the region's name (a row of regions[]) */
+	size_t nthreads, nevents;
+	double *events;                /* nthreads x nevents, row-major */
+	int64_t *count;                /* nthreads: the region's calls in each thread */
+	double *time;                  /* nthreads: seconds in the region, per thread */
+};
+
+/* Frees what a LIKWID table owns (not the table itself). */
+void sp_likwid_region_clear(struct sp_likwid_region *t);
+
 struct sp_rank {
 	int rank;
 	int64_t run_start_ns;          /* SP_NO_TIME when unknown */
@@ -100,6 +113,8 @@ struct sp_rank {
 	struct sp_tree_node *tree;
 	size_t nlines;                 /* line tables, one per profiled function */
 	struct sp_line_table *lines;
+	size_t nlikwid;                /* LIKWID marker regions (run --likwid) */
+	struct sp_likwid_region *likwid;
 };
 
 /* A string attribute of /metadata. */

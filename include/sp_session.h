@@ -29,7 +29,7 @@ struct sp_settings {
 	int track_async;            /* a lane per asyncio task */
 	int compression;            /* deflate level 0..9; -1: not given (none) */
 	int verbose;                /* print the summary at finalize; -1: not given (yes) */
-	int likwid;                 /* use_likwid: not available in this build */
+	int likwid;                 /* LIKWID marker regions (use_likwid, run --likwid) */
 	int memory;                 /* bytes allocated per call, peaks per region (use_memray) */
 	int mpi_calls;              /* a region per MPI call (profile_mpi_calls) */
 };

@@ -14,6 +14,7 @@ packages=(
   valgrind
   python3-line-profiler python3-yappi python3-pandas python3-pyflakes python3-matplotlib
   libopenmpi-dev openmpi-bin python3-mpi4py
+  likwid
   chromium
 )
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sp_cmd.h"
+#include "sp_likwid.h"
 #include "sp_mpicalls.h"
 #include "sp_recorder.h"
 #include "sp_session.h"
@@ -103,6 +104,8 @@ int cmd_run(int argc, char **argv)
 		 "bytes allocated per call, peak live bytes per region", NULL},
 		{0, "mpi-calls", SP_OPT_FLAG, &s.mpi_calls, 1, NULL,
 		 "a region per MPI call, with the bytes it moves", NULL},
+		{0, "likwid", SP_OPT_FLAG, &s.likwid, 1, NULL,
+		 "each region a LIKWID marker region (likwid-perfctr -m)", NULL},
 		{0, "compression", SP_OPT_CALL, &s.compression, 0, "C",
 		 "auto, gzip[=LEVEL] (shuffle + deflate) or none", parse_compression},
 		{'m', NULL, SP_OPT_STOP, &t.module, 0, "MODULE",
@@ -137,6 +140,11 @@ int cmd_run(int argc, char **argv)
 	}
 	t.argc = argc - first;
 	t.argv = argv + first;
+	/* LIKWID's library is opened before the script runs (sp_likwid.h). */
+	if (s.likwid && !s.disable && sp_likwid_load(err, sizeof err) != 0) {
+		sp_cmd_error(CMD, "--likwid: %s", err);
+		goto out;
+	}
 	cmdline = join_args(argc + 1, argv - 1);
 	t.command_line = cmdline ? cmdline : "";
 	status = sp_session_run(&s, &t);

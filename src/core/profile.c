@@ -39,6 +39,15 @@ void sp_region_drop_events(struct sp_region_data *rd)
 	rd->owns_events = 0;
 }
 
+void sp_likwid_region_clear(struct sp_likwid_region *t)
+{
+	free(t->region);
+	free(t->events);
+	free(t->count);
+	free(t->time);
+	memset(t, 0, sizeof *t);
+}
+
 void sp_rank_clear(struct sp_rank *rk)
 {
 	for (size_t i = 0; i < rk->nregions; i++) {
@@ -56,6 +65,9 @@ void sp_rank_clear(struct sp_rank *rk)
 	for (size_t i = 0; i < rk->nlines; i++)
 		sp_line_table_clear(&rk->lines[i]);
 	free(rk->lines);
+	for (size_t i = 0; i < rk->nlikwid; i++)
+		sp_likwid_region_clear(&rk->likwid[i]);
+	free(rk->likwid);
 	free(rk->hostname);
 	memset(rk, 0, sizeof *rk);
 }

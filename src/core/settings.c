@@ -21,7 +21,7 @@ static const struct sp_setting_key keys[] = {
 	{"track_threads", SP_SETTING_BOOL, FIELD(track_threads), NULL},
 	{"track_async", SP_SETTING_BOOL, FIELD(track_async), NULL},
 	{"hdf5_compression", SP_SETTING_COMPRESSION, FIELD(compression), NULL},
-	{"use_likwid", SP_SETTING_NOT_YET, FIELD(likwid), "LIKWID hardware counters"},
+	{"use_likwid", SP_SETTING_BOOL, FIELD(likwid), NULL},
 	{"use_memray", SP_SETTING_BOOL, FIELD(memory), NULL},
 	{"profile_mpi_calls", SP_SETTING_BOOL, FIELD(mpi_calls), NULL},
 };
@@ -128,6 +128,23 @@ int sp_settings_check(const struct sp_settings *s, int python, char *err, size_t
 					 : "--aggregate: MPI calls are kept per call")
 			 : (python ? "track_async: MPI calls are timed per thread, not per task"
 			    : "--track-async: MPI calls are timed per thread, not per task"));
+		return -1;
+	}
+	if (s->likwid && !s->disable &&
+	    (s->aggregate || s->line_profile || s->track_async || s->recursive || s->memory)) {
+		/* LIKWID's regions are per thread and strictly nested: a task's
+		 * calls interleave in one thread; aggregates and line timing keep
+		 * no per-call marker; the hook would make every function call a
+		 * marker region (two library calls each); the allocation counting
+		 * has region classes of its own (record them in two runs). */
+		const char *other = s->memory ? (python ? "use_memray" : "--memory")
+			: s->aggregate ? (python ? "aggregation_mode" : "--aggregate")
+			: s->line_profile ? (python ? "use_line_profiler" : "--line-profile")
+			: s->track_async ? (python ? "track_async" : "--track-async")
+					 : (python ? "recursive_profile" : "--recursive");
+		snprintf(err, len, "%s cannot be combined with %s: LIKWID marker regions wrap the "
+			 "calls of explicit regions (with --track-threads too)",
+			 python ? "use_likwid" : "--likwid", other);
 		return -1;
 	}
 	if (!python && !s->recursive && (s->trace_all || s->ninclude || s->nexclude)) {

@@ -13,6 +13,7 @@
 #include "sp_clock.h"
 #include "sp_h5.h"
 #include "sp_linetrace.h"
+#include "sp_likwid.h"
 #include "sp_mpi.h"
 #include "sp_mpicalls.h"
 #include "sp_profile.h"
@@ -244,6 +245,45 @@ static void live_tree_check(struct sp_rank *rk, int live)
 }
 #endif
 
+/* --likwid: the counters of the rank's marker regions, and /metadata's
+ * likwid_events and likwid_event_names (sp_likwid.h); 0, or -1 with an
+ * exception. */
+static int add_likwid(struct sp_profile *p, struct sp_rank *rk)
+{
+	size_t running = 0;
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = sp_likwid_collect(rk, &running);
+	Py_END_ALLOW_THREADS
+	if (rc != 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	if (running)
+		fprintf(stderr, "scope-profiler: warning: rank %d: %zu thread%s that ran LIKWID marker regions "
+			"still run%s: %s counters are not in the profile\n", rk->rank, running,
+			running == 1 ? "" : "s", running == 1 ? "s" : "", running == 1 ? "its" : "their");
+	const char *events = getenv("LIKWID_EVENTS");
+	char *names = sp_likwid_event_names(rk->nlikwid ? rk->likwid[0].nevents : 0);
+	struct sp_kv *kv = realloc(p->meta, (p->nmeta + 2) * sizeof *kv);
+	if (kv)
+		p->meta = kv;
+	if (!names || !kv) {
+		free(names);
+		PyErr_NoMemory();
+		return -1;
+	}
+	kv[p->nmeta] = (struct sp_kv){strdup("likwid_events"), strdup(events ? events : "")};
+	kv[p->nmeta + 1] = (struct sp_kv){strdup("likwid_event_names"), names};
+	p->nmeta += 2;
+	for (size_t i = p->nmeta - 2; i < p->nmeta; i++)
+		if (!kv[i].key || !kv[i].value) {
+			PyErr_NoMemory();
+			return -1;
+		}
+	return 0;
+}
+
 /* Builds a one-rank profile over the live regions (events borrowed, not
  * copied), closing calls still open at `now`, as much of it as need asks
  * for: with NEED_ALL every region's statistics, the call tree, the line
@@ -281,6 +321,7 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	size_t closed = sp_regions_close_live(now), open = 0;
 	if (add_live_regions(rk, &ix, now, need, &aggregated, &open) != 0 ||
 	    (need == NEED_ALL && copy_meta(p, rk, meta, nmeta) != 0) ||
+	    (need == NEED_ALL && sp_mode.likwid && add_likwid(p, rk) != 0) ||
 	    (need != NEED_LOSSES && sp_linetrace_collect(rk) != 0))
 		goto fail;
 	if (need == NEED_ALL && aggregated && sp_agg_tree(rk, region_index_of, &ix, &err) != SP_OK) {

@@ -246,6 +246,48 @@ static PyObject *region_to_py(struct sp_region_data *rd)
 	return d;
 }
 
+/* The rank's LIKWID tables as {region: (events rows, counts, times)},
+ * plain lists (a new reference); NULL with an exception set. */
+static PyObject *likwid_to_py(const struct sp_rank *rk)
+{
+	PyObject *d = PyDict_New();
+	for (size_t i = 0; d && i < rk->nlikwid; i++) {
+		const struct sp_likwid_region *t = &rk->likwid[i];
+		PyObject *rows = PyList_New((Py_ssize_t)t->nthreads);
+		PyObject *count = PyList_New((Py_ssize_t)t->nthreads);
+		PyObject *time = PyList_New((Py_ssize_t)t->nthreads);
+		int ok = rows && count && time;
+		for (size_t th = 0; ok && th < t->nthreads; th++) {
+			PyObject *row = PyList_New((Py_ssize_t)t->nevents);
+			for (size_t k = 0; row && k < t->nevents; k++) {
+				PyObject *v = PyFloat_FromDouble(t->events[th * t->nevents + k]);
+				if (!v) {
+					Py_CLEAR(row);
+					break;
+				}
+				PyList_SET_ITEM(row, (Py_ssize_t)k, v);
+			}
+			PyObject *c = PyLong_FromLongLong((long long)t->count[th]);
+			PyObject *s = PyFloat_FromDouble(t->time[th]);
+			ok = row && c && s;
+			if (row)
+				PyList_SET_ITEM(rows, (Py_ssize_t)th, row);
+			if (c)
+				PyList_SET_ITEM(count, (Py_ssize_t)th, c);
+			if (s)
+				PyList_SET_ITEM(time, (Py_ssize_t)th, s);
+		}
+		PyObject *tup = ok ? PyTuple_Pack(3, rows, count, time) : NULL;
+		Py_XDECREF(rows);
+		Py_XDECREF(count);
+		Py_XDECREF(time);
+		if (!tup || PyDict_SetItemString(d, t->region, tup) != 0)
+			Py_CLEAR(d);
+		Py_XDECREF(tup);
+	}
+	return d;
+}
+
 /* One rank as a dict with its regions by name (a new reference; columns
  * taken over as region_to_py does); NULL with an exception set. */
 static PyObject *rank_to_py(struct sp_rank *rk)
@@ -264,16 +306,19 @@ static PyObject *rank_to_py(struct sp_rank *rk)
 		Py_DECREF(d);
 	}
 	PyObject *start = time_or_none(rk->run_start_ns), *end = time_or_none(rk->run_end_ns);
-	PyObject *rd = (start && end)
-		? Py_BuildValue("{s:i,s:O,s:O,s:L,s:s,s:N}", "rank", rk->rank,
+	PyObject *likwid = likwid_to_py(rk);
+	PyObject *rd = (start && end && likwid)
+		? Py_BuildValue("{s:i,s:O,s:O,s:L,s:s,s:N,s:N}", "rank", rk->rank,
 				"run_start_ns", start, "run_end_ns", end,
 				"pid", (long long)rk->pid, "hostname", rk->hostname,
-				"regions", regions)
+				"regions", regions, "likwid", likwid)
 		: NULL;
 	Py_XDECREF(start);
 	Py_XDECREF(end);
-	if (!rd && (!start || !end))
+	if (!rd && (!start || !end || !likwid)) {
 		Py_DECREF(regions);
+		Py_XDECREF(likwid);
+	}
 	return rd;
 }
 

@@ -13,6 +13,7 @@
 
 #include "sp_clock.h"
 #include "sp_grow.h"
+#include "sp_likwid.h"
 #include "sp_linetrace.h"
 #include "sp_memory.h"
 #include "sp_pymodule.h"
@@ -232,6 +233,45 @@ static PyObject *region_exit_lines(PyObject *self, PyObject *const *args, Py_ssi
 	return res;
 }
 
+/* --likwid: each call is also a LIKWID marker region (sp_likwid.h), inside
+ * the recorded interval; lanes as the mode says (a branch here: the
+ * library's calls cost far more). */
+static PyObject *region_enter_likwid(PyObject *self, PyObject *unused)
+{
+	const char *tag = PyUnicode_AsUTF8(((RegionObject *)self)->name);
+	if (!tag)
+		return NULL;
+	PyObject *res = sp_mode.threads ? region_enter_threads(self, unused) : region_enter_timed(self, unused);
+	if (res)
+		sp_likwid_enter(((RegionObject *)self)->likwid_id, tag);
+	return res;
+}
+
+static PyObject *region_exit_likwid(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	const char *tag = PyUnicode_AsUTF8(((RegionObject *)self)->name);
+	if (tag)
+		sp_likwid_leave(((RegionObject *)self)->likwid_id, tag);
+	else
+		PyErr_Clear();   /* its entry could not start it either */
+	return region_exit_timed(self, args, nargs);
+}
+
+/* A region of the --likwid mode: registered with LIKWID once (by name). */
+static int likwid_register(RegionObject *r)
+{
+	if (r->likwid_id >= 0)
+		return 0;
+	const char *tag = PyUnicode_AsUTF8(r->name);
+	if (!tag)
+		return -1;
+	if ((r->likwid_id = sp_likwid_register(tag)) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return 0;
+}
+
 /* Aggregation mode: count the call, keep no event (sp_aggregate.h). */
 static PyObject *region_enter_agg(PyObject *self, PyObject *unused)
 {
@@ -444,6 +484,9 @@ REGION_CLASS(sp_LinesRegionType, lines_methods, "LineProfileRegion", region_ente
 REGION_CLASS(sp_AggregateRegionType, agg_methods, "AggregateProfileRegion", region_enter_agg,
 	     region_exit_agg, region_call_timed,
 	     "A region that keeps only its number of calls, total, min, max and self time.")
+REGION_CLASS(sp_LikwidRegionType, likwid_methods, "LikwidProfileRegion", region_enter_likwid,
+	     region_exit_likwid, region_call_timed,
+	     "A region that records every call and makes it a LIKWID marker region.")
 REGION_CLASS(sp_DisabledRegionType, disabled_methods, "DisabledProfileRegion", region_enter_disabled,
 	     region_exit_disabled, region_call_disabled,
 	     "A region that records nothing; as a decorator it returns the function itself.")
@@ -452,6 +495,7 @@ static PyTypeObject *const region_classes[] = {
 	&sp_TimeOnlyRegionType, &sp_DisabledRegionType, &sp_ThreadsRegionType,
 	&sp_LinesRegionType, &sp_AggregateRegionType, &sp_AsyncRegionType,
 	&sp_MemoryRegionType, &sp_MemoryThreadsRegionType, &sp_MemoryAsyncRegionType,
+	&sp_LikwidRegionType,
 };
 
 /* A `with` block looks __exit__ up when it enters and calls it when it
@@ -519,6 +563,7 @@ static PyObject *region_create(PyObject *name)
 	sp_stats_acc_init(&r->acc);
 	sp_live_region_init(r);
 	r->index = -1;
+	r->likwid_id = -1;
 	r->peak_bytes = SP_NO_PEAK;
 	if ((sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) ||
 	    (sp_mode.memory && sp_buf_keep_values(&r->buf, SP_VALUES_ALLOC_BYTES) != 0)) {
@@ -526,7 +571,8 @@ static PyObject *region_create(PyObject *name)
 		return PyErr_NoMemory();
 	}
 	r->gen = 0;
-	if (PyDict_SetItem(sp_registry, name, (PyObject *)r) != 0) {
+	if ((sp_mode.likwid && likwid_register(r) != 0) ||
+	    PyDict_SetItem(sp_registry, name, (PyObject *)r) != 0) {
 		Py_DECREF(r);
 		return NULL;
 	}
@@ -648,7 +694,8 @@ static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 		return Py_NewRef(func);
 	if ((Py_TYPE(region) != &sp_TimeOnlyRegionType && Py_TYPE(region) != &sp_ThreadsRegionType &&
 	     Py_TYPE(region) != &sp_AsyncRegionType && Py_TYPE(region) != &sp_MemoryRegionType &&
-	     Py_TYPE(region) != &sp_MemoryThreadsRegionType && Py_TYPE(region) != &sp_MemoryAsyncRegionType) ||
+	     Py_TYPE(region) != &sp_MemoryThreadsRegionType && Py_TYPE(region) != &sp_MemoryAsyncRegionType &&
+	     Py_TYPE(region) != &sp_LikwidRegionType) ||
 	    !PyCallable_Check(func)) {
 		PyErr_SetString(PyExc_TypeError, "_profile_recursive(region, callable)");
 		return NULL;
@@ -693,6 +740,8 @@ int sp_regions_apply(void)
 			PyErr_NoMemory();
 			return -1;
 		}
+		if (sp_mode.likwid && likwid_register(r) != 0)
+			return -1;
 		Py_SET_TYPE(v, r->holds_functions && sp_mode.lines ? &sp_LinesRegionType : sp_mode.region_type);
 		r->buf.initial_cap = sp_mode.buffer_limit;
 		if (r->buf.n == 0 && r->buf.cap != sp_mode.buffer_limit)

@@ -551,6 +551,26 @@ class ProfilingResults:
     def region_names(self):
         return list(self._per_region)
 
+    def likwid(self, name, rank=None):
+        """LIKWID's counters of region `name` (run --likwid) on `rank` (by
+        default the lowest rank that has them), as a dict: "event_names"
+        (list of str; empty when unknown), "events" (numpy float64, one row
+        per thread that ran the region, one column per event), "count"
+        (numpy int64, calls per thread) and "time" (numpy float64, seconds
+        per thread). KeyError when no such rank has counters for it."""
+        import numpy
+
+        for r in self._ranks:
+            if (rank is None or r["rank"] == rank) and name in r["likwid"]:
+                events, count, time = r["likwid"][name]
+                names = self.metadata.get("likwid_event_names", "")
+                return {"event_names": [n for n in names.split(",") if n],
+                        "events": numpy.array(events, dtype=numpy.float64),
+                        "count": numpy.array(count, dtype=numpy.int64),
+                        "time": numpy.array(time, dtype=numpy.float64)}
+        raise KeyError(f"no LIKWID counters for region {name!r}" +
+                       ("" if rank is None else f" on rank {rank}"))
+
     @property
     def ranks(self):
         return [r["rank"] for r in self._ranks]

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sp_clock.h"
+#include "sp_likwid.h"
 #include "sp_linetrace.h"
 #include "sp_memory.h"
 #include "sp_mpi.h"
@@ -109,11 +110,19 @@ static int mode_apply(const struct sp_settings *s)
 		return -1;
 	}
 	sp_mode.memory = s->memory && !s->disable;
+	if (s->likwid && !s->disable) {
+		char why[256];
+		if (sp_likwid_load(why, sizeof why) != 0) {
+			PyErr_Format(PyExc_RuntimeError, "use_likwid: %s", why);
+			return -1;
+		}
+	}
 	sp_mode.buffer_limit = (size_t)s->buffer_limit;
 	sp_mode.threads = sp_mode.threads || s->track_threads || s->track_async;
 	sp_mode.region_type = s->disable ? &sp_DisabledRegionType
 		: s->aggregate ? &sp_AggregateRegionType
 		: s->track_async ? (sp_mode.memory ? &sp_MemoryAsyncRegionType : &sp_AsyncRegionType)
+		: s->likwid ? &sp_LikwidRegionType
 		: sp_mode.memory ? (sp_mode.threads ? &sp_MemoryThreadsRegionType : &sp_MemoryRegionType)
 		: sp_mode.threads ? &sp_ThreadsRegionType : &sp_TimeOnlyRegionType;
 	sp_mode.disabled = s->disable;
@@ -121,6 +130,7 @@ static int mode_apply(const struct sp_settings *s)
 	sp_mode.track_async = s->track_async && !s->disable;
 	sp_mode.recursive_all = s->recursive;
 	sp_mode.lines = s->line_profile && !s->disable;
+	sp_mode.likwid = s->likwid && !s->disable;
 	sp_tracer_set_mode(sp_mode.threads, sp_mode.aggregate);
 	sp_tracer_set_memory(sp_mode.memory);
 	if (s->mpi_calls && !s->disable) {

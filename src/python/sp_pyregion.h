@@ -33,6 +33,7 @@ typedef struct {
 					 * parent (sp_aggregate.h); live_parent INT32_MIN: none */
 	int32_t index;                /* the end of a session: its place in the rank's regions, or -1 */
 	int64_t peak_bytes;           /* run --memory: the peak of live bytes while open; -1: none */
+	int32_t likwid_id;            /* --likwid: its number with sp_likwid_register, or -1 */
 } RegionObject;
 
 /* A call of r in event slot `slot` ends at t: its end written and counted
@@ -49,7 +50,8 @@ static inline void sp_region_end(RegionObject *r, size_t slot, int64_t t)
  * session switches an object's class when it changes the mode. */
 extern PyTypeObject sp_TimeOnlyRegionType, sp_ThreadsRegionType, sp_AsyncRegionType,
 	sp_LinesRegionType, sp_DisabledRegionType, sp_AggregateRegionType,
-	sp_MemoryRegionType, sp_MemoryThreadsRegionType, sp_MemoryAsyncRegionType;
+	sp_MemoryRegionType, sp_MemoryThreadsRegionType, sp_MemoryAsyncRegionType,
+	sp_LikwidRegionType;
 extern PyTypeObject sp_ProfiledFunctionType;
 
 /* The recording mode, chosen by the session at setup (sp_mode_apply in
@@ -66,6 +68,8 @@ struct sp_recmode {
 	int threads;                  /* events keep a lane (threads or async) */
 	int lines;                    /* use_line_profiler */
 	int memory;                   /* use_memray: allocations per call (sp_memory.h) */
+	int likwid;                   /* use_likwid: LIKWID marker regions (sp_likwid.h);
+				       * kept through the freeze, for the end of the session */
 };
 extern struct sp_recmode sp_mode;
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sp_clock.h"
+#include "sp_likwid.h"
 #include "sp_linetrace.h"
 #include "sp_memory.h"
 #include "sp_pyregion.h"
@@ -191,12 +192,27 @@ static PyObject *pf_call_lines(PyObject *self, PyObject *const *args, size_t nar
 	return sp_linetrace_wrap_result(((ProfiledFunction *)self)->func, res);
 }
 
+/* --likwid: the call is also a LIKWID marker region (sp_likwid.h). */
+static PyObject *pf_call_likwid(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	RegionObject *r = ((ProfiledFunction *)self)->region;
+	const char *tag = PyUnicode_AsUTF8(r->name);
+	if (!tag)
+		return NULL;
+	sp_likwid_enter(r->likwid_id, tag);
+	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_mode.threads, 0);
+	sp_likwid_leave(r->likwid_id, tag);
+	return res;
+}
+
 static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 {
 	if (sp_mode.disabled)
 		return pf_call_disabled;
 	if (pf->is_coro)
 		return pf_call_coro;
+	if (sp_mode.likwid)
+		return pf_call_likwid;
 	if (pf->recursive || sp_mode.recursive_all)
 		return pf_call_recursive;
 	if (sp_mode.lines)

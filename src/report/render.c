@@ -1041,6 +1041,10 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 		render_values(out, &v, SP_VALUES_BYTES);
 	}
 	left_out(out, &v, parts, o && o->more_hint ? o->more_hint : "--all");
+	if ((parts & SP_RENDER_FLAT) && sp_render_likwid(out, v.p) != 0) {
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory rendering the LIKWID counters");
+		goto out;
+	}
 flush:
 	if (fflush(out) != 0 || ferror(out))
 		rc = sp_error_set(err, SP_EIO, "writing the summary failed");

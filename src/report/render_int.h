@@ -43,4 +43,8 @@ char *sp_render_rank_list(char *buf, size_t len, const struct sp_profile *p);
 void sp_render_notes(FILE *out, const struct sp_profile *shown, const struct sp_profile *p,
 		     const struct sp_select *sel, size_t nrows, size_t nall);
 
+/* The LIKWID counters of each rank that has them, after the summary's
+ * tables (render_likwid.c); nothing without. 0, or -1 out of memory. */
+int sp_render_likwid(FILE *out, const struct sp_profile *p);
+
 #endif

@@ -336,7 +336,11 @@ enum sp_err sp_h5r_tree_and_lines(struct reader *r, hid_t g, const char *gname, 
 		return rc;
 	if ((a = sp_h5r_hard_link(g, "lines")) < 0)
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up the line tables", gname);
-	return a == 1 ? sp_h5r_read_lines(r, g, rk) : SP_OK;
+	if (a == 1 && (rc = sp_h5r_read_lines(r, g, rk)) != SP_OK)
+		return rc;
+	if ((a = sp_h5r_hard_link(g, "likwid")) < 0)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up the LIKWID tables", gname);
+	return a == 1 ? sp_h5r_read_likwid(r, g, rk) : SP_OK;
 }
 
 /* A rank group's attributes (each optional): run start and end, pid,

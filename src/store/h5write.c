@@ -339,6 +339,8 @@ static enum sp_err write_rank(struct sp_h5_writer *w, hid_t file, const struct s
 	rc = w->version == 1 ? sp_h5w_regions_v1(w, g, rk) : sp_h5w_regions_v2(w, g, rk);
 	if (rc == SP_OK && rk->nlines > 0)
 		rc = write_lines(w, g, rk);
+	if (rc == SP_OK && rk->nlikwid > 0)
+		rc = sp_h5w_likwid(w, g, rk);
 out:
 	if (g >= 0 && H5Gclose(g) < 0 && rc == SP_OK)
 		rc = sp_h5w_fail(w, SP_EIO, "cannot close %s", name);

@@ -21,6 +21,10 @@
  *   line tables nlines times: function, region, filename (strings),
  *               i64 first_line, u64 n, i64 hits[n], i64 time_ns[n], then
  *               n source strings (a NULL source, or a NULL line, packs as "")
+ *   LIKWID      only with SP_PK_LIKWID: u64 nlikwid, then nlikwid times:
+ *               region (string), u64 nthreads, nevents, f64
+ *               events[nthreads * nevents], i64 count[nthreads],
+ *               f64 time[nthreads]
  *
  *   string      u64 length (without the NUL), the bytes, a NUL, zero padding
  *               to the next multiple of 8.
@@ -49,6 +53,7 @@
 #define SP_PK_EVENTS 1u              /* header: event columns follow each region */
 #define SP_PK_HOSTNAME 2u            /* header: a hostname string follows */
 #define SP_PK_TREE 4u                /* header: rk->tree was non-NULL */
+#define SP_PK_LIKWID 8u              /* header: LIKWID tables follow the line tables */
 #define SP_PK_LANES 1u               /* region: a lanes column follows */
 #define SP_PK_AGG 2u                 /* region: aggregates; i64 self_ns follows, no columns */
 #define SP_PK_DROPPED 4u             /* region: i64 dropped follows the flags */
@@ -68,6 +73,7 @@ _Static_assert(sizeof(struct sp_tree_node) == 24, "sp_tree_node is packed as 24 
 #define MIN_REGION (MIN_STRING + 64u + 8u)
 #define MIN_TABLE (3u * MIN_STRING + 16u)
 #define MIN_LINE (16u + MIN_STRING)                  /* hits, time_ns, source */
+#define MIN_LIKWID (MIN_STRING + 16u + 16u)           /* name, sizes, a thread's count and time */
 
 static size_t pad8(size_t n)
 {
@@ -242,6 +248,23 @@ static enum sp_err pack_size(const struct sp_rank *rk, int with_events, size_t *
 			if (!add_string(&s, t->source ? t->source[i] : NULL))
 				goto overflow;
 	}
+	if (rk->nlikwid && !rk->likwid)
+		return sp_error_set(err, SP_EINVAL, "rank %d: %zu LIKWID tables but no array", rk->rank,
+				    rk->nlikwid);
+	if (rk->nlikwid && !add_size(&s, 8u))
+		goto overflow;
+	for (size_t k = 0; k < rk->nlikwid; k++) {
+		const struct sp_likwid_region *t = &rk->likwid[k];
+		if (!t->region || !t->nthreads || !t->count || !t->time || (t->nevents && !t->events))
+			return sp_error_set(err, SP_EINVAL, "rank %d: LIKWID table %zu is incomplete",
+					    rk->rank, k);
+		if (t->nevents && t->nthreads > SIZE_MAX / 8u / t->nevents)
+			goto overflow;
+		if (!add_string(&s, t->region) || !add_size(&s, 16u) ||
+		    !add_column(&s, t->nthreads * t->nevents, 8u) || !add_column(&s, t->nthreads, 8u) ||
+		    !add_column(&s, t->nthreads, 8u))
+			goto overflow;
+	}
 	*size = s;
 	return SP_OK;
 overflow:
@@ -328,7 +351,7 @@ enum sp_err sp_rank_pack(const struct sp_rank *rk, int with_events, int64_t shif
 	uint64_t ush = (uint64_t)shift;
 	uint32_t magic = SP_PK_MAGIC, version = SP_PK_VERSION;
 	uint64_t flags = (with_events ? SP_PK_EVENTS : 0u) | (rk->hostname ? SP_PK_HOSTNAME : 0u) |
-			 (rk->tree ? SP_PK_TREE : 0u);
+			 (rk->tree ? SP_PK_TREE : 0u) | (rk->nlikwid ? SP_PK_LIKWID : 0u);
 
 	memcpy(p, &magic, 4);
 	memcpy(p + 4, &version, 4);
@@ -353,6 +376,20 @@ enum sp_err sp_rank_pack(const struct sp_rank *rk, int with_events, int64_t shif
 	p += rk->ntree * NODE_BYTES;
 	for (size_t k = 0; k < rk->nlines; k++)
 		p = put_line_table(p, &rk->lines[k]);
+	if (rk->nlikwid)
+		p = put_u64(p, rk->nlikwid);
+	for (size_t k = 0; k < rk->nlikwid; k++) {
+		const struct sp_likwid_region *t = &rk->likwid[k];
+		size_t ne = t->nthreads * t->nevents;
+		p = put_string(p, t->region);
+		p = put_u64(p, t->nthreads);
+		p = put_u64(p, t->nevents);
+		if (ne)
+			memcpy(p, t->events, ne * 8u);
+		memcpy(p + ne * 8u, t->count, t->nthreads * 8u);
+		memcpy(p + ne * 8u + t->nthreads * 8u, t->time, t->nthreads * 8u);
+		p += ne * 8u + t->nthreads * 16u;
+	}
 	size_t packed = (size_t)(p - b);
 	if (packed != size) {   /* the two passes disagree: a bug here */
 		free(b);
@@ -569,6 +606,37 @@ static enum sp_err unpack_table(struct cursor *c, struct sp_line_table *t)
 	return SP_OK;
 }
 
+/* One LIKWID table; the caller clears it on failure. */
+static enum sp_err unpack_likwid(struct cursor *c, struct sp_likwid_region *t)
+{
+	size_t nt = 0, ne = 0;
+	enum sp_err rc;
+	const unsigned char *events, *count, *time;
+
+	if ((rc = get_string(c, &t->region, "a LIKWID table's region runs past the end")) != SP_OK ||
+	    (rc = get_count(c, 16u, &nt, "a LIKWID table's threads exceed the buffer")) != SP_OK ||
+	    (rc = get_count(c, 1u, &ne, "a LIKWID table's events exceed the buffer")) != SP_OK)
+		return rc;
+	if (!nt)
+		return damaged(c, "a LIKWID table without threads");
+	if (ne && nt > left(c) / 8u / ne)
+		return damaged(c, "a LIKWID table's events run past the end");
+	if ((rc = get_column(c, nt * ne, 8u, &events, "LIKWID events run past the end")) != SP_OK ||
+	    (rc = get_column(c, nt, 8u, &count, "LIKWID counts run past the end")) != SP_OK ||
+	    (rc = get_column(c, nt, 8u, &time, "LIKWID times run past the end")) != SP_OK)
+		return rc;
+	if (!(t->events = malloc(ne ? nt * ne * 8u : 1)) || !(t->count = malloc(nt * 8u)) ||
+	    !(t->time = malloc(nt * 8u)))
+		return sp_error_set(c->err, SP_ENOMEM, "no memory for a LIKWID table");
+	if (ne)
+		memcpy(t->events, events, nt * ne * 8u);
+	memcpy(t->count, count, nt * 8u);
+	memcpy(t->time, time, nt * 8u);
+	t->nthreads = nt;
+	t->nevents = ne;
+	return SP_OK;
+}
+
 /* The call tree's ntree nodes into out->tree: each node's parent before
  * it, its region one of the nregions. */
 static enum sp_err unpack_tree(struct cursor *c, size_t ntree, size_t nregions, struct sp_rank *out)
@@ -614,7 +682,7 @@ static enum sp_err unpack(struct cursor *c, struct sp_rank *out)
 		return rc;
 	if (total != c->len)
 		return damaged(c, "its length field disagrees with its size");
-	if (flags & ~(uint64_t)(SP_PK_EVENTS | SP_PK_HOSTNAME | SP_PK_TREE))
+	if (flags & ~(uint64_t)(SP_PK_EVENTS | SP_PK_HOSTNAME | SP_PK_TREE | SP_PK_LIKWID))
 		return damaged(c, "unknown flags");
 	if ((rc = get_i64(c, &rank, "no rank")) != SP_OK)
 		return rc;
@@ -660,6 +728,20 @@ static enum sp_err unpack(struct cursor *c, struct sp_rank *out)
 	for (size_t k = 0; k < nlines; k++)
 		if ((rc = unpack_table(c, &out->lines[k])) != SP_OK)
 			return rc;
+	if (flags & SP_PK_LIKWID) {
+		size_t n = 0;
+		if ((rc = get_count(c, MIN_LIKWID, &n, "LIKWID table count exceeds the buffer")) != SP_OK)
+			return rc;
+		if (!n)
+			return damaged(c, "a LIKWID section without tables");
+		if (!(out->likwid = calloc(n, sizeof *out->likwid)))
+			return sp_error_set(c->err, SP_ENOMEM, "no memory for %zu LIKWID tables", n);
+		for (size_t k = 0; k < n; k++) {
+			out->nlikwid = k + 1;   /* cleared with the rank from here on */
+			if ((rc = unpack_likwid(c, &out->likwid[k])) != SP_OK)
+				return rc;
+		}
+	}
 	if (c->pos != c->len)
 		return damaged(c, "trailing bytes");
 	return SP_OK;

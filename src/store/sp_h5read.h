@@ -216,6 +216,9 @@ enum sp_err sp_h5r_read_rank_v2(struct reader *r, hid_t file, const char *gname,
 
 /* h5read_lines.c: the rank's per-line tables into rk->lines. */
 enum sp_err sp_h5r_read_lines(struct reader *r, hid_t rank_g, struct sp_rank *rk);
+/* Reads the rank's LIKWID counters (group likwid; h5read_likwid.c), after
+ * its regions. */
+enum sp_err sp_h5r_read_likwid(struct reader *r, hid_t rank_g, struct sp_rank *rk);
 
 /* h5stream.c: a rank's structure for a stream (attributes, region names
  * and stats, every region's columns checked); keeps the link names. */

@@ -86,6 +86,8 @@ int sp_h5w_dataset_close(struct sp_h5_writer *w, hid_t ds);
 /* A rank's regions, events and call tree in group rank_g: format version 2
  * (h5write_table.c) or 1 (h5write_v1.c). SP_OK, or the failure (set). */
 enum sp_err sp_h5w_regions_v2(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk);
+/* The rank's LIKWID counters as group likwid (h5write_likwid.c). */
+enum sp_err sp_h5w_likwid(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk);
 enum sp_err sp_h5w_regions_v1(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk);
 
 #endif

@@ -40,7 +40,7 @@ static void test_every_seed_keyword_has_one_field(void **state)
 	}
 	assert_null(sp_settings_keyword("lines"));
 	assert_null(sp_settings_keyword("line_profile"));
-	assert_int_equal(sp_settings_keyword("use_likwid")->kind, SP_SETTING_NOT_YET);
+	assert_int_equal(sp_settings_keyword("use_likwid")->kind, SP_SETTING_BOOL);
 }
 
 static void test_compression_names(void **state)
@@ -133,6 +133,24 @@ static void test_refused_combinations(void **state)
 	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), 0);
 	s = (struct sp_settings){ .memory = 1, .recursive = 1, .track_threads = 1 };
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
+	/* LIKWID's marker regions go with explicit regions, threads included. */
+	s = (struct sp_settings){ .likwid = 1, .track_threads = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
+	s.aggregate = 1;
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "--likwid cannot be combined with --aggregate"));
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "use_likwid cannot be combined with aggregation_mode"));
+	s = (struct sp_settings){ .likwid = 1, .recursive = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "--likwid cannot be combined with --recursive"));
+	s = (struct sp_settings){ .likwid = 1, .track_async = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	s = (struct sp_settings){ .likwid = 1, .line_profile = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	s = (struct sp_settings){ .likwid = 1, .memory = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "--likwid cannot be combined with --memory"));
 }
 
 int main(void)

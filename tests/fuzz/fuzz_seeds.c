@@ -116,6 +116,30 @@ static void add_line_table(struct sp_rank *rk)
 	}
 }
 
+/* LIKWID counters (run --likwid) of region "solve": two threads, three
+ * events. */
+static void add_likwid(struct sp_rank *rk)
+{
+	if (!(rk->likwid = calloc(1, sizeof *rk->likwid)))
+		die("out of memory");
+	rk->nlikwid = 1;
+	struct sp_likwid_region *t = &rk->likwid[0];
+	t->region = strdup("solve");
+	t->nthreads = 2;
+	t->nevents = 3;
+	t->events = calloc(6, sizeof *t->events);
+	t->count = calloc(2, sizeof *t->count);
+	t->time = calloc(2, sizeof *t->time);
+	if (!t->region || !t->events || !t->count || !t->time)
+		die("out of memory");
+	for (int i = 0; i < 6; i++)
+		t->events[i] = 1000.5 * (i + 1);
+	t->count[0] = 3;
+	t->count[1] = 1;
+	t->time[0] = 0.25;
+	t->time[1] = 0.125;
+}
+
 /* An HDF5 file written with the C API directly: the plain layout
  * (rank0/regions/NAME/start_times and end_times, nothing else) when plain
  * is set, else a file that is no profile (a dataset and an attribute). */
@@ -192,6 +216,7 @@ int main(int argc, char **argv)
 		add(&p->ranks[r], "solve", 4, 1100, 2000, 900, 0);
 	}
 	add_line_table(&p->ranks[0]);
+	add_likwid(&p->ranks[0]);
 	build_trees(p);        /* an aggregate region has no calls to nest */
 	struct sp_region_data *agg = &p->ranks[1].regions[p->ranks[1].nregions++];
 	agg->name = strdup("agg");

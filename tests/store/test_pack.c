@@ -65,6 +65,25 @@ static void add_lines(struct sp_rank *rk, const char *function, const char *regi
 	}
 }
 
+/* Appends a LIKWID table of nthreads x nevents counters (copies). */
+static void add_likwid(struct sp_rank *rk, const char *region, size_t nthreads, size_t nevents,
+		       const double *events, const int64_t *count, const double *time)
+{
+	rk->likwid = realloc(rk->likwid, (rk->nlikwid + 1) * sizeof *rk->likwid);
+	assert_non_null(rk->likwid);
+	struct sp_likwid_region *t = &rk->likwid[rk->nlikwid++];
+	*t = (struct sp_likwid_region){
+		.region = strdup(region), .nthreads = nthreads, .nevents = nevents,
+		.events = malloc((nthreads && nevents ? nthreads * nevents : 1) * sizeof(double)),
+		.count = malloc(nthreads * sizeof(int64_t)), .time = malloc(nthreads * sizeof(double)),
+	};
+	assert_true(t->region && t->events && t->count && t->time);
+	if (nthreads && nevents)
+		memcpy(t->events, events, nthreads * nevents * sizeof(double));
+	memcpy(t->count, count, nthreads * sizeof(int64_t));
+	memcpy(t->time, time, nthreads * sizeof(double));
+}
+
 /* A rank with a bit of everything: a hostname, regions with and without
  * calls, lanes, a column longer than the packer's block of 8 (block + tail),
  * a call tree, line tables with sources, without any, one empty. */
@@ -124,6 +143,11 @@ static void make_rank(struct sp_rank *rk)
 	add_lines(rk, "never_run", "never_run", "", 0, 0, NULL, NULL, NULL);
 	add_lines(rk, "no_source", "main", "m.py", -5, 2, hits1, ns1, NULL);
 	add_lines(rk, "gap", "main", "m.py", 1, 2, hits1, ns1, src_gap);
+	/* LIKWID counters: two threads of three events, one thread of none. */
+	static const double lw_ev[] = {1.5, 2e12, 3, 4, 5, 6.25}, lw_time[] = {0.5, 0.25};
+	static const int64_t lw_count[] = {1, 2};
+	add_likwid(rk, "main", 2, 3, lw_ev, lw_count, lw_time);
+	add_likwid(rk, "löser/ß", 1, 0, NULL, lw_count, lw_time);
 }
 
 static int64_t shifted(int64_t t, int64_t shift)
@@ -213,6 +237,18 @@ static void assert_same(const struct sp_rank *want, const struct sp_rank *got, i
 			const char *line = x->source && x->source[i] ? x->source[i] : "";
 			assert_string_equal(y->source[i], line);
 		}
+	}
+
+	assert_int_equal(got->nlikwid, want->nlikwid);
+	for (size_t k = 0; k < want->nlikwid; k++) {
+		const struct sp_likwid_region *x = &want->likwid[k], *y = &got->likwid[k];
+		assert_string_equal(y->region, x->region);
+		assert_int_equal(y->nthreads, x->nthreads);
+		assert_int_equal(y->nevents, x->nevents);
+		if (x->nthreads && x->nevents)
+			assert_memory_equal(y->events, x->events, x->nthreads * x->nevents * sizeof(double));
+		assert_memory_equal(y->count, x->count, x->nthreads * sizeof(int64_t));
+		assert_memory_equal(y->time, x->time, x->nthreads * sizeof(double));
 	}
 }
 

@@ -1,0 +1,431 @@
+/* likwid.c - LIKWID's marker API opened at run time (include/sp_likwid.h):
+ * loading, per-thread initialisation, the registered names, and the
+ * counters read at the end (GetRegion answers for the calling thread only,
+ * so a thread's are read when it exits, by a thread-specific destructor). */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sp_likwid.h"
+
+struct sp_likwid_api sp_lw;
+_Thread_local int sp_likwid_thread_ready;
+_Thread_local struct sp_likwid_depth sp_likwid_depth;
+
+/* Events per region that GetRegion may return (LIKWID's groups have far
+ * fewer). */
+#define MAX_EVENTS 256
+
+/* How long the end of a session waits for threads that ran marker regions
+ * to finish exiting (only while some have not). */
+#define WAIT_S 1
+
+/* One thread's counters of one region. */
+struct reading {
+	size_t name;                   /* index into lw.names */
+	int nevents, count;
+	double time;
+	double events[];
+};
+
+static struct {
+	int state;                     /* 0 not tried, 1 loaded, -1 failed */
+	char why[200];
+	void *lib;
+	pthread_key_t key;             /* a thread that ran regions: its exit reads them */
+	pthread_mutex_t lock;          /* names and the exited threads' readings */
+	pthread_cond_t exited;         /* a thread's readings were taken */
+	size_t live;                   /* threads inited whose readings are not taken */
+	char **names;
+	size_t nnames, cap;
+	struct reading **done;         /* exited threads' readings, a thread's in a row */
+	size_t ndone, capdone;
+	size_t nthreads_done;          /* threads whose readings are in done */
+	size_t *thread_of;             /* done[i]'s thread number */
+} lw = {.lock = PTHREAD_MUTEX_INITIALIZER, .exited = PTHREAD_COND_INITIALIZER};
+
+static void at_exit_close(void)
+{
+	if (lw.state == 1)
+		sp_lw.close();
+}
+
+static void thread_exit(void *unused);
+
+int sp_likwid_load(char *err, size_t len)
+{
+	if (lw.state == 1)
+		return 0;
+	if (lw.state < 0) {
+		snprintf(err, len, "%s", lw.why);
+		return -1;
+	}
+	const char *path = getenv("SCOPE_PROFILER_LIKWID_LIB");
+	if (!path || !*path)
+		path = "liblikwid.so.5";
+	lw.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!lw.lib) {
+		const char *e = dlerror();
+		snprintf(lw.why, sizeof lw.why, "cannot load LIKWID's library (%s); install likwid "
+			 "(Debian: apt-get install likwid)", e ? e : path);
+		goto fail;
+	}
+	static const struct {
+		const char *name;
+		size_t off;
+	} fns[] = {
+		{"likwid_markerInit", offsetof(struct sp_likwid_api, init)},
+		{"likwid_markerThreadInit", offsetof(struct sp_likwid_api, thread_init)},
+		{"likwid_markerClose", offsetof(struct sp_likwid_api, close)},
+		{"likwid_markerRegisterRegion", offsetof(struct sp_likwid_api, register_region)},
+		{"likwid_markerStartRegion", offsetof(struct sp_likwid_api, start)},
+		{"likwid_markerStopRegion", offsetof(struct sp_likwid_api, stop)},
+		{"likwid_markerGetRegion", offsetof(struct sp_likwid_api, get)},
+	};
+	struct sp_likwid_api api;
+	for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+		void *f = dlsym(lw.lib, fns[i].name);
+		if (!f) {
+			snprintf(lw.why, sizeof lw.why, "LIKWID's library %s has no %s", path, fns[i].name);
+			dlclose(lw.lib);
+			lw.lib = NULL;
+			goto fail;
+		}
+		memcpy((char *)&api + fns[i].off, &f, sizeof f);
+	}
+	if (pthread_key_create(&lw.key, thread_exit) != 0) {
+		snprintf(lw.why, sizeof lw.why, "cannot create a thread-specific key");
+		goto fail;
+	}
+	sp_lw = api;
+	sp_lw.init();
+	lw.state = 1;
+	atexit(at_exit_close);
+	return 0;
+fail:
+	lw.state = -1;
+	snprintf(err, len, "%s", lw.why);
+	return -1;
+}
+
+int sp_likwid_loaded(void)
+{
+	return lw.state == 1;
+}
+
+void sp_likwid_thread_init(void)
+{
+	sp_likwid_thread_ready = 1;
+	pthread_mutex_lock(&lw.lock);
+	lw.live++;
+	pthread_mutex_unlock(&lw.lock);
+	sp_lw.thread_init();
+	pthread_setspecific(lw.key, &sp_likwid_thread_ready);
+}
+
+int sp_likwid_depth_grow(int32_t id)
+{
+	if (id < 0)
+		return -1;
+	size_t cap = sp_likwid_depth.cap ? sp_likwid_depth.cap : 16;
+	while (cap <= (size_t)id)
+		cap *= 2;
+	uint32_t *v = realloc(sp_likwid_depth.v, cap * sizeof *v);
+	if (!v)
+		return -1;
+	memset(v + sp_likwid_depth.cap, 0, (cap - sp_likwid_depth.cap) * sizeof *v);
+	sp_likwid_depth.v = v;
+	sp_likwid_depth.cap = cap;
+	return 0;
+}
+
+int32_t sp_likwid_register(const char *name)
+{
+	int32_t rc = -1;
+	pthread_mutex_lock(&lw.lock);
+	for (size_t i = 0; i < lw.nnames; i++)
+		if (strcmp(lw.names[i], name) == 0) {
+			rc = (int32_t)i;
+			goto out;
+		}
+	if (lw.nnames >= INT32_MAX)
+		goto out;
+	if (lw.nnames == lw.cap) {
+		size_t cap = lw.cap ? 2 * lw.cap : 16;
+		char **v = realloc(lw.names, cap * sizeof *v);
+		if (!v)
+			goto out;
+		lw.names = v;
+		lw.cap = cap;
+	}
+	if (!(lw.names[lw.nnames] = strdup(name)))
+		goto out;
+	rc = (int32_t)lw.nnames++;
+	sp_lw.register_region(name);
+out:
+	pthread_mutex_unlock(&lw.lock);
+	return rc;
+}
+
+/* The calling thread's counters of region i, or NULL when it did not run
+ * it (or out of memory). */
+static struct reading *read_region(size_t i)
+{
+	struct reading *rd = malloc(sizeof *rd + MAX_EVENTS * sizeof(double));
+	if (!rd)
+		return NULL;
+	rd->name = i;
+	rd->nevents = MAX_EVENTS;
+	rd->count = 0;
+	rd->time = 0;
+	sp_lw.get(lw.names[i], &rd->nevents, rd->events, &rd->time, &rd->count);
+	if (rd->count <= 0 || rd->nevents < 0 || rd->nevents > MAX_EVENTS) {
+		free(rd);
+		return NULL;
+	}
+	return rd;
+}
+
+static int done_add(struct reading *rd, size_t thread)
+{
+	if (lw.ndone == lw.capdone) {
+		size_t cap = lw.capdone ? 2 * lw.capdone : 16;
+		struct reading **v = realloc(lw.done, cap * sizeof *v);
+		size_t *t = realloc(lw.thread_of, cap * sizeof *t);
+		if (v)
+			lw.done = v;
+		if (t)
+			lw.thread_of = t;
+		if (!v || !t)
+			return -1;
+		lw.capdone = cap;
+	}
+	lw.done[lw.ndone] = rd;
+	lw.thread_of[lw.ndone++] = thread;
+	return 0;
+}
+
+/* A thread that ran marker regions exits: its readings are kept. */
+static void thread_exit(void *unused)
+{
+	pthread_mutex_lock(&lw.lock);
+	size_t thread = lw.nthreads_done++;
+	for (size_t i = 0; i < lw.nnames; i++) {
+		struct reading *rd = read_region(i);
+		if (rd && done_add(rd, thread) != 0)
+			free(rd);
+	}
+	lw.live--;
+	pthread_cond_broadcast(&lw.exited);
+	pthread_mutex_unlock(&lw.lock);
+	free(sp_likwid_depth.v);
+	sp_likwid_depth = (struct sp_likwid_depth){NULL, 0};
+}
+
+static void done_clear(void)
+{
+	for (size_t i = 0; i < lw.ndone; i++)
+		free(lw.done[i]);
+	lw.ndone = 0;
+	lw.nthreads_done = 0;
+}
+
+/* Whether name is a row of the rank's regions. */
+static int has_region(const struct sp_rank *rk, const char *name)
+{
+	for (size_t i = 0; i < rk->nregions; i++)
+		if (strcmp(rk->regions[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+int sp_likwid_collect(struct sp_rank *rk, size_t *running)
+{
+	*running = 0;
+	if (lw.state != 1)
+		return 0;
+	int rc = -1;
+	pthread_mutex_lock(&lw.lock);
+	/* A joined thread may still be on its way out (Python's join returns
+	 * before the thread's destructors run): they are waited for, a while. */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += WAIT_S;
+	size_t self = sp_likwid_thread_ready ? 1 : 0;
+	while (lw.live > self && pthread_cond_timedwait(&lw.exited, &lw.lock, &until) == 0)
+		;
+	*running = lw.live - self;
+	struct reading **mine = calloc(lw.nnames ? lw.nnames : 1, sizeof *mine);
+	struct sp_likwid_region *out = calloc(lw.nnames ? lw.nnames : 1, sizeof *out);
+	size_t n = 0;
+	if (!mine || !out)
+		goto out;
+	for (size_t i = 0; i < lw.nnames && sp_likwid_thread_ready; i++)
+		mine[i] = read_region(i);
+	for (size_t i = 0; i < lw.nnames; i++) {
+		if (!has_region(rk, lw.names[i]))
+			continue;
+		size_t rows = mine[i] ? 1 : 0, nev = mine[i] ? (size_t)mine[i]->nevents : 0;
+		for (size_t k = 0; k < lw.ndone; k++)
+			if (lw.done[k]->name == i) {
+				rows++;
+				if ((size_t)lw.done[k]->nevents > nev)
+					nev = (size_t)lw.done[k]->nevents;
+			}
+		if (!rows)
+			continue;
+		struct sp_likwid_region *t = &out[n];
+		if (!(t->region = strdup(lw.names[i])) ||
+		    !(t->events = calloc(rows * (nev ? nev : 1), sizeof *t->events)) ||
+		    !(t->count = calloc(rows, sizeof *t->count)) || !(t->time = calloc(rows, sizeof *t->time))) {
+			sp_likwid_region_clear(t);
+			goto out;
+		}
+		n++;
+		t->nevents = nev;
+		/* The calling thread first, then the exited ones in exit order. */
+		for (size_t k = 0; k <= lw.ndone; k++) {
+			const struct reading *rd = k == 0 ? mine[i] : lw.done[k - 1];
+			if (!rd || rd->name != i)
+				continue;
+			size_t row = t->nthreads++;
+			memcpy(&t->events[row * nev], rd->events, (size_t)rd->nevents * sizeof(double));
+			t->count[row] = rd->count;
+			t->time[row] = rd->time;
+		}
+	}
+	rk->likwid = out;
+	rk->nlikwid = n;
+	out = NULL;
+	rc = 0;
+	done_clear();
+out:
+	if (out) {
+		for (size_t i = 0; i < n; i++)
+			sp_likwid_region_clear(&out[i]);
+		free(out);
+	}
+	if (mine)
+		for (size_t i = 0; i < lw.nnames; i++)
+			free(mine[i]);
+	free(mine);
+	pthread_mutex_unlock(&lw.lock);
+	return rc;
+}
+
+/* ---- event names ---- */
+
+/* Appends the event names of an explicit list "EV:CTR,EV:CTR" (the part
+ * before each ':') to *out, comma-separated. */
+static char *names_of_list(const char *list)
+{
+	char *out = malloc(strlen(list) + 1), *p = out;
+	if (!out)
+		return NULL;
+	for (const char *s = list; *s;) {
+		size_t item = strcspn(s, ","), name = strcspn(s, ":,");
+		if (name > item)
+			name = item;
+		if (name) {
+			if (p != out)
+				*p++ = ',';
+			memcpy(p, s, name);
+			p += name;
+		}
+		s += item;
+		if (*s == ',')
+			s++;
+	}
+	*p = '\0';
+	return out;
+}
+
+/* The events of a group file's EVENTSET section ("COUNTER EVENT" lines),
+ * comma-separated, and their number in *n; NULL when unreadable. */
+static char *names_of_group(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char line[512], *out = NULL;
+	size_t len = 0;
+	int in = 0;
+	*n = 0;
+	FILE *m = open_memstream(&out, &len);
+	if (!m) {
+		fclose(f);
+		return NULL;
+	}
+	while (fgets(line, sizeof line, f)) {
+		char ctr[128], ev[256];
+		if (strncmp(line, "EVENTSET", 8) == 0) {
+			in = 1;
+			continue;
+		}
+		if (!in)
+			continue;
+		if (sscanf(line, "%127s %255s", ctr, ev) != 2)
+			break;   /* the blank line that ends the section */
+		fprintf(m, "%s%s", *n ? "," : "", ev);
+		(*n)++;
+	}
+	fclose(f);
+	if (fclose(m) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+char *sp_likwid_event_names(size_t nevents)
+{
+	const char *events = getenv("LIKWID_EVENTS");
+	if (!events || !*events)
+		return strdup("");
+	if (strchr(events, ':'))
+		return names_of_list(events);
+	/* A group name (several, '|'-separated, when LIKWID switches groups:
+	 * the first is the one measured). */
+	char group[128];
+	size_t glen = strcspn(events, "|");
+	if (glen >= sizeof group || strchr(events, '/'))
+		return strdup("");
+	memcpy(group, events, glen);
+	group[glen] = '\0';
+	const char *dir = getenv("SCOPE_PROFILER_LIKWID_GROUPS");
+	if (!dir || !*dir)
+		dir = "/usr/share/likwid/perfgroups";
+	DIR *d = opendir(dir);
+	if (!d)
+		return strdup("");
+	char *found = NULL;
+	int ambiguous = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && !ambiguous) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[4096];
+		size_t n = 0;
+		snprintf(path, sizeof path, "%s/%s/%s.txt", dir, e->d_name, group);
+		char *names = names_of_group(path, &n);
+		if (!names || n != nevents) {
+			free(names);
+			continue;
+		}
+		if (found && strcmp(found, names) != 0)
+			ambiguous = 1;
+		free(found);
+		found = names;
+	}
+	closedir(d);
+	if (!found || ambiguous) {
+		free(found);
+		return strdup("");
+	}
+	return found;
+}

@@ -1,0 +1,120 @@
+/* render_likwid.c - the summary's LIKWID table (run --likwid): per rank, a
+ * row per marker region with its calls and time as LIKWID counted them and
+ * each event, summed over the threads that ran it; the event names are
+ * /metadata's likwid_event_names ("event k" where they are unknown).
+ * Derived metrics are not computed: LIKWID evaluates its groups' formulas
+ * only inside its own perfmon session (a supported CPU, likwid-perfctr's
+ * marker file), not for counters handed to another program. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render_int.h"
+#include "sp_profile.h"
+#include "sp_render.h"
+#include "sp_table.h"
+
+/* The k-th comma-separated name of list, into buf; "event k" when absent. */
+static const char *event_name(char *buf, size_t len, const char *list, size_t k)
+{
+	for (size_t i = 0; list && *list; i++) {
+		size_t n = strcspn(list, ",");
+		if (i == k && n) {
+			snprintf(buf, len, "%.*s", (int)n, list);
+			return buf;
+		}
+		list += n + (list[n] == ',');
+	}
+	snprintf(buf, len, "event %zu", k);
+	return buf;
+}
+
+static int render_rank(FILE *out, const struct sp_rank *rk, const char *names, int several)
+{
+	size_t nev = 0;
+	for (size_t i = 0; i < rk->nlikwid; i++)
+		nev = rk->likwid[i].nevents > nev ? rk->likwid[i].nevents : nev;
+	size_t nc = 4 + nev;
+	struct sp_table_col *cols = calloc(nc, sizeof *cols);
+	char **cells = calloc(nc, sizeof *cells), **head = calloc(nc, sizeof *head);
+	int rc = -1;
+	if (!cols || !cells || !head)
+		goto out;
+	for (size_t c = 0; c < nc; c++) {
+		cols[c] = (struct sp_table_col){c ? "  " : NULL, c ? SP_TABLE_RIGHT : SP_TABLE_LEFT, c ? 0 : 6};
+		if (!(cells[c] = malloc(64)) || !(head[c] = malloc(64)))
+			goto out;
+	}
+	snprintf(head[0], 64, "region");
+	snprintf(head[1], 64, "threads");
+	snprintf(head[2], 64, "calls");
+	snprintf(head[3], 64, "time [s]");
+	for (size_t k = 0; k < nev; k++)
+		event_name(head[4 + k], 64, names, k);
+	sp_table_fit(cols, nc, (const char *const *)head);
+	/* Two passes: the widths, then the rows. */
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass) {
+			int tw = 0;
+			for (size_t c = 0; c < nc; c++)
+				tw += cols[c].w + (c ? 2 : 0);
+			if (several)
+				fprintf(out, "\nLIKWID counters, rank %d (summed over threads)\n", rk->rank);
+			else
+				fputs("\nLIKWID counters (summed over threads)\n", out);
+			sp_table_row(out, cols, nc, (const char *const *)head, "\n");
+			sp_render_rule(out, tw);
+		}
+		for (size_t i = 0; i < rk->nlikwid; i++) {
+			const struct sp_likwid_region *t = &rk->likwid[i];
+			long long calls = 0;
+			double time = 0;
+			for (size_t th = 0; th < t->nthreads; th++) {
+				calls += t->count[th];
+				time += t->time[th];
+			}
+			snprintf(cells[1], 64, "%zu", t->nthreads);
+			snprintf(cells[2], 64, "%lld", calls);
+			snprintf(cells[3], 64, "%.6f", time);
+			for (size_t k = 0; k < nev; k++) {
+				double sum = 0;
+				for (size_t th = 0; th < t->nthreads && k < t->nevents; th++)
+					sum += t->events[th * t->nevents + k];
+				if (k < t->nevents)
+					snprintf(cells[4 + k], 64, "%.6g", sum);
+				else
+					snprintf(cells[4 + k], 64, "-");
+			}
+			char *name = cells[0];
+			cells[0] = t->region;
+			if (pass)
+				sp_table_row(out, cols, nc, (const char *const *)cells, "\n");
+			else
+				sp_table_fit(cols, nc, (const char *const *)cells);
+			cells[0] = name;
+		}
+		if (!pass && cols[0].w > NAME_CAP)
+			cols[0].w = NAME_CAP;
+	}
+	rc = 0;
+out:
+	for (size_t c = 0; c < nc; c++) {
+		if (cells)
+			free(cells[c]);
+		if (head)
+			free(head[c]);
+	}
+	free(cells);
+	free(head);
+	free(cols);
+	return rc;
+}
+
+int sp_render_likwid(FILE *out, const struct sp_profile *p)
+{
+	const char *names = sp_profile_meta(p, "likwid_event_names");
+	for (size_t r = 0; r < p->nranks; r++)
+		if (p->ranks[r].nlikwid && render_rank(out, &p->ranks[r], names, p->nranks > 1) != 0)
+			return -1;
+	return 0;
+}

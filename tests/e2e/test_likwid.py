@@ -1,0 +1,341 @@
+"""`run --likwid` / `setup(use_likwid=True)`: every region call a LIKWID
+marker region, the counters stored beside the timings.
+
+These machines' CPUs cannot be read by LIKWID (likwid-perfctr stops with
+"Unsupported Processor"), so these tests do not use Debian's liblikwid.so.5:
+they build a recording stand-in (tests/e2e/likwid_standin.c) as
+liblikwid.so.5 in the build folder and put that folder first on
+LD_LIBRARY_PATH. The stand-in logs every marker call to $LIKWID_STANDIN_LOG
+and returns made-up deterministic counters from likwid_markerGetRegion:
+count = the thread's completed start/stop pairs of the region, time =
+count * 0.5 s, event k = count * (k + 1) * 1000.5."""
+import os
+import pathlib
+import subprocess
+
+import h5py
+import numpy
+import pytest
+
+from conftest import BINARY, one_line_error, regions
+from test_mpi import mpirun
+
+STANDIN_SRC = pathlib.Path(__file__).with_name("likwid_standin.c")
+EVENTS = "INSTR_RETIRED_ANY:FIXC0,CPU_CLK_UNHALTED_CORE:FIXC1,FP_ARITH_DOUBLE:PMC0"
+NAMES = ["INSTR_RETIRED_ANY", "CPU_CLK_UNHALTED_CORE", "FP_ARITH_DOUBLE"]
+
+SCRIPT = """
+    import threading
+    import scope_profiler as sp
+
+    @sp.profile("kernel")
+    def kernel(n):
+        return sum(range(n))
+
+    for i in range(3):
+        with sp.region("step"):
+            kernel(100)
+
+    def worker():
+        for i in range(2):
+            with sp.region("step"):
+                pass
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    print("script ran")
+"""
+
+
+@pytest.fixture(scope="module")
+def standin():
+    """The stand-in's folder: build/likwid-standin/liblikwid.so.5."""
+    folder = pathlib.Path(BINARY).resolve().parent / "likwid-standin"
+    folder.mkdir(exist_ok=True)
+    lib = folder / "liblikwid.so.5"
+    tmp = folder / f"liblikwid.so.5.{os.getpid()}"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-o", str(tmp),
+                    str(STANDIN_SRC)], check=True)
+    os.replace(tmp, lib)
+    return folder
+
+
+def likwid_env(standin, sp, **more):
+    env = {"LD_LIBRARY_PATH": f"{standin}:{os.environ.get('LD_LIBRARY_PATH', '')}",
+           "LIKWID_STANDIN_LOG": str(sp.tmp / "markers.log"), "LIKWID_EVENTS": EVENTS,
+           "LIKWID_STANDIN_NEVENTS": "3"}
+    env.update(more)
+    return env
+
+
+def marker_log(sp):
+    return [line.split() for line in (sp.tmp / "markers.log").read_text().splitlines()]
+
+
+def expected_events(count, n=3):
+    return [count * (k + 1) * 1000.5 for k in range(n)]
+
+
+def likwid_tables(f, rank=0):
+    """region name -> its group rank{N}/likwid/{k}."""
+    return {g.attrs["region"].decode(): g for g in f[f"rank{rank}/likwid"].values()}
+
+
+def test_marker_calls_in_order(sp, standin):
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    log = marker_log(sp)
+    ops = [l[0] for l in log]
+    # likwid_markerInit once, first; likwid_markerClose once, last.
+    assert log[0] == ["init", "0"] and ops.count("init") == 1
+    assert log[-1][0] == "close" and ops.count("close") == 1
+    # Each region registered once, before any of its starts.
+    registered = [l[1] for l in log if l[0] == "register"]
+    assert sorted(registered) == ["kernel", "step"]
+    for name in registered:
+        first_start = next(i for i, l in enumerate(log) if l[:2] == ["start", name])
+        assert log.index(["register", name, "0"]) < first_start
+    # markerThreadInit once per thread that entered a region: main, worker.
+    assert [l for l in log if l[0] == "thread_init"] == [["thread_init", "1"], ["thread_init", "2"]]
+    # Start/stop pairs around each call, nested, per thread.
+    for thread, calls in (("1", {"step": 3, "kernel": 3}), ("2", {"step": 2})):
+        stack, starts = [], {}
+        for op, *rest in log:
+            if op in ("start", "stop") and rest[1] == thread:
+                if op == "start":
+                    stack.append(rest[0])
+                    starts[rest[0]] = starts.get(rest[0], 0) + 1
+                else:
+                    assert stack.pop() == rest[0]
+        assert stack == [] and starts == calls
+    # The counters read for each region in each thread (the worker's as it
+    # exited), after every stop and before the close.
+    gets = {(l[1], l[2]) for l in log if l[0] == "get"}
+    assert gets == {("step", "1"), ("kernel", "1"), ("step", "2"), ("kernel", "2")}
+    last_stop = max(i for i, l in enumerate(log) if l[0] == "stop")
+    assert all(i > last_stop for i, l in enumerate(log) if l[0] == "get" and l[2] == "1")
+
+
+def test_file_holds_counters_per_region_and_thread(sp, standin):
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        meta = f["metadata"].attrs
+        assert meta["likwid_events"] == EVENTS.encode()
+        assert meta["likwid_event_names"] == ",".join(NAMES).encode()
+        tables = likwid_tables(f)
+        assert set(tables) == {"step", "kernel"}
+        step, kernel = tables["step"], tables["kernel"]
+        # One row per thread that ran the region: the main thread, then the worker.
+        assert step["likwid_events"].dtype == numpy.float64
+        assert step["likwid_events"].shape == (2, 3)
+        assert step.attrs["likwid_count"].tolist() == [3, 2]
+        assert step.attrs["likwid_time"].tolist() == [1.5, 1.0]
+        assert step["likwid_events"][()].tolist() == [expected_events(3), expected_events(2)]
+        assert kernel["likwid_events"].shape == (1, 3)
+        assert kernel.attrs["likwid_count"].tolist() == [3]
+        # LIKWID's calls are the recorded calls.
+        regs = regions(f, 0)
+        for name, g in tables.items():
+            assert g.attrs["likwid_count"].sum() == regs[name].attrs["num_calls"]
+
+
+def test_event_names_from_the_group_file(sp, standin):
+    """A group name in LIKWID_EVENTS: its EVENTSET, from the CPU folder whose
+    group has as many events as LIKWID returned."""
+    groups = sp.tmp / "groups"
+    (groups / "zen9").mkdir(parents=True)
+    (groups / "zen9" / "MEM.txt").write_text(
+        "SHORT Memory\n\nEVENTSET\nFIXC0 INSTR\nPMC0  LOADS\nPMC1  STORES\n\nMETRICS\nRuntime time\n")
+    (groups / "old1").mkdir()
+    (groups / "old1" / "MEM.txt").write_text("SHORT Memory\n\nEVENTSET\nPMC0 LOADS_OLD\n\nMETRICS\n")
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py",
+              env=likwid_env(standin, sp, LIKWID_EVENTS="MEM", SCOPE_PROFILER_LIKWID_GROUPS=str(groups)))
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert f["metadata"].attrs["likwid_events"] == b"MEM"
+        assert f["metadata"].attrs["likwid_event_names"] == b"INSTR,LOADS,STORES"
+    summary = sp("summary", "out.h5")
+    assert summary.returncode == 0, summary.stderr
+    assert "INSTR" in summary.stdout and "STORES" in summary.stdout
+
+
+def test_summary_shows_counters_summed_over_threads(sp, standin):
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    out = sp("summary", "out.h5")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "LIKWID counters (summed over threads)" in text
+    table = text[text.index("LIKWID counters"):].splitlines()
+    assert table[1].split() == ["region", "threads", "calls", "time", "[s]", *NAMES]
+    rows = {l.split()[0]: l.split()[1:] for l in table[3:] if l.strip()}
+    # step: 5 calls in 2 threads; each event summed over the threads.
+    assert rows["step"] == ["2", "5", "2.500000", "%.6g" % (5 * 1000.5), "%.6g" % (10 * 1000.5),
+                            "%.6g" % (15 * 1000.5)]
+    assert rows["kernel"][:3] == ["1", "3", "1.500000"]
+
+
+def test_read_api(sp, standin):
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    sp.script("""
+        import scope_profiler as sp
+        r = sp.read_h5("out.h5")
+        c = r.likwid("step")
+        print(c["event_names"])
+        print(c["events"].shape, c["events"].dtype, c["events"].sum(axis=0).tolist())
+        print(c["count"].tolist(), c["time"].tolist())
+        try:
+            r.likwid("nowhere")
+        except KeyError as e:
+            print("KeyError", e)
+    """, "reader.py")
+    out = sp("run", "-q", "--no-output", "reader.py")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == str(NAMES)
+    assert lines[1] == f"(2, 3) float64 {[5 * 1000.5, 10 * 1000.5, 15 * 1000.5]}"
+    assert lines[2] == "[3, 2] [1.5, 1.0]"
+    assert lines[3].startswith("KeyError") and "nowhere" in lines[3]
+
+
+def test_setup_use_likwid(sp, standin):
+    sp.script("""
+        import scope_profiler as sp
+        sp.ProfileManager.setup(use_likwid=True, file_path="setup.h5")
+        for i in range(4):
+            with sp.region("solve"):
+                pass
+        sp.ProfileManager.finalize()
+    """)
+    proc = sp("run", "-q", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "setup.h5") as f:
+        solve = likwid_tables(f)["solve"]
+        assert solve.attrs["likwid_count"].tolist() == [4]
+        assert solve["likwid_events"][()].tolist() == [expected_events(4)]
+
+
+def test_setup_use_likwid_without_library_raises(sp):
+    sp.script("""
+        import scope_profiler as sp
+        try:
+            sp.ProfileManager.setup(use_likwid=True)
+        except RuntimeError as e:
+            print(e)
+    """)
+    proc = sp("run", "-q", "--no-output", "script.py",
+              env={"SCOPE_PROFILER_LIKWID_LIB": str(sp.tmp / "empty" / "liblikwid.so.5")})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("use_likwid: cannot load LIKWID's library")
+
+
+def test_no_library_is_one_line_before_the_script(sp):
+    """No loadable LIKWID: one line, status 2, and the script never ran. The
+    real library is installed here, so the tests name a path that does not
+    exist (SCOPE_PROFILER_LIKWID_LIB) besides an empty LD_LIBRARY_PATH."""
+    (sp.tmp / "empty").mkdir()
+    sp.script("open('side_effect', 'w').write('ran')\n")
+    proc = sp("run", "--likwid", "-o", "out.h5", "script.py",
+              env={"LD_LIBRARY_PATH": str(sp.tmp / "empty"),
+                   "SCOPE_PROFILER_LIKWID_LIB": str(sp.tmp / "empty" / "liblikwid.so.5")})
+    assert proc.returncode == 2
+    one_line_error(proc, "run: --likwid: cannot load LIKWID's library", "liblikwid.so.5")
+    assert not (sp.tmp / "side_effect").exists()
+    assert not (sp.tmp / "out.h5").exists()
+
+
+@pytest.mark.parametrize("other", ["--aggregate", "--recursive", "--track-async", "--line-profile"])
+def test_refused_combinations(sp, standin, other):
+    sp.script("open('side_effect', 'w').write('ran')\n")
+    proc = sp("run", "--likwid", other, "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 2
+    one_line_error(proc, f"--likwid cannot be combined with {other}")
+    assert not (sp.tmp / "side_effect").exists()
+
+
+def test_with_track_threads(sp, standin):
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--likwid", "--track-threads", "-o", "out.h5", "script.py",
+              env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert likwid_tables(f)["step"].attrs["likwid_count"].tolist() == [3, 2]
+        assert sorted(set(f["rank0/events/lanes"][()].tolist())) == [0, 1]
+
+
+def test_damaged_counters_are_one_line(sp, standin):
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5", "r+") as f:
+        g = likwid_tables(f)["step"]
+        g["likwid_events"][0, 1] = numpy.nan
+    out = sp("summary", "out.h5")
+    assert out.returncode != 0
+    one_line_error(out, "likwid_events", "not finite")
+    with h5py.File(sp.tmp / "out.h5", "r+") as f:
+        g = likwid_tables(f)["step"]
+        g["likwid_events"][0, 1] = 1.0
+        del g.attrs["likwid_count"]
+        g.attrs["likwid_count"] = numpy.array([1, 2, 3], dtype=numpy.int64)
+    out = sp("summary", "out.h5")
+    assert out.returncode != 0
+    one_line_error(out, "likwid_count")
+
+
+def test_mpi_ranks_counters_merge(sp, standin):
+    sp.script("""
+        from mpi4py import MPI
+        import scope_profiler as sp
+        comm = MPI.COMM_WORLD
+        for i in range(comm.rank + 2):
+            with sp.region("exchange"):
+                pass
+        comm.Barrier()
+    """)
+    proc = mpirun(sp, 2, "run", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    assert "LIKWID counters, rank 0" in proc.stderr and "LIKWID counters, rank 1" in proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert f["metadata"].attrs["likwid_event_names"] == ",".join(NAMES).encode()
+        for rank in (0, 1):
+            ex = likwid_tables(f, rank)["exchange"]
+            assert ex.attrs["likwid_count"].tolist() == [rank + 2]
+            assert ex["likwid_events"][()].tolist() == [expected_events(rank + 2)]
+
+
+def test_region_inside_itself_is_one_marker_region(sp, standin):
+    """LIKWID's regions do not nest in themselves: a recursive function's
+    region starts at the outermost call and stops at its return."""
+    sp.script("""
+        import scope_profiler as sp
+
+        @sp.profile("fact")
+        def fact(n):
+            return 1 if n < 2 else n * fact(n - 1)
+
+        print(fact(5), fact(3))
+        with sp.region("outer"):
+            with sp.region("outer"):
+                pass
+    """)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "120 6\n"
+    log = marker_log(sp)
+    assert [l[:2] for l in log if l[0] in ("start", "stop")] == [
+        ["start", "fact"], ["stop", "fact"], ["start", "fact"], ["stop", "fact"],
+        ["start", "outer"], ["stop", "outer"]]
+    with h5py.File(sp.tmp / "out.h5") as f:
+        tables = likwid_tables(f)
+        assert tables["fact"].attrs["likwid_count"].tolist() == [2]
+        assert regions(f, 0)["fact"].attrs["num_calls"] == 8
+        assert tables["outer"].attrs["likwid_count"].tolist() == [1]
