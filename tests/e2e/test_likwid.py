@@ -252,7 +252,8 @@ def test_no_library_is_one_line_before_the_script(sp):
     assert not (sp.tmp / "out.h5").exists()
 
 
-@pytest.mark.parametrize("other", ["--aggregate", "--recursive", "--track-async", "--line-profile"])
+@pytest.mark.parametrize("other", ["--aggregate", "--recursive", "--track-async", "--line-profile",
+                                   "--memory"])
 def test_refused_combinations(sp, standin, other):
     sp.script("open('side_effect', 'w').write('ran')\n")
     proc = sp("run", "--likwid", other, "script.py", env=likwid_env(standin, sp))
