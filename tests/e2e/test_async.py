@@ -18,24 +18,50 @@ NS = 1_000_000_000
 # executable embeds (make e2e passes the same interpreter).
 WAIT_FOR_OWN_TASK = sys.version_info < (3, 12)
 DELAYS = (0.06, 0.12, 0.18)
-# A region lasts its own sleep: at least that, and less than the gap to the
-# next task's, so a call closed by another task is caught.
-SLACK = 0.05
+
+# Where a call of a task's region begins and ends is checked against marks the
+# script itself takes, never against a wall-clock limit (a loaded machine
+# stretches any run): mark(key, 0) and mark(key, 1) read time.perf_counter_ns()
+# (the profile's clock, CLOCK_MONOTONIC) just before and just after the
+# region's enter, mark(key, 2) and mark(key, 3) just before and just after its
+# exit, in the same task with no await in between, so no other task runs
+# between two marks of a pair. A call ended by another task's exit (the bug
+# lanes prevent) ends while that other task runs: outside its own pair.
+MARK = """
+    import json as _json, time as _time
+    MARKS = {}
+
+    def mark(*key):
+        MARKS[" ".join(map(str, key))] = _time.perf_counter_ns()
+
+    def save_marks():
+        with open("marks.json", "w") as out:
+            _json.dump(MARKS, out)
+"""
 
 INTERLEAVED = f"""
     import asyncio
     import scope_profiler as sp
-
+    {MARK}
     @sp.profile("step")
     def step():
         return 1
 
     async def worker(delay):
+        me = asyncio.current_task().get_name()
+        mark(me, "outer", 0)
         with sp.region("outer"):
+            mark(me, "outer", 1)
             await asyncio.sleep(delay)
             step()
+            mark(me, "inner", 0)
             with sp.region("inner"):
+                mark(me, "inner", 1)
                 await asyncio.sleep(delay)
+                mark(me, "inner", 2)
+            mark(me, "inner", 3)
+            mark(me, "outer", 2)
+        mark(me, "outer", 3)
 
     async def main():
         with sp.region("main"):
@@ -46,6 +72,7 @@ INTERLEAVED = f"""
     with sp.region("before"):
         pass
     asyncio.run(main())
+    save_marks()
 """
 
 
@@ -70,8 +97,23 @@ def calls(f, region):
     return [(lane, (e - s) / NS, s, e) for lane, s, e in zip(lanes, starts, ends)]
 
 
-def lasts(duration, seconds):
-    return seconds - 0.002 <= duration < seconds + SLACK
+def marks(sp):
+    """{key: perf_counter_ns()} of the script's mark() calls."""
+    return json.loads((sp.tmp / "marks.json").read_text())
+
+
+def bracketed(call, m, key):
+    """Whether the call began between the marks `key 0` and `key 1` and ended
+    between `key 2` and `key 3` (see MARK)."""
+    _, _, start, end = call
+    return (m[f"{key} 0"] <= start <= m[f"{key} 1"]
+            and m[f"{key} 2"] <= end <= m[f"{key} 3"])
+
+
+def at_least(duration, seconds):
+    """A region around `await asyncio.sleep(seconds)` lasts that long (a lower
+    bound holds however loaded the machine; 2 ms of grace for the loop)."""
+    return duration >= seconds - 0.002
 
 
 def tree_rows(text):
@@ -104,13 +146,20 @@ def test_interleaved_tasks_get_a_lane_each(sp):
         [(before_lane, *_)] = calls(f, "before")
         assert before_lane == 0 and names[0] == "MainThread"
         assert len(names) == 5 and sorted(names) == list(range(5))
-        # Each task's calls last its own sleeps, although the three tasks
-        # were inside the same region at the same time.
-        for lane, dur, start, end in outer:
-            delay = DELAYS[int(names[lane][1])]
-            assert lasts(dur, 2 * delay), (names[lane], dur)
-            [(_, idur, istart, iend)] = [c for c in inner if c[0] == lane]
-            assert lasts(idur, delay), (names[lane], idur)
+        # Each task's calls begin and end in its own task's steps and last its
+        # own sleeps, although the three tasks were inside the same region at
+        # the same time.
+        m = marks(sp)
+        for call in outer:
+            lane, dur, start, end = call
+            task = names[lane].split()[0]
+            delay = DELAYS[int(task[1])]
+            assert bracketed(call, m, f"{task} outer"), (task, call)
+            assert at_least(dur, 2 * delay), (task, dur)
+            [icall] = [c for c in inner if c[0] == lane]
+            _, idur, istart, iend = icall
+            assert bracketed(icall, m, f"{task} inner"), (task, icall)
+            assert at_least(idur, delay), (task, idur)
             assert start < istart < iend <= end
         assert max(c[2] for c in outer) < min(c[3] for c in outer)  # they overlap
 
@@ -174,48 +223,69 @@ def test_setup_track_async(sp):
 
 # ---- decorated coroutine functions ------------------------------------------
 
+# The decorated call is open from the coroutine's first step to its end:
+# marks 1 and 2 are the body's first and last step, 0 and 3 the awaiting
+# caller's, just before and after its await.
 DECORATED = f"""
     import asyncio, functools, inspect
     import scope_profiler as sp
-
+    {MARK}
     @sp.profile("fetch")
     async def fetch(delay):
+        mark("fetch", delay, 1)
         await asyncio.sleep(delay)
+        mark("fetch", delay, 2)
         return delay
 
     class Client:
         @sp.profile("method")
         async def get(self, delay):
+            mark("method", 1)
             await asyncio.sleep(delay)
+            mark("method", 2)
             return 2 * delay
 
     async def plain(delay):
+        mark("partial", 1)
         await asyncio.sleep(delay)
+        mark("partial", 2)
         return -delay
 
     partial = sp.profile("partial")(functools.partial(plain, 0.03))
 
     @sp.profile("fails")
     async def fails():
+        mark("fails", 1)
         await asyncio.sleep(0.02)
+        mark("fails", 2)
         raise KeyError("gone")
 
     async def main():
         assert inspect.iscoroutinefunction(fetch)
         coro = fetch(0)
         assert inspect.iscoroutine(coro) and coro.__qualname__ == "fetch"
+        mark("fetch", 0, 0)
         await coro
+        mark("fetch", 0, 3)
+        mark("gather")
         assert await asyncio.gather(*(fetch(d) for d in {DELAYS!r})) == list({DELAYS!r})
+        mark("gathered")
+        mark("method", 0)
         assert await Client().get(0.03) == 0.06
+        mark("method", 3)
+        mark("partial", 0)
         assert await partial() == -0.03
+        mark("partial", 3)
+        mark("fails", 0)
         try:
             await fails()
         except KeyError:
-            pass
+            mark("fails", 3)
         else:
             raise AssertionError("no KeyError")
 
     asyncio.run(main())
+    save_marks()
     print("ok")
 """
 
@@ -225,17 +295,26 @@ DECORATED = f"""
 def test_decorated_coroutines_time_their_awaited_run(sp, flags):
     path, proc = run(sp, DECORATED, "d.h5", *flags)
     assert proc.stdout == "ok\n"
+    m = marks(sp)
     with h5py.File(path) as f:
-        fetch = calls(f, "fetch")
+        fetch = sorted(calls(f, "fetch"), key=lambda c: c[2])
         assert len(fetch) == 4
-        assert lasts(fetch[0][1], 0)
-        # The gathered three ran interleaved; each lasts its own sleep.
-        for (lane, dur, _, _), delay in zip(fetch[1:], DELAYS):
-            assert lasts(dur, delay), (delay, dur)
-        assert lasts(calls(f, "method")[0][1], 0.03)
-        assert lasts(calls(f, "partial")[0][1], 0.03)
-        [(_, dur, _, _)] = calls(f, "fails")
-        assert lasts(dur, 0.02)
+        assert bracketed(fetch[0], m, "fetch 0"), fetch[0]
+        # The gathered three ran interleaved; each lasts its own sleep and ends
+        # in its own task's last step. No caller step follows that step in the
+        # same task (the task ends there), so the bounds come from the loop's
+        # order: the tasks start in gather's order, their sleeps' deadlines are
+        # in that order too, so they end in it; each call ends after its own
+        # last step began and before the next task's did.
+        starts = [m["gather"]] + [m[f"fetch {d} 1"] for d in DELAYS]
+        ends = [m[f"fetch {d} 2"] for d in DELAYS] + [m["gathered"]]
+        for i, ((_, dur, start, end), delay) in enumerate(zip(fetch[1:], DELAYS)):
+            assert starts[i] <= start <= starts[i + 1], (delay, start, starts)
+            assert ends[i] <= end <= ends[i + 1], (delay, end, ends)
+            assert at_least(dur, delay), (delay, dur)
+        for name, seconds in (("method", 0.03), ("partial", 0.03), ("fails", 0.02)):
+            [call] = calls(f, name)
+            assert bracketed(call, m, name) and at_least(call[1], seconds), (name, call)
         if "--track-async" in flags:
             names = lane_names(f)
             assert len({c[0] for c in fetch[1:]}) == 3
@@ -263,60 +342,103 @@ def test_decorated_coroutine_with_profiling_off(sp):
 
 # ---- exceptions, cancellation, threads ------------------------------------------
 
-ENDINGS = """
+ENDINGS = f"""
     import asyncio
     import scope_profiler as sp
-
+    {MARK}
     async def boom():
-        with sp.region("boom"):
-            await asyncio.sleep(0.02)
-            raise ValueError("boom")
+        mark("boom", 0)
+        try:
+            with sp.region("boom"):
+                mark("boom", 1)
+                await asyncio.sleep(0.02)
+                mark("boom", 2)
+                raise ValueError("boom")
+        finally:
+            mark("boom", 3)
 
-    async def sleeper():
-        with sp.region("cancelled"):
-            with sp.region("cancelled_inner"):
-                await asyncio.sleep(10)
+    async def sleeper(key):
+        mark(key, 0)
+        try:
+            with sp.region("cancelled"):
+                with sp.region("cancelled_inner"):
+                    mark(key, 1)
+                    try:
+                        await asyncio.sleep(10)
+                    finally:
+                        mark(key, 2)
+        finally:
+            mark(key, 3)
 
     @sp.profile("deco_cancelled")
     async def deco_sleeper():
-        await asyncio.sleep(10)
+        mark("deco", 1)
+        try:
+            await asyncio.sleep(10)
+        finally:
+            mark("deco", 2)
 
     async def main():
+        mark("main", 0)
         with sp.region("main"):
+            mark("main", 1)
             tasks = [asyncio.create_task(boom(), name="boom"),
-                     asyncio.create_task(sleeper(), name="sleeper"),
+                     asyncio.create_task(sleeper("sleeper"), name="sleeper"),
                      asyncio.create_task(deco_sleeper(), name="deco")]
+            mark("nap")
             await asyncio.sleep(0.05)
             tasks[1].cancel()
             tasks[2].cancel()
             res = await asyncio.gather(*tasks, return_exceptions=True)
+            mark("gathered")
             print([type(r).__name__ for r in res])
+            mark("after", 0)
             with sp.region("after"):
+                mark("after", 1)
                 await asyncio.sleep(0.01)
+                mark("after", 2)
+            mark("after", 3)
+            mark("wait_for")
             try:
-                await asyncio.wait_for(sleeper(), 0.03)
+                await asyncio.wait_for(sleeper("wait_for"), 0.03)
             except asyncio.TimeoutError:
                 print("timed out")
+            mark("main", 2)
+        mark("main", 3)
 
     asyncio.run(main())
+    save_marks()
 """
 
 
 def test_exceptions_and_cancellation_close_regions(sp):
     path, proc = run(sp, ENDINGS, "e.h5", "--track-async")
     assert proc.stdout == "['ValueError', 'CancelledError', 'CancelledError']\ntimed out\n"
+    m = marks(sp)
+    s = 1 / NS
     with h5py.File(path) as f:
         names = lane_names(f)
-        [(lane, dur, _, _)] = calls(f, "boom")
-        assert names[lane] == "boom (boom)" and lasts(dur, 0.02)
+        [(lane, dur, _, _)] = boom = calls(f, "boom")
+        assert names[lane] == "boom (boom)" and at_least(dur, 0.02)
+        assert bracketed(boom[0], m, "boom"), boom
         cancelled, inner = calls(f, "cancelled"), calls(f, "cancelled_inner")
         assert len(cancelled) == len(inner) == 2
         assert names[cancelled[0][0]] == names[inner[0][0]] == "sleeper (sleeper)"
-        assert lasts(cancelled[0][1], 0.05) and lasts(inner[0][1], 0.05)
-        [(lane, dur, _, _)] = calls(f, "deco_cancelled")
-        assert names[lane] == "deco (deco_sleeper)" and lasts(dur, 0.05)
+        # Open until the cancel, which came 50 ms after the mark "nap" at the
+        # earliest, and closed in the cancelled task's own last step.
+        for call in (cancelled[0], inner[0]):
+            assert bracketed(call, m, "sleeper"), call
+            assert at_least((call[3] - m["nap"]) * s, 0.05), call
+        [deco] = calls(f, "deco_cancelled")
+        assert names[deco[0]] == "deco (deco_sleeper)"
+        # Tasks take their first step in creation order and their cancelled
+        # step in cancel order, and the gather resumes main only after both.
+        assert m["sleeper 1"] <= deco[2] <= m["deco 1"], (deco, m)
+        assert m["deco 2"] <= deco[3] <= m["gathered"], (deco, m)
+        assert at_least((deco[3] - m["nap"]) * s, 0.05), deco
         # The main task's own stack is intact: "after" closes inside "main".
-        [(main_lane, main_dur, main_start, main_end)] = calls(f, "main")
+        [(main_lane, main_dur, main_start, main_end)] = main = calls(f, "main")
+        assert bracketed(main[0], m, "main") and at_least(main_dur, 0.05 + 0.01 + 0.03), main
         # wait_for's coroutine is cancelled at 30 ms. Python 3.11 runs it in a task
         # of its own; 3.12 and later await it in the calling task (asyncio.timeout),
         # so there it is main's lane and nests in "main".
@@ -325,11 +447,14 @@ def test_exceptions_and_cancellation_close_regions(sp):
         else:
             assert cancelled[1][0] == inner[1][0] == main_lane
             assert main_start < cancelled[1][2] < cancelled[1][3] <= main_end
-        assert lasts(cancelled[1][1], 0.03) and lasts(inner[1][1], 0.03)
-        [(after_lane, after_dur, after_start, after_end)] = calls(f, "after")
-        assert after_lane == main_lane and lasts(after_dur, 0.01)
+        # Open until the timeout, 30 ms after the mark "wait_for" at the earliest.
+        for call in (cancelled[1], inner[1]):
+            assert bracketed(call, m, "wait_for"), call
+            assert at_least((call[3] - m["wait_for"]) * s, 0.03), call
+        [(after_lane, after_dur, after_start, after_end)] = after = calls(f, "after")
+        assert after_lane == main_lane and at_least(after_dur, 0.01)
+        assert bracketed(after[0], m, "after"), after
         assert main_start < after_start < after_end < main_end
-        assert lasts(main_dur, 0.05 + 0.01 + 0.03)
     tree = tree_rows(sp("summary", "--tree", "e.h5").stdout)
     labels = [r[0] for r in tree]
     at = labels.index("main")
