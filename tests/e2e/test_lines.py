@@ -173,9 +173,15 @@ sleepy()
     proc = sp("run", "--line-profile", "-q", "-o", "s.h5", script)
     assert proc.returncode == 0, proc.stderr
     times = line_tables(sp.tmp / "s.h5")["sleepy:time"]
-    assert 0.02e9 <= times[7] < 0.04e9
-    assert 0.06e9 <= times[8] < 0.09e9
-    assert times[9] < 0.005e9
+    with h5py.File(sp.tmp / "s.h5") as f:
+        g = regions(f)["sleepy"]
+        [call_ns] = (g["end_times"][:] - g["start_times"][:]).tolist()
+    # Each sleep's line gets at least its sleep, and all the lines together no
+    # more than the call they ran in: a time moved to another line, or counted
+    # on two, breaks one or the other (no wall-clock upper bound: a loaded
+    # machine stretches the run, never the call past itself).
+    assert times[7] >= 0.02e9 and times[8] >= 0.06e9, times
+    assert sum(times.values()) <= call_ns, (times, call_ns)
 
 
 def test_region_functions_form_and_threads(sp):
