@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import ROOT, one_line_error
+from conftest import ROOT, one_line_error, regions
 
 NS = 1_000_000_000
 
@@ -30,13 +30,27 @@ with sp.region(sys.argv[2]):
 """
 
 
+def _totals(path):
+    with h5py.File(path) as f:
+        return {k: v.attrs["total_ns"] / NS for k, v in regions(f).items()}
+
+
 @pytest.fixture
 def profiles(sp):
+    """a.h5 and b.h5 as SCRIPT makes them. The tests judge the tool against
+    these two files' own numbers; what they need of the runs themselves is
+    that solve doubled (1.5x to 3x) and assemble stayed within 25 %, which a
+    machine stalling during one sleep can upset: such a pair is made again
+    (at most five times), so no test reads a pair the script did not mean."""
     script = sp.script(SCRIPT, "sim.py")
-    for out, slow, extra in (("a.h5", "1", "old_io"), ("b.h5", "2", "new_io")):
-        proc = sp("run", "-q", "-o", out, script, slow, extra)
-        assert proc.returncode == 0, proc.stderr
-    return sp
+    for attempt in range(5):
+        for out, slow, extra in (("a.h5", "1", "old_io"), ("b.h5", "2", "new_io")):
+            proc = sp("run", "-q", "-o", out, script, slow, extra)
+            assert proc.returncode == 0, proc.stderr
+        a, b = _totals(sp.tmp / "a.h5"), _totals(sp.tmp / "b.h5")
+        if 1.5 < b["solve"] / a["solve"] < 3 and 0.8 < b["assemble"] / a["assemble"] < 1.25:
+            return sp
+    pytest.fail(f"five pairs of runs were all disturbed: last {a} / {b}")
 
 
 def rows(out):
@@ -68,17 +82,24 @@ def test_table(profiles):
     for g in ("calls", "total [s]", "mean [s]", "change"):
         assert g in groups
     r = rows(out)
-    assert list(r)[:2] in (["solve", "step"], ["step", "solve"])   # ~+60 ms each
+    # Every figure is the files' own (h5py), whatever the machine's load did
+    # to the sleeps: only lower bounds on the sleeps themselves.
+    with h5py.File(sp.tmp / "a.h5") as fa, h5py.File(sp.tmp / "b.h5") as fb:
+        tot_a = {k: v.attrs["total_ns"] / NS for k, v in regions(fa).items()}
+        tot_b = {k: v.attrs["total_ns"] / NS for k, v in regions(fb).items()}
     solve = r["solve"]
     assert solve[:2] == ["3", "3"]
     total_a, total_b = float(solve[2]), float(solve[3])
-    assert 0.059 < total_a < 0.3 and 0.119 < total_b < 0.5   # sleeps only ever overrun
+    assert total_a == pytest.approx(tot_a["solve"], abs=2e-6) and total_a >= 0.06
+    assert total_b == pytest.approx(tot_b["solve"], abs=2e-6) and total_b >= 0.12
     assert float(solve[4]) == pytest.approx(total_a / 3, abs=2e-6)   # mean per call
-    assert float(solve[6]) == pytest.approx(total_b - total_a, abs=2e-6)
-    assert solve[6].startswith("+")
-    assert 30 < float(solve[7].rstrip("%")) < 150
-    assert 1.3 < float(solve[8].rstrip("x")) < 2.5
-    assert abs(float(r["assemble"][7].rstrip("%"))) < 60
+    for name in ("solve", "step", "assemble"):
+        a, b = tot_a[name], tot_b[name]
+        cells = r[name]
+        assert float(cells[6]) == pytest.approx(b - a, abs=2e-6), name
+        assert cells[6].startswith("+" if b > a else "-"), name
+        assert float(cells[7].rstrip("%")) == pytest.approx(100 * (b - a) / a, abs=0.06), name
+        assert float(cells[8].rstrip("x")) == pytest.approx(b / a, abs=0.006), name
     # Regions in one file only.
     assert r["old_io"][0] == "1" and r["old_io"][1] == "-"
     assert r["old_io"][6] == "only-in-A" and r["old_io"][7:] == ["-", "-"]
