@@ -145,6 +145,9 @@ void sp_line_table_clear(struct sp_line_table *t);
 /* Frees everything the rank owns (not the rank itself) and zeroes it. */
 void sp_rank_clear(struct sp_rank *rk);
 
+/* Whether name is a row of the rank's regions. */
+int sp_rank_has_region(const struct sp_rank *rk, const char *name);
+
 /* Frees everything the profile owns, then the profile itself. NULL is fine. */
 void sp_profile_free(struct sp_profile *p);
 

@@ -235,15 +235,6 @@ static void done_clear(void)
 	lw.nthreads_done = 0;
 }
 
-/* Whether name is a row of the rank's regions. */
-static int has_region(const struct sp_rank *rk, const char *name)
-{
-	for (size_t i = 0; i < rk->nregions; i++)
-		if (strcmp(rk->regions[i].name, name) == 0)
-			return 1;
-	return 0;
-}
-
 int sp_likwid_collect(struct sp_rank *rk, size_t *running)
 {
 	*running = 0;
@@ -268,7 +259,7 @@ int sp_likwid_collect(struct sp_rank *rk, size_t *running)
 	for (size_t i = 0; i < lw.nnames && sp_likwid_thread_ready; i++)
 		mine[i] = read_region(i);
 	for (size_t i = 0; i < lw.nnames; i++) {
-		if (!has_region(rk, lw.names[i]))
+		if (!sp_rank_has_region(rk, lw.names[i]))
 			continue;
 		size_t rows = mine[i] ? 1 : 0, nev = mine[i] ? (size_t)mine[i]->nevents : 0;
 		for (size_t k = 0; k < lw.ndone; k++)

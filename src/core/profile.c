@@ -48,6 +48,14 @@ void sp_likwid_region_clear(struct sp_likwid_region *t)
 	memset(t, 0, sizeof *t);
 }
 
+int sp_rank_has_region(const struct sp_rank *rk, const char *name)
+{
+	for (size_t i = 0; i < rk->nregions; i++)
+		if (strcmp(rk->regions[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
 void sp_rank_clear(struct sp_rank *rk)
 {
 	for (size_t i = 0; i < rk->nregions; i++) {

@@ -641,6 +641,24 @@ void sp_mpicalls_reset(void)
 	}
 }
 
+/* The name of function fn's region: fn itself, unless the rank already
+ * has a region of that name (the script's own, e.g. a region named
+ * "MPI_Allreduce" around its allreduce): then "fn [mpi]", or "fn [mpi N]"
+ * from N = 2 while that is taken too. NULL when out of memory. */
+static char *region_name(const struct sp_rank *rk, const char *fn)
+{
+	if (!sp_rank_has_region(rk, fn))
+		return strdup(fn);
+	size_t len = strlen(fn) + 32;
+	char *name = malloc(len);
+	if (!name)
+		return NULL;
+	snprintf(name, len, "%s [mpi]", fn);
+	for (unsigned long n = 2; sp_rank_has_region(rk, name); n++)
+		snprintf(name, len, "%s [mpi %lu]", fn, n);
+	return name;
+}
+
 long sp_mpicalls_add(struct sp_rank *rk)
 {
 	long added = 0;
@@ -649,10 +667,12 @@ long sp_mpicalls_add(struct sp_rank *rk)
 		rk->dropped += (int64_t)c->buf.dropped;
 		if (c->buf.n == 0)         /* every call lost: counted in the rank's only */
 			continue;
+		char *name = region_name(rk, call_names[i]);
+		if (!name)
+			return -1;
 		struct sp_region_data *rd = &rk->regions[rk->nregions];
 		memset(rd, 0, sizeof *rd);
-		if (!(rd->name = strdup(call_names[i])))
-			return -1;
+		rd->name = name;
 		rk->nregions++;
 		added++;
 		rd->dropped = (int64_t)c->buf.dropped;

@@ -380,3 +380,30 @@ def test_threads_calling_mpi_at_once_lose_no_call(sp):
             assert g.attrs["num_calls"] == 2000
             lanes, counts = np.unique(g["lanes"][:], return_counts=True)
             assert list(counts) == [500] * 4 and 0 not in lanes   # lane 0: the main thread
+
+
+def test_a_region_named_like_an_mpi_function_keeps_the_profile(sp):
+    # The script's own region "MPI_Allreduce" around its allreduce: the
+    # calls are "MPI_Allreduce [mpi]" (scope-profiler-run(1)), nested in it,
+    # and a name taken as well moves on to "[mpi 2]".
+    sp.script("""
+        import numpy as np
+        import scope_profiler as sp
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        with sp.region("MPI_Allreduce"):
+            comm.Allreduce(np.ones(2), np.empty(2))
+        with sp.region("MPI_Barrier"):
+            with sp.region("MPI_Barrier [mpi]"):
+                comm.Barrier()
+    """)
+    proc = mpirun(sp, 2, "run", "--mpi-calls", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        for r in (0, 1):
+            t = tree(f, r)
+            assert children(t, "MPI_Allreduce") == {"MPI_Allreduce [mpi]": 1}
+            assert children(t, "MPI_Barrier") == {"MPI_Barrier [mpi]": 1}
+            assert children(t, "MPI_Barrier [mpi]") == {"MPI_Barrier [mpi 2]": 1}
+            assert bytes_within(f, r, "MPI_Allreduce", "MPI_Allreduce [mpi]") == [16]
+
