@@ -17,7 +17,8 @@
  *   - Sendrecv, Sendrecv_replace: sent plus posted for receiving;
  *   - the other collectives: this rank's own contribution, the send side
  *     (Gather(v), Allgather(v): sendcount; Alltoall: sendcount per rank of
- *     the communicator; Alltoallv: the sum of sendcounts; Reduce_scatter:
+ *     the communicator, of the remote group for an intercommunicator;
+ *     Alltoallv: the sum of sendcounts; Reduce_scatter:
  *     the sum of recvcounts, which is what each rank sends), but for
  *     Scatter(v), whose send side exists only at the root, the receive
  *     side; with MPI_IN_PLACE the block that stays in place instead.
@@ -171,20 +172,20 @@
 	X(MPI_Alltoall, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, \
 			 int recvcount, MPI_Datatype recvtype, MPI_Comm comm),                            \
 	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),                     \
-	  comm_size(comm) * (sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype)                 \
+	  peers(comm) * (sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype)                 \
 						      : tsize(sendcount, sendtype)))                      \
 	X(MPI_Ialltoall, (const void *sendbuf, int sendcount, MPI_Datatype sendtype,               \
 			  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,             \
 			  MPI_Request *request),                                                          \
 	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request),            \
-	  comm_size(comm) * (sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype)                 \
+	  peers(comm) * (sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype)                 \
 						      : tsize(sendcount, sendtype)))                      \
 	X(MPI_Alltoallv, (const void *sendbuf, const int sendcounts[], const int sdispls[],        \
 			  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],                   \
 			  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm),                     \
 	  (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm), \
-	  sendbuf == MPI_IN_PLACE ? vsize(recvcounts, comm_size(comm), recvtype)                  \
-				  : vsize(sendcounts, comm_size(comm), sendtype))                         \
+	  sendbuf == MPI_IN_PLACE ? vsize(recvcounts, peers(comm), recvtype)                  \
+				  : vsize(sendcounts, peers(comm), sendtype))                         \
 	/* completion */                                                                          \
 	X(MPI_Wait, (MPI_Request *request, MPI_Status *status), (request, status), NONE)          \
 	X(MPI_Waitall, (int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses), \
@@ -287,6 +288,8 @@ static void *library_symbol(const char *name)
 static int (*p_type_size)(MPI_Datatype, int *);
 static int (*p_comm_size)(MPI_Comm, int *);
 static int (*p_comm_rank)(MPI_Comm, int *);
+static int (*p_test_inter)(MPI_Comm, int *);
+static int (*p_remote_size)(MPI_Comm, int *);
 
 static int64_t tsize(int64_t count, MPI_Datatype type)
 {
@@ -306,6 +309,25 @@ static int64_t comm_size(MPI_Comm comm)
 	if (!p_comm_size && !(*(void **)&p_comm_size = library_symbol("PMPI_Comm_size")))
 		return 0;
 	return p_comm_size(comm, &n) == MPI_SUCCESS && n > 0 ? n : 0;
+}
+
+/* The ranks a call on comm exchanges with, the length of its per-peer
+ * arrays (Alltoall's blocks, Alltoallv's counts): the communicator's size,
+ * or an intercommunicator's remote group. (Reduce_scatter's recvcounts
+ * and Reduce_scatter_block's blocks are per rank of the local group, which
+ * scatters the result, on either kind.) */
+static int64_t peers(MPI_Comm comm)
+{
+	int inter = 0, n = 0;
+	if (!p_test_inter && !(*(void **)&p_test_inter = library_symbol("PMPI_Comm_test_inter")))
+		return 0;
+	if (p_test_inter(comm, &inter) != MPI_SUCCESS)
+		return 0;
+	if (!inter)
+		return comm_size(comm);
+	if (!p_remote_size && !(*(void **)&p_remote_size = library_symbol("PMPI_Comm_remote_size")))
+		return 0;
+	return p_remote_size(comm, &n) == MPI_SUCCESS && n > 0 ? n : 0;
 }
 
 static int comm_rank(MPI_Comm comm)
@@ -546,21 +568,21 @@ static int64_t vsize_c(const MPI_Count *counts, int64_t n, MPI_Datatype type)
 	X(MPI_Alltoall, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,          \
 			 void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm),       \
 	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),                     \
-	  comm_size(comm) * (sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype)                 \
+	  peers(comm) * (sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype)                 \
 						      : tsize(sendcount, sendtype)))                      \
 	X(MPI_Ialltoall, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,         \
 			  void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,       \
 			  MPI_Request *request),                                                          \
 	  (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request),            \
-	  comm_size(comm) * (sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype)                 \
+	  peers(comm) * (sendbuf == MPI_IN_PLACE ? tsize(recvcount, recvtype)                 \
 						      : tsize(sendcount, sendtype)))                      \
 	X(MPI_Alltoallv, (const void *sendbuf, const MPI_Count sendcounts[],                       \
 			  const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,                 \
 			  const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype,  \
 			  MPI_Comm comm),                                                                 \
 	  (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm), \
-	  sendbuf == MPI_IN_PLACE ? vsize_c(recvcounts, comm_size(comm), recvtype)                \
-				  : vsize_c(sendcounts, comm_size(comm), sendtype))                       \
+	  sendbuf == MPI_IN_PLACE ? vsize_c(recvcounts, peers(comm), recvtype)                \
+				  : vsize_c(sendcounts, peers(comm), sendtype))                       \
 	X(MPI_Put, (const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, \
 		    int target_rank, MPI_Aint target_disp, MPI_Count target_count,                       \
 		    MPI_Datatype target_datatype, MPI_Win win),                                          \

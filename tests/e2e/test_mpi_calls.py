@@ -407,3 +407,31 @@ def test_a_region_named_like_an_mpi_function_keeps_the_profile(sp):
             assert children(t, "MPI_Barrier [mpi]") == {"MPI_Barrier [mpi 2]": 1}
             assert bytes_within(f, r, "MPI_Allreduce", "MPI_Allreduce [mpi]") == [16]
 
+
+def test_intercommunicator_collectives_count_the_remote_group(sp):
+    # Ranks 0, 1 and rank 2 form two groups of an intercommunicator: an
+    # Alltoall(v)'s per-peer blocks and counts are one per rank of the
+    # remote group (two for rank 2, one for ranks 0 and 1).
+    sp.script("""
+        import numpy as np
+        import scope_profiler as sp
+        from mpi4py import MPI
+        w = MPI.COMM_WORLD
+        color = 0 if w.rank < 2 else 1
+        local = w.Split(color, w.rank)
+        inter = local.Create_intercomm(0, w, 2 if color == 0 else 0, tag=7)
+        peers = inter.Get_remote_size()
+        counts = [3] * peers
+        with sp.region("inter"):
+            s, r = np.ones(3 * peers), np.empty(3 * peers)
+            inter.Alltoallv([s, (counts, None), MPI.DOUBLE], [r, (counts, None), MPI.DOUBLE])
+            inter.Alltoall([s, MPI.DOUBLE], [r, MPI.DOUBLE])
+        assert (r == 1).all()
+    """)
+    proc = mpirun(sp, 3, "run", "--mpi-calls", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        for r, peers in ((0, 1), (1, 1), (2, 2)):
+            for name in ("MPI_Alltoallv", "MPI_Alltoall"):
+                assert bytes_within(f, r, "inter", name) == [24 * peers], (r, name)
+
