@@ -275,14 +275,17 @@ static sp_mpicalls_lane_fn lane_of;    /* NULL: no lanes */
 
 /* The library's functions, looked up by name in the libmpi in use. A name
  * that cannot be found (no libmpi is loaded, yet MPI is called) is said
- * once and the call fails with MPI_ERR_INTERN. */
-static void *library_symbol(const char *name)
+ * once, through *said (one flag per name), and the call fails with
+ * MPI_ERR_INTERN; it is looked up again at the next call (a library that
+ * mpi4py loads later is found then). */
+static void *library_symbol(const char *name, int *said)
 {
 	void *f = sp_mpi_symbol(name);
-	if (!f)
+	if (!f && !__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))
 		fprintf(stderr, "scope-profiler: %s not found in the MPI library\n", name);
 	return f;
 }
+
 
 /* The helpers the byte counts use (never recorded). */
 static int (*p_type_size)(MPI_Datatype, int *);
@@ -293,10 +296,11 @@ static int (*p_remote_size)(MPI_Comm, int *);
 
 static int64_t tsize(int64_t count, MPI_Datatype type)
 {
+	static int said;
 	int size = 0;
 	if (count <= 0)
 		return 0;
-	if (!p_type_size && !(*(void **)&p_type_size = library_symbol("PMPI_Type_size")))
+	if (!p_type_size && !(*(void **)&p_type_size = library_symbol("PMPI_Type_size", &said)))
 		return 0;
 	if (p_type_size(type, &size) != MPI_SUCCESS || size < 0)
 		return 0;
@@ -305,8 +309,9 @@ static int64_t tsize(int64_t count, MPI_Datatype type)
 
 static int64_t comm_size(MPI_Comm comm)
 {
+	static int said;
 	int n = 0;
-	if (!p_comm_size && !(*(void **)&p_comm_size = library_symbol("PMPI_Comm_size")))
+	if (!p_comm_size && !(*(void **)&p_comm_size = library_symbol("PMPI_Comm_size", &said)))
 		return 0;
 	return p_comm_size(comm, &n) == MPI_SUCCESS && n > 0 ? n : 0;
 }
@@ -318,22 +323,26 @@ static int64_t comm_size(MPI_Comm comm)
  * scatters the result, on either kind.) */
 static int64_t peers(MPI_Comm comm)
 {
+	static int said, said_remote;
 	int inter = 0, n = 0;
-	if (!p_test_inter && !(*(void **)&p_test_inter = library_symbol("PMPI_Comm_test_inter")))
+	if (!p_test_inter &&
+	    !(*(void **)&p_test_inter = library_symbol("PMPI_Comm_test_inter", &said)))
 		return 0;
 	if (p_test_inter(comm, &inter) != MPI_SUCCESS)
 		return 0;
 	if (!inter)
 		return comm_size(comm);
-	if (!p_remote_size && !(*(void **)&p_remote_size = library_symbol("PMPI_Comm_remote_size")))
+	if (!p_remote_size &&
+	    !(*(void **)&p_remote_size = library_symbol("PMPI_Comm_remote_size", &said_remote)))
 		return 0;
 	return p_remote_size(comm, &n) == MPI_SUCCESS && n > 0 ? n : 0;
 }
 
 static int comm_rank(MPI_Comm comm)
 {
+	static int said;
 	int r = 0;
-	if (!p_comm_rank && !(*(void **)&p_comm_rank = library_symbol("PMPI_Comm_rank")))
+	if (!p_comm_rank && !(*(void **)&p_comm_rank = library_symbol("PMPI_Comm_rank", &said)))
 		return 0;
 	return p_comm_rank(comm, &r) == MPI_SUCCESS && r >= 0 ? r : 0;
 }
@@ -413,7 +422,8 @@ static void record(int id, int64_t t0, int64_t t1, int64_t bytes)
 	static int(*p_##FN) PARAMS = resolve_##FN;                                                \
 	static int resolve_##FN PARAMS                                                            \
 	{                                                                                         \
-		void *f = library_symbol("P" #FN);                                                \
+		static int said;                                                                  \
+		void *f = library_symbol("P" #FN, &said);                                         \
 		if (!f)                                                                           \
 			return MPI_ERR_INTERN;                                                    \
 		__atomic_store_n((void **)&p_##FN, f, __ATOMIC_RELAXED);                          \

@@ -435,3 +435,18 @@ def test_intercommunicator_collectives_count_the_remote_group(sp):
             for name in ("MPI_Alltoallv", "MPI_Alltoall"):
                 assert bytes_within(f, r, "inter", name) == [24 * peers], (r, name)
 
+
+def test_a_function_missing_from_the_library_is_said_once(sp):
+    # No libmpi loaded: the executable's MPI_Barrier finds no PMPI_Barrier;
+    # every call fails with the same MPI error, and the reason is one line.
+    sp.script("""
+        import ctypes
+        barrier = ctypes.CDLL(None).MPI_Barrier
+        barrier.argtypes = [ctypes.c_void_p]
+        print("rc", sorted({barrier(None) for _ in range(3)}))
+    """)
+    proc = sp("run", "--mpi-calls", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    rcs = [line for line in proc.stdout.splitlines() if line.startswith("rc ")]
+    assert len(rcs) == 1 and rcs[0] != "rc [0]", proc.stdout
+    assert proc.stderr.count("PMPI_Barrier not found in the MPI library") == 1, proc.stderr
