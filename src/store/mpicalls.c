@@ -12,13 +12,15 @@
  * datatype): count * PMPI_Type_size(datatype), as the call was given
  * (a receive: the size of the posted buffer, which bounds the message).
  *   - point to point, one-sided (the origin buffer; Get_accumulate also
- *     its result buffer), Bcast, Reduce, Allreduce, Scan, Exscan: the one
- *     count;
+ *     its result buffer; Fetch_and_op and Compare_and_swap: one element of
+ *     each, origin and result), Bcast, Reduce, Allreduce, Scan, Exscan: the
+ *     one count;
  *   - Sendrecv, Sendrecv_replace: sent plus posted for receiving;
  *   - the other collectives: this rank's own contribution, the send side
  *     (Gather(v), Allgather(v): sendcount; Alltoall: sendcount per rank of
  *     the communicator, of the remote group for an intercommunicator;
- *     Alltoallv: the sum of sendcounts; Reduce_scatter:
+ *     Alltoallv: the sum of sendcounts; Alltoallw: of sendcounts times
+ *     their sendtypes' sizes; Reduce_scatter:
  *     the sum of recvcounts, which is what each rank sends), but for
  *     Scatter(v), whose send side exists only at the root, the receive
  *     side; with MPI_IN_PLACE the block that stays in place instead.
@@ -186,6 +188,56 @@
 	  (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm), \
 	  sendbuf == MPI_IN_PLACE ? vsize(recvcounts, peers(comm), recvtype)                  \
 				  : vsize(sendcounts, peers(comm), sendtype))                         \
+	X(MPI_Iscan, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,        \
+		      MPI_Op op, MPI_Comm comm, MPI_Request *request),                                   \
+	  (sendbuf, recvbuf, count, datatype, op, comm, request), tsize(count, datatype))         \
+	X(MPI_Iexscan, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,      \
+			MPI_Op op, MPI_Comm comm, MPI_Request *request),                                  \
+	  (sendbuf, recvbuf, count, datatype, op, comm, request), tsize(count, datatype))         \
+	X(MPI_Ireduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[],        \
+				MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request),   \
+	  (sendbuf, recvbuf, recvcounts, datatype, op, comm, request),                            \
+	  vsize(recvcounts, comm_size(comm), datatype))                                           \
+	X(MPI_Ireduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount,           \
+				      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,                    \
+				      MPI_Request *request),                                              \
+	  (sendbuf, recvbuf, recvcount, datatype, op, comm, request),                             \
+	  tsize(recvcount, datatype) * comm_size(comm))                                           \
+	X(MPI_Igatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, \
+			 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,     \
+			 MPI_Comm comm, MPI_Request *request),                                            \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request), \
+	  sendbuf == MPI_IN_PLACE ? tsize(recvcounts[comm_rank(comm)], recvtype)                  \
+				  : tsize(sendcount, sendtype))                                           \
+	X(MPI_Iscatterv, (const void *sendbuf, const int sendcounts[], const int displs[],         \
+			  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,     \
+			  int root, MPI_Comm comm, MPI_Request *request),                                 \
+	  (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request), \
+	  recvbuf == MPI_IN_PLACE ? tsize(sendcounts[comm_rank(comm)], sendtype)                  \
+				  : tsize(recvcount, recvtype))                                           \
+	X(MPI_Iallgatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype,             \
+			    void *recvbuf, const int recvcounts[], const int displs[],                    \
+			    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),                  \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request),   \
+	  sendbuf == MPI_IN_PLACE ? tsize(recvcounts[comm_rank(comm)], recvtype)                  \
+				  : tsize(sendcount, sendtype))                                           \
+	X(MPI_Ialltoallv, (const void *sendbuf, const int sendcounts[], const int sdispls[],       \
+			   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],                  \
+			   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,                     \
+			   MPI_Request *request),                                                         \
+	  (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,  \
+	   request),                                                                              \
+	  sendbuf == MPI_IN_PLACE ? vsize(recvcounts, peers(comm), recvtype)                      \
+				  : vsize(sendcounts, peers(comm), sendtype))                             \
+	X(MPI_Alltoallw, (const void *sendbuf, const int sendcounts[], const int sdispls[],        \
+			  const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],          \
+			  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm),            \
+	  (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm), \
+	  sendbuf == MPI_IN_PLACE ? wsize(recvcounts, recvtypes, peers(comm))                     \
+				  : wsize(sendcounts, sendtypes, peers(comm)))                            \
+	/* persistent requests */                                                                 \
+	X(MPI_Start, (MPI_Request *request), (request), NONE)                                     \
+	X(MPI_Startall, (int count, MPI_Request array_of_requests[]), (count, array_of_requests), NONE) \
 	/* completion */                                                                          \
 	X(MPI_Wait, (MPI_Request *request, MPI_Status *status), (request, status), NONE)          \
 	X(MPI_Waitall, (int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses), \
@@ -227,6 +279,31 @@
 	  (origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, \
 	   target_rank, target_disp, target_count, target_datatype, op, win),                     \
 	  tsize(origin_count, origin_datatype) + tsize(result_count, result_datatype))            \
+	X(MPI_Rput, (const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,      \
+		     int target_rank, MPI_Aint target_disp, int target_count,                             \
+		     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request),                    \
+	  (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,    \
+	   target_datatype, win, request), tsize(origin_count, origin_datatype))                  \
+	X(MPI_Rget, (void *origin_addr, int origin_count, MPI_Datatype origin_datatype,            \
+		     int target_rank, MPI_Aint target_disp, int target_count,                             \
+		     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request),                    \
+	  (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,    \
+	   target_datatype, win, request), tsize(origin_count, origin_datatype))                  \
+	X(MPI_Raccumulate, (const void *origin_addr, int origin_count,                             \
+			    MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,          \
+			    int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,       \
+			    MPI_Request *request),                                                        \
+	  (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,    \
+	   target_datatype, op, win, request), tsize(origin_count, origin_datatype))              \
+	X(MPI_Fetch_and_op, (const void *origin_addr, void *result_addr, MPI_Datatype datatype,    \
+			     int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win),              \
+	  (origin_addr, result_addr, datatype, target_rank, target_disp, op, win),                \
+	  2 * tsize(1, datatype))                                                                 \
+	X(MPI_Compare_and_swap, (const void *origin_addr, const void *compare_addr,                \
+				 void *result_addr, MPI_Datatype datatype, int target_rank,               \
+				 MPI_Aint target_disp, MPI_Win win),                                      \
+	  (origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win),      \
+	  2 * tsize(1, datatype))                                                                 \
 	X(MPI_Win_fence, (int assert_, MPI_Win win), (assert_, win), NONE)                        \
 	X(MPI_Win_lock, (int lock_type, int rank, int assert_, MPI_Win win),                      \
 	  (lock_type, rank, assert_, win), NONE)                                                  \
@@ -353,6 +430,15 @@ static int64_t vsize(const int *counts, int64_t n, MPI_Datatype type)
 	int64_t sum = 0;
 	for (int64_t i = 0; i < n; i++)
 		sum += tsize(counts[i], type);
+	return sum;
+}
+
+/* The sum of counts[i] times the size of types[i], i in [0, n). */
+static int64_t wsize(const int *counts, const MPI_Datatype *types, int64_t n)
+{
+	int64_t sum = 0;
+	for (int64_t i = 0; i < n; i++)
+		sum += tsize(counts[i], types[i]);
 	return sum;
 }
 

@@ -450,3 +450,50 @@ def test_a_function_missing_from_the_library_is_said_once(sp):
     rcs = [line for line in proc.stdout.splitlines() if line.startswith("rc ")]
     assert len(rcs) == 1 and rcs[0] != "rc [0]", proc.stdout
     assert proc.stderr.count("PMPI_Barrier not found in the MPI library") == 1, proc.stderr
+
+
+def test_nonblocking_v_forms_persistent_and_atomic_calls(sp):
+    # The nonblocking v-forms, Alltoallw, persistent requests and the
+    # one-sided atomics are recorded too, with their bytes by the same rule.
+    sp.script("""
+        import numpy as np
+        import scope_profiler as sp
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        i4 = np.int32
+        mem = np.zeros(1, dtype=np.int64)
+        win = MPI.Win.Create(mem, comm=comm)
+        with sp.region("more"):
+            comm.Iscan(np.ones(3), np.empty(3)).Wait()
+            comm.Iallgatherv(np.ones(rank + 1, i4), [np.empty(3, i4), [1, 2]]).Wait()
+            comm.Ialltoallv([np.ones(3, i4), [1, 2]],
+                            [np.empty(4, i4), [2, 2] if rank else [1, 1]]).Wait()
+            s, r = np.ones(2, i4), np.empty(2, i4)
+            comm.Alltoallw([s, [1, 1], [0, 4], [MPI.INT, MPI.INT]],
+                           [r, [1, 1], [0, 4], [MPI.INT, MPI.INT]])
+            req = comm.Send_init(np.ones(5), dest=1 - rank, tag=5)
+            back = np.empty(5)
+            req.Start()
+            comm.Recv(back, source=1 - rank, tag=5)
+            req.Wait()
+            req.Free()
+            win.Lock_all()
+            old = np.empty(1, dtype=np.int64)
+            win.Fetch_and_op(np.ones(1, dtype=np.int64), old, 1 - rank)
+            win.Unlock_all()
+        win.Free()
+        comm.Barrier()
+        assert (back == 1).all() and mem[0] == 1 and (r == 1).all()
+    """)
+    proc = mpirun(sp, 2, "run", "--mpi-calls", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    want = {"MPI_Iscan": [24, 24], "MPI_Iallgatherv": [4, 8], "MPI_Ialltoallv": [12, 12],
+            "MPI_Alltoallw": [8, 8], "MPI_Fetch_and_op": [16, 16]}
+    with h5py.File(sp.tmp / "out.h5") as f:
+        for r in (0, 1):
+            inner = children(tree(f, r), "more")
+            assert inner.get("MPI_Start") == 1, inner
+            for name, per_rank in want.items():
+                assert inner.get(name) == 1, (name, inner)
+                assert bytes_within(f, r, "more", name) == [per_rank[r]], (r, name)
