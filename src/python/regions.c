@@ -692,10 +692,16 @@ static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 		return NULL;
 	if (Py_TYPE(region) == &sp_DisabledRegionType)
 		return Py_NewRef(func);
+	if (sp_mode.likwid) {
+		/* As run --likwid --recursive: the nested calls would be regions
+		 * of no LIKWID marker (wrapper.c times only the outer call). */
+		PyErr_SetString(PyExc_ValueError, "profile(recursive=True) cannot be combined with --likwid "
+				"(use_likwid): LIKWID marker regions wrap the calls of explicit regions");
+		return NULL;
+	}
 	if ((Py_TYPE(region) != &sp_TimeOnlyRegionType && Py_TYPE(region) != &sp_ThreadsRegionType &&
 	     Py_TYPE(region) != &sp_AsyncRegionType && Py_TYPE(region) != &sp_MemoryRegionType &&
-	     Py_TYPE(region) != &sp_MemoryThreadsRegionType && Py_TYPE(region) != &sp_MemoryAsyncRegionType &&
-	     Py_TYPE(region) != &sp_LikwidRegionType) ||
+	     Py_TYPE(region) != &sp_MemoryThreadsRegionType && Py_TYPE(region) != &sp_MemoryAsyncRegionType) ||
 	    !PyCallable_Check(func)) {
 		PyErr_SetString(PyExc_TypeError, "_profile_recursive(region, callable)");
 		return NULL;

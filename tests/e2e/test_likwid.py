@@ -340,3 +340,22 @@ def test_region_inside_itself_is_one_marker_region(sp, standin):
         assert tables["fact"].attrs["likwid_count"].tolist() == [2]
         assert regions(f, 0)["fact"].attrs["num_calls"] == 8
         assert tables["outer"].attrs["likwid_count"].tolist() == [1]
+
+
+def test_profile_recursive_is_refused(sp, standin):
+    """@profile(recursive=True) records nested calls that would be marker
+    regions of no LIKWID call: refused, as run --likwid --recursive is."""
+    sp.script("""
+        import scope_profiler as sp
+        try:
+            @sp.profile(recursive=True)
+            def rec():
+                inner()
+        except ValueError as e:
+            print(e)
+        def inner():
+            pass
+    """)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("profile(recursive=True) cannot be combined with --likwid")
