@@ -443,7 +443,8 @@ static int is_region(PyObject *o)
 	PyTypeObject *t = Py_TYPE(o);
 	return t == &sp_TimeOnlyRegionType || t == &sp_ThreadsRegionType || t == &sp_AsyncRegionType ||
 	       t == &sp_MemoryRegionType || t == &sp_MemoryThreadsRegionType || t == &sp_MemoryAsyncRegionType ||
-	       t == &sp_LinesRegionType || t == &sp_AggregateRegionType || t == &sp_DisabledRegionType;
+	       t == &sp_LinesRegionType || t == &sp_LikwidRegionType || t == &sp_AggregateRegionType ||
+	       t == &sp_DisabledRegionType;
 }
 
 /* _coroutine_enter(region) and _coroutine_exit(region, token): around the
@@ -456,8 +457,10 @@ static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
 	PyTypeObject *type = Py_TYPE(region);
 	if (type == &sp_DisabledRegionType)
 		Py_RETURN_NONE;
+	/* --likwid: timed without a marker region too (scope-profiler-run(1)):
+	 * the calls of a thread's tasks interleave, LIKWID's regions nest. */
 	if (type != &sp_TimeOnlyRegionType && type != &sp_ThreadsRegionType && type != &sp_AsyncRegionType &&
-	    type != &sp_LinesRegionType) {
+	    type != &sp_LinesRegionType && type != &sp_LikwidRegionType) {
 		PyObject *res = PyObject_CallMethod(region, "__enter__", NULL);
 		if (!res)
 			return NULL;

@@ -359,3 +359,37 @@ def test_profile_recursive_is_refused(sp, standin):
     proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("profile(recursive=True) cannot be combined with --likwid")
+
+
+def test_async_def_is_timed_without_a_marker_region(sp, standin):
+    """A decorated `async def` function's calls interleave in one thread
+    (LIKWID's regions nest): both calls recorded, no marker region for
+    them, while the plain function stays one."""
+    sp.script("""
+        import asyncio
+        import scope_profiler as sp
+
+        @sp.profile
+        async def f(i):
+            await asyncio.sleep(0.01 * i)
+
+        @sp.profile
+        def g():
+            pass
+
+        async def main():
+            await asyncio.gather(f(1), f(2))
+            g()
+
+        asyncio.run(main())
+    """)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    log = marker_log(sp)
+    assert [l[:2] for l in log if l[0] in ("start", "stop")] == [["start", "g"], ["stop", "g"]]
+    with h5py.File(sp.tmp / "out.h5") as f:
+        regs = regions(f, 0)
+        assert regs["f"].attrs["num_calls"] == 2 and regs["g"].attrs["num_calls"] == 1
+        tables = likwid_tables(f)
+        assert "f" not in tables
+        assert tables["g"].attrs["likwid_count"].tolist() == [1]
