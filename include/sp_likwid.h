@@ -83,9 +83,10 @@ static inline void sp_likwid_leave(int32_t id, const char *tag)
  * not seen. Regions no thread ran are left out, and so are names that are
  * not rows of rk->regions. Threads that have not exited are waited for
  * (a second at most: a joined thread may still be on its way out), and
- * those still running are counted in *running. Sets rk->likwid; 0, or -1
- * out of memory. */
-int sp_likwid_collect(struct sp_rank *rk, size_t *running);
+ * those still running are counted in *running. Values the file may not
+ * hold (a time not finite or negative, an event not finite) are stored as
+ * 0 and counted in *replaced. Sets rk->likwid; 0, or -1 out of memory. */
+int sp_likwid_collect(struct sp_rank *rk, size_t *running, size_t *replaced);
 
 /* The event names for /metadata's likwid_event_names, comma-separated:
  * from $LIKWID_EVENTS when it is an explicit list ("EV:CTR,EV:CTR"), else

@@ -4,6 +4,7 @@
  * so a thread's are read when it exits, by a thread-specific destructor). */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@ static struct {
 	size_t ndone, capdone;
 	size_t nthreads_done;          /* threads whose readings are in done */
 	size_t *thread_of;             /* done[i]'s thread number */
+	size_t replaced;               /* values read not finite (or a negative time): 0 */
 } lw = {.lock = PTHREAD_MUTEX_INITIALIZER, .exited = PTHREAD_COND_INITIALIZER};
 
 static void at_exit_close(void)
@@ -188,6 +190,18 @@ static struct reading *read_region(size_t i)
 		free(rd);
 		return NULL;
 	}
+	/* What the file may hold (h5read_likwid.c): a finite, non-negative
+	 * time, finite events; anything else from the library is kept as 0,
+	 * counted for the warning of the collection. */
+	if (!isfinite(rd->time) || rd->time < 0) {
+		rd->time = 0;
+		lw.replaced++;
+	}
+	for (int k = 0; k < rd->nevents; k++)
+		if (!isfinite(rd->events[k])) {
+			rd->events[k] = 0;
+			lw.replaced++;
+		}
 	return rd;
 }
 
@@ -235,9 +249,10 @@ static void done_clear(void)
 	lw.nthreads_done = 0;
 }
 
-int sp_likwid_collect(struct sp_rank *rk, size_t *running)
+int sp_likwid_collect(struct sp_rank *rk, size_t *running, size_t *replaced)
 {
 	*running = 0;
+	*replaced = 0;
 	if (lw.state != 1)
 		return 0;
 	int rc = -1;
@@ -294,6 +309,8 @@ int sp_likwid_collect(struct sp_rank *rk, size_t *running)
 	rk->nlikwid = n;
 	out = NULL;
 	rc = 0;
+	*replaced = lw.replaced;
+	lw.replaced = 0;
 	done_clear();
 out:
 	if (out) {

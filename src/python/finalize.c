@@ -250,10 +250,10 @@ static void live_tree_check(struct sp_rank *rk, int live)
  * exception. */
 static int add_likwid(struct sp_profile *p, struct sp_rank *rk)
 {
-	size_t running = 0;
+	size_t running = 0, replaced = 0;
 	int rc;
 	Py_BEGIN_ALLOW_THREADS
-	rc = sp_likwid_collect(rk, &running);
+	rc = sp_likwid_collect(rk, &running, &replaced);
 	Py_END_ALLOW_THREADS
 	if (rc != 0) {
 		PyErr_NoMemory();
@@ -263,6 +263,9 @@ static int add_likwid(struct sp_profile *p, struct sp_rank *rk)
 		fprintf(stderr, "scope-profiler: warning: rank %d: %zu thread%s that ran LIKWID marker regions "
 			"still run%s: %s counters are not in the profile\n", rk->rank, running,
 			running == 1 ? "" : "s", running == 1 ? "s" : "", running == 1 ? "its" : "their");
+	if (replaced)
+		fprintf(stderr, "scope-profiler: warning: rank %d: LIKWID gave %zu value%s not finite or a "
+			"negative time: stored as 0\n", rk->rank, replaced, replaced == 1 ? "" : "s");
 	const char *events = getenv("LIKWID_EVENTS");
 	char *names = sp_likwid_event_names(rk->nlikwid ? rk->likwid[0].nevents : 0);
 	struct sp_kv *kv = realloc(p->meta, (p->nmeta + 2) * sizeof *kv);

@@ -37,6 +37,7 @@
  * source, every source line a string ("" where the rank had none).
  */
 #include <limits.h>
+#include <math.h>
 #include <stdalign.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -634,6 +635,13 @@ static enum sp_err unpack_likwid(struct cursor *c, struct sp_likwid_region *t)
 	memcpy(t->time, time, nt * 8u);
 	t->nthreads = nt;
 	t->nevents = ne;
+	/* The checks of the file's reader (h5read_likwid.c). */
+	for (size_t i = 0; i < nt * ne; i++)
+		if (!isfinite(t->events[i]))
+			return damaged(c, "a LIKWID event is not finite");
+	for (size_t i = 0; i < nt; i++)
+		if (t->count[i] < 0 || !isfinite(t->time[i]) || t->time[i] < 0)
+			return damaged(c, "a LIKWID count or time is negative or not finite");
 	return SP_OK;
 }
 

@@ -7,8 +7,11 @@
  * likwid_markerGetRegion returns made-up deterministic counters of the
  * calling thread: count = the region's completed start/stop pairs in that
  * thread, time = count * 0.5 s, event k = count * (k + 1) * 1000.5, with
- * $LIKWID_STANDIN_NEVENTS events (default 3). */
+ * $LIKWID_STANDIN_NEVENTS events (default 3). For the tests of bad
+ * readings, $LIKWID_STANDIN_BAD=nan makes the time and event 1 NaN, =neg
+ * makes the time negative and event 0 -inf. */
 #include <fcntl.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,4 +112,14 @@ void likwid_markerGetRegion(const char *tag, int *nevents, double *events, doubl
 	*nevents = want;
 	*time = c * 0.5;
 	*count = c;
+	const char *bad = getenv("LIKWID_STANDIN_BAD");
+	if (bad && strcmp(bad, "nan") == 0) {
+		*time = NAN;
+		if (want > 1)
+			events[1] = NAN;
+	} else if (bad && strcmp(bad, "neg") == 0) {
+		*time = -*time;
+		if (want > 0)
+			events[0] = -INFINITY;
+	}
 }

@@ -393,3 +393,31 @@ def test_async_def_is_timed_without_a_marker_region(sp, standin):
         tables = likwid_tables(f)
         assert "f" not in tables
         assert tables["g"].attrs["likwid_count"].tolist() == [1]
+
+
+@pytest.mark.parametrize("bad", ["nan", "neg"])
+def test_bad_readings_stored_as_zero_with_one_warning(sp, standin, bad):
+    """LIKWID's values the file may not hold (a time not finite or negative,
+    an event not finite) are stored as 0, said in one warning line: the
+    profile is written and its own reader takes it."""
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py",
+              env=likwid_env(standin, sp, LIKWID_STANDIN_BAD=bad))
+    assert proc.returncode == 0, proc.stderr
+    warnings = [l for l in proc.stderr.splitlines() if "LIKWID" in l]
+    # step in 2 threads, kernel in 1: a time and an event each.
+    assert warnings == ["scope-profiler: warning: rank 0: LIKWID gave 6 values not finite or a "
+                        "negative time: stored as 0"], proc.stderr
+    bad_event = 1 if bad == "nan" else 0
+    with h5py.File(sp.tmp / "out.h5") as f:
+        step = likwid_tables(f)["step"]
+        assert step.attrs["likwid_count"].tolist() == [3, 2]
+        assert step.attrs["likwid_time"].tolist() == [0.0, 0.0]
+        events = step["likwid_events"][()]
+        for row, count in enumerate((3, 2)):
+            want = expected_events(count)
+            want[bad_event] = 0.0
+            assert events[row].tolist() == want
+    out = sp("summary", "out.h5")
+    assert out.returncode == 0, out.stderr
+    assert "LIKWID counters" in out.stdout

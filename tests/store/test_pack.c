@@ -1,5 +1,6 @@
 /* test_pack.c - unit tests of sp_rank_pack() / sp_rank_unpack(): one rank's
  * profile as one flat buffer, as sent to rank 0 under MPI. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -661,6 +662,35 @@ static void test_unpack_errors(void **state)
 	memcpy(b, buf, len);
 	put64(b + calls, UINT64_MAX);
 	expect_corrupt(b, len, "negative num_calls");
+
+	/* LIKWID values the file's reader refuses (h5read_likwid.c): an event
+	 * not finite, a negative count, a negative or infinite time. The
+	 * table "main": its events, then its counts, then its times. */
+	const struct sp_likwid_region *lt = &rk.likwid[0];
+	size_t ev = find(buf, len, lt->events, 6 * sizeof(double));
+	assert_memory_equal(buf + ev + 48, lt->count, 2 * sizeof(int64_t));
+	assert_memory_equal(buf + ev + 64, lt->time, 2 * sizeof(double));
+	const struct {
+		size_t at;
+		double d;
+		int64_t i;
+		int is_int;
+	} lwbad[] = {{ev + 40, NAN, 0, 0}, {ev, -INFINITY, 0, 0}, {ev + 56, 0, -1, 1},
+		     {ev + 64, -0.5, 0, 0}, {ev + 72, INFINITY, 0, 0}, {ev + 72, NAN, 0, 0}};
+	for (size_t k = 0; k < sizeof lwbad / sizeof lwbad[0]; k++) {
+		memcpy(b, buf, len);
+		if (lwbad[k].is_int)
+			memcpy(b + lwbad[k].at, &lwbad[k].i, 8);
+		else
+			memcpy(b + lwbad[k].at, &lwbad[k].d, 8);
+		expect_corrupt(b, len, "LIKWID value");
+	}
+	/* Negative events are readable values, as for the file's reader. */
+	memcpy(b, buf, len);
+	double neg = -3;
+	memcpy(b + ev + 16, &neg, 8);
+	assert_int_equal(sp_rank_unpack(b, len, &got, &err), SP_OK);
+	sp_rank_clear(&got);
 
 	/* Sanity: the original still unpacks. */
 	assert_int_equal(sp_rank_unpack(buf, len, &got, &err), SP_OK);
