@@ -21,7 +21,18 @@ struct sp_h5_stream {
 	uint64_t *total;               /* version 2: per rank: the calls in its columns */
 	size_t ri, gi;                 /* the region (version 2: rank) whose columns are open */
 	hid_t cols[3];                 /* its start_times, end_times, lanes; -1: none */
+	size_t vri;                    /* version 2: the rank whose value columns are open */
+	hid_t vcols[SP_VALUE_KINDS];   /* its value columns by kind; -1: none */
 };
+
+static void close_values(struct sp_h5_stream *s)
+{
+	for (int k = 0; k < SP_VALUE_KINDS; k++) {
+		sp_h5r_close(s->vcols[k]);
+		s->vcols[k] = -1;
+	}
+	s->vri = SIZE_MAX;
+}
 
 static void close_columns(hid_t cols[3])
 {
@@ -172,6 +183,9 @@ enum sp_err sp_h5_stream_open(const char *path, struct sp_h5_stream **out, struc
 	s->file = -1;
 	s->ri = s->gi = SIZE_MAX;
 	s->cols[0] = s->cols[1] = s->cols[2] = -1;
+	for (int k = 0; k < SP_VALUE_KINDS; k++)
+		s->vcols[k] = -1;
+	s->vri = SIZE_MAX;
 	s->r = (struct reader){.path = s->path, .err = err, .flags = SP_READ_SUMMARY, .stream = s,
 			       .file = -1, .fd = -1};
 	if ((rc = sp_h5r_check_path(&s->r)) != SP_OK)
@@ -287,18 +301,25 @@ enum sp_err sp_h5_stream_values(struct sp_h5_stream *s, size_t ri, size_t gi, ui
 	if (n == 0)
 		return SP_OK;
 	s->r.err = err;
-	/* Checked at open (stream_rank_v2): opened again as they were. */
-	hid_t vcols[SP_VALUE_KINDS] = {-1, -1, -1};
-	hid_t rg = H5Gopen2(s->file, s->groups[ri], H5P_DEFAULT);
-	enum sp_err rc = rg < 0 ? sp_h5r_fail(&s->r, SP_ECORRUPT, "%s is not a group", s->groups[ri])
-		: sp_h5r_values_open(&s->r, rg, s->groups[ri], rk, s->total[ri], vcols);
-	if (rc == SP_OK && sp_h5r_span(vcols[rd->value_kind], H5T_NATIVE_INT64,
-				       (uint64_t)s->first[ri][gi] + first, n, values) < 0)
+	enum sp_err rc = SP_OK;
+	if (s->vri != ri) {
+		/* The rank's value columns, checked at open (stream_rank_v2):
+		 * opened again as they were, kept open until another rank's. */
+		close_values(s);
+		hid_t rg = H5Gopen2(s->file, s->groups[ri], H5P_DEFAULT);
+		rc = rg < 0 ? sp_h5r_fail(&s->r, SP_ECORRUPT, "%s is not a group", s->groups[ri])
+			    : sp_h5r_values_open(&s->r, rg, s->groups[ri], rk, s->total[ri], s->vcols);
+		sp_h5r_close(rg);
+		if (rc != SP_OK) {
+			close_values(s);
+			return rc;
+		}
+		s->vri = ri;
+	}
+	if (sp_h5r_span(s->vcols[rd->value_kind], H5T_NATIVE_INT64, (uint64_t)s->first[ri][gi] + first, n,
+			values) < 0)
 		rc = sp_h5r_fail(&s->r, SP_ECORRUPT, "rank%d/regions/%.200s: cannot read its values", rk->rank,
 				 rd->name);
-	for (int k = 0; k < SP_VALUE_KINDS; k++)
-		sp_h5r_close(vcols[k]);
-	sp_h5r_close(rg);
 	return rc;
 }
 
@@ -307,6 +328,7 @@ void sp_h5_stream_close(struct sp_h5_stream *s)
 	if (!s)
 		return;
 	close_columns(s->cols);
+	close_values(s);
 	if (s->r.path)                 /* the reader was set up: fd is valid */
 		sp_h5r_release(&s->r);
 	if (s->file >= 0)

@@ -234,6 +234,67 @@ static void test_errors(void **state)
 	sp_h5_stream_close(s);
 }
 
+/* Open datasets of every file (HDF5's own count). */
+static ssize_t open_datasets(void)
+{
+	return H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_DATASET);
+}
+
+/* Per-call values (format version 2): read a slice at a time, across
+ * regions and ranks; a rank's value columns stay open while its slices are
+ * read (not opened again per slice) and are closed with the stream. */
+static void test_values(void **state)
+{
+	(void)state;
+	struct sp_profile *p = calloc(1, sizeof *p);
+	struct sp_error err = {0};
+	p->format_version = 2;
+	p->nranks = 2;
+	p->ranks = calloc(2, sizeof *p->ranks);
+	for (int r = 0; r < 2; r++) {
+		p->ranks[r] = (struct sp_rank){.rank = r, .run_start_ns = 1000, .run_end_ns = SP_NO_TIME};
+		p->ranks[r].regions = calloc(2, sizeof *p->ranks[r].regions);
+		add_region(&p->ranks[r], "alloc", 5000, 5000, 0);
+		add_region(&p->ranks[r], "send", 40, 2000, 0);
+		for (size_t g = 0; g < 2; g++) {
+			struct sp_region_data *rd = &p->ranks[r].regions[g];
+			size_t n = (size_t)rd->stats.num_calls;
+			rd->value_kind = g == 0 ? SP_VALUES_ALLOC_BYTES : SP_VALUES_BYTES;
+			rd->values = malloc(n * sizeof *rd->values);
+			assert_non_null(rd->values);
+			rd->values_total = 0;
+			for (size_t c = 0; c < n; c++)
+				rd->values_total += rd->values[c] = 1000 * (int64_t)r + 7 * (int64_t)c + (int64_t)g;
+		}
+		assert_ok(sp_tree_build(&p->ranks[r], &err), &err);
+	}
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	sp_profile_free(p);
+
+	struct sp_h5_stream *s = NULL;
+	int64_t v[100];
+	assert_ok(sp_h5_stream_open(path, &s, &err), &err);
+	ssize_t before = open_datasets();
+	assert_true(before >= 0);
+	assert_ok(sp_h5_stream_values(s, 0, 0, 4900, 100, v, &err), &err);
+	for (int c = 0; c < 100; c++)
+		assert_int_equal(v[c], 7 * (4900 + c));
+	ssize_t open = open_datasets();
+	assert_true(open > before);                 /* rank 0's value columns, kept */
+	assert_ok(sp_h5_stream_values(s, 0, 1, 10, 30, v, &err), &err);
+	assert_int_equal(v[0], 71);
+	assert_int_equal(v[29], 7 * 39 + 1);
+	assert_int_equal(open_datasets(), open);    /* the same columns, not opened again */
+	assert_ok(sp_h5_stream_values(s, 1, 0, 0, 2, v, &err), &err);
+	assert_int_equal(v[1], 1007);
+	assert_int_equal(open_datasets(), open);    /* rank 1's instead of rank 0's */
+	assert_ok(sp_h5_stream_values(s, 0, 0, 0, 1, v, &err), &err);
+	assert_int_equal(v[0], 0);
+	assert_int_equal(sp_h5_stream_values(s, 0, 1, 39, 2, v, &err), SP_EINVAL);
+	sp_h5_stream_close(s);
+	assert_int_equal(open_datasets(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest both[] = {
@@ -242,6 +303,7 @@ int main(void)
 	};
 	const struct CMUnitTest once[] = {
 		cmocka_unit_test(test_plain_layout),
+		cmocka_unit_test(test_values),
 	};
 	int rc = cmocka_run_group_tests_name("format version 2", both, setup, teardown);
 	rc |= cmocka_run_group_tests_name("the plain layout", once, setup, teardown);
