@@ -332,6 +332,22 @@ static enum sp_err read_values(struct reader *r, const char *gname, const hid_t 
 
 /* Every region's events into its own columns, each region checked as
  * version 1's are (sp_h5r_events_ok). */
+/* A region's loaded values against its values_total, summed as the end of
+ * a run sums them (wrapping, finalize.c); ctx names the region. */
+static enum sp_err values_match(struct reader *r, const char *ctx, const struct sp_region_data *rd, size_t n)
+{
+	uint64_t sum = 0;
+	if (!rd->value_kind)
+		return SP_OK;
+	for (size_t i = 0; i < n; i++)
+		sum += (uint64_t)rd->values[i];
+	if ((int64_t)sum != rd->values_total)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s: its %s sum to %lld, values_total says %lld", ctx,
+				   sp_value_kind_name(rd->value_kind), (long long)(int64_t)sum,
+				   (long long)rd->values_total);
+	return SP_OK;
+}
+
 static enum sp_err read_all_events(struct reader *r, const char *gname, struct sp_rank *rk,
 				   const int64_t *first, uint64_t total, const hid_t cols[3],
 				   const hid_t vcols[SP_VALUE_KINDS])
@@ -369,7 +385,8 @@ static enum sp_err read_all_events(struct reader *r, const char *gname, struct s
 			     (rc = sp_h5r_span(vcols[rd->value_kind], H5T_NATIVE_INT64, (uint64_t)first[i], n,
 					       rd->values) < 0
 				   ? sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read its values", ctx)
-				   : SP_OK) == SP_OK))
+				   : SP_OK) == SP_OK) &&
+			    (rc = values_match(r, ctx, rd, n)) == SP_OK)
 				rc = sp_h5r_events_ok(r, ctx, rd->starts, rd->ends, n);
 			i++;
 			continue;
@@ -395,7 +412,8 @@ static enum sp_err read_all_events(struct reader *r, const char *gname, struct s
 			if (rd->value_kind)
 				memcpy(rd->values, v[rd->value_kind] + at, n * sizeof *rd->values);
 			at += n;
-			rc = sp_h5r_events_ok(r, ctx, rd->starts, rd->ends, n);
+			if ((rc = values_match(r, ctx, rd, n)) == SP_OK)
+				rc = sp_h5r_events_ok(r, ctx, rd->starts, rd->ends, n);
 		}
 	}
 out:

@@ -110,6 +110,36 @@ def test_damaged_values_refused(sp):
             one_line_error(out, "bytes holds 2 calls")
 
 
+def test_values_total_checked_against_the_column(sp):
+    """A row whose values do not sum to its values_total (summed wrapping,
+    as the end of a run sums them) is damage once the events are loaded;
+    a summary, reading no event column, goes on."""
+    path = profile_with_values(sp)
+    with h5py.File(path, "r+") as f:
+        names = [n.decode() for n in f["rank0/regions/name"][:]]
+        f["rank0/regions/values_total"][names.index("MPI_Allreduce")] = 47
+    out = sp("summary", path)
+    assert out.returncode == 0, out.stderr
+    out = sp("plot", path, "-o", sp.tmp / "charts")
+    assert out.returncode != 0
+    one_line_error(out, "rank0/regions/MPI_Allreduce", "sum to 48, values_total says 47")
+    # Values whose sum wraps past int64: their total is the wrapped sum.
+    path = profile_with_values(sp)
+    with h5py.File(path, "r+") as f:
+        reg, ev = f["rank0/regions"], f["rank0/events"]
+        names = [n.decode() for n in reg["name"][:]]
+        m = names.index("MPI_Allreduce")
+        first = reg["first_event"][m]
+        moved = ev["bytes"][:]
+        moved[first:first + 3] = [np.iinfo(np.int64).max, 2, 0]
+        ev["bytes"][:] = moved
+        total = reg["values_total"][:]
+        total[m] = np.iinfo(np.int64).min + 1
+        reg["values_total"][:] = total
+    out = sp("plot", path, "-o", sp.tmp / "charts2")
+    assert out.returncode == 0, out.stderr
+
+
 def test_export_values(sp):
     """export: a column per kind of values in CSV (empty for the calls of
     regions without), the region's kind as a key in JSON and in a Chrome

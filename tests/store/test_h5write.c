@@ -859,9 +859,9 @@ static void test_values_v2(void **state)
 	big->value_kind = SP_VALUES_ALLOC_BYTES;
 	big->values = malloc(150000 * sizeof(int64_t));
 	assert_non_null(big->values);
+	big->values_total = 0;                 /* their sum: a whole read checks it */
 	for (size_t i = 0; i < 150000; i++)
-		big->values[i] = (int64_t)(i * 37 % 1000);
-	big->values_total = 123;               /* carried as it is, not recomputed */
+		big->values_total += big->values[i] = (int64_t)(i * 37 % 1000);
 	big->peak_bytes = 5 << 20;
 	mpi->value_kind = SP_VALUES_BYTES;
 	mpi->values = malloc(40 * sizeof(int64_t));
