@@ -5,9 +5,16 @@
  * The mem and object domains run with the GIL held: plain adds. The raw
  * domain may run without it: relaxed atomic adds on counters of its own.
  * The default object allocator (pymalloc) hands requests above its
- * small-block limit to PyMem_RawMalloc, which is wrapped too; a
- * thread-local flag set around the inner call keeps such a block from
- * being counted twice. */
+ * small-block limit to PyMem_RawMalloc (and their frees to PyMem_RawFree),
+ * which is wrapped too; a thread-local flag set around the inner call
+ * makes the raw wrapper pass such calls straight through: no count (the
+ * outer call counted the block) and no header of its own. Each block the
+ * program sees thus has exactly one header, right before it, whichever
+ * domain it came from, and the block under that header is what the
+ * allocator below returned: a raw free of a large mem/object block, or a
+ * mem/object free of a raw block, strips that one header and hands the
+ * allocator below its own pointer, as both pairings work without the
+ * wrappers (pymalloc gives blocks it does not own to PyMem_RawFree). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -60,6 +67,8 @@ static inline void live_add(const struct domain *d, int64_t delta)
 static void *x_malloc(void *ctx, size_t n)
 {
 	struct domain *d = ctx;
+	if (d->raw && nested)
+		return d->orig.malloc(d->orig.ctx, n);
 	if (n > SIZE_MAX - HDR)
 		return NULL;
 	int outer = !nested;
@@ -81,6 +90,8 @@ static void *x_malloc(void *ctx, size_t n)
 static void *x_calloc(void *ctx, size_t nelem, size_t elsize)
 {
 	struct domain *d = ctx;
+	if (d->raw && nested)
+		return d->orig.calloc(d->orig.ctx, nelem, elsize);
 	if (elsize && nelem > (SIZE_MAX - HDR) / elsize)
 		return NULL;
 	size_t n = nelem * elsize;
@@ -103,6 +114,8 @@ static void *x_calloc(void *ctx, size_t nelem, size_t elsize)
 static void *x_realloc(void *ctx, void *ptr, size_t n)
 {
 	struct domain *d = ctx;
+	if (d->raw && nested)
+		return d->orig.realloc(d->orig.ctx, ptr, n);
 	if (!ptr)
 		return x_malloc(ctx, n);
 	if (n > SIZE_MAX - HDR)
@@ -130,6 +143,10 @@ static void *x_realloc(void *ctx, void *ptr, size_t n)
 static void x_free(void *ctx, void *ptr)
 {
 	struct domain *d = ctx;
+	if (d->raw && nested) {
+		d->orig.free(d->orig.ctx, ptr);
+		return;
+	}
 	if (!ptr)
 		return;
 	char *base = (char *)ptr - HDR;

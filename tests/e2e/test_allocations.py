@@ -243,3 +243,44 @@ def test_the_read_api_gives_each_call_and_the_peak(sp):
     assert all(v >= N for v in json.loads(big_values))
     assert int(big_peak) >= N
     assert all(v < N // 100 for v in json.loads(second))
+
+
+def test_a_block_freed_through_the_other_domain(sp):
+    # C extensions do this and CPython's default allocators allow it: a raw
+    # block freed with PyMem_Free, a large PyMem_Malloc block (pymalloc
+    # takes it from the raw allocator) freed with PyMem_RawFree, and
+    # reallocated across too. Each block counts once, in the call that made it.
+    sp.script(f"""
+        import ctypes
+        import scope_profiler as sp
+        api = ctypes.pythonapi
+        for f in ("PyMem_RawMalloc", "PyMem_Malloc"):
+            getattr(api, f).restype = ctypes.c_void_p
+            getattr(api, f).argtypes = [ctypes.c_size_t]
+        for f in ("PyMem_RawRealloc", "PyMem_Realloc"):
+            getattr(api, f).restype = ctypes.c_void_p
+            getattr(api, f).argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        for f in ("PyMem_RawFree", "PyMem_Free"):
+            getattr(api, f).argtypes = [ctypes.c_void_p]
+        for _ in range(200):
+            for size in (100, 100_000):
+                api.PyMem_Free(api.PyMem_RawMalloc(size))
+                api.PyMem_RawFree(api.PyMem_Realloc(api.PyMem_RawMalloc(size), 2 * size))
+            # (pymalloc's own small blocks are not the raw allocator's.)
+            api.PyMem_RawFree(api.PyMem_Malloc(100_000))
+            api.PyMem_Free(api.PyMem_RawRealloc(api.PyMem_Malloc(100_000), 200_000))
+        with sp.region("raw"):
+            p = api.PyMem_RawMalloc({N})
+        with sp.region("mem"):
+            q = api.PyMem_Malloc({N})
+        api.PyMem_Free(p)
+        api.PyMem_RawFree(q)
+        print("freed")
+    """)
+    for env in ({}, {"PYTHONMALLOC": "malloc"}):
+        proc = sp("run", "-q", "--memory", "-o", "x.h5", "script.py", env=env)
+        assert proc.returncode == 0, (env, proc.stderr)
+        assert proc.stdout == "freed\n"
+        with h5py.File(sp.tmp / "x.h5") as f:
+            assert N <= alloc(f, "raw")[0] < N + N // 100
+            assert N <= alloc(f, "mem")[0] < N + N // 100
