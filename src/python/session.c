@@ -41,6 +41,7 @@ static struct {
 	int exit_failed;             /* run: sys.exit(nonzero) or SIGTERM */
 	int write_failed;            /* run: the profile is not where it was asked */
 	int quiet;                   /* run -q */
+	int memory_kept;             /* the regions keep allocation values: memory on until a reset */
 	char *command_line;          /* run: as typed, for the metadata */
 	PyObject *module;            /* the module (sys.modules keeps it alive) */
 } session = { .cur = { .compression = -1, .verbose = -1 } };
@@ -110,6 +111,7 @@ static int mode_apply(const struct sp_settings *s)
 		return -1;
 	}
 	sp_mode.memory = s->memory && !s->disable;
+	session.memory_kept |= sp_mode.memory;
 	if (s->likwid && !s->disable) {
 		char why[256];
 		if (sp_likwid_load(why, sizeof why) != 0) {
@@ -164,6 +166,7 @@ static int reset_events(void)
 	/* The hook's open calls point into the buffers cleared below. */
 	sp_tracer_stop_all();
 	sp_mode.threads = 0;
+	session.memory_kept = 0;
 	sp_linetrace_reset();
 	sp_agg_reset();
 	sp_regions_reset();
@@ -304,9 +307,16 @@ static int setup_kwargs(PyObject *kw)
 	}
 	if (!merged.outfile)
 		merged.outfile = session.default_outfile;
+	/* Like track_threads: once the calls carry allocation values, every
+	 * later call needs them; use_memray stays on until the events are
+	 * written or reset (the allocators stay wrapped anyway). */
+	int memory_forced = session.memory_kept && !merged.memory;
+	if (memory_forced)
+		merged.memory = 1;
 	sp_settings_defaults(&merged);
 	if (sp_settings_check(&merged, 1, err, sizeof err) != 0) {
-		PyErr_SetString(PyExc_ValueError, err);
+		PyErr_Format(PyExc_ValueError, "%s%s", err, memory_forced ? " (use_memray stays on once "
+			     "on, until the events are written or reset)" : "");
 		goto out;
 	}
 	if ((unsigned long long)merged.buffer_limit > sp_buf_max_cap()) {

@@ -284,3 +284,32 @@ def test_a_block_freed_through_the_other_domain(sp):
         with h5py.File(sp.tmp / "x.h5") as f:
             assert N <= alloc(f, "raw")[0] < N + N // 100
             assert N <= alloc(f, "mem")[0] < N + N // 100
+
+
+def test_use_memray_stays_on_once_on_until_the_events_are_written(sp):
+    # A later setup(use_memray=False) keeps counting: the region's calls
+    # so far carry allocation values, so every later call gets its own.
+    sp.script(f"""
+        import scope_profiler as sp
+        sp.setup(use_memray=True)
+        r = sp.region("r")
+        with r:
+            x = bytearray(1000)
+        sp.setup(use_memray=False)
+        for _ in range(50):
+            with r:
+                y = bytearray({N // 100})
+        try:
+            sp.setup(use_memray=False, aggregation_mode=True)
+        except ValueError as e:
+            print("refused:", e)
+    """)
+    for args in ((), ("--memory",)):
+        proc = sp("run", "-q", *args, "-o", "s.h5", "script.py")
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith("refused: use_memray cannot be combined with aggregation_mode")
+        with h5py.File(sp.tmp / "s.h5") as f:
+            values = alloc(f, "r")
+            assert len(values) == 51
+            assert 1000 <= values[0] < N // 100
+            assert all(N // 100 <= v < N // 50 for v in values[1:])
