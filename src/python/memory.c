@@ -64,9 +64,8 @@ static inline void live_add(const struct domain *d, int64_t delta)
 
 /* ---- exact mode: a header with the size ---- */
 
-static void *x_malloc(void *ctx, size_t n)
+static inline void *x_malloc(struct domain *d, size_t n)
 {
-	struct domain *d = ctx;
 	if (d->raw && nested)
 		return d->orig.malloc(d->orig.ctx, n);
 	if (n > SIZE_MAX - HDR)
@@ -87,9 +86,8 @@ static void *x_malloc(void *ctx, size_t n)
 	return p + HDR;
 }
 
-static void *x_calloc(void *ctx, size_t nelem, size_t elsize)
+static inline void *x_calloc(struct domain *d, size_t nelem, size_t elsize)
 {
-	struct domain *d = ctx;
 	if (d->raw && nested)
 		return d->orig.calloc(d->orig.ctx, nelem, elsize);
 	if (elsize && nelem > (SIZE_MAX - HDR) / elsize)
@@ -111,13 +109,12 @@ static void *x_calloc(void *ctx, size_t nelem, size_t elsize)
 	return p + HDR;
 }
 
-static void *x_realloc(void *ctx, void *ptr, size_t n)
+static inline void *x_realloc(struct domain *d, void *ptr, size_t n)
 {
-	struct domain *d = ctx;
 	if (d->raw && nested)
 		return d->orig.realloc(d->orig.ctx, ptr, n);
 	if (!ptr)
-		return x_malloc(ctx, n);
+		return x_malloc(d, n);
 	if (n > SIZE_MAX - HDR)
 		return NULL;
 	char *base = (char *)ptr - HDR;
@@ -140,9 +137,8 @@ static void *x_realloc(void *ctx, void *ptr, size_t n)
 	return p + HDR;
 }
 
-static void x_free(void *ctx, void *ptr)
+static inline void x_free(struct domain *d, void *ptr)
 {
-	struct domain *d = ctx;
 	if (d->raw && nested) {
 		d->orig.free(d->orig.ctx, ptr);
 		return;
@@ -164,9 +160,8 @@ static void x_free(void *ctx, void *ptr)
 
 /* ---- late mode: blocks without headers, the requested bytes only ---- */
 
-static void *l_malloc(void *ctx, size_t n)
+static inline void *l_malloc(struct domain *d, size_t n)
 {
-	struct domain *d = ctx;
 	int outer = !nested;
 	if (!d->raw)
 		nested++;
@@ -178,9 +173,8 @@ static void *l_malloc(void *ctx, size_t n)
 	return p;
 }
 
-static void *l_calloc(void *ctx, size_t nelem, size_t elsize)
+static inline void *l_calloc(struct domain *d, size_t nelem, size_t elsize)
 {
-	struct domain *d = ctx;
 	int outer = !nested;
 	if (!d->raw)
 		nested++;
@@ -193,9 +187,8 @@ static void *l_calloc(void *ctx, size_t nelem, size_t elsize)
 }
 
 /* The old size is unknown: the new size counts. */
-static void *l_realloc(void *ctx, void *ptr, size_t n)
+static inline void *l_realloc(struct domain *d, void *ptr, size_t n)
 {
-	struct domain *d = ctx;
 	int outer = !nested;
 	if (!d->raw)
 		nested++;
@@ -207,15 +200,43 @@ static void *l_realloc(void *ctx, void *ptr, size_t n)
 	return p;
 }
 
-static void l_free(void *ctx, void *ptr)
+static inline void l_free(struct domain *d, void *ptr)
 {
-	struct domain *d = ctx;
 	if (!d->raw)
 		nested++;
 	d->orig.free(d->orig.ctx, ptr);
 	if (!d->raw)
 		nested--;
 }
+
+/* The entry points, one set per domain: each knows its domain without
+ * reading the ctx it is given. A late install (setup(use_memray=True))
+ * swaps the allocators while threads without the GIL may be inside
+ * PyMem_RawMalloc; such a thread may see the new function with the old
+ * ctx, which these ignore. */
+#define ENTRIES(i)                                                                              \
+	static void *x_malloc##i(void *ctx, size_t n) { return x_malloc(&domains[i], n); }       \
+	static void *x_calloc##i(void *ctx, size_t m, size_t n) { return x_calloc(&domains[i], m, n); } \
+	static void *x_realloc##i(void *ctx, void *p, size_t n) { return x_realloc(&domains[i], p, n); } \
+	static void x_free##i(void *ctx, void *p) { x_free(&domains[i], p); }                      \
+	static void *l_malloc##i(void *ctx, size_t n) { return l_malloc(&domains[i], n); }       \
+	static void *l_calloc##i(void *ctx, size_t m, size_t n) { return l_calloc(&domains[i], m, n); } \
+	static void *l_realloc##i(void *ctx, void *p, size_t n) { return l_realloc(&domains[i], p, n); } \
+	static void l_free##i(void *ctx, void *p) { l_free(&domains[i], p); }
+ENTRIES(0)
+ENTRIES(1)
+ENTRIES(2)
+
+static const PyMemAllocatorEx exact_entries[3] = {
+	{NULL, x_malloc0, x_calloc0, x_realloc0, x_free0},
+	{NULL, x_malloc1, x_calloc1, x_realloc1, x_free1},
+	{NULL, x_malloc2, x_calloc2, x_realloc2, x_free2},
+};
+static const PyMemAllocatorEx late_entries[3] = {
+	{NULL, l_malloc0, l_calloc0, l_realloc0, l_free0},
+	{NULL, l_malloc1, l_calloc1, l_realloc1, l_free1},
+	{NULL, l_malloc2, l_calloc2, l_realloc2, l_free2},
+};
 
 int sp_mem_install(int exact)
 {
@@ -229,14 +250,10 @@ int sp_mem_install(int exact)
 		domains[i].raw = which[i] == PYMEM_DOMAIN_RAW;
 	}
 	sp_mem.exact = exact;
+	/* The domains complete before any thread can reach an entry point. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (int i = 0; i < 3; i++) {
-		PyMemAllocatorEx a = {
-			.ctx = &domains[i],
-			.malloc = exact ? x_malloc : l_malloc,
-			.calloc = exact ? x_calloc : l_calloc,
-			.realloc = exact ? x_realloc : l_realloc,
-			.free = exact ? x_free : l_free,
-		};
+		PyMemAllocatorEx a = exact ? exact_entries[i] : late_entries[i];
 		PyMem_SetAllocator(which[i], &a);
 	}
 	sp_mem.installed = 1;

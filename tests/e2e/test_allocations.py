@@ -313,3 +313,33 @@ def test_use_memray_stays_on_once_on_until_the_events_are_written(sp):
             assert len(values) == 51
             assert 1000 <= values[0] < N // 100
             assert all(N // 100 <= v < N // 50 for v in values[1:])
+
+
+def test_a_late_install_does_not_depend_on_the_allocators_context(sp):
+    # setup(use_memray=True) swaps the allocators while threads without
+    # the GIL may be inside PyMem_RawMalloc: such a thread can see the new
+    # function with the old context (NULL for the default raw allocator).
+    # The wrappers then must not need their context: call them with NULL
+    # (with the GIL held, as the mem and object domains need it).
+    sp.script("""
+        import ctypes
+        import scope_profiler as sp
+        sp.setup(use_memray=True)
+        V, S = ctypes.c_void_p, ctypes.c_size_t
+        class Allocator(ctypes.Structure):
+            _fields_ = [("ctx", V), ("malloc", V), ("calloc", V), ("realloc", V), ("free", V)]
+        for domain in range(3):   # raw, mem, object
+            a = Allocator()
+            ctypes.pythonapi.PyMem_GetAllocator(domain, ctypes.byref(a))
+            malloc = ctypes.PYFUNCTYPE(V, V, S)(a.malloc)
+            calloc = ctypes.PYFUNCTYPE(V, V, S, S)(a.calloc)
+            realloc = ctypes.PYFUNCTYPE(V, V, V, S)(a.realloc)
+            free = ctypes.PYFUNCTYPE(None, V, V)(a.free)
+            for size in (100, 100_000):
+                free(None, realloc(None, malloc(None, size), 2 * size))
+                free(None, calloc(None, size, 2))
+        print("called")
+    """)
+    proc = sp("run", "-q", "--no-output", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "called\n"
