@@ -10,13 +10,14 @@ import h5py
 from conftest import one_line_error, regions
 from test_mpi import mpirun
 
-N = 20_000_000   # bytes of the big block; Python's own live bytes stay far below
+N = 20_000_000   # bytes of the big block; the script's others are far fewer
 
 SCRIPT = f"""
 import sys
 import scope_profiler as sp
 
 big, small, outer = sp.region("big"), sp.region("small"), sp.region("outer")
+nothing = sp.region("nothing")
 
 @sp.profile
 def make(n):
@@ -27,6 +28,8 @@ for _ in range(3):
         with big:
             b = bytearray({N})
             del b
+        with nothing:
+            pass
         with small:
             x = sum(range(10))
         make({N} // 2)
@@ -63,10 +66,11 @@ def test_a_known_block_counts_in_its_call_nested_calls_in_the_outer_one(sp):
         for i in range(3):
             assert outer[i] >= big[i] + small[i] + make[i]
         # The big block lived and was freed inside `big`: its peak saw it,
-        # that of `small` (opened when it was gone) did not.
+        # that of `small` (opened when it was gone) did not: it stays near
+        # that of a region around nothing (the interpreter's own live bytes).
         assert peak(f, "big") >= N
         assert peak(f, "outer") >= N
-        assert peak(f, "small") < N
+        assert peak(f, "small") < peak(f, "nothing") + N // 2
 
 
 def test_script_output_and_status_unchanged(sp):
