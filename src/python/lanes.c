@@ -20,6 +20,8 @@
 struct lane_blocks {
 	struct sp_open_entry *v;
 	size_t depth, cap;
+	struct sp_open_mem *m;    /* memory mode: beside v, mcap >= cap once it runs */
+	size_t mcap;
 };
 
 static struct {
@@ -194,7 +196,8 @@ static PyObject *forget_task_cb(PyObject *unused, PyObject *task)
 	long lane = PyLong_AsLong(known);
 	if (lane >= 0 && (size_t)lane < lanes.n_lane_blocks) {
 		free(lanes.blocks[lane].v);
-		lanes.blocks[lane] = (struct lane_blocks){NULL, 0, 0};
+		free(lanes.blocks[lane].m);
+		lanes.blocks[lane] = (struct lane_blocks){0};
 	}
 	if (PyDict_DelItem(lanes.task_lanes, task) != 0)
 		return NULL;
@@ -279,6 +282,9 @@ static __attribute__((noinline, cold)) struct lane_blocks *lane_blocks_grow(int3
 	struct lane_blocks *s = &lanes.blocks[lane];
 	if (s->depth == s->cap && SP_GROW(&s->v, &s->cap, s->depth + 1) != 0)
 		return NULL;
+	/* The counters' room follows, whatever the mode: exits move them. */
+	if (s->mcap < s->cap && SP_GROW(&s->m, &s->mcap, s->cap) != 0)
+		return NULL;
 	return s;
 }
 
@@ -304,16 +310,16 @@ static inline PyObject *enter_async(PyObject *self, int mem)
 	if (!s)
 		return PyErr_NoMemory();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
-	s->v[s->depth++] = (struct sp_open_entry){r, i, r->gen, -1, 0, 0};   /* async: no live tree */
+	s->v[s->depth++] = (struct sp_open_entry){r, i, r->gen, -1};   /* async: no live tree */
 	if (i >= 0) {
 		if (r->buf.lanes)
 			r->buf.lanes[i] = lane;
 		r->buf.ends[i] = SP_NO_TIME;
 		if (mem) {
-			struct sp_open_entry *e = &s->v[s->depth - 1];
+			struct sp_open_mem *em = &s->m[s->depth - 1];
 			r->buf.values[i] = 0;   /* a call still open at the end */
-			e->mark0 = sp_mem_open();
-			e->alloc0 = sp_mem_allocated();
+			em->mark0 = sp_mem_open();
+			em->alloc0 = sp_mem_allocated();
 		}
 		r->buf.starts[i] = sp_clock_ns();
 	}
@@ -342,11 +348,14 @@ static inline PyObject *exit_async(PyObject *self, int mem)
 			struct sp_open_entry e = s->v[k];
 			if (e.region != r)
 				continue;
+			struct sp_open_mem em = s->m[k];
 			memmove(&s->v[k], &s->v[k + 1], (s->depth - k - 1) * sizeof s->v[0]);
+			if (mem)
+				memmove(&s->m[k], &s->m[k + 1], (s->depth - k - 1) * sizeof s->m[0]);
 			s->depth--;
 			if (e.slot >= 0 && r->gen == e.gen) {
 				if (mem)
-					sp_mem_close(r, (size_t)e.slot, e.alloc0, e.mark0);
+					sp_mem_close(r, (size_t)e.slot, em.alloc0, em.mark0);
 				sp_region_end(r, (size_t)e.slot, t);
 			}
 			Py_RETURN_NONE;

@@ -34,6 +34,7 @@ PyObject *sp_registry;                /* dict: name -> RegionObject, creation or
  * exit a block that is not the innermost). */
 static _Thread_local struct {
 	struct sp_open_entry *v;
+	struct sp_open_mem *m;          /* beside v, in the same allocation */
 	size_t depth, cap;
 } open_blocks;
 
@@ -44,14 +45,26 @@ static void open_blocks_free(void *v)
 	free(v);
 }
 
+/* Twice the room: one allocation holds v[cap] and then m[cap]. */
 static __attribute__((noinline, cold)) int open_blocks_grow(void)
 {
-	struct sp_open_entry *v = open_blocks.v;
-	if (SP_GROW(&v, &open_blocks.cap, open_blocks.depth + 1) != 0)
+	size_t cap = open_blocks.cap ? 2 * open_blocks.cap : 16;
+	size_t each = sizeof open_blocks.v[0] + sizeof open_blocks.m[0];
+	if (cap > SIZE_MAX / each)
 		return -1;
-	if (v != open_blocks.v)
-		pthread_setspecific(open_blocks_key, v);
+	struct sp_open_entry *v = malloc(cap * each);
+	if (!v)
+		return -1;
+	struct sp_open_mem *m = (struct sp_open_mem *)(v + cap);
+	if (open_blocks.depth) {
+		memcpy(v, open_blocks.v, open_blocks.depth * sizeof v[0]);
+		memcpy(m, open_blocks.m, open_blocks.depth * sizeof m[0]);
+	}
+	free(open_blocks.v);
+	pthread_setspecific(open_blocks_key, v);
 	open_blocks.v = v;
+	open_blocks.m = m;
+	open_blocks.cap = cap;
 	return 0;
 }
 
@@ -67,7 +80,7 @@ static inline PyObject *region_enter(PyObject *self, int lanes, int mem)
 		return PyErr_NoMemory();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	struct sp_open_entry *e = &open_blocks.v[open_blocks.depth++];
-	*e = (struct sp_open_entry){r, i, r->gen, -1, 0, 0};
+	*e = (struct sp_open_entry){r, i, r->gen, -1};
 	if (i >= 0) {
 		if (lanes)
 			r->buf.lanes[i] = lane;
@@ -75,8 +88,9 @@ static inline PyObject *region_enter(PyObject *self, int lanes, int mem)
 		r->buf.ends[i] = SP_NO_TIME;
 		if (mem) {
 			r->buf.values[i] = 0;   /* a call still open at the end */
-			e->mark0 = sp_mem_open();
-			e->alloc0 = sp_mem_allocated();
+			struct sp_open_mem *em = &open_blocks.m[open_blocks.depth - 1];
+			em->mark0 = sp_mem_open();
+			em->alloc0 = sp_mem_allocated();
 		}
 		sp_live_started(r->buf.starts[i] = sp_clock_ns());
 	}
@@ -132,12 +146,17 @@ __attribute__((noinline)) void sp_region_exit_below(RegionObject *r, int64_t t)
 		struct sp_open_entry e = open_blocks.v[k];
 		if (e.region != r)
 			continue;
+		struct sp_open_mem em = open_blocks.m[k];
 		memmove(&open_blocks.v[k], &open_blocks.v[k + 1],
 			(open_blocks.depth - k - 1) * sizeof open_blocks.v[0]);
+		/* The counters move only where a memory mode was ever on. */
+		if (sp_mem.installed)
+			memmove(&open_blocks.m[k], &open_blocks.m[k + 1],
+				(open_blocks.depth - k - 1) * sizeof open_blocks.m[0]);
 		open_blocks.depth--;
 		if (e.slot >= 0 && r->gen == e.gen) {
 			if (r->buf.keep_values == SP_VALUES_ALLOC_BYTES && sp_mode.memory)
-				sp_mem_close(r, (size_t)e.slot, e.alloc0, e.mark0);
+				sp_mem_close(r, (size_t)e.slot, em.alloc0, em.mark0);
 			sp_region_end(r, (size_t)e.slot, t);
 			/* The blocks above it are no longer inside it (a partial
 			 * overlap): containment makes them its siblings. */
@@ -172,7 +191,7 @@ size_t sp_regions_close_live(int64_t now)
 			}
 		sp_live_close(e->node, e->region->buf.starts[e->slot], below, now, 1);
 		if (e->region->buf.keep_values == SP_VALUES_ALLOC_BYTES && sp_mem.installed)
-			sp_mem_close(e->region, (size_t)e->slot, e->alloc0, e->mark0);
+			sp_mem_close(e->region, (size_t)e->slot, open_blocks.m[k].alloc0, open_blocks.m[k].mark0);
 		n++;
 	}
 	sp_live_closed(now);
@@ -190,7 +209,7 @@ static inline PyObject *region_exit(PyObject *self, int mem)
 		/* gen differs when the session was finalized inside the block. */
 		if (e->slot >= 0 && r->gen == e->gen) {
 			if (mem)
-				sp_mem_close(r, (size_t)e->slot, e->alloc0, e->mark0);
+				sp_mem_close(r, (size_t)e->slot, open_blocks.m[d - 1].alloc0, open_blocks.m[d - 1].mark0);
 			sp_region_end(r, (size_t)e->slot, t);
 			sp_live_leave(e->node, r->buf.starts[e->slot], t);
 		}

@@ -74,14 +74,20 @@ struct sp_recmode {
 extern struct sp_recmode sp_mode;
 
 /* One open `with` block: its region, its event slot (-1: dropped, out of
- * memory), the region's gen at entry, its node of the live call tree
- * (sp_aggregate.h; -1: none) and, in the memory mode, the counters. */
+ * memory), the region's gen at entry and its node of the live call tree
+ * (sp_aggregate.h; -1: none). */
 struct sp_open_entry {
 	RegionObject *region;
 	ptrdiff_t slot;
 	uint64_t gen;
 	int32_t node;
-	int64_t alloc0, mark0;        /* memory mode: the counters at entry (sp_memory.h) */
+};
+
+/* The memory mode's counters at an open block's entry (sp_memory.h), in an
+ * array beside the entries that only the memory paths touch: the other
+ * modes keep their 32-byte entries. */
+struct sp_open_mem {
+	int64_t alloc0, mark0;
 };
 
 /* An exit whose entry is not the innermost of the thread's open blocks:

@@ -347,3 +347,29 @@ def test_a_late_install_does_not_depend_on_the_allocators_context(sp):
     proc = sp("run", "-q", "--no-output", "script.py")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "called\n"
+
+
+def test_a_block_closed_below_the_innermost_keeps_each_calls_counters(sp):
+    # `a` closes while `b`, opened inside it, is still open (as generators
+    # can do): each call keeps the counters of its own start.
+    sp.script(f"""
+        import scope_profiler as sp
+        a, b, c = sp.region("a"), sp.region("b"), sp.region("c")
+        for _ in range(2):
+            with c:
+                a.__enter__()
+                x = bytearray({N})
+                b.__enter__()
+                y = bytearray({N // 2})
+                a.__exit__(None, None, None)
+                z = bytearray({N // 4})
+                b.__exit__(None, None, None)
+                del x, y, z
+    """)
+    for args in ((), ("--track-async",)):
+        proc = sp("run", "-q", "--memory", *args, "-o", "b.h5", "script.py")
+        assert proc.returncode == 0, proc.stderr
+        with h5py.File(sp.tmp / "b.h5") as f:
+            for va, vb in zip(alloc(f, "a"), alloc(f, "b")):
+                assert N + N // 2 <= va < N + N // 2 + N // 100
+                assert N // 2 + N // 4 <= vb < N // 2 + N // 4 + N // 100
