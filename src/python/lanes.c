@@ -350,7 +350,8 @@ static inline PyObject *exit_async(PyObject *self, int mem)
 				continue;
 			struct sp_open_mem em = s->m[k];
 			memmove(&s->v[k], &s->v[k + 1], (s->depth - k - 1) * sizeof s->v[0]);
-			if (mem)
+			/* As regions.c: the counters move wherever a memory mode was ever on. */
+			if (sp_mem.installed)
 				memmove(&s->m[k], &s->m[k + 1], (s->depth - k - 1) * sizeof s->m[0]);
 			s->depth--;
 			if (e.slot >= 0 && r->gen == e.gen) {

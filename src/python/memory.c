@@ -254,6 +254,10 @@ int sp_mem_install(int exact)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (int i = 0; i < 3; i++) {
 		PyMemAllocatorEx a = exact ? exact_entries[i] : late_entries[i];
+		/* The entries ignore ctx: keeping the old one makes every mix of
+		 * old and new fields a thread may read during the copy a valid
+		 * pair (the old function with its own ctx, or a new one). */
+		a.ctx = domains[i].orig.ctx;
 		PyMem_SetAllocator(which[i], &a);
 	}
 	sp_mem.installed = 1;

@@ -760,6 +760,11 @@ int sp_regions_apply(void)
 	retire_exits();
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
+		/* An empty buffer of another size is freed first: freeing
+		 * forgets which columns it keeps, set just below. */
+		r->buf.initial_cap = sp_mode.buffer_limit;
+		if (r->buf.n == 0 && r->buf.cap != sp_mode.buffer_limit)
+			sp_buf_free(&r->buf);
 		if ((sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) ||
 		    (sp_mode.memory && sp_buf_keep_values(&r->buf, SP_VALUES_ALLOC_BYTES) != 0)) {
 			PyErr_NoMemory();
@@ -768,9 +773,6 @@ int sp_regions_apply(void)
 		if (sp_mode.likwid && likwid_register(r) != 0)
 			return -1;
 		Py_SET_TYPE(v, r->holds_functions && sp_mode.lines ? &sp_LinesRegionType : sp_mode.region_type);
-		r->buf.initial_cap = sp_mode.buffer_limit;
-		if (r->buf.n == 0 && r->buf.cap != sp_mode.buffer_limit)
-			sp_buf_free(&r->buf);
 	}
 	return 0;
 }

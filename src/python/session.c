@@ -102,6 +102,14 @@ static int32_t mpi_call_lane(void)
  * 0, or -1 with an exception. */
 static int mode_apply(const struct sp_settings *s)
 {
+	if (s->likwid && !s->disable && sp_wrappers_recursive()) {
+		/* Decorated before LIKWID was asked for: as profile(recursive=True)
+		 * under it (regions.c), refused before anything changes. */
+		PyErr_SetString(PyExc_ValueError, "use_likwid cannot be combined with a function decorated "
+				"with profile(recursive=True): LIKWID marker regions wrap the calls of explicit "
+				"regions");
+		return -1;
+	}
 	if (s->track_async && !s->disable && sp_async_init() != 0)
 		return -1;
 	/* After the interpreter started (setup() from a script, not `run
@@ -604,6 +612,11 @@ static PyObject *mod_finalize(PyObject *m, PyObject *args, PyObject *kw)
 static PyObject *mod_reset(PyObject *m, PyObject *unused)
 {
 	if (reset_events() != 0)
+		return NULL;
+	/* reset_events freed the regions' columns and took the lanes off: the
+	 * regions' classes and the wrappers' calls are chosen again, for the
+	 * settings in force (or for none after finalize()). */
+	if (session.active ? mode_apply(&session.cur) != 0 : (mode_off(), 0))
 		return NULL;
 	Py_RETURN_NONE;
 }

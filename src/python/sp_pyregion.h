@@ -115,6 +115,8 @@ int sp_regions_init(void);
  * re-wraps what was decorated before it was asked for); -1 with an
  * exception. */
 int sp_wrappers_apply(void);
+/* Whether a live decorated function was made with profile(recursive=True). */
+int sp_wrappers_recursive(void);
 /* Every decorated function calls through, recording nothing. */
 void sp_wrappers_freeze(void);
 /* A wrapper of func recording into region (profile(recursive=...) when

@@ -419,6 +419,14 @@ int sp_wrappers_apply(void)
 	return 0;
 }
 
+int sp_wrappers_recursive(void)
+{
+	for (ProfiledFunction *pf = wrap.list; pf; pf = pf->next)
+		if (pf->recursive)
+			return 1;
+	return 0;
+}
+
 void sp_wrappers_freeze(void)
 {
 	for (ProfiledFunction *pf = wrap.list; pf; pf = pf->next)

@@ -373,3 +373,30 @@ def test_a_block_closed_below_the_innermost_keeps_each_calls_counters(sp):
             for va, vb in zip(alloc(f, "a"), alloc(f, "b")):
                 assert N + N // 2 <= va < N + N // 2 + N // 100
                 assert N // 2 + N // 4 <= vb < N // 2 + N // 4 + N // 100
+
+
+def test_reset_keeps_the_mode_consistent(sp):
+    """_reset() forgets the events and the lanes: the regions' classes and
+    the decorated functions' calls are chosen again for the settings in
+    force, so the next calls record (before: a crash writing into freed
+    columns)."""
+    script = sp.script("""
+        import scope_profiler as sp
+        sp.setup(use_memray=True, track_threads=True, deactivate_file_output=True)
+        r = sp.region("r")
+        @sp.profile("f")
+        def f():
+            return bytearray(100000)
+        with r:
+            f()
+        sp._reset()
+        for i in range(3):
+            with r:
+                f()
+        res = sp.finalize(verbose=False, return_results=True)
+        rr, ff = res["r"][0], res["f"][0]
+        print(rr.num_calls, ff.num_calls, min(ff.alloc_bytes) >= 100000, list(rr.lanes))
+    """)
+    proc = sp("run", "-q", "--no-output", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "3 3 True [0, 0, 0]\n"

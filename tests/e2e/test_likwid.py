@@ -361,6 +361,31 @@ def test_profile_recursive_is_refused(sp, standin):
     assert proc.stdout.startswith("profile(recursive=True) cannot be combined with --likwid")
 
 
+def test_setup_likwid_after_a_recursive_decorator_is_refused(sp, standin):
+    """Decorated first, LIKWID asked for afterwards: refused the same way,
+    and the session goes on recording as before (no call silently lost)."""
+    sp.script("""
+        import scope_profiler as sp
+        @sp.profile(recursive=True)
+        def outer():
+            return inner()
+        def inner():
+            return 1
+        try:
+            sp.setup(use_likwid=True, file_path="out.h5")
+        except ValueError as e:
+            print(e)
+        outer()
+    """)
+    proc = sp("run", "-q", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("use_likwid cannot be combined with a function decorated with "
+                                  "profile(recursive=True)"), proc.stdout
+    with h5py.File(sp.tmp / "profiling_data.h5") as f:
+        names = {bytes(n).decode() for n in f["rank0/regions/name"][:]}
+    assert "outer" in names and any(n.endswith("inner") for n in names), names
+
+
 def test_async_def_is_timed_without_a_marker_region(sp, standin):
     """A decorated `async def` function's calls interleave in one thread
     (LIKWID's regions nest): both calls recorded, no marker region for

@@ -378,3 +378,22 @@ def test_decorated_functions_pickle_by_reference(sp):
         print(g is f, g(1), pickle.loads(pickle.dumps(C.m)) is C.__dict__["m"])
     """, "--no-output")
     assert out.split() == ["True", "2", "True"]
+
+
+def test_a_region_made_before_setup_track_threads_records_its_lane(sp):
+    """A region created at import, before setup(track_threads=True), then
+    entered: its lanes column is kept (the empty buffer of another size was
+    freed after the column was asked for, and the first call wrote a lane
+    into nothing: a crash)."""
+    script = sp.script("""
+        import scope_profiler as sp
+        r = sp.region("r")
+        sp.setup(track_threads=True, deactivate_file_output=True)
+        with r:
+            pass
+        res = sp.finalize(verbose=False, return_results=True)
+        print(res["r"][0].num_calls, list(res["r"][0].lanes))
+    """)
+    proc = sp("run", "-q", "--no-output", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "1 [0]\n"
