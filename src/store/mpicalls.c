@@ -543,6 +543,14 @@ static int64_t vsize_c(const MPI_Count *counts, int64_t n, MPI_Datatype type)
 	return sum;
 }
 
+static int64_t wsize_c(const MPI_Count *counts, const MPI_Datatype *types, int64_t n)
+{
+	int64_t sum = 0;
+	for (int64_t i = 0; i < n; i++)
+		sum += tsize(counts[i], types[i]);
+	return sum;
+}
+
 #define SP_MPICALLS_C(X)                                                                          \
 	X(MPI_Send, (const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,    \
 		     MPI_Comm comm), (buf, count, datatype, dest, tag, comm), tsize(count, datatype))     \
@@ -701,7 +709,72 @@ static int64_t vsize_c(const MPI_Count *counts, int64_t n, MPI_Datatype type)
 			       MPI_Win win),                                                              \
 	  (origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, \
 	   target_rank, target_disp, target_count, target_datatype, op, win),                     \
-	  tsize(origin_count, origin_datatype) + tsize(result_count, result_datatype))
+	  tsize(origin_count, origin_datatype) + tsize(result_count, result_datatype))            \
+	X(MPI_Iscan, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,  \
+		      MPI_Op op, MPI_Comm comm, MPI_Request *request),                                   \
+	  (sendbuf, recvbuf, count, datatype, op, comm, request), tsize(count, datatype))         \
+	X(MPI_Iexscan, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, \
+			MPI_Op op, MPI_Comm comm, MPI_Request *request),                                  \
+	  (sendbuf, recvbuf, count, datatype, op, comm, request), tsize(count, datatype))         \
+	X(MPI_Ireduce_scatter, (const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],  \
+				MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request),   \
+	  (sendbuf, recvbuf, recvcounts, datatype, op, comm, request),                            \
+	  vsize_c(recvcounts, comm_size(comm), datatype))                                         \
+	X(MPI_Ireduce_scatter_block, (const void *sendbuf, void *recvbuf, MPI_Count recvcount,     \
+				      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,                    \
+				      MPI_Request *request),                                              \
+	  (sendbuf, recvbuf, recvcount, datatype, op, comm, request),                             \
+	  tsize(recvcount, datatype) * comm_size(comm))                                           \
+	X(MPI_Igatherv, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,          \
+			 void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],            \
+			 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request),           \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request), \
+	  sendbuf == MPI_IN_PLACE ? tsize(recvcounts[comm_rank(comm)], recvtype)                  \
+				  : tsize(sendcount, sendtype))                                           \
+	X(MPI_Iscatterv, (const void *sendbuf, const MPI_Count sendcounts[],                       \
+			  const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf,                  \
+			  MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,            \
+			  MPI_Request *request),                                                          \
+	  (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request), \
+	  recvbuf == MPI_IN_PLACE ? tsize(sendcounts[comm_rank(comm)], sendtype)                  \
+				  : tsize(recvcount, recvtype))                                           \
+	X(MPI_Iallgatherv, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,       \
+			    void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],         \
+			    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),                  \
+	  (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request),   \
+	  sendbuf == MPI_IN_PLACE ? tsize(recvcounts[comm_rank(comm)], recvtype)                  \
+				  : tsize(sendcount, sendtype))                                           \
+	X(MPI_Ialltoallv, (const void *sendbuf, const MPI_Count sendcounts[],                      \
+			   const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,                \
+			   const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, \
+			   MPI_Comm comm, MPI_Request *request),                                          \
+	  (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,  \
+	   request),                                                                              \
+	  sendbuf == MPI_IN_PLACE ? vsize_c(recvcounts, peers(comm), recvtype)                    \
+				  : vsize_c(sendcounts, peers(comm), sendtype))                           \
+	X(MPI_Alltoallw, (const void *sendbuf, const MPI_Count sendcounts[],                       \
+			  const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,        \
+			  const MPI_Count recvcounts[], const MPI_Aint rdispls[],                         \
+			  const MPI_Datatype recvtypes[], MPI_Comm comm),                                 \
+	  (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm), \
+	  sendbuf == MPI_IN_PLACE ? wsize_c(recvcounts, recvtypes, peers(comm))                   \
+				  : wsize_c(sendcounts, sendtypes, peers(comm)))                          \
+	X(MPI_Rput, (const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, \
+		     int target_rank, MPI_Aint target_disp, MPI_Count target_count,                       \
+		     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request),                    \
+	  (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,    \
+	   target_datatype, win, request), tsize(origin_count, origin_datatype))                  \
+	X(MPI_Rget, (void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,      \
+		     int target_rank, MPI_Aint target_disp, MPI_Count target_count,                       \
+		     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request),                    \
+	  (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,    \
+	   target_datatype, win, request), tsize(origin_count, origin_datatype))                  \
+	X(MPI_Raccumulate, (const void *origin_addr, MPI_Count origin_count,                       \
+			    MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,          \
+			    MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, \
+			    MPI_Request *request),                                                        \
+	  (origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,    \
+	   target_datatype, op, win, request), tsize(origin_count, origin_datatype))
 
 #define SP_WRAP_C(BASE, PARAMS, ARGS, BYTES) SP_WRAP_AS(BASE##_c, ID_##BASE, PARAMS, ARGS, BYTES)
 SP_MPICALLS_C(SP_WRAP_C)
