@@ -615,8 +615,9 @@ static PyObject *mod_reset(PyObject *m, PyObject *unused)
 		return NULL;
 	/* reset_events freed the regions' columns and took the lanes off: the
 	 * regions' classes and the wrappers' calls are chosen again, for the
-	 * settings in force (or for none after finalize()). */
-	if (session.active ? mode_apply(&session.cur) != 0 : (mode_off(), 0))
+	 * settings in force (outside a session: the mode as it is). */
+	if (session.active ? mode_apply(&session.cur) != 0
+			   : sp_regions_apply() != 0 || sp_wrappers_apply() != 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
