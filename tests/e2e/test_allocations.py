@@ -395,7 +395,7 @@ def test_reset_keeps_the_mode_consistent(sp):
                 f()
         res = sp.finalize(verbose=False, return_results=True)
         rr, ff = res["r"][0], res["f"][0]
-        print(rr.num_calls, ff.num_calls, min(ff.alloc_bytes) >= 100000, list(rr.lanes))
+        print(rr.num_calls, ff.num_calls, min(ff.alloc_bytes) >= 100000, [int(x) for x in rr.lanes])
     """)
     proc = sp("run", "-q", "--no-output", script)
     assert proc.returncode == 0, proc.stderr

@@ -392,7 +392,7 @@ def test_a_region_made_before_setup_track_threads_records_its_lane(sp):
         with r:
             pass
         res = sp.finalize(verbose=False, return_results=True)
-        print(res["r"][0].num_calls, list(res["r"][0].lanes))
+        print(res["r"][0].num_calls, [int(x) for x in res["r"][0].lanes])
     """)
     proc = sp("run", "-q", "--no-output", script)
     assert proc.returncode == 0, proc.stderr
