@@ -88,6 +88,21 @@ static inline void sp_likwid_leave(int32_t id, const char *tag)
  * 0 and counted in *replaced. Sets rk->likwid; 0, or -1 out of memory. */
 int sp_likwid_collect(struct sp_rank *rk, size_t *running, size_t *replaced);
 
+/* LIKWID's derived metrics of rk's tables (sp_likwid_collect's), computed
+ * by LIKWID itself with its group's formulas. Only under likwid-perfctr -m
+ * ($LIKWID_FILEPATH set), only when no thread that ran marker regions still
+ * runs, and only when the library has LIKWID's perfmon functions: closes
+ * the marker API (LIKWID writes its marker file, which likwid-perfctr reads
+ * at the end), reads that file back through LIKWID (perfmon_readMarkerFile)
+ * and asks it for each metric of each region and thread
+ * (perfmon_getMetricOfRegionThread). Marker calls after it do nothing, and
+ * sp_likwid_load refuses a second session. Sets the tables' metrics and
+ * *names (the metric names, newline-separated, malloc'd; NULL when there
+ * are none). Returns 0, with a reason in why[len] when metrics were wanted
+ * ($LIKWID_FILEPATH set) but are not there ("" otherwise); -1 out of
+ * memory. */
+int sp_likwid_metrics(struct sp_rank *rk, char **names, char *why, size_t len);
+
 /* The event names for /metadata's likwid_event_names, comma-separated:
  * from $LIKWID_EVENTS when it is an explicit list ("EV:CTR,EV:CTR"), else
  * from the EVENTSET section of the group's file in LIKWID's group folder

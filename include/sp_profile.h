@@ -90,6 +90,13 @@ struct sp_likwid_region {
 	double *events;                /* nthreads x nevents, row-major */
 	int64_t *count;                /* nthreads: the region's calls in each thread */
 	double *time;                  /* nthreads: seconds in the region, per thread */
+	/* LIKWID's derived metrics (its group's formulas, evaluated by LIKWID
+	 * over its marker file under likwid-perfctr -m): nmrows x nmetrics,
+	 * one row per thread in LIKWID's own thread order (not the rows
+	 * above); NaN where LIKWID gave no finite value. nmetrics 0: none. The
+	 * names are /metadata's likwid_metric_names. */
+	size_t nmrows, nmetrics;
+	double *metrics;
 };
 
 /* Frees what a LIKWID table owns (not the table itself). */

@@ -4,6 +4,7 @@
  * so a thread's are read when it exits, by a thread-specific destructor). */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <stddef.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -35,7 +36,7 @@ struct reading {
 };
 
 static struct {
-	int state;                     /* 0 not tried, 1 loaded, -1 failed */
+	int state;                     /* 0 not tried, 1 loaded, -1 failed, 2 closed (metrics read) */
 	char why[200];
 	void *lib;
 	pthread_key_t key;             /* a thread that ran regions: its exit reads them */
@@ -63,6 +64,11 @@ int sp_likwid_load(char *err, size_t len)
 {
 	if (lw.state == 1)
 		return 0;
+	if (lw.state == 2) {
+		snprintf(err, len, "LIKWID's marker API was closed at the end of the previous --likwid session "
+			 "(under likwid-perfctr -m its marker file is written once per process)");
+		return -1;
+	}
 	if (lw.state < 0) {
 		snprintf(err, len, "%s", lw.why);
 		return -1;
@@ -324,6 +330,196 @@ out:
 	free(mine);
 	pthread_mutex_unlock(&lw.lock);
 	return rc;
+}
+
+/* ---- derived metrics ---- */
+
+/* What marker calls do once the API is closed: nothing. */
+static void noop_void(void)
+{
+}
+
+static int noop_tag(const char *tag)
+{
+	(void)tag;
+	return 0;
+}
+
+static void noop_get(const char *tag, int *nevents, double *events, double *time, int *count)
+{
+	(void)tag;
+	(void)events;
+	*nevents = 0;
+	*time = 0;
+	*count = 0;
+}
+
+/* LIKWID's perfmon functions the metrics need (likwid.h's prototypes). */
+struct perfmon_api {
+	int (*read_marker_file)(const char *filename);
+	int (*regions)(void);
+	char *(*tag)(int region);
+	int (*group)(int region);
+	int (*threads)(int region);
+	int (*count)(int region, int thread);
+	int (*nmetrics)(int group);
+	char *(*metric_name)(int group, int metric);
+	double (*metric)(int region, int metric, int thread);
+};
+
+/* The library's perfmon functions into *api; 0, or -1 naming the first
+ * missing one in why. */
+static int perfmon_resolve(struct perfmon_api *api, char *why, size_t len)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} fns[] = {
+		{"perfmon_readMarkerFile", offsetof(struct perfmon_api, read_marker_file)},
+		{"perfmon_getNumberOfRegions", offsetof(struct perfmon_api, regions)},
+		{"perfmon_getTagOfRegion", offsetof(struct perfmon_api, tag)},
+		{"perfmon_getGroupOfRegion", offsetof(struct perfmon_api, group)},
+		{"perfmon_getThreadsOfRegion", offsetof(struct perfmon_api, threads)},
+		{"perfmon_getCountOfRegion", offsetof(struct perfmon_api, count)},
+		{"perfmon_getNumberOfMetrics", offsetof(struct perfmon_api, nmetrics)},
+		{"perfmon_getMetricName", offsetof(struct perfmon_api, metric_name)},
+		{"perfmon_getMetricOfRegionThread", offsetof(struct perfmon_api, metric)},
+	};
+	for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+		void *f = dlsym(lw.lib, fns[i].name);
+		if (!f) {
+			snprintf(why, len, "LIKWID's library has no %s", fns[i].name);
+			return -1;
+		}
+		memcpy((char *)api + fns[i].off, &f, sizeof f);
+	}
+	return 0;
+}
+
+/* The marker API closed: LIKWID writes its marker file; later marker calls
+ * do nothing. */
+static void close_markers(void)
+{
+	sp_lw.close();
+	sp_lw.init = noop_void;
+	sp_lw.thread_init = noop_void;
+	sp_lw.close = noop_void;
+	sp_lw.register_region = noop_tag;
+	sp_lw.start = noop_tag;
+	sp_lw.stop = noop_tag;
+	sp_lw.get = noop_get;
+	lw.state = 2;
+	/* The topology, NUMA and affinity modules the formulas consult: newer
+	 * LIKWIDs release the last two when closing (each init is idempotent). */
+	void *f;
+	int (*init_int)(void);
+	void (*init_void)(void);
+	if ((f = dlsym(lw.lib, "topology_init"))) {
+		memcpy(&init_int, &f, sizeof f);
+		init_int();
+	}
+	if ((f = dlsym(lw.lib, "numa_init"))) {
+		memcpy(&init_int, &f, sizeof f);
+		init_int();
+	}
+	if ((f = dlsym(lw.lib, "affinity_init"))) {
+		memcpy(&init_void, &f, sizeof f);
+		init_void();
+	}
+}
+
+/* Appends name to the newline-separated list *out (its length *n). */
+static int names_add(char **out, size_t *n, const char *name)
+{
+	size_t add = strlen(name) + (*n ? 1 : 0);
+	char *v = realloc(*out, *n + add + 1);
+	if (!v)
+		return -1;
+	if (*n)
+		v[(*n)++] = '\n';
+	memcpy(v + *n, name, strlen(name) + 1);
+	*n += strlen(name);
+	*out = v;
+	return 0;
+}
+
+int sp_likwid_metrics(struct sp_rank *rk, char **names, char *why, size_t len)
+{
+	struct perfmon_api pm;
+	*names = NULL;
+	why[0] = '\0';
+	const char *path = getenv("LIKWID_FILEPATH");
+	if (lw.state != 1 || !path || !*path || !rk->nlikwid)
+		return 0;
+	pthread_mutex_lock(&lw.lock);
+	size_t live = lw.live - (sp_likwid_thread_ready ? 1 : 0);
+	pthread_mutex_unlock(&lw.lock);
+	if (live) {
+		snprintf(why, len, "threads that ran marker regions still run");
+		return 0;
+	}
+	if (perfmon_resolve(&pm, why, len) != 0)
+		return 0;
+	close_markers();
+	if (pm.read_marker_file(path) < 0) {
+		snprintf(why, len, "LIKWID cannot read its marker file %.200s", path);
+		return 0;
+	}
+	size_t nlen = 0;
+	int group = -1, nm = 0;
+	for (int r = 0, nr = pm.regions(); r < nr; r++) {
+		const char *tag = pm.tag(r);
+		int g = pm.group(r), nt = pm.threads(r);
+		struct sp_likwid_region *t = NULL;
+		for (size_t k = 0; tag && k < rk->nlikwid && !t; k++)
+			if (strcmp(rk->likwid[k].region, tag) == 0)
+				t = &rk->likwid[k];
+		if (!t || t->nmetrics || nt <= 0 || g < 0)
+			continue;
+		if (group < 0) {   /* the first region's group names the metrics */
+			nm = pm.nmetrics(g);
+			if (nm <= 0 || nm > MAX_EVENTS)
+				break;
+			for (int m = 0; m < nm; m++) {
+				const char *mn = pm.metric_name(g, m);
+				if (names_add(names, &nlen, mn && *mn ? mn : "?") != 0)
+					goto nomem;
+			}
+			group = g;
+		}
+		if (g != group)    /* only one group is measured in a run */
+			continue;
+		/* A row per LIKWID thread that ran the region (its file lists
+		 * every thread under every region). */
+		size_t rows = 0;
+		for (int th = 0; th < nt; th++)
+			rows += pm.count(r, th) > 0;
+		if (!rows)
+			continue;
+		if (!(t->metrics = malloc(rows * (size_t)nm * sizeof *t->metrics)))
+			goto nomem;
+		for (int th = 0, row = 0; th < nt; th++) {
+			if (pm.count(r, th) <= 0)
+				continue;
+			for (int m = 0; m < nm; m++) {
+				double v = pm.metric(r, m, th);
+				t->metrics[(size_t)row * (size_t)nm + (size_t)m] = isfinite(v) ? v : NAN;
+			}
+			row++;
+		}
+		t->nmrows = rows;
+		t->nmetrics = (size_t)nm;
+	}
+	if (group < 0) {
+		free(*names);
+		*names = NULL;
+		snprintf(why, len, "LIKWID's group defines no metrics for the regions of its marker file");
+	}
+	return 0;
+nomem:
+	free(*names);
+	*names = NULL;
+	return -1;
 }
 
 /* ---- event names ---- */

@@ -45,6 +45,7 @@ void sp_likwid_region_clear(struct sp_likwid_region *t)
 	free(t->events);
 	free(t->count);
 	free(t->time);
+	free(t->metrics);
 	memset(t, 0, sizeof *t);
 }
 

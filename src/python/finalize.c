@@ -266,20 +266,35 @@ static int add_likwid(struct sp_profile *p, struct sp_rank *rk)
 	if (replaced)
 		fprintf(stderr, "scope-profiler: warning: rank %d: LIKWID gave %zu value%s not finite or a "
 			"negative time: stored as 0\n", rk->rank, replaced, replaced == 1 ? "" : "s");
+	char *metric_names = NULL, why[256];
+	Py_BEGIN_ALLOW_THREADS
+	rc = sp_likwid_metrics(rk, &metric_names, why, sizeof why);
+	Py_END_ALLOW_THREADS
+	if (rc != 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	if (why[0])
+		fprintf(stderr, "scope-profiler: warning: rank %d: LIKWID's derived metrics are not in the "
+			"profile: %s\n", rk->rank, why);
 	const char *events = getenv("LIKWID_EVENTS");
 	char *names = sp_likwid_event_names(rk->nlikwid ? rk->likwid[0].nevents : 0);
-	struct sp_kv *kv = realloc(p->meta, (p->nmeta + 2) * sizeof *kv);
+	size_t add = metric_names ? 3 : 2;
+	struct sp_kv *kv = realloc(p->meta, (p->nmeta + add) * sizeof *kv);
 	if (kv)
 		p->meta = kv;
 	if (!names || !kv) {
 		free(names);
+		free(metric_names);
 		PyErr_NoMemory();
 		return -1;
 	}
 	kv[p->nmeta] = (struct sp_kv){strdup("likwid_events"), strdup(events ? events : "")};
 	kv[p->nmeta + 1] = (struct sp_kv){strdup("likwid_event_names"), names};
-	p->nmeta += 2;
-	for (size_t i = p->nmeta - 2; i < p->nmeta; i++)
+	if (metric_names)
+		kv[p->nmeta + 2] = (struct sp_kv){strdup("likwid_metric_names"), metric_names};
+	p->nmeta += add;
+	for (size_t i = p->nmeta - add; i < p->nmeta; i++)
 		if (!kv[i].key || !kv[i].value) {
 			PyErr_NoMemory();
 			return -1;

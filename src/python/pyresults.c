@@ -246,38 +246,53 @@ static PyObject *region_to_py(struct sp_region_data *rd)
 	return d;
 }
 
-/* The rank's LIKWID tables as {region: (events rows, counts, times)},
- * plain lists (a new reference); NULL with an exception set. */
+/* nrows x ncols doubles as a list of lists (a new reference). */
+static PyObject *rows_to_py(const double *v, size_t nrows, size_t ncols)
+{
+	PyObject *rows = PyList_New((Py_ssize_t)nrows);
+	for (size_t i = 0; rows && i < nrows; i++) {
+		PyObject *row = PyList_New((Py_ssize_t)ncols);
+		for (size_t k = 0; row && k < ncols; k++) {
+			PyObject *x = PyFloat_FromDouble(v[i * ncols + k]);
+			if (!x) {
+				Py_CLEAR(row);
+				break;
+			}
+			PyList_SET_ITEM(row, (Py_ssize_t)k, x);
+		}
+		if (!row) {
+			Py_CLEAR(rows);
+			break;
+		}
+		PyList_SET_ITEM(rows, (Py_ssize_t)i, row);
+	}
+	return rows;
+}
+
+/* The rank's LIKWID tables as {region: (events rows, counts, times,
+ * metric rows)}, plain lists (a new reference); NULL with an exception
+ * set. */
 static PyObject *likwid_to_py(const struct sp_rank *rk)
 {
 	PyObject *d = PyDict_New();
 	for (size_t i = 0; d && i < rk->nlikwid; i++) {
 		const struct sp_likwid_region *t = &rk->likwid[i];
-		PyObject *rows = PyList_New((Py_ssize_t)t->nthreads);
+		PyObject *rows = rows_to_py(t->events, t->nthreads, t->nevents);
 		PyObject *count = PyList_New((Py_ssize_t)t->nthreads);
 		PyObject *time = PyList_New((Py_ssize_t)t->nthreads);
 		int ok = rows && count && time;
 		for (size_t th = 0; ok && th < t->nthreads; th++) {
-			PyObject *row = PyList_New((Py_ssize_t)t->nevents);
-			for (size_t k = 0; row && k < t->nevents; k++) {
-				PyObject *v = PyFloat_FromDouble(t->events[th * t->nevents + k]);
-				if (!v) {
-					Py_CLEAR(row);
-					break;
-				}
-				PyList_SET_ITEM(row, (Py_ssize_t)k, v);
-			}
 			PyObject *c = PyLong_FromLongLong((long long)t->count[th]);
 			PyObject *s = PyFloat_FromDouble(t->time[th]);
-			ok = row && c && s;
-			if (row)
-				PyList_SET_ITEM(rows, (Py_ssize_t)th, row);
+			ok = c && s;
 			if (c)
 				PyList_SET_ITEM(count, (Py_ssize_t)th, c);
 			if (s)
 				PyList_SET_ITEM(time, (Py_ssize_t)th, s);
 		}
-		PyObject *tup = ok ? PyTuple_Pack(3, rows, count, time) : NULL;
+		PyObject *metrics = ok ? rows_to_py(t->metrics, t->nmetrics ? t->nmrows : 0, t->nmetrics) : NULL;
+		PyObject *tup = metrics ? PyTuple_Pack(4, rows, count, time, metrics) : NULL;
+		Py_XDECREF(metrics);
 		Py_XDECREF(rows);
 		Py_XDECREF(count);
 		Py_XDECREF(time);

@@ -556,18 +556,27 @@ class ProfilingResults:
         default the lowest rank that has them), as a dict: "event_names"
         (list of str; empty when unknown), "events" (numpy float64, one row
         per thread that ran the region, one column per event), "count"
-        (numpy int64, calls per thread) and "time" (numpy float64, seconds
-        per thread). KeyError when no such rank has counters for it."""
+        (numpy int64, calls per thread), "time" (numpy float64, seconds
+        per thread), and LIKWID's derived metrics of its group when it
+        computed them (under likwid-perfctr -m): "metric_names" (list of
+        str) and "metrics" (numpy float64, one row per thread in LIKWID's
+        thread order, one column per metric; NaN where LIKWID gave no
+        value; shape (0, 0) when there are none). KeyError when no such
+        rank has counters for it."""
         import numpy
 
         for r in self._ranks:
             if (rank is None or r["rank"] == rank) and name in r["likwid"]:
-                events, count, time = r["likwid"][name]
+                events, count, time, metrics = r["likwid"][name]
                 names = self.metadata.get("likwid_event_names", "")
+                mnames = self.metadata.get("likwid_metric_names", "")
                 return {"event_names": [n for n in names.split(",") if n],
                         "events": numpy.array(events, dtype=numpy.float64),
                         "count": numpy.array(count, dtype=numpy.int64),
-                        "time": numpy.array(time, dtype=numpy.float64)}
+                        "time": numpy.array(time, dtype=numpy.float64),
+                        "metric_names": mnames.split("\n") if metrics and mnames else [],
+                        "metrics": numpy.array(metrics, dtype=numpy.float64).reshape(
+                            len(metrics), len(metrics[0]) if metrics else 0)}
         raise KeyError(f"no LIKWID counters for region {name!r}" +
                        ("" if rank is None else f" on rank {rank}"))
 

@@ -43,11 +43,49 @@ out:
 	return rc;
 }
 
+/* The 2-D float dataset name of g (rows 1.., columns 0..) into a new array
+ * *out, its shape in *rows, *cols. */
+static enum sp_err read_2d(struct reader *r, hid_t g, const char *ctx, const char *name, hsize_t max_cols,
+			   size_t *rows, size_t *cols, double **out)
+{
+	hid_t ds = -1, ty = -1, sp = -1, dcpl = -1;
+	hsize_t dims[2];
+	enum sp_err rc = SP_OK;
+	if ((ds = H5Dopen2(g, name, H5P_DEFAULT)) < 0 || (ty = H5Dget_type(ds)) < 0 ||
+	    (sp = H5Dget_space(ds)) < 0 || (dcpl = H5Dget_create_plist(ds)) < 0 ||
+	    (H5Tget_class(ty) != H5T_FLOAT && H5Tget_class(ty) != H5T_INTEGER) ||
+	    H5Sget_simple_extent_type(sp) != H5S_SIMPLE || H5Sget_simple_extent_ndims(sp) != 2 ||
+	    H5Sget_simple_extent_dims(sp, dims, NULL) != 2) {
+		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: no 2-D %s dataset", ctx, name);
+		goto out;
+	}
+	H5D_layout_t layout = H5Pget_layout(dcpl);
+	if (dims[0] < 1 || dims[0] > MAX_THREADS || dims[1] > max_cols ||
+	    (layout != H5D_CONTIGUOUS && layout != H5D_COMPACT) || H5Pget_external_count(dcpl) != 0 ||
+	    (dims[1] && H5Dget_storage_size(ds) < dims[0] * dims[1] * H5Tget_size(ty))) {
+		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: %s has an unreadable shape or storage", ctx, name);
+		goto out;
+	}
+	*rows = (size_t)dims[0];
+	*cols = (size_t)dims[1];
+	if (!(*out = sp_h5r_alloc_n(*rows * (*cols ? *cols : 1), sizeof **out))) {
+		rc = sp_h5r_fail(r, SP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (*cols && H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0)
+		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read %s", ctx, name);
+out:
+	sp_h5r_close(dcpl);
+	sp_h5r_close(sp);
+	sp_h5r_close(ty);
+	sp_h5r_close(ds);
+	return rc;
+}
+
 static enum sp_err read_table(struct reader *r, hid_t parent, const struct sp_rank *rk, const char *link,
 			      struct sp_likwid_region *t)
 {
-	hid_t g = -1, ds = -1, ty = -1, sp = -1, dcpl = -1;
-	hsize_t dims[2];
+	hid_t g = -1;
 	enum sp_err rc = SP_OK;
 	char ctx[256];
 	int a;
@@ -67,31 +105,8 @@ static enum sp_err read_table(struct reader *r, hid_t parent, const struct sp_ra
 		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: region '%.100s' is not in the rank's regions", ctx, t->region);
 		goto out;
 	}
-	if ((ds = H5Dopen2(g, "likwid_events", H5P_DEFAULT)) < 0 || (ty = H5Dget_type(ds)) < 0 ||
-	    (sp = H5Dget_space(ds)) < 0 || (dcpl = H5Dget_create_plist(ds)) < 0 ||
-	    (H5Tget_class(ty) != H5T_FLOAT && H5Tget_class(ty) != H5T_INTEGER) ||
-	    H5Sget_simple_extent_type(sp) != H5S_SIMPLE || H5Sget_simple_extent_ndims(sp) != 2 ||
-	    H5Sget_simple_extent_dims(sp, dims, NULL) != 2) {
-		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: no 2-D likwid_events dataset", ctx);
+	if ((rc = read_2d(r, g, ctx, "likwid_events", MAX_EVENTS, &t->nthreads, &t->nevents, &t->events)) != SP_OK)
 		goto out;
-	}
-	H5D_layout_t layout = H5Pget_layout(dcpl);
-	if (dims[0] < 1 || dims[0] > MAX_THREADS || dims[1] > MAX_EVENTS ||
-	    (layout != H5D_CONTIGUOUS && layout != H5D_COMPACT) || H5Pget_external_count(dcpl) != 0 ||
-	    (dims[1] && H5Dget_storage_size(ds) < dims[0] * dims[1] * H5Tget_size(ty))) {
-		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: likwid_events has an unreadable shape or storage", ctx);
-		goto out;
-	}
-	t->nthreads = (size_t)dims[0];
-	t->nevents = (size_t)dims[1];
-	if (!(t->events = sp_h5r_alloc_n(t->nthreads * (t->nevents ? t->nevents : 1), sizeof *t->events))) {
-		rc = sp_h5r_fail(r, SP_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (t->nevents && H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->events) < 0) {
-		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read likwid_events", ctx);
-		goto out;
-	}
 	if ((rc = attr_1d(r, g, ctx, "likwid_count", H5T_NATIVE_INT64, sizeof *t->count, t->nthreads,
 			  (void **)&t->count)) != SP_OK ||
 	    (rc = attr_1d(r, g, ctx, "likwid_time", H5T_NATIVE_DOUBLE, sizeof *t->time, t->nthreads,
@@ -107,11 +122,25 @@ static enum sp_err read_table(struct reader *r, hid_t parent, const struct sp_ra
 			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: negative or not finite likwid_count or likwid_time", ctx);
 			goto out;
 		}
+	if ((a = sp_h5r_hard_link(g, "likwid_metrics")) < 0) {
+		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: bad likwid_metrics link", ctx);
+		goto out;
+	}
+	/* Metrics may be NaN (no finite value from LIKWID); infinities are
+	 * stored as NaN by the writer's side, so they are damage here. */
+	if (a == 1 && (rc = read_2d(r, g, ctx, "likwid_metrics", MAX_EVENTS, &t->nmrows, &t->nmetrics,
+				    &t->metrics)) == SP_OK)
+		for (size_t i = 0; i < t->nmrows * t->nmetrics; i++)
+			if (isinf(t->metrics[i])) {
+				rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: likwid_metrics holds an infinity", ctx);
+				goto out;
+			}
+	if (rc == SP_OK && !t->nmetrics) {   /* an empty metrics dataset: none */
+		free(t->metrics);
+		t->metrics = NULL;
+		t->nmrows = 0;
+	}
 out:
-	sp_h5r_close(dcpl);
-	sp_h5r_close(sp);
-	sp_h5r_close(ty);
-	sp_h5r_close(ds);
 	H5Gclose(g);
 	return rc;
 }

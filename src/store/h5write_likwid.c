@@ -1,7 +1,9 @@
 /* h5write_likwid.c - a rank's LIKWID counters (run --likwid) as group
  * likwid/<k>, one per marker region: attribute region (its name),
  * likwid_count (int64[threads]) and likwid_time (float64[threads], seconds),
- * dataset likwid_events (float64[threads x events]). */
+ * dataset likwid_events (float64[threads x events]), and where LIKWID
+ * evaluated its group's formulas, dataset likwid_metrics
+ * (float64[LIKWID's threads x metrics], NaN where no finite value). */
 #include <math.h>
 #include <stdio.h>
 
@@ -29,9 +31,11 @@ static enum sp_err write_table(struct sp_h5_writer *w, hid_t parent, const struc
 {
 	enum sp_err rc = SP_OK;
 	hid_t g = H5I_INVALID_HID, space = H5I_INVALID_HID, ds = H5I_INVALID_HID;
+	hid_t mspace = H5I_INVALID_HID, mds = H5I_INVALID_HID;
 	char name[32];
 
-	if (!t->region || !t->nthreads || !t->count || !t->time || (t->nevents && !t->events))
+	if (!t->region || !t->nthreads || !t->count || !t->time || (t->nevents && !t->events) ||
+	    (t->nmetrics && (!t->nmrows || !t->metrics)))
 		return sp_h5w_fail(w, SP_EINVAL, "rank %d LIKWID table %zu: no region, thread or column",
 				   rk->rank, k);
 	for (size_t i = 0; i < t->nthreads; i++)
@@ -52,7 +56,18 @@ static enum sp_err write_table(struct sp_h5_writer *w, hid_t parent, const struc
 			     H5P_DEFAULT)) < 0 ||
 	    (t->nevents && H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->events) < 0))
 		rc = sp_h5w_fail(w, SP_EIO, "cannot write rank%d/likwid/%s", rk->rank, name);
+	hsize_t mdims[2] = {(hsize_t)t->nmrows, (hsize_t)t->nmetrics};
+	if (rc == SP_OK && t->nmetrics &&
+	    ((mspace = H5Screate_simple(2, mdims, NULL)) < 0 ||
+	     (mds = H5Dcreate2(g, "likwid_metrics", H5T_IEEE_F64LE, mspace, w->lcpl, H5P_DEFAULT,
+			       H5P_DEFAULT)) < 0 ||
+	     H5Dwrite(mds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->metrics) < 0))
+		rc = sp_h5w_fail(w, SP_EIO, "cannot write rank%d/likwid/%s/likwid_metrics", rk->rank, name);
 out:
+	if (mds >= 0 && H5Dclose(mds) < 0 && rc == SP_OK)
+		rc = sp_h5w_fail(w, SP_EIO, "cannot close rank%d/likwid/%s", rk->rank, name);
+	if (mspace >= 0)
+		H5Sclose(mspace);
 	if (ds >= 0 && H5Dclose(ds) < 0 && rc == SP_OK)
 		rc = sp_h5w_fail(w, SP_EIO, "cannot close rank%d/likwid/%s", rk->rank, name);
 	if (space >= 0)

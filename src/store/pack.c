@@ -24,7 +24,8 @@
  *   LIKWID      only with SP_PK_LIKWID: u64 nlikwid, then nlikwid times:
  *               region (string), u64 nthreads, nevents, f64
  *               events[nthreads * nevents], i64 count[nthreads],
- *               f64 time[nthreads]
+ *               f64 time[nthreads], u64 nmrows, nmetrics, f64
+ *               metrics[nmrows * nmetrics]
  *
  *   string      u64 length (without the NUL), the bytes, a NUL, zero padding
  *               to the next multiple of 8.
@@ -49,7 +50,7 @@
 #include "sp_profile.h"
 
 #define SP_PK_MAGIC 0x4b505053u      /* "SPPK" read little-endian */
-#define SP_PK_VERSION 3u
+#define SP_PK_VERSION 4u
 
 #define SP_PK_EVENTS 1u              /* header: event columns follow each region */
 #define SP_PK_HOSTNAME 2u            /* header: a hostname string follows */
@@ -259,11 +260,16 @@ static enum sp_err pack_size(const struct sp_rank *rk, int with_events, size_t *
 		if (!t->region || !t->nthreads || !t->count || !t->time || (t->nevents && !t->events))
 			return sp_error_set(err, SP_EINVAL, "rank %d: LIKWID table %zu is incomplete",
 					    rk->rank, k);
-		if (t->nevents && t->nthreads > SIZE_MAX / 8u / t->nevents)
+		if ((t->nevents && t->nthreads > SIZE_MAX / 8u / t->nevents) ||
+		    (t->nmetrics && t->nmrows > SIZE_MAX / 8u / t->nmetrics))
 			goto overflow;
+		if (t->nmetrics && (!t->nmrows || !t->metrics))
+			return sp_error_set(err, SP_EINVAL, "rank %d: LIKWID table %zu has metrics but no rows",
+					    rk->rank, k);
 		if (!add_string(&s, t->region) || !add_size(&s, 16u) ||
 		    !add_column(&s, t->nthreads * t->nevents, 8u) || !add_column(&s, t->nthreads, 8u) ||
-		    !add_column(&s, t->nthreads, 8u))
+		    !add_column(&s, t->nthreads, 8u) || !add_size(&s, 16u) ||
+		    !add_column(&s, t->nmetrics ? t->nmrows * t->nmetrics : 0, 8u))
 			goto overflow;
 	}
 	*size = s;
@@ -390,6 +396,12 @@ enum sp_err sp_rank_pack(const struct sp_rank *rk, int with_events, int64_t shif
 		memcpy(p + ne * 8u, t->count, t->nthreads * 8u);
 		memcpy(p + ne * 8u + t->nthreads * 8u, t->time, t->nthreads * 8u);
 		p += ne * 8u + t->nthreads * 16u;
+		size_t nm = t->nmetrics ? t->nmrows * t->nmetrics : 0;
+		p = put_u64(p, t->nmetrics ? t->nmrows : 0);
+		p = put_u64(p, t->nmetrics);
+		if (nm)
+			memcpy(p, t->metrics, nm * 8u);
+		p += nm * 8u;
 	}
 	size_t packed = (size_t)(p - b);
 	if (packed != size) {   /* the two passes disagree: a bug here */
@@ -610,9 +622,9 @@ static enum sp_err unpack_table(struct cursor *c, struct sp_line_table *t)
 /* One LIKWID table; the caller clears it on failure. */
 static enum sp_err unpack_likwid(struct cursor *c, struct sp_likwid_region *t)
 {
-	size_t nt = 0, ne = 0;
+	size_t nt = 0, ne = 0, nr = 0, nm = 0;
 	enum sp_err rc;
-	const unsigned char *events, *count, *time;
+	const unsigned char *events, *count, *time, *metrics;
 
 	if ((rc = get_string(c, &t->region, "a LIKWID table's region runs past the end")) != SP_OK ||
 	    (rc = get_count(c, 16u, &nt, "a LIKWID table's threads exceed the buffer")) != SP_OK ||
@@ -642,6 +654,23 @@ static enum sp_err unpack_likwid(struct cursor *c, struct sp_likwid_region *t)
 	for (size_t i = 0; i < nt; i++)
 		if (t->count[i] < 0 || !isfinite(t->time[i]) || t->time[i] < 0)
 			return damaged(c, "a LIKWID count or time is negative or not finite");
+	if ((rc = get_count(c, 8u, &nr, "a LIKWID table's metric rows exceed the buffer")) != SP_OK ||
+	    (rc = get_count(c, 1u, &nm, "a LIKWID table's metrics exceed the buffer")) != SP_OK)
+		return rc;
+	if (nm && (!nr || nr > left(c) / 8u / nm))
+		return damaged(c, "a LIKWID table's metrics run past the end");
+	if (!nm)
+		return nr ? damaged(c, "LIKWID metric rows without metrics") : SP_OK;
+	if ((rc = get_column(c, nr * nm, 8u, &metrics, "LIKWID metrics run past the end")) != SP_OK)
+		return rc;
+	if (!(t->metrics = malloc(nr * nm * 8u)))
+		return sp_error_set(c->err, SP_ENOMEM, "no memory for a LIKWID table");
+	memcpy(t->metrics, metrics, nr * nm * 8u);
+	t->nmrows = nr;
+	t->nmetrics = nm;
+	for (size_t i = 0; i < nr * nm; i++)
+		if (isinf(t->metrics[i]))
+			return damaged(c, "a LIKWID metric is infinite");
 	return SP_OK;
 }
 

@@ -9,7 +9,16 @@
  * thread, time = count * 0.5 s, event k = count * (k + 1) * 1000.5, with
  * $LIKWID_STANDIN_NEVENTS events (default 3). For the tests of bad
  * readings, $LIKWID_STANDIN_BAD=nan makes the time and event 1 NaN, =neg
- * makes the time negative and event 0 -inf. */
+ * makes the time negative and event 0 -inf.
+ *
+ * The derived metrics, as likwid-perfctr -m sets them up: with
+ * $LIKWID_FILEPATH set, likwid_markerClose writes every thread's counters
+ * of every region to that file (one line per region and thread, threads
+ * in markerThreadInit order, as LIKWID's marker file lists them), and the
+ * perfmon functions read it back and evaluate two made-up formulas of
+ * "group 0": "Runtime (RDTSC) [s]" = time and "Event 0 rate [1/s]" =
+ * event 0 / time (NaN for a thread that did not run the region). Built
+ * with -DNO_PERFMON it has no perfmon functions (an old library). */
 #include <fcntl.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -19,14 +28,19 @@
 #include <unistd.h>
 
 #define MAX_REGIONS 64
+#define MAX_THREADS 64
 
-static _Thread_local struct {
+/* Each thread's regions, kept after it exits (the marker file lists them). */
+struct thread {
 	int id;                        /* 1, 2, ... in markerThreadInit order; 0 before */
 	size_t n;
 	char names[MAX_REGIONS][128];
 	int started[MAX_REGIONS];
 	int count[MAX_REGIONS];
-} me;
+};
+static struct thread all[MAX_THREADS + 1];   /* [0]: threads never inited */
+static _Thread_local struct thread *mine;
+#define me (*(mine ? mine : &all[0]))
 
 static atomic_int threads;
 
@@ -63,14 +77,161 @@ void likwid_markerInit(void)
 
 void likwid_markerThreadInit(void)
 {
-	me.id = atomic_fetch_add(&threads, 1) + 1;
+	int id = atomic_fetch_add(&threads, 1) + 1;
+	mine = &all[id <= MAX_THREADS ? id : 0];
+	me.id = id;
 	say("thread_init%s %d\n", NULL);
+}
+
+static double event(int count, int k)
+{
+	return count * (k + 1) * 1000.5;
+}
+
+/* The marker file: "threads regions groups", "i:tag-0" per region, then
+ * "region group thread count time nevents events..." per region and
+ * thread. */
+static void write_marker_file(const char *path)
+{
+	const char *env = getenv("LIKWID_STANDIN_NEVENTS");
+	int nev = env ? atoi(env) : 3, nthreads = atomic_load(&threads);
+	char names[MAX_REGIONS][128];
+	int nregions = 0;
+	for (int t = 1; t <= nthreads && t <= MAX_THREADS; t++)
+		for (size_t i = 0; i < all[t].n; i++) {
+			int known = 0;
+			for (int r = 0; r < nregions && !known; r++)
+				known = strcmp(names[r], all[t].names[i]) == 0;
+			if (!known && nregions < MAX_REGIONS)
+				snprintf(names[nregions++], sizeof names[0], "%s", all[t].names[i]);
+		}
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return;
+	fprintf(f, "%d %d 1\n", nthreads, nregions);
+	for (int r = 0; r < nregions; r++)
+		fprintf(f, "%d:%s-0\n", r, names[r]);
+	for (int r = 0; r < nregions; r++)
+		for (int t = 1; t <= nthreads && t <= MAX_THREADS; t++) {
+			int c = 0;
+			for (size_t i = 0; i < all[t].n; i++)
+				if (strcmp(all[t].names[i], names[r]) == 0)
+					c = all[t].count[i];
+			fprintf(f, "%d 0 %d %d %e %d", r, t - 1, c, c * 0.5, nev);
+			for (int k = 0; k < nev; k++)
+				fprintf(f, " %e", event(c, k));
+			fputc('\n', f);
+		}
+	fclose(f);
 }
 
 void likwid_markerClose(void)
 {
 	say("close%s %d\n", NULL);
+	const char *path = getenv("LIKWID_FILEPATH");
+	if (path)
+		write_marker_file(path);
 }
+
+#ifndef NO_PERFMON
+/* What perfmon_readMarkerFile read. */
+static struct {
+	int nthreads, nregions;
+	char tags[MAX_REGIONS][128];
+	int count[MAX_REGIONS][MAX_THREADS];
+	double time[MAX_REGIONS][MAX_THREADS], ev0[MAX_REGIONS][MAX_THREADS];
+} file;
+
+int topology_init(void)
+{
+	say("topology_init%s %d\n", NULL);
+	return 0;
+}
+
+int numa_init(void)
+{
+	return 0;
+}
+
+void affinity_init(void)
+{
+}
+
+int perfmon_readMarkerFile(const char *path)
+{
+	say("perfmon_readMarkerFile %s %d\n", path);
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int groups;
+	if (!f || !fgets(line, sizeof line, f) ||
+	    sscanf(line, "%d %d %d", &file.nthreads, &file.nregions, &groups) != 3) {
+		if (f)
+			fclose(f);
+		return -22;
+	}
+	while (fgets(line, sizeof line, f)) {
+		int r, g, t, c, nev;
+		double time, ev0 = 0;
+		char *colon = strchr(line, ':');
+		if (colon) {
+			r = atoi(line);
+			char *dash = strrchr(colon, '-');
+			if (r >= 0 && r < MAX_REGIONS && dash)
+				snprintf(file.tags[r], sizeof file.tags[0], "%.*s", (int)(dash - colon - 1), colon + 1);
+		} else if (sscanf(line, "%d %d %d %d %le %d %le", &r, &g, &t, &c, &time, &nev, &ev0) >= 6 &&
+			   r >= 0 && r < MAX_REGIONS && t >= 0 && t < MAX_THREADS) {
+			file.count[r][t] = c;
+			file.time[r][t] = time;
+			file.ev0[r][t] = ev0;
+		}
+	}
+	fclose(f);
+	return file.nregions;
+}
+
+int perfmon_getNumberOfRegions(void)
+{
+	return file.nregions;
+}
+
+char *perfmon_getTagOfRegion(int r)
+{
+	return r >= 0 && r < file.nregions ? file.tags[r] : NULL;
+}
+
+int perfmon_getGroupOfRegion(int r)
+{
+	return 0;
+}
+
+int perfmon_getThreadsOfRegion(int r)
+{
+	return file.nthreads;
+}
+
+int perfmon_getCountOfRegion(int r, int t)
+{
+	return r >= 0 && r < MAX_REGIONS && t >= 0 && t < MAX_THREADS ? file.count[r][t] : 0;
+}
+
+int perfmon_getNumberOfMetrics(int g)
+{
+	return 2;
+}
+
+char *perfmon_getMetricName(int g, int m)
+{
+	static char *names[] = {"Runtime (RDTSC) [s]", "Event 0 rate [1/s]"};
+	return m >= 0 && m < 2 ? names[m] : NULL;
+}
+
+double perfmon_getMetricOfRegionThread(int r, int m, int t)
+{
+	if (r < 0 || r >= MAX_REGIONS || t < 0 || t >= MAX_THREADS || !file.count[r][t])
+		return NAN;
+	return m == 0 ? file.time[r][t] : file.ev0[r][t] / file.time[r][t];
+}
+#endif
 
 int likwid_markerRegisterRegion(const char *tag)
 {
@@ -108,7 +269,7 @@ void likwid_markerGetRegion(const char *tag, int *nevents, double *events, doubl
 		want = *nevents;
 	int c = i < 0 ? 0 : me.count[i];
 	for (int k = 0; k < want; k++)
-		events[k] = c * (k + 1) * 1000.5;
+		events[k] = event(c, k);
 	*nevents = want;
 	*time = c * 0.5;
 	*count = c;

@@ -446,3 +446,124 @@ def test_bad_readings_stored_as_zero_with_one_warning(sp, standin, bad):
     out = sp("summary", "out.h5")
     assert out.returncode == 0, out.stderr
     assert "LIKWID counters" in out.stdout
+
+
+METRIC_NAMES = ["Runtime (RDTSC) [s]", "Event 0 rate [1/s]"]
+
+
+def perfctr_env(standin, sp, **more):
+    """As under likwid-perfctr -m: LIKWID_FILEPATH names the marker file."""
+    return likwid_env(standin, sp, LIKWID_FILEPATH=str(sp.tmp / "marker.txt"), **more)
+
+
+def test_derived_metrics_from_likwid(sp, standin):
+    """Under likwid-perfctr -m, LIKWID's own formulas give the metrics: the
+    marker API is closed first (LIKWID writes its marker file, which
+    likwid-perfctr reads too), then LIKWID reads that file back and
+    evaluates each metric per region and thread. The stand-in's formulas:
+    time, and event 0 / time; its threads in markerThreadInit order (the
+    main thread first here)."""
+    sp.script(SCRIPT)
+    proc = sp("run", "--likwid", "-o", "out.h5", "script.py", env=perfctr_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    ops = [l[0] for l in marker_log(sp)]
+    assert ops.count("close") == 1
+    assert ops.index("close") < ops.index("perfmon_readMarkerFile")
+    assert ops[-1] == "perfmon_readMarkerFile"   # no marker call after the close
+    assert (sp.tmp / "marker.txt").exists()
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert f["metadata"].attrs["likwid_metric_names"].decode().split("\n") == METRIC_NAMES
+        t = likwid_tables(f)
+        counts = {name: g.attrs["likwid_count"].tolist() for name, g in t.items()}
+        assert counts == {"step": [3, 2], "kernel": [3]}
+        # a row per thread that ran the region: (time, event 0 / time)
+        assert t["step"]["likwid_metrics"][()].tolist() == [[1.5, 2001.0], [1.0, 2001.0]]
+        assert t["kernel"]["likwid_metrics"][()].tolist() == [[1.5, 2001.0]]
+    # summary (also at the end of the run): the metrics table
+    for text in (proc.stderr, sp("summary", "out.h5").stdout):
+        table = text[text.index("LIKWID metrics"):].splitlines()
+        assert "min, mean and max over threads" in table[0]
+        rows = {tuple(l.split()[:1]) + (" ".join(l.split()[1:-3]),): l.split()[-3:]
+                for l in table[3:] if l.strip() and not l.startswith(" ")}
+        assert rows[("step", METRIC_NAMES[0])] == ["1", "1.25", "1.5"]
+        assert rows[("kernel", METRIC_NAMES[0])] == ["1.5", "1.5", "1.5"]
+    sp.script("""
+        import scope_profiler as sp
+        c = sp.read_h5("out.h5").likwid("step")
+        print(c["metric_names"])
+        print(c["metrics"].tolist())
+    """, "reader.py")
+    out = sp("run", "-q", "--no-output", "reader.py")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [str(METRIC_NAMES), "[[1.5, 2001.0], [1.0, 2001.0]]"]
+
+
+def test_no_metrics_without_perfctr_m(sp, standin):
+    """Without likwid-perfctr -m (no LIKWID_FILEPATH) there is no marker
+    file to evaluate: raw counters only, the API closed at exit as before,
+    and the read API gives an empty metrics table."""
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    assert "perfmon_readMarkerFile" not in [l[0] for l in marker_log(sp)]
+    assert "LIKWID metrics" not in sp("summary", "out.h5").stdout
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert "likwid_metric_names" not in f["metadata"].attrs
+        assert all("likwid_metrics" not in g for g in likwid_tables(f).values())
+    sp.script("""
+        import scope_profiler as sp
+        c = sp.read_h5("out.h5").likwid("step")
+        print(c["metric_names"], c["metrics"].shape)
+    """, "reader.py")
+    out = sp("run", "-q", "--no-output", "reader.py")
+    assert out.stdout.strip() == "[] (0, 0)", out.stderr
+
+
+def test_library_without_perfmon_keeps_counters_with_one_warning(sp, standin):
+    """A LIKWID library lacking the perfmon functions: the counters are
+    kept, and one warning line says why the metrics are missing."""
+    old = sp.tmp / "old"
+    old.mkdir()
+    subprocess.run(["cc", "-shared", "-fPIC", "-DNO_PERFMON", "-o", str(old / "liblikwid.so.5"),
+                    str(STANDIN_SRC)], check=True)
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=perfctr_env(old, sp))
+    assert proc.returncode == 0, proc.stderr
+    warn = [l for l in proc.stderr.splitlines() if "derived metrics" in l]
+    assert warn == ["scope-profiler: warning: rank 0: LIKWID's derived metrics are not in the profile: "
+                    "LIKWID's library has no perfmon_readMarkerFile"]
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert likwid_tables(f)["step"].attrs["likwid_count"].tolist() == [3, 2]
+        assert "likwid_metric_names" not in f["metadata"].attrs
+
+
+def test_second_likwid_session_after_metrics_is_refused(sp, standin):
+    """The marker file is written once per process: after a session whose
+    metrics were read, setup(use_likwid=True) again raises, saying why."""
+    sp.script("""
+        import scope_profiler as sp
+        sp.ProfileManager.setup(use_likwid=True, file_path="one.h5")
+        with sp.region("a"):
+            pass
+        sp.ProfileManager.finalize()
+        try:
+            sp.ProfileManager.setup(use_likwid=True, file_path="two.h5")
+        except Exception as e:
+            print(type(e).__name__, e)
+    """)
+    proc = sp("run", "-q", "script.py", env=perfctr_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    assert "once per process" in proc.stdout and "closed" in proc.stdout
+    with h5py.File(sp.tmp / "one.h5") as f:
+        assert likwid_tables(f)["a"]["likwid_metrics"][()].tolist() == [[0.5, 2001.0]]
+
+
+def test_damaged_metrics_are_one_line(sp, standin):
+    sp.script(SCRIPT)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=perfctr_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5", "r+") as f:
+        likwid_tables(f)["step"]["likwid_metrics"][1, 0] = numpy.inf
+    out = sp("summary", "out.h5")
+    assert out.returncode != 0
+    one_line_error(out, "likwid_metrics", "infinity")

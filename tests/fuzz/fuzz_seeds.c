@@ -5,6 +5,7 @@
  * and again in version 1 (v1-*.h5), the plain hand-written layout, and
  * foreign files (empty, text, an HDF5 file that is no profile). Small files
  * only: the campaign's mutations do the rest. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,15 @@ static void add_likwid(struct sp_rank *rk)
 	t->count[1] = 1;
 	t->time[0] = 0.25;
 	t->time[1] = 0.125;
+	/* LIKWID's derived metrics: two rows of two, one not a number. */
+	if (!(t->metrics = malloc(4 * sizeof *t->metrics)))
+		die("out of memory");
+	t->nmrows = 2;
+	t->nmetrics = 2;
+	t->metrics[0] = 0.25;
+	t->metrics[1] = 12.5;
+	t->metrics[2] = NAN;
+	t->metrics[3] = 3e9;
 }
 
 /* An HDF5 file written with the C API directly: the plain layout

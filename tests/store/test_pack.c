@@ -149,6 +149,14 @@ static void make_rank(struct sp_rank *rk)
 	static const int64_t lw_count[] = {1, 2};
 	add_likwid(rk, "main", 2, 3, lw_ev, lw_count, lw_time);
 	add_likwid(rk, "löser/ß", 1, 0, NULL, lw_count, lw_time);
+	/* LIKWID's derived metrics of "main": three rows (LIKWID's threads)
+	 * of two, one not a number. */
+	static const double lw_metrics[] = {0.5, 2001, 0.25, NAN, 1e-9, 7};
+	struct sp_likwid_region *m = &rk->likwid[0];
+	m->nmrows = 3;
+	m->nmetrics = 2;
+	assert_non_null(m->metrics = malloc(sizeof lw_metrics));
+	memcpy(m->metrics, lw_metrics, sizeof lw_metrics);
 }
 
 static int64_t shifted(int64_t t, int64_t shift)
@@ -250,6 +258,12 @@ static void assert_same(const struct sp_rank *want, const struct sp_rank *got, i
 			assert_memory_equal(y->events, x->events, x->nthreads * x->nevents * sizeof(double));
 		assert_memory_equal(y->count, x->count, x->nthreads * sizeof(int64_t));
 		assert_memory_equal(y->time, x->time, x->nthreads * sizeof(double));
+		assert_int_equal(y->nmetrics, x->nmetrics);
+		assert_int_equal(y->nmrows, x->nmetrics ? x->nmrows : 0);
+		if (x->nmetrics)   /* NaN included, bit for bit */
+			assert_memory_equal(y->metrics, x->metrics, x->nmrows * x->nmetrics * sizeof(double));
+		else
+			assert_null(y->metrics);
 	}
 }
 
@@ -685,6 +699,12 @@ static void test_unpack_errors(void **state)
 			memcpy(b + lwbad[k].at, &lwbad[k].d, 8);
 		expect_corrupt(b, len, "LIKWID value");
 	}
+	/* An infinite metric (the writer's side stores NaN for no value). */
+	size_t mt = find(buf, len, lt->metrics, 6 * sizeof(double));
+	memcpy(b, buf, len);
+	double inf = INFINITY;
+	memcpy(b + mt + 8, &inf, 8);
+	expect_corrupt(b, len, "LIKWID metric");
 	/* Negative events are readable values, as for the file's reader. */
 	memcpy(b, buf, len);
 	double neg = -3;
