@@ -567,3 +567,27 @@ def test_damaged_metrics_are_one_line(sp, standin):
     out = sp("summary", "out.h5")
     assert out.returncode != 0
     one_line_error(out, "likwid_metrics", "infinity")
+
+
+def test_mpi_ranks_metrics_merge(sp, standin):
+    """likwid-mpirun gives each rank its own marker file: each rank's
+    metrics reach the one file through the gather."""
+    sp.script("""
+        from mpi4py import MPI
+        import scope_profiler as sp
+        comm = MPI.COMM_WORLD
+        for i in range(comm.rank + 2):
+            with sp.region("exchange"):
+                pass
+        comm.Barrier()
+    """)
+    env = likwid_env(standin, sp)
+    proc = mpirun(sp, 2, "run", "--likwid", "-o", "out.h5", "script.py", env=env,
+                  wrap='LIKWID_FILEPATH="$PWD/marker.$OMPI_COMM_WORLD_RANK" exec')
+    assert proc.returncode == 0, proc.stderr
+    assert "LIKWID metrics, rank 1" in proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert f["metadata"].attrs["likwid_metric_names"].decode().split("\n") == METRIC_NAMES
+        for rank in (0, 1):
+            ex = likwid_tables(f, rank)["exchange"]
+            assert ex["likwid_metrics"][()].tolist() == [[(rank + 2) * 0.5, 2001.0]]
