@@ -64,6 +64,21 @@ static inline void live_add(const struct domain *d, int64_t delta)
 
 /* ---- exact mode: a header with the size ---- */
 
+/* A new block p with n bytes for the caller after its header: n in the header,
+ * counted when the call is not nested in another of ours; the caller's
+ * pointer. */
+static inline void *born(struct domain *d, char *p, size_t n, int outer)
+{
+	if (!p)
+		return NULL;
+	memcpy(p, &n, sizeof n);
+	if (outer) {
+		count(d, n);
+		live_add(d, (int64_t)n);
+	}
+	return p + HDR;
+}
+
 static inline void *x_malloc(struct domain *d, size_t n)
 {
 	if (d->raw && nested)
@@ -76,14 +91,7 @@ static inline void *x_malloc(struct domain *d, size_t n)
 	char *p = d->orig.malloc(d->orig.ctx, n + HDR);
 	if (!d->raw)
 		nested--;
-	if (!p)
-		return NULL;
-	memcpy(p, &n, sizeof n);
-	if (outer) {
-		count(d, n);
-		live_add(d, (int64_t)n);
-	}
-	return p + HDR;
+	return born(d, p, n, outer);
 }
 
 static inline void *x_calloc(struct domain *d, size_t nelem, size_t elsize)
@@ -99,14 +107,7 @@ static inline void *x_calloc(struct domain *d, size_t nelem, size_t elsize)
 	char *p = d->orig.calloc(d->orig.ctx, 1, n + HDR);
 	if (!d->raw)
 		nested--;
-	if (!p)
-		return NULL;
-	memcpy(p, &n, sizeof n);
-	if (outer) {
-		count(d, n);
-		live_add(d, (int64_t)n);
-	}
-	return p + HDR;
+	return born(d, p, n, outer);
 }
 
 static inline void *x_realloc(struct domain *d, void *ptr, size_t n)
