@@ -11,7 +11,8 @@
 #                   hang or leak; both need clang-14 and libclang-rt-14-dev
 #   make bench      overhead and I/O benchmarks against their peers
 #   make man        the man pages' OPTIONS sections, from the binary's --help
-#   make install    PREFIX=/usr/local (DESTDIR too): the binary and man pages
+#   make module     the module for plain python (BUILD/scope_profiler<EXT_SUFFIX>)
+#   make install    PREFIX=/usr/local (DESTDIR too): the binary, man pages, module
 #   make uninstall  removes what install put
 #
 # The embedded interpreter is Debian's CPython (/usr/bin/python3, 3.11), on
@@ -108,14 +109,16 @@ LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 PY_OBJ  := $(PY_SRC:src/%.c=$(BUILD)/obj/%.o) $(MPI_SRC:src/%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:src/%.c=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libscope-profiler.a
+EXT_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+PY_MOD  := $(BUILD)/scope_profiler$(EXT_SUFFIX)
 BIN     := $(BUILD)/scope-profiler
 
 UNIT_SRC := $(wildcard tests/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 LAYERS_OK := $(BUILD)/layers.ok
 
-.PHONY: pictures all demo check check-pythons test unit e2e asan bench install uninstall man clean deps fuzz fuzz-ci fuzz-build layers
-all: $(BIN)
+.PHONY: module pictures all demo check check-pythons test unit e2e asan bench install uninstall man clean deps fuzz fuzz-ci fuzz-build layers
+all: $(BIN) $(PY_MOD)
 
 # Probed again when the HACL code is (re)built; the executable relinks after.
 $(PY_PROBE): scripts/py-static-probe.sh $(wildcard $(SP_HACL_DIR)/python*/VERSION)
@@ -170,6 +173,33 @@ $(LIB): $(LIB_OBJ)
 
 $(BIN): $(CLI_OBJ) $(PY_OBJ) $(LIB) $(wildcard $(PY_PROBE) $(HDF5_PROBE))
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(PY_OBJ) $(LIB) $(HDF5_BIN_LIBS) $(PY_LIBS) $(MPI_LIBS) -lz
+
+# The same module as an extension module for plain python and Jupyter
+# (`import scope_profiler` after `make install`): the sources of src/python
+# but the run (run_session.c), with the library, compiled again
+# position-independent with -DSP_EXTENSION (PyInit_scope_profiler,
+# standalone.c) into BUILD/pic/, symbols hidden but the init function, HDF5
+# linked shared and libpython not at all (the interpreter provides it). MPI's
+# calls are not intercepted there (no MPI flags: mpi.c and mpicalls.c
+# compile their stand-ins). Installed into that Python's folder for PREFIX
+# (Debian: PREFIX/lib/python3.X/dist-packages, on /usr/bin/python3's path
+# for /usr/local); PYMODDIR overrides it.
+PYMODDIR    ?= $(PREFIX)/lib/$(shell $(PYTHON) -c 'import sys, sysconfig; \
+	print("python%d.%d/%s" % (*sys.version_info[:2], "dist-packages" if \
+	sysconfig.get_path("platlib").rstrip("/").endswith("dist-packages") else "site-packages"))' 2>/dev/null)
+EXT_SRC     := $(LIB_SRC) $(filter-out src/python/run_session.c,$(PY_SRC)) $(MPI_SRC)
+EXT_OBJ     := $(EXT_SRC:src/%.c=$(BUILD)/pic/%.o)
+module: $(PY_MOD)
+$(BUILD)/pic/%.o: src/%.c $(HEADERS) | $(LAYERS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Isrc/$(firstword $(subst /, ,$*)) $(PY_CFLAGS) -DSP_EXTENSION \
+		-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"' \
+		$(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+$(BUILD)/pic/python/module.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
+$(BUILD)/pic/store/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
+$(BUILD)/pic/python/tracer.o $(BUILD)/pic/python/linetrace.o: ALL_CFLAGS += -fno-plt
+$(PY_MOD): $(EXT_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -o $@ $(EXT_OBJ) $(HDF5_LIBS) -lz -lm
 
 # The hook's unit test embeds the interpreter with the built-in module.
 PY_TEST_OBJ := $(PY_OBJ)
@@ -333,17 +363,19 @@ pictures: $(BIN)
 man: $(BIN)
 	$(PYTHON) scripts/gen-man-options.py --binary $(abspath $(BIN))
 
-install: $(BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin $(MANDIR)/man1 $(MANDIR)/man5
+install: $(BIN) $(PY_MOD)
+	install -d $(DESTDIR)$(PREFIX)/bin $(MANDIR)/man1 $(MANDIR)/man5 $(DESTDIR)$(PYMODDIR)
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/scope-profiler
 	install -m 644 $(MAN1) $(MANDIR)/man1/
 	install -m 644 $(MAN5) $(MANDIR)/man5/
+	install -m 644 $(PY_MOD) $(DESTDIR)$(PYMODDIR)/
 
 # Removes exactly what install put (the folders stay: they may hold others').
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/scope-profiler
 	rm -f $(addprefix $(MANDIR)/man1/,$(notdir $(MAN1)))
 	rm -f $(addprefix $(MANDIR)/man5/,$(notdir $(MAN5)))
+	rm -f $(DESTDIR)$(PYMODDIR)/$(notdir $(PY_MOD))
 
 clean:
 	rm -rf build build-asan build-fuzz $(addprefix build-,$(CHECK_SUITES))

@@ -8,7 +8,11 @@
  * __enter__/__exit__ (regions.c), a decorated call goes through the
  * wrapper's vectorcall (wrapper.c). The mode is chosen at setup
  * (session.c) by swapping the region objects' class and the wrappers'
- * call function, so the recording path checks nothing. */
+ * call function, so the recording path checks nothing.
+ *
+ * Built twice: into the executable (registered before its interpreter
+ * starts), and as the extension module of plain python, PyInit_scope_profiler
+ * (-DSP_EXTENSION; what differs there is standalone.c's). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <marshal.h>
@@ -17,6 +21,7 @@
 #include "sp_pymodule.h"
 #include "sp_pyregion.h"
 #include "sp_pysession.h"
+#include "sp_standalone.h"
 #include "sp_pysrc.h"
 #include "sp_pyshim.h"
 
@@ -92,7 +97,7 @@ static PyObject *module_init(void)
 	    PyModule_AddFunctions(mod, sp_exitphase_methods) != 0)
 		goto fail;
 	sp_session_bind(mod);
-	if (run_python_layer(mod) != 0 || sp_wrapper_bind(mod) != 0)
+	if (run_python_layer(mod) != 0 || sp_wrapper_bind(mod) != 0 || sp_standalone_init(mod) != 0)
 		goto fail;
 	/* The importing thread (the main thread under `run`) is lane 0. */
 	sp_current_lane();
@@ -106,3 +111,12 @@ int sp_pymodule_register(void)
 {
 	return PyImport_AppendInittab("scope_profiler", module_init);
 }
+
+#ifdef SP_EXTENSION
+/* The same module imported by plain python (the extension module, see
+ * standalone.c): its init function, the one symbol it exports. */
+PyMODINIT_FUNC PyInit_scope_profiler(void)
+{
+	return module_init();
+}
+#endif

@@ -430,11 +430,16 @@ static PyObject *region_call_timed(PyObject *self, PyObject *args, PyObject *kw)
 	return sp_wrapper_new((RegionObject *)self, func, 0);
 }
 
+/* Disabled: the function itself. With no session (idle), a wrapper that
+ * calls through until setup() turns it on (decorating is not recording:
+ * this check is no cost per call). */
 static PyObject *region_call_disabled(PyObject *self, PyObject *args, PyObject *kw)
 {
 	PyObject *func;
 	if (!PyArg_ParseTuple(args, "O:region", &func))
 		return NULL;
+	if (sp_mode.idle && PyCallable_Check(func))
+		return sp_wrapper_new((RegionObject *)self, func, 0);
 	return Py_NewRef(func);
 }
 
@@ -709,7 +714,7 @@ static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 	PyObject *region, *func;
 	if (!PyArg_ParseTuple(args, "OO:_profile_recursive", &region, &func))
 		return NULL;
-	if (Py_TYPE(region) == &sp_DisabledRegionType)
+	if (Py_TYPE(region) == &sp_DisabledRegionType && !(sp_mode.idle && PyCallable_Check(func)))
 		return Py_NewRef(func);
 	if (sp_mode.likwid) {
 		/* As run --likwid --recursive: the nested calls would be regions
@@ -719,6 +724,7 @@ static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 		return NULL;
 	}
 	if ((Py_TYPE(region) != &sp_TimeOnlyRegionType && Py_TYPE(region) != &sp_ThreadsRegionType &&
+	     Py_TYPE(region) != &sp_DisabledRegionType &&
 	     Py_TYPE(region) != &sp_AsyncRegionType && Py_TYPE(region) != &sp_MemoryRegionType &&
 	     Py_TYPE(region) != &sp_MemoryThreadsRegionType && Py_TYPE(region) != &sp_MemoryAsyncRegionType) ||
 	    !PyCallable_Check(func)) {

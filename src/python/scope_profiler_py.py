@@ -87,6 +87,20 @@ class ProfileManager:
 profile_region = region
 
 
+def _finalize_at_exit():
+    """Plain python (the extension module registers this with atexit): a
+    session that setup() started and no finalize() ended is finalized when
+    the interpreter exits, as an explicit finalize() would (the file
+    written, the summary printed when verbose). A file that cannot be
+    written is one line on stderr, not a traceback."""
+    if not _session_active():
+        return
+    try:
+        finalize()
+    except OSError as exc:
+        _sys.stderr.write(f"scope-profiler: cannot write the profile at exit: {exc}\n")
+
+
 # ---------------------------------------------------------------------------
 # `scope-profiler run` glue
 

@@ -25,6 +25,7 @@
 #include "sp_pyregion.h"
 #include "sp_aggregate.h"
 #include "sp_pysession.h"
+#include "sp_standalone.h"
 #include "sp_recorder.h"
 
 static struct {
@@ -44,7 +45,8 @@ static struct {
 	int memory_kept;             /* the regions keep allocation values: memory on until a reset */
 	char *command_line;          /* run: as typed, for the metadata */
 	PyObject *module;            /* the module (sys.modules keeps it alive) */
-} session = { .cur = { .compression = -1, .verbose = -1 } };
+} session = { .cur = { .compression = -1, .verbose = -1 },
+	     .locked = { .compression = -1, .verbose = -1 } };   /* nothing fixed without `run` */
 
 PyObject *sp_py_err(enum sp_err code, const char *msg)
 {
@@ -136,6 +138,7 @@ static int mode_apply(const struct sp_settings *s)
 		: sp_mode.memory ? (sp_mode.threads ? &sp_MemoryThreadsRegionType : &sp_MemoryRegionType)
 		: sp_mode.threads ? &sp_ThreadsRegionType : &sp_TimeOnlyRegionType;
 	sp_mode.disabled = s->disable;
+	sp_mode.idle = 0;
 	sp_mode.aggregate = s->aggregate && !s->disable;
 	sp_mode.track_async = s->track_async && !s->disable;
 	sp_mode.recursive_all = s->recursive;
@@ -158,12 +161,14 @@ static int mode_apply(const struct sp_settings *s)
 	return sp_regions_apply() == 0 && sp_wrappers_apply() == 0 ? 0 : -1;
 }
 
-/* Until the next setup(), regions record nothing. */
+/* Until the next setup(), regions record nothing (decorators still wrap,
+ * for that setup()). */
 static void mode_off(void)
 {
 	struct sp_settings off = { .disable = 1, .buffer_limit = session.cur.buffer_limit };
 	if (mode_apply(&off) != 0)
 		PyErr_Clear();
+	sp_mode.idle = 1;
 }
 
 /* Forgets every recorded event (the regions stay registered). */
@@ -298,7 +303,7 @@ static int setup_kwargs(PyObject *kw)
 {
 	struct sp_settings given = { .compression = -1, .verbose = -1 };
 	struct sp_settings merged = { .compression = -1, .verbose = -1 };
-	char *path = NULL, err[256];
+	char *path = NULL, err[256], abs[PATH_MAX];
 	unsigned mask;
 	int rc = -1;
 	if (settings_from_kwargs(kw, &given, &mask, &path) != 0)
@@ -327,6 +332,8 @@ static int setup_kwargs(PyObject *kw)
 			     "on, until the events are written or reset)" : "");
 		goto out;
 	}
+	if (sp_standalone_settings(&merged, abs, sizeof abs) != 0)
+		goto out;
 	if ((unsigned long long)merged.buffer_limit > sp_buf_max_cap()) {
 		PyErr_Format(PyExc_ValueError, "buffer_limit=%lld: that many events take 16 bytes each, "
 			     "more than this machine's memory (at most %zu)", merged.buffer_limit, sp_buf_max_cap());
@@ -497,7 +504,9 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 {
 	const struct sp_settings *s = &session.cur;
 	int forked = getpid() != session.pid, rank = my_rank();
-	const char *path = s->no_output || s->disable || forked ? NULL : s->outfile;
+	static char ranked[PATH_MAX];   /* *written may point here */
+	const char *path = s->no_output || s->disable || forked ? NULL
+		: sp_standalone_outfile(s->outfile, ranked, sizeof ranked);
 	int snapshot = want_results && (!path || rank != 0);
 	int show = verbose && !forked && rank == 0;
 	int show_lines = verbose_lines && !forked && rank == 0;
@@ -625,7 +634,9 @@ static PyObject *mod_reset(PyObject *m, PyObject *unused)
 /* _file_path(): where the current settings write (read_results()). */
 static PyObject *mod_file_path(PyObject *m, PyObject *unused)
 {
-	return PyUnicode_DecodeFSDefault(session.cur.outfile ? session.cur.outfile : "profiling_data.h5");
+	char ranked[PATH_MAX];
+	const char *path = session.cur.outfile ? session.cur.outfile : "profiling_data.h5";
+	return PyUnicode_DecodeFSDefault(sp_standalone_outfile(path, ranked, sizeof ranked));
 }
 
 static PyObject *mod_session_active(PyObject *m, PyObject *unused)

@@ -62,6 +62,9 @@ struct sp_recmode {
 	PyTypeObject *region_type;    /* the class of every region */
 	size_t buffer_limit;          /* first event capacity per region */
 	int disabled;                 /* deactivate_profiling */
+	int idle;                     /* with disabled: no session (before setup(), after
+				       * finalize()); decorating still wraps, so that the
+				       * next setup() turns the wrapper on */
 	int recursive_all;            /* recursive_profile: every wrapper runs the hook */
 	int aggregate;                /* aggregation_mode */
 	int track_async;              /* a lane per asyncio task */
