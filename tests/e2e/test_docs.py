@@ -8,6 +8,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import sysconfig
 
 import pytest
 
@@ -176,14 +178,20 @@ def test_install_and_uninstall_into_destdir(tmp_path):
         pytest.skip("make is not installed")
     dest = tmp_path / "dest"
     # The binary under test, never rebuilt here (-o: take it as it is).
+    # The Python module of the same build folder (the extension module of
+    # `make module`), likewise taken as it is.
+    build = os.path.dirname(os.path.abspath(BINARY))
+    module = os.path.join(build, "scope_profiler" + sysconfig.get_config_var("EXT_SUFFIX"))
+    kind = "dist-packages" if sysconfig.get_path("platlib").endswith("dist-packages") else "site-packages"
+    site = f"usr/lib/python{sys.version_info[0]}.{sys.version_info[1]}/{kind}"
     common = ["make", "-s", "-C", str(ROOT), f"DESTDIR={dest}", "PREFIX=/usr",
-              f"BIN={BINARY}", "-o", BINARY]
+              f"BIN={BINARY}", "-o", BINARY, f"BUILD={build}", f"PYTHON={sys.executable}", "-o", module]
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     proc = subprocess.run([*common, "install"], capture_output=True, text=True, timeout=300,
                           env=env)
     assert proc.returncode == 0, proc.stderr
     installed = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
-    expected = sorted(["usr/bin/scope-profiler"]
+    expected = sorted(["usr/bin/scope-profiler", f"{site}/{os.path.basename(module)}"]
                       + [f"usr/share/man/man{n[-1]}/{n}" for n in PAGES])
     assert installed == expected
     assert os.access(dest / "usr/bin/scope-profiler", os.X_OK)
