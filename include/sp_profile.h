@@ -45,6 +45,11 @@ struct sp_region_data {
 	 * exist; starts/ends stay NULL) and self_ns holds the exclusive time. */
 	int aggregate;
 	int64_t self_ns;
+	/* The total counting a recursive region once, as cProfile's cumulative
+	 * time does (a call nested in a call of the same region, in its lane,
+	 * adds nothing), as read from the file's cumulative_ns column; 0 when
+	 * not known (sp_rank_region_times computes it from the tree). */
+	int64_t cumulative_ns;
 	/* Calls that were not recorded because memory ran out (stored as the
 	 * region's dropped_events attribute when not 0). */
 	int64_t dropped;
@@ -203,6 +208,18 @@ int sp_stats_from_acc(struct sp_stats *st, const struct sp_stats_acc *a, int64_t
 /* Builds rank->tree from the rank's event columns by containment (all
  * regions' events must be loaded). Replaces any previous tree. */
 enum sp_err sp_tree_build(struct sp_rank *rank, struct sp_error *err);
+
+/* Per region of rk, from its call tree (the nesting the tree reconstructs):
+ * cumulative[i], region i's total counting a recursive region once (a call
+ * nested inside a call of the same region adds nothing; calls in no node of
+ * the tree count whole), and, when self is not NULL, self[i], its self time
+ * (cProfile's tottime: its total less the time of the calls nested directly
+ * in it; an aggregated region's recorded self_ns). Without a tree (tree
+ * NULL), cumulative is the region's cumulative_ns where known, else its
+ * raw total, and self its total. Returns 1 when every figure comes from a
+ * tree or the file, 0 when some cumulative[i] fell back to the raw sum of a
+ * region with calls, -1 out of memory (arrays untouched). */
+int sp_rank_region_times(const struct sp_rank *rk, int64_t *cumulative, int64_t *self);
 
 /* Returns the value of a metadata key, or NULL. */
 const char *sp_profile_meta(const struct sp_profile *p, const char *key);

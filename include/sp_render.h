@@ -27,11 +27,13 @@ enum sp_err sp_render_summary(FILE *out, const struct sp_profile *p, const char 
 
 /* The order of the region table (and of the regions of the JSON summary). */
 enum sp_render_sort {
-	SP_SORT_TOTAL = 0,             /* total time, summed over ranks; largest first */
+	SP_SORT_TOTAL = 0,             /* total time (recursion counted once), summed over
+					* ranks; largest first */
 	SP_SORT_CALLS,                 /* calls; most first */
 	SP_SORT_MEAN,                  /* mean time per call; largest first */
 	SP_SORT_MAX,                   /* longest single call; largest first */
 	SP_SORT_NAME,                  /* region name, bytewise */
+	SP_SORT_SELF,                  /* self time, summed over ranks; largest first */
 };
 
 struct sp_render_opts {
@@ -85,6 +87,12 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
  * e.g. " 0.002191", "12.345678", "  12345.7"). Returns buf. */
 char *sp_render_seconds(char *buf, size_t len, double ns);
 
+/* Formats a duration in nanoseconds with the unit that keeps it below 1000
+ * (ns, µs, ms, s; seconds beyond) to three significant digits into buf:
+ * "472 ns", "12.3 ms", "1.20 s", "3600 s" (at most 7 columns below 10^5 s;
+ * "µ" is one column, two bytes); "-" when not finite. Returns buf. */
+char *sp_render_duration(char *buf, size_t len, double ns);
+
 /* Formats a number of bytes with a binary unit into buf, at most 10
  * visible characters ("     512 B", "  1.50 KiB", "123.4 MiB", "   2.0 TiB");
  * negative counts keep their sign. Returns buf. */
@@ -98,5 +106,11 @@ int sp_render_text_width(const char *s);
 /* Writes s in at most maxw columns, cut with "…" when wider, malformed bytes
  * and control characters as '?'. Returns the columns written (no padding). */
 int sp_render_text(FILE *out, const char *s, int maxw);
+
+/* sp_render_text for names: one wider than maxw loses its middle, keeping
+ * its start and its end, where the function name is (maxw - 1) / 3 columns,
+ * "…", then the rest from the end: "importlib._…aderBasics.exec_module". Cut
+ * at the end below 8 columns. Returns the columns written (no padding). */
+int sp_render_text_mid(FILE *out, const char *s, int maxw);
 
 #endif

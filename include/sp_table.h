@@ -10,6 +10,7 @@
 enum sp_table_align {
 	SP_TABLE_RIGHT,          /* padded on the left; never cut (numbers) */
 	SP_TABLE_LEFT,           /* text: cut with "…" to the width, padded on the right */
+	SP_TABLE_NAME,           /* a name: as LEFT, but cut in the middle (sp_render_text_mid) */
 };
 
 /* One column: what comes before it, how its cells sit, its width. */
@@ -20,8 +21,7 @@ struct sp_table_col {
 };
 
 /* Widens cols[c].w to what cells[c] needs, for c < n (a NULL cell needs
- * nothing). Right-aligned cells are measured in bytes (ASCII numbers),
- * left-aligned ones in terminal columns (UTF-8 names and source). */
+ * nothing), in terminal columns (UTF-8 names, source, "µs"). */
 void sp_table_fit(struct sp_table_col *cols, size_t n, const char *const *cells);
 
 /* Writes one row: for each column its separator and cells[c] (NULL: "")

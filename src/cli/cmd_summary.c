@@ -19,8 +19,13 @@ static const struct sp_cmd_help help = {
 	.about =
 		"Prints the call tree (nesting reconstructed by containment, with (own)\n"
 		"rows for a region's self time and repeated calls collapsed as 'name (Nx)')\n"
-		"and the region table (calls, total, mean, min, max, std; with several\n"
-		"ranks, per-rank min/max and imbalance). Reads only the per-region\n"
+		"and the region table (calls, total, self, mean, min, max, std; with\n"
+		"several ranks, per-rank min/max and imbalance). A region's total counts\n"
+		"a recursive region once, as cProfile's cumulative time does (a call\n"
+		"nested in a call of the same region adds nothing; calls counts every\n"
+		"call); self is its total less the calls nested directly in it\n"
+		"(cProfile's tottime). Times are in ns, µs, ms or s, three digits; names\n"
+		"too long for their column lose their middle. Reads only the per-region\n"
 		"summaries when the file has them, so its cost does not grow with events.\n"
 		"With several ranks the header also says which ranks ran on which host\n"
 		"and, from the metadata's omp_num_threads, how many cores they used.\n"
@@ -34,9 +39,10 @@ static const struct sp_cmd_help help = {
 		"name (anchor them with ^ and $); --exclude wins over --include. A region\n"
 		"left out of the call tree hands its children to its nearest shown\n"
 		"ancestor, and its own time shows in that ancestor's (own) row. --sort\n"
-		"orders the region table (mean: per call; max: the longest call); the\n"
-		"tree keeps the order in which calls started. --json ignores --flat and\n"
-		"--tree; its times are seconds.\n",
+		"orders the region table (mean: per call; max: the longest call; self:\n"
+		"self time); the tree keeps the order in which calls started. --json\n"
+		"ignores --flat and --tree; its times are seconds (total_s counting\n"
+		"recursion once, raw_total_s the plain sum of every call, self_s).\n",
 };
 
 /* --top N, --depth N: a whole number >= 1 into an int. */
@@ -58,14 +64,14 @@ static int parse_sort(const struct sp_opt *o, const char *key, void *ctx, char *
 	enum sp_render_sort *out = o->value;
 	static const char *const names[] = {
 		[SP_SORT_TOTAL] = "total", [SP_SORT_CALLS] = "calls", [SP_SORT_MEAN] = "mean",
-		[SP_SORT_MAX] = "max", [SP_SORT_NAME] = "name",
+		[SP_SORT_MAX] = "max", [SP_SORT_NAME] = "name", [SP_SORT_SELF] = "self",
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (strcmp(key, names[i]) == 0) {
 			*out = (enum sp_render_sort)i;
 			return 0;
 		}
-	snprintf(err, len, "--sort takes total, calls, mean, max or name, not '%s'", key);
+	snprintf(err, len, "--sort takes total, self, calls, mean, max or name, not '%s'", key);
 	return -1;
 }
 
@@ -81,7 +87,7 @@ int cmd_summary(int argc, char **argv)
 		{0, "flat", SP_OPT_FLAG, &parts, SP_RENDER_FLAT, NULL, "print only the region table", NULL},
 		{0, "tree", SP_OPT_FLAG, &parts, SP_RENDER_TREE, NULL, "print only the call tree", NULL},
 		{0, "sort", SP_OPT_CALL, &opts.sort, 0, "KEY",
-		 "table order: total (default), calls, mean, max or name", parse_sort},
+		 "table order: total (default), self, calls, mean, max or name", parse_sort},
 		{0, "top", SP_OPT_CALL, &opts.top, 0, "N",
 		 "the tree's N heaviest entries, the table's N first rows", parse_count},
 		{0, "depth", SP_OPT_CALL, &opts.depth, 0, "N", "the tree down to N levels", parse_count},

@@ -173,3 +173,110 @@ const char *sp_profile_meta(const struct sp_profile *p, const char *key)
 			return p->meta[i].value;
 	return NULL;
 }
+
+/* a - b, saturating (damaged files' totals may be anything). */
+static int64_t sub_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* Walks rk's tree depth first (children linked through first/next, roots
+ * from *roots), counting each node nested inside a node of its own region
+ * out of cumulative[]; open[] counts the open nodes of each region. */
+static void cumulative_walk(const struct sp_rank *rk, const int32_t *first, const int32_t *next,
+			    int32_t roots, int32_t *open, int64_t *cumulative)
+{
+	const struct sp_tree_node *t = rk->tree;
+	int32_t i = roots;
+	while (i >= 0) {
+		/* Entering node i. */
+		if (open[t[i].region]++ > 0)
+			cumulative[t[i].region] = sub_sat(cumulative[t[i].region], t[i].total_ns);
+		if (first[i] >= 0) {
+			i = first[i];
+			continue;
+		}
+		/* Leaving i, and every ancestor whose last child it closes. */
+		for (;;) {
+			open[t[i].region]--;
+			if (next[i] >= 0) {
+				i = next[i];
+				break;
+			}
+			if ((i = t[i].parent) < 0)
+				break;
+		}
+	}
+}
+
+int sp_rank_region_times(const struct sp_rank *rk, int64_t *cumulative, int64_t *self)
+{
+	size_t nr = rk->nregions, n = rk->tree ? rk->ntree : 0;
+	int exact = 1;
+	int32_t *first = NULL, *next = NULL, *open = NULL;
+	int64_t *kids = NULL;
+	if (n && (n > INT32_MAX || !(first = malloc(n * sizeof *first)) ||
+		  !(next = malloc(n * sizeof *next)) || !(kids = calloc(n, sizeof *kids)) ||
+		  !(open = calloc(nr ? nr : 1, sizeof *open)))) {
+		free(first);
+		free(next);
+		free(kids);
+		return -1;
+	}
+	for (size_t r = 0; r < nr; r++) {
+		const struct sp_region_data *rd = &rk->regions[r];
+		int64_t total = rd->stats.total_ns;
+		if (rk->tree)
+			cumulative[r] = total;
+		else if (rd->cumulative_ns > 0 && rd->cumulative_ns <= total)
+			cumulative[r] = rd->cumulative_ns;
+		else {
+			cumulative[r] = total;
+			exact &= rd->stats.num_calls <= 0;
+		}
+		if (self)
+			self[r] = rd->aggregate ? rd->self_ns : total;
+	}
+	if (n) {
+		/* Children linked in their order, roots likewise; a node naming
+		 * no region, or a parent not before it (a damaged tree), is
+		 * left out with its subtree. */
+		int32_t roots = -1;
+		for (size_t i = n; i-- > 0;)
+			first[i] = -1;
+		for (size_t i = n; i-- > 0;) {
+			const struct sp_tree_node *nd = &rk->tree[i];
+			int ok = nd->region >= 0 && (size_t)nd->region < nr && nd->parent < (int32_t)i;
+			next[i] = -1;
+			if (!ok)
+				continue;
+			int32_t *head = nd->parent < 0 ? &roots : &first[nd->parent];
+			next[i] = *head;
+			*head = (int32_t)i;
+			if (nd->parent >= 0)
+				kids[nd->parent] = sp_add_sat(kids[nd->parent], nd->total_ns);
+		}
+		cumulative_walk(rk, first, next, roots, open, cumulative);
+		if (self)
+			for (size_t i = 0; i < n; i++) {
+				const struct sp_tree_node *nd = &rk->tree[i];
+				if (nd->region < 0 || (size_t)nd->region >= nr || rk->regions[nd->region].aggregate)
+					continue;
+				int64_t inner = kids[i] < nd->total_ns ? kids[i] : nd->total_ns;
+				self[nd->region] = sub_sat(self[nd->region], inner > 0 ? inner : 0);
+			}
+	}
+	for (size_t r = 0; r < nr; r++) {
+		cumulative[r] = cumulative[r] > 0 ? cumulative[r] : 0;
+		if (self)
+			self[r] = self[r] > 0 ? self[r] : 0;
+	}
+	free(first);
+	free(next);
+	free(kids);
+	free(open);
+	return exact;
+}

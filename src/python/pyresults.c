@@ -205,8 +205,10 @@ static int set_ll(PyObject *d, const char *key, long long v)
 
 /* One region's statistics and event columns as a dict (a new reference);
  * event columns rd owns are taken over (rd's pointers become NULL), others
- * copied. NULL with an exception set. */
-static PyObject *region_to_py(struct sp_region_data *rd)
+ * copied; cum and self its total counting recursion once and its self time
+ * (sp_rank_region_times), or -1 when not known. NULL with an exception
+ * set. */
+static PyObject *region_to_py(struct sp_region_data *rd, int64_t cum, int64_t self)
 {
 	const struct sp_stats *st = &rd->stats;
 	int own = rd->owns_events;
@@ -216,9 +218,10 @@ static PyObject *region_to_py(struct sp_region_data *rd)
 	PyObject *ends = column_bytes((void **)&rd->ends, st->num_calls, sizeof(int64_t), own);
 	PyObject *first = time_or_none(st->first_start_ns);
 	PyObject *last = time_or_none(st->last_end_ns);
-	PyObject *self_ns = PyLong_FromLongLong(rd->self_ns);
-	PyObject *d = (starts && ends && first && last && lanes && self_ns)
-		? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
+	PyObject *self_ns = self >= 0 ? PyLong_FromLongLong(self) : Py_NewRef(Py_None);
+	PyObject *cum_ns = cum >= 0 ? PyLong_FromLongLong(cum) : Py_NewRef(Py_None);
+	PyObject *d = (starts && ends && first && last && lanes && self_ns && cum_ns)
+		? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
 				"num_calls", (long long)st->num_calls,
 				"total_ns", (long long)st->total_ns,
 				"min_ns", (long long)st->min_ns,
@@ -227,8 +230,9 @@ static PyObject *region_to_py(struct sp_region_data *rd)
 				"first_start_ns", first, "last_end_ns", last,
 				"starts", starts, "ends", ends, "lanes", lanes,
 				"aggregate", rd->aggregate ? Py_True : Py_False,
-				"self_ns", rd->aggregate ? self_ns : Py_None)
+				"self_ns", self_ns, "cumulative_ns", cum_ns)
 		: NULL;
+	Py_XDECREF(cum_ns);
 	Py_XDECREF(lanes);
 	Py_XDECREF(starts);
 	Py_XDECREF(ends);
@@ -307,19 +311,23 @@ static PyObject *likwid_to_py(const struct sp_rank *rk)
  * taken over as region_to_py does); NULL with an exception set. */
 static PyObject *rank_to_py(struct sp_rank *rk)
 {
-	PyObject *regions = PyDict_New();
+	size_t nr = rk->nregions ? rk->nregions : 1;
+	int64_t *cum = malloc(nr * sizeof *cum), *self = malloc(nr * sizeof *self);
+	int exact = cum && self ? sp_rank_region_times(rk, cum, self) : -1;
+	PyObject *regions = exact >= 0 ? PyDict_New() : PyErr_NoMemory();
+	for (size_t i = 0; regions && i < rk->nregions; i++) {
+		struct sp_region_data *rd = &rk->regions[i];
+		/* Without a tree only an aggregate's self time is known. */
+		PyObject *d = region_to_py(rd, exact ? cum[i] : -1,
+					   exact || rd->aggregate ? self[i] : -1);
+		if (!d || PyDict_SetItemString(regions, rd->name, d) != 0)
+			Py_CLEAR(regions);
+		Py_XDECREF(d);
+	}
+	free(cum);
+	free(self);
 	if (!regions)
 		return NULL;
-	for (size_t i = 0; i < rk->nregions; i++) {
-		struct sp_region_data *rd = &rk->regions[i];
-		PyObject *d = region_to_py(rd);
-		if (!d || PyDict_SetItemString(regions, rd->name, d) != 0) {
-			Py_XDECREF(d);
-			Py_DECREF(regions);
-			return NULL;
-		}
-		Py_DECREF(d);
-	}
 	PyObject *start = time_or_none(rk->run_start_ns), *end = time_or_none(rk->run_end_ns);
 	PyObject *likwid = likwid_to_py(rk);
 	PyObject *rd = (start && end && likwid)

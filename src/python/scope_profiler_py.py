@@ -403,8 +403,15 @@ class Region:
         self.std_duration = raw["std_ns"] / _NS
         self.first_start_ns = raw["first_start_ns"]
         self.last_end_ns = raw["last_end_ns"]
-        # Aggregation mode keeps no per-call events: empty columns, and the
-        # exclusive time instead.
+        # total_duration is the plain sum of every call; the cumulative time
+        # counts a recursive region once (as cProfile's cumtime: a call
+        # nested in a call of the same region adds nothing); the self time
+        # is the total less the calls nested directly in it (cProfile's
+        # tottime). Both from the call tree; None when not known.
+        cum_ns = raw.get("cumulative_ns")
+        self.cumulative_duration_ns = cum_ns
+        self.cumulative_duration = None if cum_ns is None else cum_ns / _NS
+        # Aggregation mode keeps no per-call events: empty columns.
         self.aggregate = bool(raw.get("aggregate"))
         self_ns = raw.get("self_ns")
         self.self_duration_ns = self_ns
@@ -469,6 +476,19 @@ class MPIRegion:
     @property
     def total_duration(self):
         return sum(r.total_duration_ns for r in self._per_rank.values()) / _NS
+
+    @property
+    def cumulative_duration(self):
+        """The total over ranks counting a recursive region once (seconds);
+        None when some rank's is not known."""
+        parts = [r.cumulative_duration_ns for r in self._per_rank.values()]
+        return None if None in parts else sum(parts) / _NS
+
+    @property
+    def self_duration(self):
+        """The self time summed over ranks (seconds); None when not known."""
+        parts = [r.self_duration_ns for r in self._per_rank.values()]
+        return None if None in parts else sum(parts) / _NS
 
     @property
     def first_start_ns(self):

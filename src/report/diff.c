@@ -281,25 +281,7 @@ static void pad(FILE *out, int n)
  * stay apart. */
 static void put_name(FILE *out, const char *s, int w)
 {
-	int tw = sp_render_text_width(s);
-	if (tw <= w || w < 8) {
-		pad(out, w - sp_render_text(out, s, w));
-		return;
-	}
-	int head = (w - 1) / 3, tail = w - 1 - head;
-	/* The tail: the shortest suffix, starting on a character, that is at
-	 * most `tail` columns wide. */
-	size_t len = strlen(s), at = len;
-	for (size_t i = len; i-- > 0;) {
-		if (((unsigned char)s[i] & 0xc0) == 0x80)
-			continue;
-		if (sp_render_text_width(s + i) > tail)
-			break;
-		at = i;
-	}
-	int used = sp_render_text(out, s, head + 1);   /* head columns and "…" */
-	used += sp_render_text(out, s + at, tail);
-	pad(out, w - used);
+	pad(out, w - sp_render_text_mid(out, s, w));
 }
 
 static void file_line(FILE *out, const char *label, const struct sp_diff_file *f)

@@ -32,7 +32,10 @@ struct mnode {
 struct frow {
 	const char *name;
 	const struct sp_stats *st;     /* its stats on the first rank having it */
-	int64_t calls, total;          /* summed over ranks */
+	int64_t calls;                 /* summed over ranks */
+	int64_t total;                 /* summed over ranks, a recursive region counted once */
+	int64_t raw_total;             /* the plain sum of its calls' durations */
+	int64_t self;                  /* self time (less the calls nested directly in it) */
 	int64_t min_rank, max_rank;    /* per-rank totals over the ranks having it */
 	int64_t min_ns, max_ns;        /* shortest and longest call, over ranks */
 	double mean_ns, std_ns;        /* over every call of every rank */
@@ -41,7 +44,7 @@ struct frow {
 	size_t present;                /* ranks where it has calls */
 	size_t order;                  /* first appearance, to break ties */
 	size_t seen_rank;              /* bookkeeping while merging */
-	int64_t cur_calls, cur_total;
+	int64_t cur_calls, cur_total, cur_raw, cur_self;
 	int selected;                  /* kept by the selection */
 	int value_kind;                /* its values' kind (sp_profile.h), on any rank */
 	int64_t values_total;          /* summed over ranks */
@@ -52,6 +55,8 @@ struct view {
 	const struct sp_profile *p;    /* the selected ranks only */
 	const struct sp_select *sel;
 	unsigned char *keep;           /* per region of each rank, in order: selected */
+	int64_t *cum, *self;           /* per region of each rank: sp_rank_region_times */
+	int approx;                    /* some rank had no tree: raw sums stand for totals */
 	size_t nall;                   /* region names before the selection */
 	int64_t *rank_totals;          /* JSON only: [order * nranks + rank index] */
 	struct mnode *nodes;
@@ -237,6 +242,14 @@ static int cmp_max(const void *a, const void *b)
 	return cmp_total(a, b);
 }
 
+static int cmp_self(const void *a, const void *b)
+{
+	const struct frow *x = a, *y = b;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return cmp_total(a, b);
+}
+
 static int cmp_name(const void *a, const void *b)
 {
 	const struct frow *x = a, *y = b;
@@ -271,7 +284,7 @@ static void frow_finish_stats(struct frow *f)
 		f->std_ns = f->st->std_ns;
 		return;
 	}
-	long double n = (long double)f->calls, mean = (long double)f->total / n;
+	long double n = (long double)f->calls, mean = (long double)f->raw_total / n;
 	long double var = f->sumsq / n - mean * mean;
 	f->mean_ns = (double)mean;
 	/* Aggregates keep no std (NaN): then the pooled one is unknown too. */
@@ -293,7 +306,7 @@ static void merge_rank(struct view *v, size_t r, size_t base)
 			continue;
 		if (f->seen_rank != r) {
 			f->seen_rank = r;
-			f->cur_calls = f->cur_total = 0;
+			f->cur_calls = f->cur_total = f->cur_raw = f->cur_self = 0;
 		}
 		if (!f->st && rd->stats.num_calls > 0)
 			f->st = &rd->stats;
@@ -305,7 +318,9 @@ static void merge_rank(struct view *v, size_t r, size_t base)
 		if (rd->peak_bytes > f->peak_bytes)
 			f->peak_bytes = rd->peak_bytes;
 		f->cur_calls = sp_add_sat(f->cur_calls, rd->stats.num_calls);
-		f->cur_total = sp_add_sat(f->cur_total, rd->stats.total_ns);
+		f->cur_total = sp_add_sat(f->cur_total, v->cum[base + i]);
+		f->cur_raw = sp_add_sat(f->cur_raw, rd->stats.total_ns);
+		f->cur_self = sp_add_sat(f->cur_self, v->self[base + i]);
 		v->calls = sp_add_sat(v->calls, rd->stats.num_calls);
 	}
 	for (size_t i = 0; i < rk->nregions; i++) {
@@ -315,6 +330,8 @@ static void merge_rank(struct view *v, size_t r, size_t base)
 		f->seen_rank = SIZE_MAX - 1;   /* folded */
 		f->calls = sp_add_sat(f->calls, f->cur_calls);
 		f->total = sp_add_sat(f->total, f->cur_total);
+		f->raw_total = sp_add_sat(f->raw_total, f->cur_raw);
+		f->self = sp_add_sat(f->self, f->cur_self);
 		if (f->cur_calls <= 0)
 			continue;
 		if (f->present == 0 || f->cur_total < f->min_rank)
@@ -337,12 +354,12 @@ static enum sp_err fill_rank_totals(struct view *v, struct sp_error *err)
 	v->rank_totals = calloc(cells ? cells : 1, sizeof *v->rank_totals);
 	if (!v->rank_totals)
 		return sp_error_set(err, SP_ENOMEM, "out of memory for %zu rank totals", cells);
-	for (size_t r = 0; r < p->nranks; r++)
+	for (size_t r = 0, base = 0; r < p->nranks; base += p->ranks[r++].nregions)
 		for (size_t i = 0; i < p->ranks[r].nregions; i++) {
 			const struct sp_region_data *rd = &p->ranks[r].regions[i];
 			struct frow *f = frow_get(v, rd->name);
 			int64_t *cell = &v->rank_totals[f->order * p->nranks + r];
-			*cell = sp_add_sat(*cell, rd->stats.total_ns);
+			*cell = sp_add_sat(*cell, v->cum[base + i]);
 		}
 	return SP_OK;
 }
@@ -364,7 +381,7 @@ static void finish_rows(struct view *v, enum sp_render_sort sort)
 	v->nrows = kept;
 	static int (*const cmps[])(const void *, const void *) = {
 		[SP_SORT_TOTAL] = cmp_total, [SP_SORT_CALLS] = cmp_calls, [SP_SORT_MEAN] = cmp_mean,
-		[SP_SORT_MAX] = cmp_max, [SP_SORT_NAME] = cmp_name,
+		[SP_SORT_MAX] = cmp_max, [SP_SORT_NAME] = cmp_name, [SP_SORT_SELF] = cmp_self,
 	};
 	qsort(v->rows, v->nrows, sizeof *v->rows,
 	      (unsigned)sort < sizeof cmps / sizeof *cmps ? cmps[sort] : cmp_total);
@@ -385,9 +402,20 @@ static enum sp_err merge_regions(struct view *v, enum sp_render_sort sort, int w
 	}
 	v->rows = malloc((total ? total : 1) * sizeof *v->rows);
 	v->keep = malloc(total ? total : 1);
-	if (!v->rows || !v->keep || slots_reset(v, total) != 0)
+	v->cum = malloc((total ? total : 1) * sizeof *v->cum);
+	v->self = malloc((total ? total : 1) * sizeof *v->self);
+	if (!v->rows || !v->keep || !v->cum || !v->self || slots_reset(v, total) != 0)
 		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu regions", total);
 	size_t base = 0;
+	/* Each region's total counting recursion once, and its self time,
+	 * from each rank's call tree (computed in one place for every report). */
+	for (size_t r = 0; r < p->nranks; base += p->ranks[r++].nregions) {
+		int exact = sp_rank_region_times(&p->ranks[r], v->cum + base, v->self + base);
+		if (exact < 0)
+			return sp_error_set(err, SP_ENOMEM, "out of memory for the call tree's times");
+		v->approx |= !exact;
+	}
+	base = 0;
 	for (size_t r = 0; r < p->nranks; r++) {
 		merge_rank(v, r, base);
 		base += p->ranks[r].nregions;
@@ -431,11 +459,11 @@ static void put_label(FILE *out, int w, const unsigned char *last, int d, int ow
 		fputs(prefix_cell(last, d, own, col), out);
 	int room = w - used, sw = (int)strlen(suffix), tw = sp_render_text_width(name) + sw;
 	if (tw <= room || room >= sw + 2) {
-		used += sp_render_text(out, name, room - sw);
+		used += sp_render_text_mid(out, name, room - sw);
 		fputs(suffix, out);
 		used += sw;
 	} else {
-		used += sp_render_text(out, name, room);
+		used += sp_render_text_mid(out, name, room);
 	}
 	sp_render_pad(out, w - used);
 }
@@ -443,7 +471,7 @@ static void put_label(FILE *out, int w, const unsigned char *last, int d, int ow
 /* A row of the tree: a node (calls set), its (own) row (own set), or the
  * "… N more" row closing a list some of whose entries were left out (name
  * set, calls 0, own 0). */
-static void tree_row(FILE *out, int w, int cw, const unsigned char *last, int d, int own,
+static void tree_row(FILE *out, int w, int cw, int dw, const unsigned char *last, int d, int own,
 		     int wrap, const char *name, int64_t calls, int64_t ns, double denom)
 {
 	char suffix[32] = "", cbuf[32] = "", sbuf[32], pbuf[32] = "-";
@@ -455,8 +483,10 @@ static void tree_row(FILE *out, int w, int cw, const unsigned char *last, int d,
 	if (denom > 0)
 		snprintf(pbuf, sizeof pbuf, "%.1f", 100.0 * (double)ns / denom);
 	put_label(out, w, last, d, own, wrap, own ? "(own)" : name, suffix);
-	fprintf(out, "  %*s  %s  %6s\n", cw, cbuf, sp_render_seconds(sbuf, sizeof sbuf, (double)ns),
-		pbuf);
+	fprintf(out, "  %*s  ", cw, cbuf);
+	sp_render_duration(sbuf, sizeof sbuf, (double)ns);
+	sp_render_pad(out, dw - sp_render_text_width(sbuf));
+	fprintf(out, "%s  %6s\n", sbuf, pbuf);
 }
 
 static int cmp_heavier(const void *a, const void *b, void *ctx)
@@ -552,15 +582,27 @@ static int own_shown(const struct view *v, const struct mnode *m)
 	return v->tree_shown == v->nnodes || m->hidden == 0 || own_ns(m) >= v->tree_cut;
 }
 
+/* The wider of w and the columns ns takes as a duration. */
+static int dur_width(int64_t ns, int w)
+{
+	char buf[32];
+	int dw = sp_render_text_width(sp_render_duration(buf, sizeof buf, (double)ns));
+	return dw > w ? dw : w;
+}
+
 static void render_tree(FILE *out, const struct view *v)
 {
 	size_t nranks = v->p->nranks;
 	int64_t maxcalls = 0, need = 0;
+	int dw = dur_width(v->roots_hidden_total, 7);
 	for (size_t i = 0; i < v->nnodes; i++) {
 		const struct mnode *m = &v->nodes[i];
 		char suffix[32] = "";
 		if (m->cut)
 			continue;
+		dw = dur_width(m->total, dw);
+		if (m->hidden)
+			dw = dur_width(sp_add_sat(m->hidden_total, own_ns(m)), dw);
 		if (m->calls > 1)
 			snprintf(suffix, sizeof suffix, " (%lldx)", (long long)m->calls);
 		int64_t lw = 3 * (int64_t)m->depth + sp_render_text_width(m->name) + (int64_t)strlen(suffix);
@@ -575,8 +617,8 @@ static void render_tree(FILE *out, const struct view *v)
 		need = 20;                             /* the roots' "… N more" row */
 	unsigned char *last = v->last;
 	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
-	int w = sp_render_name_width(need > INT32_MAX / 2 ? INT32_MAX / 2 : (int)need, cw + 2 + 2 + SECS + 2 + 6);
-	int tw = w + 2 + cw + 2 + SECS + 2 + 6;
+	int w = sp_render_name_width(need > INT32_MAX / 2 ? INT32_MAX / 2 : (int)need, cw + 2 + 2 + dw + 2 + 6);
+	int tw = w + 2 + cw + 2 + dw + 2 + 6;
 	/* When labels must be cut, keep at least half the column for the text. */
 	int wrap = need > w ? (w / 2) / 3 : 0;
 	/* % run: share of the run span, of every rank's together when summed. */
@@ -587,7 +629,7 @@ static void render_tree(FILE *out, const struct view *v)
 			nranks);
 	else
 		fputs("Call tree\n", out);
-	fprintf(out, "%-*s  %*s  %*s  %6s\n", w, "region", cw, "calls", SECS, "total [s]", "% run");
+	fprintf(out, "%-*s  %*s  %*s  %6s\n", w, "region", cw, "calls", dw, "total", "% run");
 	sp_render_rule(out, tw);
 	if (v->nnodes == 0)
 		fputs("(no calls recorded)\n", out);
@@ -600,10 +642,10 @@ static void render_tree(FILE *out, const struct view *v)
 		const struct mnode *m = &v->nodes[i];
 		int32_t lost = m->parent < 0 ? v->roots_hidden : v->nodes[m->parent].hidden;
 		last[m->depth] = m->next < 0 && lost == 0;
-		tree_row(out, w, cw, last, m->depth, 0, wrap, m->name, m->calls, m->total, denom);
+		tree_row(out, w, cw, dw, last, m->depth, 0, wrap, m->name, m->calls, m->total, denom);
 		if (m->first >= 0) {
 			if (own_shown(v, m))
-				tree_row(out, w, cw, last, m->depth + 1, 1, wrap, NULL, 0, own_ns(m), denom);
+				tree_row(out, w, cw, dw, last, m->depth + 1, 1, wrap, NULL, 0, own_ns(m), denom);
 			i = m->first;
 			continue;
 		}
@@ -615,7 +657,7 @@ static void render_tree(FILE *out, const struct view *v)
 				int64_t ns = pa < 0 ? v->roots_hidden_total : v->nodes[pa].hidden_total;
 				last[d] = 1;
 				snprintf(more, sizeof more, "… %s%ld more", own ? "(own) + " : "", (long)h);
-				tree_row(out, w, cw, last, d, 0, wrap, more, 0,
+				tree_row(out, w, cw, dw, last, d, 0, wrap, more, 0,
 					 own ? sp_add_sat(ns, own_ns(&v->nodes[pa])) : ns, denom);
 			}
 			i = pa;
@@ -627,81 +669,96 @@ static void render_tree(FILE *out, const struct view *v)
 
 /* ---- the region table --------------------------------------------------- */
 
+/* The cells of a region table row into cells[FLAT_COLS] (bufs holding the
+ * text): name, calls, then with one rank total, self, mean, min, max, std;
+ * with several, each rank's mean total and self, the smallest and largest
+ * rank total, the imbalance. */
+enum { FLAT_COLS = 8, CELL = 48 };
+
+static size_t flat_cells(const struct frow *f, size_t nranks, char bufs[FLAT_COLS][CELL],
+			 const char *cells[FLAT_COLS])
+{
+	cells[0] = f->name;
+	snprintf(bufs[1], CELL, "%lld", (long long)f->calls);
+	cells[1] = bufs[1];
+	for (int k = 2; k < FLAT_COLS; k++)
+		cells[k] = bufs[k];
+	if (nranks > 1) {
+		double x = sp_imbalance_of(f->max_rank, f->min_rank);
+		sp_render_duration(bufs[2], CELL, (double)f->total / (double)nranks);
+		sp_render_duration(bufs[3], CELL, (double)f->self / (double)nranks);
+		sp_render_duration(bufs[4], CELL, (double)f->min_rank);
+		sp_render_duration(bufs[5], CELL, (double)f->max_rank);
+		if (f->present < nranks)
+			snprintf(bufs[6], CELL, "ranks %zu/%zu", f->present, nranks);
+		else if (isfinite(x))
+			snprintf(bufs[6], CELL, "%.2fx", x);
+		else
+			snprintf(bufs[6], CELL, "-");
+		return 7;
+	}
+	sp_render_duration(bufs[2], CELL, (double)f->total);
+	sp_render_duration(bufs[3], CELL, (double)f->self);
+	if (f->calls > 0) {
+		sp_render_duration(bufs[4], CELL, f->mean_ns);
+		sp_render_duration(bufs[5], CELL, (double)f->min_ns);
+		sp_render_duration(bufs[6], CELL, (double)f->max_ns);
+		sp_render_duration(bufs[7], CELL, f->std_ns);   /* "-" when NaN */
+	} else {
+		for (int k = 4; k < FLAT_COLS; k++)
+			snprintf(bufs[k], CELL, "-");
+	}
+	return 8;
+}
+
 static void render_flat(FILE *out, const struct view *v)
 {
 	size_t nranks = v->p->nranks;
-	int64_t maxcalls = 0;
-	int need = 0, flagged = 0;
+	int flagged = 0, need = 0;
+	char bufs[FLAT_COLS][CELL];
+	const char *cells[FLAT_COLS];
+	static const char *const heads1[FLAT_COLS] = {"region", "calls", "total", "self", "mean",
+						      "min", "max", "std"};
+	static const char *const headsn[FLAT_COLS] = {"region", "calls", "mean/rank", "self/rank",
+						      "min rank", "max rank", "imbalance", NULL};
+	const char *const *heads = nranks > 1 ? headsn : heads1;
+	size_t nc = nranks > 1 ? 7 : 8;
+	/* Times are at least 7 columns wide ("12.3 ms"), numbers 5. */
+	struct sp_table_col tc[FLAT_COLS];
+	for (size_t k = 0; k < nc; k++)
+		tc[k] = (struct sp_table_col){ k == 0 ? NULL : "  ", k ? SP_TABLE_RIGHT : SP_TABLE_NAME,
+					       k == 0 ? 0 : k == 1 ? 5 : 7 };
+	sp_table_fit(tc + 1, nc - 1, heads + 1);
 	for (size_t i = 0; i < v->rows_shown; i++) {
-		int nw = sp_render_text_width(v->rows[i].name);
+		const struct frow *f = &v->rows[i];
+		int nw = sp_render_text_width(f->name);
 		need = nw > need ? nw : need;
-		maxcalls = v->rows[i].calls > maxcalls ? v->rows[i].calls : maxcalls;
-		flagged |= nranks > 1 && v->rows[i].present < nranks;
+		flagged |= nranks > 1 && f->present < nranks;
+		flat_cells(f, nranks, bufs, cells);
+		sp_table_fit(tc + 1, nc - 1, cells + 1);
 	}
-	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
-	char a[32], b[32], c[32], d[32], e[32], calls[32];
-	int w, tw, iw = 9;
-	/* name, calls, then 4 (several ranks) or 5 columns of seconds */
-	struct sp_table_col tc[7];
-	size_t nc = nranks > 1 ? 6 : 7;
-	if (nranks > 1) {
-		char flag[48];
-		snprintf(flag, sizeof flag, "ranks %zu/%zu", nranks, nranks);
-		iw = (int)strlen(flag) > iw ? (int)strlen(flag) : iw;
-		int rest = 2 + cw + 2 + 13 + 2 + 12 + 2 + 12 + 2 + iw;
-		w = sp_render_name_width(need, rest);
-		tw = w + rest;
+	int rest = 0;
+	for (size_t k = 1; k < nc; k++)
+		rest += 2 + tc[k].w;
+	tc[0].w = sp_render_name_width(need, rest);
+	if (nranks > 1)
 		fprintf(out, "Regions (%zu ranks: calls summed; times are each rank's total)\n", nranks);
-		const int cols_w[] = {w, cw, 13, 12, 12, iw};
-		for (size_t k = 0; k < nc; k++)
-			tc[k] = (struct sp_table_col){ k ? "  " : NULL, k ? SP_TABLE_RIGHT : SP_TABLE_LEFT,
-						       cols_w[k] };
-		sp_table_row(out, tc, nc, (const char *const[]){"region", "calls", "mean/rank [s]",
-			     "min rank [s]", "max rank [s]", "imbalance"}, "\n");
-	} else {
-		int rest = 2 + cw + 2 + SECS + 4 * (1 + SECS);
-		w = sp_render_name_width(need, rest);
-		tw = w + rest;
+	else
 		fputs("Regions\n", out);
-		const int cols_w[] = {w, cw, SECS, SECS, SECS, SECS, SECS};
-		for (size_t k = 0; k < nc; k++)
-			tc[k] = (struct sp_table_col){ k == 0 ? NULL : k < 3 ? "  " : " ",
-						       k ? SP_TABLE_RIGHT : SP_TABLE_LEFT, cols_w[k] };
-		sp_table_row(out, tc, nc, (const char *const[]){"region", "calls", "total [s]",
-			     "mean [s]", "min [s]", "max [s]", "std [s]"}, "\n");
-	}
-	sp_render_rule(out, tw);
+	sp_table_row(out, tc, nc, heads, "\n");
+	sp_render_rule(out, tc[0].w + rest);
 	if (v->nrows == 0)
 		fputs("(no regions)\n", out);
 	for (size_t i = 0; i < v->rows_shown; i++) {
-		const struct frow *f = &v->rows[i];
-		snprintf(calls, sizeof calls, "%lld", (long long)f->calls);
-		if (nranks > 1) {
-			char imb[48] = "-";
-			double x = sp_imbalance_of(f->max_rank, f->min_rank);
-			if (f->present < nranks)
-				snprintf(imb, sizeof imb, "ranks %zu/%zu", f->present, nranks);
-			else if (isfinite(x))
-				snprintf(imb, sizeof imb, "%.2fx", x);
-			sp_table_row(out, tc, nc, (const char *const[]){f->name, calls,
-				     sp_render_seconds(a, sizeof a, (double)f->total / (double)nranks),
-				     sp_render_seconds(b, sizeof b, (double)f->min_rank),
-				     sp_render_seconds(c, sizeof c, (double)f->max_rank), imb}, "\n");
-		} else if (f->calls > 0) {
-			sp_table_row(out, tc, nc, (const char *const[]){f->name, calls,
-				     sp_render_seconds(a, sizeof a, (double)f->total),
-				     sp_render_seconds(b, sizeof b, f->mean_ns),
-				     sp_render_seconds(c, sizeof c, (double)f->min_ns),
-				     sp_render_seconds(d, sizeof d, (double)f->max_ns),
-				     isnan(f->std_ns) ? "-" : sp_render_seconds(e, sizeof e, f->std_ns)}, "\n");
-		} else {
-			sp_table_row(out, tc, nc, (const char *const[]){f->name, calls,
-				     sp_render_seconds(a, sizeof a, 0.0), "-", "-", "-", "-"}, "\n");
-		}
+		flat_cells(&v->rows[i], nranks, bufs, cells);
+		sp_table_row(out, tc, nc, cells, "\n");
 	}
 	if (flagged)
 		fprintf(out, "ranks k/%zu: recorded on k ranks only; the others count as 0 s.\n",
 			nranks);
+	if (v->approx)
+		fputs("note: a rank without a call tree: its totals are raw sums, a recursive region's "
+		      "nested calls counted again.\n", out);
 }
 
 /* ---- values: bytes allocated (run --memory) or moved (run --mpi-calls) --- */
@@ -771,7 +828,7 @@ static void json_secs(FILE *out, const char *key, double ns)
 
 static const char *const sort_names[] = {
 	[SP_SORT_TOTAL] = "total", [SP_SORT_CALLS] = "calls", [SP_SORT_MEAN] = "mean",
-	[SP_SORT_MAX] = "max", [SP_SORT_NAME] = "name",
+	[SP_SORT_MAX] = "max", [SP_SORT_NAME] = "name", [SP_SORT_SELF] = "self",
 };
 
 static void render_json(FILE *out, const struct view *v, const char *title, enum sp_render_sort sort,
@@ -802,13 +859,17 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 	}
 	json_secs(out, "run_span_s", (double)v->span);
 	fprintf(out, ",\n  \"calls\": %lld,\n  \"sort\": \"%s\",\n  \"regions\": [",
-		(long long)v->calls, (unsigned)sort < 5 ? sort_names[sort] : "total");
+		(long long)v->calls, (unsigned)sort < sizeof sort_names / sizeof *sort_names ? sort_names[sort] : "total");
 	for (size_t i = 0; i < v->nrows; i++) {
 		const struct frow *f = &v->rows[i];
 		fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
 		sp_json_fputs(out, f->name);
 		fprintf(out, ", \"calls\": %lld, ", (long long)f->calls);
 		json_secs(out, "total_s", (double)f->total);
+		fputs(", ", out);
+		json_secs(out, "self_s", (double)f->self);
+		fputs(", ", out);
+		json_secs(out, "raw_total_s", (double)f->raw_total);
 		fputs(", ", out);
 		json_secs(out, "mean_s", f->mean_ns);
 		fputs(", ", out);
@@ -929,8 +990,8 @@ static void put_title(FILE *out, const struct view *v, const char *title,
 			hosts->unknown ? "at least " : "", hosts->known, hosts->known == 1 ? "" : "s");
 	else
 		fprintf(out, "\n%zu rank(s), ", v->p->nranks);
-	fprintf(out, "%zu region%s, %lld call%s, run span %s s\n", v->nrows, v->nrows == 1 ? "" : "s",
-		(long long)v->calls, v->calls == 1 ? "" : "s", sp_render_secs_trim(buf, sizeof buf, (double)v->span));
+	fprintf(out, "%zu region%s, %lld call%s, run span %s\n", v->nrows, v->nrows == 1 ? "" : "s",
+		(long long)v->calls, v->calls == 1 ? "" : "s", sp_render_duration(buf, sizeof buf, (double)v->span));
 	if (host_list) {
 		fputs("hosts: ", out);
 		sp_render_text(out, host_list, 80 - 7);
@@ -1055,6 +1116,8 @@ out:
 	free(v.slots);
 	free(v.last);
 	free(v.keep);
+	free(v.cum);
+	free(v.self);
 	free(v.rank_totals);
 	sp_hosts_free(&hosts);
 	free(host_list);

@@ -90,6 +90,26 @@ static int put_text(FILE *out, const char *s, int maxw)
 	return used;
 }
 
+int sp_render_text_mid(FILE *out, const char *s, int maxw)
+{
+	int tw = text_width(s);
+	if (tw <= maxw || maxw < 8)
+		return put_text(out, s, maxw);
+	int head = (maxw - 1) / 3, tail = maxw - 1 - head;
+	/* The tail: the longest suffix, starting on a character, at most
+	 * `tail` columns wide (the first character whose remainder fits). */
+	const unsigned char *q = (const unsigned char *)s;
+	int before = 0;
+	while (*q && tw - before > tail) {
+		int32_t cp;
+		size_t len = u8_decode(q, &cp);
+		before += cp_width(cp);
+		q += len;
+	}
+	int used = put_text(out, s, head + 1);   /* head columns and "…" */
+	return used + put_text(out, (const char *)q, tail);
+}
+
 int sp_render_text_width(const char *s)
 {
 	return text_width(s);
@@ -118,6 +138,25 @@ char *sp_render_seconds(char *buf, size_t len, double ns)
 	double s = ns / 1e9;
 	/* %9.6f would print 1000.000000 for 999.9999996: switch before it. */
 	snprintf(buf, len, fabs(s) < 999.9999995 ? "%9.6f" : "%9.1f", s);
+	return buf;
+}
+
+char *sp_render_duration(char *buf, size_t len, double ns)
+{
+	static const char *const units[] = {"ns", "µs", "ms", "s"};
+	if (!isfinite(ns)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	double a = fabs(ns);
+	int u = 0;
+	/* The unit in which the figure stays below 1000 as printed. */
+	while (u < 3 && a >= 999.5)
+		a /= 1000, ns /= 1000, u++;
+	if (u == 0)
+		snprintf(buf, len, "%.0f ns", ns);
+	else
+		snprintf(buf, len, a < 9.995 ? "%.2f %s" : a < 99.95 ? "%.1f %s" : "%.0f %s", ns, units[u]);
 	return buf;
 }
 

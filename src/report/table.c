@@ -10,8 +10,7 @@ void sp_table_fit(struct sp_table_col *cols, size_t n, const char *const *cells)
 	for (size_t c = 0; c < n; c++) {
 		if (!cells[c])
 			continue;
-		int w = cols[c].align == SP_TABLE_LEFT ? sp_render_text_width(cells[c])
-						       : (int)strlen(cells[c]);
+		int w = sp_render_text_width(cells[c]);
 		cols[c].w = w > cols[c].w ? w : cols[c].w;
 	}
 }
@@ -25,8 +24,10 @@ void sp_table_row(FILE *out, const struct sp_table_col *cols, size_t n,
 			fputs(cols[c].sep, out);
 		if (cols[c].align == SP_TABLE_LEFT) {
 			sp_render_pad(out, cols[c].w - sp_render_text(out, s, cols[c].w));
+		} else if (cols[c].align == SP_TABLE_NAME) {
+			sp_render_pad(out, cols[c].w - sp_render_text_mid(out, s, cols[c].w));
 		} else {
-			sp_render_pad(out, cols[c].w - (int)strlen(s));
+			sp_render_pad(out, cols[c].w - sp_render_text_width(s));
 			fputs(s, out);
 		}
 	}

@@ -89,6 +89,43 @@ static enum sp_err names_unique(struct reader *r, const char *gname, const struc
 	return rc;
 }
 
+/* The regions table's cumulative_ns column, when the file has it (files
+ * written before it lack it: the total is then recomputed from the tree):
+ * each row's total counting a recursive region once, never above its raw
+ * total. */
+static enum sp_err read_cumulative(struct reader *r, hid_t tg, const char *ctx, size_t rows,
+				   struct sp_rank *rk)
+{
+	hid_t ds = -1;
+	hsize_t len = 0;
+	int64_t *v = NULL;
+	enum sp_err rc = SP_OK;
+	int hl = sp_h5r_hard_link(tg, "cumulative_ns");
+	if (hl <= 0)
+		return hl < 0 ? sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up cumulative_ns", ctx) : SP_OK;
+	if ((rc = sp_h5r_column_open(r, tg, ctx, "cumulative_ns", H5T_INTEGER, 1, &ds, &len)) != SP_OK)
+		return rc;
+	if (len != rows)
+		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cumulative_ns holds %llu rows, name %zu", ctx,
+				 (unsigned long long)len, rows);
+	else if (!(v = sp_h5r_alloc_n(rows, sizeof *v)))
+		rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %zu regions", ctx, rows);
+	else if (rows && H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
+		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read cumulative_ns", ctx);
+	sp_h5r_close(ds);
+	for (size_t i = 0; i < rows && rc == SP_OK; i++) {
+		struct sp_region_data *rd = &rk->regions[i];
+		if (v[i] < 0 || v[i] > rd->stats.total_ns)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s/%.200s: cumulative_ns %lld is not between 0 and "
+					 "total_ns %lld", ctx, rd->name, (long long)v[i],
+					 (long long)rd->stats.total_ns);
+		else
+			rd->cumulative_ns = v[i];
+	}
+	free(v);
+	return rc;
+}
+
 /* The regions table's optional columns (h5write_table.c's
  * write_value_table), each of the table's rows rows, into rk's regions. */
 static enum sp_err read_value_table(struct reader *r, hid_t tg, const char *ctx, size_t rows,
@@ -199,7 +236,8 @@ enum sp_err sp_h5r_read_table(struct reader *r, hid_t g, const char *gname, stru
 		goto out;
 	}
 	if ((rc = fill_rows(r, ctx, &names, i64, f64, agg, rows, rk, *first, total)) == SP_OK &&
-	    (rc = names_unique(r, gname, rk)) == SP_OK)
+	    (rc = names_unique(r, gname, rk)) == SP_OK &&
+	    (rc = read_cumulative(r, tg, ctx, rows, rk)) == SP_OK)
 		rc = read_value_table(r, tg, ctx, rows, rk);
 out:
 	if (rc != SP_OK) {

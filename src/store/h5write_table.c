@@ -164,6 +164,25 @@ static enum sp_err write_value_table(struct sp_h5_writer *w, hid_t g, const stru
 	return SP_OK;
 }
 
+/* The cumulative_ns column: each row's total counting a recursive region
+ * once (sp_rank_region_times, from the rank's call tree), in the caller's
+ * scratch array of t->n rows. */
+static enum sp_err write_cumulative(struct sp_h5_writer *w, hid_t g, const struct sp_rank *rk,
+				    const struct table *t, int64_t *i64)
+{
+	int64_t *cum = malloc((rk->nregions ? rk->nregions : 1) * sizeof *cum);
+	if (!cum || sp_rank_region_times(rk, cum, NULL) < 0) {
+		free(cum);
+		return sp_h5w_fail(w, SP_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < t->n; i++)
+		i64[i] = cum[t->rd[i] - rk->regions];
+	free(cum);
+	if (sp_h5w_column(w, g, "cumulative_ns", H5T_STD_I64LE, H5T_NATIVE_INT64, t->n, i64) < 0)
+		return sp_h5w_fail(w, SP_EIO, "cannot write the regions of rank %d", rk->rank);
+	return SP_OK;
+}
+
 /* The table's columns in group regions of rank_g. */
 static enum sp_err write_table(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk,
 			       const struct table *t)
@@ -208,6 +227,8 @@ static enum sp_err write_table(struct sp_h5_writer *w, hid_t rank_g, const struc
 	     sp_h5w_column(w, g, "std_ns", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, n, f64 + n) < 0 ||
 	     sp_h5w_column(w, g, "aggregate", H5T_STD_I8LE, H5T_NATIVE_INT8, n, agg) < 0))
 		rc = sp_h5w_fail(w, SP_EIO, "cannot write the regions of rank %d", rk->rank);
+	if (rc == SP_OK)
+		rc = write_cumulative(w, g, rk, t, i64);
 	if (rc == SP_OK && (t->values || t->peak))
 		rc = write_value_table(w, g, rk, t, i64, agg);
 out:

@@ -109,6 +109,120 @@ static void test_self_time(void **state)
 	assert_int_equal(sp_tree_self_ns(&rk, 2), 0);
 }
 
+/* A region with the given calls (columns borrowed, stats computed). */
+static struct sp_region_data with_calls(const char *name, int64_t *starts, int64_t *ends,
+					int32_t *lanes, size_t n)
+{
+	struct sp_region_data rd = {0};
+	rd.name = (char *)name;
+	rd.starts = starts;
+	rd.ends = ends;
+	rd.lanes = lanes;
+	sp_stats_compute(&rd.stats, starts, ends, n);
+	return rd;
+}
+
+/* A recursive fib under main: the total counts the outermost call only,
+ * the self time is every call less its direct children; calls still count
+ * every call. */
+static void test_region_times_recursion(void **state)
+{
+	int64_t ms[] = {0}, me[] = {1000};
+	int64_t fs[] = {100, 200, 300, 500, 550}, fe[] = {900, 800, 400, 700, 600};
+	struct sp_region_data r[] = {with_calls("main", ms, me, NULL, 1), with_calls("fib", fs, fe, NULL, 5)};
+	struct sp_rank rk = {.nregions = 2, .regions = r};
+	assert_int_equal(sp_tree_build(&rk, NULL), SP_OK);
+	int64_t cum[2], self[2];
+	assert_int_equal(sp_rank_region_times(&rk, cum, self), 1);
+	assert_int_equal(r[1].stats.total_ns, 800 + 600 + 100 + 200 + 50);   /* the raw sum */
+	assert_int_equal(cum[1], 800);                                        /* the outermost call */
+	assert_int_equal(self[1], 200 + 300 + 100 + 150 + 50);
+	assert_int_equal(cum[0], 1000);
+	assert_int_equal(self[0], 200);
+	assert_int_equal(r[1].stats.num_calls, 5);
+	/* Without self wanted. */
+	cum[1] = 0;
+	assert_int_equal(sp_rank_region_times(&rk, cum, NULL), 1);
+	assert_int_equal(cum[1], 800);
+	free(rk.tree);
+}
+
+/* a -> b -> a -> b: each region counted once at its outermost call; self
+ * times add up to the run. */
+static void test_region_times_mutual(void **state)
+{
+	int64_t as[] = {0, 20}, ae[] = {100, 80}, bs[] = {10, 30}, be[] = {90, 40};
+	struct sp_region_data r[] = {with_calls("a", as, ae, NULL, 2), with_calls("b", bs, be, NULL, 2)};
+	struct sp_rank rk = {.nregions = 2, .regions = r};
+	assert_int_equal(sp_tree_build(&rk, NULL), SP_OK);
+	int64_t cum[2], self[2];
+	assert_int_equal(sp_rank_region_times(&rk, cum, self), 1);
+	assert_int_equal(cum[0], 100);
+	assert_int_equal(cum[1], 80);
+	assert_int_equal(self[0], (100 - 80) + (60 - 10));
+	assert_int_equal(self[1], (80 - 60) + 10);
+	assert_int_equal(self[0] + self[1], 100);
+	free(rk.tree);
+}
+
+/* Calls of one region in two lanes (threads) at once do not nest: both
+ * count. */
+static void test_region_times_lanes(void **state)
+{
+	int64_t fs[] = {0, 10}, fe[] = {100, 50};
+	int32_t lanes[] = {0, 1};
+	struct sp_region_data r[] = {with_calls("f", fs, fe, lanes, 2)};
+	struct sp_rank rk = {.nregions = 1, .regions = r};
+	assert_int_equal(sp_tree_build(&rk, NULL), SP_OK);
+	int64_t cum[1], self[1];
+	assert_int_equal(sp_rank_region_times(&rk, cum, self), 1);
+	assert_int_equal(cum[0], 140);
+	assert_int_equal(self[0], 140);
+	/* One lane: the second call is inside the first. */
+	lanes[1] = 0;
+	assert_int_equal(sp_tree_build(&rk, NULL), SP_OK);
+	assert_int_equal(sp_rank_region_times(&rk, cum, self), 1);
+	assert_int_equal(cum[0], 100);
+	assert_int_equal(self[0], 100);
+	free(rk.tree);
+}
+
+/* No tree: the file's cumulative_ns where known, else the raw sum (and the
+ * answer says so); an aggregate's recorded self time; a damaged tree's bad
+ * nodes are passed over. */
+static void test_region_times_fallbacks(void **state)
+{
+	struct sp_region_data r[] = {region("rec", 3, 300, 0, 200), region("agg", 4, 40, 0, 10)};
+	r[1].aggregate = 1;
+	r[1].self_ns = 7;
+	struct sp_rank rk = {.nregions = 2, .regions = r};
+	int64_t cum[2], self[2];
+	assert_int_equal(sp_rank_region_times(&rk, cum, self), 0);
+	assert_int_equal(cum[0], 300);
+	assert_int_equal(self[0], 300);
+	assert_int_equal(self[1], 7);
+	r[0].cumulative_ns = 200;
+	r[1].cumulative_ns = 40;
+	assert_int_equal(sp_rank_region_times(&rk, cum, self), 1);
+	assert_int_equal(cum[0], 200);
+	assert_int_equal(cum[1], 40);
+	/* A tree with a node naming no region and one whose parent follows it. */
+	struct sp_tree_node tree[] = {
+		{.parent = -1, .region = 0, .calls = 1, .total_ns = 200},
+		{.parent = 0, .region = 0, .calls = 1, .total_ns = 100},
+		{.parent = 1, .region = 9, .calls = 1, .total_ns = 50},
+		{.parent = 5, .region = 1, .calls = 1, .total_ns = 5},
+		{.parent = -1, .region = 1, .calls = 4, .total_ns = 40},
+	};
+	rk.tree = tree;
+	rk.ntree = 5;
+	assert_int_equal(sp_rank_region_times(&rk, cum, self), 1);
+	assert_int_equal(cum[0], 300 - 100);
+	assert_int_equal(self[0], 300 - 100);   /* the outer call's child: the inner one */
+	assert_int_equal(cum[1], 40);
+	assert_int_equal(self[1], 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -117,6 +231,10 @@ int main(void)
 		cmocka_unit_test(test_rank_totals_and_imbalance),
 		cmocka_unit_test(test_imbalance_of),
 		cmocka_unit_test(test_self_time),
+		cmocka_unit_test(test_region_times_recursion),
+		cmocka_unit_test(test_region_times_mutual),
+		cmocka_unit_test(test_region_times_lanes),
+		cmocka_unit_test(test_region_times_fallbacks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,5 @@
 /* test_render.c - unit tests of the terminal summary (sp_render_summary). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -154,12 +155,15 @@ static void assert_aligned(const char *out)
 	}
 }
 
+/* A duration as the summary prints it, between blanks ("  12.3 ms"). */
 static char *secs(double ns)
 {
-	static char buf[4][32];
+	static char buf[4][40];
 	static int k;
+	char d[32];
 	k = (k + 1) % 4;
-	return sp_render_seconds(buf[k], sizeof buf[k], ns);
+	snprintf(buf[k], sizeof buf[k], " %s", sp_render_duration(d, sizeof d, ns));
+	return buf[k];
 }
 
 /* Seed 003's loop: setup, 6 timesteps of assemble + solve, 2 checkpoints. */
@@ -223,11 +227,15 @@ static void test_seed_tree(void **state)
 	assert_true(strncmp(out, "Profile: test.h5\n", 17) == 0);
 	char *l = line_starting(out, "1 rank(s), 5 regions, 21 calls, run span ");
 	assert_non_null(l);
-	assert_non_null(strstr(l, " s"));
+	char want[96];
+	snprintf(want, sizeof want, "1 rank(s), 5 regions, 21 calls, run span%s",
+		 secs((double)sp_rank_span(&p->ranks[0])));
+	assert_string_equal(l, want);
 	assert_non_null(line_starting(out, "Call tree"));
 	l = line_starting(out, "region");
 	assert_non_null(strstr(l, "calls"));
-	assert_non_null(strstr(l, "total [s]"));
+	assert_non_null(strstr(l, "total"));
+	assert_null(strstr(l, "[s]"));
 	assert_non_null(strstr(l, "% run"));
 	assert_non_null(line_starting(out, "setup  "));
 	assert_null(line_starting(out, "setup (1x)"));
@@ -262,8 +270,11 @@ static void test_seed_flat(void **state)
 	assert_null(strstr(out, "Call tree"));
 	assert_non_null(line_starting(out, "Regions"));
 	char *l = line_after(out, "Regions");
-	assert_non_null(strstr(l, "mean [s]"));
-	assert_non_null(strstr(l, "std [s]"));
+	assert_non_null(strstr(l, "total"));
+	assert_non_null(strstr(l, "self"));
+	assert_non_null(strstr(l, "mean"));
+	assert_non_null(strstr(l, "std"));
+	assert_null(strstr(l, "[s]"));
 	const char *order[] = { "timestep ", "solve ", "assemble ", "setup ", "checkpoint " };
 	const char *at = strstr(out, "\n─");
 	for (int i = 0; i < 5; i++) {
@@ -274,6 +285,13 @@ static void test_seed_flat(void **state)
 	l = line_starting(out, "solve ");
 	assert_non_null(strstr(l, secs(st->std_ns)));
 	assert_non_null(strstr(l, secs((double)st->max_ns)));
+	/* self: a leaf's is its total; timestep's is its (own) time. */
+	char row[160];
+	snprintf(row, sizeof row, "%s %s", secs((double)st->total_ns), secs((double)st->total_ns));
+	assert_non_null(strstr(l, row));
+	const struct sp_stats *ts = &p->ranks[0].regions[region(&p->ranks[0], "timestep")].stats;
+	snprintf(row, sizeof row, "%s %s", secs((double)ts->total_ns), secs((double)own));
+	assert_non_null(strstr(line_starting(out, "timestep "), row));
 	assert_true(max_columns(out) <= 80);
 	assert_aligned(out);
 	free(out);
@@ -292,23 +310,24 @@ static void test_two_rank_imbalance(void **state)
 			event(&p->ranks[r], "solve", starts[i], starts[i] + durs[i] * (r ? 16 : 10) / 10);
 	finish(p);
 	char *out = render(p, SP_RENDER_ALL);
-	assert_non_null(line_starting(out, "2 rank(s), 1 region, 6 calls, run span 1.320000 s"));
+	assert_non_null(line_starting(out, "2 rank(s), 1 region, 6 calls, run span 1.32 s"));
 	char *l = line_starting(out, "Regions");
 	assert_non_null(strstr(l, "2 ranks"));
 	l = line_after(out, "Regions");
-	assert_non_null(strstr(l, "mean/rank [s]"));
+	assert_non_null(strstr(l, "mean/rank"));
+	assert_non_null(strstr(l, "self/rank"));
 	assert_non_null(strstr(l, "imbalance"));
 	l = line_starting(out, "solve  ");
 	assert_non_null(l);
-	assert_non_null(strstr(l, " 0.845000"));
-	assert_non_null(strstr(l, " 0.650000"));
-	assert_non_null(strstr(l, " 1.040000"));
+	assert_non_null(strstr(l, " 845 ms     845 ms"));   /* mean total and self per rank */
+	assert_non_null(strstr(l, " 650 ms"));
+	assert_non_null(strstr(l, " 1.04 s"));
 	assert_non_null(strstr(l, "1.60x"));
 	/* The tree sums the ranks and says so. */
 	assert_non_null(strstr(line_starting(out, "Call tree"), "sum of 2 ranks"));
 	l = line_starting(out, "solve (6x)");
 	assert_non_null(l);
-	assert_non_null(strstr(l, " 1.690000"));
+	assert_non_null(strstr(l, " 1.69 s"));
 	assert_non_null(strstr(l, "64.0"));   /* 1.69 s of 2 x 1.32 s */
 	assert_true(max_columns(out) <= 80);
 	assert_aligned(out);
@@ -416,7 +435,7 @@ static void test_ranks_merge_and_missing(void **state)
 	assert_non_null(line_starting(out, "io  "));   /* the root one, 1 call */
 	char *l = line_starting(strstr(out, "Regions"), "io ");
 	assert_non_null(strstr(l, "ranks 3/4"));
-	assert_non_null(strstr(l, " 0.000000"));   /* min rank: the missing one */
+	assert_non_null(strstr(l, " 0 ns"));   /* min rank: the missing one */
 	l = line_starting(strstr(out, "Regions"), "halo ");
 	assert_non_null(strstr(l, "1.00x"));
 	assert_non_null(line_starting(out, "ranks k/4:"));
@@ -453,7 +472,8 @@ static void test_connectors(void **state)
 	sp_profile_free(p);
 }
 
-/* Long names widen the name column up to a cap, then are cut with "…". */
+/* Long names widen the name column up to a cap, then lose their middle,
+ * keeping their start and their end (the function's name). */
 static void test_long_names(void **state)
 {
 	(void)state;
@@ -463,6 +483,7 @@ static void test_long_names(void **state)
 	memset(name, 'n', 200);
 	name[200] = '\0';
 	memcpy(name, "pkg.module.", 11);
+	memcpy(name + 200 - 12, ".exec_module", 12);
 	event(rk, "main", 0, 10 * S);
 	event(rk, name, 1 * S, 2 * S);
 	event(rk, name, 3 * S, 4 * S);
@@ -471,8 +492,13 @@ static void test_long_names(void **state)
 	char *out = render(p, SP_RENDER_ALL);
 	assert_non_null(strstr(out, "…"));
 	assert_null(strstr(out, name));
-	/* The cut keeps the call count. */
-	assert_non_null(strstr(out, "n… (2x)"));
+	/* The cut keeps the start, the end and the call count. */
+	assert_non_null(strstr(out, "n…nnn"));
+	assert_non_null(strstr(out, "n.exec_module (2x) "));
+	assert_non_null(line_starting(out, "├─ pkg.module.nn"));
+	assert_non_null(line_starting(strstr(out, "Regions"), "pkg.module.n…"));
+	assert_non_null(line_starting(strstr(out, "Regions"), "pkg.module.S….a_rather_long_method_name "));
+	assert_non_null(strstr(strstr(out, "Regions"), "n.exec_module "));
 	assert_non_null(line_starting(out, "└─ pkg.module.Solver.a_rather_long_method_name "));
 	assert_true(max_columns(out) > 80);
 	assert_true(max_columns(out) <= 100);
@@ -517,7 +543,7 @@ static void test_span_and_odd_names(void **state)
 	event(rk, "bad\xff", 3 * S, 3 * S + 1);
 	finish(p);
 	char *out = render(p, SP_RENDER_ALL);
-	assert_non_null(line_starting(out, "1 rank(s), 3 regions, 3 calls, run span 4.000000 s"));
+	assert_non_null(line_starting(out, "1 rank(s), 3 regions, 3 calls, run span 4.00 s"));
 	char *l = line_starting(out, "résumé ");
 	assert_non_null(l);
 	assert_non_null(strstr(l, "25.0"));
@@ -535,7 +561,7 @@ static void test_empty(void **state)
 	region(&p->ranks[0], "never");
 	finish(p);
 	char *out = render(p, SP_RENDER_ALL);
-	assert_non_null(line_starting(out, "1 rank(s), 1 region, 0 calls, run span 0.000000 s"));
+	assert_non_null(line_starting(out, "1 rank(s), 1 region, 0 calls, run span 0 ns"));
 	assert_non_null(line_starting(out, "(no calls recorded)"));
 	assert_non_null(line_starting(out, "never "));
 	free(out);
@@ -675,11 +701,128 @@ static void test_hosts_header(void **state)
 	sp_profile_free(p);
 }
 
+/* Durations in the unit that keeps them below 1000, three digits. */
+static void test_durations(void **state)
+{
+	(void)state;
+	char b[32];
+	assert_string_equal(sp_render_duration(b, sizeof b, 0), "0 ns");
+	assert_string_equal(sp_render_duration(b, sizeof b, 472), "472 ns");
+	assert_string_equal(sp_render_duration(b, sizeof b, 999.4), "999 ns");
+	assert_string_equal(sp_render_duration(b, sizeof b, 999.6), "1.00 µs");   /* not 1000 ns */
+	assert_string_equal(sp_render_duration(b, sizeof b, 472000), "472 µs");
+	assert_string_equal(sp_render_duration(b, sizeof b, 12.3e6), "12.3 ms");
+	assert_string_equal(sp_render_duration(b, sizeof b, 99.96e6), "100 ms");
+	assert_string_equal(sp_render_duration(b, sizeof b, 1.2e9), "1.20 s");
+	assert_string_equal(sp_render_duration(b, sizeof b, 3600e9), "3600 s");
+	assert_string_equal(sp_render_duration(b, sizeof b, -2.5e6), "-2.50 ms");
+	assert_string_equal(sp_render_duration(b, sizeof b, NAN), "-");
+	assert_int_equal(sp_render_text_width(sp_render_duration(b, sizeof b, 12.3e3)), 7);
+}
+
+/* Names lose their middle: start and end (the function name) stay. */
+static void test_text_mid(void **state)
+{
+	(void)state;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	const char *name = "importlib._bootstrap_external._LoaderBasics.exec_module";
+	assert_int_equal(sp_render_text_mid(f, name, 43), 43);
+	fputc('|', f);
+	assert_int_equal(sp_render_text_mid(f, "short.name", 43), 10);
+	fputc('|', f);
+	assert_int_equal(sp_render_text_mid(f, "résumé.überlänge.funktion", 12), 12);
+	fputc('|', f);
+	assert_int_equal(sp_render_text_mid(f, name, 6), 6);   /* too narrow: cut at the end */
+	fclose(f);
+	assert_string_equal(buf, "importlib._boo…al._LoaderBasics.exec_module|short.name|"
+				 "rés…funktion|impor…");
+	free(buf);
+}
+
+/* 1000 sub-microsecond calls: mean, min and max in ns, never 0. */
+static void test_short_calls(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(1);
+	for (int64_t i = 0; i < 1000; i++)
+		event(&p->ranks[0], "tiny", 1000 * i, 1000 * i + 300 + i % 3 * 100);
+	finish(p);
+	char *out = render(p, SP_RENDER_FLAT);
+	char *l = line_starting(out, "tiny ");
+	assert_non_null(l);
+	assert_null(strstr(l, "0.000000"));
+	assert_non_null(strstr(l, " 400 ns "));   /* mean */
+	assert_non_null(strstr(l, " 300 ns "));   /* min */
+	assert_non_null(strstr(l, " 500 ns "));   /* max */
+	assert_non_null(strstr(l, " 400 µs "));   /* total, self */
+	assert_aligned(out);
+	free(out);
+	sp_profile_free(p);
+}
+
+/* A recursive region's total counts its outermost calls once; self and
+ * --sort self; the JSON keeps the raw sum beside them. */
+static void test_recursive_totals(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(1);
+	struct sp_rank *rk = &p->ranks[0];
+	event(rk, "main", 0, 100 * MS);
+	for (int64_t d = 0; d < 10; d++)   /* fib nested 10 deep: 80 ms outermost */
+		event(rk, "fib", 10 * MS + d * MS, 90 * MS - d * MS);
+	event(rk, "work", 91 * MS, 99 * MS);
+	finish(p);
+	char *out = render(p, SP_RENDER_FLAT);
+	char *l = line_starting(out, "fib ");
+	assert_non_null(l);
+	assert_non_null(strstr(l, "   10  80.0 ms  80.0 ms "));   /* calls, total, self */
+	l = line_starting(out, "main ");
+	assert_non_null(strstr(l, " 100 ms  12.0 ms "));
+	/* The order by total: main, fib, work; by self: fib, main, work. */
+	assert_true(strstr(out, "\nmain ") < strstr(out, "\nfib "));
+	free(out);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct sp_error err = { 0 };
+	struct sp_render_opts o = { .parts = SP_RENDER_FLAT, .sort = SP_SORT_SELF };
+	assert_int_equal(sp_render_summary_opts(f, p, "t.h5", &o, &err), SP_OK);
+	fclose(f);
+	assert_true(strstr(buf, "\nfib ") < strstr(buf, "\nmain "));
+	assert_true(strstr(buf, "\nmain ") < strstr(buf, "\nwork "));
+	free(buf);
+	f = open_memstream(&buf, &len);
+	o = (struct sp_render_opts){ .json = 1, .sort = SP_SORT_SELF };
+	assert_int_equal(sp_render_summary_opts(f, p, "t.h5", &o, &err), SP_OK);
+	fclose(f);
+	assert_non_null(strstr(buf, "\"sort\": \"self\""));
+	/* raw: 80 + 78 + ... + 62 ms = 710 ms */
+	assert_non_null(strstr(buf, "{\"name\": \"fib\", \"calls\": 10, \"total_s\": 0.080000000, "
+				    "\"self_s\": 0.080000000, \"raw_total_s\": 0.710000000, \"mean_s\": 0.071000000"));
+	assert_non_null(strstr(buf, "\"rank_totals_s\": [0.080000000]"));
+	free(buf);
+	/* A rank without a tree: raw sums, said in a note. */
+	free(rk->tree);
+	rk->tree = NULL;
+	rk->ntree = 0;
+	out = render(p, SP_RENDER_FLAT);
+	assert_non_null(strstr(line_starting(out, "fib "), " 710 ms "));
+	assert_non_null(line_starting(out, "note: a rank without a call tree"));
+	free(out);
+	sp_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seconds),
 		cmocka_unit_test(test_bytes),
+		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_text_mid),
+		cmocka_unit_test(test_short_calls),
+		cmocka_unit_test(test_recursive_totals),
 		cmocka_unit_test(test_seed_tree),
 		cmocka_unit_test(test_seed_flat),
 		cmocka_unit_test(test_two_rank_imbalance),

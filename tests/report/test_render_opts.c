@@ -119,7 +119,7 @@ static void test_limits(void **state)
 	assert_non_null(line(out, "│  └─ b.inner "));
 	const char *more = line(out, "└─ … (own) + 3 more ");
 	assert_non_null(more);
-	const char *forty = strstr(more, "40.000000");
+	const char *forty = strstr(more, " 40.0 s ");
 	assert_true(forty && forty < strchr(more, '\n'));
 	assert_null(strstr(out, "─ a "));
 	assert_null(strstr(out, "─ d "));
@@ -148,7 +148,7 @@ static void test_limits(void **state)
 	assert_non_null(line(o2, "a "));
 	more = line(o2, "… 2 more ");
 	assert_non_null(more);
-	forty = strstr(more, "40.000000");
+	forty = strstr(more, " 40.0 s ");
 	assert_true(forty && forty < strchr(more, '\n'));
 	free(o2);
 	sp_profile_free(q);
@@ -198,7 +198,7 @@ static void test_dropped_node_reattaches(void **state)
 	assert_non_null(line(out, "a  "));            /* the outer a, a root */
 	assert_non_null(line(out, "├─ (own)"));
 	const char *own = line(out, "├─ (own)");
-	assert_non_null(strstr(own, "0.070000"));       /* 100 - 20 (inner a) - 10 (c) */
+	assert_non_null(strstr(own, " 70.0 ms "));       /* 100 - 20 (inner a) - 10 (c) */
 	assert_non_null(line(out, "├─ a "));
 	assert_non_null(line(out, "└─ c "));
 	assert_non_null(line(out, "Selection: 2 of 3 regions"));
@@ -223,7 +223,8 @@ static void test_sort_and_pooled_stats(void **state)
 	/* x: 3 calls, total 60 ms, mean 20 ms, min 10, max 40, std sqrt(200) ms. */
 	const char *x = strstr(out, "{\"name\": \"x\"");
 	assert_non_null(x);
-	assert_non_null(strstr(x, "\"calls\": 3, \"total_s\": 0.060000000, \"mean_s\": 0.020000000, "
+	assert_non_null(strstr(x, "\"calls\": 3, \"total_s\": 0.060000000, \"self_s\": 0.060000000, "
+				  "\"raw_total_s\": 0.060000000, \"mean_s\": 0.020000000, "
 				  "\"min_s\": 0.010000000, \"max_s\": 0.040000000, \"std_s\": 0.014142136"));
 	assert_non_null(strstr(x, "\"imbalance\": 2.000000, \"rank_totals_s\": [0.020000000, "
 				  "0.040000000]"));
