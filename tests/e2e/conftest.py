@@ -2,6 +2,7 @@
 executable (SCOPE_PROFILER, set by `make e2e`) on real scripts."""
 import os
 import pathlib
+import re
 import subprocess
 import textwrap
 
@@ -35,6 +36,23 @@ def sp(tmp_path):
     if not os.access(BINARY, os.X_OK):
         pytest.fail(f"{BINARY} is not built; run `make`")
     return Tool(tmp_path)
+
+
+# The text view's times: "472 ns", "12.3 µs", "1.20 ms", "3.00 s" (three
+# significant digits; --json has exact seconds).
+UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+DURATION = r"-?\d+(?:\.\d+)? (?:ns|µs|ms|s)"
+
+
+def duration_s(text):
+    """Seconds from a printed duration such as "12.3 ms"."""
+    number, unit = text.split()
+    return float(number) * UNITS[unit]
+
+
+def durations_s(row):
+    """Every printed duration in a row of the text view, in seconds."""
+    return [duration_s(d) for d in re.findall(r"(?<![\w.])" + DURATION + r"(?!\w)", row)]
 
 
 def one_line_error(proc, *fragments):

@@ -120,7 +120,7 @@ def tree_rows(text):
     """The rows of `summary --tree`: [(label with its tree prefix, calls)]."""
     rows = []
     for line in text.splitlines():
-        m = re.match(r"^(.*?\S)\s{2,}(\d+)\s+\d+\.\d+", line)
+        m = re.match(r"^(.*?\S)\s{2,}(\d+)\s+\d+(?:\.\d+)? (?:ns|µs|ms|s)\s", line)
         if m:
             rows.append((m.group(1), int(m.group(2))))
     return rows
