@@ -925,6 +925,60 @@ static void test_values_v2(void **state)
 	remove(path);
 }
 
+/* Version 2: the regions table's cumulative_ns, each row's total counting a
+ * recursive region once, from the rank's tree; read back; older files
+ * without it read as unknown (0); one above its total_ns is refused. */
+static void test_cumulative_v2(void **state)
+{
+	(void)state;
+	static const int64_t rec[] = {0, 100, 10, 90, 20, 30}, leaf[] = {40, 50};
+	struct sp_profile *p = calloc(1, sizeof *p);
+	struct sp_error err = {0};
+	const char *path = tpath("cumulative.h5");
+	p->format_version = 2;
+	p->nranks = 1;
+	p->ranks = calloc(1, sizeof *p->ranks);
+	struct sp_rank *rk = &p->ranks[0];
+	rk->run_start_ns = 0;
+	rk->run_end_ns = 200;
+	rk->regions = calloc(2, sizeof *rk->regions);
+	add_region(rk, "rec", rec, 3);
+	add_region(rk, "leaf", leaf, 1);
+	assert_ok(sp_tree_build(rk, &err), &err);
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	assert_true(f >= 0);
+	hsize_t n;
+	int64_t *cum = read_i64(f, "rank0/regions/cumulative_ns", &n);
+	int64_t *total = read_i64(f, "rank0/regions/total_ns", &n);
+	H5Fclose(f);
+	assert_int_equal(n, 2);
+	assert_int_equal(total[0], 100 + 80 + 10);
+	assert_int_equal(cum[0], 100);
+	assert_int_equal(cum[1], 10);
+	free(cum);
+	free(total);
+	for (int flags = 0; flags < 2; flags++) {
+		struct sp_profile *q = NULL;
+		assert_ok(sp_h5_read(path, flags, &q, &err), &err);
+		assert_int_equal(q->ranks[0].regions[0].cumulative_ns, 100);
+		assert_int_equal(q->ranks[0].regions[1].cumulative_ns, 10);
+		sp_profile_free(q);
+	}
+	set_element(path, "rank0/regions/cumulative_ns", 0, 191);
+	expect_read(path, SP_ECORRUPT, "cumulative_ns 191 is not between 0 and total_ns 190");
+	replace_dataset(path, "rank0/regions/cumulative_ns", 0);   /* a file from before */
+	struct sp_profile *q = NULL;
+	assert_ok(sp_h5_read(path, 0, &q, &err), &err);
+	assert_int_equal(q->ranks[0].regions[0].cumulative_ns, 0);
+	int64_t c[2];
+	assert_int_equal(sp_rank_region_times(&q->ranks[0], c, NULL), 1);   /* from the tree */
+	assert_int_equal(c[0], 100);
+	sp_profile_free(q);
+	sp_profile_free(p);
+	remove(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest both[] = {
@@ -942,6 +996,7 @@ int main(void)
 		cmocka_unit_test(test_aggregate_row_v2),
 		cmocka_unit_test(test_long_names),
 		cmocka_unit_test(test_values_v2),
+		cmocka_unit_test(test_cumulative_v2),
 	};
 	const struct CMUnitTest v1[] = {
 		cmocka_unit_test(test_aggregate_region_written),
