@@ -291,8 +291,12 @@ static void live_reset(void)
 	sp_live.async_seen = sp_live.async_mode;
 }
 
-void sp_live_thread_start(struct sp_live_thread *m)
+int sp_live_thread_start(struct sp_live_thread *m)
 {
+	/* Until now only lane 0's thread recorded (the thread that imported
+	 * the module: the main thread under `run`); another one: lanes on. */
+	if (!sp_live.lanes && sp_live.auto_lanes && sp_my_lane != 0 && sp_lanes_auto_on() == 0)
+		return 1;
 	m->gen = sp_live.gen;
 	m->cur = sp_live.lanes ? -2 - sp_current_lane() : -1;
 	if (m->reset != sp_live.reset) {
@@ -303,6 +307,7 @@ void sp_live_thread_start(struct sp_live_thread *m)
 		if (!sp_live.lanes && sp_live.threads++ > 0)
 			sp_live.unknown = 1;
 	}
+	return 0;
 }
 
 int32_t sp_live_node_get(int32_t parent, RegionObject *r)

@@ -15,6 +15,7 @@
 #include "sp_pyregion.h"
 #include "sp_recorder.h"
 #include "sp_memory.h"
+#include "sp_aggregate.h"
 
 /* The open `with` blocks of one lane, innermost last. */
 struct lane_blocks {
@@ -73,6 +74,37 @@ int32_t sp_lane_assign(void)
 	PyErr_Clear();
 	PyErr_Restore(type, value, tb);
 	return sp_my_lane;
+}
+
+int sp_lanes_auto_on(void)
+{
+	PyTypeObject *was = sp_mode.region_type;
+	sp_mode.threads = 1;
+	if (was == &sp_TimeOnlyRegionType)
+		sp_mode.region_type = &sp_ThreadsRegionType;
+	else if (was == &sp_MemoryRegionType)
+		sp_mode.region_type = &sp_MemoryThreadsRegionType;
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	if (sp_regions_apply() != 0) {
+		/* A region could not get its lanes column: all back as they were
+		 * (the columns made stay, unused), each class without lanes. */
+		PyErr_Clear();
+		sp_mode.threads = 0;
+		sp_mode.region_type = was;
+		if (sp_regions_apply() != 0)
+			PyErr_Clear();   /* only the (empty) buffers' sizes failed */
+		sp_live.auto_lanes = 0;
+		sp_live.unknown = 1;   /* threads share lane 0: the tree by containment */
+		PyErr_Restore(type, value, tb);
+		return -1;
+	}
+	PyErr_Restore(type, value, tb);
+	sp_wrappers_choose();
+	sp_tracer_lanes_on();
+	sp_live.lanes = 1;
+	sp_live.auto_lanes = 0;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -68,6 +68,9 @@ static __attribute__((noinline, cold)) int open_blocks_grow(void)
 	return 0;
 }
 
+static PyObject *region_enter_threads(PyObject *self, PyObject *unused);
+static PyObject *region_enter_mem_threads(PyObject *self, PyObject *unused);
+
 /* `with region:` entry; `lanes` and `mem` (the memory mode: the call's
  * allocations, sp_memory.h) are constants in each caller below, so each
  * compiles to its own branch-free path. */
@@ -76,6 +79,10 @@ static inline PyObject *region_enter(PyObject *self, int lanes, int mem)
 	RegionObject *r = (RegionObject *)self;
 	/* The lane first (as in pf_record): starts stay in slot order. */
 	int32_t lane = lanes ? sp_current_lane() : 0;
+	/* A thread's first call; another thread than lane 0's turns the
+	 * lanes on, and this call is then recorded with its lane. */
+	if (sp_live_check() && !lanes)
+		return mem ? region_enter_mem_threads(self, NULL) : region_enter_threads(self, NULL);
 	if (open_blocks.depth == open_blocks.cap && open_blocks_grow() != 0)
 		return PyErr_NoMemory();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);

@@ -48,6 +48,56 @@ async def _timed_coroutine(region, coro):
         _coroutine_exit(region, token)
 
 
+# Task lanes by default: once an event loop runs, the session records each
+# call in its asyncio task's lane (as setup(track_async=True) does), so that
+# tasks interleaving on one thread never nest in each other nor close each
+# other's `with` blocks. The loop says it runs through
+# asyncio.events._set_running_loop, which asyncio looks up at each start;
+# it is wrapped when asyncio.events loads (a finder that finds nothing,
+# first in sys.meta_path) or now if it is loaded already.
+def _watch_loops(events):
+    original = getattr(events, "_set_running_loop", None)
+    if original is None or getattr(original, "_scope_profiler", False):
+        return
+
+    def _set_running_loop(loop):
+        original(loop)
+        if loop is not None:
+            _async_lanes_auto()
+
+    _set_running_loop._scope_profiler = True
+    events._set_running_loop = _set_running_loop
+
+
+class _AsyncioWatch:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "asyncio.events":
+            return None
+        spec = _sys.modules["_frozen_importlib_external"].PathFinder.find_spec(name, path, target)
+        loader = getattr(spec, "loader", None)
+        run = getattr(loader, "exec_module", None)
+        if run is None:
+            return spec
+
+        def exec_module(module):
+            run(module)
+            _watch_loops(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+    @staticmethod
+    def invalidate_caches():
+        pass
+
+
+if "asyncio.events" in _sys.modules:
+    _watch_loops(_sys.modules["asyncio.events"])
+else:
+    _sys.meta_path.insert(0, _AsyncioWatch)
+
+
 def profile(name=None, recursive=False):
     """Decorator: ``@profile``, ``@profile("name")`` or ``@profile(recursive=...)``.
 

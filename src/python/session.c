@@ -86,7 +86,7 @@ void sp_session_freeze(void)
 	sp_mpicalls_stop();
 }
 
-/* --mpi-calls with --track-threads: the lane of the thread making an MPI
+/* --mpi-calls: the lane of the thread making an MPI
  * call, which may not hold the GIL (mpi4py releases it around blocking
  * calls); a thread's first lane is taken under the GIL. */
 static int32_t mpi_call_lane(void)
@@ -146,12 +146,16 @@ static int mode_apply(const struct sp_settings *s)
 	sp_mode.likwid = s->likwid && !s->disable;
 	sp_tracer_set_mode(sp_mode.threads, sp_mode.aggregate);
 	sp_tracer_set_memory(sp_mode.memory);
+	/* Without track_threads, lanes go on when a second thread records. */
+	sp_live.auto_lanes = !sp_mode.disabled && !sp_mode.aggregate && !sp_mode.threads;
 	if (s->mpi_calls && !s->disable) {
 		if (!sp_mpicalls_built()) {
 			PyErr_SetString(PyExc_RuntimeError, "profile_mpi_calls: this scope-profiler was built without MPI");
 			return -1;
 		}
-		if (sp_mpicalls_start(sp_mode.buffer_limit, sp_mode.threads ? mpi_call_lane : NULL) != 0) {
+		/* MPI calls always carry their thread's lane: they may be made
+		 * in any thread, without the GIL (no switch to lanes then). */
+		if (sp_mpicalls_start(sp_mode.buffer_limit, mpi_call_lane) != 0) {
 			PyErr_NoMemory();
 			return -1;
 		}
@@ -663,6 +667,24 @@ static PyObject *mod_clock_ns(PyObject *m, PyObject *unused)
 	return PyLong_FromLongLong(sp_clock_ns());
 }
 
+/* _async_lanes_auto(): an event loop started running (the Python layer's
+ * watch of asyncio.events._set_running_loop). Task lanes by default: the
+ * session records as with track_async from now on, so that tasks never
+ * nest in each other nor close each other's `with` blocks; not in the
+ * modes that keep no per-call lanes (disabled, aggregation, LIKWID). */
+static PyObject *mod_async_lanes_auto(PyObject *m, PyObject *unused)
+{
+	struct sp_settings *s = &session.cur;
+	if (!session.active || session.writing || s->track_async || s->disable || s->aggregate || s->likwid)
+		Py_RETURN_NONE;
+	s->track_async = 1;
+	if (mode_apply(s) != 0) {
+		s->track_async = 0;
+		return NULL;
+	}
+	Py_RETURN_NONE;
+}
+
 PyMethodDef sp_session_methods[] = {
 	{"setup", (PyCFunction)(void (*)(void))mod_setup, METH_VARARGS | METH_KEYWORDS,
 	 "setup(**options)\n--\n\nConfigure profiling and start a session. Calling it again "
@@ -678,6 +700,7 @@ PyMethodDef sp_session_methods[] = {
 	{"_session_active", mod_session_active, METH_NOARGS, NULL},
 	{"_note_exit_status", mod_note_exit_status, METH_O, NULL},
 	{"_run_tracing", mod_run_tracing, METH_NOARGS, NULL},
+	{"_async_lanes_auto", mod_async_lanes_auto, METH_NOARGS, NULL},
 	{"_clock_ns", mod_clock_ns, METH_NOARGS,
 	 "The profiler's clock in ns (same as time.perf_counter_ns())."},
 	{NULL},

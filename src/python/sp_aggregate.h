@@ -170,6 +170,8 @@ extern struct sp_live {
 	uint32_t reset;                /* moves on when the tree is emptied */
 	int unknown;                   /* the tree may differ from containment's */
 	int lanes;                     /* roots per lane (--track-threads) */
+	int auto_lanes;                /* lanes go on when a thread other than lane 0's
+					* records (lanes.c: sp_lanes_auto_on) */
 	int async_mode;                /* --track-async now; async_seen: since the reset */
 	int async_seen;
 	int32_t threads;               /* threads that recorded (without lanes, 1 at most) */
@@ -187,20 +189,35 @@ static inline void sp_live_region_init(RegionObject *r)
 	r->live_node = -1;
 }
 
-/* The slow paths (aggregate.c). */
-void sp_live_thread_start(struct sp_live_thread *m);
+/* The slow paths (aggregate.c). sp_live_thread_start returns 1 when it
+ * turned the lanes on instead (sp_live.auto_lanes, a thread other than lane
+ * 0's): the caller records this call as the lanes mode does, from its start
+ * (the thread's start is then done there). */
+int sp_live_thread_start(struct sp_live_thread *m);
 int32_t sp_live_node_get(int32_t parent, RegionObject *r);
 void sp_live_odd(int32_t node, int64_t start, int64_t t);
 
-/* A call of r starts in the calling thread (before its start is read):
- * its node, now the thread's current one; -1 when out of memory (a node
- * of no region, sp_live.nodes[-1]; the tree is then unknown). Then
- * sp_live_started(its start). */
-static inline int32_t sp_live_enter(RegionObject *r)
+/* First on a recording path, before its event slot is reserved (the slow
+ * path may run Python code, which may let another thread run): the calling
+ * thread's place in the tree is current. Returns 1 when the lanes were
+ * turned on just now (sp_live_thread_start): a path without lanes then
+ * records the call with them. */
+static inline int sp_live_check(void)
 {
 	struct sp_live_thread *m = &sp_live_me;
 	if (__builtin_expect(m->gen != sp_live.gen, 0))
-		sp_live_thread_start(m);
+		return sp_live_thread_start(m);
+	return 0;
+}
+
+/* A call of r starts in the calling thread (before its start is read;
+ * after sp_live_check, with no Python code run in between): its node, now
+ * the thread's current one; -1 when out of memory (a node of no region,
+ * sp_live.nodes[-1]; the tree is then unknown). Then sp_live_started(its
+ * start). */
+static inline int32_t sp_live_enter(RegionObject *r)
+{
+	struct sp_live_thread *m = &sp_live_me;
 	int32_t parent = m->cur;
 	int32_t node = r->live_parent == parent ? r->live_node : sp_live_node_get(parent, r);
 	m->cur = node;

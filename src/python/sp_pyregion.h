@@ -120,6 +120,9 @@ int sp_regions_init(void);
 int sp_wrappers_apply(void);
 /* Whether a live decorated function was made with profile(recursive=True). */
 int sp_wrappers_recursive(void);
+/* Every decorated function's call chosen again from sp_mode, and nothing
+ * else (sp_lanes_auto_on). */
+void sp_wrappers_choose(void);
 /* Every decorated function calls through, recording nothing. */
 void sp_wrappers_freeze(void);
 /* A wrapper of func recording into region (profile(recursive=...) when
@@ -190,6 +193,17 @@ RegionObject *sp_region_lookup(PyObject *name);
  * asks, the main thread under `run`; then 1, 2, ... in order of first use). */
 extern _Thread_local int32_t sp_my_lane;
 int32_t sp_lane_assign(void);
+/* Lanes by default: a recording mode without lanes (time-only, memory,
+ * lines, LIKWID) turns them on when a thread other than lane 0's (the
+ * thread that imported the module) records, so that calls of different
+ * threads never nest in each other; until then one thread recorded, and
+ * its events take lane 0. Every region keeps a lanes column from now on
+ * (its events so far in lane 0) and takes the lanes class, the wrappers
+ * and the --recursive hook (every thread's) record lanes; the live tree
+ * stays as it is (lane 0's). Called on a recording path's slow path (the
+ * thread's first call), before its slot is reserved; runs no Python code.
+ * 0, or -1 when out of memory (lanes stay off; no exception set). */
+int sp_lanes_auto_on(void);
 static inline int32_t sp_current_lane(void)
 {
 	return sp_my_lane >= 0 ? sp_my_lane : sp_lane_assign();
@@ -210,6 +224,9 @@ int sp_tracer_start_thread(void);
 void sp_tracer_set_mode(int lanes, int aggregate);
 /* The memory mode: each call's allocations too (sp_memory.h). */
 void sp_tracer_set_memory(int on);
+/* The hook records lanes from now on, in every thread (sp_lanes_auto_on);
+ * the live tree's mode is the caller's to set. */
+void sp_tracer_lanes_on(void);
 /* Stops the hook in the calling thread. */
 void sp_tracer_stop_thread(void);
 /* Stops the hook in every thread, discarding their stacks of open calls;

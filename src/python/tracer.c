@@ -255,6 +255,10 @@ static __attribute__((noinline)) void push_mem(struct call_stack *s, RegionObjec
 					       int lanes)
 {
 	int32_t lane = lanes ? sp_current_lane() : 0;
+	if (sp_live_check() && !lanes) {   /* lanes on just now (as in push_call) */
+		push_mem(s, r, frame, 1);
+		return;
+	}
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	struct open_call *c = ++s->top;
 	c->frame = frame;
@@ -291,6 +295,12 @@ static inline void push_call(struct call_stack *s, RegionObject *r, const void *
 	}
 	/* The lane first (as in pf_record): starts stay in slot order. */
 	int32_t lane = lanes ? sp_current_lane() : 0;
+	/* A thread's first call; another thread than lane 0's turns the
+	 * lanes on (in every thread's hook), and this call has its lane. */
+	if (sp_live_check() && !lanes) {
+		push_call(s, r, frame, 1);
+		return;
+	}
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	if (__builtin_expect(i < 0, 0)) {
 		/* Out of memory (counted in dropped): the call goes to a
@@ -424,6 +434,17 @@ void sp_tracer_set_mode(int lanes, int aggregate)
 static inline int is_ours(Py_tracefunc f)
 {
 	return f == hook || f == hook_lanes;
+}
+
+void sp_tracer_lanes_on(void)
+{
+	active_hook = hook_lanes;
+	/* Under the GIL: no thread is inside the hook but the caller, which
+	 * records its call with lanes (push_call). */
+	for (PyThreadState *t = PyInterpreterState_ThreadHead(PyInterpreterState_Get()); t;
+	     t = PyThreadState_Next(t))
+		if (t->c_profilefunc == hook)
+			t->c_profilefunc = hook_lanes;
 }
 
 static int backend_init(void)
@@ -660,6 +681,11 @@ static int events_on(void)
 		return -1;
 	mon.events_on = 1;
 	return 0;
+}
+
+void sp_tracer_lanes_on(void)
+{
+	mon.lanes = 1;
 }
 
 void sp_tracer_set_mode(int lanes, int aggregate)

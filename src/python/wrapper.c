@@ -39,6 +39,9 @@ static struct {
  * below, so each compiles to its own branch-free path: lanes 1 the thread's
  * lane, 2 the task's (--track-async; found first, as it may run Python
  * code); mem: the call's allocations (sp_memory.h). */
+static PyObject *pf_call_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+static PyObject *pf_call_mem_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
 static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t nargsf,
 				  PyObject *kwnames, int lanes, int mem)
 {
@@ -49,6 +52,10 @@ static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t 
 	 * is read, so starts are in slot order (the end of the run takes the
 	 * first slot's as the earliest). */
 	int32_t lane = lanes == 2 ? sp_async_lane() : lanes ? sp_current_lane() : 0;
+	/* A thread's first call; another thread than lane 0's turns the
+	 * lanes on (as in regions.c). */
+	if (lanes != 2 && sp_live_check() && !lanes)
+		return (mem ? pf_call_mem_threads : pf_call_threads)(self, args, nargsf, kwnames);
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	if (i < 0)
 		return PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
@@ -419,6 +426,12 @@ int sp_wrappers_apply(void)
 	return 0;
 }
 
+void sp_wrappers_choose(void)
+{
+	for (ProfiledFunction *pf = wrap.list; pf; pf = pf->next)
+		pf->vectorcall = pf_choose_call(pf);
+}
+
 int sp_wrappers_recursive(void)
 {
 	for (ProfiledFunction *pf = wrap.list; pf; pf = pf->next)
@@ -476,6 +489,10 @@ static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
 		Py_RETURN_TRUE;
 	}
 	RegionObject *r = (RegionObject *)region;
+	/* No live tree here: a thread other than lane 0's turns the lanes on
+	 * itself (sp_live_thread_start). */
+	if (!r->buf.keep_lanes && sp_live.auto_lanes && sp_my_lane != 0)
+		sp_lanes_auto_on();
 	int32_t lane = !r->buf.keep_lanes ? 0 : sp_mode.track_async ? sp_async_lane() : sp_current_lane();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	if (i < 0)
