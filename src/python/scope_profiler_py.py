@@ -469,7 +469,7 @@ class Region:
         empty = bytearray() if self.aggregate else None
         self.start_times_ns = _column(raw["starts"] if raw["starts"] is not None else empty)
         self.end_times_ns = _column(raw["ends"] if raw["ends"] is not None else empty)
-        self.lanes = _column(raw.get("lanes"), "i")  # None unless --track-threads
+        self.lanes = _column(raw.get("lanes"), "i")  # None unless the rank has lanes
         # run --memory: bytes allocated during each call (nested calls
         # included); run --mpi-calls: bytes each MPI call moved. None when
         # the file has none (or, read with read_h5_summary, events not loaded).
@@ -825,7 +825,7 @@ class ProfilingResults:
     def to_events_dataframe(self, include=None, exclude=None, ranks=None, relative=True,
                             origin=None):
         """events() as a pandas DataFrame: name, rank, call_index, start, end,
-        duration (and lane with --track-threads)."""
+        duration (and lane, when the rank has lanes)."""
         try:
             import pandas
         except ImportError as exc:
@@ -1057,8 +1057,8 @@ def plot_flame(results, rank=0, include=None, exclude=None, ax=None, title=None,
     """The flame (icicle) chart of one rank: its call stacks over time, a
     box per call at its depth (depth 0 on top), x in seconds from the first
     region entry. The nesting is call_stack()'s; with include/exclude a call
-    sits under its nearest drawn ancestor. With --track-threads each thread
-    lane gets its own band of depths.
+    sits under its nearest drawn ancestor. Each thread (task) lane gets its
+    own band of depths.
 
     results: a ProfilingResults or a file path; rank: the rank to draw.
     columns: calls narrower than 1/columns of the time axis share one box

@@ -86,7 +86,16 @@ void sp_session_freeze(void)
 	sp_mpicalls_stop();
 }
 
-/* --mpi-calls: the lane of the thread making an MPI
+/* --mpi-calls without --track-threads: the lane of the thread making an
+ * MPI call once it has one (it recorded a call, sp_lanes_auto_on), else 0:
+ * never the GIL, which the thread may not be able to take (see below). */
+static int32_t mpi_call_lane_known(void)
+{
+	int32_t lane = sp_my_lane;
+	return lane > 0 ? lane : 0;
+}
+
+/* --mpi-calls with --track-threads: the lane of the thread making an MPI
  * call, which may not hold the GIL (mpi4py releases it around blocking
  * calls); a thread's first lane is taken under the GIL. */
 static int32_t mpi_call_lane(void)
@@ -155,7 +164,7 @@ static int mode_apply(const struct sp_settings *s)
 		}
 		/* MPI calls always carry their thread's lane: they may be made
 		 * in any thread, without the GIL (no switch to lanes then). */
-		if (sp_mpicalls_start(sp_mode.buffer_limit, mpi_call_lane) != 0) {
+		if (sp_mpicalls_start(sp_mode.buffer_limit, sp_mode.threads ? mpi_call_lane : mpi_call_lane_known) != 0) {
 			PyErr_NoMemory();
 			return -1;
 		}
