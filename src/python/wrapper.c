@@ -42,7 +42,7 @@ static struct {
 static PyObject *pf_call_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 static PyObject *pf_call_mem_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
-static inline PyObject *pf_record(PyObject *self, PyObject *const *args, size_t nargsf,
+static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self, PyObject *const *args, size_t nargsf,
 				  PyObject *kwnames, int lanes, int mem)
 {
 	ProfiledFunction *pf = (ProfiledFunction *)self;
