@@ -155,6 +155,17 @@ def test_chrome_trace_has_each_call_on_its_thread(sp):
     assert sorted(names[e["tid"]].split(" ")[0] for e in jobs) == ["w0", "w1", "w2", "w3"]
 
 
+def test_flame_chart_has_a_block_per_thread(sp):
+    script = sp.script(THREADS, name="threads.py")
+    path = run(sp, script)
+    proc = sp("plot", path, "-o", "charts")
+    svg = (sp.tmp / "charts" / "flame.svg").read_text()
+    with h5py.File(path) as f:
+        job_lanes = {int(x) for x in regions(f)["job"]["lanes"]}
+    blocks = {int(n) for n in re.findall(r"rank 0, thread (\d+)", svg)}
+    assert blocks == job_lanes | {0}, (blocks, proc.stderr)
+
+
 def test_recursive_main_thread_keeps_lane_zero_after_the_switch(sp):
     # The --recursive hook of a thread already running when the lanes go on
     # records its later calls with its lane (0) too.
