@@ -95,7 +95,8 @@ def tree_rows(text):
     for line in lines[at + 3:]:
         if not line.strip():
             break
-        m = re.match(r"^[\s│├└─]*(.*?)(?: \((\d+)x\))?\s{2,}(\d*)\s+[\d.]+\s+([\d.]+)$", line)
+        m = re.match(r"^[\s│├└─]*(.*?)(?: \((\d+)x\))?\s{2,}(\d*)\s+[\d.]+ ?(?:[nµum]?s)?\s+([\d.]+)$",
+                     line)
         if m:
             rows.append((m.group(1), int(m.group(3) or m.group(2) or 1), float(m.group(4))))
     return rows
@@ -192,7 +193,9 @@ def test_aggregate_keeps_threads_apart(sp):
     check_no_region_in_itself(nodes, NAMES)
     assert [n[2] for n in nodes if n[1] == "job"] == [4]
     proc = sp("summary", path)
-    for name, calls, pct in tree_rows(proc.stdout):
+    rows = tree_rows(proc.stdout)
+    assert {r[0] for r in rows} >= {"job", "step"}, proc.stdout
+    for name, calls, pct in rows:
         assert pct <= 100.0 * calls + 0.05, (name, calls, pct, proc.stdout)
 
 
