@@ -83,6 +83,22 @@ const struct sp_setting_key *sp_settings_keyword(const char *keyword);
 /* Every row, in the order help shows them; *n set to their number. */
 const struct sp_setting_key *sp_settings_keywords(size_t *n);
 
+/* The setup() keywords of the original package's earlier releases, each an
+ * alias of a row above: `of` names that row's keyword, and `negate` says
+ * the alias means the opposite boolean (profiling_activated=False is
+ * deactivate_profiling=True; time_trace=False is aggregation_mode=True:
+ * counts and totals without a per-call timeline). of NULL: accepted for
+ * any value and without effect (flush_to_disk: the events stay in memory
+ * and the file is written once, at finalize()). */
+struct sp_setting_alias {
+	const char *keyword;        /* "profiling_activated" */
+	const char *of;             /* "deactivate_profiling", or NULL */
+	int negate;
+};
+
+/* The alias row of an earlier keyword, or NULL when keyword is none. */
+const struct sp_setting_alias *sp_settings_alias(const char *keyword);
+
 /* Whether the given field of s differs from "not given" (what `run` fixes). */
 int sp_settings_given(const struct sp_settings *s, const struct sp_setting_key *k);
 

@@ -42,6 +42,21 @@ const struct sp_setting_key *sp_settings_keywords(size_t *n)
 	return keys;
 }
 
+/* The earlier releases' keywords (include/sp_session.h). */
+static const struct sp_setting_alias aliases[] = {
+	{"profiling_activated", "deactivate_profiling", 1},
+	{"time_trace", "aggregation_mode", 1},
+	{"flush_to_disk", NULL, 0},
+};
+
+const struct sp_setting_alias *sp_settings_alias(const char *keyword)
+{
+	for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+		if (strcmp(aliases[i].keyword, keyword) == 0)
+			return &aliases[i];
+	return NULL;
+}
+
 void sp_settings_defaults(struct sp_settings *s)
 {
 	if (!s->outfile)

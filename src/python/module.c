@@ -65,6 +65,7 @@ static int add_types(PyObject *mod)
 		{"LineProfileRegion", &sp_LinesRegionType},
 		{"AggregateProfileRegion", &sp_AggregateRegionType},
 		{"AsyncProfileRegion", &sp_AsyncRegionType},
+		{"LikwidProfileRegion", &sp_LikwidRegionType},
 		{"ProfiledFunction", &sp_ProfiledFunctionType},
 	};
 	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)

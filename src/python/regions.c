@@ -346,7 +346,7 @@ static PyObject *region_get_num_calls(PyObject *self, void *c)
 	RegionObject *r = (RegionObject *)self;
 	if (r->agg.node >= 0)      /* it has counted calls in aggregation mode */
 		sp_agg_sum();
-	return PyLong_FromSize_t(r->buf.n + (size_t)r->agg.count);
+	return PyLong_FromSize_t(r->buf.n + (size_t)r->agg.count + r->kept_calls);
 }
 
 static PyObject *region_get_capacity(PyObject *self, void *c)
@@ -413,7 +413,8 @@ static PyObject *region_get_end_times_numpy(PyObject *self, PyObject *unused)
 
 static PyGetSetDef region_getset[] = {
 	{"name", region_get_name, NULL, "the region's name", NULL},
-	{"num_calls", region_get_num_calls, NULL, "calls recorded in this session", NULL},
+	{"num_calls", region_get_num_calls, NULL, "calls recorded in this session (after finalize(): "
+	 "in the session it ended, until the next setup())", NULL},
 	{"capacity", region_get_capacity, NULL, "allocated event slots (doubles when full)", NULL},
 	{"dropped", region_get_dropped, NULL, "calls lost because memory ran out", NULL},
 	{NULL},
@@ -595,6 +596,7 @@ static PyObject *region_create(PyObject *name)
 	sp_live_region_init(r);
 	r->index = -1;
 	r->likwid_id = -1;
+	r->kept_calls = 0;
 	r->peak_bytes = SP_NO_PEAK;
 	if ((sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) ||
 	    (sp_mode.memory && sp_buf_keep_values(&r->buf, SP_VALUES_ALLOC_BYTES) != 0)) {
@@ -684,6 +686,9 @@ static PyObject *mod_region(PyObject *m, PyObject *const *args, Py_ssize_t nargs
 			for (int j = 0; kwlist[j]; j++)
 				if (PyUnicode_CompareWithASCIIString(k, kwlist[j]) == 0)
 					slot = j;
+			/* The earlier releases' spelling: region(region_name=...). */
+			if (PyUnicode_CompareWithASCIIString(k, "region_name") == 0)
+				slot = 0;
 			if (slot < 0 || argv[slot]) {
 				PyErr_Format(PyExc_TypeError, "region() got an unexpected or repeated argument %R", k);
 				return NULL;
@@ -715,14 +720,24 @@ static PyObject *mod_region(PyObject *m, PyObject *const *args, Py_ssize_t nargs
 	return region_create(name);
 }
 
-/* _profile_recursive(region, func): profile(name, recursive=True)(func). */
+/* _profile_recursive(region, func, recursive=True): profile(name,
+ * recursive=True)(func); with recursive False, profile(name,
+ * recursive=False)(func), which no recursive_profile makes recursive. */
 static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 {
 	PyObject *region, *func;
-	if (!PyArg_ParseTuple(args, "OO:_profile_recursive", &region, &func))
+	int recursive = 1;
+	if (!PyArg_ParseTuple(args, "OO|p:_profile_recursive", &region, &func, &recursive))
 		return NULL;
 	if (Py_TYPE(region) == &sp_DisabledRegionType && !(sp_mode.idle && PyCallable_Check(func)))
 		return Py_NewRef(func);
+	if (!recursive) {
+		if (!PyObject_TypeCheck(region, &region_base_type) || !PyCallable_Check(func)) {
+			PyErr_SetString(PyExc_TypeError, "_profile_recursive(region, callable, False)");
+			return NULL;
+		}
+		return sp_wrapper_new((RegionObject *)region, func, -1);
+	}
 	if (sp_mode.likwid) {
 		/* As run --likwid --recursive: the nested calls would be regions
 		 * of no LIKWID marker (wrapper.c times only the outer call). */
@@ -755,8 +770,8 @@ static PyObject *mod_get_region(PyObject *m, PyObject *name)
 
 PyMethodDef sp_region_methods[] = {
 	{"region", (PyCFunction)(void (*)(void))mod_region, METH_FASTCALL | METH_KEYWORDS,
-	 "region(name, functions=None)\n--\n\nThe region called `name`: use it as "
-	 "`with region(name):` or as a decorator."},
+	 "region(name, functions=None)\n--\n\nThe region called `name` (also region_name=, the "
+	 "earlier spelling): use it as `with region(name):` or as a decorator."},
 	{"get_region", mod_get_region, METH_O,
 	 "get_region(name)\n--\n\nThe existing region called `name` (KeyError if none)."},
 	{"_profile_recursive", mod_profile_recursive, METH_VARARGS, NULL},
@@ -818,6 +833,18 @@ void sp_regions_reset(void)
 		sp_live_region_init(r);
 		r->buf.initial_cap = sp_mode.buffer_limit;
 		r->gen++;
+	}
+}
+
+void sp_regions_keep_counts(int keep)
+{
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	if (keep)
+		sp_agg_sum();
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		r->kept_calls = keep ? r->buf.n + (size_t)r->agg.count : 0;
 	}
 }
 

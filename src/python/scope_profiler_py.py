@@ -98,22 +98,93 @@ else:
     _sys.meta_path.insert(0, _AsyncioWatch)
 
 
-def profile(name=None, recursive=False):
+# Regions named after an unnamed decorator's function: {plain name: {the
+# qualified names}}, so that get_region("step") finds "Solver.step".
+_plain_names = {}
+
+
+def _unnamed(func):
+    """The region of an unnamed @profile on func: its qualified name."""
+    name = _qualname(func)
+    if isinstance(name, str):
+        _plain_names.setdefault(name.rsplit(".", 1)[-1], set()).add(name)
+    return region(name)
+
+
+def profile(name=None, recursive=None, *, region_name=None):
     """Decorator: ``@profile``, ``@profile("name")`` or ``@profile(recursive=...)``.
 
-    The function's calls are recorded in the region `name` (default: the
-    function's qualified name). With profiling disabled the function itself
-    is returned, unwrapped.
+    The function's calls are recorded in the region `name` (also
+    region_name=, the earlier spelling; default: the function's qualified
+    name). recursive=True also records every call made under each call
+    (the --recursive hook); recursive=False keeps the region to itself even
+    under setup(recursive_profile=True). With profiling disabled the
+    function itself is returned, unwrapped.
     """
+    if region_name is not None:
+        if name is not None:
+            raise TypeError("profile() got both name and region_name")
+        name = region_name
     if callable(name) and not isinstance(name, str):
-        return region(_qualname(name))(name)
-    if recursive:
+        return _unnamed(name)(name)
+    if recursive is not None:
+        flag = bool(recursive)
         if name is None:
-            return lambda func: _profile_recursive(region(_qualname(func)), func)
-        return lambda func: _profile_recursive(region(name), func)
+            return lambda func: _profile_recursive(_unnamed(func), func, flag)
+        return lambda func: _profile_recursive(region(name), func, flag)
     if name is None:
-        return lambda func: region(_qualname(func))(func)
+        return lambda func: _unnamed(func)(func)
     return region(name)
+
+
+_get_region_exact = get_region
+
+
+def get_region(name):
+    """The existing region called `name`; or the one region of an unnamed
+    @profile whose function's plain name is `name` ("step" for the method
+    Solver.step). KeyError when there is none, or several (naming them)."""
+    try:
+        return _get_region_exact(name)
+    except KeyError:
+        found = sorted(n for n in _plain_names.get(name, ()) if n in _registry)
+        if len(found) == 1:
+            return _registry[found[0]]
+        if found:
+            raise KeyError(f"region name {name!r} is ambiguous: it is the plain name of "
+                           + ", ".join(repr(n) for n in found)) from None
+        raise
+
+
+def get_all_regions():
+    """Every region made so far, {name: region}, in creation order (a copy)."""
+    return dict(_registry)
+
+
+class ProfilingConfig:
+    """The settings in force (get_config()): one attribute per setup()
+    keyword, and the earlier releases' names (profiling_activated,
+    time_trace, flush_to_disk) as what they mean. A snapshot: setup()
+    changes the session, not this object."""
+
+    def __init__(self, settings, active):
+        self.__dict__.update(settings)
+        self.active = active
+        self.profiling_activated = not settings["deactivate_profiling"]
+        self.time_trace = not settings["aggregation_mode"]
+        self.flush_to_disk = False  # the events stay in memory until finalize()
+
+    def as_dict(self):
+        return dict(self.__dict__)
+
+    def __repr__(self):
+        return "ProfilingConfig(" + ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items()) + ")"
+
+
+def get_config():
+    """The settings of the session in force (or those the next finalize()
+    or setup() starts from), as a ProfilingConfig."""
+    return ProfilingConfig(_settings(), _session_active())
 
 
 def read_results():
@@ -131,6 +202,8 @@ class ProfileManager:
     profile_region = staticmethod(region)
     profile = staticmethod(profile)
     get_region = staticmethod(get_region)
+    get_all_regions = staticmethod(get_all_regions)
+    get_config = staticmethod(get_config)
     read_results = staticmethod(read_results)
 
 
@@ -500,8 +573,43 @@ class Region:
         d = self.durations_ns
         return d / _NS if _numpy() is not None else [x / _NS for x in d]
 
+    # The earlier releases' names (scope_profiler.h5reader's Region).
+    @property
+    def average_duration(self):
+        return self.mean_duration
+
+    @property
+    def start_times(self):
+        """Each call's start, in seconds on the perf_counter clock."""
+        return _seconds(self.start_times_ns)
+
+    @property
+    def end_times(self):
+        return _seconds(self.end_times_ns)
+
+    @property
+    def first_start_time(self):
+        """The first call's start in seconds (0.0 without calls)."""
+        return self.first_start_ns / _NS if self.num_calls else 0.0
+
+    def get_summary(self):
+        """{num_calls, total_duration, average_duration, min_duration,
+        max_duration, std_duration}, in seconds."""
+        return {"num_calls": self.num_calls, "total_duration": self.total_duration,
+                "average_duration": self.mean_duration, "min_duration": self.min_duration,
+                "max_duration": self.max_duration, "std_duration": self.std_duration}
+
     def __repr__(self):
         return f"<Region {self.name!r} rank {self.rank}: {self.num_calls} calls, {self.total_duration:.6f} s>"
+
+
+def _seconds(column):
+    """An int64 ns column in seconds (numpy float64, else a list)."""
+    if column is None:
+        return None
+    if _numpy() is not None:
+        return column / _NS
+    return [x / _NS for x in column]
 
 
 class MPIRegion:
@@ -547,6 +655,36 @@ class MPIRegion:
     def total_durations(self):
         """Each rank's total time in this region, in seconds: {rank: s}."""
         return {rank: r.total_duration for rank, r in sorted(self._per_rank.items())}
+
+    # The earlier releases' names (scope_profiler.h5reader's MPIRegion).
+    @property
+    def regions(self):
+        """{rank: Region}, in rank order."""
+        return dict(sorted(self._per_rank.items()))
+
+    def average_durations(self):
+        return {rank: r.mean_duration for rank, r in sorted(self._per_rank.items())}
+
+    def min_durations(self):
+        return {rank: r.min_duration for rank, r in sorted(self._per_rank.items())}
+
+    def max_durations(self):
+        return {rank: r.max_duration for rank, r in sorted(self._per_rank.items())}
+
+    @property
+    def min_duration(self):
+        """The shortest call over the ranks that recorded any, in seconds."""
+        return min((r.min_duration for r in self._per_rank.values() if r.num_calls), default=0.0)
+
+    @property
+    def max_duration(self):
+        return max((r.max_duration for r in self._per_rank.values() if r.num_calls), default=0.0)
+
+    @property
+    def first_start_time(self):
+        """The earliest call's start over the ranks, in seconds."""
+        return min((r.first_start_time for r in self._per_rank.values() if r.num_calls),
+                   default=0.0)
 
     def imbalance(self):
         """Slowest rank's total / fastest rank's total over the ranks that
@@ -628,8 +766,16 @@ class ProfilingResults:
     def __len__(self):
         return len(self._per_region)
 
-    def get_regions(self):
-        return [MPIRegion(n, per, self) for n, per in self._per_region.items()]
+    def get_regions(self, include=None, exclude=None):
+        """The regions (MPIRegion), in order of first entry; include/exclude
+        select them by name as events() does."""
+        names = self._per_region if include is None and exclude is None \
+            else self._select(include, exclude)
+        return [MPIRegion(n, self._per_region[n], self) for n in names]
+
+    def get_region(self, name):
+        """results.get_region(name) is results[name]; KeyError if none."""
+        return self[name]
 
     @property
     def region_names(self):
@@ -857,6 +1003,62 @@ def read_h5(path):
 
 
 load = read_h5
+
+
+class ProfilingH5Reader(ProfilingResults):
+    """The earlier releases' reader: ``ProfilingH5Reader(path)`` is
+    read_h5(path), with its get_region(name), get_regions(include,
+    exclude), num_ranks, file_path and the per-region statistics.
+    FileNotFoundError when there is no such file."""
+
+    def __init__(self, file_path, verbose=False):
+        data, summary = _read(_os.fspath(file_path), True, False)
+        super().__init__(data, file_path, summary)
+        if verbose:
+            _sys.stdout.write(f"{self!r}\n")
+
+
+def _submodules():
+    """scope_profiler.h5reader and scope_profiler.region_profiler, the
+    earlier releases' modules, made from this one and put in sys.modules,
+    so `from scope_profiler.h5reader import ProfilingH5Reader` works in the
+    built-in module and in the extension module alike."""
+    import types
+
+    # the base of every region class, for isinstance checks of any mode
+    base = TimeOnlyProfileRegion.__base__
+    mods = {
+        "h5reader": {"ProfilingH5Reader": ProfilingH5Reader, "ProfilingResults": ProfilingResults,
+                     "MPIRegion": MPIRegion, "Region": Region, "read_h5": read_h5},
+        # The earlier region classes, as aliases of the ones each mode uses
+        # now: time_trace=False counted calls only (aggregation mode here);
+        # the "Full" ones were LIKWID marker regions with timing.
+        "region_profiler": {
+            "BaseProfileRegion": base, "DisabledProfileRegion": DisabledProfileRegion,
+            "TimeOnlyProfileRegion": TimeOnlyProfileRegion,
+            "TimeOnlyProfileRegionNoFlush": TimeOnlyProfileRegion,
+            "NCallsOnlyProfileRegion": AggregateProfileRegion,
+            "AggregateProfileRegion": AggregateProfileRegion,
+            "FullProfileRegion": LikwidProfileRegion,
+            "FullProfileRegionNoFlush": LikwidProfileRegion,
+            "LikwidOnlyProfileRegion": LikwidProfileRegion,
+            "LineProfilerRegion": LineProfileRegion,
+            "ThreadedProfileRegion": ThreadsProfileRegion,
+            "ThreadsProfileRegion": ThreadsProfileRegion,
+            "AsyncProfileRegion": AsyncProfileRegion,
+        },
+    }
+    for short, names in mods.items():
+        full = f"{__name__}.{short}"
+        mod = types.ModuleType(full, f"{__name__}.{short}: the earlier releases' names, "
+                                     f"as aliases of {__name__}'s own.")
+        mod.__dict__.update(names)
+        mod.__all__ = sorted(names)
+        _sys.modules[full] = mod
+        globals()[short] = mod
+
+
+_submodules()
 
 
 def read_h5_summary(path):

@@ -292,11 +292,33 @@ static int settings_from_kwargs(PyObject *kw, struct sp_settings *s, unsigned *g
 		const char *name = PyUnicode_AsUTF8(key);
 		const struct sp_setting_key *k = name ? sp_settings_keyword(name) : NULL;
 		if (!k) {
+			if (name && sp_settings_alias(name))
+				continue;   /* below, once every current keyword is in */
 			PyErr_Format(PyExc_TypeError, "setup() got an unexpected keyword argument %R", key);
 			return -1;
 		}
 		if (keyword_set(s, k, v, path) != 0)
 			return -1;
+		*given |= 1u << (k - keys);
+	}
+	/* The earlier releases' keywords (sp_settings_alias): a boolean of a
+	 * current row, which the row itself must not contradict. */
+	for (pos = 0; kw && PyDict_Next(kw, &pos, &key, &v);) {
+		const struct sp_setting_alias *a = sp_settings_alias(PyUnicode_AsUTF8(key));
+		int truth = a ? PyObject_IsTrue(v) : 0;
+		if (!a || !a->of)
+			continue;
+		if (truth < 0)
+			return -1;
+		const struct sp_setting_key *k = sp_settings_keyword(a->of);
+		int *field = (int *)(void *)((char *)s + k->offset), value = a->negate ? !truth : truth;
+		if ((*given & (1u << (k - keys))) && *field != value) {
+			PyErr_Format(PyExc_ValueError, "setup(%s=%s) contradicts %s=%s (the earlier name of "
+				     "%s=%s)", k->keyword, *field ? "True" : "False", a->keyword,
+				     truth ? "True" : "False", k->keyword, value ? "True" : "False");
+			return -1;
+		}
+		*field = value;
 		*given |= 1u << (k - keys);
 	}
 	return 0;
@@ -341,8 +363,11 @@ static int setup_kwargs(PyObject *kw)
 		merged.memory = 1;
 	sp_settings_defaults(&merged);
 	if (sp_settings_check(&merged, 1, err, sizeof err) != 0) {
-		PyErr_Format(PyExc_ValueError, "%s%s", err, memory_forced ? " (use_memray stays on once "
-			     "on, until the events are written or reset)" : "");
+		PyObject *tt = kw ? PyDict_GetItemString(kw, "time_trace") : NULL;
+		PyErr_Format(PyExc_ValueError, "%s%s%s", err, memory_forced ? " (use_memray stays on once "
+			     "on, until the events are written or reset)" : "",
+			     tt && merged.aggregate && strstr(err, "aggregation_mode")
+			     ? " (time_trace=False is aggregation_mode=True)" : "");
 		goto out;
 	}
 	if (sp_standalone_settings(&merged, abs, sizeof abs) != 0)
@@ -367,6 +392,7 @@ static int setup_kwargs(PyObject *kw)
 	}
 	session.cur = merged;
 	if (!session.active) {
+		sp_regions_keep_counts(0);
 		session.active = 1;
 		session.run_start_ns = sp_clock_ns();
 		session.pid = getpid();
@@ -564,6 +590,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 		return NULL;
 	}
 	session.active = 0;
+	sp_regions_keep_counts(1);   /* num_calls reads them until the next setup() */
 	reset_events();
 	mode_off();
 	if (show && f.summary)
@@ -609,19 +636,24 @@ static PyObject *mod_check_options(PyObject *m, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-/* finalize(verbose=None, return_results=False, verbose_line_profiler=False,
- * failed=False): None when no session runs. */
+/* finalize(verbose=None, return_results=False, verbose_line_profiler=None,
+ * failed=False): None when no session runs. The line tables are printed
+ * when line timing is on, as the original package does, unless
+ * verbose_line_profiler=False. */
 static PyObject *mod_finalize(PyObject *m, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"verbose", "return_results", "verbose_line_profiler", "_failed", NULL};
-	PyObject *verbose = Py_None;
-	int want = 0, lines = 0, failed = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oppp:finalize", kwlist, &verbose, &want, &lines, &failed))
+	PyObject *verbose = Py_None, *verbose_lines = Py_None;
+	int want = 0, failed = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpOp:finalize", kwlist, &verbose, &want,
+					 &verbose_lines, &failed))
 		return NULL;
 	if (!session.active)
 		Py_RETURN_NONE;
 	int show = verbose == Py_None ? session.cur.verbose : PyObject_IsTrue(verbose);
-	if (show < 0)
+	int lines = verbose_lines == Py_None ? session.cur.line_profile && !session.cur.disable
+		: PyObject_IsTrue(verbose_lines);
+	if (show < 0 || lines < 0)
 		return NULL;
 	const char *written;
 	/* A reference of our own: finish() runs Python, which may swap it. */
@@ -635,6 +667,7 @@ static PyObject *mod_reset(PyObject *m, PyObject *unused)
 {
 	if (reset_events() != 0)
 		return NULL;
+	sp_regions_keep_counts(0);
 	/* reset_events freed the regions' columns and took the lanes off: the
 	 * regions' classes and the wrappers' calls are chosen again, for the
 	 * settings in force (outside a session: the mode as it is). */
@@ -650,6 +683,46 @@ static PyObject *mod_file_path(PyObject *m, PyObject *unused)
 	char ranked[PATH_MAX];
 	const char *path = session.cur.outfile ? session.cur.outfile : "profiling_data.h5";
 	return PyUnicode_DecodeFSDefault(sp_standalone_outfile(path, ranked, sizeof ranked));
+}
+
+/* _settings(): {keyword: value} of every setup() keyword, as the session in
+ * force has it (the defaults where nothing was given; get_config()). */
+static PyObject *mod_settings(PyObject *m, PyObject *unused)
+{
+	struct sp_settings cur = session.cur;
+	char comp[16];
+	size_t n;
+	const struct sp_setting_key *keys = sp_settings_keywords(&n);
+	if (!cur.outfile)
+		cur.outfile = session.default_outfile;
+	sp_settings_defaults(&cur);
+	PyObject *d = PyDict_New();
+	for (size_t i = 0; d && i < n; i++) {
+		const char *field = (const char *)&cur + keys[i].offset;
+		PyObject *v = NULL;
+		switch (keys[i].kind) {
+		case SP_SETTING_PATH:
+			v = PyUnicode_DecodeFSDefault(*(const char *const *)(const void *)field);
+			break;
+		case SP_SETTING_COUNT:
+			v = PyLong_FromLongLong(*(const long long *)(const void *)field);
+			break;
+		case SP_SETTING_COMPRESSION: {
+			int level = *(const int *)(const void *)field;
+			snprintf(comp, sizeof comp, level ? "gzip=%d" : "none", level);
+			v = PyUnicode_FromString(comp);
+			break;
+		}
+		case SP_SETTING_BOOL:
+		case SP_SETTING_NOT_YET:
+			v = PyBool_FromLong(*(const int *)(const void *)field);
+			break;
+		}
+		if (!v || PyDict_SetItemString(d, keys[i].keyword, v) != 0)
+			Py_CLEAR(d);
+		Py_XDECREF(v);
+	}
+	return d;
 }
 
 static PyObject *mod_session_active(PyObject *m, PyObject *unused)
@@ -700,13 +773,15 @@ PyMethodDef sp_session_methods[] = {
 	 "before finalize() reconfigures the running session and keeps what was recorded. "
 	 "Options given on the scope-profiler command line take precedence."},
 	{"finalize", (PyCFunction)(void (*)(void))mod_finalize, METH_VARARGS | METH_KEYWORDS,
-	 "finalize(verbose=None, return_results=False, verbose_line_profiler=False)\n--\n\n"
+	 "finalize(verbose=None, return_results=False, verbose_line_profiler=None)\n--\n\n"
 	 "End the session: write the profile (unless file output is off) and print its "
-	 "summary when verbose. Returns the results when asked to."},
+	 "summary when verbose, and the line tables when line timing is on (unless "
+	 "verbose_line_profiler=False). Returns the results when asked to."},
 	{"_check_options", (PyCFunction)(void (*)(void))mod_check_options, METH_VARARGS | METH_KEYWORDS, NULL},
 	{"_reset", mod_reset, METH_NOARGS, NULL},
 	{"_file_path", mod_file_path, METH_NOARGS, NULL},
 	{"_session_active", mod_session_active, METH_NOARGS, NULL},
+	{"_settings", mod_settings, METH_NOARGS, NULL},
 	{"_note_exit_status", mod_note_exit_status, METH_O, NULL},
 	{"_run_tracing", mod_run_tracing, METH_NOARGS, NULL},
 	{"_async_lanes_auto", mod_async_lanes_auto, METH_NOARGS, NULL},

@@ -34,6 +34,7 @@ typedef struct {
 	int32_t index;                /* the end of a session: its place in the rank's regions, or -1 */
 	int64_t peak_bytes;           /* run --memory: the peak of live bytes while open; -1: none */
 	int32_t likwid_id;            /* --likwid: its number with sp_likwid_register, or -1 */
+	size_t kept_calls;            /* after finalize(): the calls the session recorded */
 } RegionObject;
 
 /* A call of r in event slot `slot` ends at t: its end written and counted
@@ -110,6 +111,10 @@ int sp_regions_apply(void);
 void sp_regions_freeze(void);
 /* Forgets every recorded event; the regions stay registered. */
 void sp_regions_reset(void);
+/* keep 1 (finalize(), before the events go): each region's num_calls goes
+ * on reading the calls the session recorded, until keep 0 (the next
+ * session, _reset()) forgets them. */
+void sp_regions_keep_counts(int keep);
 /* Creates the registry and the per-thread key (module init); -1 with an
  * exception. */
 int sp_regions_init(void);
@@ -125,8 +130,10 @@ int sp_wrappers_recursive(void);
 void sp_wrappers_choose(void);
 /* Every decorated function calls through, recording nothing. */
 void sp_wrappers_freeze(void);
-/* A wrapper of func recording into region (profile(recursive=...) when
- * recursive); a new reference, or NULL with an exception. */
+/* A wrapper of func recording into region: recursive 1 runs the
+ * --recursive hook under each call (profile(recursive=True)), -1 never
+ * (profile(recursive=False) given: it wins over recursive_profile), 0 as
+ * recursive_profile says; a new reference, or NULL with an exception. */
 PyObject *sp_wrapper_new(RegionObject *region, PyObject *func, int recursive);
 /* Module init: the type, and _timed_coroutine of the Python layer. */
 int sp_wrapper_init(void);

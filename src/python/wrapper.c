@@ -25,7 +25,8 @@ typedef struct ProfiledFunction {
 	RegionObject *region;
 	PyObject *dict;
 	PyObject *weaklist;
-	int recursive;                          /* profile(recursive=True) */
+	int recursive;                          /* profile(recursive=True) 1; recursive=False
+						 * given -1 (wins over recursive_profile); 0 */
 	int is_coro;                            /* wraps an `async def` function */
 	struct ProfiledFunction *prev, *next;   /* all live wrap.list */
 } ProfiledFunction;
@@ -220,7 +221,7 @@ static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 		return pf_call_coro;
 	if (sp_mode.likwid)
 		return pf_call_likwid;
-	if (pf->recursive || sp_mode.recursive_all)
+	if (pf->recursive > 0 || (sp_mode.recursive_all && pf->recursive == 0))
 		return pf_call_recursive;
 	if (sp_mode.lines)
 		return pf_call_lines;
@@ -256,7 +257,7 @@ static int is_coroutine_function(PyObject *func)
 
 PyObject *sp_wrapper_new(RegionObject *region, PyObject *func, int recursive)
 {
-	if (sp_mode.lines && !recursive && sp_linetrace_choose(func, region->name) != 0)
+	if (sp_mode.lines && recursive <= 0 && sp_linetrace_choose(func, region->name) != 0)
 		return NULL;
 	int is_coro = is_coroutine_function(func);
 	ProfiledFunction *pf = PyObject_GC_New(ProfiledFunction, &sp_ProfiledFunctionType);
@@ -419,7 +420,7 @@ PyTypeObject sp_ProfiledFunctionType = {
 int sp_wrappers_apply(void)
 {
 	for (ProfiledFunction *pf = wrap.list; pf; pf = pf->next) {
-		if (sp_mode.lines && !pf->recursive && sp_linetrace_choose(pf->func, pf->region->name) != 0)
+		if (sp_mode.lines && pf->recursive <= 0 && sp_linetrace_choose(pf->func, pf->region->name) != 0)
 			return -1;
 		pf->vectorcall = pf_choose_call(pf);
 	}
@@ -435,7 +436,7 @@ void sp_wrappers_choose(void)
 int sp_wrappers_recursive(void)
 {
 	for (ProfiledFunction *pf = wrap.list; pf; pf = pf->next)
-		if (pf->recursive)
+		if (pf->recursive > 0)
 			return 1;
 	return 0;
 }
