@@ -129,9 +129,18 @@ struct sp_rank {
 	struct sp_likwid_region *likwid;
 };
 
-/* A string attribute of /metadata. */
+/* How an attribute of /metadata is stored; the value is text in memory
+ * either way. */
+enum sp_kv_type {
+	SP_KV_FIXED = 0,               /* a fixed-length UTF-8 string (h5py reads bytes) */
+	SP_KV_TEXT,                    /* a variable-length UTF-8 string (h5py reads str) */
+	SP_KV_INT,                     /* a 64-bit integer; value holds it in decimal */
+};
+
+/* An attribute of /metadata. */
 struct sp_kv {
 	char *key, *value;             /* owned */
+	enum sp_kv_type type;
 };
 
 struct sp_profile {

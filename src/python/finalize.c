@@ -200,6 +200,7 @@ static int copy_meta(struct sp_profile *p, struct sp_rank *rk, const struct sp_k
 		struct sp_kv *kv = &p->meta[p->nmeta];
 		kv->key = strdup(meta[m].key);
 		kv->value = strdup(meta[m].value);
+		kv->type = meta[m].type;
 		if (!kv->key || !kv->value) {
 			free(kv->key);
 			free(kv->value);
@@ -289,10 +290,10 @@ static int add_likwid(struct sp_profile *p, struct sp_rank *rk)
 		PyErr_NoMemory();
 		return -1;
 	}
-	kv[p->nmeta] = (struct sp_kv){strdup("likwid_events"), strdup(events ? events : "")};
-	kv[p->nmeta + 1] = (struct sp_kv){strdup("likwid_event_names"), names};
+	kv[p->nmeta] = (struct sp_kv){strdup("likwid_events"), strdup(events ? events : ""), SP_KV_FIXED};
+	kv[p->nmeta + 1] = (struct sp_kv){strdup("likwid_event_names"), names, SP_KV_FIXED};
 	if (metric_names)
-		kv[p->nmeta + 2] = (struct sp_kv){strdup("likwid_metric_names"), metric_names};
+		kv[p->nmeta + 2] = (struct sp_kv){strdup("likwid_metric_names"), metric_names, SP_KV_FIXED};
 	p->nmeta += add;
 	for (size_t i = p->nmeta - add; i < p->nmeta; i++)
 		if (!kv[i].key || !kv[i].value) {

@@ -175,15 +175,19 @@ out:
 	return out;
 }
 
-/* p's metadata as {key: str} (values decoded with "replace"); a new
- * reference, or NULL with an exception set. */
+/* p's metadata as {key: str, or int for an integer attribute} (strings
+ * decoded with "replace"); a new reference, or NULL with an exception set. */
 static PyObject *meta_to_py(const struct sp_profile *p)
 {
 	PyObject *meta = PyDict_New();
 	if (!meta)
 		return NULL;
 	for (size_t i = 0; i < p->nmeta; i++) {
-		PyObject *v = PyUnicode_DecodeUTF8(p->meta[i].value, (Py_ssize_t)strlen(p->meta[i].value), "replace");
+		PyObject *v = p->meta[i].type == SP_KV_INT ? PyLong_FromString(p->meta[i].value, NULL, 10) : NULL;
+		if (!v) {
+			PyErr_Clear();
+			v = PyUnicode_DecodeUTF8(p->meta[i].value, (Py_ssize_t)strlen(p->meta[i].value), "replace");
+		}
 		if (!v || PyDict_SetItemString(meta, p->meta[i].key, v) != 0) {
 			Py_XDECREF(v);
 			Py_DECREF(meta);

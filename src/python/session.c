@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sp_clock.h"
@@ -407,7 +409,7 @@ out:
 
 /* The file's metadata (struct sp_kv pairs, strings owned by *buf's
  * entries). Returns the number of pairs, or -1 with an exception. */
-#define NMETA 17
+#define NMETA 22
 struct meta {
 	struct sp_kv kv[NMETA];
 	char *owned[NMETA];
@@ -425,6 +427,63 @@ static int meta_add(struct meta *m, const char *key, const char *value, int own)
 	}
 	m->n++;
 	return 0;
+}
+
+/* meta_add with the attribute's type (enum sp_kv_type). */
+static int meta_add_as(struct meta *m, const char *key, const char *value, enum sp_kv_type type)
+{
+	if (meta_add(m, key, value, 0) != 0)
+		return -1;
+	m->kv[m->n - 1].type = type;
+	return 0;
+}
+
+/* The local time now as ISO 8601 with microseconds and the UTC offset
+ * ("2026-12-02T04:40:12.123456+01:00", what Python's
+ * datetime.fromisoformat reads). */
+static void iso_now(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	char date[32];
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (!localtime_r(&ts.tv_sec, &tm) || !strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm)) {
+		snprintf(buf, len, "%lld", (long long)ts.tv_sec);
+		return;
+	}
+	int off = (int)(tm.tm_gmtoff / 60) % (100 * 60);   /* at most 26 hours */
+	snprintf(buf, len, "%s.%06d%c%02d:%02d", date, (int)(ts.tv_nsec / 1000) % 1000000,
+		 off < 0 ? '-' : '+', abs(off) / 60, abs(off) % 60);
+}
+
+/* Who runs the profile, as Python's getpass.getuser() finds it: $LOGNAME,
+ * $USER, $LNAME or $USERNAME, else the password database, else the uid. */
+static const char *user_name(char *buf, size_t len)
+{
+	static const char *const vars[] = {"LOGNAME", "USER", "LNAME", "USERNAME"};
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return v;
+	}
+	struct passwd pw, *found = NULL;
+	char pwbuf[1024];
+	if (getpwuid_r(geteuid(), &pw, pwbuf, sizeof pwbuf, &found) == 0 && found && found->pw_name) {
+		snprintf(buf, len, "%s", found->pw_name);
+		return buf;
+	}
+	snprintf(buf, len, "%lu", (unsigned long)geteuid());
+	return buf;
+}
+
+/* OMP_NUM_THREADS's first number when it is a positive whole number
+ * (nested levels are comma-separated), else 1: the OpenMP threads per rank
+ * of total_cores. */
+static long omp_threads(const char *omp)
+{
+	char *end;
+	long n = omp ? strtol(omp, &end, 10) : 0;
+	return omp && end != omp && (*end == '\0' || *end == ',') && n > 0 ? n : 1;
 }
 
 static void meta_free(struct meta *m)
@@ -464,6 +523,7 @@ static int metadata(struct meta *m, int tracing)
 	const struct sp_settings *s = &session.cur;
 	struct utsname u;
 	static char host[256], platform[800], version[64], size[16], limit[32], comp[16];
+	static char stamp[64], cwd[PATH_MAX], cores[32], user[64];
 	uname(&u);
 	snprintf(host, sizeof host, "%s", u.nodename);
 	snprintf(platform, sizeof platform, "%s %s %s", u.sysname, u.release, u.machine);
@@ -475,6 +535,10 @@ static int metadata(struct meta *m, int tracing)
 	else
 		snprintf(comp, sizeof comp, "none");
 	const char *omp = getenv("OMP_NUM_THREADS");
+	iso_now(stamp, sizeof stamp);
+	if (!getcwd(cwd, sizeof cwd))
+		cwd[0] = '\0';
+	snprintf(cores, sizeof cores, "%lld", (long long)(sp_mpi_active() ? sp_mpi_size() : 1) * omp_threads(omp));
 	char *cmdline = session.command_line ? strdup(session.command_line)
 		: join_str(PySys_GetObject("argv"), " ", 0);
 	if (!cmdline && PyErr_Occurred())
@@ -491,7 +555,14 @@ static int metadata(struct meta *m, int tracing)
 	    meta_add(m, "recursive", session.trace_all ? "all" : tracing ? "true" : "false", 0) ||
 	    meta_add(m, "line_profile", s->line_profile ? "true" : "false", 0) ||
 	    meta_add(m, "mpi_calls", s->mpi_calls && !s->disable ? "true" : "false", 0) ||
-	    meta_add(m, "buffer_limit", limit, 0) || meta_add(m, "compression", comp, 0))
+	    meta_add(m, "buffer_limit", limit, 0) || meta_add(m, "compression", comp, 0) ||
+	    /* The keys the original package's post-processing reads, as it
+	     * stores them: strings h5py reads as str, total_cores an integer. */
+	    meta_add_as(m, "timestamp", stamp, SP_KV_TEXT) ||
+	    meta_add_as(m, "scope_profiler_version", SP_VERSION, SP_KV_TEXT) ||
+	    meta_add_as(m, "working_directory", cwd, SP_KV_TEXT) ||
+	    meta_add_as(m, "total_cores", cores, SP_KV_INT) ||
+	    meta_add_as(m, "user", user_name(user, sizeof user), SP_KV_TEXT))
 		return -1;
 	return 0;
 }

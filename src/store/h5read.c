@@ -458,9 +458,22 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
 	(void)info;
 	if (a < 0)
 		return 0;
+	enum sp_kv_type type = SP_KV_FIXED;
 	int rc = sp_h5r_attr_str_open(((struct meta_op *)op)->r, a, &value);
-	if (rc == -1)
+	if (rc == 1) {
+		hid_t t = H5Aget_type(a);
+		if (t >= 0 && H5Tis_variable_str(t) > 0)
+			type = SP_KV_TEXT;
+		if (t >= 0)
+			H5Tclose(t);
+	} else if (rc == -1) {
+		hid_t t = H5Aget_type(a);
+		if (t >= 0 && H5Tget_class(t) == H5T_INTEGER)
+			type = SP_KV_INT;
+		if (t >= 0)
+			H5Tclose(t);
 		rc = attr_num_text(a, &value);
+	}
 	H5Aclose(a);
 	if (rc == -1)
 		return 0;              /* neither a string nor a number: skipped */
@@ -468,7 +481,7 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
 		goto oom;
 	if (SP_GROW(&p->meta, &((struct meta_op *)op)->cap, p->nmeta + 1) != 0)
 		goto oom;
-	p->meta[p->nmeta++] = (struct sp_kv){key, value};
+	p->meta[p->nmeta++] = (struct sp_kv){key, value, type};
 	return 0;
 oom:
 	free(key);

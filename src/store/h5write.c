@@ -405,16 +405,40 @@ static enum sp_err check_filters(struct sp_h5_writer *w)
 	return SP_OK;
 }
 
-/* Adds one string attribute to /metadata; entry is the index in the
- * profile's meta[] for messages, or -1 for sp_h5_writer_meta. */
-static enum sp_err meta_add(struct sp_h5_writer *w, const char *key, const char *value, long entry)
+/* One /metadata attribute of the given type (enum sp_kv_type): 0, or -1
+ * (an SP_KV_INT value that is not a whole number included). */
+static int meta_attr(hid_t loc, const char *key, const char *value, enum sp_kv_type type)
+{
+	if (type == SP_KV_INT) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(value, &end, 10);
+		if (end == value || *end || errno)
+			return -1;
+		return sp_h5w_attr_i64(loc, key, (int64_t)v);
+	}
+	if (type == SP_KV_TEXT) {
+		hid_t t = sp_h5w_str_type(H5T_VARIABLE);
+		if (t < 0)
+			return -1;
+		int rc = sp_h5w_attr(loc, key, t, t, &value);
+		H5Tclose(t);
+		return rc;
+	}
+	return sp_h5w_attr_str(loc, key, value);
+}
+
+/* Adds one attribute to /metadata; entry is the index in the profile's
+ * meta[] for messages, or -1 for sp_h5_writer_meta. */
+static enum sp_err meta_add(struct sp_h5_writer *w, const char *key, const char *value,
+			    enum sp_kv_type type, long entry)
 {
 	if (!key || !key[0] || !value) {
 		if (entry >= 0)
 			return sp_h5w_fail(w, SP_EINVAL, "metadata entry %ld has no key or value", entry);
 		return sp_h5w_fail(w, SP_EINVAL, "metadata entry has no key or value");
 	}
-	if (sp_h5w_attr_str(w->meta, key, value) < 0)
+	if (meta_attr(w->meta, key, value, type) < 0)
 		return sp_h5w_fail(w, H5Aexists(w->meta, key) > 0 ? SP_EINVAL : SP_EIO,
 			     "cannot write metadata '%s'", key);
 	return SP_OK;
@@ -545,7 +569,7 @@ enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, stru
 		goto out;
 	}
 	for (size_t i = 0; i < p->nmeta && rc == SP_OK; i++)
-		rc = meta_add(w, p->meta[i].key, p->meta[i].value, (long)i);
+		rc = meta_add(w, p->meta[i].key, p->meta[i].value, p->meta[i].type, (long)i);
 out:
 	if (rc != SP_OK) {
 		if (err)
@@ -564,7 +588,7 @@ enum sp_err sp_h5_writer_meta(struct sp_h5_writer *w, const char *key, const cha
 		return sp_error_set(err, SP_EINVAL, "sp_h5_writer_meta: no writer");
 	if (w->failed)
 		return writer_failed(w, w->failure.code, err);
-	enum sp_err rc = meta_add(w, key, value, -1);
+	enum sp_err rc = meta_add(w, key, value, SP_KV_FIXED, -1);
 	return rc == SP_OK ? SP_OK : writer_failed(w, rc, err);
 }
 

@@ -43,6 +43,32 @@ static void test_every_seed_keyword_has_one_field(void **state)
 	assert_int_equal(sp_settings_keyword("use_likwid")->kind, SP_SETTING_BOOL);
 }
 
+/* The earlier releases' keywords: each names a current row (of the same
+ * boolean kind) or nothing, and none is a current keyword itself. */
+static void test_earlier_keywords(void **state)
+{
+	const struct sp_setting_alias *a = sp_settings_alias("profiling_activated");
+	assert_non_null(a);
+	assert_string_equal(a->of, "deactivate_profiling");
+	assert_true(a->negate);
+	a = sp_settings_alias("time_trace");
+	assert_non_null(a);
+	assert_string_equal(a->of, "aggregation_mode");
+	assert_true(a->negate);
+	a = sp_settings_alias("flush_to_disk");
+	assert_non_null(a);
+	assert_null(a->of);
+	assert_null(sp_settings_alias("deactivate_profiling"));
+	assert_null(sp_settings_alias("flush"));
+	const char *names[] = {"profiling_activated", "time_trace", "flush_to_disk"};
+	for (size_t i = 0; i < 3; i++) {
+		assert_null(sp_settings_keyword(names[i]));
+		a = sp_settings_alias(names[i]);
+		if (a->of)
+			assert_int_equal(sp_settings_keyword(a->of)->kind, SP_SETTING_BOOL);
+	}
+}
+
 static void test_compression_names(void **state)
 {
 	int level = -1;
@@ -157,6 +183,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_seed_keyword_has_one_field),
+		cmocka_unit_test(test_earlier_keywords),
 		cmocka_unit_test(test_compression_names),
 		cmocka_unit_test(test_given_and_defaults),
 		cmocka_unit_test(test_refused_combinations),

@@ -54,8 +54,8 @@ static struct sp_profile *new_profile(size_t nranks)
 	if (!p || !(p->ranks = calloc(nranks, sizeof *p->ranks)) || !(p->meta = calloc(2, sizeof *p->meta)))
 		die("out of memory");
 	p->nranks = nranks;
-	p->meta[p->nmeta++] = (struct sp_kv){strdup("hostname"), strdup("node-1")};
-	p->meta[p->nmeta++] = (struct sp_kv){strdup("omp_num_threads"), strdup("2")};
+	p->meta[p->nmeta++] = (struct sp_kv){strdup("hostname"), strdup("node-1"), SP_KV_FIXED};
+	p->meta[p->nmeta++] = (struct sp_kv){strdup("omp_num_threads"), strdup("2"), SP_KV_FIXED};
 	for (size_t r = 0; r < nranks; r++) {
 		struct sp_rank *rk = &p->ranks[r];
 		rk->rank = (int)r;

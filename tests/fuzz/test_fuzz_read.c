@@ -94,7 +94,7 @@ static void write_seed(const char *path, int version)
 	}
 	p->nmeta = 1;
 	p->meta = calloc(1, sizeof *p->meta);
-	p->meta[0] = (struct sp_kv){strdup("hostname"), strdup("node-1")};
+	p->meta[0] = (struct sp_kv){strdup("hostname"), strdup("node-1"), SP_KV_FIXED};
 	struct sp_error err = {0};
 	assert_int_equal(sp_h5_write(p, path, &err), SP_OK);
 	sp_profile_free(p);

@@ -673,8 +673,8 @@ static void test_hosts_header(void **state)
 					    "nodeB", "nodeB" });
 	p->meta = calloc(2, sizeof *p->meta);
 	assert_non_null(p->meta);
-	p->meta[0] = (struct sp_kv){ strdup("mpi_size"), strdup("8") };
-	p->meta[1] = (struct sp_kv){ strdup("omp_num_threads"), strdup("2") };
+	p->meta[0] = (struct sp_kv){ strdup("mpi_size"), strdup("8"), SP_KV_FIXED };
+	p->meta[1] = (struct sp_kv){ strdup("omp_num_threads"), strdup("2"), SP_KV_FIXED };
 	p->nmeta = 2;
 	char *out = render(p, SP_RENDER_FLAT);
 	assert_non_null(line_starting(out, "8 ranks on 2 hosts, 1 region, 8 calls, run span "));

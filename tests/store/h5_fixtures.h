@@ -218,7 +218,7 @@ static struct sp_profile *make_profile(void)
 	p->nmeta = 4;
 	p->meta = calloc(4, sizeof *p->meta);
 	for (size_t i = 0; i < 4; i++)
-		p->meta[i] = (struct sp_kv){strdup(kv[i][0]), strdup(kv[i][1])};
+		p->meta[i] = (struct sp_kv){strdup(kv[i][0]), strdup(kv[i][1]), SP_KV_FIXED};
 	return p;
 }
 

@@ -68,7 +68,7 @@ static void push_meta(struct sp_profile *p, const char *key, const char *value)
 {
 	p->meta = realloc(p->meta, (p->nmeta + 1) * sizeof *p->meta);
 	assert_non_null(p->meta);
-	p->meta[p->nmeta++] = (struct sp_kv){strdup(key), strdup(value)};
+	p->meta[p->nmeta++] = (struct sp_kv){strdup(key), strdup(value), SP_KV_FIXED};
 }
 
 /* A profile written rank by rank, metadata added before, between and after
@@ -979,6 +979,63 @@ static void test_cumulative_v2(void **state)
 	remove(path);
 }
 
+/* Metadata of each type: a fixed-length string (what h5py reads as bytes),
+ * a variable-length one (read as str) and an integer, stored as such and
+ * read back with their types; an integer that is not one is refused. */
+static void test_meta_types(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_profile(), *q = NULL;
+	struct sp_error err = {0};
+	const char *path = tpath("meta_types.h5");
+	size_t n0 = p->nmeta;
+	push_meta(p, "fixed", "a");
+	push_meta(p, "user", "ü-user");
+	p->meta[p->nmeta - 1].type = SP_KV_TEXT;
+	push_meta(p, "total_cores", "-12");
+	p->meta[p->nmeta - 1].type = SP_KV_INT;
+	assert_ok(sp_h5_write(p, path, &err), &err);
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), g = H5Gopen2(f, "metadata", H5P_DEFAULT);
+	hid_t a = H5Aopen(g, "user", H5P_DEFAULT), t = H5Aget_type(a);
+	assert_true(H5Tis_variable_str(t) > 0);
+	assert_int_equal(H5Tget_cset(t), H5T_CSET_UTF8);
+	H5Tclose(t);
+	H5Aclose(a);
+	a = H5Aopen(g, "fixed", H5P_DEFAULT);
+	t = H5Aget_type(a);
+	assert_int_equal(H5Tis_variable_str(t), 0);
+	H5Tclose(t);
+	H5Aclose(a);
+	int64_t v = 0;
+	a = H5Aopen(g, "total_cores", H5P_DEFAULT);
+	t = H5Aget_type(a);
+	assert_int_equal(H5Tget_class(t), H5T_INTEGER);
+	assert_true(H5Aread(a, H5T_NATIVE_INT64, &v) >= 0);
+	assert_true(v == -12);
+	H5Tclose(t);
+	H5Aclose(a);
+	H5Gclose(g);
+	H5Fclose(f);
+	assert_ok(sp_h5_read(path, SP_READ_SUMMARY, &q, &err), &err);
+	assert_int_equal(q->nmeta, n0 + 3);
+	static const struct { const char *key, *value; enum sp_kv_type type; } want[] = {
+		{"fixed", "a", SP_KV_FIXED}, {"user", "ü-user", SP_KV_TEXT}, {"total_cores", "-12", SP_KV_INT},
+	};
+	for (size_t i = 0; i < 3; i++) {
+		const struct sp_kv *kv = &q->meta[n0 + i];
+		assert_string_equal(kv->key, want[i].key);
+		assert_string_equal(kv->value, want[i].value);
+		assert_int_equal(kv->type, want[i].type);
+	}
+	sp_profile_free(q);
+	/* An integer attribute whose text is no integer: the write fails. */
+	free(p->meta[p->nmeta - 1].value);
+	p->meta[p->nmeta - 1].value = strdup("12 cores");
+	assert_int_not_equal(sp_h5_write(p, path, &err), SP_OK);
+	sp_profile_free(p);
+	remove(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest both[] = {
@@ -997,6 +1054,7 @@ int main(void)
 		cmocka_unit_test(test_long_names),
 		cmocka_unit_test(test_values_v2),
 		cmocka_unit_test(test_cumulative_v2),
+		cmocka_unit_test(test_meta_types),
 	};
 	const struct CMUnitTest v1[] = {
 		cmocka_unit_test(test_aggregate_region_written),
