@@ -457,7 +457,11 @@ static PyObject *region_call_disabled(PyObject *self, PyObject *args, PyObject *
 	{"get_start_times_numpy", region_get_start_times_numpy, METH_NOARGS, \
 	 "Start timestamps in ns (numpy int64 array)."}, \
 	{"get_end_times_numpy", region_get_end_times_numpy, METH_NOARGS, \
-	 "End timestamps in ns (numpy int64 array; INT64_MIN while open)."}
+	 "End timestamps in ns (numpy int64 array; INT64_MIN while open)."}, \
+	{"get_stats", sp_region_get_stats, METH_NOARGS, \
+	 "Line timing: the region's timed lines so far (timings, unit)."}, \
+	{"print_stats", (PyCFunction)(void (*)(void))sp_region_print_stats, METH_VARARGS | METH_KEYWORDS, \
+	 "Line timing: prints the region's line tables (to stream, default sys.stdout)."}
 
 /* The region classes differ only in __enter__/__exit__ and the decorator
  * call; they share the layout and this base, so setup() can switch an
