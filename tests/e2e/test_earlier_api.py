@@ -1,0 +1,446 @@
+"""Scripts written for the earlier releases of the original package: their
+setup() keywords, region_name=, scope_profiler.h5reader and
+scope_profiler.region_profiler, the ProfileManager methods they call, and
+the /metadata keys their post-processing reads. Each script runs through
+the real binary; what it recorded is read back with h5py."""
+import datetime
+import json
+
+import h5py
+import numpy as np
+
+from conftest import regions
+
+
+def run_ok(sp, text, *args, env=None):
+    script = sp.script(text)
+    proc = sp("run", "-q", *args, script, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc.stdout
+
+
+def last_json(stdout):
+    """The script's JSON report: its last line of output."""
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def test_setup_with_the_earlier_keywords_records(sp):
+    """The earlier README's example: setup(use_likwid=False, time_trace=True,
+    flush_to_disk=True), profile("main"), profile_region(region_name=...)."""
+    out = run_ok(sp, """
+        import json
+        from scope_profiler import ProfileManager
+
+        ProfileManager.setup(use_likwid=False, time_trace=True, flush_to_disk=True,
+                             profiling_activated=True, file_path="earlier.h5")
+
+        @ProfileManager.profile("main")
+        def main():
+            x = 0
+            for i in range(10):
+                with ProfileManager.profile_region(region_name="iteration"):
+                    x += 1
+            return x
+
+        @ProfileManager.profile(region_name="named_by_keyword")
+        def helper():
+            pass
+
+        assert main() == 10
+        helper(); helper()
+        with ProfileManager.region(region_name="plain_region"):
+            pass
+        c = ProfileManager.get_config()
+        report = {k: getattr(c, k) for k in ("file_path", "time_trace", "flush_to_disk",
+                  "profiling_activated", "deactivate_profiling", "aggregation_mode",
+                  "use_likwid", "buffer_limit", "active")}
+        report["regions"] = list(ProfileManager.get_all_regions())
+        ProfileManager.finalize(verbose=False)
+        print(json.dumps(report))
+    """)
+    rep = last_json(out)
+    assert rep == {"file_path": "earlier.h5", "time_trace": True, "flush_to_disk": False,
+                   "profiling_activated": True, "deactivate_profiling": False,
+                   "aggregation_mode": False, "use_likwid": False, "buffer_limit": 1024,
+                   "active": True,
+                   "regions": ["main", "named_by_keyword", "iteration", "plain_region"]}
+    with h5py.File(sp.tmp / "earlier.h5") as f:
+        regs = regions(f)
+        assert regs["main"].attrs["num_calls"] == 1
+        assert regs["iteration"].attrs["num_calls"] == 10
+        assert regs["named_by_keyword"].attrs["num_calls"] == 2
+        assert regs["plain_region"].attrs["num_calls"] == 1
+        # time_trace=True: every call's timestamps, each iteration inside main
+        s, e = regs["iteration"]["start_times"][:], regs["iteration"]["end_times"][:]
+        ms, me = regs["main"]["start_times"][0], regs["main"]["end_times"][0]
+        assert len(s) == 10 and (s >= ms).all() and (e <= me).all()
+
+
+def test_profiling_activated_false_is_deactivate_profiling(sp):
+    out = run_ok(sp, """
+        import json
+        from scope_profiler import ProfileManager
+
+        ProfileManager.setup(profiling_activated=False, file_path="off.h5")
+
+        def work():
+            return 3
+
+        wrapped = ProfileManager.profile("work")(work)
+        with ProfileManager.profile_region(region_name="block"):
+            pass
+        report = {"same_function": wrapped is work,
+                  "class": type(ProfileManager.get_region("block")).__name__,
+                  "calls": ProfileManager.get_region("block").num_calls,
+                  "deactivate_profiling": ProfileManager.get_config().deactivate_profiling}
+        ProfileManager.finalize(verbose=False)
+        print(json.dumps(report))
+    """)
+    assert last_json(out) == {"same_function": True, "class": "DisabledProfileRegion",
+                              "calls": 0, "deactivate_profiling": True}
+    assert not (sp.tmp / "off.h5").exists()
+
+
+def test_time_trace_false_counts_calls_without_a_timeline(sp):
+    """time_trace=False: the earlier count-only regions; here aggregation
+    mode (counts and totals, no per-call events)."""
+    out = run_ok(sp, """
+        import json
+        from scope_profiler import ProfileManager
+        from scope_profiler.region_profiler import NCallsOnlyProfileRegion
+
+        ProfileManager.setup(time_trace=False, file_path="counts.h5")
+        for _ in range(100):
+            with ProfileManager.profile_region("tick"):
+                pass
+        r = ProfileManager.get_region("tick")
+        report = {"counts_only": isinstance(r, NCallsOnlyProfileRegion),
+                  "calls": r.num_calls, "time_trace": ProfileManager.get_config().time_trace}
+        ProfileManager.finalize(verbose=False)
+        print(json.dumps(report))
+    """)
+    assert last_json(out) == {"counts_only": True, "calls": 100, "time_trace": False}
+    with h5py.File(sp.tmp / "counts.h5") as f:
+        tick = regions(f)["tick"]
+        assert tick.aggregate and tick.attrs["num_calls"] == 100
+        assert list(tick) == []   # no per-call events
+
+
+def test_contradicting_and_unknown_keywords_are_refused(sp):
+    out = run_ok(sp, """
+        import json
+        from scope_profiler import ProfileManager
+
+        report = []
+        for kw in [dict(profiling_activated=True, deactivate_profiling=True),
+                   dict(time_trace=True, aggregation_mode=True),
+                   dict(time_trace=False, use_line_profiler=True),
+                   dict(flush_to_disk=True, no_such_option=1)]:
+            try:
+                ProfileManager.setup(**kw)
+                report.append(None)
+            except (TypeError, ValueError) as exc:
+                report.append([type(exc).__name__, str(exc)])
+        # none of them changed the session (which `run` started)
+        c = ProfileManager.get_config()
+        report.append([c.deactivate_profiling, c.aggregation_mode, c.use_line_profiler])
+        # agreeing ones are fine
+        ProfileManager.setup(profiling_activated=False, deactivate_profiling=True,
+                             deactivate_file_output=True)
+        report.append(ProfileManager.get_config().deactivate_profiling)
+        ProfileManager.finalize(verbose=False)
+        print(json.dumps(report))
+    """)
+    rep = last_json(out)
+    kind, msg = rep[0]
+    assert kind == "ValueError" and "profiling_activated=True" in msg \
+        and "deactivate_profiling=True" in msg
+    kind, msg = rep[1]
+    assert kind == "ValueError" and "time_trace=True" in msg and "aggregation_mode=True" in msg
+    kind, msg = rep[2]
+    assert kind == "ValueError" and "use_line_profiler" in msg \
+        and "time_trace=False is aggregation_mode=True" in msg
+    kind, msg = rep[3]
+    assert kind == "TypeError" and "no_such_option" in msg
+    assert rep[4:] == [[False, False, False], True]
+
+
+def test_h5reader_reads_our_files(sp):
+    run_ok(sp, """
+        import time
+        from scope_profiler import ProfileManager
+
+        ProfileManager.setup(file_path="data.h5")
+        for step in range(4):
+            with ProfileManager.profile_region(region_name="timestep"):
+                with ProfileManager.profile_region(region_name="solve"):
+                    time.sleep(0.001)
+        ProfileManager.finalize(verbose=False)
+    """)
+    out = run_ok(sp, """
+        import json
+        import scope_profiler
+        import scope_profiler.h5reader
+        from scope_profiler.h5reader import ProfilingH5Reader
+
+        reader = ProfilingH5Reader("data.h5")
+        solve = reader.get_region("solve")
+        r0 = solve[0]
+        try:
+            ProfilingH5Reader("missing.h5")
+            missing = None
+        except FileNotFoundError as exc:
+            missing = "FileNotFoundError"
+        print(json.dumps({
+            "same_class": scope_profiler.h5reader.ProfilingH5Reader is ProfilingH5Reader,
+            "is_results": isinstance(reader, scope_profiler.ProfilingResults),
+            "names": [r.name for r in reader.get_regions()],
+            "included": [r.name for r in reader.get_regions(include="sol")],
+            "excluded": [r.name for r in reader.get_regions(exclude="sol")],
+            "num_ranks": reader.num_ranks,
+            "file_name": reader.file_path.name,
+            "summary": r0.get_summary(),
+            "ranks": list(solve.regions),
+            "average_durations": solve.average_durations(),
+            "min": solve.min_duration, "max": solve.max_duration,
+            "first_start_time": solve.first_start_time,
+            "starts": list(r0.start_times), "ends": list(r0.end_times),
+            "missing": missing,
+        }))
+    """)
+    rep = last_json(out)
+    assert rep["same_class"] and rep["is_results"]
+    assert rep["names"] == ["timestep", "solve"]
+    assert rep["included"] == ["solve"] and rep["excluded"] == ["timestep"]
+    assert rep["num_ranks"] == 1 and rep["file_name"] == "data.h5"
+    assert rep["ranks"] == [0] and rep["missing"] == "FileNotFoundError"
+    with h5py.File(sp.tmp / "data.h5") as f:
+        solve = regions(f)["solve"]
+        s = solve["start_times"][:].astype(np.int64)
+        e = solve["end_times"][:].astype(np.int64)
+    d = (e - s) / 1e9
+    summ = rep["summary"]
+    assert summ["num_calls"] == 4
+    assert np.isclose(summ["total_duration"], d.sum())
+    assert np.isclose(summ["average_duration"], d.mean())
+    assert np.isclose(summ["min_duration"], d.min()) and np.isclose(summ["max_duration"], d.max())
+    assert np.isclose(summ["std_duration"], d.std())
+    assert np.isclose(rep["average_durations"]["0"], d.mean())
+    assert np.isclose(rep["min"], d.min()) and np.isclose(rep["max"], d.max())
+    assert np.allclose(rep["starts"], s / 1e9) and np.allclose(rep["ends"], e / 1e9)
+    assert np.isclose(rep["first_start_time"], s.min() / 1e9)
+
+
+def test_region_profiler_names_load(sp):
+    out = run_ok(sp, """
+        import json
+        from scope_profiler import ProfileManager
+        from scope_profiler.region_profiler import (
+            BaseProfileRegion, DisabledProfileRegion, FullProfileRegion, LineProfilerRegion,
+            NCallsOnlyProfileRegion, TimeOnlyProfileRegion, TimeOnlyProfileRegionNoFlush)
+        import scope_profiler.region_profiler as rp
+
+        ProfileManager.setup(deactivate_file_output=True)
+        on = ProfileManager.region("r")
+        report = [isinstance(on, TimeOnlyProfileRegion), isinstance(on, BaseProfileRegion),
+                  TimeOnlyProfileRegionNoFlush is TimeOnlyProfileRegion,
+                  all(isinstance(getattr(rp, n), type) for n in rp.__all__)]
+        ProfileManager.finalize(verbose=False)
+        ProfileManager.setup(deactivate_profiling=True)
+        report += [isinstance(on, DisabledProfileRegion), isinstance(on, BaseProfileRegion)]
+        ProfileManager.finalize(verbose=False)
+        print(json.dumps(report))
+    """)
+    assert last_json(out) == [True] * 6
+
+
+def test_get_region_by_the_plain_name_of_an_unnamed_method(sp):
+    out = run_ok(sp, """
+        import json
+        from scope_profiler import ProfileManager
+
+        ProfileManager.setup(file_path="plain.h5")
+
+        class Solver:
+            @ProfileManager.profile
+            def step(self):
+                pass
+
+            @ProfileManager.profile()
+            def assemble(self):
+                pass
+
+        class Mesh:
+            @ProfileManager.profile
+            def assemble(self):
+                pass
+
+        s = Solver()
+        for _ in range(3):
+            s.step()
+        s.assemble(); Mesh().assemble()
+        report = {"step": [ProfileManager.get_region("step").name,
+                           ProfileManager.get_region("step").num_calls],
+                  "full": ProfileManager.get_region("Solver.step").name}
+        try:
+            ProfileManager.get_region("assemble")
+        except KeyError as exc:
+            report["ambiguous"] = str(exc)
+        try:
+            ProfileManager.get_region("nothing")
+        except KeyError as exc:
+            report["missing"] = str(exc)
+        ProfileManager.finalize(verbose=False)
+        print(json.dumps(report))
+    """)
+    rep = last_json(out)
+    assert rep["step"] == ["Solver.step", 3] and rep["full"] == "Solver.step"
+    assert "'Mesh.assemble'" in rep["ambiguous"] and "'Solver.assemble'" in rep["ambiguous"]
+    assert "nothing" in rep["missing"]
+
+
+def test_num_calls_after_finalize_reads_the_recorded_count(sp):
+    out = run_ok(sp, """
+        import json
+        from scope_profiler import ProfileManager
+
+        ProfileManager.setup(file_path="calls.h5")
+
+        @ProfileManager.profile("f")
+        def f():
+            pass
+
+        for _ in range(7):
+            f()
+        ProfileManager.finalize(verbose=False)
+        after = ProfileManager.get_region("f").num_calls
+        f()   # no session: not recorded
+        still = ProfileManager.get_region("f").num_calls
+        ProfileManager.setup(deactivate_file_output=True)   # a new session counts afresh
+        fresh = ProfileManager.get_region("f").num_calls
+        f()
+        counted = ProfileManager.get_region("f").num_calls
+        ProfileManager.finalize(verbose=False)
+        print(json.dumps([after, still, fresh, counted]))
+    """)
+    with h5py.File(sp.tmp / "calls.h5") as f:
+        recorded = int(regions(f)["f"].attrs["num_calls"])
+    assert recorded == 7
+    assert last_json(out) == [recorded, recorded, 0, 1]
+
+
+def test_explicit_recursive_false_wins_over_recursive_profile(sp):
+    run_ok(sp, """
+        from scope_profiler import ProfileManager
+
+        ProfileManager.setup(recursive_profile=True, file_path="rec.h5")
+
+        def below_quiet():
+            pass
+
+        def below_traced():
+            pass
+
+        @ProfileManager.profile("quiet", recursive=False)
+        def quiet():
+            below_quiet()
+
+        @ProfileManager.profile("traced")
+        def traced():
+            below_traced()
+
+        quiet(); traced()
+        ProfileManager.finalize(verbose=False)
+    """)
+    with h5py.File(sp.tmp / "rec.h5") as f:
+        names = set(regions(f))
+    assert {"quiet", "traced", "__main__.below_traced"} <= names
+    assert "__main__.below_quiet" not in names
+
+
+LINES_SCRIPT = """
+    import io
+    import json
+    from scope_profiler import ProfileManager
+
+    ProfileManager.setup(use_line_profiler=True, file_path="lines.h5", verbose=False)
+
+    @ProfileManager.profile("hot")
+    def hot(n):
+        total = 0
+        for i in range(n):
+            total += i
+        return total
+
+    hot(500)
+    region = ProfileManager.get_region("hot")
+    stats = region.get_stats()
+    buf = io.StringIO()
+    region.print_stats(stream=buf)
+    print(json.dumps({"unit": stats.unit,
+                      "timings": [[list(k), v] for k, v in stats.timings.items()],
+                      "printed": buf.getvalue()}))
+    print("=== finalize", flush=True)
+    ProfileManager.finalize(%s)
+"""
+
+
+def test_line_stats_and_finalize_prints_the_line_tables(sp):
+    out = run_ok(sp, LINES_SCRIPT % "")
+    before, printed = out.split("=== finalize\n")
+    rep = last_json(before)
+    assert rep["unit"] == 1e-9
+    [(key, rows)] = rep["timings"]
+    filename, first_line, function = key
+    assert filename.endswith("script.py") and function == "hot"
+    hits = {line - first_line: h for line, h, ns in rows}
+    # first_line is the decorator's: @profile / def hot(n): / total = 0 /
+    # for ... / total += i / return total
+    assert hits == {2: 1, 3: 501, 4: 500, 5: 1}
+    assert all(ns >= 0 for line, h, ns in rows)
+    assert "total += i" in rep["printed"] and "region 'hot'" in rep["printed"]
+    # finalize() alone prints the tables, with the same hits as the file holds
+    assert "Line profile: lines.h5" in printed and "for i in range(n):" in printed
+    with h5py.File(sp.tmp / "lines.h5") as f:
+        g = f["rank0/lines"]
+        [name] = list(g)
+        stored = g[name]["hits"][:]
+    assert [int(h) for h in stored if h] == [1, 501, 500, 1]
+
+
+def test_finalize_line_tables_can_be_turned_off(sp):
+    out = run_ok(sp, LINES_SCRIPT % "verbose_line_profiler=False")
+    assert out.split("=== finalize\n")[1] == ""
+
+
+def test_metadata_keys_of_the_original(sp):
+    before = datetime.datetime.now().astimezone()
+    out = run_ok(sp, """
+        import json
+        import scope_profiler as sp
+        from scope_profiler import ProfileManager
+
+        ProfileManager.setup(file_path="meta.h5")
+        with sp.region("r"):
+            pass
+        ProfileManager.finalize(verbose=False)
+        m = sp.read_h5("meta.h5").metadata
+        print(json.dumps({k: m[k] for k in ("total_cores", "user", "working_directory")}))
+    """, env={"OMP_NUM_THREADS": "3", "LOGNAME": "earlier-user"})
+    after = datetime.datetime.now().astimezone()
+    version = sp("--version").stdout.split()[1]
+    with h5py.File(sp.tmp / "meta.h5") as f:
+        m = dict(f["metadata"].attrs)
+    for key in ("timestamp", "scope_profiler_version", "working_directory", "user"):
+        assert isinstance(m[key], str), (key, m[key])
+    assert isinstance(m["total_cores"], np.integer)
+    assert m["total_cores"] == 3      # one rank x OMP_NUM_THREADS
+    assert m["user"] == "earlier-user"
+    assert m["scope_profiler_version"] == version
+    assert m["working_directory"] == str(sp.tmp)
+    stamp = datetime.datetime.fromisoformat(m["timestamp"])
+    assert before - datetime.timedelta(seconds=1) <= stamp <= after
+    # the read API gives the integer as an int
+    assert last_json(out) == {"total_cores": 3, "user": "earlier-user",
+                              "working_directory": str(sp.tmp)}
