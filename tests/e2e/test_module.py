@@ -222,11 +222,15 @@ def test_session_context_manager_and_decorator_reuse(sp):
             for _ in range(7):
                 profiled()
             print(ProfileManager.get_region("bench").num_calls)
-        # After finalize the region is reset and idle until the next setup().
+        # After finalize the region is idle until the next setup(), and its
+        # num_calls reads the count the session recorded (as the original's).
         profiled()
         print(ProfileManager.get_region("bench").num_calls)
+        ProfileManager.setup(deactivate_file_output=True)
+        print(ProfileManager.get_region("bench").num_calls)
+        ProfileManager.finalize(verbose=False)
     """)
-    assert out.split() == ["7", "0"]
+    assert out.split() == ["7", "7", "0"]
 
 
 def test_setup_after_decorating_applies_mode(sp):
