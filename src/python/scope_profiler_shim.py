@@ -33,15 +33,15 @@ class DisabledProfileRegion:
         return numpy.zeros(0, dtype=numpy.int64)
 
 
-def region(name, functions=None):
-    return DisabledProfileRegion(name)
+def region(name=None, functions=None, region_name=None):
+    return DisabledProfileRegion(name if name is not None else region_name)
 
 
 profile_region = region
 get_region = region
 
 
-def profile(name=None, recursive=False):
+def profile(name=None, recursive=None, region_name=None):
     if callable(name) and not isinstance(name, str):
         return name
     return lambda func: func
@@ -51,8 +51,12 @@ def setup(**options):
     return None
 
 
-def finalize(verbose=None, return_results=False, verbose_line_profiler=False):
+def finalize(verbose=None, return_results=False, verbose_line_profiler=None):
     return None
+
+
+def get_all_regions():
+    return {}
 
 
 class session:
@@ -74,3 +78,22 @@ class ProfileManager:
     profile_region = staticmethod(region)
     profile = staticmethod(profile)
     get_region = staticmethod(region)
+    get_all_regions = staticmethod(get_all_regions)
+
+
+def _region_profiler():
+    """scope_profiler.region_profiler: the earlier region class names."""
+    import sys
+    import types
+
+    mod = types.ModuleType(__name__ + ".region_profiler")
+    for name in ("BaseProfileRegion", "DisabledProfileRegion", "TimeOnlyProfileRegion",
+                 "TimeOnlyProfileRegionNoFlush", "NCallsOnlyProfileRegion", "FullProfileRegion",
+                 "FullProfileRegionNoFlush", "LikwidOnlyProfileRegion", "LineProfilerRegion",
+                 "ThreadedProfileRegion"):
+        setattr(mod, name, DisabledProfileRegion)
+    sys.modules[mod.__name__] = mod
+    return mod
+
+
+region_profiler = _region_profiler()

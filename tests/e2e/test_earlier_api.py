@@ -444,3 +444,32 @@ def test_metadata_keys_of_the_original(sp):
     # the read API gives the integer as an int
     assert last_json(out) == {"total_cores": 3, "user": "earlier-user",
                               "working_directory": str(sp.tmp)}
+
+
+def test_subprocesses_of_a_run_load_earlier_scripts(sp):
+    """A Python subprocess of a run imports the no-op module (recording
+    nothing): an earlier script loads and runs there too."""
+    sp.script("""
+        from scope_profiler import ProfileManager
+        from scope_profiler.region_profiler import TimeOnlyProfileRegion
+
+        ProfileManager.setup(time_trace=True, flush_to_disk=True, profiling_activated=True)
+
+        @ProfileManager.profile(region_name="child_main")
+        def main():
+            with ProfileManager.profile_region(region_name="child_iteration"):
+                return 5
+
+        print("child", main(), len(ProfileManager.get_all_regions()))
+        ProfileManager.finalize()
+    """, name="child.py")
+    out = run_ok(sp, """
+        import subprocess, sys
+        import scope_profiler as sp
+        with sp.region("parent"):
+            out = subprocess.run([sys.executable, "child.py"], capture_output=True, text=True)
+        print(out.stdout.strip(), out.returncode, out.stderr.strip()[-300:])
+    """, "-o", "parent.h5")
+    assert out.strip() == "child 5 0 0"
+    with h5py.File(sp.tmp / "parent.h5") as f:
+        assert set(regions(f)) == {"parent"}
