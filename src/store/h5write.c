@@ -347,6 +347,9 @@ out:
 	return rc;
 }
 
+/* Up to this many /metadata attributes stay in the group's object header. */
+#define META_COMPACT_MAX 64
+
 static int make_plists(struct sp_h5_writer *w)
 {
 	unsigned crt = H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED;
@@ -358,7 +361,12 @@ static int make_plists(struct sp_h5_writer *w)
 			return -1;
 	if (H5Pset_link_creation_order(w->gcpl_regions, crt) < 0 ||
 	    H5Pset_attr_phase_change(w->gcpl_region, 16, 12) < 0 ||
-	    H5Pset_attr_creation_order(w->gcpl_meta, crt) < 0)
+	    H5Pset_attr_creation_order(w->gcpl_meta, crt) < 0 ||
+	    /* /metadata's attributes in its object header, not in dense storage:
+	     * HDF5 1.10's H5Ocopy (h5py's Group.copy, h5copy) crashes on densely
+	     * stored variable-length string attributes whose creation order is
+	     * tracked. */
+	    H5Pset_attr_phase_change(w->gcpl_meta, META_COMPACT_MAX, META_COMPACT_MAX - 8) < 0)
 		return -1;
 	if ((w->dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 || H5Pset_obj_track_times(w->dcpl, 0) < 0 ||
 	    H5Pset_layout(w->dcpl, H5D_CONTIGUOUS) < 0 || H5Pset_fill_time(w->dcpl, H5D_FILL_TIME_NEVER) < 0)

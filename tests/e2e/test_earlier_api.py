@@ -441,6 +441,11 @@ def test_metadata_keys_of_the_original(sp):
     assert m["working_directory"] == str(sp.tmp)
     stamp = datetime.datetime.fromisoformat(m["timestamp"])
     assert before - datetime.timedelta(seconds=1) <= stamp <= after
+    # h5py's Group.copy (HDF5's H5Ocopy) takes them along
+    with h5py.File(sp.tmp / "meta.h5") as f, h5py.File(sp.tmp / "copy.h5", "w") as g:
+        f.copy("metadata", g)
+        assert dict(g["metadata"].attrs)["user"] == "earlier-user"
+        assert g["metadata"].attrs["total_cores"] == 3
     # the read API gives the integer as an int
     assert last_json(out) == {"total_cores": 3, "user": "earlier-user",
                               "working_directory": str(sp.tmp)}

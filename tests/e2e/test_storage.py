@@ -128,10 +128,12 @@ def test_compressed_tight_loop_and_lanes(sp):
 
 def test_file_floor(sp):
     # One region called once: root, metadata, one rank (its table's columns,
-    # its event columns, its tree's columns).
+    # its event columns, its tree's columns), and the global heap (HDF5's
+    # smallest is 4 KiB) of /metadata's variable-length strings, the
+    # original's keys that h5py reads as str.
     size = profile_size(sp, REGIONS, 1, 1)
     print(f"\nfloor: {size} bytes")
-    assert size < 10 * 1024
+    assert size < 10 * 1024 + 4096
     # Compression has nothing to compress here and costs nothing.
     assert profile_size(sp, REGIONS, 1, 1, compression="auto", name="z.h5") <= size + 128
 
