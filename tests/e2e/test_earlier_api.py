@@ -10,6 +10,7 @@ import h5py
 import numpy as np
 
 from conftest import regions
+from test_module_install import installed  # noqa: F401 (the fixture: make install DESTDIR=...)
 
 
 def run_ok(sp, text, *args, env=None):
@@ -478,3 +479,38 @@ def test_subprocesses_of_a_run_load_earlier_scripts(sp):
     assert out.strip() == "child 5 0 0"
     with h5py.File(sp.tmp / "parent.h5") as f:
         assert set(regions(f)) == {"parent"}
+
+
+def test_plain_python_runs_an_earlier_script(installed, tmp_path):
+    """With the installed extension module, plain python: the same earlier
+    names, scope_profiler.h5reader included."""
+    proc = installed.python(tmp_path, """
+        import sys
+        import scope_profiler
+        from scope_profiler import ProfileManager
+        from scope_profiler.h5reader import ProfilingH5Reader
+        from scope_profiler.region_profiler import TimeOnlyProfileRegion
+
+        assert scope_profiler.__file__.startswith(sys.argv[1]), scope_profiler.__file__
+        ProfileManager.setup(time_trace=True, flush_to_disk=True, profiling_activated=True,
+                             file_path="plain.h5")
+
+        @ProfileManager.profile(region_name="main")
+        def main():
+            for i in range(4):
+                with ProfileManager.profile_region(region_name="iteration"):
+                    pass
+
+        main()
+        assert isinstance(ProfileManager.get_region("main"), TimeOnlyProfileRegion)
+        ProfileManager.finalize(verbose=False)
+        reader = ProfilingH5Reader("plain.h5")
+        print(ProfileManager.get_region("iteration").num_calls,
+              reader.get_region("iteration")[0].num_calls,
+              [r.name for r in reader.get_regions()])
+    """, str(installed.site))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[0] == "4 4 ['main', 'iteration']"
+    with h5py.File(tmp_path / "plain.h5") as f:
+        assert regions(f)["iteration"].attrs["num_calls"] == 4
+        assert f["metadata"].attrs["working_directory"] == str(tmp_path)
