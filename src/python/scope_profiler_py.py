@@ -1018,16 +1018,18 @@ class ProfilingH5Reader(ProfilingResults):
             _sys.stdout.write(f"{self!r}\n")
 
 
-def _submodules():
-    """scope_profiler.h5reader and scope_profiler.region_profiler, the
-    earlier releases' modules, made from this one and put in sys.modules,
-    so `from scope_profiler.h5reader import ProfilingH5Reader` works in the
-    built-in module and in the extension module alike."""
+def _submodule(short):
+    """scope_profiler.h5reader or scope_profiler.region_profiler, the
+    earlier releases' modules, made from this one (a new module object), so
+    `from scope_profiler.h5reader import ProfilingH5Reader` works in the
+    built-in module and in the extension module alike. They are made on
+    their first import only (_Submodules below), so a run adds nothing to
+    sys.modules before the script but scope_profiler itself."""
     import types
 
     # the base of every region class, for isinstance checks of any mode
     base = TimeOnlyProfileRegion.__base__
-    mods = {
+    names = {
         "h5reader": {"ProfilingH5Reader": ProfilingH5Reader, "ProfilingResults": ProfilingResults,
                      "MPIRegion": MPIRegion, "Region": Region, "read_h5": read_h5},
         # The earlier region classes, as aliases of the ones each mode uses
@@ -1047,18 +1049,54 @@ def _submodules():
             "ThreadsProfileRegion": ThreadsProfileRegion,
             "AsyncProfileRegion": AsyncProfileRegion,
         },
-    }
-    for short, names in mods.items():
-        full = f"{__name__}.{short}"
-        mod = types.ModuleType(full, f"{__name__}.{short}: the earlier releases' names, "
-                                     f"as aliases of {__name__}'s own.")
-        mod.__dict__.update(names)
-        mod.__all__ = sorted(names)
-        _sys.modules[full] = mod
-        globals()[short] = mod
+    }[short]
+    full = f"{__name__}.{short}"
+    mod = types.ModuleType(full, f"{full}: the earlier releases' names, as aliases of "
+                                 f"{__name__}'s own.")
+    mod.__dict__.update(names)
+    mod.__all__ = sorted(names)
+    return mod
 
 
-_submodules()
+_SUBMODULES = ("h5reader", "region_profiler")
+# A package to the import system (no folder: its submodules are made by
+# _Submodules, last in sys.meta_path, when first imported).
+__path__ = []
+
+
+class _Submodules:
+    """Finder and loader of the earlier submodules."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        parent, _, short = name.rpartition(".")
+        if parent != __name__ or short not in _SUBMODULES:
+            return None
+        return _sys.modules["_frozen_importlib"].ModuleSpec(name, _Submodules)
+
+    @staticmethod
+    def create_module(spec):
+        return _submodule(spec.name.rpartition(".")[2])
+
+    @staticmethod
+    def exec_module(module):
+        globals()[module.__name__.rpartition(".")[2]] = module
+
+    @staticmethod
+    def invalidate_caches():
+        pass
+
+
+_sys.meta_path.append(_Submodules)
+
+
+def __getattr__(name):
+    """scope_profiler.h5reader without importing it first, as the earlier
+    package allowed."""
+    if name in _SUBMODULES:
+        __import__(f"{__name__}.{name}")
+        return _sys.modules[f"{__name__}.{name}"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def read_h5_summary(path):
