@@ -308,17 +308,20 @@ def _find_module_error(name):
     try:
         parts = name.split(".")
         spec = importlib.util.find_spec(parts[0])
+        found = [spec]
         for i in range(1, len(parts)):
             if spec is None or spec.submodule_search_locations is None:
                 spec = None
                 break
             spec = importlib.machinery.PathFinder.find_spec(
                 ".".join(parts[:i + 1]), spec.submodule_search_locations)
+            found.append(spec)
         if spec is not None and spec.submodule_search_locations is not None:
             spec = importlib.machinery.PathFinder.find_spec(
                 name + ".__main__", spec.submodule_search_locations)
+            found.append(spec)
         if spec is not None:
-            return None
+            return _compile_error(found)
     except (ImportError, ValueError):
         pass
     import runpy
@@ -329,6 +332,25 @@ def _find_module_error(name):
         return str(exc)
     except Exception as exc:  # the parent package's own import failed
         return f"Error while finding module specification for {name!r} ({type(exc).__name__}: {exc})"
+    return None
+
+
+def _compile_error(specs):
+    """The modules python -m would run (the parent packages' __init__, the
+    module or the package's __main__), compiled but not run: None, or one
+    line naming the file and the error, so that a syntax error stops the
+    run before it starts, as a script's does."""
+    for spec in specs:
+        get_code = getattr(spec.loader, "get_code", None) if spec is not None else None
+        if get_code is None:
+            continue
+        try:
+            get_code(spec.name)
+        except (SyntaxError, ValueError) as exc:
+            where = spec.origin or spec.name
+            return f"{where}: {type(exc).__name__}: {exc}"
+        except ImportError:
+            pass  # unreadable: runpy reports it when the run starts
     return None
 
 
