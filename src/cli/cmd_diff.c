@@ -23,13 +23,22 @@ static const struct sp_cmd_help help = {
 		"total (the change is of that), 'slowest' the largest rank's total and\n"
 		"'imbalance' the slowest rank's total over the fastest's in A and in B\n"
 		"(a rank without the region counts as 0 s, giving inf).\n"
-		"Reads only the per-region summaries, never the event columns.\n",
+		"Reads the per-region summaries; with --fail-above, also the calls of the\n"
+		"regions that grew past the bound, to test them.\n",
 	.notes =
 		"PCT is a number of percent, '10' or '10%'. A region fails the bound when\n"
-		"it is in both files and its total (with several ranks: its total/rank\n"
-		"or its slowest rank's total) grew by more than PCT percent; the worst one\n"
-		"is named on stderr. Regular expressions are POSIX extended ones, searched\n"
-		"anywhere in the name.\n"
+		"it is in both files, its total reaches --min-time in one of them (default:\n"
+		"1 ms or 1 % of the longer run span, whichever is more), its total (with\n"
+		"several ranks: its total/rank or its slowest rank's total) grew by more\n"
+		"than PCT percent, and, where both files hold its calls and there are\n"
+		"enough of them, a one-sided Mann-Whitney test finds B's fastest quarter\n"
+		"of calls longer than A's made PCT percent longer (p < 0.01), so that\n"
+		"interrupted calls do not fail it (man scope-profiler-diff: a machine slower\n"
+		"for a whole run does). The worst region is named on stderr; the lines under\n"
+		"the table say which regions were not judged and why. T is a time with a\n"
+		"unit: 500us, 2ms, 0.5s (a bare number is seconds; 0: no floor).\n"
+		"Regular expressions are POSIX extended ones, searched anywhere in the\n"
+		"name.\n"
 		"\n"
 		"Exit status: 0; 3 when a region grew past --fail-above; 1 when a file\n"
 		"cannot be read; 2 for usage errors.\n",
@@ -40,6 +49,14 @@ static int parse_bound(const struct sp_opt *o, const char *arg, void *ctx, char 
 	if (sp_diff_parse_percent(arg, o->value) == 0)
 		return 0;
 	snprintf(err, len, "--fail-above takes a percentage from 0, like 10 or 10%%, not '%s'", arg);
+	return -1;
+}
+
+static int parse_min_time(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
+{
+	if (sp_diff_parse_time(arg, o->value) == 0)
+		return 0;
+	snprintf(err, len, "--min-time takes a time like 1ms, 500us or 0.2s, not '%s'", arg);
 	return -1;
 }
 
@@ -62,10 +79,13 @@ int cmd_diff(int argc, char **argv)
 	struct sp_profile *p[2] = {NULL, NULL};
 	struct sp_diff d = {0};
 	double bound = NAN;
+	int64_t min_time = -1;
 	int status = SP_EXIT_USAGE, json = 0, by_name = 0;
 	const struct sp_opt options[] = {
 		{0, "fail-above", SP_OPT_CALL, &bound, 0, "PCT",
 		 "exit with status 3 when a region grew by more than PCT %", parse_bound},
+		{0, "min-time", SP_OPT_CALL, &min_time, 0, "T",
+		 "--fail-above judges only regions of at least T in A or B", parse_min_time},
 		SP_OPT_SELECT_NAMES,
 		{0, "ranks", SP_OPT_CALL, NULL, SP_SELECT_RANKS, "LIST",
 		 "only these ranks of both files, e.g. 0-3,5", sp_opt_select},
@@ -90,7 +110,8 @@ int cmd_diff(int argc, char **argv)
 			goto out;
 		}
 	if (sp_diff_compare(&d, p[0], argv[first], p[1], argv[first + 1], &sel, by_name, bound,
-			    &err) != SP_OK ||
+			    min_time, &err) != SP_OK ||
+	    (!isnan(bound) && sp_diff_confirm(&d, &err) != SP_OK) ||
 	    sp_diff_render(stdout, &d, json, &err) != SP_OK) {
 		sp_cmd_error(CMD, "%s", err.msg);
 		goto out;

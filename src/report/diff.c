@@ -12,13 +12,13 @@
 #include "sp_analysis.h"
 #include "sp_hosts.h"
 #include "sp_diff.h"
+#include "diff_int.h"
 #include "sp_json.h"
 #include "sp_render.h"
 #include "sp_table.h"
 
 #define TABLE_CAP 100                  /* columns the table aims to fit */
 #define NAME_MIN 16                    /* the name column is never cut below this */
-#define CELL 32                        /* bytes of one formatted cell */
 
 /* A region of one rank, while merging. */
 struct entry {
@@ -101,6 +101,8 @@ static enum sp_err collect(struct sp_diff_file *f, const struct sp_select *sel, 
 			s->calls = sp_add_sat(s->calls, rank_calls);
 			s->total = sp_add_sat(s->total, rank_total);
 			if (rank_calls > 0) {
+				if (s->present == 0 || rank_total > s->slowest)
+					s->slowest_rank = f->ranks[e[k].rank];
 				s->slowest = s->present == 0 || rank_total > s->slowest ? rank_total
 											 : s->slowest;
 				s->fastest = s->present == 0 || rank_total < s->fastest ? rank_total
@@ -143,6 +145,9 @@ static size_t join(const struct sp_diff_file *fa, const struct sp_diff_file *fb,
 		d->a = c <= 0 ? &fa->regions[i++] : NULL;
 		d->b = c >= 0 ? &fb->regions[j++] : NULL;
 		d->name = d->a ? d->a->name : d->b->name;
+		d->p = NAN;
+		d->fast_pct = NAN;
+		d->growth = NAN;
 		double a = d->a ? d->a->per_rank : 0, b = d->b ? d->b->per_rank : 0;
 		d->change = b - a;
 		if (d->a && d->b) {
@@ -173,7 +178,7 @@ static int by_name(const void *x, const void *y)
 /* ---- formatting --------------------------------------------------------- */
 
 /* Seconds from ns, without padding: "0.002191", "12345.7". */
-static char *secs(char *buf, double ns)
+char *sp_diff_secs(char *buf, double ns)
 {
 	const char *s = sp_render_seconds(buf, CELL, ns);
 	memmove(buf, s + strspn(s, " "), strlen(s + strspn(s, " ")) + 1);
@@ -187,7 +192,7 @@ static char *signed_secs(char *buf, double ns)
 	return buf;
 }
 
-static char *percent(char *buf, double pct)
+char *sp_diff_percent(char *buf, double pct)
 {
 	if (isnan(pct))
 		snprintf(buf, CELL, "-");
@@ -197,7 +202,7 @@ static char *percent(char *buf, double pct)
 }
 
 /* A name for a one-line message: control characters as '?', cut at 80 bytes. */
-static const char *plain(char *buf, size_t len, const char *s)
+const char *sp_diff_plain(char *buf, size_t len, const char *s)
 {
 	size_t i = 0;
 	for (; s[i] && i + 1 < len && i < 80; i++)
@@ -243,28 +248,28 @@ static void row_cells(char (*c)[CELL], const struct sp_diff_row *d, int several)
 		strcpy(c[k], "-");
 	if (a) {
 		snprintf(c[C_CALLS_A], CELL, "%lld", (long long)a->calls);
-		secs(c[C_V1_A], a->per_rank);
+		sp_diff_secs(c[C_V1_A], a->per_rank);
 		if (several) {
-			secs(c[C_V2_A], (double)a->slowest);
+			sp_diff_secs(c[C_V2_A], (double)a->slowest);
 			imbalance_cell(c[C_IMB_A], a);
 		} else if (a->calls > 0)
-			secs(c[C_V2_A], (double)a->total / (double)a->calls);
+			sp_diff_secs(c[C_V2_A], (double)a->total / (double)a->calls);
 	}
 	if (b) {
 		snprintf(c[C_CALLS_B], CELL, "%lld", (long long)b->calls);
-		secs(c[C_V1_B], b->per_rank);
+		sp_diff_secs(c[C_V1_B], b->per_rank);
 		if (several) {
-			secs(c[C_V2_B], (double)b->slowest);
+			sp_diff_secs(c[C_V2_B], (double)b->slowest);
 			imbalance_cell(c[C_IMB_B], b);
 		} else if (b->calls > 0)
-			secs(c[C_V2_B], (double)b->total / (double)b->calls);
+			sp_diff_secs(c[C_V2_B], (double)b->total / (double)b->calls);
 	}
 	if (a && b) {
 		signed_secs(c[C_CHANGE], d->change);
-		percent(c[C_PCT], d->pct);
+		sp_diff_percent(c[C_PCT], d->pct);
 		if (!isnan(d->ratio))
 			snprintf(c[C_RATIO], CELL, d->ratio < 1000 ? "%.2fx" : "%.3gx", d->ratio);
-		percent(c[C_SLOW], d->slow_pct);
+		sp_diff_percent(c[C_SLOW], d->slow_pct);
 	} else {
 		strcpy(c[C_CHANGE], a ? "only in A" : "only in B");
 	}
@@ -292,7 +297,7 @@ static void file_line(FILE *out, const char *label, const struct sp_diff_file *f
 	fprintf(out, " (%zu rank%s", f->nranks, f->nranks == 1 ? "" : "s");
 	if (f->nranks > 1)
 		fprintf(out, " %s", sp_rank_list(list, sizeof list, f->ranks, f->nranks));
-	fprintf(out, ", run span %s s)\n", secs(buf, (double)f->span));
+	fprintf(out, ", run span %s s)\n", sp_diff_secs(buf, (double)f->span));
 }
 
 /* The table's layout: its columns, their widths and headings, the group
@@ -475,13 +480,16 @@ static void json_side(FILE *out, const char *key, const struct sp_diff_side *s)
 }
 
 static void render_json(FILE *out, const struct sp_diff_file *fa, const struct sp_diff_file *fb,
-			const struct sp_diff_row *rows, size_t n, int by_name_order, double bound)
+			const struct sp_diff_row *rows, size_t n, int by_name_order, double bound,
+			int64_t min_time)
 {
 	fputs("{\n", out);
 	json_file(out, "a", fa);
 	json_file(out, "b", fb);
 	fprintf(out, "  \"sort\": \"%s\",\n  ", by_name_order ? "name" : "change");
 	json_num(out, "fail_above_pct", bound, "%g");
+	fputs(",\n  ", out);
+	json_num(out, "min_time_s", isnan(bound) ? NAN : (double)min_time / 1e9, "%.9f");
 	fputs(",\n  \"regions\": [", out);
 	for (size_t i = 0; i < n; i++) {
 		const struct sp_diff_row *d = &rows[i];
@@ -498,7 +506,9 @@ static void render_json(FILE *out, const struct sp_diff_file *fa, const struct s
 		json_num(out, "ratio", d->ratio, "%.6f");
 		fputs(", ", out);
 		json_num(out, "slowest_change_pct", d->slow_pct, "%.6f");
-		fprintf(out, ", \"above_bound\": %s}", d->above ? "true" : "false");
+		fprintf(out, ", \"above_bound\": %s", d->above ? "true" : "false");
+		sp_diff_json_verdict(out, d);
+		fputs("}", out);
 	}
 	fputs(n ? "\n  ]\n}\n" : "]\n}\n", out);
 }
@@ -523,28 +533,9 @@ int sp_diff_parse_percent(const char *s, double *pct)
 
 /* ---- the comparison ----------------------------------------------------- */
 
-/* Marks the rows above d->bound and finds the worst. */
-static void mark_above(struct sp_diff *d)
-{
-	for (size_t i = 0; !isnan(d->bound) && i < d->n; i++) {
-		struct sp_diff_row *r = &d->rows[i];
-		double g = r->pct;
-		if (d->several && !isnan(r->slow_pct) && (isnan(g) || r->slow_pct > g))
-			g = r->slow_pct;
-		if (isnan(g) || g <= d->bound)
-			continue;
-		r->above = 1;
-		d->nabove++;
-		if (!d->worst || g > d->worst_pct) {
-			d->worst = r;
-			d->worst_pct = g;
-		}
-	}
-}
-
 enum sp_err sp_diff_compare(struct sp_diff *d, const struct sp_profile *a, const char *path_a,
 			    const struct sp_profile *b, const char *path_b, const struct sp_select *sel,
-			    int by_name_order, double bound, struct sp_error *err)
+			    int by_name_order, double bound, int64_t min_time, struct sp_error *err)
 {
 	static const struct sp_select all;
 	enum sp_err rc;
@@ -561,7 +552,8 @@ enum sp_err sp_diff_compare(struct sp_diff *d, const struct sp_profile *a, const
 	}
 	qsort(d->rows, d->n, sizeof *d->rows, by_name_order ? by_name : by_change);
 	d->several = d->f[0].nranks > 1 || d->f[1].nranks > 1;
-	mark_above(d);
+	d->min_time = min_time >= 0 ? min_time : sp_diff_default_floor(d->f[0].span, d->f[1].span);
+	sp_diff_mark(d);
 	return SP_OK;
 }
 
@@ -578,7 +570,7 @@ void sp_diff_free(struct sp_diff *d)
 enum sp_err sp_diff_render(FILE *out, const struct sp_diff *d, int json, struct sp_error *err)
 {
 	if (json) {
-		render_json(out, &d->f[0], &d->f[1], d->rows, d->n, d->by_name, d->bound);
+		render_json(out, &d->f[0], &d->f[1], d->rows, d->n, d->by_name, d->bound, d->min_time);
 		return SP_OK;
 	}
 	char (*cells)[NCOLS][CELL] = malloc((d->n ? d->n : 1) * sizeof *cells);
@@ -588,6 +580,7 @@ enum sp_err sp_diff_render(FILE *out, const struct sp_diff *d, int json, struct 
 		row_cells(cells[i], &d->rows[i], d->several);
 	render_table(out, &d->f[0], &d->f[1], d->rows, d->n, cells, d->several, d->by_name);
 	free(cells);
+	sp_diff_put_gate(out, d);
 	return SP_OK;
 }
 
@@ -597,14 +590,18 @@ char *sp_diff_worst_line(const struct sp_diff *d, char *buf, size_t len)
 	if (!w)
 		return NULL;
 	char name[96], a[CELL], b[CELL], pct[CELL];
-	int slow = d->several && !isnan(w->slow_pct) && w->slow_pct == d->worst_pct &&
-		   w->slow_pct != w->pct;
+	int slow = w->by_slowest && w->slow_pct != w->pct;
 	double va = slow ? (double)w->a->slowest : w->a->per_rank;
 	double vb = slow ? (double)w->b->slowest : w->b->per_rank;
-	snprintf(buf, len, "'%s'%s grew by %s (%s s -> %s s), more than --fail-above %g%%; "
-		 "%zu region%s above the bound", plain(name, sizeof name, w->name),
+	char pv[2 * CELL] = "", fp[CELL];
+	if (w->tested)
+		snprintf(pv, sizeof pv, w->p < 0.001 ? " (fastest calls %s, p < 0.001)"
+							  : " (fastest calls %s, p = %.3f)",
+			 sp_diff_percent(fp, w->fast_pct), w->p);
+	snprintf(buf, len, "'%s'%s grew by %s (%s s -> %s s), more than --fail-above %g%%%s; "
+		 "%zu region%s above the bound", sp_diff_plain(name, sizeof name, w->name),
 		 slow ? " (slowest rank)" : d->several ? " (total/rank)" : "",
-		 percent(pct, d->worst_pct) + 1, secs(a, va), secs(b, vb), d->bound, d->nabove,
+		 sp_diff_percent(pct, w->growth) + 1, sp_diff_secs(a, va), sp_diff_secs(b, vb), d->bound, pv, d->nabove,
 		 d->nabove == 1 ? "" : "s");
 	return buf;
 }

@@ -1,0 +1,193 @@
+"""`diff --fail-above` as a CI gate: only differences above the bound and
+outside the run-to-run noise fail it (the --min-time floor, the one-sided
+Mann-Whitney test on the per-call durations), and the table's notes say how
+each region was judged."""
+import json
+import os
+import subprocess
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import BINARY, ROOT, one_line_error
+
+MS = 1_000_000
+EXAMPLE = ROOT / "examples" / "timestep.py"
+# Many short calls: the test has calls to judge, and an interrupted call is
+# one of 200.
+ARGS = ["--steps", "200", "--size", "1000"]
+
+
+def run_pair(sp, script_a=EXAMPLE, script_b=EXAMPLE):
+    """a.h5 and b.h5 from two runs side by side on one CPU, so that both meet
+    the machine in the same state: a shared machine's cores change speed by
+    tens of percent for whole seconds, which no test within one run can tell
+    from a slower program (man scope-profiler-diff, GATE)."""
+    cpu = {min(os.sched_getaffinity(0))}
+    procs = [subprocess.Popen([BINARY, "run", "-q", "-o", out, str(script), *ARGS],
+                              cwd=sp.tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, preexec_fn=lambda: os.sched_setaffinity(0, cpu))
+             for out, script in (("a.h5", script_a), ("b.h5", script_b))]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+
+
+def test_same_example_twice_passes(sp):
+    for pair in range(5):
+        run_pair(sp)
+        proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10")
+        assert proc.returncode == 0, (pair, proc.stderr, proc.stdout)
+        assert proc.stderr == ""
+        assert "--fail-above 10% judges" in proc.stdout
+
+
+def slower_solve(sp):
+    """The example with solve made twice as slow (twice the iterations)."""
+    text = EXAMPLE.read_text()
+    assert "for _ in range(iterations):" in text
+    return sp.script(text.replace("for _ in range(iterations):", "for _ in range(2 * iterations):"),
+                     name="slower.py")
+
+
+def test_region_twice_as_slow_fails_and_is_named(sp):
+    run_pair(sp, EXAMPLE, slower_solve(sp))
+    proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10")
+    assert proc.returncode == 3, proc.stdout
+    one_line_error(proc, "diff", "'solve' grew by", "--fail-above 10%", "p < 0.001)")
+    assert proc.stderr.startswith("scope-profiler: diff: 'solve' grew by")
+    notes = proc.stdout[proc.stdout.index("--fail-above 10% judges"):]
+    above = next(l for l in notes.splitlines() if l.startswith("  above the bound:"))
+    assert "solve (+" in above
+    doc = json.loads(sp("diff", "--json", "a.h5", "b.h5", "--fail-above", "10").stdout)
+    solve = next(r for r in doc["regions"] if r["name"] == "solve")
+    assert solve["verdict"] == "above" and solve["above_bound"] is True
+    assert solve["p_value"] < 0.01
+    assert doc["min_time_s"] >= 0.001
+    # Made faster: passes.
+    proc = sp("diff", "b.h5", "a.h5", "--fail-above", "10")
+    assert proc.returncode == 0, proc.stderr
+
+
+def write(path, regions, ranks=1):
+    """regions: {name: [duration in ns, ...]}, the calls one after another."""
+    with h5py.File(path, "w") as f:
+        for rank in range(ranks):
+            g = f.create_group(f"rank{rank}/regions")
+            for name, durations in regions.items():
+                d = np.asarray(durations, np.int64)
+                starts = np.arange(len(d), dtype=np.int64) * 300 * MS
+                r = g.create_group(name)
+                r.create_dataset("start_times", data=starts)
+                r.create_dataset("end_times", data=starts + d)
+
+
+def notes(out):
+    return out[out.index("--fail-above"):]
+
+
+def test_one_slow_call_is_noise(sp):
+    base = [20 * MS + i * MS // 10 for i in range(1, 41)]   # 882 ms in all
+    one_slow = base[:-1] + [base[-1] + sum(base) // 5]       # +20 %: one call
+    all_slow = [d * 3 // 2 for d in base]             # +50 %: every call
+    twice = base + base                               # +100 %: twice the calls
+    write(sp.tmp / "a.h5", {"work": base})
+    write(sp.tmp / "noise.h5", {"work": one_slow})
+    write(sp.tmp / "slow.h5", {"work": all_slow})
+    write(sp.tmp / "twice.h5", {"work": twice})
+    proc = sp("diff", "a.h5", "noise.h5", "--fail-above", "10")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    line = next(l for l in notes(proc.stdout).splitlines() if "within the noise" in l)
+    assert "work (+20.0%, fastest " in line and "p = " in line
+    doc = json.loads(sp("diff", "--json", "a.h5", "noise.h5", "--fail-above", "10").stdout)
+    work = doc["regions"][0]
+    assert work["verdict"] == "noise" and work["above_bound"] is False
+    assert work["p_value"] >= 0.01
+    # Every call slower: real.
+    proc = sp("diff", "a.h5", "slow.h5", "--fail-above", "10")
+    assert proc.returncode == 3
+    one_line_error(proc, "'work' grew by 50.0%", "p < 0.001)")
+    # But not past a bound above the growth, whatever the test says.
+    proc = sp("diff", "a.h5", "slow.h5", "--fail-above", "60")
+    assert proc.returncode == 0, proc.stderr
+    # Called twice as often, each call as long: the total doubled, which
+    # is no noise.
+    proc = sp("diff", "a.h5", "twice.h5", "--fail-above", "10")
+    assert proc.returncode == 3
+    one_line_error(proc, "'work' grew by 100.0%")
+    # Without --fail-above no event column is read and nothing is judged.
+    proc = sp("diff", "a.h5", "slow.h5")
+    assert proc.returncode == 0 and "--fail-above" not in proc.stdout
+
+
+def test_min_time_floor(sp):
+    # "tiny": 40 calls of 10 us, then of 20 us; "big": 10 x 50 ms both times.
+    write(sp.tmp / "a.h5", {"tiny": [10_000] * 40, "big": [50 * MS] * 10})
+    write(sp.tmp / "b.h5", {"tiny": [20_000] * 40, "big": [50 * MS] * 10})
+    proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10")
+    assert proc.returncode == 0, proc.stderr
+    text = notes(proc.stdout)
+    # The default: 1 % of the run span (11.7 s here) or 1 ms.
+    assert "--min-time 0.117" in text
+    assert "under --min-time in both files (not judged): tiny" in text
+    doc = json.loads(sp("diff", "--json", "a.h5", "b.h5", "--fail-above", "10").stdout)
+    by_name = {r["name"]: r for r in doc["regions"]}
+    assert by_name["tiny"]["verdict"] == "below_min_time"
+    assert by_name["big"]["verdict"] == "within"
+    assert doc["min_time_s"] == pytest.approx(0.117, rel=0.01)
+    # No floor: 40 calls each, every one twice as long: it fails.
+    for t in ("0", "0s", "1us"):
+        proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10", "--min-time", t)
+        assert proc.returncode == 3, (t, proc.stdout)
+        one_line_error(proc, "'tiny' grew by 100.0%", "p < 0.001)")
+    for t in ("1s", "600ms", "2"):
+        proc = sp("diff", "a.h5", "b.h5", "--fail-above", "0", "--min-time", t)
+        assert proc.returncode == 0, (t, proc.stderr)
+        assert "under --min-time in both files (not judged): " in proc.stdout
+
+
+@pytest.mark.parametrize("value", ["", "-1ms", "abc", "1 ms", "5m", "nan", "inf", "ms", "1e300"])
+def test_min_time_bad_values(sp, value):
+    write(sp.tmp / "a.h5", {"x": [MS]})
+    proc = sp("diff", "a.h5", "a.h5", "--fail-above", "10", "--min-time", value)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    one_line_error(proc, "diff", "--min-time")
+
+
+def test_few_calls(sp):
+    # One call: no test can judge it. Small in A and lifted over the floor
+    # in B (as one interrupted call can be): not judged. Over the floor in
+    # A already: judged on its totals.
+    write(sp.tmp / "a.h5", {"once": [MS // 2], "step": [40 * MS], "long": [900 * MS]})
+    write(sp.tmp / "b.h5", {"once": [30 * MS], "step": [80 * MS], "long": [900 * MS]})
+    proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10")
+    assert proc.returncode == 3
+    one_line_error(proc, "'step' grew by 100.0%", "1 region above the bound")
+    text = notes(proc.stdout)
+    assert "  above the bound: step (+100.0%, untested)" in text
+    assert "too few calls to test, under --min-time in A (not judged): once (+" in text
+    doc = json.loads(sp("diff", "--json", "a.h5", "b.h5", "--fail-above", "10").stdout)
+    by_name = {r["name"]: r for r in doc["regions"]}
+    assert by_name["once"]["verdict"] == "few_calls" and by_name["once"]["p_value"] is None
+    assert by_name["step"]["verdict"] == "above" and by_name["step"]["p_value"] is None
+
+
+def test_aggregate_regions_are_judged_on_totals(sp):
+    script = sp.script("""
+        import sys, time
+        import scope_profiler as sp
+        for i in range(10):
+            with sp.region("nap"):
+                time.sleep(0.004 * float(sys.argv[1]))
+    """, name="nap.py")
+    for out, k in (("a.h5", "1"), ("b.h5", "3")):
+        proc = sp("run", "-q", "--aggregate", "-o", out, script, k)
+        assert proc.returncode == 0, proc.stderr
+    proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10")
+    assert proc.returncode == 3, proc.stdout
+    one_line_error(proc, "'nap' grew by")
+    assert "fastest calls" not in proc.stderr and "p = " not in proc.stderr
+    assert "above the bound: nap (+" in proc.stdout and "untested)" in proc.stdout
