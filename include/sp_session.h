@@ -19,7 +19,7 @@ struct sp_settings {
 	int disable;                /* record nothing (deactivate_profiling) */
 	int recursive;              /* a region per function call (recursive_profile) */
 	int trace_all;              /* run --all: also the stdlib and installed packages */
-	const char **include;       /* run --include GLOB..., ninclude of them */
+	const char **include;       /* run --include PATTERN... (sp_filter.h), ninclude of them */
 	size_t ninclude;
 	const char **exclude;       /* run --exclude GLOB... */
 	size_t nexclude;

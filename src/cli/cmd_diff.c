@@ -37,8 +37,7 @@ static const struct sp_cmd_help help = {
 		"for a whole run does). The worst region is named on stderr; the lines under\n"
 		"the table say which regions were not judged and why. T is a time with a\n"
 		"unit: 500us, 2ms, 0.5s (a bare number is seconds; 0: no floor).\n"
-		"Regular expressions are POSIX extended ones, searched anywhere in the\n"
-		"name.\n"
+		SP_HELP_PATTERN
 		"\n"
 		"Exit status: 0; 3 when a region grew past --fail-above; 1 when a file\n"
 		"cannot be read; 2 for usage errors.\n",
@@ -83,9 +82,9 @@ int cmd_diff(int argc, char **argv)
 	int status = SP_EXIT_USAGE, json = 0, by_name = 0;
 	const struct sp_opt options[] = {
 		{0, "fail-above", SP_OPT_CALL, &bound, 0, "PCT",
-		 "exit with status 3 when a region grew by more than PCT %", parse_bound},
+		 "exit 3 when a region grew by more than PCT %", parse_bound},
 		{0, "min-time", SP_OPT_CALL, &min_time, 0, "T",
-		 "--fail-above judges only regions of at least T in A or B", parse_min_time},
+		 "--fail-above judges only regions of T or more", parse_min_time},
 		SP_OPT_SELECT_NAMES,
 		{0, "ranks", SP_OPT_CALL, NULL, SP_SELECT_RANKS, "LIST",
 		 "only these ranks of both files, e.g. 0-3,5", sp_opt_select},

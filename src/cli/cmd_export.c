@@ -35,6 +35,7 @@ static const struct sp_cmd_help help = {
 		"order. csv, json and chrome hold a slice of the file in memory at a time;\n"
 		"folded holds one rank's calls (20 bytes each).\n",
 	.notes =
+		SP_HELP_PATTERN
 		"Exit status: 0, 1 when FILE cannot be read or OUT written (OUT is then\n"
 		"left as it was), 2 for usage errors.\n",
 };

@@ -48,7 +48,8 @@ static const struct sp_cmd_help help = {
 		"Exit status: 0; 1 when a FILE cannot be read or holds no region, no FILE\n"
 		"has per-call events (aggregation mode: no Gantt or flame chart or\n"
 		"timeline), or a chart cannot be written (the others still are); 2 for\n"
-		"usage errors.\n",
+		"usage errors.\n"
+		SP_HELP_PATTERN,
 };
 
 static int parse_metrics(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)

@@ -24,6 +24,7 @@ static const struct sp_cmd_help help = {
 		"and writes the profile when it ends. Options stop at the script's name:\n"
 		"what follows is the script's own.\n",
 	.notes =
+		SP_HELP_PATTERN
 		"Exit status: the script's own (sys.exit(n) -> n, an uncaught exception\n"
 		"-> 1, Ctrl-C -> 130, SIGTERM -> 143); 2 for usage errors. The profile is\n"
 		"written in each of these cases. The interpreter is " SP_PYTHON_EXECUTABLE ".\n",
@@ -87,11 +88,11 @@ int cmd_run(int argc, char **argv)
 		{0, "recursive", SP_OPT_FLAG, &s.recursive, 1, NULL,
 		 "a region per function call: <module>.<qualname>", NULL},
 		{0, "all", SP_OPT_FLAG, &s.trace_all, 1, NULL,
-		 "with --recursive: also the stdlib and installed packages", NULL},
-		{0, "include", SP_OPT_LIST, &include, 0, "GLOB",
-		 "with --recursive: only names matching GLOB (repeatable)", NULL},
-		{0, "exclude", SP_OPT_LIST, &exclude, 0, "GLOB",
-		 "with --recursive: not names matching GLOB (repeatable)", NULL},
+		 "--recursive: also the stdlib and installed packages", NULL},
+		{0, "include", SP_OPT_LIST, &include, 0, "PATTERN",
+		 "--recursive: only names matching PATTERN (repeatable)", NULL},
+		{0, "exclude", SP_OPT_LIST, &exclude, 0, "PATTERN",
+		 "--recursive: not names matching PATTERN (repeatable)", NULL},
 		{0, "line-profile", SP_OPT_FLAG, &s.line_profile, 1, NULL,
 		 "also time each line of functions under sp.profile", NULL},
 		{0, "track-threads", SP_OPT_FLAG, &s.track_threads, 1, NULL,

@@ -35,14 +35,14 @@ static const struct sp_cmd_help help = {
 		"holding their time), the table its first 16 rows, and a last line says\n"
 		"what was left out. --top, --depth and --all choose.\n",
 	.notes =
-		"Regular expressions are POSIX extended ones, searched anywhere in the\n"
-		"name (anchor them with ^ and $); --exclude wins over --include. A region\n"
-		"left out of the call tree hands its children to its nearest shown\n"
-		"ancestor, and its own time shows in that ancestor's (own) row. --sort\n"
-		"orders the region table (mean: per call; max: the longest call; self:\n"
-		"self time); the tree keeps the order in which calls started. --json\n"
-		"ignores --flat and --tree; its times are seconds (total_s counting\n"
-		"recursion once, raw_total_s the plain sum of every call, self_s).\n",
+		SP_HELP_PATTERN
+		"--exclude wins over --include. A region left out of the call tree hands\n"
+		"its children to its nearest shown ancestor, and its own time shows in\n"
+		"that ancestor's (own) row. --sort orders the region table (mean: per\n"
+		"call; max: the longest call; self: self time); the tree keeps the order\n"
+		"in which calls started. --json ignores --flat and --tree; its times are\n"
+		"seconds (total_s counting recursion once, raw_total_s the plain sum of\n"
+		"every call, self_s).\n",
 };
 
 /* --top N, --depth N: a whole number >= 1 into an int. */

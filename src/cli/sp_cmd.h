@@ -77,12 +77,19 @@ int sp_opt_parse(const struct sp_cmd_help *h, const struct sp_opt *opts, size_t 
 int sp_opt_select(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len);
 
 /* The --include and --exclude rows, the same in every command that reads
- * profiles (--ranks says per command which file's ranks). */
+ * profiles (--ranks says per command which file's ranks); SP_HELP_PATTERN
+ * says in --help what PATTERN is. */
+#define SP_HELP_PATTERN \
+	"PATTERN (--include, --exclude) is a glob matched against the whole region\n" \
+	"name ('solve', '*.solve*'), or re:EXPR, a POSIX extended regular\n" \
+	"expression searched anywhere in it ('re:^mesh\\.'); man scope-profiler,\n" \
+	"FILTERS.\n"
+
 #define SP_OPT_SELECT_NAMES \
-	{0, "include", SP_OPT_CALL, NULL, SP_SELECT_INCLUDE, "RE", \
-	 "only regions whose name matches RE (repeatable)", sp_opt_select}, \
-	{0, "exclude", SP_OPT_CALL, NULL, SP_SELECT_EXCLUDE, "RE", \
-	 "not regions whose name matches RE (repeatable)", sp_opt_select}
+	{0, "include", SP_OPT_CALL, NULL, SP_SELECT_INCLUDE, "PATTERN", \
+	 "only regions matching PATTERN (repeatable)", sp_opt_select}, \
+	{0, "exclude", SP_OPT_CALL, NULL, SP_SELECT_EXCLUDE, "PATTERN", \
+	 "not regions matching PATTERN (repeatable)", sp_opt_select}
 
 /* Prints the command's --help: usage, about, "Options:" with one aligned line
  * per option of the table (and -h, --help), notes. */

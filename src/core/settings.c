@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sp_filter.h"
 #include "sp_recorder.h"
 #include "sp_session.h"
 
@@ -165,6 +166,18 @@ int sp_settings_check(const struct sp_settings *s, int python, char *err, size_t
 	if (!python && !s->recursive && (s->trace_all || s->ninclude || s->nexclude)) {
 		snprintf(err, len, "--all, --include and --exclude go with --recursive");
 		return -1;
+	}
+	/* The patterns compile now, before anything runs (sp_filter.h). */
+	for (size_t i = 0; i < s->ninclude + s->nexclude; i++) {
+		struct sp_pattern p;
+		struct sp_error e = {0};
+		int inc = i < s->ninclude;
+		if (sp_pattern_init(&p, inc ? s->include[i] : s->exclude[i - s->ninclude], &e) != SP_OK) {
+			snprintf(err, len, "%s: %s", inc ? (python ? "include" : "--include")
+							 : (python ? "exclude" : "--exclude"), e.msg);
+			return -1;
+		}
+		sp_pattern_free(&p);
 	}
 	return 0;
 }

@@ -794,6 +794,28 @@ static int str_list(PyObject *tuple, char ***out, size_t *n)
 	return 0;
 }
 
+/* A tuple of pattern specs (sp_filter.h) compiled into *v; -1 with a
+ * Python exception (ValueError for a bad re: expression). */
+static int patterns(PyObject *tuple, struct sp_pattern **v, size_t *n)
+{
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); i++) {
+		PyObject *item = PyTuple_GET_ITEM(tuple, i);
+		const char *u = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+		struct sp_error err = {0};
+		if (!u) {
+			if (!PyErr_Occurred())
+				PyErr_SetString(PyExc_TypeError, "filters must be tuples of str");
+			return -1;
+		}
+		enum sp_err rc = sp_pattern_push(v, n, u, &err);
+		if (rc != SP_OK) {
+			PyErr_SetString(rc == SP_ENOMEM ? PyExc_MemoryError : PyExc_ValueError, err.msg);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* _tracer_configure(all, include, exclude, foreign): the filter for code
  * objects not yet seen. */
 static PyObject *tr_configure(PyObject *m, PyObject *args)
@@ -804,7 +826,7 @@ static PyObject *tr_configure(PyObject *m, PyObject *args)
 			      &PyTuple_Type, &exc, &PyTuple_Type, &foreign))
 		return NULL;
 	struct sp_filter f = {.all = all};
-	if (str_list(inc, &f.include, &f.ninclude) != 0 || str_list(exc, &f.exclude, &f.nexclude) != 0 ||
+	if (patterns(inc, &f.include, &f.ninclude) != 0 || patterns(exc, &f.exclude, &f.nexclude) != 0 ||
 	    str_list(foreign, &f.foreign, &f.nforeign) != 0) {
 		sp_filter_clear(&f);
 		return NULL;

@@ -1,5 +1,5 @@
 /* select.c - which regions and ranks a report covers: --include/--exclude
- * regular expressions and --ranks lists (see sp_select.h). */
+ * patterns (sp_filter.h) and --ranks lists (see sp_select.h). */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,40 +12,14 @@
  * is an error rather than gigabytes of memory. */
 #define MAX_RANKS (1 << 20)
 
-/* Compiles re into a new last element of *list. regex_t values are moved by
- * realloc; glibc's and musl's regex_t hold only pointers to their compiled
- * program, never into themselves, so that is safe. */
-static enum sp_err add_pattern(regex_t **list, size_t *n, const char *re, const char *what,
-			       struct sp_error *err)
+enum sp_err sp_select_include(struct sp_select *s, const char *pattern, struct sp_error *err)
 {
-	if (!re)
-		return sp_error_set(err, SP_EINVAL, "no %s pattern given", what);
-	if (*n >= SIZE_MAX / sizeof **list - 1)
-		return sp_error_set(err, SP_ENOMEM, "too many %s patterns", what);
-	regex_t *grown = realloc(*list, (*n + 1) * sizeof *grown);
-	if (!grown)
-		return sp_error_set(err, SP_ENOMEM, "out of memory adding %s pattern '%s'", what, re);
-	*list = grown;
-	int rc = regcomp(&grown[*n], re, REG_EXTENDED | REG_NOSUB);
-	if (rc != 0) {
-		char why[256];
-		regerror(rc, &grown[*n], why, sizeof why);
-		/* The pattern may be long: keep the message on one line, within msg. */
-		return sp_error_set(err, rc == REG_ESPACE ? SP_ENOMEM : SP_EINVAL,
-				    "invalid regular expression '%.200s': %s", re, why);
-	}
-	(*n)++;
-	return SP_OK;
+	return sp_pattern_push(&s->include, &s->ninclude, pattern, err);
 }
 
-enum sp_err sp_select_include(struct sp_select *s, const char *re, struct sp_error *err)
+enum sp_err sp_select_exclude(struct sp_select *s, const char *pattern, struct sp_error *err)
 {
-	return add_pattern(&s->include, &s->ninclude, re, "include", err);
-}
-
-enum sp_err sp_select_exclude(struct sp_select *s, const char *re, struct sp_error *err)
-{
-	return add_pattern(&s->exclude, &s->nexclude, re, "exclude", err);
+	return sp_pattern_push(&s->exclude, &s->nexclude, pattern, err);
 }
 
 /* Parses the decimal rank at *p (digits only) and advances *p past it.
@@ -190,15 +164,9 @@ int sp_select_region(const struct sp_select *s, const char *name)
 {
 	if (!s)
 		return 1;
-	for (size_t i = 0; i < s->nexclude; i++)
-		if (regexec(&s->exclude[i], name, 0, NULL, 0) == 0)
-			return 0;
-	if (s->ninclude == 0)
-		return 1;
-	for (size_t i = 0; i < s->ninclude; i++)
-		if (regexec(&s->include[i], name, 0, NULL, 0) == 0)
-			return 1;
-	return 0;
+	if (sp_pattern_any(s->exclude, s->nexclude, name))
+		return 0;
+	return s->ninclude == 0 || sp_pattern_any(s->include, s->ninclude, name);
 }
 
 int sp_select_rank(const struct sp_select *s, int rank)
@@ -212,12 +180,8 @@ void sp_select_free(struct sp_select *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->ninclude; i++)
-		regfree(&s->include[i]);
-	for (size_t i = 0; i < s->nexclude; i++)
-		regfree(&s->exclude[i]);
-	free(s->include);
-	free(s->exclude);
+	sp_pattern_clear(&s->include, &s->ninclude);
+	sp_pattern_clear(&s->exclude, &s->nexclude);
 	free(s->ranks);
 	*s = (struct sp_select){0};
 }

@@ -138,10 +138,20 @@ static void test_refused_combinations(void **state)
 	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), 0);
 	s = (struct sp_settings){ .mpi_calls = 1, .track_threads = 1, .recursive = 1, .line_profile = 0 };
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
-	s = (struct sp_settings){ .ninclude = 1 };
+	const char *inc[] = {"__main__.*"}, *bad[] = {"*_io", "re:solve("};
+	s = (struct sp_settings){ .include = inc, .ninclude = 1 };
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
 	assert_string_equal(err, "--all, --include and --exclude go with --recursive");
 	s.recursive = 1;
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
+	/* Patterns compile before anything runs (man scope-profiler, FILTERS). */
+	s.exclude = bad;
+	s.nexclude = 2;
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "--exclude: invalid regular expression 're:solve('"));
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "exclude: invalid regular expression"));
+	s.nexclude = 1;
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
 	/* Allocations are counted per call: not in aggregates, not with line
 	 * timing; with the profile hook and lanes they are. */

@@ -101,25 +101,30 @@ def test_sort_keys_on_two_ranks(sp):
 
 def test_include_exclude_table_and_tree(sp):
     two_rank_file(sp)
-    out = run_ok(sp, "two.h5", "--include", "^s")
-    assert table_rows(out) == ["step", "solve"]
-    assert "Selection: 2 of 6 regions" in out
-    assert "2 rank(s), 2 regions, 8 calls" in out
-    out = run_ok(sp, "two.h5", "--include", "^s", "--include", "io")
+    # A glob: the whole name; re: a regular expression, searched.
+    for pattern in ("s*", "re:^s"):
+        out = run_ok(sp, "two.h5", "--include", pattern)
+        assert table_rows(out) == ["step", "solve"], pattern
+        assert "Selection: 2 of 6 regions" in out
+        assert "2 rank(s), 2 regions, 8 calls" in out
+    assert "(no regions)" in run_ok(sp, "two.h5", "--include", "sol")
+    assert table_rows(run_ok(sp, "two.h5", "--include", "re:sol")) == ["solve"]
+    out = run_ok(sp, "two.h5", "--include", "s*", "--include", "io")
     assert table_rows(out) == ["step", "io", "solve"]
-    out = run_ok(sp, "two.h5", "--exclude", "o")    # solve, io, odd
+    out = run_ok(sp, "two.h5", "--exclude", "re:o")    # solve, io, odd
     assert table_rows(out) == ["step", "init", "assemble"]
+    assert run_ok(sp, "two.h5", "--exclude", "*o*") == out
     # Exclude wins over include.
-    out = run_ok(sp, "two.h5", "--include", "^s", "--exclude", "^solve$")
+    out = run_ok(sp, "two.h5", "--include", "s*", "--exclude", "solve")
     assert table_rows(out) == ["step"]
     # Without step, its children move up to the top level.
-    tree = tree_lines(run_ok(sp, "two.h5", "--exclude", "^step$", "--tree"))
+    tree = tree_lines(run_ok(sp, "two.h5", "--exclude", "step", "--tree"))
     assert not any("step" in l for l in tree)
     assert any(l.startswith("solve (4x) ") for l in tree), tree
     assert any(l.startswith("assemble (40x) ") for l in tree), tree
     assert any(l.startswith("io (4x) ") for l in tree), tree
     # Without solve, step's (own) row takes solve's time: 4 s - 0.2 s of assemble.
-    tree = tree_lines(run_ok(sp, "two.h5", "--exclude", "^solve$", "--tree"))
+    tree = tree_lines(run_ok(sp, "two.h5", "--exclude", "re:^solve$", "--tree"))
     own = next(l for l in tree if "(own)" in l)
     assert " 3.80 s " in own, tree
     full = tree_lines(run_ok(sp, "two.h5", "--tree"))
@@ -175,7 +180,7 @@ def test_json_two_ranks(sp):
     assert odd["rank_totals_s"] == pytest.approx([0.0, 0.001])
     # Options apply to JSON too; --flat/--tree do not matter.
     doc = json.loads(run_ok(sp, "two.h5", "--json", "--ranks", "1", "--sort", "name",
-                            "--exclude", "^io$", "--tree"))
+                            "--exclude", "io", "--tree"))
     assert doc["ranks"] == [1] and doc["sort"] == "name"
     assert [r["name"] for r in doc["regions"]] == ["assemble", "init", ODD, "solve", "step"]
     assert doc["regions"][3]["rank_totals_s"] == pytest.approx([0.96])
@@ -209,7 +214,7 @@ def test_real_run(sp):
         ["assemble", "checkpoint", "setup", "solve", "timestep"]
     assert set(table_rows(run_ok(sp, "ts.h5", "--sort", "calls"))[-2:]) == {"checkpoint", "setup"}
     # Only solve and assemble: they become top-level nodes of the tree.
-    out = run_ok(sp, "ts.h5", "--include", "^(solve|assemble)$")
+    out = run_ok(sp, "ts.h5", "--include", "re:^(solve|assemble)$")
     tree = tree_lines(out)
     assert [l.split()[0] for l in tree] == ["assemble", "solve"], tree
     assert table_rows(out) in (["solve", "assemble"], ["assemble", "solve"])
@@ -236,8 +241,8 @@ def test_real_run(sp):
 @pytest.mark.parametrize("args,fragments", [
     (["--sort", "speed"], ["--sort", "speed"]),
     (["--sort"], ["--sort", "argument"]),
-    (["--include", "solve("], ["--include", "solve("]),
-    (["--exclude", "[a-"], ["--exclude", "[a-"]),
+    (["--include", "re:solve("], ["--include", "re:solve("]),
+    (["--exclude", "re:[a-"], ["--exclude", "re:[a-"]),
     (["--ranks", "3-1"], ["--ranks", "3-1", "backwards"]),
     (["--ranks", "x"], ["--ranks", "'x'"]),
     (["--ranks", ""], ["--ranks", "empty"]),
@@ -256,7 +261,7 @@ def test_usage_errors(sp, args, fragments):
 
 def test_help_lists_the_options(sp):
     text = sp("summary", "--help").stdout
-    for opt in ("--sort KEY", "--include RE", "--exclude RE", "--ranks LIST", "--json",
+    for opt in ("--sort KEY", "--include PATTERN", "--exclude PATTERN", "--ranks LIST", "--json",
                 "--flat", "--tree"):
         assert opt in text
     assert max(len(l) for l in text.splitlines()) <= 80

@@ -27,12 +27,17 @@ static void test_include_searches_anywhere(void **state)
 {
 	struct sp_select s = {0};
 	struct sp_error err = {0};
+	/* A glob matches the whole name. */
 	assert_int_equal(sp_select_include(&s, "solve", &err), SP_OK);
-	/* re.search semantics: anywhere in the name, unless anchored. */
+	assert_true(sp_select_region(&s, "solve"));
+	assert_false(sp_select_region(&s, "__main__.solve_linear"));
+	sp_select_free(&s);
+	assert_int_equal(sp_select_include(&s, "re:solve", &err), SP_OK);
+	/* re: has re.search semantics: anywhere in the name, unless anchored. */
 	assert_true(sp_select_region(&s, "solve"));
 	assert_true(sp_select_region(&s, "__main__.solve_linear"));
 	assert_false(sp_select_region(&s, "assemble"));
-	assert_int_equal(sp_select_include(&s, "^mesh\\.(refine|coarsen)$", &err), SP_OK);
+	assert_int_equal(sp_select_include(&s, "re:^mesh\\.(refine|coarsen)$", &err), SP_OK);
 	assert_true(sp_select_region(&s, "mesh.refine"));
 	assert_true(sp_select_region(&s, "mesh.coarsen"));
 	assert_false(sp_select_region(&s, "mesh.refine2"));
@@ -50,17 +55,17 @@ static void test_exclude_wins(void **state)
 {
 	struct sp_select s = {0};
 	struct sp_error err = {0};
-	assert_int_equal(sp_select_exclude(&s, "_helper", &err), SP_OK);
+	assert_int_equal(sp_select_exclude(&s, "*._helper*", &err), SP_OK);
 	assert_true(sp_select_region(&s, "solve"));
 	assert_false(sp_select_region(&s, "__main__._helper_x"));
-	assert_int_equal(sp_select_include(&s, "^__main__\\.", &err), SP_OK);
+	assert_int_equal(sp_select_include(&s, "__main__.*", &err), SP_OK);
 	assert_false(sp_select_region(&s, "solve"));
 	assert_true(sp_select_region(&s, "__main__.solve"));
 	assert_false(sp_select_region(&s, "__main__._helper"));
 	/* Many patterns: the array grows and every one still matches. */
 	for (int i = 0; i < 40; i++) {
 		char re[32];
-		snprintf(re, sizeof re, "^r%d$", i);
+		snprintf(re, sizeof re, i % 2 ? "re:^r%d$" : "r%d", i);
 		assert_int_equal(sp_select_exclude(&s, re, &err), SP_OK);
 	}
 	assert_false(sp_select_region(&s, "__main__._helper"));
@@ -72,20 +77,25 @@ static void test_bad_pattern(void **state)
 {
 	struct sp_select s = {0};
 	struct sp_error err = {0};
-	assert_int_equal(sp_select_include(&s, "solve(", &err), SP_EINVAL);
-	assert_non_null(strstr(err.msg, "'solve('"));
+	assert_int_equal(sp_select_include(&s, "re:solve(", &err), SP_EINVAL);
+	assert_non_null(strstr(err.msg, "'re:solve('"));
 	assert_null(strchr(err.msg, '\n'));
 	assert_int_equal(s.ninclude, 0);
-	assert_int_equal(sp_select_exclude(&s, "[a-", &err), SP_EINVAL);
+	assert_int_equal(sp_select_exclude(&s, "re:[a-", &err), SP_EINVAL);
 	assert_non_null(strstr(err.msg, "[a-"));
 	assert_int_equal(s.nexclude, 0);
+	/* The same text as a glob is fine: it names itself. */
+	assert_int_equal(sp_select_include(&s, "solve(", &err), SP_OK);
+	assert_true(sp_select_region(&s, "solve("));
+	assert_false(sp_select_region(&s, "solve"));
+	sp_select_free(&s);
 	/* A good pattern after a bad one is fine. */
 	assert_int_equal(sp_select_include(&s, "ok", &err), SP_OK);
 	assert_int_equal(s.ninclude, 1);
 	assert_true(sp_select_region(&s, "ok"));
 	/* A very long bad pattern still gives one line that fits. */
-	char long_re[2000];
-	memset(long_re, 'a', sizeof long_re - 2);
+	char long_re[2000] = "re:";
+	memset(long_re + 3, 'a', sizeof long_re - 5);
 	long_re[sizeof long_re - 2] = '(';
 	long_re[sizeof long_re - 1] = '\0';
 	assert_int_equal(sp_select_include(&s, long_re, &err), SP_EINVAL);
@@ -177,8 +187,8 @@ static void test_select_option(void **state)
 {
 	struct sp_select s = {0};
 	struct sp_error err = {0};
-	assert_int_equal(sp_select_option(&s, SP_SELECT_INCLUDE, "^solve", &err), SP_OK);
-	assert_int_equal(sp_select_option(&s, SP_SELECT_EXCLUDE, "_b$", &err), SP_OK);
+	assert_int_equal(sp_select_option(&s, SP_SELECT_INCLUDE, "re:^solve", &err), SP_OK);
+	assert_int_equal(sp_select_option(&s, SP_SELECT_EXCLUDE, "*_b", &err), SP_OK);
 	assert_int_equal(sp_select_option(&s, SP_SELECT_RANKS, "0-1", &err), SP_OK);
 	assert_true(sp_select_region(&s, "solve_a"));
 	assert_false(sp_select_region(&s, "solve_b"));
@@ -187,7 +197,7 @@ static void test_select_option(void **state)
 	assert_false(sp_select_rank(&s, 2));
 	assert_int_equal(sp_select_option(&s, SP_SELECT_RANKS, "3-1", &err), SP_EINVAL);
 	assert_non_null(strstr(err.msg, "--ranks: "));
-	assert_int_equal(sp_select_option(&s, SP_SELECT_INCLUDE, "(", &err), SP_EINVAL);
+	assert_int_equal(sp_select_option(&s, SP_SELECT_INCLUDE, "re:(", &err), SP_EINVAL);
 	assert_non_null(strstr(err.msg, "--include: "));
 	sp_select_free(&s);
 }

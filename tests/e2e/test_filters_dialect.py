@@ -1,0 +1,111 @@
+"""One region-filter dialect in every command: --include/--exclude take a
+glob matched against the whole name, or re:EXPR (POSIX extended, searched),
+documented once (FILTERS in man scope-profiler)."""
+import csv
+import io
+import json
+
+import pytest
+
+from conftest import ROOT, one_line_error
+
+SCRIPT = """
+import scope_profiler as sp
+
+def solve_a(): pass
+def solve_b(): pass
+def io_read(): pass
+for _ in range(2):
+    solve_a(); solve_b(); io_read()
+for name in ("solve", "solver", "mesh.refine"):
+    with sp.region(name):
+        pass
+"""
+
+# (pattern, the names it keeps among the explicit regions)
+CASES = [
+    ("solve", {"solve"}),                        # a glob is the whole name
+    ("solve*", {"solve", "solver"}),
+    ("mesh.*", {"mesh.refine"}),
+    ("re:solve", {"solve", "solver"}),           # re: searches
+    ("re:^solve$", {"solve"}),
+    ("re:\\.", {"mesh.refine"}),
+    ("*.", set()),
+]
+EXPLICIT = {"solve", "solver", "mesh.refine"}
+
+
+@pytest.fixture
+def profile(sp):
+    script = sp.script(SCRIPT, name="prog.py")
+    proc = sp("run", "-q", "--recursive", "-o", "p.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    return sp
+
+
+def summary_names(sp, *args):
+    doc = json.loads(sp("summary", "p.h5", "--json", *args).stdout)
+    return {r["name"] for r in doc["regions"]}
+
+
+def export_names(sp, *args):
+    proc = sp("export", "p.h5", "-f", "csv", "-o", "-", *args)
+    assert proc.returncode == 0, proc.stderr
+    return {r[0] for r in list(csv.reader(io.StringIO(proc.stdout)))[1:]}
+
+
+def diff_names(sp, *args):
+    doc = json.loads(sp("diff", "--json", "p.h5", "p.h5", *args).stdout)
+    return {r["name"] for r in doc["regions"]}
+
+
+@pytest.mark.parametrize("pattern, kept", CASES)
+def test_same_selection_in_every_command(profile, pattern, kept):
+    sp = profile
+    for names in (summary_names, export_names, diff_names):
+        got = names(sp, "--include", pattern) & EXPLICIT
+        assert got == kept, (names.__name__, pattern, got)
+        got = names(sp, "--exclude", pattern) & EXPLICIT
+        assert got == EXPLICIT - kept, (names.__name__, pattern, got)
+
+
+def test_run_recursive_takes_both(sp):
+    script = sp.script(SCRIPT, name="prog.py")
+    for pattern in ("__main__.solve_*", "re:^__main__\\.solve_"):
+        proc = sp("run", "-q", "--recursive", "--include", pattern, "--exclude", "*_b",
+                  "-o", "g.h5", script)
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(sp("summary", "g.h5", "--json").stdout)
+        names = {r["name"] for r in doc["regions"]}
+        assert "__main__.solve_a" in names, pattern
+        assert not names & {"__main__.solve_b", "__main__.io_read"}, pattern
+
+
+def test_bad_expression_is_a_usage_error_everywhere(profile):
+    sp = profile
+    ran = sp.script("open('ran', 'w').write('yes')\n", name="ran.py")
+    proc = sp("run", "--recursive", "--include", "re:solve(", "-o", "r.h5", ran)
+    assert proc.returncode == 2
+    one_line_error(proc, "run", "--include", "re:solve(")
+    assert not (sp.tmp / "ran").exists() and not (sp.tmp / "r.h5").exists()
+    for args in (["summary", "p.h5"], ["export", "p.h5", "-f", "csv"], ["diff", "p.h5", "p.h5"],
+                 ["plot", "p.h5", "-o", "charts"]):
+        proc = sp(*args, "--exclude", "re:[a-")
+        assert proc.returncode == 2, args
+        assert proc.stdout == ""
+        one_line_error(proc, args[0], "--exclude", "re:[a-")
+        # The same text as a glob is fine: it matches only itself.
+        if args[0] != "plot":
+            assert sp(*args, "--exclude", "[a-").returncode == 0, args
+
+
+def test_documented_once_and_pointed_at(sp):
+    man = (ROOT / "man" / "scope-profiler.1").read_text()
+    assert ".SH FILTERS" in man
+    section = man[man.index(".SH FILTERS"):man.index(".SH", man.index(".SH FILTERS") + 4)]
+    assert "fnmatch" in section and "re:" in section
+    for cmd in ("run", "summary", "export", "diff", "plot"):
+        text = sp(cmd, "--help").stdout
+        assert "--include PATTERN" in text and "re:EXPR" in text and "FILTERS" in text, cmd
+        page = (ROOT / "man" / f"scope-profiler-{cmd}.1").read_text()
+        assert "PATTERN" in page and "FILTERS" in page, cmd
