@@ -23,6 +23,7 @@ struct sp_diff_side {
 	int64_t fastest;               /* the smallest; 0 when a selected rank lacks the region */
 	size_t present;                /* ranks where it was recorded */
 	int slowest_rank;              /* the rank number of the largest rank total */
+	int64_t fastest_call;          /* the shortest call on any selected rank; 0: none */
 	double per_rank;               /* total / the file's selected ranks, ns */
 	double imbalance;              /* sp_imbalance_of(slowest, fastest) */
 };
@@ -63,7 +64,7 @@ struct sp_diff_row {
 	int tested;                    /* the per-call test ran (p is its result) */
 	double p;                      /* one-sided p of the test; NAN when untested */
 	double fast_pct;               /* tested: the growth of the total/rank were every
-					* call as fast as the mean of the fastest quarter
+					* call as fast as the mean of the fastest tenth
 					* compared (a growth the noise barely moves) */
 };
 
@@ -94,8 +95,8 @@ int64_t sp_diff_default_floor(int64_t span_a, int64_t span_b);
  * the size of their change. With a bound (percent, NAN: none) a row in
  * both files whose largest rank total is under min_time ns in both (< 0:
  * sp_diff_default_floor) is SP_DIFF_BELOW_FLOOR; one whose total/rank, or
- * with several ranks whose slowest rank's total, grew by more than the
- * bound is marked above it, pending sp_diff_confirm. The profiles and
+ * with several ranks whose slowest rank's total, or whose fastest call grew
+ * by more than the bound is marked above it, pending sp_diff_confirm. The profiles and
  * paths are borrowed and must outlive *d. Returns SP_OK; SP_EINVAL when
  * sel keeps no rank of a file (err names the file and the ranks it has);
  * SP_ENOMEM. Free *d with sp_diff_free either way. */
@@ -105,14 +106,16 @@ enum sp_err sp_diff_compare(struct sp_diff *d, const struct sp_profile *a, const
 
 /* Tests each row marked above the bound on its per-call durations, read
  * from the event columns of d->f[0].path and d->f[1].path (sp_h5_stream;
- * nothing is opened when no row needs it): the fastest quarter of the
+ * nothing is opened when no row needs it): the fastest tenth of the
  * calls of the ranks its growth is of (other work on the machine only adds
  * time to a call), B's against A's made (1 + bound) times longer, and
  * longer still by A's calls over B's (so that a region called more often
  * is not excused), per rank. The row stays above the bound when the one-sided
- * p < SP_DIFF_ALPHA, else becomes SP_DIFF_NOISE. A row the test cannot
+ * p < SP_DIFF_ALPHA and fast_pct is above the bound too (its total may be
+ * swollen, or shrunk, by interrupted calls), else becomes SP_DIFF_NOISE. A row the test cannot
  * judge (an aggregate region; too few calls for any p below SP_DIFF_ALPHA,
- * sp_diff_min_p) keeps the verdict of its totals when it reaches the
+ * sp_diff_min_p) is judged on its totals: within the bound, or above it
+ * when it reaches the
  * floor in A, else becomes SP_DIFF_FEW_CALLS (one interrupted call can
  * lift a small region over the floor in B). Updates worst and
  * nabove. Returns SP_OK; SP_ECORRUPT / SP_EIO when a file's events cannot

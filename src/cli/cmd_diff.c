@@ -31,7 +31,7 @@ static const struct sp_cmd_help help = {
 		"1 ms or 1 % of the longer run span, whichever is more), its total (with\n"
 		"several ranks: its total/rank or its slowest rank's total) grew by more\n"
 		"than PCT percent, and, where both files hold its calls and there are\n"
-		"enough of them, a one-sided Mann-Whitney test finds B's fastest quarter\n"
+		"enough of them, a one-sided Mann-Whitney test finds B's fastest tenth\n"
 		"of calls longer than A's made PCT percent longer (p < 0.01), so that\n"
 		"interrupted calls do not fail it (man scope-profiler-diff: a machine slower\n"
 		"for a whole run does). The worst region is named on stderr; the lines under\n"

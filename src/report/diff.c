@@ -24,7 +24,7 @@
 struct entry {
 	const char *name;
 	size_t rank;                   /* index among the selected ranks */
-	int64_t calls, total;
+	int64_t calls, total, min;
 };
 
 static int entry_cmp(const void *x, const void *y)
@@ -80,7 +80,7 @@ static enum sp_err collect(struct sp_diff_file *f, const struct sp_select *sel, 
 			continue;
 		for (size_t i = 0; i < rk->nregions; i++)
 			e[ne++] = (struct entry){ rk->regions[i].name, k, rk->regions[i].stats.num_calls,
-						  rk->regions[i].stats.total_ns };
+						  rk->regions[i].stats.total_ns, rk->regions[i].stats.min_ns };
 		k++;
 	}
 	qsort(e, ne, sizeof *e, entry_cmp);
@@ -95,6 +95,8 @@ static enum sp_err collect(struct sp_diff_file *f, const struct sp_select *sel, 
 		for (size_t k = i, m; k < j; k = m) {
 			int64_t rank_total = 0, rank_calls = 0;
 			for (m = k; m < j && e[m].rank == e[k].rank; m++) {
+				if (e[m].calls > 0 && (s->fastest_call == 0 || e[m].min < s->fastest_call))
+					s->fastest_call = e[m].min;
 				rank_calls = sp_add_sat(rank_calls, e[m].calls);
 				rank_total = sp_add_sat(rank_total, e[m].total);
 			}
@@ -593,15 +595,19 @@ char *sp_diff_worst_line(const struct sp_diff *d, char *buf, size_t len)
 	int slow = w->by_slowest && w->slow_pct != w->pct;
 	double va = slow ? (double)w->a->slowest : w->a->per_rank;
 	double vb = slow ? (double)w->b->slowest : w->b->per_rank;
-	char pv[2 * CELL] = "", fp[CELL];
-	if (w->tested)
-		snprintf(pv, sizeof pv, w->p < 0.001 ? " (fastest calls %s, p < 0.001)"
-							  : " (fastest calls %s, p = %.3f)",
-			 sp_diff_percent(fp, w->fast_pct), w->p);
-	snprintf(buf, len, "'%s'%s grew by %s (%s s -> %s s), more than --fail-above %g%%%s; "
+	char fp[CELL];
+	if (w->tested) {
+		snprintf(buf, len, "'%s' grew by %s in its fastest calls (p %s%.3f; total %s s -> %s s), "
+			 "more than --fail-above %g%%; %zu region%s above the bound",
+			 sp_diff_plain(name, sizeof name, w->name), sp_diff_percent(fp, w->fast_pct) + 1,
+			 w->p < 0.001 ? "< " : "= ", w->p < 0.001 ? 0.001 : w->p, sp_diff_secs(a, va),
+			 sp_diff_secs(b, vb), d->bound, d->nabove, d->nabove == 1 ? "" : "s");
+		return buf;
+	}
+	snprintf(buf, len, "'%s'%s grew by %s (%s s -> %s s), more than --fail-above %g%%; "
 		 "%zu region%s above the bound", sp_diff_plain(name, sizeof name, w->name),
 		 slow ? " (slowest rank)" : d->several ? " (total/rank)" : "",
-		 sp_diff_percent(pct, w->growth) + 1, sp_diff_secs(a, va), sp_diff_secs(b, vb), d->bound, pv, d->nabove,
-		 d->nabove == 1 ? "" : "s");
+		 sp_diff_percent(pct, w->growth) + 1, sp_diff_secs(a, va), sp_diff_secs(b, vb), d->bound,
+		 d->nabove, d->nabove == 1 ? "" : "s");
 	return buf;
 }
