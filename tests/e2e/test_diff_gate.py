@@ -51,16 +51,6 @@ def made_pair(sp, want, **kw):
     pytest.fail(f"ten pairs of runs were all disturbed: last {a} / {b}")
 
 
-def test_same_example_twice_passes(sp):
-    same = lambda a, b: all(0.95 < b[k] / a[k] < 1.05 for k in ("solve", "assemble"))
-    for pair in range(4):
-        made_pair(sp, same)
-        proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10")
-        assert proc.returncode == 0, (pair, proc.stderr, proc.stdout)
-        assert proc.stderr == ""
-        assert "--fail-above 10% judges" in proc.stdout
-
-
 def slower_solve(sp):
     """The example with solve made twice as slow (twice the iterations)."""
     text = EXAMPLE.read_text()
