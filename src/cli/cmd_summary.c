@@ -87,7 +87,7 @@ int cmd_summary(int argc, char **argv)
 		{0, "flat", SP_OPT_FLAG, &parts, SP_RENDER_FLAT, NULL, "print only the region table", NULL},
 		{0, "tree", SP_OPT_FLAG, &parts, SP_RENDER_TREE, NULL, "print only the call tree", NULL},
 		{0, "sort", SP_OPT_CALL, &opts.sort, 0, "KEY",
-		 "table order: total (default), self, calls, mean, max or name", parse_sort},
+		 "order: total (default), self, calls, mean, max or name", parse_sort},
 		{0, "top", SP_OPT_CALL, &opts.top, 0, "N",
 		 "the tree's N heaviest entries, the table's N first rows", parse_count},
 		{0, "depth", SP_OPT_CALL, &opts.depth, 0, "N", "the tree down to N levels", parse_count},
