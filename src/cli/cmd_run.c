@@ -96,7 +96,7 @@ int cmd_run(int argc, char **argv)
 		{0, "line-profile", SP_OPT_FLAG, &s.line_profile, 1, NULL,
 		 "also time each line of functions under sp.profile", NULL},
 		{0, "track-threads", SP_OPT_FLAG, &s.track_threads, 1, NULL,
-		 "lanes from the first call (default: from a 2nd thread's)", NULL},
+		 "lanes from the 1st call (default: from a 2nd thread's)", NULL},
 		{0, "track-async", SP_OPT_FLAG, &s.track_async, 1, NULL,
 		 "task lanes from the start (default: once a loop runs)", NULL},
 		{0, "aggregate", SP_OPT_FLAG, &s.aggregate, 1, NULL,
