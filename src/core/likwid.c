@@ -60,6 +60,25 @@ static void at_exit_close(void)
 
 static void thread_exit(void *unused);
 
+/* A function of the library to look up, and where its pointer goes. */
+struct symbol {
+	const char *name;
+	size_t off;                    /* in the struct of pointers */
+};
+
+/* Each of the n symbols of lw.lib into the struct at api; NULL, or the
+ * name of the first one missing. */
+static const char *resolve(void *api, const struct symbol *fns, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		void *f = dlsym(lw.lib, fns[i].name);
+		if (!f)
+			return fns[i].name;
+		memcpy((char *)api + fns[i].off, &f, sizeof f);
+	}
+	return NULL;
+}
+
 int sp_likwid_load(char *err, size_t len)
 {
 	if (lw.state == 1)
@@ -83,10 +102,7 @@ int sp_likwid_load(char *err, size_t len)
 			 "(Debian: apt-get install likwid)", e ? e : path);
 		goto fail;
 	}
-	static const struct {
-		const char *name;
-		size_t off;
-	} fns[] = {
+	static const struct symbol fns[] = {
 		{"likwid_markerInit", offsetof(struct sp_likwid_api, init)},
 		{"likwid_markerThreadInit", offsetof(struct sp_likwid_api, thread_init)},
 		{"likwid_markerClose", offsetof(struct sp_likwid_api, close)},
@@ -96,15 +112,12 @@ int sp_likwid_load(char *err, size_t len)
 		{"likwid_markerGetRegion", offsetof(struct sp_likwid_api, get)},
 	};
 	struct sp_likwid_api api;
-	for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-		void *f = dlsym(lw.lib, fns[i].name);
-		if (!f) {
-			snprintf(lw.why, sizeof lw.why, "LIKWID's library %s has no %s", path, fns[i].name);
-			dlclose(lw.lib);
-			lw.lib = NULL;
-			goto fail;
-		}
-		memcpy((char *)&api + fns[i].off, &f, sizeof f);
+	const char *missing = resolve(&api, fns, sizeof fns / sizeof fns[0]);
+	if (missing) {
+		snprintf(lw.why, sizeof lw.why, "LIKWID's library %s has no %s", path, missing);
+		dlclose(lw.lib);
+		lw.lib = NULL;
+		goto fail;
 	}
 	if (pthread_key_create(&lw.key, thread_exit) != 0) {
 		snprintf(lw.why, sizeof lw.why, "cannot create a thread-specific key");
@@ -371,10 +384,7 @@ struct perfmon_api {
  * missing one in why. */
 static int perfmon_resolve(struct perfmon_api *api, char *why, size_t len)
 {
-	static const struct {
-		const char *name;
-		size_t off;
-	} fns[] = {
+	static const struct symbol fns[] = {
 		{"perfmon_readMarkerFile", offsetof(struct perfmon_api, read_marker_file)},
 		{"perfmon_getNumberOfRegions", offsetof(struct perfmon_api, regions)},
 		{"perfmon_getTagOfRegion", offsetof(struct perfmon_api, tag)},
@@ -385,15 +395,10 @@ static int perfmon_resolve(struct perfmon_api *api, char *why, size_t len)
 		{"perfmon_getMetricName", offsetof(struct perfmon_api, metric_name)},
 		{"perfmon_getMetricOfRegionThread", offsetof(struct perfmon_api, metric)},
 	};
-	for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-		void *f = dlsym(lw.lib, fns[i].name);
-		if (!f) {
-			snprintf(why, len, "LIKWID's library has no %s", fns[i].name);
-			return -1;
-		}
-		memcpy((char *)api + fns[i].off, &f, sizeof f);
-	}
-	return 0;
+	const char *missing = resolve(api, fns, sizeof fns / sizeof fns[0]);
+	if (missing)
+		snprintf(why, len, "LIKWID's library has no %s", missing);
+	return missing ? -1 : 0;
 }
 
 /* The marker API closed: LIKWID writes its marker file; later marker calls

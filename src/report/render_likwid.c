@@ -16,18 +16,20 @@
 #include "sp_render.h"
 #include "sp_table.h"
 
-/* The k-th comma-separated name of list, into buf; "event k" when absent. */
-static const char *event_name(char *buf, size_t len, const char *list, size_t k)
+/* The k-th name of list, the names separated by sep, into buf; "what k"
+ * when absent. */
+static const char *nth_name(char *buf, size_t len, const char *list, char sep, size_t k, const char *what)
 {
+	const char seps[2] = {sep, '\0'};
 	for (size_t i = 0; list && *list; i++) {
-		size_t n = strcspn(list, ",");
+		size_t n = strcspn(list, seps);
 		if (i == k && n) {
 			snprintf(buf, len, "%.*s", (int)n, list);
 			return buf;
 		}
-		list += n + (list[n] == ',');
+		list += n + (list[n] == sep);
 	}
-	snprintf(buf, len, "event %zu", k);
+	snprintf(buf, len, "%s %zu", what, k);
 	return buf;
 }
 
@@ -52,7 +54,7 @@ static int render_rank(FILE *out, const struct sp_rank *rk, const char *names, i
 	snprintf(head[2], 64, "calls");
 	snprintf(head[3], 64, "time [s]");
 	for (size_t k = 0; k < nev; k++)
-		event_name(head[4 + k], 64, names, k);
+		nth_name(head[4 + k], 64, names, ',', k, "event");
 	sp_table_fit(cols, nc, (const char *const *)head);
 	/* Two passes: the widths, then the rows. */
 	for (int pass = 0; pass < 2; pass++) {
@@ -110,22 +112,6 @@ out:
 	free(head);
 	free(cols);
 	return rc;
-}
-
-/* The k-th newline-separated name of list, into buf; "metric k" when
- * absent. */
-static const char *metric_name(char *buf, size_t len, const char *list, size_t k)
-{
-	for (size_t i = 0; list && *list; i++) {
-		size_t n = strcspn(list, "\n");
-		if (i == k && n) {
-			snprintf(buf, len, "%.*s", (int)n, list);
-			return buf;
-		}
-		list += n + (list[n] == '\n');
-	}
-	snprintf(buf, len, "metric %zu", k);
-	return buf;
 }
 
 static void metric_cell(char *buf, size_t len, double v)
@@ -189,7 +175,7 @@ static int render_metrics(FILE *out, const struct sp_rank *rk, const char *names
 					n++;
 				}
 				row[0] = m ? "" : t->region;
-				row[1] = metric_name(cells[1], sizeof cells[1], names, m);
+				row[1] = nth_name(cells[1], sizeof cells[1], names, '\n', m, "metric");
 				metric_cell(cells[2], sizeof cells[2], n ? lo : NAN);
 				metric_cell(cells[3], sizeof cells[3], n ? sum / (double)n : NAN);
 				metric_cell(cells[4], sizeof cells[4], n ? hi : NAN);

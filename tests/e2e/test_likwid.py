@@ -47,6 +47,17 @@ SCRIPT = """
     print("script ran")
 """
 
+# Rank r runs region "exchange" r + 2 times.
+MPI_SCRIPT = """
+    from mpi4py import MPI
+    import scope_profiler as sp
+    comm = MPI.COMM_WORLD
+    for i in range(comm.rank + 2):
+        with sp.region("exchange"):
+            pass
+    comm.Barrier()
+"""
+
 
 @pytest.fixture(scope="module")
 def standin():
@@ -293,15 +304,7 @@ def test_damaged_counters_are_one_line(sp, standin):
 
 
 def test_mpi_ranks_counters_merge(sp, standin):
-    sp.script("""
-        from mpi4py import MPI
-        import scope_profiler as sp
-        comm = MPI.COMM_WORLD
-        for i in range(comm.rank + 2):
-            with sp.region("exchange"):
-                pass
-        comm.Barrier()
-    """)
+    sp.script(MPI_SCRIPT)
     proc = mpirun(sp, 2, "run", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
     assert proc.returncode == 0, proc.stderr
     assert "LIKWID counters, rank 0" in proc.stderr and "LIKWID counters, rank 1" in proc.stderr
@@ -572,15 +575,7 @@ def test_damaged_metrics_are_one_line(sp, standin):
 def test_mpi_ranks_metrics_merge(sp, standin):
     """likwid-mpirun gives each rank its own marker file: each rank's
     metrics reach the one file through the gather."""
-    sp.script("""
-        from mpi4py import MPI
-        import scope_profiler as sp
-        comm = MPI.COMM_WORLD
-        for i in range(comm.rank + 2):
-            with sp.region("exchange"):
-                pass
-        comm.Barrier()
-    """)
+    sp.script(MPI_SCRIPT)
     env = likwid_env(standin, sp)
     proc = mpirun(sp, 2, "run", "--likwid", "-o", "out.h5", "script.py", env=env,
                   wrap='LIKWID_FILEPATH="$PWD/marker.$OMPI_COMM_WORLD_RANK" exec')
