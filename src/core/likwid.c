@@ -142,10 +142,10 @@ int sp_likwid_loaded(void)
 void sp_likwid_thread_init(void)
 {
 	sp_likwid_thread_ready = 1;
-	pthread_mutex_lock(&lw.lock);
+	pthread_mutex_lock(&lw.lock);   /* not while sp_likwid_metrics closes the API */
 	lw.live++;
-	pthread_mutex_unlock(&lw.lock);
 	sp_lw.thread_init();
+	pthread_mutex_unlock(&lw.lock);
 	pthread_setspecific(lw.key, &sp_likwid_thread_ready);
 }
 
@@ -369,6 +369,7 @@ static void noop_get(const char *tag, int *nevents, double *events, double *time
 
 /* LIKWID's perfmon functions the metrics need (likwid.h's prototypes). */
 struct perfmon_api {
+	int (*groups)(void);
 	int (*read_marker_file)(const char *filename);
 	int (*regions)(void);
 	char *(*tag)(int region);
@@ -385,6 +386,7 @@ struct perfmon_api {
 static int perfmon_resolve(struct perfmon_api *api, char *why, size_t len)
 {
 	static const struct symbol fns[] = {
+		{"perfmon_getNumberOfGroups", offsetof(struct perfmon_api, groups)},
 		{"perfmon_readMarkerFile", offsetof(struct perfmon_api, read_marker_file)},
 		{"perfmon_getNumberOfRegions", offsetof(struct perfmon_api, regions)},
 		{"perfmon_getTagOfRegion", offsetof(struct perfmon_api, tag)},
@@ -456,16 +458,35 @@ int sp_likwid_metrics(struct sp_rank *rk, char **names, char *why, size_t len)
 	const char *path = getenv("LIKWID_FILEPATH");
 	if (lw.state != 1 || !path || !*path || !rk->nlikwid)
 		return 0;
+	if (perfmon_resolve(&pm, why, len) != 0)
+		return 0;
+	/* The marker API closes under the lock that thread initialisation and
+	 * registration take, once no thread that ran marker regions runs (the
+	 * caller holds the GIL too: no Python thread enters a region then). */
 	pthread_mutex_lock(&lw.lock);
+	/* LIKWID's reader of its marker file takes a region's name up to the
+	 * first white space, into 100 bytes (longer ones overflow it). */
+	for (size_t i = 0; i < lw.nnames; i++) {
+		const char *n = lw.names[i];
+		if (strlen(n) >= 99 || n[strcspn(n, " \t\n\r\f\v")]) {
+			snprintf(why, len, "LIKWID's marker file reader cannot take region '%.60s%s' (white space, "
+				 "or 99 bytes or more)", n, strlen(n) > 60 ? "…" : "");
+			pthread_mutex_unlock(&lw.lock);
+			return 0;
+		}
+	}
 	size_t live = lw.live - (sp_likwid_thread_ready ? 1 : 0);
+	if (!live && pm.groups() > 0)
+		close_markers();
 	pthread_mutex_unlock(&lw.lock);
 	if (live) {
 		snprintf(why, len, "threads that ran marker regions still run");
 		return 0;
 	}
-	if (perfmon_resolve(&pm, why, len) != 0)
+	if (lw.state != 2) {
+		snprintf(why, len, "LIKWID's perfmon module has no event set");
 		return 0;
-	close_markers();
+	}
 	if (pm.read_marker_file(path) < 0) {
 		snprintf(why, len, "LIKWID cannot read its marker file %.200s", path);
 		return 0;

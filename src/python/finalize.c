@@ -267,10 +267,10 @@ static int add_likwid(struct sp_profile *p, struct sp_rank *rk)
 	if (replaced)
 		fprintf(stderr, "scope-profiler: warning: rank %d: LIKWID gave %zu value%s not finite or a "
 			"negative time: stored as 0\n", rk->rank, replaced, replaced == 1 ? "" : "s");
+	/* With the GIL held: no Python thread can enter a marker region (and
+	 * call LIKWID) while the API closes. */
 	char *metric_names = NULL, why[256];
-	Py_BEGIN_ALLOW_THREADS
 	rc = sp_likwid_metrics(rk, &metric_names, why, sizeof why);
-	Py_END_ALLOW_THREADS
 	if (rc != 0) {
 		PyErr_NoMemory();
 		return -1;

@@ -813,7 +813,9 @@ class ProfilingResults:
         computed them (under likwid-perfctr -m): "metric_names" (list of
         str) and "metrics" (numpy float64, one row per thread in LIKWID's
         thread order, one column per metric; NaN where LIKWID gave no
-        value; shape (0, 0) when there are none). KeyError when no such
+        value; shape (0, 0) when there are none). A metrics row is not the
+        events row of the same index: LIKWID orders and counts its threads
+        its own way. KeyError when no such
         rank has counters for it."""
         import numpy
 

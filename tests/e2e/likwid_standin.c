@@ -157,6 +157,11 @@ void affinity_init(void)
 {
 }
 
+int perfmon_getNumberOfGroups(void)
+{
+	return 1;
+}
+
 int perfmon_readMarkerFile(const char *path)
 {
 	say("perfmon_readMarkerFile %s %d\n", path);

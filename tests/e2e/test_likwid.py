@@ -534,7 +534,7 @@ def test_library_without_perfmon_keeps_counters_with_one_warning(sp, standin):
     assert proc.returncode == 0, proc.stderr
     warn = [l for l in proc.stderr.splitlines() if "derived metrics" in l]
     assert warn == ["scope-profiler: warning: rank 0: LIKWID's derived metrics are not in the profile: "
-                    "LIKWID's library has no perfmon_readMarkerFile"]
+                    "LIKWID's library has no perfmon_getNumberOfGroups"]
     with h5py.File(sp.tmp / "out.h5") as f:
         assert likwid_tables(f)["step"].attrs["likwid_count"].tolist() == [3, 2]
         assert "likwid_metric_names" not in f["metadata"].attrs
@@ -586,3 +586,25 @@ def test_mpi_ranks_metrics_merge(sp, standin):
         for rank in (0, 1):
             ex = likwid_tables(f, rank)["exchange"]
             assert ex["likwid_metrics"][()].tolist() == [[(rank + 2) * 0.5, 2001.0]]
+
+
+def test_names_likwid_cannot_read_back_leave_metrics_out(sp, standin):
+    """LIKWID's marker file reader takes a region's name up to its first
+    space, into 100 bytes: with such a name the file is not read back (no
+    crash, no region silently missing), the counters are kept, one line says
+    why."""
+    sp.script("""
+        import scope_profiler as sp
+        with sp.region("two words"):
+            pass
+        with sp.region("step"):
+            pass
+    """)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=perfctr_env(standin, sp))
+    assert proc.returncode == 0, proc.stderr
+    assert "perfmon_readMarkerFile" not in [l[0] for l in marker_log(sp)]
+    warn = [l for l in proc.stderr.splitlines() if "derived metrics" in l]
+    assert len(warn) == 1 and "'two words'" in warn[0], proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert sorted(likwid_tables(f)) == ["step", "two words"]
+        assert "likwid_metric_names" not in f["metadata"].attrs
