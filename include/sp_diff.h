@@ -18,7 +18,9 @@
 /* One region of one file, merged over the file's selected ranks. */
 struct sp_diff_side {
 	const char *name;              /* borrowed from the profile */
-	int64_t calls, total;          /* summed over the selected ranks */
+	int64_t calls, total;          /* summed over the selected ranks (total: a
+					* recursive region counted once, as summary's) */
+	int64_t raw_total;             /* every call's time summed: mean = raw_total / calls */
 	int64_t slowest;               /* the largest rank total */
 	int64_t fastest;               /* the smallest; 0 when a selected rank lacks the region */
 	size_t present;                /* ranks where it was recorded */
@@ -45,8 +47,9 @@ enum sp_diff_verdict {
 	SP_DIFF_BELOW_FLOOR,           /* under --min-time in both files: never judged */
 	SP_DIFF_WITHIN,                /* grew by at most the bound (or shrank) */
 	SP_DIFF_NOISE,                 /* grew past the bound; the test did not confirm it */
-	SP_DIFF_FEW_CALLS,             /* grew past the bound, too few calls to test, and
-					* under --min-time in A: not judged */
+	SP_DIFF_FEW_CALLS,             /* grew past the bound, too few calls to test,
+					* under --min-time in A and not far over it in B:
+					* not judged */
 	SP_DIFF_ABOVE,                 /* grew past the bound, confirmed where tested */
 };
 
@@ -115,9 +118,9 @@ enum sp_err sp_diff_compare(struct sp_diff *d, const struct sp_profile *a, const
  * swollen, or shrunk, by interrupted calls), else becomes SP_DIFF_NOISE. A row the test cannot
  * judge (an aggregate region; too few calls for any p below SP_DIFF_ALPHA,
  * sp_diff_min_p) is judged on its totals: within the bound, or above it
- * when it reaches the
- * floor in A, else becomes SP_DIFF_FEW_CALLS (one interrupted call can
- * lift a small region over the floor in B). Updates worst and
+ * when it reaches the floor in A, or in B reaches twice the floor and grew
+ * by more than the floor; else it becomes SP_DIFF_FEW_CALLS (one
+ * interrupted call can lift a small region a little over the floor in B). Updates worst and
  * nabove. Returns SP_OK; SP_ECORRUPT / SP_EIO when a file's events cannot
  * be read (err names the file); SP_ENOMEM. */
 enum sp_err sp_diff_confirm(struct sp_diff *d, struct sp_error *err);

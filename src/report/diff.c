@@ -24,7 +24,7 @@
 struct entry {
 	const char *name;
 	size_t rank;                   /* index among the selected ranks */
-	int64_t calls, total, min;
+	int64_t calls, total, raw_total, min;
 };
 
 static int entry_cmp(const void *x, const void *y)
@@ -74,13 +74,22 @@ static enum sp_err collect(struct sp_diff_file *f, const struct sp_select *sel, 
 	f->regions = malloc((total ? total : 1) * sizeof *f->regions);
 	if (!e || !f->regions)
 		goto nomem;
+	/* A region's total counts a recursive region once, as summary's does
+	 * (sp_rank_region_times). */
 	for (size_t r = 0, k = 0; r < p->nranks; r++) {
 		const struct sp_rank *rk = &p->ranks[r];
 		if (!sp_select_rank(sel, rk->rank))
 			continue;
+		int64_t *cum = malloc((rk->nregions ? rk->nregions : 1) * sizeof *cum);
+		if (!cum || sp_rank_region_times(rk, cum, NULL) < 0) {
+			free(cum);
+			goto nomem;
+		}
 		for (size_t i = 0; i < rk->nregions; i++)
 			e[ne++] = (struct entry){ rk->regions[i].name, k, rk->regions[i].stats.num_calls,
-						  rk->regions[i].stats.total_ns, rk->regions[i].stats.min_ns };
+						  cum[i], rk->regions[i].stats.total_ns,
+						  rk->regions[i].stats.min_ns };
+		free(cum);
 		k++;
 	}
 	qsort(e, ne, sizeof *e, entry_cmp);
@@ -100,6 +109,8 @@ static enum sp_err collect(struct sp_diff_file *f, const struct sp_select *sel, 
 				rank_calls = sp_add_sat(rank_calls, e[m].calls);
 				rank_total = sp_add_sat(rank_total, e[m].total);
 			}
+			for (size_t q = k; q < m; q++)
+				s->raw_total = sp_add_sat(s->raw_total, e[q].raw_total);
 			s->calls = sp_add_sat(s->calls, rank_calls);
 			s->total = sp_add_sat(s->total, rank_total);
 			if (rank_calls > 0) {
@@ -255,7 +266,7 @@ static void row_cells(char (*c)[CELL], const struct sp_diff_row *d, int several)
 			sp_diff_secs(c[C_V2_A], (double)a->slowest);
 			imbalance_cell(c[C_IMB_A], a);
 		} else if (a->calls > 0)
-			sp_diff_secs(c[C_V2_A], (double)a->total / (double)a->calls);
+			sp_diff_secs(c[C_V2_A], (double)a->raw_total / (double)a->calls);
 	}
 	if (b) {
 		snprintf(c[C_CALLS_B], CELL, "%lld", (long long)b->calls);
@@ -264,7 +275,7 @@ static void row_cells(char (*c)[CELL], const struct sp_diff_row *d, int several)
 			sp_diff_secs(c[C_V2_B], (double)b->slowest);
 			imbalance_cell(c[C_IMB_B], b);
 		} else if (b->calls > 0)
-			sp_diff_secs(c[C_V2_B], (double)b->total / (double)b->calls);
+			sp_diff_secs(c[C_V2_B], (double)b->raw_total / (double)b->calls);
 	}
 	if (a && b) {
 		signed_secs(c[C_CHANGE], d->change);
@@ -468,7 +479,7 @@ static void json_side(FILE *out, const char *key, const struct sp_diff_side *s)
 	fprintf(out, "{\"calls\": %lld, ", (long long)s->calls);
 	json_num(out, "total_s", (double)s->total / 1e9, "%.9f");
 	fputs(", ", out);
-	json_num(out, "mean_s", s->calls > 0 ? (double)s->total / (double)s->calls / 1e9 : 0.0,
+	json_num(out, "mean_s", s->calls > 0 ? (double)s->raw_total / (double)s->calls / 1e9 : 0.0,
 		 "%.9f");
 	fputs(", ", out);
 	json_num(out, "total_per_rank_s", s->per_rank / 1e9, "%.9f");

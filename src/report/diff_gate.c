@@ -302,8 +302,9 @@ enum sp_err sp_diff_confirm(struct sp_diff *d, struct sp_error *err)
 untested:
 		if (isnan(r->growth) || r->growth <= d->bound)
 			r->verdict = SP_DIFF_WITHIN;
-		else if (r->a->slowest < d->min_time)
-			r->verdict = SP_DIFF_FEW_CALLS;
+		else if (r->a->slowest < d->min_time &&
+			 (r->b->slowest < 2 * d->min_time || r->b->slowest - r->a->slowest <= d->min_time))
+			r->verdict = SP_DIFF_FEW_CALLS;   /* small, and lifted a little */
 	}
 	tally(d);
 	for (int k = 0; k < 2; k++) {

@@ -416,3 +416,31 @@ def test_one_rank_has_no_imbalance(profiles):
     assert "imbalance" not in out and "inf" not in out
     header = next(l for l in out.splitlines() if l.startswith("region"))
     assert header.split()[-1] == "B/A"
+
+
+def test_recursive_region_counted_once(sp):
+    """diff's total of a recursive region counts it once, as summary's does
+    (the file's cumulative_ns), never the sum over its nested calls; its
+    mean stays per call (every call's time over the calls)."""
+    sp.script("""
+        def a(n):
+            return b(n - 1) if n > 0 else 0
+        def b(n):
+            return a(n - 1) if n > 0 else 0
+        for _ in range(50):
+            a(40)
+    """)
+    assert sp("run", "-q", "--recursive", "-o", "f.h5", "script.py").returncode == 0
+    doc = json.loads(sp("diff", "--json", "f.h5", "f.h5").stdout)
+    got = {r["name"]: r for r in doc["regions"]}
+    with h5py.File(sp.tmp / "f.h5") as f:
+        g = f["rank0/regions"]
+        for row, raw in enumerate(g["name"][:]):
+            name = raw.decode()
+            if name not in ("__main__.a", "__main__.b"):
+                continue
+            cumulative, raw_total = int(g["cumulative_ns"][row]), int(g["total_ns"][row])
+            assert cumulative < raw_total   # nested calls of itself
+            assert got[name]["a"]["total_s"] == pytest.approx(cumulative / 1e9, abs=1e-9)
+            assert got[name]["b"]["mean_s"] == pytest.approx(raw_total / int(g["num_calls"][row]) / 1e9,
+                                                         abs=1e-9)

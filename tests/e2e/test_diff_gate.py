@@ -169,21 +169,25 @@ def test_min_time_bad_values(sp, value):
 
 
 def test_few_calls(sp):
-    # One call: no test can judge it. Small in A and lifted over the floor
-    # in B (as one interrupted call can be): not judged. Over the floor in
-    # A already: judged on its totals.
-    write(sp.tmp / "a.h5", {"once": [MS // 2], "step": [40 * MS], "long": [900 * MS]})
-    write(sp.tmp / "b.h5", {"once": [30 * MS], "step": [80 * MS], "long": [900 * MS]})
+    # One call: no test can judge it. Small in A and lifted a little over
+    # the floor in B (as one interrupted call can be): not judged. Over the
+    # floor in A already, or far over it in B: judged on its totals.
+    # The floor here: 1 % of the 940 ms run = 9.4 ms.
+    write(sp.tmp / "a.h5", {"once": [MS // 2], "step": [40 * MS], "long": [900 * MS],
+                            "load": [MS // 2]})
+    write(sp.tmp / "b.h5", {"once": [12 * MS], "step": [80 * MS], "long": [900 * MS],
+                            "load": [300 * MS]})
     proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10")
     assert proc.returncode == 3
-    one_line_error(proc, "'step' grew by 100.0%", "1 region above the bound")
+    one_line_error(proc, "'load' grew by", "2 regions above the bound")
     text = notes(proc.stdout)
-    assert "  above the bound: step (+100.0%, untested)" in text
+    assert "  above the bound: load (+" in text and "step (+100.0%, untested)" in text
     assert "too few calls to test, under --min-time in A (not judged): once (+" in text
     doc = json.loads(sp("diff", "--json", "a.h5", "b.h5", "--fail-above", "10").stdout)
     by_name = {r["name"]: r for r in doc["regions"]}
     assert by_name["once"]["verdict"] == "few_calls" and by_name["once"]["p_value"] is None
     assert by_name["step"]["verdict"] == "above" and by_name["step"]["p_value"] is None
+    assert by_name["load"]["verdict"] == "above" and by_name["load"]["p_value"] is None
 
 
 def test_aggregate_regions_are_judged_on_totals(sp):

@@ -251,10 +251,10 @@ static void test_floor(void **state)
 {
 	const int64_t ms = 1000000;
 	struct sp_region_data a[] = {region("tiny", 4, 10000), region("big", 2, 50 * ms),
-				     region("grows", 2, ms / 2)};
+				     region("grows", 2, ms / 2), region("soars", 2, ms / 2)};
 	struct sp_region_data b[] = {region("tiny", 4, 20000), region("big", 2, 60 * ms),
-				     region("grows", 2, 3 * ms)};
-	struct sp_rank ra = rank(0, a, 3), rb = rank(0, b, 3);
+				     region("grows", 2, 18 * ms / 10), region("soars", 2, 30 * ms)};
+	struct sp_rank ra = rank(0, a, 4), rb = rank(0, b, 4);
 	struct sp_profile pa = {.nranks = 1, .ranks = &ra}, pb = {.nranks = 1, .ranks = &rb};
 	struct sp_diff d;
 	struct sp_error err = {0};
@@ -264,15 +264,18 @@ static void test_floor(void **state)
 	/* Over the floor in one file is enough to be judged on the totals. */
 	assert_int_equal(row(&d, "grows")->verdict, SP_DIFF_ABOVE);
 	assert_int_equal(row(&d, "big")->verdict, SP_DIFF_ABOVE);
-	assert_int_equal(d.nabove, 2);
-	assert_ptr_equal(d.worst, row(&d, "grows"));
+	assert_int_equal(d.nabove, 3);
+	assert_ptr_equal(d.worst, row(&d, "soars"));
 	assert_true(d.min_time == ms);
 	/* Two calls a side: no p can reach the level, so the totals decide
 	 * and no file is opened (these paths do not exist); but only for a
-	 * region over the floor in A: "grows" may be one interrupted call. */
+	 * region over the floor in A, or far over it in B ("soars": twice the
+	 * floor and grown by more than it): "grows", a little over it in B,
+	 * may be one interrupted call. */
 	assert_int_equal(sp_diff_confirm(&d, &err), SP_OK);
-	assert_int_equal(d.nabove, 1);
-	assert_ptr_equal(d.worst, row(&d, "big"));
+	assert_int_equal(d.nabove, 2);
+	assert_ptr_equal(d.worst, row(&d, "soars"));
+	assert_int_equal(row(&d, "soars")->verdict, SP_DIFF_ABOVE);
 	assert_int_equal(row(&d, "grows")->verdict, SP_DIFF_FEW_CALLS);
 	assert_false(row(&d, "big")->tested);
 	assert_true(isnan(row(&d, "big")->p));
