@@ -60,8 +60,11 @@ def slower_solve(sp):
 
 
 def test_region_twice_as_slow_fails_and_is_named(sp):
-    doubled = lambda a, b: 1.7 < b["solve"] / a["solve"] < 2.3 and \
-        0.95 < b["assemble"] / a["assemble"] < 1.05
+    # solve doubled against assemble, which did not change: a pair whose
+    # runs met cores of different speeds shows it too (the gate then sees
+    # solve grow all the more, or a little less, but still past 10 %)
+    doubled = lambda a, b: 1.7 < (b["solve"] / a["solve"]) / (b["assemble"] / a["assemble"]) < 2.3 \
+        and 0.8 < b["assemble"] / a["assemble"] < 1.25
     made_pair(sp, doubled, script_a=EXAMPLE, script_b=slower_solve(sp))
     proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10")
     assert proc.returncode == 3, proc.stdout
