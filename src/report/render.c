@@ -623,10 +623,19 @@ static void render_tree(FILE *out, const struct view *v)
 	int wrap = need > w ? (w / 2) / 3 : 0;
 	/* % run: share of the run span, of every rank's together when summed. */
 	double denom = (double)v->span * (double)(nranks ? nranks : 1);
+	/* Threads (or tasks) that ran at once: their outermost calls, each in
+	 * its own lane, add up past the run span, as ranks' do. */
+	int64_t roots = 0;
+	for (size_t n = 0; n < v->nnodes; n++)
+		if (v->nodes[n].parent < 0)
+			roots = sp_add_sat(roots, v->nodes[n].total);
+	int overlap = (double)roots > denom * 1.001;
 
 	if (nranks > 1)
-		fprintf(out, "Call tree (sum of %zu ranks; %% run is of %zu × run span)\n", nranks,
-			nranks);
+		fprintf(out, "Call tree (sum of %zu ranks; %% run is of %zu × run span%s)\n", nranks,
+			nranks, overlap ? "; threads' times add up too" : "");
+	else if (overlap)
+		fputs("Call tree (threads ran at once: their times add up, so % run passes 100)\n", out);
 	else
 		fputs("Call tree\n", out);
 	fprintf(out, "%-*s  %*s  %*s  %6s\n", w, "region", cw, "calls", dw, "total", "% run");

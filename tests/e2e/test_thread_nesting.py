@@ -318,3 +318,47 @@ def test_asyncio_tasks_across_awaits_never_nest(sp, flags):
         assert durations[k] >= inside[k], (durations, inside)
     for stack in folded_stacks(sp, path):
         assert len(stack) == len(set(stack)), stack
+
+
+OVERLAP = """
+import threading, time
+import scope_profiler as sp
+
+gate = threading.Barrier(4)
+
+def worker():
+    gate.wait()
+    with sp.region("job"):
+        time.sleep(0.5)
+
+threads = [threading.Thread(target=worker) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+def test_summary_says_when_threads_ran_at_once(sp):
+    """Threads in a region at once: their calls stand side by side at the
+    tree's top, so % run adds their times past 100; the header says so, and
+    only then (its condition read back from the file: the outermost calls'
+    total against the run span)."""
+    over = run(sp, sp.script(OVERLAP, name="overlap.py"), out="over.h5")
+    alone = run(sp, sp.script("""
+        import scope_profiler as sp
+        with sp.region("job"):
+            pass
+    """, name="alone.py"), out="alone.h5")
+    for path in (over, alone):
+        with h5py.File(path) as f:
+            span = int(f["rank0"].attrs["run_end_time"]) - int(f["rank0"].attrs["run_start_time"])
+            roots = sum(n[3] for n in tree(f) if n[0] < 0)
+        header = sp("summary", "--tree", path).stdout.splitlines()[3]
+        if roots > span * 1.001:
+            assert header == "Call tree (threads ran at once: their times add up, so % run passes 100)"
+        else:
+            assert header == "Call tree"
+    with h5py.File(over) as f:   # four 0.5 s sleeps side by side in a run of about 0.5 s
+        assert sum(n[3] for n in tree(f) if n[0] < 0) > \
+            int(f["rank0"].attrs["run_end_time"]) - int(f["rank0"].attrs["run_start_time"])
