@@ -254,9 +254,10 @@ def containment(sp, path):
 
 
 def call_tree_section(text):
-    """The "Call tree" section of a rendered summary."""
+    """The "Call tree" section of a rendered summary (its title may carry a
+    note: threads that ran at once)."""
     lines = text.splitlines()
-    start = lines.index("Call tree")
+    start = next(i for i, l in enumerate(lines) if l.startswith("Call tree"))
     end = next((i for i in range(start + 1, len(lines)) if not lines[i].strip()), len(lines))
     return lines[start:end]
 

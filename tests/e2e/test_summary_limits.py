@@ -56,9 +56,11 @@ def parts(text):
     """(tree rows, table rows, last line) of a printed summary."""
     lines = text.splitlines()
     def block(title):
-        if title not in lines:
+        # the title may carry a note ("Call tree (threads ran at once: ...)")
+        at = [k for k, l in enumerate(lines) if l == title or l.startswith(title + " (")]
+        if not at:
             return []
-        i = lines.index(title) + 3          # title, header, rule
+        i = at[0] + 3                       # title, header, rule
         out = []
         while i < len(lines) and lines[i]:
             out.append(lines[i])
