@@ -1,13 +1,28 @@
-/* exitphase.c - the end of `scope-profiler run`: from the moment the
- * profile is about to be written, SIGINT and SIGTERM no longer unwind
- * Python code (where they would abort the write with a traceback); they are
- * remembered, the profile is completed, and `run` then ends as the signal
- * asks: killed by SIGINT (a shell's 130), or status 143 for SIGTERM, as
- * during the script. A second such signal while the profile is being
- * written abandons it at once: the previous file stays where it was. */
+/* exitphase.c - how `scope-profiler run` ends, whatever ends it.
+ *
+ * The exit signals: SIGINT (Python's KeyboardInterrupt), and SIGTERM,
+ * SIGHUP (the terminal or ssh session is gone), SIGXCPU (RLIMIT_CPU, a
+ * batch system's CPU limit), SIGUSR1 and SIGUSR2 (SGE's -notify, Slurm's
+ * --signal), which the run turns into SystemExit(128 + signal) where the
+ * script has no handler of its own, so that the profile is written as at
+ * sys.exit. From the moment the profile is about to be written, they no
+ * longer unwind Python code (where they would abort the write with a
+ * traceback): they are remembered, the profile is completed, and `run`
+ * then ends as the signal asks (killed by SIGINT, a shell's 130; status
+ * 128 + signal for the others). A second one while the profile is being
+ * written abandons it at once: the previous file stays where it was.
+ *
+ * Python swallows an exception raised in its own shutdown (an atexit
+ * callback of the script's, the wait for threads): such a signal is noted
+ * all the same (the run's sys.unraisablehook watch), so the status is the
+ * signal's, as during the script.
+ *
+ * os.exec*() replaces the process: the profile is written first (the
+ * run's os.execv / os.execve, through which every os.exec* function goes). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,7 +31,18 @@
 #include "sp_pymodule.h"
 #include "sp_pysession.h"
 
+static const int exit_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2};
+#define NSIGNALS (sizeof exit_signals / sizeof exit_signals[0])
+
 static volatile sig_atomic_t exit_signal;   /* the first one received, or 0 */
+
+static int is_exit_signal(long sig)
+{
+	for (size_t i = 0; i < NSIGNALS; i++)
+		if (exit_signals[i] == sig)
+			return 1;
+	return 0;
+}
 
 static void on_exit_signal(int sig)
 {
@@ -48,17 +74,123 @@ int sp_run_exit_signal(void)
 	return exit_signal;
 }
 
-/* _note_exit_signal(signum): the run's Python SIGTERM handler says it ran,
- * so that the status is 143 even where Python's shutdown (waiting for
- * threads, other atexit callbacks) swallows its SystemExit. */
-static PyObject *note_exit_signal(PyObject *m, PyObject *arg)
+/* _on_exit_signal(signum, frame): the run's handler of the exit signals
+ * but SIGINT, in C so that no frame of the profiler's shows in a
+ * traceback: the script unwinds as at sys.exit(128 + signum). */
+static PyObject *on_exit_signal_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
-	long sig = PyLong_AsLong(arg);
+	long sig = nargs >= 1 ? PyLong_AsLong(args[0]) : -1;
 	if (sig == -1 && PyErr_Occurred())
 		return NULL;
-	if (!exit_signal && (sig == SIGINT || sig == SIGTERM))
+	if (!exit_signal && is_exit_signal(sig))
 		exit_signal = (int)sig;
+	sp_session_note_failed();
+	PyObject *code = PyLong_FromLong(128 + sig);
+	if (code) {
+		PyErr_SetObject(PyExc_SystemExit, code);
+		Py_DECREF(code);
+	}
+	return NULL;
+}
+
+/* _watch_unraisable(hook)(unraisable): the run's sys.unraisablehook, over
+ * the one it found (self). Python's shutdown swallows a KeyboardInterrupt
+ * or the run's SystemExit raised in it (an atexit callback, the wait for
+ * threads): the signal is noted so that the run ends as it asks. The
+ * SystemExit of an exit signal is not printed (plain python would have
+ * ended silently at that signal). */
+static PyObject *unraisable_hook(PyObject *self, PyObject *u)
+{
+	PyObject *type = PyObject_GetAttrString(u, "exc_type");
+	if (!type)
+		PyErr_Clear();
+	int quiet = 0;
+	if (type == PyExc_KeyboardInterrupt && !exit_signal)
+		exit_signal = SIGINT;
+	else if (type == PyExc_SystemExit && exit_signal && exit_signal != SIGINT)
+		quiet = 1;
+	Py_XDECREF(type);
+	if (quiet)
+		Py_RETURN_NONE;
+	return PyObject_CallOneArg(self, u);
+}
+
+static PyMethodDef unraisable_def = {
+	"unraisablehook", unraisable_hook, METH_O,
+	"scope-profiler run's watch over sys.unraisablehook (notes exit signals Python swallowed)."};
+
+/* _exec_first(os.execv or os.execve)(*args): writes the profile, then
+ * replaces the process. Where the exec fails, what the script records
+ * from then on is not in the profile: one line says so. */
+static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+	int ended = sp_session_end_before_exec();
+	PyObject *r = PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
+	if (!r && ended)
+		sp_session_exec_failed();
+	return r;
+}
+
+static PyMethodDef exec_def = {
+	"exec", (PyCFunction)(void (*)(void))exec_first, METH_FASTCALL | METH_KEYWORDS,
+	"scope-profiler run's os.exec*: the profile is written before the process is replaced."};
+
+/* _run_watch(os): the run's watches, installed before the script starts:
+ * the exit signals that have no handler yet, sys.unraisablehook, and
+ * os.execv / os.execve. The builtins keep the originals' names. */
+static PyObject *run_watch(PyObject *m, PyObject *os)
+{
+	PyObject *sigmod = PyImport_ImportModule("_signal");
+	PyObject *handler = sigmod ? PyObject_GetAttrString(m, "_on_exit_signal") : NULL;
+	if (!handler)
+		goto fail;
+	for (size_t i = 0; i < NSIGNALS; i++) {
+		if (exit_signals[i] == SIGINT)
+			continue;   /* Python's own KeyboardInterrupt */
+		PyObject *cur = PyObject_CallMethod(sigmod, "getsignal", "i", exit_signals[i]);
+		if (!cur)
+			goto fail;
+		/* SIG_DFL is 0; a script's handler (or SIG_IGN) is kept. */
+		int dfl = PyLong_Check(cur) && PyLong_AsLong(cur) == (long)(intptr_t)SIG_DFL;
+		Py_DECREF(cur);
+		if (dfl) {
+			PyObject *r = PyObject_CallMethod(sigmod, "signal", "iO", exit_signals[i], handler);
+			if (!r)
+				goto fail;
+			Py_DECREF(r);
+		}
+	}
+	PyObject *hook = PySys_GetObject("unraisablehook");   /* borrowed */
+	if (hook) {
+		PyObject *w = PyCFunction_NewEx(&unraisable_def, hook, NULL);
+		if (!w || PySys_SetObject("unraisablehook", w) != 0) {
+			Py_XDECREF(w);
+			goto fail;
+		}
+		Py_DECREF(w);
+	}
+	static const char *const execs[] = {"execv", "execve"};
+	for (size_t i = 0; i < 2; i++) {
+		PyObject *orig = PyObject_GetAttrString(os, execs[i]);
+		if (!orig) {
+			PyErr_Clear();   /* not on this platform */
+			continue;
+		}
+		PyObject *w = PyCFunction_NewEx(&exec_def, orig, NULL);
+		Py_DECREF(orig);
+		if (!w || PyObject_SetAttrString(os, execs[i], w) != 0) {
+			Py_XDECREF(w);
+			goto fail;
+		}
+		Py_DECREF(w);
+	}
+	Py_DECREF(handler);
+	Py_DECREF(sigmod);
 	Py_RETURN_NONE;
+fail:
+	Py_XDECREF(handler);
+	Py_XDECREF(sigmod);
+	return NULL;
 }
 
 /* _run_exit(): the run's atexit callback, in C so that no signal handler
@@ -66,27 +198,52 @@ static PyObject *note_exit_signal(PyObject *m, PyObject *arg)
  * then the session ends (sp_session_end_run: write, print, clean up). */
 static PyObject *run_exit(PyObject *m, PyObject *unused)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_exit_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	/* Held while the handlers change hands: one arriving meanwhile
+	 * reaches the C handler when they are let through below. */
+	sigset_t held, before;
+	sigemptyset(&held);
+	for (size_t i = 0; i < NSIGNALS; i++)
+		sigaddset(&held, exit_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &held, &before);
 	/* A signal that arrived just before, its Python handler not yet run:
-	 * Python's KeyboardInterrupt for SIGINT (the run's SIGTERM handler
-	 * notes itself). */
+	 * Python's KeyboardInterrupt for SIGINT, the run's handler of the
+	 * others (it notes itself). */
 	if (PyErr_CheckSignals() < 0) {
 		if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) && !exit_signal)
 			exit_signal = SIGINT;
 		PyErr_Clear();
 	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_exit_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	PyObject *sigmod = PyImport_ImportModule("_signal");
+	for (size_t i = 0; i < NSIGNALS; i++) {
+		struct sigaction old;
+		/* One the script ignores stays ignored. */
+		if (sigaction(exit_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		/* Python forgets its handler first: else its finalisation
+		 * would put back SIG_DFL under ours, and a signal then would
+		 * kill the run after the profile is written. */
+		PyObject *r = sigmod ? PyObject_CallMethod(sigmod, "signal", "ii", exit_signals[i],
+							   (int)(intptr_t)SIG_DFL) : NULL;
+		Py_XDECREF(r);
+		sigaction(exit_signals[i], &sa, NULL);
+	}
+	Py_XDECREF(sigmod);
+	PyErr_Clear();
+	pthread_sigmask(SIG_SETMASK, &before, NULL);
 	sp_session_end_run();
 	Py_RETURN_NONE;
 }
 
 PyMethodDef sp_exitphase_methods[] = {
 	{"_run_exit", run_exit, METH_NOARGS, NULL},
-	{"_note_exit_signal", note_exit_signal, METH_O, NULL},
+	{"_run_watch", run_watch, METH_O, NULL},
+	{"_on_exit_signal", (PyCFunction)(void (*)(void))on_exit_signal_py, METH_FASTCALL,
+	 "scope-profiler run's handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1 and SIGUSR2: the script "
+	 "ends as at sys.exit(128 + signum), and the profile is written."},
 	{NULL},
 };

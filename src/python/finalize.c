@@ -21,18 +21,8 @@
 #include "sp_pyregion.h"
 #include "sp_aggregate.h"
 #include "sp_pysession.h"
+#include "sp_pytext.h"
 #include "sp_render.h"
-
-static char *dup_utf8(PyObject *s)
-{
-	const char *u = PyUnicode_AsUTF8(s);
-	if (!u)
-		return NULL;
-	char *d = strdup(u);
-	if (!d)
-		PyErr_NoMemory();
-	return d;
-}
 
 /* Region -> index in the profile, for the aggregate call tree. */
 struct region_index {
@@ -51,7 +41,7 @@ static int32_t region_index_of(RegionObject *r, void *ctx)
 static int add_aggregate_region(struct sp_rank *rk, RegionObject *r)
 {
 	struct sp_region_data *rd = &rk->regions[rk->nregions];
-	if (!(rd->name = dup_utf8(r->name)))
+	if (!(rd->name = sp_text_dup(r->name)))
 		return -1;
 	rk->nregions++;
 	rd->aggregate = 1;
@@ -113,7 +103,7 @@ static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now, si
 				++*open;
 			}
 	struct sp_region_data *rd = &rk->regions[rk->nregions];
-	if (!(rd->name = dup_utf8(r->name)))
+	if (!(rd->name = sp_text_dup(r->name)))
 		return -1;
 	rk->nregions++;
 	rd->starts = r->buf.starts;
@@ -145,7 +135,7 @@ static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now, si
 static int add_lost_region(struct sp_rank *rk, RegionObject *r)
 {
 	struct sp_region_data *rd = &rk->regions[rk->nregions];
-	if (!(rd->name = dup_utf8(r->name)))
+	if (!(rd->name = sp_text_dup(r->name)))
 		return -1;
 	rk->nregions++;
 	rd->dropped = (int64_t)r->buf.dropped;
@@ -379,6 +369,25 @@ fail:
 	return NULL;
 }
 
+/* A one-rank profile with no regions: what a rank whose own profile could
+ * not be built gives the MPI merge. NULL when memory runs out. */
+static struct sp_profile *empty_profile(int64_t now, int64_t run_start)
+{
+	struct sp_profile *p = calloc(1, sizeof *p);
+	if (!p || !(p->ranks = calloc(1, sizeof *p->ranks)) ||
+	    !(p->ranks[0].regions = calloc(1, sizeof(struct sp_region_data)))) {
+		sp_profile_free(p);
+		return NULL;
+	}
+	p->format_version = 2;
+	p->nranks = 1;
+	p->ranks[0].rank = sp_mpi_rank();
+	p->ranks[0].run_start_ns = run_start;
+	p->ranks[0].run_end_ns = now;
+	p->ranks[0].pid = (int64_t)getpid();
+	return p;
+}
+
 /* Nothing goes wrong silently: calls that memory could not hold (also kept
  * in the file), and exits from a thread that did not enter the call, are
  * said on stderr (each rank for itself, in one write). */
@@ -421,6 +430,24 @@ int sp_final_run(struct sp_final *f)
 	enum need need = f->path || f->render || f->snapshot || collective ? NEED_ALL
 			 : f->render_lines ? NEED_LINES : NEED_LOSSES;
 	struct sp_profile *p = live_profile(now, f->run_start_ns, f->meta, f->nmeta, need);
+	if (!p && collective) {
+		/* The other ranks wait for this one in the merge: it takes part
+		 * with no regions, as a failed rank, and says why after. */
+		PyObject *type, *value, *tb;
+		PyErr_Fetch(&type, &value, &tb);
+		struct sp_profile *empty = empty_profile(now, f->run_start_ns);
+		if (empty) {
+			struct sp_error ignored = {0};
+			double wait_s;
+			sp_mpi_wait_seconds(&wait_s);
+			Py_BEGIN_ALLOW_THREADS
+			sp_mpi_collect(empty, f->path, f->path != NULL, 1, wait_s, f->fallback, &ignored);
+			Py_END_ALLOW_THREADS
+			sp_profile_free(empty);
+		}
+		PyErr_Restore(type, value, tb);
+		goto out;
+	}
 	if (!p)
 		goto out;
 	p->compression = f->compression;  /* the file's event columns: 0 contiguous, 1..9 deflate */

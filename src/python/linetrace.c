@@ -23,6 +23,7 @@
 #include "sp_grow.h"
 #include "sp_linetrace.h"
 #include "sp_profile.h"
+#include "sp_pytext.h"
 
 #include "sp_monitor.h"
 
@@ -413,12 +414,9 @@ void sp_linetrace_reset(void)
 
 static char *dup_str(PyObject *s)
 {
-	const char *u = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL;
-	if (!u) {
-		PyErr_Clear();
-		u = "";
-	}
-	return strdup(u);
+	char *d = s && PyUnicode_Check(s) ? sp_text_dup(s) : NULL;
+	PyErr_Clear();
+	return d ? d : strdup("");
 }
 
 /* Whether a line (up to its end) holds a coding declaration naming anything

@@ -18,6 +18,7 @@
 #include "sp_memory.h"
 #include "sp_pymodule.h"
 #include "sp_pyregion.h"
+#include "sp_pytext.h"
 #include "sp_aggregate.h"
 #include "sp_recorder.h"
 
@@ -314,7 +315,19 @@ static PyObject *region_exit_agg(PyObject *self, PyObject *const *args, Py_ssize
 
 static PyObject *region_enter_disabled(PyObject *self, PyObject *unused)
 {
+	if (__builtin_expect(sp_mode.finished, 0))
+		sp_region_used_after_finalize((RegionObject *)self);
 	return Py_NewRef(self);
+}
+
+__attribute__((cold)) void sp_region_used_after_finalize(RegionObject *r)
+{
+	sp_mode.finished = 0;
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	PySys_FormatStderr("scope-profiler: warning: region %R used after finalize(): calls after "
+			   "finalize() are not recorded (setup() starts a new session)\n", r->name);
+	PyErr_Restore(type, value, tb);
 }
 
 static PyObject *region_exit_disabled(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -590,10 +603,26 @@ static PyObject *region_create(PyObject *name)
 		PyErr_SetString(PyExc_ValueError, "a region name must not contain NUL characters");
 		return NULL;
 	}
-	RegionObject *r = PyObject_New(RegionObject, sp_mode.region_type);
-	if (!r)
+	/* A name UTF-8 cannot hold (a lone surrogate) would fail the file at
+	 * the end of the run: the region goes by its escaped form, said once. */
+	PyObject *stored = sp_text_storable(name);
+	if (!stored)
 		return NULL;
-	r->name = Py_NewRef(name);
+	if (stored != name) {
+		PyObject *known = PyDict_GetItemWithError(sp_registry, stored);
+		if (known || PyErr_Occurred()) {
+			Py_DECREF(stored);
+			return Py_XNewRef(known);
+		}
+		PySys_FormatStderr("scope-profiler: warning: the region name %R is not valid text "
+				   "(UTF-8 cannot hold it); it is recorded as %R\n", name, stored);
+	}
+	RegionObject *r = PyObject_New(RegionObject, sp_mode.region_type);
+	if (!r) {
+		Py_DECREF(stored);
+		return NULL;
+	}
+	r->name = stored;
 	sp_buf_init(&r->buf, sp_mode.buffer_limit);
 	sp_agg_region_init(&r->agg);
 	sp_stats_acc_init(&r->acc);
@@ -609,7 +638,7 @@ static PyObject *region_create(PyObject *name)
 	}
 	r->gen = 0;
 	if ((sp_mode.likwid && likwid_register(r) != 0) ||
-	    PyDict_SetItem(sp_registry, name, (PyObject *)r) != 0) {
+	    PyDict_SetItem(sp_registry, r->name, (PyObject *)r) != 0) {
 		Py_DECREF(r);
 		return NULL;
 	}
@@ -764,7 +793,9 @@ static PyObject *mod_get_region(PyObject *m, PyObject *name)
 {
 	if (!check_name(name))
 		return NULL;
-	PyObject *r = PyDict_GetItemWithError(sp_registry, name);
+	PyObject *stored = sp_text_storable(name);   /* as region_create keys it */
+	PyObject *r = stored ? PyDict_GetItemWithError(sp_registry, stored) : NULL;
+	Py_XDECREF(stored);
 	if (r)
 		return Py_NewRef(r);
 	if (!PyErr_Occurred())

@@ -108,7 +108,10 @@ static int precompile(const char *script)
 	}
 	PyObject *builtins = PyEval_GetBuiltins();
 	PyObject *compile = builtins ? PyDict_GetItemString(builtins, "compile") : NULL;
-	PyObject *code = compile ? PyObject_CallFunction(compile, "Oss", src, script, "exec") : NULL;
+	/* The file name as python names it (os.fsdecode: any bytes). */
+	PyObject *fname = PyUnicode_DecodeFSDefault(script);
+	PyObject *code = compile && fname ? PyObject_CallFunction(compile, "OOs", src, fname, "exec") : NULL;
+	Py_XDECREF(fname);
 	Py_DECREF(src);
 	if (code) {
 		Py_DECREF(code);
@@ -298,15 +301,13 @@ static int run(const struct sp_settings *settings, const struct sp_run_target *t
 		rc = 1;
 	/* A signal received while the run ended: the profile is complete;
 	 * end as that signal asks, as during the script. */
-	switch (sp_run_exit_signal()) {
-	case SIGINT:
+	int sig = sp_run_exit_signal();
+	if (sig == SIGINT) {
 		fflush(NULL);
 		signal(SIGINT, SIG_DFL);
 		raise(SIGINT);
-		break;
-	case SIGTERM:
-		rc = 128 + SIGTERM;
-		break;
+	} else if (sig) {
+		rc = 128 + sig;
 	}
 	return rc;
 }

@@ -219,19 +219,13 @@ def _finalize_at_exit():
     if not _session_active():
         return
     try:
-        finalize()
+        finalize(_at_exit=True)
     except OSError as exc:
         _sys.stderr.write(f"scope-profiler: cannot write the profile at exit: {exc}\n")
 
 
 # ---------------------------------------------------------------------------
 # `scope-profiler run` glue
-
-def _on_sigterm(signum, frame):
-    _note_exit_status(128 + signum)
-    _note_exit_signal(signum)  # 143 even if Python's own shutdown swallows the SystemExit
-    raise SystemExit(128 + signum)
-
 
 def _watch_exit(original):
     """sys.exit that remembers a failure status: under MPI such a rank
@@ -357,12 +351,12 @@ def _compile_error(specs):
 def _run_hooks(target, trace, trace_all, include, exclude):
     """The Python-level hooks of `scope-profiler run`, after the C session
     started (session.c): the --recursive hook in every thread, the exit
-    callback, sys.exit and SIGTERM noted, the shim folder."""
+    callback, sys.exit, the exit signals and os.exec* watched, the shim
+    folder."""
     # Only what plain python has loaded already, so that the script runs
-    # as it would there: _signal rather than signal (which loads enum), and
-    # atexit (built in, no Python code) left out of sys.modules once used;
-    # a later `import atexit` makes a new module over the same callbacks.
-    import _signal as signal
+    # as it would there: atexit (built in, no Python code) is left out of
+    # sys.modules once used; a later `import atexit` makes a new module
+    # over the same callbacks.
     had_atexit = "atexit" in _sys.modules
     import atexit
 
@@ -373,10 +367,11 @@ def _run_hooks(target, trace, trace_all, include, exclude):
     atexit.register(_run_exit)  # C: ends the session, signals held
     _sys.exit = _watch_exit(_sys.exit)
     _offer_shim()
-    # SIGTERM (a batch system's time limit) unwinds like sys.exit(143), so
-    # the profile is written; a script may still install its own handler.
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _on_sigterm)
+    # SIGTERM (a batch system's time limit), SIGHUP, SIGXCPU, SIGUSR1/2
+    # unwind like sys.exit(128 + signal), so the profile is written (a
+    # script may still install its own handler); os.exec* writes it first;
+    # signals Python's shutdown swallows are noted (exitphase.c).
+    _run_watch(_os)
 
 
 def _tmpdir():
@@ -480,6 +475,9 @@ def _offer_shim():
             f.write(_shim_source.replace("@VERSION@", __version__))
     except OSError:
         return
+    # A fork of this process has the module but never writes: marked, to
+    # be counted at the end like the subprocesses that import the shim.
+    _os.register_at_fork(after_in_child=_mark_child)
     old = _os.environ.get("PYTHONPATH")
     _os.environ["PYTHONPATH"] = folder + (_os.pathsep + old if old else "")
     # multiprocessing's spawn hands its children this process's sys.path;
@@ -487,11 +485,34 @@ def _offer_shim():
     _sys.path.append(folder)
 
 
+def _mark_child():
+    """In a forked child of the run: its mark in the shim folder (see
+    scope_profiler_shim.py)."""
+    if _shim:
+        try:
+            _os.close(_os.open(_os.path.join(_shim, f"child-{_os.getpid()}"),
+                               _os.O_WRONLY | _os.O_CREAT, 0o600))
+        except OSError:
+            pass
+
+
 def _remove_shim():
-    """The end of the run (session.c, after the profile, with SIGINT and
-    SIGTERM held): the shim folder goes, in the process that made it."""
+    """The end of the run (session.c, after the profile, with the exit
+    signals held): the child processes that imported scope_profiler (their
+    marks in the shim folder) are counted in one line, and the shim folder
+    goes, in the process that made it."""
     global _shim
     if _shim and _os.getpid() == _shim_pid:
+        try:
+            children = sum(1 for n in _os.listdir(_shim) if n.startswith("child-"))
+        except OSError:
+            children = 0
+        if children:
+            _sys.stderr.write(
+                f"scope-profiler: run: warning: {children} child process"
+                f"{'es' if children > 1 else ''} imported scope_profiler and "
+                f"{'were' if children > 1 else 'was'} not profiled: "
+                f"{'their' if children > 1 else 'its'} calls are not in this profile\n")
         _remove_tree(_shim)
         _shim = None
 

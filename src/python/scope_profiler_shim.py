@@ -5,6 +5,9 @@ script starts with sys.executable (multiprocessing's spawn and forkserver
 children, subprocess.run([sys.executable, ...])), so that a script that
 imports scope_profiler also imports there. Nothing is recorded in those
 processes: decorators return the function itself, regions do nothing.
+Each process that imports it (and each fork of such a process) leaves a
+mark in this module's folder, so that the run can say at its end how many
+processes imported scope_profiler without being profiled.
 """
 
 __version__ = "@VERSION@"
@@ -97,3 +100,17 @@ def _region_profiler():
 
 
 region_profiler = _region_profiler()
+
+
+def _mark_process():
+    import os
+
+    try:
+        folder = os.path.dirname(os.path.abspath(__file__))
+        os.close(os.open(os.path.join(folder, f"child-{os.getpid()}"), os.O_WRONLY | os.O_CREAT, 0o600))
+    except OSError:
+        pass  # the run has ended: nobody counts any more
+
+
+_mark_process()
+__import__("os").register_at_fork(after_in_child=_mark_process)

@@ -27,6 +27,7 @@
 #include "sp_pyregion.h"
 #include "sp_aggregate.h"
 #include "sp_pysession.h"
+#include "sp_pytext.h"
 #include "sp_standalone.h"
 #include "sp_recorder.h"
 
@@ -150,6 +151,7 @@ static int mode_apply(const struct sp_settings *s)
 		: sp_mode.threads ? &sp_ThreadsRegionType : &sp_TimeOnlyRegionType;
 	sp_mode.disabled = s->disable;
 	sp_mode.idle = 0;
+	sp_mode.finished = 0;
 	sp_mode.aggregate = s->aggregate && !s->disable;
 	sp_mode.track_async = s->track_async && !s->disable;
 	sp_mode.recursive_all = s->recursive;
@@ -713,11 +715,12 @@ static PyObject *mod_check_options(PyObject *m, PyObject *args, PyObject *kw)
  * verbose_line_profiler=False. */
 static PyObject *mod_finalize(PyObject *m, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"verbose", "return_results", "verbose_line_profiler", "_failed", NULL};
+	static char *kwlist[] = {"verbose", "return_results", "verbose_line_profiler", "_failed",
+				 "_at_exit", NULL};
 	PyObject *verbose = Py_None, *verbose_lines = Py_None;
-	int want = 0, failed = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpOp:finalize", kwlist, &verbose, &want,
-					 &verbose_lines, &failed))
+	int want = 0, failed = 0, at_exit = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpOpp:finalize", kwlist, &verbose, &want,
+					 &verbose_lines, &failed, &at_exit))
 		return NULL;
 	if (!session.active)
 		Py_RETURN_NONE;
@@ -731,6 +734,11 @@ static PyObject *mod_finalize(PyObject *m, PyObject *args, PyObject *kw)
 	PyObject *out = Py_XNewRef(PySys_GetObject("stdout"));
 	PyObject *res = finish(show, want, out, lines, failed, &written);
 	Py_XDECREF(out);
+	/* The script's own finalize(): a region it uses from now on is said
+	 * once (not at the interpreter's exit, where daemon threads may still
+	 * run). */
+	if (res && !at_exit)
+		sp_mode.finished = 1;
 	return res;
 }
 
@@ -889,8 +897,14 @@ int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const
 	int trace = s->recursive && !session.cur.disable;
 	/* The Python-level hooks: threading and sys.setprofile, sys.exit, the
 	 * SIGTERM handler, atexit, the shim folder (scope_profiler_py.py). */
-	if (inc && exc && !PyErr_Occurred())
-		res = PyObject_CallMethod(mod, "_run_hooks", "siiOO", target, trace, s->trace_all, inc, exc);
+	/* The root region: any bytes, as python names files, stored escaped
+	 * where UTF-8 cannot hold them (the name is the tool's, not said). */
+	PyObject *fsname = PyUnicode_DecodeFSDefault(target);
+	PyObject *root = fsname ? sp_text_storable(fsname) : NULL;
+	Py_XDECREF(fsname);
+	if (root && inc && exc && !PyErr_Occurred())
+		res = PyObject_CallMethod(mod, "_run_hooks", "OiiOO", root, trace, s->trace_all, inc, exc);
+	Py_XDECREF(root);
 	Py_XDECREF(inc);
 	Py_XDECREF(exc);
 	if (res && trace) {
@@ -983,9 +997,14 @@ static void write_at_exit(void)
 	Py_XDECREF(err);
 }
 
-void sp_session_end_run(void)
+void sp_session_note_failed(void)
 {
-	write_at_exit();
+	session.exit_failed = 1;
+}
+
+/* What end_run says of an error that write_at_exit left. */
+static void say_end_error(void)
+{
 	if (PyErr_Occurred()) {
 		PyObject *s = exc_text();
 		const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
@@ -994,6 +1013,41 @@ void sp_session_end_run(void)
 		Py_XDECREF(s);
 		session.write_failed = 1;
 	}
+}
+
+int sp_session_end_before_exec(void)
+{
+	if (!session.active || getpid() != session.pid)
+		return 0;
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	if (!session.quiet) {
+		PyObject *err = PySys_GetObject("stderr");
+		PyObject *line = PyUnicode_FromString("scope-profiler: run: the script calls os.exec*(): "
+						      "the profile is written before the process is replaced\n");
+		stream_write(err, line);
+		Py_XDECREF(line);
+	}
+	write_at_exit();
+	say_end_error();
+	PyErr_Restore(type, value, tb);
+	return !session.active;
+}
+
+void sp_session_exec_failed(void)
+{
+	sp_mode.finished = 0;
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	PySys_WriteStderr("scope-profiler: run: os.exec*() failed after the profile was written: "
+			  "what the script does from here on is not recorded\n");
+	PyErr_Restore(type, value, tb);
+}
+
+void sp_session_end_run(void)
+{
+	write_at_exit();
+	say_end_error();
 	/* Python's: it checks that the folder is this process's. */
 	PyObject *r = session.module ? PyObject_CallMethod(session.module, "_remove_shim", NULL) : NULL;
 	Py_XDECREF(r);

@@ -74,8 +74,14 @@ struct sp_recmode {
 	int memory;                   /* use_memray: allocations per call (sp_memory.h) */
 	int likwid;                   /* use_likwid: LIKWID marker regions (sp_likwid.h);
 				       * kept through the freeze, for the end of the session */
+	int finished;                 /* with idle: finalize() ended a session and no
+				       * region has been used since (then one warning) */
 };
 extern struct sp_recmode sp_mode;
+
+/* A region used after finalize(): one warning until the next setup()
+ * (sp_mode.finished cleared). Never raises. */
+void sp_region_used_after_finalize(RegionObject *r);
 
 /* One open `with` block: its region, its event slot (-1: dropped, out of
  * memory), the region's gen at entry and its node of the live call tree

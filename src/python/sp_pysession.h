@@ -56,9 +56,22 @@ void sp_session_bind(PyObject *mod);
 /* Whether `run` could not write the profile where it was asked to. */
 int sp_session_write_failed(void);
 
-/* SIGINT or SIGTERM when one arrived while the run ended, else 0
- * (exitphase.c). */
+/* The exit signal (SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2)
+ * that ended the run or arrived while it ended, else 0 (exitphase.c). */
 int sp_run_exit_signal(void);
+
+/* The script is ending with a failure (an exit signal): under MPI this
+ * rank does not wait for the others. */
+void sp_session_note_failed(void);
+
+/* `run`, at os.exec*(): writes the profile as at the end of the run (the
+ * process is about to be replaced); the shim folder stays for the new
+ * program. Returns 1 when it ended the session, else 0. Never raises. */
+int sp_session_end_before_exec(void);
+
+/* The exec after sp_session_end_before_exec failed: one line says that
+ * what follows is not recorded (instead of the after-finalize warning). */
+void sp_session_exec_failed(void);
 
 /* The module functions of the session and of the exit phase. */
 extern PyMethodDef sp_session_methods[];

@@ -196,10 +196,14 @@ static __attribute__((noinline, cold)) void *classify(PyCodeObject *co, PyObject
 	void *result = SKIP;
 	PyObject *name = NULL, *exc_type, *exc_value, *exc_tb;
 	PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-	const char *filename = PyUnicode_AsUTF8(co->co_filename);
-	if (!filename || strcmp(filename, "<scope_profiler>") == 0)
-		goto out;   /* never the profiler's own Python layer */
-	if (!sp_filter_own_code(&filter, filename))
+	/* The file's own bytes (os.fsencode): a name that is not UTF-8 is
+	 * still a file of the script's. */
+	PyObject *fsname = PyUnicode_EncodeFSDefault(co->co_filename);
+	const char *filename = fsname ? PyBytes_AS_STRING(fsname) : NULL;
+	int own = filename && strcmp(filename, "<scope_profiler>") != 0   /* never the profiler's layer */
+		  && sp_filter_own_code(&filter, filename);
+	Py_XDECREF(fsname);
+	if (!own)
 		goto out;
 	PyObject *module = globals ? PyDict_GetItemString(globals, "__name__") : NULL;
 	if (module && PyUnicode_Check(module))

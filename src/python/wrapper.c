@@ -172,6 +172,8 @@ static PyObject *pf_call_agg(PyObject *self, PyObject *const *args, size_t nargs
 
 static PyObject *pf_call_disabled(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+	if (__builtin_expect(sp_mode.finished, 0))
+		sp_region_used_after_finalize(((ProfiledFunction *)self)->region);
 	return PyObject_Vectorcall(((ProfiledFunction *)self)->func, args, nargsf, kwnames);
 }
 

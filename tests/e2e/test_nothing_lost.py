@@ -1,0 +1,334 @@
+"""Nothing recorded is lost without a word (issue 25): region names UTF-8
+cannot hold, the signals batch systems and terminals send, os.exec*, the
+processes the script starts, regions used after finalize(), script names
+that are not UTF-8, and signals in Python's own shutdown. Real signals,
+real child processes, real mpirun; the files read back with h5py."""
+import os
+import signal
+import subprocess
+import sys
+
+import h5py
+import pytest
+
+from conftest import BINARY, regions
+from test_mpi import mpirun
+
+
+def calls(path):
+    with h5py.File(path) as f:
+        return {name: int(r.attrs["num_calls"]) for name, r in regions(f).items()}
+
+
+# ---- 1. a region name UTF-8 cannot hold ----
+
+BAD_NAME = """
+    import os
+    import scope_profiler as sp
+    name = os.fsdecode(b"bad\\xff")          # 'bad\\udcff', a lone surrogate
+    for _ in range(3):
+        with sp.region("good"):
+            pass
+        with sp.region(name):
+            pass
+    assert sp.get_region(name).num_calls == 3
+    with sp.region("bad\\\\udcff"):          # the escaped form: the same region
+        pass
+    print("done")
+"""
+
+
+def test_a_name_utf8_cannot_hold_keeps_the_profile(sp):
+    script = sp.script(BAD_NAME)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "done\n"
+    warnings = [l for l in proc.stderr.splitlines() if "not valid text" in l]
+    assert len(warnings) == 1, proc.stderr
+    assert "'bad\\udcff'" in warnings[0] and "'bad\\\\udcff'" in warnings[0]
+    assert calls(sp.tmp / "out.h5") == {"good": 3, "bad\\udcff": 4}
+
+
+def test_a_name_utf8_cannot_hold_on_one_mpi_rank_does_not_hang(sp):
+    sp.script("""
+        import os
+        from mpi4py import MPI
+        import scope_profiler as sp
+        rank = MPI.COMM_WORLD.Get_rank()
+        with sp.region("step"):
+            pass
+        if rank == 1:
+            with sp.region(os.fsdecode(b"bad\\xff")):
+                pass
+    """)
+    proc = mpirun(sp, 2, "run", "-q", "-o", "out.h5", "script.py", timeout=100,
+                  env={"SCOPE_PROFILER_MPI_WAIT": "20"})
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert {n: int(r.attrs["num_calls"]) for n, r in regions(f, 0).items()} == {"step": 1}
+        assert {n: int(r.attrs["num_calls"]) for n, r in regions(f, 1).items()} == \
+            {"step": 1, "bad\\udcff": 1}
+
+
+# ---- 3. the signals of terminals and batch systems ----
+
+LOOP = """
+    import sys, time
+    import scope_profiler as sp
+    r = sp.region("loop")
+    with r:
+        pass
+    print("started", flush=True)
+    while True:
+        with r:
+            time.sleep(0.001)
+"""
+
+
+def start(script, out, *options):
+    p = subprocess.Popen([BINARY, "run", "-q", *options, "-o", str(out), str(script)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "started\n"
+    return p
+
+
+@pytest.mark.parametrize("sig", ["SIGHUP", "SIGXCPU", "SIGUSR1", "SIGUSR2", "SIGTERM"])
+def test_exit_signals_write_the_profile_and_end_as_the_signal_asks(sp, sig):
+    script = sp.script(LOOP)
+    p = start(script, sp.tmp / "out.h5")
+    p.send_signal(getattr(signal, sig))
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 128 + getattr(signal, sig), err
+    assert "Traceback" not in err, err
+    assert calls(sp.tmp / "out.h5")["loop"] >= 1
+
+
+def test_a_scripts_own_handler_is_kept(sp):
+    script = sp.script("""
+        import signal, sys, time
+        import scope_profiler as sp
+        def bye(signum, frame):
+            print("own handler", flush=True)
+            sys.exit(7)
+        signal.signal(signal.SIGHUP, bye)
+        with sp.region("r"):
+            pass
+        print("started", flush=True)
+        while True:
+            time.sleep(0.01)
+    """)
+    p = start(script, sp.tmp / "out.h5")
+    p.send_signal(signal.SIGHUP)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 7, err
+    assert out == "own handler\n"
+    assert calls(sp.tmp / "out.h5") == {"r": 1}
+
+
+def test_an_ignored_sighup_stays_ignored(sp):
+    # nohup: SIGHUP ignored before the run starts; the run keeps it so.
+    script = sp.script("""
+        import os, signal
+        import scope_profiler as sp
+        with sp.region("r"):
+            os.kill(os.getpid(), signal.SIGHUP)
+        print("survived")
+    """)
+    proc = subprocess.run([BINARY, "run", "-q", "-o", "out.h5", str(script)], cwd=sp.tmp,
+                          capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "survived\n"
+    assert calls(sp.tmp / "out.h5") == {"r": 1}
+
+
+# ---- 11. signals in Python's own shutdown ----
+
+ATEXIT = """
+    import atexit, time
+    import scope_profiler as sp
+    def slow():
+        print("in atexit", flush=True)
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            pass
+    atexit.register(slow)
+    with sp.region("r"):
+        pass
+    print("started", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_in_a_scripts_atexit_callback_ends_as_it_asks(sp, sig):
+    # Python swallows an exception raised in an atexit callback and would
+    # exit 0; the run ends as the signal asks, with the profile written.
+    script = sp.script(ATEXIT)
+    p = start(script, sp.tmp / "out.h5")
+    assert p.stdout.readline() == "in atexit\n"   # the script is over
+    p.send_signal(getattr(signal, sig))
+    _, err = p.communicate(timeout=120)
+    want = -signal.SIGINT if sig == "SIGINT" else 128 + getattr(signal, sig)
+    assert p.returncode == want, err
+    assert "scope_profiler" not in err, err   # no traceback through the tool
+    assert calls(sp.tmp / "out.h5") == {"r": 1}
+
+
+# ---- 4. os.exec* ----
+
+@pytest.mark.parametrize("call", [
+    "os.execv(sys.executable, [sys.executable, '-c', 'print(\"replaced\")'])",
+    "os.execl(sys.executable, sys.executable, '-c', 'print(\"replaced\")')",
+    "os.execlp('python3', 'python3', '-c', 'print(\"replaced\")')",
+    "os.execve(sys.executable, [sys.executable, '-c', 'print(\"replaced\")'], dict(os.environ))",
+])
+def test_exec_writes_the_profile_first(sp, call):
+    (sp.tmp / "out.h5").write_bytes(b"")   # an older file: it must not stay
+    sp("run", "-q", "-o", "out.h5", sp.script("import scope_profiler as sp\nwith sp.region('old'): pass\n"))
+    script = sp.script(f"""
+        import os, sys
+        import scope_profiler as sp
+        for _ in range(5):
+            with sp.region("before"):
+                pass
+        sys.stdout.flush()
+        {call}
+    """, name="exec.py")
+    proc = sp("run", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "replaced\n"
+    assert "the profile is written before the process is replaced" in proc.stderr
+    assert calls(sp.tmp / "out.h5") == {"before": 5}
+
+
+def test_a_failed_exec_is_said(sp):
+    script = sp.script("""
+        import os
+        import scope_profiler as sp
+        with sp.region("before"):
+            pass
+        try:
+            os.execv("/nonexistent/program", ["x"])
+        except OSError:
+            print("exec failed")
+        with sp.region("after"):
+            pass
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "exec failed\n"
+    lines = [l for l in proc.stderr.splitlines() if l]
+    assert len(lines) == 1 and "os.exec*() failed" in lines[0] and "not recorded" in lines[0], proc.stderr
+    assert calls(sp.tmp / "out.h5") == {"before": 1}
+
+
+# ---- 5. child processes ----
+
+def test_children_that_import_scope_profiler_are_counted(sp):
+    script = sp.script("""
+        import multiprocessing as mp, os, subprocess, sys
+        import scope_profiler as sp
+
+        @sp.profile("work")
+        def work(x):
+            return x * x
+
+        if __name__ == "__main__":
+            with sp.region("main"):
+                pid = os.fork()                                        # 1
+                if pid == 0:
+                    work(1)
+                    os._exit(0)
+                os.waitpid(pid, 0)
+                for method in ("fork", "spawn"):                        # 2 + 2
+                    ctx = mp.get_context(method)
+                    procs = [ctx.Process(target=work, args=(i,)) for i in range(2)]
+                    for p in procs:
+                        p.start()
+                    for p in procs:
+                        p.join()
+                subprocess.run([sys.executable, "-c", "import scope_profiler"], check=True)  # 1
+                subprocess.run([sys.executable, "-c", "pass"], check=True)   # not counted
+            print("done")
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l]
+    assert lines == ["scope-profiler: run: warning: 6 child processes imported scope_profiler and "
+                     "were not profiled: their calls are not in this profile"], proc.stderr
+    assert calls(sp.tmp / "out.h5") == {"main": 1}
+
+
+def test_no_child_no_line(sp):
+    script = sp.script("""
+        import subprocess, sys
+        import scope_profiler as sp
+        with sp.region("main"):
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+# ---- 6. after finalize() ----
+
+def test_regions_after_finalize_are_said_once(sp):
+    script = sp.script("""
+        import scope_profiler as sp
+        @sp.profile("f")
+        def f():
+            pass
+        with sp.region("a"):
+            f()
+        sp.finalize(verbose=False)
+        for _ in range(3):
+            with sp.region("a"):
+                f()
+        f()
+        print("end")
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l]
+    assert len(lines) == 1 and "used after finalize()" in lines[0] and "not recorded" in lines[0], proc.stderr
+    assert calls(sp.tmp / "out.h5") == {"a": 1, "f": 1}
+
+
+def test_a_decorated_call_after_finalize_is_said(sp):
+    script = sp.script("""
+        import scope_profiler as sp
+        @sp.profile("f")
+        def f():
+            pass
+        f()
+        sp.finalize(verbose=False)
+        f()
+        sp.setup()                 # a new session: recorded again, nothing said
+        f()
+        sp.finalize(verbose=False)
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("region 'f' used after finalize()") == 1, proc.stderr
+    assert calls(sp.tmp / "out.h5") == {"f": 1}
+
+
+# ---- 9. a script name that is not UTF-8 ----
+
+@pytest.mark.parametrize("options", [[], ["--recursive"]])
+def test_a_script_name_that_is_not_utf8_runs(sp, options):
+    name = os.fsencode(sp.tmp) + b"/n\xe9.py"
+    with open(name, "wb") as f:
+        f.write(b"import scope_profiler as sp\n"
+                b"def f():\n    pass\n"
+                b"with sp.region('r'):\n    f()\n"
+                b"print('ok')\n")
+    proc = subprocess.run([os.fsencode(BINARY), b"run", b"-q", *map(os.fsencode, options),
+                           b"-o", b"out.h5", name], cwd=sp.tmp, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"ok\n" and proc.stderr == b""
+    got = calls(sp.tmp / "out.h5")
+    if options:
+        assert got == {"n\\udce9.py": 1, "__main__.<module>": 1, "__main__.f": 1, "r": 1}
+    else:
+        assert got == {"r": 1}
