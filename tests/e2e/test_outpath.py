@@ -3,6 +3,7 @@ scope-profiler-export): devices, FIFOs, symlinks, directories, stale
 temporary files, a full disk. Device nodes are made with mknod inside the
 test's own folder, never the system's."""
 import os
+import shutil
 import stat
 import subprocess
 import threading
@@ -417,3 +418,48 @@ def test_run_in_a_folder_deeper_than_path_max(sp):
     assert proc.returncode == 0, proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
         assert regions(f)["step"].attrs["num_calls"] == 3
+
+
+MANY = """
+import scope_profiler as sp
+for i in range(60):
+    with sp.region(f"region_{i:03d}"):
+        for j in range(20):
+            with sp.region(f"inner_{i:03d}_{j}"):
+                pass
+"""
+
+
+def test_plot_on_a_full_disk_is_one_line_and_keeps_the_earlier_report(sp):
+    # A tiny tmpfs in a mount namespace of its own (gone when the shell
+    # ends, whatever happens): a small profile's charts fit, a big one's
+    # (a few hundred KiB each) do not.
+    need_root("mount a small tmpfs")
+    if not shutil.which("unshare"):
+        pytest.skip("needs unshare(1) (util-linux) to mount a private tmpfs")
+    assert sp("run", "-q", "-o", "small.h5", sp.script(SCRIPT)).returncode == 0
+    assert sp("run", "-q", "-o", "big.h5", sp.script(MANY, name="many.py")).returncode == 0
+    (sp.tmp / "out").mkdir()
+    shell = f"""
+        mount -t tmpfs -o size=128k none out || exit 99
+        {BINARY} plot small.h5 -o out 2>small.err || exit 98
+        cp out/report.html before.html
+        ls -a out > before.list
+        {BINARY} plot big.h5 -o out
+        echo $? > big.rc
+        ls -a out > after.list
+        cp out/report.html after.html
+    """
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", shell], cwd=sp.tmp, capture_output=True,
+                          text=True, timeout=300)
+    if proc.returncode == 99:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    assert int((sp.tmp / "big.rc").read_text()) == 1
+    one_line_error(proc, "plot: cannot write 'out/", "No space left on device")
+    assert "Input/output error" not in proc.stderr
+    # Nothing half-written, no temporary file left, the earlier report intact.
+    after = (sp.tmp / "after.list").read_text().split()
+    assert not [n for n in after if ".tmp." in n], after
+    assert set(after) == set((sp.tmp / "before.list").read_text().split())
+    assert (sp.tmp / "after.html").read_bytes() == (sp.tmp / "before.html").read_bytes()
