@@ -7,7 +7,9 @@
  *   - a regular file, or a new one, is written to TARGET.tmp.PID beside the
  *     real target and renamed over it: readers see the old file or
  *     the whole new one. A new file gets 0666 & ~umask; a replaced one keeps
- *     its permission bits (and, as root, its owner);
+ *     its permission bits (and, as root, its owner). With
+ *     SP_OUTPATH_HDF5_ONLY (the profile) a non-empty file that is not HDF5
+ *     (a script, notes) is refused instead;
  *   - a character device or a FIFO (/dev/null, a terminal) is written in
  *     place, opened without O_CREAT or O_TRUNC, when the caller asks for it
  *     (SP_OUTPATH_IN_PLACE: exports); otherwise it is refused (the HDF5
