@@ -13,6 +13,7 @@ enum sp_err {
 	SP_ENOTPROF,   /* an HDF5 file, but not a scope-profiler profile */
 	SP_ECORRUPT,   /* a profile whose contents contradict each other */
 	SP_EINVAL,     /* an invalid argument */
+	SP_EEXIST,     /* an output path holds a file that must not be replaced */
 };
 
 /* A code plus one line of detail, filled by the function that failed. */

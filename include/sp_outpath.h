@@ -7,7 +7,9 @@
  *   - a regular file, or a new one, is written to TARGET.tmp.PID beside the
  *     real target and renamed over it: readers see the old file or
  *     the whole new one. A new file gets 0666 & ~umask; a replaced one keeps
- *     its permission bits (and, as root, its owner);
+ *     its permission bits (and, as root, its owner). With
+ *     SP_OUTPATH_HDF5_ONLY (the profile) a non-empty file that is not HDF5
+ *     (a script, notes) is refused instead;
  *   - a character device or a FIFO (/dev/null, a terminal) is written in
  *     place, opened without O_CREAT or O_TRUNC, when the caller asks for it
  *     (SP_OUTPATH_IN_PLACE: exports); otherwise it is refused (the HDF5
@@ -45,6 +47,9 @@ enum sp_outpath_kind {
 
 enum sp_outpath_flags {
 	SP_OUTPATH_IN_PLACE = 1,   /* write devices and FIFOs in place (else refuse them) */
+	SP_OUTPATH_HDF5_ONLY = 2,  /* replace an existing non-empty regular file only when it
+				    * is an HDF5 file (a profile); refuse any other (a script,
+				    * a text file) with SP_EEXIST */
 };
 
 /* An output being written. Fields are read-only for callers. */
@@ -64,9 +69,29 @@ struct sp_outpath {
  * (a missing folder or a permission problem shows now). *kind (when not
  * NULL) is set even on failure, when the path could be examined. Returns
  * SP_OK, SP_EINVAL (a directory, a socket, a device or FIFO without
- * SP_OUTPATH_IN_PLACE, a symlink loop), SP_ENOMEM or SP_EIO with err set. */
+ * SP_OUTPATH_IN_PLACE, a symlink loop), SP_EEXIST (SP_OUTPATH_HDF5_ONLY: a
+ * file that is not HDF5), SP_ENOMEM or SP_EIO with err set. */
 enum sp_err sp_outpath_check(const char *path, int flags, enum sp_outpath_kind *kind,
 			     struct sp_error *err);
+
+/* path made absolute against the working folder, into buf (len bytes): an
+ * absolute path is copied. Returns SP_OK, or SP_EINVAL with err set: the
+ * working folder's path is longer than PATH_MAX (getcwd's ERANGE: "'PATH'
+ * is relative and the working folder's path is too long (longer than
+ * PATH_MAX, N bytes)"), the result does not fit len; SP_EIO for another
+ * getcwd failure (the folder was removed). */
+enum sp_err sp_outpath_absolute(const char *path, char *buf, size_t len, struct sp_error *err);
+
+/* Whether path and other name the same existing file (device and inode,
+ * symlinks followed): 1 if so, 0 otherwise (either missing or unreadable).
+ * For an output that would overwrite its own input (export's profile,
+ * run's script). */
+int sp_outpath_same_file(const char *path, const char *other);
+
+/* Whether the regular file at path is an HDF5 file: the signature at 0,
+ * 512, 1024, 2048, ... as HDF5 looks for it. 1 if so, 0 when it is not,
+ * -1 when it cannot be read (errno set). */
+int sp_outpath_is_hdf5(const char *path);
 
 /* Opens path for writing into *o: a device or FIFO in place (flags allowing),
  * else a new TARGET.tmp.PID (created with O_EXCL, registered for

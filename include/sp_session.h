@@ -32,6 +32,7 @@ struct sp_settings {
 	int likwid;                 /* LIKWID marker regions (use_likwid, run --likwid) */
 	int memory;                 /* bytes allocated per call, peaks per region (use_memray) */
 	int mpi_calls;              /* a region per MPI call (profile_mpi_calls) */
+	int force;                  /* run --force: replace an existing file that is not a profile */
 };
 
 /* What `run` runs: a script or a module, and the arguments after it. */

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sp_cmd.h"
@@ -98,9 +97,7 @@ int cmd_export(int argc, char **argv)
 	}
 	status = 1;
 	const char *path = argv[first];
-	struct stat in_st, out_st;
-	if (outpath && stat(path, &in_st) == 0 && stat(outpath, &out_st) == 0 &&
-	    in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
+	if (outpath && sp_outpath_same_file(outpath, path)) {
 		sp_cmd_error(CMD, "'%s' is the profile itself; choose another output", outpath);
 		goto out;
 	}

@@ -47,8 +47,9 @@ static const struct sp_cmd_help help = {
 		"(file,region,metric,value), speedup_data.csv (region,x,time,speedup).\n"
 		"Exit status: 0; 1 when a FILE cannot be read or holds no region, no FILE\n"
 		"has per-call events (aggregation mode: no Gantt or flame chart or\n"
-		"timeline), or a chart cannot be written (the others still are); 2 for\n"
-		"usage errors.\n"
+		"timeline), or a chart cannot be written (the others still are, but on a\n"
+		"full disk, which stops at the first file that does not fit: the files\n"
+		"after it, report.html last, are left as they were); 2 for usage errors.\n"
 		SP_HELP_PATTERN,
 };
 
@@ -111,6 +112,7 @@ struct plot {
 	char *chart_bufs[4 + SP_PLOT_NMETRICS], *chart_names[4 + SP_PLOT_NMETRICS];
 	size_t ncharts;
 	const char *why_not;                   /* no timeline: why */
+	int full;                              /* the disk is full: nothing more is written */
 };
 
 /* What one output file gets: the chart (svg) and, for --export-data, its
@@ -150,10 +152,13 @@ static enum sp_err draw_kept(struct plot *pl, enum what w, int metric, const cha
 		return sp_error_set(err, SP_ENOMEM, "out of memory");
 	}
 	/* The chart is whole in buf unless drawing it failed; SP_EIO here is
-	 * the CSV's, which its own close reports. */
-	if ((rc == SP_OK || rc == SP_EIO) && fwrite(buf, 1, len, f) != len)
+	 * the CSV's, which its own close reports. A whole chart goes into
+	 * report.html even when its own file cannot be written (a file size
+	 * limit): the report is never missing a chart that was drawn. */
+	int whole = rc == SP_OK || rc == SP_EIO;
+	if (whole && fwrite(buf, 1, len, f) != len)
 		rc = SP_EIO;
-	char *copy = rc == SP_OK ? strdup(name) : NULL;
+	char *copy = whole ? strdup(name) : NULL;
 	if (copy && pl->ncharts < sizeof pl->charts / sizeof pl->charts[0]) {
 		pl->chart_bufs[pl->ncharts] = buf;
 		pl->chart_names[pl->ncharts] = copy;
@@ -165,53 +170,107 @@ static enum sp_err draw_kept(struct plot *pl, enum what w, int metric, const cha
 	return rc;
 }
 
-/* Opens DIR/name through a temporary file; NULL after saying why. */
-static FILE *open_out(struct plot *pl, struct sp_outpath *op, const char *name, char *path, size_t len)
+/* An output file being written: its temporary file (op), and the stream
+ * the report layer prints into, whose writes go straight to the file's
+ * descriptor so that the first failure's errno is kept (a full disk says
+ * ENOSPC, not EIO: the stream's own errno is long gone when it is closed). */
+struct out {
+	struct sp_outpath op;
+	FILE *f;
+	int fd;                                /* our duplicate of op.fd, or -1 */
+	int err;                               /* errno of the first failed write, or 0 */
+	char path[4096];
+};
+
+static ssize_t out_write(void *cookie, const char *buf, size_t n)
 {
-	struct sp_error err = {0};
-	*op = (struct sp_outpath){.fd = -1, .slot = -1};
-	int n = snprintf(path, len, "%s/%s", pl->dir, name);
-	if (n < 0 || (size_t)n >= len) {
-		sp_cmd_error(CMD, "cannot write %s into '%s': the path is too long", name, pl->dir);
-		return NULL;
+	struct out *o = cookie;
+	size_t done = 0;
+	while (!o->err && done < n) {
+		ssize_t w = write(o->fd, buf + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			o->err = w < 0 ? errno : EIO;
+		else
+			done += (size_t)w;
 	}
-	if (sp_outpath_open(op, path, 0, &err) != SP_OK) {
-		sp_cmd_error(CMD, "cannot write %s", err.msg);
-		return NULL;
-	}
-	int fd = fcntl(op->fd, F_DUPFD_CLOEXEC, 0);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		sp_cmd_error(CMD, "cannot write '%s': %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		sp_outpath_abort(op);
-	}
-	return f;
+	return o->err ? -1 : (ssize_t)n;
 }
 
-/* Closes f and renames its file into place (ok), or removes it. Returns 0
- * when the file is in place. */
-static int close_out(struct sp_outpath *op, FILE *f, const char *path, int ok)
+static int out_close(void *cookie)
+{
+	struct out *o = cookie;
+	int rc = close(o->fd);
+	if (rc != 0 && errno != EINTR && !o->err)
+		o->err = errno;
+	o->fd = -1;
+	return o->err ? -1 : 0;
+}
+
+/* Opens DIR/name through a temporary file into o; -1 after saying why. */
+static int open_out(struct plot *pl, struct out *o, const char *name)
+{
+	struct sp_error err = {0};
+	static const cookie_io_functions_t io = {.write = out_write, .close = out_close};
+	*o = (struct out){.op = {.fd = -1, .slot = -1}, .fd = -1};
+	int n = snprintf(o->path, sizeof o->path, "%s/%s", pl->dir, name);
+	if (n < 0 || (size_t)n >= sizeof o->path) {
+		sp_cmd_error(CMD, "cannot write %s into '%s': the path is too long", name, pl->dir);
+		return -1;
+	}
+	if (sp_outpath_open(&o->op, o->path, 0, &err) != SP_OK) {
+		sp_cmd_error(CMD, "cannot write %s", err.msg);
+		return -1;
+	}
+	o->fd = fcntl(o->op.fd, F_DUPFD_CLOEXEC, 0);
+	if (o->fd < 0 || !(o->f = fopencookie(o, "w", io))) {
+		sp_cmd_error(CMD, "cannot write '%s': %s", o->path, strerror(errno));
+		if (o->fd >= 0)
+			close(o->fd);
+		o->fd = -1;
+		sp_outpath_abort(&o->op);
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether e says the file system is full: every file after would fail too,
+ * or fit only once the failed one is removed. */
+static int disk_full(int e)
+{
+	return e == ENOSPC || e == EDQUOT;
+}
+
+/* Closes o's stream and renames its file into place (ok), or removes it.
+ * Returns 0 when the file is in place. A full disk is said once and stops
+ * the plot (pl->full): the files after it, report.html last, stay as they
+ * were. */
+static int close_out(struct plot *pl, struct out *o, int ok)
 {
 	struct sp_error err = {0};
 	errno = 0;
-	int bad = fflush(f) != 0 || ferror(f);
-	int e = errno;
-	if (fclose(f) != 0 && !bad) {
+	int bad = fflush(o->f) != 0 || ferror(o->f);
+	int e = o->err ? o->err : errno;
+	if (fclose(o->f) != 0 && !bad) {
 		bad = 1;
-		e = errno;
+		e = o->err ? o->err : errno;
 	}
-	if (!ok) {
-		sp_outpath_abort(op);
+	o->f = NULL;
+	if (!ok || pl->full) {
+		sp_outpath_abort(&o->op);
 		return -1;
 	}
 	if (bad) {
-		sp_cmd_error(CMD, "cannot write '%s': %s", path, strerror(e ? e : EIO));
-		sp_outpath_abort(op);
+		e = e ? e : EIO;
+		sp_cmd_error(CMD, "cannot write '%s': %s%s", o->path, strerror(e),
+			     disk_full(e) ? "; stopped there: the files after it (report.html last) were not "
+			     "written" : "");
+		pl->full = disk_full(e);
+		sp_outpath_abort(&o->op);
 		return -1;
 	}
-	if (sp_outpath_commit(op, &err) != SP_OK) {
+	if (sp_outpath_commit(&o->op, &err) != SP_OK) {
 		sp_cmd_error(CMD, "cannot write %s", err.msg);
 		return -1;
 	}
@@ -222,39 +281,44 @@ static int close_out(struct sp_outpath *op, FILE *f, const char *path, int ok)
  * and sets the status, the other charts go on. */
 static void write_chart(struct plot *pl, enum what w, int metric, const char *name, const char *csvname)
 {
-	struct sp_outpath op, cop;
-	char path[4096], cpath[4096];
+	struct out o, c;
 	struct sp_error err = {0};
-	FILE *f = open_out(pl, &op, name, path, sizeof path), *csv = NULL;
-	if (!f) {
+	FILE *csv = NULL;
+	if (pl->full)
+		return;
+	if (open_out(pl, &o, name) != 0) {
 		pl->status = 1;
 		return;
 	}
-	if (csvname && !(csv = open_out(pl, &cop, csvname, cpath, sizeof cpath))) {
-		close_out(&op, f, path, 0);
-		pl->status = 1;
-		return;
+	if (csvname) {
+		if (open_out(pl, &c, csvname) != 0) {
+			close_out(pl, &o, 0);
+			pl->status = 1;
+			return;
+		}
+		csv = c.f;
 	}
 	size_t nlen = strlen(name);
 	int keep = nlen > 4 && strcmp(name + nlen - 4, ".svg") == 0;
-	enum sp_err rc = keep ? draw_kept(pl, w, metric, name, f, csv, &err) : draw(pl, w, metric, f, csv, &err);
-	/* A failed write (SP_EIO) is said by close_out, which finds the
-	 * stream's error and errno (a full disk, a file size limit). */
+	enum sp_err rc = keep ? draw_kept(pl, w, metric, name, o.f, csv, &err)
+			      : draw(pl, w, metric, o.f, csv, &err);
+	/* A failed write (SP_EIO) is said by close_out, which has the first
+	 * failed write's errno (a full disk, a file size limit). */
 	int io = rc == SP_EIO;
 	if (rc != SP_OK && !io)
 		sp_cmd_error(CMD, "%s: %s", name, err.msg);
-	int ok = close_out(&op, f, path, rc == SP_OK || io) == 0;
+	int ok = close_out(pl, &o, rc == SP_OK || io) == 0;
 	if (csv)
-		ok &= close_out(&cop, csv, cpath, (rc == SP_OK || io) && ok) == 0;
+		ok &= close_out(pl, &c, (rc == SP_OK || io) && ok) == 0;
 	if (io && ok) {   /* neither stream kept the error: still not written whole */
-		sp_cmd_error(CMD, "cannot write '%s': %s", path, err.msg);
+		sp_cmd_error(CMD, "cannot write '%s': %s", o.path, err.msg);
 		ok = 0;
 	}
 	if (!ok)
 		pl->status = 1;
 	double t = seconds_since(&pl->start);
 	if (ok && t > 1.0)
-		fprintf(stderr, "scope-profiler: plot: wrote %s (%.1f s)\n", path, t);
+		fprintf(stderr, "scope-profiler: plot: wrote %s (%.1f s)\n", o.path, t);
 }
 
 /* DIR: made when missing (its parent must exist); 0, or -1 after saying why. */
@@ -383,6 +447,8 @@ int cmd_plot(int argc, char **argv)
 	if (!xs) {
 		sp_cmd_error(CMD, "out of memory");
 		pl.status = 1;
+	} else if (pl.full) {
+		/* nothing more is written, and nothing more said */
 	} else if (sp_plot_speedup_xs(pl.files, pl.n, (enum sp_plot_xfield)pl.xfield, xs) >= 2) {
 		for (size_t i = 0; i < pl.n; i++)
 			if (isnan(xs[i]))

@@ -80,6 +80,8 @@ int cmd_run(int argc, char **argv)
 	const struct sp_opt options[] = {
 		{'o', "outfile", SP_OPT_STRING, &s.outfile, 0, "PATH",
 		 "write the profile to PATH (default: profiling_data.h5)", NULL},
+		{0, "force", SP_OPT_FLAG, &s.force, 1, NULL,
+		 "replace a PATH that is not a profile (never the script)", NULL},
 		{'q', "quiet", SP_OPT_FLAG, &s.quiet, 1, NULL, "print no summary after the run", NULL},
 		{0, "buffer-limit", SP_OPT_CALL, &s.buffer_limit, 0, "N",
 		 "first event capacity per region (default 1024; doubles)", parse_buffer_limit},

@@ -16,6 +16,7 @@ const char *sp_strerror(enum sp_err code)
 	case SP_ENOTPROF: return "not a scope-profiler file";
 	case SP_ECORRUPT: return "corrupt profile";
 	case SP_EINVAL: return "invalid argument";
+	case SP_EEXIST: return "a file that must not be replaced";
 	}
 	return "unknown error";
 }

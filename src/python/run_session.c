@@ -50,33 +50,47 @@ static int check_script(const char *script)
 	return 0;
 }
 
+/* Whether the output path out names the file being run: the script (a
+ * folder's __main__.py too), symlinks followed. */
+static int is_script(const char *out, const char *script)
+{
+	char main_py[PATH_MAX];
+	struct stat st;
+	if (sp_outpath_same_file(out, script))
+		return 1;
+	return stat(script, &st) == 0 && S_ISDIR(st.st_mode) &&
+	       (size_t)snprintf(main_py, sizeof main_py, "%s/__main__.py", script) < sizeof main_py &&
+	       sp_outpath_same_file(out, main_py);
+}
+
 /* Resolves path against the current folder, so a script's chdir does not
  * move the profile; checks now, before the script runs for hours, that the
  * profile can be written there (sp_outpath_check: a symlink is followed; a
- * directory, a device, a FIFO or a socket is refused, never replaced). */
-static int check_outfile(const char *path, char *abs, size_t len)
+ * directory, a device, a FIFO or a socket is refused, never replaced), that
+ * it is not the script itself, and that an existing file there is a profile
+ * (HDF5) unless force. */
+static int check_outfile(const char *path, const struct sp_run_target *t, int force, char *abs, size_t len)
 {
-	if (path[0] == '/') {
-		snprintf(abs, len, "%s", path);
-	} else {
-		char cwd[PATH_MAX];
-		if (!getcwd(cwd, sizeof cwd)) {
-			sp_cmd_error(CMD, "cannot resolve '%s': %s", path, strerror(errno));
-			return -1;
-		}
-		if ((size_t)snprintf(abs, len, "%s/%s", cwd, path) >= len) {
-			sp_cmd_error(CMD, "output path '%s' is too long", path);
-			return -1;
-		}
-	}
 	struct sp_error err = {0};
+	if (sp_outpath_absolute(path, abs, len, &err) != SP_OK) {
+		sp_cmd_error(CMD, "cannot write the profile: %s%s", err.msg,
+			     err.code == SP_EIO ? "" : "; give -o an absolute path or run from a shorter folder");
+		return -1;
+	}
+	if (t->script && is_script(path, t->script)) {
+		sp_cmd_error(CMD, "-o '%s' is the script being run; the profile would overwrite it: "
+			     "choose another output path", path);
+		return -1;
+	}
 	enum sp_outpath_kind kind;
-	if (sp_outpath_check(path, 0, &kind, &err) != SP_OK) {
+	enum sp_err rc = sp_outpath_check(path, force ? 0 : SP_OUTPATH_HDF5_ONLY, &kind, &err);
+	if (rc != SP_OK) {
 		/* -o /dev/null is refused and --no-output named (man
 		 * scope-profiler-run, "Before the script runs"): saying so is
 		 * clearer than guessing. */
 		sp_cmd_error(CMD, "cannot write the profile to %s%s", err.msg,
-			     kind == SP_OUTPATH_NULL ? "; use --no-output to record without writing a file" : "");
+			     kind == SP_OUTPATH_NULL ? "; use --no-output to record without writing a file"
+			     : rc == SP_EEXIST ? "; use --force to replace it" : "");
 		return -1;
 	}
 	return 0;
@@ -153,6 +167,37 @@ static int check_module(const char *module)
 		rc = -1;
 	}
 	Py_DECREF(res);
+	return rc;
+}
+
+/* `run -m MODULE -o OUT`: OUT must not be a file the module's run would
+ * read (scope_profiler._module_files): the profile would replace the
+ * module. Checked once the interpreter has started, before the module runs.
+ * Returns 0 when OUT is none of them. */
+static int check_module_outfile(const char *module, const char *out)
+{
+	PyObject *mod = PyImport_ImportModule("scope_profiler");
+	PyObject *files = mod ? PyObject_CallMethod(mod, "_module_files", "s", module) : NULL;
+	Py_XDECREF(mod);
+	if (!files || !PyList_Check(files)) {
+		PyErr_Clear();
+		Py_XDECREF(files);
+		sp_cmd_error(CMD, "cannot look up module '%s'", module);
+		return -1;
+	}
+	int rc = 0;
+	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(files) && rc == 0; i++) {
+		PyObject *fs = PyUnicode_EncodeFSDefault(PyList_GET_ITEM(files, i));
+		const char *file = fs ? PyBytes_AsString(fs) : NULL;
+		if (file && sp_outpath_same_file(out, file)) {
+			sp_cmd_error(CMD, "-o is '%s', which `-m %s` runs; the profile would overwrite it: "
+				     "choose another output path", file, module);
+			rc = -1;
+		}
+		Py_XDECREF(fs);
+		PyErr_Clear();
+	}
+	Py_DECREF(files);
 	return rc;
 }
 
@@ -238,9 +283,9 @@ static const char *root_name(const struct sp_run_target *t)
 }
 
 /* Before the interpreter: the script, the output path (only where this
- * process writes), MPI. Returns 0, or the exit status. */
+ * process writes: *checked set then), MPI. Returns 0, or the exit status. */
 static int check_before(const struct sp_settings *s, const struct sp_run_target *t,
-			char *outfile, size_t len)
+			char *outfile, size_t len, int *checked)
 {
 	if (t->script && check_script(t->script) != 0)
 		return SP_EXIT_USAGE;
@@ -257,8 +302,10 @@ static int check_before(const struct sp_settings *s, const struct sp_run_target 
 	}
 	if (s->no_output || s->disable || (launch_rank > 0 && sp_mpi_built()))
 		snprintf(outfile, len, "%s", out);
-	else if (check_outfile(out, outfile, len) != 0)
+	else if (check_outfile(out, t, s->force, outfile, len) != 0)
 		return SP_EXIT_USAGE;
+	else
+		*checked = 1;
 	double wait_s;
 	if (launch_rank >= 0 && sp_mpi_wait_seconds(&wait_s) != 0) {
 		sp_cmd_error(CMD, "SCOPE_PROFILER_MPI_WAIT must be a number of seconds, not '%s'",
@@ -279,7 +326,8 @@ static int run(const struct sp_settings *settings, const struct sp_run_target *t
 {
 	char outfile[PATH_MAX];
 	/* outfile: absolute, so that a script's chdir does not move it. */
-	int rc = check_before(settings, t, outfile, sizeof outfile);
+	int checked = 0;
+	int rc = check_before(settings, t, outfile, sizeof outfile, &checked);
 	if (rc != 0)
 		return rc;
 	if (sp_pymodule_register() != 0) {
@@ -288,10 +336,15 @@ static int run(const struct sp_settings *settings, const struct sp_run_target *t
 	}
 	if (init_python(t, settings->memory && !settings->disable) != 0)
 		return 1;
-	if ((t->script && precompile(t->script) != 0) || (t->module && check_module(t->module) != 0) ||
+	/* -m: the module found (status 1, as python's), then not the output
+	 * (a usage error, 2), both before it runs */
+	rc = t->module ? check_module(t->module) != 0 : 0;
+	if (!rc && t->module && checked && check_module_outfile(t->module, outfile) != 0)
+		rc = SP_EXIT_USAGE;
+	if (rc || (t->script && precompile(t->script) != 0) ||
 	    sp_session_begin_run(settings, outfile, root_name(t), t->command_line) != 0) {
 		Py_FinalizeEx();
-		return 1;
+		return rc ? rc : 1;
 	}
 	/* Runs the script, then Py_FinalizeEx, whose atexit stage ends the
 	 * session (exitphase.c). On an unhandled KeyboardInterrupt it ends this

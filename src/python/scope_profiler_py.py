@@ -295,26 +295,51 @@ def _module_error(name):
         del _sys.path[:len(here)]
 
 
-def _find_module_error(name):
+def _module_files(name):
+    """`run -m NAME -o OUT`, before anything runs: the files python -m NAME
+    would run (the parent packages' __init__, the module, or a package's
+    __init__ and __main__), found as _module_error finds them, so that run
+    refuses an OUT that is one of them. [] when the search needs runpy."""
+    here = [] if getattr(_sys.flags, "safe_path", False) else [_os.getcwd()]
+    _sys.path[:0] = here
+    try:
+        try:
+            specs = _module_specs(name) or ()
+        except (ImportError, ValueError):
+            specs = ()
+    finally:
+        del _sys.path[:len(here)]
+    return [s.origin for s in specs
+            if s is not None and getattr(s, "has_location", False) and isinstance(s.origin, str)]
+
+
+def _module_specs(name):
+    """The specs python -m NAME would run, found without importing
+    anything, or None when this search cannot find them."""
     import importlib.machinery
     import importlib.util
 
+    parts = name.split(".")
+    spec = importlib.util.find_spec(parts[0])
+    found = [spec]
+    for i in range(1, len(parts)):
+        if spec is None or spec.submodule_search_locations is None:
+            spec = None
+            break
+        spec = importlib.machinery.PathFinder.find_spec(
+            ".".join(parts[:i + 1]), spec.submodule_search_locations)
+        found.append(spec)
+    if spec is not None and spec.submodule_search_locations is not None:
+        spec = importlib.machinery.PathFinder.find_spec(
+            name + ".__main__", spec.submodule_search_locations)
+        found.append(spec)
+    return found if spec is not None else None
+
+
+def _find_module_error(name):
     try:
-        parts = name.split(".")
-        spec = importlib.util.find_spec(parts[0])
-        found = [spec]
-        for i in range(1, len(parts)):
-            if spec is None or spec.submodule_search_locations is None:
-                spec = None
-                break
-            spec = importlib.machinery.PathFinder.find_spec(
-                ".".join(parts[:i + 1]), spec.submodule_search_locations)
-            found.append(spec)
-        if spec is not None and spec.submodule_search_locations is not None:
-            spec = importlib.machinery.PathFinder.find_spec(
-                name + ".__main__", spec.submodule_search_locations)
-            found.append(spec)
-        if spec is not None:
+        found = _module_specs(name)
+        if found is not None:
             return _compile_error(found)
     except (ImportError, ValueError):
         pass

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sp_mpi.h"
+#include "sp_outpath.h"
 #include "sp_pyregion.h"
 #include "sp_standalone.h"
 
@@ -60,13 +61,11 @@ int sp_standalone_settings(struct sp_settings *s, char *buf, size_t len)
 			"script.py` writes one merged file\n");
 	}
 	if (s->outfile && s->outfile[0] != '/') {
-		char cwd[PATH_MAX];
-		if (!getcwd(cwd, sizeof cwd)) {
-			PyErr_SetFromErrno(PyExc_OSError);
-			return -1;
-		}
-		if ((size_t)snprintf(buf, len, "%s/%s", cwd, s->outfile) >= len) {
-			PyErr_Format(PyExc_ValueError, "file_path is too long: %s", s->outfile);
+		struct sp_error err = {0};
+		if (sp_outpath_absolute(s->outfile, buf, len, &err) != SP_OK) {
+			PyErr_Format(err.code == SP_EIO ? PyExc_OSError : PyExc_ValueError,
+				     "file_path: %s%s", err.msg,
+				     err.code == SP_EIO ? "" : "; give an absolute path or work from a shorter folder");
 			return -1;
 		}
 		s->outfile = buf;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,7 +205,7 @@ static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, st
 			   int *via_link, struct sp_error *err)
 {
 	struct stat lst;
-	char where[PATH_MAX + 64];
+	char where[2 * PATH_MAX + 64];
 
 	*via_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
 	memset(st, 0, sizeof *st);
@@ -221,6 +222,15 @@ static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, st
 			if (!o->target)
 				return sp_error_set(err, errno == ENOMEM ? SP_ENOMEM : SP_EIO, "'%s': %s", path,
 						    strerror(errno));
+			if ((flags & SP_OUTPATH_HDF5_ONLY) && st->st_size > 0) {
+				int h5 = sp_outpath_is_hdf5(o->target);
+				describe(where, sizeof where, path, o->target, *via_link);
+				if (h5 < 0)
+					return sp_error_set(err, SP_EIO, "%s: %s", where, strerror(errno));
+				if (!h5)
+					return sp_error_set(err, SP_EEXIST,
+							    "%s: it exists and is not an HDF5 file (a profile)", where);
+			}
 			return SP_OK;
 		} else if (S_ISDIR(st->st_mode))
 			o->kind = SP_OUTPATH_DIR;
@@ -338,6 +348,67 @@ out:
 }
 
 /* ---- the public functions ------------------------------------------------ */
+
+enum sp_err sp_outpath_absolute(const char *path, char *buf, size_t len, struct sp_error *err)
+{
+	char cwd[PATH_MAX];
+	if (path[0] == '/') {
+		if ((size_t)snprintf(buf, len, "%s", path) >= len)
+			return sp_error_set(err, SP_EINVAL, "the path '%.200s...' is too long", path);
+		return SP_OK;
+	}
+	if (!getcwd(cwd, sizeof cwd)) {
+		/* ERANGE: strerror's "Numerical result out of range" says nothing useful */
+		if (errno == ERANGE)
+			return sp_error_set(err, SP_EINVAL,
+					    "'%s' is relative and the working folder's path is too long "
+					    "(longer than PATH_MAX, %d bytes)", path, PATH_MAX);
+		return sp_error_set(err, SP_EIO, "'%s' is relative and the working folder cannot be found: %s",
+				    path, strerror(errno));
+	}
+	if ((size_t)snprintf(buf, len, "%s/%s", cwd, path) >= len)
+		return sp_error_set(err, SP_EINVAL, "the path '%s' is too long in the working folder '%.200s...'",
+				    path, cwd);
+	return SP_OK;
+}
+
+int sp_outpath_same_file(const char *path, const char *other)
+{
+	struct stat a, b;
+	return path && other && stat(path, &a) == 0 && stat(other, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+int sp_outpath_is_hdf5(const char *path)
+{
+	static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+	unsigned char b[sizeof sig];
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	int found = 0, e = 0;
+	if (fstat(fd, &st) != 0) {
+		e = errno;
+	} else {
+		/* HDF5's superblock: at 0, or after a user block of 512, 1024, ... bytes */
+		uint64_t size = (uint64_t)st.st_size;
+		for (uint64_t at = 0; !found && at < size && size - at >= sizeof sig; at = at ? at * 2 : 512) {
+			ssize_t got = pread(fd, b, sizeof b, (off_t)at);
+			if (got < 0) {
+				e = errno;
+				break;
+			}
+			found = got == (ssize_t)sizeof sig && memcmp(b, sig, sizeof sig) == 0;
+		}
+	}
+	close(fd);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return found;
+}
 
 static void reset(struct sp_outpath *o)
 {

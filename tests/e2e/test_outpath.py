@@ -3,6 +3,7 @@ scope-profiler-export): devices, FIFOs, symlinks, directories, stale
 temporary files, a full disk. Device nodes are made with mknod inside the
 test's own folder, never the system's."""
 import os
+import shutil
 import stat
 import subprocess
 import threading
@@ -308,3 +309,157 @@ def test_full_disk_is_one_line_and_status_1(sp):
         assert sorted(p.name for p in small.iterdir()) == ["filler", "out.h5"]
     finally:
         subprocess.run(["umount", str(small)], check=True)
+
+
+# ---- run -o naming the script, the module, or a file that is not a profile ----
+
+RAN = """
+open("ran", "w").write("yes")
+"""
+
+
+@pytest.mark.parametrize("how", ["relative", "dotted", "absolute", "symlink"])
+def test_run_refuses_the_script_itself_as_output(sp, how):
+    script = sp.script(RAN, name="sim.py")
+    data = script.read_bytes()
+    (sp.tmp / "link.py").symlink_to("sim.py")
+    out = {"relative": "sim.py", "dotted": "./sim.py", "absolute": str(script),
+           "symlink": "link.py"}[how]
+    for force in ([], ["--force"]):
+        proc = sp("run", "-q", *force, "-o", out, "sim.py")
+        assert proc.returncode == 2, proc.stderr
+        one_line_error(proc, "run:", out, "the script being run")
+        assert script.read_bytes() == data
+        assert not (sp.tmp / "ran").exists()
+    assert os.path.islink(sp.tmp / "link.py")
+    assert tmp_files(sp.tmp) == []
+
+
+def test_run_refuses_the_module_it_runs_as_output(sp):
+    mod = sp.script(RAN, name="mod.py")
+    init = sp.script("", name="pkg/__init__.py")
+    main = sp.script(RAN, name="pkg/__main__.py")
+    cases = [(mod, "mod.py", "mod"), (main, "pkg/__main__.py", "pkg"), (init, "pkg/__init__.py", "pkg")]
+    for path, out, module in cases:
+        data = path.read_bytes()
+        # --force allows replacing a file that is not a profile, never the module.
+        proc = sp("run", "-q", "--force", "-o", out, "-m", module)
+        assert proc.returncode == 2, proc.stderr
+        one_line_error(proc, "run:", str(path), f"-m {module}")
+        assert path.read_bytes() == data
+        assert not (sp.tmp / "ran").exists()
+    assert tmp_files(sp.tmp) == [] and tmp_files(sp.tmp / "pkg") == []
+
+
+def test_run_replaces_a_file_that_is_not_a_profile_only_with_force(sp):
+    script = sp.script(SCRIPT)
+    notes = sp.tmp / "notes.txt"
+    notes.write_text("my notes\n")
+    proc = sp("run", "-q", "-o", "notes.txt", script)
+    assert proc.returncode == 2, proc.stderr
+    one_line_error(proc, "run:", "notes.txt", "not an HDF5 file", "--force")
+    assert notes.read_text() == "my notes\n"
+    assert not (sp.tmp / "ran").exists()
+    proc = sp("run", "-q", "--force", "-o", "notes.txt", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(notes) as f:
+        assert regions(f)["step"].attrs["num_calls"] == 3
+    assert tmp_files(sp.tmp) == []
+
+
+def test_run_replaces_an_existing_profile_and_an_empty_file(sp):
+    good = good_profile(sp, "out.h5")
+    before = os.stat(good).st_ino
+    script = sp.script(SCRIPT.replace("range(3)", "range(5)"))
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert os.stat(good).st_ino != before   # a new file renamed over the old one
+    with h5py.File(good) as f:
+        assert regions(f)["step"].attrs["num_calls"] == 5
+    (sp.tmp / "empty.h5").touch()           # nothing to lose: `touch`, mktemp
+    proc = sp("run", "-q", "-o", "empty.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "empty.h5") as f:
+        assert regions(f)["step"].attrs["num_calls"] == 5
+
+
+def test_run_in_a_folder_deeper_than_path_max(sp):
+    script = sp.script(SCRIPT)
+    steps = ["d" * 200] * 25                # 5025 bytes below tmp: past PATH_MAX (4096)
+    # One step at a time, each relative to the last folder's descriptor: no
+    # path longer than PATH_MAX is ever passed to the kernel.
+    fd = os.open(sp.tmp, os.O_RDONLY | os.O_DIRECTORY)
+    for step in steps:
+        try:
+            os.mkdir(step, dir_fd=fd)
+            next_fd = os.open(step, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = next_fd
+    os.close(fd)
+
+    def go_deep():
+        os.chdir(sp.tmp)
+        for step in steps:
+            os.chdir(step)
+
+    def run(*args):
+        return subprocess.run([BINARY, *map(str, args)], capture_output=True, text=True,
+                              timeout=120, preexec_fn=go_deep)
+
+    proc = run("run", "-q", script)         # profiling_data.h5, relative
+    assert proc.returncode == 2, proc.stderr
+    one_line_error(proc, "run:", "profiling_data.h5", "working folder's path is too long",
+                   "PATH_MAX", "absolute")
+    assert "Numerical result out of range" not in proc.stderr
+    assert not (sp.tmp / "ran").exists()
+    # An absolute -o works from there.
+    proc = run("run", "-q", "-o", sp.tmp / "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert regions(f)["step"].attrs["num_calls"] == 3
+
+
+MANY = """
+import scope_profiler as sp
+for i in range(60):
+    with sp.region(f"region_{i:03d}"):
+        for j in range(20):
+            with sp.region(f"inner_{i:03d}_{j}"):
+                pass
+"""
+
+
+def test_plot_on_a_full_disk_is_one_line_and_keeps_the_earlier_report(sp):
+    # A tiny tmpfs in a mount namespace of its own (gone when the shell
+    # ends, whatever happens): a small profile's charts fit, a big one's
+    # (a few hundred KiB each) do not.
+    need_root("mount a small tmpfs")
+    if not shutil.which("unshare"):
+        pytest.skip("needs unshare(1) (util-linux) to mount a private tmpfs")
+    assert sp("run", "-q", "-o", "small.h5", sp.script(SCRIPT)).returncode == 0
+    assert sp("run", "-q", "-o", "big.h5", sp.script(MANY, name="many.py")).returncode == 0
+    (sp.tmp / "out").mkdir()
+    shell = f"""
+        mount -t tmpfs -o size=128k none out || exit 99
+        {BINARY} plot small.h5 -o out 2>small.err || exit 98
+        cp out/report.html before.html
+        ls -a out > before.list
+        {BINARY} plot big.h5 -o out
+        echo $? > big.rc
+        ls -a out > after.list
+        cp out/report.html after.html
+    """
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", shell], cwd=sp.tmp, capture_output=True,
+                          text=True, timeout=300)
+    if proc.returncode == 99:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    assert int((sp.tmp / "big.rc").read_text()) == 1
+    one_line_error(proc, "plot: cannot write 'out/", "No space left on device")
+    assert "Input/output error" not in proc.stderr
+    # Nothing half-written, no temporary file left, the earlier report intact.
+    after = (sp.tmp / "after.list").read_text().split()
+    assert not [n for n in after if ".tmp." in n], after
+    assert set(after) == set((sp.tmp / "before.list").read_text().split())
+    assert (sp.tmp / "after.html").read_bytes() == (sp.tmp / "before.html").read_bytes()

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -424,6 +425,59 @@ static void test_check_probe(void **state)
 	unlink(path);
 }
 
+/* SP_OUTPATH_HDF5_ONLY: a non-empty file without the HDF5 signature (at 0
+ * or after a user block) is refused, an HDF5 file, an empty or a new one
+ * is not; sp_outpath_same_file follows symlinks. */
+static void test_hdf5_only_and_same_file(void **state)
+{
+	(void)state;
+	static const char sig[8] = {(char)0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+	struct sp_error err = {0};
+	enum sp_outpath_kind kind;
+	const char *text = tpath("notes.txt"), *h5 = tpath("p.h5"), *ub = tpath("ub.h5");
+	const char *empty = tpath("empty.h5"), *link = tpath("link.txt");
+	put_file(text, "my notes\n", 0644);
+	put_file(empty, "", 0644);
+	int fd = open(h5, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(write(fd, sig, sizeof sig), (ssize_t)sizeof sig);
+	close(fd);
+	fd = open(ub, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(pwrite(fd, sig, sizeof sig, 1024), (ssize_t)sizeof sig);
+	close(fd);
+	assert_int_equal(symlink("notes.txt", link), 0);
+
+	assert_int_equal(sp_outpath_is_hdf5(text), 0);
+	assert_int_equal(sp_outpath_is_hdf5(h5), 1);
+	assert_int_equal(sp_outpath_is_hdf5(ub), 1);
+	assert_int_equal(sp_outpath_is_hdf5(tpath("missing")), -1);
+	assert_int_equal(sp_outpath_check(text, SP_OUTPATH_HDF5_ONLY, &kind, &err), SP_EEXIST);
+	assert_non_null(strstr(err.msg, "not an HDF5 file"));
+	assert_int_equal(sp_outpath_check(link, SP_OUTPATH_HDF5_ONLY, &kind, &err), SP_EEXIST);
+	assert_string_equal(slurp(text), "my notes\n");
+	assert_ok(sp_outpath_check(text, 0, &kind, &err), &err);
+	assert_ok(sp_outpath_check(h5, SP_OUTPATH_HDF5_ONLY, &kind, &err), &err);
+	assert_ok(sp_outpath_check(ub, SP_OUTPATH_HDF5_ONLY, &kind, &err), &err);
+	assert_ok(sp_outpath_check(empty, SP_OUTPATH_HDF5_ONLY, &kind, &err), &err);
+	assert_ok(sp_outpath_check(tpath("new.h5"), SP_OUTPATH_HDF5_ONLY, &kind, &err), &err);
+	assert_int_equal(count_tmp(), 0);
+
+	assert_true(sp_outpath_same_file(link, text));
+	assert_false(sp_outpath_same_file(h5, text));
+	assert_false(sp_outpath_same_file(tpath("missing"), text));
+
+	char abs[PATH_MAX];
+	assert_ok(sp_outpath_absolute("/a/b", abs, sizeof abs, &err), &err);
+	assert_string_equal(abs, "/a/b");
+	assert_ok(sp_outpath_absolute("x.h5", abs, sizeof abs, &err), &err);
+	assert_true(abs[0] == '/' && strstr(abs, "/x.h5") != NULL);
+	assert_int_equal(sp_outpath_absolute("x.h5", abs, 2, &err), SP_EINVAL);
+	unlink(link);
+	unlink(text);
+	unlink(h5);
+	unlink(ub);
+	unlink(empty);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -436,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_stale_tmp),
 		cmocka_unit_test(test_abort_and_cleanup),
 		cmocka_unit_test(test_check_probe),
+		cmocka_unit_test(test_hdf5_only_and_same_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
