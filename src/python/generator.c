@@ -93,6 +93,11 @@ static PyObject *tg_exit(TimedGen *g, sp_region_exit_fn exit, PyObject *res)
  * of a decorated function. */
 static PyObject *tg_resume(TimedGen *g, enum tg_op op, PyObject *arg)
 {
+	if (!g->gen) {   /* cleared by the collector (a reference cycle): finished */
+		if (op != OP_NEXT)
+			PyErr_SetNone(PyExc_StopIteration);
+		return NULL;
+	}
 	int hook = 0;
 	if ((g->recursive > 0 || (sp_mode.recursive_all && g->recursive == 0)) &&
 	    Py_TYPE(g->region) != &sp_DisabledRegionType && (hook = sp_tracer_start_thread()) < 0)
@@ -131,6 +136,8 @@ static PyObject *tg_throw(PyObject *self, PyObject *args)
 static PyObject *tg_close(PyObject *self, PyObject *unused)
 {
 	TimedGen *g = (TimedGen *)self;
+	if (!g->gen)
+		Py_RETURN_NONE;
 	if (g->state != TG_SUSPENDED) {
 		g->state = TG_DONE;
 		return tg_run(g, OP_CLOSE, NULL);
@@ -145,14 +152,17 @@ static PyObject *tg_getattro(PyObject *self, PyObject *name)
 	PyObject *v = PyObject_GenericGetAttr(self, name);
 	if (v || !PyErr_ExceptionMatches(PyExc_AttributeError))
 		return v;
+	PyObject *gen = ((TimedGen *)self)->gen;
+	if (!gen)
+		return NULL;
 	PyErr_Clear();
-	return PyObject_GetAttr(((TimedGen *)self)->gen, name);
+	return PyObject_GetAttr(gen, name);
 }
 
 static PyObject *tg_repr(PyObject *self)
 {
 	TimedGen *g = (TimedGen *)self;
-	return PyUnicode_FromFormat("<profiled %R in region %R>", g->gen, g->region->name);
+	return PyUnicode_FromFormat("<profiled %R in region %R>", g->gen ? g->gen : Py_None, g->region->name);
 }
 
 static int tg_traverse(PyObject *self, visitproc visit, void *arg)
