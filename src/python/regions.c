@@ -540,6 +540,17 @@ REGION_CLASS(sp_DisabledRegionType, disabled_methods, "DisabledProfileRegion", r
 	     region_exit_disabled, region_call_disabled,
 	     "A region that records nothing; as a decorator it returns the function itself.")
 
+sp_region_exit_fn sp_region_enter_with(RegionObject *r)
+{
+	/* Every region is of a REGION_CLASS: __enter__ first, __exit__ next. */
+	const PyMethodDef *m = Py_TYPE(r)->tp_methods;
+	PyObject *res = m[0].ml_meth((PyObject *)r, NULL);
+	if (!res)
+		return NULL;
+	Py_DECREF(res);
+	return (sp_region_exit_fn)(void (*)(void))m[1].ml_meth;
+}
+
 static PyTypeObject *const region_classes[] = {
 	&sp_TimeOnlyRegionType, &sp_DisabledRegionType, &sp_ThreadsRegionType,
 	&sp_LinesRegionType, &sp_AggregateRegionType, &sp_AsyncRegionType,

@@ -104,6 +104,16 @@ struct sp_open_mem {
  * closes it at t wherever it is, or counts an unmatched exit (regions.c). */
 void sp_region_exit_below(RegionObject *r, int64_t t);
 
+/* One call of r around work that runs synchronously in the calling thread
+ * (a resume of a decorated generator, generator.c): entered as a `with`
+ * block of r's current class, so it nests, takes its lane and counts in the
+ * live call tree as that block would. Returns the class's exit, to be
+ * called once (args ignored) when the work is done, even if the class
+ * changes meanwhile (as a `with` block keeps its __exit__); NULL with an
+ * exception when nothing was entered. */
+typedef PyObject *(*sp_region_exit_fn)(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+sp_region_exit_fn sp_region_enter_with(RegionObject *r);
+
 /* The end of a session (after the freeze): the calling thread's `with`
  * blocks of the session still open count in the live call tree as ending
  * at now (sp_aggregate.h); returns how many. Their events keep SP_NO_TIME
@@ -141,7 +151,17 @@ void sp_wrappers_freeze(void);
  * (profile(recursive=False) given: it wins over recursive_profile), 0 as
  * recursive_profile says; a new reference, or NULL with an exception. */
 PyObject *sp_wrapper_new(RegionObject *region, PyObject *func, int recursive);
-/* Module init: the type, and _timed_coroutine of the Python layer. */
+/* The generator of a decorated generator function (generator.c): gen (a
+ * reference stolen, released on failure) wrapped so that each resume
+ * (next, send, throw, and close() of a suspended one) is one call of
+ * region, and nothing else is (creation, the time suspended, garbage
+ * collection); recursive as the wrapper's (sp_wrapper_new); awaitable 1
+ * for an iterable coroutine (types.coroutine), whose wrapper can be
+ * awaited too. A new reference, or NULL with an exception. */
+PyObject *sp_timed_generator_new(RegionObject *region, PyObject *gen, int recursive, int awaitable);
+/* Module init: its types; -1 with an exception. */
+int sp_generator_init(void);
+/* Module init: the type, and _timed_coroutine and _TimedAsyncGenerator of the Python layer. */
 int sp_wrapper_init(void);
 int sp_wrapper_bind(PyObject *mod);
 

@@ -1,9 +1,14 @@
 /* wrapper.c - the decorator wrapper of the built-in module: a decorated
  * function is a ProfiledFunction whose vectorcall pointer is the recording
  * call of the current mode (chosen once, at setup, by sp_wrappers_apply), so
- * a call checks nothing; a decorated `async def` function is timed from
- * its coroutine's first step to its end (_timed_coroutine of the Python
- * layer, around _coroutine_enter and _coroutine_exit below). */
+ * a call checks nothing. What a call is depends on the function's kind,
+ * read once from its code's flags when it is decorated: a decorated `async
+ * def` function is timed from its coroutine's first step to its end
+ * (_timed_coroutine of the Python layer, around _coroutine_enter and
+ * _coroutine_exit below); a generator function's generator has each resume
+ * timed (generator.c), an async generator function's each awaited step
+ * (_TimedAsyncGenerator of the Python layer); creating either records
+ * nothing. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -27,13 +32,23 @@ typedef struct ProfiledFunction {
 	PyObject *weaklist;
 	int recursive;                          /* profile(recursive=True) 1; recursive=False
 						 * given -1 (wins over recursive_profile); 0 */
-	int is_coro;                            /* wraps an `async def` function */
+	int kind;                               /* KIND_*: what its calls return */
 	struct ProfiledFunction *prev, *next;   /* all live wrap.list */
 } ProfiledFunction;
+
+/* The kinds of function, from their code's flags (function_kind). */
+enum {
+	KIND_PLAIN,
+	KIND_CORO,          /* `async def`: a coroutine, timed until it ends */
+	KIND_GEN,           /* a generator: each resume timed */
+	KIND_ITER_CORO,     /* types.coroutine generator: as KIND_GEN, and awaitable */
+	KIND_ASYNC_GEN,     /* an async generator: each awaited step timed */
+};
 
 static struct {
 	ProfiledFunction *list;       /* every live wrapper, for the mode's changes */
 	PyObject *timed_coroutine;    /* _timed_coroutine of the Python layer */
+	PyObject *timed_async_gen;    /* _TimedAsyncGenerator of the Python layer */
 } wrap;
 
 /* The recording call; `lanes` and `mem` are constants in each caller
@@ -145,6 +160,34 @@ static PyObject *pf_call_coro(PyObject *self, PyObject *const *args, size_t narg
 	return res;
 }
 
+/* A generator function: the call only creates the generator, which is
+ * wrapped so that each of its resumes is a call (generator.c), in every
+ * mode; line timing holds the line hook around each resume too. */
+static PyObject *pf_call_gen(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	PyObject *gen = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
+	if (gen && sp_mode.lines)
+		gen = sp_linetrace_wrap_result(pf->func, gen);
+	if (!gen || !PyIter_Check(gen))
+		return gen;
+	return sp_timed_generator_new(pf->region, gen, pf->recursive, pf->kind == KIND_ITER_CORO);
+}
+
+/* An async generator function: each awaited step of its generator is a
+ * call, as a coroutine's run is (_TimedAsyncGenerator, the Python layer). */
+static PyObject *pf_call_async_gen(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	PyObject *agen = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
+	if (!agen || !PyAsyncGen_CheckExact(agen))
+		return agen;
+	PyObject *argv[2] = {(PyObject *)pf->region, agen};
+	PyObject *res = PyObject_Vectorcall(wrap.timed_async_gen, argv, 2, NULL);
+	Py_DECREF(agen);
+	return res;
+}
+
 /* Aggregation mode: the call's start stays on the C stack; only the
  * thread's current node changes while it runs. */
 static PyObject *pf_call_agg(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -219,8 +262,15 @@ static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 {
 	if (sp_mode.disabled)
 		return pf_call_disabled;
-	if (pf->is_coro)
+	switch (pf->kind) {
+	case KIND_CORO:
 		return pf_call_coro;
+	case KIND_GEN:
+	case KIND_ITER_CORO:
+		return pf_call_gen;
+	case KIND_ASYNC_GEN:
+		return pf_call_async_gen;
+	}
 	if (sp_mode.likwid)
 		return pf_call_likwid;
 	if (pf->recursive > 0 || (sp_mode.recursive_all && pf->recursive == 0))
@@ -236,37 +286,51 @@ static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 	return sp_mode.threads ? pf_call_threads : pf_call_timed;
 }
 
-/* Whether calling func gives a coroutine to time until it ends: an `async
- * def` function or method, a wrapper of one; other callables (partial
- * objects, ...) as inspect.iscoroutinefunction() sees them. */
-static int is_coroutine_function(PyObject *func)
+/* What calling func gives (KIND_*), once, when it is decorated: from the
+ * flags of the code of a function or method, the kind of a wrapper; other
+ * callables (partial objects, ...) as inspect sees them. */
+static int function_kind(PyObject *func)
 {
 	PyObject *f = PyMethod_Check(func) ? PyMethod_GET_FUNCTION(func) : func;
-	if (PyFunction_Check(f))
-		return (((PyCodeObject *)PyFunction_GET_CODE(f))->co_flags & CO_COROUTINE) != 0;
+	if (PyFunction_Check(f)) {
+		int flags = ((PyCodeObject *)PyFunction_GET_CODE(f))->co_flags;
+		return flags & CO_COROUTINE ? KIND_CORO
+			: flags & CO_ASYNC_GENERATOR ? KIND_ASYNC_GEN
+			: flags & CO_ITERABLE_COROUTINE ? KIND_ITER_CORO
+			: flags & CO_GENERATOR ? KIND_GEN : KIND_PLAIN;
+	}
 	if (Py_TYPE(f) == &sp_ProfiledFunctionType)
-		return ((ProfiledFunction *)f)->is_coro;
+		return ((ProfiledFunction *)f)->kind;
 	if (PyCFunction_Check(f) || PyType_Check(f))
-		return 0;
+		return KIND_PLAIN;
+	static const struct { const char *test; int kind; } tests[] = {
+		{"iscoroutinefunction", KIND_CORO},
+		{"isasyncgenfunction", KIND_ASYNC_GEN},
+		{"isgeneratorfunction", KIND_GEN},
+	};
+	int kind = KIND_PLAIN;
 	PyObject *inspect = PyImport_ImportModule("inspect");
-	PyObject *res = inspect ? PyObject_CallMethod(inspect, "iscoroutinefunction", "O", func) : NULL;
-	int yes = res ? PyObject_IsTrue(res) : 0;
-	Py_XDECREF(res);
+	for (size_t i = 0; inspect && kind == KIND_PLAIN && i < sizeof tests / sizeof tests[0]; i++) {
+		PyObject *res = PyObject_CallMethod(inspect, tests[i].test, "O", func);
+		if (res && PyObject_IsTrue(res) > 0)
+			kind = tests[i].kind;
+		Py_XDECREF(res);
+	}
 	Py_XDECREF(inspect);
 	PyErr_Clear();
-	return yes > 0;
+	return kind;
 }
 
 PyObject *sp_wrapper_new(RegionObject *region, PyObject *func, int recursive)
 {
 	if (sp_mode.lines && recursive <= 0 && sp_linetrace_choose(func, region->name) != 0)
 		return NULL;
-	int is_coro = is_coroutine_function(func);
+	int kind = function_kind(func);
 	ProfiledFunction *pf = PyObject_GC_New(ProfiledFunction, &sp_ProfiledFunctionType);
 	if (!pf)
 		return NULL;
 	pf->recursive = recursive;
-	pf->is_coro = is_coro;
+	pf->kind = kind;
 	pf->vectorcall = pf_choose_call(pf);
 	sp_tracer_mark_explicit(func);
 	pf->func = Py_NewRef(func);
@@ -451,15 +515,20 @@ void sp_wrappers_freeze(void)
 
 int sp_wrapper_init(void)
 {
-	return PyType_Ready(&sp_ProfiledFunctionType);
+	if (PyType_Ready(&sp_ProfiledFunctionType) < 0)
+		return -1;
+	return sp_generator_init();
 }
 
 /* Decorated `async def` functions are timed through _timed_coroutine
- * (pf_call_coro), defined by the Python layer. */
+ * (pf_call_coro), async generator functions' generators through
+ * _TimedAsyncGenerator (pf_call_async_gen), both defined by the Python
+ * layer. */
 int sp_wrapper_bind(PyObject *mod)
 {
 	Py_XSETREF(wrap.timed_coroutine, PyObject_GetAttrString(mod, "_timed_coroutine"));
-	return wrap.timed_coroutine ? 0 : -1;
+	Py_XSETREF(wrap.timed_async_gen, PyObject_GetAttrString(mod, "_TimedAsyncGenerator"));
+	return wrap.timed_coroutine && wrap.timed_async_gen ? 0 : -1;
 }
 
 static int is_region(PyObject *o)

@@ -1,0 +1,257 @@
+/* generator.c - the generator of a decorated generator function: a lean
+ * iterator around the real one whose every resume (next(), send(), throw(),
+ * and close() of a suspended generator, whoever drives it: a for loop,
+ * list(), `yield from`) is one call of the region, entered and exited as a
+ * `with` block of the region's current class (sp_region_enter_with), so it
+ * nests, takes its lane and counts in the live call tree as that block
+ * would. Creating the generator records nothing, nor does the time it is
+ * suspended, nor its cleanup when it is garbage collected: a call is only
+ * ever open while the body runs, so an abandoned generator leaves none.
+ * The wrapper is no generator for inspect.isgenerator(); it is one for
+ * collections.abc.Generator (it has __next__, send, throw and close), and
+ * its gi_* attributes are the generator's. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "sp_pyregion.h"
+
+enum { TG_FRESH, TG_SUSPENDED, TG_DONE };
+
+typedef struct {
+	PyObject_HEAD
+	PyObject *gen;          /* the generator (or its line-timed wrapper) */
+	RegionObject *region;
+	PyObject *weaklist;
+	int recursive;          /* as ProfiledFunction's */
+	int state;              /* TG_*: whether close() runs body code */
+} TimedGen;
+
+static struct {
+	PyObject *send, *throw, *close;   /* interned method names */
+} tg;
+
+/* What one resume does to the generator. */
+enum tg_op { OP_NEXT, OP_SEND, OP_THROW, OP_CLOSE };
+
+static PyObject *tg_run(TimedGen *g, enum tg_op op, PyObject *arg)
+{
+	switch (op) {
+	case OP_NEXT:
+		return Py_TYPE(g->gen)->tp_iternext(g->gen);
+	case OP_SEND:
+		return PyObject_CallMethodOneArg(g->gen, tg.send, arg);
+	case OP_THROW: {
+		PyObject *fn = PyObject_GetAttr(g->gen, tg.throw);
+		PyObject *res = fn ? PyObject_Call(fn, arg, NULL) : NULL;
+		Py_XDECREF(fn);
+		return res;
+	}
+	case OP_CLOSE:
+		return PyObject_CallMethodNoArgs(g->gen, tg.close);
+	}
+	return NULL;
+}
+
+/* Its exit, with the resume's exception (if any) kept aside: the exits of
+ * task lanes may run Python code. */
+static PyObject *tg_exit(TimedGen *g, sp_region_exit_fn exit, PyObject *res)
+{
+	PyObject *none;
+	if (res || !PyErr_Occurred()) {
+		none = exit((PyObject *)g->region, NULL, 0);
+	} else {
+#if PY_VERSION_HEX >= 0x030C0000
+		PyObject *exc = PyErr_GetRaisedException();
+		none = exit((PyObject *)g->region, NULL, 0);
+		if (none)
+			PyErr_SetRaisedException(exc);
+		else
+			Py_DECREF(exc);
+#else
+		PyObject *type, *value, *tb;
+		PyErr_Fetch(&type, &value, &tb);
+		none = exit((PyObject *)g->region, NULL, 0);
+		if (none) {
+			PyErr_Restore(type, value, tb);
+		} else {
+			Py_XDECREF(type);
+			Py_XDECREF(value);
+			Py_XDECREF(tb);
+		}
+#endif
+	}
+	if (!none) {
+		Py_CLEAR(res);
+		return NULL;
+	}
+	Py_DECREF(none);
+	return res;
+}
+
+/* One resume, one call of the region; with profile(recursive=True) (or
+ * recursive_profile) the --recursive hook runs under it, as under a call
+ * of a decorated function. */
+static PyObject *tg_resume(TimedGen *g, enum tg_op op, PyObject *arg)
+{
+	if (!g->gen) {   /* cleared by the collector (a reference cycle): finished */
+		if (op != OP_NEXT)
+			PyErr_SetNone(PyExc_StopIteration);
+		return NULL;
+	}
+	int hook = 0;
+	if ((g->recursive > 0 || (sp_mode.recursive_all && g->recursive == 0)) &&
+	    Py_TYPE(g->region) != &sp_DisabledRegionType && (hook = sp_tracer_start_thread()) < 0)
+		return NULL;
+	PyObject *res = NULL;
+	sp_region_exit_fn exit = sp_region_enter_with(g->region);
+	if (exit) {
+		res = tg_run(g, op, arg);
+		/* NULL: it returned (StopIteration, or nothing set from
+		 * __next__) or raised; either way it is finished. */
+		g->state = res && op != OP_CLOSE ? TG_SUSPENDED : TG_DONE;
+		res = tg_exit(g, exit, res);
+	}
+	if (hook)
+		sp_tracer_stop_thread();
+	return res;
+}
+
+static PyObject *tg_iternext(PyObject *self)
+{
+	return tg_resume((TimedGen *)self, OP_NEXT, NULL);
+}
+
+static PyObject *tg_send(PyObject *self, PyObject *value)
+{
+	return tg_resume((TimedGen *)self, OP_SEND, value);
+}
+
+static PyObject *tg_throw(PyObject *self, PyObject *args)
+{
+	return tg_resume((TimedGen *)self, OP_THROW, args);
+}
+
+/* close(): a call only when it runs the body's cleanup (a generator
+ * suspended at a yield); a fresh or finished one is closed untimed. */
+static PyObject *tg_close(PyObject *self, PyObject *unused)
+{
+	TimedGen *g = (TimedGen *)self;
+	if (!g->gen)
+		Py_RETURN_NONE;
+	if (g->state != TG_SUSPENDED) {
+		g->state = TG_DONE;
+		return tg_run(g, OP_CLOSE, NULL);
+	}
+	return tg_resume(g, OP_CLOSE, NULL);
+}
+
+/* gi_frame, gi_running, gi_code, gi_suspended, __name__, ...: the
+ * generator's. */
+static PyObject *tg_getattro(PyObject *self, PyObject *name)
+{
+	PyObject *v = PyObject_GenericGetAttr(self, name);
+	if (v || !PyErr_ExceptionMatches(PyExc_AttributeError))
+		return v;
+	PyObject *gen = ((TimedGen *)self)->gen;
+	if (!gen)
+		return NULL;
+	PyErr_Clear();
+	return PyObject_GetAttr(gen, name);
+}
+
+static PyObject *tg_repr(PyObject *self)
+{
+	TimedGen *g = (TimedGen *)self;
+	return PyUnicode_FromFormat("<profiled %R in region %R>", g->gen ? g->gen : Py_None, g->region->name);
+}
+
+static int tg_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(((TimedGen *)self)->gen);
+	return 0;
+}
+
+static int tg_clear(PyObject *self)
+{
+	Py_CLEAR(((TimedGen *)self)->gen);
+	return 0;
+}
+
+/* The generator goes with it, closed by its own finalizer: untimed. */
+static void tg_dealloc(PyObject *self)
+{
+	TimedGen *g = (TimedGen *)self;
+	PyObject_GC_UnTrack(self);
+	if (g->weaklist)
+		PyObject_ClearWeakRefs(self);
+	tg_clear(self);
+	Py_CLEAR(g->region);
+	PyObject_GC_Del(self);
+}
+
+static PyMethodDef tg_methods[] = {
+	{"send", tg_send, METH_O, "send(value): resumes the generator with value (one call of the region)."},
+	{"throw", tg_throw, METH_VARARGS, "throw(exc): raises exc in the generator (one call of the region)."},
+	{"close", tg_close, METH_NOARGS, "close(): closes the generator (a call when it runs its cleanup)."},
+	{NULL},
+};
+
+#define TIMED_GEN_TYPE(var, pyname, async) \
+	static PyTypeObject var = { \
+		PyVarObject_HEAD_INIT(NULL, 0) \
+		.tp_name = "scope_profiler." pyname, \
+		.tp_basicsize = sizeof(TimedGen), \
+		.tp_dealloc = tg_dealloc, \
+		.tp_as_async = async, \
+		.tp_repr = tg_repr, \
+		.tp_getattro = tg_getattro, \
+		.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, \
+		.tp_doc = "A decorated generator function's generator: each resume is one call of its region.", \
+		.tp_traverse = tg_traverse, \
+		.tp_clear = tg_clear, \
+		.tp_weaklistoffset = offsetof(TimedGen, weaklist), \
+		.tp_iter = PyObject_SelfIter, \
+		.tp_iternext = tg_iternext, \
+		.tp_methods = tg_methods, \
+	}
+
+/* An iterable coroutine (types.coroutine) can be awaited as well: its
+ * await drives the wrapper, each step one call. */
+static PyObject *tg_await(PyObject *self)
+{
+	return Py_NewRef(self);
+}
+
+static PyAsyncMethods tg_async = {.am_await = tg_await};
+
+TIMED_GEN_TYPE(timed_gen_type, "TimedGenerator", NULL);
+TIMED_GEN_TYPE(timed_coro_gen_type, "TimedIterableCoroutine", &tg_async);
+
+PyObject *sp_timed_generator_new(RegionObject *region, PyObject *gen, int recursive, int awaitable)
+{
+	TimedGen *g = PyObject_GC_New(TimedGen, awaitable ? &timed_coro_gen_type : &timed_gen_type);
+	if (!g) {
+		Py_DECREF(gen);
+		return NULL;
+	}
+	g->gen = gen;
+	g->region = (RegionObject *)Py_NewRef((PyObject *)region);
+	g->weaklist = NULL;
+	g->recursive = recursive;
+	g->state = TG_FRESH;
+	PyObject_GC_Track(g);
+	return (PyObject *)g;
+}
+
+int sp_generator_init(void)
+{
+	if (PyType_Ready(&timed_gen_type) < 0 || PyType_Ready(&timed_coro_gen_type) < 0)
+		return -1;
+	if (!tg.send && !(tg.send = PyUnicode_InternFromString("send")))
+		return -1;
+	if (!tg.throw && !(tg.throw = PyUnicode_InternFromString("throw")))
+		return -1;
+	if (!tg.close && !(tg.close = PyUnicode_InternFromString("close")))
+		return -1;
+	return 0;
+}
