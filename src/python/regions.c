@@ -415,7 +415,7 @@ static PyGetSetDef region_getset[] = {
 	{"name", region_get_name, NULL, "the region's name", NULL},
 	{"num_calls", region_get_num_calls, NULL, "calls recorded in this session (after finalize(): "
 	 "in the session it ended, until the next setup())", NULL},
-	{"capacity", region_get_capacity, NULL, "allocated event slots (doubles when full)", NULL},
+	{"capacity", region_get_capacity, NULL, "the events it holds now without growing (from a few, doubling when full)", NULL},
 	{"dropped", region_get_dropped, NULL, "calls lost because memory ran out", NULL},
 	{NULL},
 };
