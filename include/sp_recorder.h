@@ -36,7 +36,7 @@ void sp_buf_init(struct sp_buf *b, size_t limit);
  * that overflows (16 bytes per entry). */
 size_t sp_buf_next_cap(size_t cap, size_t limit);
 
-/* The largest first capacity worth asking for: the events whose columns
+/* The largest buffer_limit worth asking for: the events whose columns
  * (16 bytes each) fit in this machine's physical memory. */
 size_t sp_buf_max_cap(void);
 
