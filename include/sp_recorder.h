@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #define SP_DEFAULT_BUFFER_LIMIT 1024
+#define SP_BUF_FIRST_CAP 4
 #define SP_BUF_MAP_BYTES ((size_t)1 << 20)
 
 struct sp_buf {
@@ -18,19 +19,29 @@ struct sp_buf {
 	int keep_values;          /* 0, or the enum sp_value_kind (sp_profile.h) of values */
 	size_t n;                 /* events reserved so far */
 	size_t cap;               /* allocated entries */
-	size_t initial_cap;       /* capacity of the first allocation */
+	size_t limit;             /* buffer_limit: the capacity the first growths double
+				   * up to (from SP_BUF_FIRST_CAP); past it, doubling */
 	size_t dropped;           /* events lost because memory ran out */
 	int mapped;               /* columns are mmaps of their own (large buffers) */
 };
 
-/* An empty buffer that allocates initial_cap entries (>= 1) on first use. */
-void sp_buf_init(struct sp_buf *b, size_t initial_cap);
+/* An empty buffer (nothing allocated) growing up to limit (0: 1) by
+ * doubling from SP_BUF_FIRST_CAP entries, then by doubling past it: a region
+ * with few calls holds a few events, not limit (sp_buf_next_cap). */
+void sp_buf_init(struct sp_buf *b, size_t limit);
 
-/* The largest first capacity worth asking for: the events whose columns
+/* The capacity a buffer of cap entries (0: none yet) grows to under limit:
+ * min(SP_BUF_FIRST_CAP, limit) first, then doubled, but never past limit
+ * while below it (so a buffer reaches limit exactly), then doubled; 0 when
+ * that overflows (16 bytes per entry). */
+size_t sp_buf_next_cap(size_t cap, size_t limit);
+
+/* The largest buffer_limit worth asking for: the events whose columns
  * (16 bytes each) fit in this machine's physical memory. */
 size_t sp_buf_max_cap(void);
 
-/* Doubles the capacity (or allocates initial_cap). Returns 0, or -1 when the
+/* Grows the capacity to sp_buf_next_cap (the first time: allocates).
+ * Returns 0, or -1 when the
  * new size overflows or memory runs out; the buffer is then unchanged.
  * Columns of SP_BUF_MAP_BYTES or more are anonymous mmaps that grow by
  * mremap: no copy, and no freed block left behind in the heap, so a long
@@ -40,7 +51,7 @@ int sp_buf_grow(struct sp_buf *b);
 /* Forgets all events; keeps the allocation. */
 void sp_buf_clear(struct sp_buf *b);
 
-/* Frees the columns; the buffer is empty again (same initial_cap). */
+/* Frees the columns; the buffer is empty again (same limit). */
 void sp_buf_free(struct sp_buf *b);
 
 /* From now on, keep a lane per event; events already recorded get lane 0.

@@ -189,11 +189,14 @@ lines = {k: v / (2 * LN + 3) for k, v in best.items()}
 print(json.dumps({"enabled": enabled, "disabled": disabled, "lines": lines, "aggregate": aggregate}))
 '''
 
+# The kinds that record events into a region's buffer: warmed up first.
+WARMED = ("region", "sp_deco", "rec_ours")
+
 # One candidate alone, for callgrind: ITER iterations of one statement.
-CG_INNER = r'''
+CG_INNER = f"WARMED = {WARMED!r}\n" + r'''
 import sys, threading
 import scope_profiler as sp
-kind, n = sys.argv[1], int(sys.argv[2])
+kind, n, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 lock = threading.Lock()
 reused = sp.region("cg")
 def work():
@@ -256,11 +259,18 @@ def loop_py_deco():
 def loop_sp_deco():
     f = sp_wrapped
     for _ in range(n): f()
-{"empty": loop_empty, "lock": loop_lock, "region": loop_region, "disabled": loop_region,
+loop = {"empty": loop_empty, "lock": loop_lock, "region": loop_region, "disabled": loop_region,
  "agg_region": loop_region, "agg_deco": loop_sp_deco,
  "call": loop_call, "py_deco": loop_py_deco, "sp_deco": loop_sp_deco,
  "rec_plain": loop_rec_plain, "rec_cprofile": loop_rec_cprofile, "rec_ours": loop_rec_ours,
- "lines_plain": loop_lines_plain, "lines_lp": loop_lines_lp, "lines_ours": loop_lines_ours}[kind]()
+ "lines_plain": loop_lines_plain, "lines_lp": loop_lines_lp, "lines_ours": loop_lines_ours}[kind]
+if kind in WARMED:
+    # The same warm-up in both runs (it cancels out): the region's buffer
+    # has grown to its final size, so the loop measures the steady state.
+    n, measured = warm, n
+    loop()
+    n = measured
+loop()
 sp._reset()  # the count is of the loop, not of finalising its events
 '''
 
@@ -332,8 +342,9 @@ def run_inner(binary, n, repeats):
         return json.loads(proc.stdout)
 
 
-def callgrind_ir(binary, kind, n):
-    """Total instructions of one run (the program's, not valgrind's)."""
+def callgrind_ir(binary, kind, n, warm, limit):
+    """Total instructions of one run (the program's, not valgrind's): warm
+    calls first where the kind records events, then n."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "cg.py")
         with open(path, "w") as f:
@@ -342,8 +353,8 @@ def callgrind_ir(binary, kind, n):
         # A fixed hash seed makes the counts repeat exactly run to run.
         env = dict(os.environ, PYTHONHASHSEED="0")
         proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                               binary, "run", "-q", "--no-output", "--buffer-limit", str(n + 1),
-                               path, kind, str(n)], capture_output=True, text=True, env=env)
+                               binary, "run", "-q", "--no-output", "--buffer-limit", str(limit),
+                               path, kind, str(n), str(warm)], capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             sys.exit(f"bench: callgrind run failed:\n{proc.stderr[-2000:]}")
         with open(out) as f:
@@ -355,8 +366,15 @@ def callgrind_ir(binary, kind, n):
 
 def callgrind_per_call(binary, kind, n=200_000, small=20_000):
     """Instructions per iteration: the difference of two loop lengths, so
-    start-up and finalisation cancel out."""
-    return (callgrind_ir(binary, kind, n) - callgrind_ir(binary, kind, small)) / (n - small)
+    start-up and finalisation cancel out. In the steady state: buffers
+    double from a few events up to buffer_limit, so a warm-up of `warm`
+    calls (the same in both runs) first grows the region's buffer to
+    buffer_limit, which holds the warm-up and n more."""
+    pow2 = 1 << (n + 2).bit_length()          # past n + 2: the cap after warm is the limit
+    warm = pow2 + 1
+    limit = warm + n + 1
+    return (callgrind_ir(binary, kind, n, warm, limit)
+            - callgrind_ir(binary, kind, small, warm, limit)) / (n - small)
 
 
 def main():

@@ -7,10 +7,17 @@
 #include "sp_grow.h"
 #include "sp_recorder.h"
 
-void sp_buf_init(struct sp_buf *b, size_t initial_cap)
+void sp_buf_init(struct sp_buf *b, size_t limit)
 {
 	memset(b, 0, sizeof *b);
-	b->initial_cap = initial_cap ? initial_cap : 1;
+	b->limit = limit ? limit : 1;
+}
+
+size_t sp_buf_next_cap(size_t cap, size_t limit)
+{
+	size_t first = limit < SP_BUF_FIRST_CAP ? (limit ? limit : 1) : SP_BUF_FIRST_CAP;
+	size_t ncap = sp_grow_cap(cap, first, cap + 1, sizeof(int64_t));
+	return cap < limit && ncap > limit ? limit : ncap;
 }
 
 size_t sp_buf_max_cap(void)
@@ -93,8 +100,7 @@ static int grow_maps(struct sp_buf *b, size_t cap)
 
 int sp_buf_grow(struct sp_buf *b)
 {
-	/* Doubled (the first time: initial_cap), as sp_grow does. */
-	size_t cap = sp_grow_cap(b->cap, b->initial_cap, b->cap + 1, sizeof(int64_t));
+	size_t cap = sp_buf_next_cap(b->cap, b->limit);
 	if (!cap)
 		return -1;
 	if (b->mapped) {

@@ -428,7 +428,7 @@ static PyGetSetDef region_getset[] = {
 	{"name", region_get_name, NULL, "the region's name", NULL},
 	{"num_calls", region_get_num_calls, NULL, "calls recorded in this session (after finalize(): "
 	 "in the session it ended, until the next setup())", NULL},
-	{"capacity", region_get_capacity, NULL, "allocated event slots (doubles when full)", NULL},
+	{"capacity", region_get_capacity, NULL, "the events it holds now without growing (from a few, doubling when full)", NULL},
 	{"dropped", region_get_dropped, NULL, "calls lost because memory ran out", NULL},
 	{NULL},
 };
@@ -834,10 +834,11 @@ int sp_regions_apply(void)
 	retire_exits();
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
-		/* An empty buffer of another size is freed first: freeing
-		 * forgets which columns it keeps, set just below. */
-		r->buf.initial_cap = sp_mode.buffer_limit;
-		if (r->buf.n == 0 && r->buf.cap != sp_mode.buffer_limit)
+		/* An empty buffer past the new limit is freed first (it
+		 * grows again from a few events): freeing forgets which
+		 * columns it keeps, set just below. */
+		r->buf.limit = sp_mode.buffer_limit;
+		if (r->buf.n == 0 && r->buf.cap > sp_mode.buffer_limit)
 			sp_buf_free(&r->buf);
 		if ((sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) ||
 		    (sp_mode.memory && sp_buf_keep_values(&r->buf, SP_VALUES_ALLOC_BYTES) != 0)) {
@@ -870,14 +871,14 @@ void sp_regions_reset(void)
 	PyObject *k, *v;
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
-		if (r->buf.cap != sp_mode.buffer_limit || r->buf.keep_lanes || r->buf.keep_values)
+		if (r->buf.cap > sp_mode.buffer_limit || r->buf.keep_lanes || r->buf.keep_values)
 			sp_buf_free(&r->buf);
 		sp_buf_clear(&r->buf);
 		r->peak_bytes = SP_NO_PEAK;
 		sp_agg_region_init(&r->agg);
 		sp_stats_acc_init(&r->acc);
 		sp_live_region_init(r);
-		r->buf.initial_cap = sp_mode.buffer_limit;
+		r->buf.limit = sp_mode.buffer_limit;
 		r->gen++;
 	}
 }

@@ -61,7 +61,7 @@ extern PyTypeObject sp_ProfiledFunctionType;
  * once. The one piece of state the files of the module share. */
 struct sp_recmode {
 	PyTypeObject *region_type;    /* the class of every region */
-	size_t buffer_limit;          /* first event capacity per region */
+	size_t buffer_limit;          /* the capacity regions double up to from a few events */
 	int disabled;                 /* deactivate_profiling */
 	int idle;                     /* with disabled: no session (before setup(), after
 				       * finalize()); decorating still wraps, so that the

@@ -79,7 +79,7 @@ static int64_t scratch_starts[1], scratch_ends[1];
 static int32_t scratch_lanes[1];
 static RegionObject scratch = {
 	.buf = {.starts = scratch_starts, .ends = scratch_ends, .lanes = scratch_lanes,
-		.n = 1, .cap = 1, .initial_cap = 1},
+		.n = 1, .cap = 1, .limit = 1},
 	.live_parent = INT32_MIN, .live_node = -1, .index = -1,
 };
 

@@ -797,9 +797,9 @@ int sp_mpicalls_start(size_t cap, sp_mpicalls_lane_fn lane)
 	sp_mpicalls_stop();
 	for (int i = 0; i < NCALLS; i++) {
 		struct call *c = &calls[i];
-		if (!c->buf.initial_cap)
+		if (!c->buf.limit)
 			sp_buf_init(&c->buf, cap);
-		c->buf.initial_cap = cap ? cap : 1;
+		c->buf.limit = cap ? cap : 1;
 		if (lane && sp_buf_keep_lanes(&c->buf) != 0)
 			return -1;
 		if (strcmp(bytes_of[i], "NONE") != 0 && sp_buf_keep_values(&c->buf, SP_VALUES_BYTES) != 0)
@@ -826,7 +826,7 @@ void sp_mpicalls_reset(void)
 	sp_mpicalls_stop();
 	for (int i = 0; i < NCALLS; i++) {
 		struct call *c = &calls[i];
-		size_t cap = c->buf.initial_cap;
+		size_t cap = c->buf.limit;
 		sp_buf_free(&c->buf);
 		sp_buf_init(&c->buf, cap);
 	}

@@ -12,15 +12,52 @@
 #include "sp_clock.h"
 #include "sp_recorder.h"
 
-static void test_first_use_allocates_initial_capacity(void **state)
+static void test_first_use_allocates_a_few_events(void **state)
 {
 	struct sp_buf b;
-	sp_buf_init(&b, 4);
+	sp_buf_init(&b, 1024);
 	assert_int_equal(b.cap, 0);
 	assert_null(b.starts);
 	assert_int_equal(sp_buf_reserve(&b), 0);
-	assert_int_equal(b.cap, 4);
+	assert_int_equal(b.cap, SP_BUF_FIRST_CAP);   /* not the limit: one call, a few events */
 	sp_buf_free(&b);
+	sp_buf_init(&b, 2);                          /* a limit below the first capacity */
+	assert_int_equal(sp_buf_reserve(&b), 0);
+	assert_int_equal(b.cap, 2);
+	sp_buf_free(&b);
+}
+
+/* The capacities a buffer goes through: doubling from SP_BUF_FIRST_CAP up
+ * to the limit, which it takes exactly, then doubling past it. */
+static void test_grows_to_the_limit_then_doubles(void **state)
+{
+	static const struct {
+		size_t limit, caps[16];
+	} cases[] = {
+		{1024, {4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}},
+		{1000, {4, 8, 16, 32, 64, 128, 256, 512, 1000, 2000, 4000}},
+		{5, {4, 5, 10, 20}},
+		{4, {4, 8, 16}},
+		{1, {1, 2, 4, 8}},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		size_t cap = 0;
+		for (size_t i = 0; i < 16 && cases[c].caps[i]; i++) {
+			cap = sp_buf_next_cap(cap, cases[c].limit);
+			assert_int_equal(cap, cases[c].caps[i]);
+		}
+		/* The buffer itself: limit events fit, the capacity true. */
+		struct sp_buf b;
+		sp_buf_init(&b, cases[c].limit);
+		for (size_t i = 0; i < cases[c].limit; i++) {
+			assert_int_equal(sp_buf_reserve(&b), (ptrdiff_t)i);
+			assert_true(b.cap >= b.n && b.cap <= cases[c].limit);
+		}
+		assert_int_equal(b.cap, cases[c].limit);
+		assert_int_equal(b.dropped, 0);
+		sp_buf_free(&b);
+	}
+	assert_int_equal(sp_buf_next_cap(SIZE_MAX / 2 + 1, 1024), 0);   /* overflow */
 }
 
 static void test_doubles_when_full_and_keeps_events(void **state)
@@ -112,11 +149,18 @@ static void test_overflowing_growth_fails_cleanly(void **state)
 static void test_out_of_memory_is_an_error(void **state)
 {
 	struct sp_buf b;
-	/* An initial capacity no allocator can satisfy. */
-	sp_buf_init(&b, SIZE_MAX / sizeof(int64_t) / 2);
+	sp_buf_init(&b, 1024);
+	assert_int_equal(sp_buf_reserve(&b), 0);
+	b.starts[0] = 42;
+	/* A full buffer whose next size no allocator can satisfy. */
+	size_t real_cap = b.cap;
+	b.cap = b.n = SIZE_MAX / sizeof(int64_t) / 4;
 	assert_int_equal(sp_buf_reserve(&b), -1);
 	assert_int_equal(b.dropped, 1);
-	assert_int_equal(b.cap, 0);
+	assert_int_equal(b.cap, SIZE_MAX / sizeof(int64_t) / 4);   /* unchanged */
+	assert_int_equal(b.starts[0], 42);
+	b.cap = real_cap;
+	b.n = 1;
 	sp_buf_free(&b);
 }
 
@@ -178,10 +222,10 @@ static void test_values_follow_growth_and_backfill_zero(void **state)
 	sp_buf_free(&b);
 	assert_null(b.values);
 	assert_int_equal(b.keep_values, 0);
-	/* Asked for once mapped, before any event of a new buffer. */
+	/* Asked for once mapped, before any event with values. */
 	sp_buf_init(&b, SP_BUF_MAP_BYTES / sizeof(int64_t));
-	assert_int_equal(sp_buf_reserve(&b), 0);
-	assert_int_equal(b.mapped, 1);
+	while (!b.mapped)
+		assert_true(sp_buf_reserve(&b) >= 0);
 	assert_int_equal(sp_buf_keep_values(&b, 1), 0);
 	assert_true(b.values[0] == 0 && b.values[b.cap - 1] == 0);
 	sp_buf_free(&b);
@@ -207,7 +251,8 @@ static void test_clock_is_monotonic_and_matches_clock_monotonic(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_first_use_allocates_initial_capacity),
+		cmocka_unit_test(test_first_use_allocates_a_few_events),
+		cmocka_unit_test(test_grows_to_the_limit_then_doubles),
 		cmocka_unit_test(test_doubles_when_full_and_keeps_events),
 		cmocka_unit_test(test_zero_initial_capacity_means_one),
 		cmocka_unit_test(test_large_columns_are_mapped_and_keep_events),
