@@ -131,9 +131,12 @@ static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	return r;
 }
 
-static PyMethodDef exec_def = {
-	"exec", (PyCFunction)(void (*)(void))exec_first, METH_FASTCALL | METH_KEYWORDS,
-	"scope-profiler run's os.exec*: the profile is written before the process is replaced."};
+static PyMethodDef exec_defs[] = {
+	{"execv", (PyCFunction)(void (*)(void))exec_first, METH_FASTCALL | METH_KEYWORDS,
+	 "os.execv under scope-profiler run: the profile is written before the process is replaced."},
+	{"execve", (PyCFunction)(void (*)(void))exec_first, METH_FASTCALL | METH_KEYWORDS,
+	 "os.execve under scope-profiler run: the profile is written before the process is replaced."},
+};
 
 /* _run_watch(os): the run's watches, installed before the script starts:
  * the exit signals that have no handler yet, sys.unraisablehook, and
@@ -169,16 +172,15 @@ static PyObject *run_watch(PyObject *m, PyObject *os)
 		}
 		Py_DECREF(w);
 	}
-	static const char *const execs[] = {"execv", "execve"};
-	for (size_t i = 0; i < 2; i++) {
-		PyObject *orig = PyObject_GetAttrString(os, execs[i]);
+	for (size_t i = 0; i < sizeof exec_defs / sizeof exec_defs[0]; i++) {
+		PyObject *orig = PyObject_GetAttrString(os, exec_defs[i].ml_name);
 		if (!orig) {
 			PyErr_Clear();   /* not on this platform */
 			continue;
 		}
-		PyObject *w = PyCFunction_NewEx(&exec_def, orig, NULL);
+		PyObject *w = PyCFunction_NewEx(&exec_defs[i], orig, NULL);
 		Py_DECREF(orig);
-		if (!w || PyObject_SetAttrString(os, execs[i], w) != 0) {
+		if (!w || PyObject_SetAttrString(os, exec_defs[i].ml_name, w) != 0) {
 			Py_XDECREF(w);
 			goto fail;
 		}
