@@ -329,7 +329,7 @@ main() {
     do_mount "$ROOT$REPO" --bind "$REPO"
     set +e
     chroot "$ROOT" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" CI="${CI:-}" \
+      HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" CI="${CI:-}" SCOPE_PROFILER_CHROOT_NS=1 \
       OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
       /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$REPO" "$@"
     rc=$?

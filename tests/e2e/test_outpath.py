@@ -450,8 +450,12 @@ def test_plot_on_a_full_disk_is_one_line_and_keeps_the_earlier_report(sp):
         ls -a out > after.list
         cp out/report.html after.html
     """
-    proc = subprocess.run(["unshare", "-m", "sh", "-c", shell], cwd=sp.tmp, capture_output=True,
-                          text=True, timeout=300)
+    # Inside scripts/chroot.sh the chroot's root is no mount point, so
+    # unshare cannot make it private; its namespace propagates nowhere
+    # already (SCOPE_PROFILER_CHROOT_NS), so the new one's mounts stay in it.
+    keep = ["--propagation", "unchanged"] if os.environ.get("SCOPE_PROFILER_CHROOT_NS") else []
+    proc = subprocess.run(["unshare", "-m", *keep, "sh", "-c", shell], cwd=sp.tmp,
+                          capture_output=True, text=True, timeout=300)
     if proc.returncode == 99:
         pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stderr
