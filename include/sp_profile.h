@@ -112,6 +112,9 @@ struct sp_rank {
 	int64_t run_start_ns;          /* SP_NO_TIME when unknown */
 	int64_t run_end_ns;            /* SP_NO_TIME when unknown */
 	int64_t pid;                   /* 0 when unknown */
+	/* A child process of the run (run --subprocesses): its parent's pid;
+	 * 0 for the run's own process and for MPI ranks. */
+	int64_t parent_pid;
 	char *hostname;                /* NULL when unknown; owned */
 	/* This rank's clock minus rank 0's, measured at start under MPI; the
 	 * stored timestamps are already on rank 0's clock (0 when serial). */

@@ -335,9 +335,10 @@ static PyObject *rank_to_py(struct sp_rank *rk)
 	PyObject *start = time_or_none(rk->run_start_ns), *end = time_or_none(rk->run_end_ns);
 	PyObject *likwid = likwid_to_py(rk);
 	PyObject *rd = (start && end && likwid)
-		? Py_BuildValue("{s:i,s:O,s:O,s:L,s:s,s:N,s:N}", "rank", rk->rank,
+		? Py_BuildValue("{s:i,s:O,s:O,s:L,s:L,s:s,s:N,s:N}", "rank", rk->rank,
 				"run_start_ns", start, "run_end_ns", end,
-				"pid", (long long)rk->pid, "hostname", rk->hostname,
+				"pid", (long long)rk->pid, "parent_pid", (long long)rk->parent_pid,
+				"hostname", rk->hostname,
 				"regions", regions, "likwid", likwid)
 		: NULL;
 	Py_XDECREF(start);

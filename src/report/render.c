@@ -632,8 +632,9 @@ static void render_tree(FILE *out, const struct view *v)
 	int overlap = (double)roots > denom * 1.001;
 
 	if (nranks > 1)
-		fprintf(out, "Call tree (sum of %zu ranks; %% run is of %zu × run span%s)\n", nranks,
-			nranks, overlap ? "; threads' times add up too" : "");
+		fprintf(out, "Call tree (sum of %zu %s; %% run is of %zu × run span%s)\n", nranks,
+			sp_render_children(v->p) ? "processes" : "ranks", nranks,
+			overlap ? "; threads' times add up too" : "");
 	else if (overlap)
 		fputs("Call tree (threads ran at once: their times add up, so % run passes 100)\n", out);
 	else
@@ -750,7 +751,10 @@ static void render_flat(FILE *out, const struct view *v)
 	for (size_t k = 1; k < nc; k++)
 		rest += 2 + tc[k].w;
 	tc[0].w = sp_render_name_width(need, rest);
-	if (nranks > 1)
+	if (nranks > 1 && sp_render_children(v->p))
+		fprintf(out, "Regions (%zu processes: calls summed; times are each process's total)\n",
+			nranks);
+	else if (nranks > 1)
 		fprintf(out, "Regions (%zu ranks: calls summed; times are each rank's total)\n", nranks);
 	else
 		fputs("Regions\n", out);
@@ -851,6 +855,14 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 	for (size_t r = 0; r < nranks; r++)
 		fprintf(out, "%s%d", r ? ", " : "", p->ranks[r].rank);
 	fputs("],\n  ", out);
+	if (sp_render_children(p)) {
+		/* run --subprocesses: which rank is which process */
+		fputs("\"processes\": [", out);
+		for (size_t r = 0; r < nranks; r++)
+			fprintf(out, "%s{\"rank\": %d, \"pid\": %lld, \"parent_pid\": %lld}", r ? ", " : "",
+				p->ranks[r].rank, (long long)p->ranks[r].pid, (long long)p->ranks[r].parent_pid);
+		fputs("],\n  ", out);
+	}
 	if (h->known) {
 		/* host -> its ranks, hosts in the order of their lowest rank */
 		fputs("\"hosts\": {", out);
@@ -930,8 +942,9 @@ static void render_html(FILE *out, const struct view *v, const char *title)
 	sp_svg_text(out, title ? title : "", 0);
 	fputs("\">\n<caption>", out);
 	sp_svg_text(out, title ? title : "", 0);
-	fprintf(out, " \xe2\x80\x94 %zu rank%s, %zu region%s, %lld call%s</caption>\n", nranks,
-		nranks == 1 ? "" : "s", v->nrows, v->nrows == 1 ? "" : "s", (long long)v->calls,
+	int procs = sp_render_children(v->p) > 0;
+	fprintf(out, " \xe2\x80\x94 %zu %s%s, %zu region%s, %lld call%s</caption>\n", nranks,
+		procs ? "process" : "rank", nranks == 1 ? "" : procs ? "es" : "s", v->nrows, v->nrows == 1 ? "" : "s", (long long)v->calls,
 		v->calls == 1 ? "" : "s");
 	fputs("<thead><tr><th>region</th><th>calls</th><th>total [s]</th><th>mean [s]</th><th>min [s]</th>"
 	      "<th>max [s]</th><th>std [s]</th><th>min rank [s]</th><th>mean/rank [s]</th>"
@@ -992,9 +1005,24 @@ static void put_title(FILE *out, const struct view *v, const char *title,
 		      const struct sp_hosts *hosts, const char *host_list)
 {
 	char buf[32];
+	size_t nchild = sp_render_children(v->p), nown = v->p->nranks - nchild;
 	fputs("Profile: ", out);
 	sp_render_text(out, title ? title : "(untitled)", INT32_MAX);
-	if (host_list)
+	if (nchild) {
+		/* run --subprocesses: the groups are processes, not only ranks */
+		if (nown == 0)   /* --ranks kept only children */
+			fprintf(out, "\n%zu child process%s of the run", nchild, nchild == 1 ? "" : "es");
+		else if (nown == 1)
+			fprintf(out, "\n%zu processes (this run and %zu child process%s)", v->p->nranks,
+				nchild, nchild == 1 ? "" : "es");
+		else
+			fprintf(out, "\n%zu processes (%zu ranks of this run and %zu child process%s)",
+				v->p->nranks, nown, nchild, nchild == 1 ? "" : "es");
+		if (host_list)
+			fprintf(out, " on %s%zu host%s", hosts->unknown ? "at least " : "", hosts->known,
+				hosts->known == 1 ? "" : "s");
+		fputs(", ", out);
+	} else if (host_list)
 		fprintf(out, "\n%zu ranks on %s%zu host%s, ", v->p->nranks,
 			hosts->unknown ? "at least " : "", hosts->known, hosts->known == 1 ? "" : "s");
 	else

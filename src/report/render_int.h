@@ -37,6 +37,16 @@ struct sp_select;
  * for messages; returns buf. */
 char *sp_render_rank_list(char *buf, size_t len, const struct sp_profile *p);
 
+/* Child processes of the run (run --subprocesses) among p's ranks: those
+ * with a parent_pid; 0 for every profile without them. */
+size_t sp_render_children(const struct sp_profile *p);
+
+struct sp_rank;
+/* A rank's label in per-rank rows and headings: "rank 3", or for a child
+ * process of the run "process 3 (pid 1234)"; capitalised ("Rank 3",
+ * "Process 3 (pid 1234)") when cap. Returns buf. */
+char *sp_render_rank_label(char *buf, size_t len, const struct sp_rank *rk, int cap);
+
 /* The summary's notes under its title: calls not recorded, the cores used
  * (several ranks with OpenMP), and what the selection sel kept (nrows of
  * nall regions; shown: the selected ranks of p). Cannot fail. */

@@ -35,6 +35,7 @@ static const char *nth_name(char *buf, size_t len, const char *list, char sep, s
 
 static int render_rank(FILE *out, const struct sp_rank *rk, const char *names, int several)
 {
+	char label[64];
 	size_t nev = 0;
 	for (size_t i = 0; i < rk->nlikwid; i++)
 		nev = rk->likwid[i].nevents > nev ? rk->likwid[i].nevents : nev;
@@ -63,7 +64,8 @@ static int render_rank(FILE *out, const struct sp_rank *rk, const char *names, i
 			for (size_t c = 0; c < nc; c++)
 				tw += cols[c].w + (c ? 2 : 0);
 			if (several)
-				fprintf(out, "\nLIKWID counters, rank %d (summed over threads)\n", rk->rank);
+				fprintf(out, "\nLIKWID counters, %s (summed over threads)\n",
+					sp_render_rank_label(label, sizeof label, rk, 0));
 			else
 				fputs("\nLIKWID counters (summed over threads)\n", out);
 			sp_table_row(out, cols, nc, (const char *const *)head, "\n");
@@ -124,6 +126,7 @@ static void metric_cell(char *buf, size_t len, double v)
 
 static int render_metrics(FILE *out, const struct sp_rank *rk, const char *names, int several)
 {
+	char label[64];
 	int spread = 0, any = 0;
 	for (size_t i = 0; i < rk->nlikwid; i++) {
 		any |= rk->likwid[i].nmetrics > 0;
@@ -154,7 +157,8 @@ static int render_metrics(FILE *out, const struct sp_rank *rk, const char *names
 				tw += cols[c].w + (c ? 2 : 0);
 			const char *how = spread ? "; min, mean and max over threads" : "";
 			if (several)
-				fprintf(out, "\nLIKWID metrics, rank %d (LIKWID's formulas%s)\n", rk->rank, how);
+				fprintf(out, "\nLIKWID metrics, %s (LIKWID's formulas%s)\n",
+					sp_render_rank_label(label, sizeof label, rk, 0), how);
 			else
 				fprintf(out, "\nLIKWID metrics (LIKWID's formulas%s)\n", how);
 			sp_table_row(out, cols, nc, head, "\n");

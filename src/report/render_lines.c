@@ -6,6 +6,7 @@
 
 #include "sp_render.h"
 #include "sp_table.h"
+#include "render_int.h"
 
 #define TABLE_CAP 100                  /* columns a table (and a heading) may take */
 #define TAB 8                          /* tab stops in source lines */
@@ -157,15 +158,16 @@ static void fair_share(int *w, int k, int room)
 	}
 }
 
-/* "Rank <r> | <region> | <function> (<basename>:<first_line>)", the three
- * texts cut so that the heading fits TABLE_CAP columns. */
-static void heading(FILE *out, int rank, const struct sp_line_table *t)
+/* "Rank <r> | <region> | <function> (<basename>:<first_line>)" ("Process
+ * <r> (pid <pid>) | ..." for a child process of the run), the three texts
+ * cut so that the heading fits TABLE_CAP columns. */
+static void heading(FILE *out, const struct sp_rank *rk, const struct sp_line_table *t)
 {
 	const char *file = t->filename ? t->filename : "", *base = strrchr(file, '/');
 	const char *text[3] = {t->region ? t->region : "", t->function ? t->function : "",
 			       base && base[1] ? base + 1 : file};
-	char head[32], tail[32];
-	int hl = snprintf(head, sizeof head, "Rank %d | ", rank);
+	char head[64], label[48], tail[32];
+	int hl = snprintf(head, sizeof head, "%s | ", sp_render_rank_label(label, sizeof label, rk, 1));
 	int tl = snprintf(tail, sizeof tail, ":%d)", (int)t->first_line);
 	int w[3], room = TABLE_CAP - hl - 3 - 2 - tl;
 	for (int i = 0; i < 3; i++)
@@ -201,9 +203,9 @@ static void row(FILE *out, const struct layout *l, const char *const cells[NCOLS
 	sp_table_row(out, cols, NCOLS, cells, " │\n");
 }
 
-static void render_table(FILE *out, int rank, struct layout *l)
+static void render_table(FILE *out, const struct sp_rank *rk, struct layout *l)
 {
-	heading(out, rank, l->t);
+	heading(out, rk, l->t);
 	if (l->first > l->last) {
 		fputs("(no line executed)\n", out);
 		return;
@@ -265,7 +267,7 @@ enum sp_err sp_render_lines(FILE *out, const struct sp_profile *p, const char *t
 			struct layout l;
 			layout_table(&l, &rk->lines[k], buf);
 			fputc('\n', out);
-			render_table(out, rk->rank, &l);
+			render_table(out, rk, &l);
 		}
 	}
 	free(buf);

@@ -205,7 +205,7 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
 {
 	enum { TOP = 3 };
 	const struct sp_region_data *top[TOP] = {NULL};
-	int top_rank[TOP] = {0};
+	const struct sp_rank *top_rank[TOP] = {NULL};
 	int64_t total = 0, listed = 0;
 	size_t nregions = 0;
 	for (size_t r = 0; r < p->nranks; r++) {
@@ -228,7 +228,7 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
 					top_rank[j] = top_rank[j - 1];
 				}
 				top[k] = rd;
-				top_rank[k] = rk->rank;
+				top_rank[k] = rk;
 				break;
 			}
 		}
@@ -242,8 +242,10 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
 	for (int k = 0; k < TOP && top[k]; k++) {
 		fputs(k ? ", " : " (", out);
 		put_text(out, top[k]->name, 40);
-		if (p->nranks > 1)
-			fprintf(out, " on rank %d", top_rank[k]);
+		if (p->nranks > 1) {
+			char label[64];
+			fprintf(out, " on %s", sp_render_rank_label(label, sizeof label, top_rank[k], 0));
+		}
 		fprintf(out, ": %lld", (long long)top[k]->dropped);
 	}
 	if (nregions > TOP)
@@ -253,6 +255,24 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
 }
 
 /* ---- the summary's lines ------------------------------------------------ */
+
+size_t sp_render_children(const struct sp_profile *p)
+{
+	size_t n = 0;
+	for (size_t r = 0; r < p->nranks; r++)
+		n += p->ranks[r].parent_pid != 0;
+	return n;
+}
+
+char *sp_render_rank_label(char *buf, size_t len, const struct sp_rank *rk, int cap)
+{
+	if (rk->parent_pid)
+		snprintf(buf, len, "%s %d (pid %lld)", cap ? "Process" : "process", rk->rank,
+			 (long long)rk->pid);
+	else
+		snprintf(buf, len, "%s %d", cap ? "Rank" : "rank", rk->rank);
+	return buf;
+}
 
 /* The profile's rank numbers as a list, for messages. */
 char *sp_render_rank_list(char *buf, size_t len, const struct sp_profile *p)

@@ -344,13 +344,14 @@ enum sp_err sp_h5r_tree_and_lines(struct reader *r, hid_t g, const char *gname, 
 }
 
 /* A rank group's attributes (each optional): run start and end, pid,
- * hostname, clock offset and calls not recorded (0 when absent). */
+ * parent_pid, hostname, clock offset and calls not recorded (0 when absent). */
 enum sp_err sp_h5r_rank_attrs(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk)
 {
 	int a = 0;
 	if (sp_h5r_attr_num(g, "run_start_time", H5T_NATIVE_INT64, &rk->run_start_ns) < 0 ||
 	    sp_h5r_attr_num(g, "run_end_time", H5T_NATIVE_INT64, &rk->run_end_ns) < 0 ||
 	    sp_h5r_attr_num(g, "pid", H5T_NATIVE_INT64, &rk->pid) < 0 ||
+	    sp_h5r_attr_num(g, "parent_pid", H5T_NATIVE_INT64, &rk->parent_pid) < 0 ||
 	    sp_h5r_attr_num(g, "clock_offset_ns", H5T_NATIVE_INT64, &rk->clock_offset_ns) < 0 ||
 	    sp_h5r_attr_num(g, "dropped_events", H5T_NATIVE_INT64, &rk->dropped) < 0 ||
 	    (a = sp_h5r_attr_str(r, g, "hostname", &rk->hostname)) == -1)

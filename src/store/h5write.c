@@ -330,6 +330,7 @@ static enum sp_err write_rank(struct sp_h5_writer *w, hid_t file, const struct s
 	if ((rk->run_start_ns != SP_NO_TIME && sp_h5w_attr_i64(g, "run_start_time", rk->run_start_ns) < 0) ||
 	    (rk->run_end_ns != SP_NO_TIME && sp_h5w_attr_i64(g, "run_end_time", rk->run_end_ns) < 0) ||
 	    (rk->pid != 0 && sp_h5w_attr_i64(g, "pid", rk->pid) < 0) ||
+	    (rk->parent_pid != 0 && w->version != 1 && sp_h5w_attr_i64(g, "parent_pid", rk->parent_pid) < 0) ||
 	    (rk->hostname && sp_h5w_attr_str(g, "hostname", rk->hostname) < 0) ||
 	    sp_h5w_attr_i64(g, "clock_offset_ns", rk->clock_offset_ns) < 0 ||
 	    sp_h5w_attr_i64(g, "dropped_events", rk->dropped) < 0) {

@@ -6,7 +6,7 @@
  *
  *   header      u32 magic "SPPK", u32 version, u64 total length in bytes,
  *               u64 flags (SP_PK_EVENTS, SP_PK_HOSTNAME, SP_PK_TREE)
- *   attributes  i64 rank, run_start_ns, run_end_ns, pid, clock_offset_ns,
+ *   attributes  i64 rank, run_start_ns, run_end_ns, pid, parent_pid, clock_offset_ns,
  *               dropped, u64 nregions, ntree, nlines
  *   hostname    a string, present only with SP_PK_HOSTNAME
  *   regions     nregions times: name (string), struct sp_stats (64 bytes),
@@ -50,7 +50,7 @@
 #include "sp_profile.h"
 
 #define SP_PK_MAGIC 0x4b505053u      /* "SPPK" read little-endian */
-#define SP_PK_VERSION 4u
+#define SP_PK_VERSION 5u
 
 #define SP_PK_EVENTS 1u              /* header: event columns follow each region */
 #define SP_PK_HOSTNAME 2u            /* header: a hostname string follows */
@@ -63,7 +63,7 @@
 #define SP_PK_PEAK 16u               /* region: i64 peak_bytes follows */
 
 #define HEADER_BYTES 24u
-#define ATTR_BYTES 72u
+#define ATTR_BYTES 80u
 #define STATS_BYTES ((size_t)sizeof(struct sp_stats))
 #define NODE_BYTES ((size_t)sizeof(struct sp_tree_node))
 
@@ -368,6 +368,7 @@ enum sp_err sp_rank_pack(const struct sp_rank *rk, int with_events, int64_t shif
 	p = put_i64(p, shifted(rk->run_start_ns, ush));
 	p = put_i64(p, shifted(rk->run_end_ns, ush));
 	p = put_i64(p, rk->pid);
+	p = put_i64(p, rk->parent_pid);
 	p = put_i64(p, rk->clock_offset_ns);
 	p = put_i64(p, rk->dropped);
 	p = put_u64(p, rk->nregions);
@@ -729,6 +730,7 @@ static enum sp_err unpack(struct cursor *c, struct sp_rank *out)
 	if ((rc = get_i64(c, &out->run_start_ns, "no run start")) != SP_OK ||
 	    (rc = get_i64(c, &out->run_end_ns, "no run end")) != SP_OK ||
 	    (rc = get_i64(c, &out->pid, "no pid")) != SP_OK ||
+	    (rc = get_i64(c, &out->parent_pid, "no parent pid")) != SP_OK ||
 	    (rc = get_i64(c, &out->clock_offset_ns, "no clock offset")) != SP_OK ||
 	    (rc = get_i64(c, &out->dropped, "no dropped count")) != SP_OK ||
 	    (rc = get_count(c, MIN_REGION, &nregions, "region count exceeds the buffer")) != SP_OK ||

@@ -814,6 +814,59 @@ static void test_recursive_totals(void **state)
 	sp_profile_free(p);
 }
 
+/* A profile with child processes of the run (run --subprocesses): the
+ * header counts processes, the dropped calls name the process, the JSON
+ * lists each rank's pid and parent; without children nothing changes. */
+static void test_child_processes(void **state)
+{
+	(void)state;
+	struct sp_profile *p = profile_new(3);
+	for (int r = 0; r < 3; r++) {
+		p->ranks[r].pid = r ? 4000 + r : 100;
+		event(&p->ranks[r], "main", 0, (r + 1) * S);
+	}
+	p->ranks[1].parent_pid = 100;
+	p->ranks[2].parent_pid = 4001;          /* a grandchild */
+	p->ranks[2].regions[0].dropped = 5;
+	p->ranks[2].dropped = 5;
+	finish(p);
+	char *out = render(p, SP_RENDER_ALL);
+	assert_non_null(line_starting(out, "3 processes (this run and 2 child processes), 1 region, 3 calls"));
+	assert_null(strstr(out, "rank(s)"));
+	assert_non_null(strstr(out, "Regions (3 processes: "));
+	assert_non_null(line_starting(out, "Call tree (sum of 3 processes; "));
+	assert_non_null(strstr(out, "(main on process 2 (pid 4002): 5)"));
+	free(out);
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct sp_error err = { 0 };
+	struct sp_render_opts o = { .json = 1 };
+	assert_int_equal(sp_render_summary_opts(f, p, "t.h5", &o, &err), SP_OK);
+	fclose(f);
+	assert_non_null(strstr(buf, "\"ranks\": [0, 1, 2],\n  \"processes\": [{\"rank\": 0, \"pid\": 100, "
+				    "\"parent_pid\": 0}, {\"rank\": 1, \"pid\": 4001, \"parent_pid\": 100}, "
+				    "{\"rank\": 2, \"pid\": 4002, \"parent_pid\": 4001}],\n"));
+	free(buf);
+
+	/* The same ranks as MPI ranks: the output of before. */
+	p->ranks[1].parent_pid = p->ranks[2].parent_pid = 0;
+	out = render(p, SP_RENDER_ALL);
+	assert_non_null(line_starting(out, "3 rank(s), 1 region, 3 calls"));
+	assert_null(strstr(out, "process"));
+	assert_non_null(strstr(out, "(main on rank 2: 5)"));
+	free(out);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(sp_render_summary_opts(f, p, "t.h5", &o, &err), SP_OK);
+	fclose(f);
+	assert_null(strstr(buf, "processes"));
+	assert_null(strstr(buf, "pid"));
+	free(buf);
+	sp_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -836,6 +889,7 @@ int main(void)
 		cmocka_unit_test(test_hosts),
 		cmocka_unit_test(test_hosts_header),
 		cmocka_unit_test(test_values_tables),
+		cmocka_unit_test(test_child_processes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

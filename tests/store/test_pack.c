@@ -107,6 +107,7 @@ static void make_rank(struct sp_rank *rk)
 	rk->run_start_ns = 900;
 	rk->run_end_ns = 9900;
 	rk->pid = 4242;
+	rk->parent_pid = 4000;
 	rk->hostname = strdup("node-ä1");
 	rk->clock_offset_ns = -123;
 	add_region(rk, "main", main_ev, 1, NULL);
@@ -173,6 +174,7 @@ static void assert_same(const struct sp_rank *want, const struct sp_rank *got, i
 	assert_true(got->run_start_ns == shifted(want->run_start_ns, shift));
 	assert_true(got->run_end_ns == shifted(want->run_end_ns, shift));
 	assert_true(got->pid == want->pid);
+	assert_true(got->parent_pid == want->parent_pid);
 	assert_true(got->clock_offset_ns == want->clock_offset_ns);
 	assert_true(got->dropped == want->dropped);
 	if (want->hostname)
@@ -481,7 +483,7 @@ static void test_empty_rank(void **state)
 		assert_int_equal(sp_rank_unpack(buf, len, &got, &err), SP_OK);
 		assert_int_equal(got.rank, 3);
 		assert_true(got.run_start_ns == SP_NO_TIME && got.run_end_ns == SP_NO_TIME);
-		assert_true(got.pid == 0 && got.clock_offset_ns == 0);
+		assert_true(got.pid == 0 && got.parent_pid == 0 && got.clock_offset_ns == 0);
 		assert_null(got.hostname);
 		assert_int_equal(got.nregions, 0);
 		assert_null(got.regions);
@@ -651,11 +653,11 @@ static void test_unpack_errors(void **state)
 
 	/* A negative count of calls lost (the rank's, after its clock offset). */
 	memcpy(b, buf, len);
-	put64(b + 64, UINT64_MAX);
+	put64(b + 72, UINT64_MAX);
 	expect_corrupt(b, len, "negative dropped");
 
 	/* Counts larger than the buffer can hold. */
-	for (size_t f = 72; f <= 88; f += 8) {   /* nregions, ntree, nlines */
+	for (size_t f = 80; f <= 96; f += 8) {   /* nregions, ntree, nlines */
 		memcpy(b, buf, len);
 		put64(b + f, (uint64_t)1 << 60);
 		expect_corrupt(b, len, "huge count");

@@ -1,0 +1,154 @@
+/* children.c - merging the profiles of a run's child processes
+ * (dir/proc-<PID>.h5, run --subprocesses) into the parent's (sp_children.h). */
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_children.h"
+#include "sp_grow.h"
+#include "sp_h5.h"
+
+/* A file name of the folder that names a child profile. */
+struct child {
+	int64_t pid;
+	char *name;
+};
+
+/* The pid of a child profile's name "proc-<digits>.h5", or -1 for any other
+ * name (a temporary file "proc-12.h5.tmp.34", a pid too long for int64). */
+static int64_t child_pid(const char *name)
+{
+	if (strncmp(name, "proc-", 5) != 0)
+		return -1;
+	const char *s = name + 5;
+	int64_t pid = 0;
+	size_t n = 0;
+	for (; s[n] >= '0' && s[n] <= '9'; n++) {
+		if (n >= 18)
+			return -1;
+		pid = pid * 10 + (s[n] - '0');
+	}
+	return n > 0 && strcmp(s + n, ".h5") == 0 ? pid : -1;
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	const struct child *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return strcmp(x->name, y->name);  /* proc-7.h5 before proc-07.h5: any fixed order */
+}
+
+/* Lists the child profiles of dir into *out (*n of them), sorted by pid. A
+ * folder that cannot be opened holds none. Returns SP_OK or SP_ENOMEM. */
+static enum sp_err list_children(const char *dir, struct child **out, size_t *n, struct sp_error *err)
+{
+	struct child *v = NULL;
+	size_t nv = 0, cap = 0;
+	enum sp_err rc = SP_OK;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		int64_t pid = child_pid(e->d_name);
+		if (pid < 0)
+			continue;
+		if (SP_GROW(&v, &cap, nv + 1) < 0 || !(v[nv].name = strdup(e->d_name))) {
+			rc = sp_error_set(err, SP_ENOMEM, "out of memory listing the child profiles in %s", dir);
+			break;
+		}
+		v[nv++].pid = pid;
+	}
+	if (d)
+		closedir(d);
+	if (rc != SP_OK) {
+		for (size_t i = 0; i < nv; i++)
+			free(v[i].name);
+		free(v);
+		return rc;
+	}
+	if (nv > 1)
+		qsort(v, nv, sizeof *v, by_pid);
+	*out = v;
+	*n = nv;
+	return SP_OK;
+}
+
+/* Moves every rank of c to the end of p, numbered from *next on (each
+ * whole, or none when memory runs out); c keeps no ranks. */
+static enum sp_err take_ranks(struct sp_profile *p, struct sp_profile *c, int *next, struct sp_error *err)
+{
+	if (c->nranks > SIZE_MAX / sizeof *p->ranks - p->nranks)
+		return sp_error_set(err, SP_ENOMEM, "out of memory merging a child profile");
+	struct sp_rank *r = realloc(p->ranks, (p->nranks + c->nranks) * sizeof *r);
+	if (!r)
+		return sp_error_set(err, SP_ENOMEM, "out of memory merging a child profile");
+	p->ranks = r;
+	for (size_t i = 0; i < c->nranks; i++) {
+		struct sp_rank *rk = &p->ranks[p->nranks++];
+		*rk = c->ranks[i];
+		rk->rank = (*next)++;
+		memset(&c->ranks[i], 0, sizeof c->ranks[i]);
+	}
+	c->nranks = 0;
+	return SP_OK;
+}
+
+enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_children_found *found,
+			      struct sp_error *err)
+{
+	struct sp_children_found f = {0, 0};
+	struct child *v = NULL;
+	size_t nv = 0;
+	enum sp_err rc;
+	char *path = NULL;
+
+	if (found)
+		*found = f;
+	if (!p || !dir)
+		return sp_error_set(err, SP_EINVAL, "sp_children_merge: NULL argument");
+	if ((rc = list_children(dir, &v, &nv, err)) != SP_OK)
+		return rc;
+	int next = 0;
+	for (size_t r = 0; r < p->nranks; r++)
+		if (p->ranks[r].rank >= next)
+			next = p->ranks[r].rank + 1;
+
+	size_t dlen = strlen(dir);
+	for (size_t i = 0; i < nv; i++) {
+		struct sp_profile *c = NULL;
+		struct sp_error cerr = {0};
+		free(path);
+		if (!(path = malloc(dlen + strlen(v[i].name) + 2))) {
+			rc = sp_error_set(err, SP_ENOMEM, "out of memory merging the child profiles");
+			goto out;
+		}
+		sprintf(path, "%s/%s", dir, v[i].name);
+		enum sp_err crc = sp_h5_read(path, SP_READ_EVENTS, &c, &cerr);
+		if (crc == SP_ENOMEM) {
+			rc = sp_error_set(err, SP_ENOMEM, "%s", cerr.msg);
+			goto out;
+		}
+		if (crc != SP_OK || c->nranks == 0 || c->nranks > (size_t)(INT32_MAX - next)) {
+			f.unreadable++;
+			sp_profile_free(c);
+			continue;
+		}
+		rc = take_ranks(p, c, &next, err);
+		sp_profile_free(c);
+		if (rc != SP_OK)
+			goto out;
+		f.merged++;
+	}
+	rc = SP_OK;
+out:
+	free(path);
+	for (size_t i = 0; i < nv; i++)
+		free(v[i].name);
+	free(v);
+	if (found)
+		*found = f;
+	return rc;
+}
