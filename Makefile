@@ -187,6 +187,10 @@ $(BIN): $(CLI_OBJ) $(PY_OBJ) $(LIB) $(wildcard $(PY_PROBE) $(HDF5_PROBE))
 PYMODDIR    ?= $(PREFIX)/lib/$(shell $(PYTHON) -c 'import sys, sysconfig; \
 	print("python%d.%d/%s" % (*sys.version_info[:2], "dist-packages" if \
 	sysconfig.get_path("platlib").rstrip("/").endswith("dist-packages") else "site-packages"))' 2>/dev/null)
+# run --subprocesses loads the module into spawned children: from beside the
+# executable (the build tree), else from where install puts it.
+$(BUILD)/obj/python/module.o: CPPFLAGS += -DSP_EXTENSION_NAME='"scope_profiler$(EXT_SUFFIX)"' \
+	-DSP_EXTENSION_DIR='"$(PYMODDIR)"'
 EXT_SRC     := $(LIB_SRC) $(filter-out src/python/run_session.c,$(PY_SRC)) $(MPI_SRC)
 EXT_OBJ     := $(EXT_SRC:src/%.c=$(BUILD)/pic/%.o)
 module: $(PY_MOD)

@@ -33,6 +33,7 @@ struct sp_settings {
 	int memory;                 /* bytes allocated per call, peaks per region (use_memray) */
 	int mpi_calls;              /* a region per MPI call (profile_mpi_calls) */
 	int force;                  /* run --force: replace an existing file that is not a profile */
+	int subprocesses;           /* run --subprocesses: Python child processes profiled too */
 };
 
 /* What `run` runs: a script or a module, and the arguments after it. */

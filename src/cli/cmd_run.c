@@ -110,6 +110,8 @@ int cmd_run(int argc, char **argv)
 		 "a region per MPI call, with the bytes it moves", NULL},
 		{0, "likwid", SP_OPT_FLAG, &s.likwid, 1, NULL,
 		 "each region a LIKWID marker region (likwid-perfctr -m)", NULL},
+		{0, "subprocesses", SP_OPT_FLAG, &s.subprocesses, 1, NULL,
+		 "also profile Python child processes, in the same file", NULL},
 		{0, "compression", SP_OPT_CALL, &s.compression, 0, "C",
 		 "auto, gzip[=LEVEL] (shuffle + deflate) or none", parse_compression},
 		{'m', NULL, SP_OPT_STOP, &t.module, 0, "MODULE",

@@ -18,7 +18,9 @@
  * signal's, as during the script.
  *
  * os.exec*() replaces the process: the profile is written first (the
- * run's os.execv / os.execve, through which every os.exec* function goes). */
+ * run's os.execv / os.execve, through which every os.exec* function goes).
+ * os._exit() in a profiled child process (run --subprocesses) writes the
+ * child's profile first. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -138,16 +140,35 @@ static PyMethodDef exec_defs[] = {
 	 "os.execve under scope-profiler run: the profile is written before the process is replaced."},
 };
 
-/* _run_watch(os): the run's watches, installed before the script starts:
- * the exit signals that have no handler yet, sys.unraisablehook, and
- * os.execv / os.execve. The builtins keep the originals' names. */
-static PyObject *run_watch(PyObject *m, PyObject *os)
+/* os._exit under a child process's session (run --subprocesses): the
+ * child's profile is written first (multiprocessing's workers end so). */
+static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+	sp_session_end_child();
+	return PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
+}
+
+static PyMethodDef exit_def = {
+	"_exit", (PyCFunction)(void (*)(void))exit_first, METH_FASTCALL | METH_KEYWORDS,
+	"os._exit under scope-profiler run: a profiled child process writes its profile first."};
+
+/* _run_watch(os, signals=True): the run's watches, installed before the
+ * script starts: the exit signals that have no handler yet (not in a
+ * spawned child of --subprocesses, whose parent may stop it with SIGTERM
+ * while it holds a lock its siblings wait for: multiprocessing's Pool),
+ * sys.unraisablehook, os.execv / os.execve and os._exit. The builtins keep
+ * the originals' names. */
+static PyObject *run_watch(PyObject *m, PyObject *args)
+{
+	PyObject *os;
+	int signals = 1;
+	if (!PyArg_ParseTuple(args, "O|p:_run_watch", &os, &signals))
+		return NULL;
 	PyObject *sigmod = PyImport_ImportModule("_signal");
 	PyObject *handler = sigmod ? PyObject_GetAttrString(m, "_on_exit_signal") : NULL;
 	if (!handler)
 		goto fail;
-	for (size_t i = 0; i < NSIGNALS; i++) {
+	for (size_t i = 0; signals && i < NSIGNALS; i++) {
 		if (exit_signals[i] == SIGINT)
 			continue;   /* Python's own KeyboardInterrupt */
 		PyObject *cur = PyObject_CallMethod(sigmod, "getsignal", "i", exit_signals[i]);
@@ -186,6 +207,14 @@ static PyObject *run_watch(PyObject *m, PyObject *os)
 		}
 		Py_DECREF(w);
 	}
+	PyObject *orig = PyObject_GetAttrString(os, "_exit");
+	PyObject *w = orig ? PyCFunction_NewEx(&exit_def, orig, NULL) : NULL;
+	Py_XDECREF(orig);
+	if (!w || PyObject_SetAttrString(os, "_exit", w) != 0) {
+		Py_XDECREF(w);
+		goto fail;
+	}
+	Py_DECREF(w);
 	Py_DECREF(handler);
 	Py_DECREF(sigmod);
 	Py_RETURN_NONE;
@@ -243,7 +272,7 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 
 PyMethodDef sp_exitphase_methods[] = {
 	{"_run_exit", run_exit, METH_NOARGS, NULL},
-	{"_run_watch", run_watch, METH_O, NULL},
+	{"_run_watch", run_watch, METH_VARARGS, NULL},
 	{"_on_exit_signal", (PyCFunction)(void (*)(void))on_exit_signal_py, METH_FASTCALL,
 	 "scope-profiler run's handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1 and SIGUSR2: the script "
 	 "ends as at sys.exit(128 + signum), and the profile is written."},

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sp_children.h"
 #include "sp_clock.h"
 #include "sp_h5.h"
 #include "sp_linetrace.h"
@@ -450,9 +451,20 @@ int sp_final_run(struct sp_final *f)
 	}
 	if (!p)
 		goto out;
+	p->ranks[0].parent_pid = f->parent_pid;
 	p->compression = f->compression;  /* the file's event columns: 0 contiguous, 1..9 deflate */
 	report_losses(p, collective);
 	struct sp_error err = {0};
+	if (f->children_dir && need == NEED_ALL) {
+		/* run --subprocesses: each child process that wrote its profile
+		 * joins this one as a process of its own. */
+		struct sp_children_found found = {0};
+		if (sp_children_merge(p, f->children_dir, &found, &err) != SP_OK) {
+			sp_py_err(err.code, err.msg);
+			goto out;
+		}
+		f->children_merged = found.merged;
+	}
 	enum sp_err wrc = SP_OK;
 	if (collective) {
 		double wait_s;

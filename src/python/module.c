@@ -15,6 +15,15 @@
  * (-DSP_EXTENSION; what differs there is standalone.c's). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+/* Where `run --subprocesses` finds this module for spawned children (the
+ * Makefile's; the extension module itself needs neither). */
+#ifndef SP_EXTENSION_NAME
+#define SP_EXTENSION_NAME ""
+#endif
+#ifndef SP_EXTENSION_DIR
+#define SP_EXTENSION_DIR ""
+#endif
 #include <marshal.h>
 
 #include "sp_linetrace.h"
@@ -85,6 +94,8 @@ static PyObject *module_init(void)
 	    PyModule_AddStringConstant(mod, "__version__", SP_VERSION) < 0 ||
 	    PyModule_AddObjectRef(mod, "_lane_names", sp_lane_names) < 0 ||
 	    PyModule_AddObjectRef(mod, "_registry", sp_registry) < 0 ||
+	    PyModule_AddStringConstant(mod, "_extension_name", SP_EXTENSION_NAME) < 0 ||
+	    PyModule_AddStringConstant(mod, "_extension_dir", SP_EXTENSION_DIR) < 0 ||
 	    PyModule_AddObject(mod, "_shim_source",
 			       PyUnicode_DecodeUTF8((const char *)scope_profiler_shim_py,
 						    (Py_ssize_t)scope_profiler_shim_py_len, "strict")) < 0)

@@ -293,6 +293,11 @@ static int check_before(const struct sp_settings *s, const struct sp_run_target 
 	/* Under an MPI launcher only rank 0 writes: only it checks the path. */
 	int launch_rank = sp_mpi_launch_rank();
 	char ranked[PATH_MAX];
+	if (launch_rank >= 0 && s->subprocesses) {
+		sp_cmd_error(CMD, "--subprocesses cannot be used under an MPI launcher yet: "
+			     "each rank's child processes would need ranks of their own");
+		return SP_EXIT_USAGE;
+	}
 	if (launch_rank >= 0 && !sp_mpi_built()) {
 		if (launch_rank == 0)
 			fprintf(stderr, "scope-profiler: run: warning: built without MPI: each rank writes "

@@ -421,7 +421,7 @@ def _compile_error(specs):
     return None
 
 
-def _run_hooks(target, trace, trace_all, include, exclude):
+def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False):
     """The Python-level hooks of `scope-profiler run`, after the C session
     started (session.c): the --recursive hook in every thread, the exit
     callback, sys.exit, the exit signals and os.exec* watched, the shim
@@ -439,7 +439,7 @@ def _run_hooks(target, trace, trace_all, include, exclude):
         _start_tracing(target, trace_all, include, exclude)
     atexit.register(_run_exit)  # C: ends the session, signals held
     _sys.exit = _watch_exit(_sys.exit)
-    _offer_shim()
+    _offer_shim(subprocesses)
     # SIGTERM (a batch system's time limit), SIGHUP, SIGXCPU, SIGUSR1/2
     # unwind like sys.exit(128 + signal), so the profile is written (a
     # script may still install its own handler); os.exec* writes it first;
@@ -519,11 +519,15 @@ def _remove_stale_shims(tmp, host):
             pass  # alive, or gone meanwhile
 
 
-def _offer_shim():
+def _offer_shim(subprocesses=False):
     """Python subprocesses of the script (multiprocessing's spawn and
     forkserver children, subprocess.run([sys.executable, ...])) run plain
     Python: put a no-op scope_profiler on their PYTHONPATH, so a script
-    that imports it imports there too. They record nothing. The folder is
+    that imports it imports there too. They record nothing, unless
+    subprocesses (run --subprocesses): then the shim loads the real module
+    (this one built as an extension module) and records there, and a fork
+    of a recording process records as its own; each child writes its
+    profile into the folder, for the run to merge at its end. The folder is
     named after this host and process (and made with O_EXCL semantics, mode
     0700), so that a later run can remove it if this one cannot (os._exit,
     SIGKILL)."""
@@ -548,9 +552,21 @@ def _offer_shim():
             f.write(_shim_source.replace("@VERSION@", __version__))
     except OSError:
         return
-    # A fork of this process has the module but never writes: marked, to
-    # be counted at the end like the subprocesses that import the shim.
-    _os.register_at_fork(after_in_child=_mark_child)
+    # A fork of this process has the module: marked, to be counted at the
+    # end like the subprocesses that import the shim (and, with
+    # subprocesses, recording as its own process from the fork on).
+    _os.register_at_fork(after_in_child=_forked_child)
+    if subprocesses:
+        _children_dir(folder)
+        module = _extension_path()
+        if module:
+            _os.environ["SCOPE_PROFILER_MODULE"] = module
+            _os.environ["SCOPE_PROFILER_CHILDREN"] = folder
+        else:
+            _sys.stderr.write(
+                f"scope-profiler: run: warning: --subprocesses: {_extension_name} is neither beside "
+                f"the executable nor in {_extension_dir or 'the install folder'}: spawned Python "
+                "children are not profiled (forked ones are); `make module` builds it\n")
     old = _os.environ.get("PYTHONPATH")
     _os.environ["PYTHONPATH"] = folder + (_os.pathsep + old if old else "")
     # multiprocessing's spawn hands its children this process's sys.path;
@@ -558,29 +574,63 @@ def _offer_shim():
     _sys.path.append(folder)
 
 
-def _mark_child():
-    """In a forked child of the run: its mark in the shim folder (see
-    scope_profiler_shim.py)."""
+def _extension_path():
+    """This module built for plain python, for run --subprocesses' spawned
+    children: beside the executable (a build tree), else where `make
+    install` put it; None when neither has it."""
+    try:
+        here = _os.path.dirname(_os.readlink("/proc/self/exe"))
+    except OSError:
+        here = None
+    for folder in (here, _extension_dir):
+        if folder and _extension_name:
+            path = _os.path.join(folder, _extension_name)
+            if _os.path.isfile(path):
+                return path
+    return None
+
+
+def _forked_child():
+    """In a forked child of a recording process: its mark in the shim
+    folder (see scope_profiler_shim.py), and under run --subprocesses its
+    own session from the fork on (session.c)."""
     if _shim:
         try:
             _os.close(_os.open(_os.path.join(_shim, f"child-{_os.getpid()}"),
                                _os.O_WRONLY | _os.O_CREAT, 0o600))
         except OSError:
             pass
+    _child_session()
 
 
-def _remove_shim():
+def _child_begin(folder):
+    """A spawned child of run --subprocesses (the shim loaded this module):
+    a session of its own, written at its exit (also os._exit) as
+    proc-PID.h5 in folder; os.exec*, os._exit and its forks handled as the
+    run's (a SIGTERM ends it unwritten, as it would end it unprofiled)."""
+    _child_setup(folder)
+    _run_watch(_os, False)   # its signals stay as they are: a Pool terminates its workers so
+    _os.register_at_fork(after_in_child=_forked_child)
+
+
+def _remove_shim(merged=-1):
     """The end of the run (session.c, after the profile, with the exit
     signals held): the child processes that imported scope_profiler (their
-    marks in the shim folder) are counted in one line, and the shim folder
-    goes, in the process that made it."""
+    marks in the shim folder) are counted in one line, against the merged
+    ones under --subprocesses (merged >= 0), and the shim folder goes, in
+    the process that made it."""
     global _shim
     if _shim and _os.getpid() == _shim_pid:
         try:
             children = sum(1 for n in _os.listdir(_shim) if n.startswith("child-"))
         except OSError:
             children = 0
-        if children:
+        if merged >= 0 and children > merged:
+            _sys.stderr.write(
+                f"scope-profiler: run: warning: {children - merged} of {children} profiled child "
+                "processes wrote no profile (killed, or still running at the end): "
+                "their calls are not in this profile\n")
+        elif merged < 0 and children:
             _sys.stderr.write(
                 f"scope-profiler: run: warning: {children} child process"
                 f"{'es' if children > 1 else ''} imported scope_profiler and "

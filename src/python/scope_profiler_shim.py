@@ -112,5 +112,34 @@ def _mark_process():
         pass  # the run has ended: nobody counts any more
 
 
+def _profiled():
+    """Under run --subprocesses: the real module (the extension module the
+    run names) in place of this one, recording from now on, or None."""
+    import os
+    import sys
+
+    path = os.environ.get("SCOPE_PROFILER_MODULE")
+    folder = os.environ.get("SCOPE_PROFILER_CHILDREN")
+    if not path or not folder or os.path.dirname(os.path.abspath(__file__)) != folder:
+        return None
+    me = sys.modules.get(__name__)
+    try:
+        from importlib.machinery import ExtensionFileLoader
+        from importlib.util import module_from_spec, spec_from_file_location
+
+        loader = ExtensionFileLoader(__name__, path)
+        mod = module_from_spec(spec_from_file_location(__name__, path, loader=loader))
+        sys.modules[__name__] = mod   # what `import scope_profiler` gives from now on
+        loader.exec_module(mod)
+        mod._child_begin(folder)
+        return mod
+    except Exception as exc:  # never the child's failure: it runs unprofiled
+        if me is not None:
+            sys.modules[__name__] = me
+        sys.stderr.write(f"scope-profiler: warning: child process {os.getpid()} is not profiled: {exc}\n")
+        return None
+
+
 _mark_process()
 __import__("os").register_at_fork(after_in_child=_mark_process)
+_profiled()

@@ -47,8 +47,12 @@ static struct {
 	int quiet;                   /* run -q */
 	int memory_kept;             /* the regions keep allocation values: memory on until a reset */
 	char *command_line;          /* run: as typed, for the metadata */
+	char *children_dir;          /* run --subprocesses: where child processes write their
+				      * profiles (proc-PID.h5), merged by the run's own process */
+	pid_t parent_pid;            /* this session is a child process's: its parent */
+	Py_ssize_t children_merged;  /* child profiles merged by the last write (-1: none looked for) */
 	PyObject *module;            /* the module (sys.modules keeps it alive) */
-} session = { .cur = { .compression = -1, .verbose = -1 },
+} session = { .children_merged = -1, .cur = { .compression = -1, .verbose = -1 },
 	     .locked = { .compression = -1, .verbose = -1 } };   /* nothing fixed without `run` */
 
 PyObject *sp_py_err(enum sp_err code, const char *msg)
@@ -644,7 +648,9 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	struct sp_final f = {
 		.path = path, .render = show || snapshot, .render_lines = show_lines, .snapshot = snapshot,
 		.failed = failed, .fallback = fallback, .compression = s->compression,
-		.run_start_ns = session.run_start_ns,
+		.run_start_ns = session.run_start_ns, .parent_pid = session.parent_pid,
+		/* The run's own process gathers its children's profiles. */
+		.children_dir = session.parent_pid || !path ? NULL : session.children_dir,
 	};
 	if (metadata(&m, session.traced) != 0) {
 		meta_free(&m);
@@ -654,6 +660,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	f.nmeta = m.n;
 	int rc = sp_final_run(&f);
 	meta_free(&m);
+	session.children_merged = f.children_dir ? (Py_ssize_t)f.children_merged : -1;
 	if (rc != 0) {
 		PyObject *type, *value, *tb;
 		PyErr_Fetch(&type, &value, &tb);
@@ -818,6 +825,84 @@ static PyObject *mod_note_exit_status(PyObject *m, PyObject *status)
 	Py_RETURN_NONE;
 }
 
+/* A child process's session (run --subprocesses) writes its own profile,
+ * quietly, as proc-PID.h5 in the folder the run merges at its end. */
+static int child_outfile(const char *dir)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof path, "%s/proc-%d.h5", dir, (int)getpid()) >= sizeof path) {
+		PyErr_SetString(PyExc_OSError, "scope_profiler: the children's folder path is too long");
+		return -1;
+	}
+	char *copy = strdup(path);
+	if (!copy) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	free(session.outfile);
+	/* Locked: a setup() of the child's own keeps it (never the parent's file). */
+	session.outfile = copy;
+	session.cur.outfile = session.locked.outfile = copy;
+	session.quiet = 1;
+	session.cur.verbose = 0;
+	return 0;
+}
+
+/* _children_dir(folder): run --subprocesses, in the run's own process. */
+static PyObject *mod_children_dir(PyObject *m, PyObject *arg)
+{
+	PyObject *b = PyUnicode_EncodeFSDefault(arg);
+	if (!b)
+		return NULL;
+	char *copy = strdup(PyBytes_AS_STRING(b));
+	Py_DECREF(b);
+	if (!copy)
+		return PyErr_NoMemory();
+	free(session.children_dir);
+	session.children_dir = copy;
+	Py_RETURN_NONE;
+}
+
+/* _child_session(): in a process just forked from a recording one (its
+ * os.register_at_fork hook), under run --subprocesses: the session goes on
+ * as the child's own, from now, with none of the parent's calls (those
+ * still open in the parent are not the child's). Never raises. */
+static PyObject *mod_child_session(PyObject *m, PyObject *unused)
+{
+	if (!session.active || !session.children_dir || session.pid == getpid())
+		Py_RETURN_NONE;
+	session.writing = 0;   /* another thread of the parent's may have been writing */
+	if (reset_events() != 0 || child_outfile(session.children_dir) != 0) {
+		PyErr_Clear();
+		session.active = 0;   /* records, but never writes */
+		Py_RETURN_NONE;
+	}
+	session.parent_pid = session.pid;
+	session.pid = getpid();
+	session.run_start_ns = sp_clock_ns();
+	session.exit_failed = 0;
+	if (session.tracing) {
+		/* --recursive: the reset stopped the hook; it goes on from here,
+		 * in the one thread a fork leaves. */
+		PyObject *r = PyObject_CallMethod(session.module, "_tracer_start", NULL);
+		Py_XDECREF(r);
+		PyErr_Clear();
+	}
+	Py_RETURN_NONE;
+}
+
+/* _child_setup(folder): plain python started by a run --subprocesses (the
+ * shim folder's scope_profiler loads this module and calls this): a session
+ * of its own from now, written at exit as proc-PID.h5 in folder. */
+static PyObject *mod_child_setup(PyObject *m, PyObject *arg)
+{
+	if (mod_children_dir(m, arg) == NULL || setup_kwargs(NULL) != 0 ||
+	    child_outfile(session.children_dir) != 0)
+		return NULL;
+	session.parent_pid = getppid();
+	Py_RETURN_NONE;
+}
+
 static PyObject *mod_run_tracing(PyObject *m, PyObject *unused)
 {
 	return PyBool_FromLong(session.tracing);
@@ -862,6 +947,9 @@ PyMethodDef sp_session_methods[] = {
 	{"_session_active", mod_session_active, METH_NOARGS, NULL},
 	{"_settings", mod_settings, METH_NOARGS, NULL},
 	{"_note_exit_status", mod_note_exit_status, METH_O, NULL},
+	{"_children_dir", mod_children_dir, METH_O, NULL},
+	{"_child_session", mod_child_session, METH_NOARGS, NULL},
+	{"_child_setup", mod_child_setup, METH_O, NULL},
 	{"_run_tracing", mod_run_tracing, METH_NOARGS, NULL},
 	{"_async_lanes_auto", mod_async_lanes_auto, METH_NOARGS, NULL},
 	{"_clock_ns", mod_clock_ns, METH_NOARGS,
@@ -903,7 +991,8 @@ int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const
 	PyObject *root = fsname ? sp_text_storable(fsname) : NULL;
 	Py_XDECREF(fsname);
 	if (root && inc && exc && !PyErr_Occurred())
-		res = PyObject_CallMethod(mod, "_run_hooks", "OiiOO", root, trace, s->trace_all, inc, exc);
+		res = PyObject_CallMethod(mod, "_run_hooks", "OiiOOi", root, trace, s->trace_all, inc, exc,
+					  s->subprocesses && !session.cur.disable);
 	Py_XDECREF(root);
 	Py_XDECREF(inc);
 	Py_XDECREF(exc);
@@ -1034,6 +1123,19 @@ int sp_session_end_before_exec(void)
 	return !session.active;
 }
 
+void sp_session_end_child(void)
+{
+	if (!session.active || !session.parent_pid || getpid() != session.pid)
+		return;
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	const char *path;
+	PyObject *res = finish(0, 0, NULL, 0, 0, &path);
+	Py_XDECREF(res);
+	PyErr_Clear();   /* the parent counts a child that wrote nothing */
+	PyErr_Restore(type, value, tb);
+}
+
 void sp_session_exec_failed(void)
 {
 	sp_mode.finished = 0;
@@ -1049,7 +1151,8 @@ void sp_session_end_run(void)
 	write_at_exit();
 	say_end_error();
 	/* Python's: it checks that the folder is this process's. */
-	PyObject *r = session.module ? PyObject_CallMethod(session.module, "_remove_shim", NULL) : NULL;
+	PyObject *r = session.module ? PyObject_CallMethod(session.module, "_remove_shim", "n",
+							   session.children_merged) : NULL;
 	Py_XDECREF(r);
 	PyErr_Clear();
 }

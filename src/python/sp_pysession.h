@@ -28,6 +28,10 @@ struct sp_final {
 	int64_t run_start_ns;
 	struct sp_kv *meta;          /* the file's metadata, nmeta pairs (borrowed) */
 	size_t nmeta;
+	int64_t parent_pid;          /* a child process of the run (--subprocesses): its parent */
+	const char *children_dir;    /* the run's own process under --subprocesses: the child
+				      * profiles there join this one (sp_children_merge) */
+	size_t children_merged;      /* out: how many did */
 	PyObject *summary, *lines, *data;   /* out: new references or NULL */
 };
 
@@ -68,6 +72,11 @@ void sp_session_note_failed(void);
  * process is about to be replaced); the shim folder stays for the new
  * program. Returns 1 when it ended the session, else 0. Never raises. */
 int sp_session_end_before_exec(void);
+
+/* A child process's session (run --subprocesses) at os._exit(): its
+ * profile is written, quietly, for the run to merge. Nothing in the run's
+ * own process. Never raises. */
+void sp_session_end_child(void);
 
 /* The exec after sp_session_end_before_exec failed: one line says that
  * what follows is not recorded (instead of the after-finalize warning). */

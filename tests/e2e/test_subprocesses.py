@@ -1,0 +1,205 @@
+"""run --subprocesses: the script's Python child processes (os.fork,
+multiprocessing's fork, spawn and forkserver, python started through
+subprocess) each recorded as a process of their own in the run's one file,
+with their pid and their parent's; children that write nothing (killed)
+are counted in one line. Real processes, the file read back with h5py."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import h5py
+import pytest
+
+from conftest import BINARY, regions
+
+
+def processes(path):
+    """{rank: (pid, parent_pid, {region: calls})} of every group."""
+    out = {}
+    with h5py.File(path) as f:
+        for name in f:
+            if name.startswith("rank"):
+                g = f[name]
+                r = int(name[4:])
+                out[r] = (int(g.attrs["pid"]), int(g.attrs.get("parent_pid", 0)),
+                          {n: int(reg.attrs["num_calls"]) for n, reg in regions(f, r).items()})
+    return out
+
+
+WORK = """
+    import multiprocessing as mp, os, subprocess, sys
+    import scope_profiler as sp
+
+    @sp.profile("work")
+    def work(n):
+        for _ in range(n):
+            with sp.region("step"):
+                pass
+
+    if __name__ == "__main__":
+        with sp.region("main"):
+            {body}
+"""
+
+
+def run(sp, body, *options, name="script.py"):
+    body = textwrap.dedent(body).strip().replace("\n", "\n" + " " * 12)
+    script = sp.script(WORK.replace("{body}", body), name=name)
+    proc = sp("run", "-q", "--subprocesses", *options, "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    return proc, processes(sp.tmp / "out.h5")
+
+
+def children(procs, direct=True):
+    """The child processes' calls, sorted; each child's parent is the run
+    (direct) or, for forkserver's, the fork server the run started."""
+    parent = procs[0][0]
+    kids = [v for r, v in procs.items() if r != 0]
+    if direct:
+        assert all(ppid == parent for _, ppid, _ in kids), procs
+    else:
+        assert all(ppid not in (0, pid) for pid, ppid, _ in kids), procs
+    assert procs[0][1] == 0
+    return sorted((calls for _, _, calls in kids), key=lambda c: sorted(c.items()))
+
+
+def test_forked_children_are_processes_of_their_own(sp):
+    proc, procs = run(sp, """
+        for n, how in ((2, "os._exit"), (3, "sys.exit"), (4, "return")):
+            pid = os.fork()
+            if pid == 0:
+                work(n)
+                if how == "os._exit":
+                    os._exit(0)
+                if how == "sys.exit":
+                    sys.exit(0)
+                break
+            os.waitpid(pid, 0)
+    """)
+    assert proc.stderr == ""
+    # The parent recorded main once and no work; each child only its own.
+    assert procs[0][2] == {"main": 1}
+    kids = children(procs)
+    assert [k.get("work") for k in kids] == [1, 1, 1]
+    assert sorted(k["step"] for k in kids) == [2, 3, 4]
+    # The third child left `main` (opened in the parent) in its own copy:
+    # a call the child did not start is not the child's.
+    assert all("main" not in k for k in kids)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_multiprocessing_children(sp, method):
+    proc, procs = run(sp, f"""
+        ctx = mp.get_context("{method}")
+        ps = [ctx.Process(target=work, args=(n,)) for n in (2, 5)]
+        for p in ps:
+            p.start()
+        for p in ps:
+            p.join()
+        assert [p.exitcode for p in ps] == [0, 0]
+    """)
+    assert proc.stderr == ""
+    assert procs[0][2] == {"main": 1}
+    assert children(procs, direct=method != "forkserver") == \
+        [{"work": 1, "step": 2}, {"work": 1, "step": 5}]
+
+
+def test_a_pool_s_calls_all_arrive(sp):
+    proc, procs = run(sp, """
+        with mp.get_context("fork").Pool(2) as pool:
+            assert pool.map(work, [1] * 8) == [None] * 8
+            pool.close()
+            pool.join()
+    """)
+    assert proc.stderr == ""
+    kids = children(procs)
+    assert sum(k.get("work", 0) for k in kids) == 8
+    assert sum(k.get("step", 0) for k in kids) == 8
+
+
+def test_python_started_by_subprocess(sp):
+    sp.script("""
+        import scope_profiler as sp
+        for _ in range(4):
+            with sp.region("sub"):
+                pass
+    """, name="child.py")
+    proc, procs = run(sp, """
+        subprocess.run([sys.executable, "child.py"], check=True)
+        subprocess.run([sys.executable, "-c", "pass"], check=True)   # no scope_profiler: no process
+    """)
+    assert proc.stderr == ""
+    assert children(procs) == [{"sub": 4}]
+
+
+def test_a_killed_child_is_counted(sp):
+    proc, procs = run(sp, """
+        import signal
+        for kill in (False, True):
+            pid = os.fork()
+            if pid == 0:
+                work(1)
+                if kill:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                os._exit(0)
+            os.waitpid(pid, 0)
+    """)
+    assert proc.stderr == ("scope-profiler: run: warning: 1 of 2 profiled child processes wrote no "
+                           "profile (killed, or still running at the end): their calls are not in "
+                           "this profile\n")
+    assert children(procs) == [{"work": 1, "step": 1}]
+
+
+def test_recursive_children(sp):
+    script = sp.script("""
+        import os
+        def leaf():
+            pass
+        def main():
+            pid = os.fork()
+            if pid == 0:
+                leaf(); leaf()
+                os._exit(0)
+            os.waitpid(pid, 0)
+            leaf()
+        main()
+    """)
+    proc = sp("run", "-q", "--subprocesses", "--recursive", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    procs = processes(sp.tmp / "out.h5")
+    assert procs[0][2]["__main__.leaf"] == 1
+    assert children(procs) == [{"__main__.leaf": 2}]
+
+
+def test_without_the_option_children_stay_out(sp):
+    script = sp.script(WORK.replace("{body}", """pid = os.fork()
+            if pid == 0:
+                work(1)
+                os._exit(0)
+            os.waitpid(pid, 0)"""))
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 child process imported scope_profiler and was not profiled" in proc.stderr
+    assert list(processes(sp.tmp / "out.h5")) == [0]
+
+
+def test_refused_under_an_mpi_launcher(sp):
+    proc = sp("run", "--subprocesses", sp.script("pass\n"), env={"OMPI_COMM_WORLD_RANK": "0"})
+    assert proc.returncode == 2
+    assert "--subprocesses cannot be used under an MPI launcher" in proc.stderr
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_a_pool_terminated_by_its_with_block_ends(sp, method):
+    # Pool.__exit__ terminates its workers with SIGTERM, one of them maybe
+    # holding the task queue's lock: the run must end (a spawned worker that
+    # turned SIGTERM into SystemExit once left its siblings waiting forever).
+    # Workers ended so write nothing: the line counts them.
+    for _ in range(3):
+        proc, procs = run(sp, f"""
+            with mp.get_context("{method}").Pool(3) as pool:
+                assert pool.map(work, [1] * 6) == [None] * 6
+        """)
+        assert procs[0][2] == {"main": 1}
+        assert proc.stderr == "" or "profiled child processes wrote no profile" in proc.stderr
