@@ -266,10 +266,13 @@ def _finalize_at_exit():
     written is one line on stderr, not a traceback."""
     if not _session_active():
         return
+    child = _session_is_child()
     try:
         finalize(_at_exit=True)
     except OSError as exc:
-        _sys.stderr.write(f"scope-profiler: cannot write the profile at exit: {exc}\n")
+        # A child of run --subprocesses that outlived the run: counted there.
+        if not child:
+            _sys.stderr.write(f"scope-profiler: cannot write the profile at exit: {exc}\n")
 
 
 # ---------------------------------------------------------------------------
@@ -603,6 +606,18 @@ def _forked_child():
     _child_session()
 
 
+def _in_fork_server():
+    """Whether this import runs inside multiprocessing's fork server (its
+    main() preloading __main__)."""
+    f = _sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        if code.co_name == "main" and code.co_filename.endswith("multiprocessing/forkserver.py"):
+            return True
+        f = f.f_back
+    return False
+
+
 def _child_begin(folder):
     """A spawned child of run --subprocesses (the shim loaded this module):
     a session of its own, written at its exit (also os._exit) as
@@ -610,6 +625,14 @@ def _child_begin(folder):
     run's (a SIGTERM ends it unwritten, as it would end it unprofiled)."""
     _child_setup(folder)
     _run_watch(_os, False)   # its signals stay as they are: a Pool terminates its workers so
+    if _in_fork_server():
+        # multiprocessing's fork server (3.14 loads __main__ there): it lives
+        # until the run ends and runs no task; its forks, the workers, are
+        # the children. Not counted as one that wrote nothing.
+        try:
+            _os.unlink(_os.path.join(folder, f"child-{_os.getpid()}"))
+        except OSError:
+            pass
     _os.register_at_fork(after_in_child=_forked_child)
 
 

@@ -903,6 +903,11 @@ static PyObject *mod_child_setup(PyObject *m, PyObject *arg)
 	Py_RETURN_NONE;
 }
 
+static PyObject *mod_session_is_child(PyObject *m, PyObject *unused)
+{
+	return PyBool_FromLong(session.active && session.parent_pid);
+}
+
 static PyObject *mod_run_tracing(PyObject *m, PyObject *unused)
 {
 	return PyBool_FromLong(session.tracing);
@@ -950,6 +955,7 @@ PyMethodDef sp_session_methods[] = {
 	{"_children_dir", mod_children_dir, METH_O, NULL},
 	{"_child_session", mod_child_session, METH_NOARGS, NULL},
 	{"_child_setup", mod_child_setup, METH_O, NULL},
+	{"_session_is_child", mod_session_is_child, METH_NOARGS, NULL},
 	{"_run_tracing", mod_run_tracing, METH_NOARGS, NULL},
 	{"_async_lanes_auto", mod_async_lanes_auto, METH_NOARGS, NULL},
 	{"_clock_ns", mod_clock_ns, METH_NOARGS,
@@ -1057,6 +1063,13 @@ static void write_at_exit(void)
 	if (!PyErr_ExceptionMatches(PyExc_OSError)) {
 		Py_XDECREF(err);
 		return;   /* run_exit says it */
+	}
+	if (session.parent_pid) {
+		/* A child process of --subprocesses that outlived the run (its
+		 * folder is gone): the run counted it; nothing to say. */
+		PyErr_Clear();
+		Py_XDECREF(err);
+		return;
 	}
 	/* Under MPI every rank gets rank 0's error and retries with it. One
 	 * line says what failed and where the profile went. */
