@@ -153,11 +153,20 @@ def test_signal_at_any_moment_after_the_script(sp, sig):
         ends.append(time.monotonic() - t0)
         assert p.returncode == 0
     rnd = random.Random(sig)   # the same spread every run
-    for i in range(12):
+    judged = 0
+    for i in range(40):
+        if judged == 12:
+            break
         out = sp.tmp / f"s{i}.h5"
         p = start(out)
         time.sleep(rnd.uniform(0, 0.5 * min(ends)))
+        if p.poll() is not None:
+            # This run ended before the signal (a loaded machine ran it
+            # faster than those measured): nothing to judge, draw again.
+            p.communicate(timeout=120)
+            continue
         p.send_signal(getattr(signal, sig))
+        judged += 1
         _, err = p.communicate(timeout=120)
         assert p.returncode == STATUS[sig], err
         # Python may report the interrupt of its own shutdown; never a
@@ -165,6 +174,7 @@ def test_signal_at_any_moment_after_the_script(sp, sig):
         for name in ("_run_end", "_finish", "_run_exit", "scope_profiler"):
             assert name not in err, err
         assert complete(out), err
+    assert judged == 12
 
 
 def test_exit_from_another_thread_is_said(sp):
