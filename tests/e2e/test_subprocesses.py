@@ -4,6 +4,7 @@ subprocess) each recorded as a process of their own in the run's one file,
 with their pid and their parent's; children that write nothing (killed)
 are counted in one line. Real processes, the file read back with h5py."""
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,22 @@ import h5py
 import pytest
 
 from conftest import BINARY, regions
+
+
+def child_env():
+    """The environment of a run whose spawned children load the module
+    beside the binary: an ASan build's module (`make asan`) needs the
+    sanitizer's runtime first in a plain python, as test_module_install."""
+    mods = list(pathlib.Path(BINARY).parent.glob("scope_profiler*.so"))
+    if not mods:
+        return {}
+    ldd = subprocess.run(["ldd", str(mods[0])], capture_output=True, text=True).stdout
+    pre = [l.split("=>")[1].split()[0] for l in ldd.splitlines()
+           if "=>" in l and ("libasan" in l or "libubsan" in l)]
+    return {"LD_PRELOAD": " ".join(pre), "ASAN_OPTIONS": "detect_leaks=0"} if pre else {}
+
+
+ENV = child_env()
 
 
 def processes(path):
@@ -46,7 +63,7 @@ WORK = """
 def run(sp, body, *options, name="script.py"):
     body = textwrap.dedent(body).strip().replace("\n", "\n" + " " * 12)
     script = sp.script(WORK.replace("{body}", body), name=name)
-    proc = sp("run", "-q", "--subprocesses", *options, "-o", "out.h5", script)
+    proc = sp("run", "-q", "--subprocesses", *options, "-o", "out.h5", script, env=ENV)
     assert proc.returncode == 0, proc.stderr
     return proc, processes(sp.tmp / "out.h5")
 
