@@ -224,6 +224,29 @@ fail:
 	return NULL;
 }
 
+/* _exit_signals_default(): in a fork of the run, the exit signals that
+ * carry the run's handler get SIG_DFL back, as under plain python (a Pool
+ * stops its workers with SIGTERM, one maybe holding a lock the others wait
+ * for: a SystemExit there would hang them). */
+static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
+{
+	PyObject *sigmod = PyImport_ImportModule("_signal");
+	PyObject *handler = sigmod ? PyObject_GetAttrString(m, "_on_exit_signal") : NULL;
+	for (size_t i = 0; handler && i < NSIGNALS; i++) {
+		PyObject *cur = PyObject_CallMethod(sigmod, "getsignal", "i", exit_signals[i]);
+		if (cur == handler) {
+			PyObject *r = PyObject_CallMethod(sigmod, "signal", "ii", exit_signals[i],
+							  (int)(intptr_t)SIG_DFL);
+			Py_XDECREF(r);
+		}
+		Py_XDECREF(cur);
+	}
+	Py_XDECREF(handler);
+	Py_XDECREF(sigmod);
+	PyErr_Clear();
+	Py_RETURN_NONE;
+}
+
 /* _run_exit(): the run's atexit callback, in C so that no signal handler
  * of Python's can run between the script's end and the handlers below;
  * then the session ends (sp_session_end_run: write, print, clean up). */
@@ -273,6 +296,7 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 PyMethodDef sp_exitphase_methods[] = {
 	{"_run_exit", run_exit, METH_NOARGS, NULL},
 	{"_run_watch", run_watch, METH_VARARGS, NULL},
+	{"_exit_signals_default", exit_signals_default, METH_NOARGS, NULL},
 	{"_on_exit_signal", (PyCFunction)(void (*)(void))on_exit_signal_py, METH_FASTCALL,
 	 "scope-profiler run's handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1 and SIGUSR2: the script "
 	 "ends as at sys.exit(128 + signum), and the profile is written."},

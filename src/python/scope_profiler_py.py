@@ -603,14 +603,7 @@ def _forked_child():
                                _os.O_WRONLY | _os.O_CREAT, 0o600))
         except OSError:
             pass
-    # The exit signals end a fork as under plain python: a Pool stops its
-    # workers with SIGTERM, one maybe holding a lock the others wait for.
-    import _signal
-
-    for name in ("SIGTERM", "SIGHUP", "SIGXCPU", "SIGUSR1", "SIGUSR2"):
-        num = getattr(_signal, name, None)
-        if num is not None and _signal.getsignal(num) is _on_exit_signal:
-            _signal.signal(num, _signal.SIG_DFL)
+    _exit_signals_default()   # as under plain python (exitphase.c)
     _child_session()
 
 

@@ -74,21 +74,27 @@ static void finish(struct sp_profile *p)
 }
 
 /* Renders p into a string; SP_TEST_SHOW=1 prints it too. */
-static char *render(const struct sp_profile *p, int parts)
+/* The summary of p as o asks, as a string the caller frees. */
+static char *render_opts(const struct sp_profile *p, const struct sp_render_opts *o)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	assert_non_null(f);
 	struct sp_error err = { 0 };
-	/* Every entry: these tests look at whole trees (test_render_opts.c
-	 * tests the limits). */
-	struct sp_render_opts o = { .parts = parts, .top = -1 };
-	assert_int_equal(sp_render_summary_opts(f, p, "test.h5", &o, &err), SP_OK);
+	assert_int_equal(sp_render_summary_opts(f, p, "test.h5", o, &err), SP_OK);
 	assert_int_equal(fclose(f), 0);
 	if (getenv("SP_TEST_SHOW"))   /* to look at what the tests check */
 		fputs(buf, stdout);
 	return buf;
+}
+
+static char *render(const struct sp_profile *p, int parts)
+{
+	/* Every entry: these tests look at whole trees (test_render_opts.c
+	 * tests the limits). */
+	struct sp_render_opts o = { .parts = parts, .top = -1 };
+	return render_opts(p, &o);
 }
 
 /* Display columns of the first line of s (the test names are one column per
@@ -389,13 +395,7 @@ static void test_values_tables(void **state)
 	assert_true(max_columns(out) <= 80);
 	free(out);
 
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	struct sp_error err = { 0 };
-	struct sp_render_opts o = { .json = 1 };
-	assert_int_equal(sp_render_summary_opts(f, p, "t.h5", &o, &err), SP_OK);
-	fclose(f);
+	char *buf = render_opts(p, &(struct sp_render_opts){ .json = 1 });
 	assert_non_null(strstr(buf, "\"alloc_bytes\": 4194304, \"peak_live_bytes\": 7340032"));
 	assert_non_null(strstr(buf, "\"bytes\": 1600"));
 	assert_non_null(strstr(buf, "\"peak_live_bytes\": 2048"));
@@ -838,13 +838,8 @@ static void test_child_processes(void **state)
 	assert_non_null(strstr(out, "(main on process 2 (pid 4002): 5)"));
 	free(out);
 
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	struct sp_error err = { 0 };
-	struct sp_render_opts o = { .json = 1 };
-	assert_int_equal(sp_render_summary_opts(f, p, "t.h5", &o, &err), SP_OK);
-	fclose(f);
+	struct sp_render_opts json = { .json = 1 };
+	char *buf = render_opts(p, &json);
 	assert_non_null(strstr(buf, "\"ranks\": [0, 1, 2],\n  \"processes\": [{\"rank\": 0, \"pid\": 100, "
 				    "\"parent_pid\": 0}, {\"rank\": 1, \"pid\": 4001, \"parent_pid\": 100}, "
 				    "{\"rank\": 2, \"pid\": 4002, \"parent_pid\": 4001}],\n"));
@@ -857,10 +852,7 @@ static void test_child_processes(void **state)
 	assert_null(strstr(out, "process"));
 	assert_non_null(strstr(out, "(main on rank 2: 5)"));
 	free(out);
-	buf = NULL;
-	f = open_memstream(&buf, &len);
-	assert_int_equal(sp_render_summary_opts(f, p, "t.h5", &o, &err), SP_OK);
-	fclose(f);
+	buf = render_opts(p, &json);
 	assert_null(strstr(buf, "processes"));
 	assert_null(strstr(buf, "pid"));
 	free(buf);
