@@ -55,6 +55,13 @@ def main(n):
 main(int(sys.argv[1]))
 '''
 
+# Peak memory only (its callgrind run would take minutes): importing sympy
+# and one integral, 3,600 functions and two million calls under --recursive.
+SYMPY = """import sympy
+x = sympy.Symbol("x")
+print(sympy.integrate(sympy.sin(x) ** 3 * sympy.cos(x), x))
+"""
+
 # One script for the three line-timing runs: argv[1] says which decorator.
 LINES = '''import sys
 
@@ -136,6 +143,19 @@ def run_once(argv, cwd, capture=False):
     if proc.returncode != 0:
         raise RunFailed(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     return proc.stdout
+
+
+def peak_kib(argv, cwd):
+    """The peak resident memory of one run of argv in KiB, file-backed pages
+    such as the code included, as GNU time reports it: a child's ru_maxrss
+    counts the memory of the process it was forked from (the larger of the
+    two), so the run is forked from time's small process, not from here."""
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M"] + argv, cwd=cwd, env=env(),
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        raise RunFailed(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return int(proc.stderr.split()[-1])
 
 
 def children_cpu():
@@ -255,6 +275,9 @@ def main():
         notes.append("valgrind not found: wall-clock only (scripts/install-deps.sh installs it)")
 
     have_pyflakes = probe(py, "import pyflakes")
+    have_time = os.access("/usr/bin/time", os.X_OK)
+    if not have_time:
+        notes.append("GNU time not found: no peak memory (scripts/install-deps.sh installs it)")
     have_kernprof = probe(py, "import kernprof, line_profiler")
     json_dir = subprocess.run([py, "-c", "import json, os; print(os.path.dirname(json.__file__))"],
                               capture_output=True, text=True).stdout.strip()
@@ -290,11 +313,27 @@ def main():
                          "(python3-line-profiler)")
 
         res = {}
+        if have_time and probe(py, "import sympy"):
+            with open(os.path.join(work, "sympy_work.py"), "w") as f:
+                f.write(SYMPY)
+            mem_only = {"sympy integrate": ("script", "sympy_work.py")}
+        else:
+            mem_only = {}
+            if have_time:
+                notes.append("sympy not installed for this Python: no sympy row in peak memory "
+                             "(python3-sympy)")
         try:
+            for wname, target in mem_only.items():
+                res[wname] = {"peak_kib": {t: min(peak_kib(tool_argv(t, py, binary, out, target, []),
+                                                           work) for _ in range(3))
+                                           for t in rec}}
             for wname, (target, argf, tools, ours, peer, _ref) in workloads.items():
                 cands = {t: tool_argv(t, py, binary, out, target, argf(t)) for t in tools}
                 wall, cpu = wall_min(cands, work, args.repeats)
                 r = {"wall_s": wall, "cpu_s": cpu, "ir": {}}
+                if have_time:   # the least of three: what the run needs, not what the machine adds
+                    r["peak_kib"] = {t: min(peak_kib(argv, work) for _ in range(3))
+                                     for t, argv in cands.items()}
                 if use_cg:
                     for t, argv in cands.items():
                         print(f"bench_wholerun: callgrind {wname}: {TOOLS[t]}", file=sys.stderr)
@@ -312,6 +351,8 @@ def main():
         print(json.dumps({"python": pyver, "results": res, "notes": notes}, indent=2))
         return
     report(res, workloads, pyver, major_minor, args, use_cg, notes)
+    if have_time:
+        memory_report(res, workloads, mem_only)
 
 
 def ratio(a, b):
@@ -414,6 +455,24 @@ def report(res, workloads, pyver, mm, args, use_cg, notes):
              " (3.12+: <= 0.5x, line timing <= 0.3x line_profiler)"))
     for n in notes:
         print(f"note: {n}")
+
+
+def memory_report(res, workloads, mem_only):
+    """Peak resident memory of each recorded workload: the tool's against
+    its peer's (budget: at most the peer's), and what each adds to plain python."""
+    print()
+    print("peak resident memory (MiB, ru_maxrss, the least of 3 runs; code pages included):")
+    h = f"{'workload':<24}{'plain':>8}{'tool':>8}{'peer':>8}{'ratio':>8}{'tool +':>8}{'peer +':>8}{'budget':>8}"
+    print(h)
+    print("-" * len(h))
+    rows = [(w, v[3], v[4]) for w, v in workloads.items()] + [(w, "ours_rec", "cprofile") for w in mem_only]
+    for wname, ours, peer in rows:
+        k = res[wname]["peak_kib"]
+        pl, o, p = k["plain"] / 1024, k[ours] / 1024, k[peer] / 1024
+        b = "<=1.0x" if ours == "ours_rec" and "empty" not in wname and "tiny" not in wname else ""
+        print(f"{wname:<24}{pl:8.1f}{o:8.1f}{p:8.1f}{ratio(o, p):7.2f}x{o - pl:+8.1f}{p - pl:+8.1f}{b:>8}")
+    print("  tool: its whole process at its peak (the end of the run, while the profile is written); "
+          "the budget\n  (issue 25) is on pyflakes and sympy with run --recursive --all against cProfile")
 
 
 def closing(res, workloads):

@@ -11,8 +11,8 @@ packages=(
   libcmocka-dev
   man-db groff-base
   clang-14 libclang-rt-14-dev
-  valgrind
-  python3-line-profiler python3-yappi python3-pandas python3-pyflakes python3-matplotlib
+  valgrind time
+  python3-line-profiler python3-yappi python3-pandas python3-pyflakes python3-sympy python3-matplotlib
   libopenmpi-dev openmpi-bin python3-mpi4py
   likwid
   chromium

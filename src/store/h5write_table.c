@@ -325,9 +325,12 @@ static enum sp_err write_events(struct sp_h5_writer *w, hid_t rank_g, const stru
 
 	if ((uint64_t)e != t->events)
 		return sp_h5w_fail(w, SP_ENOMEM, "rank %d: too many events", rk->rank);
-	s.cap = e < SP_H5W_CHUNK_MAX ? (e ? e : 1) : SP_H5W_CHUNK_MAX;
-	/* Compressed columns have chunks of cap calls: each buffer fills one. */
+	/* Compressed columns have chunks of cap calls: each buffer fills one.
+	 * Uncompressed ones take small regions a few pages at a time (the
+	 * buffer is memory held at the run's peak) and large ones in place. */
 	s.direct = w->level == 0 || e < SP_H5W_COMPRESS_MIN;
+	size_t most = s.direct ? SP_H5W_STAGE_DIRECT : SP_H5W_CHUNK_MAX;
+	s.cap = e < most ? (e ? e : 1) : most;
 	if (!(s.starts = malloc(s.cap * sizeof *s.starts)) || !(s.ends = malloc(s.cap * sizeof *s.ends)) ||
 	    (t->lanes && !(s.lanes = malloc(s.cap * sizeof *s.lanes)))) {
 		rc = sp_h5w_fail(w, SP_ENOMEM, "out of memory");

@@ -43,6 +43,8 @@ struct sp_h5_writer {
  * stays contiguous: compressing it saves less than its chunk index costs. */
 #define SP_H5W_CHUNK_MAX ((size_t)1 << 16)
 #define SP_H5W_COMPRESS_MIN ((size_t)64)
+/* Calls gathered per write into uncompressed columns (64 KiB a column). */
+#define SP_H5W_STAGE_DIRECT ((size_t)8192)
 
 /* Fills w->failure with "cannot write '<path>': <what>", adding the OS's
  * reason when errno holds one that explains an HDF5 failure; the file is

@@ -788,8 +788,9 @@ static void test_long_names(void **state)
 	remove(path);
 }
 
-/* Many regions, whose events pass through the writer's and the reader's
- * buffers (65536 calls) many at a time, between two that do not fit one,
+/* Many regions, whose events pass through the writer's buffers (8192 calls
+ * uncompressed, 65536 compressed) and the reader's (65536) many at a time,
+ * between two that do not fit one,
  * plain and compressed: every call back where it was. */
 static void test_many_regions(void **state)
 {
