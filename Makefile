@@ -191,7 +191,7 @@ PYMODDIR    ?= $(PREFIX)/lib/$(shell $(PYTHON) -c 'import sys, sysconfig; \
 # executable (the build tree), else from where install puts it.
 $(BUILD)/obj/python/module.o: CPPFLAGS += -DSP_EXTENSION_NAME='"scope_profiler$(EXT_SUFFIX)"' \
 	-DSP_EXTENSION_DIR='"$(PYMODDIR)"'
-EXT_SRC     := $(LIB_SRC) $(filter-out src/python/run_session.c,$(PY_SRC)) $(MPI_SRC)
+EXT_SRC     := $(LIB_SRC) $(filter-out src/python/run_session.c src/python/venv.c,$(PY_SRC)) $(MPI_SRC)
 EXT_OBJ     := $(EXT_SRC:src/%.c=$(BUILD)/pic/%.o)
 module: $(PY_MOD)
 $(BUILD)/pic/%.o: src/%.c $(HEADERS) | $(LAYERS_OK)

@@ -22,6 +22,7 @@
 #include "sp_pymodule.h"
 #include "sp_pysession.h"
 #include "sp_session.h"
+#include "sp_venv.h"
 
 #define CMD "run"
 
@@ -222,7 +223,34 @@ static int install_memory(void)
 	return 0;
 }
 
-static int init_python(const struct sp_run_target *a, int memory)
+/* The virtual environment the run starts in (sp_venv_find), into *v;
+ * 0 (v->python empty: none), or -1 when there is one that cannot be used
+ * (said). */
+static int find_venv(struct sp_venv *v)
+{
+	char self[PATH_MAX], err[2 * PATH_MAX + 512];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	struct sp_venv_where w = {.self = n > 0 ? self : NULL, .virtual_env = getenv("VIRTUAL_ENV"),
+				  .path = getenv("PATH")};
+	if (n > 0)
+		self[n] = '\0';
+	v->python[0] = '\0';
+	switch (sp_venv_find(&w, PY_MAJOR_VERSION, PY_MINOR_VERSION, v, err, sizeof err)) {
+	case SP_VENV_WRONG:
+		sp_cmd_error(CMD, "%s", err);
+		return -1;
+	case SP_VENV_NONE:
+		v->python[0] = '\0';
+		return 0;
+	case SP_VENV_FOUND:
+		return 0;
+	}
+	return 0;
+}
+
+/* executable: the environment's python (a virtual environment's), or
+ * NULL: the one the executable was built with. */
+static int init_python(const struct sp_run_target *a, int memory, const char *executable)
 {
 	PyConfig config;
 	PyStatus status;
@@ -253,11 +281,16 @@ static int init_python(const struct sp_run_target *a, int memory)
 	if (PyStatus_Exception(status))
 		goto fail;
 	/* sys.executable is the real interpreter, so subprocesses and
-	 * multiprocessing's spawn start plain Python, not this tool. */
-	if (access(SP_PYTHON_EXECUTABLE, X_OK) == 0) {
-		status = PyConfig_SetBytesString(&config, &config.program_name, SP_PYTHON_EXECUTABLE);
+	 * multiprocessing's spawn start plain Python, not this tool. In a
+	 * virtual environment it is the environment's python: CPython's path
+	 * configuration finds its pyvenv.cfg from there, as when that python
+	 * starts (sys.prefix, site-packages, .pth files, system site). */
+	if (!executable && access(SP_PYTHON_EXECUTABLE, X_OK) == 0)
+		executable = SP_PYTHON_EXECUTABLE;
+	if (executable) {
+		status = PyConfig_SetBytesString(&config, &config.program_name, executable);
 		if (!PyStatus_Exception(status))
-			status = PyConfig_SetBytesString(&config, &config.executable, SP_PYTHON_EXECUTABLE);
+			status = PyConfig_SetBytesString(&config, &config.executable, executable);
 		if (PyStatus_Exception(status))
 			goto fail;
 	}
@@ -285,9 +318,11 @@ static const char *root_name(const struct sp_run_target *t)
 /* Before the interpreter: the script, the output path (only where this
  * process writes: *checked set then), MPI. Returns 0, or the exit status. */
 static int check_before(const struct sp_settings *s, const struct sp_run_target *t,
-			char *outfile, size_t len, int *checked)
+			char *outfile, size_t len, int *checked, struct sp_venv *venv)
 {
 	if (t->script && check_script(t->script) != 0)
+		return SP_EXIT_USAGE;
+	if (find_venv(venv) != 0)
 		return SP_EXIT_USAGE;
 	const char *out = s->outfile ? s->outfile : "profiling_data.h5";
 	/* Under an MPI launcher only rank 0 writes: only it checks the path. */
@@ -332,14 +367,15 @@ static int run(const struct sp_settings *settings, const struct sp_run_target *t
 	char outfile[PATH_MAX];
 	/* outfile: absolute, so that a script's chdir does not move it. */
 	int checked = 0;
-	int rc = check_before(settings, t, outfile, sizeof outfile, &checked);
+	static struct sp_venv venv;   /* two paths: not on the stack */
+	int rc = check_before(settings, t, outfile, sizeof outfile, &checked, &venv);
 	if (rc != 0)
 		return rc;
 	if (sp_pymodule_register() != 0) {
 		sp_cmd_error(CMD, "cannot register the scope_profiler module");
 		return 1;
 	}
-	if (init_python(t, settings->memory && !settings->disable) != 0)
+	if (init_python(t, settings->memory && !settings->disable, venv.python[0] ? venv.python : NULL) != 0)
 		return 1;
 	/* -m: the module found (status 1, as python's), then not the output
 	 * (a usage error, 2), both before it runs */

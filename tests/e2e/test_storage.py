@@ -14,7 +14,7 @@ import pytest
 
 from conftest import BINARY, one_line_error, regions
 
-# The storage budgets of README.md, "Performance".
+# The storage budgets of docs/PERFORMANCE.md.
 UNCOMPRESSED_BUDGET = 16.5   # bytes per event
 COMPRESSED_BUDGET = 4.0      # bytes per event, a timestep loop
 
