@@ -1,15 +1,16 @@
 # scope-profiler - build, test, benchmark, install.
 #
 #   make            build build/scope-profiler
-#   make demo       install missing packages, build, profile examples/timestep.py
-#   make check      install missing packages, build, run every test
+#   make demo       install missing packages (deps-build), build, profile
+#                   examples/timestep.py
+#   make check      install missing packages (deps-check), build, run every test
 #   make check-pythons  the same tests with Python 3.13 (Debian 13) and 3.14
 #                   (Debian testing), each in a chroot made once (root)
 #   make asan       the unit and end-to-end tests under ASan + UBSan
 #   make fuzz       a libFuzzer campaign on the file reader (FUZZ_SECONDS=600)
 #   make fuzz-ci    a short one (FUZZ_CI_SECONDS=75) that fails on a crash,
 #                   hang or leak; both need clang-14 and libclang-rt-14-dev
-#   make bench      overhead and I/O benchmarks against their peers
+#   make bench      (deps-bench) overhead and I/O benchmarks against their peers
 #   make man        the man pages' OPTIONS sections, from the binary's --help
 #   make module     the module for plain python (BUILD/scope_profiler<EXT_SUFFIX>)
 #   make install    PREFIX=/usr/local (DESTDIR too): the binary, man pages, module
@@ -117,7 +118,7 @@ UNIT_SRC := $(wildcard tests/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 LAYERS_OK := $(BUILD)/layers.ok
 
-.PHONY: module pictures all demo check check-pythons test unit e2e asan bench install uninstall man clean deps fuzz fuzz-ci fuzz-build layers
+.PHONY: module pictures all demo check check-pythons test unit e2e asan bench install uninstall man clean deps deps-build deps-check deps-bench fuzz fuzz-ci fuzz-build layers
 all: $(BIN) $(PY_MOD)
 
 # Probed again when the HACL code is (re)built; the executable relinks after.
@@ -217,17 +218,20 @@ $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Isrc/$(firstword $(subst /, ,$*)) -Isrc/cli $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(HDF5_LIBS) -lcmocka -lm
 
-deps:
-	./scripts/install-deps.sh
+# The missing Debian packages of a group of scripts/install-deps.sh (build, check,
+# bench: each holds the one before), the Python's headers for PYTHON; deps: all.
+deps-build deps-check deps-bench:
+	PYTHON=$(PYTHON) ./scripts/install-deps.sh $(@:deps-%=%)
+deps: deps-bench
 
 # The README's first command: set up, build, profile the bundled example.
-demo: deps
+demo: deps-build
 	$(MAKE) all
 	./$(BIN) run -q -o $(BUILD)/timestep.h5 examples/timestep.py
 	./$(BIN) summary $(BUILD)/timestep.h5
 
 # The README's second command, and what CI runs.
-check: deps
+check: deps-check
 	$(MAKE) all unit-build
 	$(MAKE) unit e2e
 
@@ -338,7 +342,8 @@ fuzz-ci: fuzz-build
 	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) -seed=$(FUZZ_CI_SEED) -max_total_time=$(FUZZ_CI_SECONDS) \
 		$(FUZZ_BUILD)/ci-corpus $(FUZZ_BUILD)/seeds tests/fuzz/fuzz-regress
 
-bench: $(BIN)
+bench: deps-bench
+	$(MAKE) $(BIN)
 	$(PYTHON) scripts/bench.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_mpi.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_mpicalls.py --binary $(abspath $(BIN))
