@@ -1,15 +1,16 @@
 # scope-profiler - build, test, benchmark, install.
 #
 #   make            build build/scope-profiler
-#   make demo       install missing packages, build, profile examples/timestep.py
-#   make check      install missing packages, build, run every test
+#   make demo       install missing packages (deps-build), build, profile
+#                   examples/timestep.py
+#   make check      install missing packages (deps-check), build, run every test
 #   make check-pythons  the same tests with Python 3.13 (Debian 13) and 3.14
 #                   (Debian testing), each in a chroot made once (root)
 #   make asan       the unit and end-to-end tests under ASan + UBSan
 #   make fuzz       a libFuzzer campaign on the file reader (FUZZ_SECONDS=600)
 #   make fuzz-ci    a short one (FUZZ_CI_SECONDS=75) that fails on a crash,
 #                   hang or leak; both need clang-14 and libclang-rt-14-dev
-#   make bench      overhead and I/O benchmarks against their peers
+#   make bench      (deps-bench) overhead and I/O benchmarks against their peers
 #   make man        the man pages' OPTIONS sections, from the binary's --help
 #   make module     the module for plain python (BUILD/scope_profiler<EXT_SUFFIX>)
 #   make install    PREFIX=/usr/local (DESTDIR too): the binary, man pages, module
@@ -28,8 +29,29 @@ VERSION       := 0.1.0
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+# HDF5: HDF5_DIR=/path (its include/hdf5.h, lib/libhdf5.so or .a; an rpath to
+# lib/) when set, else pkg-config's hdf5. Without either, make stops at its start
+# with one line saying so (but for the goals that install it first, or need none).
+ifneq ($(HDF5_DIR),)
+HDF5_CFLAGS := -I$(HDF5_DIR)/include
+HDF5_LIBS   := -L$(HDF5_DIR)/lib -Wl,-rpath,$(HDF5_DIR)/lib -lhdf5
+HDF5_MISSING := $(if $(wildcard $(HDF5_DIR)/include/hdf5.h),,HDF5_DIR=$(HDF5_DIR) has no include/hdf5.h)
+else
 HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null)
 HDF5_LIBS   := $(shell pkg-config --libs hdf5 2>/dev/null)
+HDF5_MISSING := $(if $(HDF5_LIBS),,pkg-config finds no hdf5 and HDF5_DIR is not set)
+endif
+# The goals that build nothing here: they install packages, call make again (which
+# finds what they installed) or remove files; with only those asked, neither HDF5
+# nor the probes below are needed.
+OUTER_GOALS := deps deps-build deps-check deps-bench demo check test check-pythons asan \
+               bench clean uninstall
+BUILDING    := $(filter-out $(OUTER_GOALS),$(or $(MAKECMDGOALS),all))
+ifneq ($(BUILDING),)
+ifneq ($(HDF5_MISSING),)
+$(error no HDF5: $(HDF5_MISSING); install HDF5's C library and headers (Debian: scripts/install-deps.sh build) or point at it: make HDF5_DIR=/path/to/hdf5)
+endif
+endif
 PY_CFLAGS   := $(shell $(PYTHON_CONFIG) --includes 2>/dev/null)
 # The interpreter is linked in statically when Debian's libpython3.X.a
 # allows it (scripts/py-static-probe.sh tries, once per build folder), as
@@ -46,8 +68,10 @@ PY_CFLAGS   := $(shell $(PYTHON_CONFIG) --includes 2>/dev/null)
 PY_PROBE    := $(BUILD)/py-static.mk
 SP_HACL_DIR ?= /usr/local/lib/scope-profiler
 export SP_HACL_DIR
+ifneq ($(BUILDING),)
 ifneq ($(PY_STATIC),0)
 -include $(PY_PROBE)
+endif
 endif
 ifeq ($(PY_STATIC),1)
 PY_LIBS     := $(PY_STATIC_LIBS)
@@ -62,8 +86,10 @@ endif
 # fuzzing) link the shared one, whose leaks tests/fuzz/lsan-hdf5.supp names.
 HDF5_PROBE  := $(BUILD)/hdf5-static.mk
 H5NOROS3_OBJ := $(BUILD)/obj/store/h5noros3.o
+ifneq ($(BUILDING),)
 ifneq ($(HDF5_STATIC),0)
 -include $(HDF5_PROBE)
+endif
 endif
 HDF5_BIN_LIBS := $(if $(filter 1,$(HDF5_STATIC)),$(HDF5_STATIC_LIBS),$(HDF5_LIBS))
 PY_EXE      := $(shell $(PYTHON) -c 'import sys,os; print(os.path.realpath(sys.executable))' 2>/dev/null)
@@ -117,7 +143,7 @@ UNIT_SRC := $(wildcard tests/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 LAYERS_OK := $(BUILD)/layers.ok
 
-.PHONY: module pictures all demo check check-pythons test unit e2e asan bench install uninstall man clean deps fuzz fuzz-ci fuzz-build layers
+.PHONY: module pictures all demo check check-pythons test unit e2e asan bench install uninstall man clean deps deps-build deps-check deps-bench fuzz fuzz-ci fuzz-build layers
 all: $(BIN) $(PY_MOD)
 
 # Probed again when the HACL code is (re)built; the executable relinks after.
@@ -126,7 +152,7 @@ $(PY_PROBE): scripts/py-static-probe.sh $(wildcard $(SP_HACL_DIR)/python*/VERSIO
 	scripts/py-static-probe.sh "$(PYTHON)" "$(CC)" > $@.tmp && mv $@.tmp $@
 
 $(HDF5_PROBE): scripts/hdf5-static-probe.sh $(H5NOROS3_OBJ)
-	scripts/hdf5-static-probe.sh "$(CC) $(LDFLAGS)" $(H5NOROS3_OBJ) > $@.tmp && mv $@.tmp $@
+	scripts/hdf5-static-probe.sh "$(CC) $(LDFLAGS)" $(H5NOROS3_OBJ) "$(HDF5_CFLAGS)" "$(HDF5_LIBS)" > $@.tmp && mv $@.tmp $@
 
 HEADERS = $(wildcard include/*.h src/*/*.h)
 $(BUILD)/obj/%.o: src/%.c $(HEADERS) | $(LAYERS_OK)
@@ -217,17 +243,20 @@ $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Isrc/$(firstword $(subst /, ,$*)) -Isrc/cli $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(HDF5_LIBS) -lcmocka -lm
 
-deps:
-	./scripts/install-deps.sh
+# The missing Debian packages of a group of scripts/install-deps.sh (build, check,
+# bench: each holds the one before), the Python's headers for PYTHON; deps: all.
+deps-build deps-check deps-bench:
+	PYTHON=$(PYTHON) ./scripts/install-deps.sh $(@:deps-%=%)
+deps: deps-bench
 
 # The README's first command: set up, build, profile the bundled example.
-demo: deps
+demo: deps-build
 	$(MAKE) all
 	./$(BIN) run -q -o $(BUILD)/timestep.h5 examples/timestep.py
 	./$(BIN) summary $(BUILD)/timestep.h5
 
 # The README's second command, and what CI runs.
-check: deps
+check: deps-check
 	$(MAKE) all unit-build
 	$(MAKE) unit e2e
 
@@ -338,7 +367,8 @@ fuzz-ci: fuzz-build
 	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) -seed=$(FUZZ_CI_SEED) -max_total_time=$(FUZZ_CI_SECONDS) \
 		$(FUZZ_BUILD)/ci-corpus $(FUZZ_BUILD)/seeds tests/fuzz/fuzz-regress
 
-bench: $(BIN)
+bench: deps-bench
+	$(MAKE) $(BIN)
 	$(PYTHON) scripts/bench.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_mpi.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_mpicalls.py --binary $(abspath $(BIN))

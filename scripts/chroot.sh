@@ -7,7 +7,7 @@
 # SUITE is a Debian suite: trixie (Debian 13, Python 3.13) or testing (Python 3.14).
 # The chroot is made with debootstrap from Debian's packages and the mirror that apt on
 # this machine is already configured with (read from apt's sources, no host is written
-# here), then gets the build and test dependencies of scripts/install-deps.sh from the
+# here), then gets the packages of scripts/install-deps.sh's bench group from the
 # suite's own packages (those the suite has). It lives outside the repository, in
 # $SCOPE_PROFILER_CHROOT_DIR/chroot-SUITE (default /var/cache/scope-profiler), and counts
 # as complete only once its stamp file, written last, exists; an incomplete one is
@@ -43,19 +43,10 @@ ROOT=$BASE/chroot-$SUITE
 STAMP=$ROOT/.scope-profiler-chroot-complete
 LIST=$ROOT/.scope-profiler-packages   # PACKAGES when last installed, one a line
 
-# The same packages as scripts/install-deps.sh, less the host's versioned ones
-# (libpython3.11-dev -> python3-dev, clang-14 -> none); those the suite lacks are skipped.
-PACKAGES=(
-  build-essential pkg-config xxd
-  python3 python3-dev python3-numpy python3-h5py python3-pytest
-  libhdf5-dev hdf5-tools zlib1g-dev
-  libcmocka-dev
-  man-db groff-base
-  valgrind
-  python3-line-profiler python3-yappi python3-pandas python3-pyflakes python3-matplotlib
-  libopenmpi-dev openmpi-bin python3-mpi4py
-  chromium
-)
+# scripts/install-deps.sh's bench group (what the tests and benchmarks use), for the
+# suite's own python3 (python3-dev); those the suite lacks (clang-14) are skipped.
+read -r -d '' -a PACKAGES < <(PYTHON=/usr/bin/python3 "$REPO/scripts/install-deps.sh" --list bench) || true
+[ ${#PACKAGES[@]} -gt 0 ] || die "scripts/install-deps.sh --list bench named no packages"
 
 # ---- mounts: every one is recorded and undone on exit, in reverse order ----
 MOUNTS=()

@@ -1,22 +1,23 @@
 #!/bin/sh
 # hdf5-static-probe.sh: whether, and how, the executable links HDF5 statically.
 #
-#   hdf5-static-probe.sh "CC [LDFLAGS]" NOROS3_OBJECT
-#       prints the make settings that link Debian's HDF5 archive (libhdf5.a, or
-#       libhdf5_serial.a: the library pkg-config names) with NOROS3_OBJECT (the
-#       compiled src/store/h5noros3.c) before it and its symbols not exported, when a
-#       program that creates an HDF5 file links and runs that way; else HDF5_STATIC := 0
-#       (the shared libhdf5) and one line on stderr saying why.
+#   hdf5-static-probe.sh "CC [LDFLAGS]" NOROS3_OBJECT "HDF5_CFLAGS" "HDF5_LIBS"
+#       prints the make settings that link HDF5's archive (the libhdf5.a, or
+#       libhdf5_serial.a, that HDF5_LIBS names: the Makefile's, from pkg-config or
+#       HDF5_DIR) with NOROS3_OBJECT (the compiled src/store/h5noros3.c) before it and
+#       its symbols not exported, when a program that creates an HDF5 file links and
+#       runs that way; else HDF5_STATIC := 0 (the shared libhdf5) and one line on
+#       stderr saying why. The archive is the one the linker would meet first: in the
+#       first folder (HDF5_LIBS's -L ones, then the system's) holding the library.
 #
 # Why: Debian's shared libhdf5 depends on libcurl (its S3 driver), whose thirty-odd
 # libraries the dynamic loader binds at every start (~14 M instructions); the archive
 # brings only what the executable uses, and h5noros3.c leaves the S3 driver out.
-CC=${1:-cc} NOROS3=$2
+CC=${1:-cc} NOROS3=$2 cflags=$3 libs=$4
 fallback() { echo "hdf5-static-probe: $*; linking the shared libhdf5" >&2; echo "HDF5_STATIC := 0"; exit 0; }
 
-libs=$(pkg-config --libs hdf5 2>/dev/null) || fallback "pkg-config knows no hdf5"
-cflags=$(pkg-config --cflags hdf5 2>/dev/null)
-dirs="$(pkg-config --variable=libdir hdf5 2>/dev/null)"
+[ -n "$libs" ] || fallback "no HDF5 flags given"
+dirs=
 names=
 for w in $libs; do
   case $w in
@@ -30,9 +31,10 @@ archive=
 for n in $names; do
   for d in $dirs; do
     [ -f "$d/lib$n.a" ] && { archive=$d/lib$n.a; break 2; }
+    [ -e "$d/lib$n.so" ] && continue 2      # the linker takes this shared one
   done
 done
-[ -n "$archive" ] || fallback "no static archive of $(echo $names) in $(echo $dirs)"
+[ -n "$archive" ] || fallback "no static archive of $(echo $names) first in $(echo $dirs)"
 [ -f "$NOROS3" ] || fallback "$NOROS3 is missing"
 
 # What the archive needs from elsewhere: szip (libaec's libsz), zlib, libm, libdl.
