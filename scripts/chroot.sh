@@ -48,6 +48,7 @@ LIST=$ROOT/.scope-profiler-packages   # PACKAGES when last installed, one a line
 PACKAGES=(
   build-essential pkg-config xxd
   python3 python3-dev python3-numpy python3-h5py python3-pytest
+  python3-venv python3-pip git
   libhdf5-dev hdf5-tools zlib1g-dev
   libcmocka-dev
   man-db groff-base

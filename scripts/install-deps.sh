@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential pkg-config
   libpython3.11-dev python3 python3-numpy python3-h5py python3-pytest
+  python3-venv python3-pip git
   libhdf5-dev hdf5-tools zlib1g-dev
   libcmocka-dev
   man-db groff-base
