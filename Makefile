@@ -195,7 +195,9 @@ $(BIN): $(CLI_OBJ) $(PY_OBJ) $(LIB) $(wildcard $(PY_PROBE) $(HDF5_PROBE))
 # /usr/local), site-packages elsewhere. PYMODDIR overrides it.
 PYMODDIR    ?= $(shell $(PYTHON) scripts/pymoddir.py "$(PREFIX)" 2>/dev/null)
 # run --subprocesses loads the module into spawned children: from beside the
-# executable (the build tree), else from where install puts it.
+# executable (the build tree), else the package installed with it (pip or
+# install: PREFIX/lib/python3.X/{site,dist}-packages beside its PREFIX/bin),
+# else from PYMODDIR as built (_extension_path in scope_profiler_py.py).
 $(BUILD)/obj/python/module.o: CPPFLAGS += -DSP_EXTENSION_NAME='"scope_profiler$(EXT_SUFFIX)"' \
 	-DSP_EXTENSION_DIR='"$(PYMODDIR)"'
 EXT_SRC     := $(LIB_SRC) $(filter-out src/python/run_session.c,$(PY_SRC)) $(MPI_SRC)
