@@ -13,8 +13,13 @@
 #   make bench      (deps-bench) overhead and I/O benchmarks against their peers
 #   make man        the man pages' OPTIONS sections, from the binary's --help
 #   make module     the module for plain python (BUILD/scope_profiler<EXT_SUFFIX>)
-#   make install    PREFIX=/usr/local (DESTDIR too): the binary, man pages, module
+#   make install    PREFIX=/usr/local (DESTDIR too): the binary, man pages, the
+#                   module (package scope_profiler/); PREFIX=~/.local: no
+#                   root, the module in the user site-packages; another
+#                   PREFIX prints the PYTHONPATH that finds the module
 #   make uninstall  removes what install put
+#   pip install .   the same install into the Python running pip: a venv,
+#                   --user (pyproject.toml, scripts/pep517_backend.py)
 #
 # The embedded interpreter is Debian's CPython (/usr/bin/python3, 3.11), on
 # purpose: the Python packages on these machines (numpy, h5py, mpi4py) are
@@ -207,14 +212,18 @@ $(BIN): $(CLI_OBJ) $(PY_OBJ) $(LIB) $(wildcard $(PY_PROBE) $(HDF5_PROBE))
 # standalone.c) into BUILD/pic/, symbols hidden but the init function, HDF5
 # linked shared and libpython not at all (the interpreter provides it). MPI's
 # calls are not intercepted there (no MPI flags: mpi.c and mpicalls.c
-# compile their stand-ins). Installed into that Python's folder for PREFIX
-# (Debian: PREFIX/lib/python3.X/dist-packages, on /usr/bin/python3's path
-# for /usr/local); PYMODDIR overrides it.
-PYMODDIR    ?= $(PREFIX)/lib/$(shell $(PYTHON) -c 'import sys, sysconfig; \
-	print("python%d.%d/%s" % (*sys.version_info[:2], "dist-packages" if \
-	sysconfig.get_path("platlib").rstrip("/").endswith("dist-packages") else "site-packages"))' 2>/dev/null)
+# compile their stand-ins). Installed as the package scope_profiler/ (the
+# module its __init__<EXT_SUFFIX>, src/python/scope_profiler_main.py its
+# __main__.py: `python -m scope_profiler ARGS` runs `scope-profiler ARGS`)
+# into that Python's folder for PREFIX, as scripts/pymoddir.py says: the
+# user site-packages when PREFIX is the user base (~/.local), else
+# PREFIX/lib/python3.X/dist-packages on Debian (on /usr/bin/python3's path for
+# /usr/local), site-packages elsewhere. PYMODDIR overrides it.
+PYMODDIR    ?= $(shell $(PYTHON) scripts/pymoddir.py "$(PREFIX)" 2>/dev/null)
 # run --subprocesses loads the module into spawned children: from beside the
-# executable (the build tree), else from where install puts it.
+# executable (the build tree), else the package installed with it (pip or
+# install: PREFIX/lib/python3.X/{site,dist}-packages beside its PREFIX/bin),
+# else from PYMODDIR as built (_extension_path in scope_profiler_py.py).
 $(BUILD)/obj/python/module.o: CPPFLAGS += -DSP_EXTENSION_NAME='"scope_profiler$(EXT_SUFFIX)"' \
 	-DSP_EXTENSION_DIR='"$(PYMODDIR)"'
 EXT_SRC     := $(LIB_SRC) $(filter-out src/python/run_session.c src/python/venv.c,$(PY_SRC)) $(MPI_SRC)
@@ -397,19 +406,31 @@ pictures: $(BIN)
 man: $(BIN)
 	$(PYTHON) scripts/gen-man-options.py --binary $(abspath $(BIN))
 
+# A folder not on the Python's sys.path (PREFIX=/opt/sp) gets one line
+# saying which PYTHONPATH finds it; not for a staged install (DESTDIR). A
+# flat scope_profiler<EXT_SUFFIX> that earlier releases installed there goes:
+# the package replaces it. pip's wheel (scripts/pep517_backend.py) is this
+# install, staged.
+PYPKG = $(DESTDIR)$(PYMODDIR)/scope_profiler
 install: $(BIN) $(PY_MOD)
-	install -d $(DESTDIR)$(PREFIX)/bin $(MANDIR)/man1 $(MANDIR)/man5 $(DESTDIR)$(PYMODDIR)
+	install -d $(DESTDIR)$(PREFIX)/bin $(MANDIR)/man1 $(MANDIR)/man5 $(PYPKG)
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/scope-profiler
 	install -m 644 $(MAN1) $(MANDIR)/man1/
 	install -m 644 $(MAN5) $(MANDIR)/man5/
-	install -m 644 $(PY_MOD) $(DESTDIR)$(PYMODDIR)/
+	install -m 644 $(PY_MOD) $(PYPKG)/__init__$(EXT_SUFFIX)
+	install -m 644 src/python/scope_profiler_main.py $(PYPKG)/__main__.py
+	rm -f $(DESTDIR)$(PYMODDIR)/$(notdir $(PY_MOD))
+	@[ -n "$(DESTDIR)" ] || $(PYTHON) scripts/pymoddir.py --check "$(PYMODDIR)"
 
-# Removes exactly what install put (the folders stay: they may hold others').
+# Removes exactly what install put (the folders stay: they may hold others'),
+# and the package's folder with what python -m compiled there.
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/scope-profiler
 	rm -f $(addprefix $(MANDIR)/man1/,$(notdir $(MAN1)))
 	rm -f $(addprefix $(MANDIR)/man5/,$(notdir $(MAN5)))
-	rm -f $(DESTDIR)$(PYMODDIR)/$(notdir $(PY_MOD))
+	rm -f $(PYPKG)/__init__$(EXT_SUFFIX) $(PYPKG)/__main__.py $(PYPKG)/__pycache__/__main__.*.pyc
+	rmdir $(PYPKG)/__pycache__ 2>/dev/null || true
+	rmdir $(PYPKG) 2>/dev/null || true
 
 clean:
 	rm -rf build build-asan build-fuzz $(addprefix build-,$(CHECK_SUITES))

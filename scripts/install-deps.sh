@@ -35,6 +35,7 @@ esac
 
 build=(build-essential pkg-config xxd python3 $python_dev libhdf5-dev zlib1g-dev)
 check=(python3-pytest python3-numpy python3-h5py libcmocka-dev
+       python3-venv python3-pip git
        libopenmpi-dev openmpi-bin python3-mpi4py
        python3-matplotlib python3-pandas chromium man-db groff-base
        clang-14 libclang-rt-14-dev)

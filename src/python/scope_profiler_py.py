@@ -568,8 +568,8 @@ def _offer_shim(subprocesses=False):
         else:
             _sys.stderr.write(
                 f"scope-profiler: run: warning: --subprocesses: {_extension_name} is neither beside "
-                f"the executable nor in {_extension_dir or 'the install folder'}: spawned Python "
-                "children are not profiled (forked ones are); `make module` builds it\n")
+                f"the executable nor installed with it (nor in {_extension_dir or 'the install folder'}): "
+                "spawned Python children are not profiled (forked ones are); `make module` builds it\n")
     old = _os.environ.get("PYTHONPATH")
     _os.environ["PYTHONPATH"] = folder + (_os.pathsep + old if old else "")
     # multiprocessing's spawn hands its children this process's sys.path;
@@ -579,17 +579,30 @@ def _offer_shim(subprocesses=False):
 
 def _extension_path():
     """This module built for plain python, for run --subprocesses' spawned
-    children: beside the executable (a build tree), else where `make
-    install` put it; None when neither has it."""
+    children: beside the executable (a build tree: scope_profiler<EXT_SUFFIX>),
+    else installed as the package scope_profiler/ (its __init__<EXT_SUFFIX>)
+    where pip or `make install` puts it beside the executable's PREFIX/bin
+    (PREFIX/lib/python3.X/site-packages: a venv, ~/.local; dist-packages:
+    Debian's /usr/local), else in PYMODDIR (_extension_dir, make install's
+    folder); None when none has it."""
+    if not _extension_name:
+        return None
     try:
         here = _os.path.dirname(_os.readlink("/proc/self/exe"))
     except OSError:
         here = None
-    for folder in (here, _extension_dir):
-        if folder and _extension_name:
-            path = _os.path.join(folder, _extension_name)
-            if _os.path.isfile(path):
-                return path
+    init = _os.path.join(__name__, "__init__" + _extension_name[len(__name__):])
+    candidates = []
+    if here:
+        lib = _os.path.join(_os.path.dirname(here), "lib", "python%d.%d" % _sys.version_info[:2])
+        candidates += [_os.path.join(here, _extension_name),
+                       _os.path.join(lib, "site-packages", init),
+                       _os.path.join(lib, "dist-packages", init)]
+    if _extension_dir:
+        candidates.append(_os.path.join(_extension_dir, init))
+    for path in candidates:
+        if _os.path.isfile(path):
+            return path
     return None
 
 
@@ -1262,9 +1275,21 @@ class _Submodules:
     @staticmethod
     def find_spec(name, path=None, target=None):
         parent, _, short = name.rpartition(".")
-        if parent != __name__ or short not in _SUBMODULES:
+        if parent != __name__:
             return None
-        return _sys.modules["_frozen_importlib"].ModuleSpec(name, _Submodules)
+        if short in _SUBMODULES:
+            return _sys.modules["_frozen_importlib"].ModuleSpec(name, _Submodules)
+        # Installed (make install, pip) as the package scope_profiler/ whose
+        # __init__<EXT_SUFFIX> is this module: the folder's own modules too
+        # (__main__.py, for python -m scope_profiler). Its __file__ is set
+        # only after this code ran, hence here and not at __path__ above.
+        file = globals().get("__file__") or ""
+        if not _os.path.basename(file).startswith("__init__."):
+            return None
+        folder = _os.path.dirname(file)
+        if folder not in __path__:
+            __path__.append(folder)
+        return _sys.modules["_frozen_importlib_external"].PathFinder.find_spec(name, __path__, target)
 
     @staticmethod
     def create_module(spec):

@@ -175,7 +175,8 @@ def test_license():
     assert "Copyright (c) 2026 the scope-profiler developers" in text
 
 
-def test_install_and_uninstall_into_destdir(tmp_path):
+@pytest.mark.parametrize("prefix", ["/usr", "/usr/local"])
+def test_install_and_uninstall_into_destdir(tmp_path, prefix):
     if not shutil.which("make"):
         pytest.skip("make is not installed")
     dest = tmp_path / "dest"
@@ -185,23 +186,27 @@ def test_install_and_uninstall_into_destdir(tmp_path):
     build = os.path.dirname(os.path.abspath(BINARY))
     module = os.path.join(build, "scope_profiler" + sysconfig.get_config_var("EXT_SUFFIX"))
     kind = "dist-packages" if sysconfig.get_path("platlib").endswith("dist-packages") else "site-packages"
-    site = f"usr/lib/python{sys.version_info[0]}.{sys.version_info[1]}/{kind}"
-    common = ["make", "-s", "-C", str(ROOT), f"DESTDIR={dest}", "PREFIX=/usr",
+    top = prefix.lstrip("/")
+    site = f"{top}/lib/python{sys.version_info[0]}.{sys.version_info[1]}/{kind}"
+    common = ["make", "-s", "-C", str(ROOT), f"DESTDIR={dest}", f"PREFIX={prefix}",
               f"BIN={BINARY}", "-o", BINARY, f"BUILD={build}", f"PYTHON={sys.executable}", "-o", module]
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     proc = subprocess.run([*common, "install"], capture_output=True, text=True, timeout=300,
                           env=env)
     assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""    # a staged install says nothing about PYTHONPATH
     installed = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
-    expected = sorted(["usr/bin/scope-profiler", f"{site}/{os.path.basename(module)}"]
-                      + [f"usr/share/man/man{n[-1]}/{n}" for n in PAGES])
+    expected = sorted([f"{top}/bin/scope-profiler",
+                       f"{site}/scope_profiler/__init__{sysconfig.get_config_var('EXT_SUFFIX')}",
+                       f"{site}/scope_profiler/__main__.py"]
+                      + [f"{top}/share/man/man{n[-1]}/{n}" for n in PAGES])
     assert installed == expected
-    assert os.access(dest / "usr/bin/scope-profiler", os.X_OK)
+    assert os.access(dest / top / "bin/scope-profiler", os.X_OK)
     for name in PAGES:
-        render_warnings(dest / f"usr/share/man/man{name[-1]}" / name)
+        render_warnings(dest / top / f"share/man/man{name[-1]}" / name)
     # man finds them by name through the installed tree.
     if shutil.which("man"):
-        env = dict(os.environ, MANWIDTH="80", LC_ALL="C", MANPATH=str(dest / "usr/share/man"))
+        env = dict(os.environ, MANWIDTH="80", LC_ALL="C", MANPATH=str(dest / top / "share/man"))
         shown = subprocess.run(["man", "5", "scope-profiler-format"], capture_output=True,
                                text=True, env=env, timeout=60)
         assert shown.returncode == 0 and "format_version" in shown.stdout, shown.stderr

@@ -55,7 +55,7 @@ class Installed:
         self.env.pop("PYTHONSTARTUP", None)
         # An ASan build's module needs the sanitizer's runtime first in a
         # plain python (`make asan`).
-        mod = next(self.site.glob("scope_profiler*.so"), None)
+        mod = next(self.site.glob("scope_profiler/__init__*.so"), None)
         if mod:
             ldd = subprocess.run(["ldd", str(mod)], capture_output=True, text=True).stdout
             pre = [l.split("=>")[1].split()[0] for l in ldd.splitlines()
@@ -80,8 +80,11 @@ def installed(tmp_path_factory):
 
 
 def test_install_puts_the_module_on_pythons_own_path(installed):
-    mods = list(installed.site.glob("scope_profiler*"))
-    assert [m.name for m in mods] == ["scope_profiler" + sysconfig.get_config_var("EXT_SUFFIX")]
+    # The package scope_profiler/: the extension module its __init__, and a
+    # __main__ for python -m scope_profiler (test_pip_install.py runs it).
+    assert [m.name for m in installed.site.glob("scope_profiler*")] == ["scope_profiler"]
+    assert sorted(m.name for m in (installed.site / "scope_profiler").iterdir()) == [
+        "__init__" + sysconfig.get_config_var("EXT_SUFFIX"), "__main__.py"]
     # Without DESTDIR, that folder is on this Python's sys.path as it starts.
     path = subprocess.run([sys.executable, "-c", "import sys; print('\\n'.join(sys.path))"],
                           capture_output=True, text=True, env={"PATH": os.environ["PATH"]}).stdout
