@@ -168,6 +168,18 @@ def test_the_venvs_executable_records_and_its_children_load_the_venvs_module(ven
     assert "work" in summary.stdout
 
 
+def test_the_venvs_executable_runs_in_the_venv_without_activating_it(venv, tmp_path):
+    """Installed into the venv, it starts as the venv's python: its modules
+    import, with nothing activated and the venv not on PATH."""
+    (venv.site / "only_in_this_venv.py").write_text("WHERE = 'venv'\n")
+    (tmp_path / "where.py").write_text("import sys, only_in_this_venv as m\n"
+                                       "print(m.WHERE, sys.prefix, sys.executable)\n")
+    env = clean_env(PATH="/usr/bin:/bin")
+    ours = check([venv.exe, "run", "-q", "--no-output", "where.py"], env=env, cwd=tmp_path)
+    theirs = check([venv.bin / "python3", "where.py"], env=env, cwd=tmp_path)
+    assert ours.stdout == theirs.stdout == f"venv {venv.root} {venv.bin / 'python3'}\n"
+
+
 def test_pip_uninstall_removes_everything(venv):
     recorded = installed_files(venv.python)
     check([venv.python, "-m", "pip", "uninstall", "-y", "scope-profiler"])
