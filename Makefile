@@ -9,7 +9,7 @@
 #   make asan       the unit and end-to-end tests under ASan + UBSan
 #   make fuzz       a libFuzzer campaign on the file reader (FUZZ_SECONDS=600)
 #   make fuzz-ci    a short one (FUZZ_CI_SECONDS=75) that fails on a crash,
-#                   hang or leak; both need clang-14 and libclang-rt-14-dev
+#                   hang or leak; both need clang and libclang-rt-dev
 #   make bench      (deps-bench) overhead and I/O benchmarks against their peers
 #   make man        the man pages' OPTIONS sections, from the binary's --help
 #   make module     the module for plain python (BUILD/scope_profiler<EXT_SUFFIX>)
@@ -321,7 +321,7 @@ asan:
 # every run replays first. New inputs collect in build-fuzz/corpus, findings in
 # build-fuzz/findings. HDF5's own leaks on damaged metadata are suppressed as in
 # `make unit` (tests/fuzz/lsan-hdf5.supp).
-FUZZ_CC      ?= clang-14
+FUZZ_CC      ?= clang
 FUZZ_BUILD   := build-fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_CI_SECONDS ?= 75

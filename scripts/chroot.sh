@@ -44,7 +44,7 @@ STAMP=$ROOT/.scope-profiler-chroot-complete
 LIST=$ROOT/.scope-profiler-packages   # PACKAGES when last installed, one a line
 
 # scripts/install-deps.sh's bench group (what the tests and benchmarks use), for the
-# suite's own python3 (python3-dev); those the suite lacks (clang-14) are skipped.
+# suite's own python3 (python3-dev); any the suite lacks are skipped.
 read -r -d '' -a PACKAGES < <(PYTHON=/usr/bin/python3 "$REPO/scripts/install-deps.sh" --list bench) || true
 [ ${#PACKAGES[@]} -gt 0 ] || die "scripts/install-deps.sh --list bench named no packages"
 

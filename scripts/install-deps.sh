@@ -8,7 +8,7 @@
 #          pkg-config, xxd, the Python's headers and python3.X-config, HDF5, zlib)
 #   check  build + the tests: `make check` (pytest, h5py, numpy, cmocka, Open MPI
 #          and mpi4py, matplotlib, pandas, chromium, man), `make asan` (gcc's own
-#          sanitizers), `make fuzz-ci` (clang-14), `make check-pythons` (its chroots
+#          sanitizers), `make fuzz-ci` (clang), `make check-pythons` (its chroots
 #          get the bench group from here through scripts/chroot.sh)
 #   bench  check + `make bench` (valgrind, GNU time, line_profiler, pyflakes, sympy)
 #
@@ -38,7 +38,7 @@ check=(python3-pytest python3-numpy python3-h5py libcmocka-dev
        python3-venv python3-pip git
        libopenmpi-dev openmpi-bin python3-mpi4py
        python3-matplotlib python3-pandas chromium man-db groff-base
-       clang-14 libclang-rt-14-dev)
+       clang libclang-rt-dev)
 bench=(valgrind time python3-line-profiler python3-pyflakes python3-sympy)
 
 case $group in

@@ -3,6 +3,7 @@
 build), and HDF5 found by pkg-config or by HDF5_DIR, or make stopping at its
 start with one line that says how to point at it."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -43,9 +44,9 @@ def test_groups_nest_and_demo_needs_no_test_tools():
     assert {"build-essential", "pkg-config", "xxd", "python3-dev", "libhdf5-dev",
             "zlib1g-dev"} <= build
     # What the tests alone use stays out of the set-up of `make demo`.
-    for heavy in ("chromium", "clang-14", "valgrind", "python3-matplotlib", "libopenmpi-dev"):
+    for heavy in ("chromium", "clang", "valgrind", "python3-matplotlib", "libopenmpi-dev"):
         assert heavy not in build, heavy
-    assert {"python3-pytest", "python3-h5py", "libcmocka-dev", "clang-14"} <= check
+    assert {"python3-pytest", "python3-h5py", "libcmocka-dev", "clang"} <= check
     assert {"valgrind", "time", "python3-line-profiler"} <= bench
 
 
@@ -122,7 +123,8 @@ def test_a_build_with_hdf5_dir_runs_and_reads_back(tmp_path):
     assert f"{hdf5}/lib" in dynamic
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
                              timeout=60)
-    assert version.returncode == 0 and "HDF5: 1." in version.stdout, version.stderr
+    assert version.returncode == 0, version.stderr
+    assert re.search(r"^HDF5: \d+\.\d+", version.stdout, re.M), version.stdout
     (tmp_path / "script.py").write_text(
         "import scope_profiler as sp\n"
         "for _ in range(3):\n"
