@@ -28,7 +28,9 @@ static const struct sp_cmd_help help = {
 		"Exit status: the script's own (sys.exit(n) -> n, an uncaught exception\n"
 		"-> 1, Ctrl-C -> 130, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1/2 -> 128 + signal);\n"
 		"2 for usage errors. The profile is written in each of these cases, and\n"
-		"before os.exec*(). The interpreter is " SP_PYTHON_EXECUTABLE ".\n",
+		"before os.exec*().\n"
+		/* On a line of its own: a pyenv's or a cluster module's path is long. */
+		"Interpreter: " SP_PYTHON_EXECUTABLE "\n",
 };
 
 static int parse_buffer_limit(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
