@@ -173,6 +173,7 @@ def test_license():
     assert "Copyright (c) 2026 the scope-profiler developers" in text
 
 
+@pytest.mark.same_python
 def test_install_and_uninstall_into_destdir(tmp_path):
     if not shutil.which("make"):
         pytest.skip("make is not installed")
