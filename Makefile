@@ -148,6 +148,11 @@ $(PY_PROBE): scripts/py-static-probe.sh $(wildcard $(SP_HACL_DIR)/python*/VERSIO
 	@mkdir -p $(@D)
 	scripts/py-static-probe.sh "$(PYTHON)" "$(CC)" > $@.tmp && mv $@.tmp $@
 
+# Debian 13's and testing's libpython3.X.a need CPython's HACL hash code beside it
+# (see above): built from Debian's source of the installed version, once.
+hacl:
+	@scripts/py-static-probe.sh --hacl "$(PYTHON)" "$(CC)"
+
 $(HDF5_PROBE): scripts/hdf5-static-probe.sh $(H5NOROS3_OBJ)
 	scripts/hdf5-static-probe.sh "$(CC) $(LDFLAGS)" $(H5NOROS3_OBJ) > $@.tmp && mv $@.tmp $@
 
