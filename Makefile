@@ -386,7 +386,10 @@ fuzz-ci: fuzz-build
 	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) -seed=$(FUZZ_CI_SEED) -max_total_time=$(FUZZ_CI_SECONDS) \
 		$(FUZZ_BUILD)/ci-corpus $(FUZZ_BUILD)/seeds tests/fuzz/fuzz-regress
 
+# The figures hold for the binary measured: its --version says how it carries
+# libpython and HDF5 (linked in or shared), and bench_wholerun.py repeats it.
 bench: $(BIN)
+	./$(BIN) --version
 	$(PYTHON) scripts/bench.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_mpi.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_mpicalls.py --binary $(abspath $(BIN))
