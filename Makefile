@@ -6,6 +6,8 @@
 #   make check      install missing packages (deps-check), build, run every test
 #   make check-pythons  the same tests with Python 3.13 (Debian 13) and 3.14
 #                   (Debian testing), each in a chroot made once (root)
+#   make check-pyenv    the same tests built against pyenv's CPythons (CHECK_PYENV)
+#   make hacl       what the static link of Debian 13's / testing's libpython needs
 #   make asan       the unit and end-to-end tests under ASan + UBSan
 #   make fuzz       a libFuzzer campaign on the file reader (FUZZ_SECONDS=600)
 #   make fuzz-ci    a short one (FUZZ_CI_SECONDS=75) that fails on a crash,
@@ -23,13 +25,36 @@
 #
 # The embedded interpreter is Debian's CPython (/usr/bin/python3, 3.11), on
 # purpose: the Python packages on these machines (numpy, h5py, mpi4py) are
-# Debian's and are built for it. Override with PYTHON=/path/to/python3.X.
+# Debian's and are built for it. Override with PYTHON=/path/to/python3.X, any
+# CPython 3.11 to 3.14 with its C headers (docs/INSTALL.md, "Other Pythons").
 
 PYTHON        ?= /usr/bin/python3
-PYTHON_CONFIG ?= $(PYTHON)-config
+# The Python the end-to-end tests run under (pytest, h5py, numpy); the scripts they
+# profile run under PYTHON, inside the executable.
+TEST_PYTHON   ?= $(PYTHON)
 PREFIX        ?= /usr/local
 BUILD         ?= build
 VERSION       := 0.1.0
+
+# PYTHON is checked before anything is built (scripts/py-check.sh): a Python that
+# does not run, is older than 3.11 or lacks its headers stops make with one line.
+# It also finds PYTHON_CONFIG (python3.X-config) when not given. The goals that
+# build nothing with PYTHON themselves are not held up by it (nor probe the links).
+# OUTER_GOALS build nothing here: they install packages, call make again (which
+# finds what they installed) or remove files; with only those asked, neither HDF5
+# nor the link probes below are needed (`make hacl` makes what a probe looks for).
+OUTER_GOALS := deps deps-build deps-check deps-bench demo check test check-pythons check-pyenv \
+               asan bench clean uninstall hacl
+NO_PY_GOALS := $(filter-out hacl,$(OUTER_GOALS)) fuzz fuzz-ci fuzz-build layers
+NEED_PY     := $(filter-out $(NO_PY_GOALS),$(or $(MAKECMDGOALS),all))
+ifneq ($(NEED_PY),)
+PY_CHECK := $(shell scripts/py-check.sh '$(PYTHON)' '$(PYTHON_CONFIG)')
+ifeq ($(filter config=%,$(PY_CHECK)),)
+$(error $(PY_CHECK))
+endif
+PYTHON_CONFIG := $(patsubst config=%,%,$(PY_CHECK))
+endif
+PYTHON_CONFIG ?= $(PYTHON)-config
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -46,11 +71,6 @@ HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null)
 HDF5_LIBS   := $(shell pkg-config --libs hdf5 2>/dev/null)
 HDF5_MISSING := $(if $(HDF5_LIBS),,pkg-config finds no hdf5 and HDF5_DIR is not set)
 endif
-# The goals that build nothing here: they install packages, call make again (which
-# finds what they installed) or remove files; with only those asked, neither HDF5
-# nor the probes below are needed.
-OUTER_GOALS := deps deps-build deps-check deps-bench demo check test check-pythons asan \
-               bench clean uninstall
 BUILDING    := $(filter-out $(OUTER_GOALS),$(or $(MAKECMDGOALS),all))
 ifneq ($(BUILDING),)
 ifneq ($(HDF5_MISSING),)
@@ -69,7 +89,8 @@ PY_CFLAGS   := $(shell $(PYTHON_CONFIG) --includes 2>/dev/null)
 # scripts/chroot.sh compiles it once per chroot from Debian's source of the
 # installed version (into SP_HACL_DIR, /usr/local/lib/scope-profiler), and the
 # probe adds it; without it those link the shared library, with one line
-# saying why. PY_STATIC=0 forces the shared library.
+# saying so and naming `make hacl`, which builds it on any Debian machine the
+# way scripts/chroot.sh does in its chroots. PY_STATIC=0 forces the shared library.
 PY_PROBE    := $(BUILD)/py-static.mk
 SP_HACL_DIR ?= /usr/local/lib/scope-profiler
 export SP_HACL_DIR
@@ -148,13 +169,18 @@ UNIT_SRC := $(wildcard tests/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(BUILD)/tests/%)
 LAYERS_OK := $(BUILD)/layers.ok
 
-.PHONY: module pictures all demo check check-pythons test unit e2e asan bench install uninstall man clean deps deps-build deps-check deps-bench fuzz fuzz-ci fuzz-build layers
+.PHONY: module pictures all demo check check-pythons check-pyenv hacl test unit e2e asan bench install uninstall man clean deps deps-build deps-check deps-bench fuzz fuzz-ci fuzz-build layers
 all: $(BIN) $(PY_MOD)
 
 # Probed again when the HACL code is (re)built; the executable relinks after.
 $(PY_PROBE): scripts/py-static-probe.sh $(wildcard $(SP_HACL_DIR)/python*/VERSION)
 	@mkdir -p $(@D)
 	scripts/py-static-probe.sh "$(PYTHON)" "$(CC)" > $@.tmp && mv $@.tmp $@
+
+# Debian 13's and testing's libpython3.X.a need CPython's HACL hash code beside it
+# (see above): built from Debian's source of the installed version, once.
+hacl:
+	@scripts/py-static-probe.sh --hacl "$(PYTHON)" "$(CC)"
 
 $(HDF5_PROBE): scripts/hdf5-static-probe.sh $(H5NOROS3_OBJ)
 	scripts/hdf5-static-probe.sh "$(CC) $(LDFLAGS)" $(H5NOROS3_OBJ) "$(HDF5_CFLAGS)" "$(HDF5_LIBS)" > $@.tmp && mv $@.tmp $@
@@ -176,7 +202,6 @@ $(BUILD)/obj/python/module.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
 $(PY_SRC:src/%.c=$(BUILD)/obj/%.o): CPPFLAGS += $(PY_CFLAGS) \
 	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
 $(BUILD)/obj/cli/cmd_run.o: CPPFLAGS += -DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"'
-$(BUILD)/obj/cli/main.o: CPPFLAGS += -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
 $(BUILD)/obj/store/mpi.o $(BUILD)/obj/store/mpicalls.o: CPPFLAGS += $(MPI_CFLAGS)
 # The reader's validation pass over every event is written to vectorise.
 $(BUILD)/obj/store/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
@@ -281,12 +306,32 @@ CHECK_SUITES ?= trixie testing
 check-pythons:
 	@failed=; for s in $(CHECK_SUITES); do \
 		start=$$(date +%s); echo "== check-pythons: $$s"; \
-		if ./scripts/chroot.sh $$s run sh -c "python3 --version && \
-			make -j2 BUILD=build-$$s all unit-build && make BUILD=build-$$s unit e2e"; \
+		if ./scripts/chroot.sh $$s run sh -c "make -j2 BUILD=build-$$s all unit-build && \
+			./build-$$s/scope-profiler --version && make BUILD=build-$$s unit e2e"; \
 		then echo "== check-pythons: $$s passed in $$(( $$(date +%s) - start )) s"; \
 		else echo "== check-pythons: $$s FAILED after $$(( $$(date +%s) - start )) s"; failed="$$failed $$s"; fi; \
 	done; \
 	if [ -n "$$failed" ]; then echo "check-pythons: failed:$$failed"; exit 1; fi
+
+# The same unit and end-to-end tests built against pyenv's CPythons on this machine
+# (shared or not: pyenv's libpython3.X.a is linked in where it links), each in its
+# own folder (build-py3.12.1/, ...). The tests still run under TEST_PYTHON (Debian's,
+# with pytest and h5py); those whose scripts import a package the pyenv Python lacks
+# (numpy, h5py, mpi4py, ...) skip naming it (they run in the other suites). Every
+# version runs; the target fails if one did or is missing. CHECK_PYENV=3.13.0 runs one.
+CHECK_PYENV     ?= 3.12.1 3.13.0
+CHECK_PYENV_DIR ?= $(shell pyenv root 2>/dev/null || echo $$HOME/.pyenv)/versions
+CHECK_TEST_PYTHON ?= /usr/bin/python3
+check-pyenv:
+	@failed=; for v in $(CHECK_PYENV); do \
+		start=$$(date +%s); py=$(CHECK_PYENV_DIR)/$$v/bin/python3; b=build-py$$v; \
+		echo "== check-pyenv: $$v ($$py)"; \
+		if $(MAKE) -j2 PYTHON=$$py BUILD=$$b all unit-build && ./$$b/scope-profiler --version && \
+			$(MAKE) PYTHON=$$py BUILD=$$b TEST_PYTHON=$(CHECK_TEST_PYTHON) unit e2e; \
+		then echo "== check-pyenv: $$v passed in $$(( $$(date +%s) - start )) s"; \
+		else echo "== check-pyenv: $$v FAILED after $$(( $$(date +%s) - start )) s"; failed="$$failed $$v"; fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "check-pyenv: failed:$$failed"; exit 1; fi
 
 unit-build: $(UNIT_BIN)
 
@@ -298,8 +343,9 @@ unit: $(UNIT_BIN)
 		ASAN_OPTIONS="$$ASAN_OPTIONS:$$leaks" LSAN_OPTIONS="$$supp" \
 		CMOCKA_MESSAGE_OUTPUT=stdout ./$$t; done
 
+# Not -q: the header says what the executable embeds (tests/e2e/conftest.py).
 e2e: $(BIN)
-	SCOPE_PROFILER=$(abspath $(BIN)) $(PYTHON) -m pytest -q tests/e2e
+	SCOPE_PROFILER=$(abspath $(BIN)) $(TEST_PYTHON) -m pytest tests/e2e
 
 # Same tests, built with AddressSanitizer and UndefinedBehaviorSanitizer.
 # Leak checking is off where the interpreter is embedded (CPython keeps its
@@ -376,8 +422,11 @@ fuzz-ci: fuzz-build
 	$(FUZZ_ENV) ./$(FUZZ_BIN) $(FUZZ_FLAGS) -seed=$(FUZZ_CI_SEED) -max_total_time=$(FUZZ_CI_SECONDS) \
 		$(FUZZ_BUILD)/ci-corpus $(FUZZ_BUILD)/seeds tests/fuzz/fuzz-regress
 
+# The figures hold for the binary measured: its --version says how it carries
+# libpython and HDF5 (linked in or shared), and bench_wholerun.py repeats it.
 bench: deps-bench
 	$(MAKE) $(BIN)
+	./$(BIN) --version
 	$(PYTHON) scripts/bench.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_mpi.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_mpicalls.py --binary $(abspath $(BIN))
@@ -433,4 +482,4 @@ uninstall:
 	rmdir $(PYPKG) 2>/dev/null || true
 
 clean:
-	rm -rf build build-asan build-fuzz $(addprefix build-,$(CHECK_SUITES))
+	rm -rf build build-asan build-fuzz $(addprefix build-,$(CHECK_SUITES)) $(addprefix build-py,$(CHECK_PYENV))

@@ -55,6 +55,11 @@ struct sp_run_target {
  * output path is unusable, 1 when the profile could not be written. */
 int sp_session_run(const struct sp_settings *s, const struct sp_run_target *t);
 
+/* The embedded interpreter, for --version: "3.13.5 (/usr/bin/python3.13),
+ * linked in" (the static archive, see the Makefile's PY_STATIC) or "...,
+ * shared /usr/lib/.../libpython3.13.so.1.0"; written into buf (len bytes). */
+void sp_python_library(char *buf, size_t len);
+
 /* The values a session uses for the fields s left "not given". */
 void sp_settings_defaults(struct sp_settings *s);
 

@@ -269,6 +269,7 @@ def main():
         sys.exit(f"bench_wholerun: {binary} embeds Python {m.group(1)}, {py} is {pyver}; "
                  f"pass --python with the binary's interpreter")
     major_minor = tuple(int(x) for x in pyver.split(".")[:2])
+    link = linked(ver.stdout)
     use_cg = not args.no_callgrind and shutil.which("valgrind") is not None
     notes = []
     if not args.no_callgrind and not use_cg:
@@ -348,22 +349,33 @@ def main():
             sys.exit(f"bench_wholerun: a run failed: {e}")
 
     if args.json:
-        print(json.dumps({"python": pyver, "results": res, "notes": notes}, indent=2))
+        print(json.dumps({"python": pyver, "link": link, "results": res, "notes": notes}, indent=2))
         return
-    report(res, workloads, pyver, major_minor, args, use_cg, notes)
+    report(res, workloads, pyver, major_minor, args, use_cg, notes, link)
     if have_time:
         memory_report(res, workloads, mem_only)
+
+
+def linked(version):
+    """How the binary carries libpython and HDF5, from its --version: the
+    budgets hold for what `make` builds, so a figure says which it was."""
+    def how(prefix):
+        line = next((l for l in version.splitlines() if l.startswith(prefix)), "")
+        return "static" if line.endswith(", linked in") else "shared" if line else "?"
+    return {"python": how("embedded Python: "), "hdf5": how("HDF5: ")}
 
 
 def ratio(a, b):
     return a / b if b > 0 else float("nan")
 
 
-def report(res, workloads, pyver, mm, args, use_cg, notes):
+def report(res, workloads, pyver, mm, args, use_cg, notes, link):
     rec_budget = 0.5 if mm >= (3, 12) else 1.0
     line_budget = 0.3 if mm >= (3, 12) else None
     print(f"whole runs, Python {pyver}: (tool - plain python) / (peer - plain python); instructions "
           f"under callgrind, wall-clock and CPU time the minimum of {args.repeats} runs")
+    print(f"binary measured: {link['python']} libpython, {link['hdf5']} HDF5 "
+          f"(its --version; `make` links both statically where it can)")
     print("tool: run -q --recursive --all -o f.h5, peer: python -m cProfile -o f.prof; "
           "line timing: run -q --line-profile -o f.h5, peer: python -m kernprof -l -o f.lprof")
     hdr = (f"{'workload':<24}{'plain':>8}{'tool +':>8}{'peer +':>8}{'ratio':>8}"

@@ -159,9 +159,10 @@ update_packages() {
 
 # ---- CPython's HACL hash code, for the static link (see scripts/py-static-probe.sh) ----
 # Debian's libpython3.13.a / 3.14.a lack it; it is compiled once per chroot from Debian's
-# source package of the installed version, fetched with a deb-src line for the mirror
-# the chroot's apt uses, into /usr/local/lib/scope-profiler/python3.X (the source is
-# removed after). Where that cannot be had, the build links the shared libpython (the
+# source package of the installed version into /usr/local/lib/scope-profiler/python3.X
+# by `py-static-probe.sh --hacl` (what `make hacl` runs on a Debian machine), with a
+# deb-src line for the mirror the chroot's apt uses added for the time it takes. Where
+# that cannot be had, the build links the shared libpython (the
 # probe says so); a failed try is not repeated for the same version until
 # `chroot.sh SUITE` (build mode) is run again.
 HACL_DIR=/usr/local/lib/scope-profiler
@@ -195,36 +196,27 @@ links_static() {
 }
 
 build_hacl() {  # IDENT; with the system mounted, under the lock
-  local ident=$1 pyver src srcver work dir list why state=failed
+  local ident=$1 pyver list log=/var/tmp/scope-profiler-hacl.log why state=failed
   [ -n "$ident" ] || return 0
-  set -- $ident; pyver=$1 src=$4 srcver=$5
+  set -- $ident; pyver=$1
   if links_static /nonexistent; then
     state=none
   else
-    echo "chroot.sh: $SUITE: building CPython's HACL hash code from Debian's source of $src $srcver (once)"
+    echo "chroot.sh: $SUITE: building CPython's HACL hash code from Debian's source of $4 $5 (once)"
     # deb-src lines for the very mirrors and suites of the chroot's own deb lines.
     list=$ROOT/etc/apt/sources.list.d/scope-profiler-src.list
     sed -n 's/^[[:space:]]*deb\([[:space:]]\)/deb-src\1/p' "$ROOT/etc/apt/sources.list" \
       $(ls "$ROOT"/etc/apt/sources.list.d/*.list 2>/dev/null | grep -v "$list") 2>/dev/null | sort -u > "$list.tmp" || true
     mv "$list.tmp" "$list"
-    work=/var/tmp/scope-profiler-src
-    rm -rf "${ROOT:?}$work"; mkdir -p "$ROOT$work"
     why="apt-get update failed"
     if chroot "$ROOT" apt-get update -q >/dev/null 2>&1 &&
-       why="apt-get source $src=$srcver failed" &&
-       chroot "$ROOT" sh -c 'cd "$1" && apt-get source -q --only-source "$2=$3" >log 2>&1' sh "$work" "$src" "$srcver" &&
-       dir=$(cd "$ROOT$work" && ls -d -- */ | head -n1) && [ -n "$dir" ] &&
-       why="compiling Modules/_hacl failed" &&
-       chroot "$ROOT" sh "$PROBE_IN" --build-hacl python3 cc "$work/$dir" "$HACL_DIR/python$pyver" >"$ROOT$work/log" 2>&1 &&
-       why="libpython with it still does not link" &&
-       links_static "$HACL_DIR"; then
+       chroot "$ROOT" env SP_HACL_DIR="$HACL_DIR" sh "$PROBE_IN" --hacl python3 cc >"$ROOT$log" 2>&1; then
       state=built
     else
-      why="$why$(sed -n -e '/^E:\|error/{s/^/: /p;q}' "$ROOT$work/log" 2>/dev/null || true)"
+      why=$(tail -n1 "$ROOT$log" 2>/dev/null || echo "$why")
       echo "chroot.sh: $SUITE: could not build CPython's HACL hash code ($why); builds there link the shared libpython" >&2
     fi
-    rm -rf "${ROOT:?}$work"
-    rm -f "$list"   # later apt-get updates fetch no source indexes
+    rm -f "$list" "$ROOT$log"   # later apt-get updates fetch no source indexes
   fi
   mkdir -p "$ROOT$HACL_DIR"
   printf '%s\n%s\n' "$ident" "$state" > "$ROOT$HACL_DIR/python$pyver.state"

@@ -28,10 +28,11 @@ static const struct sp_cmd_help help = {
 		"Exit status: the script's own (sys.exit(n) -> n, an uncaught exception\n"
 		"-> 1, Ctrl-C -> 130, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1/2 -> 128 + signal);\n"
 		"2 for usage errors. The profile is written in each of these cases, and\n"
-		"before os.exec*(). The interpreter is " SP_PYTHON_EXECUTABLE ", started as\n"
-		"a virtual environment's python would be in one: the environment scope-profiler\n"
-		"is installed in, else the activated one (VIRTUAL_ENV), else the one whose\n"
-		"python3 comes first on PATH.\n",
+		"before os.exec*(). The interpreter is started as a virtual environment's\n"
+		"python would be in one: the environment scope-profiler is installed in, else\n"
+		"the activated one (VIRTUAL_ENV), else the one whose python3 comes first on PATH.\n"
+		/* On a line of its own: a pyenv's or a cluster module's path is long. */
+		"Interpreter: " SP_PYTHON_EXECUTABLE "\n",
 };
 
 static int parse_buffer_limit(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)

@@ -9,6 +9,7 @@
 #include "sp_cmd.h"
 #include "sp_h5.h"
 #include "sp_mpi.h"
+#include "sp_session.h"
 
 struct command {
 	const char *name;
@@ -47,7 +48,9 @@ static void usage(FILE *out)
 static void version(void)
 {
 	printf("scope-profiler %s\n", SP_VERSION);
-	printf("embedded Python: %s\n", SP_PYTHON_VERSION);
+	char py[4200];
+	sp_python_library(py, sizeof py);
+	printf("embedded Python: %s\n", py);
 	char h5[4200];
 	sp_h5_library(h5, sizeof h5);
 	printf("HDF5: %s\n", h5);

@@ -1,16 +1,99 @@
 """Fixtures for the end-to-end tests: they drive the real scope-profiler
-executable (SCOPE_PROFILER, set by `make e2e`) on real scripts."""
+executable (SCOPE_PROFILER, set by `make e2e`) on real scripts.
+
+The tests themselves run under a Python with pytest, h5py and numpy
+(/usr/bin/python3 here); the executable runs the scripts with the Python it
+embeds, which may be another (make PYTHON=..., `make check-pythons`). What a
+script sees is that one's: embedded() says which it is and what it can
+import, once per session. A test whose script imports a package marks it
+@pytest.mark.script_imports("numpy", ...) and is skipped, naming the
+package, only where the embedded Python lacks it; a test that loads the
+extension module built beside the executable into this process is marked
+same_python."""
+import functools
+import json
 import os
 import pathlib
 import re
 import subprocess
+import sys
+import tempfile
 import textwrap
+import types
 
 import pytest
 
 BINARY = os.environ.get("SCOPE_PROFILER") or str(
     pathlib.Path(__file__).resolve().parents[2] / "build" / "scope-profiler")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# The packages scripts of these tests import (beside the standard library).
+PACKAGES = ("numpy", "h5py", "mpi4py", "matplotlib", "pandas")
+PROBE = f"""
+import importlib.util, json, sys
+print(json.dumps({{"version": list(sys.version_info[:3]), "executable": sys.executable,
+                  "packages": {{p: importlib.util.find_spec(p) is not None for p in {PACKAGES!r}}}}}))
+"""
+
+
+@functools.cache
+def embedded():
+    """The Python the executable embeds, as its scripts see it: version (a
+    tuple like sys.version_info[:3]), executable (sys.executable there, the
+    `python` to compare a run with) and packages ({name: importable})."""
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = pathlib.Path(tmp, "probe.py")
+        probe.write_text(PROBE)
+        proc = subprocess.run([BINARY, "run", "-q", "--no-output", probe], capture_output=True,
+                              text=True, timeout=120, cwd=tmp)
+    if proc.returncode != 0:
+        pytest.fail(f"{BINARY} cannot run a script: {proc.stderr.strip()}")
+    info = json.loads(proc.stdout.splitlines()[-1])
+    return types.SimpleNamespace(version=tuple(info["version"]), executable=info["executable"],
+                                 packages=info["packages"])
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "script_imports(*packages): the test's scripts import "
+                            "these packages in the embedded Python; skipped where it lacks one")
+    config.addinivalue_line("markers", "same_python: the test loads the extension module built "
+                            "beside the executable into this Python; skipped where they differ")
+    config.addinivalue_line("markers", "embedded_at_least(version, why): skipped where the "
+                            "embedded Python is older than version (a tuple)")
+
+
+def pytest_report_header(config):
+    """What was built against what: the executable's --version (the Python it
+    embeds, HDF5, MPI), what its scripts can import, and this Python."""
+    if not os.access(BINARY, os.X_OK):
+        return [f"scope-profiler: {BINARY} is not built"]
+    version = subprocess.run([BINARY, "--version"], capture_output=True, text=True).stdout
+    e = embedded()
+    has = [p for p, ok in e.packages.items() if ok]
+    lacks = [p for p, ok in e.packages.items() if not ok]
+    return ([f"scope-profiler: {BINARY}"] + ["  " + l for l in version.splitlines()]
+            + [f"  embedded Python's packages: {', '.join(has) or 'none'}"
+               + (f" (lacks {', '.join(lacks)}: tests whose scripts import them skip)" if lacks else ""),
+               f"  tests run under: Python {sys.version.split()[0]} ({sys.executable})"])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    names = {m.name for m in item.iter_markers()}
+    if not names & {"script_imports", "same_python", "embedded_at_least"} or not os.access(BINARY, os.X_OK):
+        return
+    e = embedded()
+    v = ".".join(map(str, e.version))
+    for mark in item.iter_markers("embedded_at_least"):
+        if e.version < mark.args[0]:
+            pytest.skip(f"{mark.args[1]}; the embedded Python is {v}")
+    for mark in item.iter_markers("script_imports"):
+        missing = [p for p in mark.args if not e.packages[p]]
+        if missing:
+            pytest.skip(f"the embedded Python {v} ({e.executable}) has no {', '.join(missing)}")
+    if item.get_closest_marker("same_python") and e.version[:2] != sys.version_info[:2]:
+        pytest.skip(f"the module beside the executable is for the embedded Python {v}, "
+                    f"not this one ({sys.version.split()[0]})")
 
 
 class Tool:

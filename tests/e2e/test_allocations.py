@@ -6,6 +6,7 @@ everything else allocates far less."""
 import json
 
 import h5py
+import pytest
 
 from conftest import one_line_error, regions
 from test_mpi import mpirun
@@ -192,6 +193,7 @@ def test_setup_use_memray_from_a_script_under_plain_run(sp):
         assert peak(f, "big") in (None, -1)
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_the_values_go_through_mpi(sp):
     sp.script(f"""
         from mpi4py import MPI

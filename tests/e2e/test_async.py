@@ -5,18 +5,19 @@ the real executable, checked in the HDF5 file, the summary tree and the
 Chrome trace."""
 import json
 import re
-import sys
 
 import h5py
 import pytest
 
-from conftest import regions
+from conftest import embedded, regions
 
 NS = 1_000_000_000
 # asyncio.wait_for(coro) wraps the coroutine in a task of its own up to Python 3.11;
-# from 3.12 it awaits it in the calling task. The tests run under the Python the
-# executable embeds (make e2e passes the same interpreter).
-WAIT_FOR_OWN_TASK = sys.version_info < (3, 12)
+# from 3.12 it awaits it in the calling task: the embedded Python's version
+# decides, not that of the Python running these tests.
+def wait_for_own_task():
+    return embedded().version < (3, 12)
+
 DELAYS = (0.06, 0.12, 0.18)
 
 # Where a call of a task's region begins and ends is checked against marks the
@@ -444,7 +445,7 @@ def test_exceptions_and_cancellation_close_regions(sp):
         # wait_for's coroutine is cancelled at 30 ms. Python 3.11 runs it in a task
         # of its own; 3.12 and later await it in the calling task (asyncio.timeout),
         # so there it is main's lane and nests in "main".
-        if WAIT_FOR_OWN_TASK:
+        if wait_for_own_task():
             assert cancelled[1][0] == inner[1][0] not in (cancelled[0][0], main_lane, 0)
         else:
             assert cancelled[1][0] == inner[1][0] == main_lane
@@ -461,7 +462,7 @@ def test_exceptions_and_cancellation_close_regions(sp):
     labels = [r[0] for r in tree]
     at = labels.index("main")
     assert any(re.fullmatch(r"[└├]─ after", l) for l in labels[at + 1:])
-    if WAIT_FOR_OWN_TASK:
+    if wait_for_own_task():
         assert ("cancelled (2x)", 2) in tree
         assert any(re.fullmatch(r"[└├]─ cancelled_inner \(2x\)", l) for l in labels)
     else:   # one call at the top (the cancelled task), one under "main"

@@ -175,6 +175,7 @@ def test_license():
     assert "Copyright (c) 2026 the scope-profiler developers" in text
 
 
+@pytest.mark.same_python
 @pytest.mark.parametrize("prefix", ["/usr", "/usr/local"])
 def test_install_and_uninstall_into_destdir(tmp_path, prefix):
     if not shutil.which("make"):

@@ -8,6 +8,7 @@ import json
 
 import h5py
 import numpy as np
+import pytest
 
 from conftest import regions
 from test_module_install import installed  # noqa: F401 (the fixture: make install DESTDIR=...)
@@ -481,6 +482,7 @@ def test_subprocesses_of_a_run_load_earlier_scripts(sp):
         assert set(regions(f)) == {"parent"}
 
 
+@pytest.mark.same_python
 def test_plain_python_runs_an_earlier_script(installed, tmp_path):
     """With the installed extension module, plain python: the same earlier
     names, scope_profiler.h5reader included."""

@@ -10,6 +10,7 @@ import subprocess
 
 import h5py
 import numpy as np
+import pytest
 
 from conftest import BINARY, regions
 
@@ -56,6 +57,7 @@ def test_linked_in_hdf5_loads_neither_libhdf5_nor_libcurl(sp):
     assert (sp.tmp / "out.h5").exists()
 
 
+@pytest.mark.script_imports("h5py", "numpy")
 def test_a_script_using_h5py_works_beside_the_profilers_hdf5(sp):
     # The script writes and reads a file of its own with h5py (the shared
     # libhdf5), reads its profile back through the read API (the

@@ -192,6 +192,7 @@ def test_summary_shows_counters_summed_over_threads(sp, standin):
     assert rows["kernel"][:3] == ["1", "3", "1.500000"]
 
 
+@pytest.mark.script_imports("numpy")
 def test_read_api(sp, standin):
     sp.script(SCRIPT)
     proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
@@ -303,6 +304,7 @@ def test_damaged_counters_are_one_line(sp, standin):
     one_line_error(out, "likwid_count")
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_mpi_ranks_counters_merge(sp, standin):
     sp.script(MPI_SCRIPT)
     proc = mpirun(sp, 2, "run", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
@@ -459,6 +461,7 @@ def perfctr_env(standin, sp, **more):
     return likwid_env(standin, sp, LIKWID_FILEPATH=str(sp.tmp / "marker.txt"), **more)
 
 
+@pytest.mark.script_imports("numpy")
 def test_derived_metrics_from_likwid(sp, standin):
     """Under likwid-perfctr -m, LIKWID's own formulas give the metrics: the
     marker API is closed first (LIKWID writes its marker file, which
@@ -501,6 +504,7 @@ def test_derived_metrics_from_likwid(sp, standin):
     assert out.stdout.splitlines() == [str(METRIC_NAMES), "[[1.5, 2001.0], [1.0, 2001.0]]"]
 
 
+@pytest.mark.script_imports("numpy")
 def test_no_metrics_without_perfctr_m(sp, standin):
     """Without likwid-perfctr -m (no LIKWID_FILEPATH) there is no marker
     file to evaluate: raw counters only, the API closed at exit as before,
@@ -572,6 +576,7 @@ def test_damaged_metrics_are_one_line(sp, standin):
     one_line_error(out, "likwid_metrics", "infinity")
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_mpi_ranks_metrics_merge(sp, standin):
     """likwid-mpirun gives each rank its own marker file: each rank's
     metrics reach the one file through the gather."""

@@ -6,9 +6,7 @@ import subprocess
 import h5py
 import pytest
 
-from conftest import one_line_error, regions
-
-PYTHON = "/usr/bin/python3"
+from conftest import embedded, one_line_error, regions
 
 # Functions under test, in a module of their own so that a plain-Python
 # sys.settrace run can count the interpreter's line events for them.
@@ -102,7 +100,7 @@ def line_tables(path):
 def test_hits_equal_the_interpreters_line_events(sp):
     sp.script(TARGETS, name="targets.py")
     ref = sp.script(REFERENCE, name="reference.py")
-    expected = json.loads(subprocess.run([PYTHON, ref], capture_output=True, text=True,
+    expected = json.loads(subprocess.run([embedded().executable, ref], capture_output=True, text=True,
                                          cwd=sp.tmp, check=True).stdout)
     script = sp.script(PROFILED, name="profiled.py")
     proc = sp("run", "--line-profile", "-q", "-o", "lines.h5", script)
@@ -305,7 +303,7 @@ total = asyncio.run(main())
 sys.settrace(None)
 print(json.dumps({"total": total, "counts": counts}))
 ''', name="aref.py")
-    expected = json.loads(subprocess.run([PYTHON, ref], capture_output=True, text=True,
+    expected = json.loads(subprocess.run([embedded().executable, ref], capture_output=True, text=True,
                                          cwd=sp.tmp, check=True).stdout)
     prof = sp.script('''
 import scope_profiler as sp

@@ -57,6 +57,7 @@ def test_regions_active_without_setup(sp):
         assert "hostname" in f["metadata"].attrs
 
 
+@pytest.mark.script_imports("numpy")
 def test_timestamps_share_perf_counter_clock(sp):
     run_ok(sp, """
         import time, scope_profiler as sp
@@ -148,6 +149,7 @@ def test_seed_turning_profiling_off(sp):
     ]
 
 
+@pytest.mark.script_imports("numpy")
 def test_seed_keeping_data_in_memory(sp):
     before = time.perf_counter_ns()
     out = run_ok(sp, """
@@ -339,6 +341,7 @@ def test_recursion_and_generators_in_one_region(sp):
         assert r["gen"]["end_times"][0] > r["between"]["end_times"][0]
 
 
+@pytest.mark.script_imports("numpy")
 def test_threads_in_the_same_region_close_their_own_calls(sp):
     # Each thread's `with` closes its own call, even when the threads are
     # inside the same region at the same time.

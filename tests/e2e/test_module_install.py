@@ -19,6 +19,7 @@ from conftest import BINARY, ROOT, regions
 PREFIX = "/usr/local"
 BUILD = os.path.dirname(os.path.abspath(BINARY))
 MODULE = os.path.join(BUILD, "scope_profiler" + sysconfig.get_config_var("EXT_SUFFIX"))
+pytestmark = pytest.mark.same_python
 
 
 def make(*args):

@@ -31,6 +31,7 @@ def rank_total_s(group):
     return (group["end_times"][:] - group["start_times"][:]).sum() / 1e9
 
 
+@pytest.mark.script_imports("mpi4py")
 @pytest.mark.parametrize("n", [1, 2, 4])
 def test_ranks_merge_into_one_file_with_mpi4py(sp, n):
     proc = mpirun(sp, n, "run", "-o", "out.h5", EXAMPLE, env={"STEPS": "5", "OMP_NUM_THREADS": "2"})
@@ -61,6 +62,7 @@ def test_ranks_merge_into_one_file_with_mpi4py(sp, n):
                 assert len(reg["start_times"]) == 5
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_recorded_imbalance_is_the_one_made(sp):
     # Rank r sleeps (1 + r) * 20 ms per step inside "solve" and measures,
     # with perf_counter_ns, how long its sleeps really took (on a loaded
@@ -133,6 +135,7 @@ def test_without_mpi4py_ranks_with_different_regions_and_one_with_none(sp):
     assert "3 ranks on 1 host" in out.stdout
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_script_that_finalizes_mpi_itself(sp):
     sp.script("""
         import scope_profiler as sp
@@ -155,6 +158,7 @@ def test_script_that_finalizes_mpi_itself(sp):
             assert sorted(regions(f, r)) == ["after", "before"]
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_script_sees_the_same_world_and_thread_level(sp):
     sp.script("""
         from mpi4py import MPI
@@ -169,6 +173,7 @@ def test_script_sees_the_same_world_and_thread_level(sp):
                                                                         "1 2 True\n"]
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_script_level_sessions_are_collective(sp):
     sp.script("""
         import scope_profiler as sp
@@ -192,6 +197,7 @@ def test_script_level_sessions_are_collective(sp):
     assert not (sp.tmp / "profiling_data.h5").exists()
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_an_exception_on_one_rank_still_writes_every_rank(sp):
     sp.script("""
         import scope_profiler as sp
@@ -209,6 +215,7 @@ def test_an_exception_on_one_rank_still_writes_every_rank(sp):
         assert [regions(f, r)["work"].attrs["num_calls"] for r in range(3)] == [1, 1, 1]
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_a_failed_rank_others_wait_for_aborts_instead_of_hanging(sp):
     # Rank 1 fails while ranks 0 and 2 wait for it in an allreduce: it
     # waits SCOPE_PROFILER_MPI_WAIT seconds for them, keeps its own profile
@@ -235,6 +242,7 @@ def test_a_failed_rank_others_wait_for_aborts_instead_of_hanging(sp):
     assert not (sp.tmp / "never.h5").exists()
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_a_rank_exiting_with_a_failure_status_does_not_hang_the_job(sp):
     # sys.exit(3) on rank 0 while rank 1 waits for it in a barrier: as for
     # an exception, it waits SCOPE_PROFILER_MPI_WAIT seconds, then aborts.
@@ -256,6 +264,7 @@ def test_a_rank_exiting_with_a_failure_status_does_not_hang_the_job(sp):
     assert list(sp.tmp.glob("scope-profiler-*.h5"))
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_clocks_of_ranks_are_aligned_on_rank_0(sp):
     # Each rank runs in its own time namespace, its monotonic clock r * 1000 s
     # ahead of rank 0's: what separate nodes look like. After the merge, the
@@ -327,6 +336,7 @@ def test_outside_a_launcher_libmpi_is_not_even_loaded(sp):
     assert out.stdout.count("True") == 2 and "False" not in out.stdout, out.stdout
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_mpi4py_without_a_launcher_finalizes_through_the_library_it_loaded(sp):
     # The executable's MPI_Finalize (which defers a launcher rank's
     # finalize) must reach the library a script loaded on its own.
@@ -361,6 +371,7 @@ def test_an_mpi_library_without_mpi_is_one_line_before_the_script(sp):
     assert not (sp.tmp / "out.h5").exists()
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_a_write_error_on_rank_0_reaches_every_rank(sp):
     # The output folder vanishes during the run: rank 0 cannot write, every
     # rank learns it, the profile goes to rank 0's $TMPDIR, the status is 1.

@@ -7,6 +7,7 @@ import subprocess
 
 import h5py
 import numpy as np
+import pytest
 
 from conftest import BINARY, one_line_error, regions, tree
 from test_mpi import mpirun
@@ -119,6 +120,7 @@ def text_tree(out):
     return rows
 
 
+@pytest.mark.script_imports("mpi4py", "numpy")
 def test_every_call_is_a_region_nested_in_the_scripts_own(sp):
     sp.script(CALLS)
     proc = mpirun(sp, 2, "run", "--mpi-calls", "-o", "out.h5", "script.py")
@@ -179,6 +181,7 @@ def test_every_call_is_a_region_nested_in_the_scripts_own(sp):
         assert set(per_rank[0]) | set(per_rank[1]) <= below, (region, rows)
 
 
+@pytest.mark.script_imports("mpi4py", "numpy")
 def test_off_by_default(sp):
     sp.script(CALLS)
     proc = mpirun(sp, 2, "run", "-o", "out.h5", "script.py")
@@ -189,6 +192,7 @@ def test_off_by_default(sp):
             assert set(regions(f, r)) == set(EXPECTED) | {"pickled"}
 
 
+@pytest.mark.script_imports("mpi4py", "numpy")
 def test_setup_turns_it_on_from_the_script(sp):
     sp.script("""
         import scope_profiler as sp
@@ -210,6 +214,7 @@ def test_setup_turns_it_on_from_the_script(sp):
             assert children(t, "after") == {"MPI_Barrier": 2}
 
 
+@pytest.mark.script_imports("mpi4py", "numpy")
 def test_a_c_extension_calling_mpi_is_recorded_too(sp):
     # A shared library linked against libmpi, as a C extension is: its call
     # of MPI_Allreduce resolves to the executable's, as mpi4py's do.
@@ -247,6 +252,7 @@ def test_a_c_extension_calling_mpi_is_recorded_too(sp):
             assert bytes_within(f, r, "from_c", "MPI_Allreduce") == [4]   # one MPI_INT
 
 
+@pytest.mark.script_imports("mpi4py", "numpy")
 def test_threads_each_record_in_their_own_lane(sp):
     sp.script("""
         import threading
@@ -278,6 +284,7 @@ def test_threads_each_record_in_their_own_lane(sp):
             assert children(t, "in_thread") == {"MPI_Barrier": 1}
 
 
+@pytest.mark.script_imports("mpi4py", "numpy")
 def test_without_a_launcher(sp):
     # No MPI at all: nothing to record, the run is as usual.
     sp.script("""
@@ -321,6 +328,7 @@ def test_combinations_it_refuses(sp):
     assert "refused: profile_mpi_calls cannot be combined with aggregation_mode" in proc.stdout
 
 
+@pytest.mark.script_imports("mpi4py", "numpy")
 def test_bytes_of_calls_with_two_sides_follow_the_stated_rule(sp):
     # scope-profiler-run(1): Sendrecv counts both sides; the other
     # collectives this rank's own contribution (the send side; Alltoall's
@@ -353,6 +361,7 @@ def test_bytes_of_calls_with_two_sides_follow_the_stated_rule(sp):
                 assert bytes_within(f, r, "two_sided", name) == [per_rank[r]], (r, name)
 
 
+@pytest.mark.script_imports("mpi4py", "numpy")
 def test_threads_calling_mpi_at_once_lose_no_call(sp):
     # Four threads probe at the same time (mpi4py releases the GIL around
     # the call), none having entered a region before: each call is
@@ -382,6 +391,7 @@ def test_threads_calling_mpi_at_once_lose_no_call(sp):
             assert list(counts) == [500] * 4 and 0 not in lanes   # lane 0: the main thread
 
 
+@pytest.mark.script_imports("mpi4py", "numpy")
 def test_a_region_named_like_an_mpi_function_keeps_the_profile(sp):
     # The script's own region "MPI_Allreduce" around its allreduce: the
     # calls are "MPI_Allreduce [mpi]" (scope-profiler-run(1)), nested in it,
@@ -408,6 +418,7 @@ def test_a_region_named_like_an_mpi_function_keeps_the_profile(sp):
             assert bytes_within(f, r, "MPI_Allreduce", "MPI_Allreduce [mpi]") == [16]
 
 
+@pytest.mark.script_imports("mpi4py", "numpy")
 def test_intercommunicator_collectives_count_the_remote_group(sp):
     # Ranks 0, 1 and rank 2 form two groups of an intercommunicator: an
     # Alltoall(v)'s per-peer blocks and counts are one per rank of the
@@ -452,6 +463,7 @@ def test_a_function_missing_from_the_library_is_said_once(sp):
     assert proc.stderr.count("PMPI_Barrier not found in the MPI library") == 1, proc.stderr
 
 
+@pytest.mark.script_imports("mpi4py", "numpy")
 def test_nonblocking_v_forms_persistent_and_atomic_calls(sp):
     # The nonblocking v-forms, Alltoallw, persistent requests and the
     # one-sided atomics are recorded too, with their bytes by the same rule.

@@ -49,6 +49,7 @@ def test_a_name_utf8_cannot_hold_keeps_the_profile(sp):
     assert calls(sp.tmp / "out.h5") == {"good": 3, "bad\\udcff": 4}
 
 
+@pytest.mark.script_imports("mpi4py")
 def test_a_name_utf8_cannot_hold_on_one_mpi_rank_does_not_hang(sp):
     sp.script("""
         import os

@@ -191,11 +191,13 @@ def svg_lane_counts(path, prefix):
             if (g.get("id") or "").startswith(prefix)}
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 def test_matplotlib_loads_on_first_chart(drawn):
     _, facts = drawn
     assert facts["loaded_before"] is False and facts["loaded_after"] is True
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 def test_gantt_one_bar_per_call_from_first_entry(drawn):
     d, facts = drawn
     want = file_regions(d / "profile.h5")
@@ -218,6 +220,7 @@ def test_gantt_one_bar_per_call_from_first_entry(drawn):
     assert (d / "gantt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 def test_gantt_filters_keep_the_time_axis(drawn):
     _, facts = drawn
     g, full = facts["gantt_solve"], facts["gantt"]
@@ -227,6 +230,7 @@ def test_gantt_filters_keep_the_time_axis(drawn):
     assert g["yticks"] == ["rank 0: solve", "rank 0: io"]
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 def test_gantt_one_lane_per_rank_and_region(drawn):
     _, facts = drawn
     g = facts["gantt_ranks"]
@@ -243,6 +247,7 @@ def test_gantt_one_lane_per_rank_and_region(drawn):
     assert "has no rank 5 (ranks: [0, 1])" in facts["no_rank"]
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 def test_flame_boxes_nest_by_depth(drawn):
     d, facts = drawn
     want = file_regions(d / "profile.h5")
@@ -266,6 +271,7 @@ def test_flame_boxes_nest_by_depth(drawn):
     assert {round(b[2]) for b in no_step["flame:solve"]} == {0}
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 @pytest.mark.parametrize("metric", ["avg", "min", "max", "total"])
 def test_durations_bars_are_the_files_statistics(drawn, metric):
     d, facts = drawn
@@ -288,6 +294,7 @@ def test_durations_bars_are_the_files_statistics(drawn, metric):
     assert root.tag == SVG + "svg"
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 def test_durations_several_files_side_by_side(drawn):
     d, facts = drawn
     chart = facts["durations_two"]
@@ -306,6 +313,7 @@ def test_durations_several_files_side_by_side(drawn):
         ["profile.h5", "sub/profile.h5"]
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 def test_speedup_against_the_smallest_run_with_ideal_line(drawn):
     _, facts = drawn
     chart = facts["speedup"]
@@ -318,6 +326,7 @@ def test_speedup_against_the_smallest_run_with_ideal_line(drawn):
     assert "ranks" in chart["xlabel"] and chart["ylabel"].startswith("speedup")
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 def test_speedup_by_metadata_fields(drawn):
     _, facts = drawn
     omp = {line["label"]: line for line in facts["speedup_omp"]["lines"]}
@@ -330,12 +339,14 @@ def test_speedup_by_metadata_fields(drawn):
     assert facts["no_omp"] == "plot_speedup: two_ranks.h5 does not record omp_num_threads"
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 def test_bad_arguments_are_value_errors(drawn):
     _, facts = drawn
     assert "avg, min, max, total" in facts["bad_metric"] and "'median'" in facts["bad_metric"]
     assert "at least two different num_ranks" in facts["one_size"]
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 def test_aggregation_mode_file_has_durations_but_no_gantt(tmp_path):
     (tmp_path / "rec.py").write_text(RECORD.format(path="agg.h5"))
     proc = run_tool(tmp_path, "run", "-q", "--aggregate", "rec.py")
@@ -387,6 +398,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.script_imports("matplotlib", "numpy")
 def test_calls_narrower_than_a_column_share_a_bar(tmp_path):
     """A profile of many short calls draws a bar per lane and column; each
     call lies within its bar, and the chart says how many it merged."""

@@ -179,6 +179,7 @@ def seed_output(tmp_path_factory):
     return proc.stdout
 
 
+@pytest.mark.script_imports("numpy", "pandas")
 def test_results_repr_and_events(seed_output):
     out = seed_output
     assert "<ProfilingResults 'profiling_data.h5': 5 region(s), 1 rank(s)>" in out
@@ -191,6 +192,7 @@ def test_results_repr_and_events(seed_output):
                      ("timestep", "1", "4", "-1"), ("timestep", "2", "7", "-1")]
 
 
+@pytest.mark.script_imports("numpy", "pandas")
 def test_time_axis(seed_output):
     out = seed_output
     rel = [float(x) for x in re.search(r"^relative : \[(.*)\]$", out, re.M).group(1).split(",")]
@@ -215,6 +217,7 @@ def test_time_axis(seed_output):
         assert float(share) == pytest.approx(100 * totals[name] / 1e3 / span, abs=0.1), name
 
 
+@pytest.mark.script_imports("numpy", "pandas")
 def test_selection_and_dataframe(seed_output):
     out = seed_output
     assert "calls  : 6" in out
@@ -229,6 +232,7 @@ def test_selection_and_dataframe(seed_output):
     assert re.search(r"^assemble\s+6\s+", out, re.M)
 
 
+@pytest.mark.script_imports("numpy", "pandas")
 def test_region_columns_and_call_stack(seed_output):
     out = seed_output
     secs = re.search(r"^seconds     : \[(.*)\]$", out, re.M).group(1).split()
@@ -253,6 +257,7 @@ def test_region_columns_and_call_stack(seed_output):
     assert rows["solve"][0] == rows["solve"][1]                   # a leaf
 
 
+@pytest.mark.script_imports("numpy", "pandas")
 def test_hand_written_two_ranks(seed_output):
     out = seed_output
     assert "<ProfilingResults 'two_ranks.h5': 1 region(s), 2 rank(s)>" in out

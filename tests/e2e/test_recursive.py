@@ -3,14 +3,11 @@ C profile hook; counts checked against cProfile on the same program."""
 import pstats
 import re
 import subprocess
-import sys
 
 import h5py
 import pytest
 
-from conftest import one_line_error, regions
-
-PYTHON = "/usr/bin/python3"  # the interpreter scope-profiler embeds
+from conftest import embedded, one_line_error, regions
 
 CALL_HEAVY = """
 import asyncio
@@ -120,7 +117,8 @@ def test_counts_equal_cprofile(sp):
     ours = regions_of(sp.tmp / "heavy.h5")
 
     prof = sp.tmp / "heavy.prof"
-    subprocess.run([PYTHON, "-m", "cProfile", "-o", prof, script], check=True,
+    # cProfile under the very Python the executable embeds.
+    subprocess.run([embedded().executable, "-m", "cProfile", "-o", prof, script], check=True,
                    capture_output=True, cwd=sp.tmp)
     theirs = {}
     for (filename, _, funcname), (_, ncalls, *_rest) in pstats.Stats(str(prof)).stats.items():
@@ -298,7 +296,7 @@ def test_threads_each_on_own_stack(sp):
 def test_script_setting_its_own_profiler(sp):
     """3.11 has one profile hook per thread: a script's own replaces ours,
     with a warning. From 3.12 ours is a sys.monitoring tool of its own and
-    both run (pytest runs on the binary's Python)."""
+    both run (the embedded Python's version decides)."""
     script = sp.script("""
         import sys
         def f(): pass
@@ -312,7 +310,7 @@ def test_script_setting_its_own_profiler(sp):
     proc = sp("run", "--recursive", "-q", "-o", "w.h5", script)
     assert proc.returncode == 0
     assert proc.stdout.strip() == "done True"
-    if sys.version_info < (3, 12):
+    if embedded().version < (3, 12):
         assert "warning: the script called sys.setprofile()" in proc.stderr
         assert regions_of(sp.tmp / "w.h5")["__main__.f"] >= 1
     else:
@@ -320,7 +318,7 @@ def test_script_setting_its_own_profiler(sp):
         assert regions_of(sp.tmp / "w.h5")["__main__.f"] == 2
 
 
-@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring exists from Python 3.12")
+@pytest.mark.embedded_at_least((3, 12), "sys.monitoring exists from Python 3.12")
 def test_cprofile_inside_a_recursive_run(sp):
     """cProfile (sys.monitoring's profiler id from 3.12) runs inside a
     --recursive run, and both count the same calls."""
@@ -343,7 +341,7 @@ def test_cprofile_inside_a_recursive_run(sp):
     assert regions_of(sp.tmp / "c.h5")["__main__.leaf"] == 50
 
 
-@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring exists from Python 3.12")
+@pytest.mark.embedded_at_least((3, 12), "sys.monitoring exists from Python 3.12")
 def test_no_free_tool_id_is_one_clear_error(sp):
     """profile(recursive=True) needs a sys.monitoring tool id; when the
     script holds every id we may take, the call raises a RuntimeError that

@@ -3,14 +3,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 
 import h5py
 import pytest
 
-from conftest import one_line_error, regions
-
-PYTHON = "/usr/bin/python3"
+from conftest import embedded, one_line_error, regions
 
 
 def test_argv_name_path_and_stdio(sp):
@@ -99,7 +96,7 @@ def test_dash_m_unknown_module_is_one_line_and_keeps_the_profile(sp, module, mes
     one_line_error(proc, "scope-profiler: run: ", message)
     # The same status and output as python -m (which imports a parent
     # package before it finds its submodule missing).
-    plain = subprocess.run([PYTHON, "-m", module], capture_output=True, text=True, cwd=sp.tmp)
+    plain = subprocess.run([embedded().executable, "-m", module], capture_output=True, text=True, cwd=sp.tmp)
     assert (proc.returncode, proc.stdout) == (plain.returncode, plain.stdout) == (1, plain.stdout)
     assert message in plain.stderr
     assert (sp.tmp / "profiling_data.h5").read_bytes() == before
@@ -117,6 +114,7 @@ def test_dash_m_package_init_runs_once(sp):
     assert proc.stdout.splitlines() == ["pkg init", "sub init", "main"]
 
 
+@pytest.mark.script_imports("numpy")
 def test_site_packages_numpy_importable(sp):
     script = sp.script("import numpy; print(numpy.arange(3).sum())")
     proc = sp("run", "-q", "--no-output", script)
@@ -150,16 +148,17 @@ def test_script_starts_with_plain_pythons_modules(sp, options):
     other things, make settings it reads at import time not apply). Under
     3.11, --recursive also needs threading, for threads started later."""
     script = sp.script(MODULES)
-    plain = subprocess.run([PYTHON, script], capture_output=True, text=True, check=True)
+    plain = subprocess.run([embedded().executable, script], capture_output=True, text=True, check=True)
     proc = sp("run", "-q", "--no-output", *options, script)
     assert proc.returncode == 0, proc.stderr
     extra = set(json.loads(proc.stdout.splitlines()[-1])) - set(json.loads(plain.stdout))
     allowed = {"scope_profiler"}
-    if options == ["--recursive"] and sys.version_info < (3, 12):
+    if options == ["--recursive"] and embedded().version < (3, 12):
         allowed |= {"threading", "_weakrefset"}
     assert extra <= allowed and "scope_profiler" in extra
 
 
+@pytest.mark.script_imports("numpy")
 def test_read_api_loads_numpy_on_first_use(sp):
     script = sp.script("""
         import sys

@@ -6,9 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import one_line_error
-
-PYTHON = "/usr/bin/python3"
+from conftest import embedded, one_line_error
 
 
 def good_profile(sp, name):
@@ -52,7 +50,7 @@ def test_keeps_the_last_good_profile(sp, args, fragment, plain):
     proc = sp("run", "-o", "p.h5", *args)
     one_line_error(proc, "scope-profiler: run: ", fragment)
     assert proc.stdout == ""
-    python = subprocess.run([PYTHON, *plain], capture_output=True, text=True, cwd=sp.tmp)
+    python = subprocess.run([embedded().executable, *plain], capture_output=True, text=True, cwd=sp.tmp)
     assert proc.returncode == python.returncode != 0
     assert fragment.split(":")[0] in python.stderr or fragment == "nosuch.py"
     assert (sp.tmp / "p.h5").read_bytes() == before
