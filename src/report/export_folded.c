@@ -9,6 +9,7 @@
 #include "sp_grow.h"
 #include "sp_keytab.h"
 #include "sp_nest.h"
+#include "sp_tree.h"
 
 /* A distinct stack: its region (group) under its parent stack. */
 struct fnode {
@@ -168,7 +169,7 @@ out:
 enum sp_err sp_export_folded_trees(struct exporter *x)
 {
 	struct sp_profile *p = NULL;
-	enum sp_err rc = sp_h5_read(x->path, SP_READ_SUMMARY, &p, x->err);
+	enum sp_err rc = sp_report_read(x->path, SP_READ_SUMMARY, &p, x->err);
 	struct folded f = {0};
 	int32_t *map = NULL;
 	if (rc != SP_OK)

@@ -325,14 +325,7 @@ enum sp_err sp_h5r_tree_and_lines(struct reader *r, hid_t g, const char *gname, 
 {
 	enum sp_err rc;
 	int a;
-	if (has_tree) {
-		rc = sp_h5r_read_tree(r, g, idx, nidx, rk);
-	} else if ((rc = sp_tree_build(rk, r->err)) != SP_OK) {
-		char msg[sizeof r->err->msg];
-		snprintf(msg, sizeof msg, "%s", r->err ? r->err->msg : "cannot build the call tree");
-		sp_h5r_fail(r, rc, "%s", msg);
-	}
-	if (rc != SP_OK)
+	if (has_tree && (rc = sp_h5r_read_tree(r, g, idx, nidx, rk)) != SP_OK)
 		return rc;
 	if ((a = sp_h5r_hard_link(g, "lines")) < 0)
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up the line tables", gname);

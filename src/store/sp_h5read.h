@@ -182,9 +182,9 @@ enum sp_err sp_h5r_open_regions(struct reader *r, hid_t g, const char *gname, hi
  * NULL by index into rk->regions (version 2). */
 enum sp_err sp_h5r_read_tree(struct reader *r, hid_t rank_g, const struct sp_h5r_name_ref *idx, size_t nidx,
 			     struct sp_rank *rk);
-/* The end of a rank's read: its tree (read when has_tree, as
- * sp_h5r_read_tree; else built from the events, which must be loaded),
- * then its line tables. */
+/* The end of a rank's read: its tree when has_tree (sp_h5r_read_tree;
+ * else tree stays NULL and the events, loaded, are what the report layer
+ * builds it from), then its line tables. */
 enum sp_err sp_h5r_tree_and_lines(struct reader *r, hid_t g, const char *gname, int has_tree,
 				  const struct sp_h5r_name_ref *idx, size_t nidx, struct sp_rank *rk);
 
