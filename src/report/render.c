@@ -9,8 +9,10 @@
 #include "sp_analysis.h"
 #include "sp_hosts.h"
 #include "sp_json.h"
+#include "sp_keytab.h"
 #include "sp_render.h"
 #include "sp_table.h"
+#include "byname.h"
 #include "render_int.h"
 #include "svg.h"
 
@@ -65,8 +67,9 @@ struct view {
 	struct frow *rows;
 	size_t nrows;
 	unsigned char *last;           /* per depth: is the row the last sibling */
-	int32_t *slots;                /* open addressing, shared by both merges */
-	size_t nslots;
+	struct sp_byname names;        /* the regions by name: rows[k] is name k until
+					* finish_rows */
+	struct sp_keytab node_ids;     /* (merged parent, name) -> merged node */
 	int64_t span, calls;
 	/* Under a limit: roots left out (their count and total), tree nodes
 	 * and table rows shown, and the heaviest total left out of each. */
@@ -77,49 +80,21 @@ struct view {
 };
 
 
-/* FNV-1a of the name, mixed with the parent. */
-static size_t name_hash(int32_t parent, const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)(uint32_t)parent * 0x9e3779b97f4a7c15ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return (size_t)(h ^ h >> 29);
-}
-
-/* Empties the slot table, sized for up to n entries; -1 on out of memory. */
-static int slots_reset(struct view *v, size_t n)
-{
-	size_t ns = 16;
-	while (ns < 2 * n) {
-		if (ns > SIZE_MAX / 2 / sizeof *v->slots)
-			return -1;
-		ns *= 2;
-	}
-	if (ns > v->nslots) {
-		int32_t *s = realloc(v->slots, ns * sizeof *s);
-		if (!s)
-			return -1;
-		v->slots = s;
-		v->nslots = ns;
-	}
-	memset(v->slots, 0xff, v->nslots * sizeof *v->slots);
-	return 0;
-}
-
 /* ---- merging ranks ------------------------------------------------------ */
 
-/* The merged node `name` under parent, appended to parent's children if new.
- * The caller sized nodes[] and the slots for every node of every rank. */
-static int32_t mnode_get(struct view *v, int32_t parent, const char *name)
+/* The merged node of name id `name` under parent, appended to parent's
+ * children if new; -1 when out of memory. The caller sized nodes[] for
+ * every node of every rank. */
+static int32_t mnode_get(struct view *v, int32_t parent, int32_t name)
 {
-	size_t mask = v->nslots - 1, h = name_hash(parent, name) & mask;
-	for (int32_t i; (i = v->slots[h]) != -1; h = (h + 1) & mask)
-		if (v->nodes[i].parent == parent && strcmp(v->nodes[i].name, name) == 0)
-			return i;
-	int32_t id = (int32_t)v->nnodes++;
+	int added;
+	int32_t id = sp_keytab_get(&v->node_ids, parent, (uint64_t)(uint32_t)name, &added);
+	if (id < 0 || !added)
+		return id;
+	v->nnodes++;
 	struct mnode *m = &v->nodes[id];
-	*m = (struct mnode){ .name = name, .parent = parent, .first = -1, .last = -1, .next = -1 };
-	v->slots[h] = id;
+	*m = (struct mnode){ .name = sp_byname_name(&v->names, &v->p, (size_t)name), .parent = parent,
+			     .first = -1, .last = -1, .next = -1 };
 	int32_t *first = parent < 0 ? &v->roots_first : &v->nodes[parent].first;
 	int32_t *last = parent < 0 ? &v->roots_last : &v->nodes[parent].last;
 	if (*last < 0)
@@ -144,7 +119,7 @@ static enum sp_err merge_trees(struct view *v, struct sp_error *err)
 	}
 	int32_t *map = malloc((widest ? widest : 1) * sizeof *map);
 	v->nodes = malloc((total ? total : 1) * sizeof *v->nodes);
-	if (!map || !v->nodes || slots_reset(v, total) != 0) {
+	if (!map || !v->nodes) {
 		free(map);
 		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu tree nodes", total);
 	}
@@ -168,7 +143,12 @@ static enum sp_err merge_trees(struct view *v, struct sp_error *err)
 				map[i] = parent;
 				continue;
 			}
-			int32_t m = mnode_get(v, parent, rk->regions[nd->region].name);
+			int32_t m = mnode_get(v, parent, v->names.id[base + (size_t)nd->region]);
+			if (m < 0) {
+				free(map);
+				return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu tree nodes",
+						    total);
+			}
 			v->nodes[m].calls = sp_add_sat(v->nodes[m].calls, nd->calls);
 			v->nodes[m].total = sp_add_sat(v->nodes[m].total, nd->total_ns);
 			map[i] = m;
@@ -190,17 +170,10 @@ static enum sp_err merge_trees(struct view *v, struct sp_error *err)
 	return SP_OK;
 }
 
-static struct frow *frow_get(struct view *v, const char *name)
+/* The row of region i of rank r, whose regions start at base. */
+static struct frow *frow_of(struct view *v, size_t base, size_t i)
 {
-	size_t mask = v->nslots - 1, h = name_hash(-1, name) & mask;
-	for (int32_t i; (i = v->slots[h]) != -1; h = (h + 1) & mask)
-		if (strcmp(v->rows[i].name, name) == 0)
-			return &v->rows[i];
-	struct frow *f = &v->rows[v->nrows];
-	*f = (struct frow){ .name = name, .order = v->nrows, .seen_rank = SIZE_MAX,
-			    .selected = sp_select_region(v->sel, name) };
-	v->slots[h] = (int32_t)v->nrows++;
-	return f;
+	return &v->rows[v->names.id[base + i]];
 }
 
 /* Table orders: the key, largest first (names: ascending), then first
@@ -294,13 +267,13 @@ static void frow_finish_stats(struct frow *f)
 /* Folds the regions of rank r (the first noted at v->keep[base]) into
  * their merged rows: calls and totals summed, the rank's total folded into
  * the per-rank extremes once per name; notes in v->keep which are
- * selected. Cannot fail: v->rows and the slots have room for every entry. */
+ * selected. Cannot fail: v->rows has a row for every name. */
 static void merge_rank(struct view *v, size_t r, size_t base)
 {
 	const struct sp_rank *rk = &v->p->ranks[r];
 	for (size_t i = 0; i < rk->nregions; i++) {
 		const struct sp_region_data *rd = &rk->regions[i];
-		struct frow *f = frow_get(v, rd->name);
+		struct frow *f = frow_of(v, base, i);
 		v->keep[base + i] = (unsigned char)f->selected;
 		if (!f->selected)
 			continue;
@@ -324,7 +297,7 @@ static void merge_rank(struct view *v, size_t r, size_t base)
 		v->calls = sp_add_sat(v->calls, rd->stats.num_calls);
 	}
 	for (size_t i = 0; i < rk->nregions; i++) {
-		struct frow *f = frow_get(v, rk->regions[i].name);
+		struct frow *f = frow_of(v, base, i);
 		if (f->seen_rank != r)
 			continue;
 		f->seen_rank = SIZE_MAX - 1;   /* folded */
@@ -343,7 +316,7 @@ static void merge_rank(struct view *v, size_t r, size_t base)
 }
 
 /* Per-rank totals for JSON into v->rank_totals (owned by v), indexed by
- * first appearance (order), while the slots still find the rows;
+ * first appearance (order), while rows[] is still by name id;
  * SP_ENOMEM with err set on failure. */
 static enum sp_err fill_rank_totals(struct view *v, struct sp_error *err)
 {
@@ -356,8 +329,7 @@ static enum sp_err fill_rank_totals(struct view *v, struct sp_error *err)
 		return sp_error_set(err, SP_ENOMEM, "out of memory for %zu rank totals", cells);
 	for (size_t r = 0, base = 0; r < p->nranks; base += p->ranks[r++].nregions)
 		for (size_t i = 0; i < p->ranks[r].nregions; i++) {
-			const struct sp_region_data *rd = &p->ranks[r].regions[i];
-			struct frow *f = frow_get(v, rd->name);
+			struct frow *f = frow_of(v, base, i);
 			int64_t *cell = &v->rank_totals[f->order * p->nranks + r];
 			*cell = sp_add_sat(*cell, v->cum[base + i]);
 		}
@@ -400,12 +372,20 @@ static enum sp_err merge_regions(struct view *v, enum sp_render_sort sort, int w
 			return sp_error_set(err, SP_ENOMEM, "too many regions to merge");
 		total += p->ranks[r].nregions;
 	}
-	v->rows = malloc((total ? total : 1) * sizeof *v->rows);
+	if (sp_byname_build(&v->names, &p, 1, NULL, err) != SP_OK)
+		return SP_ENOMEM;
+	v->rows = malloc((v->names.n ? v->names.n : 1) * sizeof *v->rows);
 	v->keep = malloc(total ? total : 1);
 	v->cum = malloc((total ? total : 1) * sizeof *v->cum);
 	v->self = malloc((total ? total : 1) * sizeof *v->self);
-	if (!v->rows || !v->keep || !v->cum || !v->self || slots_reset(v, total) != 0)
+	if (!v->rows || !v->keep || !v->cum || !v->self)
 		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu regions", total);
+	for (size_t k = 0; k < v->names.n; k++) {
+		const char *name = sp_byname_name(&v->names, &p, k);
+		v->rows[k] = (struct frow){ .name = name, .order = k, .seen_rank = SIZE_MAX,
+					    .selected = sp_select_region(v->sel, name) };
+	}
+	v->nrows = v->names.n;
 	size_t base = 0;
 	/* Each region's total counting recursion once, and its self time,
 	 * from each rank's call tree (computed in one place for every report). */
@@ -1150,7 +1130,8 @@ out:
 	free(sub.ranks);
 	free(v.nodes);
 	free(v.rows);
-	free(v.slots);
+	sp_byname_free(&v.names);
+	sp_keytab_free(&v.node_ids);
 	free(v.last);
 	free(v.keep);
 	free(v.cum);
