@@ -24,6 +24,9 @@ struct sp_keytab {
  * not fit an int32_t; the table is then unchanged. */
 int32_t sp_keytab_get(struct sp_keytab *t, int32_t parent, uint64_t key, int *added);
 
+/* The id of (parent, key), or -1 when the table does not hold it. */
+int32_t sp_keytab_find(const struct sp_keytab *t, int32_t parent, uint64_t key);
+
 /* Forgets every key; keeps the memory. */
 void sp_keytab_clear(struct sp_keytab *t);
 

@@ -36,13 +36,24 @@ static int32_t name_id(struct sp_keytab *t, const char **names, const char *name
 	}
 }
 
-/* Gives every region of the selected ranks its name id in b->id (-1 for the
- * ranks left out) and fills b->base, b->rank0, b->n and the count of each
- * name's regions in b->first[id + 1]. */
-static enum sp_err number(struct sp_byname *b, const struct sp_profile *const *files, size_t nfiles,
-			  const struct sp_select *sel, const char **names)
+int32_t sp_byname_find(const struct sp_byname *b, const char *name)
 {
-	struct sp_keytab t = {0};
+	uint64_t h = fnv1a(name);
+	for (int32_t parent = -1;; parent--) {
+		int32_t id = sp_keytab_find(&b->ids, parent, h);
+		if (id < 0 || strcmp(b->names[id], name) == 0)
+			return id;
+	}
+}
+
+/* Gives every region of the selected ranks its name id in b->id (-1 for the
+ * ranks left out) and fills b->base, b->rank0, b->n, b->names and the
+ * count of each name's regions in b->first[id + 1]. */
+static enum sp_err number(struct sp_byname *b, const struct sp_profile *const *files, size_t nfiles,
+			  const struct sp_select *sel)
+{
+	struct sp_keytab *t = &b->ids;
+	const char **names = b->names;
 	size_t at = 0, g = 0;
 	for (size_t f = 0; f < nfiles; f++) {
 		b->rank0[f] = g;
@@ -51,19 +62,16 @@ static enum sp_err number(struct sp_byname *b, const struct sp_profile *const *f
 			int keep = sp_select_rank(sel, rk->rank);
 			b->base[g] = at;
 			for (size_t i = 0; i < rk->nregions; i++, at++) {
-				int32_t id = keep ? name_id(&t, names, rk->regions[i].name) : -1;
-				if (keep && id < 0) {
-					sp_keytab_free(&t);
+				int32_t id = keep ? name_id(t, names, rk->regions[i].name) : -1;
+				if (keep && id < 0)
 					return SP_ENOMEM;
-				}
 				b->id[at] = id;
 				if (id >= 0)
 					b->first[id + 1]++;
 			}
 		}
 	}
-	b->n = t.n;
-	sp_keytab_free(&t);
+	b->n = t->n;
 	return SP_OK;
 }
 
@@ -78,19 +86,17 @@ enum sp_err sp_byname_build(struct sp_byname *b, const struct sp_profile *const 
 				return sp_error_set(err, SP_ENOMEM, "too many regions to merge");
 			nregions += files[f]->ranks[r].nregions;
 		}
-	const char **names = malloc((nregions ? nregions : 1) * sizeof *names);
+	b->names = malloc((nregions ? nregions : 1) * sizeof *b->names);
 	b->refs = malloc((nregions ? nregions : 1) * sizeof *b->refs);
 	b->first = calloc(nregions + 2, sizeof *b->first);
 	b->id = malloc((nregions ? nregions : 1) * sizeof *b->id);
 	b->base = malloc((nranks ? nranks : 1) * sizeof *b->base);
 	b->rank0 = malloc((nfiles ? nfiles : 1) * sizeof *b->rank0);
-	if (!names || !b->refs || !b->first || !b->id || !b->base || !b->rank0 ||
-	    number(b, files, nfiles, sel, names) != SP_OK) {
-		free(names);
+	if (!b->names || !b->refs || !b->first || !b->id || !b->base || !b->rank0 ||
+	    number(b, files, nfiles, sel) != SP_OK) {
 		sp_byname_free(b);
 		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu regions", nregions);
 	}
-	free(names);
 	/* Counts to starts; then each region in file, rank, region order, so a
 	 * name's regions are by file then rank; first[k + 1] ends at name k's end. */
 	for (size_t k = 0; k < b->n; k++)
@@ -115,5 +121,7 @@ void sp_byname_free(struct sp_byname *b)
 	free(b->id);
 	free(b->base);
 	free(b->rank0);
+	free(b->names);
+	sp_keytab_free(&b->ids);
 	*b = (struct sp_byname){0};
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sp_keytab.h"
 #include "sp_profile.h"
 #include "sp_select.h"
 
@@ -28,6 +29,8 @@ struct sp_byname {
 	size_t *base;                  /* per rank of every file in order: where its
 					* regions start in id[] */
 	size_t *rank0;                 /* per file: its first rank's index into base[] */
+	const char **names;            /* n: each name (borrowed from the profiles) */
+	struct sp_keytab ids;          /* the names' hashes (sp_byname_find) */
 };
 
 /* Joins the regions of the ranks of files[0 .. nfiles) that sel selects
@@ -36,13 +39,8 @@ struct sp_byname {
 enum sp_err sp_byname_build(struct sp_byname *b, const struct sp_profile *const *files, size_t nfiles,
 			    const struct sp_select *sel, struct sp_error *err);
 
-/* The name of name k (the first region's, borrowed from the profile). */
-static inline const char *sp_byname_name(const struct sp_byname *b, const struct sp_profile *const *files,
-					 size_t k)
-{
-	const struct sp_byname_ref *r = &b->refs[b->first[k]];
-	return files[r->file]->ranks[r->ri].regions[r->gi].name;
-}
+/* The id of name, or -1 when no region joined has it. */
+int32_t sp_byname_find(const struct sp_byname *b, const char *name);
 
 /* The name id of region gi of rank ri of file f; -1 when its rank was
  * left out. */

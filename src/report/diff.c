@@ -96,8 +96,8 @@ static double growth(double a, double b)
 /* The rows: one per selected name of the join b, each file's side (NULL
  * where the file lacks the name) in f[0].regions / f[1].regions. Returns
  * the number of rows, or SIZE_MAX when out of memory. */
-static size_t join(struct sp_diff_file *f, const struct sp_byname *b, const struct sp_profile *const *files,
-		   const int64_t *cum, const struct sp_select *sel, struct sp_diff_row **out)
+static size_t join(struct sp_diff_file *f, const struct sp_byname *b, const int64_t *cum,
+		   const struct sp_select *sel, struct sp_diff_row **out)
 {
 	struct sp_diff_row *rows = malloc((b->n ? b->n : 1) * sizeof *rows);
 	f[0].regions = malloc((b->n ? b->n : 1) * sizeof *f[0].regions);
@@ -108,7 +108,7 @@ static size_t join(struct sp_diff_file *f, const struct sp_byname *b, const stru
 		return SIZE_MAX;
 	}
 	for (size_t k = 0; k < b->n; k++) {
-		const char *name = sp_byname_name(b, files, k);
+		const char *name = b->names[k];
 		if (!sp_select_region(sel, name))
 			continue;
 		struct sp_diff_row *d = &rows[n++];
@@ -533,7 +533,7 @@ enum sp_err sp_diff_compare(struct sp_diff *d, const struct sp_profile *a, const
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
 	for (int k = 0; k < 2 && rc == SP_OK; k++)
 		rc = collect(&d->f[k], (size_t)k, &names, cum, sel, err);
-	if (rc == SP_OK && (d->n = join(d->f, &names, files, cum, sel, &d->rows)) == SIZE_MAX) {
+	if (rc == SP_OK && (d->n = join(d->f, &names, cum, sel, &d->rows)) == SIZE_MAX) {
 		d->n = 0;
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
 	}

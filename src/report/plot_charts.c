@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "plot_int.h"
+#include "byname.h"
 #include "sp_analysis.h"
 #include "svg.h"
 
@@ -35,19 +36,6 @@ struct dtab {
 	struct dval *vals;
 };
 
-struct dent {
-	const char *name;
-	size_t file;
-	const struct sp_stats *st;
-};
-
-static int dent_cmp(const void *a, const void *b)
-{
-	const struct dent *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
-	return c ? c : (x->file > y->file) - (x->file < y->file);
-}
-
 static int drow_cmp(const void *a, const void *b)
 {
 	const struct drow *x = a, *y = b;
@@ -63,62 +51,60 @@ static void dtab_free(struct dtab *t)
 	*t = (struct dtab){0};
 }
 
-/* The selected regions of the selected ranks of every file, merged by name,
- * heaviest first. SP_EINVAL when there is none. */
+/* Folds one region's stats into its file's value v of row. */
+static void dval_add(struct drow *row, struct dval *v, const struct sp_stats *st)
+{
+	if (!v->present)
+		*v = (struct dval){1, 0, 0, st->min_ns, st->max_ns, 0};
+	v->calls += st->num_calls;
+	v->total += st->total_ns;
+	v->min = st->min_ns < v->min ? st->min_ns : v->min;
+	v->max = st->max_ns > v->max ? st->max_ns : v->max;
+	v->slowest = st->total_ns > v->slowest ? st->total_ns : v->slowest;
+	row->total += st->total_ns;
+}
+
+/* The selected regions with calls of the selected ranks of every file,
+ * merged by name (byname.c's join), heaviest first. SP_EINVAL when there is
+ * none. */
 static enum sp_err dtab_build(struct dtab *t, const struct sp_plot_file *f, size_t nf,
 			      const struct sp_select *sel, struct sp_error *err)
 {
-	size_t ne = 0, k = 0;
-	for (size_t i = 0; i < nf; i++)
-		for (size_t r = 0; r < f[i].p->nranks; r++)
-			ne += f[i].p->ranks[r].nregions;
-	struct dent *e = malloc((ne ? ne : 1) * sizeof *e);
-	if (!e)
+	const struct sp_profile **files = malloc((nf ? nf : 1) * sizeof *files);
+	struct sp_byname b = {0};
+	if (!files)
 		return sp_error_set(err, SP_ENOMEM, "out of memory");
 	for (size_t i = 0; i < nf; i++)
-		for (size_t r = 0; r < f[i].p->nranks; r++) {
-			const struct sp_rank *rk = &f[i].p->ranks[r];
-			if (!sp_select_rank(sel, rk->rank))
-				continue;
-			for (size_t g = 0; g < rk->nregions; g++)
-				if (rk->regions[g].stats.num_calls > 0 && sp_select_region(sel, rk->regions[g].name))
-					e[k++] = (struct dent){rk->regions[g].name, i, &rk->regions[g].stats};
-		}
-	if (!k) {
-		free(e);
-		return sp_error_set(err, SP_EINVAL, "no selected region has calls in any file");
-	}
-	qsort(e, k, sizeof *e, dent_cmp);
-	size_t nrows = 1;
-	for (size_t j = 1; j < k; j++)
-		nrows += strcmp(e[j].name, e[j - 1].name) != 0;
-	t->rows = calloc(nrows, sizeof *t->rows);
-	t->vals = calloc(nrows * nf, sizeof *t->vals);
-	if (!t->rows || !t->vals) {
-		free(e);
-		dtab_free(t);
-		return sp_error_set(err, SP_ENOMEM, "out of memory");
-	}
+		files[i] = f[i].p;
+	enum sp_err rc = sp_byname_build(&b, files, nf, sel, err);
 	t->n = 0;
-	for (size_t j = 0; j < k; j++) {
-		if (!j || strcmp(e[j].name, e[j - 1].name) != 0) {
-			t->rows[t->n] = (struct drow){e[j].name, t->vals + t->n * nf, 0};
-			t->n++;
+	if (rc == SP_OK && (!(t->rows = calloc(b.n ? b.n : 1, sizeof *t->rows)) ||
+			    !(t->vals = calloc((b.n ? b.n : 1) * nf, sizeof *t->vals))))
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
+	for (size_t k = 0; rc == SP_OK && k < b.n; k++) {
+		struct drow *row = &t->rows[t->n];
+		*row = (struct drow){b.names[k], t->vals + t->n * nf, 0};
+		if (!sp_select_region(sel, b.names[k]))
+			continue;
+		int any = 0;
+		for (size_t q = b.first[k]; q < b.first[k + 1]; q++) {
+			const struct sp_byname_ref *r = &b.refs[q];
+			const struct sp_stats *st = &files[r->file]->ranks[r->ri].regions[r->gi].stats;
+			if (st->num_calls > 0) {
+				dval_add(row, &row->v[r->file], st);
+				any = 1;
+			}
 		}
-		struct drow *row = &t->rows[t->n - 1];
-		struct dval *v = &row->v[e[j].file];
-		const struct sp_stats *st = e[j].st;
-		if (!v->present) {
-			*v = (struct dval){1, 0, 0, st->min_ns, st->max_ns, 0};
-		}
-		v->calls += st->num_calls;
-		v->total += st->total_ns;
-		v->min = st->min_ns < v->min ? st->min_ns : v->min;
-		v->max = st->max_ns > v->max ? st->max_ns : v->max;
-		v->slowest = st->total_ns > v->slowest ? st->total_ns : v->slowest;
-		row->total += st->total_ns;
+		t->n += any;                   /* a row only where some region has calls */
 	}
-	free(e);
+	if (rc == SP_OK && t->n == 0)
+		rc = sp_error_set(err, SP_EINVAL, "no selected region has calls in any file");
+	sp_byname_free(&b);
+	free(files);
+	if (rc != SP_OK) {
+		dtab_free(t);
+		return rc;
+	}
 	qsort(t->rows, t->n, sizeof *t->rows, drow_cmp);
 	return SP_OK;
 }

@@ -26,7 +26,7 @@ static int32_t mnode_get(struct view *v, int32_t parent, int32_t name)
 		return id;
 	v->nnodes++;
 	struct mnode *m = &v->nodes[id];
-	*m = (struct mnode){ .name = sp_byname_name(&v->names, &v->p, (size_t)name), .parent = parent,
+	*m = (struct mnode){ .name = v->names.names[name], .parent = parent,
 			     .first = -1, .last = -1, .next = -1 };
 	int32_t *first = parent < 0 ? &v->roots_first : &v->nodes[parent].first;
 	int32_t *last = parent < 0 ? &v->roots_last : &v->nodes[parent].last;
@@ -314,7 +314,7 @@ enum sp_err sp_rview_merge_regions(struct view *v, enum sp_render_sort sort, int
 	if (!v->rows || !v->keep || !v->cum || !v->self)
 		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu regions", total);
 	for (size_t k = 0; k < v->names.n; k++) {
-		const char *name = sp_byname_name(&v->names, &p, k);
+		const char *name = v->names.names[k];
 		v->rows[k] = (struct frow){ .name = name, .order = k, .seen_rank = SIZE_MAX,
 					    .selected = sp_select_region(v->sel, name) };
 	}
