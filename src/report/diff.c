@@ -152,37 +152,10 @@ static int by_name(const void *x, const void *y)
 
 /* ---- formatting --------------------------------------------------------- */
 
-/* Seconds from ns, without padding: "0.002191", "12345.7". */
-char *sp_diff_secs(char *buf, double ns)
-{
-	const char *s = sp_render_seconds(buf, CELL, ns);
-	memmove(buf, s + strspn(s, " "), strlen(s + strspn(s, " ")) + 1);
-	return buf;
-}
-
 static char *signed_secs(char *buf, double ns)
 {
 	double s = ns / 1e9;
 	snprintf(buf, CELL, fabs(s) < 999.9999995 ? "%+.6f" : "%+.1f", s);
-	return buf;
-}
-
-char *sp_diff_percent(char *buf, double pct)
-{
-	if (isnan(pct))
-		snprintf(buf, CELL, "-");
-	else
-		snprintf(buf, CELL, fabs(pct) < 1e6 ? "%+.1f%%" : "%+.3g%%", pct);
-	return buf;
-}
-
-/* A name for a one-line message: control characters as '?', cut at 80 bytes. */
-const char *sp_diff_plain(char *buf, size_t len, const char *s)
-{
-	size_t i = 0;
-	for (; s[i] && i + 1 < len && i < 80; i++)
-		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	buf[i] = '\0';
 	return buf;
 }
 

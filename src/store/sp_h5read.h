@@ -8,8 +8,10 @@
  *                   read: tree, line tables, counters), on util and check
  *   h5read_table.c  version 2's ranks; h5read.c the file, version 1's ranks
  *                   and sp_h5_read; h5stream.c the stream, on all of these
- * A file calls only the files above it in this list (and h5stream.c
- * h5read.c's file and region readers). Every function here leaves nothing
+ * A file calls only the files above it in this list, h5stream.c also
+ * h5read.c's file and region readers, and h5read_table.c h5read.c's
+ * sp_h5r_events_ok (the one cycle left: the Makefile compiles h5read.o,
+ * for that loop, with -ftree-vectorize). Every function here leaves nothing
  * open on failure and, where it returns enum sp_err, fills r->err through
  * sp_h5r_fail: "cannot read '<path>': <detail>". */
 #ifndef SP_H5READ_H
