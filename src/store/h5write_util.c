@@ -60,9 +60,10 @@ enum sp_err sp_h5w_fail(struct sp_h5_writer *w, enum sp_err code, const char *fm
 	return sp_error_set(&w->failure, code, "cannot write '%s': %s", w->path, what);
 }
 
-int sp_h5w_attr(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *buf)
+/* Attribute name of loc over space (closed here) from buf. 0 or -1. */
+static int attr_over(hid_t loc, const char *name, hid_t ftype, hid_t mtype, hid_t space, const void *buf)
 {
-	hid_t space = H5Screate(H5S_SCALAR), a = H5I_INVALID_HID;
+	hid_t a = H5I_INVALID_HID;
 	int ok = 0;
 	if (space < 0)
 		return -1;
@@ -73,6 +74,17 @@ int sp_h5w_attr(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const voi
 		ok = 0;
 	H5Sclose(space);
 	return ok ? 0 : -1;
+}
+
+int sp_h5w_attr(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *buf)
+{
+	return attr_over(loc, name, ftype, mtype, H5Screate(H5S_SCALAR), buf);
+}
+
+int sp_h5w_attr_1d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n, const void *buf)
+{
+	hsize_t dims[1] = {(hsize_t)n};
+	return attr_over(loc, name, ftype, mtype, H5Screate_simple(1, dims, NULL), buf);
 }
 
 int sp_h5w_attr_i64(hid_t loc, const char *name, int64_t v)

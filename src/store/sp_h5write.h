@@ -67,6 +67,8 @@ int sp_h5w_attr(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const voi
 int sp_h5w_attr_i64(hid_t loc, const char *name, int64_t v);
 int sp_h5w_attr_f64(hid_t loc, const char *name, double v);
 int sp_h5w_attr_str(hid_t loc, const char *name, const char *value);
+/* A 1-D attribute of n values (n > 0): 0, or -1 on failure. */
+int sp_h5w_attr_1d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n, const void *buf);
 /* A fixed-length, null-terminated UTF-8 string type of size bytes (size
  * H5T_VARIABLE: variable-length), or -1. */
 hid_t sp_h5w_str_type(size_t size);
