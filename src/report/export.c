@@ -23,15 +23,6 @@ int sp_export_format_parse(const char *name)
 	return -1;
 }
 
-int32_t sp_export_group_of(const struct exporter *x, const char *name)
-{
-	int32_t id = sp_byname_find(&x->names, name);
-	if (id < 0)
-		return -1;
-	const struct sp_byname_ref *r = &x->names.refs[x->names.first[id]];
-	return x->gid[x->names.base[r->ri] + r->gi];
-}
-
 /* The Python read API's region order: earliest call first, ties in the
  * order the regions first appear (rank by rank, file order). */
 static int group_cmp(const void *a, const void *b)

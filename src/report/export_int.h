@@ -129,7 +129,14 @@ static inline const char *sp_export_group_name(const struct exporter *x, size_t 
 }
 
 /* The group of the region called name, or -1 when the profile has none. */
-int32_t sp_export_group_of(const struct exporter *x, const char *name);
+static inline int32_t sp_export_group_of(const struct exporter *x, const char *name)
+{
+	int32_t id = sp_byname_find(&x->names, name);
+	if (id < 0)
+		return -1;
+	const struct sp_byname_ref *r = &x->names.refs[x->names.first[id]];
+	return x->gid[x->names.base[r->ri] + r->gi];
+}
 
 /* The folded stacks of the selected calls, merged over the selected ranks
  * (export_folded.c); of the stored call trees for aggregates. */
