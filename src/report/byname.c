@@ -86,14 +86,20 @@ enum sp_err sp_byname_build(struct sp_byname *b, const struct sp_profile *const 
 				return sp_error_set(err, SP_ENOMEM, "too many regions to merge");
 			nregions += files[f]->ranks[r].nregions;
 		}
-	b->names = malloc((nregions ? nregions : 1) * sizeof *b->names);
-	b->refs = malloc((nregions ? nregions : 1) * sizeof *b->refs);
-	b->first = calloc(nregions + 2, sizeof *b->first);
-	b->id = malloc((nregions ? nregions : 1) * sizeof *b->id);
-	b->base = malloc((nranks ? nranks : 1) * sizeof *b->base);
-	b->rank0 = malloc((nfiles ? nfiles : 1) * sizeof *b->rank0);
-	if (!b->names || !b->refs || !b->first || !b->id || !b->base || !b->rank0 ||
-	    number(b, files, nfiles, sel) != SP_OK) {
+	/* One block, widest elements first: first[nregions + 2] (zeroed: the
+	 * counts), base[nranks], rank0[nfiles], names[], refs[], id[]. */
+	size_t words = nregions + 2 + nranks + nfiles;
+	char *block = malloc(words * sizeof(size_t) + nregions * (sizeof *b->names + sizeof *b->refs +
+								    sizeof *b->id));
+	if (block) {
+		b->first = memset(block, 0, (nregions + 2) * sizeof *b->first);
+		b->base = b->first + nregions + 2;
+		b->rank0 = b->base + nranks;
+		b->names = (const char **)(b->rank0 + nfiles);
+		b->refs = (struct sp_byname_ref *)(b->names + nregions);
+		b->id = (int32_t *)(b->refs + nregions);
+	}
+	if (!block || number(b, files, nfiles, sel) != SP_OK) {
 		sp_byname_free(b);
 		return sp_error_set(err, SP_ENOMEM, "out of memory merging %zu regions", nregions);
 	}
@@ -116,12 +122,7 @@ enum sp_err sp_byname_build(struct sp_byname *b, const struct sp_profile *const 
 
 void sp_byname_free(struct sp_byname *b)
 {
-	free(b->first);
-	free(b->refs);
-	free(b->id);
-	free(b->base);
-	free(b->rank0);
-	free(b->names);
+	free(b->first);                /* the block of every array (sp_byname_build) */
 	sp_keytab_free(&b->ids);
 	*b = (struct sp_byname){0};
 }
