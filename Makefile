@@ -227,7 +227,9 @@ $(BUILD)/obj/report/report_html.o: $(BUILD)/sp_timeline_js.h
 $(LIB): $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
+# The layer rule for calls (check-layers.sh --symbols), before linking.
 $(BIN): $(CLI_OBJ) $(PY_OBJ) $(LIB) $(wildcard $(PY_PROBE) $(HDF5_PROBE))
+	./scripts/check-layers.sh --symbols $(LIB_OBJ) $(PY_OBJ) $(CLI_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(PY_OBJ) $(LIB) $(HDF5_BIN_LIBS) $(PY_LIBS) $(MPI_LIBS) -lz
 
 # The same module as an extension module for plain python and Jupyter

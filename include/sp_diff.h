@@ -37,7 +37,7 @@ struct sp_diff_file {
 	int *ranks;                    /* the selected rank numbers */
 	size_t nranks;
 	int64_t span;                  /* the longest selected rank's run */
-	struct sp_diff_side *regions;  /* sorted by name */
+	struct sp_diff_side *regions;  /* the regions it has, by name (one row each) */
 	size_t n;
 };
 

@@ -53,14 +53,16 @@ enum sp_err sp_h5_writer_commit(struct sp_h5_writer *w, struct sp_error *err);
 void sp_h5_writer_abort(struct sp_h5_writer *w);
 
 enum sp_read_flags {
-	SP_READ_SUMMARY = 0,           /* stats and trees; events only if needed */
+	SP_READ_SUMMARY = 0,           /* stats and the stored trees; the events of a
+					* rank whose file holds no tree */
 	SP_READ_EVENTS = 1,            /* also load every event column */
 };
 
 /* Reads a profile (format 2 or 1, or the plain rank{N}/regions/{name}/
  * start_times and end_times layout); p->format_version says which. On
  * success *out owns everything; after a summary read, every rank has stats
- * and a tree. */
+ * and the tree its file holds, or (tree NULL) its events, from which the
+ * report layer builds it (sp_tree.h: sp_report_read). */
 enum sp_err sp_h5_read(const char *path, int flags, struct sp_profile **out, struct sp_error *err);
 
 /* Escapes a region name into an HDF5 link name ('%' -> %25, '/' -> %2F, a

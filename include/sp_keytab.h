@@ -1,6 +1,8 @@
 /* sp_keytab.h - dense ids for (parent, key) pairs: the one hash table behind
  * every call tree built here (tree.c's nodes and lanes, export's folded
- * stacks, aggregation mode's live tree). Ids are 0, 1, 2, ... in order of
+ * stacks, summary's tree merged over ranks, aggregation mode's live tree)
+ * and the join of regions by name (src/report/byname.c, keyed by the name's
+ * hash). Ids are 0, 1, 2, ... in order of
  * first appearance, so callers keep their payload in plain arrays indexed by
  * id. Open addressing, at most half full. */
 #ifndef SP_KEYTAB_H
@@ -23,6 +25,9 @@ struct sp_keytab {
  * 0; added may be NULL). Returns -1 when out of memory or when the ids would
  * not fit an int32_t; the table is then unchanged. */
 int32_t sp_keytab_get(struct sp_keytab *t, int32_t parent, uint64_t key, int *added);
+
+/* The id of (parent, key), or -1 when the table does not hold it. */
+int32_t sp_keytab_find(const struct sp_keytab *t, int32_t parent, uint64_t key);
 
 /* Forgets every key; keeps the memory. */
 void sp_keytab_clear(struct sp_keytab *t);

@@ -217,10 +217,6 @@ static inline void sp_stats_acc_add(struct sp_stats_acc *a, int64_t d, int64_t e
  * Returns 0, or -1 (st unchanged) when a sum overflowed. */
 int sp_stats_from_acc(struct sp_stats *st, const struct sp_stats_acc *a, int64_t first_start);
 
-/* Builds rank->tree from the rank's event columns by containment (all
- * regions' events must be loaded). Replaces any previous tree. */
-enum sp_err sp_tree_build(struct sp_rank *rank, struct sp_error *err);
-
 /* Per region of rk, from its call tree (the nesting the tree reconstructs):
  * cumulative[i], region i's total counting a recursive region once (a call
  * nested inside a call of the same region adds nothing; calls in no node of

@@ -7,6 +7,7 @@
 #include "sp_cmd.h"
 #include "sp_diff.h"
 #include "sp_h5.h"
+#include "sp_tree.h"
 #include "sp_select.h"
 
 #define CMD "diff"
@@ -104,7 +105,7 @@ int cmd_diff(int argc, char **argv)
 	}
 	status = 1;
 	for (int k = 0; k < 2; k++)
-		if (sp_h5_read(argv[first + k], SP_READ_SUMMARY, &p[k], &err) != SP_OK) {
+		if (sp_report_read(argv[first + k], SP_READ_SUMMARY, &p[k], &err) != SP_OK) {
 			sp_cmd_error(CMD, "%s", err.msg);
 			goto out;
 		}

@@ -13,6 +13,7 @@
 
 #include "sp_cmd.h"
 #include "sp_h5.h"
+#include "sp_tree.h"
 #include "sp_outpath.h"
 #include "sp_plot.h"
 #include "sp_select.h"
@@ -383,7 +384,7 @@ int cmd_plot(int argc, char **argv)
 	for (size_t i = 0; i < nin; i++) {
 		const char *path = argv[first + (int)i];
 		struct sp_error err = {0};
-		if (sp_h5_read(path, SP_READ_EVENTS, &profiles[i], &err) != SP_OK) {
+		if (sp_report_read(path, SP_READ_EVENTS, &profiles[i], &err) != SP_OK) {
 			sp_cmd_error(CMD, "%s", err.msg);
 			pl.status = 1;
 			continue;

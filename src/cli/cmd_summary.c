@@ -8,6 +8,7 @@
 
 #include "sp_cmd.h"
 #include "sp_h5.h"
+#include "sp_tree.h"
 #include "sp_render.h"
 #include "sp_select.h"
 
@@ -118,7 +119,7 @@ int cmd_summary(int argc, char **argv)
 	}
 	const char *path = argv[first];
 	status = 1;
-	if (sp_h5_read(path, SP_READ_SUMMARY, &p, &err) != SP_OK) {
+	if (sp_report_read(path, SP_READ_SUMMARY, &p, &err) != SP_OK) {
 		sp_cmd_error(CMD, "%s", err.msg);
 		goto out;
 	}

@@ -67,6 +67,17 @@ int32_t sp_keytab_get(struct sp_keytab *t, int32_t parent, uint64_t key, int *ad
 	return id;
 }
 
+int32_t sp_keytab_find(const struct sp_keytab *t, int32_t parent, uint64_t key)
+{
+	if (!t->nslots)
+		return -1;
+	size_t mask = t->nslots - 1;
+	for (size_t h = slot_of(t, parent, key); t->slots[h] != -1; h = (h + 1) & mask)
+		if (t->keys[t->slots[h]].parent == parent && t->keys[t->slots[h]].key == key)
+			return t->slots[h];
+	return -1;
+}
+
 void sp_keytab_clear(struct sp_keytab *t)
 {
 	t->n = 0;

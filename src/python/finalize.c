@@ -24,6 +24,7 @@
 #include "sp_pysession.h"
 #include "sp_pytext.h"
 #include "sp_render.h"
+#include "sp_tree.h"
 
 /* Region -> index in the profile, for the aggregate call tree. */
 struct region_index {

@@ -15,6 +15,7 @@
 #include "sp_clock.h"
 #include "sp_grow.h"
 #include "sp_h5.h"
+#include "sp_tree.h"
 #include "sp_linetrace.h"
 #include "sp_mpi.h"
 #include "sp_nest.h"
@@ -481,7 +482,7 @@ static PyObject *res_read(PyObject *m, PyObject *args)
 	struct sp_error err = {0};
 	enum sp_err rc;
 	Py_BEGIN_ALLOW_THREADS
-	rc = sp_h5_read(path, events ? SP_READ_EVENTS : SP_READ_SUMMARY, &p, &err);
+	rc = sp_report_read(path, events ? SP_READ_EVENTS : SP_READ_SUMMARY, &p, &err);
 	Py_END_ALLOW_THREADS
 	if (rc != SP_OK) {
 		sp_py_err(rc, err.msg);

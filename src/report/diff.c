@@ -12,6 +12,7 @@
 #include "sp_analysis.h"
 #include "sp_hosts.h"
 #include "sp_diff.h"
+#include "byname.h"
 #include "diff_int.h"
 #include "sp_json.h"
 #include "sp_render.h"
@@ -20,44 +21,58 @@
 #define TABLE_CAP 100                  /* columns the table aims to fit */
 #define NAME_MIN 16                    /* the name column is never cut below this */
 
-/* A region of one rank, while merging. */
-struct entry {
-	const char *name;
-	size_t rank;                   /* index among the selected ranks */
-	int64_t calls, total, raw_total, min;
-};
-
-static int entry_cmp(const void *x, const void *y)
-{
-	const struct entry *a = x, *b = y;
-	int c = strcmp(a->name, b->name);
-	if (c)
-		return c;
-	return (a->rank > b->rank) - (a->rank < b->rank);
-}
-
-
-/* Merges the selected regions of the selected ranks of f->p by name into
- * f->regions. Returns SP_OK, SP_EINVAL when no rank is selected or SP_ENOMEM,
- * err saying which. */
-static enum sp_err collect(struct sp_diff_file *f, const struct sp_select *sel, struct sp_error *err)
+/* Folds file fi's regions of name k of the join (one per selected rank)
+ * into s: calls and totals summed, the slowest and fastest rank, the
+ * fastest call. cum: each region's total, by its place in the join. */
+static void fold_name(struct sp_diff_side *s, const struct sp_diff_file *f, size_t fi,
+		      const struct sp_byname *b, size_t k, const int64_t *cum)
 {
 	const struct sp_profile *p = f->p;
-	struct entry *e = NULL;
-	size_t ne = 0, total = 0;
-	enum sp_err status = SP_EINVAL;
+	for (size_t q = b->first[k]; q < b->first[k + 1]; q++) {
+		const struct sp_byname_ref *ref = &b->refs[q];
+		if (ref->file != fi)
+			continue;
+		const struct sp_stats *st = &p->ranks[ref->ri].regions[ref->gi].stats;
+		int64_t rank_total = cum[b->base[b->rank0[fi] + ref->ri] + ref->gi];
+		if (st->num_calls > 0 && (s->fastest_call == 0 || st->min_ns < s->fastest_call))
+			s->fastest_call = st->min_ns;
+		s->raw_total = sp_add_sat(s->raw_total, st->total_ns);
+		s->calls = sp_add_sat(s->calls, st->num_calls);
+		s->total = sp_add_sat(s->total, rank_total);
+		if (st->num_calls > 0) {
+			if (s->present == 0 || rank_total > s->slowest)
+				s->slowest_rank = p->ranks[ref->ri].rank;
+			s->slowest = s->present == 0 || rank_total > s->slowest ? rank_total : s->slowest;
+			s->fastest = s->present == 0 || rank_total < s->fastest ? rank_total : s->fastest;
+			s->present++;
+		}
+	}
+	if (s->present < f->nranks)
+		s->fastest = 0;   /* absent ranks count as 0 s, as in summary */
+	s->per_rank = (double)s->total / (double)f->nranks;
+	s->imbalance = sp_imbalance_of(s->slowest, s->fastest);
+}
+
+/* Notes f's selected ranks and its span, and fills cum (by the join's
+ * place of each region, file fi) with each selected region's total
+ * counting a recursive region once, as summary's does
+ * (sp_rank_region_times). Returns SP_OK, SP_EINVAL when no rank is
+ * selected or SP_ENOMEM, err saying which. */
+static enum sp_err collect(struct sp_diff_file *f, size_t fi, const struct sp_byname *b, int64_t *cum,
+			   const struct sp_select *sel, struct sp_error *err)
+{
+	const struct sp_profile *p = f->p;
 	f->ranks = malloc((p->nranks ? p->nranks : 1) * sizeof *f->ranks);
 	if (!f->ranks)
-		goto nomem;
+		return sp_error_set(err, SP_ENOMEM, "%s: out of memory", f->path);
 	for (size_t r = 0; r < p->nranks; r++) {
 		if (!sp_select_rank(sel, p->ranks[r].rank))
 			continue;
 		f->ranks[f->nranks++] = p->ranks[r].rank;
-		if (p->ranks[r].nregions > SIZE_MAX / sizeof *e - total)
-			goto nomem;
-		total += p->ranks[r].nregions;
 		int64_t s = sp_rank_span(&p->ranks[r]);
 		f->span = s > f->span ? s : f->span;
+		if (sp_rank_region_times(&p->ranks[r], cum + b->base[b->rank0[fi] + r], NULL) < 0)
+			return sp_error_set(err, SP_ENOMEM, "%s: out of memory", f->path);
 	}
 	if (f->nranks == 0) {
 		char list[128];
@@ -65,76 +80,11 @@ static enum sp_err collect(struct sp_diff_file *f, const struct sp_select *sel, 
 		size_t n = p->nranks < 64 ? p->nranks : 64;
 		for (size_t r = 0; r < n; r++)
 			nums[r] = p->ranks[r].rank;
-		sp_error_set(err, SP_EINVAL, "%s: no rank selected: the profile has rank%s %s%s", f->path,
-			     p->nranks == 1 ? "" : "s", sp_rank_list(list, sizeof list, nums, n),
-			     p->nranks > n ? ",..." : "");
-		goto out;
+		return sp_error_set(err, SP_EINVAL, "%s: no rank selected: the profile has rank%s %s%s",
+				    f->path, p->nranks == 1 ? "" : "s", sp_rank_list(list, sizeof list, nums, n),
+				    p->nranks > n ? ",..." : "");
 	}
-	e = malloc((total ? total : 1) * sizeof *e);
-	f->regions = malloc((total ? total : 1) * sizeof *f->regions);
-	if (!e || !f->regions)
-		goto nomem;
-	/* A region's total counts a recursive region once, as summary's does
-	 * (sp_rank_region_times). */
-	for (size_t r = 0, k = 0; r < p->nranks; r++) {
-		const struct sp_rank *rk = &p->ranks[r];
-		if (!sp_select_rank(sel, rk->rank))
-			continue;
-		int64_t *cum = malloc((rk->nregions ? rk->nregions : 1) * sizeof *cum);
-		if (!cum || sp_rank_region_times(rk, cum, NULL) < 0) {
-			free(cum);
-			goto nomem;
-		}
-		for (size_t i = 0; i < rk->nregions; i++)
-			e[ne++] = (struct entry){ rk->regions[i].name, k, rk->regions[i].stats.num_calls,
-						  cum[i], rk->regions[i].stats.total_ns,
-						  rk->regions[i].stats.min_ns };
-		free(cum);
-		k++;
-	}
-	qsort(e, ne, sizeof *e, entry_cmp);
-	/* Runs of one name, within them runs of one rank: one regexec per name. */
-	for (size_t i = 0, j; i < ne; i = j) {
-		for (j = i + 1; j < ne && strcmp(e[j].name, e[i].name) == 0; j++)
-			;
-		if (!sp_select_region(sel, e[i].name))
-			continue;
-		struct sp_diff_side *s = &f->regions[f->n++];
-		*s = (struct sp_diff_side){ .name = e[i].name };
-		for (size_t k = i, m; k < j; k = m) {
-			int64_t rank_total = 0, rank_calls = 0;
-			for (m = k; m < j && e[m].rank == e[k].rank; m++) {
-				if (e[m].calls > 0 && (s->fastest_call == 0 || e[m].min < s->fastest_call))
-					s->fastest_call = e[m].min;
-				rank_calls = sp_add_sat(rank_calls, e[m].calls);
-				rank_total = sp_add_sat(rank_total, e[m].total);
-			}
-			for (size_t q = k; q < m; q++)
-				s->raw_total = sp_add_sat(s->raw_total, e[q].raw_total);
-			s->calls = sp_add_sat(s->calls, rank_calls);
-			s->total = sp_add_sat(s->total, rank_total);
-			if (rank_calls > 0) {
-				if (s->present == 0 || rank_total > s->slowest)
-					s->slowest_rank = f->ranks[e[k].rank];
-				s->slowest = s->present == 0 || rank_total > s->slowest ? rank_total
-											 : s->slowest;
-				s->fastest = s->present == 0 || rank_total < s->fastest ? rank_total
-											 : s->fastest;
-				s->present++;
-			}
-		}
-		if (s->present < f->nranks)
-			s->fastest = 0;   /* absent ranks count as 0 s, as in summary */
-		s->per_rank = (double)s->total / (double)f->nranks;
-		s->imbalance = sp_imbalance_of(s->slowest, s->fastest);
-	}
-	status = SP_OK;
-	goto out;
-nomem:
-	status = sp_error_set(err, SP_ENOMEM, "%s: out of memory", f->path);
-out:
-	free(e);
-	return status;
+	return SP_OK;
 }
 
 /* Growth of b over a in percent; NAN when a is not positive. */
@@ -143,29 +93,41 @@ static double growth(double a, double b)
 	return a > 0 ? (b - a) / a * 100.0 : NAN;
 }
 
-/* Joins the two name-sorted region lists into rows. Returns the count, or
- * SIZE_MAX when out of memory. */
-static size_t join(const struct sp_diff_file *fa, const struct sp_diff_file *fb, struct sp_diff_row **out)
+/* The rows: one per selected name of the join b, each file's side (NULL
+ * where the file lacks the name) in f[0].regions / f[1].regions. Returns
+ * the number of rows, or SIZE_MAX when out of memory. */
+static size_t join(struct sp_diff_file *f, const struct sp_byname *b, const int64_t *cum,
+		   const struct sp_select *sel, struct sp_diff_row **out)
 {
-	struct sp_diff_row *rows = malloc((fa->n + fb->n ? fa->n + fb->n : 1) * sizeof *rows);
-	size_t n = 0, i = 0, j = 0;
-	if (!rows)
+	struct sp_diff_row *rows = malloc((b->n ? b->n : 1) * sizeof *rows);
+	f[0].regions = malloc((b->n ? b->n : 1) * sizeof *f[0].regions);
+	f[1].regions = malloc((b->n ? b->n : 1) * sizeof *f[1].regions);
+	size_t n = 0;
+	if (!rows || !f[0].regions || !f[1].regions) {
+		free(rows);
 		return SIZE_MAX;
-	while (i < fa->n || j < fb->n) {
-		int c = i >= fa->n ? 1 : j >= fb->n ? -1 : strcmp(fa->regions[i].name, fb->regions[j].name);
+	}
+	for (size_t k = 0; k < b->n; k++) {
+		const char *name = b->names[k];
+		if (!sp_select_region(sel, name))
+			continue;
 		struct sp_diff_row *d = &rows[n++];
-		*d = (struct sp_diff_row){ .pct = NAN, .ratio = NAN, .slow_pct = NAN };
-		d->a = c <= 0 ? &fa->regions[i++] : NULL;
-		d->b = c >= 0 ? &fb->regions[j++] : NULL;
-		d->name = d->a ? d->a->name : d->b->name;
-		d->p = NAN;
-		d->fast_pct = NAN;
-		d->growth = NAN;
-		double a = d->a ? d->a->per_rank : 0, b = d->b ? d->b->per_rank : 0;
-		d->change = b - a;
+		*d = (struct sp_diff_row){ .name = name, .pct = NAN, .ratio = NAN, .slow_pct = NAN,
+					   .p = NAN, .fast_pct = NAN, .growth = NAN };
+		struct sp_diff_side *side[2] = { NULL, NULL };
+		for (size_t fi = 0; fi < 2; fi++)
+			if (b->refs[b->first[k]].file == fi || b->refs[b->first[k + 1] - 1].file == fi) {
+				side[fi] = &f[fi].regions[f[fi].n++];
+				*side[fi] = (struct sp_diff_side){ .name = name };
+				fold_name(side[fi], &f[fi], fi, b, k, cum);
+			}
+		d->a = side[0];
+		d->b = side[1];
+		double va = d->a ? d->a->per_rank : 0, vb = d->b ? d->b->per_rank : 0;
+		d->change = vb - va;
 		if (d->a && d->b) {
-			d->pct = growth(a, b);
-			d->ratio = a > 0 ? b / a : NAN;
+			d->pct = growth(va, vb);
+			d->ratio = va > 0 ? vb / va : NAN;
 			d->slow_pct = growth((double)d->a->slowest, (double)d->b->slowest);
 		}
 	}
@@ -190,37 +152,10 @@ static int by_name(const void *x, const void *y)
 
 /* ---- formatting --------------------------------------------------------- */
 
-/* Seconds from ns, without padding: "0.002191", "12345.7". */
-char *sp_diff_secs(char *buf, double ns)
-{
-	const char *s = sp_render_seconds(buf, CELL, ns);
-	memmove(buf, s + strspn(s, " "), strlen(s + strspn(s, " ")) + 1);
-	return buf;
-}
-
 static char *signed_secs(char *buf, double ns)
 {
 	double s = ns / 1e9;
 	snprintf(buf, CELL, fabs(s) < 999.9999995 ? "%+.6f" : "%+.1f", s);
-	return buf;
-}
-
-char *sp_diff_percent(char *buf, double pct)
-{
-	if (isnan(pct))
-		snprintf(buf, CELL, "-");
-	else
-		snprintf(buf, CELL, fabs(pct) < 1e6 ? "%+.1f%%" : "%+.3g%%", pct);
-	return buf;
-}
-
-/* A name for a one-line message: control characters as '?', cut at 80 bytes. */
-const char *sp_diff_plain(char *buf, size_t len, const char *s)
-{
-	size_t i = 0;
-	for (; s[i] && i + 1 < len && i < 80; i++)
-		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	buf[i] = '\0';
 	return buf;
 }
 
@@ -555,14 +490,30 @@ enum sp_err sp_diff_compare(struct sp_diff *d, const struct sp_profile *a, const
 	*d = (struct sp_diff){ .by_name = by_name_order, .bound = bound };
 	d->f[0] = (struct sp_diff_file){ .path = path_a, .p = a };
 	d->f[1] = (struct sp_diff_file){ .path = path_b, .p = b };
+	if (!sel)
+		sel = &all;
+	/* The regions of both files joined by name, once. */
+	const struct sp_profile *files[2] = { a, b };
+	struct sp_byname names;
+	int64_t *cum = NULL;
+	if ((rc = sp_byname_build(&names, files, 2, sel, err)) != SP_OK)
+		return rc;
+	size_t places = 0;
 	for (int k = 0; k < 2; k++)
-		if ((rc = collect(&d->f[k], sel ? sel : &all, err)) != SP_OK)
-			return rc;
-	d->n = join(&d->f[0], &d->f[1], &d->rows);
-	if (d->n == SIZE_MAX) {
+		for (size_t r = 0; r < files[k]->nranks; r++)
+			places += files[k]->ranks[r].nregions;   /* fits: the join counted them */
+	if (!(cum = malloc((places ? places : 1) * sizeof *cum)))
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
+	for (int k = 0; k < 2 && rc == SP_OK; k++)
+		rc = collect(&d->f[k], (size_t)k, &names, cum, sel, err);
+	if (rc == SP_OK && (d->n = join(d->f, &names, cum, sel, &d->rows)) == SIZE_MAX) {
 		d->n = 0;
-		return sp_error_set(err, SP_ENOMEM, "out of memory");
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
 	}
+	free(cum);
+	sp_byname_free(&names);
+	if (rc != SP_OK)
+		return rc;
 	qsort(d->rows, d->n, sizeof *d->rows, by_name_order ? by_name : by_change);
 	d->several = d->f[0].nranks > 1 || d->f[1].nranks > 1;
 	d->min_time = min_time >= 0 ? min_time : sp_diff_default_floor(d->f[0].span, d->f[1].span);

@@ -1,5 +1,7 @@
 /* diff_int.h - what diff.c (the comparison and its table) and diff_gate.c
- * (the --fail-above verdicts) share inside the report layer. */
+ * (the --fail-above verdicts) share inside the report layer: the
+ * formatting of diff_format.c, used by both, and the verdicts of
+ * diff_gate.c, used by diff.c. diff_gate.c calls nothing of diff.c. */
 #ifndef SP_DIFF_INT_H
 #define SP_DIFF_INT_H
 
@@ -10,6 +12,8 @@
 
 #define CELL 32                        /* bytes of one formatted cell */
 
+/* diff_format.c */
+
 /* Seconds from ns without padding ("0.002191") into buf (CELL bytes). */
 char *sp_diff_secs(char *buf, double ns);
 /* A signed percentage ("+12.5%", "-" for NAN) into buf (CELL bytes). */
@@ -17,6 +21,8 @@ char *sp_diff_percent(char *buf, double pct);
 /* A name for a one-line message: control characters as '?', cut at 80
  * bytes; returns buf. */
 const char *sp_diff_plain(char *buf, size_t len, const char *s);
+
+/* diff_gate.c */
 
 /* Gives each row its verdict from the totals (d->bound, d->min_time) and
  * counts the rows above the bound (worst, nabove). */

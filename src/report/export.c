@@ -23,22 +23,6 @@ int sp_export_format_parse(const char *name)
 	return -1;
 }
 
-int sp_export_entry_name_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
-	if (c)
-		return c;
-	if (x->ri != y->ri)
-		return x->ri < y->ri ? -1 : 1;
-	return (x->gi > y->gi) - (x->gi < y->gi);
-}
-
 /* The Python read API's region order: earliest call first, ties in the
  * order the regions first appear (rank by rank, file order). */
 static int group_cmp(const void *a, const void *b)
@@ -58,50 +42,43 @@ static enum sp_err plan(struct exporter *x)
 	size_t n = 0;
 	for (size_t r = 0; r < p->nranks; r++)
 		n += p->ranks[r].nregions;
-	x->entries = malloc((n ? n : 1) * sizeof *x->entries);
-	x->groups = malloc((n ? n : 1) * sizeof *x->groups);
+	if (sp_byname_build(&x->names, &p, 1, NULL, x->err) != SP_OK)
+		return SP_ENOMEM;
+	x->groups = malloc((x->names.n ? x->names.n : 1) * sizeof *x->groups);
 	x->gid = malloc((n ? n : 1) * sizeof *x->gid);
-	x->base = malloc(p->nranks * sizeof *x->base);
 	x->origin = malloc(p->nranks * sizeof *x->origin);
 	x->starts = malloc(SLICE * sizeof *x->starts);
 	x->ends = malloc(SLICE * sizeof *x->ends);
 	x->lanes = malloc(SLICE * sizeof *x->lanes);
 	x->values = malloc(SLICE * sizeof *x->values);
-	if (!x->entries || !x->groups || !x->gid || !x->base || !x->origin || !x->starts || !x->ends ||
-	    !x->lanes || !x->values)
+	if (!x->groups || !x->gid || !x->origin || !x->starts || !x->ends || !x->lanes || !x->values)
 		return sp_error_set(x->err, SP_ENOMEM, "out of memory for %zu regions", n);
-	for (size_t r = 0, k = 0; r < p->nranks; r++) {
-		x->base[r] = k;
-		for (size_t g = 0; g < p->ranks[r].nregions; g++, k++) {
-			x->entries[k] = (struct entry){p->ranks[r].regions[g].name, r, g};
+	for (size_t r = 0; r < p->nranks; r++)
+		for (size_t g = 0; g < p->ranks[r].nregions; g++)
 			x->kinds[p->ranks[r].regions[g].value_kind] = 1;
-		}
-	}
 	/* One time axis for all ranks, the analysis module's (as the Python
 	 * read API has it). */
 	int64_t origin = sp_profile_time_origin(p);
 	for (size_t r = 0; r < p->nranks; r++)
 		x->origin[r] = origin != SP_NO_TIME ? origin : 0;
-	x->nentries = n;
-	qsort(x->entries, n, sizeof *x->entries, entry_cmp);
-	for (size_t i = 0; i < n; i++) {
-		const struct entry *e = &x->entries[i];
-		const struct sp_stats *st = &p->ranks[e->ri].regions[e->gi].stats;
-		if (i == 0 || strcmp(e->name, x->entries[i - 1].name) != 0)
-			x->groups[x->ngroups++] = (struct group){i, 0, INT64_MAX, e->ri, e->gi};
-		struct group *g = &x->groups[x->ngroups - 1];
-		if (st->num_calls > 0 && st->first_start_ns < g->key)
-			g->key = st->first_start_ns;
-		g->n++;
+	for (size_t k = 0; k < x->names.n; k++) {
+		size_t first = x->names.first[k], nk = x->names.first[k + 1] - first;
+		const struct sp_byname_ref *r0 = &x->names.refs[first];
+		struct group *g = &x->groups[x->ngroups++];
+		*g = (struct group){first, nk, INT64_MAX, r0->ri, r0->gi};
+		for (size_t i = first; i < first + nk; i++) {
+			const struct sp_stats *st = &p->ranks[x->names.refs[i].ri].regions[x->names.refs[i].gi].stats;
+			if (st->num_calls > 0 && st->first_start_ns < g->key)
+				g->key = st->first_start_ns;
+		}
+		if (g->key == INT64_MAX)
+			g->key = 0;
 	}
-	for (size_t k = 0; k < x->ngroups; k++)
-		if (x->groups[k].key == INT64_MAX)
-			x->groups[k].key = 0;
 	qsort(x->groups, x->ngroups, sizeof *x->groups, group_cmp);
 	for (size_t k = 0; k < x->ngroups; k++)
 		for (size_t i = 0; i < x->groups[k].n; i++) {
-			const struct entry *e = &x->entries[x->groups[k].first + i];
-			x->gid[x->base[e->ri] + e->gi] = (int32_t)k;
+			const struct sp_byname_ref *e = &x->names.refs[x->groups[k].first + i];
+			x->gid[x->names.base[e->ri] + e->gi] = (int32_t)k;
 		}
 	return SP_OK;
 }
@@ -234,13 +211,13 @@ static enum sp_err write_calls(struct exporter *x)
 	enum sp_err rc;
 	for (size_t k = 0; k < x->ngroups; k++) {
 		const struct group *g = &x->groups[k];
-		const char *name = x->entries[g->first].name;
+		const char *name = sp_export_group_name(x, k);
 		if (!sp_select_region(x->sel, name))
 			continue;
 		if (encode_name(x, name) != SP_OK)
 			return SP_ENOMEM;
 		for (size_t i = 0; i < g->n; i++) {
-			const struct entry *e = &x->entries[g->first + i];
+			const struct sp_byname_ref *e = &x->names.refs[g->first + i];
 			const struct sp_rank *rk = &x->p->ranks[e->ri];
 			uint64_t calls = (uint64_t)rk->regions[e->gi].stats.num_calls;
 			if (!sp_select_rank(x->sel, rk->rank) || rk->regions[e->gi].stats.num_calls <= 0)
@@ -433,13 +410,13 @@ static enum sp_err write_aggregates(struct exporter *x)
 	}
 	for (size_t k = 0; k < x->ngroups; k++) {
 		const struct group *g = &x->groups[k];
-		const char *name = x->entries[g->first].name;
+		const char *name = sp_export_group_name(x, k);
 		if (!sp_select_region(x->sel, name))
 			continue;
 		if (encode_name(x, name) != SP_OK)
 			return SP_ENOMEM;
 		for (size_t i = 0; i < g->n; i++) {
-			const struct entry *e = &x->entries[g->first + i];
+			const struct sp_byname_ref *e = &x->names.refs[g->first + i];
 			const struct sp_rank *rk = &x->p->ranks[e->ri];
 			const struct sp_region_data *rd = &rk->regions[e->gi];
 			const struct sp_stats *st = &rd->stats;
@@ -547,10 +524,9 @@ enum sp_err sp_export(struct sp_h5_stream *s, const char *path, enum sp_export_f
 	if (rc == SP_OK && o->err)
 		rc = SP_EIO;
 out:
-	free(x.entries);
+	sp_byname_free(&x.names);
 	free(x.groups);
 	free(x.gid);
-	free(x.base);
 	free(x.origin);
 	free(x.starts);
 	free(x.ends);

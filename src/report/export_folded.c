@@ -9,6 +9,7 @@
 #include "sp_grow.h"
 #include "sp_keytab.h"
 #include "sp_nest.h"
+#include "sp_tree.h"
 
 /* A distinct stack: its region (group) under its parent stack. */
 struct fnode {
@@ -113,7 +114,7 @@ static enum sp_err fprint(struct exporter *x, const struct folded *f)
 			path[depth++] = j;
 		}
 		while (depth--) {
-			const char *name = x->entries[x->groups[f->nodes[path[depth]].group].first].name;
+			const char *name = sp_export_group_name(x, (size_t)f->nodes[path[depth]].group);
 			for (const char *q = name; *q; q++)
 				out_ch(x->o, *q == ';' ? ':' : *q == '\n' || *q == '\r' ? ' ' : *q);
 			out_ch(x->o, depth ? ';' : ' ');
@@ -144,7 +145,7 @@ enum sp_err sp_export_folded(struct exporter *x)
 		}
 		if ((rc = fload(x, r, cols, &mem)) != SP_OK)
 			goto out;
-		f.gid = x->gid + x->base[r];
+		f.gid = x->gid + x->names.base[r];
 		if (sp_nest_walk(cols, rk->nregions, 0, fvisit, &f, x->err) != SP_OK) {
 			rc = sp_error_set(x->err, SP_ENOMEM, "rank %d: out of memory for the stacks", rk->rank);
 			goto out;
@@ -168,7 +169,7 @@ out:
 enum sp_err sp_export_folded_trees(struct exporter *x)
 {
 	struct sp_profile *p = NULL;
-	enum sp_err rc = sp_h5_read(x->path, SP_READ_SUMMARY, &p, x->err);
+	enum sp_err rc = sp_report_read(x->path, SP_READ_SUMMARY, &p, x->err);
 	struct folded f = {0};
 	int32_t *map = NULL;
 	if (rc != SP_OK)
@@ -186,11 +187,9 @@ enum sp_err sp_export_folded_trees(struct exporter *x)
 			const struct sp_tree_node *t = &rk->tree[i];
 			int32_t parent = t->parent >= 0 ? map[t->parent] : -1;
 			const char *name = rk->regions[t->region].name;
-			/* The region's group, through its name's entry in the plan
-			 * (the entries are sorted by name). */
-			const struct entry key = {name, 0, 0}, *e =
-				bsearch(&key, x->entries, x->nentries, sizeof *e, sp_export_entry_name_cmp);
-			int32_t group = e ? x->gid[x->base[e->ri] + e->gi] : -1;
+			/* The region's group, through its name in the plan's join
+			 * (this profile is a second read of the file). */
+			int32_t group = sp_export_group_of(x, name);
 			if (group < 0 || !sp_select_region(x->sel, name)) {
 				map[i] = parent;
 				if (parent >= 0)

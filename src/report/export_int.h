@@ -13,6 +13,7 @@
 #include "sp_h5.h"
 #include "sp_json.h"
 #include "sp_select.h"
+#include "byname.h"
 
 #define SLICE 65536            /* calls read from the file at a time */
 
@@ -89,13 +90,7 @@ static inline void out_dec(struct out *o, __int128 v, int digits)
 
 /* ---- the regions in export order ---------------------------------------- */
 
-/* One region of one rank. */
-struct entry {
-	const char *name;
-	size_t ri, gi;             /* indices into p->ranks, rank->regions */
-};
-
-/* The entries of one name: entries[first .. first + n), by rank. */
+/* The regions of one name: names.refs[first .. first + n), by rank. */
 struct group {
 	size_t first, n;
 	int64_t key;               /* the earliest call over all ranks; 0 without calls */
@@ -109,12 +104,10 @@ struct exporter {
 	struct out *o;
 	enum sp_export_format fmt;
 	const char *path;
-	struct entry *entries;
-	size_t nentries;
+	struct sp_byname names;    /* the regions by name (byname.c) */
 	struct group *groups;      /* in export order */
 	size_t ngroups;
-	int32_t *gid;              /* group of each entry's region: gid[base[ri] + gi] */
-	size_t *base;
+	int32_t *gid;              /* group of each region: gid[names.base[ri] + gi] */
 	int64_t *origin;           /* per rank index */
 	int64_t *starts, *ends;    /* SLICE each */
 	int32_t *lanes;
@@ -128,8 +121,22 @@ struct exporter {
 	struct sp_error *err;
 };
 
-/* By name only: the entry of a name (export_folded.c's bsearch). */
-int sp_export_entry_name_cmp(const void *a, const void *b);
+/* Group k's name. */
+static inline const char *sp_export_group_name(const struct exporter *x, size_t k)
+{
+	const struct sp_byname_ref *r = &x->names.refs[x->groups[k].first];
+	return x->p->ranks[r->ri].regions[r->gi].name;
+}
+
+/* The group of the region called name, or -1 when the profile has none. */
+static inline int32_t sp_export_group_of(const struct exporter *x, const char *name)
+{
+	int32_t id = sp_byname_find(&x->names, name);
+	if (id < 0)
+		return -1;
+	const struct sp_byname_ref *r = &x->names.refs[x->names.first[id]];
+	return x->gid[x->names.base[r->ri] + r->gi];
+}
 
 /* The folded stacks of the selected calls, merged over the selected ranks
  * (export_folded.c); of the stored call trees for aggregates. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "plot_int.h"
+#include "byname.h"
 #include "sp_analysis.h"
 #include "svg.h"
 
@@ -35,19 +36,6 @@ struct dtab {
 	struct dval *vals;
 };
 
-struct dent {
-	const char *name;
-	size_t file;
-	const struct sp_stats *st;
-};
-
-static int dent_cmp(const void *a, const void *b)
-{
-	const struct dent *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
-	return c ? c : (x->file > y->file) - (x->file < y->file);
-}
-
 static int drow_cmp(const void *a, const void *b)
 {
 	const struct drow *x = a, *y = b;
@@ -63,62 +51,60 @@ static void dtab_free(struct dtab *t)
 	*t = (struct dtab){0};
 }
 
-/* The selected regions of the selected ranks of every file, merged by name,
- * heaviest first. SP_EINVAL when there is none. */
+/* Folds one region's stats into its file's value v of row. */
+static void dval_add(struct drow *row, struct dval *v, const struct sp_stats *st)
+{
+	if (!v->present)
+		*v = (struct dval){1, 0, 0, st->min_ns, st->max_ns, 0};
+	v->calls += st->num_calls;
+	v->total += st->total_ns;
+	v->min = st->min_ns < v->min ? st->min_ns : v->min;
+	v->max = st->max_ns > v->max ? st->max_ns : v->max;
+	v->slowest = st->total_ns > v->slowest ? st->total_ns : v->slowest;
+	row->total += st->total_ns;
+}
+
+/* The selected regions with calls of the selected ranks of every file,
+ * merged by name (byname.c's join), heaviest first. SP_EINVAL when there is
+ * none. */
 static enum sp_err dtab_build(struct dtab *t, const struct sp_plot_file *f, size_t nf,
 			      const struct sp_select *sel, struct sp_error *err)
 {
-	size_t ne = 0, k = 0;
-	for (size_t i = 0; i < nf; i++)
-		for (size_t r = 0; r < f[i].p->nranks; r++)
-			ne += f[i].p->ranks[r].nregions;
-	struct dent *e = malloc((ne ? ne : 1) * sizeof *e);
-	if (!e)
+	const struct sp_profile **files = malloc((nf ? nf : 1) * sizeof *files);
+	struct sp_byname b = {0};
+	if (!files)
 		return sp_error_set(err, SP_ENOMEM, "out of memory");
 	for (size_t i = 0; i < nf; i++)
-		for (size_t r = 0; r < f[i].p->nranks; r++) {
-			const struct sp_rank *rk = &f[i].p->ranks[r];
-			if (!sp_select_rank(sel, rk->rank))
-				continue;
-			for (size_t g = 0; g < rk->nregions; g++)
-				if (rk->regions[g].stats.num_calls > 0 && sp_select_region(sel, rk->regions[g].name))
-					e[k++] = (struct dent){rk->regions[g].name, i, &rk->regions[g].stats};
-		}
-	if (!k) {
-		free(e);
-		return sp_error_set(err, SP_EINVAL, "no selected region has calls in any file");
-	}
-	qsort(e, k, sizeof *e, dent_cmp);
-	size_t nrows = 1;
-	for (size_t j = 1; j < k; j++)
-		nrows += strcmp(e[j].name, e[j - 1].name) != 0;
-	t->rows = calloc(nrows, sizeof *t->rows);
-	t->vals = calloc(nrows * nf, sizeof *t->vals);
-	if (!t->rows || !t->vals) {
-		free(e);
-		dtab_free(t);
-		return sp_error_set(err, SP_ENOMEM, "out of memory");
-	}
+		files[i] = f[i].p;
+	enum sp_err rc = sp_byname_build(&b, files, nf, sel, err);
 	t->n = 0;
-	for (size_t j = 0; j < k; j++) {
-		if (!j || strcmp(e[j].name, e[j - 1].name) != 0) {
-			t->rows[t->n] = (struct drow){e[j].name, t->vals + t->n * nf, 0};
-			t->n++;
+	if (rc == SP_OK && (!(t->rows = calloc(b.n ? b.n : 1, sizeof *t->rows)) ||
+			    !(t->vals = calloc((b.n ? b.n : 1) * nf, sizeof *t->vals))))
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
+	for (size_t k = 0; rc == SP_OK && k < b.n; k++) {
+		struct drow *row = &t->rows[t->n];
+		*row = (struct drow){b.names[k], t->vals + t->n * nf, 0};
+		if (!sp_select_region(sel, b.names[k]))
+			continue;
+		int any = 0;
+		for (size_t q = b.first[k]; q < b.first[k + 1]; q++) {
+			const struct sp_byname_ref *r = &b.refs[q];
+			const struct sp_stats *st = &files[r->file]->ranks[r->ri].regions[r->gi].stats;
+			if (st->num_calls > 0) {
+				dval_add(row, &row->v[r->file], st);
+				any = 1;
+			}
 		}
-		struct drow *row = &t->rows[t->n - 1];
-		struct dval *v = &row->v[e[j].file];
-		const struct sp_stats *st = e[j].st;
-		if (!v->present) {
-			*v = (struct dval){1, 0, 0, st->min_ns, st->max_ns, 0};
-		}
-		v->calls += st->num_calls;
-		v->total += st->total_ns;
-		v->min = st->min_ns < v->min ? st->min_ns : v->min;
-		v->max = st->max_ns > v->max ? st->max_ns : v->max;
-		v->slowest = st->total_ns > v->slowest ? st->total_ns : v->slowest;
-		row->total += st->total_ns;
+		t->n += any;                   /* a row only where some region has calls */
 	}
-	free(e);
+	if (rc == SP_OK && t->n == 0)
+		rc = sp_error_set(err, SP_EINVAL, "no selected region has calls in any file");
+	sp_byname_free(&b);
+	free(files);
+	if (rc != SP_OK) {
+		dtab_free(t);
+		return rc;
+	}
 	qsort(t->rows, t->n, sizeof *t->rows, drow_cmp);
 	return SP_OK;
 }
@@ -138,6 +124,43 @@ static double dvalue(const struct dval *v, enum sp_plot_metric m)
 
 #define D_LEFT 260
 #define D_BAR 12
+
+/* The legend of the files' colours, cols to a line. */
+static void durations_legend(FILE *svg, const struct sp_plot_file *files, size_t n, int cols)
+{
+	fputs("<g class=\"legend\">\n", svg);
+	for (size_t i = 0; i < n; i++) {
+		double lx = 12 + (double)(i % (size_t)cols) * 300, ly = 40 + (double)(i / (size_t)cols) * 18;
+		fprintf(svg, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", lx, ly,
+			sp_svg_series_colour(i));
+		sp_svg_label(svg, lx + 16, ly + 10, "start", NULL, files[i].name, 38);
+	}
+	fputs("</g>\n", svg);
+}
+
+/* One region's row at y (row_h high): its label, a bar per file having it
+ * (axis_max seconds take pw pixels). */
+static void durations_row(FILE *svg, const struct sp_plot_file *files, size_t n, const struct drow *row,
+			  enum sp_plot_metric m, double y, double row_h, double axis_max, double pw)
+{
+	sp_svg_label(svg, D_LEFT - 6, y + row_h / 2 + 2, "end", "font-size=\"11\"", row->name, 34);
+	fputs("<g sp:region=\"", svg);
+	sp_svg_text(svg, row->name, 0);
+	fputs("\">\n", svg);
+	for (size_t i = 0; i < n; i++) {
+		if (!row->v[i].present)
+			continue;
+		double v = dvalue(&row->v[i], m), w = v / axis_max * pw;
+		fprintf(svg, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>",
+			(double)D_LEFT, y + 4 + (double)i * D_BAR, w, D_BAR - 1,
+			n > 1 ? sp_svg_series_colour(i) : sp_svg_colour(row->name));
+		sp_svg_text(svg, row->name, 0);
+		fputs(" \xe2\x80\x94 ", svg);
+		sp_svg_text(svg, files[i].name, 0);
+		fprintf(svg, ": %.9f s</title></rect>\n", v);
+	}
+	fputs("</g>\n", svg);
+}
 
 enum sp_err sp_plot_durations(FILE *svg, const struct sp_plot_file *files, size_t n,
 			      enum sp_plot_metric m, const struct sp_plot_opts *o, struct sp_error *err)
@@ -165,50 +188,10 @@ enum sp_err sp_plot_durations(FILE *svg, const struct sp_plot_file *files, size_
 	sp_svg_begin(svg, width, (int)ceil(height), title);
 	fprintf(svg, "<g xmlns:sp=\"%s\">\n", SP_PLOT_NS);
 	sp_svg_label(svg, 12, 24, "start", "font-size=\"16\" font-weight=\"bold\"", title, 0);
-	if (n > 1) {
-		const char **names = malloc(n * sizeof *names), **colours = malloc(n * sizeof *colours);
-		if (!names || !colours) {
-			free(names);
-			free(colours);
-			dtab_free(&t);
-			return sp_error_set(err, SP_ENOMEM, "out of memory");
-		}
-		for (size_t i = 0; i < n; i++) {
-			names[i] = files[i].name;
-			colours[i] = sp_svg_series_colour(i);
-		}
-		fputs("<g class=\"legend\">\n", svg);
-		for (size_t i = 0; i < n; i++) {
-			double lx = 12 + (double)(i % (size_t)cols) * 300, ly = 40 + (double)(i / (size_t)cols) * 18;
-			fprintf(svg, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", lx, ly,
-				colours[i]);
-			sp_svg_label(svg, lx + 16, ly + 10, "start", NULL, names[i], 38);
-		}
-		fputs("</g>\n", svg);
-		free(names);
-		free(colours);
-	}
-	for (size_t r = 0; r < t.n; r++) {
-		const struct drow *row = &t.rows[r];
-		double y = top + (double)r * row_h;
-		sp_svg_label(svg, left - 6, y + row_h / 2 + 2, "end", "font-size=\"11\"", row->name, 34);
-		fputs("<g sp:region=\"", svg);
-		sp_svg_text(svg, row->name, 0);
-		fputs("\">\n", svg);
-		for (size_t i = 0; i < n; i++) {
-			if (!row->v[i].present)
-				continue;
-			double v = dvalue(&row->v[i], m), w = v / axis_max * pw;
-			fprintf(svg, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>",
-				left, y + 4 + (double)i * D_BAR, w, D_BAR - 1,
-				n > 1 ? sp_svg_series_colour(i) : sp_svg_colour(row->name));
-			sp_svg_text(svg, row->name, 0);
-			fputs(" \xe2\x80\x94 ", svg);
-			sp_svg_text(svg, files[i].name, 0);
-			fprintf(svg, ": %.9f s</title></rect>\n", v);
-		}
-		fputs("</g>\n", svg);
-	}
+	if (n > 1)
+		durations_legend(svg, files, n, cols);
+	for (size_t r = 0; r < t.n; r++)
+		durations_row(svg, files, n, &t.rows[r], m, top + (double)r * row_h, row_h, axis_max, pw);
 	fprintf(svg, "<g stroke=\"#000000\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
 		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
 		left, axis_y, left + pw, axis_y, left, top, left, axis_y);
@@ -299,6 +282,123 @@ size_t sp_plot_speedup_xs(const struct sp_plot_file *files, size_t n, enum sp_pl
 #define S_TOP 56
 #define S_H 420
 
+/* The speedup chart's frame: x from 0 to xtop, speedup from 0 to ytop, on
+ * pw x ph pixels; the ticks' steps. */
+struct sframe {
+	double xtop, ytop, xstep, ystep, pw, ph;
+};
+
+static double sx(const struct sframe *f, double v)
+{
+	return S_LEFT + v / f->xtop * f->pw;
+}
+
+static double sy(const struct sframe *f, double v)
+{
+	return S_TOP + f->ph - v / f->ytop * f->ph;
+}
+
+/* The indices of the runs with an x value into order, by x (then file
+ * order); returns how many. */
+static size_t speedup_order(const double *x, size_t n, size_t *order)
+{
+	size_t nr = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(x[i])) {
+			size_t j = nr++;
+			while (j > 0 && x[order[j - 1]] > x[i]) {
+				order[j] = order[j - 1];
+				j--;
+			}
+			order[j] = i;
+		}
+	return nr;
+}
+
+/* The largest speedup of any region against run base, at least smax. */
+static double speedup_max(const struct dtab *t, size_t base, const size_t *order, size_t nr, double smax)
+{
+	for (size_t r = 0; r < t->n; r++) {
+		const struct dval *b = &t->rows[r].v[base];
+		if (!b->present || b->slowest <= 0)
+			continue;
+		for (size_t j = 0; j < nr; j++) {
+			const struct dval *v = &t->rows[r].v[order[j]];
+			if (v->present && v->slowest > 0 && (double)b->slowest / (double)v->slowest > smax)
+				smax = (double)b->slowest / (double)v->slowest;
+		}
+	}
+	return smax;
+}
+
+/* The axes, their ticks and titles, and the ideal line x / xmin with its
+ * legend entry at (lx, ly). */
+static void speedup_axes(FILE *svg, const struct sframe *f, const char *xname, double xmin, double xmax,
+			 double lx, double ly)
+{
+	char num[64];
+	fprintf(svg, "<g stroke=\"#000000\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
+		sx(f, 0), sy(f, 0), sx(f, f->xtop), sy(f, 0), sx(f, 0), sy(f, 0), sx(f, 0), sy(f, f->ytop));
+	for (int i = 0; i <= SP_SVG_MAX_TICKS && i * f->xstep <= f->xtop * (1 + 1e-9); i++) {
+		fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
+			sx(f, i * f->xstep), sy(f, 0), sx(f, i * f->xstep), sy(f, 0) + 5);
+		sp_svg_label(svg, sx(f, i * f->xstep), sy(f, 0) + 17, "middle", NULL,
+			     sp_svg_number(num, sizeof num, i * f->xstep, f->xstep), 0);
+	}
+	for (int i = 0; i <= SP_SVG_MAX_TICKS && i * f->ystep <= f->ytop * (1 + 1e-9); i++) {
+		fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
+			sx(f, 0) - 5, sy(f, i * f->ystep), sx(f, 0), sy(f, i * f->ystep));
+		sp_svg_label(svg, sx(f, 0) - 8, sy(f, i * f->ystep) + 4, "end", NULL,
+			     sp_svg_number(num, sizeof num, i * f->ystep, f->ystep), 0);
+	}
+	sp_svg_label(svg, sx(f, f->xtop / 2), sy(f, 0) + 36, "middle", NULL, xname, 0);
+	fprintf(svg, "<text x=\"20\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 20 %.1f)\">"
+		"speedup (time of the smallest run / time)</text>\n", sy(f, f->ytop / 2), sy(f, f->ytop / 2));
+	fprintf(svg, "<polyline class=\"ideal\" points=\"%.1f,%.1f %.1f,%.1f\" fill=\"none\" stroke=\"#000000\""
+		" stroke-dasharray=\"6,4\"/>\n", sx(f, xmin), sy(f, 1.0), sx(f, xmax), sy(f, xmax / xmin));
+	fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\" "
+		"stroke-dasharray=\"6,4\"/>\n", lx, ly + 6, lx + 24, ly + 6);
+	sp_svg_label(svg, lx + 30, ly + 10, "start", NULL, "ideal", 0);
+}
+
+/* One region's line and points (and CSV rows) against run base, over the
+ * nr runs in order; its legend entry at (lx, ly). */
+static void speedup_row(FILE *svg, FILE *csv, const struct sframe *f, const struct drow *row, size_t base,
+			const size_t *order, size_t nr, const double *x, double lx, double ly)
+{
+	const struct dval *b = &row->v[base];
+	const char *colour = sp_svg_colour(row->name);
+	fputs("<g sp:region=\"", svg);
+	sp_svg_text(svg, row->name, 0);
+	fprintf(svg, "\" fill=\"%s\" stroke=\"%s\">\n<polyline fill=\"none\" points=\"", colour, colour);
+	for (size_t j = 0, k = 0; j < nr; j++) {
+		const struct dval *v = &row->v[order[j]];
+		if (v->present && v->slowest > 0)
+			fprintf(svg, "%s%.1f,%.1f", k++ ? " " : "", sx(f, x[order[j]]),
+				sy(f, (double)b->slowest / (double)v->slowest));
+	}
+	fputs("\"/>\n", svg);
+	for (size_t j = 0; j < nr; j++) {
+		const struct dval *v = &row->v[order[j]];
+		if (!v->present || v->slowest <= 0)
+			continue;
+		double s = (double)b->slowest / (double)v->slowest;
+		fprintf(svg, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"><title>", sx(f, x[order[j]]), sy(f, s));
+		sp_svg_text(svg, row->name, 0);
+		fprintf(svg, " at %g: %.3fx</title></circle>\n", x[order[j]], s);
+		if (csv) {
+			sp_plot_csv_name(csv, row->name);
+			fprintf(csv, ",%g,", x[order[j]]);
+			sp_plot_secs(csv, v->slowest);
+			fprintf(csv, ",%.6f\n", s);
+		}
+	}
+	fputs("</g>\n", svg);
+	fprintf(svg, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", lx + 6, ly, colour);
+	sp_svg_label(svg, lx + 30, ly + 10, "start", NULL, row->name, 30);
+}
+
 enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *files, size_t n,
 			    enum sp_plot_xfield xf, const struct sp_plot_opts *o, struct sp_error *err)
 {
@@ -320,113 +420,36 @@ enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *fil
 	}
 	if ((rc = dtab_build(&t, files, n, o ? o->sel : NULL, err)) != SP_OK)
 		goto out;
-	/* the runs with an x value, by x (then file order) */
-	size_t nr = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!isnan(x[i])) {
-			size_t j = nr++;
-			while (j > 0 && x[order[j - 1]] > x[i]) {
-				order[j] = order[j - 1];
-				j--;
-			}
-			order[j] = i;
-		}
-	size_t base = order[0];
-	double xmin = x[base], xmax = x[order[nr - 1]], smax = xmax / xmin;
-	for (size_t r = 0; r < t.n; r++) {
-		const struct dval *b = &t.rows[r].v[base];
-		if (!b->present || b->slowest <= 0)
-			continue;
-		for (size_t j = 0; j < nr; j++) {
-			const struct dval *v = &t.rows[r].v[order[j]];
-			if (v->present && v->slowest > 0 && (double)b->slowest / (double)v->slowest > smax)
-				smax = (double)b->slowest / (double)v->slowest;
-		}
-	}
-	double pw = width - S_LEFT - 300, ph = S_H;
-	double xstep = sp_svg_tick_step(xmax, 10), xtop = ceil(xmax / xstep - 1e-9) * xstep;
-	double ystep = sp_svg_tick_step(smax, 8), ytop = ceil(smax / ystep - 1e-9) * ystep;
-#define SX(v) (S_LEFT + (v) / xtop * pw)
-#define SY(v) (S_TOP + ph - (v) / ytop * ph)
-	char num[64];
+	size_t nr = speedup_order(x, n, order), base = order[0];
+	double xmin = x[base], xmax = x[order[nr - 1]];
+	double smax = speedup_max(&t, base, order, nr, xmax / xmin);
+	struct sframe f = { .pw = width - S_LEFT - 300, .ph = S_H };
+	f.xstep = sp_svg_tick_step(xmax, 10);
+	f.xtop = ceil(xmax / f.xstep - 1e-9) * f.xstep;
+	f.ystep = sp_svg_tick_step(smax, 8);
+	f.ytop = ceil(smax / f.ystep - 1e-9) * f.ystep;
 	size_t shown = 0;
 	for (size_t r = 0; r < t.n; r++)
 		shown += t.rows[r].v[base].present && t.rows[r].v[base].slowest > 0;
-	double height = S_TOP + ph + 60, legend_end = S_TOP + 18 * (double)(shown + 1) + 10;
+	double height = S_TOP + f.ph + 60, legend_end = S_TOP + 18 * (double)(shown + 1) + 10;
 	sp_svg_begin(svg, width, (int)(legend_end > height ? legend_end : height), "Speedup against the smallest run");
 	fprintf(svg, "<g xmlns:sp=\"%s\">\n", SP_PLOT_NS);
 	fputs("<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">Speedup against ", svg);
 	sp_svg_text(svg, files[base].name, 60);
 	fputs("</text>\n", svg);
-	fprintf(svg, "<g stroke=\"#000000\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
-		SX(0), SY(0), SX(xtop), SY(0), SX(0), SY(0), SX(0), SY(ytop));
-	for (int i = 0; i <= SP_SVG_MAX_TICKS && i * xstep <= xtop * (1 + 1e-9); i++) {
-		fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
-			SX(i * xstep), SY(0), SX(i * xstep), SY(0) + 5);
-		sp_svg_label(svg, SX(i * xstep), SY(0) + 17, "middle", NULL,
-			     sp_svg_number(num, sizeof num, i * xstep, xstep), 0);
-	}
-	for (int i = 0; i <= SP_SVG_MAX_TICKS && i * ystep <= ytop * (1 + 1e-9); i++) {
-		fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
-			SX(0) - 5, SY(i * ystep), SX(0), SY(i * ystep));
-		sp_svg_label(svg, SX(0) - 8, SY(i * ystep) + 4, "end", NULL,
-			     sp_svg_number(num, sizeof num, i * ystep, ystep), 0);
-	}
-	sp_svg_label(svg, SX(xtop / 2), SY(0) + 36, "middle", NULL, xnames[xf], 0);
-	fprintf(svg, "<text x=\"20\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 20 %.1f)\">"
-		"speedup (time of the smallest run / time)</text>\n", SY(ytop / 2), SY(ytop / 2));
-	/* the ideal line: x / xmin */
-	fprintf(svg, "<polyline class=\"ideal\" points=\"%.1f,%.1f %.1f,%.1f\" fill=\"none\" stroke=\"#000000\""
-		" stroke-dasharray=\"6,4\"/>\n", SX(xmin), SY(1.0), SX(xmax), SY(xmax / xmin));
-	double ly = S_TOP;
-	double lx = S_LEFT + pw + 30;
-	fprintf(svg, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\" "
-		"stroke-dasharray=\"6,4\"/>\n", lx, ly + 6, lx + 24, ly + 6);
-	sp_svg_label(svg, lx + 30, ly + 10, "start", NULL, "ideal", 0);
+	double ly = S_TOP, lx = S_LEFT + f.pw + 30;
+	speedup_axes(svg, &f, xnames[xf], xmin, xmax, lx, ly);
 	if (csv)
 		fputs("region,x,time,speedup\n", csv);
 	for (size_t r = 0; r < t.n; r++) {
-		const struct drow *row = &t.rows[r];
-		const struct dval *b = &row->v[base];
+		const struct dval *b = &t.rows[r].v[base];
 		if (!b->present || b->slowest <= 0)
 			continue;
-		const char *colour = sp_svg_colour(row->name);
-		fputs("<g sp:region=\"", svg);
-		sp_svg_text(svg, row->name, 0);
-		fprintf(svg, "\" fill=\"%s\" stroke=\"%s\">\n<polyline fill=\"none\" points=\"", colour, colour);
-		for (size_t j = 0, k = 0; j < nr; j++) {
-			const struct dval *v = &row->v[order[j]];
-			if (v->present && v->slowest > 0)
-				fprintf(svg, "%s%.1f,%.1f", k++ ? " " : "", SX(x[order[j]]),
-					SY((double)b->slowest / (double)v->slowest));
-		}
-		fputs("\"/>\n", svg);
-		for (size_t j = 0; j < nr; j++) {
-			const struct dval *v = &row->v[order[j]];
-			if (!v->present || v->slowest <= 0)
-				continue;
-			double s = (double)b->slowest / (double)v->slowest;
-			fprintf(svg, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"><title>", SX(x[order[j]]), SY(s));
-			sp_svg_text(svg, row->name, 0);
-			fprintf(svg, " at %g: %.3fx</title></circle>\n", x[order[j]], s);
-			if (csv) {
-				sp_plot_csv_name(csv, row->name);
-				fprintf(csv, ",%g,", x[order[j]]);
-				sp_plot_secs(csv, v->slowest);
-				fprintf(csv, ",%.6f\n", s);
-			}
-		}
-		fputs("</g>\n", svg);
 		ly += 18;
-		fprintf(svg, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", lx + 6, ly,
-			colour);
-		sp_svg_label(svg, lx + 30, ly + 10, "start", NULL, row->name, 30);
+		speedup_row(svg, csv, &f, &t.rows[r], base, order, nr, x, lx, ly);
 	}
 	fputs("</g>\n", svg);
 	sp_svg_end(svg);
-#undef SX
-#undef SY
 	if (ferror(svg) || (csv && ferror(csv)))
 		rc = sp_error_set(err, SP_EIO, "writing the speedup chart failed");
 out:

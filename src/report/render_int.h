@@ -1,5 +1,6 @@
-/* render_int.h - what the renderer's files share (render.c: the summary;
- * render_text.c: text widths, padding, seconds). Private to src/report. */
+/* render_int.h - what the renderer's files share (render.c, render_merge.c,
+ * render_tree.c: the summary, whose view is render_view.h's; render_text.c:
+ * text widths, padding, seconds). Private to src/report. */
 #ifndef SP_RENDER_INT_H
 #define SP_RENDER_INT_H
 

@@ -10,6 +10,7 @@
  * + lanes + nesting depth), none per call (nest.c reads the columns in
  * place). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@
 #include "sp_grow.h"
 #include "sp_keytab.h"
 #include "nest_int.h"
-#include "sp_profile.h"
+#include "sp_h5.h"
+#include "sp_tree.h"
 
 /* With lanes: where a node's first event falls in the lane-by-lane order,
  * which is (lane, position in the merge). */
@@ -210,10 +212,37 @@ out:
 	return SP_OK;
 }
 
-/* Builds rank->tree by containment. Fails with SP_EINVAL when a region with
- * calls has no event columns loaded, SP_ENOMEM on out of memory or size
- * overflow; on failure the rank is left as it was. */
 enum sp_err sp_tree_build(struct sp_rank *rank, struct sp_error *err)
 {
 	return sp_tree_build_opt(rank, 0, err);
+}
+
+enum sp_err sp_profile_trees(struct sp_profile *p, struct sp_error *err)
+{
+	for (size_t r = 0; r < p->nranks; r++) {
+		enum sp_err rc;
+		if (!p->ranks[r].tree && (rc = sp_tree_build(&p->ranks[r], err)) != SP_OK)
+			return rc;
+	}
+	return SP_OK;
+}
+
+enum sp_err sp_report_read(const char *path, int flags, struct sp_profile **out, struct sp_error *err)
+{
+	struct sp_profile *p = NULL;
+	enum sp_err rc = sp_h5_read(path, flags, &p, err);
+	if (rc != SP_OK || (rc = sp_profile_trees(p, err)) == SP_OK) {
+		*out = p;
+		return rc;
+	}
+	char why[sizeof err->msg];
+	snprintf(why, sizeof why, "%s", err ? err->msg : "cannot build the call tree");
+	sp_error_set(err, rc, "cannot read '%s': %s", path, why);
+	if (err)
+		for (char *c = err->msg; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+	sp_profile_free(p);
+	*out = NULL;
+	return rc;
 }

@@ -1,40 +1,19 @@
-/* h5read.c - reading a profile from HDF5: the file, its metadata, and the
- * ranks of format version 1 and of the plain rank{N}/regions/{name}/
- * {start_times,end_times} layout (version 2's are h5read_table.c's).
- * Defensive: the file may be anything, and nothing in it is trusted without
- * a check. The pieces: this file (the file, version 1's ranks, regions and
- * events, call trees, metadata, sp_h5_read), h5read_table.c,
- * h5read_lines.c, h5stream.c, h5read_check.c (the damaged-file checks) and
- * h5read_util.c, sharing sp_h5read.h. */
+/* h5read.c - reading a profile from HDF5 (sp_h5_read): the file and its
+ * metadata, and the ranks of format version 1 and of the plain
+ * rank{N}/regions/{name}/{start_times,end_times} layout, region by region
+ * (version 2's ranks are h5read_table.c's; every rank's tree, line tables
+ * and counters h5read_tree.c's). Defensive: the file may be anything, and
+ * nothing in it is trusted without a check. On the primitives of
+ * h5read_util.c and the checks of h5read_check.c (see sp_h5read.h). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "sp_clock.h"
 #include "sp_grow.h"
 #include "sp_h5read.h"
-
-/* An event column of n elements of size sz, or NULL: large ones aligned
- * to 2 MiB and marked for transparent huge pages, so reading 16 MB costs a
- * handful of page faults instead of four thousand (numpy does the same for
- * h5py). Freed with free(). */
-void *sp_h5r_alloc_column(size_t n, size_t sz)
-{
-	if (n > SIZE_MAX / sz)
-		return NULL;
-	size_t bytes = n * sz;
-	const size_t huge = (size_t)2 << 20;
-	if (bytes < 2 * huge)
-		return malloc(bytes ? bytes : 1);
-	void *p = NULL;
-	if (posix_memalign(&p, huge, bytes) != 0)
-		return NULL;
-	madvise(p, bytes, MADV_HUGEPAGE);   /* a hint; failure is harmless */
-	return p;
-}
 
 /* The validation of a full read, in blocks the compiler vectorises (only
  * 64-bit subtract, or and add): a block whose every end - start, taken as
@@ -151,6 +130,31 @@ out:
 	return rc;
 }
 
+/* Without reading them: the event columns of a region, those it has, hold
+ * num_calls calls each (their extents, cheap to read). A summary needs no
+ * columns: a region may have none (stream_open and full reads refuse it). */
+static enum sp_err extents_ok(struct reader *r, hid_t g, const char *ctx, int64_t num_calls)
+{
+	static const char *const cols[2] = {"start_times", "end_times"};
+	for (int i = 0; i < 2; i++) {
+		hid_t ds = -1;
+		hsize_t n = 0;
+		int hl = sp_h5r_hard_link(g, cols[i]);
+		if (hl < 0)
+			return sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up %s", ctx, cols[i]);
+		if (hl == 0)
+			continue;
+		enum sp_err rc = sp_h5r_column_open(r, g, ctx, cols[i], H5T_INTEGER, 0, &ds, &n);
+		sp_h5r_close(ds);
+		if (rc != SP_OK)
+			return rc;
+		if (n != (hsize_t)num_calls)
+			return sp_h5r_fail(r, SP_ECORRUPT, "%s: num_calls is %lld but %s holds %llu calls", ctx,
+				     (long long)num_calls, cols[i], (unsigned long long)n);
+	}
+	return SP_OK;
+}
+
 enum sp_err sp_h5r_read_region(struct reader *r, hid_t regions, const char *link, int rankno,
 			       int need_events, struct sp_region_data *rd)
 {
@@ -210,7 +214,7 @@ enum sp_err sp_h5r_read_region(struct reader *r, hid_t regions, const char *link
 		goto out;
 	}
 	if (got == 8 && !need_events) {
-		rc = sp_h5r_extents_ok(r, g, ctx, st->num_calls);
+		rc = extents_ok(r, g, ctx, st->num_calls);
 		goto out;
 	}
 	if ((rc = read_events(r, g, ctx, rd, &n)) != SP_OK)
@@ -223,159 +227,6 @@ enum sp_err sp_h5r_read_region(struct reader *r, hid_t regions, const char *link
 out:
 	H5Gclose(g);
 	return rc;
-}
-
-static int name_ref_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct sp_h5r_name_ref *)a)->name, ((const struct sp_h5r_name_ref *)b)->name);
-}
-
-enum sp_err sp_h5r_read_tree(struct reader *r, hid_t rank_g, const struct sp_h5r_name_ref *idx, size_t nidx,
-			     struct sp_rank *rk)
-{
-	int rankno = rk->rank;
-	static const char *const cols[4] = {"parent", "region", "calls", "total_ns"};
-	hid_t tg = -1, ds[4] = {-1, -1, -1, -1};
-	hsize_t len[4];
-	int32_t *parent = NULL;
-	int64_t *calls = NULL, *total = NULL;
-	int32_t *row = NULL;
-	struct sp_h5r_strings names = {.mt = -1, .space = -1};
-	size_t n = 0;
-	struct sp_tree_node *tree = NULL;
-	enum sp_err rc = SP_OK;
-	char ctx[32];
-
-	snprintf(ctx, sizeof ctx, "rank%d/tree", rankno);
-	if ((tg = sp_h5r_open_group(r, rank_g, "tree")) < 0)
-		return sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", ctx);
-	for (int i = 0; i < 4; i++)
-		if ((rc = sp_h5r_column_open(r, tg, ctx, cols[i], i == 1 && idx ? H5T_STRING : H5T_INTEGER, 1,
-					     &ds[i], &len[i])) != SP_OK)
-			goto out;
-	if (len[1] != len[0] || len[2] != len[0] || len[3] != len[0] || len[0] > INT32_MAX) {
-		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: columns of different lengths", ctx);
-		goto out;
-	}
-	n = (size_t)len[0];
-	parent = sp_h5r_alloc_n(n, sizeof *parent);
-	calls = sp_h5r_alloc_n(n, sizeof *calls);
-	total = sp_h5r_alloc_n(n, sizeof *total);
-	tree = sp_h5r_alloc_n(n, sizeof *tree);
-	if (!idx)
-		row = sp_h5r_alloc_n(n, sizeof *row);
-	if (!parent || !calls || !total || !tree || (!idx && !row)) {
-		rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %zu nodes", ctx, n);
-		goto out;
-	}
-	if (idx ? (rc = sp_h5r_strings_read(r, ds[1], ctx, "region", n, &names)) != SP_OK
-		: n && H5Dread(ds[1], H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, row) < 0) {
-		if (!idx)
-			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read the tree columns", ctx);
-		goto out;
-	}
-	if (n && (H5Dread(ds[0], H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, parent) < 0 ||
-		  H5Dread(ds[2], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, calls) < 0 ||
-		  H5Dread(ds[3], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, total) < 0)) {
-		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read the tree columns", ctx);
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct sp_h5r_name_ref key = {idx ? sp_h5r_string(&names, i) : NULL, 0};
-		const struct sp_h5r_name_ref *hit = NULL;
-		int32_t region = -1;
-		if (idx && key.name && (hit = bsearch(&key, idx, nidx, sizeof *idx, name_ref_cmp)))
-			region = hit->idx;
-		else if (!idx && row[i] >= 0 && (size_t)row[i] < rk->nregions)
-			region = row[i];
-		if (region < 0) {
-			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: node %zu names no region of this rank", ctx, i);
-			goto out;
-		}
-		if (parent[i] < -1 || (parent[i] >= 0 && (size_t)parent[i] >= i)) {
-			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: node %zu has a bad parent %d", ctx, i, (int)parent[i]);
-			goto out;
-		}
-		if (calls[i] < 0 || total[i] < 0) {
-			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: node %zu has a negative number of calls or time",
-					 ctx, i);
-			goto out;
-		}
-		tree[i] = (struct sp_tree_node){parent[i], region, calls[i], total[i]};
-	}
-	free(rk->tree);
-	rk->tree = tree;
-	rk->ntree = n;
-	tree = NULL;
-out:
-	sp_h5r_strings_free(&names);
-	free(row);
-	free(parent);
-	free(calls);
-	free(total);
-	free(tree);
-	for (int i = 0; i < 4; i++)
-		sp_h5r_close(ds[i]);
-	H5Gclose(tg);
-	return rc;
-}
-
-enum sp_err sp_h5r_tree_and_lines(struct reader *r, hid_t g, const char *gname, int has_tree,
-				  const struct sp_h5r_name_ref *idx, size_t nidx, struct sp_rank *rk)
-{
-	enum sp_err rc;
-	int a;
-	if (has_tree) {
-		rc = sp_h5r_read_tree(r, g, idx, nidx, rk);
-	} else if ((rc = sp_tree_build(rk, r->err)) != SP_OK) {
-		char msg[sizeof r->err->msg];
-		snprintf(msg, sizeof msg, "%s", r->err ? r->err->msg : "cannot build the call tree");
-		sp_h5r_fail(r, rc, "%s", msg);
-	}
-	if (rc != SP_OK)
-		return rc;
-	if ((a = sp_h5r_hard_link(g, "lines")) < 0)
-		return sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up the line tables", gname);
-	if (a == 1 && (rc = sp_h5r_read_lines(r, g, rk)) != SP_OK)
-		return rc;
-	if ((a = sp_h5r_hard_link(g, "likwid")) < 0)
-		return sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up the LIKWID tables", gname);
-	return a == 1 ? sp_h5r_read_likwid(r, g, rk) : SP_OK;
-}
-
-/* A rank group's attributes (each optional): run start and end, pid,
- * parent_pid, hostname, clock offset and calls not recorded (0 when absent). */
-enum sp_err sp_h5r_rank_attrs(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk)
-{
-	int a = 0;
-	if (sp_h5r_attr_num(g, "run_start_time", H5T_NATIVE_INT64, &rk->run_start_ns) < 0 ||
-	    sp_h5r_attr_num(g, "run_end_time", H5T_NATIVE_INT64, &rk->run_end_ns) < 0 ||
-	    sp_h5r_attr_num(g, "pid", H5T_NATIVE_INT64, &rk->pid) < 0 ||
-	    sp_h5r_attr_num(g, "parent_pid", H5T_NATIVE_INT64, &rk->parent_pid) < 0 ||
-	    sp_h5r_attr_num(g, "clock_offset_ns", H5T_NATIVE_INT64, &rk->clock_offset_ns) < 0 ||
-	    sp_h5r_attr_num(g, "dropped_events", H5T_NATIVE_INT64, &rk->dropped) < 0 ||
-	    (a = sp_h5r_attr_str(r, g, "hostname", &rk->hostname)) == -1)
-		return sp_h5r_fail(r, SP_ECORRUPT, "%s: unreadable attribute", gname);
-	if (a == -2)
-		return sp_h5r_fail(r, SP_ENOMEM, "out of memory");
-	if (rk->dropped < 0)
-		return sp_h5r_fail(r, SP_ECORRUPT, "%s: negative dropped_events", gname);
-	return SP_OK;
-}
-
-/* Opens rank group g's regions group into *regions, lists its links into
- * *nl and allocates rk->regions for them (rk->nregions stays 0). */
-enum sp_err sp_h5r_open_regions(struct reader *r, hid_t g, const char *gname, hid_t *regions,
-				struct names *nl, struct sp_rank *rk)
-{
-	int a;
-	if (sp_h5r_hard_link(g, "regions") != 1 || (*regions = sp_h5r_open_group(r, g, "regions")) < 0)
-		return sp_h5r_fail(r, SP_ECORRUPT, "%s has no regions group", gname);
-	if ((a = sp_h5r_list_links(*regions, nl)) < 0)
-		return sp_h5r_fail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "%s: cannot list the regions", gname);
-	if (nl->n > INT32_MAX || !(rk->regions = calloc(nl->n ? nl->n : 1, sizeof *rk->regions)))
-		return sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %zu regions", gname, nl->n);
-	return SP_OK;
 }
 
 static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
@@ -409,7 +260,7 @@ static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, st
 			goto out;
 		idx[i] = (struct sp_h5r_name_ref){rk->regions[i].name, (int32_t)i};
 	}
-	qsort(idx, nl.n, sizeof *idx, name_ref_cmp);
+	qsort(idx, nl.n, sizeof *idx, sp_h5r_name_ref_cmp);
 	for (size_t i = 1; i < nl.n; i++)
 		if (strcmp(idx[i - 1].name, idx[i].name) == 0) {
 			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s has two regions named '%s'", gname, idx[i].name);
@@ -539,7 +390,7 @@ static int rank_number(const char *name)
 }
 
 /* Reads the file's structure into p; the caller frees p on failure. */
-enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p)
+enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p, sp_h5r_rank_fn read_one)
 {
 	struct names nl = {0};
 	enum sp_err rc = SP_OK;
@@ -603,7 +454,7 @@ enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p)
 			for (size_t j = 0; j < nl.n; j++)
 				if (rank_number(nl.v[j]) == p->ranks[i].rank)
 					snprintf(gname, sizeof gname, "%.31s", nl.v[j]);
-		if ((rc = (r->stream ? sp_h5r_stream_rank : read_rank)(r, file, gname, &p->ranks[i])) != SP_OK)
+		if ((rc = read_one(r, file, gname, &p->ranks[i])) != SP_OK)
 			goto out;
 	}
 	if ((a = sp_h5r_hard_link(file, "metadata")) == 1)
@@ -650,7 +501,7 @@ enum sp_err sp_h5_read(const char *path, int flags, struct sp_profile **out, str
 		goto out;
 	}
 	r.file = file;
-	rc = sp_h5r_read_file(&r, file, p);
+	rc = sp_h5r_read_file(&r, file, p, read_rank);
 out:
 	if (file >= 0 && H5Fclose(file) < 0 && rc == SP_OK)
 		rc = sp_h5r_fail(&r, SP_EIO, "cannot close the file");

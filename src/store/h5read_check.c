@@ -1,17 +1,36 @@
-/* h5read_check.c - the reader's checks of damaged files, made before
- * libhdf5 is trusted with what they guard: the superblock's driver
- * information block, old-style group headers, variable-length strings
- * (their global heap collections), where a dataset's elements are stored,
- * and summary attributes that contradict each other (see sp_h5read.h). */
+/* h5read_check.c - the bottom of the reader: its one-line failures and its
+ * checks of damaged files, made before libhdf5 is trusted with what they
+ * guard: the superblock's driver information block, old-style group
+ * headers, variable-length strings (their global heap collections), where
+ * a dataset's elements are stored, and summary attributes that contradict
+ * each other (see sp_h5read.h). It calls no other h5read*.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "sp_h5read.h"
+
+/* Fills err with "cannot read '<path>': <detail>" on one line. */
+enum sp_err sp_h5r_fail(struct reader *r, enum sp_err code, const char *fmt, ...)
+{
+	char what[448];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	sp_error_set(r->err, code, "cannot read '%s': %s", r->path, what);
+	if (r->err)
+		for (char *c = r->err->msg; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+	return code;
+}
 
 /* A little-endian unsigned number of n bytes (at most 8) at b. */
 static uint64_t le_uint(const unsigned char *b, size_t n)
@@ -426,27 +445,3 @@ enum sp_err sp_h5r_stats_ok(struct reader *r, const char *ctx, const struct sp_s
 		     (long long)st->min_ns, (long long)st->max_ns);
 }
 
-/* Without reading them: the event columns of a region, those it has, hold
- * num_calls calls each (their extents, cheap to read). A summary needs no
- * columns: a region may have none (stream_open and full reads refuse it). */
-enum sp_err sp_h5r_extents_ok(struct reader *r, hid_t g, const char *ctx, int64_t num_calls)
-{
-	static const char *const cols[2] = {"start_times", "end_times"};
-	for (int i = 0; i < 2; i++) {
-		hid_t ds = -1;
-		hsize_t n = 0;
-		int hl = sp_h5r_hard_link(g, cols[i]);
-		if (hl < 0)
-			return sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot look up %s", ctx, cols[i]);
-		if (hl == 0)
-			continue;
-		enum sp_err rc = sp_h5r_column_open(r, g, ctx, cols[i], H5T_INTEGER, 0, &ds, &n);
-		sp_h5r_close(ds);
-		if (rc != SP_OK)
-			return rc;
-		if (n != (hsize_t)num_calls)
-			return sp_h5r_fail(r, SP_ECORRUPT, "%s: num_calls is %lld but %s holds %llu calls", ctx,
-				     (long long)num_calls, cols[i], (unsigned long long)n);
-	}
-	return SP_OK;
-}

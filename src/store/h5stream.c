@@ -96,7 +96,7 @@ static enum sp_err stream_rank_v2(struct reader *r, hid_t file, const char *gnam
 
 /* Reads a rank's structure for a stream: attributes, region names and stats,
  * and checks every region's columns; keeps the link names for reading. */
-enum sp_err sp_h5r_stream_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
+static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
 {
 	struct sp_h5_stream *s = r->stream;
 	size_t ri = (size_t)(rk - s->p->ranks);
@@ -207,7 +207,7 @@ enum sp_err sp_h5_stream_open(const char *path, struct sp_h5_stream **out, struc
 		goto out;
 	}
 	s->r.file = s->file;
-	rc = sp_h5r_read_file(&s->r, s->file, s->p);
+	rc = sp_h5r_read_file(&s->r, s->file, s->p, stream_rank);
 	sp_h5r_release(&s->r);
 out:
 	sp_h5r_close(fapl);

@@ -9,23 +9,6 @@
 
 #include "sp_h5write.h"
 
-/* A 1-D attribute of n values. */
-static int attr_1d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n, const void *buf)
-{
-	hsize_t dims[1] = {(hsize_t)n};
-	hid_t space = H5Screate_simple(1, dims, NULL), a = H5I_INVALID_HID;
-	int ok = 0;
-	if (space < 0)
-		return -1;
-	a = H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
-	if (a >= 0 && H5Awrite(a, mtype, buf) >= 0)
-		ok = 1;
-	if (a >= 0 && H5Aclose(a) < 0)
-		ok = 0;
-	H5Sclose(space);
-	return ok ? 0 : -1;
-}
-
 static enum sp_err write_table(struct sp_h5_writer *w, hid_t parent, const struct sp_rank *rk, size_t k,
 			       const struct sp_likwid_region *t)
 {
@@ -49,8 +32,8 @@ static enum sp_err write_table(struct sp_h5_writer *w, hid_t parent, const struc
 	}
 	hsize_t dims[2] = {(hsize_t)t->nthreads, (hsize_t)t->nevents};
 	if (sp_h5w_attr_str(g, "region", t->region) < 0 ||
-	    attr_1d(g, "likwid_count", H5T_STD_I64LE, H5T_NATIVE_INT64, t->nthreads, t->count) < 0 ||
-	    attr_1d(g, "likwid_time", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, t->nthreads, t->time) < 0 ||
+	    sp_h5w_attr_1d(g, "likwid_count", H5T_STD_I64LE, H5T_NATIVE_INT64, t->nthreads, t->count) < 0 ||
+	    sp_h5w_attr_1d(g, "likwid_time", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, t->nthreads, t->time) < 0 ||
 	    (space = H5Screate_simple(2, dims, NULL)) < 0 ||
 	    (ds = H5Dcreate2(g, "likwid_events", H5T_IEEE_F64LE, space, w->lcpl, H5P_DEFAULT,
 			     H5P_DEFAULT)) < 0 ||

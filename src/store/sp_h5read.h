@@ -1,10 +1,18 @@
 /* sp_h5read.h - what the pieces of the HDF5 reader share (store-private;
- * the public API is include/sp_h5.h): the reader's state, its one-line
- * errors, the HDF5 helpers (h5read_util.c), the damaged-file checks
- * (h5read_check.c), and the steps that h5read.c (the file, version 1's
- * ranks), h5read_table.c (version 2's ranks), h5read_lines.c and
- * h5stream.c call in each other. Every function here leaves nothing open
- * on failure and, where it returns enum sp_err, fills r->err through
+ * the public API is include/sp_h5.h): the reader's state and, file by
+ * file from the bottom, what each defines for the others:
+ *   h5read_check.c  the one-line failure and the damaged-file checks
+ *   h5read_util.c   the primitives (groups, attributes, columns, strings,
+ *                   a rank group's attributes and regions group), on check
+ *   h5read_lines.c, h5read_likwid.c, h5read_tree.c (the end of a rank's
+ *                   read: tree, line tables, counters), on util and check
+ *   h5read_table.c  version 2's ranks; h5read.c the file, version 1's ranks
+ *                   and sp_h5_read; h5stream.c the stream, on all of these
+ * A file calls only the files above it in this list, h5stream.c also
+ * h5read.c's file and region readers, and h5read_table.c h5read.c's
+ * sp_h5r_events_ok (the one cycle left: the Makefile compiles h5read.o,
+ * for that loop, with -ftree-vectorize). Every function here leaves nothing
+ * open on failure and, where it returns enum sp_err, fills r->err through
  * sp_h5r_fail: "cannot read '<path>': <detail>". */
 #ifndef SP_H5READ_H
 #define SP_H5READ_H
@@ -55,12 +63,36 @@ static inline void sp_h5r_close(hid_t id)
 		H5Idec_ref(id);
 }
 
-/* h5read_util.c */
+/* h5read_check.c */
 
 /* Fills r->err with "cannot read '<path>': <detail>" on one line (control
  * characters shown as '?'); returns code. */
 enum sp_err sp_h5r_fail(struct reader *r, enum sp_err code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* What the OS can say before HDF5 is asked: SP_ENOENT, SP_EIO (a directory,
+ * not a regular file, unreadable), SP_ENOTHDF5 (no HDF5 signature, or a
+ * superblock whose driver information block lies outside the file). Sets
+ * r->file_size. */
+enum sp_err sp_h5r_check_path(struct reader *r);
+/* Closes what the checks opened (the file descriptor, the heap read). */
+void sp_h5r_release(struct reader *r);
+/* Checks the n variable-length strings of attribute or dataset obj (a
+ * dataset when is_dataset) before HDF5 reads them. Returns 0, -1 when they
+ * are damaged (or cannot be checked), -2 when out of memory. */
+int sp_h5r_vlen_strings_ok(struct reader *r, hid_t obj, int is_dataset, size_t n);
+/* 0 when group g's object header names a B-tree and a local heap inside
+ * the file (or is a version 2 header), -1 otherwise. */
+int sp_h5r_group_header_ok(struct reader *r, hid_t g);
+/* SP_OK when dataset ds (n elements of tsize bytes, layout from dcpl) keeps
+ * its elements where HDF5 can read them without overrunning a buffer;
+ * SP_ECORRUPT naming ctx/name otherwise. */
+enum sp_err sp_h5r_storage_ok(struct reader *r, hid_t ds, hid_t dcpl, H5D_layout_t layout, const char *ctx,
+			      const char *name, hsize_t n, size_t tsize);
+/* SP_OK when a region's summary attributes agree with each other, else
+ * SP_ECORRUPT "<ctx>: inconsistent summary: ...". */
+enum sp_err sp_h5r_stats_ok(struct reader *r, const char *ctx, const struct sp_stats *st);
+/* h5read_util.c */
+
 /* Frees the names; nl is empty again. */
 void sp_h5r_names_free(struct names *nl);
 /* Lists g's hard links into nl, in creation order if the group tracks it,
@@ -117,59 +149,9 @@ static inline const char *sp_h5r_string(const struct sp_h5r_strings *s, size_t i
 }
 /* Frees what sp_h5r_strings_read allocated. */
 void sp_h5r_strings_free(struct sp_h5r_strings *s);
-
-/* h5read_check.c */
-
-/* What the OS can say before HDF5 is asked: SP_ENOENT, SP_EIO (a directory,
- * not a regular file, unreadable), SP_ENOTHDF5 (no HDF5 signature, or a
- * superblock whose driver information block lies outside the file). Sets
- * r->file_size. */
-enum sp_err sp_h5r_check_path(struct reader *r);
-/* Closes what the checks opened (the file descriptor, the heap read). */
-void sp_h5r_release(struct reader *r);
-/* Checks the n variable-length strings of attribute or dataset obj (a
- * dataset when is_dataset) before HDF5 reads them. Returns 0, -1 when they
- * are damaged (or cannot be checked), -2 when out of memory. */
-int sp_h5r_vlen_strings_ok(struct reader *r, hid_t obj, int is_dataset, size_t n);
-/* 0 when group g's object header names a B-tree and a local heap inside
- * the file (or is a version 2 header), -1 otherwise. */
-int sp_h5r_group_header_ok(struct reader *r, hid_t g);
-/* SP_OK when dataset ds (n elements of tsize bytes, layout from dcpl) keeps
- * its elements where HDF5 can read them without overrunning a buffer;
- * SP_ECORRUPT naming ctx/name otherwise. */
-enum sp_err sp_h5r_storage_ok(struct reader *r, hid_t ds, hid_t dcpl, H5D_layout_t layout, const char *ctx,
-			      const char *name, hsize_t n, size_t tsize);
-/* SP_OK when a region's summary attributes agree with each other, else
- * SP_ECORRUPT "<ctx>: inconsistent summary: ...". */
-enum sp_err sp_h5r_stats_ok(struct reader *r, const char *ctx, const struct sp_stats *st);
-/* SP_OK when the event columns region group g has hold num_calls calls each
- * (their extents only; a region may have none). */
-enum sp_err sp_h5r_extents_ok(struct reader *r, hid_t g, const char *ctx, int64_t num_calls);
-
-/* h5read.c */
-
-/* A region name and its index, sorted by name for lookups. */
-struct sp_h5r_name_ref {
-	const char *name;
-	int32_t idx;
-};
-
 /* An event column of n elements of size sz (large ones on huge pages), or
  * NULL; freed with free(). */
 void *sp_h5r_alloc_column(size_t n, size_t sz);
-/* SP_OK when every one of the n calls ends no earlier than it starts and
- * their durations add up within 64 bits; else SP_ECORRUPT "<ctx>: call K
- * ends before it starts" or "<ctx>: durations overflow 64 bits". */
-enum sp_err sp_h5r_events_ok(struct reader *r, const char *ctx, const int64_t *starts, const int64_t *ends,
-			     size_t n);
-
-/* Reads the file's structure (and, unless r->stream, its ranks in full)
- * into p; the caller frees p on failure. */
-enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p);
-/* Reads region group link of regions into rd: name, summary, and the events
- * when need_events (or when the summary attributes are missing). */
-enum sp_err sp_h5r_read_region(struct reader *r, hid_t regions, const char *link, int rankno,
-			       int need_events, struct sp_region_data *rd);
 /* A rank group's optional attributes into rk. */
 enum sp_err sp_h5r_rank_attrs(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk);
 /* Opens rank group g's regions group into *regions, lists its links into
@@ -177,17 +159,46 @@ enum sp_err sp_h5r_rank_attrs(struct reader *r, hid_t g, const char *gname, stru
 enum sp_err sp_h5r_open_regions(struct reader *r, hid_t g, const char *gname, hid_t *regions,
 				struct names *nl, struct sp_rank *rk);
 
+/* A region name and its index, sorted by name for lookups. */
+struct sp_h5r_name_ref {
+	const char *name;
+	int32_t idx;
+};
+/* By name: qsort and bsearch of sp_h5r_name_ref. */
+int sp_h5r_name_ref_cmp(const void *a, const void *b);
+
+/* h5read_tree.c */
+
 /* Reads rank group rank_g's call tree into rk->tree: its regions by name,
  * looked up in idx (nidx entries sorted by name: version 1), or with idx
  * NULL by index into rk->regions (version 2). */
 enum sp_err sp_h5r_read_tree(struct reader *r, hid_t rank_g, const struct sp_h5r_name_ref *idx, size_t nidx,
 			     struct sp_rank *rk);
-/* The end of a rank's read: its tree (read when has_tree, as
- * sp_h5r_read_tree; else built from the events, which must be loaded),
- * then its line tables. */
+/* The end of a rank's read: its tree when has_tree (sp_h5r_read_tree;
+ * else tree stays NULL and the events, loaded, are what the report layer
+ * builds it from), then its line tables. */
 enum sp_err sp_h5r_tree_and_lines(struct reader *r, hid_t g, const char *gname, int has_tree,
 				  const struct sp_h5r_name_ref *idx, size_t nidx, struct sp_rank *rk);
 
+
+/* h5read.c */
+
+/* SP_OK when every one of the n calls ends no earlier than it starts and
+ * their durations add up within 64 bits; else SP_ECORRUPT "<ctx>: call K
+ * ends before it starts" or "<ctx>: durations overflow 64 bits". */
+enum sp_err sp_h5r_events_ok(struct reader *r, const char *ctx, const int64_t *starts, const int64_t *ends,
+			     size_t n);
+
+/* Reads one rank group gname of file into rk. */
+typedef enum sp_err (*sp_h5r_rank_fn)(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk);
+/* Reads the file's structure into p: its attributes, each rank group
+ * through read_one (sp_h5_read's reads a rank in full, the stream's its
+ * structure), the metadata; the caller frees p on failure. */
+enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p, sp_h5r_rank_fn read_one);
+/* Reads region group link of regions into rd: name, summary, and the events
+ * when need_events (or when the summary attributes are missing). */
+enum sp_err sp_h5r_read_region(struct reader *r, hid_t regions, const char *link, int rankno,
+			       int need_events, struct sp_region_data *rd);
 /* h5read_table.c: format version 2. */
 
 /* Reads the regions table of rank group g into rk->regions (names, stats,
@@ -219,9 +230,5 @@ enum sp_err sp_h5r_read_lines(struct reader *r, hid_t rank_g, struct sp_rank *rk
 /* Reads the rank's LIKWID counters (group likwid; h5read_likwid.c), after
  * its regions. */
 enum sp_err sp_h5r_read_likwid(struct reader *r, hid_t rank_g, struct sp_rank *rk);
-
-/* h5stream.c: a rank's structure for a stream (attributes, region names
- * and stats, every region's columns checked); keeps the link names. */
-enum sp_err sp_h5r_stream_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk);
 
 #endif

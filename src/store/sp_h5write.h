@@ -1,8 +1,10 @@
 /* sp_h5write.h - what the pieces of the HDF5 writer share (store-private;
- * the public API is include/sp_h5.h): the writer's state, its one-line
- * failures, and the attribute and column helpers of h5write.c, used by the
- * layouts of a rank's regions: format version 2's table (h5write_table.c)
- * and version 1's group per region (h5write_v1.c). */
+ * the public API is include/sp_h5.h): the writer's state, and the
+ * primitives of h5write_util.c (one-line failures, attributes, columns),
+ * the bottom every piece writes through: h5write.c (the file, metadata,
+ * ranks, line tables), the layouts of a rank's regions (format version 2's
+ * table, h5write_table.c; version 1's group per region, h5write_v1.c) and
+ * h5write_likwid.c. */
 #ifndef SP_H5WRITE_H
 #define SP_H5WRITE_H
 
@@ -43,6 +45,11 @@ struct sp_h5_writer {
  * stays contiguous: compressing it saves less than its chunk index costs. */
 #define SP_H5W_CHUNK_MAX ((size_t)1 << 16)
 #define SP_H5W_COMPRESS_MIN ((size_t)64)
+/* The chunk index of compressed columns is a version 1 B-tree whose nodes
+ * are allocated whole: with ISTORE_K 2 (HDF5's default is 32) a one-chunk
+ * column's node takes 176 bytes instead of 2 KiB (the file's creation
+ * property list, h5write.c). */
+#define ISTORE_K 2
 /* Calls gathered per write into uncompressed columns (64 KiB a column). */
 #define SP_H5W_STAGE_DIRECT ((size_t)8192)
 
@@ -52,7 +59,7 @@ struct sp_h5_writer {
 enum sp_err sp_h5w_fail(struct sp_h5_writer *w, enum sp_err code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Points the file's descriptor at memory after a failed write, so that
- * closing it can no longer fail (see h5write.c). */
+ * closing it can no longer fail (see h5write_util.c). */
 void sp_h5w_detach(struct sp_h5_writer *w);
 
 /* Scalar attributes of loc: 0, or -1 on failure. */
@@ -60,6 +67,8 @@ int sp_h5w_attr(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const voi
 int sp_h5w_attr_i64(hid_t loc, const char *name, int64_t v);
 int sp_h5w_attr_f64(hid_t loc, const char *name, double v);
 int sp_h5w_attr_str(hid_t loc, const char *name, const char *value);
+/* A 1-D attribute of n values (n > 0): 0, or -1 on failure. */
+int sp_h5w_attr_1d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t n, const void *buf);
 /* A fixed-length, null-terminated UTF-8 string type of size bytes (size
  * H5T_VARIABLE: variable-length), or -1. */
 hid_t sp_h5w_str_type(size_t size);
@@ -82,7 +91,7 @@ hid_t sp_h5w_dataset(struct sp_h5_writer *w, hid_t loc, const char *name, hid_t 
 int sp_h5w_span(struct sp_h5_writer *w, hid_t ds, hid_t mtype, uint64_t first, size_t n,
 		const void *buf);
 /* Closes a dataset written a span at a time; a compressed one's chunks are
- * flushed first, while a failure can still be told (see h5write.c). 0 or -1. */
+ * flushed first, while a failure can still be told (see h5write_util.c). 0 or -1. */
 int sp_h5w_dataset_close(struct sp_h5_writer *w, hid_t ds);
 
 /* A rank's regions, events and call tree in group rank_g: format version 2

@@ -55,12 +55,28 @@ static void test_clear_forgets_and_reuses(void **state)
 	sp_keytab_free(&t);
 }
 
+/* find looks up without adding: absent before, the get's id after. */
+static void test_find_does_not_add(void **state)
+{
+	struct sp_keytab t = {0};
+	assert_int_equal(sp_keytab_find(&t, -1, 5), -1);       /* empty, no slots yet */
+	assert_int_equal(sp_keytab_get(&t, -1, 5, NULL), 0);
+	assert_int_equal(sp_keytab_get(&t, -2, 5, NULL), 1);
+	assert_int_equal(sp_keytab_find(&t, -1, 5), 0);
+	assert_int_equal(sp_keytab_find(&t, -2, 5), 1);
+	assert_int_equal(sp_keytab_find(&t, -3, 5), -1);
+	assert_int_equal(sp_keytab_find(&t, -1, 6), -1);
+	assert_int_equal(t.n, 2);
+	sp_keytab_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ids_are_dense_and_stable),
 		cmocka_unit_test(test_many_keys_survive_growth),
 		cmocka_unit_test(test_clear_forgets_and_reuses),
+		cmocka_unit_test(test_find_does_not_add),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,12 +1,15 @@
 """The layer rule that `make` checks first (scripts/check-layers.sh): the
 heavy headers stay in their layer and no layer includes one above it. Run on
-a copy of the tree with one breach put in."""
+a copy of the tree with one breach put in. And the rule for calls that make
+checks before linking (--symbols): on the built objects, and on small
+objects with one breach."""
+import pathlib
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import BINARY, ROOT
 
 
 def copy_tree(tmp):
@@ -41,3 +44,41 @@ def test_a_breach_fails_the_build(tmp_path, path, line, message):
     proc = check(tree)
     assert proc.returncode == 1
     assert message in proc.stderr, proc.stderr
+
+
+def check_symbols(objects):
+    return subprocess.run(["sh", str(ROOT / "scripts" / "check-layers.sh"), "--symbols", *map(str, objects)],
+                          capture_output=True, text=True)
+
+
+def compile_to(tmp, layer, name, code):
+    """tmp/obj/LAYER/NAME.o from the C code, as the Makefile lays objects out."""
+    src = tmp / (name + ".c")
+    src.write_text(code)
+    obj = tmp / "obj" / layer / (name + ".o")
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["cc", "-c", "-o", str(obj), str(src)], check=True)
+    return obj
+
+
+def test_the_built_objects_keep_the_rule():
+    """The objects the executable is linked from: no call runs up a layer."""
+    objects = sorted((pathlib.Path(BINARY).parent / "obj").glob("*/*.o"))
+    if not objects:
+        pytest.skip("no objects beside the executable (BUILD/obj)")
+    proc = check_symbols(objects)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_call_up_the_layers_fails_the_build(tmp_path):
+    """A function defined in report and called from store is a breach, even
+    though no include shows it; the same call from cli is not."""
+    up = compile_to(tmp_path, "report", "tree", "int sp_shape(int x) { return x + 1; }\n")
+    down = compile_to(tmp_path, "store", "reader", "int sp_shape(int);\nint sp_read(void) { return sp_shape(1); }\n")
+    top = compile_to(tmp_path, "cli", "main", "int sp_shape(int);\nint main(void) { return sp_shape(0); }\n")
+    proc = check_symbols([up, down, top])
+    assert proc.returncode == 1
+    assert "reader.o (store) calls sp_shape, defined in report: a layer may not call a layer above it" \
+        in proc.stderr, proc.stderr
+    assert "main.o" not in proc.stderr
+    assert check_symbols([up, top]).returncode == 0

@@ -23,6 +23,7 @@
 
 #include "sp_cmd.h"
 #include "sp_h5.h"
+#include "sp_tree.h"
 #include "sp_render.h"
 
 static char path[256];
@@ -72,7 +73,7 @@ static void read_and_render(int flags)
 {
 	struct sp_profile *p = NULL;
 	struct sp_error err = {0};
-	if (sp_h5_read(path, flags, &p, &err) != SP_OK) {
+	if (sp_report_read(path, flags, &p, &err) != SP_OK) {
 		CHECK(p == NULL);
 		CHECK(err.msg[0] && !strchr(err.msg, '\n'));
 		no_open_objects();

@@ -13,6 +13,7 @@
 #include <hdf5.h>
 
 #include "sp_h5.h"
+#include "sp_tree.h"
 
 static const char *dir;
 

@@ -19,6 +19,7 @@
 #include <hdf5.h>
 
 #include "sp_clock.h"
+#include "sp_tree.h"
 #include "sp_h5.h"
 #include "sp_render.h"
 
@@ -165,7 +166,7 @@ static void damaged_files_never_crash(int version)
 		for (int mode = 0; mode < 2; mode++) {
 			struct sp_profile *p = NULL;
 			struct sp_error err = {0};
-			enum sp_err rc = sp_h5_read(path, mode ? SP_READ_EVENTS : SP_READ_SUMMARY, &p, &err);
+			enum sp_err rc = sp_report_read(path, mode ? SP_READ_EVENTS : SP_READ_SUMMARY, &p, &err);
 			if (rc == SP_OK) {
 				ok++;
 				assert_non_null(p);

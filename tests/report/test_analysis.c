@@ -12,6 +12,7 @@
 
 #include "sp_analysis.h"
 #include "sp_clock.h"
+#include "sp_tree.h"
 
 static struct sp_region_data region(const char *name, int64_t calls, int64_t total, int64_t first,
 				    int64_t last)

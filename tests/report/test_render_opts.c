@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "sp_clock.h"
+#include "sp_tree.h"
 #include "sp_analysis.h"
 #include "sp_hosts.h"
 #include "sp_json.h"

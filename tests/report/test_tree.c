@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "sp_clock.h"
+#include "sp_tree.h"
 #include "sp_profile.h"
 
 /* A one-rank profile; sp_profile_free() releases all of it. */

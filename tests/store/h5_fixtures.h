@@ -24,6 +24,7 @@
 
 #include "sp_clock.h"
 #include "sp_h5.h"
+#include "sp_tree.h"
 
 
 /* Fails the test with err's message unless the call returned SP_OK. */

@@ -15,6 +15,7 @@
 #include <hdf5.h>
 
 #include "sp_clock.h"
+#include "sp_tree.h"
 #include "sp_h5.h"
 
 #define assert_ok(call, err) do { \
