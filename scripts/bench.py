@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 
 # The measuring script, run under `scope-profiler run --no-output`.
 INNER = r'''

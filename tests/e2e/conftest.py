@@ -127,6 +127,19 @@ UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 DURATION = r"-?\d+(?:\.\d+)? (?:ns|µs|ms|s)"
 
 
+# What `make e2e` (a sub-make) adds to the environment and a user's shell has
+# not: make's job server, and the variables make exports from its command
+# line (`make asan`'s CFLAGS and LDFLAGS would build a module, or binary,
+# that is not what a user gets).
+MAKE_ENV = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "CFLAGS", "CPPFLAGS", "LDFLAGS", "CC", "BUILD",
+            "ASAN_OPTIONS")
+
+
+def shell_env(*drop):
+    """os.environ as a user's shell has it (less MAKE_ENV and the names in drop)."""
+    return {k: v for k, v in os.environ.items() if k not in MAKE_ENV and k not in drop}
+
+
 def duration_s(text):
     """Seconds from a printed duration such as "12.3 ms"."""
     number, unit = text.split()

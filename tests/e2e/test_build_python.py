@@ -2,13 +2,12 @@
 start with one line naming the cause, before anything is compiled (not a
 compiler error mid-build). Stand-in Pythons (shell scripts answering the
 check's questions) make every case reproducible on any machine."""
-import os
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, shell_env
 
 pytestmark = pytest.mark.skipif(not shutil.which("make"), reason="make is not installed")
 
@@ -30,7 +29,7 @@ esac
 
 
 def make(tmp_path, python):
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env = shell_env()
     build = tmp_path / "build"
     proc = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), f"BUILD={build}", f"PYTHON={python}", "all"],
                           capture_output=True, text=True, env=env, timeout=120)

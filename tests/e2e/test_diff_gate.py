@@ -69,7 +69,10 @@ def test_region_twice_as_slow_fails_and_is_named(sp):
     doubled = lambda a, b: 1.7 < (b["solve"] / a["solve"]) / (b["assemble"] / a["assemble"]) < 2.3 \
         and 0.8 < b["assemble"] / a["assemble"] < 1.25
     made_pair(sp, doubled, script_a=EXAMPLE, script_b=slower_solve(sp))
-    proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10")
+    # checkpoint writes a file: on a loaded machine its fastest call can
+    # grow past solve's doubling, and the gate names the largest growth
+    # first; it is what the test does not control, so it is left out.
+    proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10", "--exclude", "checkpoint")
     assert proc.returncode == 3, proc.stdout
     one_line_error(proc, "diff", "'solve' grew by", "in its fastest calls (p < 0.001;",
                    "--fail-above 10%")
@@ -77,7 +80,8 @@ def test_region_twice_as_slow_fails_and_is_named(sp):
     notes = proc.stdout[proc.stdout.index("--fail-above 10% judges"):]
     above = next(l for l in notes.splitlines() if l.startswith("  above the bound:"))
     assert above.startswith("  above the bound: solve (")
-    doc = json.loads(sp("diff", "--json", "a.h5", "b.h5", "--fail-above", "10").stdout)
+    doc = json.loads(sp("diff", "--json", "a.h5", "b.h5", "--fail-above", "10",
+                        "--exclude", "checkpoint").stdout)
     solve = next(r for r in doc["regions"] if r["name"] == "solve")
     assert solve["verdict"] == "above" and solve["above_bound"] is True
     assert solve["p_value"] < 0.01
@@ -149,7 +153,8 @@ def test_min_time_floor(sp):
     # The default: 1 % of the run span (23.7 s here) or 1 ms.
     assert "--min-time 0.237" in text
     assert "under --min-time in both files (not judged): tiny" in text
-    doc = json.loads(sp("diff", "--json", "a.h5", "b.h5", "--fail-above", "10").stdout)
+    doc = json.loads(sp("diff", "--json", "a.h5", "b.h5", "--fail-above", "10",
+                        "--exclude", "checkpoint").stdout)
     by_name = {r["name"]: r for r in doc["regions"]}
     assert by_name["tiny"]["verdict"] == "below_min_time"
     assert by_name["big"]["verdict"] == "within"
@@ -189,7 +194,8 @@ def test_few_calls(sp):
     text = notes(proc.stdout)
     assert "  above the bound: load (+" in text and "step (+100.0%, untested)" in text
     assert "too few calls to test, under --min-time in A (not judged): once (+" in text
-    doc = json.loads(sp("diff", "--json", "a.h5", "b.h5", "--fail-above", "10").stdout)
+    doc = json.loads(sp("diff", "--json", "a.h5", "b.h5", "--fail-above", "10",
+                        "--exclude", "checkpoint").stdout)
     by_name = {r["name"]: r for r in doc["regions"]}
     assert by_name["once"]["verdict"] == "few_calls" and by_name["once"]["p_value"] is None
     assert by_name["step"]["verdict"] == "above" and by_name["step"]["p_value"] is None

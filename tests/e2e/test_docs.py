@@ -13,7 +13,7 @@ import sysconfig
 
 import pytest
 
-from conftest import BINARY, ROOT
+from conftest import BINARY, ROOT, shell_env
 
 COMMANDS = ("run", "summary", "line-profile", "diff", "export", "plot")
 PAGES = ["scope-profiler.1"] + [f"scope-profiler-{c}.1" for c in COMMANDS] \
@@ -191,7 +191,7 @@ def test_install_and_uninstall_into_destdir(tmp_path, prefix):
     site = f"{top}/lib/python{sys.version_info[0]}.{sys.version_info[1]}/{kind}"
     common = ["make", "-s", "-C", str(ROOT), f"DESTDIR={dest}", f"PREFIX={prefix}",
               f"BIN={BINARY}", "-o", BINARY, f"BUILD={build}", f"PYTHON={sys.executable}", "-o", module]
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env = shell_env()
     proc = subprocess.run([*common, "install"], capture_output=True, text=True, timeout=300,
                           env=env)
     assert proc.returncode == 0, proc.stderr

@@ -11,7 +11,6 @@ forks the tool and reports its ru_maxrss; the launcher's own few MiB stay
 below any run's baseline."""
 import subprocess
 import sys
-import textwrap
 
 import h5py
 import numpy as np

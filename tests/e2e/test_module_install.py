@@ -14,7 +14,7 @@ import textwrap
 import h5py
 import pytest
 
-from conftest import BINARY, ROOT, regions
+from conftest import BINARY, ROOT, regions, shell_env
 
 PREFIX = "/usr/local"
 BUILD = os.path.dirname(os.path.abspath(BINARY))
@@ -26,7 +26,7 @@ def make(*args):
     """`make ARGS` in the repository with the build folder under test, whose
     executable and module are taken as they are (-o: never rebuilt here);
     the parent make's job server (make e2e) is not ours to use."""
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env = shell_env()
     assert os.path.isfile(MODULE), f"{MODULE} is not built; run `make`"
     proc = subprocess.run(["make", "-s", f"BUILD={BUILD}", f"PYTHON={sys.executable}",
                            f"BIN={BINARY}", "-o", BINARY, "-o", MODULE, *args],

@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, one_line_error, regions, tree
+from conftest import one_line_error, regions, tree
 from test_mpi import mpirun
 
 # Every call the script makes, each in a region of its own, with what each

@@ -6,7 +6,6 @@ real child processes, real mpirun; the files read back with h5py."""
 import os
 import signal
 import subprocess
-import sys
 
 import h5py
 import pytest

@@ -173,7 +173,7 @@ def test_export_to_stdout_redirected_to_a_file_writes_through_it(sp, name):
 
 
 def test_run_refuses_stdout_even_redirected_to_a_file(sp):
-    script = sp.script(SCRIPT)
+    sp.script(SCRIPT)
     proc = subprocess.run(["sh", "-c", f'echo KEEP > log; "{BINARY}" run -q -o /dev/stdout '
                            f'script.py >> log'], capture_output=True, text=True, cwd=sp.tmp,
                           timeout=120)

@@ -24,7 +24,7 @@ import textwrap
 import h5py
 import pytest
 
-from conftest import BINARY, ROOT, regions
+from conftest import BINARY, ROOT, regions, shell_env
 
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 PY = "python%d.%d" % sys.version_info[:2]
@@ -52,12 +52,11 @@ SCRIPT = """
 
 
 def clean_env(**extra):
-    """The environment of a user's shell: not make's job server (make e2e),
-    not a venv or Python path of the caller's, nothing from pip's config."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "PYTHONPATH", "PYTHONHOME",
-                        "PYTHONNOUSERSITE", "PYTHONUSERBASE", "VIRTUAL_ENV")
-           and not k.startswith("PIP_")}
+    """The environment of a user's shell (conftest.shell_env), not a venv or
+    Python path of the caller's, nothing from pip's config."""
+    env = {k: v for k, v in shell_env("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE",
+                                      "PYTHONUSERBASE", "VIRTUAL_ENV").items()
+           if not k.startswith("PIP_")}
     env.update(extra)
     return env
 

@@ -168,7 +168,6 @@ print(f"imbalance     : {max(per_rank.values()) / min(per_rank.values()):.2f}x")
 
 @pytest.fixture(scope="module")
 def seed_output(tmp_path_factory):
-    import os
     import subprocess
     from conftest import BINARY
     d = tmp_path_factory.mktemp("seed003")

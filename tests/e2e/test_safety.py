@@ -3,11 +3,9 @@
 other, and a standard output that cannot be written. Each gives exactly one
 line on stderr, `scope-profiler: CMD: ...`, and status 1; never a crash or
 a hang (the timeout below detects a hang; it is no performance bound)."""
-import pathlib
 import subprocess
 
 import h5py
-import numpy as np
 import pytest
 
 from conftest import BINARY, ROOT, regions

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, shell_env
 
 INSTALL_DEPS = ROOT / "scripts" / "install-deps.sh"
 GROUPS = ("build", "check", "bench")
@@ -27,8 +27,7 @@ def group(name, python="/usr/bin/python3"):
 
 def make(*args, env=None, timeout=300):
     """make in the checkout, as a user runs it (not as a sub-make of `make e2e`)."""
-    full = {k: v for k, v in os.environ.items()
-            if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "HDF5_DIR")}
+    full = shell_env("HDF5_DIR")
     full.update(env or {})
     return subprocess.run(["make", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, env=full, cwd=ROOT)

@@ -3,10 +3,8 @@ multiprocessing's fork, spawn and forkserver, python started through
 subprocess) each recorded as a process of their own in the run's one file,
 with their pid and their parent's; children that write nothing (killed)
 are counted in one line. Real processes, the file read back with h5py."""
-import os
 import pathlib
 import subprocess
-import sys
 import textwrap
 
 import h5py

@@ -1,6 +1,5 @@
 """`scope-profiler summary`: the tree and table, from any profile file."""
 import json
-import pathlib
 
 import h5py
 import numpy as np

@@ -16,9 +16,9 @@ ODD = 'odd "q" \\ tab\t Ω'          # quotes, a backslash, a tab, non-ASCII
 def write_layout(path, ranks):
     """The plain hand-written layout: {rank: {name: [(start_s, end_s), ...]}}."""
     with h5py.File(path, "w") as f:
-        for rank, regions in ranks.items():
+        for rank, named in ranks.items():
             group = f.create_group(f"rank{rank}").create_group("regions")
-            for name, events in regions.items():
+            for name, events in named.items():
                 g = group.create_group(name)
                 g.create_dataset("start_times",
                                  data=np.array([round(s * NS) for s, _ in events], np.int64))

@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import duration_s, durations_s, regions, tree
+from conftest import durations_s, regions, tree
 
 FIB = """
 def fib(n):
