@@ -229,7 +229,7 @@ $(BUILD)/obj/store/mpi.o $(BUILD)/obj/store/mpicalls.o: CPPFLAGS += $(MPI_CFLAGS
 # Objects compiled with more in both builds (obj/ and pic/), by LAYER/NAME:
 # the reader's validation pass over every event is written to vectorise; the
 # profile hook calls clock_gettime twice per traced call: no PLT hop.
-VECTORISE_OBJ := store/h5read
+VECTORISE_OBJ := store/h5read_check
 NO_PLT_OBJ    := python/tracer python/linetrace
 both_builds = $(foreach d,obj pic,$(patsubst %,$(BUILD)/$(d)/%.o,$(1)))
 $(call both_builds,$(VECTORISE_OBJ)): ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic

@@ -103,3 +103,15 @@ def test_the_graph_shows_calls_and_cycles(tmp_path):
     (tmp_path / "obj" / "store" / "c.o").unlink()
     assert "cycles: none" in graph("store", tmp_path / "obj").stdout
 
+
+
+def test_the_store_has_no_cycle():
+    """The store's files stand on its primitives (h5read_util.c and
+    h5read_check.c, h5write_util.c), none on a file that calls it back."""
+    objdir = pathlib.Path(BINARY).parent / "obj"
+    if not (objdir / "store").is_dir():
+        pytest.skip("no objects beside the executable (BUILD/obj)")
+    proc = graph("store", objdir)
+    assert proc.returncode == 0, proc.stderr
+    assert "h5read_util -> h5read_check" in proc.stdout
+    assert "src/store: cycles: none" in proc.stdout, proc.stdout
