@@ -146,7 +146,8 @@ endif
 #   PY_EXE_DEF, PY_DEFS   the Python's headers and names, for src/python's files
 #                     (and the extension module's objects, all of them)
 #   PIC_CPPFLAGS, PIC_CFLAGS   the extension module's objects (BUILD/pic/)
-#   SANITIZE          ASan + UBSan: ASAN_CFLAGS (make asan), FUZZ_CFLAGS (make fuzz)
+#   SANITIZE(_LD)     ASan + UBSan, compiling (linking): ASAN_CFLAGS and
+#                     ASAN_LDFLAGS (make asan), FUZZ_CFLAGS (make fuzz)
 #   DEPFLAGS          each object's header dependencies from the compiler,
 #                     beside it (OBJ.d; read back at the end of this file)
 SP_CPPFLAGS = -Iinclude -I$(1) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"'
@@ -158,7 +159,8 @@ PY_EXE_DEF  = -DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"'
 PY_DEFS     = $(PY_CFLAGS) $(PY_EXE_DEF) -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
 PIC_CPPFLAGS = $(PY_DEFS) -DSP_EXTENSION
 PIC_CFLAGS  := -fPIC -fvisibility=hidden
-SANITIZE    := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+SANITIZE_LD := -fsanitize=address,undefined
+SANITIZE    := $(SANITIZE_LD) -fno-sanitize-recover=undefined
 DEPFLAGS    := -MMD -MP
 
 # The layers (src/LAYER/, see README "Layout"): core (the model), store (HDF5,
@@ -385,7 +387,7 @@ e2e: $(BIN)
 # allocations at exit by design: the end-to-end tests and test_tracer); the
 # other unit tests run with it on.
 ASAN_CFLAGS  := -O1 -g -fno-omit-frame-pointer $(SANITIZE)
-ASAN_LDFLAGS := -fsanitize=address,undefined
+ASAN_LDFLAGS := $(SANITIZE_LD)
 ASAN_BUILD   := BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" LDFLAGS="$(ASAN_LDFLAGS)"
 asan:
 	$(MAKE) $(ASAN_BUILD) all unit-build
