@@ -137,8 +137,31 @@ MPI_CFLAGS  := $(shell pkg-config --cflags ompi-c) -DSP_HAVE_MPI \
 MPI_LIBS    := -Wl,--export-dynamic-symbol='MPI_*'
 endif
 
-CPPFLAGS += -Iinclude -I$(BUILD) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"'
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS)
+# The flag sets, each defined here once; the rules below only combine them.
+#   SP_CPPFLAGS(GEN)  every C file: include/, GEN (the folder of the generated
+#                     headers), HDF5's headers, the version
+#   LANG_CFLAGS       the language and the warnings; ALL_CFLAGS adds CFLAGS
+#   LAYER_INC         in a rule for src/LAYER/NAME.c: -Isrc/LAYER, the layer's
+#                     private headers (tests/LAYER/ get the same)
+#   PY_EXE_DEF, PY_DEFS   the Python's headers and names, for src/python's files
+#                     (and the extension module's objects, all of them)
+#   PIC_CPPFLAGS, PIC_CFLAGS   the extension module's objects (BUILD/pic/)
+#   SANITIZE(_LD)     ASan + UBSan, compiling (linking): ASAN_CFLAGS and
+#                     ASAN_LDFLAGS (make asan), FUZZ_CFLAGS (make fuzz)
+#   DEPFLAGS          each object's header dependencies from the compiler,
+#                     beside it (OBJ.d; read back at the end of this file)
+SP_CPPFLAGS = -Iinclude -I$(1) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"'
+CPPFLAGS   += $(call SP_CPPFLAGS,$(BUILD))
+LANG_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN)
+ALL_CFLAGS  = $(LANG_CFLAGS) $(CFLAGS)
+LAYER_INC   = -Isrc/$(firstword $(subst /, ,$*))
+PY_EXE_DEF  = -DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"'
+PY_DEFS     = $(PY_CFLAGS) $(PY_EXE_DEF) -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
+PIC_CPPFLAGS = $(PY_DEFS) -DSP_EXTENSION
+PIC_CFLAGS  := -fPIC -fvisibility=hidden
+SANITIZE_LD := -fsanitize=address,undefined
+SANITIZE    := $(SANITIZE_LD) -fno-sanitize-recover=undefined
+DEPFLAGS    := -MMD -MP
 
 # The layers (src/LAYER/, see README "Layout"): core (the model), store (HDF5,
 # packing, MPI), report (tree, analysis, rendering), python (the embedded
@@ -185,10 +208,15 @@ hacl:
 $(HDF5_PROBE): scripts/hdf5-static-probe.sh $(H5NOROS3_OBJ)
 	scripts/hdf5-static-probe.sh "$(CC) $(LDFLAGS)" $(H5NOROS3_OBJ) "$(HDF5_CFLAGS)" "$(HDF5_LIBS)" > $@.tmp && mv $@.tmp $@
 
-HEADERS = $(wildcard include/*.h src/*/*.h)
-$(BUILD)/obj/%.o: src/%.c $(HEADERS) | $(LAYERS_OK)
+# Every object of the executable (BUILD/obj/) and of the extension module
+# (BUILD/pic/, with PIC_CPPFLAGS and PIC_CFLAGS) is compiled by COMPILE; the
+# headers it includes are in its .d file (DEPFLAGS), known after its first
+# compile. The generated headers are made before a layer's first object
+# (order-only: a clean build at -j), and the .d files then rebuild their includers.
+COMPILE = $(CC) $(CPPFLAGS) $(LAYER_INC) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
+$(BUILD)/obj/%.o: src/%.c | $(LAYERS_OK)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Isrc/$(firstword $(subst /, ,$*)) $(ALL_CFLAGS) -c -o $@ $<
+	$(COMPILE)
 
 # The layer rule, checked before anything is compiled.
 layers: $(LAYERS_OK)
@@ -197,16 +225,17 @@ $(LAYERS_OK): scripts/check-layers.sh $(wildcard src/*/*.c src/*/*.h include/*.h
 	./scripts/check-layers.sh
 	@touch $@
 
-# Python sources embedded in the executable (the read API's classes).
-$(BUILD)/obj/python/module.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
-$(PY_SRC:src/%.c=$(BUILD)/obj/%.o): CPPFLAGS += $(PY_CFLAGS) \
-	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
-$(BUILD)/obj/cli/cmd_run.o: CPPFLAGS += -DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"'
+$(PY_SRC:src/%.c=$(BUILD)/obj/%.o): CPPFLAGS += $(PY_DEFS)
+$(BUILD)/obj/cli/cmd_run.o: CPPFLAGS += $(PY_EXE_DEF)
 $(BUILD)/obj/store/mpi.o $(BUILD)/obj/store/mpicalls.o: CPPFLAGS += $(MPI_CFLAGS)
-# The reader's validation pass over every event is written to vectorise.
-$(BUILD)/obj/store/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
-# The profile hook calls clock_gettime twice per traced call: no PLT hop.
-$(BUILD)/obj/python/tracer.o $(BUILD)/obj/python/linetrace.o: ALL_CFLAGS += -fno-plt
+# Objects compiled with more in both builds (obj/ and pic/), by LAYER/NAME:
+# the reader's validation pass over every event is written to vectorise; the
+# profile hook calls clock_gettime twice per traced call: no PLT hop.
+VECTORISE_OBJ := store/h5read_check
+NO_PLT_OBJ    := python/tracer python/linetrace
+both_builds = $(foreach d,obj pic,$(patsubst %,$(BUILD)/$(d)/%.o,$(1)))
+$(call both_builds,$(VECTORISE_OBJ)): ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
+$(call both_builds,$(NO_PLT_OBJ)): ALL_CFLAGS += -fno-plt
 # The Python layer goes in compiled (marshalled bytecode of the very
 # interpreter linked in), so a run does not compile it at start-up (~12 ms).
 $(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py Makefile
@@ -219,7 +248,6 @@ $(BUILD)/sp_pyshim.h: src/python/scope_profiler_shim.py
 	cd src/python && xxd -i scope_profiler_shim.py > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
 # The script of report.html's timeline (scope-profiler plot), for the build
 # and for the fuzzing build (the same rule in each folder).
-$(BUILD)/obj/report/report_html.o: $(BUILD)/sp_timeline_js.h
 %/sp_timeline_js.h: src/report/report_timeline.js
 	@mkdir -p $(@D)
 	cd src/report && xxd -i report_timeline.js > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
@@ -256,28 +284,33 @@ $(BUILD)/obj/python/module.o: CPPFLAGS += -DSP_EXTENSION_NAME='"scope_profiler$(
 EXT_SRC     := $(LIB_SRC) $(filter-out src/python/run_session.c src/python/venv.c,$(PY_SRC)) $(MPI_SRC)
 EXT_OBJ     := $(EXT_SRC:src/%.c=$(BUILD)/pic/%.o)
 module: $(PY_MOD)
-$(BUILD)/pic/%.o: src/%.c $(HEADERS) | $(LAYERS_OK)
+$(BUILD)/pic/%.o: CPPFLAGS += $(PIC_CPPFLAGS)
+$(BUILD)/pic/%.o: ALL_CFLAGS += $(PIC_CFLAGS)
+$(BUILD)/pic/%.o: src/%.c | $(LAYERS_OK)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Isrc/$(firstword $(subst /, ,$*)) $(PY_CFLAGS) -DSP_EXTENSION \
-		-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"' \
-		$(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
-$(BUILD)/pic/python/module.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
-$(BUILD)/pic/store/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
-$(BUILD)/pic/python/tracer.o $(BUILD)/pic/python/linetrace.o: ALL_CFLAGS += -fno-plt
+	$(COMPILE)
+# The generated headers, each before the first object of the layer that
+# includes it: the Python sources embedded in the executable (the read API's
+# classes, the subprocesses' shim), report.html's script.
+PY_GEN_H     := $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
+REPORT_GEN_H := $(BUILD)/sp_timeline_js.h
+$(filter $(BUILD)/obj/python/% $(BUILD)/pic/python/%,$(PY_OBJ) $(EXT_OBJ)): | $(PY_GEN_H)
+$(filter $(BUILD)/obj/report/% $(BUILD)/pic/report/%,$(LIB_OBJ) $(EXT_OBJ)): | $(REPORT_GEN_H)
 $(PY_MOD): $(EXT_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -o $@ $(EXT_OBJ) $(HDF5_LIBS) -lz -lm
 
-# The hook's unit test embeds the interpreter with the built-in module.
+# A unit test is one C file compiled and linked in one command (its .d file
+# beside it); tests/LAYER/ sees that layer's headers. The hook's unit test
+# embeds the interpreter with the built-in module; the others link the library.
+UNIT_CC = $(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) $(DEPFLAGS) -MT $@ -MF $@.d -o $@ $<
 PY_TEST_OBJ := $(PY_OBJ)
 $(BUILD)/tests/python/%: tests/python/%.c $(PY_TEST_OBJ) $(LIB) $(wildcard $(PY_PROBE) $(HDF5_PROBE))
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Isrc/python $(PY_CFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(PY_TEST_OBJ) $(LIB) \
-		$(HDF5_BIN_LIBS) $(PY_LIBS) $(MPI_LIBS) -lcmocka -lm
+	$(UNIT_CC) -Isrc/python $(PY_CFLAGS) $(PY_TEST_OBJ) $(LIB) $(HDF5_BIN_LIBS) $(PY_LIBS) $(MPI_LIBS) -lcmocka -lm
 
-# The other unit tests link the library; tests/LAYER/ sees that layer's headers.
 $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Isrc/$(firstword $(subst /, ,$*)) -Isrc/cli $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(HDF5_LIBS) -lcmocka -lm
+	$(UNIT_CC) $(LAYER_INC) -Isrc/cli $(LIB) $(HDF5_LIBS) -lcmocka -lm
 
 # The missing Debian packages of a group of scripts/install-deps.sh (build, check,
 # bench: each holds the one before), the Python's headers for PYTHON; deps: all.
@@ -353,13 +386,13 @@ e2e: $(BIN)
 # Leak checking is off where the interpreter is embedded (CPython keeps its
 # allocations at exit by design: the end-to-end tests and test_tracer); the
 # other unit tests run with it on.
-ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ASAN_CFLAGS  := -O1 -g -fno-omit-frame-pointer $(SANITIZE)
+ASAN_LDFLAGS := $(SANITIZE_LD)
+ASAN_BUILD   := BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" LDFLAGS="$(ASAN_LDFLAGS)"
 asan:
-	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" LDFLAGS="-fsanitize=address,undefined" all unit-build
-	ASAN_OPTIONS=allocator_may_return_null=1 $(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" \
-		LDFLAGS="-fsanitize=address,undefined" unit
-	ASAN_OPTIONS=detect_leaks=0 $(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" \
-		LDFLAGS="-fsanitize=address,undefined" e2e
+	$(MAKE) $(ASAN_BUILD) all unit-build
+	ASAN_OPTIONS=allocator_may_return_null=1 $(MAKE) $(ASAN_BUILD) unit
+	ASAN_OPTIONS=detect_leaks=0 $(MAKE) $(ASAN_BUILD) e2e
 
 # Coverage-guided fuzzing of everything that reads a profile (tests/fuzz/fuzz_read.c):
 # the core library and the file-reading commands built with clang and
@@ -373,8 +406,7 @@ FUZZ_CC      ?= clang
 FUZZ_BUILD   := build-fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_CI_SECONDS ?= 75
-FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN)
+FUZZ_CFLAGS  := $(LANG_CFLAGS) -O1 -g -fno-omit-frame-pointer $(SANITIZE)
 FUZZ_CLI_SRC := $(filter-out src/cli/main.c src/cli/cmd_run.c,$(CLI_SRC))
 # The target brings its own checking sp_cmd_error (src/core/say.c's place).
 FUZZ_OBJ     := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out src/core/say.c,$(LIB_SRC)) $(FUZZ_CLI_SRC))
@@ -387,15 +419,16 @@ FUZZ_FLAGS   := -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1048576 -max_len
 FUZZ_ENV     := ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
                 LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan-hdf5.supp)
 
-$(FUZZ_BUILD)/obj/%.o: src/%.c $(HEADERS) | $(FUZZ_BUILD)/obj
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -Iinclude -I$(FUZZ_BUILD) -Isrc/$(firstword $(subst /, ,$*)) $(HDF5_CFLAGS) -DSP_VERSION='"$(VERSION)"' $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
-		-c -o $@ $<
+FUZZ_CPPFLAGS := $(call SP_CPPFLAGS,$(FUZZ_BUILD))
 
-$(FUZZ_BUILD)/obj/report/report_html.o: $(FUZZ_BUILD)/sp_timeline_js.h
+$(FUZZ_BUILD)/obj/%.o: src/%.c | $(FUZZ_BUILD)/obj
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(LAYER_INC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c -o $@ $<
+
+$(filter $(FUZZ_BUILD)/obj/report/%,$(FUZZ_OBJ)): | $(FUZZ_BUILD)/sp_timeline_js.h
 
 $(FUZZ_BIN): tests/fuzz/fuzz_read.c $(FUZZ_OBJ)
-	$(FUZZ_CC) -Iinclude -Isrc/cli $(HDF5_CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(HDF5_LIBS) -lz -lm
+	$(FUZZ_CC) $(FUZZ_CPPFLAGS) -Isrc/cli $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(HDF5_LIBS) -lz -lm
 
 $(FUZZ_BUILD)/fuzz_seeds: tests/fuzz/fuzz_seeds.c $(LIB) | $(FUZZ_BUILD)/obj
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(HDF5_LIBS) -lz -lm
@@ -485,3 +518,6 @@ uninstall:
 
 clean:
 	rm -rf build build-asan build-fuzz $(addprefix build-,$(CHECK_SUITES)) $(addprefix build-py,$(CHECK_PYENV))
+
+# The header dependencies the compiler wrote (DEPFLAGS), of every build here.
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/pic/*/*.d $(BUILD)/tests/*/*.d $(FUZZ_BUILD)/obj/*/*.d)

@@ -1,6 +1,6 @@
 /* sp_pack.h - one rank's profile as one flat byte buffer, for sending it to
- * rank 0 under MPI (see src/mpi.c). The layout is private to one build: both
- * ends run the same executable. */
+ * rank 0 under MPI (see src/store/mpi.c). The layout (src/store/sp_pack_layout.h)
+ * is private to one build: both ends run the same executable. */
 #ifndef SP_PACK_H
 #define SP_PACK_H
 

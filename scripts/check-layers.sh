@@ -15,6 +15,11 @@
 #     the objects named (BUILD/obj/LAYER/*.o, as the Makefile lists them),
 #     none references a global symbol that only a layer above its own
 #     defines (nm: defined symbols per layer, undefined ones per object).
+# With --graph LAYER [OBJDIR] it checks nothing and prints the graph of
+# src/LAYER: the sp_*.h headers each file includes, the files each file
+# calls into (nm of OBJDIR/LAYER/*.o, OBJDIR build/obj by default: "a -> b
+# (n)", n symbols of b that a uses) and the files that call each other in
+# a circle, directly or through others (or "cycles: none").
 cd "$(dirname "$0")/.." || exit 1
 status=0
 breach() {
@@ -49,6 +54,55 @@ if [ "$1" = --symbols ]; then
 	}')
 	report "$breaches"
 	exit $status
+fi
+
+# The graph of one layer (--graph LAYER [OBJDIR]), for reading.
+if [ "$1" = --graph ]; then
+	layer=$2 objdir=${3:-build/obj}
+	[ -d "src/$layer" ] || { echo "check-layers.sh --graph: no src/$layer" >&2; exit 2; }
+	echo "src/$layer: includes (quoted sp_*.h)"
+	for f in src/"$layer"/*.[ch]; do
+		h=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(sp_[a-z0-9_]*\.h\)".*/\1/p' "$f" | tr '\n' ' ')
+		[ -z "$h" ] || echo "  ${f##*/}: $h"
+	done
+	set -- "$objdir/$layer"/*.o
+	[ -e "$1" ] || { echo "check-layers.sh --graph: no objects in $objdir/$layer (build first)" >&2; exit 2; }
+	echo "src/$layer: calls between its files ($objdir/$layer/*.o)"
+	nm -A -g "$@" | awk '
+	{	o = $0; sub(/:.*/, "", o); k = split(substr($0, length(o) + 2), f, " ")
+		n = split(o, p, "/"); sub(/\.o$/, "", p[n])
+		if (k == 2 && f[1] == "U") print "U", f[2], p[n]
+		else if (k == 3 && f[2] ~ /^[TDBRGSVW]$/) print "D", f[3], p[n]
+	}' | awk '
+	$1 == "D" { def[$2] = $3; node[$3] = 1; next }
+	{ use[++nu] = $3 " " $2; node[$3] = 1 }
+	END {
+		for (i = 1; i <= nu; i++) {
+			split(use[i], u, " ")
+			if ((u[2] in def) && def[u[2]] != u[1]) {
+				e = u[1] " " def[u[2]]
+				if (!(e in count)) edges[++ne] = e
+				count[e]++; reach[e] = 1
+			}
+		}
+		for (i = 1; i <= ne; i++) { split(edges[i], u, " "); line[i] = sprintf("  %s -> %s (%d)", u[1], u[2], count[edges[i]]) }
+		# sorted output: insertion sort of the few lines
+		for (i = 2; i <= ne; i++) for (j = i; j > 1 && line[j] < line[j - 1]; j--) { t = line[j]; line[j] = line[j - 1]; line[j - 1] = t }
+		for (i = 1; i <= ne; i++) print line[i]
+		# cycles: a and b reach each other (transitive closure)
+		nn = 0; for (a in node) name[++nn] = a
+		for (k = 1; k <= nn; k++) for (i = 1; i <= nn; i++) if ((name[i] " " name[k]) in reach)
+			for (j = 1; j <= nn; j++) if ((name[k] " " name[j]) in reach) reach[name[i] " " name[j]] = 1
+		cycles = ""
+		for (i = 1; i <= nn; i++) {
+			if (done[name[i]] || !((name[i] " " name[i]) in reach)) continue
+			c = name[i]
+			for (j = 1; j <= nn; j++) if (j != i && ((name[i] " " name[j]) in reach) && ((name[j] " " name[i]) in reach)) { c = c " " name[j]; done[name[j]] = 1 }
+			done[name[i]] = 1; cycles = cycles "\n  " c
+		}
+		print "src/" layer ": cycles" (cycles == "" ? ": none" : ":" cycles)
+	}' layer="$layer"
+	exit 0
 fi
 
 # 1. The heavy headers.

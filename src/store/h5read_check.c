@@ -3,7 +3,10 @@
  * guard: the superblock's driver information block, old-style group
  * headers, variable-length strings (their global heap collections), where
  * a dataset's elements are stored, and summary attributes that contradict
- * each other (see sp_h5read.h). It calls no other h5read*.c. */
+ * each other (see sp_h5read.h); and the validation of every call of the
+ * event columns read, written for the compiler to vectorise (the Makefile
+ * compiles this file with VECTORISE_OBJ's flags). It calls no other
+ * h5read*.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -445,3 +448,54 @@ enum sp_err sp_h5r_stats_ok(struct reader *r, const char *ctx, const struct sp_s
 		     (long long)st->min_ns, (long long)st->max_ns);
 }
 
+/* The validation of a full read, in blocks the compiler vectorises (only
+ * 64-bit subtract, or and add): a block whose every end - start, taken as
+ * unsigned, is under 2^40 ns (18 minutes) has no call ending before it
+ * starts and sums in 64 bits without wrapping; any other block is checked
+ * and summed exactly. Sets *bad when a call ends before it starts, and
+ * *sum to the total duration. */
+#define CHECK_BLOCK 4096
+static void check_events(const int64_t *starts, const int64_t *ends, size_t n, int *bad,
+			 __int128 *sum)
+{
+	for (size_t c = 0; c < n; c += CHECK_BLOCK) {
+		size_t m = n - c < CHECK_BLOCK ? n - c : CHECK_BLOCK;
+		const int64_t *s = starts + c, *e = ends + c;
+		uint64_t bits = 0, total = 0;
+		for (size_t i = 0; i < m; i++) {
+			uint64_t d = (uint64_t)e[i] - (uint64_t)s[i];
+			bits |= d;
+			total += d;
+		}
+		if (bits < ((uint64_t)1 << 40)) {
+			*sum += total;
+			continue;
+		}
+		for (size_t i = 0; i < m; i++) {
+			if (e[i] < s[i]) {
+				*bad = 1;
+				return;
+			}
+			*sum += (__int128)e[i] - s[i];
+		}
+	}
+}
+
+enum sp_err sp_h5r_events_ok(struct reader *r, const char *ctx, const int64_t *starts, const int64_t *ends,
+			     size_t n)
+{
+	/* Every call ends no earlier than it starts, and the durations add up
+	 * within 64 bits, so every single duration does too. */
+	int bad = 0;
+	__int128 sum = 0;
+	check_events(starts, ends, n, &bad, &sum);
+	if (bad) {
+		size_t i = 0;
+		while (ends[i] >= starts[i])
+			i++;
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s: call %zu ends before it starts", ctx, i);
+	}
+	if (sum > INT64_MAX)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s: durations overflow 64 bits", ctx);
+	return SP_OK;
+}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sp_h5read.h"
+#include "sp_h5read_likwid.h"
 
 /* Bounds a damaged file cannot push the reader past. */
 #define MAX_THREADS ((hsize_t)1 << 20)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sp_h5read.h"
+#include "sp_h5read_lines.h"
 
 /* Reads a string attribute of a line table that must be there. */
 static enum sp_err line_attr_str(struct reader *r, hid_t g, const char *ctx, const char *name,

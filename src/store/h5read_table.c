@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "sp_h5read.h"
+#include "sp_h5read_table.h"
+#include "sp_h5read_tree.h"
 
 /* Small regions' calls are read SPAN_MAX at a time through a buffer; a
  * larger region straight into its columns. */

@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "sp_h5read.h"
+#include "sp_h5read_tree.h"
+#include "sp_h5read_lines.h"
+#include "sp_h5read_likwid.h"
 
 /* The tree's columns as read: a node's region by name (names, looked up in
  * idx: version 1) or by row (version 2). */

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "sp_h5read.h"
+#include "sp_h5read_file.h"
+#include "sp_h5read_table.h"
 
 /* A profile open for streaming its events (sp_h5_stream_open). */
 struct sp_h5_stream {

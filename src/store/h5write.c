@@ -17,6 +17,9 @@
 
 #include "sp_clock.h"
 #include "sp_h5write.h"
+#include "sp_h5write_table.h"
+#include "sp_h5write_v1.h"
+#include "sp_h5write_likwid.h"
 
 
 /* Checks a line table before anything of it is written; the reader refuses

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "sp_h5write.h"
+#include "sp_h5write_likwid.h"
 
 static enum sp_err write_table(struct sp_h5_writer *w, hid_t parent, const struct sp_rank *rk, size_t k,
 			       const struct sp_likwid_region *t)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sp_h5write.h"
+#include "sp_h5write_table.h"
 
 /* Names are fixed-length strings as wide as the longest, unless that would
  * take more than NAMES_FIXED_MAX bytes (very long names among many): then

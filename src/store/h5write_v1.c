@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sp_h5write.h"
+#include "sp_h5write_v1.h"
 
 static enum sp_err write_region(struct sp_h5_writer *w, hid_t regions, const struct sp_rank *rk,
 				const struct sp_region_data *rd)

@@ -1,19 +1,20 @@
-/* sp_h5read.h - what the pieces of the HDF5 reader share (store-private;
- * the public API is include/sp_h5.h): the reader's state and, file by
- * file from the bottom, what each defines for the others:
- *   h5read_check.c  the one-line failure and the damaged-file checks
- *   h5read_util.c   the primitives (groups, attributes, columns, strings,
- *                   a rank group's attributes and regions group), on check
- *   h5read_lines.c, h5read_likwid.c, h5read_tree.c (the end of a rank's
- *                   read: tree, line tables, counters), on util and check
- *   h5read_table.c  version 2's ranks; h5read.c the file, version 1's ranks
- *                   and sp_h5_read; h5stream.c the stream, on all of these
- * A file calls only the files above it in this list, h5stream.c also
- * h5read.c's file and region readers, and h5read_table.c h5read.c's
- * sp_h5r_events_ok (the one cycle left: the Makefile compiles h5read.o,
- * for that loop, with -ftree-vectorize). Every function here leaves nothing
- * open on failure and, where it returns enum sp_err, fills r->err through
- * sp_h5r_fail: "cannot read '<path>': <detail>". */
+/* sp_h5read.h - the bottom of the HDF5 reader (store-private; the public
+ * API is include/sp_h5.h): the reader's state and its primitives, which
+ * every other piece of the reader stands on:
+ *   h5read_check.c  the one-line failure and the damaged-file checks (the
+ *                   event columns' validation among them); calls nothing
+ *                   of the reader's
+ *   h5read_util.c   groups, attributes, columns, strings, a rank group's
+ *                   attributes and regions group; on h5read_check.c
+ * Above them, each piece declares what it defines in its own header, and a
+ * piece includes the headers of the pieces it calls, never one that calls
+ * it: h5read_lines.c, h5read_likwid.c; h5read_tree.c (the end of a rank's
+ * read) on those two; h5read_table.c (version 2's ranks) on h5read_tree.c;
+ * h5read.c (the file, version 1's ranks, sp_h5_read) on h5read_table.c and
+ * h5read_tree.c; h5stream.c on h5read.c and h5read_table.c
+ * (`scripts/check-layers.sh --graph store` prints the calls). Every
+ * function leaves nothing open on failure and, where it returns enum
+ * sp_err, fills r->err through sp_h5r_fail: "cannot read '<path>': <detail>". */
 #ifndef SP_H5READ_H
 #define SP_H5READ_H
 
@@ -91,6 +92,12 @@ enum sp_err sp_h5r_storage_ok(struct reader *r, hid_t ds, hid_t dcpl, H5D_layout
 /* SP_OK when a region's summary attributes agree with each other, else
  * SP_ECORRUPT "<ctx>: inconsistent summary: ...". */
 enum sp_err sp_h5r_stats_ok(struct reader *r, const char *ctx, const struct sp_stats *st);
+/* SP_OK when every one of the n calls ends no earlier than it starts and
+ * their durations add up within 64 bits; else SP_ECORRUPT "<ctx>: call K
+ * ends before it starts" or "<ctx>: durations overflow 64 bits". */
+enum sp_err sp_h5r_events_ok(struct reader *r, const char *ctx, const int64_t *starts, const int64_t *ends,
+			     size_t n);
+
 /* h5read_util.c */
 
 /* Frees the names; nl is empty again. */
@@ -166,69 +173,5 @@ struct sp_h5r_name_ref {
 };
 /* By name: qsort and bsearch of sp_h5r_name_ref. */
 int sp_h5r_name_ref_cmp(const void *a, const void *b);
-
-/* h5read_tree.c */
-
-/* Reads rank group rank_g's call tree into rk->tree: its regions by name,
- * looked up in idx (nidx entries sorted by name: version 1), or with idx
- * NULL by index into rk->regions (version 2). */
-enum sp_err sp_h5r_read_tree(struct reader *r, hid_t rank_g, const struct sp_h5r_name_ref *idx, size_t nidx,
-			     struct sp_rank *rk);
-/* The end of a rank's read: its tree when has_tree (sp_h5r_read_tree;
- * else tree stays NULL and the events, loaded, are what the report layer
- * builds it from), then its line tables. */
-enum sp_err sp_h5r_tree_and_lines(struct reader *r, hid_t g, const char *gname, int has_tree,
-				  const struct sp_h5r_name_ref *idx, size_t nidx, struct sp_rank *rk);
-
-
-/* h5read.c */
-
-/* SP_OK when every one of the n calls ends no earlier than it starts and
- * their durations add up within 64 bits; else SP_ECORRUPT "<ctx>: call K
- * ends before it starts" or "<ctx>: durations overflow 64 bits". */
-enum sp_err sp_h5r_events_ok(struct reader *r, const char *ctx, const int64_t *starts, const int64_t *ends,
-			     size_t n);
-
-/* Reads one rank group gname of file into rk. */
-typedef enum sp_err (*sp_h5r_rank_fn)(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk);
-/* Reads the file's structure into p: its attributes, each rank group
- * through read_one (sp_h5_read's reads a rank in full, the stream's its
- * structure), the metadata; the caller frees p on failure. */
-enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p, sp_h5r_rank_fn read_one);
-/* Reads region group link of regions into rd: name, summary, and the events
- * when need_events (or when the summary attributes are missing). */
-enum sp_err sp_h5r_read_region(struct reader *r, hid_t regions, const char *link, int rankno,
-			       int need_events, struct sp_region_data *rd);
-/* h5read_table.c: format version 2. */
-
-/* Reads the regions table of rank group g into rk->regions (names, stats,
- * aggregates, calls lost), each row checked; *first (malloc'd, one entry
- * per region) gets each region's first call in the event columns, *total
- * the calls of them all. */
-enum sp_err sp_h5r_read_table(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk,
-			      int64_t **first, uint64_t *total);
-/* Opens rank group g's event columns into cols (start_times, end_times and
- * lanes, -1 when there is none), each of exactly total calls. deep 0: the
- * group opened again as an earlier call checked it (no file checks); 1:
- * the group's header checked; 2: the columns' storage too
- * (sp_h5r_column_open's deep). */
-enum sp_err sp_h5r_events_open(struct reader *r, hid_t g, const char *gname, uint64_t total, int deep,
-			       hid_t cols[3]);
-
-/* Opens the value columns of group events of rank group g (gname) that rk's
- * regions' kinds need: vcols[kind] (-1 where none is needed; the caller
- * sets them to -1 first and closes them), each checked to hold total
- * calls; a kind whose column is missing is damage. */
-enum sp_err sp_h5r_values_open(struct reader *r, hid_t g, const char *gname, const struct sp_rank *rk,
-			       uint64_t total, hid_t vcols[SP_VALUE_KINDS]);
-/* A version 2 rank in full (sp_h5_read): attributes, table, the events
- * when r->flags asks or there is no tree, the tree, the line tables. */
-enum sp_err sp_h5r_read_rank_v2(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk);
-
-/* h5read_lines.c: the rank's per-line tables into rk->lines. */
-enum sp_err sp_h5r_read_lines(struct reader *r, hid_t rank_g, struct sp_rank *rk);
-/* Reads the rank's LIKWID counters (group likwid; h5read_likwid.c), after
- * its regions. */
-enum sp_err sp_h5r_read_likwid(struct reader *r, hid_t rank_g, struct sp_rank *rk);
 
 #endif

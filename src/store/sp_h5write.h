@@ -1,10 +1,11 @@
-/* sp_h5write.h - what the pieces of the HDF5 writer share (store-private;
- * the public API is include/sp_h5.h): the writer's state, and the
- * primitives of h5write_util.c (one-line failures, attributes, columns),
- * the bottom every piece writes through: h5write.c (the file, metadata,
- * ranks, line tables), the layouts of a rank's regions (format version 2's
- * table, h5write_table.c; version 1's group per region, h5write_v1.c) and
- * h5write_likwid.c. */
+/* sp_h5write.h - the bottom of the HDF5 writer (store-private; the public
+ * API is include/sp_h5.h): the writer's state and the primitives of
+ * h5write_util.c (one-line failures, attributes, columns), which every
+ * piece writes through. The pieces above it declare what they define in
+ * headers of their own, which only h5write.c (the file, metadata, ranks,
+ * line tables) includes: a rank's regions in format version 2's table
+ * (sp_h5write_table.h) or version 1's group per region (sp_h5write_v1.h),
+ * its LIKWID counters (sp_h5write_likwid.h). */
 #ifndef SP_H5WRITE_H
 #define SP_H5WRITE_H
 
@@ -93,12 +94,5 @@ int sp_h5w_span(struct sp_h5_writer *w, hid_t ds, hid_t mtype, uint64_t first, s
 /* Closes a dataset written a span at a time; a compressed one's chunks are
  * flushed first, while a failure can still be told (see h5write_util.c). 0 or -1. */
 int sp_h5w_dataset_close(struct sp_h5_writer *w, hid_t ds);
-
-/* A rank's regions, events and call tree in group rank_g: format version 2
- * (h5write_table.c) or 1 (h5write_v1.c). SP_OK, or the failure (set). */
-enum sp_err sp_h5w_regions_v2(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk);
-/* The rank's LIKWID counters as group likwid (h5write_likwid.c). */
-enum sp_err sp_h5w_likwid(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk);
-enum sp_err sp_h5w_regions_v1(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk);
 
 #endif

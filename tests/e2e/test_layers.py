@@ -82,3 +82,36 @@ def test_a_call_up_the_layers_fails_the_build(tmp_path):
         in proc.stderr, proc.stderr
     assert "main.o" not in proc.stderr
     assert check_symbols([up, top]).returncode == 0
+
+
+def graph(layer, objdir):
+    return subprocess.run(["sh", str(ROOT / "scripts" / "check-layers.sh"), "--graph", layer, str(objdir)],
+                          capture_output=True, text=True, cwd=ROOT)
+
+
+def test_the_graph_shows_calls_and_cycles(tmp_path):
+    """--graph: who calls whom inside a layer, and the files in a circle."""
+    compile_to(tmp_path, "store", "a", "int sp_b(void);\nint sp_a(void) { return sp_b(); }\n")
+    compile_to(tmp_path, "store", "b", "int sp_c(void);\nint sp_b(void) { return sp_c(); }\n")
+    compile_to(tmp_path, "store", "c", "int sp_a(void);\nint sp_c(void) { return sp_a(); }\n")
+    compile_to(tmp_path, "store", "d", "int sp_a(void);\nint sp_d(void) { return sp_a(); }\n")
+    proc = graph("store", tmp_path / "obj")
+    assert proc.returncode == 0, proc.stderr
+    assert "  a -> b (1)\n" in proc.stdout and "  d -> a (1)\n" in proc.stdout
+    cycles = proc.stdout.split("cycles:")[1].split()
+    assert sorted(cycles) == ["a", "b", "c"], proc.stdout
+    (tmp_path / "obj" / "store" / "c.o").unlink()
+    assert "cycles: none" in graph("store", tmp_path / "obj").stdout
+
+
+
+def test_the_store_has_no_cycle():
+    """The store's files stand on its primitives (h5read_util.c and
+    h5read_check.c, h5write_util.c), none on a file that calls it back."""
+    objdir = pathlib.Path(BINARY).parent / "obj"
+    if not (objdir / "store").is_dir():
+        pytest.skip("no objects beside the executable (BUILD/obj)")
+    proc = graph("store", objdir)
+    assert proc.returncode == 0, proc.stderr
+    assert "h5read_util -> h5read_check" in proc.stdout
+    assert "src/store: cycles: none" in proc.stdout, proc.stdout

@@ -1,0 +1,12 @@
+/* sp_h5write_table.h - h5write_table.c: a rank's regions as format version
+ * 2 writes them (the regions table, the event columns, the call tree). */
+#ifndef SP_H5WRITE_TABLE_H
+#define SP_H5WRITE_TABLE_H
+
+#include "sp_h5write.h"
+
+/* A rank's regions, events and call tree in group rank_g. SP_OK, or the
+ * failure (set). */
+enum sp_err sp_h5w_regions_v2(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk);
+
+#endif
