@@ -213,6 +213,13 @@ $(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py Makefile
 	@mkdir -p $(BUILD)
 	$(PYTHON) -c 'import marshal, sys; sys.stdout.buffer.write(marshal.dumps(compile(open(sys.argv[1]).read(), "<scope_profiler>", "exec", dont_inherit=True)))' $< > $(BUILD)/scope_profiler_py.pyc
 	cd $(BUILD) && xxd -i scope_profiler_py.pyc > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
+# The read API's matplotlib charts, a second module frozen the same way
+# (scope_profiler._charts, loaded on a chart's first call; charts.c).
+$(BUILD)/obj/python/charts.o $(BUILD)/pic/python/charts.o: $(BUILD)/sp_pycharts.h
+$(BUILD)/sp_pycharts.h: src/python/scope_profiler_charts.py Makefile
+	@mkdir -p $(BUILD)
+	$(PYTHON) -c 'import marshal, sys; sys.stdout.buffer.write(marshal.dumps(compile(open(sys.argv[1]).read(), "<scope_profiler._charts>", "exec", dont_inherit=True)))' $< > $(BUILD)/scope_profiler_charts.pyc
+	cd $(BUILD) && xxd -i scope_profiler_charts.pyc > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
 # The no-op module the script's Python subprocesses import (see the shim).
 $(BUILD)/sp_pyshim.h: src/python/scope_profiler_shim.py
 	@mkdir -p $(BUILD)

@@ -1,7 +1,7 @@
 /* module.c - the built-in module `scope_profiler`: its definition, its
  * functions gathered from the files that own them (regions.c, wrapper.c,
- * session.c, tracer.c, pyresults.c, exitphase.c), and the embedded Python
- * layer (scope_profiler_py.py: the facade's classes, the read API, the
+ * session.c, tracer.c, pyresults.c, exitphase.c, charts.c), and the embedded
+ * Python layer (scope_profiler_py.py: the facade's classes, the read API, the
  * Python-level hooks of `run`), run in the module's namespace.
  *
  * Recording never runs Python code of ours: `with region:` calls the C
@@ -26,6 +26,7 @@
 #endif
 #include <marshal.h>
 
+#include "sp_charts.h"
 #include "sp_linetrace.h"
 #include "sp_pymodule.h"
 #include "sp_pyregion.h"
@@ -106,7 +107,8 @@ static PyObject *module_init(void)
 	    PyModule_AddFunctions(mod, sp_session_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_tracer_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_results_methods) != 0 ||
-	    PyModule_AddFunctions(mod, sp_exitphase_methods) != 0)
+	    PyModule_AddFunctions(mod, sp_exitphase_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_charts_methods) != 0)
 		goto fail;
 	sp_session_bind(mod);
 	if (run_python_layer(mod) != 0 || sp_wrapper_bind(mod) != 0 || sp_standalone_init(mod) != 0)
