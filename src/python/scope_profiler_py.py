@@ -1158,21 +1158,18 @@ class ProfilingResults:
         return out
 
     def _select(self, include, exclude):
-        import re
-
-        inc = [re.compile(p) for p in _as_list(include) or []]
-        exc = [re.compile(p) for p in _as_list(exclude) or []]
-        return [n for n in self._per_region
-                if (not inc or any(p.search(n) for p in inc))
-                and not any(p.search(n) for p in exc)]
+        # The dialect of every command (sp_select.h), decided in C.
+        return _select_names(list(self._per_region), include, exclude)
 
     def events(self, include=None, exclude=None, ranks=None, relative=True, origin=None):
         """One dict per recorded call, in region order, then rank, then call
         order: name, rank, call_index, start, end, duration (s), call_id and
-        parent_id (indices in call_stack(rank)). include/exclude: regular
-        expressions (or lists of them) searched in region names; ranks: an int
-        or a list; relative=False gives absolute clock times; origin (s)
-        overrides time_origin."""
+        parent_id (indices in call_stack(rank)). include/exclude: patterns (or
+        lists of them) on region names, as every command takes them: a glob
+        matched against the whole name ("solve", "solve*"), or re:EXPR, a
+        POSIX extended regular expression searched anywhere in it (ValueError
+        when it does not compile); ranks: an int or a list; relative=False
+        gives absolute clock times; origin (s) overrides time_origin."""
         return self._events(self._select(include, exclude), ranks, relative, origin)
 
     def to_events_dataframe(self, include=None, exclude=None, ranks=None, relative=True,
