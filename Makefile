@@ -198,7 +198,8 @@ $(LAYERS_OK): scripts/check-layers.sh $(wildcard src/*/*.c src/*/*.h include/*.h
 	@touch $@
 
 # Python sources embedded in the executable (the read API's classes).
-$(BUILD)/obj/python/module.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
+$(BUILD)/obj/python/module.o: $(BUILD)/sp_pysrc.h
+$(BUILD)/obj/python/shim.o: $(BUILD)/sp_pyshim.h
 $(PY_SRC:src/%.c=$(BUILD)/obj/%.o): CPPFLAGS += $(PY_CFLAGS) \
 	-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
 $(BUILD)/obj/cli/cmd_run.o: CPPFLAGS += -DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"'
@@ -257,8 +258,8 @@ PYMODDIR    ?= $(shell $(PYTHON) scripts/pymoddir.py "$(PREFIX)" 2>/dev/null)
 # run --subprocesses loads the module into spawned children: from beside the
 # executable (the build tree), else the package installed with it (pip or
 # install: PREFIX/lib/python3.X/{site,dist}-packages beside its PREFIX/bin),
-# else from PYMODDIR as built (_extension_path in scope_profiler_py.py).
-$(BUILD)/obj/python/module.o: CPPFLAGS += -DSP_EXTENSION_NAME='"scope_profiler$(EXT_SUFFIX)"' \
+# else from PYMODDIR as built (extension_path in shim.c).
+$(BUILD)/obj/python/shim.o: CPPFLAGS += -DSP_EXTENSION_NAME='"scope_profiler$(EXT_SUFFIX)"' \
 	-DSP_EXTENSION_DIR='"$(PYMODDIR)"'
 EXT_SRC     := $(LIB_SRC) $(filter-out src/python/run_session.c src/python/venv.c,$(PY_SRC)) $(MPI_SRC)
 EXT_OBJ     := $(EXT_SRC:src/%.c=$(BUILD)/pic/%.o)
@@ -268,7 +269,8 @@ $(BUILD)/pic/%.o: src/%.c $(HEADERS) | $(LAYERS_OK)
 	$(CC) $(CPPFLAGS) -Isrc/$(firstword $(subst /, ,$*)) $(PY_CFLAGS) -DSP_EXTENSION \
 		-DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"' -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"' \
 		$(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
-$(BUILD)/pic/python/module.o: $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
+$(BUILD)/pic/python/module.o: $(BUILD)/sp_pysrc.h
+$(BUILD)/pic/python/shim.o: $(BUILD)/sp_pyshim.h
 $(BUILD)/pic/store/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 $(BUILD)/pic/python/tracer.o $(BUILD)/pic/python/linetrace.o: ALL_CFLAGS += -fno-plt
 $(PY_MOD): $(EXT_OBJ)

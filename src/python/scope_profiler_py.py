@@ -5,10 +5,10 @@ after the C part (regions, the decorator wrapper, the clock, the HDF5 writer
 and reader) is in place. Nothing here runs while a region records, and the
 session itself (setup, finalize, the write, the summary) is C's (session.c):
 here are the ProfileManager facade, the Python-level hooks of `run` (the
---recursive hook in every thread, sys.exit and SIGTERM, the shim folder)
-and the read API's result classes. Its matplotlib charts (plot_*) are the
-module scope_profiler._charts (scope_profiler_charts.py), loaded on first
-use.
+--recursive hook in every thread, sys.exit and SIGTERM; the subprocesses'
+folder is shim.c's) and the read API's result classes. Its matplotlib charts
+(plot_*) are the module scope_profiler._charts (scope_profiler_charts.py),
+loaded on first use.
 """
 
 import os as _os
@@ -430,7 +430,7 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False):
     """The Python-level hooks of `scope-profiler run`, after the C session
     started (session.c): the --recursive hook in every thread, the exit
     callback, sys.exit, the exit signals and os.exec* watched, the shim
-    folder."""
+    folder (shim.c)."""
     # Only what plain python has loaded already, so that the script runs
     # as it would there: atexit (built in, no Python code) is left out of
     # sys.modules once used; a later `import atexit` makes a new module
@@ -444,7 +444,12 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False):
         _start_tracing(target, trace_all, include, exclude)
     atexit.register(_run_exit)  # C: ends the session, signals held
     _sys.exit = _watch_exit(_sys.exit)
-    _offer_shim(subprocesses)
+    # The no-op scope_profiler for the script's Python subprocesses (shim.c;
+    # under subprocesses, the real one): a fork of this process has the
+    # module, marked to be counted at the end like those (and, with
+    # subprocesses, recording as its own process from the fork on).
+    if _shim_offer(subprocesses):
+        _os.register_at_fork(after_in_child=_forked_child)
     # SIGTERM (a batch system's time limit), SIGHUP, SIGXCPU, SIGUSR1/2
     # unwind like sys.exit(128 + signal), so the profile is written (a
     # script may still install its own handler); os.exec* writes it first;
@@ -452,172 +457,11 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False):
     _run_watch(_os)
 
 
-def _tmpdir():
-    """Where the run's own temporary files go: $TMPDIR, else /tmp."""
-    return _os.environ.get("TMPDIR") or "/tmp"
-
-
-_SHIM_PREFIX = "scope-profiler-shim-"
-_shim = None       # `run`: the no-op module's folder for subprocesses
-_shim_pid = None
-
-
-def _clear_folder(fd):
-    """Empties the open folder fd, never following a symlink (each level is
-    opened relative to its parent with O_NOFOLLOW)."""
-    for entry in _os.scandir(fd):
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                sub = _os.open(entry.name, _os.O_RDONLY | _os.O_DIRECTORY | _os.O_NOFOLLOW,
-                               dir_fd=fd)
-                try:
-                    _clear_folder(sub)
-                finally:
-                    _os.close(sub)
-                _os.rmdir(entry.name, dir_fd=fd)
-            else:
-                _os.unlink(entry.name, dir_fd=fd)
-        except OSError:
-            pass
-
-
-def _remove_tree(path):
-    """Removes a shim folder, with the bytecode its subprocesses may have
-    cached. Imports nothing: it runs at the very end of the run (where an
-    import would, among other things, make Python forget an unhandled
-    KeyboardInterrupt and exit 1 instead of dying of SIGINT)."""
-    try:
-        fd = _os.open(path, _os.O_RDONLY | _os.O_DIRECTORY | _os.O_NOFOLLOW)
-    except OSError:
-        return
-    try:
-        _clear_folder(fd)
-    finally:
-        _os.close(fd)
-    try:
-        _os.rmdir(path)
-    except OSError:
-        pass
-
-
-def _remove_stale_shims(tmp, host):
-    """This user's shim folders of runs on this host that died without
-    cleaning up (os._exit(), SIGKILL): their process is gone."""
-    import stat  # already loaded by os
-
-    mine = f"{_SHIM_PREFIX}{host}-"
-    try:
-        names = [n for n in _os.listdir(tmp) if n.startswith(mine)]
-    except OSError:
-        return
-    for name in names:
-        pid = name[len(mine):].split("-")[0]
-        path = _os.path.join(tmp, name)
-        try:
-            st = _os.lstat(path)
-            if not pid.isdigit() or not stat.S_ISDIR(st.st_mode) or st.st_uid != _os.geteuid():
-                continue
-            _os.kill(int(pid), 0)
-        except ProcessLookupError:
-            _remove_tree(path)
-        except OSError:
-            pass  # alive, or gone meanwhile
-
-
-def _offer_shim(subprocesses=False):
-    """Python subprocesses of the script (multiprocessing's spawn and
-    forkserver children, subprocess.run([sys.executable, ...])) run plain
-    Python: put a no-op scope_profiler on their PYTHONPATH, so a script
-    that imports it imports there too. They record nothing, unless
-    subprocesses (run --subprocesses): then the shim loads the real module
-    (this one built as an extension module) and records there, and a fork
-    of a recording process records as its own; each child writes its
-    profile into the folder, for the run to merge at its end. The folder is
-    named after this host and process (and made with O_EXCL semantics, mode
-    0700), so that a later run can remove it if this one cannot (os._exit,
-    SIGKILL)."""
-    tmp = _tmpdir()
-    host = _os.uname().nodename.replace("/", "_")
-    _remove_stale_shims(tmp, host)
-    for _ in range(8):
-        folder = _os.path.join(tmp, f"{_SHIM_PREFIX}{host}-{_os.getpid()}-{_os.urandom(4).hex()}")
-        try:
-            _os.mkdir(folder, 0o700)
-            break
-        except FileExistsError:
-            continue
-        except OSError:
-            return  # no temporary folder: subprocesses simply lack the module
-    else:
-        return
-    global _shim, _shim_pid
-    _shim, _shim_pid = folder, _os.getpid()   # ours from here on: removed after the profile
-    try:
-        with open(_os.path.join(folder, "scope_profiler.py"), "w") as f:
-            f.write(_shim_source.replace("@VERSION@", __version__))
-    except OSError:
-        return
-    # A fork of this process has the module: marked, to be counted at the
-    # end like the subprocesses that import the shim (and, with
-    # subprocesses, recording as its own process from the fork on).
-    _os.register_at_fork(after_in_child=_forked_child)
-    if subprocesses:
-        _children_dir(folder)
-        module = _extension_path()
-        if module:
-            _os.environ["SCOPE_PROFILER_MODULE"] = module
-            _os.environ["SCOPE_PROFILER_CHILDREN"] = folder
-        else:
-            _sys.stderr.write(
-                f"scope-profiler: run: warning: --subprocesses: {_extension_name} is neither beside "
-                f"the executable nor installed with it (nor in {_extension_dir or 'the install folder'}): "
-                "spawned Python children are not profiled (forked ones are); `make module` builds it\n")
-    old = _os.environ.get("PYTHONPATH")
-    _os.environ["PYTHONPATH"] = folder + (_os.pathsep + old if old else "")
-    # multiprocessing's spawn hands its children this process's sys.path;
-    # here the built-in module is found first, so the folder shadows nothing.
-    _sys.path.append(folder)
-
-
-def _extension_path():
-    """This module built for plain python, for run --subprocesses' spawned
-    children: beside the executable (a build tree: scope_profiler<EXT_SUFFIX>),
-    else installed as the package scope_profiler/ (its __init__<EXT_SUFFIX>)
-    where pip or `make install` puts it beside the executable's PREFIX/bin
-    (PREFIX/lib/python3.X/site-packages: a venv, ~/.local; dist-packages:
-    Debian's /usr/local), else in PYMODDIR (_extension_dir, make install's
-    folder); None when none has it."""
-    if not _extension_name:
-        return None
-    try:
-        here = _os.path.dirname(_os.readlink("/proc/self/exe"))
-    except OSError:
-        here = None
-    init = _os.path.join(__name__, "__init__" + _extension_name[len(__name__):])
-    candidates = []
-    if here:
-        lib = _os.path.join(_os.path.dirname(here), "lib", "python%d.%d" % _sys.version_info[:2])
-        candidates += [_os.path.join(here, _extension_name),
-                       _os.path.join(lib, "site-packages", init),
-                       _os.path.join(lib, "dist-packages", init)]
-    if _extension_dir:
-        candidates.append(_os.path.join(_extension_dir, init))
-    for path in candidates:
-        if _os.path.isfile(path):
-            return path
-    return None
-
-
 def _forked_child():
     """In a forked child of a recording process: its mark in the shim
-    folder (see scope_profiler_shim.py), and under run --subprocesses its
-    own session from the fork on (session.c)."""
-    if _shim:
-        try:
-            _os.close(_os.open(_os.path.join(_shim, f"child-{_os.getpid()}"),
-                               _os.O_WRONLY | _os.O_CREAT, 0o600))
-        except OSError:
-            pass
+    folder (shim.c), and under run --subprocesses its own session from the
+    fork on (session.c)."""
+    _shim_mark()
     _exit_signals_default()   # as under plain python (exitphase.c)
     _child_session()
 
@@ -650,33 +494,6 @@ def _child_begin(folder):
         except OSError:
             pass
     _os.register_at_fork(after_in_child=_forked_child)
-
-
-def _remove_shim(merged=-1):
-    """The end of the run (session.c, after the profile, with the exit
-    signals held): the child processes that imported scope_profiler (their
-    marks in the shim folder) are counted in one line, against the merged
-    ones under --subprocesses (merged >= 0), and the shim folder goes, in
-    the process that made it."""
-    global _shim
-    if _shim and _os.getpid() == _shim_pid:
-        try:
-            children = sum(1 for n in _os.listdir(_shim) if n.startswith("child-"))
-        except OSError:
-            children = 0
-        if merged >= 0 and children > merged:
-            _sys.stderr.write(
-                f"scope-profiler: run: warning: {children - merged} of {children} profiled child "
-                "processes wrote no profile (killed, or still running at the end): "
-                "their calls are not in this profile\n")
-        elif merged < 0 and children:
-            _sys.stderr.write(
-                f"scope-profiler: run: warning: {children} child process"
-                f"{'es' if children > 1 else ''} imported scope_profiler and "
-                f"{'were' if children > 1 else 'was'} not profiled: "
-                f"{'their' if children > 1 else 'its'} calls are not in this profile\n")
-        _remove_tree(_shim)
-        _shim = None
 
 
 # ---------------------------------------------------------------------------
