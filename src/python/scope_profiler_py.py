@@ -489,10 +489,7 @@ def _child_begin(folder):
         # multiprocessing's fork server (3.14 loads __main__ there): it lives
         # until the run ends and runs no task; its forks, the workers, are
         # the children. Not counted as one that wrote nothing.
-        try:
-            _os.unlink(_os.path.join(folder, f"child-{_os.getpid()}"))
-        except OSError:
-            pass
+        _shim_unmark(folder)
     _os.register_at_fork(after_in_child=_forked_child)
 
 
