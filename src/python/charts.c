@@ -172,9 +172,14 @@ static int view_build(struct view *v, PyObject *file)
 		struct sp_rank *k = &v->p.ranks[r];
 		k->regions = rd;
 		k->rank = num ? (int)PyLong_AsLong(num) : (int)r;
-		for (Py_ssize_t pos = 0; PyDict_Next(regs, &pos, &name, &d); rd++, k->nregions++)
+		for (Py_ssize_t pos = 0; PyDict_Next(regs, &pos, &name, &d); rd++, k->nregions++) {
+			if (rd == v->p.ranks[0].regions + nregions) {
+				PyErr_SetString(PyExc_RuntimeError, "the profile changed while it was drawn");
+				goto fail;
+			}
 			if (view_region(v, rd, name, d) != 0)
 				goto fail;
+		}
 		if (PyErr_Occurred())
 			goto fail;
 	}
@@ -224,7 +229,8 @@ static int add_ranks(struct sp_select *s, PyObject *ranks)
 {
 	if (ranks == Py_None)
 		return 0;
-	PyObject *seq = PyLong_Check(ranks) ? PyTuple_Pack(1, ranks) : PySequence_Fast(ranks, "ranks: an int or a list");
+	PyObject *seq = PyIndex_Check(ranks) ? PyTuple_Pack(1, ranks)
+					      : PySequence_Fast(ranks, "ranks: an int or a list");
 	if (!seq)
 		return -1;
 	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -418,9 +424,7 @@ static int chart_begin(PyObject *args, const char *fmt, struct view *v, struct s
 		view_free(v);
 		return -1;
 	}
-	if (!sp_plot_has_events(&v->p, s))
-		return 0;
-	int ok = sp_plot_axis_init(a, &v->p, s, 0, width);
+	int ok = sp_plot_has_events(&v->p, s) ? sp_plot_axis_init(a, &v->p, s, 0, width) : 0;
 	if (ok > 0)
 		return 1;
 	if (ok < 0)
