@@ -242,6 +242,13 @@ $(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py Makefile
 	@mkdir -p $(BUILD)
 	$(PYTHON) -c 'import marshal, sys; sys.stdout.buffer.write(marshal.dumps(compile(open(sys.argv[1]).read(), "<scope_profiler>", "exec", dont_inherit=True)))' $< > $(BUILD)/scope_profiler_py.pyc
 	cd $(BUILD) && xxd -i scope_profiler_py.pyc > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
+# The read API's matplotlib charts, a second module frozen the same way
+# (scope_profiler._charts, loaded on a chart's first call; charts.c).
+$(BUILD)/obj/python/charts.o $(BUILD)/pic/python/charts.o: $(BUILD)/sp_pycharts.h
+$(BUILD)/sp_pycharts.h: src/python/scope_profiler_charts.py Makefile
+	@mkdir -p $(BUILD)
+	$(PYTHON) -c 'import marshal, sys; sys.stdout.buffer.write(marshal.dumps(compile(open(sys.argv[1]).read(), "<scope_profiler._charts>", "exec", dont_inherit=True)))' $< > $(BUILD)/scope_profiler_charts.pyc
+	cd $(BUILD) && xxd -i scope_profiler_charts.pyc > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
 # The no-op module the script's Python subprocesses import (see the shim).
 $(BUILD)/sp_pyshim.h: src/python/scope_profiler_shim.py
 	@mkdir -p $(BUILD)
@@ -278,8 +285,8 @@ PYMODDIR    ?= $(shell $(PYTHON) scripts/pymoddir.py "$(PREFIX)" 2>/dev/null)
 # run --subprocesses loads the module into spawned children: from beside the
 # executable (the build tree), else the package installed with it (pip or
 # install: PREFIX/lib/python3.X/{site,dist}-packages beside its PREFIX/bin),
-# else from PYMODDIR as built (_extension_path in scope_profiler_py.py).
-$(BUILD)/obj/python/module.o: CPPFLAGS += -DSP_EXTENSION_NAME='"scope_profiler$(EXT_SUFFIX)"' \
+# else from PYMODDIR as built (extension_path in shim.c).
+$(BUILD)/obj/python/shim.o: CPPFLAGS += -DSP_EXTENSION_NAME='"scope_profiler$(EXT_SUFFIX)"' \
 	-DSP_EXTENSION_DIR='"$(PYMODDIR)"'
 EXT_SRC     := $(LIB_SRC) $(filter-out src/python/run_session.c src/python/venv.c,$(PY_SRC)) $(MPI_SRC)
 EXT_OBJ     := $(EXT_SRC:src/%.c=$(BUILD)/pic/%.o)
@@ -292,7 +299,7 @@ $(BUILD)/pic/%.o: src/%.c | $(LAYERS_OK)
 # The generated headers, each before the first object of the layer that
 # includes it: the Python sources embedded in the executable (the read API's
 # classes, the subprocesses' shim), report.html's script.
-PY_GEN_H     := $(BUILD)/sp_pysrc.h $(BUILD)/sp_pyshim.h
+PY_GEN_H     := $(BUILD)/sp_pysrc.h $(BUILD)/sp_pycharts.h $(BUILD)/sp_pyshim.h
 REPORT_GEN_H := $(BUILD)/sp_timeline_js.h
 $(filter $(BUILD)/obj/python/% $(BUILD)/pic/python/%,$(PY_OBJ) $(EXT_OBJ)): | $(PY_GEN_H)
 $(filter $(BUILD)/obj/report/% $(BUILD)/pic/report/%,$(LIB_OBJ) $(EXT_OBJ)): | $(REPORT_GEN_H)

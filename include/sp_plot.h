@@ -105,6 +105,122 @@ size_t sp_plot_speedup_xs(const struct sp_plot_file *files, size_t n, enum sp_pl
 enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *files, size_t n,
 			    enum sp_plot_xfield xf, const struct sp_plot_opts *o, struct sp_error *err);
 
+/* ---- the charts' data ------------------------------------------------------
+ * What the SVG charts above draw, for any other drawing of them (the read
+ * API's matplotlib charts, src/python/charts.c): one rule each for the
+ * merging of narrow calls, the lanes, the time axis, the flame chart's rows
+ * and the regions joined by name across ranks and files. */
+
+/* A bar: x0..x1 on the axis (px from the plot's left edge); the calls it
+ * holds (first is the index given with the first of them, and its calls
+ * those given after it, up to calls of them). */
+struct sp_plot_bar {
+	double x0, x1;
+	size_t first;
+	int64_t calls;
+};
+
+/* One lane's merging. Calls come in start order. A call at least colw wide
+ * is a bar of its own; narrower ones starting in the same column (x0 / colw)
+ * one after the other share one bar, from the first one's start to the
+ * latest end (colw 0: every call a bar). emit (when not NULL) gets each bar
+ * once it is complete; bars and merged count them. */
+struct sp_plot_merge {
+	double colw;
+	void (*emit)(void *ctx, const struct sp_plot_bar *b);
+	void *ctx;
+	int64_t bars, merged;
+	int pending;
+	struct sp_plot_bar p;
+};
+
+void sp_plot_merge_call(struct sp_plot_merge *m, double x0, double x1, size_t index);
+/* Emits the bar still open; call at the end of each lane. */
+void sp_plot_merge_flush(struct sp_plot_merge *m);
+
+/* A lane of the Gantt chart and of report.html's timeline: one rank's
+ * region. */
+struct sp_plot_lane {
+	const struct sp_rank *rk;
+	const struct sp_region_data *rd;
+};
+
+/* The lanes of f: selected ranks x selected regions with events, by rank,
+ * then by first entry on that rank (then name); *out malloc'd. SP_EINVAL
+ * when there are none (err names f), SP_ENOMEM. */
+enum sp_err sp_plot_lanes(const struct sp_plot_file *f, const struct sp_select *sel,
+			  struct sp_plot_lane **out, size_t *n, struct sp_error *err);
+
+/* The x axis and frame shared by the Gantt and flame charts. */
+struct sp_plot_axis {
+	int64_t t0, span;              /* ns: the file's first region entry, and on */
+	double left, width;            /* the plot area, px */
+	double k;                      /* px per ns */
+};
+
+/* t0 (the file's first entry, whatever ranks are selected) and span (to the
+ * selected ranks' last end, whatever regions are): 1; 0 when no selected
+ * rank has calls; -1 when the span passes 2^63 ns. */
+int sp_plot_axis_init(struct sp_plot_axis *a, const struct sp_profile *p, const struct sp_select *sel,
+		      double left, double width);
+
+/* Merges the calls of a Gantt lane (rd's, in start order) on axis a into m,
+ * each given its index in rd; the lane's last bar is flushed. */
+void sp_plot_gantt_lane(struct sp_plot_merge *m, const struct sp_plot_axis *a, const struct sp_region_data *rd);
+
+/* A call of the flame chart, as it is placed. */
+struct sp_plot_fcall {
+	int64_t start, end;
+	uint64_t pos;                  /* the nesting walk's order */
+	int32_t region;                /* index into its rank's regions */
+	int32_t lane;
+	uint32_t depth;                /* among the selected regions' calls */
+	int32_t rank;                  /* index into p->ranks */
+};
+
+/* The calls of the selected regions of f's selected ranks, nested by
+ * sp_nest.h's rule among themselves, by rank, lane, depth, then start (a
+ * row of the chart after the other); *out malloc'd. SP_EINVAL when there
+ * are none (err names f), SP_ENOMEM. */
+enum sp_err sp_plot_flame_calls(const struct sp_plot_file *f, const struct sp_select *sel,
+				struct sp_plot_fcall **out, size_t *n, struct sp_error *err);
+
+/* Merges c[0..n) (sp_plot_flame_calls' order) on axis a into m row by row,
+ * each call given its index in c: a box never spans two rows (rank, lane,
+ * depth), but may hold calls of several regions. */
+void sp_plot_flame_merge(struct sp_plot_merge *m, const struct sp_plot_axis *a,
+			 const struct sp_plot_fcall *c, size_t n);
+
+/* A region's figures in one file over the selected ranks that have calls. */
+struct sp_plot_value {
+	int present;                   /* some selected rank has calls */
+	int64_t calls, total, min, max;
+	int64_t slowest;               /* the largest selected rank's total */
+};
+
+/* One region across the files: the durations chart's row, the speedup
+ * chart's line. */
+struct sp_plot_row {
+	const char *name;              /* borrowed from the files */
+	struct sp_plot_value *v;       /* one per file */
+	int64_t total;                 /* over the files: the order */
+};
+
+struct sp_plot_table {
+	struct sp_plot_row *rows;      /* heaviest total first, then by name */
+	size_t n;
+	struct sp_plot_value *vals;
+};
+
+/* The selected regions with calls of the selected ranks of files[0..nf),
+ * joined by name (byname.h). SP_EINVAL when there is none, SP_ENOMEM. */
+enum sp_err sp_plot_table_build(struct sp_plot_table *t, const struct sp_plot_file *files, size_t nf,
+				const struct sp_select *sel, struct sp_error *err);
+void sp_plot_table_free(struct sp_plot_table *t);
+
+/* The value of metric m in seconds (v present). */
+double sp_plot_value_of(const struct sp_plot_value *v, enum sp_plot_metric m);
+
 /* region_statistics.json: {"files": [...]}, each file's object being
  * `summary --json`'s (calls, total/mean/min/max/std seconds, per-rank
  * min/mean/max totals and imbalance per region). Failures as

@@ -130,7 +130,7 @@ BEGIN {
 	n = split("sp_analysis.h sp_render.h sp_nest.h sp_diff.h sp_export.h sp_json.h sp_table.h " \
 		  "sp_select.h sp_plot.h sp_tree.h", a, " "); for (i = 1; i <= n; i++) owner[a[i]] = "report"
 	# generated into build/ from src/python/*.py
-	owner["sp_pysrc.h"] = owner["sp_pyshim.h"] = "python"
+	owner["sp_pysrc.h"] = owner["sp_pyshim.h"] = owner["sp_pycharts.h"] = "python"
 	owner["sp_timeline_js.h"] = "report"
 }
 $1 == "H" { owner[$2] = $3; next }

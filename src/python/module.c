@@ -1,8 +1,8 @@
 /* module.c - the built-in module `scope_profiler`: its definition, its
  * functions gathered from the files that own them (regions.c, wrapper.c,
- * session.c, tracer.c, pyresults.c, exitphase.c), and the embedded Python
- * layer (scope_profiler_py.py: the facade's classes, the read API, the
- * Python-level hooks of `run`), run in the module's namespace.
+ * session.c, tracer.c, pyresults.c, exitphase.c, charts.c, shim.c), and the
+ * embedded Python layer (scope_profiler_py.py: the facade's classes, the read
+ * API, the Python-level hooks of `run`), run in the module's namespace.
  *
  * Recording never runs Python code of ours: `with region:` calls the C
  * __enter__/__exit__ (regions.c), a decorated call goes through the
@@ -16,23 +16,16 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* Where `run --subprocesses` finds this module for spawned children (the
- * Makefile's; the extension module itself needs neither). */
-#ifndef SP_EXTENSION_NAME
-#define SP_EXTENSION_NAME ""
-#endif
-#ifndef SP_EXTENSION_DIR
-#define SP_EXTENSION_DIR ""
-#endif
 #include <marshal.h>
 
+#include "sp_charts.h"
 #include "sp_linetrace.h"
 #include "sp_pymodule.h"
 #include "sp_pyregion.h"
 #include "sp_pysession.h"
+#include "sp_shim.h"
 #include "sp_standalone.h"
 #include "sp_pysrc.h"
-#include "sp_pyshim.h"
 
 static struct PyModuleDef module_def = {
 	PyModuleDef_HEAD_INIT,
@@ -93,12 +86,7 @@ static PyObject *module_init(void)
 	if (add_types(mod) != 0 ||
 	    PyModule_AddStringConstant(mod, "__version__", SP_VERSION) < 0 ||
 	    PyModule_AddObjectRef(mod, "_lane_names", sp_lane_names) < 0 ||
-	    PyModule_AddObjectRef(mod, "_registry", sp_registry) < 0 ||
-	    PyModule_AddStringConstant(mod, "_extension_name", SP_EXTENSION_NAME) < 0 ||
-	    PyModule_AddStringConstant(mod, "_extension_dir", SP_EXTENSION_DIR) < 0 ||
-	    PyModule_AddObject(mod, "_shim_source",
-			       PyUnicode_DecodeUTF8((const char *)scope_profiler_shim_py,
-						    (Py_ssize_t)scope_profiler_shim_py_len, "strict")) < 0)
+	    PyModule_AddObjectRef(mod, "_registry", sp_registry) < 0)
 		goto fail;
 	if (sp_tracer_init() != 0 || sp_linetrace_init() != 0 || sp_results_init() != 0 ||
 	    PyModule_AddFunctions(mod, sp_region_methods) != 0 ||
@@ -106,7 +94,9 @@ static PyObject *module_init(void)
 	    PyModule_AddFunctions(mod, sp_session_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_tracer_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_results_methods) != 0 ||
-	    PyModule_AddFunctions(mod, sp_exitphase_methods) != 0)
+	    PyModule_AddFunctions(mod, sp_exitphase_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_charts_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_shim_methods) != 0)
 		goto fail;
 	sp_session_bind(mod);
 	if (run_python_layer(mod) != 0 || sp_wrapper_bind(mod) != 0 || sp_standalone_init(mod) != 0)

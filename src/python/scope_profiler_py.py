@@ -5,8 +5,10 @@ after the C part (regions, the decorator wrapper, the clock, the HDF5 writer
 and reader) is in place. Nothing here runs while a region records, and the
 session itself (setup, finalize, the write, the summary) is C's (session.c):
 here are the ProfileManager facade, the Python-level hooks of `run` (the
---recursive hook in every thread, sys.exit and SIGTERM, the shim folder),
-the read API's result classes and its matplotlib charts (plot_*).
+--recursive hook in every thread, sys.exit and SIGTERM; the subprocesses'
+folder is shim.c's) and the read API's result classes. Its matplotlib charts
+(plot_*) are the module scope_profiler._charts (scope_profiler_charts.py),
+loaded on first use.
 """
 
 import os as _os
@@ -428,7 +430,7 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False):
     """The Python-level hooks of `scope-profiler run`, after the C session
     started (session.c): the --recursive hook in every thread, the exit
     callback, sys.exit, the exit signals and os.exec* watched, the shim
-    folder."""
+    folder (shim.c)."""
     # Only what plain python has loaded already, so that the script runs
     # as it would there: atexit (built in, no Python code) is left out of
     # sys.modules once used; a later `import atexit` makes a new module
@@ -442,7 +444,12 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False):
         _start_tracing(target, trace_all, include, exclude)
     atexit.register(_run_exit)  # C: ends the session, signals held
     _sys.exit = _watch_exit(_sys.exit)
-    _offer_shim(subprocesses)
+    # The no-op scope_profiler for the script's Python subprocesses (shim.c;
+    # under subprocesses, the real one): a fork of this process has the
+    # module, marked to be counted at the end like those (and, with
+    # subprocesses, recording as its own process from the fork on).
+    if _shim_offer(subprocesses):
+        _os.register_at_fork(after_in_child=_forked_child)
     # SIGTERM (a batch system's time limit), SIGHUP, SIGXCPU, SIGUSR1/2
     # unwind like sys.exit(128 + signal), so the profile is written (a
     # script may still install its own handler); os.exec* writes it first;
@@ -450,172 +457,11 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False):
     _run_watch(_os)
 
 
-def _tmpdir():
-    """Where the run's own temporary files go: $TMPDIR, else /tmp."""
-    return _os.environ.get("TMPDIR") or "/tmp"
-
-
-_SHIM_PREFIX = "scope-profiler-shim-"
-_shim = None       # `run`: the no-op module's folder for subprocesses
-_shim_pid = None
-
-
-def _clear_folder(fd):
-    """Empties the open folder fd, never following a symlink (each level is
-    opened relative to its parent with O_NOFOLLOW)."""
-    for entry in _os.scandir(fd):
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                sub = _os.open(entry.name, _os.O_RDONLY | _os.O_DIRECTORY | _os.O_NOFOLLOW,
-                               dir_fd=fd)
-                try:
-                    _clear_folder(sub)
-                finally:
-                    _os.close(sub)
-                _os.rmdir(entry.name, dir_fd=fd)
-            else:
-                _os.unlink(entry.name, dir_fd=fd)
-        except OSError:
-            pass
-
-
-def _remove_tree(path):
-    """Removes a shim folder, with the bytecode its subprocesses may have
-    cached. Imports nothing: it runs at the very end of the run (where an
-    import would, among other things, make Python forget an unhandled
-    KeyboardInterrupt and exit 1 instead of dying of SIGINT)."""
-    try:
-        fd = _os.open(path, _os.O_RDONLY | _os.O_DIRECTORY | _os.O_NOFOLLOW)
-    except OSError:
-        return
-    try:
-        _clear_folder(fd)
-    finally:
-        _os.close(fd)
-    try:
-        _os.rmdir(path)
-    except OSError:
-        pass
-
-
-def _remove_stale_shims(tmp, host):
-    """This user's shim folders of runs on this host that died without
-    cleaning up (os._exit(), SIGKILL): their process is gone."""
-    import stat  # already loaded by os
-
-    mine = f"{_SHIM_PREFIX}{host}-"
-    try:
-        names = [n for n in _os.listdir(tmp) if n.startswith(mine)]
-    except OSError:
-        return
-    for name in names:
-        pid = name[len(mine):].split("-")[0]
-        path = _os.path.join(tmp, name)
-        try:
-            st = _os.lstat(path)
-            if not pid.isdigit() or not stat.S_ISDIR(st.st_mode) or st.st_uid != _os.geteuid():
-                continue
-            _os.kill(int(pid), 0)
-        except ProcessLookupError:
-            _remove_tree(path)
-        except OSError:
-            pass  # alive, or gone meanwhile
-
-
-def _offer_shim(subprocesses=False):
-    """Python subprocesses of the script (multiprocessing's spawn and
-    forkserver children, subprocess.run([sys.executable, ...])) run plain
-    Python: put a no-op scope_profiler on their PYTHONPATH, so a script
-    that imports it imports there too. They record nothing, unless
-    subprocesses (run --subprocesses): then the shim loads the real module
-    (this one built as an extension module) and records there, and a fork
-    of a recording process records as its own; each child writes its
-    profile into the folder, for the run to merge at its end. The folder is
-    named after this host and process (and made with O_EXCL semantics, mode
-    0700), so that a later run can remove it if this one cannot (os._exit,
-    SIGKILL)."""
-    tmp = _tmpdir()
-    host = _os.uname().nodename.replace("/", "_")
-    _remove_stale_shims(tmp, host)
-    for _ in range(8):
-        folder = _os.path.join(tmp, f"{_SHIM_PREFIX}{host}-{_os.getpid()}-{_os.urandom(4).hex()}")
-        try:
-            _os.mkdir(folder, 0o700)
-            break
-        except FileExistsError:
-            continue
-        except OSError:
-            return  # no temporary folder: subprocesses simply lack the module
-    else:
-        return
-    global _shim, _shim_pid
-    _shim, _shim_pid = folder, _os.getpid()   # ours from here on: removed after the profile
-    try:
-        with open(_os.path.join(folder, "scope_profiler.py"), "w") as f:
-            f.write(_shim_source.replace("@VERSION@", __version__))
-    except OSError:
-        return
-    # A fork of this process has the module: marked, to be counted at the
-    # end like the subprocesses that import the shim (and, with
-    # subprocesses, recording as its own process from the fork on).
-    _os.register_at_fork(after_in_child=_forked_child)
-    if subprocesses:
-        _children_dir(folder)
-        module = _extension_path()
-        if module:
-            _os.environ["SCOPE_PROFILER_MODULE"] = module
-            _os.environ["SCOPE_PROFILER_CHILDREN"] = folder
-        else:
-            _sys.stderr.write(
-                f"scope-profiler: run: warning: --subprocesses: {_extension_name} is neither beside "
-                f"the executable nor installed with it (nor in {_extension_dir or 'the install folder'}): "
-                "spawned Python children are not profiled (forked ones are); `make module` builds it\n")
-    old = _os.environ.get("PYTHONPATH")
-    _os.environ["PYTHONPATH"] = folder + (_os.pathsep + old if old else "")
-    # multiprocessing's spawn hands its children this process's sys.path;
-    # here the built-in module is found first, so the folder shadows nothing.
-    _sys.path.append(folder)
-
-
-def _extension_path():
-    """This module built for plain python, for run --subprocesses' spawned
-    children: beside the executable (a build tree: scope_profiler<EXT_SUFFIX>),
-    else installed as the package scope_profiler/ (its __init__<EXT_SUFFIX>)
-    where pip or `make install` puts it beside the executable's PREFIX/bin
-    (PREFIX/lib/python3.X/site-packages: a venv, ~/.local; dist-packages:
-    Debian's /usr/local), else in PYMODDIR (_extension_dir, make install's
-    folder); None when none has it."""
-    if not _extension_name:
-        return None
-    try:
-        here = _os.path.dirname(_os.readlink("/proc/self/exe"))
-    except OSError:
-        here = None
-    init = _os.path.join(__name__, "__init__" + _extension_name[len(__name__):])
-    candidates = []
-    if here:
-        lib = _os.path.join(_os.path.dirname(here), "lib", "python%d.%d" % _sys.version_info[:2])
-        candidates += [_os.path.join(here, _extension_name),
-                       _os.path.join(lib, "site-packages", init),
-                       _os.path.join(lib, "dist-packages", init)]
-    if _extension_dir:
-        candidates.append(_os.path.join(_extension_dir, init))
-    for path in candidates:
-        if _os.path.isfile(path):
-            return path
-    return None
-
-
 def _forked_child():
     """In a forked child of a recording process: its mark in the shim
-    folder (see scope_profiler_shim.py), and under run --subprocesses its
-    own session from the fork on (session.c)."""
-    if _shim:
-        try:
-            _os.close(_os.open(_os.path.join(_shim, f"child-{_os.getpid()}"),
-                               _os.O_WRONLY | _os.O_CREAT, 0o600))
-        except OSError:
-            pass
+    folder (shim.c), and under run --subprocesses its own session from the
+    fork on (session.c)."""
+    _shim_mark()
     _exit_signals_default()   # as under plain python (exitphase.c)
     _child_session()
 
@@ -643,38 +489,8 @@ def _child_begin(folder):
         # multiprocessing's fork server (3.14 loads __main__ there): it lives
         # until the run ends and runs no task; its forks, the workers, are
         # the children. Not counted as one that wrote nothing.
-        try:
-            _os.unlink(_os.path.join(folder, f"child-{_os.getpid()}"))
-        except OSError:
-            pass
+        _shim_unmark(folder)
     _os.register_at_fork(after_in_child=_forked_child)
-
-
-def _remove_shim(merged=-1):
-    """The end of the run (session.c, after the profile, with the exit
-    signals held): the child processes that imported scope_profiler (their
-    marks in the shim folder) are counted in one line, against the merged
-    ones under --subprocesses (merged >= 0), and the shim folder goes, in
-    the process that made it."""
-    global _shim
-    if _shim and _os.getpid() == _shim_pid:
-        try:
-            children = sum(1 for n in _os.listdir(_shim) if n.startswith("child-"))
-        except OSError:
-            children = 0
-        if merged >= 0 and children > merged:
-            _sys.stderr.write(
-                f"scope-profiler: run: warning: {children - merged} of {children} profiled child "
-                "processes wrote no profile (killed, or still running at the end): "
-                "their calls are not in this profile\n")
-        elif merged < 0 and children:
-            _sys.stderr.write(
-                f"scope-profiler: run: warning: {children} child process"
-                f"{'es' if children > 1 else ''} imported scope_profiler and "
-                f"{'were' if children > 1 else 'was'} not profiled: "
-                f"{'their' if children > 1 else 'its'} calls are not in this profile\n")
-        _remove_tree(_shim)
-        _shim = None
 
 
 # ---------------------------------------------------------------------------
@@ -1156,21 +972,18 @@ class ProfilingResults:
         return out
 
     def _select(self, include, exclude):
-        import re
-
-        inc = [re.compile(p) for p in _as_list(include) or []]
-        exc = [re.compile(p) for p in _as_list(exclude) or []]
-        return [n for n in self._per_region
-                if (not inc or any(p.search(n) for p in inc))
-                and not any(p.search(n) for p in exc)]
+        # The dialect of every command (sp_select.h), decided in C.
+        return _select_names(list(self._per_region), include, exclude)
 
     def events(self, include=None, exclude=None, ranks=None, relative=True, origin=None):
         """One dict per recorded call, in region order, then rank, then call
         order: name, rank, call_index, start, end, duration (s), call_id and
-        parent_id (indices in call_stack(rank)). include/exclude: regular
-        expressions (or lists of them) searched in region names; ranks: an int
-        or a list; relative=False gives absolute clock times; origin (s)
-        overrides time_origin."""
+        parent_id (indices in call_stack(rank)). include/exclude: patterns (or
+        lists of them) on region names, as every command takes them: a glob
+        matched against the whole name ("solve", "solve*"), or re:EXPR, a
+        POSIX extended regular expression searched anywhere in it (ValueError
+        when it does not compile); ranks: an int or a list; relative=False
+        gives absolute clock times; origin (s) overrides time_origin."""
         return self._events(self._select(include, exclude), ranks, relative, origin)
 
     def to_events_dataframe(self, include=None, exclude=None, ranks=None, relative=True,
@@ -1263,14 +1076,17 @@ def _submodule(short):
     return mod
 
 
-_SUBMODULES = ("h5reader", "region_profiler")
+_SUBMODULES = ("h5reader", "region_profiler", "_charts")
+# The read API's matplotlib charts: scope_profiler._charts, frozen beside
+# this layer (charts.c) and run on the first use of one of them.
+_CHARTS = ("plot_gantt", "plot_flame", "plot_durations", "plot_speedup")
 # A package to the import system (no folder: its submodules are made by
 # _Submodules, last in sys.meta_path, when first imported).
 __path__ = []
 
 
 class _Submodules:
-    """Finder and loader of the earlier submodules."""
+    """Finder and loader of the earlier submodules and of the charts."""
 
     @staticmethod
     def find_spec(name, path=None, target=None):
@@ -1293,11 +1109,15 @@ class _Submodules:
 
     @staticmethod
     def create_module(spec):
-        return _submodule(spec.name.rpartition(".")[2])
+        short = spec.name.rpartition(".")[2]
+        return None if short == "_charts" else _submodule(short)
 
     @staticmethod
     def exec_module(module):
-        globals()[module.__name__.rpartition(".")[2]] = module
+        short = module.__name__.rpartition(".")[2]
+        if short == "_charts":
+            exec(_charts_code(), module.__dict__)
+        globals()[short] = module
 
     @staticmethod
     def invalidate_caches():
@@ -1309,469 +1129,21 @@ _sys.meta_path.append(_Submodules)
 
 def __getattr__(name):
     """scope_profiler.h5reader without importing it first, as the earlier
-    package allowed."""
-    if name in _SUBMODULES:
-        __import__(f"{__name__}.{name}")
-        return _sys.modules[f"{__name__}.{name}"]
+    package allowed; plot_gantt and the other charts, from the charts'
+    module, loaded now."""
+    if name in _SUBMODULES or name in _CHARTS:
+        short = name if name in _SUBMODULES else "_charts"
+        __import__(f"{__name__}.{short}")
+        module = _sys.modules[f"{__name__}.{short}"]
+        return module if name == short else getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_CHARTS))
 
 
 def read_h5_summary(path):
     """Read a profile's per-region summaries only: cost independent of events."""
     data, summary = _read(_os.fspath(path), False, False)
     return ProfilingResults(data, path, summary)
-
-
-# ---------------------------------------------------------------------------
-# Charts with matplotlib (the same charts `scope-profiler plot` draws as SVG
-# without Python). matplotlib is imported on a chart's first call, never at
-# start-up: importing it (and numpy) early would change the script's program.
-
-def _pyplot(caller):
-    """matplotlib.pyplot, or an ImportError naming the Debian package and
-    the tool's own way to draw without it."""
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError(
-            f"scope_profiler.{caller}() needs matplotlib (Debian: apt-get install "
-            "python3-matplotlib); without it, `scope-profiler plot FILE -o DIR` draws "
-            "the same charts as SVG") from exc
-    return plt
-
-
-def _as_results(results):
-    """A ProfilingResults, read from the file when given a path."""
-    if isinstance(results, ProfilingResults):
-        return results
-    if isinstance(results, str) or hasattr(results, "__fspath__"):
-        return read_h5(results)
-    raise TypeError(f"expected ProfilingResults or a file path, not {type(results).__name__}")
-
-
-def _as_results_list(results):
-    if isinstance(results, (ProfilingResults, str)) or hasattr(results, "__fspath__"):
-        return [_as_results(results)]
-    return [_as_results(r) for r in results]
-
-
-def _file_label(results):
-    return results.file_path.name if results.file_path is not None else "(in memory)"
-
-
-def _region_colors(plt, results):
-    """One colour per region, by the file's region order: the same region
-    has the same colour on the Gantt and the flame chart of a file."""
-    cmap = plt.get_cmap("tab20" if len(results.region_names) > 10 else "tab10")
-    return {name: cmap(i % cmap.N) for i, name in enumerate(results.region_names)}
-
-
-def _axes(plt, ax, figsize):
-    """(figure, axes): the given axes' figure, or a new pyplot figure."""
-    if ax is not None:
-        return ax.figure, ax
-    fig, ax = plt.subplots(figsize=figsize)
-    return fig, ax
-
-
-def _legend_outside(ax):
-    """The region legend right of the axes, where it hides no bar."""
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize="small")
-
-
-def _chart_origin_ns(results, caller):
-    """The charts' time zero in ns: the first region entry (not the run
-    start: a long startup would fill a chart with empty space), as in the
-    seed; results.minimum_start_time in seconds."""
-    origin = results._first_start_ns()
-    if origin is None:
-        raise ValueError(f"{caller}: {_file_label(results)} has no recorded calls")
-    return origin
-
-
-def _merge_columns(np, group, starts, ends, colw):
-    """Bars for calls sorted by group, then start (seconds): a call at least
-    colw wide is a bar of its own; narrower ones of one group starting in
-    the same column (start // colw) one after the other share one bar, from
-    the first one's start to the latest end. colw 0: one bar per call.
-    Returns (first, x1): each bar's first call and its end."""
-    n = len(starts)
-    if colw <= 0:
-        return np.arange(n), ends
-    narrow = (ends - starts) < colw
-    column = np.floor(starts / colw)
-    new = np.ones(n, dtype=bool)
-    new[1:] = ~(narrow[1:] & narrow[:-1] & (column[1:] == column[:-1])
-                & (group[1:] == group[:-1]))
-    first = np.flatnonzero(new)
-    return first, (np.maximum.reduceat(ends, first) if n else ends)
-
-
-def _boxes(np, x0, x1, y0, height):
-    """The corners of rectangles, as PolyCollection takes them."""
-    verts = np.empty((len(x0), 4, 2))
-    verts[:, 0, 0] = verts[:, 3, 0] = x0
-    verts[:, 1, 0] = verts[:, 2, 0] = x1
-    verts[:, 0, 1] = verts[:, 1, 1] = y0
-    verts[:, 2, 1] = verts[:, 3, 1] = y0 + height
-    return verts
-
-
-def _edge_width(bars):
-    """A thin white edge tells adjacent calls apart; among many narrow bars
-    it would wash their colour out."""
-    return 0.3 if bars <= 500 else 0
-
-
-def _merge_note(ax, calls, bars, columns):
-    """Says under the axes that calls were merged, and how to avoid it."""
-    if bars < calls:
-        ax.annotate(f"{calls} calls drawn as {bars} bars: calls narrower than 1/{columns} "
-                    "of the time axis share one bar per lane and column (columns=None "
-                    "draws each)", xy=(0, 0), xycoords="axes fraction", xytext=(0, -30),
-                    textcoords="offset points", va="top", fontsize="x-small", gid="merge-note")
-
-
-def _time_span(np, ends):
-    return float(max((float(np.max(e)) for e in ends if len(e)), default=0.0))
-
-
-def plot_gantt(results, ranks=None, include=None, exclude=None, ax=None, title=None,
-               columns=4000):
-    """The Gantt chart of a profile: one lane per rank x region (by rank,
-    then by first entry), one bar per call, x in seconds from the first
-    region entry (results.minimum_start_time, whatever ranks are drawn:
-    what events(origin=results.minimum_start_time) gives).
-
-    results: a ProfilingResults (read_h5, read_results) or a file path.
-    ranks: an int or a list (default: all); include/exclude: regular
-    expressions (or lists of them) searched in region names, as events().
-    columns: calls narrower than 1/columns of the time axis share one bar
-    per lane and column, so that a million calls draw in seconds (a note
-    under the chart says so); None draws every call. ax: draw into these
-    matplotlib axes instead of a new figure. Each lane is one PolyCollection
-    with gid "gantt:RANK:REGION", one path per bar. Returns the matplotlib
-    Figure. ValueError when nothing selected has per-call events (a file
-    recorded with --aggregate has none); ImportError without matplotlib."""
-    plt = _pyplot("plot_gantt")
-    import numpy as np
-    from matplotlib.collections import PolyCollection
-
-    results = _as_results(results)
-    origin_ns = _chart_origin_ns(results, "plot_gantt")
-    rank_set = None if ranks is None else set(_as_list(ranks))
-    names = results._select(include, exclude)
-    keys, starts, ends = [], [], []
-    for rank in results.ranks:
-        if rank_set is not None and rank not in rank_set:
-            continue
-        for name in names:
-            r = results._per_region[name].get(rank)
-            if r is None or not r.num_calls:
-                continue
-            r._need_events()
-            if r.aggregate:
-                continue
-            s = np.asarray(r.start_times_ns, dtype=np.int64)
-            order = np.argsort(s, kind="stable")
-            keys.append((rank, name))
-            starts.append((s[order] - origin_ns) / _NS)
-            ends.append((np.asarray(r.end_times_ns, dtype=np.int64)[order] - origin_ns) / _NS)
-    if not keys:
-        raise ValueError(f"plot_gantt: {_file_label(results)}: no per-call events in the "
-                         "selected regions and ranks (aggregation-mode files have none)")
-    span = _time_span(np, ends)
-    colw = span / columns if columns and span > 0 else 0
-    colors = _region_colors(plt, results)
-    fig, ax = _axes(plt, ax, (10, max(2.5, 1.2 + 0.35 * len(keys))))
-    named, calls, bars = set(), 0, 0
-    for y, ((rank, name), s, e) in enumerate(zip(keys, starts, ends)):
-        first, x1 = _merge_columns(np, np.zeros(len(s), dtype=np.int8), s, e, colw)
-        lane = PolyCollection(_boxes(np, s[first], x1, y - 0.4, 0.8), facecolors=[colors[name]],
-                              edgecolors="white", linewidths=_edge_width(len(first)),
-                              label=name if name not in named else "_nolegend_")
-        lane.set_gid(f"gantt:{rank}:{name}")
-        ax.add_collection(lane)
-        named.add(name)
-        calls += len(s)
-        bars += len(first)
-    ax.set_yticks(range(len(keys)))
-    ax.set_yticklabels([f"rank {rank}: {name}" for rank, name in keys])
-    ax.set_ylim(len(keys) - 0.5, -0.5)  # the first lane on top
-    ax.set_xlim(0, span if span > 0 else 1)
-    ax.set_xlabel("time since the first region entry [s]")
-    ax.set_ylabel("rank: region")
-    ax.set_title(title if title is not None else f"Gantt chart: {_file_label(results)}")
-    _merge_note(ax, calls, bars, columns)
-    _legend_outside(ax)
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    return fig
-
-
-def plot_flame(results, rank=0, include=None, exclude=None, ax=None, title=None,
-               columns=4000, min_label_width=0.05):
-    """The flame (icicle) chart of one rank: its call stacks over time, a
-    box per call at its depth (depth 0 on top), x in seconds from the first
-    region entry. The nesting is call_stack()'s; with include/exclude a call
-    sits under its nearest drawn ancestor. Each thread (task) lane gets its
-    own band of depths.
-
-    results: a ProfilingResults or a file path; rank: the rank to draw.
-    columns: calls narrower than 1/columns of the time axis share one box
-    per region, depth and column (a note under the chart says so); None
-    draws every call. Boxes wider than min_label_width of the time axis
-    carry the region's name. ax: draw into these axes. Each region's boxes
-    are one PolyCollection with gid "flame:REGION". Returns the matplotlib
-    Figure; ValueError when the rank has no selected calls; ImportError
-    without matplotlib."""
-    plt = _pyplot("plot_flame")
-    import numpy as np
-    from matplotlib.collections import PolyCollection
-
-    results = _as_results(results)
-    if rank not in results.ranks:
-        raise ValueError(f"plot_flame: {_file_label(results)} has no rank {rank} "
-                         f"(ranks: {results.ranks})")
-    origin_ns = _chart_origin_ns(results, "plot_flame")
-    stack = results._stack(rank)   # call_stack()'s calls and nesting, as tuples
-    region_index = {name: i for i, name in enumerate(results.region_names)}
-    drawn = set(region_index[n] for n in results._select(include, exclude))
-    # Each call's nearest drawn ancestor (-1: none); parents come first.
-    n = len(stack)
-    shown = [region_index[c[0]] in drawn for c in stack]
-    ancestor = [-1] * n
-    depth = [0] * n
-    for k, c in enumerate(stack):
-        p = c[6]
-        if p >= 0:
-            a = ancestor[k] = p if shown[p] else ancestor[p]
-            if a >= 0:
-                depth[k] = depth[a] + 1
-    keep = np.flatnonzero(np.array(shown, dtype=bool))
-    if not len(keep):
-        raise ValueError(f"plot_flame: {_file_label(results)}: rank {rank} has no per-call "
-                         "events in the selected regions (aggregation-mode files have none)")
-    region = np.array([region_index[c[0]] for c in stack], dtype=np.int64)[keep]
-    start = (np.array([c[2] for c in stack], dtype=np.int64)[keep] - origin_ns) / _NS
-    end = (np.array([c[3] for c in stack], dtype=np.int64)[keep] - origin_ns) / _NS
-    lane = np.array([c[4] for c in stack], dtype=np.int64)[keep]
-    depth = np.array(depth, dtype=np.int64)[keep]
-    lane_ids, lane_of = np.unique(lane, return_inverse=True)
-    deepest = np.zeros(len(lane_ids), dtype=np.int64)
-    np.maximum.at(deepest, lane_of, depth)           # one pass, however many lanes
-    band_depth = {int(l): int(d) + 1 for l, d in zip(lane_ids, deepest)}
-    band_top, top = {}, 0
-    for l in lane_ids:
-        band_top[int(l)] = top
-        top += band_depth[int(l)]
-    row = depth + np.array([band_top[int(l)] for l in lane_ids])[np.searchsorted(lane_ids, lane)]
-    span = float(end.max())
-    colw = span / columns if columns and span > 0 else 0
-    order = np.lexsort((start, row, region))          # by region, then row, then start
-    region, row, start, end = region[order], row[order], start[order], end[order]
-    first, x1 = _merge_columns(np, region * (top + 1) + row, start, end, colw)
-    colors = _region_colors(plt, results)
-    fig, ax = _axes(plt, ax, (10, max(2.5, 1.2 + 0.45 * top)))
-    cuts = np.searchsorted(region[first], np.arange(len(results.region_names) + 1))
-    for i, name in enumerate(results.region_names):
-        bars = first[cuts[i]:cuts[i + 1]]
-        if len(bars):
-            boxes = PolyCollection(_boxes(np, start[bars], x1[cuts[i]:cuts[i + 1]], row[bars],
-                                          0.95),
-                                   facecolors=[colors[name]], edgecolors="white",
-                                   linewidths=_edge_width(len(bars)), label=name)
-            boxes.set_gid(f"flame:{name}")
-            ax.add_collection(boxes)
-    wide = np.flatnonzero(end - start >= min_label_width * span) if span > 0 else []
-    for k in wide:
-        ax.text((start[k] + end[k]) / 2, row[k] + 0.475, results.region_names[region[k]],
-                ha="center", va="center", fontsize="small", clip_on=True)
-    ax.set_xlim(0, span if span > 0 else 1)
-    ax.set_ylim(top, 0)  # depth grows downwards
-    if len(lane_ids) > 1:
-        ax.set_yticks([band_top[int(l)] + band_depth[int(l)] / 2 for l in lane_ids])
-        ax.set_yticklabels([f"lane {l}" for l in lane_ids])
-        ax.set_ylabel("thread lane, call depth")
-    else:
-        ax.set_yticks([d + 0.475 for d in range(top)])
-        ax.set_yticklabels([str(d) for d in range(top)])
-        ax.set_ylabel("call depth")
-    ax.set_xlabel("time since the first region entry [s]")
-    ax.set_title(title if title is not None
-                 else f"Call stacks: {_file_label(results)}, rank {rank}")
-    _merge_note(ax, len(start), len(first), columns)
-    _legend_outside(ax)
-    fig.tight_layout()
-    return fig
-
-
-_METRICS = {  # name -> y axis label
-    "avg": "mean time per call [s]",
-    "min": "shortest call [s]",
-    "max": "longest call [s]",
-    "total": "total time, summed over ranks [s]",
-}
-
-
-def _region_metric(per_rank, metric):
-    """A region's metric over the given ranks' Regions (with calls): avg per
-    call, min and max over the calls, total summed over the ranks."""
-    calls = sum(r.num_calls for r in per_rank)
-    total_ns = sum(r.total_duration_ns for r in per_rank)
-    if metric == "avg":
-        return total_ns / calls / _NS
-    if metric == "min":
-        return min(r.min_duration for r in per_rank)
-    if metric == "max":
-        return max(r.max_duration for r in per_rank)
-    return total_ns / _NS
-
-
-def plot_durations(results, metric="avg", ranks=None, include=None, exclude=None,
-                   labels=None, ax=None, title=None):
-    """Region durations as bars: one bar per region (heaviest total first);
-    given several results, one bar per result side by side and a legend.
-
-    results: a ProfilingResults or a path, or a list of them (read_h5_summary
-    results and aggregation-mode files work: only the statistics are used).
-    metric: "avg" (mean per call), "min" or "max" (the shortest or longest
-    call) or "total" (summed over ranks), over the calls of the selected
-    ranks. labels: the legend's names (default: the file names, or their
-    paths where two names are the same). Each
-    result's bars are one BarContainer labelled with its name. Returns the
-    matplotlib Figure; ValueError on an unknown metric or when no result has
-    a selected region; ImportError without matplotlib."""
-    if metric not in _METRICS:
-        raise ValueError(f"plot_durations: metric must be one of {', '.join(_METRICS)}, "
-                         f"not {metric!r}")
-    plt = _pyplot("plot_durations")
-    runs = _as_results_list(results)
-    if labels is None:
-        labels = [_file_label(r) for r in runs]
-        if len(set(labels)) < len(labels):   # run1/profile.h5, run2/profile.h5
-            labels = [str(r.file_path) if r.file_path is not None else f"results {i + 1}"
-                      for i, r in enumerate(runs)]
-    labels = list(labels)
-    if len(labels) != len(runs):
-        raise ValueError(f"plot_durations: {len(labels)} labels for {len(runs)} results")
-    rank_set = None if ranks is None else set(_as_list(ranks))
-    values = []   # per run: {region: value}
-    weight = {}   # region -> its heaviest total, for the order
-    for r in runs:
-        vals = {}
-        for name in r._select(include, exclude):
-            per = [reg for rank, reg in r._per_region[name].items()
-                   if reg.num_calls and (rank_set is None or rank in rank_set)]
-            if per:
-                vals[name] = _region_metric(per, metric)
-                weight[name] = max(weight.get(name, 0), _region_metric(per, "total"))
-        values.append(vals)
-    if not weight:
-        raise ValueError("plot_durations: no selected region has calls")
-    names = sorted(weight, key=lambda n: -weight[n])  # stable: first seen first on ties
-    fig, ax = _axes(plt, ax, (max(6, 1.5 + 0.8 * len(names) * max(1, len(runs) / 2)), 4.5))
-    width = 0.8 / len(runs)
-    for i, (vals, label) in enumerate(zip(values, labels)):
-        xs = [j for j, n in enumerate(names) if n in vals]
-        ax.bar([x - 0.4 + width * (i + 0.5) for x in xs], [vals[names[x]] for x in xs],
-               width=width, label=label)
-    ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(names, rotation=30 if len(names) > 4 else 0,
-                       ha="right" if len(names) > 4 else "center")
-    ax.set_xlabel("region")
-    ax.set_ylabel(_METRICS[metric])
-    ax.set_title(title if title is not None else f"Region durations ({metric})")
-    if len(runs) > 1:
-        ax.legend(fontsize="small")
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    return fig
-
-
-_X_FIELDS = {"num_ranks": "MPI ranks", "omp_num_threads": "OpenMP threads",
-             "total_cores": "cores"}
-
-
-def _positive_int(text):
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        return None
-    return value if value > 0 else None
-
-
-def _run_size(results, x_field):
-    """A run's size on the speedup chart's x axis, or None when unknown:
-    its rank count, /metadata omp_num_threads, or /metadata total_cores
-    (else ranks x OpenMP threads, else ranks)."""
-    if x_field == "num_ranks":
-        return results.num_ranks
-    omp = _positive_int(results.metadata.get("omp_num_threads", ""))
-    if x_field == "omp_num_threads":
-        return omp
-    cores = _positive_int(results.metadata.get("total_cores", ""))
-    return cores or results.num_ranks * (omp or 1)
-
-
-def plot_speedup(results, x_field="num_ranks", include=None, exclude=None, ax=None,
-                 title=None):
-    """Strong scaling: per region, the speedup of each run against the
-    smallest one (the first given of the smallest size), with the ideal line
-    size / smallest size. A run's time in a region is its slowest rank's
-    total there.
-
-    results: a list of ProfilingResults or paths. x_field: "num_ranks" (the
-    file's rank count), "omp_num_threads" or "total_cores" (from the file's
-    metadata; total_cores falls back to ranks x OpenMP threads, then ranks).
-    One line per region (labelled with its name) and one labelled "ideal".
-    Returns the matplotlib Figure; ValueError on an unknown x_field, a run
-    whose size is unknown, or fewer than two distinct sizes; ImportError
-    without matplotlib."""
-    if x_field not in _X_FIELDS:
-        raise ValueError(f"plot_speedup: x_field must be one of {', '.join(_X_FIELDS)}, "
-                         f"not {x_field!r}")
-    plt = _pyplot("plot_speedup")
-    runs = _as_results_list(results)
-    sizes = []
-    for r in runs:
-        x = _run_size(r, x_field)
-        if x is None:
-            raise ValueError(f"plot_speedup: {_file_label(r)} does not record {x_field}")
-        sizes.append(x)
-    if len(set(sizes)) < 2:
-        raise ValueError(f"plot_speedup: the runs need at least two different {x_field} "
-                         f"values (got {sorted(set(sizes))})")
-    base = sizes.index(min(sizes))
-    order = sorted(range(len(runs)), key=lambda i: (sizes[i], i))
-
-    def slowest(r, name):
-        per = r._per_region.get(name, {})
-        totals = [reg.total_duration for reg in per.values() if reg.num_calls]
-        return max(totals) if totals else None
-
-    lines = {}  # region -> [(size, speedup)]
-    for name in runs[base]._select(include, exclude):
-        t0 = slowest(runs[base], name)
-        if not t0:
-            continue
-        points = [(sizes[i], t0 / t) for i in order
-                  for t in [slowest(runs[i], name)] if t]
-        if len(points) > 1:
-            lines[name] = points
-    if not lines:
-        raise ValueError("plot_speedup: no selected region has calls in the smallest run "
-                         "and another")
-    fig, ax = _axes(plt, ax, (7, 5))
-    for name, points in lines.items():
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
-    xs = sorted(set(sizes))
-    ax.plot(xs, [x / xs[0] for x in xs], linestyle="--", color="black", label="ideal")
-    ax.set_xticks(xs)
-    ax.set_xlabel(f"{_X_FIELDS[x_field]} ({x_field})")
-    ax.set_ylabel(f"speedup vs {xs[0]} {_X_FIELDS[x_field]}")
-    ax.set_title(title if title is not None else "Speedup")
-    ax.legend(fontsize="small")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig

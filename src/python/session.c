@@ -28,6 +28,7 @@
 #include "sp_aggregate.h"
 #include "sp_pysession.h"
 #include "sp_pytext.h"
+#include "sp_shim.h"
 #include "sp_standalone.h"
 #include "sp_recorder.h"
 
@@ -1163,11 +1164,7 @@ void sp_session_end_run(void)
 {
 	write_at_exit();
 	say_end_error();
-	/* Python's: it checks that the folder is this process's. */
-	PyObject *r = session.module ? PyObject_CallMethod(session.module, "_remove_shim", "n",
-							   session.children_merged) : NULL;
-	Py_XDECREF(r);
-	PyErr_Clear();
+	sp_shim_end(session.children_merged);   /* in the process that made the folder */
 }
 
 void sp_session_bind(PyObject *mod)

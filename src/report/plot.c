@@ -220,8 +220,7 @@ static void gantt_bar(void *ctx, const struct sp_plot_bar *b)
 	fputs("/>\n", g->out);
 }
 
-/* Merges one lane's calls into m. */
-static void gantt_lane(struct sp_plot_merge *m, const struct sp_plot_axis *a, const struct sp_region_data *rd)
+void sp_plot_gantt_lane(struct sp_plot_merge *m, const struct sp_plot_axis *a, const struct sp_region_data *rd)
 {
 	for (int64_t c = 0; c < rd->stats.num_calls; c++)
 		sp_plot_merge_call(m, (double)(rd->starts[c] - a->t0) * a->k,
@@ -260,7 +259,7 @@ enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 	for (in.column_px = 1;; in.column_px *= 2) {
 		struct sp_plot_merge m = {.colw = in.column_px};
 		for (size_t i = 0; i < nl; i++)
-			gantt_lane(&m, &a, l[i].rd);
+			sp_plot_gantt_lane(&m, &a, l[i].rd);
 		in.bars = m.bars;
 		in.merged = m.merged;
 		if ((size_t)m.bars * 64 + nl * 200 <= budget || in.column_px >= a.width)
@@ -300,7 +299,7 @@ enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 		fputs("\">\n", svg);
 		struct gantt_draw g = {svg, &a, y + 1};
 		struct sp_plot_merge m = {.colw = in.column_px, .emit = gantt_bar, .ctx = &g};
-		gantt_lane(&m, &a, l[i].rd);
+		sp_plot_gantt_lane(&m, &a, l[i].rd);
 		fputs("</g>\n", svg);
 	}
 	sp_plot_axis_draw(svg, &a, G_TOP, axis_y);

@@ -18,44 +18,26 @@ static const char *const metric_titles[SP_PLOT_NMETRICS] = {
 
 /* ---- one table of regions x files --------------------------------------- */
 
-struct dval {
-	int present;
-	int64_t calls, total, min, max;
-	int64_t slowest;               /* the largest selected rank's total */
-};
-
-struct drow {
-	const char *name;
-	struct dval *v;                /* one per file */
-	int64_t total;                 /* over the files: the order */
-};
-
-struct dtab {
-	struct drow *rows;
-	size_t n;
-	struct dval *vals;
-};
-
-static int drow_cmp(const void *a, const void *b)
+static int row_cmp(const void *a, const void *b)
 {
-	const struct drow *x = a, *y = b;
+	const struct sp_plot_row *x = a, *y = b;
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
 	return strcmp(x->name, y->name);
 }
 
-static void dtab_free(struct dtab *t)
+void sp_plot_table_free(struct sp_plot_table *t)
 {
 	free(t->rows);
 	free(t->vals);
-	*t = (struct dtab){0};
+	*t = (struct sp_plot_table){0};
 }
 
 /* Folds one region's stats into its file's value v of row. */
-static void dval_add(struct drow *row, struct dval *v, const struct sp_stats *st)
+static void value_add(struct sp_plot_row *row, struct sp_plot_value *v, const struct sp_stats *st)
 {
 	if (!v->present)
-		*v = (struct dval){1, 0, 0, st->min_ns, st->max_ns, 0};
+		*v = (struct sp_plot_value){1, 0, 0, st->min_ns, st->max_ns, 0};
 	v->calls += st->num_calls;
 	v->total += st->total_ns;
 	v->min = st->min_ns < v->min ? st->min_ns : v->min;
@@ -67,23 +49,23 @@ static void dval_add(struct drow *row, struct dval *v, const struct sp_stats *st
 /* The selected regions with calls of the selected ranks of every file,
  * merged by name (byname.c's join), heaviest first. SP_EINVAL when there is
  * none. */
-static enum sp_err dtab_build(struct dtab *t, const struct sp_plot_file *f, size_t nf,
-			      const struct sp_select *sel, struct sp_error *err)
+enum sp_err sp_plot_table_build(struct sp_plot_table *t, const struct sp_plot_file *f, size_t nf,
+				const struct sp_select *sel, struct sp_error *err)
 {
 	const struct sp_profile **files = malloc((nf ? nf : 1) * sizeof *files);
 	struct sp_byname b = {0};
+	*t = (struct sp_plot_table){0};
 	if (!files)
 		return sp_error_set(err, SP_ENOMEM, "out of memory");
 	for (size_t i = 0; i < nf; i++)
 		files[i] = f[i].p;
 	enum sp_err rc = sp_byname_build(&b, files, nf, sel, err);
-	t->n = 0;
 	if (rc == SP_OK && (!(t->rows = calloc(b.n ? b.n : 1, sizeof *t->rows)) ||
 			    !(t->vals = calloc((b.n ? b.n : 1) * nf, sizeof *t->vals))))
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
 	for (size_t k = 0; rc == SP_OK && k < b.n; k++) {
-		struct drow *row = &t->rows[t->n];
-		*row = (struct drow){b.names[k], t->vals + t->n * nf, 0};
+		struct sp_plot_row *row = &t->rows[t->n];
+		*row = (struct sp_plot_row){b.names[k], t->vals + t->n * nf, 0};
 		if (!sp_select_region(sel, b.names[k]))
 			continue;
 		int any = 0;
@@ -91,7 +73,7 @@ static enum sp_err dtab_build(struct dtab *t, const struct sp_plot_file *f, size
 			const struct sp_byname_ref *r = &b.refs[q];
 			const struct sp_stats *st = &files[r->file]->ranks[r->ri].regions[r->gi].stats;
 			if (st->num_calls > 0) {
-				dval_add(row, &row->v[r->file], st);
+				value_add(row, &row->v[r->file], st);
 				any = 1;
 			}
 		}
@@ -102,15 +84,14 @@ static enum sp_err dtab_build(struct dtab *t, const struct sp_plot_file *f, size
 	sp_byname_free(&b);
 	free(files);
 	if (rc != SP_OK) {
-		dtab_free(t);
+		sp_plot_table_free(t);
 		return rc;
 	}
-	qsort(t->rows, t->n, sizeof *t->rows, drow_cmp);
+	qsort(t->rows, t->n, sizeof *t->rows, row_cmp);
 	return SP_OK;
 }
 
-/* The value of metric m in seconds. */
-static double dvalue(const struct dval *v, enum sp_plot_metric m)
+double sp_plot_value_of(const struct sp_plot_value *v, enum sp_plot_metric m)
 {
 	switch (m) {
 	case SP_PLOT_AVG: return (double)v->total / (double)v->calls / 1e9;
@@ -140,7 +121,7 @@ static void durations_legend(FILE *svg, const struct sp_plot_file *files, size_t
 
 /* One region's row at y (row_h high): its label, a bar per file having it
  * (axis_max seconds take pw pixels). */
-static void durations_row(FILE *svg, const struct sp_plot_file *files, size_t n, const struct drow *row,
+static void durations_row(FILE *svg, const struct sp_plot_file *files, size_t n, const struct sp_plot_row *row,
 			  enum sp_plot_metric m, double y, double row_h, double axis_max, double pw)
 {
 	sp_svg_label(svg, D_LEFT - 6, y + row_h / 2 + 2, "end", "font-size=\"11\"", row->name, 34);
@@ -150,7 +131,7 @@ static void durations_row(FILE *svg, const struct sp_plot_file *files, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		if (!row->v[i].present)
 			continue;
-		double v = dvalue(&row->v[i], m), w = v / axis_max * pw;
+		double v = sp_plot_value_of(&row->v[i], m), w = v / axis_max * pw;
 		fprintf(svg, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>",
 			(double)D_LEFT, y + 4 + (double)i * D_BAR, w, D_BAR - 1,
 			n > 1 ? sp_svg_series_colour(i) : sp_svg_colour(row->name));
@@ -165,16 +146,16 @@ static void durations_row(FILE *svg, const struct sp_plot_file *files, size_t n,
 enum sp_err sp_plot_durations(FILE *svg, const struct sp_plot_file *files, size_t n,
 			      enum sp_plot_metric m, const struct sp_plot_opts *o, struct sp_error *err)
 {
-	struct dtab t = {0};
+	struct sp_plot_table t = {0};
 	int width = o && o->width ? o->width : SP_PLOT_WIDTH;
-	enum sp_err rc = dtab_build(&t, files, n, o ? o->sel : NULL, err);
+	enum sp_err rc = sp_plot_table_build(&t, files, n, o ? o->sel : NULL, err);
 	if (rc != SP_OK)
 		return rc;
 	double vmax = 0;
 	for (size_t r = 0; r < t.n; r++)
 		for (size_t i = 0; i < n; i++)
-			if (t.rows[r].v[i].present && dvalue(&t.rows[r].v[i], m) > vmax)
-				vmax = dvalue(&t.rows[r].v[i], m);
+			if (t.rows[r].v[i].present && sp_plot_value_of(&t.rows[r].v[i], m) > vmax)
+				vmax = sp_plot_value_of(&t.rows[r].v[i], m);
 	double step = sp_svg_tick_step(vmax, 8), axis_max = vmax > 0 ? ceil(vmax / step - 1e-9) * step : 1;
 	if (axis_max <= 0)
 		axis_max = step;
@@ -205,30 +186,30 @@ enum sp_err sp_plot_durations(FILE *svg, const struct sp_plot_file *files, size_
 	sp_svg_label(svg, 12, top - 6 < 50 ? 50 : top - 6, "start", "font-weight=\"bold\"", "region", 0);
 	fputs("</g>\n", svg);
 	sp_svg_end(svg);
-	dtab_free(&t);
+	sp_plot_table_free(&t);
 	return ferror(svg) ? sp_error_set(err, SP_EIO, "writing the durations chart failed") : SP_OK;
 }
 
 enum sp_err sp_plot_durations_csv(FILE *csv, const struct sp_plot_file *files, size_t n,
 				  unsigned metrics, const struct sp_plot_opts *o, struct sp_error *err)
 {
-	struct dtab t = {0};
-	enum sp_err rc = dtab_build(&t, files, n, o ? o->sel : NULL, err);
+	struct sp_plot_table t = {0};
+	enum sp_err rc = sp_plot_table_build(&t, files, n, o ? o->sel : NULL, err);
 	if (rc != SP_OK)
 		return rc;
 	fputs("file,region,metric,value\n", csv);
 	for (size_t i = 0; i < n; i++)
 		for (size_t r = 0; r < t.n; r++)
 			for (int m = 0; m < SP_PLOT_NMETRICS; m++) {
-				const struct dval *v = &t.rows[r].v[i];
+				const struct sp_plot_value *v = &t.rows[r].v[i];
 				if (!v->present || !(metrics & 1u << m))
 					continue;
 				sp_plot_csv_name(csv, files[i].name);
 				fputc(',', csv);
 				sp_plot_csv_name(csv, t.rows[r].name);
-				fprintf(csv, ",%s,%.9f\n", sp_plot_metric_names[m], dvalue(v, (enum sp_plot_metric)m));
+				fprintf(csv, ",%s,%.9f\n", sp_plot_metric_names[m], sp_plot_value_of(v, (enum sp_plot_metric)m));
 			}
-	dtab_free(&t);
+	sp_plot_table_free(&t);
 	return ferror(csv) ? sp_error_set(err, SP_EIO, "writing durations_data.csv failed") : SP_OK;
 }
 
@@ -316,14 +297,14 @@ static size_t speedup_order(const double *x, size_t n, size_t *order)
 }
 
 /* The largest speedup of any region against run base, at least smax. */
-static double speedup_max(const struct dtab *t, size_t base, const size_t *order, size_t nr, double smax)
+static double speedup_max(const struct sp_plot_table *t, size_t base, const size_t *order, size_t nr, double smax)
 {
 	for (size_t r = 0; r < t->n; r++) {
-		const struct dval *b = &t->rows[r].v[base];
+		const struct sp_plot_value *b = &t->rows[r].v[base];
 		if (!b->present || b->slowest <= 0)
 			continue;
 		for (size_t j = 0; j < nr; j++) {
-			const struct dval *v = &t->rows[r].v[order[j]];
+			const struct sp_plot_value *v = &t->rows[r].v[order[j]];
 			if (v->present && v->slowest > 0 && (double)b->slowest / (double)v->slowest > smax)
 				smax = (double)b->slowest / (double)v->slowest;
 		}
@@ -364,23 +345,23 @@ static void speedup_axes(FILE *svg, const struct sframe *f, const char *xname, d
 
 /* One region's line and points (and CSV rows) against run base, over the
  * nr runs in order; its legend entry at (lx, ly). */
-static void speedup_row(FILE *svg, FILE *csv, const struct sframe *f, const struct drow *row, size_t base,
+static void speedup_row(FILE *svg, FILE *csv, const struct sframe *f, const struct sp_plot_row *row, size_t base,
 			const size_t *order, size_t nr, const double *x, double lx, double ly)
 {
-	const struct dval *b = &row->v[base];
+	const struct sp_plot_value *b = &row->v[base];
 	const char *colour = sp_svg_colour(row->name);
 	fputs("<g sp:region=\"", svg);
 	sp_svg_text(svg, row->name, 0);
 	fprintf(svg, "\" fill=\"%s\" stroke=\"%s\">\n<polyline fill=\"none\" points=\"", colour, colour);
 	for (size_t j = 0, k = 0; j < nr; j++) {
-		const struct dval *v = &row->v[order[j]];
+		const struct sp_plot_value *v = &row->v[order[j]];
 		if (v->present && v->slowest > 0)
 			fprintf(svg, "%s%.1f,%.1f", k++ ? " " : "", sx(f, x[order[j]]),
 				sy(f, (double)b->slowest / (double)v->slowest));
 	}
 	fputs("\"/>\n", svg);
 	for (size_t j = 0; j < nr; j++) {
-		const struct dval *v = &row->v[order[j]];
+		const struct sp_plot_value *v = &row->v[order[j]];
 		if (!v->present || v->slowest <= 0)
 			continue;
 		double s = (double)b->slowest / (double)v->slowest;
@@ -407,7 +388,7 @@ enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *fil
 	int width = o && o->width ? o->width : SP_PLOT_WIDTH;
 	double *x = malloc((n ? n : 1) * sizeof *x);
 	size_t *order = malloc((n ? n : 1) * sizeof *order);
-	struct dtab t = {0};
+	struct sp_plot_table t = {0};
 	enum sp_err rc = SP_OK;
 	if (!x || !order) {
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
@@ -418,7 +399,7 @@ enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *fil
 				  "numbers of %s", xnames[xf]);
 		goto out;
 	}
-	if ((rc = dtab_build(&t, files, n, o ? o->sel : NULL, err)) != SP_OK)
+	if ((rc = sp_plot_table_build(&t, files, n, o ? o->sel : NULL, err)) != SP_OK)
 		goto out;
 	size_t nr = speedup_order(x, n, order), base = order[0];
 	double xmin = x[base], xmax = x[order[nr - 1]];
@@ -442,7 +423,7 @@ enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *fil
 	if (csv)
 		fputs("region,x,time,speedup\n", csv);
 	for (size_t r = 0; r < t.n; r++) {
-		const struct dval *b = &t.rows[r].v[base];
+		const struct sp_plot_value *b = &t.rows[r].v[base];
 		if (!b->present || b->slowest <= 0)
 			continue;
 		ly += 18;
@@ -453,7 +434,7 @@ enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *fil
 	if (ferror(svg) || (csv && ferror(csv)))
 		rc = sp_error_set(err, SP_EIO, "writing the speedup chart failed");
 out:
-	dtab_free(&t);
+	sp_plot_table_free(&t);
 	free(x);
 	free(order);
 	return rc;

@@ -16,18 +16,8 @@
 #define F_ROW 16
 #define F_GAP 24
 
-/* One call as the chart places it. */
-struct fcall {
-	int64_t start, end;
-	uint64_t pos;                  /* the walk's order */
-	int32_t region;                /* index into the rank's regions */
-	int32_t lane;
-	uint32_t depth;
-	int32_t rank;                  /* index into p->ranks */
-};
-
 struct fwalk {
-	struct fcall *c;
+	struct sp_plot_fcall *c;
 	size_t n, cap;
 	int32_t rank;
 	const int32_t *gi;             /* column -> region index */
@@ -39,7 +29,8 @@ static int fvisit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, i
 	if (SP_GROW(&w->c, &w->cap, w->n + 1) != 0)
 		return -1;
 	uint32_t depth = c->depth > UINT32_MAX ? UINT32_MAX : (uint32_t)c->depth;
-	w->c[w->n++] = (struct fcall){c->start, c->end, c->pos, w->gi[c->region], c->lane, depth, w->rank};
+	w->c[w->n++] = (struct sp_plot_fcall){c->start, c->end, c->pos, w->gi[c->region], c->lane, depth,
+					      w->rank};
 	*tag = 0;
 	return 0;
 }
@@ -47,7 +38,7 @@ static int fvisit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, i
 /* By rank, lane, depth, then the walk's order (start order in a lane). */
 static int fcall_cmp(const void *a, const void *b)
 {
-	const struct fcall *x = a, *y = b;
+	const struct sp_plot_fcall *x = a, *y = b;
 	if (x->rank != y->rank)
 		return x->rank < y->rank ? -1 : 1;
 	if (x->lane != y->lane)
@@ -68,17 +59,17 @@ struct fdraw {
 	FILE *out;
 	const struct sp_plot_axis *a;
 	const struct sp_profile *p;
-	const struct fcall *c;         /* the row's first call */
-	double y;
+	const struct sp_plot_fcall *c; /* the block's calls */
+	double top;                    /* its first row's y */
 };
 
 static void flame_box(void *ctx, const struct sp_plot_bar *b)
 {
 	struct fdraw *d = ctx;
-	const struct fcall *c = &d->c[b->first];
+	const struct sp_plot_fcall *c = &d->c[b->first];
 	const struct sp_rank *rk = &d->p->ranks[c->rank];
 	const char *name = rk->regions[c->region].name;
-	double w = b->x1 - b->x0;
+	double w = b->x1 - b->x0, y = d->top + (double)c->depth * F_ROW;
 	if (w < 0.5)
 		w = 0.5;
 	/* A merged box holds the calls after c in the row: one region's keep
@@ -90,7 +81,7 @@ static void flame_box(void *ctx, const struct sp_plot_bar *b)
 		mixed |= c[i].region != c->region;
 	}
 	fprintf(d->out, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"",
-		d->a->left + b->x0, d->y, w, F_ROW - 2, mixed ? "#a0a0a0" : sp_svg_colour(name));
+		d->a->left + b->x0, y, w, F_ROW - 2, mixed ? "#a0a0a0" : sp_svg_colour(name));
 	if (b->calls > 1)
 		fprintf(d->out, " sp:calls=\"%lld\"><title>%lld calls narrower than a column%s, the first ",
 			(long long)b->calls, (long long)b->calls, mixed ? " (several regions)" : "");
@@ -104,23 +95,17 @@ static void flame_box(void *ctx, const struct sp_plot_bar *b)
 	fputs(" s</title></rect>\n", d->out);
 	if (b->calls == 1 && w >= 40) {
 		size_t chars = (size_t)((w - 6) / 7);
-		sp_svg_label(d->out, d->a->left + b->x0 + 3, d->y + 11, "start",
+		sp_svg_label(d->out, d->a->left + b->x0 + 3, y + 11, "start",
 			     "font-size=\"11\" fill=\"#ffffff\"", name, chars > 1 ? chars - 1 : 1);
 	}
 }
 
-/* Merges (and, with d, draws) the rows of block b. */
-static void flame_block(struct sp_plot_merge *m, const struct sp_plot_axis *a, const struct fcall *c,
-			const struct block *b, struct fdraw *d, double top)
+void sp_plot_flame_merge(struct sp_plot_merge *m, const struct sp_plot_axis *a,
+			 const struct sp_plot_fcall *c, size_t n)
 {
-	for (size_t i = b->first; i < b->first + b->n; i++) {
-		if (i == b->first || c[i].depth != c[i - 1].depth) {
+	for (size_t i = 0; i < n; i++) {
+		if (i && (c[i].depth != c[i - 1].depth || c[i].lane != c[i - 1].lane || c[i].rank != c[i - 1].rank))
 			sp_plot_merge_flush(m);
-			if (d) {
-				d->c = c;
-				d->y = top + (double)c[i].depth * F_ROW;
-			}
-		}
 		sp_plot_merge_call(m, (double)(c[i].start - a->t0) * a->k, (double)(c[i].end - a->t0) * a->k, i);
 	}
 	sp_plot_merge_flush(m);
@@ -169,6 +154,20 @@ static enum sp_err collect(const struct sp_plot_file *f, const struct sp_select 
 	return rc;
 }
 
+enum sp_err sp_plot_flame_calls(const struct sp_plot_file *f, const struct sp_select *sel,
+				struct sp_plot_fcall **out, size_t *n, struct sp_error *err)
+{
+	struct fwalk w = {0};
+	enum sp_err rc = collect(f, sel, &w, err);
+	if (rc != SP_OK) {
+		free(w.c);
+		return rc;
+	}
+	*out = w.c;
+	*n = w.n;
+	return SP_OK;
+}
+
 enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 			  const struct sp_plot_opts *o, struct sp_plot_info *info, struct sp_error *err)
 {
@@ -214,8 +213,7 @@ enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 	double per_box = 130 + (double)names / (double)(samples ? samples : 1);
 	for (in.column_px = 1;; in.column_px *= 2) {
 		struct sp_plot_merge m = {.colw = in.column_px};
-		for (size_t i = 0; i < nb; i++)
-			flame_block(&m, &a, w.c, &blocks[i], NULL, 0);
+		sp_plot_flame_merge(&m, &a, w.c, w.n);
 		in.bars = m.bars;
 		in.merged = m.merged;
 		if ((double)m.bars * per_box <= (double)budget || in.column_px >= a.width)
@@ -243,7 +241,7 @@ enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 	}
 	double y = F_TOP;
 	for (size_t i = 0; i < nb; i++) {
-		const struct fcall *c0 = &w.c[blocks[i].first];
+		const struct sp_plot_fcall *c0 = &w.c[blocks[i].first];
 		char label[64];
 		if (blocks[i].many_lanes)
 			snprintf(label, sizeof label, "rank %d, thread %d", p->ranks[c0->rank].rank, (int)c0->lane);
@@ -252,9 +250,9 @@ enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 		y += F_GAP;
 		sp_svg_label(svg, a.left - 8, y + 11, "end", "font-weight=\"bold\"", label, 0);
 		fprintf(svg, "<g sp:rank=\"%d\">\n", p->ranks[c0->rank].rank);
-		struct fdraw d = {svg, &a, p, w.c, y};
+		struct fdraw d = {svg, &a, p, w.c + blocks[i].first, y};
 		struct sp_plot_merge m = {.colw = in.column_px, .emit = flame_box, .ctx = &d};
-		flame_block(&m, &a, w.c, &blocks[i], &d, y);
+		sp_plot_flame_merge(&m, &a, d.c, blocks[i].n);
 		fputs("</g>\n", svg);
 		y += (double)blocks[i].depths * F_ROW;
 	}
@@ -264,7 +262,7 @@ enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 	if (csv) {
 		fputs("rank,depth,region,start,duration\n", csv);
 		for (size_t i = 0; i < w.n; i++) {
-			const struct fcall *c = &w.c[i];
+			const struct sp_plot_fcall *c = &w.c[i];
 			const struct sp_rank *rk = &p->ranks[c->rank];
 			fprintf(csv, "%d,%u,", rk->rank, (unsigned)c->depth);
 			sp_plot_csv_name(csv, rk->regions[c->region].name);

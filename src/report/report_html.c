@@ -77,14 +77,6 @@ static void tl_bar(void *ctx, const struct sp_plot_bar *b)
 	e->first = 0;
 }
 
-static void tl_lane(struct sp_plot_merge *m, const struct sp_plot_axis *a, const struct sp_region_data *rd)
-{
-	for (int64_t c = 0; c < rd->stats.num_calls; c++)
-		sp_plot_merge_call(m, (double)(rd->starts[c] - a->t0) * a->k,
-				   (double)(rd->ends[c] - a->t0) * a->k, (size_t)c);
-	sp_plot_merge_flush(m);
-}
-
 /* The timeline's JSON into out; what it drew into in. */
 static enum sp_err timeline_json(FILE *out, const struct sp_plot_file *f, const struct sp_select *sel,
 				 struct sp_plot_info *in, int *windows, struct sp_error *err)
@@ -101,7 +93,7 @@ static enum sp_err timeline_json(FILE *out, const struct sp_plot_file *f, const 
 	for (colw = 1;; colw *= 2) {
 		struct sp_plot_merge m = {.colw = colw};
 		for (size_t i = 0; i < nl; i++)
-			tl_lane(&m, &a, l[i].rd);
+			sp_plot_gantt_lane(&m, &a, l[i].rd);
 		in->bars = m.bars;
 		in->merged = m.merged;
 		if ((size_t)m.bars * TL_BAR_BYTES + nl * 100 <= TL_BUDGET || colw >= TL_WINDOWS)
@@ -122,7 +114,7 @@ static enum sp_err timeline_json(FILE *out, const struct sp_plot_file *f, const 
 		fprintf(out, ",\"colour\":\"%s\",\"bars\":[", sp_svg_colour(l[i].rd->name));
 		struct tl_emit e = {out, l[i].rd, a.t0, 1};
 		struct sp_plot_merge m = {.colw = colw, .emit = tl_bar, .ctx = &e};
-		tl_lane(&m, &a, l[i].rd);
+		sp_plot_gantt_lane(&m, &a, l[i].rd);
 		fputs("]}", out);
 	}
 	fputs("]}", out);

@@ -198,8 +198,9 @@ def test_h5reader_reads_our_files(sp):
             "same_class": scope_profiler.h5reader.ProfilingH5Reader is ProfilingH5Reader,
             "is_results": isinstance(reader, scope_profiler.ProfilingResults),
             "names": [r.name for r in reader.get_regions()],
-            "included": [r.name for r in reader.get_regions(include="sol")],
-            "excluded": [r.name for r in reader.get_regions(exclude="sol")],
+            # the patterns of every command (a glob, or re:EXPR searched)
+            "included": [r.name for r in reader.get_regions(include="sol*")],
+            "excluded": [r.name for r in reader.get_regions(exclude="re:sol")],
             "num_ranks": reader.num_ranks,
             "file_name": reader.file_path.name,
             "summary": r0.get_summary(),

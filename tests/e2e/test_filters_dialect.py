@@ -1,6 +1,7 @@
 """One region-filter dialect in every command: --include/--exclude take a
 glob matched against the whole name, or re:EXPR (POSIX extended, searched),
-documented once (FILTERS in man scope-profiler)."""
+documented once (FILTERS in man scope-profiler); the read API's include= and
+exclude= (events(), get_regions(), the plot_* charts) the same."""
 import csv
 import io
 import json
@@ -109,3 +110,84 @@ def test_documented_once_and_pointed_at(sp):
         assert "--include PATTERN" in text and "re:EXPR" in text and "FILTERS" in text, cmd
         page = (ROOT / "man" / f"scope-profiler-{cmd}.1").read_text()
         assert "PATTERN" in page and "FILTERS" in page, cmd
+
+
+# The read API (events(), get_regions(), the charts) with the same patterns:
+# what it keeps of the explicit regions, per pattern, as include and exclude.
+READ_API = """
+import json, sys
+import scope_profiler as sp
+
+r = sp.read_h5("p.h5")
+out = {}
+for pattern in json.loads(sys.argv[1]):
+    out[pattern] = {
+        "events": sorted({e["name"] for e in r.events(include=pattern)}),
+        "events_not": sorted({e["name"] for e in r.events(exclude=pattern)}),
+        "regions": [m.name for m in r.get_regions(include=pattern)],
+        "regions_not": [m.name for m in r.get_regions(exclude=[pattern, "__main__.*", "*.py"])],
+    }
+for bad in ("re:solve(", ["solve", "re:[a-"]):
+    try:
+        r.events(exclude=bad)
+    except ValueError as exc:
+        out.setdefault("bad", []).append(str(exc))
+try:
+    r.events(include=3)
+except TypeError as exc:
+    out["not_str"] = str(exc)
+print(json.dumps(out))
+"""
+
+
+def test_read_api_selects_as_the_commands(profile):
+    """events() and get_regions() keep what summary --include/--exclude
+    keep, for every pattern of both kinds; a bad expression is one
+    ValueError naming it, as it is a usage error of the commands."""
+    sp = profile
+    script = sp.script(READ_API, name="api.py")
+    proc = sp("run", "-q", "--no-output", script, json.dumps([p for p, _ in CASES]))
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    for pattern, kept in CASES:
+        assert summary_names(sp, "--include", pattern) & EXPLICIT == kept
+        g = got[pattern]
+        assert set(g["events"]) & EXPLICIT == kept, pattern
+        assert set(g["regions"]) & EXPLICIT == kept, pattern
+        assert set(g["events_not"]) & EXPLICIT == EXPLICIT - kept, pattern
+        assert set(g["regions_not"]) == EXPLICIT - kept, pattern    # a list: one pattern of it is enough
+    assert [m.split(":")[0] for m in got["bad"]] == ["exclude", "exclude"]
+    assert "'re:solve('" in got["bad"][0] and "'re:[a-'" in got["bad"][1]
+    assert got["not_str"] == "include: a pattern (str) or a list of them, not int"
+
+
+CHARTS = """
+import json
+import scope_profiler as sp
+
+out = {}
+for pattern in ("solve", "solve*", "re:solve", "mesh.*"):
+    gantt = sp.plot_gantt("p.h5", include=pattern, columns=None).axes[0]
+    flame = sp.plot_flame("p.h5", include=[pattern], columns=None).axes[0]
+    durations = sp.plot_durations("p.h5", include=pattern).axes[0]
+    out[pattern] = {
+        "gantt": sorted(c.get_gid().split(":", 2)[2] for c in gantt.collections),
+        "flame": sorted(c.get_gid().split(":", 1)[1] for c in flame.collections),
+        "durations": sorted(t.get_text() for t in durations.get_xticklabels()),
+    }
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.script_imports("matplotlib", "numpy")
+def test_charts_select_as_the_commands(profile):
+    sp = profile
+    script = sp.script(CHARTS, name="charts.py")
+    proc = sp("run", "-q", "--no-output", script, env={"MPLBACKEND": "Agg"})
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.splitlines()[-1])
+    for pattern, charts in got.items():
+        want = summary_names(sp, "--include", pattern)
+        assert want, pattern
+        for chart, names in charts.items():
+            assert set(names) == want, (pattern, chart)

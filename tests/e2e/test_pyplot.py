@@ -428,6 +428,109 @@ def test_calls_narrower_than_a_column_share_a_bar(tmp_path):
                                   "(columns=None draws each)"]
 
 
+# Two regions' short calls interleaved inside a long one: merged, a flame box
+# holds calls of both.
+MIXED = """
+import time
+import scope_profiler as sp
+
+sp.setup(file_path="mixed.h5")
+with sp.region("long"):
+    time.sleep(0.02)
+    for i in range(3000):
+        with sp.region("tiny" if i % 3 else "tiny2"):
+            pass
+sp.finalize(verbose=False)
+"""
+
+# The plot area of `scope-profiler plot`'s 1200 px charts (plot.c: G_LEFT 250
+# and 30 px right; plot_flame.c: F_LEFT 120), merged in 1 px columns: the
+# same columns as plot_gantt(columns=920) and plot_flame(columns=1050).
+GANTT_LEFT, GANTT_PX, FLAME_LEFT, FLAME_PX = 250, 920, 120, 1050
+
+SAME = """
+import json
+import scope_profiler as sp
+
+def bars(ax):
+    return {c.get_gid(): [float(p.vertices[:, 0].min()) for p in c.get_paths()]
+            for c in ax.collections}
+
+gantt = sp.plot_gantt("mixed.h5", columns=%d).axes[0]
+flame = sp.plot_flame("mixed.h5", columns=%d).axes[0]
+print(json.dumps({"gantt": bars(gantt), "flame": bars(flame),
+                  "span": gantt.get_xlim()[1], "flame_span": flame.get_xlim()[1]}))
+""" % (GANTT_PX, FLAME_PX)
+
+
+def svg_bars(path, group_attr):
+    """{group's sp attribute: [(x, fill or None, calls)]} of the bars under
+    the chart's groups (a Gantt lane, a flame chart's rank)."""
+    ns = "{urn:scope-profiler:plot}"
+    out = {}
+    for g in ET.parse(path).getroot().iter(SVG + "g"):
+        if g.get(ns + group_attr) is not None:
+            out[g.get(ns + group_attr)] = [
+                (float(r.get("x")), r.get("fill"), int(r.get(ns + "calls", 1)))
+                for r in g.iter(SVG + "rect")]
+    return out
+
+
+@pytest.mark.script_imports("matplotlib", "numpy")
+def test_charts_merge_calls_as_scope_profiler_plot(tmp_path):
+    """One merge rule: at the SVG charts' columns, plot_gantt and plot_flame
+    draw the bars `scope-profiler plot` draws (one per lane and column; the
+    flame chart's per row, a box of several regions grey), at the same
+    places."""
+    (tmp_path / "rec.py").write_text(MIXED)
+    assert run_tool(tmp_path, "run", "-q", "rec.py").returncode == 0
+    proc = run_tool(tmp_path, "plot", "mixed.h5", "-o", "svg")
+    assert proc.returncode == 0, proc.stderr
+    (tmp_path / "same.py").write_text(SAME)
+    proc = run_tool(tmp_path, "run", "-q", "--no-output", "same.py")
+    assert proc.returncode == 0, proc.stderr
+    py = json.loads(proc.stdout.splitlines()[-1])
+    gantt = svg_bars(tmp_path / "svg" / "gantt.svg", "region")
+    assert set(gantt) == {"long", "tiny", "tiny2"}
+    assert sum(c for _, _, c in gantt["tiny"]) == 2000 and len(gantt["tiny"]) < 2000
+    for name, svg in gantt.items():
+        mine = [x / py["span"] * GANTT_PX for x in py["gantt"][f"gantt:0:{name}"]]
+        assert mine == pytest.approx([x - GANTT_LEFT for x, _, _ in svg], abs=0.006), name
+    (flame,) = svg_bars(tmp_path / "svg" / "flame.svg", "rank").values()
+    grey = sorted(x - FLAME_LEFT for x, fill, _ in flame if fill == "#a0a0a0")
+    assert grey and sum(c for _, fill, c in flame if fill == "#a0a0a0") > len(grey)
+    assert sorted(x / py["flame_span"] * FLAME_PX for x in py["flame"]["flame-mixed"]) == \
+        pytest.approx(grey, abs=0.006)
+    mine = sorted(x / py["flame_span"] * FLAME_PX for xs in py["flame"].values() for x in xs)
+    assert mine == pytest.approx(sorted(x - FLAME_LEFT for x, _, _ in flame), abs=0.006)
+
+
+
+@pytest.mark.script_imports("matplotlib", "numpy")
+def test_durations_rows_as_scope_profiler_plot(tmp_path):
+    """The regions joined by name across files in one order: heaviest total
+    summed over the files first (x: 10 s + 1 s < y: 6 s + 6 s), then by name."""
+    for path, totals in (("a.h5", {"x": 10, "y": 6, "z": 3, "w": 3}),
+                         ("b.h5", {"x": 1, "y": 6, "z": 3, "w": 3})):
+        with h5py.File(tmp_path / path, "w") as f:
+            for name, s in totals.items():
+                g = f.create_group(f"rank0/regions/{name}")
+                g.create_dataset("start_times", data=np.array([0], dtype=np.int64))
+                g.create_dataset("end_times", data=np.array([s * NS], dtype=np.int64))
+    proc = run_tool(tmp_path, "plot", "a.h5", "b.h5", "-o", "svg")
+    assert proc.returncode == 0, proc.stderr
+    ns = "{urn:scope-profiler:plot}"
+    svg = [g.get(ns + "region") for g in ET.parse(tmp_path / "svg" / "durations_total.svg").getroot()
+           .iter(SVG + "g") if g.get(ns + "region")]
+    (tmp_path / "d.py").write_text("import json, scope_profiler as sp\n"
+                                   "ax = sp.plot_durations(['a.h5', 'b.h5']).axes[0]\n"
+                                   "print(json.dumps([t.get_text() for t in ax.get_xticklabels()]))\n")
+    proc = run_tool(tmp_path, "run", "-q", "--no-output", "d.py")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == svg == ["y", "x", "w", "z"]
+
+
+
 HIDDEN = """
 import sys
 sys.modules["matplotlib"] = None      # as if python3-matplotlib were not installed

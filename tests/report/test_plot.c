@@ -1,8 +1,10 @@
 /* test_plot.c - unit tests of the charts' SVG writer (svg.h: escaping,
  * truncation, the palette, axis numbers) and of the merging of calls
- * narrower than a pixel column (plot_int.h), through sp_plot_gantt and
- * sp_plot_flame on profiles made here; report.html's page (sp_plot_report):
- * self-contained, names escaped, the timeline's bars bounded. */
+ * narrower than a pixel column (sp_plot.h), through sp_plot_gantt and
+ * sp_plot_flame on profiles made here, and the charts' data the read API
+ * draws (the flame chart's rows, the table of regions by name);
+ * report.html's page (sp_plot_report): self-contained, names escaped, the
+ * timeline's bars bounded. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -269,6 +271,80 @@ static void test_flame_nests_and_titles_every_box(void **state)
 	sp_profile_free(p);
 }
 
+/* ---- the charts' data (sp_plot.h), as the read API draws it ---------------- */
+
+/* The flame chart's rows: made(4)'s "outer" calls at depth 0, "in<&>" at 1;
+ * with one column over the whole axis, a row is one box however many
+ * calls (and regions) it holds, and a box never spans two rows. */
+static void test_flame_data_merges_row_by_row(void **state)
+{
+	struct sp_profile *p = made(4);
+	struct sp_plot_file f = {"made.h5", p};
+	struct sp_plot_fcall *c = NULL;
+	struct sp_error err = {0};
+	size_t n = 0;
+	assert_int_equal(sp_plot_flame_calls(&f, NULL, &c, &n, &err), SP_OK);
+	assert_int_equal(n, 8);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(c[i].depth, i < 4 ? 0 : 1);   /* rows in order, by start in each */
+	assert_true(c[0].start < c[1].start && c[4].region == 1 && c[0].region == 0);
+	struct sp_plot_axis a;
+	assert_int_equal(sp_plot_axis_init(&a, p, NULL, 0, 1), 1);
+	/* one column of 2 over the axis of 1 (70 us): every call is narrower */
+	struct got g = {0};
+	struct sp_plot_merge m = {.colw = 2, .emit = collect, .ctx = &g};
+	sp_plot_flame_merge(&m, &a, c, n);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.b[0].first, 0);
+	assert_int_equal(g.b[0].calls, 4);
+	assert_int_equal(g.b[1].first, 4);
+	assert_int_equal(g.b[1].calls, 4);
+	/* the same calls with the inner ones given another region: still one
+	 * box a row (several regions), never across depths */
+	c[5].region = c[7].region = 0;
+	g.n = 0;
+	m = (struct sp_plot_merge){.colw = 2, .emit = collect, .ctx = &g};
+	sp_plot_flame_merge(&m, &a, c, n);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(m.merged, 8);
+	/* colw 0: every call its own box */
+	g.n = 0;
+	m = (struct sp_plot_merge){.colw = 0, .emit = collect, .ctx = &g};
+	sp_plot_flame_merge(&m, &a, c, n);
+	assert_int_equal(g.n, 8);
+	free(c);
+	sp_profile_free(p);
+}
+
+/* The regions of several files joined by name, heaviest summed total
+ * first: one row per name with each file's figures. */
+static void test_table_joins_files_by_name(void **state)
+{
+	struct sp_profile *p = made(2), *q = made(3);
+	struct sp_plot_file f[2] = {{"p.h5", p}, {"q.h5", q}};
+	struct sp_plot_table t;
+	struct sp_error err = {0};
+	assert_int_equal(sp_plot_table_build(&t, f, 2, NULL, &err), SP_OK);
+	assert_int_equal(t.n, 2);
+	assert_string_equal(t.rows[0].name, "outer");
+	assert_string_equal(t.rows[1].name, "in<&>");
+	assert_true(t.rows[0].v[0].present && t.rows[0].v[1].present);
+	assert_int_equal(t.rows[0].v[0].calls, 2);
+	assert_int_equal(t.rows[0].v[1].calls, 3);
+	assert_int_equal(t.rows[0].total, 50000);
+	assert_int_equal(t.rows[0].v[1].slowest, 30000);
+	assert_true(sp_plot_value_of(&t.rows[0].v[1], SP_PLOT_AVG) == 10000 / 1e9);
+	assert_true(sp_plot_value_of(&t.rows[1].v[0], SP_PLOT_TOTAL) == 2000 / 1e9);
+	sp_plot_table_free(&t);
+	struct sp_select sel = {0};
+	assert_int_equal(sp_select_include(&sel, "re:^nothing$", &err), SP_OK);
+	assert_int_equal(sp_plot_table_build(&t, f, 2, &sel, &err), SP_EINVAL);
+	assert_null(t.rows);
+	sp_select_free(&sel);
+	sp_profile_free(p);
+	sp_profile_free(q);
+}
+
 /* ---- report.html -------------------------------------------------------- */
 
 static size_t count(const char *s, const char *what)
@@ -363,6 +439,8 @@ int main(void)
 		cmocka_unit_test(test_merge_narrow_calls_per_column),
 		cmocka_unit_test(test_gantt_merges_and_counts_every_call),
 		cmocka_unit_test(test_flame_nests_and_titles_every_box),
+		cmocka_unit_test(test_flame_data_merges_row_by_row),
+		cmocka_unit_test(test_table_joins_files_by_name),
 		cmocka_unit_test(test_report_is_one_self_contained_escaped_page),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

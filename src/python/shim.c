@@ -1,0 +1,322 @@
+/* shim.c - `run`'s folder for the script's Python subprocesses: they run
+ * plain python (multiprocessing's spawn and forkserver children,
+ * subprocess.run([sys.executable, ...])), which has no built-in
+ * scope_profiler, so the folder holds a no-op one (scope_profiler_shim.py,
+ * frozen here) and goes first on their PYTHONPATH (and last on the script's
+ * sys.path, which spawn hands on; the built-in module is found first there).
+ * Each process that imports it, and each fork of the run, leaves a mark in
+ * the folder, so that the end of the run can say how many were not
+ * profiled. Under --subprocesses the shim loads this module built as an
+ * extension module instead and records: each child writes proc-PID.h5 into
+ * the folder, which the run merges at its end (session.c, finalize.c).
+ *
+ * The folder is $TMPDIR/scope-profiler-shim-HOST-PID-RANDOM, mode 0700,
+ * removed at the end by the process that made it, or by the next run on
+ * this host when that process died without it (os._exit, SIGKILL). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "sp_pyshim.h"
+#include "sp_shim.h"
+
+/* Where `run --subprocesses` finds this module for spawned children (the
+ * Makefile's; the extension module itself needs neither). */
+#ifndef SP_EXTENSION_NAME
+#define SP_EXTENSION_NAME ""
+#endif
+#ifndef SP_EXTENSION_DIR
+#define SP_EXTENSION_DIR ""
+#endif
+
+#define SHIM_PREFIX "scope-profiler-shim-"
+
+static char shim[PATH_MAX];        /* the folder; "" when there is none */
+static pid_t shim_pid;             /* the process that made it, and removes it */
+
+/* Empties the open folder fd (closed here), never following a symlink:
+ * each level is opened relative to its parent with O_NOFOLLOW. */
+static void clear_folder(int fd)
+{
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0) {
+			clear_folder(sub);
+			unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+		} else {
+			unlinkat(dirfd(d), e->d_name, 0);
+		}
+	}
+	closedir(d);
+}
+
+static void remove_tree(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	clear_folder(fd);
+	rmdir(path);
+}
+
+/* This user's folders of runs on this host that died without removing
+ * theirs: their process is gone. */
+static void remove_stale(const char *tmp, const char *host)
+{
+	char mine[PATH_MAX], path[PATH_MAX];
+	int n = snprintf(mine, sizeof mine, SHIM_PREFIX "%s-", host);
+	DIR *d = opendir(tmp);
+	if (!d || n < 0 || (size_t)n >= sizeof mine) {
+		if (d)
+			closedir(d);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *pid = e->d_name + n;
+		struct stat st;
+		char *end;
+		if (strncmp(e->d_name, mine, (size_t)n) != 0 || *pid < '0' || *pid > '9')
+			continue;
+		long p = strtol(pid, &end, 10);
+		if ((*end != '-' && *end) || p <= 0 || p > INT_MAX ||
+		    (size_t)snprintf(path, sizeof path, "%s/%s", tmp, e->d_name) >= sizeof path ||
+		    lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if (kill((pid_t)p, 0) != 0 && errno == ESRCH)
+			remove_tree(path);
+	}
+	closedir(d);
+}
+
+/* Makes the folder (name into shim): 0, or -1 when there is no temporary
+ * folder to be had (the subprocesses simply lack the module). */
+static int make_folder(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct utsname u;
+	char host[sizeof u.nodename];
+	tmp = tmp && *tmp ? tmp : "/tmp";
+	if (uname(&u) != 0)
+		snprintf(u.nodename, sizeof u.nodename, "localhost");
+	snprintf(host, sizeof host, "%s", u.nodename);
+	for (char *c = host; *c; c++)
+		*c = *c == '/' ? '_' : *c;
+	remove_stale(tmp, host);
+	for (int tries = 0; tries < 8; tries++) {
+		unsigned char r[4] = {0};
+		if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+			return -1;
+		if ((size_t)snprintf(shim, sizeof shim, "%s/" SHIM_PREFIX "%s-%d-%02x%02x%02x%02x", tmp, host,
+				     (int)getpid(), r[0], r[1], r[2], r[3]) >= sizeof shim)
+			break;
+		if (mkdir(shim, 0700) == 0) {
+			shim_pid = getpid();   /* ours from here on: removed after the profile */
+			return 0;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	shim[0] = '\0';
+	return -1;
+}
+
+/* Writes the no-op module, its version filled in. */
+static int write_module(void)
+{
+	static const char mark[] = "@VERSION@";
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof path, "%s/scope_profiler.py", shim);
+	FILE *f = fopen(path, "wxe");
+	if (!f)
+		return -1;
+	const char *src = (const char *)scope_profiler_shim_py, *end = src + scope_profiler_shim_py_len;
+	const char *at = memmem(src, scope_profiler_shim_py_len, mark, sizeof mark - 1);
+	if (at) {
+		fwrite(src, 1, (size_t)(at - src), f);
+		fputs(SP_VERSION, f);
+		src = at + sizeof mark - 1;
+	}
+	fwrite(src, 1, (size_t)(end - src), f);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+/* This module built for plain python, for spawned children: beside the
+ * executable (a build tree: scope_profiler<EXT_SUFFIX>), else installed as
+ * the package scope_profiler/ (its __init__<EXT_SUFFIX>) where pip or `make
+ * install` puts it beside the executable's PREFIX/bin
+ * (PREFIX/lib/python3.X/site-packages: a venv, ~/.local; dist-packages:
+ * Debian's /usr/local), else in SP_EXTENSION_DIR (make install's folder).
+ * Into path; 0, or -1 when none has it. */
+static int extension_path(char *path, size_t len)
+{
+	static const char pkg[] = "scope_profiler";
+	char exe[PATH_MAX], init[128], cand[4][PATH_MAX + 160];
+	const char *name = SP_EXTENSION_NAME;
+	size_t k = 0;
+	struct stat st;
+	if (!*name || strncmp(name, pkg, sizeof pkg - 1) != 0)
+		return -1;
+	snprintf(init, sizeof init, "%s/__init__%s", pkg, name + sizeof pkg - 1);
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		*strrchr(exe, '/') = '\0';             /* its folder: PREFIX/bin */
+		char *up = strrchr(exe, '/');
+		snprintf(cand[k++], sizeof cand[0], "%s/%s", exe, name);
+		if (up) {
+			*up = '\0';
+			snprintf(cand[k++], sizeof cand[0], "%s/lib/python%d.%d/site-packages/%s", exe,
+				 PY_MAJOR_VERSION, PY_MINOR_VERSION, init);
+			snprintf(cand[k++], sizeof cand[0], "%s/lib/python%d.%d/dist-packages/%s", exe,
+				 PY_MAJOR_VERSION, PY_MINOR_VERSION, init);
+		}
+	}
+	if (*SP_EXTENSION_DIR)
+		snprintf(cand[k++], sizeof cand[0], "%s/%s", SP_EXTENSION_DIR, init);
+	for (size_t i = 0; i < k; i++)
+		if (stat(cand[i], &st) == 0 && S_ISREG(st.st_mode) && strlen(cand[i]) < len) {
+			snprintf(path, len, "%s", cand[i]);
+			return 0;
+		}
+	return -1;
+}
+
+/* os.environ[key] = value (so that the script and its children see it). */
+static int set_env(PyObject *environ, const char *key, const char *value)
+{
+	PyObject *v = PyUnicode_DecodeFSDefault(value);
+	int rc = v ? PyMapping_SetItemString(environ, key, v) : -1;
+	Py_XDECREF(v);
+	return rc;
+}
+
+/* --subprocesses: the children's profiles go into the folder
+ * (_children_dir, session.c), and the shim loads this module, when it is
+ * to be had. */
+static int offer_module(PyObject *m, PyObject *environ)
+{
+	char path[PATH_MAX];
+	PyObject *r = PyObject_CallMethod(m, "_children_dir", "s", shim);
+	if (!r)
+		return -1;
+	Py_DECREF(r);
+	if (extension_path(path, sizeof path) == 0)
+		return set_env(environ, "SCOPE_PROFILER_MODULE", path) != 0 ||
+		       set_env(environ, "SCOPE_PROFILER_CHILDREN", shim) != 0 ? -1 : 0;
+	PySys_FormatStderr("scope-profiler: run: warning: --subprocesses: %s is neither beside the executable "
+			   "nor installed with it (nor in %s): spawned Python children are not profiled "
+			   "(forked ones are); `make module` builds it\n", SP_EXTENSION_NAME,
+			   *SP_EXTENSION_DIR ? SP_EXTENSION_DIR : "the install folder");
+	return 0;
+}
+
+/* _shim_offer(subprocesses) -> whether the folder holds the module (the
+ * run's hooks then mark its forks, _shim_mark). */
+static PyObject *shim_offer(PyObject *m, PyObject *arg)
+{
+	int subprocesses = PyObject_IsTrue(arg);
+	if (subprocesses < 0)
+		return NULL;
+	if (make_folder() != 0 || write_module() != 0)
+		Py_RETURN_FALSE;
+	PyObject *os = PyImport_ImportModule("os");
+	PyObject *environ = os ? PyObject_GetAttrString(os, "environ") : NULL;
+	PyObject *old = environ ? PyMapping_GetItemString(environ, "PYTHONPATH") : NULL;
+	PyObject *folder = PyUnicode_DecodeFSDefault(shim), *path = NULL, *res = NULL;
+	if (!old && environ && PyErr_ExceptionMatches(PyExc_KeyError))
+		PyErr_Clear();
+	if (!environ || !folder || PyErr_Occurred() || (subprocesses && offer_module(m, environ) != 0))
+		goto out;
+	path = old && PyUnicode_GetLength(old) ? PyUnicode_FromFormat("%U:%U", folder, old) : Py_NewRef(folder);
+	if (path && PyMapping_SetItemString(environ, "PYTHONPATH", path) == 0 &&
+	    PyList_Append(PySys_GetObject("path"), folder) == 0)
+		res = Py_NewRef(Py_True);
+out:
+	Py_XDECREF(os);
+	Py_XDECREF(environ);
+	Py_XDECREF(old);
+	Py_XDECREF(folder);
+	Py_XDECREF(path);
+	return res;
+}
+
+/* _shim_mark(): in a fork of the run (its os.register_at_fork hook), its
+ * mark, to be counted at the end as a subprocess that imported the shim. */
+static PyObject *shim_mark(PyObject *m, PyObject *unused)
+{
+	char path[PATH_MAX + 32];
+	if (*shim) {
+		snprintf(path, sizeof path, "%s/child-%d", shim, (int)getpid());
+		int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+	}
+	Py_RETURN_NONE;
+}
+
+/* _shim_unmark(folder): a process that imported the shim but is not a child
+ * to count (multiprocessing's fork server, which runs no task: its forks
+ * are the children) takes its mark back. */
+static PyObject *shim_unmark(PyObject *m, PyObject *arg)
+{
+	PyObject *b = PyUnicode_EncodeFSDefault(arg);
+	char path[PATH_MAX + 32];
+	if (!b)
+		return NULL;
+	if ((size_t)snprintf(path, sizeof path, "%s/child-%d", PyBytes_AS_STRING(b), (int)getpid()) < sizeof path)
+		unlink(path);
+	Py_DECREF(b);
+	Py_RETURN_NONE;
+}
+
+void sp_shim_end(Py_ssize_t merged)
+{
+	if (!*shim || getpid() != shim_pid)
+		return;
+	long children = 0;
+	DIR *d = opendir(shim);
+	for (struct dirent *e; d && (e = readdir(d));)
+		children += strncmp(e->d_name, "child-", 6) == 0;
+	if (d)
+		closedir(d);
+	if (merged >= 0 && children > merged)
+		PySys_FormatStderr("scope-profiler: run: warning: %ld of %ld profiled child processes wrote no "
+				   "profile (killed, or still running at the end): their calls are not in this "
+				   "profile\n", children - (long)merged, children);
+	else if (merged < 0 && children)
+		PySys_FormatStderr("scope-profiler: run: warning: %ld child process%s imported scope_profiler "
+				   "and %s not profiled: %s calls are not in this profile\n", children,
+				   children > 1 ? "es" : "", children > 1 ? "were" : "was",
+				   children > 1 ? "their" : "its");
+	PyErr_Clear();
+	remove_tree(shim);
+	shim[0] = '\0';
+}
+
+PyMethodDef sp_shim_methods[] = {
+	{"_shim_offer", shim_offer, METH_O, NULL},
+	{"_shim_mark", shim_mark, METH_NOARGS, NULL},
+	{"_shim_unmark", shim_unmark, METH_O, NULL},
+	{NULL},
+};

@@ -1,0 +1,18 @@
+/* sp_shim.h - `run`'s folder for the script's Python subprocesses: the
+ * no-op scope_profiler they import, the marks of those that did, the
+ * profiles of --subprocesses' children (shim.c). Include <Python.h> first. */
+#ifndef SP_SHIM_H
+#define SP_SHIM_H
+
+/* The end of the run (session.c, after the profile, the exit signals
+ * held), in the process that made the folder: one line counts the child
+ * processes that imported scope_profiler (their marks), against the merged
+ * ones under --subprocesses (merged >= 0), then the folder goes. Imports
+ * nothing, never raises. */
+void sp_shim_end(Py_ssize_t merged);
+
+/* _shim_offer(subprocesses), _shim_mark() and _shim_unmark(folder), for
+ * the module's table. */
+extern PyMethodDef sp_shim_methods[];
+
+#endif
