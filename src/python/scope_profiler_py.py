@@ -530,6 +530,31 @@ def _column(raw, code="q"):
     return col
 
 
+
+def _patterns(spec):
+    return [] if spec is None else [spec] if isinstance(spec, str) else list(spec)
+
+
+def _warn_earlier_patterns(names, include, exclude):
+    """The original package searched include/exclude as Python regular
+    expressions; here they are the commands' globs. A plain pattern that
+    selects nothing as a glob but would as a search ("sol", "^solve$") says
+    so in one warning instead of silently selecting less."""
+    for what, spec in (("include", include), ("exclude", exclude)):
+        for pat in _patterns(spec):
+            if not isinstance(pat, str) or pat.startswith("re:") or \
+                    _select_names(names, pat, None):
+                continue
+            try:
+                hits = len(_select_names(names, "re:" + pat, None))
+            except ValueError:
+                continue
+            if hits:
+                import warnings
+                warnings.warn(f"scope_profiler: {what} pattern {pat!r} is a glob matched against the "
+                              f"whole region name (as every command's --{what}) and matches no "
+                              f"region; 're:{pat}' would match {hits}", stacklevel=4)
+
 class Region:
     """One region on one rank. Times in seconds; raw ns in the *_ns names."""
 
@@ -973,7 +998,10 @@ class ProfilingResults:
 
     def _select(self, include, exclude):
         # The dialect of every command (sp_select.h), decided in C.
-        return _select_names(list(self._per_region), include, exclude)
+        names = list(self._per_region)
+        chosen = _select_names(names, include, exclude)
+        _warn_earlier_patterns(names, include, exclude)
+        return chosen
 
     def events(self, include=None, exclude=None, ranks=None, relative=True, origin=None):
         """One dict per recorded call, in region order, then rank, then call

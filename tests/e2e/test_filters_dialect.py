@@ -191,3 +191,33 @@ def test_charts_select_as_the_commands(profile):
         assert want, pattern
         for chart, names in charts.items():
             assert set(names) == want, (pattern, chart)
+
+
+EARLIER = """
+import scope_profiler as sp
+
+r = sp.read_h5("p.h5")
+print(sorted({e["name"] for e in r.events(include="^sol")}))
+print([m.name for m in r.get_regions(exclude=["mesh", "nothing|such"])][:0])
+print(sorted({e["name"] for e in r.events(include="solve")}))
+"""
+
+
+def test_an_earlier_regex_pattern_says_it_selects_nothing(profile):
+    """The original package searched include/exclude as Python regular
+    expressions: a pattern written for it ("^sol") that selects nothing as
+    a glob gives one warning naming the re: form, where it is written (the
+    script's own line), and no warning for a pattern that selects as a glob
+    or would select nothing either way."""
+    sp = profile
+    script = sp.script(EARLIER, name="earlier.py")
+    proc = sp("run", "-q", "--no-output", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[]", "[]", "['solve']"]
+    warned = [l for l in proc.stderr.splitlines() if "UserWarning" in l]
+    assert len(warned) == 2, proc.stderr
+    assert warned[0].startswith(f"{script}:5: UserWarning: scope_profiler: include pattern '^sol' "
+                                "is a glob matched against the whole region name")
+    assert warned[0].endswith("'re:^sol' would match 2")
+    assert f"{script}:6: UserWarning: scope_profiler: exclude pattern 'mesh'" in warned[1]
+    assert not any("nothing|such" in l for l in warned)
