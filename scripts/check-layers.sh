@@ -15,6 +15,9 @@
 #     the objects named (BUILD/obj/LAYER/*.o, as the Makefile lists them),
 #     none references a global symbol that only a layer above its own
 #     defines (nm: defined symbols per layer, undefined ones per object).
+#  4. --graph [LAYER] prints (checks nothing) the include graph of one
+#     layer, python by default: each file's local headers, the files they
+#     lead to (those defining what a header declares), and the cycles.
 cd "$(dirname "$0")/.." || exit 1
 status=0
 breach() {
@@ -49,6 +52,86 @@ if [ "$1" = --symbols ]; then
 	}')
 	report "$breaches"
 	exit $status
+fi
+
+# 4. --graph [LAYER]: the include graph of src/LAYER (python by default): each
+# file with the local headers it includes, then the files it depends on (a
+# header leads to the files that define what it declares), then every
+# cycle of that dependency, one line each ("no cycles" when none).
+if [ "$1" = --graph ]; then
+	dir=src/${2:-python}
+	awk -v dir="$dir" '
+	function base(p) { sub(/.*\//, "", p); return p }
+	# A header declares: names followed by "(" or ending an extern line,
+	# outside static inline bodies (which the header defines itself).
+	FNR == 1 { f = base(FILENAME); files[f] = 1; body = 0 }
+	/^[ \t]*#[ \t]*include[ \t]*"/ {
+		h = $0; sub(/^[^"]*"/, "", h); sub(/".*/, "", h)
+		if (system("test -f " dir "/" h) == 0) { inc[f] = inc[f] " " h; uses[f, h] = 1 }
+		next
+	}
+	f ~ /\.h$/ {
+		if (/^static/ || /^#define/) { body = 1 }
+		if (body) { if (/^}/ || /^#define.*[^\\]$/) body = 0; next }
+		if (/^[A-Za-z_]/ && !/^(typedef|struct [a-z_0-9]+ \{|enum|union|#)/) {
+			line = $0
+			if (match(line, /[A-Za-z_][A-Za-z_0-9]*[ \t]*\(/)) {
+				n = substr(line, RSTART, RLENGTH); sub(/[ \t]*\($/, "", n); decl[f, n] = 1
+			}
+			if (line ~ /^extern/) {	# each name before a "," or the ";"
+				gsub(/\[[^]]*\]|;.*/, "", line); np = split(line, piece, ",")
+				for (p = 1; p <= np; p++) {
+					k = split(piece[p], w, /[ \t*]+/)
+					for (i = k; i >= 1; i--) if (w[i] ~ /^[A-Za-z_]/) { decl[f, w[i]] = 1; break }
+				}
+			}
+		}
+		next
+	}
+	# A .c file defines: column-0 lines that are not static, a comment or a
+	# directive: a function (a name before "(" on a line not ending in ";")
+	# or a variable (the last name before "=", "[" or ";").
+	/^[A-Za-z_]/ && !/^(static|extern|typedef|#)/ {
+		line = $0
+		if (line !~ /;[ \t]*$/ && match(line, /[A-Za-z_][A-Za-z_0-9]*[ \t]*\(/)) {
+			n = substr(line, RSTART, RLENGTH); sub(/[ \t]*\($/, "", n); def[n] = def[n] " " f
+		} else if (line !~ /\(/) {
+			sub(/[=\[;].*/, "", line); k = split(line, w, /[ \t*]+/)
+			for (i = k; i >= 1; i--) if (w[i] ~ /^[A-Za-z_]/) { def[w[i]] = def[w[i]] " " f; break }
+		}
+	}
+	END {
+		for (key in decl) {
+			split(key, kh, SUBSEP); k = split(def[kh[2]], who, " ")
+			for (i = 1; i <= k; i++) owner[kh[1], who[i]] = 1
+		}
+		nf = 0
+		for (f in files) if (f ~ /\.c$/) list[++nf] = f
+		for (i = 1; i <= nf; i++) for (j = i + 1; j <= nf; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
+		print "include graph of " dir " (file: local headers included -> files they lead to)"
+		for (i = 1; i <= nf; i++) {
+			a = list[i]; to = ""
+			for (j = 1; j <= nf; j++) {
+				b = list[j]; if (a == b) continue
+				k = split(inc[a], hs, " ")
+				for (x = 1; x <= k; x++) if ((hs[x], b) in owner) { dep[a, b] = 1; to = to " " b; break }
+			}
+			printf "%-16s%s\n%16s->%s\n", a ":", inc[a], "", to
+		}
+		# Cycles: the strongly connected components of more than one file
+		# (reachability by Warshall over the few files of the layer).
+		for (i = 1; i <= nf; i++) for (j = 1; j <= nf; j++) reach[i, j] = (list[i], list[j]) in dep
+		for (k = 1; k <= nf; k++) for (i = 1; i <= nf; i++) if (reach[i, k]) for (j = 1; j <= nf; j++) if (reach[k, j]) reach[i, j] = 1
+		cycles = 0
+		for (i = 1; i <= nf; i++) {
+			if (done[i]) continue
+			c = list[i]; m = 1
+			for (j = i + 1; j <= nf; j++) if (reach[i, j] && reach[j, i]) { c = c " " list[j]; done[j] = 1; m++ }
+			if (m > 1) { print "cycle: " c; cycles++ }
+		}
+		if (!cycles) print "no cycles"
+	}' "$dir"/*.h "$dir"/*.c
+	exit 0
 fi
 
 # 1. The heavy headers.
