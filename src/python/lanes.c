@@ -15,7 +15,6 @@
 #include "sp_pyregion.h"
 #include "sp_recorder.h"
 #include "sp_memory.h"
-#include "sp_aggregate.h"
 
 /* The open `with` blocks of one lane, innermost last. */
 struct lane_blocks {
@@ -78,6 +77,8 @@ int32_t sp_lane_assign(void)
 
 int sp_lanes_auto_on(void)
 {
+	if (!sp_mode.auto_lanes)
+		return -1;
 	PyTypeObject *was = sp_mode.region_type;
 	sp_mode.threads = 1;
 	if (was == &sp_TimeOnlyRegionType)
@@ -94,16 +95,14 @@ int sp_lanes_auto_on(void)
 		sp_mode.region_type = was;
 		if (sp_regions_apply() != 0)
 			PyErr_Clear();   /* only the (empty) buffers' sizes failed */
-		sp_live.auto_lanes = 0;
-		sp_live.unknown = 1;   /* threads share lane 0: the tree by containment */
+		sp_mode.auto_lanes = 0;
 		PyErr_Restore(type, value, tb);
 		return -1;
 	}
 	PyErr_Restore(type, value, tb);
 	sp_wrappers_choose();
 	sp_tracer_lanes_on();
-	sp_live.lanes = 1;
-	sp_live.auto_lanes = 0;
+	sp_mode.auto_lanes = 0;
 	return 0;
 }
 
@@ -342,7 +341,7 @@ static inline PyObject *enter_async(PyObject *self, int mem)
 	if (!s)
 		return PyErr_NoMemory();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
-	s->v[s->depth++] = (struct sp_open_entry){r, i, r->gen, -1};   /* async: no live tree */
+	s->v[s->depth++] = (struct sp_open_entry){r, i, r->gen};
 	if (i >= 0) {
 		if (r->buf.lanes)
 			r->buf.lanes[i] = lane;

@@ -80,19 +80,18 @@ static inline PyObject *region_enter(PyObject *self, int lanes, int mem)
 	RegionObject *r = (RegionObject *)self;
 	/* The lane first (as in pf_record): starts stay in slot order. */
 	int32_t lane = lanes ? sp_current_lane() : 0;
-	/* A thread's first call; another thread than lane 0's turns the
-	 * lanes on, and this call is then recorded with its lane. */
-	if (sp_live_check() && !lanes)
+	/* Another thread than lane 0's turns the lanes on, and this call is
+	 * then recorded with its lane. */
+	if (!lanes && sp_lanes_check())
 		return mem ? region_enter_mem_threads(self, NULL) : region_enter_threads(self, NULL);
 	if (open_blocks.depth == open_blocks.cap && open_blocks_grow() != 0)
 		return PyErr_NoMemory();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	struct sp_open_entry *e = &open_blocks.v[open_blocks.depth++];
-	*e = (struct sp_open_entry){r, i, r->gen, -1};
+	*e = (struct sp_open_entry){r, i, r->gen};
 	if (i >= 0) {
 		if (lanes)
 			r->buf.lanes[i] = lane;
-		e->node = sp_live_enter(r);
 		r->buf.ends[i] = SP_NO_TIME;
 		if (mem) {
 			r->buf.values[i] = 0;   /* a call still open at the end */
@@ -100,7 +99,7 @@ static inline PyObject *region_enter(PyObject *self, int lanes, int mem)
 			em->mark0 = sp_mem_open();
 			em->alloc0 = sp_mem_allocated();
 		}
-		sp_live_started(r->buf.starts[i] = sp_clock_ns());
+		r->buf.starts[i] = sp_clock_ns();
 	}
 	return Py_NewRef(self);
 }
@@ -142,7 +141,6 @@ static __attribute__((noinline, cold)) void note_unmatched_exit(RegionObject *r)
 		if (r->buf.ends[i] == SP_NO_TIME) {
 			if (!sp_unmatched_exits++)
 				sp_unmatched_region = r;
-			sp_live.unknown = 1;   /* the call is another thread's */
 			return;
 		}
 }
@@ -166,9 +164,6 @@ __attribute__((noinline)) void sp_region_exit_below(RegionObject *r, int64_t t)
 			if (r->buf.keep_values == SP_VALUES_ALLOC_BYTES && sp_mode.memory)
 				sp_mem_close(r, (size_t)e.slot, em.alloc0, em.mark0);
 			sp_region_end(r, (size_t)e.slot, t);
-			/* The blocks above it are no longer inside it (a partial
-			 * overlap): containment makes them its siblings. */
-			sp_live_odd(e.node, r->buf.starts[e.slot], t);
 		}
 		return;
 	}
@@ -184,26 +179,15 @@ static int open_at_end(const struct sp_open_entry *e)
 	       r->buf.ends[e->slot] == SP_NO_TIME;
 }
 
-size_t sp_regions_close_live(int64_t now)
+void sp_regions_end_open(void)
 {
-	size_t n = 0;
+	if (!sp_mem.installed)
+		return;
 	for (size_t k = open_blocks.depth; k-- > 0;) {
 		const struct sp_open_entry *e = &open_blocks.v[k];
-		if (!open_at_end(e))
-			continue;
-		int64_t below = INT64_MIN;
-		for (size_t j = k; j-- > 0;)
-			if (open_at_end(&open_blocks.v[j])) {
-				below = open_blocks.v[j].region->buf.starts[open_blocks.v[j].slot];
-				break;
-			}
-		sp_live_close(e->node, e->region->buf.starts[e->slot], below, now, 1);
-		if (e->region->buf.keep_values == SP_VALUES_ALLOC_BYTES && sp_mem.installed)
+		if (open_at_end(e) && e->region->buf.keep_values == SP_VALUES_ALLOC_BYTES)
 			sp_mem_close(e->region, (size_t)e->slot, open_blocks.m[k].alloc0, open_blocks.m[k].mark0);
-		n++;
 	}
-	sp_live_closed(now);
-	return n;
 }
 
 static inline PyObject *region_exit(PyObject *self, int mem)
@@ -219,7 +203,6 @@ static inline PyObject *region_exit(PyObject *self, int mem)
 			if (mem)
 				sp_mem_close(r, (size_t)e->slot, open_blocks.m[d - 1].alloc0, open_blocks.m[d - 1].mark0);
 			sp_region_end(r, (size_t)e->slot, t);
-			sp_live_leave(e->node, r->buf.starts[e->slot], t);
 		}
 	} else {
 		sp_region_exit_below(r, t);
@@ -637,7 +620,6 @@ static PyObject *region_create(PyObject *name)
 	sp_buf_init(&r->buf, sp_mode.buffer_limit);
 	sp_agg_region_init(&r->agg);
 	sp_stats_acc_init(&r->acc);
-	sp_live_region_init(r);
 	r->index = -1;
 	r->likwid_id = -1;
 	r->kept_calls = 0;
@@ -877,7 +859,6 @@ void sp_regions_reset(void)
 		r->peak_bytes = SP_NO_PEAK;
 		sp_agg_region_init(&r->agg);
 		sp_stats_acc_init(&r->acc);
-		sp_live_region_init(r);
 		r->buf.limit = sp_mode.buffer_limit;
 		r->gen++;
 	}
@@ -902,10 +883,6 @@ int sp_regions_init(void)
 	for (size_t i = 0; i < sizeof region_classes / sizeof region_classes[0]; i++)
 		if (PyType_Ready(region_classes[i]) < 0)
 			return -1;
-	if (sp_live_init() != 0) {
-		PyErr_NoMemory();
-		return -1;
-	}
 	if (sp_registry)
 		return 0;
 	if (!(sp_registry = PyDict_New()))

@@ -164,7 +164,7 @@ static int mode_apply(const struct sp_settings *s)
 	sp_tracer_set_mode(sp_mode.threads, sp_mode.aggregate);
 	sp_tracer_set_memory(sp_mode.memory);
 	/* Without track_threads, lanes go on when a second thread records. */
-	sp_live.auto_lanes = !sp_mode.disabled && !sp_mode.aggregate && !sp_mode.threads;
+	sp_mode.auto_lanes = !sp_mode.disabled && !sp_mode.aggregate && !sp_mode.threads;
 	if (s->mpi_calls && !s->disable) {
 		if (!sp_mpicalls_built()) {
 			PyErr_SetString(PyExc_RuntimeError, "profile_mpi_calls: this scope-profiler was built without MPI");

@@ -29,8 +29,6 @@ typedef struct {
 	struct sp_stats_acc acc;      /* the completed calls' stats (sp_region_end) */
 	uint64_t gen;                 /* bumped when the events are cleared */
 	int holds_functions;          /* region(name, functions=[...]) in line mode */
-	int32_t live_parent, live_node; /* cache: its node of the live call tree under that
-					 * parent (sp_aggregate.h); live_parent INT32_MIN: none */
 	int32_t index;                /* the end of a session: its place in the rank's regions, or -1 */
 	int64_t peak_bytes;           /* run --memory: the peak of live bytes while open; -1: none */
 	int32_t likwid_id;            /* --likwid: its number with sp_likwid_register, or -1 */
@@ -76,6 +74,8 @@ struct sp_recmode {
 				       * kept through the freeze, for the end of the session */
 	int finished;                 /* with idle: finalize() ended a session and no
 				       * region has been used since (then one warning) */
+	int auto_lanes;               /* lanes go on when a thread other than lane 0's
+				       * records (sp_lanes_auto_on) */
 };
 extern struct sp_recmode sp_mode;
 
@@ -84,13 +84,11 @@ extern struct sp_recmode sp_mode;
 void sp_region_used_after_finalize(RegionObject *r);
 
 /* One open `with` block: its region, its event slot (-1: dropped, out of
- * memory), the region's gen at entry and its node of the live call tree
- * (sp_aggregate.h; -1: none). */
+ * memory) and the region's gen at entry. */
 struct sp_open_entry {
 	RegionObject *region;
 	ptrdiff_t slot;
 	uint64_t gen;
-	int32_t node;
 };
 
 /* The memory mode's counters at an open block's entry (sp_memory.h), in an
@@ -106,8 +104,8 @@ void sp_region_exit_below(RegionObject *r, int64_t t);
 
 /* One call of r around work that runs synchronously in the calling thread
  * (a resume of a decorated generator, generator.c): entered as a `with`
- * block of r's current class, so it nests, takes its lane and counts in the
- * live call tree as that block would. Returns the class's exit, to be
+ * block of r's current class, so it nests and takes its lane as that block
+ * would. Returns the class's exit, to be
  * called once (args ignored) when the work is done, even if the class
  * changes meanwhile (as a `with` block keeps its __exit__); NULL with an
  * exception when nothing was entered. */
@@ -115,10 +113,10 @@ typedef PyObject *(*sp_region_exit_fn)(PyObject *self, PyObject *const *args, Py
 sp_region_exit_fn sp_region_enter_with(RegionObject *r);
 
 /* The end of a session (after the freeze): the calling thread's `with`
- * blocks of the session still open count in the live call tree as ending
- * at now (sp_aggregate.h); returns how many. Their events keep SP_NO_TIME
- * for the caller to set. */
-size_t sp_regions_close_live(int64_t now);
+ * blocks of the session still open get their allocations so far (the
+ * memory mode). Their events keep SP_NO_TIME, for the caller to end with
+ * every other call still open. */
+void sp_regions_end_open(void);
 
 /* Every region takes the class of the current mode (sp_mode) and its
  * capacity; lanes kept when sp_mode.threads. 0, or -1 with MemoryError. */
@@ -232,14 +230,23 @@ int32_t sp_lane_assign(void);
  * threads never nest in each other; until then one thread recorded, and
  * its events take lane 0. Every region keeps a lanes column from now on
  * (its events so far in lane 0) and takes the lanes class, the wrappers
- * and the --recursive hook (every thread's) record lanes; the live tree
- * stays as it is (lane 0's). Called on a recording path's slow path (the
- * thread's first call), before its slot is reserved; runs no Python code.
- * 0, or -1 when out of memory (lanes stay off; no exception set). */
+ * and the --recursive hook (every thread's) record lanes. Called on a
+ * recording path's slow path (sp_lanes_check), before its slot is
+ * reserved; runs no Python code. 0, or -1 when lanes stay off (not asked
+ * for, or out of memory; no exception set). */
 int sp_lanes_auto_on(void);
 static inline int32_t sp_current_lane(void)
 {
 	return sp_my_lane >= 0 ? sp_my_lane : sp_lane_assign();
+}
+
+/* First on a recording path without lanes, before its event slot is
+ * reserved: a thread other than lane 0's turns the lanes on (the slow
+ * path, sp_lanes_auto_on). 1 when it did: the caller records this call
+ * with lanes. */
+static inline int sp_lanes_check(void)
+{
+	return __builtin_expect(sp_my_lane != 0, 0) && sp_lanes_auto_on() == 0;
 }
 
 /* --recursive: the profile hook (tracer.c). */

@@ -8,11 +8,10 @@
  * Per call it does what cProfile's hook does at the least: the region comes
  * from the code object's extra slot (decided once per code object: traced
  * or not, and which region), the thread's stack of open calls is the hook's
- * own, and a call costs one clock read, two stores and its node of the
- * live call tree (sp_aggregate.h: a compare with the region's cache, a
- * count at the return); in steady state nothing is allocated, hashed or
- * formatted. Under sys.monitoring a code
- * object that is not traced turns its events off at its first call. */
+ * own, and a call costs a clock read and two stores at its start, a clock
+ * read and its statistics at its end; in steady state nothing is
+ * allocated, hashed or formatted. Under sys.monitoring a code object that
+ * is not traced turns its events off at its first call. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -80,7 +79,7 @@ static int32_t scratch_lanes[1];
 static RegionObject scratch = {
 	.buf = {.starts = scratch_starts, .ends = scratch_ends, .lanes = scratch_lanes,
 		.n = 1, .cap = 1, .limit = 1},
-	.live_parent = INT32_MIN, .live_node = -1, .index = -1,
+	.index = -1,
 };
 
 /* An open call. Its frame is known by identity only, never dereferenced:
@@ -94,8 +93,8 @@ struct open_call {
 					* memory mode's event -(slot + 2), whose value holds
 					* the allocation counter at its start until it ends */
 	int64_t start;                 /* aggregation mode: its start; memory mode: the mark before */
-	int32_t node;                  /* its call-tree node (aggregation mode's, or the live one) */
-	int32_t parent;                /* aggregation mode: the node before */
+	int32_t node;                  /* aggregation mode: its call-tree node, */
+	int32_t parent;                /* and the node before */
 };
 
 /* Aggregation mode (--aggregate): calls count in the call tree of
@@ -160,26 +159,22 @@ static __attribute__((noinline, cold)) int stack_grow(struct call_stack *s)
 
 /* Calls still open on a thread's stack end now (they were entered and will
  * not be seen returning); the stack is emptied. `own`: the calling thread's
- * stack, whose current call-tree node goes back to what it was below them. */
+ * stack, whose current call-tree node (aggregation mode) goes back to what
+ * it was below them. */
 static void close_open_calls(struct call_stack *s, int64_t now, int own)
 {
 	for (struct open_call *c = s->top; c > s->calls; c--) {
-		if (c->slot != -1) {
-			if (c->slot < -1)
-				end_mem(c, now);
-			else
-				sp_region_end(c->region, (size_t)c->slot, now);
-			sp_live_close(c->node, c->region->buf.starts[slot_of(c)],
-				      c - 1 > s->calls && c[-1].slot != -1
-				      ? c[-1].region->buf.starts[slot_of(&c[-1])] : INT64_MIN, now, own);
-			continue;
+		if (c->slot < -1) {
+			end_mem(c, now);
+		} else if (c->slot >= 0) {
+			sp_region_end(c->region, (size_t)c->slot, now);
+		} else {
+			sp_agg_count(c->region, c->node, c->start, now);
+			if (own)
+				sp_agg_stack.cur = c->parent;
 		}
-		sp_agg_count(c->region, c->node, c->start, now);
-		if (own)
-			sp_agg_stack.cur = c->parent;
 	}
 	s->top = s->calls;
-	sp_live_closed(now);
 }
 
 static void cache_put(PyCodeObject *co, void *value)
@@ -259,7 +254,7 @@ static __attribute__((noinline)) void push_mem(struct call_stack *s, RegionObjec
 					       int lanes)
 {
 	int32_t lane = lanes ? sp_current_lane() : 0;
-	if (sp_live_check() && !lanes) {   /* lanes on just now (as in push_call) */
+	if (!lanes && sp_lanes_check()) {   /* lanes on just now (as in push_call) */
 		push_mem(s, r, frame, 1);
 		return;
 	}
@@ -278,13 +273,15 @@ static __attribute__((noinline)) void push_mem(struct call_stack *s, RegionObjec
 	c->region = r;
 	if (lanes)
 		r->buf.lanes[i] = lane;
-	c->node = sp_live_enter(r);
-	int64_t t = r->buf.starts[i] = sp_clock_ns();
-	sp_live_started(t);
+	r->buf.starts[i] = sp_clock_ns();
 }
 
-/* A traced call starts: a slot in its region, the start time. */
-static inline void push_call(struct call_stack *s, RegionObject *r, const void *frame, int lanes)
+static void push_call_lanes(struct call_stack *s, RegionObject *r, const void *frame);
+
+/* A traced call starts: a slot in its region, the start time. Inlined in
+ * the hook, where `lanes` is a constant on 3.11. */
+static inline __attribute__((always_inline)) void push_call(struct call_stack *s, RegionObject *r,
+							     const void *frame, int lanes)
 {
 	if (__builtin_expect(s->top == s->end, 0) && stack_grow(s) != 0) {
 		r->buf.dropped++;
@@ -299,10 +296,10 @@ static inline void push_call(struct call_stack *s, RegionObject *r, const void *
 	}
 	/* The lane first (as in pf_record): starts stay in slot order. */
 	int32_t lane = lanes ? sp_current_lane() : 0;
-	/* A thread's first call; another thread than lane 0's turns the
-	 * lanes on (in every thread's hook), and this call has its lane. */
-	if (sp_live_check() && !lanes) {
-		push_call(s, r, frame, 1);
+	/* Another thread than lane 0's turns the lanes on (in every thread's
+	 * hook), and this call has its lane. */
+	if (!lanes && sp_lanes_check()) {
+		push_call_lanes(s, r, frame);
 		return;
 	}
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
@@ -318,10 +315,13 @@ static inline void push_call(struct call_stack *s, RegionObject *r, const void *
 	c->slot = i;
 	if (lanes)
 		r->buf.lanes[i] = lane;
-	c->node = sp_live_enter(r);
 	/* The end is written at the return, or by sp_tracer_stop_all. */
-	int64_t t = r->buf.starts[i] = sp_clock_ns();
-	sp_live_started(t);
+	r->buf.starts[i] = sp_clock_ns();
+}
+
+static __attribute__((noinline)) void push_call_lanes(struct call_stack *s, RegionObject *r, const void *frame)
+{
+	push_call(s, r, frame, 1);
 }
 
 /* A call returns: when the open call on top is this frame's, its end time.
@@ -334,18 +334,12 @@ static inline int pop_call(struct call_stack *s, const void *frame)
 		return 1;
 	s->top = c - 1;
 	if (__builtin_expect(c->slot < 0, 0)) {
-		if (c->slot == -1) {
+		if (c->slot == -1)
 			pop_agg(c);
-		} else {
-			int64_t t = sp_clock_ns();
-			end_mem(c, t);
-			sp_live_leave(c->node, c->region->buf.starts[slot_of(c)], t);
-		}
+		else
+			end_mem(c, sp_clock_ns());
 	} else {
-		int64_t t = sp_clock_ns();
-		RegionObject *r = c->region;
-		sp_region_end(r, (size_t)c->slot, t);
-		sp_live_leave(c->node, r->buf.starts[c->slot], t);
+		sp_region_end(c->region, (size_t)c->slot, sp_clock_ns());
 	}
 	return 0;
 }
@@ -432,7 +426,6 @@ void sp_tracer_set_mode(int lanes, int aggregate)
 	active_hook = lanes ? hook_lanes : hook;
 	tracer_agg = aggregate;
 	tracer_special = tracer_agg || tracer_mem;
-	sp_live_mode(lanes, sp_mode.track_async);
 }
 
 static inline int is_ours(Py_tracefunc f)
@@ -501,7 +494,6 @@ void sp_tracer_stop_all(void)
 		close_open_calls(&((TracerState *)t->c_profileobj)->s, now, t == me);
 		_PyEval_SetProfile(t, NULL, NULL);
 	}
-	sp_live_restart();   /* other threads' current nodes were the closed calls' */
 	PyErr_Clear();
 }
 
@@ -697,7 +689,6 @@ void sp_tracer_set_mode(int lanes, int aggregate)
 	mon.lanes = lanes;
 	tracer_agg = aggregate;
 	tracer_special = tracer_agg || tracer_mem;
-	sp_live_mode(lanes, sp_mode.track_async);
 }
 
 int sp_tracer_start_thread(void)
@@ -743,7 +734,6 @@ void sp_tracer_stop_all(void)
 		t->active = 0;
 	}
 	pthread_mutex_unlock(&mon.lock);
-	sp_live_restart();   /* other threads' current nodes were the closed calls' */
 	if (mon.events_on && sp_mon_set_events(mon.tool, 0) == 0)
 		mon.events_on = 0;
 	PyErr_Clear();

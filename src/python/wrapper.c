@@ -68,9 +68,8 @@ static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self,
 	 * is read, so starts are in slot order (the end of the run takes the
 	 * first slot's as the earliest). */
 	int32_t lane = lanes == 2 ? sp_async_lane() : lanes ? sp_current_lane() : 0;
-	/* A thread's first call; another thread than lane 0's turns the
-	 * lanes on (as in regions.c). */
-	if (lanes != 2 && sp_live_check() && !lanes)
+	/* Another thread than lane 0's turns the lanes on (as in regions.c). */
+	if (!lanes && sp_lanes_check())
 		return (mem ? pf_call_mem_threads : pf_call_threads)(self, args, nargsf, kwnames);
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	if (i < 0)
@@ -78,9 +77,6 @@ static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self,
 	uint64_t gen = r->gen;
 	if (lanes)
 		r->buf.lanes[i] = lane;
-	/* The live call tree (sp_aggregate.h); not with task lanes, whose
-	 * tree is rebuilt at the end. */
-	int32_t node = lanes == 2 ? -1 : sp_live_enter(r);
 	r->buf.ends[i] = SP_NO_TIME;
 	int64_t mark0 = 0, alloc0 = 0;
 	if (mem) {
@@ -88,8 +84,7 @@ static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self,
 		mark0 = sp_mem_open();
 		alloc0 = sp_mem_allocated();
 	}
-	int64_t start = r->buf.starts[i] = sp_clock_ns();
-	sp_live_started(start);
+	r->buf.starts[i] = sp_clock_ns();
 	PyObject *res = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
 	int64_t t = sp_clock_ns();
 	/* The session may have been finalized during the call; then the slot
@@ -98,8 +93,6 @@ static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self,
 		if (mem)
 			sp_mem_close(r, (size_t)i, alloc0, mark0);
 		sp_region_end(r, (size_t)i, t);
-		if (lanes != 2)
-			sp_live_leave(node, start, t);
 	}
 	return res;
 }
@@ -561,10 +554,8 @@ static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
 		Py_RETURN_TRUE;
 	}
 	RegionObject *r = (RegionObject *)region;
-	/* No live tree here: a thread other than lane 0's turns the lanes on
-	 * itself (sp_live_thread_start). */
-	if (!r->buf.keep_lanes && sp_live.auto_lanes && sp_my_lane != 0)
-		sp_lanes_auto_on();
+	if (!r->buf.keep_lanes)
+		sp_lanes_check();   /* a thread other than lane 0's turns them on */
 	int32_t lane = !r->buf.keep_lanes ? 0 : sp_mode.track_async ? sp_async_lane() : sp_current_lane();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	if (i < 0)
@@ -573,9 +564,6 @@ static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
 		r->buf.lanes[i] = lane;
 	r->buf.ends[i] = SP_NO_TIME;
 	r->buf.starts[i] = sp_clock_ns();
-	/* Timed across its awaits, the coroutine's call may overlap calls of
-	 * other tasks of the thread: the call tree is rebuilt by containment. */
-	sp_live.unknown = 1;
 	PyObject *token = Py_BuildValue("(nK)", i, (unsigned long long)r->gen);
 	if (!token)   /* out of memory: the call is lost, not left open */
 		sp_region_end(r, (size_t)i, r->buf.starts[i]);
