@@ -15,9 +15,9 @@
 #     the objects named (BUILD/obj/LAYER/*.o, as the Makefile lists them),
 #     none references a global symbol that only a layer above its own
 #     defines (nm: defined symbols per layer, undefined ones per object).
-#  4. --graph [LAYER] prints (checks nothing) the include graph of one
-#     layer, python by default: each file's local headers, the files they
-#     lead to (those defining what a header declares), and the cycles.
+#  4. --graph [LAYER] prints the include graph of one layer, python by
+#     default: each file's local headers, the files they lead to (those
+#     defining what a header declares), and the cycles (status 1 if any).
 cd "$(dirname "$0")/.." || exit 1
 status=0
 breach() {
@@ -55,9 +55,10 @@ if [ "$1" = --symbols ]; then
 fi
 
 # 4. --graph [LAYER]: the include graph of src/LAYER (python by default): each
-# file with the local headers it includes, then the files it depends on (a
-# header leads to the files that define what it declares), then every
-# cycle of that dependency, one line each ("no cycles" when none).
+# file with the local headers it includes, then the files it depends on
+# (each header it sees, its own includes followed, leads to the files that
+# define what the header declares), then every cycle of that dependency,
+# one line each ("no cycles" when none; exit status 1 when any).
 if [ "$1" = --graph ]; then
 	dir=src/${2:-python}
 	awk -v dir="$dir" '
@@ -109,12 +110,23 @@ if [ "$1" = --graph ]; then
 		for (f in files) if (f ~ /\.c$/) list[++nf] = f
 		for (i = 1; i <= nf; i++) for (j = i + 1; j <= nf; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
 		print "include graph of " dir " (file: local headers included -> files they lead to)"
+		# What a file sees: its headers and theirs, to the end.
+		for (f in files) { k = split(inc[f], hs, " "); for (x = 1; x <= k; x++) sees[f, hs[x]] = 1 }
+		do {
+			grew = 0
+			for (key in sees) {
+				split(key, kk, SUBSEP); k = split(inc[kk[2]], hs, " ")
+				for (x = 1; x <= k; x++) if (!((kk[1], hs[x]) in sees)) { sees[kk[1], hs[x]] = 1; grew = 1 }
+			}
+		} while (grew)
 		for (i = 1; i <= nf; i++) {
 			a = list[i]; to = ""
 			for (j = 1; j <= nf; j++) {
 				b = list[j]; if (a == b) continue
-				k = split(inc[a], hs, " ")
-				for (x = 1; x <= k; x++) if ((hs[x], b) in owner) { dep[a, b] = 1; to = to " " b; break }
+				for (key in sees) {
+					split(key, kk, SUBSEP)
+					if (kk[1] == a && (kk[2], b) in owner) { dep[a, b] = 1; to = to " " b; break }
+				}
 			}
 			printf "%-16s%s\n%16s->%s\n", a ":", inc[a], "", to
 		}
@@ -130,8 +142,9 @@ if [ "$1" = --graph ]; then
 			if (m > 1) { print "cycle: " c; cycles++ }
 		}
 		if (!cycles) print "no cycles"
+		exit cycles > 0
 	}' "$dir"/*.h "$dir"/*.c
-	exit 0
+	exit $?
 fi
 
 # 1. The heavy headers.

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sp_pyregion.h"
 #include "sp_aggregate.h"
 #include "sp_grow.h"
 #include "sp_keytab.h"
@@ -95,35 +94,35 @@ int sp_agg_grow(void)
 	return 0;
 }
 
-int32_t sp_agg_node_get(int32_t parent, RegionObject *r)
+int32_t sp_agg_node_get(int32_t parent, struct sp_agg *a)
 {
 	int added;
 	/* Room for a new node first: ids and nodes must stay in step. */
 	int32_t id = SP_GROW(&sp_agg_nodes, &agg.nodes_cap, agg.nnodes + 1) != 0 ? -1
-		: sp_keytab_get(&agg.node_ids, parent, (uint64_t)(uintptr_t)r, &added);
+		: sp_keytab_get(&agg.node_ids, parent, (uint64_t)(uintptr_t)a, &added);
 	if (id < 0) {
 		PyErr_NoMemory();
 		return -1;
 	}
 	if (added) {
-		sp_agg_nodes[agg.nnodes++] = (struct sp_agg_node){.parent = parent, .r = r};
+		sp_agg_nodes[agg.nnodes++] = (struct sp_agg_node){.parent = parent, .a = a};
 		/* The region's first call starts now (calls start in time order). */
-		if (r->agg.first == INT64_MAX)
-			r->agg.first = sp_clock_ns();
+		if (a->first == INT64_MAX)
+			a->first = sp_clock_ns();
 	}
-	r->agg.node_parent = parent;
-	r->agg.node = id;
+	a->node_parent = parent;
+	a->node = id;
 	return id;
 }
 
 /* An exit whose entry is not the innermost (a generator left a block, or
  * the block was entered before the session was reset): close the innermost
- * entry of r; the time counts in the entry below it. */
-void sp_agg_exit_below(RegionObject *r, int64_t t)
+ * entry of the region; the time counts in the entry below it. */
+void sp_agg_exit_below(struct sp_agg *a, int64_t t)
 {
 	struct sp_agg_stack *s = &sp_agg_stack;
 	for (size_t k = s->depth; k-- > 0;) {
-		if (s->v[k].r != r)
+		if (s->v[k].a != a)
 			continue;
 		struct sp_agg_entry e = s->v[k];
 		/* The block above it now nests in what e nested in. */
@@ -131,7 +130,7 @@ void sp_agg_exit_below(RegionObject *r, int64_t t)
 			s->v[k + 1].parent = e.parent;
 		memmove(&s->v[k], &s->v[k + 1], (s->depth - k - 1) * sizeof s->v[0]);
 		s->depth--;
-		sp_agg_count(r, e.node, e.start, t);
+		sp_agg_count(a, e.node, e.start, t);
 		return;
 	}
 }
@@ -154,25 +153,25 @@ void sp_agg_close_all(int64_t t)
 	while (s->depth > 0) {
 		const struct sp_agg_entry *e = &s->v[--s->depth];
 		s->cur = e->parent;
-		sp_agg_count(e->r, e->node, e->start, t);
+		sp_agg_count(e->a, e->node, e->start, t);
 	}
 }
 
 void sp_agg_sum(void)
 {
 	for (size_t i = 0; i < agg.nnodes; i++) {
-		struct sp_agg *a = &sp_agg_nodes[i].r->agg;
+		struct sp_agg *a = sp_agg_nodes[i].a;
 		a->count = a->total = a->self = 0;
 	}
 	for (size_t i = 0; i < agg.nnodes; i++) {
 		const struct sp_agg_node *n = &sp_agg_nodes[i];
-		struct sp_agg *a = &n->r->agg;
+		struct sp_agg *a = n->a;
 		a->count += n->calls;
 		a->total += n->total;
 		a->self += n->total;
 		/* A call's time in a region inside it is not its own. */
 		if (n->parent >= 0)
-			sp_agg_nodes[n->parent].r->agg.self -= n->total;
+			sp_agg_nodes[n->parent].a->self -= n->total;
 	}
 }
 
@@ -195,7 +194,7 @@ void sp_agg_stats(const struct sp_agg *a, struct sp_stats *st, int64_t *self_ns)
 	*self_ns = a->self;
 }
 
-enum sp_err sp_agg_tree(struct sp_rank *rk, int32_t (*region_index)(RegionObject *r, void *ctx),
+enum sp_err sp_agg_tree(struct sp_rank *rk, int32_t (*region_index)(const struct sp_agg *a, void *ctx),
 			void *ctx, struct sp_error *err)
 {
 	int32_t *map = malloc((agg.nnodes ? agg.nnodes : 1) * sizeof *map);
@@ -213,7 +212,7 @@ enum sp_err sp_agg_tree(struct sp_rank *rk, int32_t (*region_index)(RegionObject
 	for (size_t i = 0; i < agg.nnodes; i++) {
 		const struct sp_agg_node *nd = &sp_agg_nodes[i];
 		int32_t parent = nd->parent >= 0 ? map[nd->parent] : -1;
-		int32_t region = nd->calls > 0 ? region_index(nd->r, ctx) : -1;
+		int32_t region = nd->calls > 0 ? region_index(nd->a, ctx) : -1;
 		if (region < 0) {
 			map[i] = parent;
 			collapsed = 1;

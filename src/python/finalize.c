@@ -10,21 +10,37 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sp_aggregate.h"
 #include "sp_children.h"
 #include "sp_clock.h"
+#include "sp_finalize.h"
 #include "sp_h5.h"
-#include "sp_linetrace.h"
 #include "sp_likwid.h"
+#include "sp_linetrace.h"
+#include "sp_mode.h"
 #include "sp_mpi.h"
 #include "sp_mpicalls.h"
 #include "sp_profile.h"
-#include "sp_pymodule.h"
-#include "sp_pyregion.h"
-#include "sp_aggregate.h"
-#include "sp_pysession.h"
+#include "sp_pyedge.h"
+#include "sp_pyresults.h"
 #include "sp_pytext.h"
+#include "sp_region.h"
+#include "sp_region_paths.h"
 #include "sp_render.h"
 #include "sp_tree.h"
+
+/* A profile is being written (sp_final_run, the GIL released). */
+static int writing;
+
+int sp_final_writing(void)
+{
+	return writing;
+}
+
+void sp_final_forked(void)
+{
+	writing = 0;
+}
 
 /* Region -> index in the profile, for the aggregate call tree. */
 struct region_index {
@@ -32,9 +48,10 @@ struct region_index {
 	size_t n;
 };
 
-static int32_t region_index_of(RegionObject *r, void *ctx)
+static int32_t region_index_of(const struct sp_agg *a, void *ctx)
 {
 	(void)ctx;
+	const RegionObject *r = (const RegionObject *)(const void *)((const char *)a - offsetof(RegionObject, agg));
 	return r->index;   /* set by add_live_regions */
 }
 
@@ -379,8 +396,8 @@ int sp_final_run(struct sp_final *f)
 	f->summary = f->lines = f->data = NULL;
 	/* Threads still running (daemon threads at exit) record nothing more:
 	 * the events below are read without the GIL. */
-	sp_session_freeze();
-	sp_session_set_writing(1);   /* until the events are no longer read */
+	sp_mode_freeze();
+	writing = 1;   /* until the events are no longer read */
 	int64_t now = sp_clock_ns();
 	/* The statistics and the call tree cost passes over every event: only
 	 * when something is written or shown. */
@@ -439,13 +456,13 @@ int sp_final_run(struct sp_final *f)
 		goto out;
 	}
 	const char *title = f->path ? f->path : "(in memory)";
-	if ((f->render && !(f->summary = sp_results_render(p, title, 0))) ||
-	    (f->render_lines && !(f->lines = sp_results_render(p, title, 1))) ||
+	if ((f->render && !(f->summary = sp_py_render(p, title, 0))) ||
+	    (f->render_lines && !(f->lines = sp_py_render(p, title, 1))) ||
 	    (f->snapshot && !(f->data = sp_results_data(p))))
 		goto out;
 	rc = 0;
 out:
-	sp_session_set_writing(0);
+	writing = 0;
 	if (rc != 0) {
 		Py_CLEAR(f->summary);
 		Py_CLEAR(f->lines);

@@ -17,19 +17,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sp_aggregate.h"
 #include "sp_clock.h"
-#include "sp_likwid.h"
+#include "sp_finalize.h"
+#include "sp_lanes.h"
 #include "sp_linetrace.h"
-#include "sp_memory.h"
+#include "sp_mode.h"
 #include "sp_mpi.h"
 #include "sp_mpicalls.h"
-#include "sp_pymodule.h"
-#include "sp_pyregion.h"
-#include "sp_aggregate.h"
 #include "sp_pysession.h"
 #include "sp_pytext.h"
-#include "sp_standalone.h"
 #include "sp_recorder.h"
+#include "sp_region.h"
+#include "sp_standalone.h"
+#include "sp_wrapper.h"
 
 static struct {
 	struct sp_settings cur;      /* in force since the last setup() */
@@ -39,7 +40,6 @@ static struct {
 	int active;                  /* between setup() and finalize() */
 	int64_t run_start_ns;
 	pid_t pid;                   /* of setup(): a forked child never writes */
-	int writing;                 /* a profile being written, the GIL released */
 	int tracing, trace_all;      /* run --recursive: the hook in every thread */
 	int traced;                  /* it did, this run (for the metadata, also after a retry) */
 	int exit_failed;             /* run: sys.exit(nonzero) or SIGTERM */
@@ -55,22 +55,12 @@ static struct {
 } session = { .children_merged = -1, .cur = { .compression = -1, .verbose = -1 },
 	     .locked = { .compression = -1, .verbose = -1 } };   /* nothing fixed without `run` */
 
-PyObject *sp_py_err(enum sp_err code, const char *msg)
+/* While a profile is written (the GIL released, sp_final_writing),
+ * setup(), finalize() and _reset() from another thread are refused: -1
+ * with RuntimeError set; else 0. */
+static int session_busy(void)
 {
-	PyObject *type = code == SP_ENOENT ? PyExc_FileNotFoundError
-		: code == SP_ENOMEM ? PyExc_MemoryError : PyExc_OSError;
-	PyErr_SetString(type, msg && *msg ? msg : sp_strerror(code));
-	return NULL;
-}
-
-void sp_session_set_writing(int on)
-{
-	session.writing = on;
-}
-
-int sp_session_busy(void)
-{
-	if (!session.writing)
+	if (!sp_final_writing())
 		return 0;
 	PyErr_SetString(PyExc_RuntimeError, "scope_profiler: the profile is being written (finalize() "
 			"in another thread); the session cannot change until it is done");
@@ -82,124 +72,31 @@ int sp_session_write_failed(void)
 	return session.write_failed;
 }
 
-void sp_session_freeze(void)
-{
-	sp_tracer_stop_all();
-	sp_mode.region_type = &sp_DisabledRegionType;
-	sp_mode.disabled = 1;
-	sp_mode.aggregate = sp_mode.track_async = sp_mode.lines = sp_mode.memory = 0;
-	sp_regions_freeze();
-	sp_wrappers_freeze();
-	sp_mpicalls_stop();
-}
-
-/* --mpi-calls without --track-threads: the lane of the thread making an
- * MPI call once it has one (it recorded a call, sp_lanes_auto_on), else 0:
- * never the GIL, which the thread may not be able to take (see below). */
-static int32_t mpi_call_lane_known(void)
-{
-	int32_t lane = sp_my_lane;
-	return lane > 0 ? lane : 0;
-}
-
-/* --mpi-calls with --track-threads: the lane of the thread making an MPI
- * call, which may not hold the GIL (mpi4py releases it around blocking
- * calls); a thread's first lane is taken under the GIL. */
-static int32_t mpi_call_lane(void)
-{
-	if (sp_my_lane >= 0)
-		return sp_my_lane;
-	PyGILState_STATE g = PyGILState_Ensure();
-	int32_t lane = sp_lane_assign();
-	PyGILState_Release(g);
-	return lane;
-}
-
-/* The region class and wrapper call of s, for every region and wrapper,
- * existing and future. Lanes, once on, stay on until the events are reset.
- * 0, or -1 with an exception. */
+/* The mode of s for every region and wrapper (sp_mode_apply); once the
+ * calls carry allocation values, use_memray stays on until the events are
+ * reset. 0, or -1 with an exception. */
 static int mode_apply(const struct sp_settings *s)
 {
-	if (s->likwid && !s->disable && sp_wrappers_recursive()) {
-		/* Decorated before LIKWID was asked for: as profile(recursive=True)
-		 * under it (regions.c), refused before anything changes. */
-		PyErr_SetString(PyExc_ValueError, "use_likwid cannot be combined with a function decorated "
-				"with profile(recursive=True): LIKWID marker regions wrap the calls of explicit "
-				"regions");
+	if (sp_mode_apply(s) != 0)
 		return -1;
-	}
-	if (s->track_async && !s->disable && sp_async_init() != 0)
-		return -1;
-	/* After the interpreter started (setup() from a script, not `run
-	 * --memory`): the requested bytes only (sp_memory.h). */
-	if (s->memory && !s->disable && sp_mem_install(0) != 0) {
-		PyErr_SetString(PyExc_RuntimeError, "use_memray: the Python allocators cannot be read");
-		return -1;
-	}
-	sp_mode.memory = s->memory && !s->disable;
 	session.memory_kept |= sp_mode.memory;
-	if (s->likwid && !s->disable) {
-		char why[256];
-		if (sp_likwid_load(why, sizeof why) != 0) {
-			PyErr_Format(PyExc_RuntimeError, "use_likwid: %s", why);
-			return -1;
-		}
-	}
-	sp_mode.buffer_limit = (size_t)s->buffer_limit;
-	sp_mode.threads = sp_mode.threads || s->track_threads || s->track_async;
-	sp_mode.region_type = s->disable ? &sp_DisabledRegionType
-		: s->aggregate ? &sp_AggregateRegionType
-		: s->track_async ? (sp_mode.memory ? &sp_MemoryAsyncRegionType : &sp_AsyncRegionType)
-		: s->likwid ? &sp_LikwidRegionType
-		: sp_mode.memory ? (sp_mode.threads ? &sp_MemoryThreadsRegionType : &sp_MemoryRegionType)
-		: sp_mode.threads ? &sp_ThreadsRegionType : &sp_TimeOnlyRegionType;
-	sp_mode.disabled = s->disable;
-	sp_mode.idle = 0;
-	sp_mode.finished = 0;
-	sp_mode.aggregate = s->aggregate && !s->disable;
-	sp_mode.track_async = s->track_async && !s->disable;
-	sp_mode.recursive_all = s->recursive;
-	sp_mode.lines = s->line_profile && !s->disable;
-	sp_mode.likwid = s->likwid && !s->disable;
-	sp_tracer_set_mode(sp_mode.threads, sp_mode.aggregate);
-	sp_tracer_set_memory(sp_mode.memory);
-	/* Without track_threads, lanes go on when a second thread records. */
-	sp_mode.auto_lanes = !sp_mode.disabled && !sp_mode.aggregate && !sp_mode.threads;
-	if (s->mpi_calls && !s->disable) {
-		if (!sp_mpicalls_built()) {
-			PyErr_SetString(PyExc_RuntimeError, "profile_mpi_calls: this scope-profiler was built without MPI");
-			return -1;
-		}
-		/* MPI calls always carry their thread's lane: they may be made
-		 * in any thread, without the GIL (no switch to lanes then). */
-		if (sp_mpicalls_start(sp_mode.buffer_limit, sp_mode.threads ? mpi_call_lane : mpi_call_lane_known) != 0) {
-			PyErr_NoMemory();
-			return -1;
-		}
-	} else {
-		sp_mpicalls_stop();
-	}
-	return sp_regions_apply() == 0 && sp_wrappers_apply() == 0 ? 0 : -1;
+	return 0;
 }
 
 /* Until the next setup(), regions record nothing (decorators still wrap,
  * for that setup()). */
 static void mode_off(void)
 {
-	struct sp_settings off = { .disable = 1, .buffer_limit = session.cur.buffer_limit };
-	if (mode_apply(&off) != 0)
-		PyErr_Clear();
-	sp_mode.idle = 1;
+	sp_mode_off((size_t)session.cur.buffer_limit);
 }
 
 /* Forgets every recorded event (the regions stay registered). */
 static int reset_events(void)
 {
-	if (sp_session_busy())
+	if (session_busy())
 		return -1;
 	/* The hook's open calls point into the buffers cleared below. */
-	sp_tracer_stop_all();
-	sp_mode.threads = 0;
+	sp_mode_reset();
 	session.memory_kept = 0;
 	sp_linetrace_reset();
 	sp_agg_reset();
@@ -385,7 +282,15 @@ static int setup_kwargs(PyObject *kw)
 			     "more than this machine's memory (at most %zu)", merged.buffer_limit, sp_buf_max_cap());
 		goto out;
 	}
-	if (sp_session_busy() || mode_apply(&merged) != 0)
+	if (merged.likwid && !merged.disable && sp_wrappers_recursive()) {
+		/* Decorated before LIKWID was asked for: as profile(recursive=True)
+		 * under it (region_types.c), refused before anything changes. */
+		PyErr_SetString(PyExc_ValueError, "use_likwid cannot be combined with a function decorated "
+				"with profile(recursive=True): LIKWID marker regions wrap the calls of explicit "
+				"regions");
+		goto out;
+	}
+	if (session_busy() || mode_apply(&merged) != 0)
 		goto out;
 	/* The path: kept by this session (a new one, or the one it had). */
 	if (merged.outfile != session.outfile) {
@@ -629,7 +534,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	char fallback[PATH_MAX];
 	fallback_path(fallback, sizeof fallback);
 	*written = NULL;
-	if (sp_session_busy())
+	if (session_busy())
 		return NULL;
 	if (session.tracing) {
 		/* 3.11's hook for threads started later (see _start_tracing);
@@ -643,7 +548,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 		PyErr_Clear();
 		session.tracing = 0;
 	}
-	sp_tracer_stop_all();  /* profile(recursive=True) calls still running end now */
+	sp_mode_hook_stop();  /* profile(recursive=True) calls still running end now */
 	struct meta m = {0};
 	struct sp_final f = {
 		.path = path, .render = show || snapshot, .render_lines = show_lines, .snapshot = snapshot,
@@ -745,7 +650,7 @@ static PyObject *mod_finalize(PyObject *m, PyObject *args, PyObject *kw)
 	 * once (not at the interpreter's exit, where daemon threads may still
 	 * run). */
 	if (res && !at_exit)
-		sp_mode.finished = 1;
+		sp_mode_set_finished(1);
 	return res;
 }
 
@@ -757,8 +662,7 @@ static PyObject *mod_reset(PyObject *m, PyObject *unused)
 	/* reset_events freed the regions' columns and took the lanes off: the
 	 * regions' classes and the wrappers' calls are chosen again, for the
 	 * settings in force (outside a session: the mode as it is). */
-	if (session.active ? mode_apply(&session.cur) != 0
-			   : sp_regions_apply() != 0 || sp_wrappers_apply() != 0)
+	if (session.active ? mode_apply(&session.cur) != 0 : sp_mode_reapply() != 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -871,8 +775,10 @@ static PyObject *mod_child_session(PyObject *m, PyObject *unused)
 {
 	if (!session.active || !session.children_dir || session.pid == getpid())
 		Py_RETURN_NONE;
-	session.writing = 0;   /* another thread of the parent's may have been writing */
-	if (reset_events() != 0 || child_outfile(session.children_dir) != 0) {
+	sp_final_forked();   /* another thread of the parent's may have been writing */
+	/* The reset freed the columns the mode's classes write (lanes,
+	 * values): the mode is applied again. */
+	if (reset_events() != 0 || mode_apply(&session.cur) != 0 || child_outfile(session.children_dir) != 0) {
 		PyErr_Clear();
 		session.active = 0;   /* records, but never writes */
 		Py_RETURN_NONE;
@@ -926,7 +832,7 @@ static PyObject *mod_clock_ns(PyObject *m, PyObject *unused)
 static PyObject *mod_async_lanes_auto(PyObject *m, PyObject *unused)
 {
 	struct sp_settings *s = &session.cur;
-	if (!session.active || session.writing || s->track_async || s->disable || s->aggregate || s->likwid)
+	if (!session.active || sp_final_writing() || s->track_async || s->disable || s->aggregate || s->likwid)
 		Py_RETURN_NONE;
 	s->track_async = 1;
 	if (mode_apply(s) != 0) {
@@ -1151,7 +1057,7 @@ void sp_session_end_child(void)
 
 void sp_session_exec_failed(void)
 {
-	sp_mode.finished = 0;
+	sp_mode_set_finished(0);
 	PyObject *type, *value, *tb;
 	PyErr_Fetch(&type, &value, &tb);
 	PySys_WriteStderr("scope-profiler: run: os.exec*() failed after the profile was written: "

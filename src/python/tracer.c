@@ -19,12 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_aggregate.h"
 #include "sp_clock.h"
 #include "sp_filter.h"
+#include "sp_lanes.h"
 #include "sp_memory.h"
+#include "sp_mode.h"
 #include "sp_monitor.h"
-#include "sp_pyregion.h"
-#include "sp_aggregate.h"
+#include "sp_region.h"
+#include "sp_tracer.h"
 
 /* The value in a code object's cache slot for "not traced" (no object
  * lives at address 1). */
@@ -97,20 +100,6 @@ struct open_call {
 	int32_t parent;                /* and the node before */
 };
 
-/* Aggregation mode (--aggregate): calls count in the call tree of
- * aggregate.c, as decorated functions do, and keep no events. */
-static int tracer_agg;
-/* The memory mode (sp_memory.h): each call's allocations too. */
-static int tracer_mem;
-/* Either: the one check on the hook's common path. */
-static int tracer_special;
-
-void sp_tracer_set_memory(int on)
-{
-	tracer_mem = on;
-	tracer_special = tracer_agg || tracer_mem;
-}
-
 /* An open call's event slot (-1: none, aggregation mode). */
 static inline ptrdiff_t slot_of(const struct open_call *c)
 {
@@ -122,7 +111,7 @@ static void end_mem(struct open_call *c, int64_t t)
 {
 	RegionObject *r = c->region;
 	size_t i = (size_t)slot_of(c);
-	sp_mem_close(r, i, r->buf.values[i], c->start);
+	sp_region_mem_close(r, i, r->buf.values[i], c->start);
 	sp_region_end(r, i, t);
 }
 
@@ -169,7 +158,7 @@ static void close_open_calls(struct call_stack *s, int64_t now, int own)
 		} else if (c->slot >= 0) {
 			sp_region_end(c->region, (size_t)c->slot, now);
 		} else {
-			sp_agg_count(c->region, c->node, c->start, now);
+			sp_agg_count(&c->region->agg, c->node, c->start, now);
 			if (own)
 				sp_agg_stack.cur = c->parent;
 		}
@@ -225,7 +214,7 @@ static __attribute__((noinline)) void push_agg(struct call_stack *s, RegionObjec
 	struct sp_agg_stack *a = &sp_agg_stack;
 	if (__builtin_expect(a->cap == 0, 0) && sp_agg_grow() != 0)
 		goto fail;   /* registers the thread's state, so a reset reaches it */
-	int32_t parent = a->cur, node = sp_agg_node_of(r, parent);
+	int32_t parent = a->cur, node = sp_agg_node_of(&r->agg, parent);
 	if (__builtin_expect(node < 0, 0))
 		goto fail;
 	a->cur = node;
@@ -246,7 +235,7 @@ static __attribute__((noinline)) void pop_agg(struct open_call *c)
 {
 	int64_t t = sp_clock_ns();
 	sp_agg_stack.cur = c->parent;
-	sp_agg_count(c->region, c->node, c->start, t);
+	sp_agg_count(&c->region->agg, c->node, c->start, t);
 }
 
 /* The memory mode: a call starts, with the allocation counter. */
@@ -254,7 +243,7 @@ static __attribute__((noinline)) void push_mem(struct call_stack *s, RegionObjec
 					       int lanes)
 {
 	int32_t lane = lanes ? sp_current_lane() : 0;
-	if (!lanes && sp_lanes_check()) {   /* lanes on just now (as in push_call) */
+	if (!lanes && sp_mode_check_thread()) {   /* lanes on just now (as in push_call) */
 		push_mem(s, r, frame, 1);
 		return;
 	}
@@ -287,8 +276,11 @@ static inline __attribute__((always_inline)) void push_call(struct call_stack *s
 		r->buf.dropped++;
 		return;
 	}
-	if (__builtin_expect(tracer_special, 0)) {
-		if (tracer_agg)
+	/* Aggregation mode (--aggregate): calls count in the call tree of
+	 * aggregate.c, as decorated functions do, and keep no events; the
+	 * memory mode (sp_memory.h): each call's allocations too. */
+	if (__builtin_expect(sp_mode.hook_special, 0)) {
+		if (sp_mode.aggregate)
 			push_agg(s, r, frame);
 		else
 			push_mem(s, r, frame, lanes);
@@ -298,7 +290,7 @@ static inline __attribute__((always_inline)) void push_call(struct call_stack *s
 	int32_t lane = lanes ? sp_current_lane() : 0;
 	/* Another thread than lane 0's turns the lanes on (in every thread's
 	 * hook), and this call has its lane. */
-	if (!lanes && sp_lanes_check()) {
+	if (!lanes && sp_mode_check_thread()) {
 		push_call_lanes(s, r, frame);
 		return;
 	}
@@ -421,11 +413,9 @@ static int hook_lanes(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
 /* The hook new threads get; chosen at setup. */
 static Py_tracefunc active_hook = hook;
 
-void sp_tracer_set_mode(int lanes, int aggregate)
+void sp_tracer_mode(void)
 {
-	active_hook = lanes ? hook_lanes : hook;
-	tracer_agg = aggregate;
-	tracer_special = tracer_agg || tracer_mem;
+	active_hook = sp_mode.threads ? hook_lanes : hook;
 }
 
 static inline int is_ours(Py_tracefunc f)
@@ -538,7 +528,6 @@ static struct {
 	int tool;                      /* our sys.monitoring tool id, or -1 */
 	int events_on;                 /* our events are set */
 	int every_thread;              /* `run --recursive`: threads record from their first call */
-	int lanes;                     /* --track-threads */
 	struct tstack *all;
 	pthread_mutex_t lock;
 	pthread_key_t key;             /* frees a thread's stack when it exits */
@@ -607,7 +596,7 @@ static inline int enter(PyCodeObject *co)
 			return 0;
 		t->active = 1;
 	}
-	push_call(&t->s, x, co, mon.lanes);
+	push_call(&t->s, x, co, sp_mode.threads);
 	return 0;
 }
 
@@ -679,16 +668,13 @@ static int events_on(void)
 	return 0;
 }
 
+/* Every call reads sp_mode.threads. */
 void sp_tracer_lanes_on(void)
 {
-	mon.lanes = 1;
 }
 
-void sp_tracer_set_mode(int lanes, int aggregate)
+void sp_tracer_mode(void)
 {
-	mon.lanes = lanes;
-	tracer_agg = aggregate;
-	tracer_special = tracer_agg || tracer_mem;
 }
 
 int sp_tracer_start_thread(void)

@@ -34,7 +34,7 @@ def test_the_tree_keeps_the_rule():
     ("include/sp_h5.h", "#include <mpi.h>", "include/sp_h5.h includes mpi.h"),
     ("src/store/pack.c", '#include "sp_render.h"',
      "src/store/pack.c (store) includes sp_render.h (report): a layer may not include a layer above it"),
-    ("src/report/tree.c", '#include "sp_pyregion.h"', "(report) includes sp_pyregion.h (python)"),
+    ("src/report/tree.c", '#include "sp_region.h"', "(report) includes sp_region.h (python)"),
     ("src/core/grow.c", '#include "sp_new_thing.h"', "includes sp_new_thing.h, which no layer owns"),
 ])
 def test_a_breach_fails_the_build(tmp_path, path, line, message):
@@ -82,3 +82,38 @@ def test_a_call_up_the_layers_fails_the_build(tmp_path):
         in proc.stderr, proc.stderr
     assert "main.o" not in proc.stderr
     assert check_symbols([up, top]).returncode == 0
+
+
+def graph(tree):
+    return subprocess.run(["sh", str(tree / "scripts" / "check-layers.sh"), "--graph"], capture_output=True,
+                          text=True)
+
+
+def test_the_python_layer_has_no_include_cycle():
+    """Each file of src/python with its headers, and the files they lead to
+    (those that define what a header declares): no two files reach each
+    other. mode.c sits below the files that record, which read the mode."""
+    proc = graph(ROOT)
+    assert proc.returncode == 0, proc.stdout
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "no cycles"
+    leads = {}
+    for i, line in enumerate(lines):
+        if line.endswith(".c:") or ".c: " in line:
+            leads[line.split(":")[0]] = lines[i + 1].split("->")[1].split()
+    assert "region.c" in leads["region_paths.c"] and "mode.c" in leads["region_paths.c"]
+    assert not {"region.c", "region_paths.c", "region_types.c", "wrapper.c", "tracer.c"} & set(leads["mode.c"])
+    assert "finalize.c" in leads["session.c"] and "session.c" not in leads["finalize.c"]
+
+
+def test_an_include_cycle_is_shown(tmp_path):
+    """mode.c including the region classes' header (what it drives) closes a
+    circle through region_types.c, which reads the mode: the graph says so
+    and fails."""
+    tree = copy_tree(tmp_path)
+    f = tree / "src/python/mode.c"
+    f.write_text(f.read_text().replace('#include "sp_mode.h"', '#include "sp_mode.h"\n#include "sp_region_types.h"'))
+    proc = graph(tree)
+    assert proc.returncode == 1
+    cycle = [l for l in proc.stdout.splitlines() if l.startswith("cycle: ")]
+    assert len(cycle) == 1 and {"mode.c", "region_types.c"} <= set(cycle[0].split()[1:]), proc.stdout
