@@ -207,6 +207,8 @@ $(BUILD)/obj/store/mpi.o $(BUILD)/obj/store/mpicalls.o: CPPFLAGS += $(MPI_CFLAGS
 $(BUILD)/obj/store/h5read.o: ALL_CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 # The profile hook calls clock_gettime twice per traced call: no PLT hop.
 $(BUILD)/obj/python/tracer.o $(BUILD)/obj/python/linetrace.o: ALL_CFLAGS += -fno-plt
+# Each compiles its interpreter's back end (tracer_*.c, linetrace_*.c) inside it.
+$(foreach f,tracer linetrace,$(BUILD)/obj/python/$(f).o $(BUILD)/pic/python/$(f).o): $(wildcard src/python/tracer_*.c src/python/linetrace_*.c)
 # The Python layer goes in compiled (marshalled bytecode of the very
 # interpreter linked in), so a run does not compile it at start-up (~12 ms).
 $(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py Makefile

@@ -57,8 +57,10 @@ fi
 # 4. --graph [LAYER]: the include graph of src/LAYER (python by default): each
 # file with the local headers it includes, then the files it depends on
 # (each header it sees, its own includes followed, leads to the files that
-# define what the header declares), then every cycle of that dependency,
-# one line each ("no cycles" when none; exit status 1 when any).
+# define what the header declares; a .c file included by another, as a
+# hook's back end, is part of that one), then every cycle of that
+# dependency, one line each ("no cycles" when none; exit status 1 when
+# any).
 if [ "$1" = --graph ]; then
 	dir=src/${2:-python}
 	awk -v dir="$dir" '
@@ -68,7 +70,8 @@ if [ "$1" = --graph ]; then
 	FNR == 1 { f = base(FILENAME); files[f] = 1; body = 0 }
 	/^[ \t]*#[ \t]*include[ \t]*"/ {
 		h = $0; sub(/^[^"]*"/, "", h); sub(/".*/, "", h)
-		if (system("test -f " dir "/" h) == 0) { inc[f] = inc[f] " " h; uses[f, h] = 1 }
+		if (h ~ /\.c$/) part[h] = f   # compiled inside f (a back end)
+		else if (system("test -f " dir "/" h) == 0) inc[f] = inc[f] " " h
 		next
 	}
 	f ~ /\.h$/ {
@@ -102,9 +105,11 @@ if [ "$1" = --graph ]; then
 		}
 	}
 	END {
+		# A file compiled inside another is part of it.
+		for (f in part) { inc[part[f]] = inc[part[f]] inc[f]; parts[part[f]] = parts[part[f]] " + " f; delete files[f] }
 		for (key in decl) {
 			split(key, kh, SUBSEP); k = split(def[kh[2]], who, " ")
-			for (i = 1; i <= k; i++) owner[kh[1], who[i]] = 1
+			for (i = 1; i <= k; i++) owner[kh[1], (who[i] in part) ? part[who[i]] : who[i]] = 1
 		}
 		nf = 0
 		for (f in files) if (f ~ /\.c$/) list[++nf] = f
@@ -128,7 +133,8 @@ if [ "$1" = --graph ]; then
 					if (kk[1] == a && (kk[2], b) in owner) { dep[a, b] = 1; to = to " " b; break }
 				}
 			}
-			printf "%-16s%s\n%16s->%s\n", a ":", inc[a], "", to
+			if (a in parts) print a parts[a] ":"
+			printf "%-16s%s\n%16s->%s\n", (a in parts) ? "" : a ":", inc[a], "", to
 		}
 		# Cycles: the strongly connected components of more than one file
 		# (reachability by Warshall over the few files of the layer).

@@ -10,6 +10,7 @@
 #include "sp_aggregate.h"
 #include "sp_grow.h"
 #include "sp_keytab.h"
+#include "sp_region.h"
 
 _Thread_local struct sp_agg_stack sp_agg_stack;
 struct sp_agg_node *sp_agg_nodes;
@@ -27,18 +28,6 @@ static struct {
 	pthread_key_t stack_key;
 	pthread_once_t stack_key_once;
 } agg = { .stacks_lock = PTHREAD_MUTEX_INITIALIZER, .stack_key_once = PTHREAD_ONCE_INIT };
-
-void sp_agg_region_init(struct sp_agg *a)
-{
-	memset(a, 0, sizeof *a);
-	a->min = INT64_MAX;
-	a->max = INT64_MIN;
-	a->first = INT64_MAX;
-	a->last = INT64_MIN;
-	a->node_parent = -2;
-	a->node = -1;
-}
-
 
 static void stack_gone(void *v)
 {
@@ -94,35 +83,35 @@ int sp_agg_grow(void)
 	return 0;
 }
 
-int32_t sp_agg_node_get(int32_t parent, struct sp_agg *a)
+int32_t sp_agg_node_get(int32_t parent, RegionObject *r)
 {
 	int added;
 	/* Room for a new node first: ids and nodes must stay in step. */
 	int32_t id = SP_GROW(&sp_agg_nodes, &agg.nodes_cap, agg.nnodes + 1) != 0 ? -1
-		: sp_keytab_get(&agg.node_ids, parent, (uint64_t)(uintptr_t)a, &added);
+		: sp_keytab_get(&agg.node_ids, parent, (uint64_t)(uintptr_t)r, &added);
 	if (id < 0) {
 		PyErr_NoMemory();
 		return -1;
 	}
 	if (added) {
-		sp_agg_nodes[agg.nnodes++] = (struct sp_agg_node){.parent = parent, .a = a};
+		sp_agg_nodes[agg.nnodes++] = (struct sp_agg_node){.parent = parent, .r = r};
 		/* The region's first call starts now (calls start in time order). */
-		if (a->first == INT64_MAX)
-			a->first = sp_clock_ns();
+		if (r->agg.first == INT64_MAX)
+			r->agg.first = sp_clock_ns();
 	}
-	a->node_parent = parent;
-	a->node = id;
+	r->agg.node_parent = parent;
+	r->agg.node = id;
 	return id;
 }
 
 /* An exit whose entry is not the innermost (a generator left a block, or
  * the block was entered before the session was reset): close the innermost
- * entry of the region; the time counts in the entry below it. */
-void sp_agg_exit_below(struct sp_agg *a, int64_t t)
+ * entry of r; the time counts in the entry below it. */
+void sp_agg_exit_below(RegionObject *r, int64_t t)
 {
 	struct sp_agg_stack *s = &sp_agg_stack;
 	for (size_t k = s->depth; k-- > 0;) {
-		if (s->v[k].a != a)
+		if (s->v[k].r != r)
 			continue;
 		struct sp_agg_entry e = s->v[k];
 		/* The block above it now nests in what e nested in. */
@@ -130,7 +119,7 @@ void sp_agg_exit_below(struct sp_agg *a, int64_t t)
 			s->v[k + 1].parent = e.parent;
 		memmove(&s->v[k], &s->v[k + 1], (s->depth - k - 1) * sizeof s->v[0]);
 		s->depth--;
-		sp_agg_count(a, e.node, e.start, t);
+		sp_agg_count(r, e.node, e.start, t);
 		return;
 	}
 }
@@ -153,25 +142,25 @@ void sp_agg_close_all(int64_t t)
 	while (s->depth > 0) {
 		const struct sp_agg_entry *e = &s->v[--s->depth];
 		s->cur = e->parent;
-		sp_agg_count(e->a, e->node, e->start, t);
+		sp_agg_count(e->r, e->node, e->start, t);
 	}
 }
 
 void sp_agg_sum(void)
 {
 	for (size_t i = 0; i < agg.nnodes; i++) {
-		struct sp_agg *a = sp_agg_nodes[i].a;
+		struct sp_agg *a = &sp_agg_nodes[i].r->agg;
 		a->count = a->total = a->self = 0;
 	}
 	for (size_t i = 0; i < agg.nnodes; i++) {
 		const struct sp_agg_node *n = &sp_agg_nodes[i];
-		struct sp_agg *a = n->a;
+		struct sp_agg *a = &n->r->agg;
 		a->count += n->calls;
 		a->total += n->total;
 		a->self += n->total;
 		/* A call's time in a region inside it is not its own. */
 		if (n->parent >= 0)
-			sp_agg_nodes[n->parent].a->self -= n->total;
+			sp_agg_nodes[n->parent].r->agg.self -= n->total;
 	}
 }
 
@@ -194,7 +183,7 @@ void sp_agg_stats(const struct sp_agg *a, struct sp_stats *st, int64_t *self_ns)
 	*self_ns = a->self;
 }
 
-enum sp_err sp_agg_tree(struct sp_rank *rk, int32_t (*region_index)(const struct sp_agg *a, void *ctx),
+enum sp_err sp_agg_tree(struct sp_rank *rk, int32_t (*region_index)(RegionObject *r, void *ctx),
 			void *ctx, struct sp_error *err)
 {
 	int32_t *map = malloc((agg.nnodes ? agg.nnodes : 1) * sizeof *map);
@@ -212,7 +201,7 @@ enum sp_err sp_agg_tree(struct sp_rank *rk, int32_t (*region_index)(const struct
 	for (size_t i = 0; i < agg.nnodes; i++) {
 		const struct sp_agg_node *nd = &sp_agg_nodes[i];
 		int32_t parent = nd->parent >= 0 ? map[nd->parent] : -1;
-		int32_t region = nd->calls > 0 ? region_index(nd->a, ctx) : -1;
+		int32_t region = nd->calls > 0 ? region_index(nd->r, ctx) : -1;
 		if (region < 0) {
 			map[i] = parent;
 			collapsed = 1;

@@ -48,10 +48,9 @@ struct region_index {
 	size_t n;
 };
 
-static int32_t region_index_of(const struct sp_agg *a, void *ctx)
+static int32_t region_index_of(RegionObject *r, void *ctx)
 {
 	(void)ctx;
-	const RegionObject *r = (const RegionObject *)(const void *)((const char *)a - offsetof(RegionObject, agg));
 	return r->index;   /* set by add_live_regions */
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_clock.h"
 #include "sp_linestats.h"
 #include "sp_linetrace.h"
 #include "sp_profile.h"

@@ -4,7 +4,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "sp_aggregate.h"
 #include "sp_likwid.h"
 #include "sp_mode.h"
 #include "sp_pytext.h"
@@ -126,13 +125,6 @@ sp_region_exit_fn sp_region_enter_with(RegionObject *r)
 	return (sp_region_exit_fn)(void (*)(void))m[1].ml_meth;
 }
 
-size_t sp_region_calls(RegionObject *r)
-{
-	if (r->agg.node >= 0)      /* it has counted calls in aggregation mode */
-		sp_agg_sum();
-	return r->buf.n + (size_t)r->agg.count + r->kept_calls;
-}
-
 void sp_regions_reset(void)
 {
 	sp_unmatched_exits = 0;
@@ -149,18 +141,6 @@ void sp_regions_reset(void)
 		sp_stats_acc_init(&r->acc);
 		r->buf.limit = sp_mode.buffer_limit;
 		r->gen++;
-	}
-}
-
-void sp_regions_keep_counts(int keep)
-{
-	Py_ssize_t pos = 0;
-	PyObject *k, *v;
-	if (keep)
-		sp_agg_sum();
-	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
-		RegionObject *r = (RegionObject *)v;
-		r->kept_calls = keep ? r->buf.n + (size_t)r->agg.count : 0;
 	}
 }
 

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "sp_aggregate.h"
 #include "sp_blocks.h"
 #include "sp_clock.h"
 #include "sp_lanes.h"
@@ -295,14 +296,14 @@ PyObject *sp_exit_likwid(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 /* Aggregation mode: count the call, keep no event (sp_aggregate.h). */
 PyObject *sp_enter_agg(PyObject *self, PyObject *unused)
 {
-	if (sp_agg_push(&((RegionObject *)self)->agg) != 0)
+	if (sp_agg_push((RegionObject *)self) != 0)
 		return NULL;
 	return Py_NewRef(self);
 }
 
 PyObject *sp_exit_agg(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	sp_agg_pop(&((RegionObject *)self)->agg);
+	sp_agg_pop((RegionObject *)self);
 	Py_RETURN_NONE;
 }
 

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "sp_aggregate.h"
 #include "sp_clock.h"
 #include "sp_lanes.h"
 #include "sp_linestats.h"
@@ -44,7 +45,10 @@ static PyObject *region_get_name(PyObject *self, void *c)
 
 static PyObject *region_get_num_calls(PyObject *self, void *c)
 {
-	return PyLong_FromSize_t(sp_region_calls((RegionObject *)self));
+	RegionObject *r = (RegionObject *)self;
+	if (r->agg.node >= 0)      /* it has counted calls in aggregation mode */
+		sp_agg_sum();
+	return PyLong_FromSize_t(r->buf.n + (size_t)r->agg.count + r->kept_calls);
 }
 
 static PyObject *region_get_capacity(PyObject *self, void *c)
@@ -535,6 +539,18 @@ void sp_region_types_freeze(void)
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		Py_SET_TYPE(v, &sp_DisabledRegionType);
 		((RegionObject *)v)->gen++;
+	}
+}
+
+void sp_regions_keep_counts(int keep)
+{
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	if (keep)
+		sp_agg_sum();
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		r->kept_calls = keep ? r->buf.n + (size_t)r->agg.count : 0;
 	}
 }
 

@@ -29,6 +29,7 @@
 #include "sp_pytext.h"
 #include "sp_recorder.h"
 #include "sp_region.h"
+#include "sp_region_types.h"
 #include "sp_standalone.h"
 #include "sp_wrapper.h"
 

@@ -8,16 +8,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sp_aggregate.h"
 #include "sp_memory.h"
 #include "sp_profile.h"
 #include "sp_recorder.h"
+
+/* Aggregation mode (sp_aggregate.h): what a region keeps instead of events. */
+struct sp_agg {
+	int64_t count, total;         /* summed from the tree by sp_agg_sum */
+	int64_t min, max;
+	int64_t self;                 /* total minus the time in regions inside */
+	int64_t first, last;          /* earliest start, latest end */
+	int32_t node_parent, node;    /* cache: its tree node under that parent */
+};
+
+/* Empties a region's aggregates (at creation and at each session's reset). */
+static inline void sp_agg_region_init(struct sp_agg *a)
+{
+	*a = (struct sp_agg){ .min = INT64_MAX, .max = INT64_MIN, .first = INT64_MAX, .last = INT64_MIN,
+			      .node_parent = -2, .node = -1 };
+}
 
 typedef struct sp_region {
 	PyObject_HEAD
 	PyObject *name;               /* str, exact */
 	struct sp_buf buf;
-	struct sp_agg agg;            /* aggregation mode (sp_aggregate.h) */
+	struct sp_agg agg;            /* aggregation mode */
 	struct sp_stats_acc acc;      /* the completed calls' stats (sp_region_end) */
 	uint64_t gen;                 /* bumped when the events are cleared */
 	int holds_functions;          /* region(name, functions=[...]) in line mode */
@@ -80,14 +95,6 @@ extern RegionObject *sp_unmatched_region;
 
 /* Forgets every recorded event; the regions stay registered. */
 void sp_regions_reset(void);
-
-/* keep 1 (finalize(), before the events go): each region's num_calls goes
- * on reading the calls the session recorded, until keep 0 (the next
- * session, _reset()) forgets them. */
-void sp_regions_keep_counts(int keep);
-
-/* The calls r recorded in this session (num_calls). */
-size_t sp_region_calls(RegionObject *r);
 
 /* Creates the registry (module init); -1 with an exception. */
 int sp_regions_init(void);

@@ -22,6 +22,11 @@ int sp_region_types_apply(void);
  * open will not write their end): mode.c's regions_freeze. */
 void sp_region_types_freeze(void);
 
+/* keep 1 (finalize(), before the events go): each region's num_calls goes
+ * on reading the calls the session recorded, until keep 0 (the next
+ * session, _reset()) forgets them. */
+void sp_regions_keep_counts(int keep);
+
 /* region(name, functions=None), get_region(name), _profile_recursive,
  * _coroutine_enter, _coroutine_exit. */
 extern PyMethodDef sp_region_types_methods[];

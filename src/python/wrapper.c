@@ -195,7 +195,7 @@ static PyObject *pf_call_agg(PyObject *self, PyObject *const *args, size_t nargs
 	if (__builtin_expect(s->cap == 0, 0) && sp_agg_grow() != 0)
 		return NULL;
 	int32_t parent = s->cur;
-	int32_t node = sp_agg_node_of(&r->agg, parent);
+	int32_t node = sp_agg_node_of(r, parent);
 	if (__builtin_expect(node < 0, 0))
 		return NULL;
 	uint64_t gen = r->gen;
@@ -206,7 +206,7 @@ static PyObject *pf_call_agg(PyObject *self, PyObject *const *args, size_t nargs
 	/* A reset during the call (finalize) made node meaningless. */
 	if (__builtin_expect(r->gen == gen, 1)) {
 		s->cur = parent;
-		sp_agg_count(&r->agg, node, start, t);
+		sp_agg_count(r, node, start, t);
 	}
 	return res;
 }
