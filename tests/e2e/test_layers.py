@@ -2,8 +2,10 @@
 heavy headers stay in their layer and no layer includes one above it. Run on
 a copy of the tree with one breach put in. And the rule for calls that make
 checks before linking (--symbols): on the built objects, and on small
-objects with one breach."""
+objects with one breach. And inside src/python: no include cycle (--graph),
+and one owner of the recording mode (mode.c)."""
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -121,3 +123,11 @@ def test_an_include_cycle_is_shown(tmp_path):
     assert proc.returncode == 1
     cycle = [l for l in proc.stdout.splitlines() if l.startswith("cycle: ")]
     assert len(cycle) == 1 and {"mode.c", "region_types.c"} <= set(cycle[0].split()[1:]), proc.stdout
+
+
+def test_only_mode_c_changes_the_recording_mode():
+    """sp_mode has one owner: the files that record read it, mode.c alone
+    writes it (an assignment, an increment or a compound one)."""
+    write = re.compile(r"\bsp_mode\.\w+\s*(=[^=]|\+\+|--|[-+|&]=)")
+    writers = sorted(p.name for p in (ROOT / "src" / "python").glob("*.c") if write.search(p.read_text()))
+    assert writers == ["mode.c"]
