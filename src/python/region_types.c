@@ -290,6 +290,10 @@ static PyObject *check_name(PyObject *name)
 	return name;
 }
 
+static PyTypeObject *class_of(const RegionObject *r);
+
+/* region(name, functions=[...]): in line mode, the functions' lines are
+ * timed while the region runs; otherwise the list is only checked. */
 static int region_add_functions(RegionObject *r, PyObject *functions)
 {
 	PyObject *seq = PySequence_Fast(functions, "region(functions=...) takes a list of functions");
@@ -307,11 +311,12 @@ static int region_add_functions(RegionObject *r, PyObject *functions)
 		}
 	}
 	Py_DECREF(seq);
-	if (rc == 0 && sp_mode.lines && Py_TYPE(r) != &sp_DisabledRegionType) {
+	if (rc == 0 && sp_mode.lines && !sp_mode.disabled) {
 		r->holds_functions = 1;
-		if (Py_TYPE(r) != &sp_LinesRegionType)
+		if (Py_TYPE(r) != class_of(r)) {
 			retire_exits();
-		Py_SET_TYPE(r, &sp_LinesRegionType);
+			Py_SET_TYPE(r, class_of(r));
+		}
 	}
 	return rc;
 }
@@ -514,18 +519,24 @@ static PyTypeObject *class_of_mode(void)
 		: sp_mode.threads ? &sp_ThreadsRegionType : &sp_TimeOnlyRegionType;
 }
 
+/* r's class in the mode: a region holding functions (region(name,
+ * functions=[...])) times their lines in line mode. */
+static PyTypeObject *class_of(const RegionObject *r)
+{
+	return r->holds_functions && sp_mode.lines ? &sp_LinesRegionType : class_of_mode();
+}
+
 int sp_region_types_apply(void)
 {
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
-	PyTypeObject *type = class_of_mode();
-	sp_regions_set_class(type);
+	sp_regions_set_class(class_of_mode());
 	retire_exits();
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
 		if (sp_region_fit(r) != 0)
 			return -1;
-		Py_SET_TYPE(v, r->holds_functions && sp_mode.lines ? &sp_LinesRegionType : type);
+		Py_SET_TYPE(v, class_of(r));
 	}
 	return 0;
 }
