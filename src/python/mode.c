@@ -86,6 +86,7 @@ int sp_mode_apply(const struct sp_settings *s)
 	sp_mode.lines = on && s->line_profile;
 	sp_mode.memory = on && s->memory;
 	sp_mode.likwid = on && s->likwid;
+	sp_mode.memory_kept |= sp_mode.memory;
 	/* Without track_threads, lanes go on when a second thread records. */
 	sp_mode.auto_lanes = on && !sp_mode.aggregate && !sp_mode.threads;
 	sp_mode.hook_special = sp_mode.aggregate || sp_mode.memory;
@@ -130,7 +131,7 @@ void sp_mode_hook_stop(void)
 void sp_mode_reset(void)
 {
 	ops.hook_stop_all();
-	sp_mode.threads = 0;
+	sp_mode.threads = sp_mode.memory_kept = 0;
 }
 
 int sp_mode_reapply(void)

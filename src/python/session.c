@@ -43,7 +43,6 @@ static struct {
 	int exit_failed;             /* run: sys.exit(nonzero) or SIGTERM */
 	int write_failed;            /* run: the profile is not where it was asked */
 	int quiet;                   /* run -q */
-	int memory_kept;             /* the regions keep allocation values: memory on until a reset */
 	char *command_line;          /* run: as typed, for the metadata */
 	char *children_dir;          /* run --subprocesses: where child processes write their
 				      * profiles (proc-PID.h5), merged by the run's own process */
@@ -70,17 +69,6 @@ int sp_session_write_failed(void)
 	return session.write_failed;
 }
 
-/* The mode of s for every region and wrapper (sp_mode_apply); once the
- * calls carry allocation values, use_memray stays on until the events are
- * reset. 0, or -1 with an exception. */
-static int mode_apply(const struct sp_settings *s)
-{
-	if (sp_mode_apply(s) != 0)
-		return -1;
-	session.memory_kept |= sp_mode.memory;
-	return 0;
-}
-
 /* Until the next setup(), regions record nothing (decorators still wrap,
  * for that setup()). */
 static void mode_off(void)
@@ -95,7 +83,6 @@ static int reset_events(void)
 		return -1;
 	/* The hook's open calls point into the buffers cleared below. */
 	sp_mode_reset();
-	session.memory_kept = 0;
 	sp_linetrace_reset();
 	sp_agg_reset();
 	sp_regions_reset();
@@ -130,7 +117,7 @@ static int setup_kwargs(PyObject *kw)
 	/* Like track_threads: once the calls carry allocation values, every
 	 * later call needs them; use_memray stays on until the events are
 	 * written or reset (the allocators stay wrapped anyway). */
-	int memory_forced = session.memory_kept && !merged.memory;
+	int memory_forced = sp_mode.memory_kept && !merged.memory;
 	if (memory_forced)
 		merged.memory = 1;
 	sp_settings_defaults(&merged);
@@ -157,7 +144,7 @@ static int setup_kwargs(PyObject *kw)
 				"regions");
 		goto out;
 	}
-	if (session_busy() || mode_apply(&merged) != 0)
+	if (session_busy() || sp_mode_apply(&merged) != 0)
 		goto out;
 	/* The path: kept by this session (a new one, or the one it had). */
 	if (merged.outfile != session.outfile) {
@@ -277,7 +264,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	if (rc != 0) {
 		PyObject *type, *value, *tb;
 		PyErr_Fetch(&type, &value, &tb);
-		if (mode_apply(s) != 0)   /* not written, the events kept: the session records on */
+		if (sp_mode_apply(s) != 0)   /* not written, the events kept: the session records on */
 			PyErr_Clear();
 		PyErr_Restore(type, value, tb);
 		return NULL;
@@ -370,7 +357,7 @@ static PyObject *mod_reset(PyObject *m, PyObject *unused)
 	/* reset_events freed the regions' columns and took the lanes off: the
 	 * regions' classes and the wrappers' calls are chosen again, for the
 	 * settings in force (outside a session: the mode as it is). */
-	if (session.active ? mode_apply(&session.cur) != 0 : sp_mode_reapply() != 0)
+	if (session.active ? sp_mode_apply(&session.cur) != 0 : sp_mode_reapply() != 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -457,7 +444,7 @@ static PyObject *mod_child_session(PyObject *m, PyObject *unused)
 	sp_final_forked();   /* another thread of the parent's may have been writing */
 	/* The reset freed the columns the mode's classes write (lanes,
 	 * values): the mode is applied again. */
-	if (reset_events() != 0 || mode_apply(&session.cur) != 0 || child_outfile(session.children_dir) != 0) {
+	if (reset_events() != 0 || sp_mode_apply(&session.cur) != 0 || child_outfile(session.children_dir) != 0) {
 		PyErr_Clear();
 		session.active = 0;   /* records, but never writes */
 		Py_RETURN_NONE;
@@ -514,7 +501,7 @@ static PyObject *mod_async_lanes_auto(PyObject *m, PyObject *unused)
 	if (!session.active || sp_final_writing() || s->track_async || s->disable || s->aggregate || s->likwid)
 		Py_RETURN_NONE;
 	s->track_async = 1;
-	if (mode_apply(s) != 0) {
+	if (sp_mode_apply(s) != 0) {
 		s->track_async = 0;
 		return NULL;
 	}

@@ -31,6 +31,8 @@ struct sp_recmode {
 				       * until the events are reset */
 	int lines;                    /* use_line_profiler */
 	int memory;                   /* use_memray: allocations per call (sp_memory.h) */
+	int memory_kept;              /* the events carry allocation values: setup() keeps
+				       * use_memray on until they are reset */
 	int likwid;                   /* use_likwid: LIKWID marker regions (sp_likwid.h);
 				       * kept through the freeze, for the end of the session */
 	int auto_lanes;               /* lanes go on when a thread other than lane 0's
@@ -78,8 +80,9 @@ void sp_mode_freeze(void);
 void sp_mode_hook_stop(void);
 
 /* The events are about to be forgotten: the hook stops in every thread
- * (its open calls point into them), and lanes go off until asked for. The
- * caller applies a mode after (sp_mode_apply, sp_mode_off). */
+ * (its open calls point into them), and lanes and allocation values go off
+ * until asked for. The caller applies a mode after (sp_mode_apply,
+ * sp_mode_off). */
 void sp_mode_reset(void);
 
 /* Outside a session, after sp_mode_reset: the mode as it is, applied
