@@ -1,6 +1,6 @@
 /* sp_keytab.h - dense ids for (parent, key) pairs: the one hash table behind
  * every call tree built here (tree.c's nodes and lanes, export's folded
- * stacks, summary's tree merged over ranks, aggregation mode's live tree)
+ * stacks, summary's tree merged over ranks, aggregation mode's call tree)
  * and the join of regions by name (src/report/byname.c, keyed by the name's
  * hash). Ids are 0, 1, 2, ... in order of
  * first appearance, so callers keep their payload in plain arrays indexed by

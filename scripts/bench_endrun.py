@@ -18,10 +18,9 @@ only), `-q --no-output` (nothing asked for: nothing should be done) and
 `--no-output` (the printed summary only).
 
 The per-event cost is also split by what spends it (inclusive instructions
-of these functions, the same difference): the call tree, taken from the
-recording, which knows each call's parent (sp_live_tree: a cost per tree
-node, none per event), or rebuilt from the timestamps where the recording
-cannot vouch for it (sp_tree_build), the statistics (sp_stats_compute), the
+of these functions, the same difference): the call tree, built from the
+timestamps by containment, the one nesting rule (sp_tree_build; --aggregate,
+which has no events, keeps a tree while recording: sp_agg_tree), the statistics (sp_stats_compute), the
 copies of the event bytes (memcpy: callgrind counts a byte copied with
 `rep movsb` as one instruction) and the rest.
 
@@ -97,8 +96,8 @@ def command(binary, mode, folder, script, n, m, extra=()):
 # Functions whose inclusive cost is shown apart: (label, pattern of the
 # name in callgrind_annotate's inclusive listing).
 # Each part: the inclusive cost of these functions, summed. The tree is the
-# recording's (sp_live_tree) or, where it cannot vouch for it, containment's.
-PARTS = (("tree", ("sp_tree_build [", "sp_live_tree [")), ("stats", (":sp_stats_compute [",)),
+# one built by containment (or --aggregate's, kept while recording).
+PARTS = (("tree", ("sp_tree_build [", "sp_agg_tree [")), ("stats", (":sp_stats_compute [",)),
          ("copies", ("memcpy",)))
 
 

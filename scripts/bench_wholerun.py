@@ -21,7 +21,7 @@ The scope-profiler runs are cut where the interpreter starts the script
 (Py_RunMain) and where it starts to finalise (Py_FinalizeEx), so that each
 phase is compared with the same phase of the plain run: start-up, recording
 (the script under the tool) and the end of the run, of which the call tree
-(sp_live_tree, or sp_tree_build where it is rebuilt), the HDF5 writer (sp_h5_write) and the rest of the profiler's
+(sp_tree_build: containment, the one nesting rule), the HDF5 writer (sp_h5_write) and the rest of the profiler's
 end (sp_final_run) are read off callgrind's call graph.
 
 Benchmarks report, they do not fail: the exit status is 0 whatever the
@@ -31,6 +31,7 @@ ratios; 1 when a run itself fails.
         [--repeats 7] [--calls 200000] [--lines 50000] [--no-callgrind] [--json]
 """
 import argparse
+import atexit
 import json
 import os
 import re
@@ -99,7 +100,7 @@ def line_events(n):
 # The places where a run is cut into phases (dumps), and the functions whose
 # inclusive cost is read off the call graph.
 CUTS = ("Py_RunMain", "Py_FinalizeEx")
-INCLUSIVE = ("sp_final_run", "sp_tree_build", "sp_live_tree", "sp_h5_write")
+INCLUSIVE = ("sp_final_run", "sp_tree_build", "sp_h5_write")
 
 # Each tool's command, as the report names it (tool_argv builds it).
 TOOLS = {
@@ -132,8 +133,40 @@ class RunFailed(Exception):
     pass
 
 
+# Pure-Python packages lent from the Python running this script to an
+# interpreter that lacks them (pyenv's have none): a folder on PYTHONPATH for
+# every run alike (plain, peer and tool), set by lend_pure().
+LENT_PATH = []
+
+
 def env():
-    return dict(os.environ, PYTHONHASHSEED="0")
+    e = dict(os.environ, PYTHONHASHSEED="0")
+    if LENT_PATH:
+        e["PYTHONPATH"] = os.pathsep.join(LENT_PATH + [e.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return e
+
+
+def lend_pure(py, packages, work):
+    """Copies packages (pure Python: pyflakes, sympy and its mpmath) that py
+    cannot import but this script's Python can into work/lent, put on
+    PYTHONPATH; returns the names lent."""
+    lent = []
+    for name in packages:
+        if probe(py, f"import {name}"):
+            continue
+        try:
+            mod = __import__(name)
+        except ImportError:
+            continue
+        src = os.path.dirname(mod.__file__)
+        if any(f.endswith(".so") for _, _, files in os.walk(src) for f in files):
+            continue                      # compiled for this Python only
+        dest = os.path.join(work, "lent")
+        shutil.copytree(src, os.path.join(dest, name), ignore=shutil.ignore_patterns("__pycache__"))
+        if dest not in LENT_PATH:
+            LENT_PATH.append(dest)
+        lent.append(name)
+    return lent
 
 
 def run_once(argv, cwd, capture=False):
@@ -242,7 +275,8 @@ def file_counts(binary, h5, cwd):
 
 
 def probe(py, code):
-    return subprocess.run([py, "-c", code], capture_output=True, text=True).returncode == 0
+    return subprocess.run([py, "-c", code], capture_output=True, text=True,
+                          env=env()).returncode == 0
 
 
 def main():
@@ -275,6 +309,12 @@ def main():
     if not args.no_callgrind and not use_cg:
         notes.append("valgrind not found: wall-clock only (scripts/install-deps.sh installs it)")
 
+    lent_dir = tempfile.mkdtemp(prefix="sp-wholerun-lent-")
+    atexit.register(shutil.rmtree, lent_dir, True)
+    lent = lend_pure(py, ["pyflakes", "mpmath", "sympy"], lent_dir)
+    if lent:
+        notes.append(f"lent to {py} from {sys.executable} (pure Python, on PYTHONPATH for "
+                     f"every run alike): {', '.join(lent)}")
     have_pyflakes = probe(py, "import pyflakes")
     have_time = os.access("/usr/bin/time", os.X_OK)
     if not have_time:
@@ -431,7 +471,7 @@ def report(res, workloads, pyver, mm, args, use_cg, notes, link):
             r = res[wname]
             o, pl = r["ir"][ours], r["ir"]["plain"]
             su, sc, en = (o[k] - pl[k] for k in ("startup", "script", "end"))
-            tree, h5 = o["sp_tree_build"] + o["sp_live_tree"], o["sp_h5_write"]
+            tree, h5 = o["sp_tree_build"], o["sp_h5_write"]
             rest = o["sp_final_run"] - tree - h5
             ext = en - o["sp_final_run"]
             nreg, nev = r.get("regions", 0), r.get("events", 0)
@@ -439,7 +479,7 @@ def report(res, workloads, pyver, mm, args, use_cg, notes, link):
                   f"{h5 / 1e6:9.1f}{rest / 1e6:9.1f}{ext / 1e6:9.1f}{nreg:9d}{nev:9d}"
                   f"{ratio(h5, nreg):10.0f}" + (f"{ratio(tree, nev):9.0f}" if nev >= 1000 else f"{'-':>9}"))
         print("  start-up: before the script starts (Py_RunMain); record: the script; end: from "
-              "Py_FinalizeEx on,\n  = the call tree (sp_live_tree, or sp_tree_build) + the HDF5 writer (sp_h5_write) "
+              "Py_FinalizeEx on,\n  = the call tree (sp_tree_build) + the HDF5 writer (sp_h5_write) "
               "+ the rest of sp_final_run\n  + the rest of the interpreter's exit (atexit, modules "
               "torn down) beyond plain python's")
 

@@ -65,7 +65,12 @@ if [ "$1" = --graph ]; then
 		h=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(sp_[a-z0-9_]*\.h\)".*/\1/p' "$f" | tr '\n' ' ')
 		[ -z "$h" ] || echo "  ${f##*/}: $h"
 	done
-	set -- "$objdir/$layer"/*.o
+	# The objects of the layer's sources (not one left by a file since renamed).
+	set --
+	for o in "$objdir/$layer"/*.o; do
+		n=${o##*/}
+		[ ! -f "src/$layer/${n%.o}.c" ] || set -- "$@" "$o"
+	done
 	[ -e "$1" ] || { echo "check-layers.sh --graph: no objects in $objdir/$layer (build first)" >&2; exit 2; }
 	echo "src/$layer: calls between its files ($objdir/$layer/*.o)"
 	nm -A -g "$@" | awk '

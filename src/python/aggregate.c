@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sp_pyregion.h"
 #include "sp_aggregate.h"
 #include "sp_grow.h"
 #include "sp_keytab.h"
+#include "sp_region.h"
 
 _Thread_local struct sp_agg_stack sp_agg_stack;
 struct sp_agg_node *sp_agg_nodes;
@@ -28,18 +28,6 @@ static struct {
 	pthread_key_t stack_key;
 	pthread_once_t stack_key_once;
 } agg = { .stacks_lock = PTHREAD_MUTEX_INITIALIZER, .stack_key_once = PTHREAD_ONCE_INIT };
-
-void sp_agg_region_init(struct sp_agg *a)
-{
-	memset(a, 0, sizeof *a);
-	a->min = INT64_MAX;
-	a->max = INT64_MIN;
-	a->first = INT64_MAX;
-	a->last = INT64_MIN;
-	a->node_parent = -2;
-	a->node = -1;
-}
-
 
 static void stack_gone(void *v)
 {
@@ -95,34 +83,22 @@ int sp_agg_grow(void)
 	return 0;
 }
 
-/* The one node table of both trees (aggregation mode's and the live one):
- * the id of node (parent, r) in ids, added to *nodes (lane: its lane) when
- * new (*added set), node id at (*nodes)[skip + id]. -1 when out of memory
- * (nothing added). */
-static int32_t node_find(struct sp_agg_node **nodes, size_t skip, size_t *n, size_t *cap,
-			 struct sp_keytab *ids, int32_t parent, int32_t lane, RegionObject *r, int *added)
-{
-	/* Room for a new node first: ids and nodes must stay in step. */
-	if (SP_GROW(nodes, cap, skip + *n + 1) != 0)
-		return -1;
-	int32_t id = sp_keytab_get(ids, parent, (uint64_t)(uintptr_t)r, added);
-	if (id >= 0 && *added)
-		(*nodes)[skip + (*n)++] = (struct sp_agg_node){.parent = parent, .lane = lane, .r = r};
-	return id;
-}
-
 int32_t sp_agg_node_get(int32_t parent, RegionObject *r)
 {
 	int added;
-	int32_t id = node_find(&sp_agg_nodes, 0, &agg.nnodes, &agg.nodes_cap, &agg.node_ids, parent, 0, r,
-			       &added);
+	/* Room for a new node first: ids and nodes must stay in step. */
+	int32_t id = SP_GROW(&sp_agg_nodes, &agg.nodes_cap, agg.nnodes + 1) != 0 ? -1
+		: sp_keytab_get(&agg.node_ids, parent, (uint64_t)(uintptr_t)r, &added);
 	if (id < 0) {
 		PyErr_NoMemory();
 		return -1;
 	}
-	/* The region's first call starts now (calls start in time order). */
-	if (added && r->agg.first == INT64_MAX)
-		r->agg.first = sp_clock_ns();
+	if (added) {
+		sp_agg_nodes[agg.nnodes++] = (struct sp_agg_node){.parent = parent, .r = r};
+		/* The region's first call starts now (calls start in time order). */
+		if (r->agg.first == INT64_MAX)
+			r->agg.first = sp_clock_ns();
+	}
 	r->agg.node_parent = parent;
 	r->agg.node = id;
 	return id;
@@ -148,11 +124,8 @@ void sp_agg_exit_below(RegionObject *r, int64_t t)
 	}
 }
 
-static void live_reset(void);
-
 void sp_agg_reset(void)
 {
-	live_reset();
 	agg.nnodes = 0;
 	sp_keytab_clear(&agg.node_ids);
 	pthread_mutex_lock(&agg.stacks_lock);
@@ -253,242 +226,4 @@ enum sp_err sp_agg_tree(struct sp_rank *rk, int32_t (*region_index)(RegionObject
 	rk->tree = out;
 	rk->ntree = n;
 	return SP_OK;
-}
-
-/* ---- the live call tree of the timeline mode (sp_aggregate.h) ---------- */
-
-_Thread_local struct sp_live_thread sp_live_me;
-struct sp_live sp_live = { .last = INT64_MIN, .gen = 1, .reset = 1 };
-
-/* Its node table: base[0] is a node of no region that a call goes to when
- * memory runs out (node -1, so the hot paths need no check: the tree is
- * then unknown), node id is base[1 + id] = sp_live.nodes[id]. */
-static struct {
-	struct sp_agg_node *base;
-	size_t n, cap;
-	struct sp_keytab ids;          /* (parent, region) -> node */
-} live;
-
-int sp_live_init(void)
-{
-	if (live.base)
-		return 0;
-	if (SP_GROW(&live.base, &live.cap, 16) != 0)
-		return -1;
-	live.base[0] = (struct sp_agg_node){ .parent = -1 };
-	sp_live.nodes = live.base + 1;
-	return 0;
-}
-
-static void live_reset(void)
-{
-	live.n = 0;
-	sp_keytab_clear(&live.ids);
-	sp_live.unknown = 0;
-	sp_live.threads = 0;
-	sp_live.reset++;
-	sp_live.gen++;
-	sp_live.async_seen = sp_live.async_mode;
-}
-
-int sp_live_thread_start(struct sp_live_thread *m)
-{
-	/* Until now only lane 0's thread recorded (the thread that imported
-	 * the module: the main thread under `run`); another one: lanes on. */
-	if (!sp_live.lanes && sp_live.auto_lanes && sp_my_lane != 0 && sp_lanes_auto_on() == 0)
-		return 1;
-	m->gen = sp_live.gen;
-	m->cur = sp_live.lanes ? -2 - sp_current_lane() : -1;
-	if (m->reset != sp_live.reset) {
-		m->reset = sp_live.reset;
-		/* Without lanes, the calls of every thread are in lane 0, where
-		 * containment may nest one thread's call in another's: the stacks
-		 * cannot say that. */
-		if (!sp_live.lanes && sp_live.threads++ > 0)
-			sp_live.unknown = 1;
-	}
-	return 0;
-}
-
-int32_t sp_live_node_get(int32_t parent, RegionObject *r)
-{
-	int32_t id;
-	if (parent >= 0 && sp_live.nodes[parent].last_r == r) {
-		/* The region's cache missed (it was last called under another
-		 * parent), the parent's did not (a parent calling it again after
-		 * a call of the region under another parent). */
-		id = sp_live.nodes[parent].last_child;
-	} else {
-		int32_t lane = parent >= 0 ? sp_live.nodes[parent].lane : parent == -1 ? 0 : -2 - parent;
-		int added;
-		id = node_find(&live.base, 1, &live.n, &live.cap, &live.ids, parent, lane, r, &added);
-		sp_live.nodes = live.base + 1;
-		if (id < 0) {
-			sp_live.unknown = 1;   /* the call is in no node; the hook raises nothing */
-			return -1;
-		}
-		if (parent >= 0) {
-			sp_live.nodes[parent].last_r = r;
-			sp_live.nodes[parent].last_child = id;
-		}
-	}
-	r->live_parent = parent;
-	r->live_node = id;
-	return id;
-}
-
-void sp_live_odd(int32_t node, int64_t start, int64_t t)
-{
-	sp_live.unknown = 1;
-	struct sp_agg_node *n = &sp_live.nodes[node];
-	n->calls++;
-	n->total += t - start;
-	sp_live_me.cur = n->parent;
-}
-
-void sp_live_close(int32_t node, int64_t start, int64_t below_start, int64_t now, int own)
-{
-	/* The calls closed together all end at now: containment orders them
-	 * by their starts, which must then differ (as sp_live_started saw). */
-	if (node < 0 || now <= start || start <= below_start || (own && sp_live_me.cur != node))
-		sp_live.unknown = 1;
-	struct sp_agg_node *n = &sp_live.nodes[node];
-	n->calls++;
-	n->total += now - start;
-	if (own)
-		sp_live_me.cur = n->parent;
-}
-
-void sp_live_closed(int64_t now)
-{
-	if (now > sp_live.last)
-		sp_live.last = now;
-}
-
-void sp_live_mode(int lanes, int async_mode)
-{
-	if (lanes != sp_live.lanes) {
-		/* Calls recorded already have their roots in the old mode's. */
-		if (live.n)
-			sp_live.unknown = 1;
-		sp_live.lanes = lanes;
-		sp_live.gen++;
-	}
-	sp_live.async_mode = async_mode;
-	sp_live.async_seen |= async_mode;
-}
-
-void sp_live_restart(void)
-{
-	sp_live.gen++;
-}
-
-int sp_live_tree(struct sp_rank *rk, struct sp_error *err)
-{
-	/* Rebuilt by containment instead: when the recorder saw what it cannot
-	 * vouch for (sp_live.unknown: a `with` block or call exited while
-	 * another was open above it, threads sharing lane 0, two timestamps
-	 * that containment would have to order by region index, a call left
-	 * open at the end outside the hook, a tree node memory could not hold,
-	 * a coroutine timed across its awaits); with --track-async, whose
-	 * lanes are tasks that interleave on one thread's stack; and when calls
-	 * were dropped (the tree would count calls the file does not have). */
-	if (sp_live.unknown || sp_live.async_seen || rk->dropped)
-		return 0;
-	size_t n = live.n, nr = rk->nregions;
-	int32_t maxlane = 0;
-	int rc = -1;
-	int64_t *calls = calloc(nr ? nr : 1, sizeof *calls), *total = calloc(nr ? nr : 1, sizeof *total);
-	if (!calls || !total)
-		goto sums;
-	rc = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct sp_agg_node *nd = &sp_live.nodes[i];
-		/* Every node had a call, and in a region of the rank. */
-		if (nd->calls <= 0 || nd->r->index < 0 || (size_t)nd->r->index >= nr)
-			goto sums;
-		calls[nd->r->index] += nd->calls;
-		total[nd->r->index] += nd->total;
-		if (nd->lane > maxlane)
-			maxlane = nd->lane;
-	}
-	/* Each region's calls and time are its nodes': the tree and the
-	 * events describe the same calls. And none lasts zero ns (a tie that
-	 * containment breaks by region index). */
-	for (size_t r = 0; r < nr; r++) {
-		const struct sp_stats *st = &rk->regions[r].stats;
-		if (calls[r] != st->num_calls || total[r] != st->total_ns || (st->num_calls && st->min_ns <= 0))
-			goto sums;
-	}
-	rc = 1;
-sums:
-	free(calls);
-	free(total);
-	if (rc <= 0) {
-		if (rc < 0)
-			sp_error_set(err, SP_ENOMEM, "rank %d: out of memory for the call tree", rk->rank);
-		return rc;
-	}
-
-	/* sp_tree_build numbers the nodes as a sweep of the lanes one by one
-	 * would create them; within a lane, live nodes are in the order of
-	 * their first call. One lane: the live tree as it is. */
-	struct sp_tree_node *out;
-	if (maxlane == 0) {
-		if (!(out = malloc((n ? n : 1) * sizeof *out))) {
-			sp_error_set(err, SP_ENOMEM, "rank %d: out of memory for the call tree", rk->rank);
-			return -1;
-		}
-		for (size_t i = 0; i < n; i++) {
-			const struct sp_agg_node *nd = &sp_live.nodes[i];
-			out[i] = (struct sp_tree_node){ nd->parent >= 0 ? nd->parent : -1, nd->r->index,
-							nd->calls, nd->total };
-		}
-		free(rk->tree);
-		rk->tree = out;
-		rk->ntree = n;
-		return 1;
-	}
-	/* Else the lanes' trees are merged lane by lane, each in its own
-	 * order, roots shared. */
-	size_t *at = calloc((size_t)maxlane + 2, sizeof *at);
-	int32_t *order = malloc((n ? n : 1) * sizeof *order), *map = malloc((n ? n : 1) * sizeof *map);
-	out = malloc((n ? n : 1) * sizeof *out);
-	struct sp_keytab ids = {0};
-	rc = -1;
-	if (!at || !order || !map || !out)
-		goto out;
-	for (size_t i = 0; i < n; i++)
-		at[sp_live.nodes[i].lane + 1]++;
-	for (int32_t l = 0; l <= maxlane; l++)
-		at[l + 1] += at[l];
-	for (size_t i = 0; i < n; i++)
-		order[at[sp_live.nodes[i].lane]++] = (int32_t)i;
-	for (size_t k = 0; k < n; k++) {
-		const struct sp_agg_node *nd = &sp_live.nodes[order[k]];
-		int32_t parent = nd->parent >= 0 ? map[nd->parent] : -1;
-		int added;
-		int32_t id = sp_keytab_get(&ids, parent, (uint64_t)nd->r->index, &added);
-		if (id < 0)
-			goto out;
-		if (added)
-			out[id] = (struct sp_tree_node){ parent, nd->r->index, 0, 0 };
-		out[id].calls += nd->calls;
-		out[id].total_ns = sp_add_sat(out[id].total_ns, nd->total);
-		map[order[k]] = id;
-	}
-	free(rk->tree);
-	rk->tree = out;
-	rk->ntree = ids.n;
-	out = NULL;
-	rc = 1;
-out:
-	free(at);
-	free(order);
-	free(map);
-	free(out);
-	sp_keytab_free(&ids);
-	if (rc < 0)
-		sp_error_set(err, SP_ENOMEM, "rank %d: out of memory for the call tree (%zu nodes)", rk->rank, n);
-	return rc;
 }

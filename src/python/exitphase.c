@@ -29,8 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sp_exitphase.h"
 #include "sp_outpath.h"
-#include "sp_pymodule.h"
 #include "sp_pysession.h"
 
 static const int exit_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2};

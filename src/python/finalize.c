@@ -10,21 +10,37 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sp_aggregate.h"
 #include "sp_children.h"
 #include "sp_clock.h"
+#include "sp_finalize.h"
 #include "sp_h5.h"
-#include "sp_linetrace.h"
 #include "sp_likwid.h"
+#include "sp_linetrace.h"
+#include "sp_mode.h"
 #include "sp_mpi.h"
 #include "sp_mpicalls.h"
 #include "sp_profile.h"
-#include "sp_pymodule.h"
-#include "sp_pyregion.h"
-#include "sp_aggregate.h"
-#include "sp_pysession.h"
+#include "sp_pyedge.h"
+#include "sp_pyresults.h"
 #include "sp_pytext.h"
+#include "sp_region.h"
+#include "sp_region_paths.h"
 #include "sp_render.h"
 #include "sp_tree.h"
+
+/* A profile is being written (sp_final_run, the GIL released). */
+static int writing;
+
+int sp_final_writing(void)
+{
+	return writing;
+}
+
+void sp_final_forked(void)
+{
+	writing = 0;
+}
 
 /* Region -> index in the profile, for the aggregate call tree. */
 struct region_index {
@@ -93,17 +109,15 @@ static void stats_check(const RegionObject *r, const struct sp_region_data *rd)
 
 /* Appends r to rk with its events borrowed (not copied), closing calls
  * still open at `now`; 0, or -1 with a Python exception set. */
-static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now, size_t *open)
+static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now)
 {
 	size_t n = r->buf.n;
 	/* Every call that ended was counted in r->acc (sp_region_end): the
 	 * others are still open and end now. */
 	if ((size_t)r->acc.n != n)
 		for (size_t i = 0; i < n; i++)
-			if (r->buf.ends[i] == SP_NO_TIME) {
+			if (r->buf.ends[i] == SP_NO_TIME)
 				sp_region_end(r, i, now);
-				++*open;
-			}
 	struct sp_region_data *rd = &rk->regions[rk->nregions];
 	if (!(rd->name = sp_text_dup(r->name)))
 		return -1;
@@ -150,7 +164,7 @@ static int add_lost_region(struct sp_rank *rk, RegionObject *r)
  * NEED_ALL, only the regions that lost calls, by name. 0, or -1 with a
  * Python exception set (the regions added so far stay rk's). */
 static int add_live_regions(struct sp_rank *rk, struct region_index *ix, int64_t now, enum need need,
-			    int *aggregated, size_t *open)
+			    int *aggregated)
 {
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
@@ -175,7 +189,7 @@ static int add_live_regions(struct sp_rank *rk, struct region_index *ix, int64_t
 			continue;
 		r->index = (int32_t)ix->n;
 		ix->r[ix->n++] = r;
-		if (add_event_region(rk, r, now, open) != 0)
+		if (add_event_region(rk, r, now) != 0)
 			return -1;
 	}
 	return 0;
@@ -207,36 +221,6 @@ nomem:
 	PyErr_NoMemory();
 	return -1;
 }
-
-#ifdef SP_LIVE_TREE_CHECK
-/* Development check (make BUILD=build-check CFLAGS="-O2 -g
- * -DSP_LIVE_TREE_CHECK"): the tree used against sp_tree_build's, one line
- * per session appended to $SCOPE_PROFILER_TREE_CHECK_LOG (else stderr),
- * with the test that ran it; run the e2e suite with it and grep MISMATCH. */
-static void live_tree_check(struct sp_rank *rk, int live)
-{
-	struct sp_tree_node *mine = rk->tree;
-	size_t n = rk->ntree;
-	rk->tree = NULL;
-	struct sp_error err = {0};
-	if (sp_tree_build(rk, &err) != SP_OK) {
-		rk->tree = mine;
-		return;
-	}
-	int same = n == rk->ntree && memcmp(mine, rk->tree, n * sizeof *mine) == 0;
-	const char *path = getenv("SCOPE_PROFILER_TREE_CHECK_LOG"), *test = getenv("PYTEST_CURRENT_TEST");
-	FILE *log = path ? fopen(path, "a") : stderr;
-	if (log) {
-		fprintf(log, "%d live tree %s: %s (%zu nodes, %zu rebuilt) unknown=%d async=%d dropped=%lld "
-			"threads=%d %s\n", (int)getpid(), live ? "used" : "rebuilt", same ? "same" : "MISMATCH",
-			n, rk->ntree, sp_live.unknown, sp_live.async_seen, (long long)rk->dropped,
-			sp_live.threads, test ? test : "");
-		if (log != stderr)
-			fclose(log);
-	}
-	free(mine);
-}
-#endif
 
 /* --likwid: the counters of the rank's marker regions, and /metadata's
  * likwid_events and likwid_event_names (sp_likwid.h); 0, or -1 with an
@@ -326,11 +310,11 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	int aggregated = 0;
 	if (!(ix.r = calloc(nreg ? nreg : 1, sizeof(RegionObject *))))
 		goto nomem;
-	/* Calls still open end now: those of the hook ended at the freeze,
-	 * the calling thread's `with` blocks count here; any other (another
-	 * thread's block, a decorated call) is in no node of the live tree. */
-	size_t closed = sp_regions_close_live(now), open = 0;
-	if (add_live_regions(rk, &ix, now, need, &aggregated, &open) != 0 ||
+	/* Calls still open end now (add_event_region; those of the hook ended
+	 * at the freeze), the calling thread's `with` blocks with their
+	 * allocations so far. */
+	sp_regions_end_open();
+	if (add_live_regions(rk, &ix, now, need, &aggregated) != 0 ||
 	    (need == NEED_ALL && copy_meta(p, rk, meta, nmeta) != 0) ||
 	    (need == NEED_ALL && sp_mode.likwid && add_likwid(p, rk) != 0) ||
 	    (need != NEED_LOSSES && sp_linetrace_collect(rk) != 0))
@@ -341,26 +325,13 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	}
 	free(ix.r);
 	ix.r = NULL;
-	if (open != closed)
-		sp_live.unknown = 1;
-	/* The MPI calls (stopped at the freeze) nest by their times: the
-	 * recording's tree has not seen them. */
-	long mpi_regions = sp_mpicalls_add(rk);
-	if (mpi_regions < 0)
+	/* The MPI calls (stopped at the freeze), a region per function. */
+	if (sp_mpicalls_add(rk) < 0)
 		goto nomem;
-	if (mpi_regions > 0)
-		sp_live.unknown = 1;
-	if (need == NEED_ALL && !aggregated) {
-		/* The tree the recording kept, unless it cannot vouch for it
-		 * (sp_live_tree): then by containment of the timestamps. */
-		int live = sp_live_tree(rk, &err);
-		if (live < 0 || (live == 0 && sp_tree_build(rk, &err) != SP_OK)) {
-			sp_py_err(err.code, err.msg);
-			goto fail;
-		}
-#ifdef SP_LIVE_TREE_CHECK
-		live_tree_check(rk, live);
-#endif
+	/* The events' nesting by containment (src/report/nest.c's rule). */
+	if (need == NEED_ALL && !aggregated && sp_tree_build(rk, &err) != SP_OK) {
+		sp_py_err(err.code, err.msg);
+		goto fail;
 	}
 	return p;
 nomem:
@@ -424,8 +395,8 @@ int sp_final_run(struct sp_final *f)
 	f->summary = f->lines = f->data = NULL;
 	/* Threads still running (daemon threads at exit) record nothing more:
 	 * the events below are read without the GIL. */
-	sp_session_freeze();
-	sp_session_set_writing(1);   /* until the events are no longer read */
+	sp_mode_freeze();
+	writing = 1;   /* until the events are no longer read */
 	int64_t now = sp_clock_ns();
 	/* The statistics and the call tree cost passes over every event: only
 	 * when something is written or shown. */
@@ -484,13 +455,13 @@ int sp_final_run(struct sp_final *f)
 		goto out;
 	}
 	const char *title = f->path ? f->path : "(in memory)";
-	if ((f->render && !(f->summary = sp_results_render(p, title, 0))) ||
-	    (f->render_lines && !(f->lines = sp_results_render(p, title, 1))) ||
+	if ((f->render && !(f->summary = sp_py_render(p, title, 0))) ||
+	    (f->render_lines && !(f->lines = sp_py_render(p, title, 1))) ||
 	    (f->snapshot && !(f->data = sp_results_data(p))))
 		goto out;
 	rc = 0;
 out:
-	sp_session_set_writing(0);
+	writing = 0;
 	if (rc != 0) {
 		Py_CLEAR(f->summary);
 		Py_CLEAR(f->lines);

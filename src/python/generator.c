@@ -3,8 +3,7 @@
  * and close() of a suspended generator, whoever drives it: a for loop,
  * list(), `yield from`) is one call of the region, entered and exited as a
  * `with` block of the region's current class (sp_region_enter_with), so it
- * nests, takes its lane and counts in the live call tree as that block
- * would. Creating the generator records nothing, nor does the time it is
+ * nests and takes its lane as that block would. Creating the generator records nothing, nor does the time it is
  * suspended, nor its cleanup when it is garbage collected: a call is only
  * ever open while the body runs, so an abandoned generator leaves none.
  * The wrapper is no generator for inspect.isgenerator(); it is one for
@@ -13,7 +12,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "sp_pyregion.h"
+#include "sp_generator.h"
+#include "sp_mode.h"
+#include "sp_region.h"
+#include "sp_tracer.h"
 
 enum { TG_FRESH, TG_SUSPENDED, TG_DONE };
 
@@ -100,7 +102,7 @@ static PyObject *tg_resume(TimedGen *g, enum tg_op op, PyObject *arg)
 	}
 	int hook = 0;
 	if ((g->recursive > 0 || (sp_mode.recursive_all && g->recursive == 0)) &&
-	    Py_TYPE(g->region) != &sp_DisabledRegionType && (hook = sp_tracer_start_thread()) < 0)
+	    !sp_mode.disabled && (hook = sp_tracer_start_thread()) < 0)
 		return NULL;
 	PyObject *res = NULL;
 	sp_region_exit_fn exit = sp_region_enter_with(g->region);

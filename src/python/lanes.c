@@ -1,8 +1,8 @@
 /* lanes.c - the lanes of --track-threads and --track-async: a number per
  * thread (in order of first use) and per asyncio task, with its name for
  * the file (sp_lane_names); with --track-async the `with` blocks open in
- * each task are kept on the task's own stack, so tasks interleaved in one
- * thread never close each other's calls. */
+ * each task are kept on the task's own stack (sp_lane_blocks), so tasks
+ * interleaved in one thread never close each other's calls. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -10,20 +10,9 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "sp_clock.h"
+#include "sp_blocks.h"
 #include "sp_grow.h"
-#include "sp_pyregion.h"
-#include "sp_recorder.h"
-#include "sp_memory.h"
-#include "sp_aggregate.h"
-
-/* The open `with` blocks of one lane, innermost last. */
-struct lane_blocks {
-	struct sp_open_entry *v;
-	size_t depth, cap;
-	struct sp_open_mem *m;    /* memory mode: beside v, mcap >= cap once it runs */
-	size_t mcap;
-};
+#include "sp_lanes.h"
 
 static struct {
 	int32_t next_lane;                /* threads and tasks share the numbering */
@@ -32,7 +21,7 @@ static struct {
 	PyObject *current_task;           /* asyncio.current_task, where it keeps none */
 	PyObject *task_lanes;             /* dict: task -> lane, until the task is done */
 	PyObject *forget_task;            /* the done callback that drops a task's entry */
-	struct lane_blocks *blocks;       /* indexed by lane */
+	struct sp_blocks *blocks;         /* indexed by lane */
 	size_t n_lane_blocks;
 	PyObject *running_loop_key;       /* "__asyncio_running_event_loop__" */
 	PyTypeObject *loop_holder_type;   /* the checked holder type, or NULL */
@@ -74,37 +63,6 @@ int32_t sp_lane_assign(void)
 	PyErr_Clear();
 	PyErr_Restore(type, value, tb);
 	return sp_my_lane;
-}
-
-int sp_lanes_auto_on(void)
-{
-	PyTypeObject *was = sp_mode.region_type;
-	sp_mode.threads = 1;
-	if (was == &sp_TimeOnlyRegionType)
-		sp_mode.region_type = &sp_ThreadsRegionType;
-	else if (was == &sp_MemoryRegionType)
-		sp_mode.region_type = &sp_MemoryThreadsRegionType;
-	PyObject *type, *value, *tb;
-	PyErr_Fetch(&type, &value, &tb);
-	if (sp_regions_apply() != 0) {
-		/* A region could not get its lanes column: all back as they were
-		 * (the columns made stay, unused), each class without lanes. */
-		PyErr_Clear();
-		sp_mode.threads = 0;
-		sp_mode.region_type = was;
-		if (sp_regions_apply() != 0)
-			PyErr_Clear();   /* only the (empty) buffers' sizes failed */
-		sp_live.auto_lanes = 0;
-		sp_live.unknown = 1;   /* threads share lane 0: the tree by containment */
-		PyErr_Restore(type, value, tb);
-		return -1;
-	}
-	PyErr_Restore(type, value, tb);
-	sp_wrappers_choose();
-	sp_tracer_lanes_on();
-	sp_live.lanes = 1;
-	sp_live.auto_lanes = 0;
-	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -226,11 +184,8 @@ static PyObject *forget_task_cb(PyObject *unused, PyObject *task)
 	if (!known)
 		return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
 	long lane = PyLong_AsLong(known);
-	if (lane >= 0 && (size_t)lane < lanes.n_lane_blocks) {
-		free(lanes.blocks[lane].v);
-		free(lanes.blocks[lane].m);
-		lanes.blocks[lane] = (struct lane_blocks){0};
-	}
+	if (lane >= 0 && (size_t)lane < lanes.n_lane_blocks)
+		sp_blocks_free(&lanes.blocks[lane]);
 	if (PyDict_DelItem(lanes.task_lanes, task) != 0)
 		return NULL;
 	Py_RETURN_NONE;
@@ -303,7 +258,7 @@ fail:
 	return -1;
 }
 
-static __attribute__((noinline, cold)) struct lane_blocks *lane_blocks_grow(int32_t lane)
+static __attribute__((noinline, cold)) struct sp_blocks *lane_blocks_grow(int32_t lane)
 {
 	if ((size_t)lane >= lanes.n_lane_blocks) {
 		size_t had = lanes.n_lane_blocks;
@@ -311,104 +266,24 @@ static __attribute__((noinline, cold)) struct lane_blocks *lane_blocks_grow(int3
 			return NULL;
 		memset(lanes.blocks + had, 0, (lanes.n_lane_blocks - had) * sizeof *lanes.blocks);
 	}
-	struct lane_blocks *s = &lanes.blocks[lane];
-	if (s->depth == s->cap && SP_GROW(&s->v, &s->cap, s->depth + 1) != 0)
-		return NULL;
-	/* The counters' room follows, whatever the mode: exits move them. */
-	if (s->mcap < s->cap && SP_GROW(&s->m, &s->mcap, s->cap) != 0)
-		return NULL;
-	return s;
+	struct sp_blocks *s = &lanes.blocks[lane];
+	return s->depth < s->cap || sp_blocks_grow(s) == 0 ? s : NULL;
 }
 
-/* The lane's stack, with room for one more entry; NULL when out of memory. */
-static inline struct lane_blocks *lane_blocks_at(int32_t lane)
+struct sp_blocks *sp_lane_blocks(int32_t lane)
 {
 	if (__builtin_expect((size_t)lane < lanes.n_lane_blocks, 1)) {
-		struct lane_blocks *s = &lanes.blocks[lane];
+		struct sp_blocks *s = &lanes.blocks[lane];
 		if (__builtin_expect(s->depth < s->cap, 1))
 			return s;
 	}
 	return lane_blocks_grow(lane);
 }
 
-/* --track-async: `with region:` records the task's lane and pushes the
- * entry on the task's own stack; `mem` (a constant in each caller below):
- * the call's allocations too (sp_memory.h). */
-static inline PyObject *enter_async(PyObject *self, int mem)
+struct sp_blocks *sp_lane_blocks_of(int32_t lane)
 {
-	RegionObject *r = (RegionObject *)self;
-	int32_t lane = sp_async_lane();
-	struct lane_blocks *s = lane_blocks_at(lane);
-	if (!s)
-		return PyErr_NoMemory();
-	ptrdiff_t i = sp_buf_reserve(&r->buf);
-	s->v[s->depth++] = (struct sp_open_entry){r, i, r->gen, -1};   /* async: no live tree */
-	if (i >= 0) {
-		if (r->buf.lanes)
-			r->buf.lanes[i] = lane;
-		r->buf.ends[i] = SP_NO_TIME;
-		if (mem) {
-			struct sp_open_mem *em = &s->m[s->depth - 1];
-			r->buf.values[i] = 0;   /* a call still open at the end */
-			em->mark0 = sp_mem_open();
-			em->alloc0 = sp_mem_allocated();
-		}
-		r->buf.starts[i] = sp_clock_ns();
-	}
-	return Py_NewRef(self);
+	return lane >= 0 && (size_t)lane < lanes.n_lane_blocks ? &lanes.blocks[lane] : NULL;
 }
-
-PyObject *sp_region_enter_async(PyObject *self, PyObject *unused)
-{
-	return enter_async(self, 0);
-}
-
-PyObject *sp_region_enter_async_mem(PyObject *self, PyObject *unused)
-{
-	return enter_async(self, 1);
-}
-
-/* Closes the innermost open entry of this region in the task's stack. */
-static inline PyObject *exit_async(PyObject *self, int mem)
-{
-	int64_t t = sp_clock_ns();
-	RegionObject *r = (RegionObject *)self;
-	int32_t lane = sp_async_lane();
-	if ((size_t)lane < lanes.n_lane_blocks) {
-		struct lane_blocks *s = &lanes.blocks[lane];
-		for (size_t k = s->depth; k-- > 0;) {
-			struct sp_open_entry e = s->v[k];
-			if (e.region != r)
-				continue;
-			struct sp_open_mem em = s->m[k];
-			memmove(&s->v[k], &s->v[k + 1], (s->depth - k - 1) * sizeof s->v[0]);
-			/* As regions.c: the counters move wherever a memory mode was ever on. */
-			if (sp_mem.installed)
-				memmove(&s->m[k], &s->m[k + 1], (s->depth - k - 1) * sizeof s->m[0]);
-			s->depth--;
-			if (e.slot >= 0 && r->gen == e.gen) {
-				if (mem)
-					sp_mem_close(r, (size_t)e.slot, em.alloc0, em.mark0);
-				sp_region_end(r, (size_t)e.slot, t);
-			}
-			Py_RETURN_NONE;
-		}
-	}
-	/* Entered before the mode was on: on the thread's stack, if anywhere. */
-	sp_region_exit_below(r, t);
-	Py_RETURN_NONE;
-}
-
-PyObject *sp_region_exit_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	return exit_async(self, 0);
-}
-
-PyObject *sp_region_exit_async_mem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	return exit_async(self, 1);
-}
-
 
 int sp_lanes_init(void)
 {

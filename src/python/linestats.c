@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include "sp_clock.h"
+#include "sp_linestats.h"
 #include "sp_linetrace.h"
 #include "sp_profile.h"
-#include "sp_pyregion.h"
+#include "sp_pyedge.h"
+#include "sp_region.h"
 
 /* A one-rank profile holding the line tables of the functions timed under
  * region `name` (those with hits); 0, or -1 with an exception set. */
@@ -105,7 +107,7 @@ PyObject *sp_region_print_stats(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	PyObject *title = PyUnicode_FromFormat("region %R", r->name);
 	const char *t = title ? PyUnicode_AsUTF8(title) : NULL;
-	PyObject *text = !t ? NULL : p->ranks[0].nlines ? sp_results_render(p, t, 1)
+	PyObject *text = !t ? NULL : p->ranks[0].nlines ? sp_py_render(p, t, 1)
 		: PyUnicode_FromFormat("Line profile: region %R has no timed lines (line timing is off, "
 				       "or its functions have not run)\n", r->name);
 	sp_profile_free(p);

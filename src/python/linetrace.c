@@ -3,18 +3,19 @@
  * region(name, functions=[...])), while the thread holds the hook (a chosen
  * function's call, or a region holding chosen functions).
  *
- * On CPython 3.11 the hook is a C trace function (PyEval_SetTrace),
- * installed in a thread only while held; it turns line events off in every
- * other frame at its first event, so code called from a chosen function pays
- * only for its call events. On 3.12 and later only the chosen code objects
- * have events (sys.monitoring's set_local_events), so other code pays
- * nothing. A line's time runs from its line event to the next event of the
- * same frame (the next line, or the return), as line_profiler counts it. */
+ * On CPython 3.11 the hook is a C trace function (PyEval_SetTrace,
+ * linetrace_settrace.c), installed in a thread only while held; it turns
+ * line events off in every other frame at its first event, so code called
+ * from a chosen function pays only for its call events. On 3.12 and later
+ * only the chosen code objects have events (sys.monitoring's
+ * set_local_events, linetrace_monitoring.c), so other code pays nothing.
+ * The back end is compiled here, below the frame paths. A line's time
+ * runs from its line event to the next event of the same frame (the next
+ * line, or the return), as line_profiler counts it. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <ctype.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +27,6 @@
 #include "sp_pytext.h"
 
 #include "sp_monitor.h"
-
-#ifndef SP_MONITORING
-#define Py_BUILD_CORE 1
-#include "internal/pycore_frame.h"
-#undef Py_BUILD_CORE
-#endif
 
 /* Line counts of one chosen function. */
 struct table {
@@ -120,208 +115,18 @@ static inline void frame_pop(struct frame_stack *fs, const void *frame)
 /* How many holds the calling thread has on the hook. */
 static _Thread_local int holds;
 
-#ifndef SP_MONITORING
-/* ---- 3.11: a trace hook (PyEval_SetTrace) in the thread while held ---- */
-
-typedef struct {
-	PyObject_HEAD
-	struct frame_stack fs;
-} LineState;
-
-static void ls_dealloc(PyObject *self)
-{
-	free(((LineState *)self)->fs.stack);
-	Py_TYPE(self)->tp_free(self);
-}
-
-static PyTypeObject LineStateType = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "scope_profiler._LineState",
-	.tp_basicsize = sizeof(LineState),
-	.tp_dealloc = ls_dealloc,
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-};
-
-static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
-{
-	struct frame_stack *fs = &((LineState *)obj)->fs;
-	switch (what) {
-	case PyTrace_LINE:
-		frame_line(fs, frame, frame->f_lineno);
-		return 0;
-	case PyTrace_CALL: {
-		struct table *t = code_table(frame->f_frame->f_code);
-		if (t)
-			frame_push(fs, t, frame);
-		else
-			frame->f_trace_lines = 0;   /* not chosen: no line events here */
-		return 0;
-	}
-	case PyTrace_RETURN:
-		frame_pop(fs, frame);
-		return 0;
-	default:
-		return 0;
-	}
-}
-
-int sp_linetrace_hold(void)
-{
-	if (holds++ > 0)
-		return 0;
-	PyThreadState *ts = PyThreadState_Get();
-	if (ts->c_tracefunc == hook)
-		return 0;
-	if (ts->c_tracefunc) {
-		/* A debugger or coverage tool traces this thread: leave it. */
-		return 0;
-	}
-	LineState *ls = PyObject_New(LineState, &LineStateType);
-	if (!ls) {
-		holds--;
-		return -1;
-	}
-	ls->fs = (struct frame_stack){0};
-	PyEval_SetTrace(hook, (PyObject *)ls);
-	Py_DECREF(ls);   /* the thread state holds it */
-	return 0;
-}
-
-void sp_linetrace_release(void)
-{
-	if (holds <= 0 || --holds > 0)
-		return;
-	PyThreadState *ts = PyThreadState_Get();
-	if (ts->c_tracefunc == hook)
-		PyEval_SetTrace(NULL, NULL);
-}
-
-static int backend_init(void)
-{
-	return PyType_Ready(&LineStateType);
-}
-
-static int backend_choose(PyCodeObject *co)
-{
-	return 0;
-}
-
+/* ---- The back end: one file per interpreter family, compiled here (as
+ * Redis's ae.c includes ae_epoll.c or ae_kqueue.c), over the frame paths
+ * above. Each defines backend_init(), backend_choose(co) (a code object
+ * chosen: its line events on) and sp_linetrace.h's sp_linetrace_hold and
+ * sp_linetrace_release. */
+#define SP_LINETRACE_BACKEND 1
+#ifdef SP_MONITORING
+#include "linetrace_monitoring.c"
 #else
-/* ---- 3.12 and later: sys.monitoring events of the chosen code objects
- * only (set_local_events), under a tool id of our own; they count while
- * the thread holds the hook. Exceptions leaving a frame (PY_UNWIND) and
- * throw() into a generator (PY_THROW) are global events, rare and cheap. */
-
-static _Thread_local struct frame_stack thread_frames;
-static int line_tool = -1;
-static long local_events;
-static pthread_key_t frames_key;       /* frees a thread's stack at its exit */
-
-static void frames_free(void *p)
-{
-	free(p);
-}
-
-/* PY_START, PY_RESUME (local) and PY_THROW (global). */
-static PyObject *cb_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	struct table *t;
-	if (holds > 0 && (t = code_table((PyCodeObject *)args[0]))) {
-		struct frame_stack *fs = &thread_frames;
-		void *before = fs->stack;
-		frame_push(fs, t, args[0]);
-		if (fs->stack != before)
-			pthread_setspecific(frames_key, fs->stack);
-	}
-	Py_RETURN_NONE;
-}
-
-/* LINE: (code, line). */
-static PyObject *cb_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	struct frame_stack *fs = &thread_frames;
-	if (fs->depth)
-		frame_line(fs, args[0], PyLong_AsLong(args[1]));
-	Py_RETURN_NONE;
-}
-
-/* JUMP: (code, from, to). A jump back to an earlier place of the same line
- * starts that line again, as the interpreter's own line tracing counts it
- * (a loop written on one line); other jumps are never line events. */
-static PyObject *cb_jump(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	PyCodeObject *co = (PyCodeObject *)args[0];
-	long from = PyLong_AsLong(args[1]), to = PyLong_AsLong(args[2]);
-	if (to >= from)
-		return Py_NewRef(sp_mon_disable);
-	int to_line = PyCode_Addr2Line(co, (int)to);
-	if (to_line != PyCode_Addr2Line(co, (int)from))
-		return Py_NewRef(sp_mon_disable);   /* a LINE event comes */
-	struct frame_stack *fs = &thread_frames;
-	if (fs->depth)
-		frame_line(fs, co, to_line);
-	Py_RETURN_NONE;
-}
-
-/* PY_RETURN, PY_YIELD (local) and PY_UNWIND (global). */
-static PyObject *cb_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	struct frame_stack *fs = &thread_frames;
-	if (fs->depth)
-		frame_pop(fs, args[0]);
-	Py_RETURN_NONE;
-}
-
-static PyMethodDef cb_defs[] = {
-	{"_on_line_start", (PyCFunction)(void (*)(void))cb_start, METH_FASTCALL, NULL},
-	{"_on_line", (PyCFunction)(void (*)(void))cb_line, METH_FASTCALL, NULL},
-	{"_on_line_jump", (PyCFunction)(void (*)(void))cb_jump, METH_FASTCALL, NULL},
-	{"_on_line_end", (PyCFunction)(void (*)(void))cb_end, METH_FASTCALL, NULL},
-};
-
-int sp_linetrace_hold(void)
-{
-	holds++;
-	return 0;
-}
-
-void sp_linetrace_release(void)
-{
-	if (holds <= 0 || --holds > 0)
-		return;
-	thread_frames.depth = 0;   /* frames still open are not timed further */
-}
-
-static int backend_init(void)
-{
-	if (pthread_key_create(&frames_key, frames_free) != 0) {
-		PyErr_SetString(PyExc_RuntimeError, "could not prepare line timing's thread state");
-		return -1;
-	}
-	return 0;
-}
-
-/* Our tool (once), then the chosen code's local events. */
-static int backend_choose(PyCodeObject *co)
-{
-	if (line_tool < 0) {
-		int tool = sp_mon_claim("scope-profiler --line-profile");
-		if (tool < 0)
-			return -1;
-		long global = sp_mon_events("PY_UNWIND|PY_THROW");
-		local_events = sp_mon_events("PY_START|PY_RESUME|PY_RETURN|PY_YIELD|LINE|JUMP");
-		if (global < 0 || local_events < 0 ||
-		    sp_mon_register(tool, "PY_START|PY_RESUME|PY_THROW", &cb_defs[0]) != 0 ||
-		    sp_mon_register(tool, "LINE", &cb_defs[1]) != 0 ||
-		    sp_mon_register(tool, "JUMP", &cb_defs[2]) != 0 ||
-		    sp_mon_register(tool, "PY_RETURN|PY_YIELD|PY_UNWIND", &cb_defs[3]) != 0 ||
-		    sp_mon_set_events(tool, global) != 0)
-			return -1;
-		line_tool = tool;
-	}
-	return sp_mon_set_local_events(line_tool, (PyObject *)co, local_events);
-}
+#include "linetrace_settrace.c"
 #endif
+#undef SP_LINETRACE_BACKEND
 
 int sp_linetrace_init(void)
 {

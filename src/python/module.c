@@ -1,14 +1,15 @@
 /* module.c - the built-in module `scope_profiler`: its definition, its
- * functions gathered from the files that own them (regions.c, wrapper.c,
+ * functions gathered from the files that own them (region_types.c,
  * session.c, tracer.c, pyresults.c, exitphase.c, charts.c, shim.c), and the
  * embedded Python layer (scope_profiler_py.py: the facade's classes, the read
  * API, the Python-level hooks of `run`), run in the module's namespace.
  *
  * Recording never runs Python code of ours: `with region:` calls the C
- * __enter__/__exit__ (regions.c), a decorated call goes through the
- * wrapper's vectorcall (wrapper.c). The mode is chosen at setup
- * (session.c) by swapping the region objects' class and the wrappers'
- * call function, so the recording path checks nothing.
+ * __enter__/__exit__ (region_paths.c), a decorated call goes through the
+ * wrapper's vectorcall (wrapper.c). The mode (mode.c) is chosen at setup
+ * by swapping the region objects' class and the wrappers' call function,
+ * through the operations given here, so the recording path checks
+ * nothing.
  *
  * Built twice: into the executable (registered before its interpreter
  * starts), and as the extension module of plain python, PyInit_scope_profiler
@@ -19,12 +20,20 @@
 #include <marshal.h>
 
 #include "sp_charts.h"
+#include "sp_exitphase.h"
+#include "sp_lanes.h"
 #include "sp_linetrace.h"
+#include "sp_mode.h"
 #include "sp_pymodule.h"
-#include "sp_pyregion.h"
+#include "sp_pyresults.h"
 #include "sp_pysession.h"
+#include "sp_region.h"
+#include "sp_region_paths.h"
+#include "sp_region_types.h"
 #include "sp_shim.h"
 #include "sp_standalone.h"
+#include "sp_tracer.h"
+#include "sp_wrapper.h"
 #include "sp_pysrc.h"
 
 static struct PyModuleDef module_def = {
@@ -76,9 +85,23 @@ static int add_types(PyObject *mod)
 	return 0;
 }
 
+/* What applying a mode means (mode.c drives it, sp_mode.h). */
+static const struct sp_mode_ops mode_ops = {
+	.regions_apply = sp_region_types_apply,
+	.regions_freeze = sp_region_types_freeze,
+	.wrappers_apply = sp_wrappers_apply,
+	.wrappers_choose = sp_wrappers_choose,
+	.wrappers_freeze = sp_wrappers_freeze,
+	.hook_mode = sp_tracer_mode,
+	.hook_lanes_on = sp_tracer_lanes_on,
+	.hook_stop_all = sp_tracer_stop_all,
+};
+
 static PyObject *module_init(void)
 {
-	if (sp_regions_init() != 0 || sp_wrapper_init() != 0 || sp_lanes_init() != 0)
+	sp_mode_init(&mode_ops);
+	if (sp_regions_init() != 0 || sp_region_types_init() != 0 || sp_region_paths_init() != 0 ||
+	    sp_wrapper_init() != 0 || sp_lanes_init() != 0)
 		return NULL;
 	PyObject *mod = PyModule_Create(&module_def);
 	if (!mod)
@@ -89,8 +112,7 @@ static PyObject *module_init(void)
 	    PyModule_AddObjectRef(mod, "_registry", sp_registry) < 0)
 		goto fail;
 	if (sp_tracer_init() != 0 || sp_linetrace_init() != 0 || sp_results_init() != 0 ||
-	    PyModule_AddFunctions(mod, sp_region_methods) != 0 ||
-	    PyModule_AddFunctions(mod, sp_wrapper_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_region_types_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_session_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_tracer_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_results_methods) != 0 ||

@@ -1,7 +1,7 @@
 /* pyresults.c - profiles into Python: the read API's _read() turns a file
  * into plain Python data whose event columns reach numpy without a copy;
- * the end of a session (finalize.c) renders and hands over its profile
- * through the same functions. */
+ * the end of a session (finalize.c) hands over its profile through the
+ * same function (sp_results_data). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -15,46 +15,13 @@
 #include "sp_clock.h"
 #include "sp_grow.h"
 #include "sp_h5.h"
-#include "sp_tree.h"
-#include "sp_linetrace.h"
 #include "sp_mpi.h"
 #include "sp_nest.h"
 #include "sp_profile.h"
-#include "sp_pyregion.h"
-#include "sp_pysession.h"
-#include "sp_aggregate.h"
+#include "sp_pyedge.h"
+#include "sp_pyresults.h"
 #include "sp_render.h"
-
-/* The rendered summary of p (or its line tables, with lines set) as a str;
- * "" for line tables when there are none; NULL with an exception set. */
-static PyObject *render_str(const struct sp_profile *p, const char *title, int lines)
-{
-	char *text = NULL;
-	size_t len = 0;
-	struct sp_error err = {0};
-	/* The summary fits a screen; its last line says how to see all. */
-	char hint[PATH_MAX + 64];
-	if (strcmp(title, "(in memory)") == 0)
-		snprintf(hint, sizeof hint, "a run with `-o FILE`, then `scope-profiler summary --all FILE`,");
-	else
-		snprintf(hint, sizeof hint, "`scope-profiler summary --all %s`", title);
-	struct sp_render_opts opts = { .parts = SP_RENDER_ALL, .more_hint = hint };
-	FILE *f = open_memstream(&text, &len);
-	if (!f)
-		return PyErr_NoMemory();
-	enum sp_err rc = lines ? sp_render_lines(f, p, title, &err)
-			       : sp_render_summary_opts(f, p, title, &opts, &err);
-	fclose(f);
-	PyObject *s = NULL;
-	if (lines && rc == SP_ENOTPROF)
-		s = PyUnicode_FromString("");
-	else if (rc != SP_OK)
-		PyErr_SetString(PyExc_RuntimeError, err.msg);
-	else
-		s = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace");
-	free(text);
-	return s;
-}
+#include "sp_tree.h"
 
 /* A column read from a file, handed to Python without a copy: the object
  * owns the malloc'd array and lends it through the buffer protocol
@@ -489,7 +456,7 @@ static PyObject *res_read(PyObject *m, PyObject *args)
 		goto out;
 	}
 	PyObject *data = profile_to_py(p);
-	PyObject *summary = !data ? NULL : render ? render_str(p, path, 0) : Py_NewRef(Py_None);
+	PyObject *summary = !data ? NULL : render ? sp_py_render(p, path, 0) : Py_NewRef(Py_None);
 	if (data && summary)
 		res = PyTuple_Pack(2, data, summary);
 	Py_XDECREF(data);
@@ -514,11 +481,6 @@ PyMethodDef sp_results_methods[] = {
 };
 
 /* For the end of a session (finalize.c). */
-PyObject *sp_results_render(const struct sp_profile *p, const char *title, int lines)
-{
-	return render_str(p, title, lines);
-}
-
 PyObject *sp_results_data(struct sp_profile *p)
 {
 	return profile_to_py(p);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sp_exitphase.h"
 #include "sp_memory.h"
 #include "sp_mpi.h"
 #include "sp_outpath.h"

@@ -1,36 +1,35 @@
 /* session.c - the profiling session, owned here: setup() -> record ->
  * finalize() -> write -> render. The Python module's setup(**options),
  * finalize() and session(...) and `run` (run_session.c) all come through
- * the functions below; setup()'s keywords become struct sp_settings through
- * the one table of include/sp_session.h. The recording mode is chosen here,
- * once per setup (sp_mode), for every region and wrapper. */
+ * the functions below; setup()'s keywords become struct sp_settings
+ * (keywords.c), whose recording mode mode.c applies; the end of a session
+ * is finalize.c's, its metadata meta.c's. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pwd.h>
-#include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "sp_aggregate.h"
 #include "sp_clock.h"
-#include "sp_likwid.h"
+#include "sp_finalize.h"
+#include "sp_keywords.h"
 #include "sp_linetrace.h"
-#include "sp_memory.h"
+#include "sp_meta.h"
+#include "sp_mode.h"
 #include "sp_mpi.h"
 #include "sp_mpicalls.h"
-#include "sp_pymodule.h"
-#include "sp_pyregion.h"
-#include "sp_aggregate.h"
 #include "sp_pysession.h"
 #include "sp_pytext.h"
 #include "sp_shim.h"
-#include "sp_standalone.h"
 #include "sp_recorder.h"
+#include "sp_region.h"
+#include "sp_region_types.h"
+#include "sp_standalone.h"
+#include "sp_wrapper.h"
 
 static struct {
 	struct sp_settings cur;      /* in force since the last setup() */
@@ -40,13 +39,11 @@ static struct {
 	int active;                  /* between setup() and finalize() */
 	int64_t run_start_ns;
 	pid_t pid;                   /* of setup(): a forked child never writes */
-	int writing;                 /* a profile being written, the GIL released */
 	int tracing, trace_all;      /* run --recursive: the hook in every thread */
 	int traced;                  /* it did, this run (for the metadata, also after a retry) */
 	int exit_failed;             /* run: sys.exit(nonzero) or SIGTERM */
 	int write_failed;            /* run: the profile is not where it was asked */
 	int quiet;                   /* run -q */
-	int memory_kept;             /* the regions keep allocation values: memory on until a reset */
 	char *command_line;          /* run: as typed, for the metadata */
 	char *children_dir;          /* run --subprocesses: where child processes write their
 				      * profiles (proc-PID.h5), merged by the run's own process */
@@ -56,22 +53,12 @@ static struct {
 } session = { .children_merged = -1, .cur = { .compression = -1, .verbose = -1 },
 	     .locked = { .compression = -1, .verbose = -1 } };   /* nothing fixed without `run` */
 
-PyObject *sp_py_err(enum sp_err code, const char *msg)
+/* While a profile is written (the GIL released, sp_final_writing),
+ * setup(), finalize() and _reset() from another thread are refused: -1
+ * with RuntimeError set; else 0. */
+static int session_busy(void)
 {
-	PyObject *type = code == SP_ENOENT ? PyExc_FileNotFoundError
-		: code == SP_ENOMEM ? PyExc_MemoryError : PyExc_OSError;
-	PyErr_SetString(type, msg && *msg ? msg : sp_strerror(code));
-	return NULL;
-}
-
-void sp_session_set_writing(int on)
-{
-	session.writing = on;
-}
-
-int sp_session_busy(void)
-{
-	if (!session.writing)
+	if (!sp_final_writing())
 		return 0;
 	PyErr_SetString(PyExc_RuntimeError, "scope_profiler: the profile is being written (finalize() "
 			"in another thread); the session cannot change until it is done");
@@ -83,261 +70,25 @@ int sp_session_write_failed(void)
 	return session.write_failed;
 }
 
-void sp_session_freeze(void)
-{
-	sp_tracer_stop_all();
-	sp_mode.region_type = &sp_DisabledRegionType;
-	sp_mode.disabled = 1;
-	sp_mode.aggregate = sp_mode.track_async = sp_mode.lines = sp_mode.memory = 0;
-	sp_regions_freeze();
-	sp_wrappers_freeze();
-	sp_mpicalls_stop();
-}
-
-/* --mpi-calls without --track-threads: the lane of the thread making an
- * MPI call once it has one (it recorded a call, sp_lanes_auto_on), else 0:
- * never the GIL, which the thread may not be able to take (see below). */
-static int32_t mpi_call_lane_known(void)
-{
-	int32_t lane = sp_my_lane;
-	return lane > 0 ? lane : 0;
-}
-
-/* --mpi-calls with --track-threads: the lane of the thread making an MPI
- * call, which may not hold the GIL (mpi4py releases it around blocking
- * calls); a thread's first lane is taken under the GIL. */
-static int32_t mpi_call_lane(void)
-{
-	if (sp_my_lane >= 0)
-		return sp_my_lane;
-	PyGILState_STATE g = PyGILState_Ensure();
-	int32_t lane = sp_lane_assign();
-	PyGILState_Release(g);
-	return lane;
-}
-
-/* The region class and wrapper call of s, for every region and wrapper,
- * existing and future. Lanes, once on, stay on until the events are reset.
- * 0, or -1 with an exception. */
-static int mode_apply(const struct sp_settings *s)
-{
-	if (s->likwid && !s->disable && sp_wrappers_recursive()) {
-		/* Decorated before LIKWID was asked for: as profile(recursive=True)
-		 * under it (regions.c), refused before anything changes. */
-		PyErr_SetString(PyExc_ValueError, "use_likwid cannot be combined with a function decorated "
-				"with profile(recursive=True): LIKWID marker regions wrap the calls of explicit "
-				"regions");
-		return -1;
-	}
-	if (s->track_async && !s->disable && sp_async_init() != 0)
-		return -1;
-	/* After the interpreter started (setup() from a script, not `run
-	 * --memory`): the requested bytes only (sp_memory.h). */
-	if (s->memory && !s->disable && sp_mem_install(0) != 0) {
-		PyErr_SetString(PyExc_RuntimeError, "use_memray: the Python allocators cannot be read");
-		return -1;
-	}
-	sp_mode.memory = s->memory && !s->disable;
-	session.memory_kept |= sp_mode.memory;
-	if (s->likwid && !s->disable) {
-		char why[256];
-		if (sp_likwid_load(why, sizeof why) != 0) {
-			PyErr_Format(PyExc_RuntimeError, "use_likwid: %s", why);
-			return -1;
-		}
-	}
-	sp_mode.buffer_limit = (size_t)s->buffer_limit;
-	sp_mode.threads = sp_mode.threads || s->track_threads || s->track_async;
-	sp_mode.region_type = s->disable ? &sp_DisabledRegionType
-		: s->aggregate ? &sp_AggregateRegionType
-		: s->track_async ? (sp_mode.memory ? &sp_MemoryAsyncRegionType : &sp_AsyncRegionType)
-		: s->likwid ? &sp_LikwidRegionType
-		: sp_mode.memory ? (sp_mode.threads ? &sp_MemoryThreadsRegionType : &sp_MemoryRegionType)
-		: sp_mode.threads ? &sp_ThreadsRegionType : &sp_TimeOnlyRegionType;
-	sp_mode.disabled = s->disable;
-	sp_mode.idle = 0;
-	sp_mode.finished = 0;
-	sp_mode.aggregate = s->aggregate && !s->disable;
-	sp_mode.track_async = s->track_async && !s->disable;
-	sp_mode.recursive_all = s->recursive;
-	sp_mode.lines = s->line_profile && !s->disable;
-	sp_mode.likwid = s->likwid && !s->disable;
-	sp_tracer_set_mode(sp_mode.threads, sp_mode.aggregate);
-	sp_tracer_set_memory(sp_mode.memory);
-	/* Without track_threads, lanes go on when a second thread records. */
-	sp_live.auto_lanes = !sp_mode.disabled && !sp_mode.aggregate && !sp_mode.threads;
-	if (s->mpi_calls && !s->disable) {
-		if (!sp_mpicalls_built()) {
-			PyErr_SetString(PyExc_RuntimeError, "profile_mpi_calls: this scope-profiler was built without MPI");
-			return -1;
-		}
-		/* MPI calls always carry their thread's lane: they may be made
-		 * in any thread, without the GIL (no switch to lanes then). */
-		if (sp_mpicalls_start(sp_mode.buffer_limit, sp_mode.threads ? mpi_call_lane : mpi_call_lane_known) != 0) {
-			PyErr_NoMemory();
-			return -1;
-		}
-	} else {
-		sp_mpicalls_stop();
-	}
-	return sp_regions_apply() == 0 && sp_wrappers_apply() == 0 ? 0 : -1;
-}
-
 /* Until the next setup(), regions record nothing (decorators still wrap,
  * for that setup()). */
 static void mode_off(void)
 {
-	struct sp_settings off = { .disable = 1, .buffer_limit = session.cur.buffer_limit };
-	if (mode_apply(&off) != 0)
-		PyErr_Clear();
-	sp_mode.idle = 1;
+	sp_mode_off((size_t)session.cur.buffer_limit);
 }
 
 /* Forgets every recorded event (the regions stay registered). */
 static int reset_events(void)
 {
-	if (sp_session_busy())
+	if (session_busy())
 		return -1;
 	/* The hook's open calls point into the buffers cleared below. */
-	sp_tracer_stop_all();
-	sp_mode.threads = 0;
-	session.memory_kept = 0;
+	sp_mode_reset();
 	sp_linetrace_reset();
 	sp_agg_reset();
 	sp_regions_reset();
 	sp_mpicalls_reset();
 	return 0;
-}
-
-/* ---- setup()'s keywords -> struct sp_settings (the table in core/settings.c) ---- */
-
-static int compression_of(PyObject *v, int *level)
-{
-	if (v == Py_None || v == Py_False) {
-		*level = 0;
-		return 0;
-	}
-	if (v == Py_True) {
-		*level = 4;
-		return 0;
-	}
-	if (PyLong_CheckExact(v)) {
-		long n = PyLong_AsLong(v);
-		if (n >= 0 && n <= 9) {
-			*level = (int)n;
-			return 0;
-		}
-		PyErr_Clear();
-	} else if (PyUnicode_Check(v)) {
-		const char *s = PyUnicode_AsUTF8(v);
-		if (s && sp_settings_compression(s, level) == 0)
-			return 0;
-		PyErr_Clear();
-	}
-	PyErr_Format(PyExc_ValueError, "hdf5_compression must be 'auto', 'gzip', 'gzip=LEVEL' (LEVEL 1 "
-		     "to 9), 'none', None, True, False or a level 0 to 9, not %R", v);
-	return -1;
-}
-
-/* One keyword's value into its field of s; a path is copied into *path. */
-static int keyword_set(struct sp_settings *s, const struct sp_setting_key *k, PyObject *v, char **path)
-{
-	char *field = (char *)s + k->offset;
-	int truth;
-	switch (k->kind) {
-	case SP_SETTING_PATH: {
-		PyObject *b = NULL;
-		if (!PyUnicode_FSConverter(v, &b))
-			return -1;
-		char *d = strdup(PyBytes_AS_STRING(b));
-		Py_DECREF(b);
-		if (!d) {
-			PyErr_NoMemory();
-			return -1;
-		}
-		free(*path);
-		*path = d;
-		*(const char **)(void *)field = d;
-		return 0;
-	}
-	case SP_SETTING_COUNT: {
-		int overflow = 0;
-		long long n = PyLong_Check(v) && !PyBool_Check(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
-		if (n < 1 && overflow <= 0) {
-			PyErr_Clear();
-			PyErr_Format(PyExc_ValueError, "%s must be a positive integer, not %R", k->keyword, v);
-			return -1;
-		}
-		*(long long *)(void *)field = overflow > 0 ? LLONG_MAX : n;
-		return 0;
-	}
-	case SP_SETTING_COMPRESSION:
-		return compression_of(v, (int *)(void *)field);
-	case SP_SETTING_BOOL:
-	case SP_SETTING_NOT_YET:
-		if ((truth = PyObject_IsTrue(v)) < 0)
-			return -1;
-		if (truth && k->kind == SP_SETTING_NOT_YET) {
-			PyErr_Format(PyExc_NotImplementedError, "setup(%s=True): %s is not available in this "
-				     "scope-profiler build (%s)", k->keyword, k->what, SP_VERSION);
-			return -1;
-		}
-		*(int *)(void *)field = truth;
-		return 0;
-	}
-	return 0;
-}
-
-/* setup()'s keywords into s; *given gets a bit per keyword row given. An
- * unknown keyword is a TypeError naming it. */
-static int settings_from_kwargs(PyObject *kw, struct sp_settings *s, unsigned *given, char **path)
-{
-	size_t n;
-	const struct sp_setting_key *keys = sp_settings_keywords(&n);
-	Py_ssize_t pos = 0;
-	PyObject *key, *v;
-	*given = 0;
-	while (kw && PyDict_Next(kw, &pos, &key, &v)) {
-		const char *name = PyUnicode_AsUTF8(key);
-		const struct sp_setting_key *k = name ? sp_settings_keyword(name) : NULL;
-		if (!k) {
-			if (name && sp_settings_alias(name))
-				continue;   /* below, once every current keyword is in */
-			PyErr_Format(PyExc_TypeError, "setup() got an unexpected keyword argument %R", key);
-			return -1;
-		}
-		if (keyword_set(s, k, v, path) != 0)
-			return -1;
-		*given |= 1u << (k - keys);
-	}
-	/* The earlier releases' keywords (sp_settings_alias): a boolean of a
-	 * current row, which the row itself must not contradict. */
-	for (pos = 0; kw && PyDict_Next(kw, &pos, &key, &v);) {
-		const struct sp_setting_alias *a = sp_settings_alias(PyUnicode_AsUTF8(key));
-		int truth = a ? PyObject_IsTrue(v) : 0;
-		if (!a || !a->of)
-			continue;
-		if (truth < 0)
-			return -1;
-		const struct sp_setting_key *k = sp_settings_keyword(a->of);
-		int *field = (int *)(void *)((char *)s + k->offset), value = a->negate ? !truth : truth;
-		if ((*given & (1u << (k - keys))) && *field != value) {
-			PyErr_Format(PyExc_ValueError, "setup(%s=%s) contradicts %s=%s (the earlier name of "
-				     "%s=%s)", k->keyword, *field ? "True" : "False", a->keyword,
-				     truth ? "True" : "False", k->keyword, value ? "True" : "False");
-			return -1;
-		}
-		*field = value;
-		*given |= 1u << (k - keys);
-	}
-	return 0;
-}
-
-static void field_copy(struct sp_settings *dst, const struct sp_settings *src, const struct sp_setting_key *k)
-{
-	size_t size = k->kind == SP_SETTING_PATH ? sizeof(const char *)
-		: k->kind == SP_SETTING_COUNT ? sizeof(long long) : sizeof(int);
-	memcpy((char *)dst + k->offset, (const char *)src + k->offset, size);
 }
 
 /* setup(**kw): the merged settings (the running session's or the
@@ -350,7 +101,7 @@ static int setup_kwargs(PyObject *kw)
 	char *path = NULL, err[256], abs[PATH_MAX];
 	unsigned mask;
 	int rc = -1;
-	if (settings_from_kwargs(kw, &given, &mask, &path) != 0)
+	if (sp_keywords_settings(kw, &given, &mask, &path) != 0)
 		goto out;
 	if (session.active)
 		merged = session.cur;
@@ -358,16 +109,16 @@ static int setup_kwargs(PyObject *kw)
 	const struct sp_setting_key *keys = sp_settings_keywords(&n);
 	for (size_t i = 0; i < n; i++) {
 		if (mask & (1u << i))
-			field_copy(&merged, &given, &keys[i]);
+			sp_keywords_copy(&merged, &given, &keys[i]);
 		if (sp_settings_given(&session.locked, &keys[i]))
-			field_copy(&merged, &session.locked, &keys[i]);
+			sp_keywords_copy(&merged, &session.locked, &keys[i]);
 	}
 	if (!merged.outfile)
 		merged.outfile = session.default_outfile;
 	/* Like track_threads: once the calls carry allocation values, every
 	 * later call needs them; use_memray stays on until the events are
 	 * written or reset (the allocators stay wrapped anyway). */
-	int memory_forced = session.memory_kept && !merged.memory;
+	int memory_forced = sp_mode.memory_kept && !merged.memory;
 	if (memory_forced)
 		merged.memory = 1;
 	sp_settings_defaults(&merged);
@@ -386,7 +137,15 @@ static int setup_kwargs(PyObject *kw)
 			     "more than this machine's memory (at most %zu)", merged.buffer_limit, sp_buf_max_cap());
 		goto out;
 	}
-	if (sp_session_busy() || mode_apply(&merged) != 0)
+	if (merged.likwid && !merged.disable && sp_wrappers_recursive()) {
+		/* Decorated before LIKWID was asked for: as profile(recursive=True)
+		 * under it (region_types.c), refused before anything changes. */
+		PyErr_SetString(PyExc_ValueError, "use_likwid cannot be combined with a function decorated "
+				"with profile(recursive=True): LIKWID marker regions wrap the calls of explicit "
+				"regions");
+		goto out;
+	}
+	if (session_busy() || sp_mode_apply(&merged) != 0)
 		goto out;
 	/* The path: kept by this session (a new one, or the one it had). */
 	if (merged.outfile != session.outfile) {
@@ -413,166 +172,6 @@ out:
 }
 
 /* ---- the end of a session ---- */
-
-/* The file's metadata (struct sp_kv pairs, strings owned by *buf's
- * entries). Returns the number of pairs, or -1 with an exception. */
-#define NMETA 22
-struct meta {
-	struct sp_kv kv[NMETA];
-	char *owned[NMETA];
-	size_t n;
-};
-
-static int meta_add(struct meta *m, const char *key, const char *value, int own)
-{
-	m->kv[m->n].key = (char *)key;
-	m->kv[m->n].value = (char *)value;
-	m->owned[m->n] = own ? (char *)value : NULL;
-	if (!value) {
-		PyErr_NoMemory();
-		return -1;
-	}
-	m->n++;
-	return 0;
-}
-
-/* meta_add with the attribute's type (enum sp_kv_type). */
-static int meta_add_as(struct meta *m, const char *key, const char *value, enum sp_kv_type type)
-{
-	if (meta_add(m, key, value, 0) != 0)
-		return -1;
-	m->kv[m->n - 1].type = type;
-	return 0;
-}
-
-/* The local time now as ISO 8601 with microseconds and the UTC offset
- * ("2026-12-02T04:40:12.123456+01:00", what Python's
- * datetime.fromisoformat reads). */
-static void iso_now(char *buf, size_t len)
-{
-	struct timespec ts;
-	struct tm tm;
-	char date[32];
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (!localtime_r(&ts.tv_sec, &tm) || !strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm)) {
-		snprintf(buf, len, "%lld", (long long)ts.tv_sec);
-		return;
-	}
-	int off = (int)(tm.tm_gmtoff / 60) % (100 * 60);   /* at most 26 hours */
-	snprintf(buf, len, "%s.%06d%c%02d:%02d", date, (int)(ts.tv_nsec / 1000) % 1000000,
-		 off < 0 ? '-' : '+', abs(off) / 60, abs(off) % 60);
-}
-
-/* Who runs the profile, as Python's getpass.getuser() finds it: $LOGNAME,
- * $USER, $LNAME or $USERNAME, else the password database, else the uid. */
-static const char *user_name(char *buf, size_t len)
-{
-	static const char *const vars[] = {"LOGNAME", "USER", "LNAME", "USERNAME"};
-	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-		const char *v = getenv(vars[i]);
-		if (v && *v)
-			return v;
-	}
-	struct passwd pw, *found = NULL;
-	char pwbuf[1024];
-	if (getpwuid_r(geteuid(), &pw, pwbuf, sizeof pwbuf, &found) == 0 && found && found->pw_name) {
-		snprintf(buf, len, "%s", found->pw_name);
-		return buf;
-	}
-	snprintf(buf, len, "%lu", (unsigned long)geteuid());
-	return buf;
-}
-
-/* OMP_NUM_THREADS's first number when it is a positive whole number
- * (nested levels are comma-separated), else 1: the OpenMP threads per rank
- * of total_cores. */
-static long omp_threads(const char *omp)
-{
-	char *end;
-	long n = omp ? strtol(omp, &end, 10) : 0;
-	return omp && end != omp && (*end == '\0' || *end == ',') && n > 0 ? n : 1;
-}
-
-static void meta_free(struct meta *m)
-{
-	for (size_t i = 0; i < m->n; i++)
-		free(m->owned[i]);
-	m->n = 0;
-}
-
-/* " ".join(str(x) for x in seq), or "; ".join(f"{i}={x}") with numbered. */
-static char *join_str(PyObject *seq, const char *sep, int numbered)
-{
-	PyObject *parts = PyList_New(0), *s = NULL;
-	Py_ssize_t n = seq && PyList_Check(seq) ? PyList_GET_SIZE(seq) : 0;
-	for (Py_ssize_t i = 0; parts && i < n; i++) {
-		PyObject *item = numbered ? PyUnicode_FromFormat("%zd=%S", i, PyList_GET_ITEM(seq, i))
-					  : PyObject_Str(PyList_GET_ITEM(seq, i));
-		if (!item || PyList_Append(parts, item) != 0)
-			Py_CLEAR(parts);
-		Py_XDECREF(item);
-	}
-	PyObject *sep_s = parts ? PyUnicode_FromString(sep) : NULL;
-	if (sep_s)
-		s = PyUnicode_Join(sep_s, parts);
-	Py_XDECREF(sep_s);
-	Py_XDECREF(parts);
-	const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
-	char *d = u ? strdup(u) : NULL;
-	Py_XDECREF(s);
-	if (!d && !PyErr_Occurred())
-		PyErr_NoMemory();
-	return d;
-}
-
-static int metadata(struct meta *m, int tracing)
-{
-	const struct sp_settings *s = &session.cur;
-	struct utsname u;
-	static char host[256], platform[800], version[64], size[16], limit[32], comp[16];
-	static char stamp[64], cwd[PATH_MAX], cores[32], user[64];
-	uname(&u);
-	snprintf(host, sizeof host, "%s", u.nodename);
-	snprintf(platform, sizeof platform, "%s %s %s", u.sysname, u.release, u.machine);
-	snprintf(version, sizeof version, "%.*s", (int)strcspn(Py_GetVersion(), " "), Py_GetVersion());
-	snprintf(size, sizeof size, "%d", sp_mpi_active() ? sp_mpi_size() : 1);
-	snprintf(limit, sizeof limit, "%lld", s->buffer_limit);
-	if (s->compression)
-		snprintf(comp, sizeof comp, "gzip=%d", s->compression);
-	else
-		snprintf(comp, sizeof comp, "none");
-	const char *omp = getenv("OMP_NUM_THREADS");
-	iso_now(stamp, sizeof stamp);
-	if (!getcwd(cwd, sizeof cwd))
-		cwd[0] = '\0';
-	snprintf(cores, sizeof cores, "%lld", (long long)(sp_mpi_active() ? sp_mpi_size() : 1) * omp_threads(omp));
-	char *cmdline = session.command_line ? strdup(session.command_line)
-		: join_str(PySys_GetObject("argv"), " ", 0);
-	if (!cmdline && PyErr_Occurred())
-		return -1;
-	if (meta_add(m, "hostname", host, 0) || meta_add(m, "platform", platform, 0) ||
-	    meta_add(m, "python_version", version, 0) || meta_add(m, "tool", "scope-profiler", 0) ||
-	    meta_add(m, "tool_version", SP_VERSION, 0) || meta_add(m, "command_line", cmdline, 1) ||
-	    meta_add(m, "mpi_size", size, 0) ||
-	    meta_add(m, "mpi_library", sp_mpi_active() ? sp_mpi_library() : "", 0) ||
-	    meta_add(m, "omp_num_threads", omp ? omp : "", 0) ||
-	    meta_add(m, "mode", s->disable ? "disabled" : s->aggregate ? "aggregate"
-			 : s->track_async ? "async" : s->track_threads ? "threads" : "time_only", 0) ||
-	    meta_add(m, "lanes", join_str(sp_lane_names, "; ", 1), 1) ||
-	    meta_add(m, "recursive", session.trace_all ? "all" : tracing ? "true" : "false", 0) ||
-	    meta_add(m, "line_profile", s->line_profile ? "true" : "false", 0) ||
-	    meta_add(m, "mpi_calls", s->mpi_calls && !s->disable ? "true" : "false", 0) ||
-	    meta_add(m, "buffer_limit", limit, 0) || meta_add(m, "compression", comp, 0) ||
-	    /* The keys the original package's post-processing reads, as it
-	     * stores them: strings h5py reads as str, total_cores an integer. */
-	    meta_add_as(m, "timestamp", stamp, SP_KV_TEXT) ||
-	    meta_add_as(m, "scope_profiler_version", SP_VERSION, SP_KV_TEXT) ||
-	    meta_add_as(m, "working_directory", cwd, SP_KV_TEXT) ||
-	    meta_add_as(m, "total_cores", cores, SP_KV_INT) ||
-	    meta_add_as(m, "user", user_name(user, sizeof user), SP_KV_TEXT))
-		return -1;
-	return 0;
-}
 
 static int my_rank(void)
 {
@@ -630,7 +229,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	char fallback[PATH_MAX];
 	fallback_path(fallback, sizeof fallback);
 	*written = NULL;
-	if (sp_session_busy())
+	if (session_busy())
 		return NULL;
 	if (session.tracing) {
 		/* 3.11's hook for threads started later (see _start_tracing);
@@ -644,8 +243,8 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 		PyErr_Clear();
 		session.tracing = 0;
 	}
-	sp_tracer_stop_all();  /* profile(recursive=True) calls still running end now */
-	struct meta m = {0};
+	sp_mode_hook_stop();  /* profile(recursive=True) calls still running end now */
+	struct sp_meta m = {0};
 	struct sp_final f = {
 		.path = path, .render = show || snapshot, .render_lines = show_lines, .snapshot = snapshot,
 		.failed = failed, .fallback = fallback, .compression = s->compression,
@@ -653,19 +252,20 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 		/* The run's own process gathers its children's profiles. */
 		.children_dir = session.parent_pid || !path ? NULL : session.children_dir,
 	};
-	if (metadata(&m, session.traced) != 0) {
-		meta_free(&m);
+	if (sp_meta_build(&m, s, session.command_line,
+			  session.trace_all ? "all" : session.traced ? "true" : "false") != 0) {
+		sp_meta_free(&m);
 		return NULL;
 	}
 	f.meta = m.kv;
 	f.nmeta = m.n;
 	int rc = sp_final_run(&f);
-	meta_free(&m);
+	sp_meta_free(&m);
 	session.children_merged = f.children_dir ? (Py_ssize_t)f.children_merged : -1;
 	if (rc != 0) {
 		PyObject *type, *value, *tb;
 		PyErr_Fetch(&type, &value, &tb);
-		if (mode_apply(s) != 0)   /* not written, the events kept: the session records on */
+		if (sp_mode_apply(s) != 0)   /* not written, the events kept: the session records on */
 			PyErr_Clear();
 		PyErr_Restore(type, value, tb);
 		return NULL;
@@ -710,7 +310,7 @@ static PyObject *mod_check_options(PyObject *m, PyObject *args, PyObject *kw)
 	struct sp_settings s = { .compression = -1, .verbose = -1 };
 	char *path = NULL;
 	unsigned mask;
-	int rc = settings_from_kwargs(kw, &s, &mask, &path);
+	int rc = sp_keywords_settings(kw, &s, &mask, &path);
 	free(path);
 	if (rc != 0)
 		return NULL;
@@ -746,7 +346,7 @@ static PyObject *mod_finalize(PyObject *m, PyObject *args, PyObject *kw)
 	 * once (not at the interpreter's exit, where daemon threads may still
 	 * run). */
 	if (res && !at_exit)
-		sp_mode.finished = 1;
+		sp_mode_set_finished(1);
 	return res;
 }
 
@@ -758,8 +358,7 @@ static PyObject *mod_reset(PyObject *m, PyObject *unused)
 	/* reset_events freed the regions' columns and took the lanes off: the
 	 * regions' classes and the wrappers' calls are chosen again, for the
 	 * settings in force (outside a session: the mode as it is). */
-	if (session.active ? mode_apply(&session.cur) != 0
-			   : sp_regions_apply() != 0 || sp_wrappers_apply() != 0)
+	if (session.active ? sp_mode_apply(&session.cur) != 0 : sp_mode_reapply() != 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -777,39 +376,10 @@ static PyObject *mod_file_path(PyObject *m, PyObject *unused)
 static PyObject *mod_settings(PyObject *m, PyObject *unused)
 {
 	struct sp_settings cur = session.cur;
-	char comp[16];
-	size_t n;
-	const struct sp_setting_key *keys = sp_settings_keywords(&n);
 	if (!cur.outfile)
 		cur.outfile = session.default_outfile;
 	sp_settings_defaults(&cur);
-	PyObject *d = PyDict_New();
-	for (size_t i = 0; d && i < n; i++) {
-		const char *field = (const char *)&cur + keys[i].offset;
-		PyObject *v = NULL;
-		switch (keys[i].kind) {
-		case SP_SETTING_PATH:
-			v = PyUnicode_DecodeFSDefault(*(const char *const *)(const void *)field);
-			break;
-		case SP_SETTING_COUNT:
-			v = PyLong_FromLongLong(*(const long long *)(const void *)field);
-			break;
-		case SP_SETTING_COMPRESSION: {
-			int level = *(const int *)(const void *)field;
-			snprintf(comp, sizeof comp, level ? "gzip=%d" : "none", level);
-			v = PyUnicode_FromString(comp);
-			break;
-		}
-		case SP_SETTING_BOOL:
-		case SP_SETTING_NOT_YET:
-			v = PyBool_FromLong(*(const int *)(const void *)field);
-			break;
-		}
-		if (!v || PyDict_SetItemString(d, keys[i].keyword, v) != 0)
-			Py_CLEAR(d);
-		Py_XDECREF(v);
-	}
-	return d;
+	return sp_keywords_dict(&cur);
 }
 
 static PyObject *mod_session_active(PyObject *m, PyObject *unused)
@@ -872,8 +442,10 @@ static PyObject *mod_child_session(PyObject *m, PyObject *unused)
 {
 	if (!session.active || !session.children_dir || session.pid == getpid())
 		Py_RETURN_NONE;
-	session.writing = 0;   /* another thread of the parent's may have been writing */
-	if (reset_events() != 0 || child_outfile(session.children_dir) != 0) {
+	sp_final_forked();   /* another thread of the parent's may have been writing */
+	/* The reset freed the columns the mode's classes write (lanes,
+	 * values): the mode is applied again. */
+	if (reset_events() != 0 || sp_mode_apply(&session.cur) != 0 || child_outfile(session.children_dir) != 0) {
 		PyErr_Clear();
 		session.active = 0;   /* records, but never writes */
 		Py_RETURN_NONE;
@@ -927,10 +499,10 @@ static PyObject *mod_clock_ns(PyObject *m, PyObject *unused)
 static PyObject *mod_async_lanes_auto(PyObject *m, PyObject *unused)
 {
 	struct sp_settings *s = &session.cur;
-	if (!session.active || session.writing || s->track_async || s->disable || s->aggregate || s->likwid)
+	if (!session.active || sp_final_writing() || s->track_async || s->disable || s->aggregate || s->likwid)
 		Py_RETURN_NONE;
 	s->track_async = 1;
-	if (mode_apply(s) != 0) {
+	if (sp_mode_apply(s) != 0) {
 		s->track_async = 0;
 		return NULL;
 	}
@@ -1152,7 +724,7 @@ void sp_session_end_child(void)
 
 void sp_session_exec_failed(void)
 {
-	sp_mode.finished = 0;
+	sp_mode_set_finished(0);
 	PyObject *type, *value, *tb;
 	PyErr_Fetch(&type, &value, &tb);
 	PySys_WriteStderr("scope-profiler: run: os.exec*() failed after the profile was written: "

@@ -22,8 +22,6 @@
 
 #include <stdint.h>
 
-#include "sp_pyregion.h"
-
 struct sp_mem_counters {
 	int64_t alloc;        /* bytes requested in the mem and object domains (GIL held) */
 	int64_t live;         /* their blocks' bytes still allocated */
@@ -59,14 +57,15 @@ static inline int64_t sp_mem_open(void)
 	return saved;
 }
 
-/* A call of r in slot `slot` closes: its allocated bytes (counter at its
- * start: alloc0), the region's peak, and the outer calls' mark. */
-static inline void sp_mem_close(RegionObject *r, size_t slot, int64_t alloc0, int64_t saved)
+/* A call closes: its allocated bytes into *value (the counter at its
+ * start: alloc0), its region's peak (*peak), and the outer calls' mark
+ * (saved: what sp_mem_open returned). */
+static inline void sp_mem_close(int64_t *value, int64_t *peak, int64_t alloc0, int64_t saved)
 {
-	r->buf.values[slot] = sp_mem_allocated() - alloc0;
+	*value = sp_mem_allocated() - alloc0;
 	int64_t m = sp_mem.mark;
-	if (sp_mem.exact && m > r->peak_bytes)
-		r->peak_bytes = m;
+	if (sp_mem.exact && m > *peak)
+		*peak = m;
 	if (saved > m)
 		sp_mem.mark = saved;
 }

@@ -16,7 +16,8 @@
 
 #include "sp_mpi.h"
 #include "sp_outpath.h"
-#include "sp_pyregion.h"
+#include "sp_mode.h"
+#include "sp_recorder.h"
 #include "sp_standalone.h"
 
 #ifdef SP_EXTENSION
@@ -31,9 +32,7 @@ int sp_standalone_init(PyObject *mod)
 	/* No session yet: nothing records, but decorating still wraps, so
 	 * that the usual script (decorated at import, setup() in main) and a
 	 * notebook's cells (setup() after the definitions) record. */
-	sp_mode.region_type = &sp_DisabledRegionType;
-	sp_mode.disabled = 1;
-	sp_mode.idle = 1;
+	sp_mode_off(SP_DEFAULT_BUFFER_LIMIT);
 	PyObject *atexit = PyImport_ImportModule("atexit");
 	PyObject *hook = atexit ? PyObject_GetAttrString(mod, "_finalize_at_exit") : NULL;
 	PyObject *r = hook ? PyObject_CallMethod(atexit, "register", "O", hook) : NULL;

@@ -1,31 +1,33 @@
 /* tracer.c - `run --recursive` and profile(recursive=True): a C hook that
  * records every call of every Python function in a region named
  * <module>.<qualname>. On CPython 3.11 it is a profile hook
- * (PyEval_SetProfile); on 3.12 and later, sys.monitoring (PEP 669)
- * callbacks of a tool id of our own, so cProfile, coverage and debuggers
- * keep theirs.
+ * (PyEval_SetProfile, tracer_setprofile.c); on 3.12 and later,
+ * sys.monitoring (PEP 669) callbacks of a tool id of our own, so cProfile,
+ * coverage and debuggers keep theirs (tracer_monitoring.c): the back end,
+ * compiled here, below the paths it calls.
  *
  * Per call it does what cProfile's hook does at the least: the region comes
  * from the code object's extra slot (decided once per code object: traced
  * or not, and which region), the thread's stack of open calls is the hook's
- * own, and a call costs one clock read, two stores and its node of the
- * live call tree (sp_aggregate.h: a compare with the region's cache, a
- * count at the return); in steady state nothing is allocated, hashed or
- * formatted. Under sys.monitoring a code
- * object that is not traced turns its events off at its first call. */
+ * own, and a call costs a clock read and two stores at its start, a clock
+ * read and its statistics at its end; in steady state nothing is
+ * allocated, hashed or formatted. Under sys.monitoring a code object that
+ * is not traced turns its events off at its first call. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_aggregate.h"
 #include "sp_clock.h"
 #include "sp_filter.h"
+#include "sp_lanes.h"
 #include "sp_memory.h"
+#include "sp_mode.h"
 #include "sp_monitor.h"
-#include "sp_pyregion.h"
-#include "sp_aggregate.h"
+#include "sp_region.h"
+#include "sp_tracer.h"
 
 /* The value in a code object's cache slot for "not traced" (no object
  * lives at address 1). */
@@ -36,37 +38,6 @@
  * code's. */
 static Py_ssize_t extra_index = -1;
 
-#ifndef SP_MONITORING
-/* 3.11, read without function calls or reference counting: the frame's
- * code object, and the code object's extra slot (the layout of
- * Objects/codeobject.c's _PyCodeObjectExtra, unchanged since 3.6). Later
- * versions use only the documented and PyUnstable_ API. */
-#define Py_BUILD_CORE 1
-#include "internal/pycore_frame.h"
-#undef Py_BUILD_CORE
-struct code_extra {
-	Py_ssize_t size;
-	void *extras[1];
-};
-
-static inline PyCodeObject *frame_code(PyFrameObject *f)
-{
-	return f->f_frame->f_code;
-}
-
-static inline void *code_cached(PyCodeObject *co)
-{
-	const struct code_extra *e = co->co_extra;
-	return e && extra_index < e->size ? e->extras[extra_index] : NULL;
-}
-#else
-static inline void *code_cached(PyCodeObject *co)
-{
-	void *x = NULL;
-	sp_code_get_extra((PyObject *)co, extra_index, &x);
-	return x;
-}
-#endif
 
 /* What to trace; set before the first code object is classified. */
 static struct sp_filter filter;
@@ -80,7 +51,7 @@ static int32_t scratch_lanes[1];
 static RegionObject scratch = {
 	.buf = {.starts = scratch_starts, .ends = scratch_ends, .lanes = scratch_lanes,
 		.n = 1, .cap = 1, .limit = 1},
-	.live_parent = INT32_MIN, .live_node = -1, .index = -1,
+	.index = -1,
 };
 
 /* An open call. Its frame is known by identity only, never dereferenced:
@@ -94,23 +65,9 @@ struct open_call {
 					* memory mode's event -(slot + 2), whose value holds
 					* the allocation counter at its start until it ends */
 	int64_t start;                 /* aggregation mode: its start; memory mode: the mark before */
-	int32_t node;                  /* its call-tree node (aggregation mode's, or the live one) */
-	int32_t parent;                /* aggregation mode: the node before */
+	int32_t node;                  /* aggregation mode: its call-tree node, */
+	int32_t parent;                /* and the node before */
 };
-
-/* Aggregation mode (--aggregate): calls count in the call tree of
- * aggregate.c, as decorated functions do, and keep no events. */
-static int tracer_agg;
-/* The memory mode (sp_memory.h): each call's allocations too. */
-static int tracer_mem;
-/* Either: the one check on the hook's common path. */
-static int tracer_special;
-
-void sp_tracer_set_memory(int on)
-{
-	tracer_mem = on;
-	tracer_special = tracer_agg || tracer_mem;
-}
 
 /* An open call's event slot (-1: none, aggregation mode). */
 static inline ptrdiff_t slot_of(const struct open_call *c)
@@ -123,7 +80,7 @@ static void end_mem(struct open_call *c, int64_t t)
 {
 	RegionObject *r = c->region;
 	size_t i = (size_t)slot_of(c);
-	sp_mem_close(r, i, r->buf.values[i], c->start);
+	sp_region_mem_close(r, i, r->buf.values[i], c->start);
 	sp_region_end(r, i, t);
 }
 
@@ -160,26 +117,22 @@ static __attribute__((noinline, cold)) int stack_grow(struct call_stack *s)
 
 /* Calls still open on a thread's stack end now (they were entered and will
  * not be seen returning); the stack is emptied. `own`: the calling thread's
- * stack, whose current call-tree node goes back to what it was below them. */
+ * stack, whose current call-tree node (aggregation mode) goes back to what
+ * it was below them. */
 static void close_open_calls(struct call_stack *s, int64_t now, int own)
 {
 	for (struct open_call *c = s->top; c > s->calls; c--) {
-		if (c->slot != -1) {
-			if (c->slot < -1)
-				end_mem(c, now);
-			else
-				sp_region_end(c->region, (size_t)c->slot, now);
-			sp_live_close(c->node, c->region->buf.starts[slot_of(c)],
-				      c - 1 > s->calls && c[-1].slot != -1
-				      ? c[-1].region->buf.starts[slot_of(&c[-1])] : INT64_MIN, now, own);
-			continue;
+		if (c->slot < -1) {
+			end_mem(c, now);
+		} else if (c->slot >= 0) {
+			sp_region_end(c->region, (size_t)c->slot, now);
+		} else {
+			sp_agg_count(c->region, c->node, c->start, now);
+			if (own)
+				sp_agg_stack.cur = c->parent;
 		}
-		sp_agg_count(c->region, c->node, c->start, now);
-		if (own)
-			sp_agg_stack.cur = c->parent;
 	}
 	s->top = s->calls;
-	sp_live_closed(now);
 }
 
 static void cache_put(PyCodeObject *co, void *value)
@@ -259,7 +212,7 @@ static __attribute__((noinline)) void push_mem(struct call_stack *s, RegionObjec
 					       int lanes)
 {
 	int32_t lane = lanes ? sp_current_lane() : 0;
-	if (sp_live_check() && !lanes) {   /* lanes on just now (as in push_call) */
+	if (!lanes && sp_mode_check_thread()) {   /* lanes on just now (as in push_call) */
 		push_mem(s, r, frame, 1);
 		return;
 	}
@@ -278,20 +231,25 @@ static __attribute__((noinline)) void push_mem(struct call_stack *s, RegionObjec
 	c->region = r;
 	if (lanes)
 		r->buf.lanes[i] = lane;
-	c->node = sp_live_enter(r);
-	int64_t t = r->buf.starts[i] = sp_clock_ns();
-	sp_live_started(t);
+	r->buf.starts[i] = sp_clock_ns();
 }
 
-/* A traced call starts: a slot in its region, the start time. */
-static inline void push_call(struct call_stack *s, RegionObject *r, const void *frame, int lanes)
+static void push_call_lanes(struct call_stack *s, RegionObject *r, const void *frame);
+
+/* A traced call starts: a slot in its region, the start time. Inlined in
+ * the hook, where `lanes` is a constant on 3.11. */
+static inline __attribute__((always_inline)) void push_call(struct call_stack *s, RegionObject *r,
+							     const void *frame, int lanes)
 {
 	if (__builtin_expect(s->top == s->end, 0) && stack_grow(s) != 0) {
 		r->buf.dropped++;
 		return;
 	}
-	if (__builtin_expect(tracer_special, 0)) {
-		if (tracer_agg)
+	/* Aggregation mode (--aggregate): calls count in the call tree of
+	 * aggregate.c, as decorated functions do, and keep no events; the
+	 * memory mode (sp_memory.h): each call's allocations too. */
+	if (__builtin_expect(sp_mode.hook_special, 0)) {
+		if (sp_mode.aggregate)
 			push_agg(s, r, frame);
 		else
 			push_mem(s, r, frame, lanes);
@@ -299,10 +257,10 @@ static inline void push_call(struct call_stack *s, RegionObject *r, const void *
 	}
 	/* The lane first (as in pf_record): starts stay in slot order. */
 	int32_t lane = lanes ? sp_current_lane() : 0;
-	/* A thread's first call; another thread than lane 0's turns the
-	 * lanes on (in every thread's hook), and this call has its lane. */
-	if (sp_live_check() && !lanes) {
-		push_call(s, r, frame, 1);
+	/* Another thread than lane 0's turns the lanes on (in every thread's
+	 * hook), and this call has its lane. */
+	if (!lanes && sp_mode_check_thread()) {
+		push_call_lanes(s, r, frame);
 		return;
 	}
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
@@ -318,10 +276,13 @@ static inline void push_call(struct call_stack *s, RegionObject *r, const void *
 	c->slot = i;
 	if (lanes)
 		r->buf.lanes[i] = lane;
-	c->node = sp_live_enter(r);
 	/* The end is written at the return, or by sp_tracer_stop_all. */
-	int64_t t = r->buf.starts[i] = sp_clock_ns();
-	sp_live_started(t);
+	r->buf.starts[i] = sp_clock_ns();
+}
+
+static __attribute__((noinline)) void push_call_lanes(struct call_stack *s, RegionObject *r, const void *frame)
+{
+	push_call(s, r, frame, 1);
 }
 
 /* A call returns: when the open call on top is this frame's, its end time.
@@ -334,427 +295,31 @@ static inline int pop_call(struct call_stack *s, const void *frame)
 		return 1;
 	s->top = c - 1;
 	if (__builtin_expect(c->slot < 0, 0)) {
-		if (c->slot == -1) {
+		if (c->slot == -1)
 			pop_agg(c);
-		} else {
-			int64_t t = sp_clock_ns();
-			end_mem(c, t);
-			sp_live_leave(c->node, c->region->buf.starts[slot_of(c)], t);
-		}
+		else
+			end_mem(c, sp_clock_ns());
 	} else {
-		int64_t t = sp_clock_ns();
-		RegionObject *r = c->region;
-		sp_region_end(r, (size_t)c->slot, t);
-		sp_live_leave(c->node, r->buf.starts[c->slot], t);
+		sp_region_end(c->region, (size_t)c->slot, sp_clock_ns());
 	}
 	return 0;
 }
 
-#ifndef SP_MONITORING
-/* ---- 3.11: a profile hook per thread ---- */
-
-/* A thread's stack: the hook's object. */
-typedef struct {
-	PyObject_HEAD
-	struct call_stack s;
-} TracerState;
-
-static void ts_dealloc(PyObject *self)
-{
-	PyMem_RawFree(((TracerState *)self)->s.calls);
-	Py_TYPE(self)->tp_free(self);
-}
-
-static PyTypeObject TracerStateType = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "scope_profiler._TracerState",
-	.tp_basicsize = sizeof(TracerState),
-	.tp_dealloc = ts_dealloc,
-	.tp_flags = Py_TPFLAGS_DEFAULT,
-};
-
-/* The hook only dispatches to one of two small functions, so that each
- * saves just the registers it needs. */
-static inline __attribute__((always_inline)) int on_call(TracerState *ts, PyFrameObject *frame, int lanes)
-{
-	PyCodeObject *co = frame_code(frame);
-	void *x = code_cached(co);
-	if (__builtin_expect(!x, 0)) {
-		PyObject *globals = PyFrame_GetGlobals(frame);
-		x = classify(co, globals);
-		Py_XDECREF(globals);
-	}
-	if (x != SKIP)
-		push_call(&ts->s, x, frame, lanes);
-	return 0;
-}
-
-static __attribute__((noinline)) int on_return(TracerState *ts, PyFrameObject *frame)
-{
-	pop_call(&ts->s, frame);
-	return 0;
-}
-
-static __attribute__((noinline)) int on_call_plain(TracerState *ts, PyFrameObject *frame)
-{
-	return on_call(ts, frame, 0);
-}
-
-static __attribute__((noinline)) int on_call_lanes(TracerState *ts, PyFrameObject *frame)
-{
-	return on_call(ts, frame, 1);
-}
-
-static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
-{
-	if (what == PyTrace_CALL)
-		return on_call_plain((TracerState *)obj, frame);
-	if (what == PyTrace_RETURN)
-		return on_return((TracerState *)obj, frame);
-	return 0;
-}
-
-/* --track-threads: the same, with the thread's lane per call. */
-static int hook_lanes(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
-{
-	if (what == PyTrace_CALL)
-		return on_call_lanes((TracerState *)obj, frame);
-	if (what == PyTrace_RETURN)
-		return on_return((TracerState *)obj, frame);
-	return 0;
-}
-
-/* The hook new threads get; chosen at setup. */
-static Py_tracefunc active_hook = hook;
-
-void sp_tracer_set_mode(int lanes, int aggregate)
-{
-	active_hook = lanes ? hook_lanes : hook;
-	tracer_agg = aggregate;
-	tracer_special = tracer_agg || tracer_mem;
-	sp_live_mode(lanes, sp_mode.track_async);
-}
-
-static inline int is_ours(Py_tracefunc f)
-{
-	return f == hook || f == hook_lanes;
-}
-
-void sp_tracer_lanes_on(void)
-{
-	active_hook = hook_lanes;
-	/* Under the GIL: no thread is inside the hook but the caller, which
-	 * records its call with lanes (push_call). */
-	for (PyThreadState *t = PyInterpreterState_ThreadHead(PyInterpreterState_Get()); t;
-	     t = PyThreadState_Next(t))
-		if (t->c_profilefunc == hook)
-			t->c_profilefunc = hook_lanes;
-}
-
-static int backend_init(void)
-{
-	return PyType_Ready(&TracerStateType);
-}
-
-int sp_tracer_start_thread(void)
-{
-	PyThreadState *tstate = PyThreadState_Get();
-	if (is_ours(tstate->c_profilefunc))
-		return 0;
-	TracerState *ts = PyObject_New(TracerState, &TracerStateType);
-	if (!ts)
-		return -1;
-	if (stack_init(&ts->s) != 0) {
-		ts->s.calls = NULL;
-		Py_DECREF(ts);
-		PyErr_NoMemory();
-		return -1;
-	}
-	PyEval_SetProfile(active_hook, (PyObject *)ts);
-	Py_DECREF(ts);   /* the thread state holds it */
-	return 1;
-}
-
-void sp_tracer_stop_thread(void)
-{
-	PyThreadState *t = PyThreadState_Get();
-	if (is_ours(t->c_profilefunc)) {
-		close_open_calls(&((TracerState *)t->c_profileobj)->s, sp_clock_ns(), 1);
-		PyEval_SetProfile(NULL, NULL);
-	}
-}
-
-/* `run --recursive`: threads started later get the hook through
- * threading.setprofile(_thread_hook) (see _start_tracing). */
-static int start_every_thread(void)
-{
-	return sp_tracer_start_thread() < 0 ? -1 : 0;
-}
-
-void sp_tracer_stop_all(void)
-{
-	int64_t now = sp_clock_ns();
-	PyThreadState *me = PyThreadState_Get();
-	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t; t = PyThreadState_Next(t)) {
-		if (!is_ours(t->c_profilefunc))
-			continue;
-		close_open_calls(&((TracerState *)t->c_profileobj)->s, now, t == me);
-		_PyEval_SetProfile(t, NULL, NULL);
-	}
-	sp_live_restart();   /* other threads' current nodes were the closed calls' */
-	PyErr_Clear();
-}
-
-static int this_thread_traced(void)
-{
-	return is_ours(PyThreadState_Get()->c_profilefunc);
-}
-
-/* threading.setprofile(_thread_hook): a new thread calls it for its first
- * event through Python's trampoline; it swaps in the C hook for the rest
- * of the thread and records this first call itself. */
-static PyObject *tr_thread_hook(PyObject *m, PyObject *args)
-{
-	PyObject *frame, *event, *arg;
-	if (!PyArg_ParseTuple(args, "OOO", &frame, &event, &arg))
-		return NULL;
-	if (sp_tracer_start_thread() < 0)
-		return NULL;
-	PyThreadState *tstate = PyThreadState_Get();
-	if (PyFrame_Check(frame) && PyUnicode_Check(event) &&
-	    PyUnicode_CompareWithASCIIString(event, "call") == 0)
-		tstate->c_profilefunc(tstate->c_profileobj, (PyFrameObject *)frame, PyTrace_CALL, NULL);
-	Py_RETURN_NONE;
-}
-#define THREAD_HOOK_METHOD {"_thread_hook", tr_thread_hook, METH_VARARGS, NULL},
-
+/* ---- The back end: one file per interpreter family, compiled here (as
+ * Redis's ae.c includes ae_epoll.c or ae_kqueue.c), over the paths above.
+ * Each defines the same few functions: code_cached(co) (a code object's
+ * slot: its region, SKIP, or NULL when not classified yet), backend_init(),
+ * start_every_thread() (`run --recursive`), this_thread_traced(),
+ * THREAD_HOOK_METHOD (its own module functions), and sp_tracer.h's
+ * sp_tracer_start_thread, sp_tracer_stop_thread, sp_tracer_stop_all,
+ * sp_tracer_mode and sp_tracer_lanes_on. */
+#define SP_TRACER_BACKEND 1
+#ifdef SP_MONITORING
+#include "tracer_monitoring.c"
 #else
-/* ---- 3.12 and later: sys.monitoring callbacks, for every thread ---- */
-
-/* A thread's stack, found through a thread-local pointer; every stack is
- * also in a list (under the lock, which thread exits take without the GIL)
- * so that sp_tracer_stop_all can end every thread's open calls. */
-struct tstack {
-	struct call_stack s;
-	int active;                    /* this thread records */
-	struct tstack *next;
-};
-
-static _Thread_local struct tstack *me;
-
-static struct {
-	int tool;                      /* our sys.monitoring tool id, or -1 */
-	int events_on;                 /* our events are set */
-	int every_thread;              /* `run --recursive`: threads record from their first call */
-	int lanes;                     /* --track-threads */
-	struct tstack *all;
-	pthread_mutex_t lock;
-	pthread_key_t key;             /* frees a thread's stack when it exits */
-} mon = {.tool = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void thread_exit(void *p)
-{
-	struct tstack *t = p;
-	pthread_mutex_lock(&mon.lock);
-	for (struct tstack **at = &mon.all; *at; at = &(*at)->next)
-		if (*at == t) {
-			*at = t->next;
-			break;
-		}
-	pthread_mutex_unlock(&mon.lock);
-	PyMem_RawFree(t->s.calls);
-	PyMem_RawFree(t);
-}
-
-/* A forked child has one thread; the lock may have been held by another. */
-static void after_fork(void)
-{
-	pthread_mutex_init(&mon.lock, NULL);
-}
-
-static int backend_init(void)
-{
-	if (pthread_key_create(&mon.key, thread_exit) != 0 || pthread_atfork(NULL, NULL, after_fork) != 0) {
-		PyErr_SetString(PyExc_RuntimeError, "could not prepare the profile hook's thread state");
-		return -1;
-	}
-	return 0;
-}
-
-/* The calling thread's stack, made on its first traced call. */
-static __attribute__((noinline, cold)) struct tstack *my_stack(void)
-{
-	if (me)
-		return me;
-	struct tstack *t = PyMem_RawCalloc(1, sizeof *t);
-	if (!t || stack_init(&t->s) != 0) {
-		PyMem_RawFree(t);
-		return NULL;
-	}
-	pthread_setspecific(mon.key, t);
-	pthread_mutex_lock(&mon.lock);
-	t->next = mon.all;
-	mon.all = t;
-	pthread_mutex_unlock(&mon.lock);
-	return me = t;
-}
-
-/* A call starts (PY_START, PY_RESUME, PY_THROW). Returns 1 when its code
- * is not traced. */
-static inline int enter(PyCodeObject *co)
-{
-	void *x = code_cached(co);
-	if (__builtin_expect(!x, 0))
-		x = classify(co, PyEval_GetGlobals());   /* the frame that starts */
-	if (x == SKIP)
-		return 1;
-	struct tstack *t = me;
-	if (__builtin_expect(!t || !t->active, 0)) {
-		/* Threads that do not record, unless every thread does. */
-		if (!mon.every_thread || !(t = my_stack()))
-			return 0;
-		t->active = 1;
-	}
-	push_call(&t->s, x, co, mon.lanes);
-	return 0;
-}
-
-/* A call ends (PY_RETURN, PY_YIELD, PY_UNWIND). Returns 1 when it was not
- * one of ours. */
-static inline int leave(PyCodeObject *co)
-{
-	struct tstack *t = me;
-	return t ? pop_call(&t->s, co) : 1;
-}
-
-/* Each callback gets the code object first. Those of local events return
- * DISABLE for code that is not traced, so it runs without them. */
-static PyObject *cb_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	if (enter((PyCodeObject *)args[0]))
-		return Py_NewRef(sp_mon_disable);
-	Py_RETURN_NONE;
-}
-
-static PyObject *cb_throw(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	enter((PyCodeObject *)args[0]);
-	Py_RETURN_NONE;
-}
-
-static PyObject *cb_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	if (leave((PyCodeObject *)args[0]) && code_cached((PyCodeObject *)args[0]) == SKIP)
-		return Py_NewRef(sp_mon_disable);
-	Py_RETURN_NONE;
-}
-
-static PyObject *cb_unwind(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	leave((PyCodeObject *)args[0]);
-	Py_RETURN_NONE;
-}
-
-static PyMethodDef cb_defs[] = {
-	{"_on_start", (PyCFunction)(void (*)(void))cb_start, METH_FASTCALL, NULL},
-	{"_on_throw", (PyCFunction)(void (*)(void))cb_throw, METH_FASTCALL, NULL},
-	{"_on_return", (PyCFunction)(void (*)(void))cb_return, METH_FASTCALL, NULL},
-	{"_on_unwind", (PyCFunction)(void (*)(void))cb_unwind, METH_FASTCALL, NULL},
-};
-
-#define TRACER_EVENTS "PY_START|PY_RESUME|PY_THROW|PY_RETURN|PY_YIELD|PY_UNWIND"
-
-/* Our tool id and callbacks (once), then our events. */
-static int events_on(void)
-{
-	if (mon.events_on)
-		return 0;
-	if (mon.tool < 0) {
-		int tool = sp_mon_claim("scope-profiler --recursive");
-		if (tool < 0)
-			return -1;
-		if (sp_mon_register(tool, "PY_START|PY_RESUME", &cb_defs[0]) != 0 ||
-		    sp_mon_register(tool, "PY_THROW", &cb_defs[1]) != 0 ||
-		    sp_mon_register(tool, "PY_RETURN|PY_YIELD", &cb_defs[2]) != 0 ||
-		    sp_mon_register(tool, "PY_UNWIND", &cb_defs[3]) != 0)
-			return -1;
-		mon.tool = tool;
-	}
-	long ev = sp_mon_events(TRACER_EVENTS);
-	if (ev < 0 || sp_mon_set_events(mon.tool, ev) != 0)
-		return -1;
-	mon.events_on = 1;
-	return 0;
-}
-
-void sp_tracer_lanes_on(void)
-{
-	mon.lanes = 1;
-}
-
-void sp_tracer_set_mode(int lanes, int aggregate)
-{
-	mon.lanes = lanes;
-	tracer_agg = aggregate;
-	tracer_special = tracer_agg || tracer_mem;
-	sp_live_mode(lanes, sp_mode.track_async);
-}
-
-int sp_tracer_start_thread(void)
-{
-	if (me && me->active)
-		return 0;
-	if (events_on() != 0)
-		return -1;
-	struct tstack *t = my_stack();
-	if (!t) {
-		PyErr_NoMemory();
-		return -1;
-	}
-	t->active = 1;
-	return 1;
-}
-
-void sp_tracer_stop_thread(void)
-{
-	struct tstack *t = me;
-	if (t && t->active) {
-		close_open_calls(&t->s, sp_clock_ns(), 1);
-		t->active = 0;
-	}
-}
-
-/* `run --recursive`: every thread records from its first call. */
-static int start_every_thread(void)
-{
-	if (sp_tracer_start_thread() < 0)
-		return -1;
-	mon.every_thread = 1;
-	return 0;
-}
-
-void sp_tracer_stop_all(void)
-{
-	int64_t now = sp_clock_ns();
-	mon.every_thread = 0;
-	pthread_mutex_lock(&mon.lock);
-	for (struct tstack *t = mon.all; t; t = t->next) {
-		close_open_calls(&t->s, now, t == me);
-		t->active = 0;
-	}
-	pthread_mutex_unlock(&mon.lock);
-	sp_live_restart();   /* other threads' current nodes were the closed calls' */
-	if (mon.events_on && sp_mon_set_events(mon.tool, 0) == 0)
-		mon.events_on = 0;
-	PyErr_Clear();
-}
-
-static int this_thread_traced(void)
-{
-	return me && me->active;
-}
-#define THREAD_HOOK_METHOD
+#include "tracer_setprofile.c"
 #endif
+#undef SP_TRACER_BACKEND
 
 int sp_tracer_init(void)
 {

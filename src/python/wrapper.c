@@ -5,7 +5,7 @@
  * read once from its code's flags when it is decorated: a decorated `async
  * def` function is timed from its coroutine's first step to its end
  * (_timed_coroutine of the Python layer, around _coroutine_enter and
- * _coroutine_exit below); a generator function's generator has each resume
+ * _coroutine_exit of region_types.c); a generator function's generator has each resume
  * timed (generator.c), an async generator function's each awaited step
  * (_TimedAsyncGenerator of the Python layer); creating either records
  * nothing. */
@@ -15,13 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_aggregate.h"
 #include "sp_clock.h"
+#include "sp_generator.h"
+#include "sp_lanes.h"
 #include "sp_likwid.h"
 #include "sp_linetrace.h"
 #include "sp_memory.h"
-#include "sp_pyregion.h"
-#include "sp_aggregate.h"
+#include "sp_mode.h"
 #include "sp_recorder.h"
+#include "sp_region.h"
+#include "sp_tracer.h"
+#include "sp_wrapper.h"
 
 typedef struct ProfiledFunction {
 	PyObject_HEAD
@@ -68,9 +73,8 @@ static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self,
 	 * is read, so starts are in slot order (the end of the run takes the
 	 * first slot's as the earliest). */
 	int32_t lane = lanes == 2 ? sp_async_lane() : lanes ? sp_current_lane() : 0;
-	/* A thread's first call; another thread than lane 0's turns the
-	 * lanes on (as in regions.c). */
-	if (lanes != 2 && sp_live_check() && !lanes)
+	/* Another thread than lane 0's turns the lanes on (as in region_paths.c). */
+	if (!lanes && sp_mode_check_thread())
 		return (mem ? pf_call_mem_threads : pf_call_threads)(self, args, nargsf, kwnames);
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
 	if (i < 0)
@@ -78,9 +82,6 @@ static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self,
 	uint64_t gen = r->gen;
 	if (lanes)
 		r->buf.lanes[i] = lane;
-	/* The live call tree (sp_aggregate.h); not with task lanes, whose
-	 * tree is rebuilt at the end. */
-	int32_t node = lanes == 2 ? -1 : sp_live_enter(r);
 	r->buf.ends[i] = SP_NO_TIME;
 	int64_t mark0 = 0, alloc0 = 0;
 	if (mem) {
@@ -88,18 +89,15 @@ static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self,
 		mark0 = sp_mem_open();
 		alloc0 = sp_mem_allocated();
 	}
-	int64_t start = r->buf.starts[i] = sp_clock_ns();
-	sp_live_started(start);
+	r->buf.starts[i] = sp_clock_ns();
 	PyObject *res = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
 	int64_t t = sp_clock_ns();
 	/* The session may have been finalized during the call; then the slot
 	 * is no longer ours. */
 	if (r->gen == gen) {
 		if (mem)
-			sp_mem_close(r, (size_t)i, alloc0, mark0);
+			sp_region_mem_close(r, (size_t)i, alloc0, mark0);
 		sp_region_end(r, (size_t)i, t);
-		if (lanes != 2)
-			sp_live_leave(node, start, t);
 	}
 	return res;
 }
@@ -216,7 +214,7 @@ static PyObject *pf_call_agg(PyObject *self, PyObject *const *args, size_t nargs
 static PyObject *pf_call_disabled(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
 	if (__builtin_expect(sp_mode.finished, 0))
-		sp_region_used_after_finalize(((ProfiledFunction *)self)->region);
+		sp_mode_used_after_finalize_slow(((ProfiledFunction *)self)->region->name);
 	return PyObject_Vectorcall(((ProfiledFunction *)self)->func, args, nargsf, kwnames);
 }
 
@@ -530,93 +528,3 @@ int sp_wrapper_bind(PyObject *mod)
 	Py_XSETREF(wrap.timed_async_gen, PyObject_GetAttrString(mod, "_TimedAsyncGenerator"));
 	return wrap.timed_coroutine && wrap.timed_async_gen ? 0 : -1;
 }
-
-static int is_region(PyObject *o)
-{
-	PyTypeObject *t = Py_TYPE(o);
-	return t == &sp_TimeOnlyRegionType || t == &sp_ThreadsRegionType || t == &sp_AsyncRegionType ||
-	       t == &sp_MemoryRegionType || t == &sp_MemoryThreadsRegionType || t == &sp_MemoryAsyncRegionType ||
-	       t == &sp_LinesRegionType || t == &sp_LikwidRegionType || t == &sp_AggregateRegionType ||
-	       t == &sp_DisabledRegionType;
-}
-
-/* _coroutine_enter(region) and _coroutine_exit(region, token): around the
- * awaited run of a decorated `async def` function (_timed_coroutine). The
- * token carries the call's slot, so calls of interleaved tasks never close
- * each other's. A region of another class (aggregation) is entered through
- * its own __enter__ (token True); None: nothing was entered. */
-static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
-{
-	PyTypeObject *type = Py_TYPE(region);
-	if (type == &sp_DisabledRegionType)
-		Py_RETURN_NONE;
-	/* --likwid: timed without a marker region too (scope-profiler-run(1)):
-	 * the calls of a thread's tasks interleave, LIKWID's regions nest. */
-	if (type != &sp_TimeOnlyRegionType && type != &sp_ThreadsRegionType && type != &sp_AsyncRegionType &&
-	    type != &sp_LinesRegionType && type != &sp_LikwidRegionType) {
-		PyObject *res = PyObject_CallMethod(region, "__enter__", NULL);
-		if (!res)
-			return NULL;
-		Py_DECREF(res);
-		Py_RETURN_TRUE;
-	}
-	RegionObject *r = (RegionObject *)region;
-	/* No live tree here: a thread other than lane 0's turns the lanes on
-	 * itself (sp_live_thread_start). */
-	if (!r->buf.keep_lanes && sp_live.auto_lanes && sp_my_lane != 0)
-		sp_lanes_auto_on();
-	int32_t lane = !r->buf.keep_lanes ? 0 : sp_mode.track_async ? sp_async_lane() : sp_current_lane();
-	ptrdiff_t i = sp_buf_reserve(&r->buf);
-	if (i < 0)
-		Py_RETURN_NONE;
-	if (r->buf.lanes)
-		r->buf.lanes[i] = lane;
-	r->buf.ends[i] = SP_NO_TIME;
-	r->buf.starts[i] = sp_clock_ns();
-	/* Timed across its awaits, the coroutine's call may overlap calls of
-	 * other tasks of the thread: the call tree is rebuilt by containment. */
-	sp_live.unknown = 1;
-	PyObject *token = Py_BuildValue("(nK)", i, (unsigned long long)r->gen);
-	if (!token)   /* out of memory: the call is lost, not left open */
-		sp_region_end(r, (size_t)i, r->buf.starts[i]);
-	return token;
-}
-
-static PyObject *mod_coroutine_exit(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-	int64_t t = sp_clock_ns();
-	if (nargs != 2) {
-		PyErr_SetString(PyExc_TypeError, "_coroutine_exit(region, token)");
-		return NULL;
-	}
-	PyObject *region = args[0], *token = args[1];
-	if (token == Py_None)
-		Py_RETURN_NONE;
-	if (token == Py_True) {
-		PyObject *res = PyObject_CallMethod(region, "__exit__", "OOO", Py_None, Py_None, Py_None);
-		Py_XDECREF(res);
-		return res ? Py_NewRef(Py_None) : NULL;
-	}
-	Py_ssize_t slot;
-	unsigned long long gen;
-	if (!is_region(region) || !PyTuple_Check(token) ||
-	    !PyArg_ParseTuple(token, "nK", &slot, &gen)) {
-		PyErr_Clear();
-		PyErr_SetString(PyExc_TypeError, "_coroutine_exit(region, token)");
-		return NULL;
-	}
-	RegionObject *r = (RegionObject *)region;
-	/* gen differs when the session was finalized meanwhile; a call ends
-	 * once (a token given back twice must not end it again: the end of the
-	 * run trusts every ended call to be counted once). */
-	if (slot >= 0 && (size_t)slot < r->buf.n && r->gen == gen && r->buf.ends[slot] == SP_NO_TIME)
-		sp_region_end(r, (size_t)slot, t);
-	Py_RETURN_NONE;
-}
-
-
-PyMethodDef sp_wrapper_methods[] = {
-	{"_coroutine_enter", mod_coroutine_enter, METH_O, NULL},
-	{"_coroutine_exit", (PyCFunction)(void (*)(void))mod_coroutine_exit, METH_FASTCALL, NULL},
-	{NULL},
-};

@@ -2,8 +2,10 @@
 heavy headers stay in their layer and no layer includes one above it. Run on
 a copy of the tree with one breach put in. And the rule for calls that make
 checks before linking (--symbols): on the built objects, and on small
-objects with one breach."""
+objects with one breach. And inside src/python: no include cycle (--graph),
+and one owner of the recording mode (mode.c)."""
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -34,7 +36,7 @@ def test_the_tree_keeps_the_rule():
     ("include/sp_h5.h", "#include <mpi.h>", "include/sp_h5.h includes mpi.h"),
     ("src/store/pack.c", '#include "sp_render.h"',
      "src/store/pack.c (store) includes sp_render.h (report): a layer may not include a layer above it"),
-    ("src/report/tree.c", '#include "sp_pyregion.h"', "(report) includes sp_pyregion.h (python)"),
+    ("src/report/tree.c", '#include "sp_region.h"', "(report) includes sp_region.h (python)"),
     ("src/core/grow.c", '#include "sp_new_thing.h"', "includes sp_new_thing.h, which no layer owns"),
 ])
 def test_a_breach_fails_the_build(tmp_path, path, line, message):
@@ -90,19 +92,23 @@ def graph(layer, objdir):
 
 
 def test_the_graph_shows_calls_and_cycles(tmp_path):
-    """--graph: who calls whom inside a layer, and the files in a circle."""
-    compile_to(tmp_path, "store", "a", "int sp_b(void);\nint sp_a(void) { return sp_b(); }\n")
-    compile_to(tmp_path, "store", "b", "int sp_c(void);\nint sp_b(void) { return sp_c(); }\n")
-    compile_to(tmp_path, "store", "c", "int sp_a(void);\nint sp_c(void) { return sp_a(); }\n")
-    compile_to(tmp_path, "store", "d", "int sp_a(void);\nint sp_d(void) { return sp_a(); }\n")
+    """--graph: who calls whom inside a layer, and the files in a circle
+    (made-up objects named as store files; one whose source is gone, left by
+    a file since renamed, is not part of the graph)."""
+    a, b, c, d = "h5names", "pack", "unpack", "outpath"
+    compile_to(tmp_path, "store", a, "int sp_b(void);\nint sp_a(void) { return sp_b(); }\n")
+    compile_to(tmp_path, "store", b, "int sp_c(void);\nint sp_b(void) { return sp_c(); }\n")
+    compile_to(tmp_path, "store", c, "int sp_a(void);\nint sp_c(void) { return sp_a(); }\n")
+    compile_to(tmp_path, "store", d, "int sp_a(void);\nint sp_d(void) { return sp_a(); }\n")
+    compile_to(tmp_path, "store", "gone", "int sp_a(void);\nint sp_g(void) { return sp_a(); }\n")
     proc = graph("store", tmp_path / "obj")
     assert proc.returncode == 0, proc.stderr
-    assert "  a -> b (1)\n" in proc.stdout and "  d -> a (1)\n" in proc.stdout
+    assert f"  {a} -> {b} (1)\n" in proc.stdout and f"  {d} -> {a} (1)\n" in proc.stdout
+    assert "gone" not in proc.stdout
     cycles = proc.stdout.split("cycles:")[1].split()
-    assert sorted(cycles) == ["a", "b", "c"], proc.stdout
-    (tmp_path / "obj" / "store" / "c.o").unlink()
+    assert sorted(cycles) == sorted([a, b, c]), proc.stdout
+    (tmp_path / "obj" / "store" / f"{c}.o").unlink()
     assert "cycles: none" in graph("store", tmp_path / "obj").stdout
-
 
 
 def test_the_store_has_no_cycle():
@@ -115,3 +121,33 @@ def test_the_store_has_no_cycle():
     assert proc.returncode == 0, proc.stderr
     assert "h5read_util -> h5read_check" in proc.stdout
     assert "src/store: cycles: none" in proc.stdout, proc.stdout
+
+
+def test_the_python_layer_has_no_cycle():
+    """The files of src/python call down one way (nm of BUILD/obj/python):
+    mode.c sits below the files that record, which read the mode; the end of
+    the run flows session -> finalize, never back; a hook's back ends are
+    compiled inside it (no object of their own)."""
+    objdir = pathlib.Path(BINARY).parent / "obj"
+    if not (objdir / "python").is_dir():
+        pytest.skip("no objects beside the executable (BUILD/obj)")
+    proc = graph("python", objdir)
+    assert proc.returncode == 0, proc.stderr
+    assert "src/python: cycles: none" in proc.stdout, proc.stdout
+    edges = {tuple(l.split()[:3:2]) for l in proc.stdout.splitlines() if " -> " in l}
+    assert ("region_paths", "mode") in edges and ("session", "finalize") in edges
+    assert not {e for e in edges if e[0] == "mode" and e[1] in
+                {"region", "region_paths", "region_types", "wrapper", "tracer"}}, edges
+    assert ("finalize", "session") not in edges
+    for part in [*(objdir / "python").glob("tracer_*.o"), *(objdir / "python").glob("linetrace_*.o")]:
+        defined = subprocess.run(["nm", "--defined-only", str(part)], capture_output=True,
+                                 text=True).stdout
+        assert defined == "", part     # compiled alone, a back end is empty
+
+
+def test_only_mode_c_changes_the_recording_mode():
+    """sp_mode has one owner: the files that record read it, mode.c alone
+    writes it (an assignment, an increment or a compound one)."""
+    write = re.compile(r"\bsp_mode\.\w+\s*(=[^=]|\+\+|--|[-+|&]=)")
+    writers = sorted(p.name for p in (ROOT / "src" / "python").glob("*.c") if write.search(p.read_text()))
+    assert writers == ["mode.c"]

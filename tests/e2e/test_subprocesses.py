@@ -103,6 +103,27 @@ def test_forked_children_are_processes_of_their_own(sp):
     assert all("main" not in k for k in kids)
 
 
+@pytest.mark.parametrize("option", ["--track-threads", "--memory"])
+def test_a_forked_child_records_in_the_mode_of_the_run(sp, option):
+    """The child's session starts with its events reset: the mode is
+    applied again, so the regions' lanes (or allocation) columns are there
+    when the child records (it crashed at its first call once)."""
+    proc, procs = run(sp, """
+        import threading
+        pid = os.fork()
+        if pid == 0:
+            work(2)
+            t = threading.Thread(target=work, args=(3,))
+            t.start()
+            t.join()
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert status == 0, status
+    """, option)
+    assert proc.stderr == ""
+    assert children(procs) == [{"step": 5, "work": 2}]
+
+
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_multiprocessing_children(sp, method):
     proc, procs = run(sp, f"""

@@ -16,7 +16,7 @@
 
 #include "sp_clock.h"
 #include "sp_pymodule.h"
-#include "sp_pyregion.h"
+#include "sp_region.h"
 
 /* Runs Python source in a fresh __main__-like namespace; its asserts are
  * the test's. Code given to own() is compiled as if from a user's file

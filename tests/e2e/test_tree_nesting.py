@@ -1,13 +1,12 @@
-"""The call tree a run writes is the one its events imply. The recording
-keeps the tree as calls are made (each call's parent is on the stack), so
-the end of the run does not rebuild it from the timestamps; the file's tree,
-the printed summary and a later `summary` of the file must still be exactly
-the tree that nesting by containment (sp_nest.h, the read API's
-call_stack()) gives on the same events: calls and nanoseconds per node,
-node for node, in the same order. Checked on programs where the two could
-part: generators, coroutines, exceptions, recursion, threads with and
-without lanes, asyncio tasks, line timing, a block closed in another thread,
-calls still open at the end."""
+"""The call tree a run writes is the one its events imply: the end of the
+run nests the recorded calls by containment (sp_tree_build), and the file's
+tree, the printed summary and a later `summary` of the file must be exactly
+the tree that the report layer's one rule (sp_nest.h, the read API's
+call_stack()) gives on the same events: calls and nanoseconds per node, node
+for node, in the same order. Checked on programs where nesting is subtle:
+generators, coroutines, exceptions, recursion, threads with and without
+lanes, asyncio tasks, line timing, a block closed in another thread, calls
+still open at the end."""
 import json
 
 import h5py

@@ -1,0 +1,152 @@
+/* region.c - the region object (sp_region.h): its creation in the class
+ * of the mode, its buffer and columns as the mode asks, the registry of
+ * regions by name, and what a session's reset and end do to them. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "sp_likwid.h"
+#include "sp_mode.h"
+#include "sp_pytext.h"
+#include "sp_recorder.h"
+#include "sp_region.h"
+
+PyObject *sp_registry;                /* dict: name -> RegionObject, creation order */
+size_t sp_unmatched_exits;
+RegionObject *sp_unmatched_region;
+
+/* The class new regions take: the mode's (region_types.c sets it). */
+static PyTypeObject *new_class;
+
+void sp_regions_set_class(PyTypeObject *type)
+{
+	new_class = type;
+}
+
+/* A region of the --likwid mode: registered with LIKWID once (by name). */
+static int likwid_register(RegionObject *r)
+{
+	if (r->likwid_id >= 0)
+		return 0;
+	const char *tag = PyUnicode_AsUTF8(r->name);
+	if (!tag)
+		return -1;
+	if ((r->likwid_id = sp_likwid_register(tag)) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return 0;
+}
+
+int sp_region_fit(RegionObject *r)
+{
+	/* An empty buffer past the new limit is freed first (it grows again
+	 * from a few events): freeing forgets which columns it keeps, set
+	 * just below. */
+	r->buf.limit = sp_mode.buffer_limit;
+	if (r->buf.n == 0 && r->buf.cap > sp_mode.buffer_limit)
+		sp_buf_free(&r->buf);
+	if ((sp_mode.threads && sp_buf_keep_lanes(&r->buf) != 0) ||
+	    (sp_mode.memory && sp_buf_keep_values(&r->buf, SP_VALUES_ALLOC_BYTES) != 0)) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return sp_mode.likwid ? likwid_register(r) : 0;
+}
+
+static PyObject *region_create(PyObject *name)
+{
+	Py_ssize_t len = PyUnicode_GetLength(name);
+	if (len < 0)
+		return NULL;
+	if (len == 0) {
+		PyErr_SetString(PyExc_ValueError, "a region name must not be empty");
+		return NULL;
+	}
+	if (PyUnicode_FindChar(name, 0, 0, len, 1) >= 0) {
+		PyErr_SetString(PyExc_ValueError, "a region name must not contain NUL characters");
+		return NULL;
+	}
+	/* A name UTF-8 cannot hold (a lone surrogate) would fail the file at
+	 * the end of the run: the region goes by its escaped form, said once. */
+	PyObject *stored = sp_text_storable(name);
+	if (!stored)
+		return NULL;
+	if (stored != name) {
+		PyObject *known = PyDict_GetItemWithError(sp_registry, stored);
+		if (known || PyErr_Occurred()) {
+			Py_DECREF(stored);
+			return Py_XNewRef(known);
+		}
+		PySys_FormatStderr("scope-profiler: warning: the region name %R is not valid text "
+				   "(UTF-8 cannot hold it); it is recorded as %R\n", name, stored);
+	}
+	RegionObject *r = PyObject_New(RegionObject, new_class);
+	if (!r) {
+		Py_DECREF(stored);
+		return NULL;
+	}
+	r->name = stored;
+	sp_buf_init(&r->buf, sp_mode.buffer_limit);
+	sp_agg_region_init(&r->agg);
+	sp_stats_acc_init(&r->acc);
+	r->index = -1;
+	r->likwid_id = -1;
+	r->kept_calls = 0;
+	r->holds_functions = 0;
+	r->peak_bytes = SP_NO_PEAK;
+	r->gen = 0;
+	if (sp_region_fit(r) != 0 || PyDict_SetItem(sp_registry, r->name, (PyObject *)r) != 0) {
+		Py_DECREF(r);
+		return NULL;
+	}
+	return (PyObject *)r;
+}
+
+RegionObject *sp_region_lookup(PyObject *name)
+{
+	PyObject *r = PyDict_GetItemWithError(sp_registry, name);
+	if (r)
+		return (RegionObject *)r;
+	if (PyErr_Occurred())
+		return NULL;
+	r = region_create(name);
+	Py_XDECREF(r);   /* the sp_registry holds it */
+	return (RegionObject *)r;
+}
+
+sp_region_exit_fn sp_region_enter_with(RegionObject *r)
+{
+	/* Every region is of a region class: __enter__ first, __exit__ next. */
+	const PyMethodDef *m = Py_TYPE(r)->tp_methods;
+	PyObject *res = m[0].ml_meth((PyObject *)r, NULL);
+	if (!res)
+		return NULL;
+	Py_DECREF(res);
+	return (sp_region_exit_fn)(void (*)(void))m[1].ml_meth;
+}
+
+void sp_regions_reset(void)
+{
+	sp_unmatched_exits = 0;
+	sp_unmatched_region = NULL;
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		if (r->buf.cap > sp_mode.buffer_limit || r->buf.keep_lanes || r->buf.keep_values)
+			sp_buf_free(&r->buf);
+		sp_buf_clear(&r->buf);
+		r->peak_bytes = SP_NO_PEAK;
+		sp_agg_region_init(&r->agg);
+		sp_stats_acc_init(&r->acc);
+		r->buf.limit = sp_mode.buffer_limit;
+		r->gen++;
+	}
+}
+
+int sp_regions_init(void)
+{
+	if (!sp_registry && !(sp_registry = PyDict_New()))
+		return -1;
+	return 0;
+}

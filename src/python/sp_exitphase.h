@@ -1,0 +1,14 @@
+/* sp_exitphase.h - how `scope-profiler run` ends, whatever ends it
+ * (exitphase.c): exit signals, os.exec*(), os._exit() in a child. Include
+ * <Python.h> first. */
+#ifndef SP_EXITPHASE_H
+#define SP_EXITPHASE_H
+
+/* The exit signal (SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2)
+ * that ended the run or arrived while it ended, else 0. */
+int sp_run_exit_signal(void);
+
+/* _run_exit, _run_watch, _exit_signals_default, _on_exit_signal. */
+extern PyMethodDef sp_exitphase_methods[];
+
+#endif

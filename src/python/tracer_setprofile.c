@@ -1,0 +1,204 @@
+/* tracer_setprofile.c - the --recursive hook's back end on CPython 3.11:
+ * a C profile hook per thread (PyEval_SetProfile) whose object is the
+ * thread's stack of open calls; threads started later get it through
+ * threading.setprofile(_thread_hook). Compiled as part of tracer.c, which
+ * includes it on 3.11 (tracer_monitoring.c from 3.12) and says what a back
+ * end defines; compiled on its own (the Makefile compiles every file of
+ * src/python) it is empty. */
+#ifdef SP_TRACER_BACKEND
+
+/* 3.11, read without function calls or reference counting: the frame's
+ * code object, and the code object's extra slot (the layout of
+ * Objects/codeobject.c's _PyCodeObjectExtra, unchanged since 3.6). Later
+ * versions use only the documented and PyUnstable_ API. */
+#define Py_BUILD_CORE 1
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+struct code_extra {
+	Py_ssize_t size;
+	void *extras[1];
+};
+
+static inline PyCodeObject *frame_code(PyFrameObject *f)
+{
+	return f->f_frame->f_code;
+}
+
+static inline void *code_cached(PyCodeObject *co)
+{
+	const struct code_extra *e = co->co_extra;
+	return e && extra_index < e->size ? e->extras[extra_index] : NULL;
+}
+
+/* A thread's stack: the hook's object. */
+typedef struct {
+	PyObject_HEAD
+	struct call_stack s;
+} TracerState;
+
+static void ts_dealloc(PyObject *self)
+{
+	PyMem_RawFree(((TracerState *)self)->s.calls);
+	Py_TYPE(self)->tp_free(self);
+}
+
+static PyTypeObject TracerStateType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler._TracerState",
+	.tp_basicsize = sizeof(TracerState),
+	.tp_dealloc = ts_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+};
+
+/* The hook only dispatches to one of two small functions, so that each
+ * saves just the registers it needs. */
+static inline __attribute__((always_inline)) int on_call(TracerState *ts, PyFrameObject *frame, int lanes)
+{
+	PyCodeObject *co = frame_code(frame);
+	void *x = code_cached(co);
+	if (__builtin_expect(!x, 0)) {
+		PyObject *globals = PyFrame_GetGlobals(frame);
+		x = classify(co, globals);
+		Py_XDECREF(globals);
+	}
+	if (x != SKIP)
+		push_call(&ts->s, x, frame, lanes);
+	return 0;
+}
+
+static __attribute__((noinline)) int on_return(TracerState *ts, PyFrameObject *frame)
+{
+	pop_call(&ts->s, frame);
+	return 0;
+}
+
+static __attribute__((noinline)) int on_call_plain(TracerState *ts, PyFrameObject *frame)
+{
+	return on_call(ts, frame, 0);
+}
+
+static __attribute__((noinline)) int on_call_lanes(TracerState *ts, PyFrameObject *frame)
+{
+	return on_call(ts, frame, 1);
+}
+
+static int hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	if (what == PyTrace_CALL)
+		return on_call_plain((TracerState *)obj, frame);
+	if (what == PyTrace_RETURN)
+		return on_return((TracerState *)obj, frame);
+	return 0;
+}
+
+/* --track-threads: the same, with the thread's lane per call. */
+static int hook_lanes(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	if (what == PyTrace_CALL)
+		return on_call_lanes((TracerState *)obj, frame);
+	if (what == PyTrace_RETURN)
+		return on_return((TracerState *)obj, frame);
+	return 0;
+}
+
+/* The hook new threads get; chosen at setup. */
+static Py_tracefunc active_hook = hook;
+
+void sp_tracer_mode(void)
+{
+	active_hook = sp_mode.threads ? hook_lanes : hook;
+}
+
+static inline int is_ours(Py_tracefunc f)
+{
+	return f == hook || f == hook_lanes;
+}
+
+void sp_tracer_lanes_on(void)
+{
+	active_hook = hook_lanes;
+	/* Under the GIL: no thread is inside the hook but the caller, which
+	 * records its call with lanes (push_call). */
+	for (PyThreadState *t = PyInterpreterState_ThreadHead(PyInterpreterState_Get()); t;
+	     t = PyThreadState_Next(t))
+		if (t->c_profilefunc == hook)
+			t->c_profilefunc = hook_lanes;
+}
+
+static int backend_init(void)
+{
+	return PyType_Ready(&TracerStateType);
+}
+
+int sp_tracer_start_thread(void)
+{
+	PyThreadState *tstate = PyThreadState_Get();
+	if (is_ours(tstate->c_profilefunc))
+		return 0;
+	TracerState *ts = PyObject_New(TracerState, &TracerStateType);
+	if (!ts)
+		return -1;
+	if (stack_init(&ts->s) != 0) {
+		ts->s.calls = NULL;
+		Py_DECREF(ts);
+		PyErr_NoMemory();
+		return -1;
+	}
+	PyEval_SetProfile(active_hook, (PyObject *)ts);
+	Py_DECREF(ts);   /* the thread state holds it */
+	return 1;
+}
+
+void sp_tracer_stop_thread(void)
+{
+	PyThreadState *t = PyThreadState_Get();
+	if (is_ours(t->c_profilefunc)) {
+		close_open_calls(&((TracerState *)t->c_profileobj)->s, sp_clock_ns(), 1);
+		PyEval_SetProfile(NULL, NULL);
+	}
+}
+
+/* `run --recursive`: threads started later get the hook through
+ * threading.setprofile(_thread_hook) (see _start_tracing). */
+static int start_every_thread(void)
+{
+	return sp_tracer_start_thread() < 0 ? -1 : 0;
+}
+
+void sp_tracer_stop_all(void)
+{
+	int64_t now = sp_clock_ns();
+	PyThreadState *me = PyThreadState_Get();
+	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t; t = PyThreadState_Next(t)) {
+		if (!is_ours(t->c_profilefunc))
+			continue;
+		close_open_calls(&((TracerState *)t->c_profileobj)->s, now, t == me);
+		_PyEval_SetProfile(t, NULL, NULL);
+	}
+	PyErr_Clear();
+}
+
+static int this_thread_traced(void)
+{
+	return is_ours(PyThreadState_Get()->c_profilefunc);
+}
+
+/* threading.setprofile(_thread_hook): a new thread calls it for its first
+ * event through Python's trampoline; it swaps in the C hook for the rest
+ * of the thread and records this first call itself. */
+static PyObject *tr_thread_hook(PyObject *m, PyObject *args)
+{
+	PyObject *frame, *event, *arg;
+	if (!PyArg_ParseTuple(args, "OOO", &frame, &event, &arg))
+		return NULL;
+	if (sp_tracer_start_thread() < 0)
+		return NULL;
+	PyThreadState *tstate = PyThreadState_Get();
+	if (PyFrame_Check(frame) && PyUnicode_Check(event) &&
+	    PyUnicode_CompareWithASCIIString(event, "call") == 0)
+		tstate->c_profilefunc(tstate->c_profileobj, (PyFrameObject *)frame, PyTrace_CALL, NULL);
+	Py_RETURN_NONE;
+}
+#define THREAD_HOOK_METHOD {"_thread_hook", tr_thread_hook, METH_VARARGS, NULL},
+
+#endif
