@@ -237,6 +237,7 @@ def make(env, *args):
                   "-o", BINARY, "-o", MODULE, *args], env=env, cwd=ROOT, timeout=600)
 
 
+@pytest.mark.same_python
 def test_make_install_into_the_user_base_needs_no_pythonpath(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
@@ -263,6 +264,7 @@ def test_make_install_into_the_user_base_needs_no_pythonpath(tmp_path):
     assert files_under(local) == []
 
 
+@pytest.mark.same_python
 def test_make_install_elsewhere_says_which_pythonpath_finds_the_module(tmp_path):
     prefix = tmp_path / "opt"
     env = clean_env(HOME=str(tmp_path))
@@ -280,6 +282,7 @@ def test_make_install_elsewhere_says_which_pythonpath_finds_the_module(tmp_path)
     assert files_under(prefix) == []
 
 
+@pytest.mark.same_python
 def test_python_m_without_the_executable_is_one_line(tmp_path):
     dest = tmp_path / "dest"
     env = clean_env(HOME=str(tmp_path))
