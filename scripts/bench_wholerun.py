@@ -166,6 +166,9 @@ def lend_pure(py, packages, work):
         if dest not in LENT_PATH:
             LENT_PATH.append(dest)
         lent.append(name)
+    if lent:   # compiled once, now: no run below pays for the .pyc files
+        subprocess.run([py, "-m", "compileall", "-q", os.path.join(work, "lent")], check=True,
+                       stdout=subprocess.DEVNULL)
     return lent
 
 

@@ -71,9 +71,29 @@ static void on_exit_signal(int sig)
 	(void)unused;
 }
 
-int sp_run_exit_signal(void)
+int sp_run_exit_signal_last(void)
 {
-	return exit_signal;
+	/* Held while read: one arriving between the read and the return
+	 * would otherwise be noted (and announced) but not obeyed. */
+	sigset_t held, before, pending;
+	sigemptyset(&held);
+	for (size_t i = 0; i < NSIGNALS; i++)
+		sigaddset(&held, exit_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &held, &before);
+	int sig = exit_signal;
+	if (!sig && sigpending(&pending) == 0)
+		for (size_t i = 0; i < NSIGNALS && !sig; i++)
+			if (sigismember(&pending, exit_signals[i]))
+				sig = exit_signals[i];
+	for (size_t i = 0; i < NSIGNALS; i++) {
+		struct sigaction old;
+		if (sigaction(exit_signals[i], NULL, &old) == 0 && old.sa_handler == on_exit_signal)
+			signal(exit_signals[i], SIG_DFL);
+	}
+	/* A pending one is answered by the caller: it stays held. */
+	if (!sig)
+		pthread_sigmask(SIG_SETMASK, &before, NULL);
+	return sig;
 }
 
 /* _on_exit_signal(signum, frame): the run's handler of the exit signals

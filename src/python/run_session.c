@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,11 +397,15 @@ static int run(const struct sp_settings *settings, const struct sp_run_target *t
 		rc = 1;
 	/* A signal received while the run ended: the profile is complete;
 	 * end as that signal asks, as during the script. */
-	int sig = sp_run_exit_signal();
+	int sig = sp_run_exit_signal_last();
 	if (sig == SIGINT) {
 		fflush(NULL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGINT);
 		signal(SIGINT, SIG_DFL);
-		raise(SIGINT);
+		raise(SIGINT);   /* delivered when let through, below */
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	} else if (sig) {
 		rc = 128 + sig;
 	}

@@ -166,9 +166,17 @@ def test_signal_at_any_moment_after_the_script(sp, sig):
             p.communicate(timeout=120)
             continue
         p.send_signal(getattr(signal, sig))
-        judged += 1
         _, err = p.communicate(timeout=120)
-        assert p.returncode == STATUS[sig], err
+        if p.returncode == 0 and err == "" and complete(out):
+            # Ended between the poll and the signal (the kernel drops a
+            # signal to a process that has exited): not judged either. A
+            # run that swallowed every signal would leave too few judged.
+            continue
+        judged += 1
+        # At the very end (the profile written, the run's handler gone) a
+        # SIGTERM ends the process by its default action, as at plain
+        # python's end: killed by it, which a shell shows as 143 too.
+        assert p.returncode in {STATUS[sig], -getattr(signal, sig)}, err
         # Python may report the interrupt of its own shutdown; never a
         # traceback through the tool's code.
         for name in ("_run_end", "_finish", "_run_exit", "scope_profiler"):
