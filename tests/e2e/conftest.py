@@ -135,6 +135,18 @@ MAKE_ENV = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "CFLAGS", "CPPFLAGS", "LDFLAGS",
             "ASAN_OPTIONS")
 
 
+def sanitizer_env(module):
+    """What a plain python needs to load module (a path) when it is an ASan
+    build's (`make asan`): the sanitizer's runtime first (LD_PRELOAD), leaks
+    not checked; {} for a normal build or no module."""
+    if not module or not os.path.exists(module):
+        return {}
+    ldd = subprocess.run(["ldd", str(module)], capture_output=True, text=True).stdout
+    pre = [l.split("=>")[1].split()[0] for l in ldd.splitlines()
+           if "=>" in l and ("libasan" in l or "libubsan" in l)]
+    return {"LD_PRELOAD": " ".join(pre), "ASAN_OPTIONS": "detect_leaks=0"} if pre else {}
+
+
 def shell_env(*drop):
     """os.environ as a user's shell has it (less MAKE_ENV and the names in drop)."""
     return {k: v for k, v in os.environ.items() if k not in MAKE_ENV and k not in drop}

@@ -14,7 +14,7 @@ import textwrap
 import h5py
 import pytest
 
-from conftest import BINARY, ROOT, regions, shell_env
+from conftest import BINARY, ROOT, regions, sanitizer_env, shell_env
 
 PREFIX = "/usr/local"
 BUILD = os.path.dirname(os.path.abspath(BINARY))
@@ -56,14 +56,7 @@ class Installed:
         self.env.pop("PYTHONSTARTUP", None)
         # An ASan build's module needs the sanitizer's runtime first in a
         # plain python (`make asan`).
-        mod = next(self.site.glob("scope_profiler/__init__*.so"), None)
-        if mod:
-            ldd = subprocess.run(["ldd", str(mod)], capture_output=True, text=True).stdout
-            pre = [l.split("=>")[1].split()[0] for l in ldd.splitlines()
-                   if "=>" in l and ("libasan" in l or "libubsan" in l)]
-            if pre:
-                self.env["LD_PRELOAD"] = " ".join(pre)
-                self.env["ASAN_OPTIONS"] = "detect_leaks=0"
+        self.env.update(sanitizer_env(next(self.site.glob("scope_profiler/__init__*.so"), None)))
 
     def python(self, work, text, *args):
         """python3 script.py ARGS in the folder work, the module from the install."""

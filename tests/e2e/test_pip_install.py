@@ -24,7 +24,7 @@ import textwrap
 import h5py
 import pytest
 
-from conftest import BINARY, ROOT, regions, shell_env
+from conftest import BINARY, ROOT, regions, sanitizer_env, shell_env
 
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 PY = "python%d.%d" % sys.version_info[:2]
@@ -241,7 +241,7 @@ def make(env, *args):
 def test_make_install_into_the_user_base_needs_no_pythonpath(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    env = clean_env(HOME=str(home))
+    env = clean_env(HOME=str(home), **sanitizer_env(MODULE))
     local = home / ".local"
     proc = make(env, "install", f"PREFIX={local}")
     assert proc.stdout == ""         # the user site-packages is on the path: nothing to say
@@ -267,7 +267,7 @@ def test_make_install_into_the_user_base_needs_no_pythonpath(tmp_path):
 @pytest.mark.same_python
 def test_make_install_elsewhere_says_which_pythonpath_finds_the_module(tmp_path):
     prefix = tmp_path / "opt"
-    env = clean_env(HOME=str(tmp_path))
+    env = clean_env(HOME=str(tmp_path), **sanitizer_env(MODULE))
     proc = make(env, "install", f"PREFIX={prefix}")
     lines = proc.stdout.splitlines()
     assert len(lines) == 1 and "PYTHONPATH=" in lines[0], proc.stdout
@@ -285,10 +285,10 @@ def test_make_install_elsewhere_says_which_pythonpath_finds_the_module(tmp_path)
 @pytest.mark.same_python
 def test_python_m_without_the_executable_is_one_line(tmp_path):
     dest = tmp_path / "dest"
-    env = clean_env(HOME=str(tmp_path))
+    env = clean_env(HOME=str(tmp_path), **sanitizer_env(MODULE))
     make(env, "install", f"DESTDIR={dest}", "PREFIX=/p", "PYMODDIR=/mods")
     proc = subprocess.run([sys.executable, "-m", "scope_profiler", "--version"],
-                          env=clean_env(PYTHONPATH=str(dest / "mods")), cwd=tmp_path,
+                          env=clean_env(PYTHONPATH=str(dest / "mods"), **sanitizer_env(MODULE)), cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 127 and proc.stdout == ""
     lines = proc.stderr.splitlines()

@@ -4,13 +4,12 @@ subprocess) each recorded as a process of their own in the run's one file,
 with their pid and their parent's; children that write nothing (killed)
 are counted in one line. Real processes, the file read back with h5py."""
 import pathlib
-import subprocess
 import textwrap
 
 import h5py
 import pytest
 
-from conftest import BINARY, regions
+from conftest import BINARY, regions, sanitizer_env
 
 
 def child_env():
@@ -18,12 +17,7 @@ def child_env():
     beside the binary: an ASan build's module (`make asan`) needs the
     sanitizer's runtime first in a plain python, as test_module_install."""
     mods = list(pathlib.Path(BINARY).parent.glob("scope_profiler*.so"))
-    if not mods:
-        return {}
-    ldd = subprocess.run(["ldd", str(mods[0])], capture_output=True, text=True).stdout
-    pre = [l.split("=>")[1].split()[0] for l in ldd.splitlines()
-           if "=>" in l and ("libasan" in l or "libubsan" in l)]
-    return {"LD_PRELOAD": " ".join(pre), "ASAN_OPTIONS": "detect_leaks=0"} if pre else {}
+    return sanitizer_env(mods[0] if mods else None)
 
 
 ENV = child_env()
