@@ -60,6 +60,53 @@ static int parse_output(const struct sp_opt *o, const char *arg, void *ctx, char
 	return 0;
 }
 
+/* Opens OUT into op and *f. A file is replaced whole through a temporary
+ * file; a device or a FIFO (/dev/stdout on a pipe, /dev/null) is written in
+ * place. 0, or -1 after saying why (*f is then still stdout). */
+static int open_output(const char *outpath, struct sp_outpath *op, FILE **f)
+{
+	struct sp_error err = {0};
+	if (sp_outpath_open(op, outpath, SP_OUTPATH_IN_PLACE, &err) != SP_OK) {
+		sp_cmd_error(CMD, "cannot write %s", err.msg);
+		return -1;
+	}
+	/* The stream gets its own descriptor: closing it reports the
+	 * stream's errors, op's is the commit's to close. */
+	int fd = fcntl(op->fd, F_DUPFD_CLOEXEC, 0);
+	FILE *s = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!s) {
+		sp_cmd_error(CMD, "cannot write '%s': %s", outpath, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*f = s;
+	return 0;
+}
+
+/* Closes *f (stdout again after) and puts OUT in place: 0, or 1 after
+ * saying why (op is then the caller's to abort). */
+static int close_output(const char *outpath, struct sp_outpath *op, FILE **f)
+{
+	struct sp_error err = {0};
+	errno = 0;
+	int bad = fflush(*f) != 0 || ferror(*f);
+	int e = errno;
+	FILE *g = *f;
+	*f = stdout;
+	if (fclose(g) != 0 && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	if (bad)
+		sp_cmd_error(CMD, "cannot write '%s': %s", outpath, strerror(e ? e : EIO));
+	else if (sp_outpath_commit(op, &err) != SP_OK)
+		sp_cmd_error(CMD, "cannot write %s", err.msg);
+	else
+		return 0;
+	return 1;
+}
+
 /* Returns 0, 1 when FILE cannot be read or OUT written, or SP_EXIT_USAGE. */
 int cmd_export(int argc, char **argv)
 {
@@ -105,24 +152,8 @@ int cmd_export(int argc, char **argv)
 		sp_cmd_error(CMD, "%s", err.msg);
 		goto out;
 	}
-	/* A file is replaced whole through a temporary file; a device or a
-	 * FIFO (/dev/stdout on a pipe, /dev/null) is written in place. */
-	if (outpath) {
-		if (sp_outpath_open(&op, outpath, SP_OUTPATH_IN_PLACE, &err) != SP_OK) {
-			sp_cmd_error(CMD, "cannot write %s", err.msg);
-			goto out;
-		}
-		/* The stream gets its own descriptor: closing it reports the
-		 * stream's errors, op's is the commit's to close. */
-		int fd = fcntl(op.fd, F_DUPFD_CLOEXEC, 0);
-		if (fd < 0 || !(f = fdopen(fd, "w"))) {
-			sp_cmd_error(CMD, "cannot write '%s': %s", outpath, strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			f = stdout;
-			goto out;
-		}
-	}
+	if (outpath && open_output(outpath, &op, &f) != 0)
+		goto out;
 	rc = sp_export(s, path, (enum sp_export_format)fmt, &sel, f, &write_err, &err);
 	if (rc == SP_EIO && write_err) {
 		if (outpath)
@@ -132,21 +163,7 @@ int cmd_export(int argc, char **argv)
 	} else if (rc != SP_OK) {
 		sp_cmd_error(CMD, "%s", err.msg);
 	} else if (outpath) {
-		errno = 0;
-		int bad = fflush(f) != 0 || ferror(f);
-		int e = errno;
-		FILE *g = f;
-		f = stdout;
-		if (fclose(g) != 0 && !bad) {
-			bad = 1;
-			e = errno;
-		}
-		if (bad)
-			sp_cmd_error(CMD, "cannot write '%s': %s", outpath, strerror(e ? e : EIO));
-		else if (sp_outpath_commit(&op, &err) != SP_OK)
-			sp_cmd_error(CMD, "cannot write %s", err.msg);
-		else
-			status = 0;
+		status = close_output(outpath, &op, &f);
 	} else {
 		status = 0;
 	}

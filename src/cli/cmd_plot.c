@@ -339,6 +339,119 @@ static int make_dir(const char *dir)
 	return -1;
 }
 
+/* Whether p has a region with calls (something to draw). */
+static int has_calls(const struct sp_profile *p)
+{
+	for (size_t r = 0; r < p->nranks; r++)
+		for (size_t g = 0; g < p->ranks[r].nregions; g++)
+			if (p->ranks[r].regions[g].stats.num_calls > 0)
+				return 1;
+	return 0;
+}
+
+/* Reads paths[0..n) into profiles[] and those with a region with calls into
+ * pl->files; a file that cannot be read or has none is said and sets the
+ * status, the others go on. */
+static void read_files(struct plot *pl, char **paths, size_t n, struct sp_profile **profiles)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *path = paths[i];
+		struct sp_error err = {0};
+		if (sp_report_read(path, SP_READ_EVENTS, &profiles[i], &err) != SP_OK) {
+			sp_cmd_error(CMD, "%s", err.msg);
+			pl->status = 1;
+			continue;
+		}
+		if (!has_calls(profiles[i])) {
+			sp_cmd_error(CMD, "%s: the profile has no region with calls; nothing to draw", path);
+			pl->status = 1;
+			continue;
+		}
+		pl->files[pl->n++] = (struct sp_plot_file){path, profiles[i]};
+		if (seconds_since(&pl->start) > 1.0)
+			fprintf(stderr, "scope-profiler: plot: read %s (%.1f s)\n", path, seconds_since(&pl->start));
+	}
+}
+
+/* The Gantt and flame charts' file (pl->events): the first with per-call
+ * events among the selected ones. The others are said; when none has any,
+ * one line names them all, kept in why[len] for report.html (pl->why_not). */
+static void pick_events(struct plot *pl, const struct sp_select *sel, char *why, size_t len)
+{
+	for (size_t i = 0; i < pl->n && !pl->events; i++)
+		if (sp_plot_has_events(pl->files[i].p, sel))
+			pl->events = &pl->files[i];
+	why[0] = '\0';
+	for (size_t i = 0; i < pl->n; i++) {
+		if (pl->events && sp_plot_has_events(pl->files[i].p, sel))
+			continue;
+		if (pl->events) {
+			sp_cmd_error(CMD, "%s: no per-call events (aggregation mode, or none selected): no Gantt or "
+				     "flame chart of it", pl->files[i].name);
+		} else {
+			size_t k = strlen(why);
+			snprintf(why + k, len - k, "%s%s", i ? ", " : "", pl->files[i].name);
+		}
+	}
+	if (!pl->events) {
+		/* one line naming the files; what needs no events is still drawn */
+		size_t k = strlen(why);
+		snprintf(why + k, len - k, ": no per-call events (aggregation mode, or none selected): "
+			 "no Gantt chart, flame chart or timeline");
+		sp_cmd_error(CMD, "%s", why);
+		pl->why_not = why;
+		pl->status = 1;
+	}
+	if (pl->events && pl->n > 1)
+		fprintf(stderr, "scope-profiler: plot: gantt.svg and flame.svg show %s\n", pl->events->name);
+}
+
+/* speedup.svg when at least two files differ in --x-field, else a line
+ * saying why not. */
+static void write_speedup(struct plot *pl)
+{
+	double *xs = malloc(pl->n * sizeof *xs);
+	if (!xs) {
+		sp_cmd_error(CMD, "out of memory");
+		pl->status = 1;
+	} else if (pl->full) {
+		/* nothing more is written, and nothing more said */
+	} else if (sp_plot_speedup_xs(pl->files, pl->n, (enum sp_plot_xfield)pl->xfield, xs) >= 2) {
+		for (size_t i = 0; i < pl->n; i++)
+			if (isnan(xs[i]))
+				fprintf(stderr, "scope-profiler: plot: %s: its metadata has no omp_num_threads: "
+					"not in the speedup chart\n", pl->files[i].name);
+		write_chart(pl, SPEEDUP, 0, "speedup.svg", pl->export_data ? "speedup_data.csv" : NULL);
+	} else {
+		static const char *const what[] = {"numbers of ranks", "omp_num_threads values",
+						   "total_cores values"};
+		fprintf(stderr, "scope-profiler: plot: no speedup.svg: it needs files with at least two "
+			"different %s (--x-field)\n", what[pl->xfield]);
+	}
+	free(xs);
+}
+
+/* Every chart in turn, report.html last (it inlines those drawn before). */
+static void write_charts(struct plot *pl)
+{
+	if (pl->events) {
+		write_chart(pl, GANTT, 0, "gantt.svg", pl->export_data ? "gantt_data.csv" : NULL);
+		write_chart(pl, FLAME, 0, "flame.svg", pl->export_data ? "flame_data.csv" : NULL);
+	}
+	for (int m = 0; m < SP_PLOT_NMETRICS; m++) {
+		char name[64];
+		if (!(pl->metrics & 1u << m))
+			continue;
+		snprintf(name, sizeof name, "durations_%s.svg", sp_plot_metric_names[m]);
+		write_chart(pl, DURATIONS, m, name, NULL);
+	}
+	if (pl->export_data)
+		write_chart(pl, DURATIONS_CSV, 0, "durations_data.csv", NULL);
+	write_speedup(pl);
+	write_chart(pl, STATISTICS, 0, "region_statistics.json", NULL);
+	write_chart(pl, REPORT, 0, "report.html", NULL);
+}
+
 /* Returns 0, 1 when a file cannot be read or a chart written, or SP_EXIT_USAGE. */
 int cmd_plot(int argc, char **argv)
 {
@@ -381,90 +494,13 @@ int cmd_plot(int argc, char **argv)
 		goto out;
 	}
 	pl.opts.sel = &sel;
-	for (size_t i = 0; i < nin; i++) {
-		const char *path = argv[first + (int)i];
-		struct sp_error err = {0};
-		if (sp_report_read(path, SP_READ_EVENTS, &profiles[i], &err) != SP_OK) {
-			sp_cmd_error(CMD, "%s", err.msg);
-			pl.status = 1;
-			continue;
-		}
-		int regions = 0;
-		for (size_t r = 0; r < profiles[i]->nranks; r++)
-			for (size_t g = 0; g < profiles[i]->ranks[r].nregions; g++)
-				regions |= profiles[i]->ranks[r].regions[g].stats.num_calls > 0;
-		if (!regions) {
-			sp_cmd_error(CMD, "%s: the profile has no region with calls; nothing to draw", path);
-			pl.status = 1;
-			continue;
-		}
-		pl.files[pl.n++] = (struct sp_plot_file){path, profiles[i]};
-		if (seconds_since(&pl.start) > 1.0)
-			fprintf(stderr, "scope-profiler: plot: read %s (%.1f s)\n", path, seconds_since(&pl.start));
-	}
+	read_files(&pl, argv + first, nin, profiles);
 	/* DIR once something can be drawn: a wrong FILE leaves no empty folder */
 	if (!pl.n || make_dir(pl.dir) != 0)
 		goto out;
-	for (size_t i = 0; i < pl.n && !pl.events; i++)
-		if (sp_plot_has_events(pl.files[i].p, &sel))
-			pl.events = &pl.files[i];
-	char why[512] = "";
-	for (size_t i = 0; i < pl.n; i++) {
-		if (pl.events && sp_plot_has_events(pl.files[i].p, &sel))
-			continue;
-		if (pl.events) {
-			sp_cmd_error(CMD, "%s: no per-call events (aggregation mode, or none selected): no Gantt or "
-				     "flame chart of it", pl.files[i].name);
-		} else {
-			size_t k = strlen(why);
-			snprintf(why + k, sizeof why - k, "%s%s", i ? ", " : "", pl.files[i].name);
-		}
-	}
-	if (!pl.events) {
-		/* one line naming the files; what needs no events is still drawn */
-		size_t k = strlen(why);
-		snprintf(why + k, sizeof why - k, ": no per-call events (aggregation mode, or none selected): "
-			 "no Gantt chart, flame chart or timeline");
-		sp_cmd_error(CMD, "%s", why);
-		pl.why_not = why;
-		pl.status = 1;
-	}
-	if (pl.events && pl.n > 1)
-		fprintf(stderr, "scope-profiler: plot: gantt.svg and flame.svg show %s\n", pl.events->name);
-	if (pl.events) {
-		write_chart(&pl, GANTT, 0, "gantt.svg", pl.export_data ? "gantt_data.csv" : NULL);
-		write_chart(&pl, FLAME, 0, "flame.svg", pl.export_data ? "flame_data.csv" : NULL);
-	}
-	for (int m = 0; m < SP_PLOT_NMETRICS; m++) {
-		char name[64];
-		if (!(pl.metrics & 1u << m))
-			continue;
-		snprintf(name, sizeof name, "durations_%s.svg", sp_plot_metric_names[m]);
-		write_chart(&pl, DURATIONS, m, name, NULL);
-	}
-	if (pl.export_data)
-		write_chart(&pl, DURATIONS_CSV, 0, "durations_data.csv", NULL);
-	double *xs = malloc(pl.n * sizeof *xs);
-	if (!xs) {
-		sp_cmd_error(CMD, "out of memory");
-		pl.status = 1;
-	} else if (pl.full) {
-		/* nothing more is written, and nothing more said */
-	} else if (sp_plot_speedup_xs(pl.files, pl.n, (enum sp_plot_xfield)pl.xfield, xs) >= 2) {
-		for (size_t i = 0; i < pl.n; i++)
-			if (isnan(xs[i]))
-				fprintf(stderr, "scope-profiler: plot: %s: its metadata has no omp_num_threads: "
-					"not in the speedup chart\n", pl.files[i].name);
-		write_chart(&pl, SPEEDUP, 0, "speedup.svg", pl.export_data ? "speedup_data.csv" : NULL);
-	} else {
-		static const char *const what[] = {"numbers of ranks", "omp_num_threads values",
-						   "total_cores values"};
-		fprintf(stderr, "scope-profiler: plot: no speedup.svg: it needs files with at least two "
-			"different %s (--x-field)\n", what[pl.xfield]);
-	}
-	free(xs);
-	write_chart(&pl, STATISTICS, 0, "region_statistics.json", NULL);
-	write_chart(&pl, REPORT, 0, "report.html", NULL);
+	char why[512];
+	pick_events(&pl, &sel, why, sizeof why);
+	write_charts(&pl);
 	status = pl.status;
 out:
 	if (profiles)

@@ -75,6 +75,43 @@ static char *join_args(int argc, char **argv)
 	return s;
 }
 
+/* The patterns into s, then the combinations run refuses: 0, or -1 after
+ * saying why. */
+static int check_settings(struct sp_settings *s, const struct sp_opt_list *include,
+			  const struct sp_opt_list *exclude)
+{
+	char err[256];
+	s->include = include->items;
+	s->ninclude = include->n;
+	s->exclude = exclude->items;
+	s->nexclude = exclude->n;
+	if (sp_settings_check(s, 0, err, sizeof err) != 0) {
+		sp_cmd_error(CMD, "%s", err);
+		return -1;
+	}
+	if (s->mpi_calls && !sp_mpicalls_built()) {
+		sp_cmd_error(CMD, "--mpi-calls: this scope-profiler was built without MPI");
+		return -1;
+	}
+	return 0;
+}
+
+/* The script, argv[first] unless -m named a module, and the arguments after
+ * it into t: 0, or -1 after saying that none is given. */
+static int set_target(struct sp_run_target *t, int argc, char **argv, int first)
+{
+	if (!t->module) {
+		if (first >= argc) {
+			sp_cmd_error(CMD, "no script given; usage: scope-profiler run [OPTIONS] script.py [ARGS...]");
+			return -1;
+		}
+		t->script = argv[first++];
+	}
+	t->argc = argc - first;
+	t->argv = argv + first;
+	return 0;
+}
+
 /* argv[-1] is the executable's name (main passes argv + 1). */
 int cmd_run(int argc, char **argv)
 {
@@ -129,27 +166,8 @@ int cmd_run(int argc, char **argv)
 		status = sp_opt_status(first);
 		goto out;
 	}
-	s.include = include.items;
-	s.ninclude = include.n;
-	s.exclude = exclude.items;
-	s.nexclude = exclude.n;
-	if (sp_settings_check(&s, 0, err, sizeof err) != 0) {
-		sp_cmd_error(CMD, "%s", err);
+	if (check_settings(&s, &include, &exclude) != 0 || set_target(&t, argc, argv, first) != 0)
 		goto out;
-	}
-	if (s.mpi_calls && !sp_mpicalls_built()) {
-		sp_cmd_error(CMD, "--mpi-calls: this scope-profiler was built without MPI");
-		goto out;
-	}
-	if (!t.module) {
-		if (first >= argc) {
-			sp_cmd_error(CMD, "no script given; usage: scope-profiler run [OPTIONS] script.py [ARGS...]");
-			goto out;
-		}
-		t.script = argv[first++];
-	}
-	t.argc = argc - first;
-	t.argv = argv + first;
 	/* LIKWID's library is opened before the script runs (sp_likwid.h). */
 	if (s.likwid && !s.disable && sp_likwid_load(err, sizeof err) != 0) {
 		sp_cmd_error(CMD, "--likwid: %s", err);

@@ -67,37 +67,110 @@ static int usage_error(const struct sp_cmd_help *h, const char *what)
 	return -2;
 }
 
-int sp_opt_parse(const struct sp_cmd_help *h, const struct sp_opt *opts, size_t n,
-		 int argc, char **argv, unsigned flags, void *ctx)
+/* getopt_long's tables for opts[0..n): *longopts (a row's value is 256 +
+ * its index; --help last) and *shorts ("h" and the rows' letters, ':' after
+ * those taking an argument). 0, or -1 out of memory (nothing allocated). */
+static int getopt_tables(const struct sp_opt *opts, size_t n, unsigned flags, struct option **longopts,
+			 char **shorts)
 {
-	struct option *longopts = calloc(n + 2, sizeof *longopts);
-	char *shorts = malloc(2 * n + 5);
-	if (!longopts || !shorts) {
-		free(longopts);
-		free(shorts);
-		sp_cmd_error(h->name, "out of memory");
-		return -2;
+	struct option *l = calloc(n + 2, sizeof *l);
+	char *s = malloc(2 * n + 5);
+	if (!l || !s) {
+		free(l);
+		free(s);
+		return -1;
 	}
 	size_t nl = 0, ns = 0;
 	if (flags & SP_OPT_IN_ORDER)
-		shorts[ns++] = '+';
-	shorts[ns++] = ':';            /* a missing argument is ':', not '?' */
-	shorts[ns++] = 'h';
+		s[ns++] = '+';
+	s[ns++] = ':';            /* a missing argument is ':', not '?' */
+	s[ns++] = 'h';
 	for (size_t i = 0; i < n; i++) {
 		if (opts[i].long_name)
-			longopts[nl++] = (struct option){ opts[i].long_name,
+			l[nl++] = (struct option){ opts[i].long_name,
 				opts[i].arg ? required_argument : no_argument, NULL, 256 + (int)i };
 		if (opts[i].short_name) {
-			shorts[ns++] = opts[i].short_name;
+			s[ns++] = opts[i].short_name;
 			if (opts[i].arg)
-				shorts[ns++] = ':';
+				s[ns++] = ':';
 		}
 	}
-	longopts[nl++] = (struct option){ "help", no_argument, NULL, 'h' };
-	shorts[ns] = '\0';
+	l[nl++] = (struct option){ "help", no_argument, NULL, 'h' };
+	s[ns] = '\0';
+	*longopts = l;
+	*shorts = s;
+	return 0;
+}
 
-	int result = -2, c;
+/* Says what is wrong with the option getopt_long answered c for (':' a
+ * missing argument, '?' an unknown option or an unwanted argument); -2. */
+static int bad_option(const struct sp_cmd_help *h, const struct sp_opt *opts, size_t n, int c, char **argv)
+{
 	char what[256];
+	const struct sp_opt *bad = row_of(opts, n, optopt);
+	if (bad && bad->long_name)
+		snprintf(what, sizeof what, "--%s %s", bad->long_name,
+			 bad->arg ? "needs an argument" : "takes no argument");
+	else if (optopt && optopt < 256)
+		snprintf(what, sizeof what, c == ':' ? "option -%c needs an argument"
+						   : "unknown option -%c", optopt);
+	else
+		snprintf(what, sizeof what, "unknown option '%s'", argv[optind - 1]);
+	return usage_error(h, what);
+}
+
+/* Stores row o's value (its argument optarg, when it takes one). 0; 1 when
+ * option parsing ends there (SP_OPT_STOP); -2 after saying what is wrong. */
+static int set_option(const struct sp_cmd_help *h, const struct sp_opt *o, void *ctx)
+{
+	char what[256];
+	switch (o->type) {
+	case SP_OPT_FLAG:
+		*(int *)o->value = o->set;
+		break;
+	case SP_OPT_STRING:
+	case SP_OPT_STOP:
+		if (!*optarg) {
+			snprintf(what, sizeof what, "%s%s needs a non-empty argument",
+				 o->long_name ? "--" : "-", o->long_name ? o->long_name : (char[]){o->short_name, 0});
+			return usage_error(h, what);
+		}
+		*(const char **)o->value = optarg;
+		if (o->type == SP_OPT_STOP)
+			return 1;
+		break;
+	case SP_OPT_LIST: {
+		struct sp_opt_list *l = o->value;
+		const char **items = realloc(l->items, (l->n + 1) * sizeof *items);
+		if (!items) {
+			sp_cmd_error(h->name, "out of memory");
+			return -2;
+		}
+		items[l->n++] = optarg;
+		l->items = items;
+		break;
+	}
+	case SP_OPT_CALL:
+		what[0] = '\0';
+		if (o->call(o, o->arg ? optarg : NULL, ctx, what, sizeof what) != 0) {
+			sp_cmd_error(h->name, "%s", what[0] ? what : "bad option");
+			return -2;
+		}
+		break;
+	}
+	return 0;
+}
+
+int sp_opt_parse(const struct sp_cmd_help *h, const struct sp_opt *opts, size_t n,
+		 int argc, char **argv, unsigned flags, void *ctx)
+{
+	struct option *longopts;
+	char *shorts;
+	if (getopt_tables(opts, n, flags, &longopts, &shorts) != 0) {
+		sp_cmd_error(h->name, "out of memory");
+		return -2;
+	}
+	int result = -2, c;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
@@ -108,54 +181,13 @@ int sp_opt_parse(const struct sp_cmd_help *h, const struct sp_opt *opts, size_t 
 			goto out;
 		}
 		if (c == ':' || c == '?' || !o) {
-			const struct sp_opt *bad = row_of(opts, n, optopt);
-			if (bad && bad->long_name)
-				snprintf(what, sizeof what, "--%s %s", bad->long_name,
-					 bad->arg ? "needs an argument" : "takes no argument");
-			else if (optopt && optopt < 256)
-				snprintf(what, sizeof what, c == ':' ? "option -%c needs an argument"
-								   : "unknown option -%c", optopt);
-			else
-				snprintf(what, sizeof what, "unknown option '%s'", argv[optind - 1]);
-			result = usage_error(h, what);
+			result = bad_option(h, opts, n, c, argv);
 			goto out;
 		}
-		switch (o->type) {
-		case SP_OPT_FLAG:
-			*(int *)o->value = o->set;
-			break;
-		case SP_OPT_STRING:
-		case SP_OPT_STOP:
-			if (!*optarg) {
-				snprintf(what, sizeof what, "%s%s needs a non-empty argument",
-					 o->long_name ? "--" : "-", o->long_name ? o->long_name : (char[]){o->short_name, 0});
-				result = usage_error(h, what);
-				goto out;
-			}
-			*(const char **)o->value = optarg;
-			if (o->type == SP_OPT_STOP) {
-				result = optind;
-				goto out;
-			}
-			break;
-		case SP_OPT_LIST: {
-			struct sp_opt_list *l = o->value;
-			const char **items = realloc(l->items, (l->n + 1) * sizeof *items);
-			if (!items) {
-				sp_cmd_error(h->name, "out of memory");
-				goto out;
-			}
-			items[l->n++] = optarg;
-			l->items = items;
-			break;
-		}
-		case SP_OPT_CALL:
-			what[0] = '\0';
-			if (o->call(o, o->arg ? optarg : NULL, ctx, what, sizeof what) != 0) {
-				sp_cmd_error(h->name, "%s", what[0] ? what : "bad option");
-				goto out;
-			}
-			break;
+		int set = set_option(h, o, ctx);
+		if (set != 0) {
+			result = set > 0 ? optind : set;
+			goto out;
 		}
 	}
 	result = optind;

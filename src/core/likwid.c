@@ -450,6 +450,58 @@ static int names_add(char **out, size_t *n, const char *name)
 	return 0;
 }
 
+/* Whether LIKWID's reader of its marker file cannot take a registered
+ * name: it takes a region's name up to the first white space, into 100
+ * bytes (longer ones overflow it). 1 after saying which in why[len], or 0.
+ * Under lw.lock. */
+static int names_unreadable(char *why, size_t len)
+{
+	for (size_t i = 0; i < lw.nnames; i++) {
+		const char *n = lw.names[i];
+		if (strlen(n) >= 99 || n[strcspn(n, " \t\n\r\f\v")]) {
+			snprintf(why, len, "LIKWID's marker file reader cannot take region '%.60s%s' (white space, "
+				 "or 99 bytes or more)", n, strlen(n) > 60 ? "…" : "");
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The rank's table of the region named tag, or NULL. */
+static struct sp_likwid_region *tagged(struct sp_rank *rk, const char *tag)
+{
+	for (size_t k = 0; k < rk->nlikwid; k++)
+		if (strcmp(rk->likwid[k].region, tag) == 0)
+			return &rk->likwid[k];
+	return NULL;
+}
+
+/* Region r's nm metrics into t: a row per LIKWID thread of the nt that ran
+ * the region (its file lists every thread under every region); none when
+ * none did. 0, or -1 out of memory. */
+static int read_rows(const struct perfmon_api *pm, int r, int nt, int nm, struct sp_likwid_region *t)
+{
+	size_t rows = 0;
+	for (int th = 0; th < nt; th++)
+		rows += pm->count(r, th) > 0;
+	if (!rows)
+		return 0;
+	if (!(t->metrics = malloc(rows * (size_t)nm * sizeof *t->metrics)))
+		return -1;
+	for (int th = 0, row = 0; th < nt; th++) {
+		if (pm->count(r, th) <= 0)
+			continue;
+		for (int m = 0; m < nm; m++) {
+			double v = pm->metric(r, m, th);
+			t->metrics[(size_t)row * (size_t)nm + (size_t)m] = isfinite(v) ? v : NAN;
+		}
+		row++;
+	}
+	t->nmrows = rows;
+	t->nmetrics = (size_t)nm;
+	return 0;
+}
+
 int sp_likwid_metrics(struct sp_rank *rk, char **names, char *why, size_t len)
 {
 	struct perfmon_api pm;
@@ -464,16 +516,9 @@ int sp_likwid_metrics(struct sp_rank *rk, char **names, char *why, size_t len)
 	 * registration take, once no thread that ran marker regions runs (the
 	 * caller holds the GIL too: no Python thread enters a region then). */
 	pthread_mutex_lock(&lw.lock);
-	/* LIKWID's reader of its marker file takes a region's name up to the
-	 * first white space, into 100 bytes (longer ones overflow it). */
-	for (size_t i = 0; i < lw.nnames; i++) {
-		const char *n = lw.names[i];
-		if (strlen(n) >= 99 || n[strcspn(n, " \t\n\r\f\v")]) {
-			snprintf(why, len, "LIKWID's marker file reader cannot take region '%.60s%s' (white space, "
-				 "or 99 bytes or more)", n, strlen(n) > 60 ? "…" : "");
-			pthread_mutex_unlock(&lw.lock);
-			return 0;
-		}
+	if (names_unreadable(why, len)) {
+		pthread_mutex_unlock(&lw.lock);
+		return 0;
 	}
 	size_t live = lw.live - (sp_likwid_thread_ready ? 1 : 0);
 	if (!live && pm.groups() > 0)
@@ -496,10 +541,7 @@ int sp_likwid_metrics(struct sp_rank *rk, char **names, char *why, size_t len)
 	for (int r = 0, nr = pm.regions(); r < nr; r++) {
 		const char *tag = pm.tag(r);
 		int g = pm.group(r), nt = pm.threads(r);
-		struct sp_likwid_region *t = NULL;
-		for (size_t k = 0; tag && k < rk->nlikwid && !t; k++)
-			if (strcmp(rk->likwid[k].region, tag) == 0)
-				t = &rk->likwid[k];
+		struct sp_likwid_region *t = tag ? tagged(rk, tag) : NULL;
 		if (!t || t->nmetrics || nt <= 0 || g < 0)
 			continue;
 		if (group < 0) {   /* the first region's group names the metrics */
@@ -515,26 +557,8 @@ int sp_likwid_metrics(struct sp_rank *rk, char **names, char *why, size_t len)
 		}
 		if (g != group)    /* only one group is measured in a run */
 			continue;
-		/* A row per LIKWID thread that ran the region (its file lists
-		 * every thread under every region). */
-		size_t rows = 0;
-		for (int th = 0; th < nt; th++)
-			rows += pm.count(r, th) > 0;
-		if (!rows)
-			continue;
-		if (!(t->metrics = malloc(rows * (size_t)nm * sizeof *t->metrics)))
+		if (read_rows(&pm, r, nt, nm, t) != 0)
 			goto nomem;
-		for (int th = 0, row = 0; th < nt; th++) {
-			if (pm.count(r, th) <= 0)
-				continue;
-			for (int m = 0; m < nm; m++) {
-				double v = pm.metric(r, m, th);
-				t->metrics[(size_t)row * (size_t)nm + (size_t)m] = isfinite(v) ? v : NAN;
-			}
-			row++;
-		}
-		t->nmrows = rows;
-		t->nmetrics = (size_t)nm;
 	}
 	if (group < 0) {
 		free(*names);

@@ -237,6 +237,70 @@ static const char *merge_note(char *buf, size_t len, const struct sp_plot_info *
 	return buf;
 }
 
+/* The merging of the lanes' calls: columns as narrow as the budget allows
+ * (~64 bytes a bar, ~200 a lane), and the counts it leaves. */
+static struct sp_plot_info gantt_columns(const struct sp_plot_axis *a, const struct sp_plot_lane *l, size_t nl,
+					 size_t budget)
+{
+	struct sp_plot_info in = {0};
+	for (in.column_px = 1;; in.column_px *= 2) {
+		struct sp_plot_merge m = {.colw = in.column_px};
+		for (size_t i = 0; i < nl; i++)
+			sp_plot_gantt_lane(&m, a, l[i].rd);
+		in.bars = m.bars;
+		in.merged = m.merged;
+		if ((size_t)m.bars * 64 + nl * 200 <= budget || in.column_px >= a->width)
+			break;
+	}
+	for (size_t i = 0; i < nl; i++)
+		in.calls += l[i].rd->stats.num_calls;
+	return in;
+}
+
+/* Each lane's label and bars (merged into columns of colw px), a line
+ * between ranks. */
+static void draw_lanes(FILE *svg, const struct sp_plot_axis *a, const struct sp_plot_lane *l, size_t nl,
+		       double colw)
+{
+	for (size_t i = 0; i < nl; i++) {
+		double y = G_TOP + (double)i * G_LANE;
+		if (i && l[i].rk != l[i - 1].rk)
+			fprintf(svg, "<line x1=\"12\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#cccccc\"/>\n",
+				y - 1, a->left + a->width, y - 1);
+		fprintf(svg, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\" font-size=\"11\">%d \xc2\xb7 ",
+			a->left - 6, y + 11, l[i].rk->rank);
+		sp_svg_text(svg, l[i].rd->name, 30);
+		fprintf(svg, "</text>\n<g fill=\"%s\" sp:rank=\"%d\" sp:region=\"", sp_svg_colour(l[i].rd->name),
+			l[i].rk->rank);
+		sp_svg_text(svg, l[i].rd->name, 0);
+		fputs("\">\n", svg);
+		struct gantt_draw g = {svg, a, y + 1};
+		struct sp_plot_merge m = {.colw = colw, .emit = gantt_bar, .ctx = &g};
+		sp_plot_gantt_lane(&m, a, l[i].rd);
+		fputs("</g>\n", svg);
+	}
+}
+
+/* gantt_data.csv: every call of the lanes, in seconds from the axis's origin. */
+static void gantt_csv(FILE *csv, const struct sp_plot_axis *a, const struct sp_plot_lane *l, size_t nl)
+{
+	fputs("rank,region,start,end,duration\n", csv);
+	for (size_t i = 0; i < nl; i++) {
+		const struct sp_region_data *rd = l[i].rd;
+		for (int64_t c = 0; c < rd->stats.num_calls; c++) {
+			fprintf(csv, "%d,", l[i].rk->rank);
+			sp_plot_csv_name(csv, rd->name);
+			fputc(',', csv);
+			sp_plot_secs(csv, rd->starts[c] - a->t0);
+			fputc(',', csv);
+			sp_plot_secs(csv, rd->ends[c] - a->t0);
+			fputc(',', csv);
+			sp_plot_secs(csv, rd->ends[c] - rd->starts[c]);
+			fputc('\n', csv);
+		}
+	}
+}
+
 enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 			  const struct sp_plot_opts *o, struct sp_plot_info *info, struct sp_error *err)
 {
@@ -254,19 +318,7 @@ enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 		free(l);
 		return sp_error_set(err, SP_EINVAL, "%s: its calls span more than 2^63 ns", f->name);
 	}
-	struct sp_plot_info in = {0};
-	/* The columns: as narrow as the budget allows (~64 bytes a bar). */
-	for (in.column_px = 1;; in.column_px *= 2) {
-		struct sp_plot_merge m = {.colw = in.column_px};
-		for (size_t i = 0; i < nl; i++)
-			sp_plot_gantt_lane(&m, &a, l[i].rd);
-		in.bars = m.bars;
-		in.merged = m.merged;
-		if ((size_t)m.bars * 64 + nl * 200 <= budget || in.column_px >= a.width)
-			break;
-	}
-	for (size_t i = 0; i < nl; i++)
-		in.calls += l[i].rd->stats.num_calls;
+	struct sp_plot_info in = gantt_columns(&a, l, nl, budget);
 	if (!(names = malloc(nl * sizeof *names))) {
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
 		goto out;
@@ -285,44 +337,13 @@ enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 	if (merge_note(note, sizeof note, &in))
 		sp_svg_label(svg, 12, 44, "start", "class=\"note\" fill=\"#555555\"", note, 0);
 	sp_svg_label(svg, 12, G_TOP - 6, "start", "font-weight=\"bold\"", "rank / region", 0);
-	for (size_t i = 0; i < nl; i++) {
-		double y = G_TOP + (double)i * G_LANE;
-		if (i && l[i].rk != l[i - 1].rk)
-			fprintf(svg, "<line x1=\"12\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#cccccc\"/>\n",
-				y - 1, a.left + a.width, y - 1);
-		fprintf(svg, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\" font-size=\"11\">%d \xc2\xb7 ",
-			a.left - 6, y + 11, l[i].rk->rank);
-		sp_svg_text(svg, l[i].rd->name, 30);
-		fprintf(svg, "</text>\n<g fill=\"%s\" sp:rank=\"%d\" sp:region=\"", sp_svg_colour(l[i].rd->name),
-			l[i].rk->rank);
-		sp_svg_text(svg, l[i].rd->name, 0);
-		fputs("\">\n", svg);
-		struct gantt_draw g = {svg, &a, y + 1};
-		struct sp_plot_merge m = {.colw = in.column_px, .emit = gantt_bar, .ctx = &g};
-		sp_plot_gantt_lane(&m, &a, l[i].rd);
-		fputs("</g>\n", svg);
-	}
+	draw_lanes(svg, &a, l, nl, in.column_px);
 	sp_plot_axis_draw(svg, &a, G_TOP, axis_y);
 	draw_legend(svg, names, nn, NULL, 12, legend_y, 280, cols);
 	fputs("</g>\n", svg);
 	sp_svg_end(svg);
-	if (csv) {
-		fputs("rank,region,start,end,duration\n", csv);
-		for (size_t i = 0; i < nl; i++) {
-			const struct sp_region_data *rd = l[i].rd;
-			for (int64_t c = 0; c < rd->stats.num_calls; c++) {
-				fprintf(csv, "%d,", l[i].rk->rank);
-				sp_plot_csv_name(csv, rd->name);
-				fputc(',', csv);
-				sp_plot_secs(csv, rd->starts[c] - a.t0);
-				fputc(',', csv);
-				sp_plot_secs(csv, rd->ends[c] - a.t0);
-				fputc(',', csv);
-				sp_plot_secs(csv, rd->ends[c] - rd->starts[c]);
-				fputc('\n', csv);
-			}
-		}
-	}
+	if (csv)
+		gantt_csv(csv, &a, l, nl);
 	if (info)
 		*info = in;
 	if (ferror(svg) || (csv && ferror(csv)))

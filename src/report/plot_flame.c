@@ -168,6 +168,97 @@ enum sp_err sp_plot_flame_calls(const struct sp_plot_file *f, const struct sp_se
 	return SP_OK;
 }
 
+/* The blocks of the sorted calls c[0..n), into *out (malloc'd) and *nb:
+ * one per rank and lane, as deep as its calls. 0, or -1 out of memory. */
+static int make_blocks(const struct sp_plot_fcall *c, size_t n, struct block **out, size_t *nb)
+{
+	struct block *blocks = NULL;
+	size_t k = 0, cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!k || c[i].rank != c[i - 1].rank || c[i].lane != c[i - 1].lane) {
+			if (SP_GROW(&blocks, &cap, k + 1) != 0) {
+				free(blocks);
+				return -1;
+			}
+			blocks[k++] = (struct block){i, 0, 0, 0};
+		}
+		struct block *b = &blocks[k - 1];
+		b->n++;
+		if (c[i].depth + 1 > b->depths)
+			b->depths = c[i].depth + 1;
+	}
+	for (size_t i = 0; i < k; i++) {
+		int prev = i && c[blocks[i - 1].first].rank == c[blocks[i].first].rank;
+		int next = i + 1 < k && c[blocks[i + 1].first].rank == c[blocks[i].first].rank;
+		blocks[i].many_lanes = prev || next || c[blocks[i].first].lane != 0;
+	}
+	*out = blocks;
+	*nb = k;
+	return 0;
+}
+
+/* The merging of the calls c[0..n): columns as narrow as the budget allows
+ * (a box and its title, ~130 bytes and its name), and the counts it leaves. */
+static struct sp_plot_info flame_columns(const struct sp_plot_axis *a, const struct sp_profile *p,
+					 const struct sp_plot_fcall *c, size_t n, size_t budget)
+{
+	struct sp_plot_info in = {.calls = (int64_t)n};
+	size_t names = 0, samples = 0;
+	for (size_t i = 0; i < n; i += 1 + n / 1024, samples++)
+		names += strlen(p->ranks[c[i].rank].regions[c[i].region].name);
+	double per_box = 130 + (double)names / (double)(samples ? samples : 1);
+	for (in.column_px = 1;; in.column_px *= 2) {
+		struct sp_plot_merge m = {.colw = in.column_px};
+		sp_plot_flame_merge(&m, a, c, n);
+		in.bars = m.bars;
+		in.merged = m.merged;
+		if ((double)m.bars * per_box <= (double)budget || in.column_px >= a->width)
+			break;
+	}
+	return in;
+}
+
+/* Each block's label and boxes (merged into columns of colw px), from
+ * F_TOP down. */
+static void draw_blocks(FILE *svg, const struct sp_plot_axis *a, const struct sp_profile *p,
+			const struct sp_plot_fcall *c, const struct block *blocks, size_t nb, double colw)
+{
+	double y = F_TOP;
+	for (size_t i = 0; i < nb; i++) {
+		const struct sp_plot_fcall *c0 = &c[blocks[i].first];
+		char label[64];
+		if (blocks[i].many_lanes)
+			snprintf(label, sizeof label, "rank %d, thread %d", p->ranks[c0->rank].rank, (int)c0->lane);
+		else
+			snprintf(label, sizeof label, "rank %d", p->ranks[c0->rank].rank);
+		y += F_GAP;
+		sp_svg_label(svg, a->left - 8, y + 11, "end", "font-weight=\"bold\"", label, 0);
+		fprintf(svg, "<g sp:rank=\"%d\">\n", p->ranks[c0->rank].rank);
+		struct fdraw d = {svg, a, p, c0, y};
+		struct sp_plot_merge m = {.colw = colw, .emit = flame_box, .ctx = &d};
+		sp_plot_flame_merge(&m, a, d.c, blocks[i].n);
+		fputs("</g>\n", svg);
+		y += (double)blocks[i].depths * F_ROW;
+	}
+}
+
+/* flame_data.csv: every call c[0..n), in seconds from the axis's origin. */
+static void flame_csv(FILE *csv, const struct sp_plot_axis *a, const struct sp_profile *p,
+		      const struct sp_plot_fcall *c, size_t n)
+{
+	fputs("rank,depth,region,start,duration\n", csv);
+	for (size_t i = 0; i < n; i++) {
+		const struct sp_rank *rk = &p->ranks[c[i].rank];
+		fprintf(csv, "%d,%u,", rk->rank, (unsigned)c[i].depth);
+		sp_plot_csv_name(csv, rk->regions[c[i].region].name);
+		fputc(',', csv);
+		sp_plot_secs(csv, c[i].start - a->t0);
+		fputc(',', csv);
+		sp_plot_secs(csv, c[i].end - c[i].start);
+		fputc('\n', csv);
+	}
+}
+
 enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 			  const struct sp_plot_opts *o, struct sp_plot_info *info, struct sp_error *err)
 {
@@ -177,48 +268,20 @@ enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 	const struct sp_profile *p = f->p;
 	struct fwalk w = {0};
 	struct block *blocks = NULL;
-	size_t nb = 0, bcap = 0;
+	size_t nb = 0;
 	enum sp_err rc = collect(f, sel, &w, err);
 	if (rc != SP_OK)
 		goto out;
-	for (size_t i = 0; i < w.n; i++) {
-		if (!nb || w.c[i].rank != w.c[i - 1].rank || w.c[i].lane != w.c[i - 1].lane) {
-			if (SP_GROW(&blocks, &bcap, nb + 1) != 0) {
-				rc = sp_error_set(err, SP_ENOMEM, "out of memory");
-				goto out;
-			}
-			blocks[nb++] = (struct block){i, 0, 0, 0};
-		}
-		struct block *b = &blocks[nb - 1];
-		b->n++;
-		if (w.c[i].depth + 1 > b->depths)
-			b->depths = w.c[i].depth + 1;
-	}
-	for (size_t i = 0; i < nb; i++) {
-		int prev = i && w.c[blocks[i - 1].first].rank == w.c[blocks[i].first].rank;
-		int next = i + 1 < nb && w.c[blocks[i + 1].first].rank == w.c[blocks[i].first].rank;
-		blocks[i].many_lanes = prev || next || w.c[blocks[i].first].lane != 0;
+	if (make_blocks(w.c, w.n, &blocks, &nb) != 0) {
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
+		goto out;
 	}
 	struct sp_plot_axis a;
 	if (sp_plot_axis_init(&a, p, sel, F_LEFT, width - F_LEFT - 30) < 0) {
 		rc = sp_error_set(err, SP_EINVAL, "%s: its calls span more than 2^63 ns", f->name);
 		goto out;
 	}
-	struct sp_plot_info in = {.calls = (int64_t)w.n};
-	/* The columns: as narrow as the budget allows (a box and its title,
-	 * ~130 bytes and its name). */
-	size_t names = 0, samples = 0;
-	for (size_t i = 0; i < w.n; i += 1 + w.n / 1024, samples++)
-		names += strlen(p->ranks[w.c[i].rank].regions[w.c[i].region].name);
-	double per_box = 130 + (double)names / (double)(samples ? samples : 1);
-	for (in.column_px = 1;; in.column_px *= 2) {
-		struct sp_plot_merge m = {.colw = in.column_px};
-		sp_plot_flame_merge(&m, &a, w.c, w.n);
-		in.bars = m.bars;
-		in.merged = m.merged;
-		if ((double)m.bars * per_box <= (double)budget || in.column_px >= a.width)
-			break;
-	}
+	struct sp_plot_info in = flame_columns(&a, p, w.c, w.n, budget);
 	double height = F_TOP;
 	for (size_t i = 0; i < nb; i++)
 		height += F_GAP + (double)blocks[i].depths * F_ROW;
@@ -239,40 +302,12 @@ enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 		sp_svg_label(svg, 12, 44, "start", "fill=\"#555555\"",
 			     "depth grows downwards; hover a box for its name, start and duration", 0);
 	}
-	double y = F_TOP;
-	for (size_t i = 0; i < nb; i++) {
-		const struct sp_plot_fcall *c0 = &w.c[blocks[i].first];
-		char label[64];
-		if (blocks[i].many_lanes)
-			snprintf(label, sizeof label, "rank %d, thread %d", p->ranks[c0->rank].rank, (int)c0->lane);
-		else
-			snprintf(label, sizeof label, "rank %d", p->ranks[c0->rank].rank);
-		y += F_GAP;
-		sp_svg_label(svg, a.left - 8, y + 11, "end", "font-weight=\"bold\"", label, 0);
-		fprintf(svg, "<g sp:rank=\"%d\">\n", p->ranks[c0->rank].rank);
-		struct fdraw d = {svg, &a, p, w.c + blocks[i].first, y};
-		struct sp_plot_merge m = {.colw = in.column_px, .emit = flame_box, .ctx = &d};
-		sp_plot_flame_merge(&m, &a, d.c, blocks[i].n);
-		fputs("</g>\n", svg);
-		y += (double)blocks[i].depths * F_ROW;
-	}
+	draw_blocks(svg, &a, p, w.c, blocks, nb, in.column_px);
 	sp_plot_axis_draw(svg, &a, F_TOP, axis_y);
 	fputs("</g>\n", svg);
 	sp_svg_end(svg);
-	if (csv) {
-		fputs("rank,depth,region,start,duration\n", csv);
-		for (size_t i = 0; i < w.n; i++) {
-			const struct sp_plot_fcall *c = &w.c[i];
-			const struct sp_rank *rk = &p->ranks[c->rank];
-			fprintf(csv, "%d,%u,", rk->rank, (unsigned)c->depth);
-			sp_plot_csv_name(csv, rk->regions[c->region].name);
-			fputc(',', csv);
-			sp_plot_secs(csv, c->start - a.t0);
-			fputc(',', csv);
-			sp_plot_secs(csv, c->end - c->start);
-			fputc('\n', csv);
-		}
-	}
+	if (csv)
+		flame_csv(csv, &a, p, w.c, w.n);
 	if (info)
 		*info = in;
 	if (ferror(svg) || (csv && ferror(csv)))
