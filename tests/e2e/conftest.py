@@ -129,10 +129,10 @@ DURATION = r"-?\d+(?:\.\d+)? (?:ns|µs|ms|s)"
 
 # What `make e2e` (a sub-make) adds to the environment and a user's shell has
 # not: make's job server, and the variables make exports from its command
-# line (`make asan`'s CFLAGS and LDFLAGS would build a module, or binary,
-# that is not what a user gets).
+# line (`make asan`'s CFLAGS and LDFLAGS, `make check-pyenv`'s PYTHON would
+# build a module, or binary, that is not what a user gets).
 MAKE_ENV = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "CFLAGS", "CPPFLAGS", "LDFLAGS", "CC", "BUILD",
-            "ASAN_OPTIONS")
+            "PYTHON", "PYTHON_CONFIG", "TEST_PYTHON", "ASAN_OPTIONS")
 
 
 def sanitizer_env(module):
