@@ -23,7 +23,17 @@ struct sp_buf {
 				   * up to (from SP_BUF_FIRST_CAP); past it, doubling */
 	size_t dropped;           /* events lost because memory ran out */
 	int mapped;               /* columns are mmaps of their own (large buffers) */
+	int spillable;            /* a full buffer is offered to sp_buf_spill before it grows */
 };
+
+/* Streaming (sp_stream.h): when set, a full spillable buffer is offered to
+ * it before growing; it returns 0 when it emptied the buffer (its events
+ * handed over), 1 to let the buffer grow as usual, -1 when it may not grow
+ * (the memory budget: sp_buf_reserve then drops the call, counted). */
+extern int (*sp_buf_spill)(struct sp_buf *b);
+
+/* The bytes that every buffer's columns hold allocated (their capacity). */
+extern size_t sp_buf_bytes;
 
 /* An empty buffer (nothing allocated) growing up to limit (0: 1) by
  * doubling from SP_BUF_FIRST_CAP entries, then by doubling past it: a region

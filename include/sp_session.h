@@ -9,6 +9,10 @@
 
 #include <stddef.h>
 
+/* The memory budget of event buffers when none is given, and the least. */
+#define SP_MEMORY_BUDGET (64LL << 20)
+#define SP_MEMORY_BUDGET_MIN (1LL << 20)
+
 /* A default-initialised struct ({0}) means "not given" for every field;
  * sp_settings_defaults() fills in what a session uses when nothing is. */
 struct sp_settings {
@@ -34,6 +38,9 @@ struct sp_settings {
 	int mpi_calls;              /* a region per MPI call (profile_mpi_calls) */
 	int force;                  /* run --force: replace an existing file that is not a profile */
 	int subprocesses;           /* run --subprocesses: Python child processes profiled too */
+	long long memory_budget;    /* bytes of event buffers; past them calls stream to disk
+				     * (sp_spill.h); 0: not given (64 MiB) */
+	long long flush_ms;         /* run --flush-interval: OUT.partial's flushes; 0: not given (1000) */
 };
 
 /* What `run` runs: a script or a module, and the arguments after it. */

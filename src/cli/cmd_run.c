@@ -2,6 +2,7 @@
  * of struct sp_settings), the combinations it refuses, then the session
  * (include/sp_session.h), which runs the script and returns the status. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,49 @@ static int parse_buffer_limit(const struct sp_opt *o, const char *arg, void *ctx
 		return -1;
 	}
 	*(long long *)o->value = v;
+	return 0;
+}
+
+/* A size: a whole number of bytes, or with K, M or G (binary: KiB, MiB,
+ * GiB; "MiB" and "MB" spelled out too). */
+static int parse_budget(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(arg, &end, 10);
+	int shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift && (strcmp(end + 1, "") == 0 || strcmp(end + 1, "iB") == 0 || strcmp(end + 1, "B") == 0))
+		end += strlen(end);
+	if (errno || *end || end == arg || v < 1 || v > (LLONG_MAX >> shift)) {
+		snprintf(err, len, "--memory-budget takes a size such as 64M, 512K or 2G, not '%s'", arg);
+		return -1;
+	}
+	v <<= shift;
+	if (v < SP_MEMORY_BUDGET_MIN) {
+		snprintf(err, len, "--memory-budget %s is below the least budget, 1M", arg);
+		return -1;
+	}
+	*(long long *)o->value = v;
+	return 0;
+}
+
+/* Seconds, a decimal number from 0.01 to a day. */
+static int parse_interval(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (errno || *end || end == arg || !(v >= 0.01 && v <= 86400)) {
+		snprintf(err, len, "--flush-interval takes seconds from 0.01 to 86400, not '%s'", arg);
+		return -1;
+	}
+	*(long long *)o->value = (long long)(v * 1000 + 0.5);
 	return 0;
 }
 
@@ -155,6 +199,10 @@ int cmd_run(int argc, char **argv)
 		 "also profile Python child processes, in the same file", NULL},
 		{0, "compression", SP_OPT_CALL, &s.compression, 0, "C",
 		 "auto, gzip[=LEVEL] (shuffle + deflate) or none", parse_compression},
+		{0, "memory-budget", SP_OPT_CALL, &s.memory_budget, 0, "SIZE",
+		 "event buffers in memory; past it calls stream (64M)", parse_budget},
+		{0, "flush-interval", SP_OPT_CALL, &s.flush_ms, 0, "SECONDS",
+		 "flush the streamed PATH.partial this often (1)", parse_interval},
 		{'m', NULL, SP_OPT_STOP, &t.module, 0, "MODULE",
 		 "run a module as __main__, like `python -m MODULE`", NULL},
 	};

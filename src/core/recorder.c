@@ -7,6 +7,15 @@
 #include "sp_grow.h"
 #include "sp_recorder.h"
 
+int (*sp_buf_spill)(struct sp_buf *b);
+size_t sp_buf_bytes;
+
+/* Bytes per entry of b's columns. */
+static size_t entry_bytes(const struct sp_buf *b)
+{
+	return 2 * sizeof(int64_t) + (b->keep_lanes ? sizeof(int32_t) : 0) + (b->keep_values ? sizeof(int64_t) : 0);
+}
+
 void sp_buf_init(struct sp_buf *b, size_t limit)
 {
 	memset(b, 0, sizeof *b);
@@ -100,6 +109,11 @@ static int grow_maps(struct sp_buf *b, size_t cap)
 
 int sp_buf_grow(struct sp_buf *b)
 {
+	if (b->spillable && sp_buf_spill && b->n) {
+		int spilled = sp_buf_spill(b);
+		if (spilled <= 0)
+			return spilled;   /* emptied, or over the budget: the call is dropped */
+	}
 	size_t cap = sp_buf_next_cap(b->cap, b->limit);
 	if (!cap)
 		return -1;
@@ -133,6 +147,7 @@ int sp_buf_grow(struct sp_buf *b)
 			b->values = v;
 		}
 	}
+	sp_buf_bytes += (cap - b->cap) * entry_bytes(b);
 	b->cap = cap;
 	return 0;
 }
@@ -175,6 +190,8 @@ void sp_buf_clear(struct sp_buf *b)
 
 void sp_buf_free(struct sp_buf *b)
 {
+	size_t held = b->cap * entry_bytes(b);
+	sp_buf_bytes -= held < sp_buf_bytes ? held : sp_buf_bytes;
 	for (int i = 0; i < NCOLS; i++) {
 		void **p = col_ptr(b, i);
 		if (b->mapped && *p)

@@ -25,6 +25,7 @@ static const struct sp_setting_key keys[] = {
 	{"use_likwid", SP_SETTING_BOOL, FIELD(likwid), NULL},
 	{"use_memray", SP_SETTING_BOOL, FIELD(memory), NULL},
 	{"profile_mpi_calls", SP_SETTING_BOOL, FIELD(mpi_calls), NULL},
+	{"memory_budget", SP_SETTING_COUNT, FIELD(memory_budget), NULL},
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -68,6 +69,10 @@ void sp_settings_defaults(struct sp_settings *s)
 		s->compression = 0;
 	if (s->verbose < 0)
 		s->verbose = 1;
+	if (!s->memory_budget)
+		s->memory_budget = SP_MEMORY_BUDGET;
+	if (!s->flush_ms)
+		s->flush_ms = 1000;
 }
 
 /* hdf5_compression="auto" and "gzip": shuffle + deflate at this level (as
@@ -161,6 +166,11 @@ int sp_settings_check(const struct sp_settings *s, int python, char *err, size_t
 		snprintf(err, len, "%s cannot be combined with %s: LIKWID marker regions wrap the "
 			 "calls of explicit regions (with --track-threads too)",
 			 python ? "use_likwid" : "--likwid", other);
+		return -1;
+	}
+	if (s->memory_budget && s->memory_budget < SP_MEMORY_BUDGET_MIN) {
+		snprintf(err, len, "%s %lld is below the least budget, 1 MiB (%lld bytes)",
+			 python ? "memory_budget=" : "--memory-budget", s->memory_budget, SP_MEMORY_BUDGET_MIN);
 		return -1;
 	}
 	if (!python && !s->recursive && (s->trace_all || s->ninclude || s->nexclude)) {

@@ -27,6 +27,8 @@
 #include "sp_region.h"
 #include "sp_region_paths.h"
 #include "sp_render.h"
+#include "sp_spill.h"
+#include "sp_stream.h"
 #include "sp_tree.h"
 
 /* A profile is being written (sp_final_run, the GIL released). */
@@ -389,6 +391,67 @@ static void report_losses(const struct sp_profile *p, int collective)
 	free(text);
 }
 
+/* A streamed session's profile (spill.c): its regions' statistics in
+ * stream order, no events (they are in the file), with the metadata, line
+ * tables and LIKWID counters that finish the file. NULL with an exception. */
+static struct sp_profile *streamed_profile(int64_t now, int64_t run_start, const struct sp_kv *meta,
+					   size_t nmeta)
+{
+	struct sp_profile *p = calloc(1, sizeof *p);
+	if (!p || !(p->ranks = calloc(1, sizeof *p->ranks))) {
+		free(p);
+		return (struct sp_profile *)PyErr_NoMemory();
+	}
+	p->format_version = 3;
+	p->nranks = 1;
+	struct sp_rank *rk = &p->ranks[0];
+	rk->rank = 0;
+	rk->run_start_ns = run_start;
+	rk->run_end_ns = now;
+	rk->pid = (int64_t)getpid();
+	if (sp_spill_collect(rk, now) != 0 || copy_meta(p, rk, meta, nmeta) != 0 ||
+	    (sp_mode.likwid && add_likwid(p, rk) != 0) || sp_linetrace_collect(rk) != 0) {
+		sp_profile_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* The end of a streamed session: the file finished, then read back for
+ * what f asks to show or hand over. 0, or -1 with an exception. */
+static int final_streamed(struct sp_final *f, int64_t now)
+{
+	struct sp_profile *p = streamed_profile(now, f->run_start_ns, f->meta, f->nmeta), *back = NULL;
+	struct sp_error err = {0};
+	int rc = -1;
+	if (!p)
+		return -1;
+	p->ranks[0].parent_pid = f->parent_pid;
+	p->compression = f->compression;
+	report_losses(p, 0);
+	if (sp_spill_finish(p, f->path) != 0)
+		goto out;
+	if (f->render || f->render_lines || f->snapshot) {
+		enum sp_err r;
+		Py_BEGIN_ALLOW_THREADS
+		r = sp_h5_read(f->path, f->snapshot ? SP_READ_EVENTS : SP_READ_SUMMARY, &back, &err);
+		Py_END_ALLOW_THREADS
+		if (r != SP_OK) {
+			PyErr_Format(PyExc_OSError, "cannot read back the profile: %s", err.msg);
+			goto out;
+		}
+	}
+	if ((f->render && !(f->summary = sp_py_render(back, f->path, 0))) ||
+	    (f->render_lines && !(f->lines = sp_py_render(back, f->path, 1))) ||
+	    (f->snapshot && !(f->data = sp_results_data(back))))
+		goto out;
+	rc = 0;
+out:
+	sp_profile_free(back);
+	sp_profile_free(p);
+	return rc;
+}
+
 int sp_final_run(struct sp_final *f)
 {
 	int collective = sp_mpi_active(), rc = -1;
@@ -398,6 +461,17 @@ int sp_final_run(struct sp_final *f)
 	sp_mode_freeze();
 	writing = 1;   /* until the events are no longer read */
 	int64_t now = sp_clock_ns();
+	if (sp_spill_streamed() && f->path && !collective && !f->children_dir) {
+		rc = final_streamed(f, now);
+		writing = 0;
+		if (rc != 0) {
+			Py_CLEAR(f->summary);
+			Py_CLEAR(f->lines);
+			Py_CLEAR(f->data);
+		}
+		return rc;
+	}
+	sp_spill_cancel();   /* nothing was streamed: the file is written whole */
 	/* The statistics and the call tree cost passes over every event: only
 	 * when something is written or shown. */
 	enum need need = f->path || f->render || f->snapshot || collective ? NEED_ALL

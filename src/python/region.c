@@ -9,6 +9,7 @@
 #include "sp_pytext.h"
 #include "sp_recorder.h"
 #include "sp_region.h"
+#include "sp_spill.h"
 
 PyObject *sp_registry;                /* dict: name -> RegionObject, creation order */
 size_t sp_unmatched_exits;
@@ -87,6 +88,8 @@ static PyObject *region_create(PyObject *name)
 	}
 	r->name = stored;
 	sp_buf_init(&r->buf, sp_mode.buffer_limit);
+	r->buf.spillable = 1;
+	sp_spill_region_init(r);
 	sp_agg_region_init(&r->agg);
 	sp_stats_acc_init(&r->acc);
 	r->index = -1;
@@ -140,6 +143,7 @@ void sp_regions_reset(void)
 		sp_agg_region_init(&r->agg);
 		sp_stats_acc_init(&r->acc);
 		r->buf.limit = sp_mode.buffer_limit;
+		sp_spill_region_reset(r);
 		r->gen++;
 	}
 }

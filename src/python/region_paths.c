@@ -21,6 +21,7 @@
 #include "sp_recorder.h"
 #include "sp_region.h"
 #include "sp_region_paths.h"
+#include "sp_spill.h"
 
 /* The `with` blocks open in the calling thread, innermost last. Per thread,
  * so threads entering the same region at once each close their own call;
@@ -125,6 +126,8 @@ static __attribute__((noinline)) void exit_below(RegionObject *r, int64_t t)
 		if (r->buf.keep_values == SP_VALUES_ALLOC_BYTES && sp_mode.memory)
 			sp_region_mem_close(r, (size_t)e.slot, em.alloc0, em.mark0);
 		sp_region_end(r, (size_t)e.slot, t);
+	} else if (e.slot >= 0) {
+		sp_spill_late_end(r, e.gen, e.slot, t);
 	}
 }
 
@@ -163,6 +166,8 @@ static inline PyObject *region_exit(PyObject *self, int mem)
 				sp_region_mem_close(r, (size_t)e->slot, open_blocks.m[d - 1].alloc0,
 						    open_blocks.m[d - 1].mark0);
 			sp_region_end(r, (size_t)e->slot, t);
+		} else if (e->slot >= 0) {
+			sp_spill_late_end(r, e->gen, e->slot, t);   /* handed over open (spill.c) */
 		}
 	} else {
 		exit_below(r, t);
@@ -230,6 +235,8 @@ static inline PyObject *exit_async(PyObject *self, int mem)
 			if (mem)
 				sp_region_mem_close(r, (size_t)e.slot, em.alloc0, em.mark0);
 			sp_region_end(r, (size_t)e.slot, t);
+		} else if (e.slot >= 0) {
+			sp_spill_late_end(r, e.gen, e.slot, t);
 		}
 		Py_RETURN_NONE;
 	}

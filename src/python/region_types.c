@@ -22,6 +22,7 @@
 #include "sp_region.h"
 #include "sp_region_paths.h"
 #include "sp_region_types.h"
+#include "sp_spill.h"
 #include "sp_wrapper.h"
 
 static PyObject *region_repr(PyObject *self)
@@ -490,6 +491,8 @@ static PyObject *mod_coroutine_exit(PyObject *m, PyObject *const *args, Py_ssize
 	 * run trusts every ended call to be counted once). */
 	if (slot >= 0 && (size_t)slot < r->buf.n && r->gen == gen && r->buf.ends[slot] == SP_NO_TIME)
 		sp_region_end(r, (size_t)slot, t);
+	else if (slot >= 0 && r->gen != gen)
+		sp_spill_late_end(r, gen, slot, t);   /* handed over open (spill.c) */
 	Py_RETURN_NONE;
 }
 

@@ -25,6 +25,7 @@
 #include "sp_pysession.h"
 #include "sp_pytext.h"
 #include "sp_shim.h"
+#include "sp_spill.h"
 #include "sp_recorder.h"
 #include "sp_region.h"
 #include "sp_region_types.h"
@@ -50,6 +51,7 @@ static struct {
 	pid_t parent_pid;            /* this session is a child process's: its parent */
 	Py_ssize_t children_merged;  /* child profiles merged by the last write (-1: none looked for) */
 	PyObject *module;            /* the module (sys.modules keeps it alive) */
+	long long flush_ms;          /* run --flush-interval (0: the default) */
 } session = { .children_merged = -1, .cur = { .compression = -1, .verbose = -1 },
 	     .locked = { .compression = -1, .verbose = -1 } };   /* nothing fixed without `run` */
 
@@ -82,6 +84,9 @@ static int reset_events(void)
 {
 	if (session_busy())
 		return -1;
+	/* What was streamed goes with the events (the stream restarts at the
+	 * next setup). */
+	sp_spill_cancel();
 	/* The hook's open calls point into the buffers cleared below. */
 	sp_mode_reset();
 	sp_linetrace_reset();
@@ -89,6 +94,28 @@ static int reset_events(void)
 	sp_regions_reset();
 	sp_mpicalls_reset();
 	return 0;
+}
+
+/* Streams the session's events to its file's .partial while it runs
+ * (spill.c) when the session can: a file is written, the calls are kept
+ * one by one (not --aggregate, --memory or --mpi-calls), by a serial run's
+ * own process (not under MPI, not a child of the run, not gathering child
+ * processes). Once something was streamed, the stream goes on to the end.
+ * 0, or -1 with an exception. */
+static int stream_update(void)
+{
+	const struct sp_settings *s = &session.cur;
+	char buf[PATH_MAX];
+	if (sp_spill_streamed())
+		return 0;
+	const char *path = sp_standalone_outfile(s->outfile, buf, sizeof buf);
+	int can = path && !s->no_output && !s->disable && !s->aggregate && !s->memory && !s->mpi_calls &&
+		  getpid() == session.pid && !sp_mpi_active() && !session.parent_pid && !session.children_dir;
+	sp_spill_cancel();
+	if (!can)
+		return 0;
+	return sp_spill_begin(path, (size_t)s->memory_budget, (int64_t)(session.flush_ms ? session.flush_ms : 1000) * 1000000,
+			      s->compression, session.run_start_ns);
 }
 
 /* setup(**kw): the merged settings (the running session's or the
@@ -165,7 +192,7 @@ static int setup_kwargs(PyObject *kw)
 		session.run_start_ns = sp_clock_ns();
 		session.pid = getpid();
 	}
-	rc = 0;
+	rc = stream_update();
 out:
 	free(path);
 	return rc;
@@ -431,6 +458,8 @@ static PyObject *mod_children_dir(PyObject *m, PyObject *arg)
 		return PyErr_NoMemory();
 	free(session.children_dir);
 	session.children_dir = copy;
+	if (session.active && stream_update() != 0)   /* such a run writes its file whole */
+		return NULL;
 	Py_RETURN_NONE;
 }
 
@@ -552,6 +581,7 @@ int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const
 	if (!(session.default_outfile = strdup(outfile)))
 		goto out;
 	session.quiet = s->quiet;
+	session.flush_ms = s->flush_ms;
 	free(session.command_line);
 	session.command_line = strdup(command_line);
 	if (!mod || !session.command_line || setup_kwargs(NULL) != 0)

@@ -40,6 +40,12 @@ typedef struct sp_region {
 	int64_t peak_bytes;           /* run --memory: the peak of live bytes while open; -1: none */
 	int32_t likwid_id;            /* --likwid: its number with sp_likwid_register, or -1 */
 	size_t kept_calls;            /* after finalize(): the calls the session recorded */
+	/* Streaming (spill.c): its id in the stream (-1: none yet), its first
+	 * call's start, and its calls handed over while still open. */
+	int32_t stream_id;
+	int64_t first_start;
+	struct sp_late *late;
+	size_t nlate, late_cap;
 } RegionObject;
 
 /* A call of r in event slot `slot` ends at t: its end written and counted

@@ -27,6 +27,7 @@
 #include "sp_mode.h"
 #include "sp_monitor.h"
 #include "sp_region.h"
+#include "sp_spill.h"
 #include "sp_tracer.h"
 
 /* The value in a code object's cache slot for "not traced" (no object
@@ -65,9 +66,25 @@ struct open_call {
 					* memory mode's event -(slot + 2), whose value holds
 					* the allocation counter at its start until it ends */
 	int64_t start;                 /* aggregation mode: its start; memory mode: the mark before */
-	int32_t node;                  /* aggregation mode: its call-tree node, */
-	int32_t parent;                /* and the node before */
+	union {
+		struct {
+			int32_t node;  /* aggregation mode: its call-tree node, */
+			int32_t parent;   /* and the node before */
+		};
+		uint64_t gen;          /* its region's gen at the start (a slot handed over
+					* to the stream since is ended by spill.c) */
+	};
 };
+
+/* An open call with a slot ends at t: in its slot, or, when its region
+ * handed the slot over open since (streaming), through spill.c. */
+static inline void end_slot(const struct open_call *c, int64_t t)
+{
+	if (__builtin_expect(c->region->gen == c->gen, 1))
+		sp_region_end(c->region, (size_t)c->slot, t);
+	else
+		sp_spill_late_end(c->region, c->gen, c->slot, t);
+}
 
 /* An open call's event slot (-1: none, aggregation mode). */
 static inline ptrdiff_t slot_of(const struct open_call *c)
@@ -125,7 +142,7 @@ static void close_open_calls(struct call_stack *s, int64_t now, int own)
 		if (c->slot < -1) {
 			end_mem(c, now);
 		} else if (c->slot >= 0) {
-			sp_region_end(c->region, (size_t)c->slot, now);
+			end_slot(c, now);
 		} else {
 			sp_agg_count(c->region, c->node, c->start, now);
 			if (own)
@@ -274,6 +291,7 @@ static inline __attribute__((always_inline)) void push_call(struct call_stack *s
 	c->frame = frame;
 	c->region = r;
 	c->slot = i;
+	c->gen = r->gen;
 	if (lanes)
 		r->buf.lanes[i] = lane;
 	/* The end is written at the return, or by sp_tracer_stop_all. */
@@ -300,7 +318,7 @@ static inline int pop_call(struct call_stack *s, const void *frame)
 		else
 			end_mem(c, sp_clock_ns());
 	} else {
-		sp_region_end(c->region, (size_t)c->slot, sp_clock_ns());
+		end_slot(c, sp_clock_ns());
 	}
 	return 0;
 }

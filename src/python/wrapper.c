@@ -18,6 +18,7 @@
 #include "sp_aggregate.h"
 #include "sp_clock.h"
 #include "sp_generator.h"
+#include "sp_spill.h"
 #include "sp_lanes.h"
 #include "sp_likwid.h"
 #include "sp_linetrace.h"
@@ -98,6 +99,8 @@ static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self,
 		if (mem)
 			sp_region_mem_close(r, (size_t)i, alloc0, mark0);
 		sp_region_end(r, (size_t)i, t);
+	} else {
+		sp_spill_late_end(r, gen, i, t);   /* or handed over open (spill.c) */
 	}
 	return res;
 }

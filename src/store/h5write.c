@@ -459,6 +459,118 @@ enum sp_err sp_h5_writer_commit(struct sp_h5_writer *w, struct sp_error *err)
 	return rc;
 }
 
+/* ---- Finishing a streamed file (format version 3, stream.c) ---- */
+
+/* Sets attribute name of loc to v, replacing one already there. */
+static int attr_i64_set(hid_t loc, const char *name, int64_t v)
+{
+	if (H5Aexists(loc, name) > 0 && H5Adelete(loc, name) < 0)
+		return -1;
+	return sp_h5w_attr_i64(loc, name, v);
+}
+
+/* Removes link name of loc when it is there. 0, or -1. */
+static int unlink_if(hid_t loc, const char *name)
+{
+	htri_t e = H5Lexists(loc, name, H5P_DEFAULT);
+	return e < 0 ? -1 : e == 0 ? 0 : H5Ldelete(loc, name, H5P_DEFAULT) < 0 ? -1 : 0;
+}
+
+/* Removes the event column name of g when it holds nothing. 0, or -1. */
+static int unlink_empty(hid_t g, const char *name)
+{
+	hid_t ds = H5Lexists(g, name, H5P_DEFAULT) > 0 ? H5Dopen2(g, name, H5P_DEFAULT) : -1;
+	if (ds < 0)
+		return 0;
+	hid_t sp = H5Dget_space(ds);
+	hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+	if (sp >= 0)
+		H5Sclose(sp);
+	H5Dclose(ds);
+	return n < 0 ? -1 : n > 0 ? 0 : H5Ldelete(g, name, H5P_DEFAULT) < 0 ? -1 : 0;
+}
+
+/* One rank of a streamed file: its attributes, table, line tables and LIKWID
+ * counters; its stream group and empty columns go. */
+static enum sp_err finish_rank(struct sp_h5_writer *w, const struct sp_rank *rk)
+{
+	char name[32];
+	enum sp_err rc = SP_OK;
+	snprintf(name, sizeof name, "rank%d", rk->rank);
+	hid_t g = H5Gopen2(w->file, name, H5P_DEFAULT), ev = -1;
+	if (g < 0)
+		return sp_h5w_fail(w, SP_EIO, "cannot open group %s", name);
+	if ((rk->run_end_ns != SP_NO_TIME && attr_i64_set(g, "run_end_time", rk->run_end_ns) < 0) ||
+	    (rk->parent_pid != 0 && attr_i64_set(g, "parent_pid", rk->parent_pid) < 0) ||
+	    attr_i64_set(g, "dropped_events", rk->dropped) < 0)
+		rc = sp_h5w_fail(w, SP_EIO, "cannot write attributes of %s", name);
+	if (rc == SP_OK)
+		rc = sp_h5w_regions_v3(w, g, rk);
+	if (rc == SP_OK && rk->nlines > 0)
+		rc = write_lines(w, g, rk);
+	if (rc == SP_OK && rk->nlikwid > 0)
+		rc = sp_h5w_likwid(w, g, rk);
+	if (rc == SP_OK && (unlink_if(g, "stream") < 0 || (ev = H5Gopen2(g, "events", H5P_DEFAULT)) < 0 ||
+			    unlink_empty(ev, "lanes") < 0 || unlink_empty(ev, "alloc_bytes") < 0 ||
+			    unlink_empty(ev, "bytes") < 0))
+		rc = sp_h5w_fail(w, SP_EIO, "cannot tidy %s", name);
+	if (ev >= 0)
+		H5Gclose(ev);
+	if (H5Gclose(g) < 0 && rc == SP_OK)
+		rc = sp_h5w_fail(w, SP_EIO, "cannot close %s", name);
+	return rc;
+}
+
+enum sp_err sp_h5w_finish_stream(hid_t file, const char *partial, const char *target, const struct sp_profile *p,
+				 struct sp_error *err)
+{
+	struct sp_h5_writer *w = calloc(1, sizeof *w);
+	enum sp_err rc = SP_OK;
+	if (!w || !(w->path = strdup(target))) {
+		free(w);
+		H5Fclose(file);
+		return sp_error_set(err, SP_ENOMEM, "cannot finish '%s': out of memory", target);
+	}
+	w->out.fd = -1;
+	hid_t *ids[] = {&w->fcpl, &w->fapl, &w->lcpl, &w->gcpl, &w->gcpl_regions, &w->gcpl_region,
+			&w->gcpl_meta, &w->dcpl, &w->meta};
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+		*ids[i] = H5I_INVALID_HID;
+	w->file = file;
+	w->version = 3;
+	w->level = p->compression;
+	if (make_plists(w) < 0) {
+		rc = sp_h5w_fail(w, SP_EIO, "cannot set up HDF5 property lists");
+		goto out;
+	}
+	w->meta = H5Gcreate2(w->file, "metadata", w->lcpl, w->gcpl_meta, H5P_DEFAULT);
+	if (w->meta < 0) {
+		rc = sp_h5w_fail(w, SP_EIO, "cannot create group metadata");
+		goto out;
+	}
+	for (size_t i = 0; i < p->nmeta && rc == SP_OK; i++)
+		rc = meta_add(w, p->meta[i].key, p->meta[i].value, p->meta[i].type, (long)i);
+	for (size_t i = 0; i < p->nranks && rc == SP_OK; i++)
+		rc = finish_rank(w, &p->ranks[i]);
+	if (rc == SP_OK && H5Gclose(w->meta) < 0)
+		rc = sp_h5w_fail(w, SP_EIO, "cannot close group metadata");
+	w->meta = H5I_INVALID_HID;
+	if (rc == SP_OK)
+		rc = reserve(w);
+	errno = 0;
+	if (H5Fclose(w->file) < 0 && rc == SP_OK)
+		rc = sp_h5w_fail(w, SP_EIO, "cannot finish writing the file");
+	w->file = H5I_INVALID_HID;
+	if (rc == SP_OK && rename(partial, target) != 0)
+		rc = sp_error_set(&w->failure, SP_EIO, "cannot write '%s': renaming '%s': %s", target, partial,
+				  strerror(errno));
+out:
+	if (rc != SP_OK && err)
+		*err = w->failure;
+	writer_free(w, 0);
+	return rc;
+}
+
 void sp_h5_writer_abort(struct sp_h5_writer *w)
 {
 	if (w)

@@ -63,7 +63,7 @@ static enum sp_err plan(struct sp_h5_writer *w, const struct sp_rank *rk, struct
 		if (!rd->name || !rd->name[0])
 			return sp_h5w_fail(w, SP_EINVAL, "rank %d has a region without a name", rk->rank);
 		if (!rd->aggregate) {
-			if (!rd->starts || !rd->ends)
+			if (w->version != 3 && (!rd->starts || !rd->ends))
 				return sp_h5w_fail(w, SP_EINVAL, "rank %d region '%s': events not loaded", rk->rank,
 						   rd->name);
 			if ((uint64_t)rd->stats.num_calls > (uint64_t)INT64_MAX - t->events)
@@ -220,7 +220,8 @@ static enum sp_err write_table(struct sp_h5_writer *w, hid_t rank_g, const struc
 		rc = sp_h5w_fail(w, SP_EIO, "cannot write the regions of rank %d", rk->rank);
 		goto out;
 	}
-	for (int c = 0; c < NI64 && rc == SP_OK; c++)
+	/* Version 3 (streamed) finds a region's calls through its blocks. */
+	for (int c = 0; c < (w->version == 3 ? FIRST_EVENT : NI64) && rc == SP_OK; c++)
 		if (sp_h5w_column(w, g, i64_names[c], H5T_STD_I64LE, H5T_NATIVE_INT64, n, i64 + c * n) < 0)
 			rc = sp_h5w_fail(w, SP_EIO, "cannot write the regions of rank %d", rk->rank);
 	if (rc == SP_OK &&
@@ -228,7 +229,8 @@ static enum sp_err write_table(struct sp_h5_writer *w, hid_t rank_g, const struc
 	     sp_h5w_column(w, g, "std_ns", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, n, f64 + n) < 0 ||
 	     sp_h5w_column(w, g, "aggregate", H5T_STD_I8LE, H5T_NATIVE_INT8, n, agg) < 0))
 		rc = sp_h5w_fail(w, SP_EIO, "cannot write the regions of rank %d", rk->rank);
-	if (rc == SP_OK)
+	/* Version 3 has no call tree: the reader computes it. */
+	if (rc == SP_OK && w->version != 3)
 		rc = write_cumulative(w, g, rk, t, i64);
 	if (rc == SP_OK && (t->values || t->peak))
 		rc = write_value_table(w, g, rk, t, i64, agg);
@@ -441,6 +443,18 @@ enum sp_err sp_h5w_regions_v2(struct sp_h5_writer *w, hid_t rank_g, const struct
 		rc = write_events(w, rank_g, rk, &t);
 	if (rc == SP_OK && rk->tree)
 		rc = write_tree(w, rank_g, rk, &t);
+	table_free(&t);
+	return rc;
+}
+
+enum sp_err sp_h5w_regions_v3(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk)
+{
+	struct table t = {0};
+	enum sp_err rc = plan(w, rk, &t);
+	if (rc == SP_OK && t.n != rk->nregions)
+		rc = sp_h5w_fail(w, SP_EINVAL, "rank %d: a streamed region without calls", rk->rank);
+	if (rc == SP_OK)
+		rc = write_table(w, rank_g, rk, &t);
 	table_free(&t);
 	return rc;
 }

@@ -22,7 +22,7 @@
 struct sp_h5_writer {
 	char *path;                    /* the final path (a copy), for messages */
 	struct sp_outpath out;         /* the temporary file (out.tmp) and its target */
-	int version;                   /* the format version written: 1 or 2 */
+	int version;                   /* the format version written: 1, 2 or 3 (a stream finished) */
 	int failed;                    /* a call failed: failure says why */
 	int detached;                  /* the file's descriptor points at memory (detach) */
 	struct sp_error failure;       /* what sp_h5w_fail sets; copied to the caller's err */
@@ -94,5 +94,13 @@ int sp_h5w_span(struct sp_h5_writer *w, hid_t ds, hid_t mtype, uint64_t first, s
 /* Closes a dataset written a span at a time; a compressed one's chunks are
  * flushed first, while a failure can still be told (see h5write_util.c). 0 or -1. */
 int sp_h5w_dataset_close(struct sp_h5_writer *w, hid_t ds);
+
+/* Completes a streamed file (format version 3) that `file` holds open
+ * read-write (its SWMR writing over): /metadata, each rank's attributes,
+ * regions table, line tables and LIKWID counters from p (regions in id
+ * order, no events); drops the stream group and empty columns; closes file
+ * and renames partial to target. On failure the partial file stays. */
+enum sp_err sp_h5w_finish_stream(hid_t file, const char *partial, const char *target,
+				 const struct sp_profile *p, struct sp_error *err);
 
 #endif

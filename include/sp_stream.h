@@ -1,0 +1,108 @@
+/* sp_stream.h - a run's events streamed to disk while it runs (format
+ * version 3, man/scope-profiler-format.5): the recording side hands whole
+ * blocks of one region's calls over; a background writer thread, which never
+ * takes the GIL, appends them to OUT.partial (HDF5 in single-writer /
+ * multiple-reader mode, so that the file reads as a profile at any moment,
+ * and after a kill) and flushes it every interval; the end of the run
+ * finishes that file and renames it to OUT.
+ *
+ * The producer calls (sp_stream_name .. sp_stream_flush) come from one thread
+ * at a time (the recording side calls them holding the GIL) and never block
+ * on the disk: what the writer has not taken yet waits in a queue of at most
+ * queue_bytes; a hand-over that does not fit is refused (-1) and the caller
+ * keeps or drops the calls, counting them. */
+#ifndef SP_STREAM_H
+#define SP_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sp_error.h"
+#include "sp_profile.h"
+
+/* The stream's flush interval when none is given, in nanoseconds. */
+#define SP_STREAM_INTERVAL_NS ((int64_t)1000000000)
+
+struct sp_stream_config {
+	const char *path;          /* OUT: the stream writes OUT.partial beside it */
+	int rank;
+	int64_t pid, run_start_ns;
+	const char *hostname;      /* NULL: none */
+	int compression;           /* the event columns: 0, or a deflate level 1..9 */
+	size_t queue_bytes;        /* the most bytes of calls waiting for the writer */
+	int64_t interval_ns;       /* how often the writer asks for a flush (> 0) */
+	/* Called from the writer thread every interval, without the GIL: asks
+	 * the recording side to hand its partly filled blocks over and call
+	 * sp_stream_flush (Py_AddPendingCall). */
+	void (*ask_flush)(void);
+};
+
+/* Starts the writer thread. Nothing is written until the first block or
+ * flush: a run that ends before either writes no partial file. SP_EINVAL
+ * (a bad path: a device, a directory), SP_ENOMEM or SP_EIO with err set. */
+enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *err);
+
+/* Whether a stream is running (started, not finished or abandoned). */
+int sp_stream_on(void);
+
+/* Region id's exact name (UTF-8): ids are given by the caller, 0, 1, ...
+ * in order, each named once before its first block. 0, or -1 (refused). */
+int sp_stream_name(int32_t id, const char *name);
+
+/* Hands n calls (n > 0) of region id over: their starts, ends (SP_NO_TIME
+ * for a call still open: see sp_stream_patch) and lanes (NULL: lane 0),
+ * copied. Returns the index in the file's event columns of the first of
+ * them, or -1 when refused (the queue is full, or the writer failed). */
+int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64_t *ends,
+			const int32_t *lanes);
+
+/* A call handed over while still open ends at `end`: event `index` of the
+ * file (sp_stream_block's index plus its place in the block). Kept until
+ * the next sp_stream_flush. 0, or -1 when memory runs out (counted). */
+int sp_stream_patch(int64_t index, int64_t end);
+
+/* Everything handed over so far is to reach the file now, with `now` as the
+ * time up to which the file is complete (its flushed_ns). */
+void sp_stream_flush(int64_t now);
+
+/* Calls refused so far because the writer fell behind (the queue was full),
+ * and whether the writer has failed (its message in *err when err). */
+uint64_t sp_stream_refused(void);
+int sp_stream_failed(struct sp_error *err);
+
+/* Ends the stream: waits for the writer to write everything handed over,
+ * stops it, completes the file with p (one rank: its regions in id order,
+ * each with its statistics and no events; metadata, line tables, LIKWID
+ * counters) and renames OUT.partial to path (NULL: the OUT it started with). On failure OUT is untouched,
+ * OUT.partial stays (with every call the writer wrote) and err says why.
+ * The stream is off afterwards whatever the outcome. */
+enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struct sp_error *err);
+
+/* Stops the writer thread once it wrote what was handed over: from here on
+ * what is handed over is written by the calling thread at once (the end of
+ * the run, which must not be refused). */
+void sp_stream_quiesce(void);
+
+/* Whether anything was handed over (the run then ends with
+ * sp_stream_finish; else with sp_stream_cancel and a file written whole). */
+int sp_stream_handed(void);
+
+/* Stops the writer and the stream without finishing a file (nothing was
+ * handed over, or the run writes no profile after all). */
+void sp_stream_cancel(void);
+
+/* In a forked child: the parent's stream is none of this process's
+ * business. The writer thread does not exist here; the file's descriptor
+ * is pointed away so that nothing (not even HDF5's exit handler) writes
+ * into the parent's file; the stream is off. */
+void sp_stream_forget(void);
+
+/* The partial file's path for OUT (OUT + ".partial"), malloc'd, or NULL. */
+char *sp_stream_partial_path(const char *path);
+
+/* HDF5 calls from several threads of one process (the stream's writer, the
+ * read API) go through this lock. */
+void sp_h5_lock(void);
+void sp_h5_unlock(void);
+
+#endif

@@ -1,0 +1,64 @@
+/* sp_spill.h - the recording side of streaming (spill.c, over the store's
+ * sp_stream.h): a region's full buffer is handed to the stream's writer
+ * instead of growing, and every flush interval each region's partly filled
+ * one; calls handed over while open get their end later (a late end). The
+ * buffers stay within the memory budget whatever the run's length. Include
+ * <Python.h> first. */
+#ifndef SP_SPILL_H
+#define SP_SPILL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sp_region.h"
+
+/* A call handed over while still open: its slot then, its start and its
+ * place in the file. */
+struct sp_late {
+	uint64_t gen;
+	ptrdiff_t slot;
+	int64_t start;
+	int64_t index;
+};
+
+/* The default memory budget (run --memory-budget, setup(memory_budget=)). */
+#define SP_SPILL_BUDGET ((size_t)64 << 20)
+
+/* A new region's streaming state (none), and the same at a session reset. */
+void sp_spill_region_init(RegionObject *r);
+void sp_spill_region_reset(RegionObject *r);
+
+/* The session starts recording into path (its profile): streams to
+ * path.partial when it can (a serial run's own process, with events: not
+ * --aggregate, --memory, --mpi-calls or under MPI, nor a run gathering
+ * child processes), within budget bytes of buffers (0: the default),
+ * flushing every interval_ns (0: a second). Says nothing and streams
+ * nothing when it cannot; 0 either way, or -1 with an exception when memory
+ * runs out. */
+int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int compression, int64_t run_start_ns);
+
+/* Whether this session streams (something was handed over): its end then
+ * finishes the stream (sp_spill_end) instead of writing a file whole. */
+int sp_spill_streamed(void);
+
+/* The session ends without streaming (nothing was handed over, or no file
+ * is written): the writer stops, nothing is written. */
+void sp_spill_cancel(void);
+
+/* A call of r handed over while open (gen and slot as the caller held
+ * them) ends at t; nothing when it is no such call. */
+void sp_spill_late_end(RegionObject *r, uint64_t gen, ptrdiff_t slot, int64_t t);
+
+/* The end of a streamed session (after the freeze): the writer stops, the
+ * calls still open end at now, every region's remaining calls are written,
+ * and rk's regions are filled from the regions' statistics, in stream
+ * order (no events). 0, or -1 with an exception. */
+int sp_spill_collect(struct sp_rank *rk, int64_t now);
+
+/* Finishes the file as path with p (rk of sp_spill_collect, and the
+ * metadata, line tables and LIKWID counters the caller added); says the
+ * calls dropped because the writer fell behind. 0, or -1 with an OSError
+ * set (OUT.partial then keeps every call written). */
+int sp_spill_finish(const struct sp_profile *p, const char *path);
+
+#endif

@@ -1,0 +1,365 @@
+/* spill.c - the recording side of streaming (sp_spill.h): regions hand
+ * their calls to the stream (include/sp_stream.h) instead of holding them.
+ *
+ * A region's buffer that is full is offered here (sp_buf_spill, from the
+ * growth slow path of sp_buf_reserve): past a block's size, or when growing
+ * would pass the budget, its calls are handed over and the buffer starts
+ * again from slot 0 with its gen moved on. Every flush interval the writer
+ * asks (Py_AddPendingCall: the main thread, with the GIL, between two
+ * bytecodes, so every buffer is consistent) for the partly filled buffers
+ * too. A call still open when handed over is written with no end; its exit,
+ * which then holds an old gen, ends it here (sp_spill_late_end), which the
+ * file gets as a patch. Nothing runs on the recording fast path. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sp_clock.h"
+#include "sp_pytext.h"
+#include "sp_recorder.h"
+#include "sp_region.h"
+#include "sp_spill.h"
+#include "sp_stream.h"
+
+/* Calls in a block handed over as soon as a buffer holds them (budget
+ * allowing: at most 1/32 of it per block). */
+#define BLOCK_MAX ((size_t)1 << 16)
+#define BLOCK_MIN ((size_t)256)
+
+static struct {
+	int on;                        /* this session streams */
+	size_t budget;                 /* bytes of buffers and queue */
+	size_t block;                  /* calls per block */
+	int32_t next_id;               /* the next region's id in the stream */
+	uint64_t dropped;              /* calls not recorded: the writer was behind */
+	int64_t interval_ns;           /* between flushes */
+} spill;
+
+static struct {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int running, stop;
+	pid_t pid;                     /* of the process that started it */
+} ticker = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void sp_spill_region_init(RegionObject *r)
+{
+	r->stream_id = -1;
+	r->first_start = SP_NO_TIME;
+	r->late = NULL;
+	r->nlate = r->late_cap = 0;
+}
+
+void sp_spill_region_reset(RegionObject *r)
+{
+	r->stream_id = -1;
+	r->first_start = SP_NO_TIME;
+	r->nlate = 0;
+}
+
+/* Room for k more late calls in r. 0, or -1. */
+static int late_room(RegionObject *r, size_t k)
+{
+	if (r->nlate + k <= r->late_cap)
+		return 0;
+	size_t cap = r->late_cap ? 2 * r->late_cap : 8;
+	while (cap < r->nlate + k)
+		cap *= 2;
+	struct sp_late *v = realloc(r->late, cap * sizeof *v);
+	if (!v)
+		return -1;
+	r->late = v;
+	r->late_cap = cap;
+	return 0;
+}
+
+/* Hands r's buffered calls over; the buffer is then empty and r's gen moved
+ * on. 0, or -1 when refused (r unchanged). */
+static int hand_over(RegionObject *r)
+{
+	struct sp_buf *b = &r->buf;
+	size_t n = b->n, open = 0;
+	if (n == 0)
+		return 0;
+	if (r->stream_id < 0) {
+		const char *name = PyUnicode_AsUTF8(r->name);
+		if (!name) {
+			PyErr_Clear();
+			return -1;
+		}
+		if (sp_stream_name(spill.next_id, name) != 0)
+			return -1;
+		r->stream_id = spill.next_id++;
+	}
+	for (size_t i = 0; i < n; i++)
+		open += b->ends[i] == SP_NO_TIME;
+	if (open && late_room(r, open) != 0)
+		return -1;
+	int64_t at = sp_stream_block(r->stream_id, n, b->starts, b->ends, b->keep_lanes ? b->lanes : NULL);
+	if (at < 0)
+		return -1;
+	if (r->first_start == SP_NO_TIME)
+		r->first_start = b->starts[0];
+	for (size_t i = 0; open && i < n; i++)
+		if (b->ends[i] == SP_NO_TIME)
+			r->late[r->nlate++] = (struct sp_late){r->gen, (ptrdiff_t)i, b->starts[i], at + (int64_t)i};
+	b->n = 0;
+	r->gen++;
+	return 0;
+}
+
+/* sp_buf_spill: a full region buffer. */
+static int spill_full(struct sp_buf *b)
+{
+	RegionObject *r = (RegionObject *)((char *)b - offsetof(RegionObject, buf));
+	if (!spill.on || !sp_stream_on())
+		return 1;   /* a forked child's copy: as without a stream */
+	size_t entry = 2 * sizeof(int64_t) + (b->keep_lanes ? sizeof(int32_t) : 0);
+	size_t next = sp_buf_next_cap(b->cap, b->limit);
+	size_t more = next > b->cap ? (next - b->cap) * entry : SIZE_MAX;
+	int fits = more <= spill.budget / 2 && sp_buf_bytes <= spill.budget / 2 - more;
+	if (b->cap < spill.block && fits)
+		return 1;   /* small yet: grow */
+	if (hand_over(r) == 0)
+		return 0;
+	if (fits)
+		return 1;   /* the writer is behind: hold on in memory, within the budget */
+	spill.dropped++;
+	return -1;
+}
+
+/* Whether the interpreter is shutting down (a thread then must not take
+ * the GIL). */
+static int sp_py_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+	return Py_IsFinalizing();
+#else
+	return _Py_IsFinalizing();
+#endif
+}
+
+/* A flush: every region's partly filled buffer handed over (the GIL held,
+ * so every buffer is consistent: the recording paths fill a slot without
+ * letting Python run in between). */
+static void tick(void)
+{
+	if (!spill.on || !sp_stream_on())
+		return;
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		if (r->buf.n)
+			hand_over(r);   /* refused: kept for the next one */
+	}
+	sp_stream_flush(sp_clock_ns());
+}
+
+/* The ticker: a thread that takes the GIL once per interval for tick().
+ * (Py_AddPendingCall would need no thread of ours, but on 3.11 a call added
+ * from a thread that is not Python's main one waits until the main thread
+ * happens to recompute its eval breaker: in a busy loop, never.) The
+ * stream's writer itself never takes the GIL. */
+static void *ticker_main(void *arg)
+{
+	(void)arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the main thread's */
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	pthread_mutex_lock(&ticker.mu);
+	for (;;) {
+		int64_t ns = (int64_t)next.tv_nsec + spill.interval_ns % 1000000000;
+		next.tv_sec += (time_t)(spill.interval_ns / 1000000000 + ns / 1000000000);
+		next.tv_nsec = (long)(ns % 1000000000);
+		while (!ticker.stop && pthread_cond_timedwait(&ticker.cv, &ticker.mu, &next) != ETIMEDOUT)
+			;
+		if (ticker.stop)
+			break;
+		pthread_mutex_unlock(&ticker.mu);
+		if (sp_py_finalizing())
+			return NULL;
+		PyGILState_STATE g = PyGILState_Ensure();
+		tick();
+		PyGILState_Release(g);
+		clock_gettime(CLOCK_MONOTONIC, &next);
+		pthread_mutex_lock(&ticker.mu);
+	}
+	pthread_mutex_unlock(&ticker.mu);
+	return NULL;
+}
+
+/* Stops the ticker (called with the GIL, which it may be waiting for). */
+static void ticker_stop(void)
+{
+	if (!ticker.running)
+		return;
+	ticker.running = 0;
+	if (ticker.pid != getpid())
+		return;   /* a forked child: the thread is the parent's */
+	pthread_mutex_lock(&ticker.mu);
+	ticker.stop = 1;
+	pthread_cond_signal(&ticker.cv);
+	pthread_mutex_unlock(&ticker.mu);
+	Py_BEGIN_ALLOW_THREADS
+	pthread_join(ticker.thread, NULL);
+	Py_END_ALLOW_THREADS
+}
+
+static int ticker_start(void)
+{
+	static int init;
+	if (!init) {
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&ticker.cv, &ca);
+		pthread_condattr_destroy(&ca);
+		init = 1;
+	}
+	ticker.stop = 0;
+	ticker.pid = getpid();
+	if (pthread_create(&ticker.thread, NULL, ticker_main, NULL) != 0)
+		return -1;
+	ticker.running = 1;
+	return 0;
+}
+
+int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int compression, int64_t run_start_ns)
+{
+	if (spill.on)
+		sp_spill_cancel();
+	char host[256] = "";
+	if (gethostname(host, sizeof host) != 0)
+		host[0] = 0;
+	host[sizeof host - 1] = 0;
+	budget = budget ? budget : SP_SPILL_BUDGET;
+	struct sp_stream_config c = {
+		.path = path, .rank = 0, .pid = (int64_t)getpid(), .run_start_ns = run_start_ns,
+		.hostname = host[0] ? host : NULL, .compression = compression, .queue_bytes = budget / 2,
+		.interval_ns = interval_ns > 0 ? interval_ns : SP_STREAM_INTERVAL_NS, .ask_flush = NULL,
+	};
+	struct sp_error err = {0};
+	if (sp_stream_start(&c, &err) != SP_OK) {
+		fprintf(stderr, "scope-profiler: warning: %s; the profile is written at the end only\n", err.msg);
+		return 0;
+	}
+	size_t block = budget / 32 / (2 * sizeof(int64_t));
+	spill.block = block > BLOCK_MAX ? BLOCK_MAX : block < BLOCK_MIN ? BLOCK_MIN : block;
+	spill.budget = budget;
+	spill.next_id = 0;
+	spill.dropped = 0;
+	spill.interval_ns = c.interval_ns;
+	if (ticker_start() != 0) {
+		sp_stream_cancel();
+		fprintf(stderr, "scope-profiler: warning: cannot start the stream's ticker thread; the profile "
+			"is written at the end only\n");
+		return 0;
+	}
+	spill.on = 1;
+	sp_buf_spill = spill_full;
+	return 0;
+}
+
+int sp_spill_streamed(void)
+{
+	return spill.on && sp_stream_handed();
+}
+
+void sp_spill_cancel(void)
+{
+	if (!spill.on)
+		return;
+	ticker_stop();
+	sp_stream_cancel();
+	spill.on = 0;
+	sp_buf_spill = NULL;
+}
+
+void sp_spill_late_end(RegionObject *r, uint64_t gen, ptrdiff_t slot, int64_t t)
+{
+	for (size_t i = r->nlate; i-- > 0;) {
+		struct sp_late *l = &r->late[i];
+		if (l->gen != gen || l->slot != slot)
+			continue;
+		if (spill.on && sp_stream_patch(l->index, t) == 0)
+			sp_stats_acc_add(&r->acc, t - l->start, t);
+		*l = r->late[--r->nlate];
+		return;
+	}
+}
+
+int sp_spill_collect(struct sp_rank *rk, int64_t now)
+{
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	/* The ticker and the writer stop: what is handed over from here is
+	 * written at once. */
+	ticker_stop();
+	sp_stream_quiesce();
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		rk->dropped += (int64_t)r->buf.dropped;
+		for (size_t i = 0; i < r->buf.n; i++)
+			if (r->buf.ends[i] == SP_NO_TIME)
+				sp_region_end(r, i, now);
+		if (hand_over(r) != 0 && r->buf.n) {
+			PyErr_SetString(PyExc_OSError, "cannot write the last calls to the stream");
+			return -1;
+		}
+		for (size_t i = 0; i < r->nlate; i++) {
+			if (sp_stream_patch(r->late[i].index, now) == 0)
+				sp_stats_acc_add(&r->acc, now - r->late[i].start, now);
+		}
+		r->nlate = 0;
+	}
+	if (!(rk->regions = calloc(spill.next_id ? (size_t)spill.next_id : 1, sizeof *rk->regions))) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	rk->nregions = (size_t)spill.next_id;
+	pos = 0;
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		if (r->stream_id < 0)
+			continue;
+		struct sp_region_data *rd = &rk->regions[r->stream_id];
+		if (!(rd->name = sp_text_dup(r->name)))
+			return -1;
+		rd->dropped = (int64_t)r->buf.dropped;
+		rd->peak_bytes = r->peak_bytes;
+		if (sp_stats_from_acc(&rd->stats, &r->acc, r->first_start) != 0) {
+			PyErr_Format(PyExc_OSError, "region '%s': its statistics overflowed", rd->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int sp_spill_finish(const struct sp_profile *p, const char *path)
+{
+	struct sp_error err = {0};
+	uint64_t dropped = spill.dropped;
+	spill.on = 0;
+	sp_buf_spill = NULL;
+	if (dropped)
+		fprintf(stderr, "scope-profiler: warning: %llu call%s not recorded: the profile's writer fell "
+			"behind the recording (a slow disk?); a larger --memory-budget gives it more room\n",
+			(unsigned long long)dropped, dropped == 1 ? " was" : "s were");
+	if (sp_stream_finish(p, path, &err) != SP_OK) {
+		PyErr_SetString(PyExc_OSError, err.msg);
+		return -1;
+	}
+	return 0;
+}
