@@ -56,6 +56,9 @@ int sp_stream_name(int32_t id, const char *name);
 int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64_t *ends,
 			const int32_t *lanes);
 
+/* Whether a block of n calls (with lanes or not) would be taken now. */
+int sp_stream_room(size_t n, int lanes);
+
 /* A call handed over while still open ends at `end`: event `index` of the
  * file (sp_stream_block's index plus its place in the block). Kept until
  * the next sp_stream_flush. 0, or -1 when memory runs out (counted). */

@@ -23,7 +23,12 @@ static const struct sp_cmd_help help = {
 		"Runs the script as __main__, like `python script.py ARGS...`, with its\n"
 		"regions (@scope_profiler.profile, with scope_profiler.region(...)) recording,\n"
 		"and writes the profile when it ends. Options stop at the script's name:\n"
-		"what follows is the script's own.\n",
+		"what follows is the script's own.\n"
+		"A run longer than its flush interval, or with more calls than its memory\n"
+		"budget holds, streams them to PATH.partial as it goes: a profile that\n"
+		"summary, export and plot read at any moment; after a kill (SIGKILL, the\n"
+		"OOM killer), `scope-profiler recover PATH.partial` finishes it. At the end\n"
+		"it becomes PATH.\n",
 	.notes =
 		SP_HELP_PATTERN
 		"Exit status: the script's own (sys.exit(n) -> n, an uncaught exception\n"
@@ -166,7 +171,7 @@ int cmd_run(int argc, char **argv)
 		{'o', "outfile", SP_OPT_STRING, &s.outfile, 0, "PATH",
 		 "write the profile to PATH (default: profiling_data.h5)", NULL},
 		{0, "force", SP_OPT_FLAG, &s.force, 1, NULL,
-		 "replace a PATH that is not a profile (never the script)", NULL},
+		 "replace a PATH that is no profile (never the script)", NULL},
 		{'q', "quiet", SP_OPT_FLAG, &s.quiet, 1, NULL, "print no summary after the run", NULL},
 		{0, "buffer-limit", SP_OPT_CALL, &s.buffer_limit, 0, "N",
 		 "buffers double from 4 events to N, then on (1024)", parse_buffer_limit},
@@ -199,10 +204,10 @@ int cmd_run(int argc, char **argv)
 		 "also profile Python child processes, in the same file", NULL},
 		{0, "compression", SP_OPT_CALL, &s.compression, 0, "C",
 		 "auto, gzip[=LEVEL] (shuffle + deflate) or none", parse_compression},
-		{0, "memory-budget", SP_OPT_CALL, &s.memory_budget, 0, "SIZE",
-		 "event buffers in memory; past it calls stream (64M)", parse_budget},
-		{0, "flush-interval", SP_OPT_CALL, &s.flush_ms, 0, "SECONDS",
-		 "flush the streamed PATH.partial this often (1)", parse_interval},
+		{0, "memory-budget", SP_OPT_CALL, &s.memory_budget, 0, "B",
+		 "bytes of calls held in memory, then streamed (64M)", parse_budget},
+		{0, "flush-interval", SP_OPT_CALL, &s.flush_ms, 0, "S",
+		 "seconds between flushes of PATH.partial (1)", parse_interval},
 		{'m', NULL, SP_OPT_STOP, &t.module, 0, "MODULE",
 		 "run a module as __main__, like `python -m MODULE`", NULL},
 	};

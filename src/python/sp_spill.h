@@ -24,9 +24,21 @@ struct sp_late {
 /* The default memory budget (run --memory-budget, setup(memory_budget=)). */
 #define SP_SPILL_BUDGET ((size_t)64 << 20)
 
-/* A new region's streaming state (none), and the same at a session reset. */
-void sp_spill_region_init(RegionObject *r);
-void sp_spill_region_reset(RegionObject *r);
+/* A new region's streaming state (none), and the same at a session reset
+ * (inline: region.c needs nothing of spill.c). */
+static inline void sp_spill_region_reset(RegionObject *r)
+{
+	r->stream_id = -1;
+	r->first_start = INT64_MIN;
+	r->nlate = 0;
+}
+
+static inline void sp_spill_region_init(RegionObject *r)
+{
+	sp_spill_region_reset(r);
+	r->late = NULL;
+	r->late_cap = 0;
+}
 
 /* The session starts recording into path (its profile): streams to
  * path.partial when it can (a serial run's own process, with events: not

@@ -51,21 +51,6 @@ static struct {
 	pid_t pid;                     /* of the process that started it */
 } ticker = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-void sp_spill_region_init(RegionObject *r)
-{
-	r->stream_id = -1;
-	r->first_start = SP_NO_TIME;
-	r->late = NULL;
-	r->nlate = r->late_cap = 0;
-}
-
-void sp_spill_region_reset(RegionObject *r)
-{
-	r->stream_id = -1;
-	r->first_start = SP_NO_TIME;
-	r->nlate = 0;
-}
-
 /* Room for k more late calls in r. 0, or -1. */
 static int late_room(RegionObject *r, size_t k)
 {
@@ -90,6 +75,8 @@ static int hand_over(RegionObject *r)
 	size_t n = b->n, open = 0;
 	if (n == 0)
 		return 0;
+	if (!sp_stream_room(n, b->keep_lanes))
+		return -1;   /* the writer is behind: nothing copied or scanned */
 	if (r->stream_id < 0) {
 		const char *name = PyUnicode_AsUTF8(r->name);
 		if (!name) {

@@ -29,6 +29,7 @@
 #include "sp_clock.h"
 #include "sp_h5write.h"
 #include "sp_stream.h"
+#include "sp_stream_file.h"
 
 static pthread_mutex_t h5_mutex = PTHREAD_MUTEX_INITIALIZER;
 
@@ -58,31 +59,6 @@ struct rec {
 	int64_t data[];
 };
 
-/* The event columns of the file. */
-enum { COL_START, COL_END, COL_LANES, NCOL };
-
-/* Calls gathered before a write; also the event columns' chunk. */
-#define STAGE ((size_t)1 << 16)
-/* The chunk of the small columns (blocks, names). */
-#define SMALL_CHUNK ((hsize_t)4096)
-
-struct file {
-	hid_t file;
-	hid_t col[NCOL], block_region, block_calls, names, flushed;
-	int fd;                        /* HDF5's descriptor of the file (for a forked child) */
-	uint64_t events;               /* calls in the columns */
-	uint64_t blocks;               /* rows of the block table */
-	uint64_t name_bytes;
-	int lanes_on;                  /* the lanes column is as long as the others */
-	/* The stage: calls and blocks not written yet. */
-	int64_t *st_start, *st_end;
-	int32_t *st_lanes;
-	size_t st_n;
-	int32_t *sb_region;
-	int64_t *sb_calls;
-	size_t sb_n, sb_cap;
-};
-
 static struct stream {
 	int on;                        /* started, not finished (producer's view) */
 	struct sp_stream_config c;
@@ -104,7 +80,7 @@ static struct stream {
 	int64_t *patch_idx, *patch_end;
 	size_t npatch, patch_cap;
 	/* Writer side. */
-	struct file f;
+	struct sp_sfile f;
 	int created;
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1}};
 
@@ -139,319 +115,23 @@ static int is_failed(void)
 	return f;
 }
 
-/* An empty 1-D extendible dataset of type t, chunked by chunk elements
- * (deflated at level when > 0). */
-static hid_t column_new(hid_t loc, const char *name, hid_t t, hsize_t chunk, int level)
+/* Creates the file (at the first record). 0, or -1 (failed). */
+static int create(void)
 {
-	hsize_t dims[1] = {0}, maxd[1] = {H5S_UNLIMITED};
-	hid_t sp = H5Screate_simple(1, dims, maxd), dcpl = H5Pcreate(H5P_DATASET_CREATE), ds = -1;
-	if (sp >= 0 && dcpl >= 0 && H5Pset_obj_track_times(dcpl, 0) >= 0 && H5Pset_chunk(dcpl, 1, &chunk) >= 0 &&
-	    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) >= 0 &&
-	    (level <= 0 || (H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, (unsigned)level) >= 0)))
-		ds = H5Dcreate2(loc, name, t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-	if (dcpl >= 0)
-		H5Pclose(dcpl);
-	if (sp >= 0)
-		H5Sclose(sp);
-	return ds;
-}
-
-/* The partial file's groups and empty columns, before SWMR writing starts
- * (no object may be created after). 0, or -1. */
-static int make_layout(hid_t file)
-{
-	char name[32];
-	int ok = 1;
-	snprintf(name, sizeof name, "rank%d", S.c.rank);
-	hid_t g = H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-	hid_t ev = g < 0 ? -1 : H5Gcreate2(g, "events", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-	hid_t st = g < 0 ? -1 : H5Gcreate2(g, "stream", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-	if (ev < 0 || st < 0 || sp_h5w_attr_str(file, "format", "scope-profiler") < 0 ||
-	    sp_h5w_attr(file, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT32, &(int32_t){3}) < 0 ||
-	    sp_h5w_attr_i64(g, "run_start_time", S.c.run_start_ns) < 0 || sp_h5w_attr_i64(g, "pid", S.c.pid) < 0 ||
-	    sp_h5w_attr_i64(g, "clock_offset_ns", 0) < 0 ||
-	    (S.hostname && sp_h5w_attr_str(g, "hostname", S.hostname) < 0))
-		ok = 0;
-	hid_t ids[6] = {-1, -1, -1, -1, -1, -1};
-	if (ok) {
-		ids[0] = column_new(ev, "start_times", H5T_STD_I64LE, STAGE, S.c.compression);
-		ids[1] = column_new(ev, "end_times", H5T_STD_I64LE, STAGE, S.c.compression);
-		ids[2] = column_new(ev, "lanes", H5T_STD_I32LE, STAGE, S.c.compression);
-		ids[3] = column_new(ev, "block_region", H5T_STD_I32LE, SMALL_CHUNK, 0);
-		ids[4] = column_new(ev, "block_calls", H5T_STD_I64LE, SMALL_CHUNK, 0);
-		ids[5] = column_new(st, "names", H5T_STD_U8LE, SMALL_CHUNK, 0);
-		for (int i = 0; i < 6; i++)
-			ok &= ids[i] >= 0;
-	}
-	hsize_t one[1] = {1};
-	hid_t sp = H5Screate_simple(1, one, NULL);
-	hid_t fl = ok && sp >= 0 ? H5Dcreate2(st, "flushed_ns", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT,
-					      H5P_DEFAULT) : -1;
-	if (fl < 0 || H5Dwrite(fl, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &S.c.run_start_ns) < 0)
-		ok = 0;
-	for (int i = 0; i < 6; i++)
-		if (ids[i] >= 0)
-			H5Dclose(ids[i]);
-	hid_t close_them[] = {fl};
-	for (size_t i = 0; i < sizeof close_them / sizeof close_them[0]; i++)
-		if (close_them[i] >= 0)
-			H5Dclose(close_them[i]);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (st >= 0)
-		H5Gclose(st);
-	if (ev >= 0)
-		H5Gclose(ev);
-	if (g >= 0)
-		H5Gclose(g);
-	return ok ? 0 : -1;
-}
-
-/* Opens the columns of the file's layout into S.f. 0, or -1. */
-static int open_layout(void)
-{
-	char path[96];
-	struct file *f = &S.f;
-	hid_t *ids[] = {&f->col[COL_START], &f->col[COL_END], &f->col[COL_LANES], &f->block_region,
-			&f->block_calls, &f->names, &f->flushed};
-	const char *names[] = {"events/start_times", "events/end_times", "events/lanes", "events/block_region",
-			       "events/block_calls", "stream/names", "stream/flushed_ns"};
-	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-		snprintf(path, sizeof path, "rank%d/%s", S.c.rank, names[i]);
-		if ((*ids[i] = H5Dopen2(f->file, path, H5P_DEFAULT)) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static void close_layout(void)
-{
-	struct file *f = &S.f;
-	hid_t *ids[] = {&f->col[COL_START], &f->col[COL_END], &f->col[COL_LANES], &f->block_region,
-			&f->block_calls, &f->names, &f->flushed};
-	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-		if (*ids[i] >= 0)
-			H5Dclose(*ids[i]);
-		*ids[i] = -1;
-	}
-}
-
-/* Creates OUT.partial (replacing a dead run's), its layout, and starts
- * SWMR writing. 0, or -1 (failed). */
-static int file_create(void)
-{
-	struct file *f = &S.f;
-	int fd = open(S.partial, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
-	if (fd < 0) {
-		fail("%s", strerror(errno));
-		return -1;
-	}
-	/* A live run writing the same profile holds HDF5's lock on it. */
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		close(fd);
-		errno = 0;
-		fail("another process is writing it");
-		return -1;
-	}
-	if (ftruncate(fd, 0) != 0) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		fail("%s", strerror(e));
-		return -1;
-	}
-	flock(fd, LOCK_UN);
-	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-	char by_fd[64];
-	snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", fd);
-	errno = 0;
-	if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0)
-		f->file = H5Fcreate(access(by_fd, F_OK) == 0 ? by_fd : S.partial, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-	close(fd);
-	if (f->file < 0) {
-		if (fapl >= 0)
-			H5Pclose(fapl);
-		fail("HDF5 cannot create the file");
-		return -1;
-	}
-	int *vfd = NULL;
-	if (make_layout(f->file) < 0 || H5Fstart_swmr_write(f->file) < 0 || open_layout() < 0 ||
-	    H5Fget_vfd_handle(f->file, fapl, (void **)&vfd) < 0 || !vfd) {
-		H5Pclose(fapl);
-		fail("cannot set up the file");
-		return -1;
-	}
-	H5Pclose(fapl);
-	f->fd = *vfd;
-	f->st_start = malloc(STAGE * sizeof *f->st_start);
-	f->st_end = malloc(STAGE * sizeof *f->st_end);
-	f->st_lanes = malloc(STAGE * sizeof *f->st_lanes);
-	if (!f->st_start || !f->st_end || !f->st_lanes) {
-		errno = ENOMEM;
-		fail("out of memory");
+	S.f = (struct sp_sfile){.partial = S.partial, .rank = S.c.rank, .compression = S.c.compression,
+				.pid = S.c.pid, .run_start_ns = S.c.run_start_ns, .hostname = S.hostname,
+				.file = -1, .fd = -1};
+	sp_h5_lock();
+	int rc = sp_sfile_create(&S.f);
+	sp_h5_unlock();
+	if (rc != 0) {
+		if (S.f.why)
+			fail("%s", S.f.why);
+		else
+			fail("%s", strerror(errno));
 		return -1;
 	}
 	S.created = 1;
-	return 0;
-}
-
-/* Appends n elements of buf (memory type mt) to the 1-D dataset ds, which
- * holds `at` now. 0, or -1. */
-static int append(hid_t ds, hid_t mt, uint64_t at, size_t n, const void *buf)
-{
-	hsize_t len[1] = {(hsize_t)(at + n)}, off[1] = {(hsize_t)at}, cnt[1] = {(hsize_t)n};
-	if (n == 0)
-		return 0;
-	hid_t fs = -1, ms = -1;
-	int ok = H5Dset_extent(ds, len) >= 0 && (fs = H5Dget_space(ds)) >= 0 &&
-		 (ms = H5Screate_simple(1, cnt, NULL)) >= 0 &&
-		 H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0 &&
-		 H5Dwrite(ds, mt, ms, fs, H5P_DEFAULT, buf) >= 0;
-	if (ms >= 0)
-		H5Sclose(ms);
-	if (fs >= 0)
-		H5Sclose(fs);
-	return ok ? 0 : -1;
-}
-
-/* Writes n calls (lanes NULL: lane 0) to the event columns; the lanes
- * column only once some call had a lane. 0, or -1. */
-static int write_calls(size_t n, const int64_t *starts, const int64_t *ends, const int32_t *lanes)
-{
-	struct file *f = &S.f;
-	if (append(f->col[COL_START], H5T_NATIVE_INT64, f->events, n, starts) < 0 ||
-	    append(f->col[COL_END], H5T_NATIVE_INT64, f->events, n, ends) < 0)
-		return -1;
-	if (f->lanes_on && lanes && append(f->col[COL_LANES], H5T_NATIVE_INT32, f->events, n, lanes) < 0)
-		return -1;
-	f->events += n;
-	return 0;
-}
-
-/* Writes the stage (events first, then the blocks that describe them). */
-static int stage_flush(void)
-{
-	struct file *f = &S.f;
-	if (f->st_n && write_calls(f->st_n, f->st_start, f->st_end, f->st_lanes) < 0)
-		return -1;
-	f->st_n = 0;
-	if (f->sb_n && (append(f->block_region, H5T_NATIVE_INT32, f->blocks, f->sb_n, f->sb_region) < 0 ||
-			append(f->block_calls, H5T_NATIVE_INT64, f->blocks, f->sb_n, f->sb_calls) < 0))
-		return -1;
-	f->blocks += f->sb_n;
-	f->sb_n = 0;
-	return 0;
-}
-
-/* From now on the lanes column is written: the calls so far get lane 0. */
-static int lanes_start(void)
-{
-	struct file *f = &S.f;
-	static const int32_t zeros[4096];
-	for (uint64_t at = 0; at < f->events;) {
-		size_t k = f->events - at < 4096 ? (size_t)(f->events - at) : 4096;
-		if (append(f->col[COL_LANES], H5T_NATIVE_INT32, at, k, zeros) < 0)
-			return -1;
-		at += k;
-	}
-	for (size_t i = 0; i < f->st_n; i++)
-		f->st_lanes[i] = 0;
-	f->lanes_on = 1;
-	return 0;
-}
-
-static int put_block(const struct rec *r)
-{
-	struct file *f = &S.f;
-	const int64_t *starts = r->data, *ends = r->data + r->n;
-	const int32_t *lanes = r->has_lanes ? (const int32_t *)(r->data + 2 * r->n) : NULL;
-	if (lanes && !f->lanes_on && lanes_start() < 0)
-		return -1;
-	if (f->sb_n == f->sb_cap) {
-		size_t cap = f->sb_cap ? 2 * f->sb_cap : 1024;
-		int32_t *reg = realloc(f->sb_region, cap * sizeof *reg);
-		if (reg)
-			f->sb_region = reg;
-		int64_t *calls = reg ? realloc(f->sb_calls, cap * sizeof *calls) : NULL;
-		if (!calls) {
-			errno = ENOMEM;
-			return -1;
-		}
-		f->sb_calls = calls;
-		f->sb_cap = cap;
-	}
-	if (f->st_n + r->n > STAGE && stage_flush() < 0)
-		return -1;
-	if (r->n > STAGE) {
-		/* Large: straight from the record, after what is staged. */
-		if (write_calls(r->n, starts, ends, lanes) < 0)
-			return -1;
-	} else {
-		memcpy(f->st_start + f->st_n, starts, r->n * sizeof *starts);
-		memcpy(f->st_end + f->st_n, ends, r->n * sizeof *ends);
-		if (f->lanes_on) {
-			if (lanes)
-				memcpy(f->st_lanes + f->st_n, lanes, r->n * sizeof *lanes);
-			else
-				memset(f->st_lanes + f->st_n, 0, r->n * sizeof *lanes);
-		}
-		f->st_n += r->n;
-	}
-	f->sb_region[f->sb_n] = r->id;
-	f->sb_calls[f->sb_n++] = (int64_t)r->n;
-	if (r->n > STAGE)
-		return stage_flush();   /* the block's row, with the rows before it */
-	return 0;
-}
-
-/* Calls handed over open get their ends (all of them written by now). */
-static int put_patches(const struct rec *r)
-{
-	struct file *f = &S.f;
-	if (stage_flush() < 0)
-		return -1;
-	hsize_t *coord = malloc((r->n ? r->n : 1) * sizeof *coord);
-	int64_t *ends = malloc((r->n ? r->n : 1) * sizeof *ends);
-	size_t k = 0;
-	int ok = coord && ends;
-	for (size_t i = 0; ok && i < r->n; i++)
-		if (r->data[i] >= 0 && (uint64_t)r->data[i] < f->events) {
-			coord[k] = (hsize_t)r->data[i];
-			ends[k++] = r->data[r->n + i];
-		}
-	if (ok && k) {
-		hsize_t cnt[1] = {k};
-		hid_t fs = H5Dget_space(f->col[COL_END]), ms = H5Screate_simple(1, cnt, NULL);
-		ok = fs >= 0 && ms >= 0 && H5Sselect_elements(fs, H5S_SELECT_SET, k, coord) >= 0 &&
-		     H5Dwrite(f->col[COL_END], H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, ends) >= 0;
-		if (ms >= 0)
-			H5Sclose(ms);
-		if (fs >= 0)
-			H5Sclose(fs);
-	}
-	free(coord);
-	free(ends);
-	if (!coord || !ends)
-		errno = ENOMEM;
-	return ok ? 0 : -1;
-}
-
-static int put_name(const struct rec *r)
-{
-	struct file *f = &S.f;
-	if (append(f->names, H5T_NATIVE_UCHAR, f->name_bytes, r->n, r->data) < 0)
-		return -1;
-	f->name_bytes += r->n;
-	return 0;
-}
-
-/* Everything so far to the disk, flushed_ns = t. */
-static int put_flush(int64_t t)
-{
-	struct file *f = &S.f;
-	if (stage_flush() < 0 || H5Dwrite(f->flushed, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &t) < 0 ||
-	    H5Fflush(f->file, H5F_SCOPE_LOCAL) < 0)
-		return -1;
 	return 0;
 }
 
@@ -460,22 +140,23 @@ static void put(const struct rec *r)
 {
 	if (is_failed())
 		return;
-	if (!S.created && file_create() < 0)
+	if (!S.created && create() < 0)
 		return;
 	int rc = 0;
 	sp_h5_lock();
 	switch (r->kind) {
 	case REC_NAME:
-		rc = put_name(r);
+		rc = sp_sfile_name(&S.f, (const char *)r->data, r->n);
 		break;
 	case REC_BLOCK:
-		rc = put_block(r);
+		rc = sp_sfile_block(&S.f, r->id, r->n, r->data, r->data + r->n,
+				    r->has_lanes ? (const int32_t *)(r->data + 2 * r->n) : NULL);
 		break;
 	case REC_PATCHES:
-		rc = put_patches(r);
+		rc = sp_sfile_patches(&S.f, r->n, r->data, r->data + r->n);
 		break;
 	case REC_FLUSH:
-		rc = put_flush(r->time);
+		rc = sp_sfile_flush(&S.f, r->time);
 		break;
 	}
 	sp_h5_unlock();
@@ -593,20 +274,26 @@ int sp_stream_name(int32_t id, const char *name)
 	return hand(r);
 }
 
+int sp_stream_room(size_t n, int lanes)
+{
+	if (!S.on)
+		return 0;
+	if (S.direct)
+		return 1;
+	size_t need = sizeof(struct rec) + n * (2 * sizeof(int64_t) + (lanes ? sizeof(int32_t) : 0));
+	pthread_mutex_lock(&S.mu);
+	int room = !S.failed && S.queued + need <= S.c.queue_bytes;
+	pthread_mutex_unlock(&S.mu);
+	return room;
+}
+
 int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64_t *ends, const int32_t *lanes)
 {
 	if (!S.on || n == 0 || n > SIZE_MAX / 32)
 		return -1;
-	if (!S.direct) {
-		/* Refused before anything is copied when it would be. */
-		size_t need = sizeof(struct rec) + n * (2 * sizeof(int64_t) + (lanes ? sizeof(int32_t) : 0));
-		pthread_mutex_lock(&S.mu);
-		int room = !S.failed && S.queued + need <= S.c.queue_bytes;
-		pthread_mutex_unlock(&S.mu);
-		if (!room) {
-			S.refused += n;
-			return -1;
-		}
+	if (!sp_stream_room(n, lanes != NULL)) {
+		S.refused += n;
+		return -1;
 	}
 	struct rec *r = rec_new(REC_BLOCK, n * (2 * sizeof(int64_t) + (lanes ? sizeof(int32_t) : 0)));
 	if (!r) {
@@ -711,11 +398,7 @@ static void release(void)
 	free(S.hostname);
 	free(S.patch_idx);
 	free(S.patch_end);
-	free(S.f.st_start);
-	free(S.f.st_end);
-	free(S.f.st_lanes);
-	free(S.f.sb_region);
-	free(S.f.sb_calls);
+	sp_sfile_close_layout(&S.f);
 	for (struct rec *r = S.head, *next; r; r = next) {
 		next = r->next;
 		free(r);
@@ -829,7 +512,7 @@ void sp_stream_cancel(void)
 	sp_stream_quiesce();
 	if (S.created) {
 		sp_h5_lock();
-		close_layout();
+		sp_sfile_close_layout(&S.f);
 		H5Fclose(S.f.file);
 		sp_h5_unlock();
 	}
@@ -849,14 +532,14 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
 		rc = SP_EIO;
 		if (S.created) {
 			sp_h5_lock();
-			close_layout();
+			sp_sfile_close_layout(&S.f);
 			H5Fclose(S.f.file);
 			sp_h5_unlock();
 		}
 		goto out;
 	}
 	sp_h5_lock();
-	close_layout();
+	sp_sfile_close_layout(&S.f);
 	herr_t closed = H5Fclose(S.f.file);
 	S.f.file = -1;
 	S.created = 0;

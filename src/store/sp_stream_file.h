@@ -1,0 +1,61 @@
+/* sp_stream_file.h - the file a stream writes (stream_file.c): OUT.partial
+ * in HDF5's single-writer / multiple-reader mode, format version 3 (the
+ * layout: scope-profiler-format(5)). Store-private: stream.c's writer calls
+ * these with sp_h5_lock held. */
+#ifndef SP_STREAM_FILE_H
+#define SP_STREAM_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hdf5.h>
+
+/* The event columns of the file. */
+enum { SP_SCOL_START, SP_SCOL_END, SP_SCOL_LANES, SP_SCOLS };
+
+struct sp_sfile {
+	/* Set by the caller before sp_sfile_create. */
+	const char *partial;           /* the file's path */
+	int rank, compression;
+	int64_t pid, run_start_ns;
+	const char *hostname;          /* NULL: none */
+	/* The rest is the file's. */
+	const char *why;               /* after a failure: what failed, or NULL (errno says) */
+	hid_t file;
+	hid_t col[SP_SCOLS], block_region, block_calls, names, flushed;
+	int fd;                        /* HDF5's descriptor of the file (for a forked child) */
+	uint64_t events;               /* calls in the columns */
+	uint64_t blocks;               /* rows of the block table */
+	uint64_t name_bytes;
+	int lanes_on;                  /* the lanes column is as long as the others */
+	/* The stage: calls and blocks not written yet. */
+	int64_t *st_start, *st_end;
+	int32_t *st_lanes;
+	size_t st_n;
+	int32_t *sb_region;
+	int64_t *sb_calls;
+	size_t sb_n, sb_cap;
+};
+
+/* Creates f->partial (truncating a dead run's; refused while another
+ * process holds it), its layout, and starts SWMR writing. 0, or -1 (f->why
+ * or errno says why). */
+int sp_sfile_create(struct sp_sfile *f);
+
+/* The next region's name (n bytes, its NUL included). 0, or -1. */
+int sp_sfile_name(struct sp_sfile *f, const char *name, size_t n);
+
+/* n calls of region id (lanes NULL: lane 0), staged or written. 0, or -1. */
+int sp_sfile_block(struct sp_sfile *f, int32_t id, size_t n, const int64_t *starts, const int64_t *ends,
+		   const int32_t *lanes);
+
+/* Ends of calls written open: event index[i] ends at end[i]. 0, or -1. */
+int sp_sfile_patches(struct sp_sfile *f, size_t n, const int64_t *index, const int64_t *end);
+
+/* Everything staged to the file, flushed_ns = t, the file flushed. 0, or -1. */
+int sp_sfile_flush(struct sp_sfile *f, int64_t t);
+
+/* Closes the columns (the file stays open); frees the stage. */
+void sp_sfile_close_layout(struct sp_sfile *f);
+
+#endif

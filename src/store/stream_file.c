@@ -1,0 +1,338 @@
+/* stream_file.c - the file a stream writes (sp_stream_file.h): OUT.partial,
+ * format version 3, in HDF5's single-writer / multiple-reader mode. Every
+ * object is created before SWMR writing starts (none may be after); then
+ * calls are appended through a stage (small blocks gathered into one write
+ * per column), events first and the block rows that describe them after,
+ * so that a reader cutting to the consistent prefix (see the format's man
+ * page) never sees a block without its calls. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "sp_h5write.h"
+#include "sp_stream_file.h"
+
+/* Calls gathered before a write; also the event columns' chunk. */
+#define STAGE ((size_t)1 << 16)
+/* The chunk of the small columns (blocks, names). */
+#define SMALL_CHUNK ((hsize_t)4096)
+
+/* An empty 1-D extendible dataset of type t, chunked by chunk elements
+ * (deflated at level when > 0). */
+static hid_t column_new(hid_t loc, const char *name, hid_t t, hsize_t chunk, int level)
+{
+	hsize_t dims[1] = {0}, maxd[1] = {H5S_UNLIMITED};
+	hid_t sp = H5Screate_simple(1, dims, maxd), dcpl = H5Pcreate(H5P_DATASET_CREATE), ds = -1;
+	if (sp >= 0 && dcpl >= 0 && H5Pset_obj_track_times(dcpl, 0) >= 0 && H5Pset_chunk(dcpl, 1, &chunk) >= 0 &&
+	    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) >= 0 &&
+	    (level <= 0 || (H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, (unsigned)level) >= 0)))
+		ds = H5Dcreate2(loc, name, t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	return ds;
+}
+
+/* The partial file's groups and empty columns, before SWMR writing starts
+ * (no object may be created after). 0, or -1. */
+static int make_layout(struct sp_sfile *f, hid_t file)
+{
+	char name[32];
+	int ok = 1;
+	snprintf(name, sizeof name, "rank%d", f->rank);
+	hid_t g = H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	hid_t ev = g < 0 ? -1 : H5Gcreate2(g, "events", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	hid_t st = g < 0 ? -1 : H5Gcreate2(g, "stream", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (ev < 0 || st < 0 || sp_h5w_attr_str(file, "format", "scope-profiler") < 0 ||
+	    sp_h5w_attr(file, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT32, &(int32_t){3}) < 0 ||
+	    sp_h5w_attr_i64(g, "run_start_time", f->run_start_ns) < 0 || sp_h5w_attr_i64(g, "pid", f->pid) < 0 ||
+	    sp_h5w_attr_i64(g, "clock_offset_ns", 0) < 0 ||
+	    (f->hostname && sp_h5w_attr_str(g, "hostname", f->hostname) < 0))
+		ok = 0;
+	hid_t ids[6] = {-1, -1, -1, -1, -1, -1};
+	if (ok) {
+		ids[0] = column_new(ev, "start_times", H5T_STD_I64LE, STAGE, f->compression);
+		ids[1] = column_new(ev, "end_times", H5T_STD_I64LE, STAGE, f->compression);
+		ids[2] = column_new(ev, "lanes", H5T_STD_I32LE, STAGE, f->compression);
+		ids[3] = column_new(ev, "block_region", H5T_STD_I32LE, SMALL_CHUNK, 0);
+		ids[4] = column_new(ev, "block_calls", H5T_STD_I64LE, SMALL_CHUNK, 0);
+		ids[5] = column_new(st, "names", H5T_STD_U8LE, SMALL_CHUNK, 0);
+		for (int i = 0; i < 6; i++)
+			ok &= ids[i] >= 0;
+	}
+	hsize_t one[1] = {1};
+	hid_t sp = H5Screate_simple(1, one, NULL);
+	hid_t fl = ok && sp >= 0 ? H5Dcreate2(st, "flushed_ns", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT,
+					      H5P_DEFAULT) : -1;
+	if (fl < 0 || H5Dwrite(fl, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &f->run_start_ns) < 0)
+		ok = 0;
+	for (int i = 0; i < 6; i++)
+		if (ids[i] >= 0)
+			H5Dclose(ids[i]);
+	hid_t close_them[] = {fl};
+	for (size_t i = 0; i < sizeof close_them / sizeof close_them[0]; i++)
+		if (close_them[i] >= 0)
+			H5Dclose(close_them[i]);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (st >= 0)
+		H5Gclose(st);
+	if (ev >= 0)
+		H5Gclose(ev);
+	if (g >= 0)
+		H5Gclose(g);
+	return ok ? 0 : -1;
+}
+
+/* Opens the columns of the file's layout into f. 0, or -1. */
+static int open_layout(struct sp_sfile *f)
+{
+	char path[96];
+	hid_t *ids[] = {&f->col[SP_SCOL_START], &f->col[SP_SCOL_END], &f->col[SP_SCOL_LANES], &f->block_region,
+			&f->block_calls, &f->names, &f->flushed};
+	const char *names[] = {"events/start_times", "events/end_times", "events/lanes", "events/block_region",
+			       "events/block_calls", "stream/names", "stream/flushed_ns"};
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+		snprintf(path, sizeof path, "rank%d/%s", f->rank, names[i]);
+		if ((*ids[i] = H5Dopen2(f->file, path, H5P_DEFAULT)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void sp_sfile_close_layout(struct sp_sfile *f)
+{
+	hid_t *ids[] = {&f->col[SP_SCOL_START], &f->col[SP_SCOL_END], &f->col[SP_SCOL_LANES], &f->block_region,
+			&f->block_calls, &f->names, &f->flushed};
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+		if (*ids[i] > 0)
+			H5Dclose(*ids[i]);
+		*ids[i] = -1;
+	}
+	free(f->st_start);
+	free(f->st_end);
+	free(f->st_lanes);
+	free(f->sb_region);
+	free(f->sb_calls);
+	f->st_start = f->st_end = NULL;
+	f->st_lanes = f->sb_region = NULL;
+	f->sb_calls = NULL;
+	f->st_n = f->sb_n = f->sb_cap = 0;
+}
+
+/* Creates OUT.partial (replacing a dead run's), its layout, and starts
+ * SWMR writing. 0, or -1 (failed). */
+int sp_sfile_create(struct sp_sfile *f)
+{
+	int fd = open(f->partial, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+	if (fd < 0) {
+		f->why = NULL;
+		return -1;
+	}
+	/* A live run writing the same profile holds HDF5's lock on it. */
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		errno = 0;
+		f->why = "another process is writing it";
+		return -1;
+	}
+	if (ftruncate(fd, 0) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		f->why = NULL;
+		return -1;
+	}
+	flock(fd, LOCK_UN);
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+	char by_fd[64];
+	snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", fd);
+	errno = 0;
+	if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0)
+		f->file = H5Fcreate(access(by_fd, F_OK) == 0 ? by_fd : f->partial, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+	close(fd);
+	if (f->file < 0) {
+		if (fapl >= 0)
+			H5Pclose(fapl);
+		f->why = "HDF5 cannot create the file";
+		return -1;
+	}
+	int *vfd = NULL;
+	if (make_layout(f, f->file) < 0 || H5Fstart_swmr_write(f->file) < 0 || open_layout(f) < 0 ||
+	    H5Fget_vfd_handle(f->file, fapl, (void **)&vfd) < 0 || !vfd) {
+		H5Pclose(fapl);
+		f->why = "cannot set up the file";
+		return -1;
+	}
+	H5Pclose(fapl);
+	f->fd = *vfd;
+	f->st_start = malloc(STAGE * sizeof *f->st_start);
+	f->st_end = malloc(STAGE * sizeof *f->st_end);
+	f->st_lanes = malloc(STAGE * sizeof *f->st_lanes);
+	if (!f->st_start || !f->st_end || !f->st_lanes) {
+		errno = ENOMEM;
+		f->why = "out of memory";
+		return -1;
+	}
+	return 0;
+}
+
+/* Appends n elements of buf (memory type mt) to the 1-D dataset ds, which
+ * holds `at` now. 0, or -1. */
+static int append(hid_t ds, hid_t mt, uint64_t at, size_t n, const void *buf)
+{
+	hsize_t len[1] = {(hsize_t)(at + n)}, off[1] = {(hsize_t)at}, cnt[1] = {(hsize_t)n};
+	if (n == 0)
+		return 0;
+	hid_t fs = -1, ms = -1;
+	int ok = H5Dset_extent(ds, len) >= 0 && (fs = H5Dget_space(ds)) >= 0 &&
+		 (ms = H5Screate_simple(1, cnt, NULL)) >= 0 &&
+		 H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0 &&
+		 H5Dwrite(ds, mt, ms, fs, H5P_DEFAULT, buf) >= 0;
+	if (ms >= 0)
+		H5Sclose(ms);
+	if (fs >= 0)
+		H5Sclose(fs);
+	return ok ? 0 : -1;
+}
+
+/* Writes n calls (lanes NULL: lane 0) to the event columns; the lanes
+ * column only once some call had a lane. 0, or -1. */
+static int write_calls(struct sp_sfile *f, size_t n, const int64_t *starts, const int64_t *ends, const int32_t *lanes)
+{
+	if (append(f->col[SP_SCOL_START], H5T_NATIVE_INT64, f->events, n, starts) < 0 ||
+	    append(f->col[SP_SCOL_END], H5T_NATIVE_INT64, f->events, n, ends) < 0)
+		return -1;
+	if (f->lanes_on && lanes && append(f->col[SP_SCOL_LANES], H5T_NATIVE_INT32, f->events, n, lanes) < 0)
+		return -1;
+	f->events += n;
+	return 0;
+}
+
+/* Writes the stage (events first, then the blocks that describe them). */
+static int stage_flush(struct sp_sfile *f)
+{
+	if (f->st_n && write_calls(f, f->st_n, f->st_start, f->st_end, f->st_lanes) < 0)
+		return -1;
+	f->st_n = 0;
+	if (f->sb_n && (append(f->block_region, H5T_NATIVE_INT32, f->blocks, f->sb_n, f->sb_region) < 0 ||
+			append(f->block_calls, H5T_NATIVE_INT64, f->blocks, f->sb_n, f->sb_calls) < 0))
+		return -1;
+	f->blocks += f->sb_n;
+	f->sb_n = 0;
+	return 0;
+}
+
+/* From now on the lanes column is written: the calls so far get lane 0. */
+static int lanes_start(struct sp_sfile *f)
+{
+	static const int32_t zeros[4096];
+	for (uint64_t at = 0; at < f->events;) {
+		size_t k = f->events - at < 4096 ? (size_t)(f->events - at) : 4096;
+		if (append(f->col[SP_SCOL_LANES], H5T_NATIVE_INT32, at, k, zeros) < 0)
+			return -1;
+		at += k;
+	}
+	for (size_t i = 0; i < f->st_n; i++)
+		f->st_lanes[i] = 0;
+	f->lanes_on = 1;
+	return 0;
+}
+
+int sp_sfile_block(struct sp_sfile *f, int32_t id, size_t n, const int64_t *starts, const int64_t *ends,
+		   const int32_t *lanes)
+{
+	if (lanes && !f->lanes_on && lanes_start(f) < 0)
+		return -1;
+	if (f->sb_n == f->sb_cap) {
+		size_t cap = f->sb_cap ? 2 * f->sb_cap : 1024;
+		int32_t *reg = realloc(f->sb_region, cap * sizeof *reg);
+		if (reg)
+			f->sb_region = reg;
+		int64_t *calls = reg ? realloc(f->sb_calls, cap * sizeof *calls) : NULL;
+		if (!calls) {
+			errno = ENOMEM;
+			return -1;
+		}
+		f->sb_calls = calls;
+		f->sb_cap = cap;
+	}
+	if (f->st_n + n > STAGE && stage_flush(f) < 0)
+		return -1;
+	if (n > STAGE) {
+		/* Large: straight from the record, after what is staged. */
+		if (write_calls(f, n, starts, ends, lanes) < 0)
+			return -1;
+	} else {
+		memcpy(f->st_start + f->st_n, starts, n * sizeof *starts);
+		memcpy(f->st_end + f->st_n, ends, n * sizeof *ends);
+		if (f->lanes_on) {
+			if (lanes)
+				memcpy(f->st_lanes + f->st_n, lanes, n * sizeof *lanes);
+			else
+				memset(f->st_lanes + f->st_n, 0, n * sizeof *lanes);
+		}
+		f->st_n += n;
+	}
+	f->sb_region[f->sb_n] = id;
+	f->sb_calls[f->sb_n++] = (int64_t)n;
+	if (n > STAGE)
+		return stage_flush(f);   /* the block's row, with the rows before it */
+	return 0;
+}
+
+/* Calls handed over open get their ends (all of them written by now). */
+int sp_sfile_patches(struct sp_sfile *f, size_t n, const int64_t *index, const int64_t *end)
+{	
+	if (stage_flush(f) < 0)
+		return -1;
+	hsize_t *coord = malloc((n ? n : 1) * sizeof *coord);
+	int64_t *ends = malloc((n ? n : 1) * sizeof *ends);
+	size_t k = 0;
+	int ok = coord && ends;
+	for (size_t i = 0; ok && i < n; i++)
+		if (index[i] >= 0 && (uint64_t)index[i] < f->events) {
+			coord[k] = (hsize_t)index[i];
+			ends[k++] = end[i];
+		}
+	if (ok && k) {
+		hsize_t cnt[1] = {k};
+		hid_t fs = H5Dget_space(f->col[SP_SCOL_END]), ms = H5Screate_simple(1, cnt, NULL);
+		ok = fs >= 0 && ms >= 0 && H5Sselect_elements(fs, H5S_SELECT_SET, k, coord) >= 0 &&
+		     H5Dwrite(f->col[SP_SCOL_END], H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, ends) >= 0;
+		if (ms >= 0)
+			H5Sclose(ms);
+		if (fs >= 0)
+			H5Sclose(fs);
+	}
+	free(coord);
+	free(ends);
+	if (!coord || !ends)
+		errno = ENOMEM;
+	return ok ? 0 : -1;
+}
+
+int sp_sfile_name(struct sp_sfile *f, const char *name, size_t n)
+{	
+	if (append(f->names, H5T_NATIVE_UCHAR, f->name_bytes, n, name) < 0)
+		return -1;
+	f->name_bytes += n;
+	return 0;
+}
+
+/* Everything so far to the disk, flushed_ns = t. */
+int sp_sfile_flush(struct sp_sfile *f, int64_t t)
+{	
+	if (stage_flush(f) < 0 || H5Dwrite(f->flushed, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &t) < 0 ||
+	    H5Fflush(f->file, H5F_SCOPE_LOCAL) < 0)
+		return -1;
+	return 0;
+}
+
