@@ -39,7 +39,8 @@ struct sp_settings {
 	int force;                  /* run --force: replace an existing file that is not a profile */
 	int subprocesses;           /* run --subprocesses: Python child processes profiled too */
 	long long memory_budget;    /* bytes of event buffers; past them calls stream to disk
-				     * (sp_spill.h); 0: not given (64 MiB) */
+				     * (sp_spill.h); 0: not given (64 MiB); -1: no streaming
+				     * (run --memory-budget 0): every call in memory to the end */
 	long long flush_ms;         /* run --flush-interval: OUT.partial's flushes; 0: not given (1000) */
 };
 

@@ -60,7 +60,7 @@ static int parse_buffer_limit(const struct sp_opt *o, const char *arg, void *ctx
 }
 
 /* A size: a whole number of bytes, or with K, M or G (binary: KiB, MiB,
- * GiB; "MiB" and "MB" spelled out too). */
+ * GiB; "MiB" and "MB" spelled out too); 0: no streaming (stored as -1). */
 static int parse_budget(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
 {
 	char *end;
@@ -75,6 +75,10 @@ static int parse_budget(const struct sp_opt *o, const char *arg, void *ctx, char
 		shift = 30;
 	if (shift && (strcmp(end + 1, "") == 0 || strcmp(end + 1, "iB") == 0 || strcmp(end + 1, "B") == 0))
 		end += strlen(end);
+	if (strcmp(arg, "0") == 0) {
+		*(long long *)o->value = -1;   /* no streaming */
+		return 0;
+	}
 	if (errno || *end || end == arg || v < 1 || v > (LLONG_MAX >> shift)) {
 		snprintf(err, len, "--memory-budget takes a size such as 64M, 512K or 2G, not '%s'", arg);
 		return -1;
@@ -205,7 +209,7 @@ int cmd_run(int argc, char **argv)
 		{0, "compression", SP_OPT_CALL, &s.compression, 0, "C",
 		 "auto, gzip[=LEVEL] (shuffle + deflate) or none", parse_compression},
 		{0, "memory-budget", SP_OPT_CALL, &s.memory_budget, 0, "B",
-		 "bytes of calls held in memory, then streamed (64M)", parse_budget},
+		 "calls held in memory, then streamed (64M; 0: never)", parse_budget},
 		{0, "flush-interval", SP_OPT_CALL, &s.flush_ms, 0, "S",
 		 "seconds between flushes of PATH.partial (1)", parse_interval},
 		{'m', NULL, SP_OPT_STOP, &t.module, 0, "MODULE",

@@ -168,7 +168,7 @@ int sp_settings_check(const struct sp_settings *s, int python, char *err, size_t
 			 python ? "use_likwid" : "--likwid", other);
 		return -1;
 	}
-	if (s->memory_budget && s->memory_budget < SP_MEMORY_BUDGET_MIN) {
+	if (s->memory_budget > 0 && s->memory_budget < SP_MEMORY_BUDGET_MIN) {
 		snprintf(err, len, "%s %lld is below the least budget, 1 MiB (%lld bytes)",
 			 python ? "memory_budget=" : "--memory-budget", s->memory_budget, SP_MEMORY_BUDGET_MIN);
 		return -1;

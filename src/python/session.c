@@ -109,7 +109,7 @@ static int stream_update(void)
 	if (sp_spill_streamed())
 		return 0;
 	const char *path = sp_standalone_outfile(s->outfile, buf, sizeof buf);
-	int can = path && !s->no_output && !s->disable && !s->aggregate && !s->memory && !s->mpi_calls &&
+	int can = path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate && !s->memory && !s->mpi_calls &&
 		  getpid() == session.pid && !sp_mpi_active() && !session.parent_pid && !session.children_dir;
 	sp_spill_cancel();
 	if (!can)
@@ -674,9 +674,20 @@ static void write_at_exit(void)
 		Py_XDECREF(err);
 		return;
 	}
+	session.write_failed = 1;
+	if (sp_spill_finish_failed()) {
+		/* A streamed run: its calls are in the partial file, said so. */
+		PyObject *first = exc_text();
+		PyObject *line = PyUnicode_FromFormat("scope-profiler: run: %S\n", first);
+		stream_write(err, line);
+		stream_flush(err);
+		Py_XDECREF(line);
+		Py_XDECREF(first);
+		Py_XDECREF(err);
+		return;
+	}
 	/* Under MPI every rank gets rank 0's error and retries with it. One
 	 * line says what failed and where the profile went. */
-	session.write_failed = 1;
 	PyObject *first = exc_text(), *line = NULL;
 	char fallback[PATH_MAX];
 	fallback_path(fallback, sizeof fallback);

@@ -73,4 +73,8 @@ int sp_spill_collect(struct sp_rank *rk, int64_t now);
  * set (OUT.partial then keeps every call written). */
 int sp_spill_finish(const struct sp_profile *p, const char *path);
 
+/* Whether the last sp_spill_finish failed: the profile is then in the
+ * partial file, and writing one elsewhere would hold less. */
+int sp_spill_finish_failed(void);
+
 #endif

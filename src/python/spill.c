@@ -41,6 +41,7 @@ static struct {
 	int32_t next_id;               /* the next region's id in the stream */
 	uint64_t dropped;              /* calls not recorded: the writer was behind */
 	int64_t interval_ns;           /* between flushes */
+	int finish_failed;             /* the last sp_spill_finish failed */
 } spill;
 
 static struct {
@@ -340,13 +341,26 @@ int sp_spill_finish(const struct sp_profile *p, const char *path)
 	uint64_t dropped = spill.dropped;
 	spill.on = 0;
 	sp_buf_spill = NULL;
-	if (dropped)
+	if (dropped && sp_stream_failed(NULL))
+		fprintf(stderr, "scope-profiler: warning: %llu call%s not recorded: the stream to the "
+			"profile had failed\n", (unsigned long long)dropped, dropped == 1 ? " was" : "s were");
+	else if (dropped)
 		fprintf(stderr, "scope-profiler: warning: %llu call%s not recorded: the profile's writer fell "
 			"behind the recording (a slow disk?); a larger --memory-budget gives it more room\n",
 			(unsigned long long)dropped, dropped == 1 ? " was" : "s were");
+	spill.finish_failed = 0;
 	if (sp_stream_finish(p, path, &err) != SP_OK) {
-		PyErr_SetString(PyExc_OSError, err.msg);
+		/* The calls are on disk, up to the last flush that worked: no
+		 * other file can hold more. */
+		spill.finish_failed = 1;
+		PyErr_Format(PyExc_OSError, "%s; the calls written so far stay in %s.partial (scope-profiler "
+			     "recover %s.partial finishes it)", err.msg, path, path);
 		return -1;
 	}
 	return 0;
+}
+
+int sp_spill_finish_failed(void)
+{
+	return spill.finish_failed;
 }

@@ -80,6 +80,7 @@ static struct stream {
 	int64_t *patch_idx, *patch_end;
 	size_t npatch, patch_cap;
 	/* Writer side. */
+	unsigned slow_us;              /* SCOPE_PROFILER_TEST_SLOW_WRITER_US: a pause per record */
 	struct sp_sfile f;
 	int created;
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1}};
@@ -122,6 +123,7 @@ static int create(void)
 				.pid = S.c.pid, .run_start_ns = S.c.run_start_ns, .hostname = S.hostname,
 				.file = -1, .fd = -1};
 	sp_h5_lock();
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	int rc = sp_sfile_create(&S.f);
 	sp_h5_unlock();
 	if (rc != 0) {
@@ -184,6 +186,9 @@ static void *writer_main(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the main thread's */
+	sp_h5_lock();
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);    /* per thread: failures are said in one line */
+	sp_h5_unlock();
 	struct timespec next, now;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	add_ns(&next, S.c.interval_ns);
@@ -208,6 +213,8 @@ static void *writer_main(void *arg)
 		while (list) {
 			struct rec *r = list;
 			list = r->next;
+			if (S.slow_us)
+				usleep(S.slow_us);   /* the tests' slow disk */
 			put(r);
 			done += r->bytes;
 			free(r);
@@ -475,6 +482,10 @@ enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *e
 	pthread_condattr_destroy(&ca);
 	if (!atfork && pthread_atfork(before_fork, after_fork_parent, after_fork_child) == 0)
 		atfork = 1;
+	/* The tests make the writer slow (a slow disk, without one) to see the
+	 * recording side hold on and then drop calls, counted. */
+	const char *slow = getenv("SCOPE_PROFILER_TEST_SLOW_WRITER_US");
+	S.slow_us = slow ? (unsigned)strtoul(slow, NULL, 10) : 0;
 	S.on = 1;
 	if (pthread_create(&S.thread, NULL, writer_main, NULL) != 0) {
 		int e = errno;
@@ -498,6 +509,9 @@ void sp_stream_quiesce(void)
 	pthread_join(S.thread, NULL);
 	S.thread_running = 0;
 	S.direct = 1;
+	sp_h5_lock();
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);    /* this thread writes from here on */
+	sp_h5_unlock();
 }
 
 int sp_stream_handed(void)

@@ -199,13 +199,25 @@ class Region:
             self.attrs["aggregate"] = 1
             self.attrs["self_ns"] = table["self_ns"][row]
         self._events = f[f"rank{rank}/events"]
-        self._first = int(table["first_event"][row])
-        self._n = 0 if self.aggregate else int(table["num_calls"][row])
+        n = 0 if self.aggregate else int(table["num_calls"][row])
+        if "first_event" in table:
+            first = int(table["first_event"][row])
+            self._calls = slice(first, first + n)
+        else:
+            # Format version 3 (a streamed run): the calls of the blocks
+            # whose region is this row, in block order.
+            import numpy as np
+            ends = np.cumsum(self._events["block_calls"][:])
+            self._calls = np.concatenate(
+                [np.arange(e - c, e) for r, c, e in zip(self._events["block_region"][:],
+                                                       self._events["block_calls"][:], ends) if r == row]
+                or [np.arange(0)])
+            assert len(self._calls) == n
 
     def __iter__(self):
         if self.aggregate:
             return iter(())
-        return iter(sorted(self._events))
+        return iter(sorted(k for k in self._events if not k.startswith("block_")))
 
     def __contains__(self, column):
         return column in list(self)
@@ -213,7 +225,9 @@ class Region:
     def __getitem__(self, column):
         if column not in self:
             raise KeyError(column)
-        return self._events[column][self._first:self._first + self._n]
+        if isinstance(self._calls, slice):
+            return self._events[column][self._calls]
+        return self._events[column][:][self._calls]
 
 
 def regions(f, rank=0):

@@ -100,8 +100,9 @@ def check_columns(g, n):
 
 
 def test_ten_million_events_sixteen_bytes_each(sp):
+    """Kept in memory to the end (--memory-budget 0): 16 bytes per call."""
     n = 1_000_000 if ASAN else 10_000_000
-    per, out = bytes_per_event(sp, sp.script(TICK), n, 1)
+    per, out = bytes_per_event(sp, sp.script(TICK), n, 1, "--memory-budget", "0")
     assert ASAN or per <= 16.5, per
     with h5py.File(out, "r") as f:
         check_columns(regions(f)["tick"], n)
@@ -112,7 +113,7 @@ def test_ten_million_events_sixteen_bytes_each(sp):
 def test_nested_regions_with_lanes(sp):
     """Two regions merged into one tree, lanes kept: 20 bytes per event."""
     n = 200_000 if ASAN else 2_000_000
-    per, out = bytes_per_event(sp, sp.script(NESTED), n, 2, "--track-threads")
+    per, out = bytes_per_event(sp, sp.script(NESTED), n, 2, "--track-threads", "--memory-budget", "0")
     # 20 bytes of columns, and the end's fixed buffers (about 2 MiB, 0.5
     # bytes over these 4 million events; measured 20.53-20.58).
     assert ASAN or per <= 21.0, per
@@ -153,8 +154,8 @@ def test_memory_running_out_is_counted_stored_and_reported(sp):
     script = sp.script(LOSSY, name="lossy.py")
     n = 2_500_000
     run = subprocess.run(
-        [BINARY, "run", "-q", "-o", "lossy.h5", str(script), str(n)], capture_output=True,
-        text=True, timeout=300, cwd=sp.tmp)
+        [BINARY, "run", "-q", "--memory-budget", "0", "-o", "lossy.h5", str(script), str(n)],
+        capture_output=True, text=True, timeout=300, cwd=sp.tmp)
     assert run.returncode == 0, run.stderr
     kept, lost = map(int, run.stdout.split())
     assert kept > 0 and lost > 0 and kept + lost == n
@@ -172,13 +173,48 @@ def test_memory_running_out_is_counted_stored_and_reported(sp):
     # Nothing written or shown: the end of the run computes nothing of the
     # profile, and still says what was lost.
     run = subprocess.run(
-        [BINARY, "run", "-q", "--no-output", str(script), str(n)], capture_output=True,
-        text=True, timeout=300, cwd=sp.tmp)
+        [BINARY, "run", "-q", "--memory-budget", "0", "--no-output", str(script), str(n)],
+        capture_output=True, text=True, timeout=300, cwd=sp.tmp)
     assert run.returncode == 0, run.stderr
     kept, lost = map(int, run.stdout.split())
     assert kept > 0 and lost > 0
     assert run.stderr == (f"scope-profiler: warning: {lost} calls not recorded: memory ran out "
                           f"(big: {lost})\n")
+
+
+def test_streaming_keeps_every_call_where_memory_would_run_out(sp):
+    """The same limit, the calls streamed to disk within the budget (the
+    default, 64 MiB, does not fit under the limit; 8 MiB does): nothing is
+    lost, and the finished file holds every call."""
+    script = sp.script(LOSSY, name="lossy.py")
+    n = 2_500_000
+    run = subprocess.run(
+        [BINARY, "run", "-q", "--memory-budget", "8M", "-o", "stream.h5", str(script), str(n)],
+        capture_output=True, text=True, timeout=300, cwd=sp.tmp)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""
+    with h5py.File(sp.tmp / "stream.h5") as f:
+        assert f.attrs["format_version"] == 3
+        assert f["rank0"].attrs["dropped_events"] == 0
+        big = regions(f)["big"]
+        assert big.attrs["num_calls"] == n == len(big["start_times"])
+        assert (big["end_times"] >= big["start_times"]).all()
+
+
+def test_streamed_run_memory_is_bounded_by_the_budget(sp):
+    """Streaming: the peak stays within the budget whatever the number of
+    calls (issue: at most the interpreter's + 1.3x the budget; HDF5's chunk
+    caches and the writer's stage come on top, about 4 MiB)."""
+    n = 1_000_000 if ASAN else 20_000_000
+    budget = 8 << 20
+    base, _ = peak_rss(sp, sp.script(TICK), 100, "--memory-budget", "8M")
+    peak, out = peak_rss(sp, sp.script(TICK), n, "--memory-budget", "8M")
+    print(f"{n} calls streamed: peak {peak / 2**20:.1f} MiB, baseline {base / 2**20:.1f} MiB",
+          file=sys.stderr)
+    assert ASAN or peak - base <= 1.3 * budget + (4 << 20), (peak - base) / 2**20
+    with h5py.File(out, "r") as f:
+        assert f.attrs["format_version"] == 3
+        check_columns(regions(f)["tick"], n)
 
 
 def test_no_loss_stores_zero(sp):

@@ -277,7 +277,8 @@ def test_full_disk_is_one_line_and_status_1(sp):
         fallback_dir = sp.tmp / "fallback"
         fallback_dir.mkdir()
         script = sp.script(BIG, name="big.py")
-        proc = sp("run", "-q", "--recursive", "-o", "small/out.h5", script,
+        # Written at the end, whole (a streamed run's full disk: test_stream.py).
+        proc = sp("run", "-q", "--memory-budget", "0", "--recursive", "-o", "small/out.h5", script,
                   env={"TMPDIR": str(fallback_dir)})
         assert proc.returncode == 1, proc.stderr  # not 139: no crash at exit
         one_line_error(proc, "run", "small/out.h5", "No space left on device", "saved to")
@@ -298,8 +299,8 @@ def test_full_disk_is_one_line_and_status_1(sp):
                 f.write(b"\0" * (2 << 20))
             except OSError:
                 pass
-        proc = sp("run", "-q", "--compression", "gzip", "-o", "small/out.h5", script,
-                  env={"TMPDIR": str(fallback_dir)})
+        proc = sp("run", "-q", "--memory-budget", "0", "--compression", "gzip", "-o", "small/out.h5",
+                  script, env={"TMPDIR": str(fallback_dir)})
         assert proc.returncode == 1, proc.stderr
         one_line_error(proc, "small/out.h5", "No space left on device", "saved to")
         assert good.read_bytes() == data

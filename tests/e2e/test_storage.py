@@ -49,10 +49,12 @@ REGIONS = """
 
 
 def profile_size(sp, text, *args, compression=None, name="out.h5", options=()):
-    """Runs the script, returns the size in bytes of the profile written."""
+    """Runs the script, returns the size in bytes of the profile written at
+    the end, whole (--memory-budget 0: never streamed, whatever the run's
+    length on a loaded machine; a streamed file's storage: test_stream.py)."""
     script = sp.script(text, name="storage.py")
     opts = ["--compression", compression] if compression else []
-    proc = sp("run", "-q", "-o", name, *opts, *options, script, *args)
+    proc = sp("run", "-q", "--memory-budget", "0", "-o", name, *opts, *options, script, *args)
     assert proc.returncode == 0, proc.stderr
     return os.path.getsize(sp.tmp / name)
 

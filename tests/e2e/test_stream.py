@@ -1,0 +1,256 @@
+"""Runs of hours: the calls stream to OUT.partial while the run goes (format
+version 3, HDF5's single-writer/multiple-reader mode), memory stays within
+the budget, a killed run keeps every call up to its last flush, the end of
+the run writes only what is left. Streaming is made certain, whatever the
+machine's load, by a small --memory-budget (a block is handed over when the
+buffers reach it) or a short --flush-interval."""
+import os
+import signal
+import subprocess
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import BINARY, one_line_error, regions
+
+LOOP = """
+import sys, time
+import scope_profiler as sp
+n = int(sys.argv[1])
+step, outer = sp.region("step"), sp.region("outer")
+with sp.region("main"):
+    for i in range(n):
+        with outer:
+            with step:
+                pass
+        if n < 0:
+            time.sleep(0)
+print("done", n)
+"""
+
+# Records until killed; says on stdout when it started.
+FOREVER = """
+import sys
+import scope_profiler as sp
+step = sp.region("step")
+print("started", flush=True)
+with sp.region("main"):
+    while True:
+        for _ in range(1000):
+            with step:
+                pass
+"""
+
+
+def partial_calls(path):
+    """{name: calls} of a partial file as plain h5py sees it (SWMR read),
+    cut to its consistent prefix, and its flushed_ns."""
+    with h5py.File(path, "r", swmr=True) as f:
+        g = f["rank0"]
+        names = bytes(g["stream/names"][:]).split(b"\0")[:-1]
+        e = min(len(g["events/start_times"]), len(g["events/end_times"]))
+        calls, at = {}, 0
+        for r, c in zip(g["events/block_region"][:], g["events/block_calls"][:]):
+            if at + c > e or r >= len(names):
+                break
+            calls[names[r].decode()] = calls.get(names[r].decode(), 0) + int(c)
+            at += int(c)
+        return calls, int(g["stream/flushed_ns"][0]), int(g.attrs["run_start_time"])
+
+
+def test_a_long_run_streams_and_finishes_the_same_profile(sp):
+    n = 300_000
+    script = sp.script(LOOP, name="loop.py")
+    streamed = sp("run", "-q", "--memory-budget", "1M", "-o", "s.h5", script, n)
+    whole = sp("run", "-q", "--memory-budget", "0", "-o", "w.h5", script, n)
+    assert streamed.returncode == 0 and whole.returncode == 0, streamed.stderr + whole.stderr
+    assert streamed.stdout == whole.stdout == f"done {n}\n"
+    assert streamed.stderr == ""
+    assert not (sp.tmp / "s.h5.partial").exists()
+    with h5py.File(sp.tmp / "s.h5") as s, h5py.File(sp.tmp / "w.h5") as w:
+        assert s.attrs["format_version"] == 3 and w.attrs["format_version"] == 2
+        assert "stream" not in s["rank0"] and "metadata" in s
+        rs, rw = regions(s), regions(w)
+        assert sorted(rs) == sorted(rw) == ["main", "outer", "step"]
+        for name in rs:
+            assert rs[name].attrs["num_calls"] == rw[name].attrs["num_calls"]
+            st, en = rs[name]["start_times"], rs[name]["end_times"]
+            assert len(st) == rs[name].attrs["num_calls"]
+            assert (en >= st).all() and (np.diff(st) >= 0).all()
+            assert int((en - st).sum()) == int(rs[name].attrs["total_ns"])
+        # The call still open when its block went (main) got its end.
+        assert rs["main"]["end_times"][0] >= rs["step"]["end_times"].max()
+        # Every call is in one block, blocks follow each other.
+        ev = s["rank0/events"]
+        assert int(ev["block_calls"][:].sum()) == len(ev["start_times"]) == 2 * n + 1
+    # The readers show it as any profile.
+    summary = sp("summary", "s.h5")
+    assert summary.returncode == 0, summary.stderr
+    assert "step" in summary.stdout and "outer" in summary.stdout
+
+
+def test_a_short_run_writes_no_partial_file(sp):
+    script = sp.script(LOOP, name="loop.py")
+    proc = sp("run", "-q", "-o", "short.h5", script, 10)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in sp.tmp.iterdir() if p.name.startswith("short")) == ["short.h5"]
+    with h5py.File(sp.tmp / "short.h5") as f:
+        assert f.attrs["format_version"] == 2
+
+
+def wait_started(proc):
+    line = proc.stdout.readline()
+    assert line == "started\n", line + proc.stderr.read()
+
+
+def wait_flushed(path, after_ns, timeout=120):
+    """Waits until the partial file holds calls flushed after after_ns."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            try:
+                calls, flushed, start = partial_calls(path)
+                if calls.get("step", 0) > 0 and flushed > after_ns:
+                    return calls, flushed, start
+            except (OSError, KeyError):
+                pass   # not created or not flushed yet
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never flushed")
+
+
+def test_a_killed_run_keeps_its_calls_up_to_the_last_flush(sp):
+    script = sp.script(FOREVER, name="forever.py")
+    proc = subprocess.Popen([BINARY, "run", "-q", "--flush-interval", "0.05", "-o", "k.h5", str(script)],
+                            cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_started(proc)
+        partial = sp.tmp / "k.h5.partial"
+        # Read while the run goes, twice: the file grows.
+        first, flushed1, start = wait_flushed(partial, 0)
+        second, flushed2, _ = wait_flushed(partial, flushed1)
+        assert second["step"] >= first["step"] and flushed2 > flushed1 >= start
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    assert not (sp.tmp / "k.h5").exists()
+    calls, flushed, start = partial_calls(partial)
+    # Everything read before the kill is still there, and more.
+    assert calls["step"] >= second["step"] and flushed >= flushed2
+    with h5py.File(partial, "r", swmr=True) as f:
+        g = f["rank0/events"]
+        s, e = g["start_times"][:], g["end_times"][:]
+        n = int(g["block_calls"][:].sum())
+        # Calls flushed end before the flush; an open one (main) has no end yet.
+        closed = e[:n] != np.iinfo(np.int64).min
+        assert (e[:n][closed] >= s[:n][closed]).all()
+        assert (s[:n] <= flushed).all()
+
+
+def test_sigterm_during_a_streamed_run_finishes_the_file(sp):
+    script = sp.script(FOREVER, name="forever.py")
+    proc = subprocess.Popen([BINARY, "run", "-q", "--flush-interval", "0.05", "--memory-budget", "2M",
+                             "-o", "t.h5", str(script)],
+                            cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_started(proc)
+        wait_flushed(sp.tmp / "t.h5.partial", 0)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert not (sp.tmp / "t.h5.partial").exists()
+    with h5py.File(sp.tmp / "t.h5") as f:
+        assert f.attrs["format_version"] == 3
+        r = regions(f)
+        assert r["main"].attrs["num_calls"] == 1
+        assert r["step"].attrs["num_calls"] == len(r["step"]["start_times"]) > 0
+
+
+def test_a_slow_writer_is_said_and_counted_never_silent(sp):
+    """A writer slower than the recording (here a test hook pauses it at
+    each block): the recording holds on within the budget, then drops
+    calls, counts them in the file and says so in one line."""
+    script = sp.script(LOOP, name="loop.py")
+    n = 400_000
+    proc = sp("run", "-q", "--memory-budget", "1M", "-o", "slow.h5", script, n,
+              env={"SCOPE_PROFILER_TEST_SLOW_WRITER_US": "200000"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    behind = [l for l in lines if "writer fell behind" in l]
+    assert len(behind) == 1, proc.stderr
+    dropped = int(behind[0].split("warning: ")[1].split()[0])
+    assert dropped > 0
+    with h5py.File(sp.tmp / "slow.h5") as f:
+        assert f["rank0"].attrs["dropped_events"] == dropped
+        kept = sum(int(g.attrs["num_calls"]) for g in regions(f).values())
+        assert kept + dropped == 2 * n + 1
+
+
+def test_a_full_disk_while_streaming_is_one_line_and_keeps_the_partial(sp):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    small = sp.tmp / "small"
+    small.mkdir()
+    # Room for a few flushes of the first calls, not for the 64 MB of all.
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(small)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        script = sp.script(LOOP, name="loop.py")
+        proc = sp("run", "-q", "--memory-budget", "1M", "--flush-interval", "0.01", "-o", "small/out.h5",
+                  script, 2_000_000)
+        assert proc.returncode == 1, proc.stderr
+        assert "Traceback" not in proc.stderr and "HDF5-DIAG" not in proc.stderr
+        errors = [l for l in proc.stderr.splitlines() if "run:" in l]
+        assert len(errors) == 1, proc.stderr
+        assert "No space left on device" in errors[0] and "small/out.h5.partial" in errors[0]
+        assert not (small / "out.h5").exists()
+        calls, _, _ = partial_calls(small / "out.h5.partial")
+        assert calls.get("step", 0) > 0
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)
+
+
+@pytest.mark.parametrize("bad", ["64X", "-1", "512K", "lots"])
+def test_a_bad_memory_budget_is_one_line(sp, bad):
+    proc = sp("run", "--memory-budget", bad, sp.script("pass\n"))
+    assert proc.returncode == 2
+    one_line_error(proc, "--memory-budget")
+
+
+def test_a_forked_child_never_writes_into_the_stream(sp):
+    script = sp.script("""
+import os, sys
+import scope_profiler as sp
+step = sp.region("step")
+for i in range(50_000):
+    with step:
+        pass
+pid = os.fork()
+if pid == 0:
+    for i in range(50_000):
+        with step:
+            pass
+    os._exit(0)
+os.waitpid(pid, 0)
+for i in range(50_000):
+    with step:
+        pass
+""", name="fork.py")
+    proc = sp("run", "-q", "--memory-budget", "1M", "-o", "f.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "f.h5") as f:
+        assert f.attrs["format_version"] == 3
+        assert regions(f)["step"].attrs["num_calls"] == 100_000
