@@ -73,7 +73,18 @@ void sp_stream_flush(int64_t now);
 uint64_t sp_stream_refused(void);
 int sp_stream_failed(struct sp_error *err);
 
-/* Ends the stream: waits for the writer to write everything handed over,
+/* Writes what was handed over (the writer stopped) and closes the file:
+ * OUT.partial then reads as a complete partial profile (every call up to
+ * now; sp_stream_partial names it) until sp_stream_finish completes it.
+ * SP_OK, or the writer's failure. */
+enum sp_err sp_stream_close(struct sp_error *err);
+
+/* The partial file's path while a stream is on, else NULL; the calls handed
+ * over so far. */
+const char *sp_stream_partial(void);
+uint64_t sp_stream_calls(void);
+
+/* Ends the stream (closing it first when sp_stream_close did not): waits for the writer to write everything handed over,
  * stops it, completes the file with p (one rank: its regions in id order,
  * each with its statistics and no events; metadata, line tables, LIKWID
  * counters) and renames OUT.partial to path (NULL: the OUT it started with). On failure OUT is untouched,

@@ -417,6 +417,43 @@ static struct sp_profile *streamed_profile(int64_t now, int64_t run_start, const
 	return p;
 }
 
+/* A streamed run of at most this many calls gets its call tree at the
+ * end, as a run written whole does (its events read back from the partial
+ * file: about 2 MiB/ms, then the tree, ~100 instructions a call); a longer
+ * one is left for the reader to build (the end of the run stays short). */
+#define STREAMED_TREE_MAX ((uint64_t)2 << 20)
+
+/* The call tree of a streamed run into p's rank, from the calls in the
+ * closed partial file. 0, or -1 with an exception. */
+static int add_streamed_tree(struct sp_profile *p)
+{
+	struct sp_error err = {0};
+	struct sp_profile *back = NULL;
+	if (sp_stream_calls() > STREAMED_TREE_MAX)
+		return 0;
+	if (sp_stream_close(&err) != SP_OK)
+		return 0;   /* said by sp_spill_finish */
+	enum sp_err rc;
+	const char *partial = sp_stream_partial();
+	Py_BEGIN_ALLOW_THREADS
+	rc = sp_h5_read(partial, SP_READ_EVENTS, &back, &err);
+	if (rc == SP_OK && back->nranks == 1 && back->ranks[0].nregions == p->ranks[0].nregions)
+		rc = sp_tree_build(&back->ranks[0], &err);
+	Py_END_ALLOW_THREADS
+	if (rc == SP_OK && back->ranks[0].tree) {
+		p->ranks[0].tree = back->ranks[0].tree;
+		p->ranks[0].ntree = back->ranks[0].ntree;
+		back->ranks[0].tree = NULL;
+		back->ranks[0].ntree = 0;
+	}
+	sp_profile_free(back);
+	if (rc == SP_ENOMEM) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return 0;   /* unreadable: the file goes without a tree, the reader builds it */
+}
+
 /* The end of a streamed session: the file finished, then read back for
  * what f asks to show or hand over. 0, or -1 with an exception. */
 static int final_streamed(struct sp_final *f, int64_t now)
@@ -429,7 +466,7 @@ static int final_streamed(struct sp_final *f, int64_t now)
 	p->ranks[0].parent_pid = f->parent_pid;
 	p->compression = f->compression;
 	report_losses(p, 0);
-	if (sp_spill_finish(p, f->path) != 0)
+	if (add_streamed_tree(p) != 0 || sp_spill_finish(p, f->path) != 0)
 		goto out;
 	if (f->render || f->render_lines || f->snapshot) {
 		enum sp_err r;

@@ -229,8 +229,8 @@ static enum sp_err write_table(struct sp_h5_writer *w, hid_t rank_g, const struc
 	     sp_h5w_column(w, g, "std_ns", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, n, f64 + n) < 0 ||
 	     sp_h5w_column(w, g, "aggregate", H5T_STD_I8LE, H5T_NATIVE_INT8, n, agg) < 0))
 		rc = sp_h5w_fail(w, SP_EIO, "cannot write the regions of rank %d", rk->rank);
-	/* Version 3 has no call tree: the reader computes it. */
-	if (rc == SP_OK && w->version != 3)
+	/* Version 3 without a call tree: the reader computes it. */
+	if (rc == SP_OK && (w->version != 3 || rk->tree))
 		rc = write_cumulative(w, g, rk, t, i64);
 	if (rc == SP_OK && (t->values || t->peak))
 		rc = write_value_table(w, g, rk, t, i64, agg);
@@ -455,6 +455,8 @@ enum sp_err sp_h5w_regions_v3(struct sp_h5_writer *w, hid_t rank_g, const struct
 		rc = sp_h5w_fail(w, SP_EINVAL, "rank %d: a streamed region without calls", rk->rank);
 	if (rc == SP_OK)
 		rc = write_table(w, rank_g, rk, &t);
+	if (rc == SP_OK && rk->tree)
+		rc = write_tree(w, rank_g, rk, &t);
 	table_free(&t);
 	return rc;
 }

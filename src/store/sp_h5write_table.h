@@ -10,8 +10,9 @@
 enum sp_err sp_h5w_regions_v2(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk);
 
 /* A streamed rank's table (format version 3): every region of rk, in its
- * order (row i is region id i), has calls; no first_event or cumulative_ns
- * column, no event columns (already in the file), no call tree. */
+ * order (row i is region id i), has calls; no first_event column, no event
+ * columns (already in the file); the call tree and cumulative_ns when rk
+ * has a tree (a run short enough for the end to build it). */
 enum sp_err sp_h5w_regions_v3(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk);
 
 #endif

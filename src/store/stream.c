@@ -83,6 +83,9 @@ static struct stream {
 	unsigned slow_us;              /* SCOPE_PROFILER_TEST_SLOW_WRITER_US: a pause per record */
 	struct sp_sfile f;
 	int created;
+	int closed;                    /* sp_stream_close ran: */
+	enum sp_err close_rc;          /* its outcome */
+	struct sp_error close_err;
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1}};
 
 /* ---- the file ---------------------------------------------------------- */
@@ -533,38 +536,66 @@ void sp_stream_cancel(void)
 	release();
 }
 
-enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struct sp_error *err)
+enum sp_err sp_stream_close(struct sp_error *err)
 {
-	enum sp_err rc = SP_OK;
 	if (!S.on)
 		return sp_error_set(err, SP_EINVAL, "no stream is running");
+	if (S.closed)
+		return S.close_rc;
+	S.closed = 1;
 	sp_stream_flush(sp_clock_ns());
 	sp_stream_quiesce();
-	if (!S.created || sp_stream_failed(err)) {
-		if (!sp_stream_failed(err))
-			sp_error_set(err, SP_EIO, "cannot finish '%s': nothing was streamed", S.target);
+	enum sp_err rc = SP_OK;
+	herr_t shut = 0;
+	if (S.created) {
+		sp_h5_lock();
+		sp_sfile_close_layout(&S.f);
+		shut = H5Fclose(S.f.file);
+		sp_h5_unlock();
+		S.f.file = -1;
+		S.created = 0;
+	}
+	if (sp_stream_failed(err))
 		rc = SP_EIO;
-		if (S.created) {
-			sp_h5_lock();
-			sp_sfile_close_layout(&S.f);
-			H5Fclose(S.f.file);
-			sp_h5_unlock();
-		}
+	else if (shut < 0)
+		rc = sp_error_set(err, SP_EIO, "cannot finish '%s': HDF5 cannot close '%s'", S.target, S.partial);
+	else if (!S.handed)
+		rc = sp_error_set(err, SP_EIO, "cannot finish '%s': nothing was streamed", S.target);
+	S.close_rc = rc;
+	if (rc != SP_OK)
+		S.close_err = *err;
+	return rc;
+}
+
+const char *sp_stream_partial(void)
+{
+	return S.on ? S.partial : NULL;
+}
+
+uint64_t sp_stream_calls(void)
+{
+	return S.next_index;
+}
+
+enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struct sp_error *err)
+{
+	enum sp_err rc;
+	if (!S.on)
+		return sp_error_set(err, SP_EINVAL, "no stream is running");
+	if ((rc = sp_stream_close(err)) != SP_OK) {
+		if (err)
+			*err = S.close_err;
 		goto out;
 	}
 	sp_h5_lock();
-	sp_sfile_close_layout(&S.f);
-	herr_t closed = H5Fclose(S.f.file);
-	S.f.file = -1;
-	S.created = 0;
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = -1;
-	if (closed >= 0 && fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0)
+	if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0)
 		file = H5Fopen(S.partial, H5F_ACC_RDWR, fapl);
 	if (fapl >= 0)
 		H5Pclose(fapl);
-	if (file < 0)
+	if (file < 0) {
 		rc = sp_error_set(err, SP_EIO, "cannot finish '%s': HDF5 cannot reopen '%s'", S.target, S.partial);
-	else {
+	} else {
 		char *rp = path ? realpath(path, NULL) : NULL;
 		rc = sp_h5w_finish_stream(file, S.partial, rp ? rp : path ? path : S.target, p, err);
 		free(rp);

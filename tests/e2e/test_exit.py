@@ -84,6 +84,10 @@ SIGNAL_IN_WRITE = """
 
 STATUS = {"SIGINT": -signal.SIGINT, "SIGTERM": 143}
 
+# The profile written whole at the end, as these tests of its write need
+# (never streamed, whatever the run's length on a loaded machine).
+WHOLE = ("--memory-budget", "0")
+
 
 def complete(path):
     with h5py.File(path) as f:
@@ -94,7 +98,7 @@ def complete(path):
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_signal_while_writing_completes_the_profile(sp, sig):
     script = sp.script(SIGNAL_IN_WRITE)
-    proc = sp("run", "-q", "-o", "out.h5", script, sig, 1)
+    proc = sp("run", "-q", *WHOLE, "-o", "out.h5", script, sig, 1)
     assert proc.returncode == STATUS[sig], proc.stderr
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     assert proc.stderr.count("scope-profiler: run: finishing the profile") == 1
@@ -104,10 +108,10 @@ def test_signal_while_writing_completes_the_profile(sp, sig):
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_second_signal_abandons_the_write_and_keeps_the_old_profile(sp, sig):
     script = sp.script(SIGNAL_IN_WRITE)
-    assert sp("run", "-q", "-o", "out.h5", script, sig, 1).returncode == STATUS[sig]
+    assert sp("run", "-q", *WHOLE, "-o", "out.h5", script, sig, 1).returncode == STATUS[sig]
     before = (sp.tmp / "out.h5").read_bytes()
     for _ in range(3):
-        proc = sp("run", "-q", "-o", "out.h5", script, sig, 2)
+        proc = sp("run", "-q", *WHOLE, "-o", "out.h5", script, sig, 2)
         assert proc.returncode == STATUS[sig], proc.stderr
         assert "Traceback" not in proc.stderr
         # Abandoned: the previous file, byte for byte. (On a loaded machine
@@ -251,7 +255,7 @@ def test_setup_from_another_thread_while_writing_is_refused(sp):
                 sys.stderr.write(f"refused: {e}\\n")
         threading.Thread(target=meddler, daemon=True).start()
     """)
-    proc = sp("run", "-q", "-o", "out.h5", script)
+    proc = sp("run", "-q", *WHOLE, "-o", "out.h5", script)
     assert proc.returncode == 0, proc.stderr
     assert complete(sp.tmp / "out.h5")
     # The meddler either ran while the profile was written (refused) or
