@@ -110,7 +110,7 @@ static int stream_update(void)
 		return 0;
 	const char *path = sp_standalone_outfile(s->outfile, buf, sizeof buf);
 	int can = path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate && !s->memory && !s->mpi_calls &&
-		  getpid() == session.pid && !sp_mpi_active() && !session.parent_pid && !session.children_dir;
+		  getpid() == session.pid && !sp_mpi_active() && sp_mpi_launch_rank() < 0 && !session.parent_pid && !session.children_dir;
 	sp_spill_cancel();
 	if (!can)
 		return 0;

@@ -28,6 +28,7 @@
 
 #include "sp_clock.h"
 #include "sp_h5write.h"
+#include "sp_outpath.h"
 #include "sp_stream.h"
 #include "sp_stream_file.h"
 
@@ -83,6 +84,7 @@ static struct stream {
 	unsigned slow_us;              /* SCOPE_PROFILER_TEST_SLOW_WRITER_US: a pause per record */
 	struct sp_sfile f;
 	int created;
+	int made;                      /* this stream created OUT.partial */
 	int closed;                    /* sp_stream_close ran: */
 	enum sp_err close_rc;          /* its outcome */
 	struct sp_error close_err;
@@ -136,7 +138,7 @@ static int create(void)
 			fail("%s", strerror(errno));
 		return -1;
 	}
-	S.created = 1;
+	S.created = S.made = 1;
 	return 0;
 }
 
@@ -462,8 +464,14 @@ enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *e
 	if (!c || !c->path || !c->path[0] || c->interval_ns <= 0 || c->queue_bytes == 0)
 		return sp_error_set(err, SP_EINVAL, "sp_stream_start: bad configuration");
 	S.c = *c;
-	char *target = realpath(c->path, NULL);
-	S.target = target ? target : strdup(c->path);
+	/* Absolute: the script may change its working folder. */
+	char abs[PATH_MAX];
+	if (sp_outpath_absolute(c->path, abs, sizeof abs, err) != SP_OK) {
+		release();
+		return err ? err->code : SP_EINVAL;
+	}
+	char *target = realpath(abs, NULL);
+	S.target = target ? target : strdup(abs);
 	S.partial = S.target ? sp_stream_partial_path(S.target) : NULL;
 	S.hostname = c->hostname ? strdup(c->hostname) : NULL;
 	S.c.path = S.target;
@@ -533,6 +541,10 @@ void sp_stream_cancel(void)
 		H5Fclose(S.f.file);
 		sp_h5_unlock();
 	}
+	/* What it held is given up with the stream (a reset, or a session
+	 * that ends writing nothing). */
+	if (S.made)
+		unlink(S.partial);
 	release();
 }
 

@@ -248,6 +248,58 @@ static void test_clock_is_monotonic_and_matches_clock_monotonic(void **state)
 	assert_true(prev <= after);
 }
 
+/* Streaming: a full spillable buffer is offered to sp_buf_spill first. */
+static int spill_answer, spilled;
+
+static int spill_hook(struct sp_buf *b)
+{
+	spilled++;
+	if (spill_answer == 0)
+		b->n = 0;   /* handed over */
+	return spill_answer;
+}
+
+static void test_a_full_buffer_is_spilled_kept_or_dropped(void **state)
+{
+	(void)state;
+	struct sp_buf b;
+	sp_buf_init(&b, 4);
+	b.spillable = 1;
+	size_t before = sp_buf_bytes;
+	sp_buf_spill = spill_hook;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(sp_buf_reserve(&b), i);
+	assert_int_equal(spilled, 0);              /* the first growth: nothing to spill */
+	assert_int_equal(sp_buf_bytes - before, 4 * 16);
+	spill_answer = 0;                          /* emptied: the next call takes slot 0 */
+	assert_int_equal(sp_buf_reserve(&b), 0);
+	assert_int_equal(spilled, 1);
+	assert_int_equal(b.cap, 4);
+	for (int i = 1; i < 4; i++)
+		assert_int_equal(sp_buf_reserve(&b), i);
+	spill_answer = 1;                          /* grow as usual */
+	assert_int_equal(sp_buf_reserve(&b), 4);
+	assert_int_equal(b.cap, 8);
+	assert_int_equal(sp_buf_bytes - before, 8 * 16);
+	for (int i = 5; i < 8; i++)
+		assert_int_equal(sp_buf_reserve(&b), i);
+	spill_answer = -1;                         /* over the budget: dropped, counted */
+	assert_int_equal(sp_buf_reserve(&b), -1);
+	assert_int_equal(b.dropped, 1);
+	assert_int_equal(b.cap, 8);
+	/* A buffer that is not spillable never asks. */
+	struct sp_buf other;
+	sp_buf_init(&other, 1);
+	int asked = spilled;
+	assert_int_equal(sp_buf_reserve(&other), 0);
+	assert_int_equal(sp_buf_reserve(&other), 1);
+	assert_int_equal(spilled, asked);
+	sp_buf_spill = NULL;
+	sp_buf_free(&b);
+	sp_buf_free(&other);
+	assert_int_equal(sp_buf_bytes, before);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_lanes_follow_growth_and_backfill_zero),
 		cmocka_unit_test(test_values_follow_growth_and_backfill_zero),
 		cmocka_unit_test(test_clock_is_monotonic_and_matches_clock_monotonic),
+		cmocka_unit_test(test_a_full_buffer_is_spilled_kept_or_dropped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
