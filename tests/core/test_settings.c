@@ -27,6 +27,7 @@ static void test_every_seed_keyword_has_one_field(void **state)
 		{"use_likwid", offsetof(struct sp_settings, likwid)},
 		{"use_memray", offsetof(struct sp_settings, memory)},
 		{"profile_mpi_calls", offsetof(struct sp_settings, mpi_calls)},
+		{"memory_budget", offsetof(struct sp_settings, memory_budget)},   /* ours (streaming) */
 	};
 	size_t n;
 	const struct sp_setting_key *keys = sp_settings_keywords(&n);
