@@ -1,5 +1,5 @@
-/* sp_h5.h - the HDF5 file format, version 2, and the reading of version 1
- * (man/scope-profiler-format.5). */
+/* sp_h5.h - the HDF5 file format, version 2, and the reading of versions 1
+ * and 3 (a streamed profile, finished or partial; man/scope-profiler-format.5). */
 #ifndef SP_H5_H
 #define SP_H5_H
 
@@ -58,11 +58,16 @@ enum sp_read_flags {
 	SP_READ_EVENTS = 1,            /* also load every event column */
 };
 
-/* Reads a profile (format 2 or 1, or the plain rank{N}/regions/{name}/
+/* Reads a profile (format 3, 2 or 1, or the plain rank{N}/regions/{name}/
  * start_times and end_times layout); p->format_version says which. On
  * success *out owns everything; after a summary read, every rank has stats
  * and the tree its file holds, or (tree NULL) its events, from which the
- * report layer builds it (sp_tree.h: sp_report_read). */
+ * report layer builds it (sp_tree.h: sp_report_read). A version 3 file
+ * holds no tree, so its events are read. A partial one (OUT.partial: a
+ * run still streaming it, or killed while it did; opened for reading while
+ * written when a plain open fails) is read up to what is consistent, its
+ * stats computed from its events, calls open at its last flush ending
+ * there: p->partial and p->partial_until_ns say so. */
 enum sp_err sp_h5_read(const char *path, int flags, struct sp_profile **out, struct sp_error *err);
 
 /* Escapes a region name into an HDF5 link name ('%' -> %25, '/' -> %2F, a
@@ -79,7 +84,8 @@ struct sp_h5_stream;
  * metadata; no event columns, call trees or line tables. Every region with
  * calls must have start_times and end_times of num_calls events (SP_ECORRUPT
  * otherwise, e.g. a region stored as a summary only); a region without
- * summary attributes has its columns read once, at open, for its stats.
+ * summary attributes has its columns read once, at open, for its stats, and
+ * so have a partial version 3 file's (a slice at a time).
  * Returns the codes of sp_h5_read, with *out NULL and nothing left open. */
 enum sp_err sp_h5_stream_open(const char *path, struct sp_h5_stream **out, struct sp_error *err);
 

@@ -147,10 +147,17 @@ struct sp_kv {
 };
 
 struct sp_profile {
-	/* Read: the file's format version (2 or 1; 0 for the plain
+	/* Read: the file's format version (3, 2 or 1; 0 for the plain
 	 * hand-written layout). Written: 1 writes version 1, anything else
 	 * the current version 2. */
 	int format_version;
+	/* Read: 1 for a streamed profile that is not finished (format version
+	 * 3's OUT.partial: a run still going, or one that was killed): it
+	 * holds the calls recorded up to partial_until_ns (the last flush, on
+	 * the events' clock), a call still open then ending there;
+	 * partial_until_ns means nothing when partial is 0. Not written. */
+	int partial;
+	int64_t partial_until_ns;
 	size_t nranks;
 	struct sp_rank *ranks;         /* sorted by rank number */
 	size_t nmeta;

@@ -1,11 +1,10 @@
 /* h5read.c - reading a profile from HDF5 (sp_h5_read): the file and its
  * metadata, and the ranks of format version 1 and of the plain
  * rank{N}/regions/{name}/{start_times,end_times} layout, region by region
- * (version 2's ranks are h5read_table.c's; every rank's tree, line tables
- * and counters h5read_tree.c's). Defensive: the file may be anything, and
+ * (version 2's ranks are h5read_table.c's, version 3's h5read_v3.c's;
+ * every rank's tree, line tables and counters h5read_tree.c's). Defensive: the file may be anything, and
  * nothing in it is trusted without a check. On the primitives of
  * h5read_util.c and the checks of h5read_check.c (see sp_h5read.h). */
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "sp_h5read_file.h"
 #include "sp_h5read_table.h"
 #include "sp_h5read_tree.h"
+#include "sp_h5read_v3.h"
 
 /* Loads a region's event columns and checks every call has end >= start and
  * the durations add up without overflow. */
@@ -190,6 +190,8 @@ static enum sp_err read_rank(struct reader *r, hid_t file, const char *gname, st
 
 	if (r->version == 2)
 		return sp_h5r_read_rank_v2(r, file, gname, rk);
+	if (r->version == 3)
+		return sp_h5r_read_rank_v3(r, file, gname, rk);
 	if ((g = sp_h5r_open_group(r, file, gname)) < 0)
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", gname);
 	if ((rc = sp_h5r_rank_attrs(r, g, gname, rk)) != SP_OK)
@@ -364,8 +366,8 @@ enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p,
 		rc = sp_h5r_fail(r, SP_ENOTPROF, "not a scope-profiler file (format '%.64s')", format);
 		goto out;
 	}
-	if (version < 0 || version > 2) {
-		rc = sp_h5r_fail(r, SP_ENOTPROF, "format version %d is not supported (1 and 2 are)", (int)version);
+	if (version < 0 || version > 3) {
+		rc = sp_h5r_fail(r, SP_ENOTPROF, "format version %d is not supported (1 to 3 are)", (int)version);
 		goto out;
 	}
 	p->format_version = r->version = version;
@@ -408,6 +410,8 @@ enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p,
 		if ((rc = read_one(r, file, gname, &p->ranks[i])) != SP_OK)
 			goto out;
 	}
+	p->partial = r->partial;
+	p->partial_until_ns = r->partial_until_ns;
 	if ((a = sp_h5r_hard_link(file, "metadata")) == 1)
 		rc = read_meta(r, file, p);
 	else if (a < 0)
@@ -439,14 +443,8 @@ enum sp_err sp_h5_read(const char *path, int flags, struct sp_profile **out, str
 		rc = sp_h5r_fail(&r, SP_EIO, "cannot set up HDF5");
 		goto out;
 	}
-	errno = 0;
-	if ((file = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0) {
-		if (errno == EWOULDBLOCK || errno == EAGAIN)
-			rc = sp_h5r_fail(&r, SP_EIO, "locked by another process");
-		else
-			rc = sp_h5r_fail(&r, SP_ENOTHDF5, "truncated or damaged HDF5 file");
+	if ((rc = sp_h5r_open_file(&r, fapl, &file)) != SP_OK)
 		goto out;
-	}
 	if (!(p = calloc(1, sizeof *p))) {
 		rc = sp_h5r_fail(&r, SP_ENOMEM, "out of memory");
 		goto out;

@@ -63,9 +63,11 @@ static uint64_t sb_addr(const unsigned char *b, size_t n, int *undef)
  * block of a version 0 or 1 superblock as long as the block says it is (a
  * 32-bit length: up to 4 GiB, zero-filled past the end of the file) before
  * checking anything: a 10 KB file had it allocate and clear a gigabyte.
- * Sets *found when there is a signature. Returns 0 when there is no such
- * block or it lies inside the file, -1 otherwise. */
-static int superblock_ok(int fd, uint64_t size, int *found)
+ * Sets *found when there is a signature, *swmr when the superblock (version
+ * 3) says a writer has the file open for SWMR writing (its file consistency
+ * flags: a run streaming its profile, or one killed while it did). Returns
+ * 0 when there is no such block or it lies inside the file, -1 otherwise. */
+static int superblock_ok(int fd, uint64_t size, int *found, int *swmr)
 {
 	static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 	unsigned char b[28 + 4 * 32], hdr[8];
@@ -75,6 +77,7 @@ static int superblock_ok(int fd, uint64_t size, int *found)
 		if (got < (ssize_t)sizeof sig || memcmp(b, sig, sizeof sig) != 0)
 			continue;
 		*found = 1;
+		*swmr = b[8] >= 3 && got > 11 && (b[11] & 0x04);
 		size_t sa = got > 13 ? b[13] : 0, off = b[8] == 1 ? 28 : 24;
 		if (b[8] > 1 || (sa != 2 && sa != 4 && sa != 8 && sa != 16 && sa != 32) ||
 		    (size_t)got < off + 4 * sa)
@@ -97,7 +100,7 @@ static int superblock_ok(int fd, uint64_t size, int *found)
 enum sp_err sp_h5r_check_path(struct reader *r)
 {
 	struct stat sb;
-	int found = 0;
+	int found = 0, swmr = 0;
 	if (stat(r->path, &sb) != 0)
 		return sp_h5r_fail(r, errno == ENOENT ? SP_ENOENT : SP_EIO, "%s", strerror(errno));
 	if (S_ISDIR(sb.st_mode))
@@ -108,7 +111,7 @@ enum sp_err sp_h5r_check_path(struct reader *r)
 	if (fd < 0)
 		return sp_h5r_fail(r, SP_EIO, "%s", strerror(errno));
 	r->file_size = (uint64_t)sb.st_size;
-	int drv = superblock_ok(fd, r->file_size, &found);
+	int drv = superblock_ok(fd, r->file_size, &found, &swmr);
 	if (sb.st_size == 0 || !found || drv < 0) {
 		close(fd);
 		if (drv < 0 && found)
@@ -117,6 +120,7 @@ enum sp_err sp_h5r_check_path(struct reader *r)
 		return sp_h5r_fail(r, SP_ENOTHDF5, "not an HDF5 file");
 	}
 	r->fd = fd;
+	r->sb_swmr = swmr;
 	return SP_OK;
 }
 
@@ -358,11 +362,17 @@ int sp_h5r_group_header_ok(struct reader *r, hid_t g)
  * lies inside the file; a chunked one has no more chunks than its extent
  * needs, each found where its coordinates say, inside the file, non-empty,
  * and exactly chunk-sized unless filtered (then at most what deflate can
- * make of a chunk). n elements of tsize bytes; layout from dcpl. */
+ * make of a chunk). n elements of tsize bytes; layout from dcpl. A file
+ * read while it is written (r->swmr) grows: its size is taken again, and
+ * its chunk index may already hold chunks past the extent seen (never
+ * read). */
 enum sp_err sp_h5r_storage_ok(struct reader *r, hid_t ds, hid_t dcpl, H5D_layout_t layout, const char *ctx,
 			      const char *name, hsize_t n, size_t tsize)
 {
 	hsize_t stored = H5Dget_storage_size(ds);
+	struct stat sb;
+	if (r->swmr && r->fd >= 0 && fstat(r->fd, &sb) == 0 && (uint64_t)sb.st_size > r->file_size)
+		r->file_size = (uint64_t)sb.st_size;
 	if (layout == H5D_COMPACT) {
 		if (stored != n * tsize)
 			return sp_h5r_fail(r, SP_ECORRUPT, "%s/%s: compact storage of %llu bytes for %llu", ctx, name,
@@ -397,7 +407,7 @@ enum sp_err sp_h5r_storage_ok(struct reader *r, hid_t ds, hid_t dcpl, H5D_layout
 	hid_t space = H5Dget_space(ds);   /* H5S_ALL is not taken here in 1.10 */
 	herr_t e = space < 0 ? -1 : H5Dget_num_chunks(ds, space, &have);
 	sp_h5r_close(space);
-	if (e < 0 || have > want || have > ((hsize_t)1 << 20))
+	if (e < 0 || (have > want && !r->swmr) || have > ((hsize_t)1 << 20))
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s/%s: bad chunk index", ctx, name);
 	for (hsize_t c = 0; c < want && found < have; c++) {
 		hsize_t off = c * cdim, size = 0;
@@ -415,7 +425,7 @@ enum sp_err sp_h5r_storage_ok(struct reader *r, hid_t ds, hid_t dcpl, H5D_layout
 				     name, (unsigned long long)c, (unsigned long long)size,
 				     (unsigned long long)at);
 	}
-	if (found != have)
+	if (found != have && !(r->swmr && found < have))
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s/%s: bad chunk index", ctx, name);
 	return SP_OK;
 }

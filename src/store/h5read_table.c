@@ -56,8 +56,9 @@ static enum sp_err fill_rows(struct reader *r, const char *ctx, const struct sp_
 			return sp_h5r_fail(r, SP_ECORRUPT, "%s: aggregate is %d, not 0 or 1", rctx, (int)agg[i]);
 		if ((rd->dropped = i64[DROPPED * n + i]) < 0)
 			return sp_h5r_fail(r, SP_ECORRUPT, "%s: negative dropped_events", rctx);
-		first[i] = i64[FIRST_EVENT * n + i];
-		if ((uint64_t)first[i] != at)
+		/* Version 3 has no first_event: its blocks say where calls are. */
+		first[i] = r->version == 3 ? -1 : i64[FIRST_EVENT * n + i];
+		if (r->version != 3 && (uint64_t)first[i] != at)
 			return sp_h5r_fail(r, SP_ECORRUPT, "%s: first_event is %lld, but the rows before it "
 					   "hold %llu calls", rctx, (long long)first[i], (unsigned long long)at);
 		rd->aggregate = agg[i];
@@ -72,8 +73,7 @@ static enum sp_err fill_rows(struct reader *r, const char *ctx, const struct sp_
 	return SP_OK;
 }
 
-/* No two rows of one name. */
-static enum sp_err names_unique(struct reader *r, const char *gname, const struct sp_rank *rk)
+enum sp_err sp_h5r_names_unique(struct reader *r, const char *gname, const struct sp_rank *rk)
 {
 	enum sp_err rc = SP_OK;
 	const char **v;
@@ -209,6 +209,8 @@ enum sp_err sp_h5r_read_table(struct reader *r, hid_t g, const char *gname, stru
 	for (int c = 0; c < NI64 + NOTHER; c++) {
 		const char *cname = c < NI64 ? i64_names[c] : other_names[c - NI64];
 		hid_t *ds = c < NI64 ? &di[c] : &dother[c - NI64];
+		if (c == FIRST_EVENT && r->version == 3)
+			continue;
 		if ((rc = sp_h5r_column_open(r, tg, ctx, cname, H5T_INTEGER, 1, ds, &len)) != SP_OK)
 			goto out;
 		if (len != n) {
@@ -230,7 +232,7 @@ enum sp_err sp_h5r_read_table(struct reader *r, hid_t g, const char *gname, stru
 		goto out;
 	int bad = 0;
 	for (int c = 0; rows && c < NI64; c++)
-		bad |= H5Dread(di[c], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, i64 + c * rows) < 0;
+		bad |= di[c] >= 0 && H5Dread(di[c], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, i64 + c * rows) < 0;
 	if (rows && (bad || H5Dread(dother[MEAN], H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, f64) < 0 ||
 		     H5Dread(dother[STD], H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, f64 + rows) < 0 ||
 		     H5Dread(dother[AGG], H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, agg) < 0)) {
@@ -238,7 +240,7 @@ enum sp_err sp_h5r_read_table(struct reader *r, hid_t g, const char *gname, stru
 		goto out;
 	}
 	if ((rc = fill_rows(r, ctx, &names, i64, f64, agg, rows, rk, *first, total)) == SP_OK &&
-	    (rc = names_unique(r, gname, rk)) == SP_OK &&
+	    (rc = sp_h5r_names_unique(r, gname, rk)) == SP_OK &&
 	    (rc = read_cumulative(r, tg, ctx, rows, rk)) == SP_OK)
 		rc = read_value_table(r, tg, ctx, rows, rk);
 out:
@@ -296,9 +298,7 @@ enum sp_err sp_h5r_events_open(struct reader *r, hid_t g, const char *gname, uin
 	return rc;
 }
 
-/* Allocates region rd's columns for its n calls (lanes when the rank has
- * them). */
-static enum sp_err alloc_region(struct reader *r, const char *gname, struct sp_region_data *rd, size_t n,
+enum sp_err sp_h5r_alloc_region(struct reader *r, const char *gname, struct sp_region_data *rd, size_t n,
 				int lanes)
 {
 	rd->owns_events = 1;
@@ -370,11 +370,7 @@ static enum sp_err read_values(struct reader *r, const char *gname, const hid_t 
 	return SP_OK;
 }
 
-/* Every region's events into its own columns, each region checked as
- * version 1's are (sp_h5r_events_ok). */
-/* A region's loaded values against its values_total, summed as the end of
- * a run sums them (wrapping, finalize.c); ctx names the region. */
-static enum sp_err values_match(struct reader *r, const char *ctx, const struct sp_region_data *rd, size_t n)
+enum sp_err sp_h5r_values_match(struct reader *r, const char *ctx, const struct sp_region_data *rd, size_t n)
 {
 	uint64_t sum = 0;
 	if (!rd->value_kind)
@@ -388,6 +384,8 @@ static enum sp_err values_match(struct reader *r, const char *ctx, const struct 
 	return SP_OK;
 }
 
+/* Every region's events into its own columns, each region checked as
+ * version 1's are (sp_h5r_events_ok). */
 static enum sp_err read_all_events(struct reader *r, const char *gname, struct sp_rank *rk,
 				   const int64_t *first, uint64_t total, const hid_t cols[3],
 				   const hid_t vcols[SP_VALUE_KINDS])
@@ -418,7 +416,7 @@ static enum sp_err read_all_events(struct reader *r, const char *gname, struct s
 		}
 		if (n >= cap) {                /* alone, straight into its columns */
 			snprintf(ctx, sizeof ctx, "%s/regions/%.200s", gname, rd->name);
-			if ((rc = alloc_region(r, gname, rd, n, lanes)) == SP_OK &&
+			if ((rc = sp_h5r_alloc_region(r, gname, rd, n, lanes)) == SP_OK &&
 			    (rc = read_calls(r, gname, cols, (uint64_t)first[i], n, rd->starts, rd->ends,
 					     rd->lanes)) == SP_OK &&
 			    (!rd->value_kind ||
@@ -426,7 +424,7 @@ static enum sp_err read_all_events(struct reader *r, const char *gname, struct s
 					       rd->values) < 0
 				   ? sp_h5r_fail(r, SP_ECORRUPT, "%s: cannot read its values", ctx)
 				   : SP_OK) == SP_OK) &&
-			    (rc = values_match(r, ctx, rd, n)) == SP_OK)
+			    (rc = sp_h5r_values_match(r, ctx, rd, n)) == SP_OK)
 				rc = sp_h5r_events_ok(r, ctx, rd->starts, rd->ends, n);
 			i++;
 			continue;
@@ -443,7 +441,7 @@ static enum sp_err read_all_events(struct reader *r, const char *gname, struct s
 			if ((n = calls_of(rd)) == 0)
 				continue;
 			snprintf(ctx, sizeof ctx, "%s/regions/%.200s", gname, rd->name);
-			if ((rc = alloc_region(r, gname, rd, n, lanes)) != SP_OK)
+			if ((rc = sp_h5r_alloc_region(r, gname, rd, n, lanes)) != SP_OK)
 				break;
 			memcpy(rd->starts, s + at, n * sizeof *s);
 			memcpy(rd->ends, e + at, n * sizeof *e);
@@ -452,7 +450,7 @@ static enum sp_err read_all_events(struct reader *r, const char *gname, struct s
 			if (rd->value_kind)
 				memcpy(rd->values, v[rd->value_kind] + at, n * sizeof *rd->values);
 			at += n;
-			if ((rc = values_match(r, ctx, rd, n)) == SP_OK)
+			if ((rc = sp_h5r_values_match(r, ctx, rd, n)) == SP_OK)
 				rc = sp_h5r_events_ok(r, ctx, rd->starts, rd->ends, n);
 		}
 	}

@@ -3,14 +3,39 @@
  * and string attributes, columns opened with their extents and layout
  * checked, event columns' memory, a rank group's attributes and regions
  * group (see sp_h5read.h). Every other h5read*.c reads through these. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "sp_grow.h"
 #include "sp_h5read.h"
+
+/* A piece of metadata whose checksum fails is read again this many times
+ * in all (a reader of a live file may catch it half written): HDF5 sleeps
+ * 1, 2, 4, ... ns between the reads, about a millisecond for the 20th. */
+#define SWMR_READ_ATTEMPTS 20
+
+enum sp_err sp_h5r_open_file(struct reader *r, hid_t fapl, hid_t *file)
+{
+	struct stat sb;
+	errno = 0;
+	if ((*file = H5Fopen(r->path, H5F_ACC_RDONLY, fapl)) >= 0)
+		return SP_OK;
+	if (errno == EWOULDBLOCK || errno == EAGAIN)
+		return sp_h5r_fail(r, SP_EIO, "locked by another process");
+	if (!r->sb_swmr || H5Pset_metadata_read_attempts(fapl, SWMR_READ_ATTEMPTS) < 0 ||
+	    (*file = H5Fopen(r->path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl)) < 0)
+		return sp_h5r_fail(r, SP_ENOTHDF5, "truncated or damaged HDF5 file");
+	/* It grows while it is read: checks against its size take the latest. */
+	r->swmr = 1;
+	if (r->fd >= 0 && fstat(r->fd, &sb) == 0 && (uint64_t)sb.st_size > r->file_size)
+		r->file_size = (uint64_t)sb.st_size;
+	return SP_OK;
+}
 
 void sp_h5r_names_free(struct names *nl)
 {

@@ -1,8 +1,10 @@
 /* h5stream.c - a profile open for streaming its event columns a slice at
  * a time (sp_h5_stream_*, for export): the structure is read and every
  * region's columns checked at open; a slice reads only its hyperslab (of
- * the region's own columns in version 1, of the rank's in version 2). */
-#include <errno.h>
+ * the region's own columns in version 1, of the rank's in version 2, of
+ * the region's blocks in the rank's in version 3, whose partial files have
+ * their stats computed at open, in one pass over the columns a slice at a
+ * time). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include "sp_h5read.h"
 #include "sp_h5read_file.h"
 #include "sp_h5read_table.h"
+#include "sp_h5read_v3.h"
 
 /* A profile open for streaming its events (sp_h5_stream_open). */
 struct sp_h5_stream {
@@ -21,6 +24,7 @@ struct sp_h5_stream {
 	char ***links;                 /* version 1: per rank, per region: the region's link name */
 	int64_t **first;               /* version 2: per rank, per region: its first call */
 	uint64_t *total;               /* version 2: per rank: the calls in its columns */
+	struct sp_h5r_v3 *v3;          /* version 3: per rank: its blocks and open columns */
 	size_t ri, gi;                 /* the region (version 2: rank) whose columns are open */
 	hid_t cols[3];                 /* its start_times, end_times, lanes; -1: none */
 	size_t vri;                    /* version 2: the rank whose value columns are open */
@@ -96,6 +100,83 @@ static enum sp_err stream_rank_v2(struct reader *r, hid_t file, const char *gnam
 	return rc;
 }
 
+/* A partial rank's stats, added up a run of calls at a time (sp_h5r_v3_scan). */
+struct v3_stats {
+	const char *gname;
+	struct sp_stats_acc *acc;
+	int64_t *first;                /* per region: its earliest start */
+	uint64_t *values;              /* per region: the sum of its values, wrapping */
+};
+
+static enum sp_err add_run(struct reader *r, void *ctx, const struct sp_h5r_v3_run *run)
+{
+	struct v3_stats *t = ctx;
+	struct sp_stats_acc *a = &t->acc[run->region];
+	int64_t *first = &t->first[run->region];
+	for (size_t i = 0; i < run->n; i++) {
+		uint64_t d = (uint64_t)run->ends[i] - (uint64_t)run->starts[i];
+		if (d > INT64_MAX)
+			return sp_h5r_fail(r, SP_ECORRUPT, "%s: durations overflow 64 bits", t->gname);
+		sp_stats_acc_add(a, (int64_t)d, run->ends[i]);
+		if (run->starts[i] < *first)
+			*first = run->starts[i];
+	}
+	for (int k = 1; k < SP_VALUE_KINDS; k++)
+		for (size_t i = 0; run->values[k] && i < run->n; i++)
+			t->values[run->region] += (uint64_t)run->values[k][i];
+	return SP_OK;
+}
+
+/* A partial rank's stats, from one pass over its calls (bounded memory). */
+static enum sp_err partial_stats(struct reader *r, const char *gname, struct sp_rank *rk,
+				 const struct sp_h5r_v3 *v)
+{
+	size_t n = rk->nregions ? rk->nregions : 1;
+	struct v3_stats t = {gname, malloc(n * sizeof *t.acc), malloc(n * sizeof *t.first), calloc(n, sizeof *t.values)};
+	enum sp_err rc = SP_OK;
+	if (!t.acc || !t.first || !t.values) {
+		rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %zu regions", gname, rk->nregions);
+		goto out;
+	}
+	for (size_t i = 0; i < rk->nregions; i++) {
+		sp_stats_acc_init(&t.acc[i]);
+		t.first[i] = INT64_MAX;
+	}
+	/* Lanes are not needed here; the values are when regions have them. */
+	int values = rk->nregions && rk->regions[0].value_kind;
+	if ((rc = sp_h5r_v3_scan(r, gname, v, rk->nregions, values, add_run, &t)) != SP_OK)
+		goto out;
+	for (size_t i = 0; i < rk->nregions && rc == SP_OK; i++) {
+		struct sp_region_data *rd = &rk->regions[i];
+		if (sp_stats_from_acc(&rd->stats, &t.acc[i], t.first[i]) < 0)
+			rc = sp_h5r_fail(r, SP_ECORRUPT, "%s/regions/%.200s: durations overflow 64 bits", gname,
+					 rd->name);
+		rd->values_total = (int64_t)t.values[i];
+	}
+out:
+	free(t.acc);
+	free(t.first);
+	free(t.values);
+	return rc;
+}
+
+/* A version 3 rank for a stream: attributes, regions, blocks, the columns
+ * checked and kept open, each region's blocks indexed; a partial rank's
+ * stats computed. */
+static enum sp_err stream_rank_v3(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk,
+				  struct sp_h5r_v3 *v)
+{
+	enum sp_err rc;
+	hid_t g = sp_h5r_open_group(r, file, gname);
+	if (g < 0)
+		return sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", gname);
+	if ((rc = sp_h5r_v3_open(r, g, gname, rk, 1, v)) == SP_OK &&
+	    (!v->partial || (rc = partial_stats(r, gname, rk, v)) == SP_OK))
+		rc = sp_h5r_v3_index(r, v, rk->nregions);
+	sp_h5r_close(g);
+	return rc;
+}
+
 /* Reads a rank's structure for a stream: attributes, region names and stats,
  * and checks every region's columns; keeps the link names for reading. */
 static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, struct sp_rank *rk)
@@ -110,12 +191,18 @@ static enum sp_err stream_rank(struct reader *r, hid_t file, const char *gname, 
 	if (!s->groups && (!(s->groups = calloc(s->p->nranks, sizeof *s->groups)) ||
 			   !(s->links = calloc(s->p->nranks, sizeof *s->links)) ||
 			   !(s->first = calloc(s->p->nranks, sizeof *s->first)) ||
-			   !(s->total = calloc(s->p->nranks, sizeof *s->total))))
+			   !(s->total = calloc(s->p->nranks, sizeof *s->total)) ||
+			   !(s->v3 = calloc(s->p->nranks, sizeof *s->v3))))
 		return sp_h5r_fail(r, SP_ENOMEM, "out of memory");
+	if (ri == 0)
+		for (size_t i = 0; i < s->p->nranks; i++)
+			sp_h5r_v3_init(&s->v3[i]);
 	if (!(s->groups[ri] = strdup(gname)))
 		return sp_h5r_fail(r, SP_ENOMEM, "out of memory");
 	if (r->version == 2)
 		return stream_rank_v2(r, file, gname, rk, ri);
+	if (r->version == 3)
+		return stream_rank_v3(r, file, gname, rk, &s->v3[ri]);
 	if ((g = sp_h5r_open_group(r, file, gname)) < 0)
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s is not a group", gname);
 	if ((rc = sp_h5r_rank_attrs(r, g, gname, rk)) != SP_OK)
@@ -200,14 +287,8 @@ enum sp_err sp_h5_stream_open(const char *path, struct sp_h5_stream **out, struc
 		rc = sp_h5r_fail(&s->r, SP_EIO, "cannot set up HDF5");
 		goto out;
 	}
-	errno = 0;
-	if ((s->file = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0) {
-		if (errno == EWOULDBLOCK || errno == EAGAIN)
-			rc = sp_h5r_fail(&s->r, SP_EIO, "locked by another process");
-		else
-			rc = sp_h5r_fail(&s->r, SP_ENOTHDF5, "truncated or damaged HDF5 file");
+	if ((rc = sp_h5r_open_file(&s->r, fapl, &s->file)) != SP_OK)
 		goto out;
-	}
 	s->r.file = s->file;
 	rc = sp_h5r_read_file(&s->r, s->file, s->p, stream_rank);
 	sp_h5r_release(&s->r);
@@ -223,6 +304,26 @@ out:
 const struct sp_profile *sp_h5_stream_profile(const struct sp_h5_stream *s)
 {
 	return s->p;
+}
+
+/* A slice of a version 3 region: its blocks' hyperslabs. */
+static enum sp_err stream_read_v3(struct sp_h5_stream *s, size_t ri, size_t gi, const char *ctx, uint64_t first,
+				  size_t n, int64_t *starts, int64_t *ends, int32_t *lanes)
+{
+	const struct sp_h5r_v3 *v = &s->v3[ri];
+	if (sp_h5r_v3_span(v, gi, v->cols[0], H5T_NATIVE_INT64, sizeof *starts, first, n, starts) < 0 ||
+	    sp_h5r_v3_span(v, gi, v->cols[1], H5T_NATIVE_INT64, sizeof *ends, first, n, ends) < 0 ||
+	    (lanes && v->cols[2] >= 0 &&
+	     sp_h5r_v3_span(v, gi, v->cols[2], H5T_NATIVE_INT32, sizeof *lanes, first, n, lanes) < 0))
+		return sp_h5r_fail(&s->r, SP_ECORRUPT, "%s: cannot read the event columns", ctx);
+	if (lanes && v->cols[2] < 0)
+		memset(lanes, 0, n * sizeof *lanes);
+	sp_h5r_v3_close_calls(v, starts, ends, n);
+	for (size_t i = 0; i < n; i++)
+		if (ends[i] < starts[i])
+			return sp_h5r_fail(&s->r, SP_ECORRUPT, "%s: call %llu ends before it starts", ctx,
+					   (unsigned long long)(first + i));
+	return SP_OK;
 }
 
 /* Reads a slice of a region's columns; see sp_h5.h. The region's datasets
@@ -248,7 +349,9 @@ enum sp_err sp_h5_stream_read(struct sp_h5_stream *s, size_t ri, size_t gi, uint
 		return SP_OK;
 	s->r.err = err;
 	int v2 = s->p->format_version == 2;
-	snprintf(ctx, sizeof ctx, "rank%d/regions/%.200s", rk->rank, v2 ? rd->name : s->links[ri][gi]);
+	snprintf(ctx, sizeof ctx, "rank%d/regions/%.200s", rk->rank, s->links[ri] ? s->links[ri][gi] : rd->name);
+	if (s->p->format_version == 3)
+		return stream_read_v3(s, ri, gi, ctx, first, n, starts, ends, lanes);
 	if (v2 ? s->ri != ri : s->ri != ri || s->gi != gi) {
 		close_columns(s->cols);
 		s->ri = s->gi = SIZE_MAX;
@@ -304,6 +407,14 @@ enum sp_err sp_h5_stream_values(struct sp_h5_stream *s, size_t ri, size_t gi, ui
 		return SP_OK;
 	s->r.err = err;
 	enum sp_err rc = SP_OK;
+	if (s->p->format_version == 3) {
+		const struct sp_h5r_v3 *v = &s->v3[ri];
+		if (sp_h5r_v3_span(v, gi, v->vcols[rd->value_kind], H5T_NATIVE_INT64, sizeof *values, first, n,
+				   values) < 0)
+			rc = sp_h5r_fail(&s->r, SP_ECORRUPT, "rank%d/regions/%.200s: cannot read its values",
+					 rk->rank, rd->name);
+		return rc;
+	}
 	if (s->vri != ri) {
 		/* The rank's value columns, checked at open (stream_rank_v2):
 		 * opened again as they were, kept open until another rank's. */
@@ -345,7 +456,10 @@ void sp_h5_stream_close(struct sp_h5_stream *s)
 		}
 		if (s->first)
 			free(s->first[i]);
+		if (s->v3)
+			sp_h5r_v3_free(&s->v3[i]);
 	}
+	free(s->v3);
 	free(s->groups);
 	free(s->links);
 	free(s->first);

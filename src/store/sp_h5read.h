@@ -10,8 +10,10 @@
  * piece includes the headers of the pieces it calls, never one that calls
  * it: h5read_lines.c, h5read_likwid.c; h5read_tree.c (the end of a rank's
  * read) on those two; h5read_table.c (version 2's ranks) on h5read_tree.c;
- * h5read.c (the file, version 1's ranks, sp_h5_read) on h5read_table.c and
- * h5read_tree.c; h5stream.c on h5read.c and h5read_table.c
+ * h5read_v3.c (version 3's) on h5read_table.c and h5read_tree.c; h5read.c
+ * (the file, version 1's ranks, sp_h5_read) on h5read_table.c,
+ * h5read_tree.c and h5read_v3.c; h5stream.c on h5read.c, h5read_table.c
+ * and h5read_v3.c
  * (`scripts/check-layers.sh --graph store` prints the calls). Every
  * function leaves nothing open on failure and, where it returns enum
  * sp_err, fills r->err through sp_h5r_fail: "cannot read '<path>': <detail>". */
@@ -39,6 +41,12 @@ struct reader {
 	struct sp_h5_stream *stream;   /* sp_h5_stream_open: the structure only */
 	hid_t file;                    /* the open file, once open */
 	uint64_t file_size;            /* in bytes, from stat(2) at open */
+	int sb_swmr;                   /* the superblock says a writer has it open for SWMR writing */
+	int swmr;                      /* opened for reading while written (format 3's partial file) */
+	/* Format version 3: a rank read from a partial file sets partial,
+	 * and partial_until_ns to its last flush (the earliest of them). */
+	int partial;
+	int64_t partial_until_ns;
 	/* The checks that read the file directly (h5read_check.c): the file
 	 * opened by sp_h5r_check_path, the sizes HDF5 reports for it, and the
 	 * last global heap collection read from it. */
@@ -73,7 +81,7 @@ enum sp_err sp_h5r_fail(struct reader *r, enum sp_err code, const char *fmt, ...
 /* What the OS can say before HDF5 is asked: SP_ENOENT, SP_EIO (a directory,
  * not a regular file, unreadable), SP_ENOTHDF5 (no HDF5 signature, or a
  * superblock whose driver information block lies outside the file). Sets
- * r->file_size. */
+ * r->file_size and r->sb_swmr. */
 enum sp_err sp_h5r_check_path(struct reader *r);
 /* Closes what the checks opened (the file descriptor, the heap read). */
 void sp_h5r_release(struct reader *r);
@@ -100,6 +108,15 @@ enum sp_err sp_h5r_events_ok(struct reader *r, const char *ctx, const int64_t *s
 
 /* h5read_util.c */
 
+/* Opens r->path read-only with fapl into *file: plainly, and when that
+ * fails (HDF5 printing nothing) and the superblock says a writer has it
+ * open for SWMR writing (r->sb_swmr: a format version 3 file still being
+ * streamed, or left so by a killed run), for reading while another process
+ * writes it (H5F_ACC_SWMR_READ, a damaged piece of metadata read a few
+ * times, not HDF5's hundred, which sleep twice as long each time); r->swmr
+ * is then set and r->file_size taken again. SP_EIO "locked by another
+ * process" (a plain writer holds it) or SP_ENOTHDF5. fapl is changed. */
+enum sp_err sp_h5r_open_file(struct reader *r, hid_t fapl, hid_t *file);
 /* Frees the names; nl is empty again. */
 void sp_h5r_names_free(struct names *nl);
 /* Lists g's hard links into nl, in creation order if the group tracks it,

@@ -512,10 +512,10 @@ static void test_damaged_table(void **state)
 	assert_ok(sp_h5_write(p, path, &err), &err);
 	hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
 	hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
-	assert_true(a >= 0 && H5Awrite(a, H5T_NATIVE_INT32, &(int32_t){3}) >= 0);
+	assert_true(a >= 0 && H5Awrite(a, H5T_NATIVE_INT32, &(int32_t){4}) >= 0);
 	H5Aclose(a);
 	H5Fclose(f);
-	expect_read(path, SP_ENOTPROF, "format version 3 is not supported (1 and 2 are)");
+	expect_read(path, SP_ENOTPROF, "format version 4 is not supported (1 to 3 are)");
 	/* The file as written reads. */
 	assert_ok(sp_h5_write(p, path, &err), &err);
 	assert_ok(sp_h5_read(path, SP_READ_EVENTS, &q, &err), &err);
