@@ -107,19 +107,22 @@ static inline int key_less(const struct cursor *cur, const struct key *x, const 
 
 /* Puts x at place i of the heap h[1..] (the children of place i are 2i and
  * 2i + 1) and sifts it down. The places past the cursors' hold key_done, so
- * that every place in use has two children. */
+ * that every place in use has two children. The place is kept as a byte
+ * offset: its children's is twice its own. */
 static inline void sift_from(struct key *h, const struct cursor *cur, size_t i, struct key x)
 {
+	char *base = (char *)h;
+	size_t at = i * sizeof *h;
 	for (;;) {
-		struct key *c = h + 2 * i;
+		struct key *c = (struct key *)(base + 2 * at);
 		if (key_less(cur, &c[1], &c[0]))
 			c++;
 		if (!key_less(cur, c, &x))
 			break;
-		h[i] = *c;
-		i = (size_t)(c - h);
+		*(struct key *)(base + at) = *c;
+		at = (size_t)((char *)c - base);
 	}
-	h[i] = x;
+	*(struct key *)(base + at) = x;
 }
 
 /* Whether the calls are in the rule's order as stored. */
