@@ -60,6 +60,8 @@ struct cursor {
 	const int32_t *lanes;
 	size_t *perm;                  /* call indices in order, or NULL: in order as stored */
 	size_t pos, n;                 /* position in the column's order, calls */
+	size_t call;                   /* the current call (at pos), */
+	int64_t end;                   /* and its end */
 	int32_t region;
 };
 
@@ -75,15 +77,12 @@ struct key {
  * cursor's: after every real key. */
 static const struct key key_done = { INT64_MAX, INT32_MAX };
 
-static inline size_t cursor_call(const struct cursor *c)
+/* Reads cursor i's current call (at pos) into it; returns its key. */
+static inline struct key cursor_key(struct cursor *c, int32_t i)
 {
-	return c->perm ? c->perm[c->pos] : c->pos;
-}
-
-/* The key of cursor i's current call. */
-static inline struct key cursor_key(const struct cursor *c, int32_t i)
-{
-	return (struct key){ c->starts[cursor_call(c)], i };
+	c->call = c->perm ? c->perm[c->pos] : c->pos;
+	c->end = c->ends[c->call];
+	return (struct key){ c->starts[c->call], i };
 }
 
 /* The merge order between the current calls of cursors a and b (in the
@@ -94,8 +93,7 @@ static int tie_less(const struct cursor *cur, int32_t a, int32_t b)
 {
 	if (a == key_done.cur || b == key_done.cur)
 		return b == key_done.cur && a != key_done.cur;
-	int64_t ea = cur[a].ends[cursor_call(&cur[a])], eb = cur[b].ends[cursor_call(&cur[b])];
-	return ea > eb || (ea == eb && a < b);
+	return cur[a].end > cur[b].end || (cur[a].end == cur[b].end && a < b);
 }
 
 /* The merge order between two cursors' current calls: start ascending,
@@ -168,8 +166,8 @@ static inline __attribute__((always_inline)) int merge(struct walk *w, struct cu
 	while (heap[1].cur != key_done.cur) {
 		const struct key top = heap[1];
 		struct cursor *c = &cur[top.cur];
-		size_t call = cursor_call(c);
-		const int64_t end = c->ends[call];
+		const size_t call = c->call;
+		const int64_t end = c->end;
 		if (any_lanes) {
 			int32_t id = c->lanes ? c->lanes[call] : 0;
 			if (id != w->lanes[li].id && (li = lane_get(w, id)) < 0)
