@@ -151,7 +151,8 @@ static inline int lane_room(struct lane *ln, size_t d)
 }
 
 /* Visits every call of the cursors (nh of them, their keys in heap[1..nh],
- * key_done after them) in merge order; 0, or -1 on out of memory or when the visitor stops. */
+ * key_done after them) in merge order; 0, or -1 on out of memory or when
+ * the visitor stops. */
 static inline __attribute__((always_inline)) int merge(struct walk *w, struct cursor *cur,
 							    struct key *heap, size_t nh, int any_lanes,
 							    sp_nest_fn fn, void *ctx)
@@ -208,6 +209,8 @@ nest_walk_inline(const struct sp_nest_column *cols, size_t ncols, unsigned flags
 	enum sp_err rc = SP_ENOMEM;
 	struct walk w = { 0 };
 	struct cursor *cur = calloc(ncur ? ncur : 1, sizeof *cur);
+	/* The heap's places: 1..ncur, and key_done in the children of the
+	 * last one (place 0 is unused). */
 	struct key *heap = ncur < SIZE_MAX / sizeof *heap / 2 - 1 ? malloc((2 * ncur + 2) * sizeof *heap) : NULL;
 	size_t nh = 0;
 	if (!cur || !heap)
