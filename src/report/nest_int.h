@@ -60,74 +60,74 @@ struct cursor {
 	const int32_t *lanes;
 	size_t *perm;                  /* call indices in order, or NULL: in order as stored */
 	size_t pos, n;                 /* position in the column's order, calls */
+	size_t call;                   /* the current call (at pos), */
+	int64_t end;                   /* and its end */
 	int32_t region;
 };
 
-/* A heap entry: a column's current call. Small, so that the sift moves
- * 24 bytes a level; cursor indices follow the region order, so the cursor
- * breaks ties as the region index would. */
+/* A heap entry: a column's current call, 16 bytes (moved at every level
+ * of a sift). Cursor indices follow the region order, so the cursor breaks
+ * ties as the region index would. */
 struct key {
-	int64_t start, end;
-	int32_t cur;                   /* index into the cursors */
+	int64_t start;
+	int32_t cur;                   /* index into the cursors; INT32_MAX: none */
 };
 
-/* The merge order between two columns' current calls: start ascending, the
- * longer first, then the lower region index (the calls of one column come
- * from its own cursor, in call order on ties). */
-static inline int key_less(const struct key *x, const struct key *y)
+/* The key of an exhausted cursor, and of the heap's places past the last
+ * cursor's: after every real key. */
+static const struct key key_done = { INT64_MAX, INT32_MAX };
+
+/* Reads cursor i's current call (at pos) into it; returns its key. */
+static inline struct key cursor_key(struct cursor *c, int32_t i)
 {
-	if (x->start != y->start)
-		return x->start < y->start;
-	if (x->end != y->end)
-		return x->end > y->end;
-	return x->cur < y->cur;
+	c->call = c->perm ? c->perm[c->pos] : c->pos;
+	c->end = c->ends[c->call];
+	return (struct key){ c->starts[c->call], i };
 }
 
-static inline size_t cursor_call(const struct cursor *c)
+/* The merge order between the current calls of cursors a and b (in the
+ * heap: key_done, none, after every call) that start at the same time:
+ * the longer first, then the lower region index (the calls of one column
+ * come from its own cursor, in call order on ties). */
+static int tie_less(const struct cursor *cur, int32_t a, int32_t b)
 {
-	return c->perm ? c->perm[c->pos] : c->pos;
+	if (a == key_done.cur || b == key_done.cur)
+		return b == key_done.cur && a != key_done.cur;
+	return cur[a].end > cur[b].end || (cur[a].end == cur[b].end && a < b);
 }
 
-/* The key of cursor i's current call. */
-static inline struct key cursor_key(const struct cursor *c, int32_t i)
+/* The merge order between two cursors' current calls: start ascending,
+ * then as tie_less. */
+static inline int key_less(const struct cursor *cur, const struct key *x, const struct key *y)
 {
-	size_t k = cursor_call(c);
-	return (struct key){ c->starts[k], c->ends[k], i };
+	return x->start < y->start || (x->start == y->start && tie_less(cur, x->cur, y->cur));
 }
 
-/* Puts x at place i of the heap (of n keys) and sifts it down. */
-static inline void sift_from(struct key *h, size_t n, size_t i, struct key x)
+/* Puts x at place i of the heap h[1..] (the children of place i are 2i and
+ * 2i + 1) and sifts it down. The places past the cursors' hold key_done, so
+ * that every place in use has two children. The place is kept as a byte
+ * offset: its children's is twice its own. */
+static inline void sift_from(struct key *h, const struct cursor *cur, size_t i, struct key x)
 {
+	char *base = (char *)h;
+	size_t at = i * sizeof *h;
 	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && key_less(&h[c + 1], &h[c]))
+		struct key *c = (struct key *)(base + 2 * at);
+		if (key_less(cur, &c[1], &c[0]))
 			c++;
-		if (!key_less(&h[c], &x))
+		if (!key_less(cur, c, &x))
 			break;
-		h[i] = h[c];
-		i = c;
+		*(struct key *)(base + at) = *c;
+		at = (size_t)((char *)c - base);
 	}
-	h[i] = x;
-}
-
-/* Puts x at the top of the heap and sifts it down. */
-static inline void sift_top(struct key *h, size_t n, struct key x)
-{
-	sift_from(h, n, 0, x);
-}
-
-static inline void sift_down(struct key *h, size_t n, size_t i)
-{
-	sift_from(h, n, i, h[i]);
+	*(struct key *)(base + at) = x;
 }
 
 /* Whether the calls are in the rule's order as stored. */
 static inline int in_order(const int64_t *starts, const int64_t *ends, size_t n)
 {
 	for (size_t i = 1; i < n; i++)
-		if (starts[i] < starts[i - 1] || (starts[i] == starts[i - 1] && ends[i] > ends[i - 1]))
+		if (starts[i] <= starts[i - 1] && (starts[i] < starts[i - 1] || ends[i] > ends[i - 1]))
 			return 0;
 	return 1;
 }
@@ -143,32 +143,32 @@ static inline int call_cmp(const void *a, const void *b, void *ctx)
 	return i < j ? -1 : i > j;
 }
 
-/* Pushes an open call on a lane's stack; 0, or -1 on out of memory. */
-static inline int lane_push(struct lane *ln, int64_t end, int64_t tag)
+/* Makes room for a call on a lane's stack above depth d; 0, or -1 on out
+ * of memory. */
+static inline int lane_room(struct lane *ln, size_t d)
 {
-	if (ln->depth == ln->cap && SP_GROW(&ln->stack, &ln->cap, ln->depth + 1) != 0)
-		return -1;
-	ln->stack[ln->depth++] = (struct open_call){ .end = end, .tag = tag };
-	return 0;
+	return d == ln->cap ? SP_GROW(&ln->stack, &ln->cap, d + 1) : 0;
 }
 
-/* Visits every call of the cursors (nh of them, in heap order in keys) in
- * merge order; 0, or -1 on out of memory or when the visitor stops. */
+/* Visits every call of the cursors (nh of them, their keys in heap[1..nh],
+ * key_done after them) in merge order; 0, or -1 on out of memory or when
+ * the visitor stops. */
 static inline __attribute__((always_inline)) int merge(struct walk *w, struct cursor *cur,
 							    struct key *heap, size_t nh, int any_lanes,
 							    sp_nest_fn fn, void *ctx)
 {
-	for (size_t i = nh / 2; i-- > 0;)
-		sift_down(heap, nh, i);
+	for (size_t i = nh / 2; i > 0; i--)
+		sift_from(heap, cur, i, heap[i]);
 	ptrdiff_t li = lane_get(w, 0);
 	if (li < 0)
 		return -1;
 	struct lane *ln = &w->lanes[li];
 	uint64_t pos = 0;
-	while (nh > 0) {
-		const struct key top = heap[0];
+	while (heap[1].cur != key_done.cur) {
+		const struct key top = heap[1];
 		struct cursor *c = &cur[top.cur];
-		size_t call = cursor_call(c);
+		const size_t call = c->call;
+		const int64_t end = c->end;
 		if (any_lanes) {
 			int32_t id = c->lanes ? c->lanes[call] : 0;
 			if (id != w->lanes[li].id && (li = lane_get(w, id)) < 0)
@@ -177,22 +177,17 @@ static inline __attribute__((always_inline)) int merge(struct walk *w, struct cu
 		}
 		/* Every open call of the lane started no later than this one:
 		 * close those it is not inside. */
-		while (ln->depth > 0) {
-			const struct open_call *t = &ln->stack[ln->depth - 1];
-			if (top.end <= t->end && top.start < t->end)
-				break;
-			ln->depth--;
-		}
-		struct sp_nest_call v = { .start = top.start, .end = top.end, .region = c->region,
-					  .lane = ln->id, .call = call, .pos = pos++, .depth = ln->depth };
+		size_t d = ln->depth;
+		while (d > 0 && !(end <= ln->stack[d - 1].end && top.start < ln->stack[d - 1].end))
+			d--;
+		struct sp_nest_call v = { .start = top.start, .end = end, .region = c->region,
+					  .lane = ln->id, .call = call, .pos = pos++, .depth = d };
 		int64_t tag = -1;
-		if (fn(ctx, &v, ln->depth > 0 ? ln->stack[ln->depth - 1].tag : -1, &tag) != 0 ||
-		    lane_push(ln, top.end, tag) != 0)
+		if (fn(ctx, &v, d > 0 ? ln->stack[d - 1].tag : -1, &tag) != 0 || lane_room(ln, d) != 0)
 			return -1;
-		if (++c->pos < c->n)
-			sift_top(heap, nh, cursor_key(c, top.cur));
-		else if (--nh > 0)
-			sift_top(heap, nh, heap[nh]);
+		ln->stack[d] = (struct open_call){ .end = end, .tag = tag };
+		ln->depth = d + 1;
+		sift_from(heap, cur, 1, ++c->pos < c->n ? cursor_key(c, top.cur) : key_done);
 	}
 	return 0;
 }
@@ -214,10 +209,14 @@ nest_walk_inline(const struct sp_nest_column *cols, size_t ncols, unsigned flags
 	enum sp_err rc = SP_ENOMEM;
 	struct walk w = { 0 };
 	struct cursor *cur = calloc(ncur ? ncur : 1, sizeof *cur);
-	struct key *heap = malloc((ncur ? ncur : 1) * sizeof *heap);
+	/* The heap's places: 1..ncur, and key_done in the children of the
+	 * last one (place 0 is unused). */
+	struct key *heap = ncur < SIZE_MAX / sizeof *heap / 2 - 1 ? malloc((2 * ncur + 2) * sizeof *heap) : NULL;
 	size_t nh = 0;
 	if (!cur || !heap)
 		goto out;
+	for (size_t i = ncur + 1; i < 2 * ncur + 2; i++)
+		heap[i] = key_done;
 	for (size_t r = 0; r < ncols; r++) {
 		size_t calls = cols[r].n;
 		if (calls == 0)
@@ -232,7 +231,7 @@ nest_walk_inline(const struct sp_nest_column *cols, size_t ncols, unsigned flags
 				c->perm[i] = i;
 			qsort_r(c->perm, calls, sizeof *c->perm, call_cmp, c);
 		}
-		heap[nh] = cursor_key(c, (int32_t)nh);
+		heap[nh + 1] = cursor_key(c, (int32_t)nh);
 		nh++;
 	}
 	if (merge(&w, cur, heap, nh, any_lanes, fn, ctx) == 0)

@@ -28,9 +28,10 @@ struct first_seen {
 	uint64_t pos;
 };
 
-/* Per region: the node its last call was counted in, and that node's
- * parent. A region's next call is most often under the same parent (a
- * loop's body, a callee of one caller), found here without a lookup. */
+/* Per region: the nodes its last calls were counted in (the latest first),
+ * and their parents. A region's next call is most often under the parent
+ * of one of its last two (a loop's body, a callee of one or two callers),
+ * found here without a lookup. */
 struct last_node {
 	int32_t parent, node;          /* node -1: none yet */
 };
@@ -41,7 +42,7 @@ struct builder {
 	struct first_seen *first;      /* nodes_cap entries when tracking lanes, else NULL */
 	size_t first_cap;
 	struct sp_keytab node_ids;     /* (parent, region) -> node */
-	struct last_node *last;        /* per region */
+	struct last_node (*last)[2];   /* per region */
 };
 
 /* Returns the node of region under parent, adding it if new; -1 on out of
@@ -52,16 +53,18 @@ static int32_t node_get(struct builder *b, int32_t parent, int32_t region)
 	int32_t id = sp_keytab_get(&b->node_ids, parent, (uint32_t)region, &added);
 	if (id < 0 || !added)
 		return id;
-	struct sp_tree_node *nodes = sp_grow(b->nodes, &b->nodes_cap, b->nnodes + 1, sizeof *nodes);
-	struct first_seen *first = nodes && b->first
-		? sp_grow(b->first, &b->first_cap, b->nnodes + 1, sizeof *first) : NULL;
-	if (nodes)
-		b->nodes = nodes;
-	if (first)
-		b->first = first;
-	if (!nodes || (b->first && !first)) {
-		/* The id is taken but has no node: the build fails anyway. */
-		return -1;
+	if (b->nnodes == b->nodes_cap || (b->first && b->nnodes == b->first_cap)) {
+		struct sp_tree_node *nodes = sp_grow(b->nodes, &b->nodes_cap, b->nnodes + 1, sizeof *nodes);
+		struct first_seen *first = nodes && b->first
+			? sp_grow(b->first, &b->first_cap, b->nnodes + 1, sizeof *first) : NULL;
+		if (nodes)
+			b->nodes = nodes;
+		if (first)
+			b->first = first;
+		if (!nodes || (b->first && !first)) {
+			/* The id is taken but has no node: the build fails anyway. */
+			return -1;
+		}
 	}
 	b->nodes[b->nnodes++] = (struct sp_tree_node){ .parent = parent, .region = region };
 	return id;
@@ -80,12 +83,16 @@ static int visit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, in
 {
 	struct builder *b = ctx;
 	size_t before = b->nnodes;
-	struct last_node *last = &b->last[c->region];
-	int32_t id = last->node;
-	if (id < 0 || last->parent != (int32_t)parent_tag) {
-		if ((id = node_get(b, (int32_t)parent_tag, c->region)) < 0)
-			return -1;
-		*last = (struct last_node){ (int32_t)parent_tag, id };
+	struct last_node *last = b->last[c->region];
+	int32_t id = last[0].node;
+	if (id < 0 || last[0].parent != (int32_t)parent_tag) {
+		struct last_node prev = last[0];
+		if ((id = last[1].node) < 0 || last[1].parent != (int32_t)parent_tag) {
+			if ((id = node_get(b, (int32_t)parent_tag, c->region)) < 0)
+				return -1;
+		}
+		last[0] = (struct last_node){ (int32_t)parent_tag, id };
+		last[1] = prev;
 	}
 	if (b->first && ((size_t)id >= before || c->lane < b->first[id].lane))
 		b->first[id] = (struct first_seen){ c->lane, c->pos };
@@ -181,7 +188,7 @@ enum sp_err sp_tree_build_opt(struct sp_rank *rank, int always_sort, struct sp_e
 		const struct sp_region_data *rd = &rank->regions[r];
 		cols[r] = (struct sp_nest_column){ rd->starts, rd->ends, rd->lanes,
 						   (size_t)rd->stats.num_calls };
-		b.last[r] = (struct last_node){ -1, -1 };
+		b.last[r][0] = b.last[r][1] = (struct last_node){ -1, -1 };
 	}
 	if (nest_walk_inline(cols, rank->nregions, always_sort ? SP_NEST_ALWAYS_SORT : 0, visit, &b,
 			     err) != SP_OK || (lanes && renumber(&b) != 0))
