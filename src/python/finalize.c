@@ -465,7 +465,10 @@ static int final_streamed(struct sp_final *f, int64_t now)
 		return -1;
 	p->ranks[0].parent_pid = f->parent_pid;
 	p->compression = f->compression;
-	report_losses(p, 0);
+	/* Calls dropped because the writer was behind are said by
+	 * sp_spill_finish, in their own words; others (memory) here. */
+	if ((uint64_t)p->ranks[0].dropped > sp_spill_dropped() || sp_unmatched_exits)
+		report_losses(p, 0);
 	if (add_streamed_tree(p) != 0 || sp_spill_finish(p, f->path) != 0)
 		goto out;
 	if (f->render || f->render_lines || f->snapshot) {

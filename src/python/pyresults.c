@@ -21,6 +21,7 @@
 #include "sp_pyedge.h"
 #include "sp_pyresults.h"
 #include "sp_render.h"
+#include "sp_stream.h"
 #include "sp_tree.h"
 
 /* A column read from a file, handed to Python without a copy: the object
@@ -449,7 +450,10 @@ static PyObject *res_read(PyObject *m, PyObject *args)
 	struct sp_error err = {0};
 	enum sp_err rc;
 	Py_BEGIN_ALLOW_THREADS
+	/* The stream's writer may be in HDF5 now (a run reading a profile). */
+	sp_h5_lock();
 	rc = sp_report_read(path, events ? SP_READ_EVENTS : SP_READ_SUMMARY, &p, &err);
+	sp_h5_unlock();
 	Py_END_ALLOW_THREADS
 	if (rc != SP_OK) {
 		sp_py_err(rc, err.msg);

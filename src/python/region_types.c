@@ -49,7 +49,7 @@ static PyObject *region_get_num_calls(PyObject *self, void *c)
 	RegionObject *r = (RegionObject *)self;
 	if (r->agg.node >= 0)      /* it has counted calls in aggregation mode */
 		sp_agg_sum();
-	return PyLong_FromSize_t(r->buf.n + (size_t)r->agg.count + r->kept_calls);
+	return PyLong_FromSize_t(r->buf.n + r->streamed + (size_t)r->agg.count + r->kept_calls);
 }
 
 static PyObject *region_get_capacity(PyObject *self, void *c)
@@ -564,7 +564,7 @@ void sp_regions_keep_counts(int keep)
 		sp_agg_sum();
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
-		r->kept_calls = keep ? r->buf.n + (size_t)r->agg.count : 0;
+		r->kept_calls = keep ? r->buf.n + r->streamed + (size_t)r->agg.count : 0;
 	}
 }
 

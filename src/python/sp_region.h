@@ -43,6 +43,7 @@ typedef struct sp_region {
 	/* Streaming (spill.c): its id in the stream (-1: none yet), its first
 	 * call's start, and its calls handed over while still open. */
 	int32_t stream_id;
+	size_t streamed;              /* calls handed over this session */
 	int64_t first_start;
 	struct sp_late *late;
 	size_t nlate, late_cap;

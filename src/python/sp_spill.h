@@ -29,6 +29,7 @@ struct sp_late {
 static inline void sp_spill_region_reset(RegionObject *r)
 {
 	r->stream_id = -1;
+	r->streamed = 0;
 	r->first_start = INT64_MIN;
 	r->nlate = 0;
 }
@@ -72,6 +73,10 @@ int sp_spill_collect(struct sp_rank *rk, int64_t now);
  * calls dropped because the writer fell behind. 0, or -1 with an OSError
  * set (OUT.partial then keeps every call written). */
 int sp_spill_finish(const struct sp_profile *p, const char *path);
+
+/* Calls dropped so far because the writer was behind (also counted in
+ * their regions' dropped events). */
+uint64_t sp_spill_dropped(void);
 
 /* Whether the last sp_spill_finish failed: the profile is then in the
  * partial file, and writing one elsewhere would hold less. */

@@ -97,6 +97,7 @@ static int hand_over(RegionObject *r)
 		return -1;
 	if (r->first_start == SP_NO_TIME)
 		r->first_start = b->starts[0];
+	r->streamed += n;
 	for (size_t i = 0; open && i < n; i++)
 		if (b->ends[i] == SP_NO_TIME)
 			r->late[r->nlate++] = (struct sp_late){r->gen, (ptrdiff_t)i, b->starts[i], at + (int64_t)i};
@@ -358,6 +359,11 @@ int sp_spill_finish(const struct sp_profile *p, const char *path)
 		return -1;
 	}
 	return 0;
+}
+
+uint64_t sp_spill_dropped(void)
+{
+	return spill.dropped;
 }
 
 int sp_spill_finish_failed(void)

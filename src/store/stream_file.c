@@ -127,6 +127,21 @@ void sp_sfile_close_layout(struct sp_sfile *f)
 	f->st_n = f->sb_n = f->sb_cap = 0;
 }
 
+/* HDF5's metadata cache grows with the file (up to 32 MiB by default:
+ * the chunk index of hours of calls); kept at most 2 MiB, so that the
+ * run's memory is its budget whatever its length. */
+static int small_caches(hid_t fapl)
+{
+	H5AC_cache_config_t mdc = {.version = H5AC__CURR_CACHE_CONFIG_VERSION};
+	if (H5Pget_mdc_config(fapl, &mdc) < 0)
+		return -1;
+	mdc.set_initial_size = 1;
+	mdc.initial_size = (size_t)1 << 20;
+	mdc.min_size = (size_t)1 << 20;
+	mdc.max_size = (size_t)2 << 20;
+	return H5Pset_mdc_config(fapl, &mdc) < 0 ? -1 : 0;
+}
+
 /* Creates OUT.partial (replacing a dead run's), its layout, and starts
  * SWMR writing. 0, or -1 (failed). */
 int sp_sfile_create(struct sp_sfile *f)
@@ -155,7 +170,7 @@ int sp_sfile_create(struct sp_sfile *f)
 	char by_fd[64];
 	snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", fd);
 	errno = 0;
-	if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0)
+	if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0 && small_caches(fapl) == 0)
 		f->file = H5Fcreate(access(by_fd, F_OK) == 0 ? by_fd : f->partial, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
 	close(fd);
 	if (f->file < 0) {

@@ -105,19 +105,24 @@ def wait_started(proc):
     assert line == "started\n", line + proc.stderr.read()
 
 
-def wait_flushed(path, after_ns, timeout=120):
+def wait_flushed(path, after_ns, proc, timeout=120):
     """Waits until the partial file holds calls flushed after after_ns."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    seen = "no file"
+    while time.monotonic() < deadline and proc.poll() is None:
         if path.exists():
             try:
                 calls, flushed, start = partial_calls(path)
                 if calls.get("step", 0) > 0 and flushed > after_ns:
                     return calls, flushed, start
-            except (OSError, KeyError):
-                pass   # not created or not flushed yet
+                seen = f"calls {calls}, flushed {flushed}"
+            except (OSError, KeyError) as e:
+                seen = repr(e)   # not created or not flushed yet
         time.sleep(0.05)
-    raise AssertionError(f"{path} never flushed")
+    proc.kill()
+    _, err = proc.communicate()
+    raise AssertionError(f"{path} never flushed after {after_ns} (last seen: {seen}); "
+                         f"status {proc.returncode}, stderr: {err}")
 
 
 def test_a_killed_run_keeps_its_calls_up_to_the_last_flush(sp):
@@ -128,8 +133,8 @@ def test_a_killed_run_keeps_its_calls_up_to_the_last_flush(sp):
         wait_started(proc)
         partial = sp.tmp / "k.h5.partial"
         # Read while the run goes, twice: the file grows.
-        first, flushed1, start = wait_flushed(partial, 0)
-        second, flushed2, _ = wait_flushed(partial, flushed1)
+        first, flushed1, start = wait_flushed(partial, 0, proc)
+        second, flushed2, _ = wait_flushed(partial, flushed1, proc)
         assert second["step"] >= first["step"] and flushed2 > flushed1 >= start
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
@@ -161,7 +166,7 @@ def test_sigterm_during_a_streamed_run_finishes_the_file(sp):
                             cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_started(proc)
-        wait_flushed(sp.tmp / "t.h5.partial", 0)
+        wait_flushed(sp.tmp / "t.h5.partial", 0, proc)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     finally:
