@@ -11,6 +11,7 @@
 
 #include "render_int.h"
 #include "sp_analysis.h"
+#include "sp_clock.h"
 #include "sp_hosts.h"
 #include "sp_json.h"
 #include "sp_render.h"
@@ -252,6 +253,24 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
 		fprintf(out, " and %zu more region%s", nregions - TOP, nregions - TOP == 1 ? "" : "s");
 	fputs(top[0] ? ")\n" : "\n", out);
 	return total;
+}
+
+int sp_render_partial(char *buf, size_t len, const struct sp_profile *p, const char *path)
+{
+	char d[32];
+	if (len)
+		*buf = '\0';
+	if (!p->partial)
+		return 0;
+	int64_t origin = sp_profile_time_origin(p);
+	if (origin == SP_NO_TIME)
+		snprintf(buf, len, "%s: incomplete profile (a run still going, or killed): no call recorded yet",
+			 path);
+	else
+		snprintf(buf, len, "%s: incomplete profile (a run still going, or killed): calls up to %s after "
+			 "its start", path, sp_render_duration(d, sizeof d, p->partial_until_ns > origin ?
+							      (double)(p->partial_until_ns - origin) : 0.0));
+	return 1;
 }
 
 /* ---- the summary's lines ------------------------------------------------ */
