@@ -14,6 +14,7 @@ int cmd_line_profile(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_recover(int argc, char **argv);
 
 #include "sp_error.h"   /* sp_cmd_error, the one printer of error lines */
 #include "sp_profile.h"

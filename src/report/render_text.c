@@ -255,21 +255,28 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
 	return total;
 }
 
-int sp_render_partial(char *buf, size_t len, const struct sp_profile *p, const char *path)
+char *sp_render_partial_until(char *buf, size_t len, const struct sp_profile *p)
 {
 	char d[32];
+	int64_t origin = sp_profile_time_origin(p);
+	if (origin == SP_NO_TIME)
+		snprintf(buf, len, "no call recorded yet");
+	else
+		snprintf(buf, len, "calls up to %s after its start",
+			 sp_render_duration(d, sizeof d, p->partial_until_ns > origin ?
+							 (double)(p->partial_until_ns - origin) : 0.0));
+	return buf;
+}
+
+int sp_render_partial(char *buf, size_t len, const struct sp_profile *p, const char *path)
+{
+	char until[64];
 	if (len)
 		*buf = '\0';
 	if (!p->partial)
 		return 0;
-	int64_t origin = sp_profile_time_origin(p);
-	if (origin == SP_NO_TIME)
-		snprintf(buf, len, "%s: incomplete profile (a run still going, or killed): no call recorded yet",
-			 path);
-	else
-		snprintf(buf, len, "%s: incomplete profile (a run still going, or killed): calls up to %s after "
-			 "its start", path, sp_render_duration(d, sizeof d, p->partial_until_ns > origin ?
-							      (double)(p->partial_until_ns - origin) : 0.0));
+	snprintf(buf, len, "%s: incomplete profile (a run still going, or killed): %s", path,
+		 sp_render_partial_until(until, sizeof until, p));
 	return 1;
 }
 
