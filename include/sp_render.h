@@ -83,6 +83,17 @@ enum sp_err sp_render_lines(FILE *out, const struct sp_profile *p, const char *t
  * nothing when none were lost. Returns the number of calls lost. */
 int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *prefix);
 
+/* The one line that says a profile read is partial (p->partial: a run's
+ * OUT.partial, the run still going or killed), for every reader to show:
+ * "PATH: incomplete profile (a run still going, or killed): calls up to
+ * 12.3 s after its start" (from the profile's time origin to its last
+ * flush), into buf (len bytes). Returns 1, or 0 with buf "" for a
+ * finished profile. */
+int sp_render_partial(char *buf, size_t len, const struct sp_profile *p, const char *path);
+/* Its end, "calls up to 12.3 s after its start" ("no call recorded yet"
+ * when the profile has no time origin), into buf. Returns buf. */
+char *sp_render_partial_until(char *buf, size_t len, const struct sp_profile *p);
+
 /* Formats a duration in nanoseconds as seconds into buf (9 visible chars,
  * e.g. " 0.002191", "12.345678", "  12345.7"). Returns buf. */
 char *sp_render_seconds(char *buf, size_t len, double ns);

@@ -104,11 +104,13 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	status = 1;
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 2; k++) {
 		if (sp_report_read(argv[first + k], SP_READ_SUMMARY, &p[k], &err) != SP_OK) {
 			sp_cmd_error(CMD, "%s", err.msg);
 			goto out;
 		}
+		sp_cmd_partial(CMD, argv[first + k], p[k]);
+	}
 	if (sp_diff_compare(&d, p[0], argv[first], p[1], argv[first + 1], &sel, by_name, bound,
 			    min_time, &err) != SP_OK ||
 	    (!isnan(bound) && sp_diff_confirm(&d, &err) != SP_OK) ||

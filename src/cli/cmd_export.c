@@ -152,6 +152,7 @@ int cmd_export(int argc, char **argv)
 		sp_cmd_error(CMD, "%s", err.msg);
 		goto out;
 	}
+	sp_cmd_partial(CMD, path, sp_h5_stream_profile(s));
 	if (outpath && open_output(outpath, &op, &f) != 0)
 		goto out;
 	rc = sp_export(s, path, (enum sp_export_format)fmt, &sel, f, &write_err, &err);

@@ -36,6 +36,7 @@ int cmd_line_profile(int argc, char **argv)
 		sp_cmd_error(CMD, "%s", err.msg);
 		return 1;
 	}
+	sp_cmd_partial(CMD, path, p);
 	enum sp_err rc = sp_render_lines(stdout, p, path, &err);
 	sp_profile_free(p);
 	if (rc == SP_EIO)

@@ -362,6 +362,7 @@ static void read_files(struct plot *pl, char **paths, size_t n, struct sp_profil
 			pl->status = 1;
 			continue;
 		}
+		sp_cmd_partial(CMD, path, profiles[i]);
 		if (!has_calls(profiles[i])) {
 			sp_cmd_error(CMD, "%s: the profile has no region with calls; nothing to draw", path);
 			pl->status = 1;

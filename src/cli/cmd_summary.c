@@ -123,6 +123,7 @@ int cmd_summary(int argc, char **argv)
 		sp_cmd_error(CMD, "%s", err.msg);
 		goto out;
 	}
+	sp_cmd_partial(CMD, path, p);
 	enum sp_err rc = sp_render_summary_opts(stdout, p, path, &opts, &err);
 	if (rc == SP_EIO)
 		goto out;              /* stdout failed: main says so, once */

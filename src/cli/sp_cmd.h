@@ -14,8 +14,16 @@ int cmd_line_profile(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_recover(int argc, char **argv);
 
 #include "sp_error.h"   /* sp_cmd_error, the one printer of error lines */
+#include "sp_profile.h"
+
+/* The line every command that reads a profile prints when it is partial
+ * (a run's OUT.partial: still going, or killed; sp_render_partial), on
+ * stderr after flushing stdout: "scope-profiler: CMD: PATH: incomplete
+ * profile ...". Nothing for a finished profile. */
+void sp_cmd_partial(const char *cmd, const char *path, const struct sp_profile *p);
 
 
 /* What an option does with what follows it. */

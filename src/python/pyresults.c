@@ -459,6 +459,12 @@ static PyObject *res_read(PyObject *m, PyObject *args)
 		sp_py_err(rc, err.msg);
 		goto out;
 	}
+	/* A partial profile (a run's OUT.partial) reads as it stands, said once:
+	 * at the read, not again when print_summary renders it. */
+	char note[1024];
+	if (!render && sp_render_partial(note, sizeof note, p, path) &&
+	    PyErr_WarnFormat(PyExc_UserWarning, 2, "scope_profiler: %s", note) < 0)
+		goto out;
 	PyObject *data = profile_to_py(p);
 	PyObject *summary = !data ? NULL : render ? sp_py_render(p, path, 0) : Py_NewRef(Py_None);
 	if (data && summary)

@@ -11,6 +11,7 @@
 
 #include "render_int.h"
 #include "sp_analysis.h"
+#include "sp_clock.h"
 #include "sp_hosts.h"
 #include "sp_json.h"
 #include "sp_render.h"
@@ -252,6 +253,31 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
 		fprintf(out, " and %zu more region%s", nregions - TOP, nregions - TOP == 1 ? "" : "s");
 	fputs(top[0] ? ")\n" : "\n", out);
 	return total;
+}
+
+char *sp_render_partial_until(char *buf, size_t len, const struct sp_profile *p)
+{
+	char d[32];
+	int64_t origin = sp_profile_time_origin(p);
+	if (origin == SP_NO_TIME)
+		snprintf(buf, len, "no call recorded yet");
+	else
+		snprintf(buf, len, "calls up to %s after its start",
+			 sp_render_duration(d, sizeof d, p->partial_until_ns > origin ?
+							 (double)(p->partial_until_ns - origin) : 0.0));
+	return buf;
+}
+
+int sp_render_partial(char *buf, size_t len, const struct sp_profile *p, const char *path)
+{
+	char until[64];
+	if (len)
+		*buf = '\0';
+	if (!p->partial)
+		return 0;
+	snprintf(buf, len, "%s: incomplete profile (a run still going, or killed): %s", path,
+		 sp_render_partial_until(until, sizeof until, p));
+	return 1;
 }
 
 /* ---- the summary's lines ------------------------------------------------ */

@@ -14,10 +14,12 @@
 #include "sp_grow.h"
 #include "sp_h5read.h"
 
-/* A piece of metadata whose checksum fails is read again this many times
- * in all (a reader of a live file may catch it half written): HDF5 sleeps
- * 1, 2, 4, ... ns between the reads, about a millisecond for the 20th. */
-#define SWMR_READ_ATTEMPTS 20
+/* A piece of metadata whose checksum fails is read this many times in all
+ * (a reader of a live file may catch it half written, for the microseconds
+ * of a write): HDF5 sleeps 1, 2, 4, ... ns between the reads, each sleep at
+ * least the timer's slack (~50 us), half a millisecond in all; HDF5's own
+ * 100 would double up to 2^99 ns on a damaged file. */
+#define SWMR_READ_ATTEMPTS 10
 
 enum sp_err sp_h5r_open_file(struct reader *r, hid_t fapl, hid_t *file)
 {

@@ -112,7 +112,7 @@ enum sp_err sp_h5r_events_ok(struct reader *r, const char *ctx, const int64_t *s
  * fails (HDF5 printing nothing) and the superblock says a writer has it
  * open for SWMR writing (r->sb_swmr: a format version 3 file still being
  * streamed, or left so by a killed run), for reading while another process
- * writes it (H5F_ACC_SWMR_READ, a damaged piece of metadata read a few
+ * writes it (H5F_ACC_SWMR_READ, a damaged piece of metadata read 10
  * times, not HDF5's hundred, which sleep twice as long each time); r->swmr
  * is then set and r->file_size taken again. SP_EIO "locked by another
  * process" (a plain writer holds it) or SP_ENOTHDF5. fapl is changed. */

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import BINARY, ROOT, shell_env
 
-COMMANDS = ("run", "summary", "line-profile", "diff", "export", "plot")
+COMMANDS = ("run", "summary", "line-profile", "diff", "export", "plot", "recover")
 PAGES = ["scope-profiler.1"] + [f"scope-profiler-{c}.1" for c in COMMANDS] \
     + ["scope-profiler-format.5"]
 SECTIONS = ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "EXAMPLES",

@@ -2,13 +2,18 @@
  * given as argv[1]: profiles written by the library's own writer (one rank
  * and two, nested calls, a call tree, compressed columns with thread lanes,
  * a line table, an aggregate region, metadata), each in format version 2
- * and again in version 1 (v1-*.h5), the plain hand-written layout, and
- * foreign files (empty, text, an HDF5 file that is no profile). Small files
- * only: the campaign's mutations do the rest. */
+ * and again in version 1 (v1-*.h5), the plain hand-written layout, a
+ * streamed profile of format version 3 (v3-*.h5: finished, and partial,
+ * left open for SWMR writing as a killed run leaves it), and foreign files
+ * (empty, text, an HDF5 file that is no profile). Small files only: the
+ * campaign's mutations do the rest. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <hdf5.h>
 
@@ -22,6 +27,9 @@ static void die(const char *what)
 	fprintf(stderr, "fuzz_seeds: %s\n", what);
 	exit(1);
 }
+
+#define V3_CHECK(cond) do { if (!(cond)) die("cannot write a version 3 file: " #cond); } while (0)
+#include "../store/h5_v3.h"
 
 static char *seed_path(const char *name)
 {
@@ -193,6 +201,26 @@ static void write_raw(const char *name, int plain)
 		die("cannot close an HDF5 file");
 }
 
+/* Format version 3 (tests/store/h5_v3.h): finished, and partial, written by
+ * a child that exits without closing it (its superblock still says it is
+ * open for SWMR writing, as after a kill). */
+static void write_v3(void)
+{
+	struct v3_file f = v3_good(1);
+	v3_write(seed_path("v3-finished.h5"), &f, 0);
+	pid_t pid = fork();
+	int status = 0;
+	if (pid < 0)
+		die("cannot fork");
+	if (pid == 0) {
+		f = v3_good(0);
+		v3_write(seed_path("v3-run.h5.partial"), &f, 1);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		die("cannot write the partial version 3 file");
+}
+
 static void write_text(const char *name, const char *text)
 {
 	FILE *f = fopen(seed_path(name), "w");
@@ -258,6 +286,7 @@ int main(int argc, char **argv)
 
 	write_raw("plain-layout.h5", 1);
 	write_raw("foreign.h5", 0);
+	write_v3();
 	write_text("empty", "");
 	write_text("text", "start_times,end_times\n1,2\n");
 	write_text("hdf5-signature-only", "\x89HDF\r\n\x1a\n");

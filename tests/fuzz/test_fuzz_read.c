@@ -1,6 +1,8 @@
 /* test_fuzz_read.c - the reader against damaged files: a real profile
- * (two ranks, events, call trees, lanes, a line table) is mutated thousands
- * of times with a fixed seed (flipped and overwritten bytes, truncations,
+ * (two ranks, events, call trees, lanes, a line table; and a streamed one
+ * of format version 3, finished and partial, the partial one left open for
+ * SWMR writing as a killed run leaves it) is mutated thousands of times
+ * with a fixed seed (flipped and overwritten bytes, truncations,
  * copied spans) and read back in both modes. Every read must succeed or
  * fail with a one-line error, leaving no HDF5 object open; never crash
  * (run under ASan by `make asan`, where HDF5's own allocations for damaged
@@ -17,11 +19,15 @@
 
 #include <cmocka.h>
 #include <hdf5.h>
+#include <sys/wait.h>
 
 #include "sp_clock.h"
 #include "sp_tree.h"
 #include "sp_h5.h"
 #include "sp_render.h"
+
+#define V3_CHECK(cond) assert_true(cond)
+#include "../store/h5_v3.h"
 
 #define MUTANTS 1500
 
@@ -101,6 +107,27 @@ static void write_seed(const char *path, int version)
 	sp_profile_free(p);
 }
 
+/* A format version 3 file (tests/store/h5_v3.h): finished, or partial and
+ * left open for SWMR writing by a child that exits without closing it, as a
+ * run killed while it streams leaves it (read through H5F_ACC_SWMR_READ). */
+static void write_v3_seed(const char *path, int finished)
+{
+	struct v3_file f = v3_good(finished);
+	if (finished) {
+		v3_write(path, &f, 0);
+		return;
+	}
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		v3_write(path, &f, 1);
+		_exit(0);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void damaged_files_never_crash(int version);
 
 static unsigned char *slurp(const char *path, size_t *len)
@@ -137,11 +164,13 @@ static void mutate(unsigned char *b, size_t *len)
 	}
 }
 
-/* Mutants of a file of each format version (2, then 1). */
+/* Mutants of a file of each format version: 2, 1, 3 finished, 3 partial
+ * (written as 4 here). */
 static void test_damaged_files_never_crash(void **state)
 {
-	for (int version = 2; version >= 1; version--)
-		damaged_files_never_crash(version);
+	static const int versions[] = {2, 1, 3, 4};
+	for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++)
+		damaged_files_never_crash(versions[i]);
 }
 
 static void damaged_files_never_crash(int version)
@@ -149,7 +178,10 @@ static void damaged_files_never_crash(int version)
 	char seed[128], path[128];
 	snprintf(seed, sizeof seed, "%s/seed.h5", dir);
 	snprintf(path, sizeof path, "%s/mutant.h5", dir);
-	write_seed(seed, version);
+	if (version >= 3)
+		write_v3_seed(seed, version == 3);
+	else
+		write_seed(seed, version);
 	size_t len0;
 	unsigned char *orig = slurp(seed, &len0);
 	unsigned char *b = malloc(len0);
@@ -188,7 +220,9 @@ static void damaged_files_never_crash(int version)
 	/* The mutations hit both outcomes: a test that never fails a read
 	 * (or never succeeds) would not be testing the reader. */
 	assert_true(ok > 0 && failed > 0);
-	print_message("format version %d: %d reads succeeded, %d failed cleanly\n", version, ok, failed);
+	print_message("format version %s: %d reads succeeded, %d failed cleanly\n",
+		      version == 4 ? "3 (partial)" : version == 3 ? "3 (finished)" : version == 2 ? "2" : "1", ok,
+		      failed);
 	free(b);
 	free(orig);
 	remove(seed);

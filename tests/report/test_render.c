@@ -721,6 +721,34 @@ static void test_durations(void **state)
 	assert_int_equal(sp_render_text_width(sp_render_duration(b, sizeof b, 12.3e3)), 7);
 }
 
+/* A partial profile's line: from the time origin (the run's start, else
+ * the first call) to the last flush; nothing for a finished profile. */
+static void test_partial_line(void **state)
+{
+	(void)state;
+	char b[256];
+	struct sp_profile *p = profile_new(1);
+	assert_int_equal(sp_render_partial(b, sizeof b, p, "x.h5"), 0);
+	assert_string_equal(b, "");
+	p->partial = 1;
+	p->partial_until_ns = 5 * S;
+	assert_int_equal(sp_render_partial(b, sizeof b, p, "x.h5.partial"), 1);
+	assert_string_equal(b, "x.h5.partial: incomplete profile (a run still going, or killed): no call "
+			       "recorded yet");
+	event(&p->ranks[0], "solve", 2 * S, 3 * S);
+	finish(p);
+	sp_render_partial(b, sizeof b, p, "x.h5.partial");
+	assert_string_equal(b, "x.h5.partial: incomplete profile (a run still going, or killed): calls up to "
+			       "3.00 s after its start");
+	p->ranks[0].run_start_ns = S - 12 * MS;
+	sp_render_partial(b, sizeof b, p, "x.h5.partial");
+	assert_non_null(strstr(b, "calls up to 4.01 s after its start"));
+	p->partial_until_ns = 0;       /* a flush before the start: 0 s */
+	sp_render_partial(b, sizeof b, p, "x.h5.partial");
+	assert_non_null(strstr(b, "calls up to 0 ns after its start"));
+	sp_profile_free(p);
+}
+
 /* Names lose their middle: start and end (the function name) stay. */
 static void test_text_mid(void **state)
 {
@@ -866,6 +894,7 @@ int main(void)
 		cmocka_unit_test(test_seconds),
 		cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_partial_line),
 		cmocka_unit_test(test_text_mid),
 		cmocka_unit_test(test_short_calls),
 		cmocka_unit_test(test_recursive_totals),

@@ -40,6 +40,24 @@ struct v3_file {
 	int set_num_calls;
 };
 
+/* Creation properties without modification times (H5Pset_obj_track_times):
+ * the same file, byte for byte, every time (the fuzz test's mutants). */
+static hid_t v3_plist(hid_t cls)
+{
+	hid_t pl = H5Pcreate(cls);
+	V3_CHECK(pl >= 0 && H5Pset_obj_track_times(pl, 0) >= 0);
+	return pl;
+}
+
+static hid_t v3_group(hid_t loc, const char *name)
+{
+	hid_t gcpl = v3_plist(H5P_GROUP_CREATE);
+	hid_t g = H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+	V3_CHECK(g >= 0);
+	H5Pclose(gcpl);
+	return g;
+}
+
 /* A 1-D dataset of n elements (n == -1: none), chunked and extendible as
  * the streaming writer makes them. */
 static void v3_column(hid_t g, const char *name, hid_t ftype, hid_t mtype, long n, const void *data)
@@ -47,8 +65,8 @@ static void v3_column(hid_t g, const char *name, hid_t ftype, hid_t mtype, long 
 	if (n < 0)
 		return;
 	hsize_t dims = (hsize_t)n, maxd = H5S_UNLIMITED, chunk = 16;
-	hid_t sp = H5Screate_simple(1, &dims, &maxd), dcpl = H5Pcreate(H5P_DATASET_CREATE);
-	V3_CHECK(sp >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, 1, &chunk) >= 0);
+	hid_t sp = H5Screate_simple(1, &dims, &maxd), dcpl = v3_plist(H5P_DATASET_CREATE);
+	V3_CHECK(sp >= 0 && H5Pset_chunk(dcpl, 1, &chunk) >= 0);
 	hid_t d = H5Dcreate2(g, name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
 	V3_CHECK(d >= 0);
 	if (n > 0)
@@ -62,12 +80,13 @@ static void v3_column(hid_t g, const char *name, hid_t ftype, hid_t mtype, long 
 static void v3_table_column(hid_t g, const char *name, hid_t ftype, hid_t mtype, size_t n, const void *data)
 {
 	hsize_t dims = (hsize_t)n;
-	hid_t sp = H5Screate_simple(1, &dims, NULL);
-	hid_t d = H5Dcreate2(g, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	hid_t sp = H5Screate_simple(1, &dims, NULL), dcpl = v3_plist(H5P_DATASET_CREATE);
+	hid_t d = H5Dcreate2(g, name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
 	V3_CHECK(d >= 0);
 	if (n)
 		V3_CHECK(H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
 	H5Dclose(d);
+	H5Pclose(dcpl);
 	H5Sclose(sp);
 }
 
@@ -113,8 +132,7 @@ static void v3_table(hid_t rank, const struct v3_file *f)
 	}
 	static const char *const inames[7] = {"num_calls", "total_ns", "min_ns", "max_ns", "first_start_ns",
 					      "last_end_ns", "dropped_events"};
-	hid_t t = H5Gcreate2(rank, "regions", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-	V3_CHECK(t >= 0);
+	hid_t t = v3_group(rank, "regions");
 	hid_t st = H5Tcopy(H5T_C_S1);
 	V3_CHECK(H5Tset_size(st, 32) >= 0 && H5Tset_cset(st, H5T_CSET_UTF8) >= 0);
 	v3_table_column(t, "name", st, st, n, fixed);
@@ -153,13 +171,11 @@ static void v3_fill(hid_t h, const struct v3_file *f)
 	V3_CHECK(a >= 0 && H5Awrite(a, H5T_NATIVE_INT32, &(int32_t){3}) >= 0);
 	H5Aclose(a);
 	H5Sclose(sp);
-	hid_t r = H5Gcreate2(h, "rank0", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-	V3_CHECK(r >= 0);
+	hid_t r = v3_group(h, "rank0");
 	v3_attr_i64(r, "run_start_time", 1000);
 	v3_attr_i64(r, "pid", 4242);
 	v3_attr_i64(r, "clock_offset_ns", 0);
-	hid_t ev = H5Gcreate2(r, "events", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-	V3_CHECK(ev >= 0);
+	hid_t ev = v3_group(r, "events");
 	v3_column(ev, "start_times", H5T_STD_I64LE, H5T_NATIVE_INT64, f->nstarts, f->starts);
 	v3_column(ev, "end_times", H5T_STD_I64LE, H5T_NATIVE_INT64, f->nends, f->ends);
 	v3_column(ev, "lanes", H5T_STD_I32LE, H5T_NATIVE_INT32, f->nlanes, f->lanes);
@@ -170,8 +186,7 @@ static void v3_fill(hid_t h, const struct v3_file *f)
 	if (f->finished) {
 		v3_attr_i64(r, "run_end_time", 9000);
 		v3_table(r, f);
-		hid_t m = H5Gcreate2(h, "metadata", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-		V3_CHECK(m >= 0);
+		hid_t m = v3_group(h, "metadata");
 		v3_attr_i64(m, "total_cores", 1);
 		H5Gclose(m);
 	} else {
@@ -184,8 +199,7 @@ static void v3_fill(hid_t h, const struct v3_file *f)
 		}
 		if (f->names_cut)
 			nb -= f->names_cut;
-		hid_t sg = H5Gcreate2(r, "stream", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-		V3_CHECK(sg >= 0);
+		hid_t sg = v3_group(r, "stream");
 		v3_column(sg, "names", H5T_STD_U8LE, H5T_NATIVE_UCHAR, nb, bytes);
 		int64_t fl[2] = {f->flushed_ns, f->flushed_ns};
 		v3_column(sg, "flushed_ns", H5T_STD_I64LE, H5T_NATIVE_INT64, f->nflushed, fl);
