@@ -304,7 +304,10 @@ int sp_spill_collect(struct sp_rank *rk, int64_t now)
 			if (r->buf.ends[i] == SP_NO_TIME)
 				sp_region_end(r, i, now);
 		if (hand_over(r) != 0 && r->buf.n) {
-			PyErr_SetString(PyExc_OSError, "cannot write the last calls to the stream");
+			const char *partial = sp_stream_partial();
+			spill.finish_failed = 1;   /* what was written stays there, said so */
+			PyErr_Format(PyExc_OSError, "cannot write the last calls to %s; the calls written so "
+				     "far stay there (scope-profiler recover finishes it)", partial ? partial : "the stream");
 			return -1;
 		}
 		for (size_t i = 0; i < r->nlate; i++) {

@@ -82,6 +82,7 @@ static struct stream {
 	size_t npatch, patch_cap;
 	/* Writer side. */
 	unsigned slow_us;              /* SCOPE_PROFILER_TEST_SLOW_WRITER_US: a pause per record */
+	int64_t busy_ns;               /* the writer's time at work (make bench) */
 	struct sp_sfile f;
 	int created;
 	int made;                      /* this stream created OUT.partial */
@@ -215,6 +216,8 @@ static void *writer_main(void *arg)
 			add_ns(&next, S.c.interval_ns);
 		}
 		size_t done = 0;
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		while (list) {
 			struct rec *r = list;
 			list = r->next;
@@ -224,6 +227,8 @@ static void *writer_main(void *arg)
 			done += r->bytes;
 			free(r);
 		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		S.busy_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
 		pthread_mutex_lock(&S.mu);
 		S.queued -= done;
 		int end = stop && !S.head;
@@ -594,7 +599,12 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
 	enum sp_err rc;
 	if (!S.on)
 		return sp_error_set(err, SP_EINVAL, "no stream is running");
-	if ((rc = sp_stream_close(err)) != SP_OK) {
+	rc = sp_stream_close(err);
+	/* make bench (scripts/bench_stream.py): the writer's throughput. */
+	if (getenv("SCOPE_PROFILER_STREAM_STATS"))
+		fprintf(stderr, "scope-profiler: stream: %llu calls written in %.3f s of the writer's time\n",
+			(unsigned long long)S.f.events, (double)S.busy_ns / 1e9);
+	if (rc != SP_OK) {
 		if (err)
 			*err = S.close_err;
 		goto out;
