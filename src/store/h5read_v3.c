@@ -188,14 +188,17 @@ static enum sp_err read_blocks(struct reader *r, hid_t eg, const char *gname, st
 	size_t nr = 0, nc = 0, kept = 0;
 	uint64_t sum = 0, *count = NULL;
 	int32_t *map = NULL;
+	void *region = NULL, *calls = NULL;
 	enum sp_err rc;
 	char ctx[48];
 
 	snprintf(ctx, sizeof ctx, "%s/events", gname);
-	if ((rc = read_whole(r, eg, ctx, "block_region", H5T_NATIVE_INT32, sizeof *v->region, (void **)&v->region,
-			     &nr)) != SP_OK ||
-	    (rc = read_whole(r, eg, ctx, "block_calls", H5T_NATIVE_INT64, sizeof *v->calls, (void **)&v->calls,
-			     &nc)) != SP_OK)
+	rc = read_whole(r, eg, ctx, "block_region", H5T_NATIVE_INT32, sizeof *v->region, &region, &nr);
+	if (rc == SP_OK)
+		rc = read_whole(r, eg, ctx, "block_calls", H5T_NATIVE_INT64, sizeof *v->calls, &calls, &nc);
+	v->region = region;            /* freed with v whatever happened */
+	v->calls = calls;
+	if (rc != SP_OK)
 		goto out;
 	if (nr != nc && !v->partial) {
 		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: block_region holds %zu blocks, block_calls %zu", ctx, nr, nc);

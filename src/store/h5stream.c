@@ -132,7 +132,8 @@ static enum sp_err partial_stats(struct reader *r, const char *gname, struct sp_
 				 const struct sp_h5r_v3 *v)
 {
 	size_t n = rk->nregions ? rk->nregions : 1;
-	struct v3_stats t = {gname, malloc(n * sizeof *t.acc), malloc(n * sizeof *t.first), calloc(n, sizeof *t.values)};
+	struct v3_stats t = {gname, malloc(n * sizeof *t.acc), malloc(n * sizeof *t.first),
+			     calloc(n, sizeof *t.values)};
 	enum sp_err rc = SP_OK;
 	if (!t.acc || !t.first || !t.values) {
 		rc = sp_h5r_fail(r, SP_ENOMEM, "%s: out of memory for %zu regions", gname, rk->nregions);
