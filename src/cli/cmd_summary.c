@@ -2,9 +2,12 @@
  * table of a profile, from its summary attributes alone when it has them. */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "sp_cmd.h"
 #include "sp_h5.h"
@@ -43,7 +46,12 @@ static const struct sp_cmd_help help = {
 		"call; max: the longest call; self: self time); the tree keeps the order\n"
 		"in which calls started. --json ignores --flat and --tree; its times are\n"
 		"seconds (total_s counting recursion once, raw_total_s the plain sum of\n"
-		"every call, self_s).\n",
+		"every call, self_s).\n"
+		"--follow watches a run that streams (FILE.partial, or FILE while its\n"
+		"partial file is there): the summary again every 2 seconds, in place on a\n"
+		"terminal (as top does), else one block after another, until the run\n"
+		"ends and FILE is finished (status 0), or the run is gone without\n"
+		"finishing it (status 1: scope-profiler recover FILE.partial).\n",
 };
 
 /* --top N, --depth N: a whole number >= 1 into an int. */
@@ -78,12 +86,88 @@ static int parse_sort(const struct sp_opt *o, const char *key, void *ctx, char *
 
 /* Returns 0, 1 when the file cannot be read (or no rank of it is selected),
  * or SP_EXIT_USAGE. */
+/* One summary of path to stdout (the partial line on stderr). 0, 1 (cannot
+ * read or render: said), or 2 when stdout failed (main says so). */
+static int show(const char *path, const struct sp_render_opts *opts, struct sp_profile **out)
+{
+	struct sp_profile *p = NULL;
+	struct sp_error err = {0};
+	if (sp_report_read(path, SP_READ_SUMMARY, &p, &err) != SP_OK) {
+		sp_cmd_error(CMD, "%s", err.msg);
+		return 1;
+	}
+	sp_cmd_partial(CMD, path, p);
+	enum sp_err rc = sp_render_summary_opts(stdout, p, path, opts, &err);
+	if (rc != SP_OK && rc != SP_EIO) {
+		if (rc == SP_EINVAL)
+			sp_cmd_error(CMD, "%s: %s", path, err.msg);
+		else
+			sp_cmd_error(CMD, "%s", err.msg);
+	}
+	if (rc == SP_OK && out)
+		*out = p;
+	else
+		sp_profile_free(p);
+	return rc == SP_OK ? 0 : rc == SP_EIO ? 2 : 1;
+}
+
+/* --follow: the run's partial file, redrawn every FOLLOW_S seconds, then
+ * the finished file. */
+#define FOLLOW_S 2
+
+static int follow(const char *path, const struct sp_render_opts *opts)
+{
+	char partial[PATH_MAX], final[PATH_MAX];
+	size_t len = strlen(path), sfx = sizeof ".partial" - 1;
+	if (len > sfx && strcmp(path + len - sfx, ".partial") == 0) {
+		snprintf(partial, sizeof partial, "%s", path);
+		snprintf(final, sizeof final, "%.*s", (int)(len - sfx), path);
+	} else {
+		snprintf(partial, sizeof partial, "%s.partial", path);
+		snprintf(final, sizeof final, "%s", path);
+	}
+	int tty = isatty(STDOUT_FILENO), shown = 0, rc;
+	for (;;) {
+		if (access(partial, F_OK) != 0) {
+			/* Finished (renamed), or never streamed: the file itself. */
+			if (tty && shown)
+				fputs("\033[H\033[2J", stdout);
+			else if (shown)
+				fputs("\n", stdout);
+			return show(final, opts, NULL);
+		}
+		if (tty)
+			fputs("\033[H\033[2J", stdout);
+		else if (shown)
+			fputs("\n", stdout);
+		struct sp_profile *p = NULL;
+		if ((rc = show(partial, opts, &p)) == 2)
+			return 2;
+		fflush(stdout);
+		shown = 1;
+		/* The writer gone and its file still partial: killed. */
+		int64_t pid = p && p->nranks ? p->ranks[0].pid : 0;
+		int gone = pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+		sp_profile_free(p);
+		if (rc == 0 && gone && access(partial, F_OK) == 0 && access(final, F_OK) != 0) {
+			sp_cmd_error(CMD, "the run (pid %lld) ended without finishing %s; scope-profiler recover "
+				     "%s finishes it", (long long)pid, final, partial);
+			return 1;
+		}
+		if (rc == 0 && gone && access(partial, F_OK) != 0)
+			continue;   /* finished meanwhile */
+		struct timespec t = {FOLLOW_S, 0};
+		while (nanosleep(&t, &t) != 0 && errno == EINTR)
+			;
+	}
+}
+
 int cmd_summary(int argc, char **argv)
 {
 	struct sp_select sel = {0};
 	struct sp_render_opts opts = { .parts = SP_RENDER_ALL, .select = &sel };
 	int parts = SP_RENDER_ALL;     /* the last of --flat and --tree wins */
-	int all = 0;
+	int all = 0, follow_it = 0;
 	const struct sp_opt options[] = {
 		{0, "flat", SP_OPT_FLAG, &parts, SP_RENDER_FLAT, NULL, "print only the region table", NULL},
 		{0, "tree", SP_OPT_FLAG, &parts, SP_RENDER_TREE, NULL, "print only the call tree", NULL},
@@ -98,6 +182,8 @@ int cmd_summary(int argc, char **argv)
 		 "only these ranks, e.g. 0-3,5", sp_opt_select},
 		{0, "json", SP_OPT_FLAG, &opts.json, 1, NULL,
 		 "print JSON (file, ranks, one object per region) instead", NULL},
+		{0, "follow", SP_OPT_FLAG, &follow_it, 1, NULL,
+		 "watch a streaming run: again every 2 s until it ends", NULL},
 	};
 	struct sp_profile *p = NULL;
 	struct sp_error err = {0};
@@ -118,6 +204,11 @@ int cmd_summary(int argc, char **argv)
 		goto out;
 	}
 	const char *path = argv[first];
+	if (follow_it) {
+		int rc = follow(path, &opts);
+		status = rc == 2 ? 1 : rc;
+		goto out;
+	}
 	status = 1;
 	if (sp_report_read(path, SP_READ_SUMMARY, &p, &err) != SP_OK) {
 		sp_cmd_error(CMD, "%s", err.msg);

@@ -259,3 +259,68 @@ for i in range(50_000):
     with h5py.File(sp.tmp / "f.h5") as f:
         assert f.attrs["format_version"] == 3
         assert regions(f)["step"].attrs["num_calls"] == 100_000
+
+
+# Records for a few seconds, then ends normally.
+SECONDS_RUN = """
+import sys, time
+import scope_profiler as sp
+step = sp.region("step")
+print("started", flush=True)
+t = time.monotonic()
+with sp.region("main"):
+    while time.monotonic() - t < float(sys.argv[1]):
+        with step:
+            pass
+"""
+
+
+def test_summary_follow_redraws_until_the_run_finishes(sp):
+    script = sp.script(SECONDS_RUN, name="seconds.py")
+    proc = subprocess.Popen([BINARY, "run", "-q", "--flush-interval", "0.05", "-o", "f.h5", str(script), "5"],
+                            cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_started(proc)
+        wait_flushed(sp.tmp / "f.h5.partial", 0, proc)
+        follow = sp("summary", "--follow", "--flat", "f.h5")
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    assert follow.returncode == 0, follow.stderr
+    blocks = follow.stdout.split("\n\n")
+    heads = [b.splitlines()[0] for b in blocks if b.startswith("Profile:")]
+    # The partial file at least once (not a terminal: one block after
+    # another), then the finished one, last.
+    assert len(heads) >= 2, follow.stdout
+    assert heads[-1] == "Profile: f.h5" and all(h == "Profile: f.h5.partial" for h in heads[:-1]), heads
+    partial_lines = [l for l in follow.stderr.splitlines() if "incomplete profile" in l]
+    assert len(partial_lines) == len(heads) - 1, follow.stderr
+
+
+def test_summary_follow_of_a_killed_run_says_recover(sp):
+    script = sp.script(FOREVER, name="forever.py")
+    proc = subprocess.Popen([BINARY, "run", "-q", "--flush-interval", "0.05", "-o", "k.h5", str(script)],
+                            cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_started(proc)
+        wait_flushed(sp.tmp / "k.h5.partial", 0, proc)
+        proc.kill()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    follow = sp("summary", "--follow", "k.h5.partial")
+    assert follow.returncode == 1
+    assert follow.stdout.startswith("Profile: k.h5.partial")
+    last = follow.stderr.splitlines()[-1]
+    assert "ended without finishing" in last and "recover" in last, follow.stderr
+    recovered = sp("recover", "k.h5.partial")
+    assert recovered.returncode == 0, recovered.stderr
+    with h5py.File(sp.tmp / "k.h5") as f:
+        assert regions(f)["step"].attrs["num_calls"] > 0
