@@ -8,9 +8,10 @@
  *
  * The producer calls (sp_stream_name .. sp_stream_flush) come from one thread
  * at a time (the recording side calls them holding the GIL) and never block
- * on the disk: what the writer has not taken yet waits in a queue of at most
- * queue_bytes; a hand-over that does not fit is refused (-1) and the caller
- * keeps or drops the calls, counting them. */
+ * on the disk: what the writer has not written yet waits in a queue of at
+ * most queue_bytes (an empty queue takes any one block); a hand-over that
+ * does not fit is refused (-1) and the caller keeps or drops the calls,
+ * counting them. */
 #ifndef SP_STREAM_H
 #define SP_STREAM_H
 

@@ -2,9 +2,9 @@
  * their calls to the stream (include/sp_stream.h) instead of holding them.
  *
  * A region's buffer that is full is offered here (sp_buf_spill, from the
- * growth slow path of sp_buf_reserve): past a block's size, or when growing
- * would pass the budget, its calls are handed over and the buffer starts
- * again from slot 0 with its gen moved on. Every flush interval the writer
+ * growth slow path of sp_buf_reserve): when growing would pass the budget,
+ * or, once the stream runs, past a block's size, its calls are handed over
+ * and the buffer starts again from slot 0 with its gen moved on. Every flush interval the writer
  * asks (Py_AddPendingCall: the main thread, with the GIL, between two
  * bytecodes, so every buffer is consistent) for the partly filled buffers
  * too. A call still open when handed over is written with no end; its exit,
@@ -29,15 +29,15 @@
 #include "sp_spill.h"
 #include "sp_stream.h"
 
-/* Calls in a block handed over as soon as a buffer holds them (budget
- * allowing: at most 1/32 of it per block). */
+/* Calls in a block handed over once the stream runs: at most 1/32 of the
+ * budget, so that the writer's queue (half of it) holds 16 of them. */
 #define BLOCK_MAX ((size_t)1 << 16)
 #define BLOCK_MIN ((size_t)256)
 
 static struct {
 	int on;                        /* this session streams */
-	size_t budget;                 /* bytes of buffers and queue */
 	size_t block;                  /* calls per block */
+	size_t budget;                 /* bytes of buffers and queue */
 	int32_t next_id;               /* the next region's id in the stream */
 	uint64_t dropped;              /* calls not recorded: the writer was behind */
 	int64_t interval_ns;           /* between flushes */
@@ -103,6 +103,14 @@ static int hand_over(RegionObject *r)
 			r->late[r->nlate++] = (struct sp_late){r->gen, (ptrdiff_t)i, b->starts[i], at + (int64_t)i};
 	b->n = 0;
 	r->gen++;
+	if (b->cap > 2 * spill.block && spill.on) {
+		/* Grown before the stream began: from now on a block's size,
+		 * so that the writer's queue holds many. */
+		int lanes = b->keep_lanes;
+		sp_buf_free(b);
+		if (lanes)
+			sp_buf_keep_lanes(b);
+	}
 	return 0;
 }
 
@@ -116,12 +124,18 @@ static int spill_full(struct sp_buf *b)
 	size_t next = sp_buf_next_cap(b->cap, b->limit);
 	size_t more = next > b->cap ? (next - b->cap) * entry : SIZE_MAX;
 	int fits = more <= spill.budget / 2 && sp_buf_bytes <= spill.budget / 2 - more;
-	if (b->cap < spill.block && fits)
-		return 1;   /* small yet: grow */
+	/* Nothing streamed yet: within the budget the buffer grows, so that a
+	 * run that ends before its first flush and within its budget streams
+	 * nothing (its file is written whole, version 2). */
+	if (fits && (!sp_stream_handed() || b->cap < spill.block))
+		return 1;
 	if (hand_over(r) == 0)
-		return 0;
+		return b->cap ? 0 : 1;   /* emptied; or given up whole: grows anew */
+	/* The writer is behind: hold on within the budget; past it (the
+	 * writer's queue, the budget's other half, full too) the call is
+	 * dropped, counted. */
 	if (fits)
-		return 1;   /* the writer is behind: hold on in memory, within the budget */
+		return 1;
 	spill.dropped++;
 	return -1;
 }

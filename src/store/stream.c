@@ -70,6 +70,7 @@ static struct stream {
 	pthread_cond_t cv;
 	struct rec *head, *tail;
 	size_t queued;                 /* bytes in the queue */
+	size_t queued_blocks;          /* of which blocks' (what queue_bytes bounds) */
 	int stop;                      /* the writer is to finish the queue and end */
 	int direct;                    /* the writer has ended: records are written by the caller */
 	int failed;                    /* the writer failed: failure says why */
@@ -215,7 +216,7 @@ static void *writer_main(void *arg)
 			next = now;
 			add_ns(&next, S.c.interval_ns);
 		}
-		size_t done = 0;
+		size_t done = 0, done_blocks = 0;
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		while (list) {
@@ -225,12 +226,15 @@ static void *writer_main(void *arg)
 				usleep(S.slow_us);   /* the tests' slow disk */
 			put(r);
 			done += r->bytes;
+			if (r->kind == REC_BLOCK)
+				done_blocks += r->bytes;
 			free(r);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		S.busy_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
 		pthread_mutex_lock(&S.mu);
 		S.queued -= done;
+		S.queued_blocks -= done_blocks;
 		int end = stop && !S.head;
 		pthread_mutex_unlock(&S.mu);
 		if (end)
@@ -251,7 +255,7 @@ static int hand(struct rec *r)
 		return 0;
 	}
 	pthread_mutex_lock(&S.mu);
-	if (S.failed || (r->kind == REC_BLOCK && S.queued + r->bytes > S.c.queue_bytes)) {
+	if (S.failed || (r->kind == REC_BLOCK && S.queued_blocks && S.queued_blocks + r->bytes > S.c.queue_bytes)) {
 		pthread_mutex_unlock(&S.mu);
 		free(r);
 		return -1;
@@ -263,7 +267,9 @@ static int hand(struct rec *r)
 		S.head = r;
 	S.tail = r;
 	S.queued += r->bytes;
-	int wake = r->kind == REC_FLUSH || S.queued > S.c.queue_bytes / 4;
+	if (r->kind == REC_BLOCK)
+		S.queued_blocks += r->bytes;
+	int wake = r->kind == REC_FLUSH || r->kind == REC_BLOCK;
 	pthread_mutex_unlock(&S.mu);
 	if (wake)
 		pthread_cond_signal(&S.cv);
@@ -299,7 +305,7 @@ int sp_stream_room(size_t n, int lanes)
 		return 1;
 	size_t need = sizeof(struct rec) + n * (2 * sizeof(int64_t) + (lanes ? sizeof(int32_t) : 0));
 	pthread_mutex_lock(&S.mu);
-	int room = !S.failed && S.queued + need <= S.c.queue_bytes;
+	int room = !S.failed && (S.queued_blocks == 0 || S.queued_blocks + need <= S.c.queue_bytes);
 	pthread_mutex_unlock(&S.mu);
 	return room;
 }

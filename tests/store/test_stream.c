@@ -131,15 +131,22 @@ static void test_full_queue_refuses_and_counts(void **state)
 	(void)state;
 	struct sp_error err = {0};
 	const char *out = tpath("q.h5");
-	struct sp_stream_config c = config(out, 256);   /* room for no block */
+	/* A writer slower than this test (the tests' slow disk: it pauses 10 s
+	 * before each record), and a queue of 256 bytes: an empty queue takes
+	 * any block, one that holds a block refuses the next. */
+	setenv("SCOPE_PROFILER_TEST_SLOW_WRITER_US", "10000000", 1);
+	struct sp_stream_config c = config(out, 256);
 	assert_ok(sp_stream_start(&c, &err), &err);
+	unsetenv("SCOPE_PROFILER_TEST_SLOW_WRITER_US");
 	int64_t s[64], e[64];
 	for (int i = 0; i < 64; i++)
 		s[i] = e[i] = 2000 + i;
+	assert_int_equal(sp_stream_room(64, 0), 1);
+	assert_int_equal(sp_stream_block(0, 64, s, e, NULL), 0);
 	assert_int_equal(sp_stream_room(64, 0), 0);
 	assert_int_equal(sp_stream_block(0, 64, s, e, NULL), -1);
 	assert_int_equal(sp_stream_refused(), 64);
-	assert_false(sp_stream_handed());
+	assert_true(sp_stream_handed());
 	sp_stream_cancel();
 	assert_false(sp_stream_on());
 	assert_int_equal(count_files(), 0);
