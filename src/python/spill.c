@@ -194,7 +194,14 @@ static void *ticker_main(void *arg)
 		if (sp_py_finalizing())
 			return NULL;
 		PyGILState_STATE g = PyGILState_Ensure();
-		tick();
+		/* Stopped while this thread waited for the GIL (ticker_stop
+		 * releases it to join): the session is ending, its buffers are
+		 * the end's now. */
+		pthread_mutex_lock(&ticker.mu);
+		int stopped = ticker.stop;
+		pthread_mutex_unlock(&ticker.mu);
+		if (!stopped)
+			tick();
 		PyGILState_Release(g);
 		clock_gettime(CLOCK_MONOTONIC, &next);
 		pthread_mutex_lock(&ticker.mu);

@@ -324,3 +324,38 @@ def test_summary_follow_of_a_killed_run_says_recover(sp):
     assert recovered.returncode == 0, recovered.stderr
     with h5py.File(sp.tmp / "k.h5") as f:
         assert regions(f)["step"].attrs["num_calls"] > 0
+
+
+ATEXIT_SPIN = """
+import atexit, time
+import scope_profiler as sp
+def slow():
+    print("in atexit", flush=True)
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        pass
+atexit.register(slow)
+with sp.region("r"):
+    pass
+print("started", flush=True)
+"""
+
+
+def test_the_end_of_a_run_during_a_flush_keeps_every_call(sp):
+    """The run ends (SIGTERM in the script's atexit callback) at moments
+    that meet the flushes (every 10 ms): whether the call went to the
+    stream or stayed in memory, the profile holds it."""
+    script = sp.script(ATEXIT_SPIN, name="spin.py")
+    for i in range(20):
+        out = sp.tmp / f"a{i}.h5"
+        p = subprocess.Popen([BINARY, "run", "-q", "--flush-interval", "0.01", "-o", str(out), str(script)],
+                             cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.stdout.readline() == "started\n"
+        assert p.stdout.readline() == "in atexit\n"
+        time.sleep(0.002 * (i % 7))
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 128 + signal.SIGTERM, err
+        with h5py.File(out) as f:
+            assert {n: int(r.attrs["num_calls"]) for n, r in regions(f).items()} == {"r": 1}, i
+        assert not (sp.tmp / f"a{i}.h5.partial").exists()
