@@ -36,9 +36,14 @@ def run_pair(sp, script_a=EXAMPLE, script_b=EXAMPLE):
 
 
 def fastest(path):
-    """{region: its fastest call in ns}, read with h5py."""
+    """{region: the mean of its fastest tenth of calls in ns}, read with
+    h5py: what the gate judges (man scope-profiler-diff, GATE)."""
     with h5py.File(path) as f:
-        return {name: int(r.attrs["min_ns"]) for name, r in regions(f).items()}
+        out = {}
+        for name, r in regions(f).items():
+            d = np.sort(r["end_times"] - r["start_times"])
+            out[name] = float(d[:-(-len(d) // 10)].mean())
+        return out
 
 
 def made_pair(sp, want, **kw):
@@ -66,8 +71,11 @@ def test_region_twice_as_slow_fails_and_is_named(sp):
     # solve doubled against assemble, which did not change: a pair whose
     # runs met cores of different speeds shows it too (the gate then sees
     # solve grow all the more, or a little less, but still past 10 %)
+    # The pair is kept when its fastest calls show what the test means:
+    # solve doubled, assemble (what the runs share) within 6 % both ways, so
+    # that neither direction's gate can see it pass 10 %.
     doubled = lambda a, b: 1.7 < (b["solve"] / a["solve"]) / (b["assemble"] / a["assemble"]) < 2.3 \
-        and 0.8 < b["assemble"] / a["assemble"] < 1.25
+        and 0.94 < b["assemble"] / a["assemble"] < 1.06
     made_pair(sp, doubled, script_a=EXAMPLE, script_b=slower_solve(sp))
     # checkpoint writes a file: on a loaded machine its fastest call can
     # grow past solve's doubling, and the gate names the largest growth
@@ -87,7 +95,7 @@ def test_region_twice_as_slow_fails_and_is_named(sp):
     assert solve["p_value"] < 0.01
     assert doc["min_time_s"] >= 0.001
     # Made faster: passes.
-    proc = sp("diff", "b.h5", "a.h5", "--fail-above", "10")
+    proc = sp("diff", "b.h5", "a.h5", "--fail-above", "10", "--exclude", "checkpoint")
     assert proc.returncode == 0, proc.stderr
 
 
