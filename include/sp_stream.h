@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "sp_error.h"
 #include "sp_profile.h"
@@ -38,8 +39,9 @@ struct sp_stream_config {
 	void (*ask_flush)(void);
 };
 
-/* Starts the writer thread. Nothing is written until the first block or
- * flush: a run that ends before either writes no partial file. SP_EINVAL
+/* Starts the stream. Nothing is written, and no thread runs, until the
+ * first block or flush: a run that ends before either writes no partial
+ * file. SP_EINVAL
  * (a bad path: a device, a directory), SP_ENOMEM or SP_EIO with err set. */
 enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *err);
 
@@ -97,6 +99,16 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
  * what is handed over is written by the calling thread at once (the end of
  * the run, which must not be refused). */
 void sp_stream_quiesce(void);
+
+/* Before a fork: the writer thread writes what was handed over and ends,
+ * and is gone from the kernel's count of this process's threads, so that
+ * the fork is a single-threaded process's (as without the stream); the next
+ * record starts it again. */
+void sp_stream_pause(void);
+
+/* Waits (at most about 0.1 s) until the kernel no longer counts thread tid
+ * of this process (joined threads linger a moment). */
+void sp_stream_thread_gone(pid_t tid);
 
 /* Whether anything was handed over (the run then ends with
  * sp_stream_finish; else with sp_stream_cancel and a file written whole). */

@@ -20,7 +20,8 @@
  * os.exec*() replaces the process: the profile is written first (the
  * run's os.execv / os.execve, through which every os.exec* function goes).
  * os._exit() in a profiled child process (run --subprocesses) writes the
- * child's profile first. */
+ * child's profile first. os.fork() and os.forkpty() pause the profile's
+ * stream around the fork (sp_spill.h). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -32,6 +33,7 @@
 #include "sp_exitphase.h"
 #include "sp_outpath.h"
 #include "sp_pysession.h"
+#include "sp_spill.h"
 
 static const int exit_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2};
 #define NSIGNALS (sizeof exit_signals / sizeof exit_signals[0])
@@ -153,11 +155,25 @@ static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	return r;
 }
 
-static PyMethodDef exec_defs[] = {
+/* os.fork and os.forkpty under run: the stream's threads, stopped before
+ * the fork, start again once it returned (sp_spill.h). */
+static PyObject *fork_around(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+	sp_spill_fork_enter();
+	PyObject *r = PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
+	sp_spill_fork_leave();
+	return r;
+}
+
+static PyMethodDef os_defs[] = {
 	{"execv", (PyCFunction)(void (*)(void))exec_first, METH_FASTCALL | METH_KEYWORDS,
 	 "os.execv under scope-profiler run: the profile is written before the process is replaced."},
 	{"execve", (PyCFunction)(void (*)(void))exec_first, METH_FASTCALL | METH_KEYWORDS,
 	 "os.execve under scope-profiler run: the profile is written before the process is replaced."},
+	{"fork", (PyCFunction)(void (*)(void))fork_around, METH_FASTCALL | METH_KEYWORDS,
+	 "os.fork under scope-profiler run: the profile's writer pauses around the fork."},
+	{"forkpty", (PyCFunction)(void (*)(void))fork_around, METH_FASTCALL | METH_KEYWORDS,
+	 "os.forkpty under scope-profiler run: the profile's writer pauses around the fork."},
 };
 
 /* os._exit under a child process's session (run --subprocesses): the
@@ -176,8 +192,8 @@ static PyMethodDef exit_def = {
  * script starts: the exit signals that have no handler yet (not in a
  * spawned child of --subprocesses, whose parent may stop it with SIGTERM
  * while it holds a lock its siblings wait for: multiprocessing's Pool),
- * sys.unraisablehook, os.execv / os.execve and os._exit. The builtins keep
- * the originals' names. */
+ * sys.unraisablehook, os.execv / os.execve, os.fork / os.forkpty and
+ * os._exit. The builtins keep the originals' names. */
 static PyObject *run_watch(PyObject *m, PyObject *args)
 {
 	PyObject *os;
@@ -213,15 +229,15 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 		}
 		Py_DECREF(w);
 	}
-	for (size_t i = 0; i < sizeof exec_defs / sizeof exec_defs[0]; i++) {
-		PyObject *orig = PyObject_GetAttrString(os, exec_defs[i].ml_name);
+	for (size_t i = 0; i < sizeof os_defs / sizeof os_defs[0]; i++) {
+		PyObject *orig = PyObject_GetAttrString(os, os_defs[i].ml_name);
 		if (!orig) {
 			PyErr_Clear();   /* not on this platform */
 			continue;
 		}
-		PyObject *w = PyCFunction_NewEx(&exec_defs[i], orig, NULL);
+		PyObject *w = PyCFunction_NewEx(&os_defs[i], orig, NULL);
 		Py_DECREF(orig);
-		if (!w || PyObject_SetAttrString(os, exec_defs[i].ml_name, w) != 0) {
+		if (!w || PyObject_SetAttrString(os, os_defs[i].ml_name, w) != 0) {
 			Py_XDECREF(w);
 			goto fail;
 		}

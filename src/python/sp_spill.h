@@ -74,6 +74,14 @@ int sp_spill_collect(struct sp_rank *rk, int64_t now);
  * set (OUT.partial then keeps every call written). */
 int sp_spill_finish(const struct sp_profile *p, const char *path);
 
+/* os.fork / os.forkpty under run (exitphase.c's wrappers): _enter before
+ * the original, _leave after it returned, in the parent and the child. The
+ * stream's threads, stopped for the fork by an os.register_at_fork hook,
+ * start again in the parent at _leave, once Python counted the process's
+ * threads (3.12+ warns when there are several). */
+void sp_spill_fork_enter(void);
+void sp_spill_fork_leave(void);
+
 /* Calls dropped so far because the writer was behind (also counted in
  * their regions' dropped events). */
 uint64_t sp_spill_dropped(void);

@@ -4,12 +4,17 @@
  * A region's buffer that is full is offered here (sp_buf_spill, from the
  * growth slow path of sp_buf_reserve): when growing would pass the budget,
  * or, once the stream runs, past a block's size, its calls are handed over
- * and the buffer starts again from slot 0 with its gen moved on. Every flush interval the writer
- * asks (Py_AddPendingCall: the main thread, with the GIL, between two
- * bytecodes, so every buffer is consistent) for the partly filled buffers
- * too. A call still open when handed over is written with no end; its exit,
- * which then holds an old gen, ends it here (sp_spill_late_end), which the
- * file gets as a patch. Nothing runs on the recording fast path. */
+ * and the buffer starts again from slot 0 with its gen moved on. Every flush
+ * interval a ticker thread takes the GIL (so every buffer is consistent) and
+ * hands the partly filled buffers over too. A call still open when handed
+ * over is written with no end; its exit, which then holds an old gen, ends
+ * it here (sp_spill_late_end), which the file gets as a patch. Nothing runs
+ * on the recording fast path.
+ *
+ * A fork (os.fork, multiprocessing's fork) finds a single-threaded process,
+ * as without the stream: an os.register_at_fork hook stops the ticker and
+ * the writer before it, and they start again after it, once Python counted
+ * the process's threads (3.12+ warns when there are several). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -42,6 +47,8 @@ static struct {
 	uint64_t dropped;              /* calls not recorded: the writer was behind */
 	int64_t interval_ns;           /* between flushes */
 	int finish_failed;             /* the last sp_spill_finish failed */
+	int paused;                    /* the threads were stopped for a fork */
+	int in_fork;                   /* inside os.fork / os.forkpty (their wrappers) */
 } spill;
 
 static struct {
@@ -50,6 +57,7 @@ static struct {
 	pthread_cond_t cv;
 	int running, stop;
 	pid_t pid;                     /* of the process that started it */
+	pid_t tid;                     /* the thread's, as the kernel counts threads */
 } ticker = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Room for k more late calls in r. 0, or -1. */
@@ -114,12 +122,16 @@ static int hand_over(RegionObject *r)
 	return 0;
 }
 
+static void resume(void);
+
 /* sp_buf_spill: a full region buffer. */
 static int spill_full(struct sp_buf *b)
 {
 	RegionObject *r = (RegionObject *)((char *)b - offsetof(RegionObject, buf));
 	if (!spill.on || !sp_stream_on())
 		return 1;   /* a forked child's copy: as without a stream */
+	if (spill.paused)
+		resume();   /* a fork's pause the pending call has not ended yet */
 	size_t entry = 2 * sizeof(int64_t) + (b->keep_lanes ? sizeof(int32_t) : 0);
 	size_t next = sp_buf_next_cap(b->cap, b->limit);
 	size_t more = next > b->cap ? (next - b->cap) * entry : SIZE_MAX;
@@ -176,6 +188,7 @@ static void tick(void)
 static void *ticker_main(void *arg)
 {
 	(void)arg;
+	ticker.tid = gettid();
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the main thread's */
@@ -240,9 +253,98 @@ static int ticker_start(void)
 	}
 	ticker.stop = 0;
 	ticker.pid = getpid();
+	ticker.tid = 0;
 	if (pthread_create(&ticker.thread, NULL, ticker_main, NULL) != 0)
 		return -1;
 	ticker.running = 1;
+	return 0;
+}
+
+/* ---- fork ------------------------------------------------------------ */
+
+/* The ticker again after a fork (the writer starts with the next record). */
+static void resume(void)
+{
+	spill.paused = 0;
+	if (spill.on && sp_stream_on() && !ticker.running && ticker_start() != 0)
+		fprintf(stderr, "scope-profiler: warning: cannot start the stream's ticker thread again; "
+			"calls are written as buffers fill\n");
+}
+
+static int resume_pending(void *arg)
+{
+	(void)arg;
+	if (spill.paused)
+		resume();
+	return 0;
+}
+
+/* os.register_at_fork(before=): the ticker and the writer end (the writer
+ * once it wrote its queue) and are gone from the kernel's count. */
+static PyObject *fork_before(PyObject *self, PyObject *unused)
+{
+	if (spill.on && sp_stream_on() && ticker.running && ticker.pid == getpid()) {
+		ticker_stop();
+		sp_stream_thread_gone(ticker.tid);
+		sp_stream_pause();
+		spill.paused = 1;
+	}
+	Py_RETURN_NONE;
+}
+
+/* after_in_parent=: 3.13 counts the threads after the hooks, so nothing
+ * starts here. Inside os.fork or os.forkpty their wrapper starts the ticker
+ * once the original returned (sp_spill_fork_leave); after any other fork
+ * (a C extension's, which Python does not warn about) a pending call does.
+ * A recording that hands a buffer over first starts it there. */
+static PyObject *fork_parent(PyObject *self, PyObject *unused)
+{
+	if (spill.paused && !spill.in_fork && Py_AddPendingCall(resume_pending, NULL) != 0)
+		resume();
+	Py_RETURN_NONE;
+}
+
+void sp_spill_fork_enter(void)
+{
+	spill.in_fork++;
+}
+
+void sp_spill_fork_leave(void)
+{
+	spill.in_fork--;
+	if (spill.paused && ticker.pid == getpid())
+		resume();   /* the parent; the child has no stream */
+}
+
+/* Registers the hooks, once per process. 0, or -1 with an exception. */
+static int fork_hooks(void)
+{
+	static PyMethodDef defs[] = {
+		{"_stream_before_fork", fork_before, METH_NOARGS, NULL},
+		{"_stream_after_fork", fork_parent, METH_NOARGS, NULL},
+	};
+	static pid_t registered;
+	if (registered == getpid())
+		return 0;
+	PyObject *os = PyImport_ImportModule("os"), *before = NULL, *parent = NULL, *r = NULL;
+	PyObject *kw = PyDict_New();
+	if (os && kw && (before = PyCFunction_New(&defs[0], NULL)) && (parent = PyCFunction_New(&defs[1], NULL)) &&
+	    PyDict_SetItemString(kw, "before", before) == 0 &&
+	    PyDict_SetItemString(kw, "after_in_parent", parent) == 0) {
+		PyObject *fn = PyObject_GetAttrString(os, "register_at_fork"), *args = PyTuple_New(0);
+		if (fn && args)
+			r = PyObject_Call(fn, args, kw);
+		Py_XDECREF(fn);
+		Py_XDECREF(args);
+	}
+	Py_XDECREF(os);
+	Py_XDECREF(kw);
+	Py_XDECREF(before);
+	Py_XDECREF(parent);
+	if (!r)
+		return -1;
+	Py_DECREF(r);
+	registered = getpid();
 	return 0;
 }
 
@@ -271,6 +373,10 @@ int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int com
 	spill.next_id = 0;
 	spill.dropped = 0;
 	spill.interval_ns = c.interval_ns;
+	if (fork_hooks() != 0) {
+		sp_stream_cancel();
+		return -1;
+	}
 	if (ticker_start() != 0) {
 		sp_stream_cancel();
 		fprintf(stderr, "scope-profiler: warning: cannot start the stream's ticker thread; the profile "
@@ -278,6 +384,7 @@ int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int com
 		return 0;
 	}
 	spill.on = 1;
+	spill.paused = 0;
 	sp_buf_spill = spill_full;
 	return 0;
 }
@@ -294,6 +401,7 @@ void sp_spill_cancel(void)
 	ticker_stop();
 	sp_stream_cancel();
 	spill.on = 0;
+	spill.paused = 0;
 	sp_buf_spill = NULL;
 }
 
@@ -317,6 +425,7 @@ int sp_spill_collect(struct sp_rank *rk, int64_t now)
 	/* The ticker and the writer stop: what is handed over from here is
 	 * written at once. */
 	ticker_stop();
+	spill.paused = 0;
 	sp_stream_quiesce();
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;

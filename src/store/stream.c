@@ -8,8 +8,11 @@
  * flushed_ns and flushes the file. The file is in HDF5's single-writer /
  * multiple-reader mode: readers open it at any moment, and after a kill, and
  * see every call up to the last flush. Every HDF5 call of the writer holds
- * sp_h5_lock. When the writer is stopped (sp_stream_finish), the records the
- * producer still hands over are written at once by the calling thread. */
+ * sp_h5_lock. The writer thread starts with the first record (a run that
+ * hands nothing over has no thread of ours), and pauses around a fork
+ * (sp_stream_pause; the next record starts it again). When the writer is
+ * stopped (sp_stream_finish), the records the producer still hands over are
+ * written at once by the calling thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -66,6 +69,7 @@ static struct stream {
 	char *target, *partial, *hostname;
 	pthread_t thread;
 	int thread_running;
+	pid_t thread_tid;              /* the writer's, as the kernel counts threads */
 	pthread_mutex_t mu;            /* the queue, stop, failed */
 	pthread_cond_t cv;
 	struct rec *head, *tail;
@@ -190,6 +194,7 @@ static int after(const struct timespec *a, const struct timespec *b)
 static void *writer_main(void *arg)
 {
 	(void)arg;
+	S.thread_tid = gettid();
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the main thread's */
@@ -245,6 +250,21 @@ static void *writer_main(void *arg)
 
 /* ---- the producer -------------------------------------------------------- */
 
+/* Starts the writer thread. 0, or -1 (failed, said). */
+static int writer_start(void)
+{
+	S.stop = 0;
+	S.thread_tid = 0;
+	int e = pthread_create(&S.thread, NULL, writer_main, NULL);
+	if (e != 0) {
+		errno = e;
+		fail("cannot start the writer thread");
+		return -1;
+	}
+	S.thread_running = 1;
+	return 0;
+}
+
 /* Queues r (or writes it now once the writer ended): 0, or -1 when
  * refused (freed). */
 static int hand(struct rec *r)
@@ -253,6 +273,10 @@ static int hand(struct rec *r)
 		put(r);
 		free(r);
 		return 0;
+	}
+	if (!S.thread_running && writer_start() != 0) {
+		free(r);
+		return -1;
 	}
 	pthread_mutex_lock(&S.mu);
 	if (S.failed || (r->kind == REC_BLOCK && S.queued_blocks && S.queued_blocks + r->bytes > S.c.queue_bytes)) {
@@ -509,27 +533,50 @@ enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *e
 	const char *slow = getenv("SCOPE_PROFILER_TEST_SLOW_WRITER_US");
 	S.slow_us = slow ? (unsigned)strtoul(slow, NULL, 10) : 0;
 	S.on = 1;
-	if (pthread_create(&S.thread, NULL, writer_main, NULL) != 0) {
-		int e = errno;
-		release();
-		return sp_error_set(err, SP_EIO, "cannot start the writer thread: %s", strerror(e));
-	}
-	S.thread_running = 1;
 	return SP_OK;
 }
 
-/* Stops the writer thread after it wrote the queue; later records are
- * written by the caller. */
-void sp_stream_quiesce(void)
+void sp_stream_thread_gone(pid_t tid)
 {
-	if (!S.thread_running)
+	char path[64];
+	if (tid <= 0)
 		return;
+	snprintf(path, sizeof path, "/proc/self/task/%ld", (long)tid);
+	/* pthread_join returns when the thread's stack is free, a little
+	 * before the kernel stops counting the thread; what counts threads
+	 * (Python's fork warning reads /proc/self/stat) would still see it. */
+	for (int i = 0; i < 10000 && access(path, F_OK) == 0; i++)
+		usleep(10);
+}
+
+/* Joins the writer once it wrote the queue. */
+static void writer_join(void)
+{
 	pthread_mutex_lock(&S.mu);
 	S.stop = 1;
 	pthread_mutex_unlock(&S.mu);
 	pthread_cond_signal(&S.cv);
 	pthread_join(S.thread, NULL);
 	S.thread_running = 0;
+	S.stop = 0;
+}
+
+void sp_stream_pause(void)
+{
+	if (!S.on || !S.thread_running)
+		return;
+	writer_join();
+	sp_stream_thread_gone(S.thread_tid);
+}
+
+/* Stops the writer thread after it wrote the queue; later records are
+ * written by the caller. */
+void sp_stream_quiesce(void)
+{
+	if (S.direct || !S.on)
+		return;
+	if (S.thread_running)
+		writer_join();
 	S.direct = 1;
 	sp_h5_lock();
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);    /* this thread writes from here on */

@@ -261,6 +261,62 @@ for i in range(50_000):
         assert regions(f)["step"].attrs["num_calls"] == 100_000
 
 
+def test_a_fork_finds_one_thread_as_without_the_stream(sp):
+    # The stream's ticker and writer are threads: a fork (os.fork,
+    # multiprocessing's fork) finds them stopped, as a plain python program
+    # has none (3.12+ warns on stderr when there are several), and they run
+    # again after it; no call of the parent's is lost.
+    script = sp.script("""
+import multiprocessing, os, sys, time
+import scope_profiler as sp
+
+def threads():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("Threads:"))
+
+step = sp.region("step")
+def burst(seconds):
+    n, t = 0, time.monotonic()
+    while time.monotonic() - t < seconds:
+        for _ in range(1000):
+            with step:
+                pass
+        n += 1000
+    return n
+
+n = burst(0.3)
+running = threads()
+at_fork = []
+os.register_at_fork(after_in_parent=lambda: at_fork.append(threads()))
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+n += burst(0.3)
+again = threads()
+p = multiprocessing.get_context("fork").Process(target=burst, args=(0.01,))
+p.start()
+p.join()
+n += burst(0.3)
+print(running, at_fork, again, threads(), n)
+""", name="forks.py")
+    # The default budget (a writer slowed by a loaded machine drops no call);
+    # the first flush after 0.05 s starts the writer.
+    proc = sp("run", "-q", "--flush-interval", "0.05", "-o", "f.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    # Only the line about the children (no DeprecationWarning of Python's).
+    assert proc.stderr.splitlines() == [
+        "scope-profiler: run: warning: 2 child processes imported scope_profiler and were not "
+        "profiled: their calls are not in this profile"], proc.stderr
+    out = proc.stdout.split()
+    n = int(out[-1])
+    # The main thread, the ticker, the writer; one at both forks; all three again.
+    assert " ".join(out[:-1]) == "3 [1, 1] 3 3", proc.stdout
+    with h5py.File(sp.tmp / "f.h5") as f:
+        assert f.attrs["format_version"] == 3
+        assert regions(f)["step"].attrs["num_calls"] == n
+
+
 # Records for a few seconds, then ends normally.
 SECONDS_RUN = """
 import sys, time
