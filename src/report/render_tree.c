@@ -240,7 +240,8 @@ void sp_rview_tree(FILE *out, const struct view *v)
 	fprintf(out, "%-*s  %*s  %*s  %6s\n", w, "region", cw, "calls", dw, "total", "% run");
 	sp_render_rule(out, tw);
 	if (v->nnodes == 0)
-		fputs("(no calls recorded)\n", out);
+		fputs(v->approx ? "(none in this file: the regions below have the calls)\n" : "(no calls recorded)\n",
+		      out);
 	char more[48];
 	/* Depth first, without recursion: recursive profiles can be deep. A
 	 * list with entries left out ends in a "… N more" row holding their

@@ -840,6 +840,11 @@ static void test_recursive_totals(void **state)
 	assert_non_null(strstr(line_starting(out, "fib "), " 710 ms "));
 	assert_non_null(line_starting(out, "note: a rank without a call tree"));
 	free(out);
+	/* Its tree section says where the calls are, not that there are none. */
+	out = render(p, SP_RENDER_ALL);
+	assert_non_null(line_starting(out, "(none in this file: the regions below have the calls)"));
+	assert_null(strstr(out, "(no calls recorded)"));
+	free(out);
 	sp_profile_free(p);
 }
 
