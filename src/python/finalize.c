@@ -471,7 +471,12 @@ static int final_streamed(struct sp_final *f, int64_t now)
 		report_losses(p, 0);
 	if (add_streamed_tree(p) != 0 || sp_spill_finish(p, f->path) != 0)
 		goto out;
-	if (f->render || f->render_lines || f->snapshot) {
+	/* What is shown is read back from the file; but a file without a
+	 * tree (over STREAMED_TREE_MAX calls) would be read with every event,
+	 * as many bytes as the run streamed: its summary is p's, its
+	 * statistics without a tree (summary FILE builds it). */
+	const struct sp_profile *show = p;
+	if (f->snapshot || ((f->render || f->render_lines) && p->ranks[0].tree)) {
 		enum sp_err r;
 		Py_BEGIN_ALLOW_THREADS
 		r = sp_h5_read(f->path, f->snapshot ? SP_READ_EVENTS : SP_READ_SUMMARY, &back, &err);
@@ -480,9 +485,10 @@ static int final_streamed(struct sp_final *f, int64_t now)
 			PyErr_Format(PyExc_OSError, "cannot read back the profile: %s", err.msg);
 			goto out;
 		}
+		show = back;
 	}
-	if ((f->render && !(f->summary = sp_py_render(back, f->path, 0))) ||
-	    (f->render_lines && !(f->lines = sp_py_render(back, f->path, 1))) ||
+	if ((f->render && !(f->summary = sp_py_render(show, f->path, 0))) ||
+	    (f->render_lines && !(f->lines = sp_py_render(show, f->path, 1))) ||
 	    (f->snapshot && !(f->data = sp_results_data(back))))
 		goto out;
 	rc = 0;

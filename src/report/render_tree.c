@@ -240,7 +240,7 @@ void sp_rview_tree(FILE *out, const struct view *v)
 	fprintf(out, "%-*s  %*s  %*s  %6s\n", w, "region", cw, "calls", dw, "total", "% run");
 	sp_render_rule(out, tw);
 	if (v->nnodes == 0)
-		fputs(v->approx ? "(none in this file: the regions below have the calls)\n" : "(no calls recorded)\n",
+		fputs(v->approx ? "(not built at the end of the run: `scope-profiler summary FILE` builds it)\n" : "(no calls recorded)\n",
 		      out);
 	char more[48];
 	/* Depth first, without recursion: recursive profiles can be deep. A

@@ -266,7 +266,10 @@ def test_streamed_run_memory_is_bounded_by_the_budget(sp):
     assert ASAN or peak - base <= budget + (20 << 20), (peak - base) / 2**20
     with h5py.File(out, "r") as f:
         assert f.attrs["format_version"] == 3
-        check_columns(regions(f)["tick"], n)
+        # A writer slowed by a loaded machine may drop calls: counted, said.
+        dropped = int(f["rank0"].attrs["dropped_events"])
+        assert not dropped or "the profile's writer fell behind" in (sp.tmp / f"run{n}.log").read_text()
+        check_columns(regions(f)["tick"], n - dropped)
 
 
 def test_no_loss_stores_zero(sp):

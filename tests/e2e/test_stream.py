@@ -61,9 +61,12 @@ def partial_calls(path):
 
 
 def test_a_long_run_streams_and_finishes_the_same_profile(sp):
+    # 600,001 calls, 9.6 MB: past half of an 8 MiB budget, so streamed in
+    # blocks of 16,384 calls; the budget holds most of them, so that a
+    # writer slowed by a loaded machine drops none.
     n = 300_000
     script = sp.script(LOOP, name="loop.py")
-    streamed = sp("run", "-q", "--memory-budget", "1M", "-o", "s.h5", script, n)
+    streamed = sp("run", "-q", "--memory-budget", "8M", "-o", "s.h5", script, n)
     whole = sp("run", "-q", "--memory-budget", "0", "-o", "w.h5", script, n)
     assert streamed.returncode == 0 and whole.returncode == 0, streamed.stderr + whole.stderr
     assert streamed.stdout == whole.stdout == f"done {n}\n"
@@ -89,6 +92,21 @@ def test_a_long_run_streams_and_finishes_the_same_profile(sp):
     summary = sp("summary", "s.h5")
     assert summary.returncode == 0, summary.stderr
     assert "step" in summary.stdout and "outer" in summary.stdout
+
+
+def test_the_end_of_a_long_streamed_run_reads_no_call_back(sp):
+    # Over 2M calls streamed: the end of the run builds no call tree (it
+    # would read every call back), and its summary says how to get it;
+    # `summary FILE` builds it from the file.
+    n = 1_100_000
+    proc = sp("run", "--memory-budget", "8M", "-o", "s.h5", sp.script(LOOP, name="loop.py"), n)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stderr   # the run's summary: the script's stdout stays its own
+    assert "(not built at the end of the run: `scope-profiler summary FILE` builds it)" in out
+    assert "note: a rank without a call tree" in out
+    assert any(l.startswith("step ") for l in out.splitlines())
+    tree = sp("summary", "--tree", "s.h5").stdout
+    assert "└─ outer (" in tree and "   └─ step (" in tree, tree   # nested as they ran
 
 
 def test_a_short_run_writes_no_partial_file(sp):
@@ -258,7 +276,10 @@ for i in range(50_000):
     assert proc.returncode == 0, proc.stderr
     with h5py.File(sp.tmp / "f.h5") as f:
         assert f.attrs["format_version"] == 3
-        assert regions(f)["step"].attrs["num_calls"] == 100_000
+        # The parent's calls, none of the child's (a writer slowed by a
+        # loaded machine may drop some: counted).
+        dropped = int(f["rank0"].attrs["dropped_events"])
+        assert regions(f)["step"].attrs["num_calls"] + dropped == 100_000
 
 
 def test_a_fork_finds_one_thread_as_without_the_stream(sp):
@@ -304,8 +325,10 @@ print(running, at_fork, again, threads(), n)
     # the first flush after 0.05 s starts the writer.
     proc = sp("run", "-q", "--flush-interval", "0.05", "-o", "f.h5", script)
     assert proc.returncode == 0, proc.stderr
-    # Only the line about the children (no DeprecationWarning of Python's).
-    assert proc.stderr.splitlines() == [
+    # Only the line about the children (and one about calls a writer slowed
+    # by a loaded machine dropped); no DeprecationWarning of Python's.
+    lines = [l for l in proc.stderr.splitlines() if "the profile's writer fell behind" not in l]
+    assert lines == [
         "scope-profiler: run: warning: 2 child processes imported scope_profiler and were not "
         "profiled: their calls are not in this profile"], proc.stderr
     out = proc.stdout.split()
@@ -314,7 +337,8 @@ print(running, at_fork, again, threads(), n)
     assert " ".join(out[:-1]) == "3 [1, 1] 3 3", proc.stdout
     with h5py.File(sp.tmp / "f.h5") as f:
         assert f.attrs["format_version"] == 3
-        assert regions(f)["step"].attrs["num_calls"] == n
+        dropped = int(f["rank0"].attrs["dropped_events"])   # a loaded machine's slow writer
+        assert regions(f)["step"].attrs["num_calls"] + dropped == n
 
 
 # Records for a few seconds, then ends normally.
