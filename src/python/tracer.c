@@ -248,6 +248,7 @@ static __attribute__((noinline)) void push_mem(struct call_stack *s, RegionObjec
 	c->region = r;
 	if (lanes)
 		r->buf.lanes[i] = lane;
+	r->buf.ends[i] = SP_NO_TIME;
 	r->buf.starts[i] = sp_clock_ns();
 }
 
@@ -294,7 +295,10 @@ static inline __attribute__((always_inline)) void push_call(struct call_stack *s
 	c->gen = r->gen;
 	if (lanes)
 		r->buf.lanes[i] = lane;
-	/* The end is written at the return, or by sp_tracer_stop_all. */
+	/* The end is written at the return, or by sp_tracer_stop_all; until
+	 * then the slot says it is open (a stream's hand-over, spill.c, reads
+	 * it so). */
+	r->buf.ends[i] = SP_NO_TIME;
 	r->buf.starts[i] = sp_clock_ns();
 }
 

@@ -109,6 +109,34 @@ def test_the_end_of_a_long_streamed_run_reads_no_call_back(sp):
     assert "└─ outer (" in tree and "   └─ step (" in tree, tree   # nested as they ran
 
 
+def test_a_recursive_run_streams_its_open_calls(sp):
+    # --recursive: <module> and work() are open through every flush; their
+    # calls go to the file open and get their ends when they return.
+    script = sp.script("""
+import time
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+def work():
+    t = time.monotonic()
+    while time.monotonic() - t < 0.4:
+        fib(12)
+work()
+""", name="rec.py")
+    proc = sp("run", "-q", "--recursive", "--flush-interval", "0.05", "-o", "r.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "r.h5") as f:
+        assert f.attrs["format_version"] == 3
+        rs = regions(f)
+        mod, work, fib = rs["__main__.<module>"], rs["__main__.work"], rs["__main__.fib"]
+        assert mod.attrs["num_calls"] == work.attrs["num_calls"] == 1
+        st, en = fib["start_times"], fib["end_times"]
+        assert len(st) == fib.attrs["num_calls"] > 1000
+        assert (en >= st).all()
+        assert int((en - st).max()) == int(fib.attrs["max_ns"])
+        assert work["start_times"][0] <= st.min() and work["end_times"][0] >= en.max()
+        assert mod["end_times"][0] >= work["end_times"][0]
+
+
 def test_a_short_run_writes_no_partial_file(sp):
     script = sp.script(LOOP, name="loop.py")
     proc = sp("run", "-q", "-o", "short.h5", script, 10)
