@@ -124,6 +124,12 @@ void sp_stream_cancel(void);
  * into the parent's file; the stream is off. */
 void sp_stream_forget(void);
 
+/* For recover: a partial file that its run left marked as open for
+ * writing (killed while it finished the file) is marked closed, so that it
+ * reads, unless a live run streams into it. 1 when it was, 0 when nothing
+ * was done (a live run's), -1 when it cannot be (not such a file). */
+int sp_stream_unmark_dead(const char *partial);
+
 /* The partial file's path for OUT (OUT + ".partial"), malloc'd, or NULL. */
 char *sp_stream_partial_path(const char *path);
 

@@ -10,6 +10,7 @@
 #include "sp_h5.h"
 #include "sp_outpath.h"
 #include "sp_render.h"
+#include "sp_stream.h"
 #include "sp_tree.h"
 
 #define CMD "recover"
@@ -121,7 +122,10 @@ int cmd_recover(int argc, char **argv)
 		goto out;
 	}
 	status = 1;
-	if (sp_report_read(in, SP_READ_EVENTS, &p, &err) != SP_OK) {
+	/* A run killed while it finished the file left it marked as open for
+	 * writing: marked closed, it reads as any partial file. */
+	if (sp_report_read(in, SP_READ_EVENTS, &p, &err) != SP_OK &&
+	    (sp_stream_unmark_dead(in) != 1 || sp_report_read(in, SP_READ_EVENTS, &p, &err) != SP_OK)) {
 		sp_cmd_error(CMD, "%s", err.msg);
 		goto out;
 	}

@@ -162,6 +162,7 @@ int sp_buf_keep_lanes(struct sp_buf *b)
 		if (!l)
 			return -1;
 		b->lanes = l;
+		sp_buf_bytes += b->cap * sizeof(int32_t);
 	}
 	b->keep_lanes = 1;
 	return 0;
@@ -177,6 +178,7 @@ int sp_buf_keep_values(struct sp_buf *b, int kind)
 		if (!v)
 			return -1;
 		b->values = v;
+		sp_buf_bytes += b->cap * sizeof(int64_t);
 	}
 	b->keep_values = kind;
 	return 0;

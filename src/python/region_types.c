@@ -36,6 +36,7 @@ static void region_dealloc(PyObject *self)
 	RegionObject *r = (RegionObject *)self;
 	Py_XDECREF(r->name);
 	sp_buf_free(&r->buf);
+	free(r->late);
 	Py_TYPE(self)->tp_free(self);
 }
 

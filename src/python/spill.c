@@ -115,7 +115,9 @@ static int hand_over(RegionObject *r)
 		/* Grown before the stream began: from now on a block's size,
 		 * so that the writer's queue holds many. */
 		int lanes = b->keep_lanes;
+		size_t dropped = b->dropped;
 		sp_buf_free(b);
+		b->dropped = dropped;
 		if (lanes)
 			sp_buf_keep_lanes(b);
 	}
@@ -172,12 +174,15 @@ static void tick(void)
 		return;
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
+	/* The file is complete up to now, or up to the first call of a buffer
+	 * the writer refused (kept for the next flush). */
+	int64_t until = sp_clock_ns();
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
-		if (r->buf.n)
-			hand_over(r);   /* refused: kept for the next one */
+		if (r->buf.n && hand_over(r) != 0 && r->buf.starts[0] < until)
+			until = r->buf.starts[0];
 	}
-	sp_stream_flush(sp_clock_ns());
+	sp_stream_flush(until);
 }
 
 /* The ticker: a thread that takes the GIL once per interval for tick().

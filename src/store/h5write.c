@@ -552,7 +552,9 @@ enum sp_err sp_h5w_finish_stream(hid_t file, const char *partial, const char *ta
 		rc = meta_add(w, p->meta[i].key, p->meta[i].value, p->meta[i].type, (long)i);
 	for (size_t i = 0; i < p->nranks && rc == SP_OK; i++)
 		rc = finish_rank(w, &p->ranks[i]);
-	if (rc == SP_OK && H5Gclose(w->meta) < 0)
+	/* Closed whatever happened, so that the file's close below is real
+	 * (a file left open for writing cannot be recovered). */
+	if (H5Gclose(w->meta) < 0 && rc == SP_OK)
 		rc = sp_h5w_fail(w, SP_EIO, "cannot close group metadata");
 	w->meta = H5I_INVALID_HID;
 	if (rc == SP_OK)

@@ -24,6 +24,7 @@ struct sp_sfile {
 	hid_t file;
 	hid_t col[SP_SCOLS], block_region, block_calls, names, flushed;
 	int fd;                        /* HDF5's descriptor of the file (for a forked child) */
+	int lock_fd, locked;           /* ours, holding the file's lock while it is the run's */
 	uint64_t events;               /* calls in the columns */
 	uint64_t blocks;               /* rows of the block table */
 	uint64_t name_bytes;
@@ -41,6 +42,19 @@ struct sp_sfile {
  * process holds it), its layout, and starts SWMR writing. 0, or -1 (f->why
  * or errno says why). */
 int sp_sfile_create(struct sp_sfile *f);
+
+/* Gives up the lock sp_sfile_create took (once the file is renamed or
+ * removed; in a forked child, only its copy of the descriptor). */
+void sp_sfile_unlock(struct sp_sfile *f);
+
+/* Whether a live run streams into the partial file at path (holds its
+ * lock): 1, 0, or -1 when it cannot be told (errno). */
+int sp_sfile_live(const char *path);
+
+/* A partial file that a run left marked as open for writing (killed while
+ * it finished the file): the mark cleared (HDF5's superblock status flags,
+ * as h5clear -s does), so that it reads. 0, or -1. */
+int sp_sfile_unmark(const char *path);
 
 /* The next region's name (n bytes, its NUL included). 0, or -1. */
 int sp_sfile_name(struct sp_sfile *f, const char *name, size_t n);

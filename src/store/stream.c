@@ -94,7 +94,7 @@ static struct stream {
 	int closed;                    /* sp_stream_close ran: */
 	enum sp_err close_rc;          /* its outcome */
 	struct sp_error close_err;
-} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1}};
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1, .lock_fd = -1}};
 
 /* ---- the file ---------------------------------------------------------- */
 
@@ -132,7 +132,7 @@ static int create(void)
 {
 	S.f = (struct sp_sfile){.partial = S.partial, .rank = S.c.rank, .compression = S.c.compression,
 				.pid = S.c.pid, .run_start_ns = S.c.run_start_ns, .hostname = S.hostname,
-				.file = -1, .fd = -1};
+				.file = -1, .fd = -1, .lock_fd = -1};
 	sp_h5_lock();
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	int rc = sp_sfile_create(&S.f);
@@ -446,12 +446,13 @@ static void release(void)
 	free(S.patch_idx);
 	free(S.patch_end);
 	sp_sfile_close_layout(&S.f);
+	sp_sfile_unlock(&S.f);   /* the file is renamed or removed by now */
 	for (struct rec *r = S.head, *next; r; r = next) {
 		next = r->next;
 		free(r);
 	}
 	pthread_cond_destroy(&S.cv);
-	S = (struct stream){.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1}};
+	S = (struct stream){.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1, .lock_fd = -1}};
 }
 
 static void before_fork(void)
@@ -486,6 +487,7 @@ void sp_stream_forget(void)
 			close(null);
 		}
 	}
+	sp_sfile_unlock(&S.f);   /* this process's copy; the parent keeps its lock */
 	S.on = 0;
 	S.thread_running = 0;
 	S.created = 0;
@@ -521,6 +523,11 @@ enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *e
 		release();
 		return rc;
 	}
+	if (sp_sfile_live(S.partial) == 1) {
+		enum sp_err rc = sp_error_set(err, SP_EEXIST, "another run is streaming to '%s'", S.partial);
+		release();
+		return rc;
+	}
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -534,6 +541,16 @@ enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *e
 	S.slow_us = slow ? (unsigned)strtoul(slow, NULL, 10) : 0;
 	S.on = 1;
 	return SP_OK;
+}
+
+int sp_stream_unmark_dead(const char *partial)
+{
+	if (sp_sfile_live(partial) != 0)
+		return 0;
+	sp_h5_lock();
+	int rc = sp_sfile_unmark(partial);
+	sp_h5_unlock();
+	return rc == 0 ? 1 : -1;
 }
 
 void sp_stream_thread_gone(pid_t tid)
@@ -664,7 +681,10 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
 	}
 	sp_h5_lock();
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = -1;
-	if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0)
+	/* Strong close: whatever a failure left open closes with the file, so
+	 * that it is never left marked as open for writing. */
+	if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0 &&
+	    H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
 		file = H5Fopen(S.partial, H5F_ACC_RDWR, fapl);
 	if (fapl >= 0)
 		H5Pclose(fapl);
@@ -672,6 +692,12 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
 		rc = sp_error_set(err, SP_EIO, "cannot finish '%s': HDF5 cannot reopen '%s'", S.target, S.partial);
 	} else {
 		char *rp = path ? realpath(path, NULL) : NULL;
+		/* The tests kill the run here, the file open for writing. */
+		const char *pause = getenv("SCOPE_PROFILER_TEST_FINISH_PAUSE_MS");
+		if (pause) {
+			fputs("scope-profiler: test: finishing\n", stderr);
+			usleep((useconds_t)strtoul(pause, NULL, 10) * 1000);
+		}
 		rc = sp_h5w_finish_stream(file, S.partial, rp ? rp : path ? path : S.target, p, err);
 		free(rp);
 	}

@@ -142,6 +142,40 @@ static int small_caches(hid_t fapl)
 	return H5Pset_mdc_config(fapl, &mdc) < 0 ? -1 : 0;
 }
 
+void sp_sfile_unlock(struct sp_sfile *f)
+{
+	if (f->locked)
+		close(f->lock_fd);
+	f->locked = 0;
+	f->lock_fd = -1;
+}
+
+int sp_sfile_live(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int rc = fcntl(fd, F_OFD_GETLK, &lk);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc != 0 ? -1 : lk.l_type != F_UNLCK;
+}
+
+int sp_sfile_unmark(const char *path)
+{
+	hbool_t clear = 1;
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = -1;
+	/* HDF5's own property for it (h5clear's); not in every version. */
+	if (fapl >= 0 && H5Pexist(fapl, "clear_status_flags") > 0 &&
+	    H5Pset(fapl, "clear_status_flags", &clear) >= 0 && H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
+		file = H5Fopen(path, H5F_ACC_RDWR, fapl);
+	if (fapl >= 0)
+		H5Pclose(fapl);
+	return file >= 0 && H5Fclose(file) >= 0 ? 0 : -1;
+}
+
 /* Creates OUT.partial (replacing a dead run's), its layout, and starts
  * SWMR writing. 0, or -1 (failed). */
 int sp_sfile_create(struct sp_sfile *f)
@@ -151,8 +185,12 @@ int sp_sfile_create(struct sp_sfile *f)
 		f->why = NULL;
 		return -1;
 	}
-	/* A live run writing the same profile holds HDF5's lock on it. */
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+	/* A live run writing the same profile holds our lock on it, for as
+	 * long as the file is its own (HDF5's own lock goes once SWMR writing
+	 * starts); one still creating it, HDF5's. The lock is an open file
+	 * description's (OFD), apart from HDF5's flock. */
+	struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	if (fcntl(fd, F_OFD_SETLK, &lk) != 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
 		close(fd);
 		errno = 0;
 		f->why = "another process is writing it";
@@ -166,13 +204,14 @@ int sp_sfile_create(struct sp_sfile *f)
 		return -1;
 	}
 	flock(fd, LOCK_UN);
+	f->lock_fd = fd;
+	f->locked = 1;
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
 	char by_fd[64];
 	snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", fd);
 	errno = 0;
 	if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0 && small_caches(fapl) == 0)
 		f->file = H5Fcreate(access(by_fd, F_OK) == 0 ? by_fd : f->partial, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-	close(fd);
 	if (f->file < 0) {
 		if (fapl >= 0)
 			H5Pclose(fapl);

@@ -205,6 +205,72 @@ def test_a_killed_run_keeps_its_calls_up_to_the_last_flush(sp):
         assert (s[:n] <= flushed).all()
 
 
+def test_a_run_killed_while_it_finishes_the_file_is_recovered(sp):
+    # Killed while the end of the run has the file open for writing (a
+    # second SIGKILL, a scheduler's): HDF5 marked it so; recover clears the
+    # mark and finishes it with every call.
+    script = sp.script(LOOP, name="loop.py")
+    env = dict(os.environ, SCOPE_PROFILER_TEST_FINISH_PAUSE_MS="60000")
+    proc = subprocess.Popen([BINARY, "run", "-q", "--memory-budget", "8M", "-o", "f.h5", str(script),
+                             "300000"], cwd=sp.tmp, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        assert line == "scope-profiler: test: finishing\n", line + proc.stderr.read()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    partial = sp.tmp / "f.h5.partial"
+    with pytest.raises(OSError):   # marked as open for writing: plain readers refuse it
+        h5py.File(partial, "r", swmr=True).close()
+    rec = sp("recover", str(partial))
+    assert rec.returncode == 0, rec.stderr
+    with h5py.File(sp.tmp / "f.h5") as f:
+        rs = regions(f)
+        dropped = int(f["rank0"].attrs["dropped_events"])
+        assert rs["main"].attrs["num_calls"] == 1
+        assert rs["step"].attrs["num_calls"] + rs["outer"].attrs["num_calls"] + dropped == 600_000
+
+
+def test_a_second_run_on_the_same_output_leaves_the_first_ones_stream_alone(sp):
+    # Two runs with one -o (two jobs in one folder, the default name): the
+    # second one finds the first streaming, says so, and writes its profile
+    # at the end, whole; the first one's stream is untouched.
+    first = subprocess.Popen([BINARY, "run", "-q", "--flush-interval", "0.05", "-o", "same.h5",
+                              str(sp.script(SECONDS_RUN, name="seconds.py")), "60"],
+                             cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_started(first)
+        partial = sp.tmp / "same.h5.partial"
+        calls, flushed, _ = wait_flushed(partial, 0, first)
+        second = sp("run", "-q", "--flush-interval", "0.05", "-o", "same.h5",
+                    sp.script("import time, scope_profiler as sp\n"
+                              "with sp.region('second'):\n    time.sleep(0.3)\n", name="second.py"))
+        assert second.returncode == 0, second.stderr
+        assert second.stderr == ("scope-profiler: warning: another run is streaming to "
+                                 f"'{partial}'; the profile is written at the end only\n")
+        with h5py.File(sp.tmp / "same.h5") as f:
+            assert f.attrs["format_version"] == 2 and list(regions(f)) == ["second"]
+        # The first run's stream goes on.
+        later, _, _ = wait_flushed(partial, flushed, first)
+        assert later["step"] >= calls["step"]
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=120) == 128 + signal.SIGTERM
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+        first.stdout.close()
+        first.stderr.close()
+    with h5py.File(sp.tmp / "same.h5") as f:
+        assert f.attrs["format_version"] == 3 and "step" in regions(f)
+
+
 def test_sigterm_during_a_streamed_run_finishes_the_file(sp):
     script = sp.script(FOREVER, name="forever.py")
     proc = subprocess.Popen([BINARY, "run", "-q", "--flush-interval", "0.05", "--memory-budget", "2M",
