@@ -417,11 +417,11 @@ static struct sp_profile *streamed_profile(int64_t now, int64_t run_start, const
 	return p;
 }
 
-/* A streamed run of at most this many calls gets its call tree at the
- * end, as a run written whole does (its events read back from the partial
- * file: about 2 MiB/ms, then the tree, ~100 instructions a call); a longer
- * one is left for the reader to build (the end of the run stays short). */
-#define STREAMED_TREE_MAX ((uint64_t)2 << 20)
+/* A streamed run of at most sp_spill_readback_max() calls (2M for the
+ * default budget) gets its call tree at the end, as a run written whole
+ * does (its events read back from the partial file: about 2 MiB/ms, then
+ * the tree, ~100 instructions a call); a longer one is left for the reader
+ * to build (the end of the run stays short, and within the budget). */
 
 /* The call tree of a streamed run into p's rank, from the calls in the
  * closed partial file. 0, or -1 with an exception. */
@@ -429,7 +429,7 @@ static int add_streamed_tree(struct sp_profile *p)
 {
 	struct sp_error err = {0};
 	struct sp_profile *back = NULL;
-	if (sp_stream_calls() > STREAMED_TREE_MAX)
+	if (sp_stream_calls() > sp_spill_readback_max())
 		return 0;
 	if (sp_stream_close(&err) != SP_OK)
 		return 0;   /* said by sp_spill_finish */
@@ -472,7 +472,7 @@ static int final_streamed(struct sp_final *f, int64_t now)
 	if (add_streamed_tree(p) != 0 || sp_spill_finish(p, f->path) != 0)
 		goto out;
 	/* What is shown is read back from the file; but a file without a
-	 * tree (over STREAMED_TREE_MAX calls) would be read with every event,
+	 * tree (over sp_spill_readback_max() calls) would be read with every event,
 	 * as many bytes as the run streamed: its summary is p's, its
 	 * statistics without a tree (summary FILE builds it). */
 	const struct sp_profile *show = p;

@@ -82,6 +82,10 @@ int sp_spill_finish(const struct sp_profile *p, const char *path);
 void sp_spill_fork_enter(void);
 void sp_spill_fork_leave(void);
 
+/* The most calls the end of a streamed run reads back from its file (to
+ * build the call tree): as many as half the budget holds. */
+uint64_t sp_spill_readback_max(void);
+
 /* Calls dropped so far because the writer was behind (also counted in
  * their regions' dropped events). */
 uint64_t sp_spill_dropped(void);

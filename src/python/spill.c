@@ -499,6 +499,11 @@ int sp_spill_finish(const struct sp_profile *p, const char *path)
 	return 0;
 }
 
+uint64_t sp_spill_readback_max(void)
+{
+	return spill.budget / 2 / (2 * sizeof(int64_t));
+}
+
 uint64_t sp_spill_dropped(void)
 {
 	return spill.dropped;
