@@ -288,9 +288,11 @@ static int resume_pending(void *arg)
  * once it wrote its queue) and are gone from the kernel's count. */
 static PyObject *fork_before(PyObject *self, PyObject *unused)
 {
-	if (spill.on && sp_stream_on() && ticker.running && ticker.pid == getpid()) {
-		ticker_stop();
-		sp_stream_thread_gone(ticker.tid);
+	if (spill.on && sp_stream_on() && ticker.pid == getpid()) {
+		if (ticker.running) {
+			ticker_stop();
+			sp_stream_thread_gone(ticker.tid);
+		}
 		sp_stream_pause();
 		spill.paused = 1;
 	}
