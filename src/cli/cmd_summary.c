@@ -111,6 +111,24 @@ static int show(const char *path, const struct sp_render_opts *opts, struct sp_p
 	return rc == SP_OK ? 0 : rc == SP_EIO ? 2 : 1;
 }
 
+/* Whether process pid has ended (a zombie its parent has not reaped yet
+ * included). */
+static int process_gone(pid_t pid)
+{
+	if (kill(pid, 0) != 0)
+		return errno == ESRCH;
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'Z';
+}
+
 /* --follow: the run's partial file, redrawn every FOLLOW_S seconds, then
  * the finished file. */
 #define FOLLOW_S 2
@@ -147,7 +165,7 @@ static int follow(const char *path, const struct sp_render_opts *opts)
 		shown = 1;
 		/* The writer gone and its file still partial: killed. */
 		int64_t pid = p && p->nranks ? p->ranks[0].pid : 0;
-		int gone = pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+		int gone = pid > 0 && process_gone((pid_t)pid);
 		sp_profile_free(p);
 		if (rc == 0 && gone && access(partial, F_OK) == 0 && access(final, F_OK) != 0) {
 			sp_cmd_error(CMD, "the run (pid %lld) ended without finishing %s; scope-profiler recover "

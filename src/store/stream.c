@@ -664,6 +664,17 @@ uint64_t sp_stream_calls(void)
 	return S.next_index;
 }
 
+/* fapl opens without HDF5's file lock (HDF5 1.10.7 and later). */
+static int no_h5_lock(hid_t fapl)
+{
+#if H5_VERSION_GE(1, 10, 7)
+	return H5Pset_file_locking(fapl, 0, 1) < 0 ? -1 : 0;
+#else
+	(void)fapl;
+	return 0;
+#endif
+}
+
 enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struct sp_error *err)
 {
 	enum sp_err rc;
@@ -682,9 +693,12 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
 	sp_h5_lock();
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = -1;
 	/* Strong close: whatever a failure left open closes with the file, so
-	 * that it is never left marked as open for writing. */
+	 * that it is never left marked as open for writing. HDF5's own file
+	 * lock is not taken: a reader of the partial file (summary --follow)
+	 * holds it while it reads, and would make the end of the run fail;
+	 * writers keep off each other by the stream's lock (stream_file.c). */
 	if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0 &&
-	    H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
+	    H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0 && no_h5_lock(fapl) >= 0)
 		file = H5Fopen(S.partial, H5F_ACC_RDWR, fapl);
 	if (fapl >= 0)
 		H5Pclose(fapl);

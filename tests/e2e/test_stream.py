@@ -474,6 +474,41 @@ def test_summary_follow_redraws_until_the_run_finishes(sp):
     assert len(partial_lines) == len(heads) - 1, follow.stderr
 
 
+def test_a_reader_of_the_partial_file_never_fails_the_end_of_the_run(sp):
+    # summary --follow, or h5py, has the partial file open when the run
+    # ends: HDF5's lock is theirs then, and the run finishes all the same.
+    script = sp.script("""
+import os, sys, time
+import scope_profiler as sp
+step = sp.region("step")
+for _ in range(300_000):
+    with step:
+        pass
+print("ending", flush=True)
+while not os.path.exists("go"):
+    time.sleep(0.01)
+""", name="ending.py")
+    proc = subprocess.Popen([BINARY, "run", "-q", "--memory-budget", "1M", "-o", "r.h5", str(script)],
+                            cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line == "ending\n", line + proc.stderr.read()
+        with h5py.File(sp.tmp / "r.h5.partial", "r", swmr=True) as f:
+            assert "events" in f["rank0"]
+            (sp.tmp / "go").touch()
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    with h5py.File(sp.tmp / "r.h5") as f:
+        dropped = int(f["rank0"].attrs["dropped_events"])
+        assert regions(f)["step"].attrs["num_calls"] + dropped == 300_000
+
+
 def test_summary_follow_of_a_killed_run_says_recover(sp):
     script = sp.script(FOREVER, name="forever.py")
     proc = subprocess.Popen([BINARY, "run", "-q", "--flush-interval", "0.05", "-o", "k.h5", str(script)],
