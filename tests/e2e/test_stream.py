@@ -4,6 +4,7 @@ the budget, a killed run keeps every call up to its last flush, the end of
 the run writes only what is left. Streaming is made certain, whatever the
 machine's load, by a small --memory-budget (a block is handed over when the
 buffers reach it) or a short --flush-interval."""
+import contextlib
 import os
 import signal
 import subprocess
@@ -146,6 +147,22 @@ def test_a_short_run_writes_no_partial_file(sp):
         assert f.attrs["format_version"] == 2
 
 
+@contextlib.contextmanager
+def running(sp, *args, env=None):
+    """`scope-profiler ARGS` running in sp.tmp (stdout and stderr piped,
+    text); killed and reaped when the test leaves it running."""
+    proc = subprocess.Popen([BINARY, *map(str, args)], cwd=sp.tmp, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
 def wait_started(proc):
     line = proc.stdout.readline()
     assert line == "started\n", line + proc.stderr.read()
@@ -211,20 +228,11 @@ def test_a_run_killed_while_it_finishes_the_file_is_recovered(sp):
     # mark and finishes it with every call.
     script = sp.script(LOOP, name="loop.py")
     env = dict(os.environ, SCOPE_PROFILER_TEST_FINISH_PAUSE_MS="60000")
-    proc = subprocess.Popen([BINARY, "run", "-q", "--memory-budget", "8M", "-o", "f.h5", str(script),
-                             "300000"], cwd=sp.tmp, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
+    with running(sp, "run", "-q", "--memory-budget", "8M", "-o", "f.h5", script, 300000, env=env) as proc:
         line = proc.stderr.readline()
         assert line == "scope-profiler: test: finishing\n", line + proc.stderr.read()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
     partial = sp.tmp / "f.h5.partial"
     with pytest.raises(OSError):   # marked as open for writing: plain readers refuse it
         h5py.File(partial, "r", swmr=True).close()
@@ -241,10 +249,8 @@ def test_a_second_run_on_the_same_output_leaves_the_first_ones_stream_alone(sp):
     # Two runs with one -o (two jobs in one folder, the default name): the
     # second one finds the first streaming, says so, and writes its profile
     # at the end, whole; the first one's stream is untouched.
-    first = subprocess.Popen([BINARY, "run", "-q", "--flush-interval", "0.05", "-o", "same.h5",
-                              str(sp.script(SECONDS_RUN, name="seconds.py")), "60"],
-                             cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    script = sp.script(SECONDS_RUN, name="seconds.py")
+    with running(sp, "run", "-q", "--flush-interval", "0.05", "-o", "same.h5", script, 60) as first:
         wait_started(first)
         partial = sp.tmp / "same.h5.partial"
         calls, flushed, _ = wait_flushed(partial, 0, first)
@@ -261,12 +267,6 @@ def test_a_second_run_on_the_same_output_leaves_the_first_ones_stream_alone(sp):
         assert later["step"] >= calls["step"]
         first.send_signal(signal.SIGTERM)
         assert first.wait(timeout=120) == 128 + signal.SIGTERM
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
-        first.stdout.close()
-        first.stderr.close()
     with h5py.File(sp.tmp / "same.h5") as f:
         assert f.attrs["format_version"] == 3 and "step" in regions(f)
 
@@ -488,22 +488,13 @@ print("ending", flush=True)
 while not os.path.exists("go"):
     time.sleep(0.01)
 """, name="ending.py")
-    proc = subprocess.Popen([BINARY, "run", "-q", "--memory-budget", "1M", "-o", "r.h5", str(script)],
-                            cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with running(sp, "run", "-q", "--memory-budget", "1M", "-o", "r.h5", script) as proc:
         line = proc.stdout.readline()
         assert line == "ending\n", line + proc.stderr.read()
         with h5py.File(sp.tmp / "r.h5.partial", "r", swmr=True) as f:
             assert "events" in f["rank0"]
             (sp.tmp / "go").touch()
-            _, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+            assert proc.wait(timeout=120) == 0, proc.stderr.read()
     with h5py.File(sp.tmp / "r.h5") as f:
         dropped = int(f["rank0"].attrs["dropped_events"])
         assert regions(f)["step"].attrs["num_calls"] + dropped == 300_000
