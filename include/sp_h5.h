@@ -36,11 +36,12 @@ struct sp_h5_writer;
  * to every rank written). On failure *out is NULL and nothing is left behind. */
 enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, struct sp_h5_writer **out,
 			      struct sp_error *err);
-/* Adds one /metadata string attribute, after those already written (at any
- * time before the commit). SP_EINVAL for an empty key, a NULL value or a
- * key already written. */
+/* Adds one /metadata attribute of the given type (a str, or an integer
+ * given in decimal), after those already written (at any time before the
+ * commit). SP_EINVAL for an empty key, a NULL value, an SP_KV_INT value that
+ * is not a whole number, or a key already written. */
 enum sp_err sp_h5_writer_meta(struct sp_h5_writer *w, const char *key, const char *value,
-			      struct sp_error *err);
+			      enum sp_kv_type type, struct sp_error *err);
 /* Writes one rank's group, as sp_h5_write does (its events must be loaded);
  * its clock_offset_ns is stored as the group's clock_offset_ns attribute.
  * SP_EINVAL "rank N appears twice" for a rank already written. */

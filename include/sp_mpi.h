@@ -57,6 +57,41 @@ int sp_mpi_size(void);                 /* 1 when not active */
 enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_events, int failed,
 			   double wait_s, const char *fallback_path, struct sp_error *err);
 
+/* This rank's clock minus rank 0's, as measured at sp_mpi_start (0 when
+ * MPI is not active); on rank 0, the largest error of those measures. */
+int64_t sp_mpi_clock_offset(void);
+int64_t sp_mpi_sync_error(void);
+
+/* The job's id, the same on every rank and another for each job (rank 0's
+ * wall clock at sp_mpi_start, in ns): the ranks' own files carry it, so
+ * that a file an earlier job left on the same output is told apart. 0
+ * when MPI is not active. */
+int64_t sp_mpi_job(void);
+
+/* The end of a session whose ranks may have streamed their calls to files
+ * of their own (sp_merge.h), collective over every rank, in two steps.
+ *
+ * First the ranks meet: every rank says whether its calls streamed
+ * (streamed) and learns whether any rank's did (*any). A rank whose script
+ * failed (failed != 0) waits at most wait_s seconds for the others: when
+ * they do not come, -1 (and a later sp_mpi_collect gives up at once, as it
+ * does after waiting); else 0. A rank whose own file holds its profile
+ * then calls sp_mpi_abandon: it says where the file is and aborts the job.
+ * When no rank streamed, the session ends with sp_mpi_collect as before.
+ *
+ * Else every rank has left its own file (state: an enum sp_merge_state,
+ * FINISHED, PARTIAL or NONE) and calls sp_mpi_merge: rank 0 merges the
+ * ranks' files job.rank{r} (job NULL: path.rank{r}; rank 0's job counts)
+ * into path, removes them, and fills *rep (rank 0 only: what
+ * became of each rank; free with sp_merge_report_free). Every rank returns
+ * rank 0's outcome (err: rank 0's message); on failure the rank files stay
+ * (scope-profiler recover merges them). */
+struct sp_merge_report;
+int sp_mpi_meet(int streamed, int failed, double wait_s, int *any);
+_Noreturn void sp_mpi_abandon(const char *file, double wait_s);
+enum sp_err sp_mpi_merge(const char *job, const char *path, int state, struct sp_merge_report *rep,
+			 struct sp_error *err);
+
 /* The address of a function of the MPI library in use ("PMPI_Send"): the
  * one sp_mpi_start loaded, else the one a script's import loaded; NULL
  * when none is loaded or it lacks the name. */

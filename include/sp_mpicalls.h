@@ -14,7 +14,9 @@
  * the GIL (mpi4py releases it around blocking calls). The rule: a call is
  * recorded once it has returned, in one short critical section on its
  * function's own spinlock (reserve a slot, write start, end, lane, bytes,
- * add to the stats); nothing else touches a buffer while recording is on.
+ * add to the stats); nothing else touches a buffer while recording is on,
+ * but a stream's hand-over (sp_mpicalls_each, sp_mpicalls_on_full) under
+ * that same lock.
  * sp_mpicalls_stop() turns recording off and then passes through every
  * lock, so after it returns the buffers no longer change (a call that
  * returns later finds recording off under the lock and is not recorded).
@@ -28,6 +30,7 @@
 #include <stdint.h>
 
 #include "sp_profile.h"
+#include "sp_recorder.h"
 
 /* The lane of the calling thread (--track-threads); may be called without
  * the GIL. */
@@ -58,5 +61,17 @@ size_t sp_mpicalls_count(void);
  * Call after sp_mpicalls_stop. Returns how many it appended, or -1 when
  * out of memory (those appended so far stay rk's). */
 long sp_mpicalls_add(struct sp_rank *rk);
+
+/* Streaming (spill.c). hand(ctx, fn, name, b) for each intercepted
+ * function fn (0 .. sp_mpicalls_count() - 1, named name) whose buffer
+ * holds calls or counts calls lost, under the function's lock: hand takes
+ * the calls it can (emptying b). */
+typedef void (*sp_mpicalls_hand_fn)(void *ctx, size_t fn, const char *name, struct sp_buf *b);
+void sp_mpicalls_each(sp_mpicalls_hand_fn hand, void *ctx);
+
+/* full(fn, b) is called by a call that finds its function's buffer b full,
+ * before it grows (under the function's lock, in any thread, with or
+ * without the GIL): it may empty b. NULL: none. */
+void sp_mpicalls_on_full(void (*full)(size_t fn, struct sp_buf *b));
 
 #endif

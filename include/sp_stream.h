@@ -28,6 +28,16 @@
 struct sp_stream_config {
 	const char *path;          /* OUT: the stream writes OUT.partial beside it */
 	int rank;
+	/* Under MPI (mpi_size > 0; 0 when serial): path is the rank's own file
+	 * (sp_merge_rank_file), the rank's group gets an mpi_size attribute,
+	 * and clock_offset_ns (this rank's clock minus rank 0's) is subtracted
+	 * from every time written, so that the file is on rank 0's clock. Such
+	 * a target is the run's own intermediate: one left by an earlier run is
+	 * removed when the partial file is created. The rank's group gets the
+	 * job's id (mpi_job) too. */
+	int mpi_size;
+	int64_t clock_offset_ns;
+	int64_t mpi_job;           /* under MPI: the job's id (sp_mpi_job), the rank's mpi_job */
 	int64_t pid, run_start_ns;
 	const char *hostname;      /* NULL: none */
 	int compression;           /* the event columns: 0, or a deflate level 1..9 */
@@ -53,19 +63,22 @@ int sp_stream_on(void);
 int sp_stream_name(int32_t id, const char *name);
 
 /* Hands n calls (n > 0) of region id over: their starts, ends (SP_NO_TIME
- * for a call still open: see sp_stream_patch) and lanes (NULL: lane 0),
- * copied. Returns the index in the file's event columns of the first of
- * them, or -1 when refused (the queue is full, or the writer failed). */
+ * for a call still open: see sp_stream_patch), lanes (NULL: lane 0) and
+ * values of kind `kind` (an enum sp_value_kind; values NULL: none, 0 in
+ * the file where the column exists), copied. Returns the index in the
+ * file's event columns of the first of them, or -1 when refused (the queue
+ * is full, or the writer failed). */
 int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64_t *ends,
-			const int32_t *lanes);
+			const int32_t *lanes, int kind, const int64_t *values);
 
-/* Whether a block of n calls (with lanes or not) would be taken now. */
-int sp_stream_room(size_t n, int lanes);
+/* Whether a block of n calls (with lanes, values or not) would be taken now. */
+int sp_stream_room(size_t n, int lanes, int values);
 
 /* A call handed over while still open ends at `end`: event `index` of the
- * file (sp_stream_block's index plus its place in the block). Kept until
- * the next sp_stream_flush. 0, or -1 when memory runs out (counted). */
-int sp_stream_patch(int64_t index, int64_t end);
+ * file (sp_stream_block's index plus its place in the block); kind > 0:
+ * its value of that kind is `value` (handed over as 0). Kept until the
+ * next sp_stream_flush. 0, or -1 when memory runs out (counted). */
+int sp_stream_patch(int64_t index, int64_t end, int kind, int64_t value);
 
 /* Everything handed over so far is to reach the file now, with `now` as the
  * time up to which the file is complete (its flushed_ns). */
@@ -85,11 +98,14 @@ enum sp_err sp_stream_close(struct sp_error *err);
 /* The partial file's path while a stream is on, else NULL; the calls handed
  * over so far. */
 const char *sp_stream_partial(void);
+/* The file the stream finishes into (OUT, absolute) while it is on, else NULL. */
+const char *sp_stream_target(void);
 uint64_t sp_stream_calls(void);
 
 /* Ends the stream (closing it first when sp_stream_close did not): waits for the writer to write everything handed over,
  * stops it, completes the file with p (one rank: its regions in id order,
- * each with its statistics and no events; metadata, line tables, LIKWID
+ * each with its statistics and no events, its times on the rank's own
+ * clock, shifted as the events were; metadata, line tables, LIKWID
  * counters) and renames OUT.partial to path (NULL: the OUT it started with). On failure OUT is untouched,
  * OUT.partial stays (with every call the writer wrote) and err says why.
  * The stream is off afterwards whatever the outcome. */
@@ -113,6 +129,16 @@ void sp_stream_thread_gone(pid_t tid);
 /* Whether anything was handed over (the run then ends with
  * sp_stream_finish; else with sp_stream_cancel and a file written whole). */
 int sp_stream_handed(void);
+
+/* From now on the stream has a file even if no call is handed over (the
+ * next flush creates it): under MPI every rank of a job that streams
+ * leaves one, a rank that recorded nothing included. */
+void sp_stream_want_file(void);
+
+/* Stops the writer and the stream without finishing the file, which stays
+ * as it is (every call written): a run that cannot finish it (under MPI,
+ * the merge recovers it). */
+void sp_stream_leave(void);
 
 /* Stops the writer and the stream without finishing a file (nothing was
  * handed over, or the run writes no profile after all). */

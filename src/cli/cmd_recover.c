@@ -1,6 +1,8 @@
 /* cmd_recover.c - `scope-profiler recover PARTIAL [-o OUT] [--force]`: the
  * profile of a run that was killed (or still goes), from what it streamed
- * into OUT.partial, written as a finished profile (format version 2). */
+ * into OUT.partial, written as a finished profile (format version 2); for
+ * an MPI job, from what its ranks left in OUT.rank{N} and
+ * OUT.rank{N}.partial, merged into one (format version 3, sp_merge.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 
 #include "sp_cmd.h"
 #include "sp_h5.h"
+#include "sp_merge.h"
 #include "sp_outpath.h"
 #include "sp_render.h"
 #include "sp_stream.h"
@@ -27,7 +30,15 @@ static const struct sp_cmd_help help = {
 		"2 with a call tree, as a run that ends writes it, and /metadata\n"
 		"partial_until_ns says where the calls stop. OUT is PARTIAL without its\n"
 		"'.partial' suffix unless -o names it; PARTIAL is only read. A finished\n"
-		"profile of format version 3 is written again as version 2 (with -o).\n",
+		"profile of format version 3 is written again as version 2 (with -o).\n"
+		"\n"
+		"An MPI job's ranks stream to files of their own, OUT.rank<N>.partial,\n"
+		"each finished into OUT.rank<N>, which the end of the run merges into OUT.\n"
+		"Given one of those files, or an OUT that is not there but has them beside\n"
+		"it, recover merges every rank's file into OUT (format version 3): a\n"
+		"rank's finished file whole, a partial one up to its last flush, with one\n"
+		"line for each rank that did not finish or left no file. The rank files\n"
+		"are only read.\n",
 	.notes =
 		"Exit status: 0; 1 when PARTIAL cannot be read or OUT cannot be written\n"
 		"(OUT is then left as it was); 2 for usage errors, among them an OUT that\n"
@@ -84,6 +95,33 @@ static enum sp_err mark_partial(struct sp_profile *p)
 	return SP_OK;
 }
 
+/* An MPI job's rank files merged into out (job: their OUT). Returns 0, or
+ * 1 when no rank's file can be read or out cannot be written. */
+static int recover_job(const char *job, const char *out)
+{
+	struct sp_merge_report rep = {0};
+	struct sp_error err = {0};
+	enum sp_err rc = sp_merge_ranks(job, out, 0, 0, NULL, 0, &rep, &err);
+	for (int k = 0; k < rep.nranks; k++)
+		if (rep.ranks[k].note[0])
+			fprintf(stderr, "scope-profiler: %s: %s\n", CMD, rep.ranks[k].note);
+	if (rc != SP_OK) {
+		sp_cmd_error(CMD, "%s", err.msg);
+	} else {
+		int partial = 0;
+		for (int k = 0; k < rep.nranks; k++)
+			partial += rep.ranks[k].state == SP_MERGE_PARTIAL;
+		fprintf(stderr, "scope-profiler: %s: wrote %s: %lld call%s of %d rank%s of %d", CMD, out,
+			(long long)rep.calls, rep.calls == 1 ? "" : "s", rep.in_out, rep.in_out == 1 ? "" : "s",
+			rep.nranks);
+		if (partial)
+			fprintf(stderr, ", %d of them up to %s last flush", partial, partial == 1 ? "its" : "their");
+		fputc('\n', stderr);
+	}
+	sp_merge_report_free(&rep);
+	return rc == SP_OK ? 0 : 1;
+}
+
 /* Returns 0, 1 when PARTIAL cannot be read or OUT written, or SP_EXIT_USAGE. */
 int cmd_recover(int argc, char **argv)
 {
@@ -108,6 +146,30 @@ int cmd_recover(int argc, char **argv)
 		goto out;
 	}
 	const char *in = argv[first];
+	char *job = NULL;
+	int rank = -1;
+	/* An MPI job: a rank's file, or its OUT when it is not there. */
+	if (sp_merge_rank_of(in, &job, &rank) && rank < 0 && lstat(in, &sb) == 0) {
+		free(job);
+		job = NULL;
+	}
+	if (job) {
+		if (!(out = strdup(outpath ? outpath : job))) {
+			sp_cmd_error(CMD, "out of memory");
+		} else if (!force && lstat(out, &sb) == 0) {
+			sp_cmd_error(CMD, "'%s' exists; --force replaces it", out);
+		} else {
+			char *rank_file = sp_merge_rank_file(job, 0);
+			size_t len = rank_file ? strlen(rank_file) - 1 : 0;   /* "OUT.rank" */
+			if (rank_file && strncmp(out, rank_file, len) == 0 && out[len] >= '0' && out[len] <= '9')
+				sp_cmd_error(CMD, "'%s' is one of the files to recover; choose another output", out);
+			else
+				status = recover_job(job, out);
+			free(rank_file);
+		}
+		free(job);
+		goto out;
+	}
 	if (!(out = outpath ? strdup(outpath) : default_output(in))) {
 		if (outpath)
 			sp_cmd_error(CMD, "out of memory");

@@ -17,6 +17,7 @@
 #include "sp_h5.h"
 #include "sp_likwid.h"
 #include "sp_linetrace.h"
+#include "sp_merge.h"
 #include "sp_mode.h"
 #include "sp_mpi.h"
 #include "sp_mpicalls.h"
@@ -130,6 +131,8 @@ static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now)
 	rd->owns_events = 0;
 	rd->dropped = (int64_t)r->buf.dropped;
 	rd->peak_bytes = r->peak_bytes;
+	rd->gpu_waited = sp_mode.gpu;
+	rd->gpu_wait_ns = r->gpu_wait_ns;
 	if (r->buf.keep_values) {
 		int64_t sum = 0;
 		rd->values = r->buf.values;
@@ -268,10 +271,10 @@ static int add_likwid(struct sp_profile *p, struct sp_rank *rk)
 		PyErr_NoMemory();
 		return -1;
 	}
-	kv[p->nmeta] = (struct sp_kv){strdup("likwid_events"), strdup(events ? events : ""), SP_KV_FIXED};
-	kv[p->nmeta + 1] = (struct sp_kv){strdup("likwid_event_names"), names, SP_KV_FIXED};
+	kv[p->nmeta] = (struct sp_kv){strdup("likwid_events"), strdup(events ? events : ""), SP_KV_TEXT};
+	kv[p->nmeta + 1] = (struct sp_kv){strdup("likwid_event_names"), names, SP_KV_TEXT};
 	if (metric_names)
-		kv[p->nmeta + 2] = (struct sp_kv){strdup("likwid_metric_names"), metric_names, SP_KV_FIXED};
+		kv[p->nmeta + 2] = (struct sp_kv){strdup("likwid_metric_names"), metric_names, SP_KV_TEXT};
 	p->nmeta += add;
 	for (size_t i = p->nmeta - add; i < p->nmeta; i++)
 		if (!kv[i].key || !kv[i].value) {
@@ -315,7 +318,7 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	/* Calls still open end now (add_event_region; those of the hook ended
 	 * at the freeze), the calling thread's `with` blocks with their
 	 * allocations so far. */
-	sp_regions_end_open();
+	sp_regions_end_open(now);
 	if (add_live_regions(rk, &ix, now, need, &aggregated) != 0 ||
 	    (need == NEED_ALL && copy_meta(p, rk, meta, nmeta) != 0) ||
 	    (need == NEED_ALL && sp_mode.likwid && add_likwid(p, rk) != 0) ||
@@ -405,10 +408,13 @@ static struct sp_profile *streamed_profile(int64_t now, int64_t run_start, const
 	p->format_version = 3;
 	p->nranks = 1;
 	struct sp_rank *rk = &p->ranks[0];
-	rk->rank = 0;
+	rk->rank = sp_mpi_rank();
 	rk->run_start_ns = run_start;
 	rk->run_end_ns = now;
 	rk->pid = (int64_t)getpid();
+	/* The calling thread's `with` blocks still open get their
+	 * allocations so far, as in a run written whole. */
+	sp_regions_end_open(now);
 	if (sp_spill_collect(rk, now) != 0 || copy_meta(p, rk, meta, nmeta) != 0 ||
 	    (sp_mode.likwid && add_likwid(p, rk) != 0) || sp_linetrace_collect(rk) != 0) {
 		sp_profile_free(p);
@@ -498,25 +504,229 @@ out:
 	return rc;
 }
 
+/* ---- under MPI: every rank's own file, merged by rank 0 ---------------- */
+
+/* The last end under MPI left the profile in the ranks' files. */
+static int files_kept;
+
+int sp_final_files_kept(void)
+{
+	return files_kept;
+}
+
+/* Appends key = value (of that enum sp_kv_type) to p's metadata; 0, or -1 with
+ * MemoryError set. */
+static int meta_append(struct sp_profile *p, const char *key, const char *value, enum sp_kv_type type)
+{
+	struct sp_kv *kv = realloc(p->meta, (p->nmeta + 1) * sizeof *kv);
+	if (kv)
+		p->meta = kv;
+	char *k = kv ? strdup(key) : NULL, *v = k ? strdup(value) : NULL;
+	if (!v) {
+		free(k);
+		PyErr_NoMemory();
+		return -1;
+	}
+	p->meta[p->nmeta++] = (struct sp_kv){k, v, type};
+	return 0;
+}
+
+/* Says the pending exception as a warning of this rank, and clears it. */
+static void say_rank_error(const char *what)
+{
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	PyObject *s = value ? PyObject_Str(value) : NULL;
+	const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+	PyErr_Clear();
+	fprintf(stderr, "scope-profiler: warning: rank %d: %s: %s\n", sp_mpi_rank(), what, text ? text : "unknown error");
+	Py_XDECREF(s);
+	Py_XDECREF(type);
+	Py_XDECREF(value);
+	Py_XDECREF(tb);
+}
+
+/* This rank's own file of a job whose calls streamed: its calls finished
+ * into OUT.rank{r} as a serial streamed run finishes OUT (a rank that had
+ * streamed nothing hands everything over now; one that recorded nothing
+ * gets a file all the same). Rank 0's metadata gets the clocks' sync
+ * error. With *own not NULL, the file is read back into it (the read
+ * API's data of a rank other than 0). Returns what the rank leaves for the
+ * merge (enum sp_merge_state); never raises: a failure is said here. */
+static int finish_own(struct sp_final *f, int64_t now, struct sp_profile **own)
+{
+	if (!sp_stream_on()) {
+		/* Its settings kept this rank's calls from streaming (another
+		 * memory budget, a stream that could not start). */
+		fprintf(stderr, "scope-profiler: warning: rank %d: its calls were not streamed while the other "
+			"ranks' were; they are not in the profile\n", sp_mpi_rank());
+		return SP_MERGE_NONE;
+	}
+	char *target = strdup(sp_stream_target());
+	struct sp_profile *p = target ? streamed_profile(now, f->run_start_ns, f->meta, f->nmeta) : NULL;
+	int state = SP_MERGE_PARTIAL;
+	char sync[32];
+	snprintf(sync, sizeof sync, "%lld", (long long)sp_mpi_sync_error());
+	if (!target)
+		PyErr_NoMemory();
+	if (!p || (sp_mpi_rank() == 0 && meta_append(p, "clock_sync_error_ns", sync, SP_KV_INT) != 0)) {
+		say_rank_error("cannot finish its profile");
+		sp_spill_leave();   /* what is in its partial file is recovered by the merge */
+		goto out;
+	}
+	sp_stream_want_file();
+	p->ranks[0].parent_pid = f->parent_pid;
+	p->compression = f->compression;
+	if ((uint64_t)p->ranks[0].dropped > sp_spill_dropped() || sp_unmatched_exits)
+		report_losses(p, 1);
+	if (add_streamed_tree(p) != 0 || sp_spill_finish(p, target) != 0) {
+		say_rank_error("cannot finish its profile");
+		sp_spill_leave();
+		goto out;
+	}
+	state = SP_MERGE_FINISHED;
+	if (own) {
+		struct sp_error err = {0};
+		enum sp_err r;
+		Py_BEGIN_ALLOW_THREADS
+		r = sp_h5_read(target, SP_READ_EVENTS, own, &err);
+		Py_END_ALLOW_THREADS
+		if (r != SP_OK)
+			fprintf(stderr, "scope-profiler: warning: rank %d: %s\n", sp_mpi_rank(), err.msg);
+	}
+out:
+	sp_profile_free(p);
+	free(target);
+	return state;
+}
+
+/* Rank 0: what the end shows of the merged file: the summary read (when
+ * every rank has its tree: no event is read), else its structure alone
+ * (statistics, no tree: `summary FILE` builds the trees); the events too
+ * for the read API's data. */
+static int merged_show(struct sp_final *f, const struct sp_merge_report *rep, struct sp_profile **back,
+		       struct sp_h5_stream **st)
+{
+	struct sp_error err = {0};
+	enum sp_err r;
+	int whole = f->snapshot || rep->all_trees;
+	Py_BEGIN_ALLOW_THREADS
+	if (whole)
+		r = sp_h5_read(f->path, f->snapshot ? SP_READ_EVENTS : SP_READ_SUMMARY, back, &err);
+	else
+		r = sp_h5_stream_open(f->path, st, &err);
+	Py_END_ALLOW_THREADS
+	if (r != SP_OK) {
+		PyErr_Format(PyExc_OSError, "cannot read back the profile: %s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The end of a session under MPI when its calls may have streamed: the
+ * ranks meet (sp_mpi_meet); when any rank streamed, each leaves its own
+ * file and rank 0 merges them into f->path (sp_mpi_merge), says what
+ * became of ranks killed or failed, and shows the merged profile. 0, or
+ * -1 with an exception; 1 when no rank streamed (the caller writes the
+ * profile whole, sp_mpi_collect). */
+static int final_mpi(struct sp_final *f, int64_t now)
+{
+	int mine = sp_spill_streamed(), any = 0, state = SP_MERGE_NONE, rank = sp_mpi_rank(), rc = -1, met;
+	struct sp_profile *own = NULL, *back = NULL;
+	struct sp_h5_stream *st = NULL;
+	char *job = NULL;
+	struct sp_merge_report rep = {0};
+	struct sp_error err = {0};
+	double wait_s;
+	sp_mpi_wait_seconds(&wait_s);   /* checked by `run` before the script */
+	files_kept = 0;
+	int want_own = f->snapshot && rank != 0;
+	/* Where this rank's file goes (absolute), for a rank left alone. */
+	char *mine_file = sp_stream_target() ? strdup(sp_stream_target()) : NULL;
+	/* A rank that streamed finishes its file first: a job killed while
+	 * the ranks wait for each other keeps it finished. */
+	if (mine)
+		state = finish_own(f, now, want_own ? &own : NULL);
+	else
+		sp_spill_hold();
+	Py_BEGIN_ALLOW_THREADS
+	met = sp_mpi_meet(mine, f->failed, wait_s, &any);
+	Py_END_ALLOW_THREADS
+	if (met != 0 && mine)
+		sp_mpi_abandon(mine_file ? mine_file : "its own file", wait_s);
+	if (met != 0 || !any) {
+		free(mine_file);
+		return 1;
+	}
+	if (!mine)
+		state = finish_own(f, now, want_own ? &own : NULL);
+	/* The rank files are named after the path the stream started with
+	 * (a script's setup() may have named another since). */
+	int of_rank;
+	if (mine_file && !sp_merge_rank_of(mine_file, &job, &of_rank))
+		job = NULL;
+	Py_BEGIN_ALLOW_THREADS
+	met = sp_mpi_merge(job, f->path, state, &rep, &err) == SP_OK;
+	Py_END_ALLOW_THREADS
+	for (int k = 0; k < rep.nranks; k++)
+		if (rep.ranks[k].note[0])
+			fprintf(stderr, "scope-profiler: warning: %s\n", rep.ranks[k].note);
+	if (!met) {
+		files_kept = 1;
+		PyErr_Format(PyExc_OSError, "%s; the ranks' profiles stay in %s.rank<N> (scope-profiler recover %s "
+			     "merges them)", err.msg, job ? job : f->path, job ? job : f->path);
+		goto out;
+	}
+	const struct sp_profile *show = own;
+	if (rank == 0 && (f->render || f->render_lines || f->snapshot)) {
+		if (merged_show(f, &rep, &back, &st) != 0)
+			goto out;
+		show = back ? back : sp_h5_stream_profile(st);
+	}
+	if ((f->render && show && !(f->summary = sp_py_render(show, f->path, 0))) ||
+	    (f->render_lines && show && !(f->lines = sp_py_render(show, f->path, 1))) ||
+	    (f->snapshot && (back || own) && !(f->data = sp_results_data(back ? back : own))))
+		goto out;
+	rc = 0;
+out:
+	free(job);
+	free(mine_file);
+	sp_merge_report_free(&rep);
+	sp_h5_stream_close(st);
+	sp_profile_free(back);
+	sp_profile_free(own);
+	return rc;
+}
+
+/* The end of sp_final_run for a file already written (rc 0) or failed
+ * (-1: nothing of f is handed back). */
+static int final_done(struct sp_final *f, int rc)
+{
+	writing = 0;
+	if (rc != 0) {
+		Py_CLEAR(f->summary);
+		Py_CLEAR(f->lines);
+		Py_CLEAR(f->data);
+	}
+	return rc;
+}
+
 int sp_final_run(struct sp_final *f)
 {
 	int collective = sp_mpi_active(), rc = -1;
 	f->summary = f->lines = f->data = NULL;
+	f->skipped = 0;
+	f->calls = -1;
 	/* Threads still running (daemon threads at exit) record nothing more:
 	 * the events below are read without the GIL. */
 	sp_mode_freeze();
 	writing = 1;   /* until the events are no longer read */
 	int64_t now = sp_clock_ns();
-	if (sp_spill_streamed() && f->path && !collective && !f->children_dir) {
-		rc = final_streamed(f, now);
-		writing = 0;
-		if (rc != 0) {
-			Py_CLEAR(f->summary);
-			Py_CLEAR(f->lines);
-			Py_CLEAR(f->data);
-		}
-		return rc;
-	}
+	if (sp_spill_streamed() && f->path && !collective && !f->children_dir)
+		return final_done(f, final_streamed(f, now));
+	if (collective && (rc = final_mpi(f, now)) != 1)
+		return final_done(f, rc);
+	rc = -1;
 	sp_spill_cancel();   /* nothing was streamed: the file is written whole */
 	/* The statistics and the call tree cost passes over every event: only
 	 * when something is written or shown. */
@@ -543,6 +753,18 @@ int sp_final_run(struct sp_final *f)
 	}
 	if (!p)
 		goto out;
+	int64_t calls = 0;
+	for (size_t i = 0; i < p->ranks[0].nregions; i++) {
+		const struct sp_region_data *rd = &p->ranks[0].regions[i];
+		if (!f->root || (strcmp(rd->name, f->root) != 0 && strcmp(rd->name, "__main__.<module>") != 0))
+			calls += rd->stats.num_calls;
+	}
+	f->calls = calls;
+	if (f->skip_if_empty && calls <= 0 && !collective && !f->children_dir) {
+		f->skipped = 1;   /* the last good profile stays where it is */
+		rc = 0;
+		goto out;
+	}
 	p->ranks[0].parent_pid = f->parent_pid;
 	p->compression = f->compression;  /* the file's event columns: 0 contiguous, 1..9 deflate */
 	report_losses(p, collective);
@@ -581,12 +803,6 @@ int sp_final_run(struct sp_final *f)
 		goto out;
 	rc = 0;
 out:
-	writing = 0;
-	if (rc != 0) {
-		Py_CLEAR(f->summary);
-		Py_CLEAR(f->lines);
-		Py_CLEAR(f->data);
-	}
 	sp_profile_free(p);
-	return rc;
+	return final_done(f, rc);
 }

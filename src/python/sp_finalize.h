@@ -25,6 +25,14 @@ struct sp_final {
 	const char *children_dir;    /* the run's own process under --subprocesses: the child
 				      * profiles there join this one (sp_children_merge) */
 	size_t children_merged;      /* out: how many did */
+	const char *root;            /* run --recursive: the root region, which with the
+				      * script's body (__main__.<module>) every run records */
+	int skip_if_empty;           /* the script failed: a profile of no call of its own
+				      * is neither written nor rendered (not under MPI,
+				      * streaming or --subprocesses) */
+	int skipped;                 /* out: it was not, for that reason */
+	int64_t calls;               /* out: the script's calls (less root's and its body's);
+				      * -1: not known */
 	PyObject *summary, *lines, *data;   /* out: new references or NULL */
 };
 
@@ -33,6 +41,11 @@ struct sp_final {
  * MPI), renders what f asks. Returns 0, or -1 with an exception set (the
  * file's failure as OSError; the events are kept). */
 int sp_final_run(struct sp_final *f);
+
+/* Whether the last end of a session under MPI left the profile in the
+ * ranks' own files, their merge having failed (scope-profiler recover
+ * merges them): a file written elsewhere would hold less. */
+int sp_final_files_kept(void);
 
 /* Whether a profile is being written (sp_final_run, the GIL released):
  * the session must not change meanwhile. */

@@ -28,11 +28,25 @@
 #include <unistd.h>
 
 #include "sp_clock.h"
+#include "sp_mode.h"
+#include "sp_mpi.h"
+#include "sp_mpicalls.h"
 #include "sp_pytext.h"
 #include "sp_recorder.h"
 #include "sp_region.h"
 #include "sp_spill.h"
 #include "sp_stream.h"
+
+/* An intercepted MPI function's calls in the stream (run --mpi-calls). */
+struct mpi_fn {
+	int32_t id;                    /* its region's id, -1: not named yet */
+	int kind;                      /* its values' kind (0: none) */
+	char *name;                    /* its region's name */
+	struct sp_stats_acc acc;       /* the calls handed over */
+	int64_t first;                 /* the earliest start */
+	uint64_t sum;                  /* their values' sum, wrapping */
+	int64_t dropped;               /* calls lost to memory (at the end) */
+};
 
 /* Calls in a block handed over once the stream runs: at most 1/32 of the
  * budget, so that the writer's queue (half of it) holds 16 of them. */
@@ -43,19 +57,29 @@ static struct {
 	int on;                        /* this session streams */
 	size_t block;                  /* calls per block */
 	size_t budget;                 /* bytes of buffers and queue */
+	size_t call_bytes;             /* a call's bytes in the buffers (16, 24 with values) */
 	int32_t next_id;               /* the next region's id in the stream */
 	uint64_t dropped;              /* calls not recorded: the writer was behind */
 	int64_t interval_ns;           /* between flushes */
 	int finish_failed;             /* the last sp_spill_finish failed */
 	int paused;                    /* the threads were stopped for a fork */
 	int in_fork;                   /* inside os.fork / os.forkpty (their wrappers) */
+	struct mpi_fn *mpi;            /* per intercepted MPI function */
+	size_t nmpi;
 } spill;
+
+/* The producer side of the stream (sp_stream_name .. sp_stream_flush) is
+ * one thread's at a time: the GIL's holder, and a thread that records an
+ * MPI call into a full buffer, holding its function's lock (which is
+ * always taken before this one, never after). */
+static pthread_mutex_t producer = PTHREAD_MUTEX_INITIALIZER;
 
 static struct {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int running, stop;
+	int ready;                     /* the thread has its thread state */
 	pid_t pid;                     /* of the process that started it */
 	pid_t tid;                     /* the thread's, as the kernel counts threads */
 } ticker = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -76,15 +100,35 @@ static int late_room(RegionObject *r, size_t k)
 	return 0;
 }
 
+/* A buffer grown before the stream began goes back to empty and a block's
+ * size from now on (so that the writer's queue holds many), keeping its
+ * columns (lanes, values of kind) and its count of dropped calls. */
+static void shrink_to_block(struct sp_buf *b, int kind)
+{
+	if (b->cap <= 2 * spill.block)
+		return;
+	int lanes = b->keep_lanes;
+	size_t dropped = b->dropped;
+	sp_buf_free(b);
+	b->dropped = dropped;
+	if (lanes)
+		sp_buf_keep_lanes(b);
+	if (kind)
+		sp_buf_keep_values(b, kind);
+}
+
 /* Hands r's buffered calls over; the buffer is then empty and r's gen moved
- * on. 0, or -1 when refused (r unchanged). */
-static int hand_over(RegionObject *r)
+ * on. A call still open goes with value 0 (its value is patched when it
+ * ends), what its value slot held kept with its late record. 0, or -1 when
+ * refused (r unchanged). */
+static int hand_over_locked(RegionObject *r)
 {
 	struct sp_buf *b = &r->buf;
 	size_t n = b->n, open = 0;
+	int kind = b->keep_values;
 	if (n == 0)
 		return 0;
-	if (!sp_stream_room(n, b->keep_lanes))
+	if (!sp_stream_room(n, b->keep_lanes, kind != 0))
 		return -1;   /* the writer is behind: nothing copied or scanned */
 	if (r->stream_id < 0) {
 		const char *name = PyUnicode_AsUTF8(r->name);
@@ -100,28 +144,143 @@ static int hand_over(RegionObject *r)
 		open += b->ends[i] == SP_NO_TIME;
 	if (open && late_room(r, open) != 0)
 		return -1;
-	int64_t at = sp_stream_block(r->stream_id, n, b->starts, b->ends, b->keep_lanes ? b->lanes : NULL);
-	if (at < 0)
+	/* The open calls' late records, kept only once the block is taken;
+	 * their value slots (the tracer's counter at their start) go as 0. */
+	struct sp_late *late = r->late + r->nlate;
+	for (size_t i = 0, k = 0; open && i < n; i++)
+		if (b->ends[i] == SP_NO_TIME) {
+			late[k++] = (struct sp_late){r->gen, (ptrdiff_t)i, b->starts[i], 0, kind ? b->values[i] : 0};
+			if (kind)
+				b->values[i] = 0;
+		}
+	int64_t at = sp_stream_block(r->stream_id, n, b->starts, b->ends, b->keep_lanes ? b->lanes : NULL, kind,
+				     kind ? b->values : NULL);
+	if (at < 0) {
+		for (size_t k = 0; kind && k < open; k++)
+			b->values[late[k].slot] = late[k].value0;
 		return -1;
+	}
 	if (r->first_start == SP_NO_TIME)
 		r->first_start = b->starts[0];
 	r->streamed += n;
-	for (size_t i = 0; open && i < n; i++)
-		if (b->ends[i] == SP_NO_TIME)
-			r->late[r->nlate++] = (struct sp_late){r->gen, (ptrdiff_t)i, b->starts[i], at + (int64_t)i};
+	for (size_t i = 0; kind && i < n; i++)
+		r->values_sum += (uint64_t)b->values[i];
+	for (size_t k = 0; k < open; k++)
+		late[k].index = at + late[k].slot;
+	r->nlate += open;
 	b->n = 0;
 	r->gen++;
-	if (b->cap > 2 * spill.block && spill.on) {
-		/* Grown before the stream began: from now on a block's size,
-		 * so that the writer's queue holds many. */
-		int lanes = b->keep_lanes;
-		size_t dropped = b->dropped;
-		sp_buf_free(b);
-		b->dropped = dropped;
-		if (lanes)
-			sp_buf_keep_lanes(b);
-	}
+	if (spill.on)
+		shrink_to_block(b, kind);
 	return 0;
+}
+
+static int hand_over(RegionObject *r)
+{
+	pthread_mutex_lock(&producer);
+	int rc = hand_over_locked(r);
+	pthread_mutex_unlock(&producer);
+	return rc;
+}
+
+/* ---- MPI calls (run --mpi-calls) -------------------------------------- */
+
+/* Names function fn's region in the stream (the GIL held): the function's
+ * name, or, when the script has a region of that name, "NAME [mpi]", then
+ * "NAME [mpi N]" (as sp_mpicalls_add names them at the end of a run
+ * written whole). 0, or -1. */
+static int mpi_name(struct mpi_fn *m, const char *fn)
+{
+	size_t len = strlen(fn) + 32;
+	char *name = malloc(len);
+	if (!name)
+		return -1;
+	snprintf(name, len, "%s", fn);
+	for (unsigned long k = 1;; k++) {
+		PyObject *taken = PyDict_GetItemString(sp_registry, name);
+		if (!taken)
+			break;
+		if (k == 1)
+			snprintf(name, len, "%s [mpi]", fn);
+		else
+			snprintf(name, len, "%s [mpi %lu]", fn, k);
+	}
+	if (sp_stream_name(spill.next_id, name) != 0) {
+		free(name);
+		return -1;
+	}
+	m->name = name;
+	m->id = spill.next_id++;
+	return 0;
+}
+
+/* Hands function fn's buffered calls over (its lock and the producer's
+ * held). 0, or -1 when refused (not named yet, or the writer is behind). */
+static int mpi_hand(size_t fn, struct sp_buf *b)
+{
+	struct mpi_fn *m = &spill.mpi[fn];
+	size_t n = b->n;
+	int kind = b->keep_values;
+	if (n == 0)
+		return 0;
+	if (m->id < 0 || sp_stream_block(m->id, n, b->starts, b->ends, b->keep_lanes ? b->lanes : NULL, kind,
+					 kind ? b->values : NULL) < 0)
+		return -1;
+	m->kind = kind;
+	for (size_t i = 0; i < n; i++) {
+		sp_stats_acc_add(&m->acc, b->ends[i] - b->starts[i], b->ends[i]);
+		if (b->starts[i] < m->first)
+			m->first = b->starts[i];
+		if (kind)
+			m->sum += (uint64_t)b->values[i];
+	}
+	b->n = 0;
+	shrink_to_block(b, kind);
+	return 0;
+}
+
+/* sp_mpicalls_on_full: an MPI call finds its function's buffer full (any
+ * thread, maybe without the GIL): past a block's size, the calls go to
+ * the stream when the function has its region (named at a flush); else,
+ * and when the writer is behind, the buffer grows. */
+static void mpi_full(size_t fn, struct sp_buf *b)
+{
+	if (b->cap < spill.block || !spill.on || !sp_stream_on())
+		return;
+	pthread_mutex_lock(&producer);
+	if (spill.on && sp_stream_on() && fn < spill.nmpi)
+		mpi_hand(fn, b);
+	pthread_mutex_unlock(&producer);
+}
+
+/* sp_mpicalls_each at a flush and at the end (the GIL held): each
+ * function's calls handed over, its region named first. *ctx: the time
+ * up to which the file is complete, moved back to the first call kept. */
+static void mpi_tick(void *ctx, size_t fn, const char *name, struct sp_buf *b)
+{
+	int64_t *until = ctx;
+	if (fn >= spill.nmpi || b->n == 0)
+		return;
+	pthread_mutex_lock(&producer);
+	struct mpi_fn *m = &spill.mpi[fn];
+	if ((m->id >= 0 || mpi_name(m, name) == 0) && mpi_hand(fn, b) == 0) {
+		pthread_mutex_unlock(&producer);
+		return;
+	}
+	pthread_mutex_unlock(&producer);
+	if (until && b->starts[0] < *until)
+		*until = b->starts[0];
+}
+
+/* The MPI functions' state goes (the stream stopped or finished). */
+static void mpi_off(void)
+{
+	sp_mpicalls_on_full(NULL);
+	for (size_t i = 0; i < spill.nmpi; i++)
+		free(spill.mpi[i].name);
+	free(spill.mpi);
+	spill.mpi = NULL;
+	spill.nmpi = 0;
 }
 
 static void resume(void);
@@ -134,7 +293,8 @@ static int spill_full(struct sp_buf *b)
 		return 1;   /* a forked child's copy: as without a stream */
 	if (spill.paused)
 		resume();   /* a fork's pause the pending call has not ended yet */
-	size_t entry = 2 * sizeof(int64_t) + (b->keep_lanes ? sizeof(int32_t) : 0);
+	size_t entry = 2 * sizeof(int64_t) + (b->keep_lanes ? sizeof(int32_t) : 0) +
+		       (b->keep_values ? sizeof(int64_t) : 0);
 	size_t next = sp_buf_next_cap(b->cap, b->limit);
 	size_t more = next > b->cap ? (next - b->cap) * entry : SIZE_MAX;
 	int fits = more <= spill.budget / 2 && sp_buf_bytes <= spill.budget / 2 - more;
@@ -182,13 +342,18 @@ static void tick(void)
 		if (r->buf.n && hand_over(r) != 0 && r->buf.starts[0] < until)
 			until = r->buf.starts[0];
 	}
+	sp_mpicalls_each(mpi_tick, &until);
+	pthread_mutex_lock(&producer);
 	sp_stream_flush(until);
+	pthread_mutex_unlock(&producer);
 }
 
 /* The ticker: a thread that takes the GIL once per interval for tick().
  * (Py_AddPendingCall would need no thread of ours, but on 3.11 a call added
  * from a thread that is not Python's main one waits until the main thread
- * happens to recompute its eval breaker: in a busy loop, never.) The
+ * happens to recompute its eval breaker: in a busy loop, never.) It keeps
+ * one thread state for its life: taking the GIL then allocates nothing,
+ * which the memory mode would count in the calls open at each flush. The
  * stream's writer itself never takes the GIL. */
 static void *ticker_main(void *arg)
 {
@@ -197,9 +362,16 @@ static void *ticker_main(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the main thread's */
+	PyThreadState *ts = NULL;
+	if (!sp_py_finalizing()) {
+		PyGILState_Ensure();
+		ts = PyEval_SaveThread();
+	}
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	pthread_mutex_lock(&ticker.mu);
+	ticker.ready = 1;
+	pthread_cond_broadcast(&ticker.cv);
 	for (;;) {
 		int64_t ns = (int64_t)next.tv_nsec + spill.interval_ns % 1000000000;
 		next.tv_sec += (time_t)(spill.interval_ns / 1000000000 + ns / 1000000000);
@@ -209,9 +381,9 @@ static void *ticker_main(void *arg)
 		if (ticker.stop)
 			break;
 		pthread_mutex_unlock(&ticker.mu);
-		if (sp_py_finalizing())
+		if (!ts || sp_py_finalizing())
 			return NULL;
-		PyGILState_STATE g = PyGILState_Ensure();
+		PyEval_RestoreThread(ts);
 		/* Stopped while this thread waited for the GIL (ticker_stop
 		 * releases it to join): the session is ending, its buffers are
 		 * the end's now. */
@@ -220,11 +392,15 @@ static void *ticker_main(void *arg)
 		pthread_mutex_unlock(&ticker.mu);
 		if (!stopped)
 			tick();
-		PyGILState_Release(g);
+		PyEval_SaveThread();
 		clock_gettime(CLOCK_MONOTONIC, &next);
 		pthread_mutex_lock(&ticker.mu);
 	}
 	pthread_mutex_unlock(&ticker.mu);
+	if (ts && !sp_py_finalizing()) {
+		PyEval_RestoreThread(ts);
+		PyGILState_Release(PyGILState_UNLOCKED);
+	}
 	return NULL;
 }
 
@@ -245,7 +421,9 @@ static void ticker_stop(void)
 	Py_END_ALLOW_THREADS
 }
 
-static int ticker_start(void)
+/* Starts the ticker; wait: until it made its thread state (which takes
+ * the GIL), so that no call open later counts its allocation. */
+static int ticker_start(int wait)
 {
 	static int init;
 	if (!init) {
@@ -257,11 +435,21 @@ static int ticker_start(void)
 		init = 1;
 	}
 	ticker.stop = 0;
+	ticker.ready = 0;
 	ticker.pid = getpid();
 	ticker.tid = 0;
 	if (pthread_create(&ticker.thread, NULL, ticker_main, NULL) != 0)
 		return -1;
 	ticker.running = 1;
+	if (wait) {
+		/* Its thread state is made now, while no call is open. */
+		Py_BEGIN_ALLOW_THREADS
+		pthread_mutex_lock(&ticker.mu);
+		while (!ticker.ready)
+			pthread_cond_wait(&ticker.cv, &ticker.mu);
+		pthread_mutex_unlock(&ticker.mu);
+		Py_END_ALLOW_THREADS
+	}
 	return 0;
 }
 
@@ -271,7 +459,7 @@ static int ticker_start(void)
 static void resume(void)
 {
 	spill.paused = 0;
-	if (spill.on && sp_stream_on() && !ticker.running && ticker_start() != 0)
+	if (spill.on && sp_stream_on() && !ticker.running && ticker_start(0) != 0)
 		fprintf(stderr, "scope-profiler: warning: cannot start the stream's ticker thread again; "
 			"calls are written as buffers fill\n");
 }
@@ -355,7 +543,8 @@ static int fork_hooks(void)
 	return 0;
 }
 
-int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int compression, int64_t run_start_ns)
+int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int compression, int64_t run_start_ns,
+		   int values)
 {
 	if (spill.on)
 		sp_spill_cancel();
@@ -365,7 +554,9 @@ int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int com
 	host[sizeof host - 1] = 0;
 	budget = budget ? budget : SP_SPILL_BUDGET;
 	struct sp_stream_config c = {
-		.path = path, .rank = 0, .pid = (int64_t)getpid(), .run_start_ns = run_start_ns,
+		.path = path, .rank = sp_mpi_rank(), .mpi_size = sp_mpi_active() ? sp_mpi_size() : 0,
+		.clock_offset_ns = sp_mpi_clock_offset(), .mpi_job = sp_mpi_job(), .pid = (int64_t)getpid(),
+		.run_start_ns = run_start_ns,
 		.hostname = host[0] ? host : NULL, .compression = compression, .queue_bytes = budget / 2,
 		.interval_ns = interval_ns > 0 ? interval_ns : SP_STREAM_INTERVAL_NS, .ask_flush = NULL,
 	};
@@ -374,17 +565,30 @@ int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int com
 		fprintf(stderr, "scope-profiler: warning: %s; the profile is written at the end only\n", err.msg);
 		return 0;
 	}
-	size_t block = budget / 32 / (2 * sizeof(int64_t));
+	spill.call_bytes = 2 * sizeof(int64_t) + (values ? sizeof(int64_t) : 0);
+	size_t block = budget / 32 / spill.call_bytes;
 	spill.block = block > BLOCK_MAX ? BLOCK_MAX : block < BLOCK_MIN ? BLOCK_MIN : block;
 	spill.budget = budget;
 	spill.next_id = 0;
 	spill.dropped = 0;
 	spill.interval_ns = c.interval_ns;
+	mpi_off();
+	if ((spill.nmpi = sp_mpicalls_count()) && !(spill.mpi = calloc(spill.nmpi, sizeof *spill.mpi))) {
+		spill.nmpi = 0;
+		sp_stream_cancel();
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (size_t i = 0; i < spill.nmpi; i++) {
+		spill.mpi[i].id = -1;
+		spill.mpi[i].first = INT64_MAX;
+		sp_stats_acc_init(&spill.mpi[i].acc);
+	}
 	if (fork_hooks() != 0) {
 		sp_stream_cancel();
 		return -1;
 	}
-	if (ticker_start() != 0) {
+	if (ticker_start(1) != 0) {
 		sp_stream_cancel();
 		fprintf(stderr, "scope-profiler: warning: cannot start the stream's ticker thread; the profile "
 			"is written at the end only\n");
@@ -393,6 +597,7 @@ int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int com
 	spill.on = 1;
 	spill.paused = 0;
 	sp_buf_spill = spill_full;
+	sp_mpicalls_on_full(mpi_full);
 	return 0;
 }
 
@@ -401,28 +606,92 @@ int sp_spill_streamed(void)
 	return spill.on && sp_stream_handed();
 }
 
-void sp_spill_cancel(void)
+/* The stream stops: no MPI call (any thread, maybe without the GIL) hands
+ * calls over from now on, then end (sp_stream_cancel or sp_stream_leave)
+ * lets the stream go. */
+static void stop(void (*end)(void))
 {
 	if (!spill.on)
 		return;
 	ticker_stop();
-	sp_stream_cancel();
+	sp_mpicalls_on_full(NULL);
+	/* A call that took the hand-over before it went finds the stream off
+	 * once it holds the producer's lock, or is done when we hold it. (A
+	 * forked child's copy of the stream is not its own, nor the lock.) */
+	int mine = sp_stream_on();
+	if (mine)
+		pthread_mutex_lock(&producer);
 	spill.on = 0;
+	if (mine)
+		pthread_mutex_unlock(&producer);
+	end();
 	spill.paused = 0;
 	sp_buf_spill = NULL;
+	mpi_off();
 }
 
-void sp_spill_late_end(RegionObject *r, uint64_t gen, ptrdiff_t slot, int64_t t)
+void sp_spill_cancel(void)
+{
+	stop(sp_stream_cancel);
+}
+
+/* Takes r's late record of the call in (gen, slot) out of the list into
+ * *out. 1, or 0 when there is none. */
+static int late_take(RegionObject *r, uint64_t gen, ptrdiff_t slot, struct sp_late *out)
 {
 	for (size_t i = r->nlate; i-- > 0;) {
 		struct sp_late *l = &r->late[i];
 		if (l->gen != gen || l->slot != slot)
 			continue;
-		if (spill.on && sp_stream_patch(l->index, t) == 0)
-			sp_stats_acc_add(&r->acc, t - l->start, t);
+		*out = *l;
 		*l = r->late[--r->nlate];
-		return;
+		return 1;
 	}
+	return 0;
+}
+
+/* Late call l of r ends at t with value v of kind (0: none). */
+static void late_patch(RegionObject *r, const struct sp_late *l, int64_t t, int kind, int64_t v)
+{
+	if (!spill.on || !sp_stream_on())
+		return;   /* (a forked child's copy: not its stream, nor its lock) */
+	pthread_mutex_lock(&producer);
+	int rc = sp_stream_patch(l->index, t, kind, v);
+	pthread_mutex_unlock(&producer);
+	if (rc == 0) {
+		sp_stats_acc_add(&r->acc, t - l->start, t);
+		r->values_sum += kind ? (uint64_t)v : 0;
+	}
+}
+
+void sp_spill_late_end(RegionObject *r, uint64_t gen, ptrdiff_t slot, int64_t t)
+{
+	struct sp_late l;
+	if (late_take(r, gen, slot, &l))
+		late_patch(r, &l, t, 0, 0);
+}
+
+void sp_spill_late_end_mem(RegionObject *r, uint64_t gen, ptrdiff_t slot, int64_t t, const int64_t *alloc0,
+			   int64_t mark0)
+{
+	struct sp_late l;
+	if (!late_take(r, gen, slot, &l))
+		return;
+	int64_t v = 0;
+	sp_mem_close(&v, &r->peak_bytes, alloc0 ? *alloc0 : l.value0, mark0);
+	late_patch(r, &l, t, r->buf.keep_values, v);
+}
+
+/* sp_mpicalls_each at the end: every function's calls written, its
+ * calls lost to memory counted. */
+static void mpi_collect(void *ctx, size_t fn, const char *name, struct sp_buf *b)
+{
+	if (fn >= spill.nmpi)
+		return;
+	spill.mpi[fn].dropped = (int64_t)b->dropped;
+	mpi_tick(NULL, fn, name, b);
+	if (b->n)
+		*(int *)ctx = 1;   /* not written */
 }
 
 int sp_spill_collect(struct sp_rank *rk, int64_t now)
@@ -447,11 +716,22 @@ int sp_spill_collect(struct sp_rank *rk, int64_t now)
 				     "far stay there (scope-profiler recover finishes it)", partial ? partial : "the stream");
 			return -1;
 		}
-		for (size_t i = 0; i < r->nlate; i++) {
-			if (sp_stream_patch(r->late[i].index, now) == 0)
-				sp_stats_acc_add(&r->acc, now - r->late[i].start, now);
-		}
+		/* Still open (in another thread, or in this one's tracer
+		 * outside the profile hook): value 0, as without the stream. */
+		for (size_t i = 0; i < r->nlate; i++)
+			late_patch(r, &r->late[i], now, r->buf.keep_values, 0);
 		r->nlate = 0;
+	}
+	/* The MPI calls (stopped at the freeze): written at once from here. */
+	int unwritten = 0;
+	sp_mpicalls_on_full(NULL);
+	sp_mpicalls_each(mpi_collect, &unwritten);
+	if (unwritten) {
+		const char *partial = sp_stream_partial();
+		spill.finish_failed = 1;
+		PyErr_Format(PyExc_OSError, "cannot write the last MPI calls to %s; the calls written so far "
+			     "stay there (scope-profiler recover finishes it)", partial ? partial : "the stream");
+		return -1;
 	}
 	if (!(rk->regions = calloc(spill.next_id ? (size_t)spill.next_id : 1, sizeof *rk->regions))) {
 		PyErr_NoMemory();
@@ -468,7 +748,30 @@ int sp_spill_collect(struct sp_rank *rk, int64_t now)
 			return -1;
 		rd->dropped = (int64_t)r->buf.dropped;
 		rd->peak_bytes = r->peak_bytes;
+		rd->value_kind = r->buf.keep_values;   /* the values are in the file */
+		rd->values_total = (int64_t)r->values_sum;
+		rd->gpu_waited = sp_mode.gpu;
+		rd->gpu_wait_ns = r->gpu_wait_ns;
 		if (sp_stats_from_acc(&rd->stats, &r->acc, r->first_start) != 0) {
+			PyErr_Format(PyExc_OSError, "region '%s': its statistics overflowed", rd->name);
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < spill.nmpi; i++) {
+		struct mpi_fn *m = &spill.mpi[i];
+		rk->dropped += m->dropped;
+		if (m->id < 0)
+			continue;
+		struct sp_region_data *rd = &rk->regions[m->id];
+		if (!(rd->name = strdup(m->name))) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		rd->dropped = m->dropped;
+		rd->peak_bytes = SP_NO_PEAK;
+		rd->value_kind = m->kind;
+		rd->values_total = (int64_t)m->sum;
+		if (sp_stats_from_acc(&rd->stats, &m->acc, m->first) != 0) {
 			PyErr_Format(PyExc_OSError, "region '%s': its statistics overflowed", rd->name);
 			return -1;
 		}
@@ -482,6 +785,7 @@ int sp_spill_finish(const struct sp_profile *p, const char *path)
 	uint64_t dropped = spill.dropped;
 	spill.on = 0;
 	sp_buf_spill = NULL;
+	mpi_off();
 	if (dropped && sp_stream_failed(NULL))
 		fprintf(stderr, "scope-profiler: warning: %llu call%s not recorded: the stream to the "
 			"profile had failed\n", (unsigned long long)dropped, dropped == 1 ? " was" : "s were");
@@ -501,9 +805,19 @@ int sp_spill_finish(const struct sp_profile *p, const char *path)
 	return 0;
 }
 
+void sp_spill_hold(void)
+{
+	ticker_stop();
+}
+
+void sp_spill_leave(void)
+{
+	stop(sp_stream_leave);
+}
+
 uint64_t sp_spill_readback_max(void)
 {
-	return spill.budget / 2 / (2 * sizeof(int64_t));
+	return spill.budget / 2 / (spill.call_bytes ? spill.call_bytes : 2 * sizeof(int64_t));
 }
 
 uint64_t sp_spill_dropped(void)

@@ -133,11 +133,11 @@ static enum sp_err read_cumulative(struct reader *r, hid_t tg, const char *ctx, 
 static enum sp_err read_value_table(struct reader *r, hid_t tg, const char *ctx, size_t rows,
 				    struct sp_rank *rk)
 {
-	static const char *const names[3] = {"value_kind", "values_total", "peak_live_bytes"};
+	static const char *const names[4] = {"value_kind", "values_total", "peak_live_bytes", "gpu_wait_ns"};
 	int64_t *v = NULL;
 	int kinds = 0;                 /* a row has values */
 	enum sp_err rc = SP_OK;
-	for (int c = 0; c < 3 && rc == SP_OK; c++) {
+	for (int c = 0; c < 4 && rc == SP_OK; c++) {
 		hid_t ds = -1;
 		hsize_t len = 0;
 		int hl = sp_h5r_hard_link(tg, names[c]);
@@ -174,6 +174,13 @@ static enum sp_err read_value_table(struct reader *r, hid_t tg, const char *ctx,
 						 (long long)v[i]);
 			else if (c == 2)
 				rd->peak_bytes = v[i];
+			else if (c == 3 && v[i] < -1)
+				rc = sp_h5r_fail(r, SP_ECORRUPT, "%s/%.200s: gpu_wait_ns %lld", ctx, rd->name,
+						 (long long)v[i]);
+			else if (c == 3 && v[i] >= 0) {
+				rd->gpu_waited = 1;
+				rd->gpu_wait_ns = v[i];
+			}
 		}
 	}
 	free(v);

@@ -199,6 +199,22 @@ int sp_h5r_attr_str(struct reader *r, hid_t loc, const char *name, char **out)
 	return rc;
 }
 
+/* Opens name of g again as *ds, without a chunk cache: a chunk that is not
+ * filtered is read straight into the caller's buffer, where the default
+ * cache would hold up to 1 MiB per column (at the end of a streamed run,
+ * read back beside the recording's own memory). 0, or -1 (*ds closed). */
+static int reopen_uncached(hid_t g, const char *name, hid_t *ds)
+{
+	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+	H5Dclose(*ds);
+	*ds = -1;
+	if (dapl >= 0 && H5Pset_chunk_cache(dapl, 0, 0, H5D_CHUNK_CACHE_W0_DEFAULT) >= 0)
+		*ds = H5Dopen2(g, name, dapl);
+	if (dapl >= 0)
+		H5Pclose(dapl);
+	return *ds < 0 ? -1 : 0;
+}
+
 /* Opens the 1-D column name in g and returns its length in *n; want is
  * H5T_STRING or H5T_INTEGER (which also accepts floats). Rejects layouts that
  * would read other files, and extents the stored bytes cannot back; deep
@@ -251,6 +267,8 @@ enum sp_err sp_h5r_column_open(struct reader *r, hid_t g, const char *ctx, const
 		goto out;
 	}
 	rc = deep ? sp_h5r_storage_ok(r, *ds, dcpl, layout, ctx, name, *n, tsize) : SP_OK;
+	if (rc == SP_OK && layout == H5D_CHUNKED && H5Pget_nfilters(dcpl) == 0 && reopen_uncached(g, name, ds) < 0)
+		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s/%s is not a readable dataset", ctx, name);
 out:
 	sp_h5r_close(t); sp_h5r_close(s); sp_h5r_close(dcpl);
 	if (rc != SP_OK) {

@@ -291,11 +291,12 @@ static enum sp_err create_file(struct sp_h5_writer *w)
 {
 	/* Version 1.8 object headers and groups: smaller than the 1.6 defaults
 	 * and readable by any HDF5 since 1.8 (h5py included). */
+	H5F_libver_t lv = w->version == 3 ? H5F_LIBVER_V110 : H5F_LIBVER_V18;
 	if (make_plists(w) < 0 || (w->fcpl = H5Pcreate(H5P_FILE_CREATE)) < 0 ||
 	    H5Pset_obj_track_times(w->fcpl, 0) < 0 ||
 	    (w->level > 0 && H5Pset_istore_k(w->fcpl, ISTORE_K) < 0) ||
-	    (w->fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 ||
-	    H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0 ||
+	    (w->fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 || H5Pset_libver_bounds(w->fapl, lv, lv) < 0 ||
+	    (w->version == 3 && sp_h5w_small_caches(w->fapl) < 0) ||
 	    H5Pset_sieve_buf_size(w->fapl, 0) < 0)
 		return sp_h5w_fail(w, SP_EIO, "cannot set up HDF5 property lists");
 	/* HDF5 2.2 (Debian testing) fails an assertion in H5Fcreate, aborting
@@ -330,6 +331,12 @@ static enum sp_err create_file(struct sp_h5_writer *w)
 enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, struct sp_h5_writer **out,
 			      struct sp_error *err)
 {
+	return sp_h5w_open(path, p, p && p->format_version == 1 ? 1 : 2, out, err);
+}
+
+enum sp_err sp_h5w_open(const char *path, const struct sp_profile *p, int version, struct sp_h5_writer **out,
+			struct sp_error *err)
+{
 	struct sp_h5_writer *w;
 	enum sp_err rc = SP_OK;
 
@@ -354,7 +361,7 @@ enum sp_err sp_h5_writer_open(const char *path, const struct sp_profile *p, stru
 	if (p->compression > 0 && (rc = check_filters(w)) != SP_OK)
 		goto out;
 	w->level = p->compression;
-	w->version = p->format_version == 1 ? 1 : 2;
+	w->version = version;
 	/* A profile goes only to a regular file (new or replaced): a device
 	 * or a FIFO is refused, never replaced. */
 	struct sp_error oerr = {0};
@@ -388,13 +395,13 @@ out:
 }
 
 enum sp_err sp_h5_writer_meta(struct sp_h5_writer *w, const char *key, const char *value,
-			      struct sp_error *err)
+			      enum sp_kv_type type, struct sp_error *err)
 {
 	if (!w)
 		return sp_error_set(err, SP_EINVAL, "sp_h5_writer_meta: no writer");
 	if (w->failed)
 		return writer_failed(w, w->failure.code, err);
-	enum sp_err rc = meta_add(w, key, value, SP_KV_FIXED, -1);
+	enum sp_err rc = meta_add(w, key, value, type, -1);
 	return rc == SP_OK ? SP_OK : writer_failed(w, rc, err);
 }
 

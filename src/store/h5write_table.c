@@ -29,6 +29,7 @@ struct table {
 	int kinds[SP_VALUE_KINDS];         /* a row has values of this kind: its column is written */
 	int values;                        /* a row has values: the value columns are written */
 	int peak;                          /* a row has a known peak: peak_live_bytes is written */
+	int gpu;                           /* a row was timed with --gpu: gpu_wait_ns is written */
 };
 
 static void table_free(struct table *t)
@@ -72,14 +73,16 @@ static enum sp_err plan(struct sp_h5_writer *w, const struct sp_rank *rk, struct
 			t->lanes |= rd->lanes != NULL;
 		}
 		if (rd->value_kind) {
+			/* Version 3: the values are in the file already. */
 			if (!sp_value_kind_name(rd->value_kind) ||
-			    (!rd->aggregate && !rd->values))
+			    (!rd->aggregate && !rd->values && w->version != 3))
 				return sp_h5w_fail(w, SP_EINVAL, "rank %d region '%s': values of kind %d not loaded",
 						   rk->rank, rd->name, rd->value_kind);
 			t->kinds[rd->value_kind] = 1;
 			t->values = 1;
 		}
 		t->peak |= rd->peak_bytes > 0;
+		t->gpu |= rd->gpu_waited;
 		t->row_of[i] = (int32_t)t->n;
 		t->rd[t->n++] = rd;
 	}
@@ -141,8 +144,9 @@ static int write_names(struct sp_h5_writer *w, hid_t g, const struct table *t)
 }
 
 /* The optional columns of the regions table: value_kind, values_total
- * (when a row has values) and peak_live_bytes (when a row has a peak; -1
- * where not known), in the caller's scratch arrays of t->n rows. */
+ * (when a row has values), peak_live_bytes (when a row has a peak; -1
+ * where not known) and gpu_wait_ns (run --gpu; -1 where not timed so), in
+ * the caller's scratch arrays of t->n rows. */
 static enum sp_err write_value_table(struct sp_h5_writer *w, hid_t g, const struct sp_rank *rk,
 				     const struct table *t, int64_t *i64, int8_t *i8)
 {
@@ -160,6 +164,12 @@ static enum sp_err write_value_table(struct sp_h5_writer *w, hid_t g, const stru
 		for (size_t i = 0; i < n; i++)
 			i64[i] = t->rd[i]->peak_bytes > 0 ? t->rd[i]->peak_bytes : SP_NO_PEAK;
 		if (sp_h5w_column(w, g, "peak_live_bytes", H5T_STD_I64LE, H5T_NATIVE_INT64, n, i64) < 0)
+			return sp_h5w_fail(w, SP_EIO, "cannot write the regions of rank %d", rk->rank);
+	}
+	if (t->gpu) {
+		for (size_t i = 0; i < n; i++)
+			i64[i] = t->rd[i]->gpu_waited ? t->rd[i]->gpu_wait_ns : -1;
+		if (sp_h5w_column(w, g, "gpu_wait_ns", H5T_STD_I64LE, H5T_NATIVE_INT64, n, i64) < 0)
 			return sp_h5w_fail(w, SP_EIO, "cannot write the regions of rank %d", rk->rank);
 	}
 	return SP_OK;
@@ -232,7 +242,7 @@ static enum sp_err write_table(struct sp_h5_writer *w, hid_t rank_g, const struc
 	/* Version 3 without a call tree: the reader computes it. */
 	if (rc == SP_OK && (w->version != 3 || rk->tree))
 		rc = write_cumulative(w, g, rk, t, i64);
-	if (rc == SP_OK && (t->values || t->peak))
+	if (rc == SP_OK && (t->values || t->peak || t->gpu))
 		rc = write_value_table(w, g, rk, t, i64, agg);
 out:
 	if (g >= 0 && H5Gclose(g) < 0 && rc == SP_OK)

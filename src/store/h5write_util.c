@@ -15,6 +15,18 @@
 
 #include "sp_h5write.h"
 
+int sp_h5w_small_caches(hid_t fapl)
+{
+	H5AC_cache_config_t mdc = {.version = H5AC__CURR_CACHE_CONFIG_VERSION};
+	if (H5Pget_mdc_config(fapl, &mdc) < 0)
+		return -1;
+	mdc.set_initial_size = 1;
+	mdc.initial_size = (size_t)1 << 20;
+	mdc.min_size = (size_t)1 << 20;
+	mdc.max_size = (size_t)2 << 20;
+	return H5Pset_mdc_config(fapl, &mdc) < 0 ? -1 : 0;
+}
+
 /* Abandons the temporary file after a failure, before any more of it is
  * closed. HDF5 writes cached data and metadata when a dataset or the file
  * is closed; when that write fails (a full disk), HDF5 1.10 frees the object

@@ -21,6 +21,7 @@
 
 #include "sp_clock.h"
 #include "sp_h5.h"
+#include "sp_merge.h"
 #include "sp_mpi.h"
 #include "sp_pack.h"
 #include "sp_hosts.h"
@@ -176,9 +177,11 @@ enum { TAG_PING = 1, TAG_PONG, TAG_GO, TAG_DATA };
 static struct {
 	int active, rank, size;
 	int script_finalized;          /* the script called MPI_Finalize */
+	int alone;                     /* this failed rank waited in vain at the end (sp_mpi_meet) */
 	pid_t pid;                     /* forked children must not communicate */
 	int64_t offset;                /* this rank's clock - rank 0's */
 	int64_t sync_error;            /* rank 0: largest half round trip of the best rounds */
+	int64_t job;                   /* the job's id: rank 0's wall clock at start (ns) */
 	MPI_Comm comm;
 	char library[MPI_MAX_LIBRARY_VERSION_STRING];
 } mpi;
@@ -330,6 +333,20 @@ static void clock_sync(void)
 	free(offsets);
 }
 
+/* The job's id, rank 0's: its wall clock now, in ns (a later job on the
+ * same output has another). */
+static void job_id(void)
+{
+	MPI_Request req;
+	if (mpi.rank == 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		mpi.job = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	}
+	MPI_Ibcast(&mpi.job, 1, MPI_INT64_T, 0, mpi.comm, &req);
+	wait_all(1, &req, -1.0);
+}
+
 enum sp_err sp_mpi_start(struct sp_error *err)
 {
 	int provided = 0, initialized = 0;
@@ -348,6 +365,7 @@ enum sp_err sp_mpi_start(struct sp_error *err)
 	 * finalised at exit, after the interpreter's atexit stage wrote. */
 	atexit(sp_mpi_end);
 	clock_sync();
+	job_id();
 	return SP_OK;
 }
 
@@ -364,6 +382,21 @@ int sp_mpi_rank(void)
 int sp_mpi_size(void)
 {
 	return sp_mpi_active() ? mpi.size : 1;
+}
+
+int64_t sp_mpi_clock_offset(void)
+{
+	return sp_mpi_active() ? mpi.offset : 0;
+}
+
+int64_t sp_mpi_sync_error(void)
+{
+	return sp_mpi_active() ? mpi.sync_error : 0;
+}
+
+int64_t sp_mpi_job(void)
+{
+	return sp_mpi_active() ? mpi.job : 0;
 }
 
 /* Sends or receives len bytes in pieces; fills reqs (at most npieces). */
@@ -400,6 +433,24 @@ static void give_up(struct sp_profile *p, double wait_s, const char *fallback)
 	if (!saved && fallback)
 		fprintf(stderr, "scope-profiler: %s\n", err.msg);
 	abort_job();
+}
+
+/* Rank 0's outcome (rc, and err's message when it failed) to every rank:
+ * each returns it, a failure in rank 0's words. */
+static enum sp_err share_outcome(enum sp_err rc, struct sp_error *err)
+{
+	struct {
+		int32_t code;
+		char msg[sizeof err->msg];
+	} status = {(int32_t)rc, ""};
+	MPI_Request req;
+	if (mpi.rank == 0 && rc != SP_OK)
+		snprintf(status.msg, sizeof status.msg, "%s", err->msg);
+	MPI_Ibcast(&status, (int)sizeof status, MPI_BYTE, 0, mpi.comm, &req);
+	wait_all(1, &req, -1.0);
+	if (mpi.rank != 0 && status.code != SP_OK)
+		return sp_error_set(err, (enum sp_err)status.code, "%s", status.msg);
+	return rc;
 }
 
 struct incoming {
@@ -522,10 +573,6 @@ enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_even
 	mine->rank = mpi.rank;
 	mine->clock_offset_ns = mpi.offset;
 	enum sp_err rc = SP_OK;
-	struct {
-		int32_t code;
-		char msg[sizeof err->msg];
-	} status = {SP_OK, ""};
 	void *buf = NULL;
 	size_t len = 0;
 	int64_t mylen = 0, *lens = NULL;
@@ -543,6 +590,8 @@ enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_even
 	/* Every rank arrives here, or a failed rank gives up. (A gather is not
 	 * enough: on a rank other than the root it may finish alone.) */
 	MPI_Request req;
+	if (mpi.alone)
+		give_up(p, wait_s, fallback);   /* the others did not come to sp_mpi_meet */
 	MPI_Ibarrier(mpi.comm, &req);
 	if (wait_all(1, &req, failed ? wait_s : -1.0) != 0)
 		give_up(p, wait_s, fallback);
@@ -564,10 +613,10 @@ enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_even
 			char *hosts = sp_profile_hosts(p);
 			char sync[32];
 			snprintf(sync, sizeof sync, "%lld", (long long)mpi.sync_error);
-			rc = hosts ? sp_h5_writer_meta(w, "hostnames", hosts, err)
+			rc = hosts ? sp_h5_writer_meta(w, "hostnames", hosts, SP_KV_TEXT, err)
 				   : sp_error_set(err, SP_ENOMEM, "out of memory");
 			if (rc == SP_OK)
-				rc = sp_h5_writer_meta(w, "clock_sync_error_ns", sync, err);
+				rc = sp_h5_writer_meta(w, "clock_sync_error_ns", sync, SP_KV_INT, err);
 			free(hosts);
 		}
 		if (w) {
@@ -577,15 +626,74 @@ enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_even
 				sp_h5_writer_abort(w);
 		}
 		free(lens);
-		status.code = (int32_t)rc;
-		if (rc != SP_OK)
-			snprintf(status.msg, sizeof status.msg, "%s", err->msg);
 	}
-	MPI_Ibcast(&status, (int)sizeof status, MPI_BYTE, 0, mpi.comm, &req);
+	return share_outcome(rc, err);
+}
+
+int sp_mpi_meet(int streamed, int failed, double wait_s, int *any)
+{
+	MPI_Request req;
+	int *all = NULL, mine = streamed != 0;
+	*any = 0;
+	/* Every rank arrives here, or a failed rank stops waiting. */
+	MPI_Ibarrier(mpi.comm, &req);
+	if (wait_all(1, &req, failed ? wait_s : -1.0) != 0) {
+		mpi.alone = 1;
+		return -1;
+	}
+	if (mpi.rank == 0 && !(all = calloc((size_t)mpi.size, sizeof *all))) {
+		fprintf(stderr, "scope-profiler: out of memory gathering %d ranks\n", mpi.size);
+		abort_job();
+	}
+	MPI_Igather(&mine, 1, MPI_INT, all, 1, MPI_INT, 0, mpi.comm, &req);
 	wait_all(1, &req, -1.0);
-	if (mpi.rank != 0 && status.code != SP_OK)
-		rc = sp_error_set(err, (enum sp_err)status.code, "%s", status.msg);
-	return rc;
+	for (int r = 0; all && r < mpi.size; r++)
+		*any |= all[r];
+	free(all);
+	MPI_Ibcast(any, 1, MPI_INT, 0, mpi.comm, &req);
+	wait_all(1, &req, -1.0);
+	return 0;
+}
+
+void sp_mpi_abandon(const char *file, double wait_s)
+{
+	fprintf(stderr,
+		"scope-profiler: rank %d: the script failed and the other ranks did not reach the end "
+		"within %g s (they may be waiting for this rank); this rank's profile is in %s (scope-profiler "
+		"recover merges the ranks' files); aborting the job\n", mpi.rank, wait_s, file);
+	abort_job();
+}
+
+enum sp_err sp_mpi_merge(const char *job, const char *path, int state, struct sp_merge_report *rep,
+			 struct sp_error *err)
+{
+	int32_t mine = state, *all = NULL;
+	enum sp_err rc = SP_OK;
+	MPI_Request req;
+	if (mpi.rank == 0 && !(all = calloc((size_t)mpi.size, sizeof *all))) {
+		fprintf(stderr, "scope-profiler: out of memory gathering %d ranks\n", mpi.size);
+		abort_job();
+	}
+	MPI_Igather(&mine, 1, MPI_INT, all, 1, MPI_INT, 0, mpi.comm, &req);
+	wait_all(1, &req, -1.0);
+	if (mpi.rank == 0) {
+		enum sp_merge_state *said = calloc((size_t)mpi.size, sizeof *said);
+		if (!said) {
+			rc = sp_error_set(err, SP_ENOMEM, "out of memory gathering %d ranks", mpi.size);
+		} else {
+			for (int r = 0; r < mpi.size; r++)
+				said[r] = (enum sp_merge_state)all[r];
+			int64_t t0 = sp_clock_ns();
+			rc = sp_merge_ranks(job ? job : path, path, mpi.size, mpi.job, said, 1, rep, err);
+			/* scripts/bench_mpi_stream.py: the merge's time. */
+			if (rc == SP_OK && getenv("SCOPE_PROFILER_STREAM_STATS"))
+				fprintf(stderr, "scope-profiler: merge: %d ranks, %lld calls in %.3f s\n", mpi.size,
+					(long long)rep->calls, (double)(sp_clock_ns() - t0) / 1e9);
+			free(said);
+		}
+		free(all);
+	}
+	return share_outcome(rc, err);
 }
 
 void sp_mpi_end(void)
@@ -641,6 +749,38 @@ int sp_mpi_size(void)
 
 enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_events, int failed,
 			   double wait_s, const char *fallback, struct sp_error *err)
+{
+	return sp_error_set(err, SP_EINVAL, "this scope-profiler was built without MPI");
+}
+
+int64_t sp_mpi_clock_offset(void)
+{
+	return 0;
+}
+
+int64_t sp_mpi_sync_error(void)
+{
+	return 0;
+}
+
+int64_t sp_mpi_job(void)
+{
+	return 0;
+}
+
+int sp_mpi_meet(int streamed, int failed, double wait_s, int *any)
+{
+	*any = streamed != 0;
+	return 0;
+}
+
+void sp_mpi_abandon(const char *file, double wait_s)
+{
+	abort();
+}
+
+enum sp_err sp_mpi_merge(const char *job, const char *path, int state, struct sp_merge_report *rep,
+			 struct sp_error *err)
 {
 	return sp_error_set(err, SP_EINVAL, "this scope-profiler was built without MPI");
 }

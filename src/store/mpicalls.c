@@ -58,6 +58,7 @@ struct call {
 
 static struct call calls[NCALLS];
 static int recording;                  /* read by every wrapper: the mode's one branch */
+static void (*on_full)(size_t fn, struct sp_buf *b);   /* streaming: a full buffer's hand-over */
 static sp_mpicalls_lane_fn lane_of;    /* NULL: no lanes */
 
 /* The library's functions, looked up by name in the libmpi in use. A name
@@ -196,6 +197,9 @@ static void record(int id, int64_t t0, int64_t t1, int64_t bytes)
 	struct call *c = &calls[id];
 	lock(c);
 	if (__atomic_load_n(&recording, __ATOMIC_RELAXED)) {
+		void (*full)(size_t, struct sp_buf *) = __atomic_load_n(&on_full, __ATOMIC_RELAXED);
+		if (__builtin_expect(c->buf.n == c->buf.cap, 0) && full)
+			full((size_t)id, &c->buf);
 		size_t cap = c->buf.cap;
 		ptrdiff_t slot = sp_buf_reserve(&c->buf);
 		if (__builtin_expect(c->buf.cap != cap, 0))
@@ -371,6 +375,22 @@ long sp_mpicalls_add(struct sp_rank *rk)
 	return added;
 }
 
+void sp_mpicalls_each(sp_mpicalls_hand_fn hand, void *ctx)
+{
+	for (int i = 0; i < NCALLS; i++) {
+		struct call *c = &calls[i];
+		lock(c);
+		if (c->buf.n || c->buf.dropped)
+			hand(ctx, (size_t)i, call_names[i], &c->buf);
+		unlock(c);
+	}
+}
+
+void sp_mpicalls_on_full(void (*full)(size_t fn, struct sp_buf *b))
+{
+	__atomic_store_n(&on_full, full, __ATOMIC_RELEASE);
+}
+
 #else /* no MPI: nothing to intercept */
 
 int sp_mpicalls_built(void)
@@ -402,6 +422,17 @@ long sp_mpicalls_add(struct sp_rank *rk)
 {
 	(void)rk;
 	return 0;
+}
+
+void sp_mpicalls_each(sp_mpicalls_hand_fn hand, void *ctx)
+{
+	(void)hand;
+	(void)ctx;
+}
+
+void sp_mpicalls_on_full(void (*full)(size_t fn, struct sp_buf *b))
+{
+	(void)full;
 }
 
 #endif

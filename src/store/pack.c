@@ -118,6 +118,7 @@ static enum sp_err region_size(const struct sp_rank *rk, size_t i, int with_even
 				    rk->rank, rd->name, (long long)calls);
 	if (!add_string(s, rd->name) || !add_size(s, STATS_BYTES + 8u) ||
 	    (rd->dropped && !add_size(s, 8u)) || (rd->peak_bytes > 0 && !add_size(s, 8u)) ||
+	    (rd->gpu_waited && !add_size(s, 8u)) ||
 	    (rd->value_kind && !add_size(s, 16u)))
 		return overflow(rk, err);
 	if (rd->aggregate)
@@ -242,11 +243,13 @@ static unsigned char *put_region(unsigned char *p, const struct sp_region_data *
 	memcpy(p, &st, STATS_BYTES);
 	p = put_u64(p + STATS_BYTES, (lanes ? SP_PK_LANES : 0u) | (rd->aggregate ? SP_PK_AGG : 0u) |
 				     (rd->dropped ? SP_PK_DROPPED : 0u) | (rd->value_kind ? SP_PK_VALUES : 0u) |
-				     (rd->peak_bytes > 0 ? SP_PK_PEAK : 0u));
+				     (rd->peak_bytes > 0 ? SP_PK_PEAK : 0u) | (rd->gpu_waited ? SP_PK_GPU : 0u));
 	if (rd->dropped)
 		p = put_i64(p, rd->dropped);
 	if (rd->peak_bytes > 0)
 		p = put_i64(p, rd->peak_bytes);
+	if (rd->gpu_waited)
+		p = put_i64(p, rd->gpu_wait_ns);
 	if (rd->value_kind) {
 		p = put_i64(p, rd->value_kind);
 		p = put_i64(p, rd->values_total);

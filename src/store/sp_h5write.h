@@ -54,6 +54,20 @@ struct sp_h5_writer {
 /* Calls gathered per write into uncompressed columns (64 KiB a column). */
 #define SP_H5W_STAGE_DIRECT ((size_t)8192)
 
+/* HDF5's metadata cache of a file grows with it (up to 32 MiB by default:
+ * the chunk index of hours of calls): at most 2 MiB with fapl, so that a
+ * stream's or a merge's memory stays bounded whatever the file's size.
+ * 0, or -1. */
+int sp_h5w_small_caches(hid_t fapl);
+
+/* Opens a writer as sp_h5_writer_open does, for format version `version`:
+ * 1 or 2 as p->format_version asks there; 3 for the merged file of an MPI
+ * job whose ranks streamed (merge.c: HDF5's 1.10 file format, which the
+ * ranks' chunked columns copied into it need, small caches, no rank
+ * written by the writer itself). */
+enum sp_err sp_h5w_open(const char *path, const struct sp_profile *p, int version, struct sp_h5_writer **out,
+			struct sp_error *err);
+
 /* Fills w->failure with "cannot write '<path>': <what>", adding the OS's
  * reason when errno holds one that explains an HDF5 failure; the file is
  * abandoned (its descriptor detached). Returns code. */

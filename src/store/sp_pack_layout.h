@@ -13,8 +13,9 @@
  *   hostname    a string, present only with SP_PK_HOSTNAME
  *   regions     nregions times: name (string), struct sp_stats (64 bytes),
  *               u64 region flags (SP_PK_LANES, SP_PK_AGG, SP_PK_DROPPED,
- *               SP_PK_VALUES, SP_PK_PEAK), i64 dropped with SP_PK_DROPPED,
- *               i64 peak_bytes with SP_PK_PEAK, i64 value_kind and i64
+ *               SP_PK_VALUES, SP_PK_PEAK, SP_PK_GPU), i64 dropped with
+ *               SP_PK_DROPPED, i64 peak_bytes with SP_PK_PEAK, i64
+ *               gpu_wait_ns with SP_PK_GPU, i64 value_kind and i64
  *               values_total with SP_PK_VALUES; with SP_PK_EVENTS:
  *               i64 starts[num_calls], i64 ends[num_calls], with
  *               SP_PK_VALUES i64 values[num_calls], and with
@@ -59,6 +60,7 @@
 #define SP_PK_DROPPED 4u             /* region: i64 dropped follows the flags */
 #define SP_PK_VALUES 8u              /* region: i64 kind and total follow; a values column */
 #define SP_PK_PEAK 16u               /* region: i64 peak_bytes follows */
+#define SP_PK_GPU 32u                /* region: i64 gpu_wait_ns follows (run --gpu) */
 
 #define HEADER_BYTES 24u
 #define ATTR_BYTES 80u

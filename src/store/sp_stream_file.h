@@ -10,13 +10,19 @@
 
 #include <hdf5.h>
 
-/* The event columns of the file. */
-enum { SP_SCOL_START, SP_SCOL_END, SP_SCOL_LANES, SP_SCOLS };
+#include "sp_profile.h"
+
+/* The event columns of the file: the value column of kind k (an enum
+ * sp_value_kind > 0) is SP_SCOL_VALUES + k - 1. */
+enum { SP_SCOL_START, SP_SCOL_END, SP_SCOL_LANES, SP_SCOL_VALUES, SP_SCOLS = SP_SCOL_VALUES + SP_VALUE_KINDS - 1 };
 
 struct sp_sfile {
 	/* Set by the caller before sp_sfile_create. */
 	const char *partial;           /* the file's path */
 	int rank, compression;
+	int mpi_size;                  /* > 0: written as the rank's mpi_size */
+	int64_t clock_offset_ns;       /* written as the rank's clock_offset_ns */
+	int64_t mpi_job;               /* mpi_size > 0: written as the rank's mpi_job */
 	int64_t pid, run_start_ns;
 	const char *hostname;          /* NULL: none */
 	/* The rest is the file's. */
@@ -28,10 +34,13 @@ struct sp_sfile {
 	uint64_t events;               /* calls in the columns */
 	uint64_t blocks;               /* rows of the block table */
 	uint64_t name_bytes;
-	int lanes_on;                  /* the lanes column is as long as the others */
+	/* Per column: it is as long as start_times (the lanes and value
+	 * columns are written from a first block that has them on). */
+	int on[SP_SCOLS];
 	/* The stage: calls and blocks not written yet. */
 	int64_t *st_start, *st_end;
 	int32_t *st_lanes;
+	int64_t *st_vals[SP_VALUE_KINDS];  /* per kind, allocated when its column goes on */
 	size_t st_n;
 	int32_t *sb_region;
 	int64_t *sb_calls;
@@ -59,12 +68,17 @@ int sp_sfile_unmark(const char *path);
 /* The next region's name (n bytes, its NUL included). 0, or -1. */
 int sp_sfile_name(struct sp_sfile *f, const char *name, size_t n);
 
-/* n calls of region id (lanes NULL: lane 0), staged or written. 0, or -1. */
+/* n calls of region id (lanes NULL: lane 0; values NULL: none, else the
+ * calls' values of kind `kind`, an enum sp_value_kind), staged or written.
+ * A column that some block had is as long as the others from then on
+ * (0 for the calls of blocks without it). 0, or -1. */
 int sp_sfile_block(struct sp_sfile *f, int32_t id, size_t n, const int64_t *starts, const int64_t *ends,
-		   const int32_t *lanes);
+		   const int32_t *lanes, int kind, const int64_t *values);
 
-/* Ends of calls written open: event index[i] ends at end[i]. 0, or -1. */
-int sp_sfile_patches(struct sp_sfile *f, size_t n, const int64_t *index, const int64_t *end);
+/* Ends of calls written open: event index[i] ends at end[i], and, where
+ * kind[i] > 0, its value of that kind is value[i]. 0, or -1. */
+int sp_sfile_patches(struct sp_sfile *f, size_t n, const int64_t *index, const int64_t *end, const int64_t *kind,
+		     const int64_t *value);
 
 /* Everything staged to the file, flushed_ns = t, the file flushed. 0, or -1. */
 int sp_sfile_flush(struct sp_sfile *f, int64_t t);

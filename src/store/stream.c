@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -55,11 +56,13 @@ struct rec {
 	enum rec_kind kind;
 	int32_t id;                    /* REC_NAME, REC_BLOCK: the region */
 	int has_lanes;                 /* REC_BLOCK: a lanes column follows */
+	int value_kind;                /* REC_BLOCK: 0, or the kind of the values column that follows */
 	size_t n;                      /* calls, patches, or the name's bytes with its NUL */
 	size_t bytes;                  /* counted against the queue */
 	int64_t time;                  /* REC_FLUSH: the file is complete up to here */
-	/* REC_BLOCK: starts[n], ends[n], then int32 lanes[n]; REC_PATCHES:
-	 * index[n], end[n]; REC_NAME: the name. */
+	/* REC_BLOCK: starts[n], ends[n], values[n] (value_kind > 0), then
+	 * int32 lanes[n]; REC_PATCHES: index[n], end[n], kind[n], value[n];
+	 * REC_NAME: the name. */
 	int64_t data[];
 };
 
@@ -83,7 +86,7 @@ static struct stream {
 	uint64_t next_index;           /* the file index of the next call handed over */
 	int handed;                    /* something was handed over */
 	uint64_t refused;
-	int64_t *patch_idx, *patch_end;
+	int64_t *patch[4];             /* index, end, kind (0: no value), value */
 	size_t npatch, patch_cap;
 	/* Writer side. */
 	unsigned slow_us;              /* SCOPE_PROFILER_TEST_SLOW_WRITER_US: a pause per record */
@@ -127,11 +130,25 @@ static int is_failed(void)
 	return f;
 }
 
+/* t on rank 0's clock (under MPI; the same time when serial), SP_NO_TIME
+ * kept, wrapping as the hardware does. */
+static int64_t on_rank0(int64_t t)
+{
+	return t == SP_NO_TIME ? t : (int64_t)((uint64_t)t - (uint64_t)S.c.clock_offset_ns);
+}
+
+static void times_on_rank0(int64_t *t, size_t n)
+{
+	for (size_t i = 0; S.c.clock_offset_ns && i < n; i++)
+		t[i] = on_rank0(t[i]);
+}
+
 /* Creates the file (at the first record). 0, or -1 (failed). */
 static int create(void)
 {
 	S.f = (struct sp_sfile){.partial = S.partial, .rank = S.c.rank, .compression = S.c.compression,
-				.pid = S.c.pid, .run_start_ns = S.c.run_start_ns, .hostname = S.hostname,
+				.mpi_size = S.c.mpi_size, .clock_offset_ns = S.c.clock_offset_ns, .mpi_job = S.c.mpi_job,
+				.pid = S.c.pid, .run_start_ns = on_rank0(S.c.run_start_ns), .hostname = S.hostname,
 				.file = -1, .fd = -1, .lock_fd = -1};
 	sp_h5_lock();
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -145,31 +162,44 @@ static int create(void)
 		return -1;
 	}
 	S.created = S.made = 1;
+	/* An MPI rank's finished file of an earlier run: this run's will
+	 * replace it, and until then it must not pass for this run's. */
+	if (S.c.mpi_size > 0)
+		unlink(S.target);
 	return 0;
 }
 
-/* Writes one record (the writer's thread, or the caller's once it ended). */
-static void put(const struct rec *r)
+/* Writes one record (the writer's thread, or the caller's once it ended);
+ * its times are put on rank 0's clock first (under MPI). */
+static void put(struct rec *r)
 {
 	if (is_failed())
 		return;
 	if (!S.created && create() < 0)
 		return;
 	int rc = 0;
+	if (r->kind == REC_BLOCK)
+		times_on_rank0(r->data, 2 * r->n);   /* starts and ends, not the values */
+	else if (r->kind == REC_PATCHES)
+		times_on_rank0(r->data + r->n, r->n);   /* the ends only */
 	sp_h5_lock();
 	switch (r->kind) {
 	case REC_NAME:
 		rc = sp_sfile_name(&S.f, (const char *)r->data, r->n);
 		break;
 	case REC_BLOCK:
+	{
+		size_t nv = r->value_kind ? r->n : 0;
 		rc = sp_sfile_block(&S.f, r->id, r->n, r->data, r->data + r->n,
-				    r->has_lanes ? (const int32_t *)(r->data + 2 * r->n) : NULL);
+				    r->has_lanes ? (const int32_t *)(r->data + 2 * r->n + nv) : NULL, r->value_kind,
+				    nv ? r->data + 2 * r->n : NULL);
 		break;
+	}
 	case REC_PATCHES:
-		rc = sp_sfile_patches(&S.f, r->n, r->data, r->data + r->n);
+		rc = sp_sfile_patches(&S.f, r->n, r->data, r->data + r->n, r->data + 2 * r->n, r->data + 3 * r->n);
 		break;
 	case REC_FLUSH:
-		rc = sp_sfile_flush(&S.f, r->time);
+		rc = sp_sfile_flush(&S.f, on_rank0(r->time));
 		break;
 	}
 	sp_h5_unlock();
@@ -321,28 +351,35 @@ int sp_stream_name(int32_t id, const char *name)
 	return hand(r);
 }
 
-int sp_stream_room(size_t n, int lanes)
+/* The bytes of a block's columns per call. */
+static size_t call_bytes(int lanes, int values)
+{
+	return 2 * sizeof(int64_t) + (values ? sizeof(int64_t) : 0) + (lanes ? sizeof(int32_t) : 0);
+}
+
+int sp_stream_room(size_t n, int lanes, int values)
 {
 	if (!S.on)
 		return 0;
 	if (S.direct)
 		return 1;
-	size_t need = sizeof(struct rec) + n * (2 * sizeof(int64_t) + (lanes ? sizeof(int32_t) : 0));
+	size_t need = sizeof(struct rec) + n * call_bytes(lanes, values);
 	pthread_mutex_lock(&S.mu);
 	int room = !S.failed && (S.queued_blocks == 0 || S.queued_blocks + need <= S.c.queue_bytes);
 	pthread_mutex_unlock(&S.mu);
 	return room;
 }
 
-int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64_t *ends, const int32_t *lanes)
+int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64_t *ends, const int32_t *lanes,
+			int kind, const int64_t *values)
 {
-	if (!S.on || n == 0 || n > SIZE_MAX / 32)
+	if (!S.on || n == 0 || n > SIZE_MAX / 32 || (values && (kind <= 0 || kind >= SP_VALUE_KINDS)))
 		return -1;
-	if (!sp_stream_room(n, lanes != NULL)) {
+	if (!sp_stream_room(n, lanes != NULL, values != NULL)) {
 		S.refused += n;
 		return -1;
 	}
-	struct rec *r = rec_new(REC_BLOCK, n * (2 * sizeof(int64_t) + (lanes ? sizeof(int32_t) : 0)));
+	struct rec *r = rec_new(REC_BLOCK, n * call_bytes(lanes != NULL, values != NULL));
 	if (!r) {
 		S.refused += n;
 		return -1;
@@ -350,10 +387,14 @@ int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64
 	r->id = id;
 	r->n = n;
 	r->has_lanes = lanes != NULL;
+	r->value_kind = values ? kind : 0;
 	memcpy(r->data, starts, n * sizeof *starts);
 	memcpy(r->data + n, ends, n * sizeof *ends);
+	size_t nv = values ? n : 0;
+	if (values)
+		memcpy(r->data + 2 * n, values, n * sizeof *values);
 	if (lanes)
-		memcpy(r->data + 2 * n, lanes, n * sizeof *lanes);
+		memcpy(r->data + 2 * n + nv, lanes, n * sizeof *lanes);
 	int64_t at = (int64_t)S.next_index;
 	S.handed = 1;
 	if (hand(r) != 0) {
@@ -364,25 +405,26 @@ int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64
 	return at;
 }
 
-int sp_stream_patch(int64_t index, int64_t end)
+int sp_stream_patch(int64_t index, int64_t end, int kind, int64_t value)
 {
 	if (!S.on)
 		return -1;
 	if (S.npatch == S.patch_cap) {
 		size_t cap = S.patch_cap ? 2 * S.patch_cap : 256;
-		int64_t *a = realloc(S.patch_idx, cap * sizeof *a);
-		if (a)
-			S.patch_idx = a;
-		int64_t *b = a ? realloc(S.patch_end, cap * sizeof *b) : NULL;
-		if (!b) {
-			S.refused++;
-			return -1;
+		for (int c = 0; c < 4; c++) {
+			int64_t *a = realloc(S.patch[c], cap * sizeof *a);
+			if (!a) {
+				S.refused++;
+				return -1;
+			}
+			S.patch[c] = a;
 		}
-		S.patch_end = b;
 		S.patch_cap = cap;
 	}
-	S.patch_idx[S.npatch] = index;
-	S.patch_end[S.npatch++] = end;
+	const int64_t p[4] = {index, end, kind > 0 && kind < SP_VALUE_KINDS ? kind : 0, value};
+	for (int c = 0; c < 4; c++)
+		S.patch[c][S.npatch] = p[c];
+	S.npatch++;
 	return 0;
 }
 
@@ -391,11 +433,11 @@ void sp_stream_flush(int64_t now)
 	if (!S.on || !S.handed)
 		return;
 	if (S.npatch) {
-		struct rec *r = rec_new(REC_PATCHES, S.npatch * 2 * sizeof(int64_t));
+		struct rec *r = rec_new(REC_PATCHES, S.npatch * 4 * sizeof(int64_t));
 		if (r) {
 			r->n = S.npatch;
-			memcpy(r->data, S.patch_idx, S.npatch * sizeof(int64_t));
-			memcpy(r->data + S.npatch, S.patch_end, S.npatch * sizeof(int64_t));
+			for (int c = 0; c < 4; c++)
+				memcpy(r->data + c * S.npatch, S.patch[c], S.npatch * sizeof(int64_t));
 			if (hand(r) == 0)
 				S.npatch = 0;
 		}
@@ -443,8 +485,8 @@ static void release(void)
 	free(S.target);
 	free(S.partial);
 	free(S.hostname);
-	free(S.patch_idx);
-	free(S.patch_end);
+	for (int c = 0; c < 4; c++)
+		free(S.patch[c]);
 	sp_sfile_close_layout(&S.f);
 	sp_sfile_unlock(&S.f);   /* the file is renamed or removed by now */
 	for (struct rec *r = S.head, *next; r; r = next) {
@@ -600,6 +642,12 @@ void sp_stream_quiesce(void)
 	sp_h5_unlock();
 }
 
+void sp_stream_want_file(void)
+{
+	if (S.on)
+		S.handed = 1;
+}
+
 int sp_stream_handed(void)
 {
 	return S.on && S.handed;
@@ -638,6 +686,11 @@ enum sp_err sp_stream_close(struct sp_error *err)
 		sp_h5_lock();
 		sp_sfile_close_layout(&S.f);
 		shut = H5Fclose(S.f.file);
+		/* What the writer freed goes back to the system before the end of
+		 * the run reads the file back: HDF5 keeps freed blocks on its own
+		 * free lists, and the C library keeps the writer thread's heap. */
+		H5garbage_collect();
+		malloc_trim(0);
 		sp_h5_unlock();
 		S.f.file = -1;
 		S.created = 0;
@@ -659,6 +712,20 @@ const char *sp_stream_partial(void)
 	return S.on ? S.partial : NULL;
 }
 
+const char *sp_stream_target(void)
+{
+	return S.on ? S.target : NULL;
+}
+
+void sp_stream_leave(void)
+{
+	struct sp_error err = {0};
+	if (!S.on)
+		return;
+	sp_stream_close(&err);
+	release();
+}
+
 uint64_t sp_stream_calls(void)
 {
 	return S.next_index;
@@ -678,6 +745,7 @@ static int no_h5_lock(hid_t fapl)
 enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struct sp_error *err)
 {
 	enum sp_err rc;
+	struct sp_region_data *regions = NULL;
 	if (!S.on)
 		return sp_error_set(err, SP_EINVAL, "no stream is running");
 	rc = sp_stream_close(err);
@@ -689,6 +757,30 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
 		if (err)
 			*err = S.close_err;
 		goto out;
+	}
+	/* The rank's times on rank 0's clock, as its events are (a copy of
+	 * what the table needs: the caller's profile stays as it is). */
+	struct sp_profile shifted;
+	struct sp_rank rk;
+	if (S.c.clock_offset_ns && p && p->nranks == 1) {
+		rk = p->ranks[0];
+		if (rk.nregions && !(regions = malloc(rk.nregions * sizeof *regions))) {
+			rc = sp_error_set(err, SP_ENOMEM, "cannot finish '%s': out of memory", S.target);
+			goto out;
+		}
+		if (rk.nregions)
+			memcpy(regions, rk.regions, rk.nregions * sizeof *regions);
+		for (size_t i = 0; i < rk.nregions; i++) {
+			regions[i].stats.first_start_ns = on_rank0(regions[i].stats.first_start_ns);
+			regions[i].stats.last_end_ns = on_rank0(regions[i].stats.last_end_ns);
+		}
+		rk.regions = regions;
+		rk.run_start_ns = on_rank0(rk.run_start_ns);
+		rk.run_end_ns = on_rank0(rk.run_end_ns);
+		rk.clock_offset_ns = S.c.clock_offset_ns;
+		shifted = *p;
+		shifted.ranks = &rk;
+		p = &shifted;
 	}
 	sp_h5_lock();
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = -1;
@@ -717,6 +809,7 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
 	}
 	sp_h5_unlock();
 out:
+	free(regions);
 	release();
 	return rc;
 }

@@ -40,6 +40,24 @@ static hid_t column_new(hid_t loc, const char *name, hid_t t, hsize_t chunk, int
 	return ds;
 }
 
+/* Event column c's dataset name. */
+static const char *column_name(int c)
+{
+	static const char *const fixed[SP_SCOL_VALUES] = {"start_times", "end_times", "lanes"};
+	return c < SP_SCOL_VALUES ? fixed[c] : sp_value_kind_name(c - SP_SCOL_VALUES + 1);
+}
+
+/* Event column c's element: its memory type and size. */
+static hid_t column_type(int c)
+{
+	return c == SP_SCOL_LANES ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64;
+}
+
+static size_t column_size(int c)
+{
+	return c == SP_SCOL_LANES ? sizeof(int32_t) : sizeof(int64_t);
+}
+
 /* The partial file's groups and empty columns, before SWMR writing starts
  * (no object may be created after). 0, or -1. */
 static int make_layout(struct sp_sfile *f, hid_t file)
@@ -53,18 +71,23 @@ static int make_layout(struct sp_sfile *f, hid_t file)
 	if (ev < 0 || st < 0 || sp_h5w_attr_str(file, "format", "scope-profiler") < 0 ||
 	    sp_h5w_attr(file, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT32, &(int32_t){3}) < 0 ||
 	    sp_h5w_attr_i64(g, "run_start_time", f->run_start_ns) < 0 || sp_h5w_attr_i64(g, "pid", f->pid) < 0 ||
-	    sp_h5w_attr_i64(g, "clock_offset_ns", 0) < 0 ||
+	    sp_h5w_attr_i64(g, "clock_offset_ns", f->clock_offset_ns) < 0 ||
+	    (f->mpi_size > 0 && (sp_h5w_attr_i64(g, "mpi_size", f->mpi_size) < 0 ||
+				 sp_h5w_attr_i64(g, "mpi_job", f->mpi_job) < 0)) ||
 	    (f->hostname && sp_h5w_attr_str(g, "hostname", f->hostname) < 0))
 		ok = 0;
-	hid_t ids[6] = {-1, -1, -1, -1, -1, -1};
+	enum { NIDS = SP_SCOLS + 3 };
+	hid_t ids[NIDS];
+	for (int i = 0; i < NIDS; i++)
+		ids[i] = -1;
 	if (ok) {
-		ids[0] = column_new(ev, "start_times", H5T_STD_I64LE, STAGE, f->compression);
-		ids[1] = column_new(ev, "end_times", H5T_STD_I64LE, STAGE, f->compression);
-		ids[2] = column_new(ev, "lanes", H5T_STD_I32LE, STAGE, f->compression);
-		ids[3] = column_new(ev, "block_region", H5T_STD_I32LE, SMALL_CHUNK, 0);
-		ids[4] = column_new(ev, "block_calls", H5T_STD_I64LE, SMALL_CHUNK, 0);
-		ids[5] = column_new(st, "names", H5T_STD_U8LE, SMALL_CHUNK, 0);
-		for (int i = 0; i < 6; i++)
+		for (int c = 0; c < SP_SCOLS; c++)
+			ids[c] = column_new(ev, column_name(c), c == SP_SCOL_LANES ? H5T_STD_I32LE : H5T_STD_I64LE,
+					    STAGE, f->compression);
+		ids[SP_SCOLS] = column_new(ev, "block_region", H5T_STD_I32LE, SMALL_CHUNK, 0);
+		ids[SP_SCOLS + 1] = column_new(ev, "block_calls", H5T_STD_I64LE, SMALL_CHUNK, 0);
+		ids[SP_SCOLS + 2] = column_new(st, "names", H5T_STD_U8LE, SMALL_CHUNK, 0);
+		for (int i = 0; i < NIDS; i++)
 			ok &= ids[i] >= 0;
 	}
 	hsize_t one[1] = {1};
@@ -73,7 +96,7 @@ static int make_layout(struct sp_sfile *f, hid_t file)
 					      H5P_DEFAULT) : -1;
 	if (fl < 0 || H5Dwrite(fl, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &f->run_start_ns) < 0)
 		ok = 0;
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < NIDS; i++)
 		if (ids[i] >= 0)
 			H5Dclose(ids[i]);
 	hid_t close_them[] = {fl};
@@ -95,10 +118,13 @@ static int make_layout(struct sp_sfile *f, hid_t file)
 static int open_layout(struct sp_sfile *f)
 {
 	char path[96];
-	hid_t *ids[] = {&f->col[SP_SCOL_START], &f->col[SP_SCOL_END], &f->col[SP_SCOL_LANES], &f->block_region,
-			&f->block_calls, &f->names, &f->flushed};
-	const char *names[] = {"events/start_times", "events/end_times", "events/lanes", "events/block_region",
-			       "events/block_calls", "stream/names", "stream/flushed_ns"};
+	hid_t *ids[] = {&f->block_region, &f->block_calls, &f->names, &f->flushed};
+	const char *names[] = {"events/block_region", "events/block_calls", "stream/names", "stream/flushed_ns"};
+	for (int c = 0; c < SP_SCOLS; c++) {
+		snprintf(path, sizeof path, "rank%d/events/%s", f->rank, column_name(c));
+		if ((f->col[c] = H5Dopen2(f->file, path, H5P_DEFAULT)) < 0)
+			return -1;
+	}
 	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
 		snprintf(path, sizeof path, "rank%d/%s", f->rank, names[i]);
 		if ((*ids[i] = H5Dopen2(f->file, path, H5P_DEFAULT)) < 0)
@@ -109,8 +135,12 @@ static int open_layout(struct sp_sfile *f)
 
 void sp_sfile_close_layout(struct sp_sfile *f)
 {
-	hid_t *ids[] = {&f->col[SP_SCOL_START], &f->col[SP_SCOL_END], &f->col[SP_SCOL_LANES], &f->block_region,
-			&f->block_calls, &f->names, &f->flushed};
+	hid_t *ids[] = {&f->block_region, &f->block_calls, &f->names, &f->flushed};
+	for (int c = 0; c < SP_SCOLS; c++) {
+		if (f->col[c] > 0)
+			H5Dclose(f->col[c]);
+		f->col[c] = -1;
+	}
 	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
 		if (*ids[i] > 0)
 			H5Dclose(*ids[i]);
@@ -119,27 +149,16 @@ void sp_sfile_close_layout(struct sp_sfile *f)
 	free(f->st_start);
 	free(f->st_end);
 	free(f->st_lanes);
+	for (int k = 0; k < SP_VALUE_KINDS; k++) {
+		free(f->st_vals[k]);
+		f->st_vals[k] = NULL;
+	}
 	free(f->sb_region);
 	free(f->sb_calls);
 	f->st_start = f->st_end = NULL;
 	f->st_lanes = f->sb_region = NULL;
 	f->sb_calls = NULL;
 	f->st_n = f->sb_n = f->sb_cap = 0;
-}
-
-/* HDF5's metadata cache grows with the file (up to 32 MiB by default:
- * the chunk index of hours of calls); kept at most 2 MiB, so that the
- * run's memory is its budget whatever its length. */
-static int small_caches(hid_t fapl)
-{
-	H5AC_cache_config_t mdc = {.version = H5AC__CURR_CACHE_CONFIG_VERSION};
-	if (H5Pget_mdc_config(fapl, &mdc) < 0)
-		return -1;
-	mdc.set_initial_size = 1;
-	mdc.initial_size = (size_t)1 << 20;
-	mdc.min_size = (size_t)1 << 20;
-	mdc.max_size = (size_t)2 << 20;
-	return H5Pset_mdc_config(fapl, &mdc) < 0 ? -1 : 0;
 }
 
 void sp_sfile_unlock(struct sp_sfile *f)
@@ -210,7 +229,11 @@ int sp_sfile_create(struct sp_sfile *f)
 	char by_fd[64];
 	snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", fd);
 	errno = 0;
-	if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0 && small_caches(fapl) == 0)
+	/* Uncompressed columns are written straight from the stage, without a
+	 * chunk cache (it held a chunk, 512 KiB, per column); compressed ones
+	 * keep theirs: a chunk filled by several flushes is deflated once. */
+	if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0 && sp_h5w_small_caches(fapl) == 0 &&
+	    (f->compression > 0 || H5Pset_cache(fapl, 0, 521, 0, 0.75) >= 0))
 		f->file = H5Fcreate(access(by_fd, F_OK) == 0 ? by_fd : f->partial, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
 	if (f->file < 0) {
 		if (fapl >= 0)
@@ -257,23 +280,52 @@ static int append(hid_t ds, hid_t mt, uint64_t at, size_t n, const void *buf)
 	return ok ? 0 : -1;
 }
 
-/* Writes n calls (lanes NULL: lane 0) to the event columns; the lanes
- * column only once some call had a lane. 0, or -1. */
-static int write_calls(struct sp_sfile *f, size_t n, const int64_t *starts, const int64_t *ends, const int32_t *lanes)
+/* Appends n zeros of column c's type to it, which holds `at` now. 0, or -1. */
+static int append_zeros(hid_t ds, int c, uint64_t at, size_t n)
 {
-	if (append(f->col[SP_SCOL_START], H5T_NATIVE_INT64, f->events, n, starts) < 0 ||
-	    append(f->col[SP_SCOL_END], H5T_NATIVE_INT64, f->events, n, ends) < 0)
-		return -1;
-	if (f->lanes_on && lanes && append(f->col[SP_SCOL_LANES], H5T_NATIVE_INT32, f->events, n, lanes) < 0)
-		return -1;
+	static const int64_t zeros[4096];
+	size_t each = sizeof zeros / column_size(c);
+	for (size_t done = 0; done < n;) {
+		size_t k = n - done < each ? n - done : each;
+		if (append(ds, column_type(c), at + done, k, zeros) < 0)
+			return -1;
+		done += k;
+	}
+	return 0;
+}
+
+/* Writes n calls to the event columns: cols[c] the calls' column c, NULL
+ * for zeros in a column that is on (columns not on are not written). 0,
+ * or -1. */
+static int write_calls(struct sp_sfile *f, size_t n, const void *const cols[SP_SCOLS])
+{
+	for (int c = 0; c < SP_SCOLS; c++) {
+		if (c > SP_SCOL_END && !f->on[c])
+			continue;
+		if (cols[c] ? append(f->col[c], column_type(c), f->events, n, cols[c]) < 0
+			    : append_zeros(f->col[c], c, f->events, n) < 0)
+			return -1;
+	}
 	f->events += n;
 	return 0;
+}
+
+/* The stage's columns (the value columns that are not on have no array). */
+static void stage_cols(struct sp_sfile *f, const void *cols[SP_SCOLS])
+{
+	cols[SP_SCOL_START] = f->st_start;
+	cols[SP_SCOL_END] = f->st_end;
+	cols[SP_SCOL_LANES] = f->st_lanes;
+	for (int k = 1; k < SP_VALUE_KINDS; k++)
+		cols[SP_SCOL_VALUES + k - 1] = f->st_vals[k];
 }
 
 /* Writes the stage (events first, then the blocks that describe them). */
 static int stage_flush(struct sp_sfile *f)
 {
-	if (f->st_n && write_calls(f, f->st_n, f->st_start, f->st_end, f->st_lanes) < 0)
+	const void *cols[SP_SCOLS];
+	stage_cols(f, cols);
+	if (f->st_n && write_calls(f, f->st_n, cols) < 0)
 		return -1;
 	f->st_n = 0;
 	if (f->sb_n && (append(f->block_region, H5T_NATIVE_INT32, f->blocks, f->sb_n, f->sb_region) < 0 ||
@@ -284,27 +336,39 @@ static int stage_flush(struct sp_sfile *f)
 	return 0;
 }
 
-/* From now on the lanes column is written: the calls so far get lane 0. */
-static int lanes_start(struct sp_sfile *f)
+/* From now on column c (lanes or values) is written: the calls so far get
+ * 0 (lane 0, value 0). 0, or -1. */
+static int column_on(struct sp_sfile *f, int c)
 {
-	static const int32_t zeros[4096];
-	for (uint64_t at = 0; at < f->events;) {
-		size_t k = f->events - at < 4096 ? (size_t)(f->events - at) : 4096;
-		if (append(f->col[SP_SCOL_LANES], H5T_NATIVE_INT32, at, k, zeros) < 0)
+	if (c >= SP_SCOL_VALUES) {
+		int k = c - SP_SCOL_VALUES + 1;
+		if (!(f->st_vals[k] = malloc(STAGE * sizeof *f->st_vals[k]))) {
+			errno = ENOMEM;
 			return -1;
-		at += k;
+		}
 	}
-	for (size_t i = 0; i < f->st_n; i++)
-		f->st_lanes[i] = 0;
-	f->lanes_on = 1;
+	if (append_zeros(f->col[c], c, 0, (size_t)f->events) < 0)
+		return -1;
+	const void *cols[SP_SCOLS];
+	stage_cols(f, cols);
+	memset((void *)cols[c], 0, f->st_n * column_size(c));
+	f->on[c] = 1;
 	return 0;
 }
 
 int sp_sfile_block(struct sp_sfile *f, int32_t id, size_t n, const int64_t *starts, const int64_t *ends,
-		   const int32_t *lanes)
+		   const int32_t *lanes, int kind, const int64_t *values)
 {
-	if (lanes && !f->lanes_on && lanes_start(f) < 0)
+	const void *cols[SP_SCOLS] = {starts, ends, lanes};
+	if (values && (kind <= 0 || kind >= SP_VALUE_KINDS)) {
+		errno = EINVAL;
 		return -1;
+	}
+	if (values)
+		cols[SP_SCOL_VALUES + kind - 1] = values;
+	for (int c = SP_SCOL_LANES; c < SP_SCOLS; c++)
+		if (cols[c] && !f->on[c] && column_on(f, c) < 0)
+			return -1;
 	if (f->sb_n == f->sb_cap) {
 		size_t cap = f->sb_cap ? 2 * f->sb_cap : 1024;
 		int32_t *reg = realloc(f->sb_region, cap * sizeof *reg);
@@ -322,16 +386,19 @@ int sp_sfile_block(struct sp_sfile *f, int32_t id, size_t n, const int64_t *star
 		return -1;
 	if (n > STAGE) {
 		/* Large: straight from the record, after what is staged. */
-		if (write_calls(f, n, starts, ends, lanes) < 0)
+		if (write_calls(f, n, cols) < 0)
 			return -1;
 	} else {
-		memcpy(f->st_start + f->st_n, starts, n * sizeof *starts);
-		memcpy(f->st_end + f->st_n, ends, n * sizeof *ends);
-		if (f->lanes_on) {
-			if (lanes)
-				memcpy(f->st_lanes + f->st_n, lanes, n * sizeof *lanes);
+		const void *st[SP_SCOLS];
+		stage_cols(f, st);
+		for (int c = 0; c < SP_SCOLS; c++) {
+			if (c > SP_SCOL_END && !f->on[c])
+				continue;
+			char *to = (char *)st[c] + f->st_n * column_size(c);
+			if (cols[c])
+				memcpy(to, cols[c], n * column_size(c));
 			else
-				memset(f->st_lanes + f->st_n, 0, n * sizeof *lanes);
+				memset(to, 0, n * column_size(c));
 		}
 		f->st_n += n;
 	}
@@ -342,33 +409,47 @@ int sp_sfile_block(struct sp_sfile *f, int32_t id, size_t n, const int64_t *star
 	return 0;
 }
 
-/* Calls handed over open get their ends (all of them written by now). */
-int sp_sfile_patches(struct sp_sfile *f, size_t n, const int64_t *index, const int64_t *end)
-{	
+/* Writes v[i] of the elements coord[0 .. k) of column ds. 0, or -1. */
+static int write_points(hid_t ds, size_t k, const hsize_t *coord, const int64_t *v)
+{
+	hsize_t cnt[1] = {k};
+	hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(1, cnt, NULL);
+	int ok = fs >= 0 && ms >= 0 && H5Sselect_elements(fs, H5S_SELECT_SET, k, coord) >= 0 &&
+		 H5Dwrite(ds, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, v) >= 0;
+	if (ms >= 0)
+		H5Sclose(ms);
+	if (fs >= 0)
+		H5Sclose(fs);
+	return ok ? 0 : -1;
+}
+
+/* Calls handed over open get their ends, and their values (all of them
+ * written by now). */
+int sp_sfile_patches(struct sp_sfile *f, size_t n, const int64_t *index, const int64_t *end, const int64_t *kind,
+		     const int64_t *value)
+{
 	if (stage_flush(f) < 0)
 		return -1;
 	hsize_t *coord = malloc((n ? n : 1) * sizeof *coord);
-	int64_t *ends = malloc((n ? n : 1) * sizeof *ends);
-	size_t k = 0;
-	int ok = coord && ends;
-	for (size_t i = 0; ok && i < n; i++)
-		if (index[i] >= 0 && (uint64_t)index[i] < f->events) {
-			coord[k] = (hsize_t)index[i];
-			ends[k++] = end[i];
-		}
-	if (ok && k) {
-		hsize_t cnt[1] = {k};
-		hid_t fs = H5Dget_space(f->col[SP_SCOL_END]), ms = H5Screate_simple(1, cnt, NULL);
-		ok = fs >= 0 && ms >= 0 && H5Sselect_elements(fs, H5S_SELECT_SET, k, coord) >= 0 &&
-		     H5Dwrite(f->col[SP_SCOL_END], H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, ends) >= 0;
-		if (ms >= 0)
-			H5Sclose(ms);
-		if (fs >= 0)
-			H5Sclose(fs);
+	int64_t *v = malloc((n ? n : 1) * sizeof *v);
+	int ok = coord && v;
+	/* Pass 0 the ends; pass k the values of kind k. */
+	for (int pass = 0; ok && pass < SP_VALUE_KINDS; pass++) {
+		int c = pass ? SP_SCOL_VALUES + pass - 1 : SP_SCOL_END;
+		size_t k = 0;
+		if (pass && !f->on[c])
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (index[i] >= 0 && (uint64_t)index[i] < f->events && (!pass || kind[i] == pass)) {
+				coord[k] = (hsize_t)index[i];
+				v[k++] = pass ? value[i] : end[i];
+			}
+		if (k)
+			ok = write_points(f->col[c], k, coord, v) == 0;
 	}
 	free(coord);
-	free(ends);
-	if (!coord || !ends)
+	free(v);
+	if (!coord || !v)
 		errno = ENOMEM;
 	return ok ? 0 : -1;
 }

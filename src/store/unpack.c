@@ -127,7 +127,7 @@ static enum sp_err unpack_region(struct cursor *c, int with_events, int copy,
 		return damaged(c, "a region has a negative number of calls");
 	if ((rc = get_u64(c, &rflags, "region flags run past the end")) != SP_OK)
 		return rc;
-	if (rflags & ~(uint64_t)(SP_PK_LANES | SP_PK_AGG | SP_PK_DROPPED | SP_PK_VALUES | SP_PK_PEAK) ||
+	if (rflags & ~(uint64_t)(SP_PK_LANES | SP_PK_AGG | SP_PK_DROPPED | SP_PK_VALUES | SP_PK_PEAK | SP_PK_GPU) ||
 	    (!with_events && (rflags & SP_PK_LANES)) || (rflags & SP_PK_LANES && rflags & SP_PK_AGG))
 		return damaged(c, "unknown region flags");
 	if ((rflags & SP_PK_DROPPED) &&
@@ -138,6 +138,11 @@ static enum sp_err unpack_region(struct cursor *c, int with_events, int copy,
 	    ((rc = get_i64(c, &rd->peak_bytes, "a region's peak bytes run past the end")) != SP_OK ||
 	     rd->peak_bytes <= 0))
 		return rc != SP_OK ? rc : damaged(c, "a region has a peak of no bytes");
+	if ((rflags & SP_PK_GPU) &&
+	    ((rc = get_i64(c, &rd->gpu_wait_ns, "a region's GPU wait runs past the end")) != SP_OK ||
+	     rd->gpu_wait_ns < 0))
+		return rc != SP_OK ? rc : damaged(c, "a region has a negative GPU wait");
+	rd->gpu_waited = (rflags & SP_PK_GPU) != 0;
 	if (rflags & SP_PK_VALUES) {
 		int64_t kind = 0;
 		if ((rc = get_i64(c, &kind, "a region's value kind runs past the end")) != SP_OK ||

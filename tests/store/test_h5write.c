@@ -86,13 +86,13 @@ static void test_writer_roundtrip(void **state)
 	/* Everything goes to the temporary file until the commit. */
 	assert_int_equal(access(tmp_of(path), F_OK), 0);
 	assert_int_equal(access(path, F_OK), -1);
-	assert_ok(sp_h5_writer_meta(w, "mpi ranks", "3", &err), &err);
+	assert_ok(sp_h5_writer_meta(w, "mpi ranks", "3", SP_KV_FIXED, &err), &err);
 	/* Ranks in any order: the reader sorts them. */
 	assert_ok(sp_h5_writer_rank(w, &p->ranks[2], &err), &err);   /* rank 5 */
-	assert_ok(sp_h5_writer_meta(w, "between", "ranks/ü", &err), &err);
+	assert_ok(sp_h5_writer_meta(w, "between", "ranks/ü", SP_KV_FIXED, &err), &err);
 	assert_ok(sp_h5_writer_rank(w, &p->ranks[0], &err), &err);   /* rank 0 */
 	assert_ok(sp_h5_writer_rank(w, &p->ranks[1], &err), &err);   /* rank 3 */
-	assert_ok(sp_h5_writer_meta(w, "last", "", &err), &err);
+	assert_ok(sp_h5_writer_meta(w, "last", "", SP_KV_FIXED, &err), &err);
 	assert_int_equal(count_files(), 1);
 	assert_ok(sp_h5_writer_commit(w, &err), &err);
 	assert_int_equal(count_files(), 1);
@@ -176,7 +176,7 @@ static void test_writer_abort(void **state)
 	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
 	for (size_t r = 0; r < p->nranks; r++)
 		assert_ok(sp_h5_writer_rank(w, &p->ranks[r], &err), &err);
-	assert_ok(sp_h5_writer_meta(w, "extra", "1", &err), &err);
+	assert_ok(sp_h5_writer_meta(w, "extra", "1", SP_KV_FIXED, &err), &err);
 	sp_h5_writer_abort(w);
 	char *after = read_bytes(path, &n1);
 	assert_int_equal(n0, n1);
@@ -217,7 +217,7 @@ static void expect_failed_commit(struct sp_h5_writer *w, const struct sp_profile
 	assert_int_equal(err.code, code);
 	assert_non_null(strstr(err.msg, needle));
 	memset(&err, 0, sizeof err);
-	assert_int_equal(sp_h5_writer_meta(w, "fine", "key", &err), code);
+	assert_int_equal(sp_h5_writer_meta(w, "fine", "key", SP_KV_FIXED, &err), code);
 	assert_non_null(strstr(err.msg, needle));
 	memset(&err, 0, sizeof err);
 	assert_int_equal(sp_h5_writer_commit(w, &err), code);
@@ -267,15 +267,15 @@ static void test_writer_failure_commit(void **state)
 
 	/* A metadata key twice, then an empty key and a missing value. */
 	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
-	assert_int_equal(sp_h5_writer_meta(w, "zeta", "again", &err), SP_EINVAL);
+	assert_int_equal(sp_h5_writer_meta(w, "zeta", "again", SP_KV_FIXED, &err), SP_EINVAL);
 	assert_non_null(strstr(err.msg, "cannot write metadata 'zeta'"));
 	expect_failed_commit(w, p, path, SP_EINVAL, "cannot write metadata 'zeta'");
 	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
-	assert_int_equal(sp_h5_writer_meta(w, "", "x", &err), SP_EINVAL);
+	assert_int_equal(sp_h5_writer_meta(w, "", "x", SP_KV_FIXED, &err), SP_EINVAL);
 	assert_non_null(strstr(err.msg, "metadata entry has no key or value"));
 	sp_h5_writer_abort(w);
 	assert_ok(sp_h5_writer_open(path, p, &w, &err), &err);
-	assert_int_equal(sp_h5_writer_meta(w, "k", NULL, &err), SP_EINVAL);
+	assert_int_equal(sp_h5_writer_meta(w, "k", NULL, SP_KV_FIXED, &err), SP_EINVAL);
 	expect_failed_commit(w, p, path, SP_EINVAL, "metadata entry has no key or value");
 
 	/* sp_h5_write of a profile with a rank twice fails the same way. */
@@ -291,7 +291,7 @@ static void test_writer_failure_commit(void **state)
 
 	/* No writer. */
 	assert_int_equal(sp_h5_writer_rank(NULL, &p->ranks[0], &err), SP_EINVAL);
-	assert_int_equal(sp_h5_writer_meta(NULL, "k", "v", &err), SP_EINVAL);
+	assert_int_equal(sp_h5_writer_meta(NULL, "k", "v", SP_KV_FIXED, &err), SP_EINVAL);
 	assert_int_equal(sp_h5_writer_commit(NULL, &err), SP_EINVAL);
 	free(before);
 	free(after);
@@ -871,6 +871,10 @@ static void test_values_v2(void **state)
 		mpi->values[i] = 8 * (int64_t)i;
 	mpi->values_total = 6240;
 	plain->peak_bytes = 4096;
+	/* run --gpu: the wait column, -1 in the rows not timed so. */
+	big->gpu_waited = 1;
+	big->gpu_wait_ns = 987654321;
+	mpi->gpu_waited = 1;
 	for (int level = 0; level <= 6; level += 6) {
 		p->compression = level;
 		assert_ok(sp_h5_write(p, path, &err), &err);
@@ -886,6 +890,8 @@ static void test_values_v2(void **state)
 				assert_int_equal(y->value_kind, x->value_kind);
 				assert_true(y->values_total == (x->value_kind ? x->values_total : 0));
 				assert_true((y->peak_bytes > 0 ? y->peak_bytes : 0) == (x->peak_bytes > 0 ? x->peak_bytes : 0));
+				assert_int_equal(y->gpu_waited, x->gpu_waited);
+				assert_true(y->gpu_wait_ns == x->gpu_wait_ns);
 				if (!whole || !x->value_kind) {
 					assert_null(y->values);
 					continue;

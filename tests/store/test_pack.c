@@ -134,6 +134,10 @@ static void make_rank(struct sp_rank *rk)
 		rk->regions[3].values[i] = 8 * (int64_t)i;
 	rk->regions[3].values_total = 440;
 	rk->regions[0].peak_bytes = 77;
+	/* run --gpu: a wait in one region, a wait of 0 in another. */
+	rk->regions[1].gpu_waited = 1;
+	rk->regions[1].gpu_wait_ns = 123456789;
+	rk->regions[2].gpu_waited = 1;
 	/* Calls lost to memory: in one region, and in all the rank's. */
 	rk->regions[1].dropped = 5;
 	rk->dropped = 5 + 17;
@@ -194,6 +198,8 @@ static void assert_same(const struct sp_rank *want, const struct sp_rank *got, i
 		assert_int_equal(y->value_kind, x->value_kind);
 		assert_true(y->values_total == x->values_total);
 		assert_true(y->peak_bytes == x->peak_bytes);
+		assert_int_equal(y->gpu_waited, x->gpu_waited);
+		assert_true(y->gpu_wait_ns == x->gpu_wait_ns);
 		if (!with_events) {
 			assert_null(y->starts);
 			assert_null(y->ends);

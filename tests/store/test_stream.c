@@ -1,7 +1,8 @@
 /* test_stream.c - a run's calls streamed to OUT.partial (src/store/stream.c,
  * stream_file.c; format version 3): what a reader of the partial file sees
- * while the stream runs, calls handed over open and patched, the finished
- * file, a full queue refusing, a cancelled stream leaving nothing. */
+ * while the stream runs, calls handed over open and patched, a value column
+ * (run --memory) going on with its first block, the finished file, a full
+ * queue refusing, a cancelled stream leaving nothing. */
 
 #include "h5_fixtures.h"
 #include "sp_stream.h"
@@ -53,9 +54,9 @@ static void test_partial_then_finished(void **state)
 	const int64_t s1[] = {1200, 1400}, e1[] = {1300, 1500};
 	const int32_t l1[] = {0, 1};
 	assert_int_equal(sp_stream_name(0, "outer"), 0);
-	assert_int_equal(sp_stream_block(0, 1, s0, e0, NULL), 0);
+	assert_int_equal(sp_stream_block(0, 1, s0, e0, NULL, 0, NULL), 0);
 	assert_int_equal(sp_stream_name(1, "in/ner"), 0);
-	assert_int_equal(sp_stream_block(1, 2, s1, e1, l1), 1);
+	assert_int_equal(sp_stream_block(1, 2, s1, e1, l1, 0, NULL), 1);
 	sp_stream_flush(1600);
 	/* The writer takes the flush soon: a reader then sees all three calls. */
 	size_t n = 0;
@@ -81,7 +82,7 @@ static void test_partial_then_finished(void **state)
 	}
 	assert_int_equal(n, 3);
 	/* The open call ends later: a patch, written with the next flush. */
-	assert_int_equal(sp_stream_patch(0, 1700), 0);
+	assert_int_equal(sp_stream_patch(0, 1700, 0, 0), 0);
 	assert_int_equal(sp_stream_calls(), 3);
 
 	/* Finished: one rank, its regions in id order with their statistics. */
@@ -131,6 +132,62 @@ static void test_partial_then_finished(void **state)
 	remove(out);
 }
 
+/* A value column goes on with the first block that has values (the calls
+ * before get 0), blocks without values get 0 too, an open call's value is
+ * patched with its end; a block larger than the stage is written straight
+ * with its values. */
+static void test_values_column(void **state)
+{
+	(void)state;
+	struct sp_error err = {0};
+	const char *out = tpath("v.h5");
+	struct sp_stream_config c = config(out, 8 << 20);
+	assert_ok(sp_stream_start(&c, &err), &err);
+	enum { BIG = 70000 };
+	int64_t *bs = malloc(BIG * sizeof *bs), *be = malloc(BIG * sizeof *be), *bv = malloc(BIG * sizeof *bv);
+	assert_true(bs && be && bv);
+	for (int i = 0; i < BIG; i++) {
+		bs[i] = 3000 + i;
+		be[i] = 3001 + i;
+		bv[i] = i % 7;
+	}
+	const int64_t s0[] = {1100, 1200}, e0[] = {1150, 1250};
+	const int64_t s1[] = {1300, 1400}, e1[] = {SP_NO_TIME, 1450}, v1[] = {0, 40};
+	assert_int_equal(sp_stream_name(0, "plain"), 0);
+	assert_int_equal(sp_stream_block(0, 2, s0, e0, NULL, 0, NULL), 0);
+	assert_int_equal(sp_stream_name(1, "mem"), 0);
+	assert_int_equal(sp_stream_block(1, 2, s1, e1, NULL, SP_VALUES_ALLOC_BYTES, v1), 2);
+	assert_int_equal(sp_stream_block(0, 1, s0, e0, NULL, 0, NULL), 4);
+	assert_int_equal(sp_stream_block(1, BIG, bs, be, NULL, SP_VALUES_ALLOC_BYTES, bv), 5);
+	assert_int_equal(sp_stream_patch(2, 2900, SP_VALUES_ALLOC_BYTES, 777), 0);
+	assert_ok(sp_stream_close(&err), &err);
+	char partial[600];
+	snprintf(partial, sizeof partial, "%s.partial", out);
+	hid_t f = open_swmr(partial);
+	assert_true(f >= 0);
+	size_t n, nb;
+	int64_t *v = column(f, "rank0/events/alloc_bytes", &n);
+	int64_t *ends = column(f, "rank0/events/end_times", &nb);
+	assert_int_equal(n, 5 + BIG);
+	assert_int_equal(nb, 5 + BIG);
+	const int64_t want[5] = {0, 0, 777, 40, 0};
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(v[i], want[i]);
+	assert_int_equal(ends[2], 2900);
+	for (int i = 0; i < BIG; i++)
+		assert_int_equal(v[5 + i], i % 7);
+	free(column(f, "rank0/events/bytes", &n));
+	assert_int_equal(n, 0);   /* the other kind stays empty */
+	H5Fclose(f);
+	free(v);
+	free(ends);
+	free(bs);
+	free(be);
+	free(bv);
+	sp_stream_cancel();
+	assert_int_equal(count_files(), 0);
+}
+
 static void test_full_queue_refuses_and_counts(void **state)
 {
 	(void)state;
@@ -146,10 +203,10 @@ static void test_full_queue_refuses_and_counts(void **state)
 	int64_t s[64], e[64];
 	for (int i = 0; i < 64; i++)
 		s[i] = e[i] = 2000 + i;
-	assert_int_equal(sp_stream_room(64, 0), 1);
-	assert_int_equal(sp_stream_block(0, 64, s, e, NULL), 0);
-	assert_int_equal(sp_stream_room(64, 0), 0);
-	assert_int_equal(sp_stream_block(0, 64, s, e, NULL), -1);
+	assert_int_equal(sp_stream_room(64, 0, 0), 1);
+	assert_int_equal(sp_stream_block(0, 64, s, e, NULL, 0, NULL), 0);
+	assert_int_equal(sp_stream_room(64, 0, 0), 0);
+	assert_int_equal(sp_stream_block(0, 64, s, e, NULL, 0, NULL), -1);
 	assert_int_equal(sp_stream_refused(), 64);
 	assert_true(sp_stream_handed());
 	sp_stream_cancel();
@@ -166,7 +223,7 @@ static void test_cancel_removes_the_partial_file(void **state)
 	assert_ok(sp_stream_start(&c, &err), &err);
 	int64_t s[] = {1}, e[] = {2};
 	assert_int_equal(sp_stream_name(0, "r"), 0);
-	assert_int_equal(sp_stream_block(0, 1, s, e, NULL), 0);
+	assert_int_equal(sp_stream_block(0, 1, s, e, NULL, 0, NULL), 0);
 	assert_ok(sp_stream_close(&err), &err);
 	char partial[600];
 	snprintf(partial, sizeof partial, "%s.partial", out);
@@ -194,6 +251,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_partial_then_finished),
+		cmocka_unit_test(test_values_column),
 		cmocka_unit_test(test_full_queue_refuses_and_counts),
 		cmocka_unit_test(test_cancel_removes_the_partial_file),
 		cmocka_unit_test(test_a_device_as_partial_is_refused),
