@@ -117,7 +117,9 @@ enum sp_err sp_diff_compare(struct sp_diff *d, const struct sp_profile *a, const
  * p < SP_DIFF_ALPHA and fast_pct is above the bound too (its total may be
  * swollen, or shrunk, by interrupted calls), else becomes SP_DIFF_NOISE. A row the test cannot
  * judge (an aggregate region; too few calls for any p below SP_DIFF_ALPHA,
- * sp_diff_min_p) is judged on its totals: within the bound, or above it
+ * sp_diff_min_p) is judged on its totals: within the bound; SP_DIFF_NOISE
+ * when, not by its slowest rank, its fastest call times its calls per rank
+ * grew by at most the bound (fast_pct set to that growth); or above it
  * when it reaches the floor in A, or in B reaches twice the floor and grew
  * by more than the floor; else it becomes SP_DIFF_FEW_CALLS (one
  * interrupted call can lift a small region a little over the floor in B). Updates worst and

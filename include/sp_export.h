@@ -1,6 +1,6 @@
 /* sp_export.h - a profile's calls in formats other tools read: csv
  * (pandas), json, Chrome trace events (Perfetto), folded stacks
- * (flamegraph.pl, speedscope); aggregates (run --aggregate) as one row per
+ * (flamegraph.pl), speedscope's own file (evented profiles); aggregates (run --aggregate) as one row per
  * region and rank, or folded from the stored call trees. */
 #ifndef SP_EXPORT_H
 #define SP_EXPORT_H
@@ -16,6 +16,7 @@ enum sp_export_format {
 	SP_EXPORT_JSON,
 	SP_EXPORT_CHROME,
 	SP_EXPORT_FOLDED,
+	SP_EXPORT_SPEEDSCOPE,
 	SP_EXPORT_NFORMATS
 };
 
@@ -29,9 +30,10 @@ int sp_export_format_parse(const char *name);
  * json formats) that sel selects (NULL: all) to f, in fmt. Times are
  * relative to the profile's time origin (sp_profile_time_origin), one axis
  * for all ranks. csv, json and chrome hold a slice of the file in memory at
- * a time; folded one rank's calls (20 bytes each). Returns SP_OK; SP_EINVAL
- * when sel keeps no rank (err names the ranks the profile has) or for a
- * Chrome trace of aggregates; SP_ENOMEM; a read error of the stream; SP_EIO
+ * a time; folded one rank's calls (20 bytes each), speedscope also its
+ * events (32 bytes a call). Returns SP_OK; SP_EINVAL when sel keeps no rank
+ * (err names the ranks the profile has) or for a Chrome trace or speedscope
+ * file of aggregates; SP_ENOMEM; a read error of the stream; SP_EIO
  * when writing f failed (*write_errno, when not NULL, is then its errno).
  * Does not close f. */
 enum sp_err sp_export(struct sp_h5_stream *s, const char *path, enum sp_export_format fmt,

@@ -3,7 +3,9 @@
  * whole name) by default, a POSIX extended regular expression (searched
  * anywhere in the name) when written re:PATTERN. And which functions
  * --recursive records: own code only (not the stdlib, installed packages,
- * frozen or <string> code) unless --all, and the --include / --exclude
+ * frozen or <string> code) unless --all, but always the program being run
+ * (the script's folder, the package of -m, -c's <string>, installed or
+ * not), and the --include / --exclude
  * patterns on region names. Decided once per code object. */
 #ifndef SP_FILTER_H
 #define SP_FILTER_H
@@ -47,13 +49,16 @@ struct sp_filter {
 	int all;                 /* every file counts as own code */
 	char **foreign;          /* folder prefixes that are not own code */
 	size_t nforeign;
+	char **own;              /* prefixes that are own code before any of the above */
+	size_t nown;
 	struct sp_pattern *include; /* none: everything is included */
 	size_t ninclude;
 	struct sp_pattern *exclude;
 	size_t nexclude;
 };
 
-/* 1 when code from filename is the user's own (or --all), else 0. */
+/* 1 when code from filename is the user's own (or --all, or it starts with
+ * one of f->own and no installed packages' folder follows), else 0. */
 int sp_filter_own_code(const struct sp_filter *f, const char *filename);
 
 /* 1 when a region name passes --include and --exclude, else 0. */

@@ -32,8 +32,13 @@ struct sp_plot_file {
 	const struct sp_profile *p;    /* read with SP_READ_EVENTS */
 };
 
+struct sp_plot_colours;
+
 struct sp_plot_opts {
 	const struct sp_select *sel;   /* regions and ranks to draw; NULL: all */
+	const struct sp_plot_colours *colours; /* the regions' colours, shared by every
+					* chart of a plot; NULL: each chart ranks its
+					* own files' regions (sp_plot_colours_build) */
 	int width;                     /* pixels; 0: 1200 */
 	size_t max_bytes;              /* a chart's budget; 0: 4.5 MiB. Columns widen
 					* (1, 2, 4 ... px) until the bars fit it */
@@ -52,7 +57,9 @@ struct sp_plot_info {
 int sp_plot_has_events(const struct sp_profile *p, const struct sp_select *sel);
 
 /* The Gantt chart of f into svg: one lane per selected rank x region (by rank,
- * then by first entry), every call a bar in its region's colour, axes,
+ * then heaviest total first; the lanes of the heaviest regions, at most
+ * 40, and a line saying how many regions were left out),
+ * every call a bar in its region's colour, axes,
  * legend, title. When csv is not NULL, writes "rank,region,start,end,duration"
  * and one line per call to it (seconds from the same origin). info may be
  * NULL. SP_EINVAL when no selected rank has events of a selected region (err
@@ -143,13 +150,22 @@ void sp_plot_merge_flush(struct sp_plot_merge *m);
 struct sp_plot_lane {
 	const struct sp_rank *rk;
 	const struct sp_region_data *rd;
+	int64_t total;                 /* the region's total on the rank, as the
+					* summary counts it (sp_rank_region_times) */
 };
 
 /* The lanes of f: selected ranks x selected regions with events, by rank,
- * then by first entry on that rank (then name); *out malloc'd. SP_EINVAL
- * when there are none (err names f), SP_ENOMEM. */
+ * then heaviest total on that rank first (then name); *out malloc'd.
+ * SP_EINVAL when there are none (err names f), SP_ENOMEM. */
 enum sp_err sp_plot_lanes(const struct sp_plot_file *f, const struct sp_select *sel,
 			  struct sp_plot_lane **out, size_t *n, struct sp_error *err);
+
+/* Keeps, of the lanes l[0..n) in their order, those of the heaviest regions
+ * (their totals summed over the lanes' ranks) while they make at most max
+ * lanes (the heaviest region's always); returns how many are kept, at the
+ * front of l, and the regions left out in *more. -1 out of memory (l
+ * unchanged). */
+long sp_plot_lanes_top(struct sp_plot_lane *l, size_t n, size_t max, size_t *more);
 
 /* The x axis and frame shared by the Gantt and flame charts. */
 struct sp_plot_axis {
@@ -191,11 +207,15 @@ enum sp_err sp_plot_flame_calls(const struct sp_plot_file *f, const struct sp_se
 void sp_plot_flame_merge(struct sp_plot_merge *m, const struct sp_plot_axis *a,
 			 const struct sp_plot_fcall *c, size_t n);
 
-/* A region's figures in one file over the selected ranks that have calls. */
+/* A region's figures in one file over the selected ranks that have calls.
+ * Totals are the summary's (sp_rank_region_times: a recursive region's
+ * nested calls not counted again); raw_total sums every call, for the mean
+ * per call. */
 struct sp_plot_value {
 	int present;                   /* some selected rank has calls */
 	int64_t calls, total, min, max;
 	int64_t slowest;               /* the largest selected rank's total */
+	int64_t raw_total;
 };
 
 /* One region across the files: the durations chart's row, the speedup
@@ -217,6 +237,30 @@ struct sp_plot_table {
 enum sp_err sp_plot_table_build(struct sp_plot_table *t, const struct sp_plot_file *files, size_t nf,
 				const struct sp_select *sel, struct sp_error *err);
 void sp_plot_table_free(struct sp_plot_table *t);
+
+/* The regions' colours: the heaviest SP_PLOT_NCOLOURS regions by total (the
+ * summary's, over the files and selected ranks) get the palette's colours
+ * in order, so that they all differ; any other region a colour by a hash of
+ * its name. One map serves every chart and report.html's timeline, so a
+ * region has one colour in them all. Names are borrowed from the table's
+ * files. */
+#define SP_PLOT_NCOLOURS 20
+struct sp_plot_colours {
+	const char *top[SP_PLOT_NCOLOURS];
+	size_t n;
+};
+
+/* The map of t's first (heaviest) rows. */
+void sp_plot_colours_of(struct sp_plot_colours *c, const struct sp_plot_table *t);
+
+/* The map of files[0..nf) under sel (the table's regions); an empty map (every
+ * colour hashed) when they have no selected region with calls. SP_ENOMEM
+ * only. */
+enum sp_err sp_plot_colours_build(struct sp_plot_colours *c, const struct sp_plot_file *files, size_t nf,
+				  const struct sp_select *sel, struct sp_error *err);
+
+/* The colour of region name, "#rrggbb". c NULL: hashed. */
+const char *sp_plot_colour(const struct sp_plot_colours *c, const char *name);
 
 /* The value of metric m in seconds (v present). */
 double sp_plot_value_of(const struct sp_plot_value *v, enum sp_plot_metric m);

@@ -46,7 +46,9 @@ struct sp_render_opts {
 	const struct sp_select *select;
 	int json;                      /* a JSON document instead of the tables */
 	int html;                      /* the JSON's numbers as one HTML <table> (names
-					* escaped, every region) instead */
+					* escaped; every region, or the first `top` > 0
+					* and a row saying how many more; one rank: no
+					* per-rank columns) instead */
 	/* So that any profile fits a screen: the tree shows its `top` heaviest
 	 * entries (with their ancestors; an entry's left-out children summed
 	 * in a closing "… N more" row) no deeper than `depth` levels, the
@@ -78,6 +80,25 @@ enum sp_err sp_render_summary_opts(FILE *out, const struct sp_profile *p, const 
 enum sp_err sp_render_lines(FILE *out, const struct sp_profile *p, const char *title,
 			    struct sp_error *err);
 
+/* What the line tables show. */
+struct sp_render_lines_opts {
+	/* Functions (their qualified names) and ranks to show, or NULL for
+	 * all. SP_ENOTPROF when the selection keeps no table (err says so). */
+	const struct sp_select *select;
+	/* The columns a table may take, its source lines cut to fit; 0: 100
+	 * (sp_render_lines'); < 0: no limit (whole lines). */
+	int width;
+	/* One JSON object instead: {"file", "timer_unit_s", "tables": [{"rank",
+	 * "region", "function", "filename", "first_line", "total_s", "lines":
+	 * [{"line", "hits", "time_s", "per_hit_s", "source"}]}]}, times exact
+	 * to the nanosecond, every line of each selected table, whole. */
+	int json;
+};
+
+/* sp_render_lines with options (NULL: the defaults). */
+enum sp_err sp_render_lines_opts(FILE *out, const struct sp_profile *p, const char *title,
+				 const struct sp_render_lines_opts *o, struct sp_error *err);
+
 /* One line, prefix first, saying how many calls p's ranks could not record
  * because memory ran out and which regions lost the most (at most three);
  * nothing when none were lost. Returns the number of calls lost. */
@@ -93,6 +114,13 @@ int sp_render_partial(char *buf, size_t len, const struct sp_profile *p, const c
 /* Its end, "calls up to 12.3 s after its start" ("no call recorded yet"
  * when the profile has no time origin), into buf. Returns buf. */
 char *sp_render_partial_until(char *buf, size_t len, const struct sp_profile *p);
+
+/* The time formats of every report, one owner each (render_text.c): */
+
+/* Writes ns as seconds with nine decimals, exactly ("-0.000000012",
+ * "5.984314000"): the CSVs, the charts' tooltips, JSON where exact seconds
+ * are asked for. */
+void sp_render_secs_exact(FILE *out, int64_t ns);
 
 /* Formats a duration in nanoseconds as seconds into buf (9 visible chars,
  * e.g. " 0.002191", "12.345678", "  12345.7"). Returns buf. */

@@ -1,4 +1,4 @@
-/* cmd_export.c - `scope-profiler export FILE --format csv|json|chrome|folded`:
+/* cmd_export.c - `scope-profiler export FILE --format csv|json|chrome|folded|speedscope`:
  * the options, the output file, and one call into the report layer
  * (sp_export, src/report/export.c). */
 #include <errno.h>
@@ -18,9 +18,9 @@
 
 static const struct sp_cmd_help help = {
 	.name = CMD,
-	.usage = "scope-profiler export FILE --format csv|json|chrome|folded [OPTIONS]",
+	.usage = "scope-profiler export FILE --format FMT [OPTIONS]",
 	.about =
-		"Writes every recorded call of a profile in a format other tools read:\n"
+		"Writes every recorded call of a profile in a format FMT other tools read:\n"
 		"  csv     name,rank,lane,call_index,start_s,end_s,duration_s; one row per\n"
 		"          call (pandas.read_csv)\n"
 		"  json    {\"file\", \"time_origin_ns\", \"ranks\", \"events\": [...]}, seconds\n"
@@ -28,11 +28,15 @@ static const struct sp_cmd_help help = {
 		"          (Perfetto, chrome://tracing)\n"
 		"  folded  'a;b;c self_ns' per call stack, merged over ranks (flamegraph.pl,\n"
 		"          speedscope); ';' in a region name becomes ':'\n"
+		"  speedscope  speedscope's own file: the regions as shared frames, an\n"
+		"          evented profile (open/close events, ns) per rank and lane\n"
+		"          (speedscope.app, its time order and left-heavy views)\n"
 		"Times are relative to the run's start, the earliest over the ranks (the\n"
 		"first region entry when the file has none), one axis for all ranks, as\n"
 		"the Python read API has it. Calls come region by region, then rank, then call\n"
 		"order. csv, json and chrome hold a slice of the file in memory at a time;\n"
-		"folded holds one rank's calls (20 bytes each).\n",
+		"folded holds one rank's calls (20 bytes each), speedscope also their\n"
+		"events (32 bytes a call).\n",
 	.notes =
 		SP_HELP_PATTERN
 		"Exit status: 0, 1 when FILE cannot be read or OUT written (OUT is then\n"
@@ -43,7 +47,7 @@ static int parse_format(const struct sp_opt *o, const char *arg, void *ctx, char
 {
 	int f = sp_export_format_parse(arg);
 	if (f < 0) {
-		snprintf(err, len, "unknown format '%s'; use csv, json, chrome or folded", arg);
+		snprintf(err, len, "unknown format '%s'; use csv, json, chrome, folded or speedscope", arg);
 		return -1;
 	}
 	*(int *)o->value = f;
@@ -119,7 +123,7 @@ int cmd_export(int argc, char **argv)
 	int fmt = -1, status = SP_EXIT_USAGE, stdout_err = 0, write_err = 0;
 	enum sp_err rc;
 	const struct sp_opt options[] = {
-		{'f', "format", SP_OPT_CALL, &fmt, 0, "FMT", "csv, json, chrome or folded (required)",
+		{'f', "format", SP_OPT_CALL, &fmt, 0, "FMT", "csv, json, chrome, folded or speedscope (required)",
 		 parse_format},
 		{'o', "output", SP_OPT_CALL, &outpath, 0, "OUT",
 		 "write to OUT (atomically; a FIFO or device in place)", parse_output},
@@ -139,7 +143,7 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	if (fmt < 0) {
-		sp_cmd_error(CMD, "no format given; use --format csv, json, chrome or folded");
+		sp_cmd_error(CMD, "no format given; use --format csv, json, chrome, folded or speedscope");
 		goto out;
 	}
 	status = 1;

@@ -501,6 +501,15 @@ int cmd_plot(int argc, char **argv)
 		goto out;
 	char why[512];
 	pick_events(&pl, &sel, why, sizeof why);
+	/* One colour per region in every chart and the report: ranked over
+	 * all the files. */
+	struct sp_plot_colours colours;
+	struct sp_error cerr;
+	if (sp_plot_colours_build(&colours, pl.files, pl.n, &sel, &cerr) != SP_OK) {
+		sp_cmd_error(CMD, "%s", cerr.msg);
+		goto out;
+	}
+	pl.opts.colours = &colours;
 	write_charts(&pl);
 	status = pl.status;
 out:

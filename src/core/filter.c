@@ -84,14 +84,27 @@ void sp_pattern_clear(struct sp_pattern **v, size_t *n)
 	*n = 0;
 }
 
+/* Whether path passes through an installed packages' folder. */
+static int installed(const char *path)
+{
+	return strstr(path, "/site-packages/") || strstr(path, "/dist-packages/");
+}
+
 int sp_filter_own_code(const struct sp_filter *f, const char *filename)
 {
 	if (f->all)
 		return 1;
-	/* <frozen importlib._bootstrap>, <string>, <stdin>, exec'd code */
-	if (filename[0] == '<' || filename[0] == '\0')
+	/* The program's own folder; not a virtual environment inside it. */
+	for (size_t i = 0; i < f->nown; i++) {
+		size_t n = strlen(f->own[i]);
+		if (n && strncmp(filename, f->own[i], n) == 0 && !installed(filename + n - 1))
+			return 1;
+	}
+	/* <frozen importlib._bootstrap>, <string>, <stdin>, exec'd code; but
+	 * an IPython cell (<ipython-input-N-HASH>, the terminal's) is the user's */
+	if (filename[0] == '\0' || (filename[0] == '<' && strncmp(filename, "<ipython-input-", 15) != 0))
 		return 0;
-	if (strstr(filename, "/site-packages/") || strstr(filename, "/dist-packages/"))
+	if (installed(filename))
 		return 0;
 	for (size_t i = 0; i < f->nforeign; i++) {
 		size_t n = strlen(f->foreign[i]);
@@ -115,6 +128,11 @@ void sp_filter_clear(struct sp_filter *f)
 	free(f->foreign);
 	f->foreign = NULL;
 	f->nforeign = 0;
+	for (size_t i = 0; i < f->nown; i++)
+		free(f->own[i]);
+	free(f->own);
+	f->own = NULL;
+	f->nown = 0;
 	sp_pattern_clear(&f->include, &f->ninclude);
 	sp_pattern_clear(&f->exclude, &f->nexclude);
 	f->all = 0;

@@ -13,7 +13,8 @@
 #include "sp_hosts.h"
 #include "sp_clock.h"
 
-const char *const sp_export_format_names[SP_EXPORT_NFORMATS] = {"csv", "json", "chrome", "folded"};
+const char *const sp_export_format_names[SP_EXPORT_NFORMATS] = {"csv", "json", "chrome", "folded",
+									   "speedscope"};
 
 int sp_export_format_parse(const char *name)
 {
@@ -489,9 +490,10 @@ enum sp_err sp_export(struct sp_h5_stream *s, const char *path, enum sp_export_f
 	if ((rc = plan(&x)) != SP_OK)
 		goto out;
 	if (has_aggregates(x.p)) {
-		if (fmt == SP_EXPORT_CHROME)
+		if (fmt == SP_EXPORT_CHROME || fmt == SP_EXPORT_SPEEDSCOPE)
 			rc = sp_error_set(err, SP_EINVAL, "'%s' holds aggregates (run --aggregate): there is no "
-					  "per-call timeline for a Chrome trace; export csv, json or folded", path);
+					  "per-call timeline for %s; export csv, json or folded", path,
+					  fmt == SP_EXPORT_CHROME ? "a Chrome trace" : "speedscope's evented profiles");
 		else
 			rc = fmt == SP_EXPORT_FOLDED ? sp_export_folded_trees(&x) : write_aggregates(&x);
 		out_flush(o);
@@ -515,6 +517,9 @@ enum sp_err sp_export(struct sp_h5_stream *s, const char *path, enum sp_export_f
 		break;
 	case SP_EXPORT_CHROME:
 		rc = write_chrome(&x);
+		break;
+	case SP_EXPORT_SPEEDSCOPE:
+		rc = sp_export_speedscope(&x);
 		break;
 	default:
 		rc = sp_export_folded(&x);

@@ -55,13 +55,17 @@ static int fvisit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, i
 	return 0;
 }
 
-/* Loads the selected calls of rank ri: one column per region of the rank
- * (empty when not selected) over *mem, 20 bytes a call. */
-static enum sp_err fload(struct exporter *x, size_t ri, struct sp_nest_column *cols, void **mem)
+enum sp_err sp_export_load_rank(struct exporter *x, size_t ri, struct sp_nest_column **colsp, void **mem)
 {
 	const struct sp_rank *rk = &x->p->ranks[ri];
 	size_t n = 0, k = 0;
 	enum sp_err rc = SP_OK;
+	free(*mem);
+	*mem = NULL;
+	free(*colsp);
+	struct sp_nest_column *cols = *colsp = malloc((rk->nregions ? rk->nregions : 1) * sizeof *cols);
+	if (!cols)
+		return sp_error_set(x->err, SP_ENOMEM, "out of memory");
 	for (size_t g = 0; g < rk->nregions; g++) {
 		int64_t calls = rk->regions[g].stats.num_calls;
 		cols[g] = (struct sp_nest_column){ 0 };
@@ -138,20 +142,13 @@ enum sp_err sp_export_folded(struct exporter *x)
 		const struct sp_rank *rk = &x->p->ranks[r];
 		if (!sp_select_rank(x->sel, rk->rank))
 			continue;
-		free(cols);
-		if (!(cols = malloc((rk->nregions ? rk->nregions : 1) * sizeof *cols))) {
-			rc = sp_error_set(x->err, SP_ENOMEM, "out of memory");
-			goto out;
-		}
-		if ((rc = fload(x, r, cols, &mem)) != SP_OK)
+		if ((rc = sp_export_load_rank(x, r, &cols, &mem)) != SP_OK)
 			goto out;
 		f.gid = x->gid + x->names.base[r];
 		if (sp_nest_walk(cols, rk->nregions, 0, fvisit, &f, x->err) != SP_OK) {
 			rc = sp_error_set(x->err, SP_ENOMEM, "rank %d: out of memory for the stacks", rk->rank);
 			goto out;
 		}
-		free(mem);
-		mem = NULL;
 	}
 	rc = fprint(x, &f);
 out:

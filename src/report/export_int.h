@@ -138,6 +138,18 @@ static inline int32_t sp_export_group_of(const struct exporter *x, const char *n
 	return x->gid[x->names.base[r->ri] + r->gi];
 }
 
+struct sp_nest_column;
+
+/* Loads the selected calls of rank ri: *cols, one column per region of the
+ * rank (empty when not selected), over *mem, 20 bytes a call; both malloc'd
+ * (the caller frees them at the end; the previous rank's are freed here).
+ * SP_ENOMEM or the stream's read error otherwise. */
+enum sp_err sp_export_load_rank(struct exporter *x, size_t ri, struct sp_nest_column **cols, void **mem);
+
+/* speedscope's own JSON file: the regions as its shared frames, an evented
+ * profile per selected rank and lane (export_speedscope.c). */
+enum sp_err sp_export_speedscope(struct exporter *x);
+
 /* The folded stacks of the selected calls, merged over the selected ranks
  * (export_folded.c); of the stored call trees for aggregates. */
 enum sp_err sp_export_folded(struct exporter *x);

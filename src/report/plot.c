@@ -95,13 +95,6 @@ void sp_plot_axis_draw(FILE *out, const struct sp_plot_axis *a, double top, doub
 		     "time since the first region entry [s]", 0);
 }
 
-void sp_plot_secs(FILE *out, int64_t ns)
-{
-	uint64_t u = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
-	fprintf(out, "%s%llu.%09llu", ns < 0 ? "-" : "", (unsigned long long)(u / 1000000000u),
-		(unsigned long long)(u % 1000000000u));
-}
-
 void sp_plot_csv_name(FILE *out, const char *s)
 {
 	struct sp_str b = {0};
@@ -130,35 +123,112 @@ int sp_plot_has_events(const struct sp_profile *p, const struct sp_select *sel)
 static int lane_cmp(const void *a, const void *b)
 {
 	const struct sp_plot_lane *x = a, *y = b;
-	if (x->rk->rank != y->rk->rank)
-		return x->rk->rank < y->rk->rank ? -1 : 1;
-	int64_t s = x->rd->stats.first_start_ns, t = y->rd->stats.first_start_ns;
-	if (s != t)
-		return s < t ? -1 : 1;
+	if (x->rk != y->rk)
+		return x->rk < y->rk ? -1 : 1;         /* the file's rank order */
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
 	return strcmp(x->rd->name, y->rd->name);
+}
+
+/* Lanes by region name, then their place (sp_plot_lanes_top's grouping). */
+struct lane_ref {
+	const char *name;
+	size_t i;
+	int64_t sum;                   /* the region's over its lanes */
+};
+
+static int ref_by_name(const void *a, const void *b)
+{
+	const struct lane_ref *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int ref_by_sum(const void *a, const void *b)
+{
+	const struct lane_ref *x = a, *y = b;
+	if (x->sum != y->sum)
+		return x->sum > y->sum ? -1 : 1;
+	return ref_by_name(a, b);
+}
+
+long sp_plot_lanes_top(struct sp_plot_lane *l, size_t n, size_t max, size_t *more)
+{
+	*more = 0;
+	if (n <= max)
+		return (long)n;
+	struct lane_ref *r = malloc(n * sizeof *r);
+	unsigned char *keep = calloc(n, 1);
+	if (!r || !keep) {
+		free(r);
+		free(keep);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct lane_ref){l[i].rd->name, i, 0};
+	qsort(r, n, sizeof *r, ref_by_name);
+	for (size_t a = 0, b; a < n; a = b) {
+		int64_t sum = 0;
+		for (b = a; b < n && strcmp(r[b].name, r[a].name) == 0; b++)
+			sum = sp_add_sat(sum, l[r[b].i].total);
+		for (size_t k = a; k < b; k++)
+			r[k].sum = sum;
+	}
+	qsort(r, n, sizeof *r, ref_by_sum);
+	size_t kept = 0;
+	for (size_t a = 0, b; a < n; a = b) {
+		for (b = a; b < n && strcmp(r[b].name, r[a].name) == 0; b++)
+			;
+		if (kept && kept + (b - a) > max) {
+			(*more)++;
+			continue;
+		}
+		kept += b - a;
+		for (size_t k = a; k < b; k++)
+			keep[r[k].i] = 1;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (keep[i])
+			l[k++] = l[i];
+	free(r);
+	free(keep);
+	return (long)k;
 }
 
 enum sp_err sp_plot_lanes(const struct sp_plot_file *f, const struct sp_select *sel,
 			  struct sp_plot_lane **out, size_t *n, struct sp_error *err)
 {
 	const struct sp_profile *p = f->p;
-	size_t cap = 0;
-	for (size_t r = 0; r < p->nranks; r++)
+	size_t cap = 0, most = 0;
+	for (size_t r = 0; r < p->nranks; r++) {
 		cap += p->ranks[r].nregions;
+		most = p->ranks[r].nregions > most ? p->ranks[r].nregions : most;
+	}
 	struct sp_plot_lane *l = malloc((cap ? cap : 1) * sizeof *l);
-	if (!l)
+	int64_t *cum = malloc((most ? most : 1) * sizeof *cum);
+	if (!l || !cum) {
+		free(l);
+		free(cum);
 		return sp_error_set(err, SP_ENOMEM, "out of memory");
+	}
 	size_t k = 0;
 	for (size_t r = 0; r < p->nranks; r++) {
 		const struct sp_rank *rk = &p->ranks[r];
 		if (!sp_select_rank(sel, rk->rank))
 			continue;
+		if (sp_rank_region_times(rk, cum, NULL) < 0) {
+			free(l);
+			free(cum);
+			return sp_error_set(err, SP_ENOMEM, "out of memory");
+		}
 		for (size_t g = 0; g < rk->nregions; g++) {
 			const struct sp_region_data *rd = &rk->regions[g];
 			if (rd->starts && rd->stats.num_calls > 0 && sp_select_region(sel, rd->name))
-				l[k++] = (struct sp_plot_lane){rk, rd};
+				l[k++] = (struct sp_plot_lane){rk, rd, cum[g]};
 		}
 	}
+	free(cum);
 	if (!k) {
 		free(l);
 		return sp_error_set(err, SP_EINVAL, "%s: no per-call events in the selected regions and ranks%s",
@@ -184,16 +254,15 @@ static size_t legend_names(const struct sp_plot_lane *l, size_t n, const char **
 	return k;
 }
 
-/* A legend of names at y, `cols` per row of colw px from x; returns its height. */
-static double draw_legend(FILE *out, const char *const *names, size_t n, const char *const *colours,
-			  double x, double y, double colw, int cols)
+double sp_plot_legend(FILE *out, const char *const *names, size_t n, const struct sp_plot_colours *colours,
+		      double x, double y, double colw, int cols)
 {
 	fputs("<g class=\"legend\">\n", out);
 	for (size_t i = 0; i < n; i++) {
 		double lx = x + (double)(i % (size_t)cols) * colw, ly = y + (double)(i / (size_t)cols) * 18;
 		fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", lx, ly,
-			colours ? colours[i] : sp_svg_colour(names[i]));
-		sp_svg_label(out, lx + 16, ly + 10, "start", NULL, names[i], (size_t)(colw / 7.5));
+			sp_plot_colour(colours, names[i]));
+		sp_svg_label_mid(out, lx + 16, ly + 10, "start", NULL, names[i], (size_t)(colw / 7.5));
 	}
 	fputs("</g>\n", out);
 	return (double)((n + (size_t)cols - 1) / (size_t)cols) * 18;
@@ -260,8 +329,15 @@ static struct sp_plot_info gantt_columns(const struct sp_plot_axis *a, const str
 /* Each lane's label and bars (merged into columns of colw px), a line
  * between ranks. */
 static void draw_lanes(FILE *svg, const struct sp_plot_axis *a, const struct sp_plot_lane *l, size_t nl,
-		       double colw)
+		       double colw, const struct sp_plot_colours *colours, size_t more)
 {
+	if (more) {
+		char line[128];
+		snprintf(line, sizeof line, "\xe2\x80\xa6 %zu more region%s, lighter: not drawn here (--include "
+			 "chooses; gantt_data.csv has every call)", more, more == 1 ? "" : "s");
+		sp_svg_label(svg, 12, G_TOP + (double)nl * G_LANE + 11, "start",
+			     "class=\"more\" font-size=\"11\" fill=\"#555555\"", line, 0);
+	}
 	for (size_t i = 0; i < nl; i++) {
 		double y = G_TOP + (double)i * G_LANE;
 		if (i && l[i].rk != l[i - 1].rk)
@@ -269,8 +345,8 @@ static void draw_lanes(FILE *svg, const struct sp_plot_axis *a, const struct sp_
 				y - 1, a->left + a->width, y - 1);
 		fprintf(svg, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\" font-size=\"11\">%d \xc2\xb7 ",
 			a->left - 6, y + 11, l[i].rk->rank);
-		sp_svg_text(svg, l[i].rd->name, 30);
-		fprintf(svg, "</text>\n<g fill=\"%s\" sp:rank=\"%d\" sp:region=\"", sp_svg_colour(l[i].rd->name),
+		sp_svg_text_mid(svg, l[i].rd->name, 34);
+		fprintf(svg, "</text>\n<g fill=\"%s\" sp:rank=\"%d\" sp:region=\"", sp_plot_colour(colours, l[i].rd->name),
 			l[i].rk->rank);
 		sp_svg_text(svg, l[i].rd->name, 0);
 		fputs("\">\n", svg);
@@ -291,11 +367,11 @@ static void gantt_csv(FILE *csv, const struct sp_plot_axis *a, const struct sp_p
 			fprintf(csv, "%d,", l[i].rk->rank);
 			sp_plot_csv_name(csv, rd->name);
 			fputc(',', csv);
-			sp_plot_secs(csv, rd->starts[c] - a->t0);
+			sp_render_secs_exact(csv, rd->starts[c] - a->t0);
 			fputc(',', csv);
-			sp_plot_secs(csv, rd->ends[c] - a->t0);
+			sp_render_secs_exact(csv, rd->ends[c] - a->t0);
 			fputc(',', csv);
-			sp_plot_secs(csv, rd->ends[c] - rd->starts[c]);
+			sp_render_secs_exact(csv, rd->ends[c] - rd->starts[c]);
 			fputc('\n', csv);
 		}
 	}
@@ -307,25 +383,41 @@ enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 	const struct sp_select *sel = o ? o->sel : NULL;
 	int width = o && o->width ? o->width : SP_PLOT_WIDTH;
 	size_t budget = o && o->max_bytes ? o->max_bytes : SP_PLOT_BUDGET;
-	struct sp_plot_lane *l = NULL;
+	struct sp_plot_lane *l = NULL, *shown = NULL;
 	const char **names = NULL;
-	size_t nl = 0;
+	size_t nl = 0, more = 0;
 	enum sp_err rc = sp_plot_lanes(f, sel, &l, &nl, err);
 	if (rc != SP_OK)
 		return rc;
+	long ns = -1;
+	if ((shown = malloc(nl * sizeof *shown))) {
+		memcpy(shown, l, nl * sizeof *shown);
+		ns = sp_plot_lanes_top(shown, nl, SP_PLOT_MAX_LANES, &more);
+	}
+	if (ns < 0) {
+		free(shown);
+		free(l);
+		return sp_error_set(err, SP_ENOMEM, "out of memory");
+	}
 	struct sp_plot_axis a;
 	if (sp_plot_axis_init(&a, f->p, sel, G_LEFT, width - G_LEFT - 30) < 0) {
 		free(l);
 		return sp_error_set(err, SP_EINVAL, "%s: its calls span more than 2^63 ns", f->name);
 	}
-	struct sp_plot_info in = gantt_columns(&a, l, nl, budget);
+	struct sp_plot_info in = gantt_columns(&a, shown, (size_t)ns, budget);
+	struct sp_plot_colours own;
+	const struct sp_plot_colours *colours = sp_plot_colours_for(o, f, 1, &own, err);
+	if (!colours) {
+		rc = SP_ENOMEM;
+		goto out;
+	}
 	if (!(names = malloc(nl * sizeof *names))) {
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
 		goto out;
 	}
-	size_t nn = legend_names(l, nl, names);
+	size_t nn = legend_names(shown, (size_t)ns, names);
 	int cols = width / 280 > 0 ? width / 280 : 1;
-	double plot_h = (double)nl * G_LANE, axis_y = G_TOP + plot_h + 4;
+	double plot_h = (double)((size_t)ns + (more > 0)) * G_LANE, axis_y = G_TOP + plot_h + 4;
 	double legend_y = axis_y + 52, height = legend_y + (double)((nn + (size_t)cols - 1) / (size_t)cols) * 18 + 10;
 	char note[256], title[64];
 	snprintf(title, sizeof title, "Gantt chart: %zu lane%s", nl, nl == 1 ? "" : "s");
@@ -337,9 +429,9 @@ enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 	if (merge_note(note, sizeof note, &in))
 		sp_svg_label(svg, 12, 44, "start", "class=\"note\" fill=\"#555555\"", note, 0);
 	sp_svg_label(svg, 12, G_TOP - 6, "start", "font-weight=\"bold\"", "rank / region", 0);
-	draw_lanes(svg, &a, l, nl, in.column_px);
+	draw_lanes(svg, &a, shown, (size_t)ns, in.column_px, colours, more);
 	sp_plot_axis_draw(svg, &a, G_TOP, axis_y);
-	draw_legend(svg, names, nn, NULL, 12, legend_y, 280, cols);
+	sp_plot_legend(svg, names, nn, colours, 12, legend_y, 280, cols);
 	fputs("</g>\n", svg);
 	sp_svg_end(svg);
 	if (csv)
@@ -350,6 +442,7 @@ enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 		rc = sp_error_set(err, SP_EIO, "writing the Gantt chart failed");
 out:
 	free(names);
+	free(shown);
 	free(l);
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include "plot_int.h"
 #include "byname.h"
 #include "sp_analysis.h"
+#include "sp_clock.h"
 #include "svg.h"
 
 const char *const sp_plot_metric_names[SP_PLOT_NMETRICS] = {"avg", "min", "max", "total"};
@@ -33,17 +34,38 @@ void sp_plot_table_free(struct sp_plot_table *t)
 	*t = (struct sp_plot_table){0};
 }
 
-/* Folds one region's stats into its file's value v of row. */
-static void value_add(struct sp_plot_row *row, struct sp_plot_value *v, const struct sp_stats *st)
+/* Folds one region's stats into its file's value v of row; cum is its
+ * total as the summary counts it (a recursive region once). The mean stays
+ * the calls' own: the raw sum over the calls. */
+static void value_add(struct sp_plot_row *row, struct sp_plot_value *v, const struct sp_stats *st, int64_t cum)
 {
 	if (!v->present)
-		*v = (struct sp_plot_value){1, 0, 0, st->min_ns, st->max_ns, 0};
+		*v = (struct sp_plot_value){1, 0, 0, st->min_ns, st->max_ns, 0, 0};
 	v->calls += st->num_calls;
-	v->total += st->total_ns;
+	v->total = sp_add_sat(v->total, cum);
+	v->raw_total = sp_add_sat(v->raw_total, st->total_ns);
 	v->min = st->min_ns < v->min ? st->min_ns : v->min;
 	v->max = st->max_ns > v->max ? st->max_ns : v->max;
-	v->slowest = st->total_ns > v->slowest ? st->total_ns : v->slowest;
-	row->total += st->total_ns;
+	v->slowest = cum > v->slowest ? cum : v->slowest;
+	row->total = sp_add_sat(row->total, cum);
+}
+
+/* Every region's total as the summary counts it (sp_rank_region_times), in
+ * b->id's order: cum[b->base[b->rank0[f] + r] + i]. NULL out of memory. */
+static int64_t *region_totals(const struct sp_byname *b, const struct sp_profile *const *files, size_t nf)
+{
+	size_t n = 0;
+	for (size_t f = 0; f < nf; f++)
+		for (size_t r = 0; r < files[f]->nranks; r++)
+			n += files[f]->ranks[r].nregions;
+	int64_t *cum = malloc((n ? n : 1) * sizeof *cum);
+	for (size_t f = 0; cum && f < nf; f++)
+		for (size_t r = 0; r < files[f]->nranks; r++)
+			if (sp_rank_region_times(&files[f]->ranks[r], cum + b->base[b->rank0[f] + r], NULL) < 0) {
+				free(cum);
+				return NULL;
+			}
+	return cum;
 }
 
 /* The selected regions with calls of the selected ranks of every file,
@@ -59,9 +81,11 @@ enum sp_err sp_plot_table_build(struct sp_plot_table *t, const struct sp_plot_fi
 		return sp_error_set(err, SP_ENOMEM, "out of memory");
 	for (size_t i = 0; i < nf; i++)
 		files[i] = f[i].p;
+	int64_t *cum = NULL;
 	enum sp_err rc = sp_byname_build(&b, files, nf, sel, err);
 	if (rc == SP_OK && (!(t->rows = calloc(b.n ? b.n : 1, sizeof *t->rows)) ||
-			    !(t->vals = calloc((b.n ? b.n : 1) * nf, sizeof *t->vals))))
+			    !(t->vals = calloc((b.n ? b.n : 1) * nf, sizeof *t->vals)) ||
+			    !(cum = region_totals(&b, files, nf))))
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
 	for (size_t k = 0; rc == SP_OK && k < b.n; k++) {
 		struct sp_plot_row *row = &t->rows[t->n];
@@ -73,7 +97,7 @@ enum sp_err sp_plot_table_build(struct sp_plot_table *t, const struct sp_plot_fi
 			const struct sp_byname_ref *r = &b.refs[q];
 			const struct sp_stats *st = &files[r->file]->ranks[r->ri].regions[r->gi].stats;
 			if (st->num_calls > 0) {
-				value_add(row, &row->v[r->file], st);
+				value_add(row, &row->v[r->file], st, cum[b.base[b.rank0[r->file] + r->ri] + r->gi]);
 				any = 1;
 			}
 		}
@@ -83,6 +107,7 @@ enum sp_err sp_plot_table_build(struct sp_plot_table *t, const struct sp_plot_fi
 		rc = sp_error_set(err, SP_EINVAL, "no selected region has calls in any file");
 	sp_byname_free(&b);
 	free(files);
+	free(cum);
 	if (rc != SP_OK) {
 		sp_plot_table_free(t);
 		return rc;
@@ -91,10 +116,50 @@ enum sp_err sp_plot_table_build(struct sp_plot_table *t, const struct sp_plot_fi
 	return SP_OK;
 }
 
+_Static_assert(SP_PLOT_NCOLOURS == SP_SVG_NCOLOURS, "the heaviest regions take the palette's colours");
+
+void sp_plot_colours_of(struct sp_plot_colours *c, const struct sp_plot_table *t)
+{
+	c->n = t->n < SP_PLOT_NCOLOURS ? t->n : SP_PLOT_NCOLOURS;
+	for (size_t i = 0; i < c->n; i++)
+		c->top[i] = t->rows[i].name;
+}
+
+enum sp_err sp_plot_colours_build(struct sp_plot_colours *c, const struct sp_plot_file *files, size_t nf,
+				  const struct sp_select *sel, struct sp_error *err)
+{
+	struct sp_plot_table t;
+	struct sp_error ignored;
+	enum sp_err rc = sp_plot_table_build(&t, files, nf, sel, &ignored);
+	c->n = 0;
+	if (rc == SP_ENOMEM)
+		return sp_error_set(err, SP_ENOMEM, "%s", ignored.msg);
+	if (rc == SP_OK)
+		sp_plot_colours_of(c, &t);
+	sp_plot_table_free(&t);
+	return SP_OK;
+}
+
+const struct sp_plot_colours *sp_plot_colours_for(const struct sp_plot_opts *o, const struct sp_plot_file *files,
+						  size_t n, struct sp_plot_colours *own, struct sp_error *err)
+{
+	if (o && o->colours)
+		return o->colours;
+	return sp_plot_colours_build(own, files, n, o ? o->sel : NULL, err) == SP_OK ? own : NULL;
+}
+
+const char *sp_plot_colour(const struct sp_plot_colours *c, const char *name)
+{
+	for (size_t i = 0; c && i < c->n; i++)
+		if (strcmp(c->top[i], name) == 0)
+			return sp_svg_series_colour(i);
+	return sp_svg_colour(name);
+}
+
 double sp_plot_value_of(const struct sp_plot_value *v, enum sp_plot_metric m)
 {
 	switch (m) {
-	case SP_PLOT_AVG: return (double)v->total / (double)v->calls / 1e9;
+	case SP_PLOT_AVG: return (double)v->raw_total / (double)v->calls / 1e9;
 	case SP_PLOT_MIN: return (double)v->min / 1e9;
 	case SP_PLOT_MAX: return (double)v->max / 1e9;
 	default: return (double)v->total / 1e9;
@@ -122,9 +187,10 @@ static void durations_legend(FILE *svg, const struct sp_plot_file *files, size_t
 /* One region's row at y (row_h high): its label, a bar per file having it
  * (axis_max seconds take pw pixels). */
 static void durations_row(FILE *svg, const struct sp_plot_file *files, size_t n, const struct sp_plot_row *row,
-			  enum sp_plot_metric m, double y, double row_h, double axis_max, double pw)
+			  enum sp_plot_metric m, double y, double row_h, double axis_max, double pw,
+			  const struct sp_plot_colours *c)
 {
-	sp_svg_label(svg, D_LEFT - 6, y + row_h / 2 + 2, "end", "font-size=\"11\"", row->name, 34);
+	sp_svg_label_mid(svg, D_LEFT - 6, y + row_h / 2 + 2, "end", "font-size=\"11\"", row->name, 36);
 	fputs("<g sp:region=\"", svg);
 	sp_svg_text(svg, row->name, 0);
 	fputs("\">\n", svg);
@@ -134,7 +200,7 @@ static void durations_row(FILE *svg, const struct sp_plot_file *files, size_t n,
 		double v = sp_plot_value_of(&row->v[i], m), w = v / axis_max * pw;
 		fprintf(svg, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>",
 			(double)D_LEFT, y + 4 + (double)i * D_BAR, w, D_BAR - 1,
-			n > 1 ? sp_svg_series_colour(i) : sp_svg_colour(row->name));
+			n > 1 ? sp_svg_series_colour(i) : sp_plot_colour(c, row->name));
 		sp_svg_text(svg, row->name, 0);
 		fputs(" \xe2\x80\x94 ", svg);
 		sp_svg_text(svg, files[i].name, 0);
@@ -151,8 +217,13 @@ enum sp_err sp_plot_durations(FILE *svg, const struct sp_plot_file *files, size_
 	enum sp_err rc = sp_plot_table_build(&t, files, n, o ? o->sel : NULL, err);
 	if (rc != SP_OK)
 		return rc;
+	struct sp_plot_colours own;
+	const struct sp_plot_colours *c = o && o->colours ? o->colours : &own;
+	sp_plot_colours_of(&own, &t);
+	/* The heaviest rows (by total) up to SP_PLOT_MAX_ROWS, then one line. */
+	size_t shown = t.n < SP_PLOT_MAX_ROWS ? t.n : SP_PLOT_MAX_ROWS, more = t.n - shown;
 	double vmax = 0;
-	for (size_t r = 0; r < t.n; r++)
+	for (size_t r = 0; r < shown; r++)
 		for (size_t i = 0; i < n; i++)
 			if (t.rows[r].v[i].present && sp_plot_value_of(&t.rows[r].v[i], m) > vmax)
 				vmax = sp_plot_value_of(&t.rows[r].v[i], m);
@@ -162,7 +233,7 @@ enum sp_err sp_plot_durations(FILE *svg, const struct sp_plot_file *files, size_
 	int cols = width / 300 > 0 ? width / 300 : 1;
 	double legend_h = n > 1 ? (double)((n + (size_t)cols - 1) / (size_t)cols) * 18 + 8 : 0;
 	double top = 56 + legend_h, row_h = (double)n * D_BAR + 8;
-	double left = D_LEFT, pw = width - D_LEFT - 40, axis_y = top + (double)t.n * row_h + 4;
+	double left = D_LEFT, pw = width - D_LEFT - 40, axis_y = top + (double)shown * row_h + (more ? 18 : 0) + 4;
 	double height = axis_y + 48;
 	char title[128], num[64];
 	snprintf(title, sizeof title, "Region durations: %s", metric_titles[m]);
@@ -171,8 +242,15 @@ enum sp_err sp_plot_durations(FILE *svg, const struct sp_plot_file *files, size_
 	sp_svg_label(svg, 12, 24, "start", "font-size=\"16\" font-weight=\"bold\"", title, 0);
 	if (n > 1)
 		durations_legend(svg, files, n, cols);
-	for (size_t r = 0; r < t.n; r++)
-		durations_row(svg, files, n, &t.rows[r], m, top + (double)r * row_h, row_h, axis_max, pw);
+	for (size_t r = 0; r < shown; r++)
+		durations_row(svg, files, n, &t.rows[r], m, top + (double)r * row_h, row_h, axis_max, pw, c);
+	if (more) {
+		char line[128];
+		snprintf(line, sizeof line, "\xe2\x80\xa6 %zu more region%s, of smaller totals (durations_data.csv "
+			 "has every one)", more, more == 1 ? "" : "s");
+		sp_svg_label(svg, 12, top + (double)shown * row_h + 13, "start",
+			     "class=\"more\" font-size=\"11\" fill=\"#555555\"", line, 0);
+	}
 	fprintf(svg, "<g stroke=\"#000000\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
 		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
 		left, axis_y, left + pw, axis_y, left, top, left, axis_y);
@@ -346,10 +424,9 @@ static void speedup_axes(FILE *svg, const struct sframe *f, const char *xname, d
 /* One region's line and points (and CSV rows) against run base, over the
  * nr runs in order; its legend entry at (lx, ly). */
 static void speedup_row(FILE *svg, FILE *csv, const struct sframe *f, const struct sp_plot_row *row, size_t base,
-			const size_t *order, size_t nr, const double *x, double lx, double ly)
+			const size_t *order, size_t nr, const double *x, double lx, double ly, const char *colour)
 {
 	const struct sp_plot_value *b = &row->v[base];
-	const char *colour = sp_svg_colour(row->name);
 	fputs("<g sp:region=\"", svg);
 	sp_svg_text(svg, row->name, 0);
 	fprintf(svg, "\" fill=\"%s\" stroke=\"%s\">\n<polyline fill=\"none\" points=\"", colour, colour);
@@ -371,7 +448,7 @@ static void speedup_row(FILE *svg, FILE *csv, const struct sframe *f, const stru
 		if (csv) {
 			sp_plot_csv_name(csv, row->name);
 			fprintf(csv, ",%g,", x[order[j]]);
-			sp_plot_secs(csv, v->slowest);
+			sp_render_secs_exact(csv, v->slowest);
 			fprintf(csv, ",%.6f\n", s);
 		}
 	}
@@ -401,6 +478,9 @@ enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *fil
 	}
 	if ((rc = sp_plot_table_build(&t, files, n, o ? o->sel : NULL, err)) != SP_OK)
 		goto out;
+	struct sp_plot_colours own;
+	const struct sp_plot_colours *c = o && o->colours ? o->colours : &own;
+	sp_plot_colours_of(&own, &t);
 	size_t nr = speedup_order(x, n, order), base = order[0];
 	double xmin = x[base], xmax = x[order[nr - 1]];
 	double smax = speedup_max(&t, base, order, nr, xmax / xmin);
@@ -427,7 +507,7 @@ enum sp_err sp_plot_speedup(FILE *svg, FILE *csv, const struct sp_plot_file *fil
 		if (!b->present || b->slowest <= 0)
 			continue;
 		ly += 18;
-		speedup_row(svg, csv, &f, &t.rows[r], base, order, nr, x, lx, ly);
+		speedup_row(svg, csv, &f, &t.rows[r], base, order, nr, x, lx, ly, sp_plot_colour(c, t.rows[r].name));
 	}
 	fputs("</g>\n", svg);
 	sp_svg_end(svg);

@@ -61,6 +61,7 @@ struct fdraw {
 	const struct sp_profile *p;
 	const struct sp_plot_fcall *c; /* the block's calls */
 	double top;                    /* its first row's y */
+	const struct sp_plot_colours *colours;
 };
 
 static void flame_box(void *ctx, const struct sp_plot_bar *b)
@@ -81,7 +82,7 @@ static void flame_box(void *ctx, const struct sp_plot_bar *b)
 		mixed |= c[i].region != c->region;
 	}
 	fprintf(d->out, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"",
-		d->a->left + b->x0, y, w, F_ROW - 2, mixed ? "#a0a0a0" : sp_svg_colour(name));
+		d->a->left + b->x0, y, w, F_ROW - 2, mixed ? "#a0a0a0" : sp_plot_colour(d->colours, name));
 	if (b->calls > 1)
 		fprintf(d->out, " sp:calls=\"%lld\"><title>%lld calls narrower than a column%s, the first ",
 			(long long)b->calls, (long long)b->calls, mixed ? " (several regions)" : "");
@@ -89,14 +90,18 @@ static void flame_box(void *ctx, const struct sp_plot_bar *b)
 		fputs("><title>", d->out);
 	sp_svg_text(d->out, name, 0);
 	fputs("\nstart ", d->out);
-	sp_plot_secs(d->out, c->start - d->a->t0);
+	sp_render_secs_exact(d->out, c->start - d->a->t0);
 	fputs(" s\nduration ", d->out);
-	sp_plot_secs(d->out, end - c->start);
+	sp_render_secs_exact(d->out, end - c->start);
 	fputs(" s</title></rect>\n", d->out);
-	if (b->calls == 1 && w >= 40) {
+	/* A label wherever two characters fit (one and "…"): ~7 px each; where
+	 * the qualified name does not fit, its last part (the function). */
+	if (b->calls == 1 && w >= 20) {
 		size_t chars = (size_t)((w - 6) / 7);
+		const char *dot = strrchr(name, '.');
+		const char *shown = sp_svg_chars(name) > chars && dot && dot[1] ? dot + 1 : name;
 		sp_svg_label(d->out, d->a->left + b->x0 + 3, y + 11, "start",
-			     "font-size=\"11\" fill=\"#ffffff\"", name, chars > 1 ? chars - 1 : 1);
+			     "font-size=\"11\" fill=\"#ffffff\"", shown, chars);
 	}
 }
 
@@ -221,7 +226,8 @@ static struct sp_plot_info flame_columns(const struct sp_plot_axis *a, const str
 /* Each block's label and boxes (merged into columns of colw px), from
  * F_TOP down. */
 static void draw_blocks(FILE *svg, const struct sp_plot_axis *a, const struct sp_profile *p,
-			const struct sp_plot_fcall *c, const struct block *blocks, size_t nb, double colw)
+			const struct sp_plot_fcall *c, const struct block *blocks, size_t nb, double colw,
+			const struct sp_plot_colours *colours)
 {
 	double y = F_TOP;
 	for (size_t i = 0; i < nb; i++) {
@@ -234,7 +240,7 @@ static void draw_blocks(FILE *svg, const struct sp_plot_axis *a, const struct sp
 		y += F_GAP;
 		sp_svg_label(svg, a->left - 8, y + 11, "end", "font-weight=\"bold\"", label, 0);
 		fprintf(svg, "<g sp:rank=\"%d\">\n", p->ranks[c0->rank].rank);
-		struct fdraw d = {svg, a, p, c0, y};
+		struct fdraw d = {svg, a, p, c0, y, colours};
 		struct sp_plot_merge m = {.colw = colw, .emit = flame_box, .ctx = &d};
 		sp_plot_flame_merge(&m, a, d.c, blocks[i].n);
 		fputs("</g>\n", svg);
@@ -252,11 +258,67 @@ static void flame_csv(FILE *csv, const struct sp_plot_axis *a, const struct sp_p
 		fprintf(csv, "%d,%u,", rk->rank, (unsigned)c[i].depth);
 		sp_plot_csv_name(csv, rk->regions[c[i].region].name);
 		fputc(',', csv);
-		sp_plot_secs(csv, c[i].start - a->t0);
+		sp_render_secs_exact(csv, c[i].start - a->t0);
 		fputc(',', csv);
-		sp_plot_secs(csv, c[i].end - c[i].start);
+		sp_render_secs_exact(csv, c[i].end - c[i].start);
 		fputc('\n', csv);
 	}
+}
+
+/* The legend's names: the regions of the colour map c that have calls in
+ * c[0..n), in its order, into names (*nn of them), and how many other
+ * regions have calls into *others. 0, or -1 out of memory. */
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int legend_names(const struct sp_profile *p, const struct sp_plot_fcall *calls,
+			size_t n, const struct sp_plot_colours *c, const char **names, size_t *nn, size_t *others)
+{
+	size_t total = 0;
+	for (size_t r = 0; r < p->nranks; r++)
+		total += p->ranks[r].nregions;
+	size_t *base = malloc((p->nranks ? p->nranks : 1) * sizeof *base);
+	unsigned char *used = calloc(total ? total : 1, 1);
+	if (!base || !used) {
+		free(base);
+		free(used);
+		return -1;
+	}
+	for (size_t r = 0, at = 0; r < p->nranks; at += p->ranks[r++].nregions)
+		base[r] = at;
+	for (size_t i = 0; i < n; i++)
+		used[base[calls[i].rank] + (size_t)calls[i].region] = 1;
+	*nn = 0;
+	for (size_t k = 0; k < c->n; k++) {
+		int seen = 0;
+		for (size_t r = 0; r < p->nranks && !seen; r++)
+			for (size_t g = 0; g < p->ranks[r].nregions && !seen; g++)
+				seen = used[base[r] + g] && strcmp(p->ranks[r].regions[g].name, c->top[k]) == 0;
+		if (seen)
+			names[(*nn)++] = c->top[k];
+	}
+	/* The other names with calls: the distinct ones, less those above. */
+	const char **all = malloc((total ? total : 1) * sizeof *all);
+	size_t na = 0, distinct = 0;
+	if (!all) {
+		free(base);
+		free(used);
+		return -1;
+	}
+	for (size_t r = 0; r < p->nranks; r++)
+		for (size_t g = 0; g < p->ranks[r].nregions; g++)
+			if (used[base[r] + g])
+				all[na++] = p->ranks[r].regions[g].name;
+	qsort(all, na, sizeof *all, name_cmp);
+	for (size_t i = 0; i < na; i++)
+		distinct += i == 0 || strcmp(all[i], all[i - 1]) != 0;
+	*others = distinct - *nn;
+	free(all);
+	free(base);
+	free(used);
+	return 0;
 }
 
 enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
@@ -282,17 +344,31 @@ enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 		goto out;
 	}
 	struct sp_plot_info in = flame_columns(&a, p, w.c, w.n, budget);
+	struct sp_plot_colours own;
+	const struct sp_plot_colours *colours = sp_plot_colours_for(o, f, 1, &own, err);
+	if (!colours) {
+		rc = SP_ENOMEM;
+		goto out;
+	}
+	char note[256];
 	double height = F_TOP;
 	for (size_t i = 0; i < nb; i++)
 		height += F_GAP + (double)blocks[i].depths * F_ROW;
 	double axis_y = height + 4;
-	height = axis_y + 48;
+	const char *names[SP_PLOT_NCOLOURS];
+	size_t nn = 0, others = 0;
+	if (legend_names(p, w.c, w.n, colours, names, &nn, &others) != 0) {
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory");
+		goto out;
+	}
+	int cols = width / 280 > 0 ? width / 280 : 1;
+	double legend_y = axis_y + 52;
+	height = legend_y + (double)((nn + (size_t)cols - 1) / (size_t)cols) * 18 + (others ? 18 : 0) + 10;
 	sp_svg_begin(svg, width, (int)ceil(height), "Flame chart: call stacks over time");
 	fprintf(svg, "<g xmlns:sp=\"%s\">\n", SP_PLOT_NS);
 	fputs("<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">Flame chart: ", svg);
 	sp_svg_text(svg, f->name, 80);
 	fputs("</text>\n", svg);
-	char note[256];
 	if (in.merged) {
 		snprintf(note, sizeof note, "%lld of %lld calls narrower than %g px are merged: one box per depth "
 			 "and %g px column (grey: several regions)", (long long)in.merged, (long long)in.calls, in.column_px,
@@ -302,8 +378,14 @@ enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 		sp_svg_label(svg, 12, 44, "start", "fill=\"#555555\"",
 			     "depth grows downwards; hover a box for its name, start and duration", 0);
 	}
-	draw_blocks(svg, &a, p, w.c, blocks, nb, in.column_px);
+	draw_blocks(svg, &a, p, w.c, blocks, nb, in.column_px, colours);
 	sp_plot_axis_draw(svg, &a, F_TOP, axis_y);
+	double lh = sp_plot_legend(svg, names, nn, colours, 12, legend_y, 280, cols);
+	if (others) {
+		snprintf(note, sizeof note, "and %zu more region%s in colours of their names' hash; grey: a box "
+			 "of calls of several regions", others, others == 1 ? "" : "s");
+		sp_svg_label(svg, 12, legend_y + lh + 10, "start", "class=\"more\" fill=\"#555555\"", note, 0);
+	}
 	fputs("</g>\n", svg);
 	sp_svg_end(svg);
 	if (csv)

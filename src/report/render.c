@@ -167,6 +167,51 @@ static void render_values(FILE *out, const struct view *v, int kind)
 	}
 }
 
+/* ---- GPU wait (run --gpu) ------------------------------------------------ */
+
+/* The shown rows timed with --gpu: each region's time and the part of it
+ * its calls' exits waited for the device; nothing when none was. */
+static void render_gpu(FILE *out, const struct view *v)
+{
+	int need = 0;
+	int64_t maxcalls = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < v->rows_shown; i++) {
+		const struct frow *f = &v->rows[i];
+		if (!f->gpu_waited)
+			continue;
+		int nw = sp_render_text_width(f->name);
+		need = nw > need ? nw : need;
+		maxcalls = f->calls > maxcalls ? f->calls : maxcalls;
+		n++;
+	}
+	if (n == 0)
+		return;
+	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
+	int rest = 2 + cw + 2 * (2 + SECS) + 2 + 6;
+	int w = sp_render_name_width(need, rest);
+	struct sp_table_col tc[5];
+	const int cols_w[] = {w, cw, SECS, SECS, 6};
+	for (size_t k = 0; k < 5; k++)
+		tc[k] = (struct sp_table_col){ k ? "  " : NULL, k ? SP_TABLE_RIGHT : SP_TABLE_LEFT, cols_w[k] };
+	fputs("\nGPU wait (time the calls' exits waited for the device, inside their total)\n",
+	      out);
+	sp_table_row(out, tc, 5, (const char *const[]){"region", "calls", "total", "GPU wait", "%"}, "\n");
+	sp_render_rule(out, w + rest);
+	for (size_t i = 0; i < v->rows_shown; i++) {
+		const struct frow *f = &v->rows[i];
+		char calls[32], total[32], wait[32], pct[16] = "-";
+		if (!f->gpu_waited)
+			continue;
+		snprintf(calls, sizeof calls, "%lld", (long long)f->calls);
+		sp_render_duration(total, sizeof total, (double)f->raw_total);
+		sp_render_duration(wait, sizeof wait, (double)f->gpu_wait_ns);
+		if (f->raw_total > 0)
+			snprintf(pct, sizeof pct, "%.1f", 100.0 * (double)f->gpu_wait_ns / (double)f->raw_total);
+		sp_table_row(out, tc, 5, (const char *const[]){f->name, calls, total, wait, pct}, "\n");
+	}
+}
+
 /* ---- JSON --------------------------------------------------------------- */
 
 /* A number of seconds from nanoseconds, exact to the nanosecond; null when
@@ -255,6 +300,10 @@ static void render_json(FILE *out, const struct view *v, const char *title, enum
 				(long long)f->values_total);
 		if (f->peak_bytes > 0)
 			fprintf(out, ", \"peak_live_bytes\": %lld", (long long)f->peak_bytes);
+		if (f->gpu_waited) {
+			fputs(", ", out);
+			json_secs(out, "gpu_wait_s", (double)f->gpu_wait_ns);
+		}
 		fputs(", \"rank_totals_s\": [", out);
 		for (size_t r = 0; r < nranks; r++)
 			fprintf(out, "%s%.9f", r ? ", " : "",
@@ -274,10 +323,12 @@ static void html_secs(FILE *out, double ns)
 }
 
 /* The JSON summary's numbers as one HTML <table class="stats">, a row per
- * region in table order; names escaped (sp_svg_text). */
-static void render_html(FILE *out, const struct view *v, const char *title)
+ * region in table order (the first top of them when top > 0, then a row
+ * saying how many more); names escaped (sp_svg_text). One rank: no per-rank
+ * columns, which would repeat its total. */
+static void render_html(FILE *out, const struct view *v, const char *title, int top)
 {
-	size_t nranks = v->p->nranks;
+	size_t nranks = v->p->nranks, shown = top > 0 && (size_t)top < v->nrows ? (size_t)top : v->nrows;
 	fputs("<table class=\"stats\" data-file=\"", out);
 	sp_svg_text(out, title ? title : "", 0);
 	fputs("\">\n<caption>", out);
@@ -287,9 +338,11 @@ static void render_html(FILE *out, const struct view *v, const char *title)
 		procs ? "process" : "rank", nranks == 1 ? "" : procs ? "es" : "s", v->nrows, v->nrows == 1 ? "" : "s", (long long)v->calls,
 		v->calls == 1 ? "" : "s");
 	fputs("<thead><tr><th>region</th><th>calls</th><th>total [s]</th><th>mean [s]</th><th>min [s]</th>"
-	      "<th>max [s]</th><th>std [s]</th><th>min rank [s]</th><th>mean/rank [s]</th>"
-	      "<th>max rank [s]</th><th>imbalance</th></tr></thead>\n<tbody>\n", out);
-	for (size_t i = 0; i < v->nrows; i++) {
+	      "<th>max [s]</th><th>std [s]</th>", out);
+	if (nranks > 1)
+		fputs("<th>min rank [s]</th><th>mean/rank [s]</th><th>max rank [s]</th><th>imbalance</th>", out);
+	fputs("</tr></thead>\n<tbody>\n", out);
+	for (size_t i = 0; i < shown; i++) {
 		const struct frow *f = &v->rows[i];
 		fputs("<tr><th scope=\"row\">", out);
 		sp_svg_text(out, f->name, 0);
@@ -303,6 +356,10 @@ static void render_html(FILE *out, const struct view *v, const char *title)
 		} else {
 			fputs("<td>-</td><td>-</td><td>-</td><td>-</td>", out);
 		}
+		if (nranks == 1) {
+			fputs("</tr>\n", out);
+			continue;
+		}
 		html_secs(out, (double)f->min_rank);
 		html_secs(out, nranks ? (double)f->total / (double)nranks : 0.0);
 		html_secs(out, (double)f->max_rank);
@@ -314,6 +371,10 @@ static void render_html(FILE *out, const struct view *v, const char *title)
 		else
 			fputs("<td>-</td></tr>\n", out);
 	}
+	if (shown < v->nrows)
+		fprintf(out, "<tr class=\"more\"><th scope=\"row\">\xe2\x80\xa6 %zu more region%s</th>"
+			"<td colspan=\"%d\">region_statistics.json has every one</td></tr>\n",
+			v->nrows - shown, v->nrows - shown == 1 ? "" : "s", nranks > 1 ? 10 : 6);
 	fputs("</tbody>\n</table>\n", out);
 }
 
@@ -458,6 +519,7 @@ static enum sp_err put_text(FILE *out, const struct view *v, const struct sp_pro
 		render_flat(out, v);
 		render_values(out, v, SP_VALUES_ALLOC_BYTES);
 		render_values(out, v, SP_VALUES_BYTES);
+		render_gpu(out, v);
 	}
 	left_out(out, v, parts, more_hint);
 	if ((parts & SP_RENDER_FLAT) && sp_render_likwid(out, v->p) != 0)
@@ -487,7 +549,7 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 		goto out;
 	}
 	if (json && o->html)
-		render_html(out, &v, title);
+		render_html(out, &v, title, o->top);
 	else if (json)
 		render_json(out, &v, title, o->sort, &hosts);
 	else if ((rc = put_text(out, &v, p, title, parts, &hosts, o && o->more_hint ? o->more_hint : "--all",

@@ -1,21 +1,26 @@
-/* render_lines.c - the per-line tables of --line-profile: hits, time and source per line. */
+/* render_lines.c - the per-line tables of --line-profile: hits, time and source
+ * per line, kernprof's way: one timer unit for every table (said once at the
+ * top), each function's total time, whole source lines where the width
+ * allows. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_json.h"
 #include "sp_render.h"
 #include "sp_table.h"
 #include "render_int.h"
 
-#define TABLE_CAP 100                  /* columns a table (and a heading) may take */
+#define TABLE_CAP 100                  /* columns a table (and a heading) may take by default */
+#define UNIT_NS 1000.0                 /* the timer unit of the time columns: 1 µs */
 #define TAB 8                          /* tab stops in source lines */
 #define SRC_MIN 6                      /* the source column: never narrower than "source" */
 #define NCOLS 6
 #define CELL 32                        /* room for one formatted number */
 
 static const char *const headers[NCOLS] = {
-	"line", "hits", "time [s]", "per hit [s]", "% time", "source",
+	"line", "hits", "time [µs]", "per hit [µs]", "% time", "source",
 };
 
 /* A table being laid out: the shown rows, the columns' widths, the dedent. */
@@ -25,6 +30,7 @@ struct layout {
 	size_t indent;                 /* common leading blanks of the shown rows */
 	double total;                  /* the table's time, ns */
 	int w[NCOLS];                  /* content widths */
+	int cap;                       /* the columns the table may take */
 	char *buf;                     /* scratch for one expanded source line */
 };
 
@@ -83,8 +89,8 @@ static void row_cells(const struct layout *l, size_t i, char cells[NCOLS - 1][CE
 	}
 	double ns = (double)t->time_ns[i];
 	snprintf(cells[1], CELL, "%lld", (long long)t->hits[i]);
-	snprintf(cells[2], CELL, "%.6g", ns / 1e9);
-	snprintf(cells[3], CELL, "%.6g", ns / (double)t->hits[i] / 1e9);
+	snprintf(cells[2], CELL, "%.1f", ns / UNIT_NS);
+	snprintf(cells[3], CELL, "%.1f", ns / (double)t->hits[i] / UNIT_NS);
 	if (l->total > 0)
 		snprintf(cells[4], CELL, "%.2f", 100.0 * ns / l->total);
 	else
@@ -93,9 +99,9 @@ static void row_cells(const struct layout *l, size_t i, char cells[NCOLS - 1][CE
 
 /* Finds the shown rows, the dedent and the widths of table t; buf must hold
  * any of its lines expanded. */
-static void layout_table(struct layout *l, const struct sp_line_table *t, char *buf)
+static void layout_table(struct layout *l, const struct sp_line_table *t, char *buf, int cap)
 {
-	*l = (struct layout){.t = t, .first = 1, .last = 0, .indent = SIZE_MAX, .buf = buf};
+	*l = (struct layout){.t = t, .first = 1, .last = 0, .indent = SIZE_MAX, .buf = buf, .cap = cap};
 	for (size_t i = 0; i < t->n; i++) {
 		l->total += (double)t->time_ns[i];
 		if (t->hits[i] > 0) {
@@ -125,10 +131,10 @@ static void layout_table(struct layout *l, const struct sp_line_table *t, char *
 		int sw = sp_render_text_width(row_source(l, i));
 		l->w[NCOLS - 1] = sw > l->w[NCOLS - 1] ? sw : l->w[NCOLS - 1];
 	}
-	/* The source column takes what the numbers leave of TABLE_CAP. */
+	/* The source column takes what the numbers leave of the width. */
 	for (int c = 0; c < NCOLS - 1; c++)
 		others += l->w[c] + 3;
-	int room = TABLE_CAP - others - 3;
+	int room = cap - others - 3;
 	room = room > SRC_MIN ? room : SRC_MIN;
 	l->w[NCOLS - 1] = l->w[NCOLS - 1] < room ? l->w[NCOLS - 1] : room;
 }
@@ -161,7 +167,7 @@ static void fair_share(int *w, int k, int room)
 /* "Rank <r> | <region> | <function> (<basename>:<first_line>)" ("Process
  * <r> (pid <pid>) | ..." for a child process of the run), the three texts
  * cut so that the heading fits TABLE_CAP columns. */
-static void heading(FILE *out, const struct sp_rank *rk, const struct sp_line_table *t)
+static void heading(FILE *out, const struct sp_rank *rk, const struct sp_line_table *t, int cap)
 {
 	const char *file = t->filename ? t->filename : "", *base = strrchr(file, '/');
 	const char *text[3] = {t->region ? t->region : "", t->function ? t->function : "",
@@ -169,7 +175,7 @@ static void heading(FILE *out, const struct sp_rank *rk, const struct sp_line_ta
 	char head[64], label[48], tail[32];
 	int hl = snprintf(head, sizeof head, "%s | ", sp_render_rank_label(label, sizeof label, rk, 1));
 	int tl = snprintf(tail, sizeof tail, ":%d)", (int)t->first_line);
-	int w[3], room = TABLE_CAP - hl - 3 - 2 - tl;
+	int w[3], room = cap - hl - 3 - 2 - tl;
 	for (int i = 0; i < 3; i++)
 		w[i] = sp_render_text_width(text[i]);
 	fair_share(w, 3, room > 3 * 8 ? room : 3 * 8);
@@ -205,11 +211,13 @@ static void row(FILE *out, const struct layout *l, const char *const cells[NCOLS
 
 static void render_table(FILE *out, const struct sp_rank *rk, struct layout *l)
 {
-	heading(out, rk, l->t);
+	char total[32];
+	heading(out, rk, l->t, l->cap < TABLE_CAP ? l->cap : TABLE_CAP);
 	if (l->first > l->last) {
 		fputs("(no line executed)\n", out);
 		return;
 	}
+	fprintf(out, "Total time: %s\n", sp_render_duration(total, sizeof total, l->total));
 	border(out, l, "╭", "┬", "╮");
 	row(out, l, headers);
 	border(out, l, "├", "┼", "┤");
@@ -232,7 +240,51 @@ static void render_table(FILE *out, const struct sp_rank *rk, struct layout *l)
 enum sp_err sp_render_lines(FILE *out, const struct sp_profile *p, const char *title,
 			    struct sp_error *err)
 {
-	size_t ntables = 0, bufsize = 1;
+	return sp_render_lines_opts(out, p, title, NULL, err);
+}
+
+/* Table k of rank rk is shown under sel. */
+static int shown(const struct sp_select *sel, const struct sp_rank *rk, const struct sp_line_table *t)
+{
+	return sp_select_rank(sel, rk->rank) && sp_select_region(sel, t->function ? t->function : "");
+}
+
+static void json_table(FILE *out, const struct sp_rank *rk, const struct sp_line_table *t)
+{
+	int64_t total = 0;
+	for (size_t i = 0; i < t->n; i++)
+		total += t->time_ns[i];
+	fprintf(out, "{\"rank\": %d, \"region\": ", rk->rank);
+	sp_json_fputs(out, t->region ? t->region : "");
+	fputs(", \"function\": ", out);
+	sp_json_fputs(out, t->function ? t->function : "");
+	fputs(", \"filename\": ", out);
+	sp_json_fputs(out, t->filename ? t->filename : "");
+	fprintf(out, ", \"first_line\": %lld, \"total_s\": ", (long long)t->first_line);
+	sp_render_secs_exact(out, total);
+	fputs(", \"lines\": [", out);
+	for (size_t i = 0; i < t->n; i++) {
+		fprintf(out, "%s\n  {\"line\": %lld, \"hits\": %lld, \"time_s\": ", i ? "," : "",
+			(long long)t->first_line + (long long)i, (long long)t->hits[i]);
+		sp_render_secs_exact(out, t->time_ns[i]);
+		fputs(", \"per_hit_s\": ", out);
+		if (t->hits[i] > 0)
+			fprintf(out, "%.9f", (double)t->time_ns[i] / (double)t->hits[i] / 1e9);
+		else
+			fputs("null", out);
+		fputs(", \"source\": ", out);
+		sp_json_fputs(out, t->source[i] ? t->source[i] : "");
+		fputc('}', out);
+	}
+	fputs("]}", out);
+}
+
+enum sp_err sp_render_lines_opts(FILE *out, const struct sp_profile *p, const char *title,
+				 const struct sp_render_lines_opts *o, struct sp_error *err)
+{
+	const struct sp_select *sel = o ? o->select : NULL;
+	int cap = !o || !o->width ? TABLE_CAP : o->width < 0 ? INT32_MAX / 2 : o->width;
+	size_t ntables = 0, nshown = 0, bufsize = 1;
 	title = title ? title : "(untitled)";
 	for (size_t r = 0; r < p->nranks; r++) {
 		const struct sp_rank *rk = &p->ranks[r];
@@ -247,6 +299,7 @@ enum sp_err sp_render_lines(FILE *out, const struct sp_profile *p, const char *t
 				size_t need = t->source[i] ? expanded_size(t->source[i]) : 1;
 				bufsize = need > bufsize ? need : bufsize;
 			}
+			nshown += shown(sel, rk, t);
 		}
 		ntables += rk->nlines;
 	}
@@ -254,18 +307,39 @@ enum sp_err sp_render_lines(FILE *out, const struct sp_profile *p, const char *t
 		return sp_error_set(err, SP_ENOTPROF,
 				    "no line timings in %s (record them with: scope-profiler run --line-profile)",
 				    title);
+	if (nshown == 0)
+		return sp_error_set(err, SP_ENOTPROF, "no line table of %s is selected (%zu in all)", title,
+				    ntables);
+	if (o && o->json) {
+		size_t k = 0;
+		fputs("{\"file\": ", out);
+		sp_json_fputs(out, title);
+		fputs(", \"timer_unit_s\": 1e-09, \"tables\": [", out);
+		for (size_t r = 0; r < p->nranks; r++)
+			for (size_t j = 0; j < p->ranks[r].nlines; j++)
+				if (shown(sel, &p->ranks[r], &p->ranks[r].lines[j])) {
+					fputs(k++ ? ",\n" : "\n", out);
+					json_table(out, &p->ranks[r], &p->ranks[r].lines[j]);
+				}
+		fputs("\n]}\n", out);
+		if (fflush(out) != 0 || ferror(out))
+			return sp_error_set(err, SP_EIO, "writing the line tables failed");
+		return SP_OK;
+	}
 	char *buf = malloc(bufsize);
 	if (!buf)
 		return sp_error_set(err, SP_ENOMEM, "out of memory for a source line of %zu bytes", bufsize);
 
 	fputs("Line profile: ", out);
 	sp_render_text(out, title, INT32_MAX);
-	fputc('\n', out);
+	fputs("\nTimer unit: 1e-06 s\n", out);
 	for (size_t r = 0; r < p->nranks; r++) {
 		const struct sp_rank *rk = &p->ranks[r];
 		for (size_t k = 0; k < rk->nlines; k++) {
 			struct layout l;
-			layout_table(&l, &rk->lines[k], buf);
+			if (!shown(sel, rk, &rk->lines[k]))
+				continue;
+			layout_table(&l, &rk->lines[k], buf, cap);
 			fputc('\n', out);
 			render_table(out, rk, &l);
 		}

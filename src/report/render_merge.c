@@ -223,6 +223,10 @@ static void merge_rank(struct view *v, size_t r, size_t base)
 		}
 		if (rd->peak_bytes > f->peak_bytes)
 			f->peak_bytes = rd->peak_bytes;
+		if (rd->gpu_waited) {
+			f->gpu_waited = 1;
+			f->gpu_wait_ns = sp_add_sat(f->gpu_wait_ns, rd->gpu_wait_ns);
+		}
 		f->cur_calls = sp_add_sat(f->cur_calls, rd->stats.num_calls);
 		f->cur_total = sp_add_sat(f->cur_total, v->cum[base + i]);
 		f->cur_raw = sp_add_sat(f->cur_raw, rd->stats.total_ns);

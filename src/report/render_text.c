@@ -134,6 +134,13 @@ void sp_render_rule(FILE *out, int n)
 	putc('\n', out);
 }
 
+void sp_render_secs_exact(FILE *out, int64_t ns)
+{
+	uint64_t u = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+	fprintf(out, "%s%llu.%09llu", ns < 0 ? "-" : "", (unsigned long long)(u / 1000000000u),
+		(unsigned long long)(u % 1000000000u));
+}
+
 char *sp_render_seconds(char *buf, size_t len, double ns)
 {
 	double s = ns / 1e9;

@@ -48,6 +48,8 @@ struct frow {
 	int value_kind;                /* its values' kind (sp_profile.h), on any rank */
 	int64_t values_total;          /* summed over ranks */
 	int64_t peak_bytes;            /* the highest over ranks; <= 0: not known */
+	int gpu_waited;                /* run --gpu on some rank: gpu_wait_ns is known */
+	int64_t gpu_wait_ns;           /* summed over ranks */
 };
 
 struct view {

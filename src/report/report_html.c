@@ -78,14 +78,26 @@ static void tl_bar(void *ctx, const struct sp_plot_bar *b)
 }
 
 /* The timeline's JSON into out; what it drew into in. */
-static enum sp_err timeline_json(FILE *out, const struct sp_plot_file *f, const struct sp_select *sel,
+static enum sp_err timeline_json(FILE *out, const struct sp_plot_file *f, const struct sp_plot_opts *o,
 				 struct sp_plot_info *in, int *windows, struct sp_error *err)
 {
+	const struct sp_select *sel = o ? o->sel : NULL;
+	struct sp_plot_colours own;
+	const struct sp_plot_colours *colours = sp_plot_colours_for(o, f, 1, &own, err);
+	if (!colours)
+		return SP_ENOMEM;
 	struct sp_plot_lane *l = NULL;
 	size_t nl = 0;
+	size_t more = 0;
 	enum sp_err rc = sp_plot_lanes(f, sel, &l, &nl, err);
 	if (rc != SP_OK)
 		return rc;
+	long kept = sp_plot_lanes_top(l, nl, SP_PLOT_MAX_LANES, &more);
+	if (kept < 0) {
+		free(l);
+		return sp_error_set(err, SP_ENOMEM, "out of memory");
+	}
+	nl = (size_t)kept;
 	struct sp_plot_axis a;
 	sp_plot_axis_init(&a, f->p, sel, 0, TL_WINDOWS);
 	*in = (struct sp_plot_info){0};
@@ -106,12 +118,12 @@ static enum sp_err timeline_json(FILE *out, const struct sp_plot_file *f, const 
 	fprintf(out, "{\"file\":");
 	sp_json_fputs(out, f->name);
 	fprintf(out, ",\"t0\":%lld,\"span\":%lld,\"window\":%.0f,\"calls\":%lld,\"bars\":%lld,\"merged\":%lld,"
-		"\"lanes\":[", (long long)a.t0, (long long)a.span, in->column_px, (long long)in->calls,
-		(long long)in->bars, (long long)in->merged);
+		"\"more\":%zu,\"lanes\":[", (long long)a.t0, (long long)a.span, in->column_px, (long long)in->calls,
+		(long long)in->bars, (long long)in->merged, more);
 	for (size_t i = 0; i < nl; i++) {
 		fprintf(out, "%s\n{\"rank\":%d,\"region\":", i ? "," : "", l[i].rk->rank);
 		sp_json_fputs(out, l[i].rd->name);
-		fprintf(out, ",\"colour\":\"%s\",\"bars\":[", sp_svg_colour(l[i].rd->name));
+		fprintf(out, ",\"colour\":\"%s\",\"bars\":[", sp_plot_colour(colours, l[i].rd->name));
 		struct tl_emit e = {out, l[i].rd, a.t0, 1};
 		struct sp_plot_merge m = {.colw = colw, .emit = tl_bar, .ctx = &e};
 		sp_plot_gantt_lane(&m, &a, l[i].rd);
@@ -124,7 +136,7 @@ static enum sp_err timeline_json(FILE *out, const struct sp_plot_file *f, const 
 
 /* The page's timeline section. */
 static enum sp_err timeline(FILE *out, const struct sp_plot_file *events, const char *why_not,
-			    const struct sp_select *sel, struct sp_plot_info *in, struct sp_error *err)
+			    const struct sp_plot_opts *o, struct sp_plot_info *in, struct sp_error *err)
 {
 	fputs("<section id=\"timeline-section\">\n<h2>Timeline</h2>\n", out);
 	if (!events) {
@@ -139,7 +151,7 @@ static enum sp_err timeline(FILE *out, const struct sp_plot_file *events, const 
 	if (!m)
 		return sp_error_set(err, SP_ENOMEM, "out of memory for the timeline");
 	int windows = TL_WINDOWS;
-	enum sp_err rc = timeline_json(m, events, sel, in, &windows, err);
+	enum sp_err rc = timeline_json(m, events, o, in, &windows, err);
 	if (fclose(m) != 0 && rc == SP_OK)
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory for the timeline");
 	if (rc != SP_OK) {
@@ -152,11 +164,11 @@ static enum sp_err timeline(FILE *out, const struct sp_plot_file *events, const 
 	fputs(": one lane per rank and region, time in seconds since the first region entry. "
 	      "Zoom with the mouse wheel or the + and \xe2\x88\x92 buttons, drag to pan, hover a bar for its "
 	      "region, rank, start and duration.</p>\n", out);
-	snprintf(secs, sizeof secs, "%.3g", in->column_px / 1e9);
+	sp_render_duration(secs, sizeof secs, in->column_px);
 	fputs("<p class=\"note\" id=\"tl-merge\">", out);
 	if (in->merged)
-		fprintf(out, "So that the page stays small, calls shorter than %s s that start in the same "
-			"%s s window of a lane are merged into one bar (at most %d windows per lane across "
+		fprintf(out, "So that the page stays small, calls shorter than %s that start in the same "
+			"%s window of a lane are merged into one bar (at most %d windows per lane across "
 			"the run): %lld of %lld calls are in merged bars; %lld bars in all. Zooming in does "
 			"not split them; the tooltip of a merged bar says how many calls it holds, and "
 			"gantt_data.csv (--export-data) has every call.", secs, secs,
@@ -217,17 +229,23 @@ enum sp_err sp_plot_report(FILE *out, const struct sp_plot_file *files, size_t n
 		sp_svg_text(out, files[i].name, 0);
 	}
 	fputs("</p>\n", out);
-	enum sp_err rc = timeline(out, events, why_not, sel, &in, err);
+	enum sp_err rc = timeline(out, events, why_not, o, &in, err);
 	if (rc != SP_OK)
 		return rc;
 	fputs("<section id=\"statistics\">\n<h2>Region statistics</h2>\n", out);
-	struct sp_render_opts ro = {.select = sel, .html = 1};
+	struct sp_render_opts ro = {.select = sel, .html = 1, .top = SP_PLOT_TOP_ROWS};
 	for (size_t i = 0; i < n; i++)
 		if ((rc = sp_render_summary_opts(out, files[i].p, files[i].name, &ro, err)) != SP_OK)
 			return rc;
-	fputs("<p class=\"note\">Times in seconds. With several ranks, calls and totals are summed over "
-	      "them; min/mean/max rank are each rank's total in the region, imbalance the largest over "
-	      "the smallest; \"ranks k/n\": recorded on k of n ranks.</p>\n</section>\n", out);
+	size_t most = 0;
+	for (size_t i = 0; i < n; i++)
+		most = files[i].p->nranks > most ? files[i].p->nranks : most;
+	fputs("<p class=\"note\">Times in seconds; a recursive region's total counts its outermost calls.", out);
+	if (most > 1)
+		fputs(" With several ranks, calls and totals are summed over them; min/mean/max rank are each "
+		      "rank's total in the region, imbalance the largest over the smallest; \"ranks k/n\": "
+		      "recorded on k of n ranks.", out);
+	fputs("</p>\n</section>\n", out);
 	fputs("<section id=\"charts\">\n", out);
 	for (size_t i = 0; i < ncharts; i++) {
 		fputs("<div class=\"chart\" data-chart=\"", out);

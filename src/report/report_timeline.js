@@ -40,6 +40,15 @@
     labels.appendChild(div);
     return { rank: l.rank, region: l.region, colour: l.colour, bars: l.bars, div: div };
   });
+  if (data.more) {
+    // the regions of smaller totals left out, in one line under the lanes
+    const more = document.createElement('p');
+    more.className = 'note';
+    more.id = 'tl-more';
+    more.textContent = '\u2026 ' + data.more + ' more region' + (data.more === 1 ? '' : 's') +
+      ' of smaller totals are not drawn (--include chooses; gantt_data.csv has every call).';
+    root.parentNode.insertBefore(more, root.nextSibling);
+  }
 
   // the rank filter: a checkbox per rank
   const ranks = Array.from(new Set(lanes.map(function (l) { return l.rank; })))

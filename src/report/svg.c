@@ -80,6 +80,25 @@ void sp_svg_text(FILE *out, const char *s, size_t max_chars)
 	/* a string exactly max_chars long needs no ellipsis */
 }
 
+void sp_svg_text_mid(FILE *out, const char *s, size_t max_chars)
+{
+	size_t n = sp_svg_chars(s);
+	if (!max_chars || n <= max_chars || max_chars < 8) {
+		sp_svg_text(out, s, max_chars);
+		return;
+	}
+	size_t head = (max_chars - 1) / 3, skip = n - (max_chars - 1 - head);
+	sp_svg_text(out, s, head);             /* head characters and "…" */
+	const unsigned char *q = (const unsigned char *)s;
+	uint32_t cp;
+	for (size_t i = 0; i < skip && *q; i++) {
+		size_t len = sp_utf8_seq(q, &cp);
+		q += len ? len : 1;
+	}
+	sp_svg_text(out, (const char *)q, 0);
+}
+
+
 void sp_svg_begin(FILE *out, int width, int height, const char *title)
 {
 	fprintf(out,
@@ -96,8 +115,8 @@ void sp_svg_end(FILE *out)
 	fputs("</svg>\n", out);
 }
 
-void sp_svg_label(FILE *out, double x, double y, const char *anchor, const char *extra,
-		  const char *s, size_t max_chars)
+static void label(FILE *out, double x, double y, const char *anchor, const char *extra,
+		  const char *s, size_t max_chars, int mid)
 {
 	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\"", x, y);
 	if (anchor && strcmp(anchor, "start") != 0)
@@ -105,8 +124,20 @@ void sp_svg_label(FILE *out, double x, double y, const char *anchor, const char 
 	if (extra)
 		fprintf(out, " %s", extra);
 	fputc('>', out);
-	sp_svg_text(out, s, max_chars);
+	(mid ? sp_svg_text_mid : sp_svg_text)(out, s, max_chars);
 	fputs("</text>\n", out);
+}
+
+void sp_svg_label(FILE *out, double x, double y, const char *anchor, const char *extra,
+		  const char *s, size_t max_chars)
+{
+	label(out, x, y, anchor, extra, s, max_chars, 0);
+}
+
+void sp_svg_label_mid(FILE *out, double x, double y, const char *anchor, const char *extra,
+		      const char *s, size_t max_chars)
+{
+	label(out, x, y, anchor, extra, s, max_chars, 1);
 }
 
 double sp_svg_tick_step(double span, int ticks)

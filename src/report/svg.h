@@ -14,6 +14,11 @@
  * At most max_chars characters (0: all), then "…" when s was longer. */
 void sp_svg_text(FILE *out, const char *s, size_t max_chars);
 
+/* sp_svg_text cut in the middle, as the summary cuts names: the first third
+ * of max_chars, "…", then the end of s (a qualified name's last part tells
+ * rows apart). max_chars below 8: cut at the end. */
+void sp_svg_text_mid(FILE *out, const char *s, size_t max_chars);
+
 /* The characters (code points, malformed bytes one each) of s. */
 size_t sp_svg_chars(const char *s);
 
@@ -29,9 +34,9 @@ void sp_svg_end(FILE *out);
 void sp_svg_label(FILE *out, double x, double y, const char *anchor, const char *extra,
 		  const char *s, size_t max_chars);
 
-/* The colour of a region: one of a fixed palette of SP_SVG_NCOLOURS, chosen
- * by a hash of its name, so a region has the same colour in every chart and
- * every run. "#rrggbb". */
+/* The colour of a region beyond the heaviest SP_SVG_NCOLOURS (sp_plot_colour
+ * gives those the palette in order): one of the palette chosen by a hash of
+ * its name. "#rrggbb". */
 #define SP_SVG_NCOLOURS 20
 const char *sp_svg_colour(const char *name);
 
@@ -41,6 +46,10 @@ const char *sp_svg_series_colour(size_t i);
 /* The most ticks an axis loop draws, whatever its numbers (an infinite or
  * huge top must not loop for ever). */
 #define SP_SVG_MAX_TICKS 200
+
+/* sp_svg_label with s cut in the middle (sp_svg_text_mid). */
+void sp_svg_label_mid(FILE *out, double x, double y, const char *anchor, const char *extra,
+		      const char *s, size_t max_chars);
 
 /* A "nice" tick step (1, 2 or 5 times a power of ten) for an axis of span
  * units with at most about `ticks` ticks; 1 when span <= 0. */

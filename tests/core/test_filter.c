@@ -28,6 +28,24 @@ static void test_own_code_is_the_users_files(void **state)
 	assert_false(sp_filter_own_code(&f, "<frozen importlib._bootstrap>"));
 	assert_false(sp_filter_own_code(&f, "<string>"));
 	assert_false(sp_filter_own_code(&f, ""));
+	assert_false(sp_filter_own_code(&f, "<ipython-input"));
+	/* An IPython cell is the user's code, as the script is. */
+	assert_true(sp_filter_own_code(&f, "<ipython-input-3-0123456789ab>"));
+}
+
+static void test_the_program_run_is_own_code(void **state)
+{
+	/* -m pkg installed, -c's code: own before the installed and foreign
+	 * checks; a virtual environment inside the own folder is not. */
+	char *own[] = {"/env/lib/python3.11/site-packages/pkg/", "<string>", "/home/me/proj/"};
+	struct sp_filter f = {.foreign = foreign, .nforeign = 2, .own = own, .nown = 3};
+	assert_true(sp_filter_own_code(&f, "/env/lib/python3.11/site-packages/pkg/core.py"));
+	assert_true(sp_filter_own_code(&f, "/env/lib/python3.11/site-packages/pkg/sub/x.py"));
+	assert_false(sp_filter_own_code(&f, "/env/lib/python3.11/site-packages/other/x.py"));
+	assert_true(sp_filter_own_code(&f, "<string>"));
+	assert_false(sp_filter_own_code(&f, "<frozen importlib._bootstrap>"));
+	assert_true(sp_filter_own_code(&f, "/home/me/proj/main.py"));
+	assert_false(sp_filter_own_code(&f, "/home/me/proj/.venv/lib/python3.11/site-packages/a.py"));
 }
 
 static void test_all_traces_everything(void **state)
@@ -151,6 +169,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_own_code_is_the_users_files),
+		cmocka_unit_test(test_the_program_run_is_own_code),
 		cmocka_unit_test(test_all_traces_everything),
 		cmocka_unit_test(test_include_and_exclude_globs),
 		cmocka_unit_test(test_patterns),

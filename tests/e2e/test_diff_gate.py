@@ -255,13 +255,41 @@ def test_same_example_twice_passes(sp, pair):
     (A screen independent of it, a fixed loop timed outside the regions
     before and after each run, disagreed with itself too often on this
     machine: two concurrent processes' cores keep different speeds.)"""
-    for attempt in range(40):   # a pair takes a fraction of a second
+    # A pair takes a fraction of a second; on a machine at a load of 10
+    # (CI's chroot builds beside it) 40 pairs in a row were all disturbed
+    # once, so it may take many.
+    for attempt in range(200):
         run_pair(sp)
         a, b = fastest_tenth(sp.tmp / "a.h5"), fastest_tenth(sp.tmp / "b.h5")
         if a.keys() == b.keys() and all(abs(b[k] / a[k] - 1) <= 0.05 for k in a):
             break
     else:
-        pytest.fail(f"40 pairs of runs were all disturbed: last {a} / {b}")
+        pytest.fail(f"200 pairs of runs were all disturbed: last {a} / {b}")
     proc = sp("diff", "a.h5", "b.h5", "--fail-above", "10%")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stderr == ""
+
+
+def test_few_calls_whose_fastest_call_did_not_grow_are_noise(sp):
+    """Too few calls for the test (issue 30: 4 calls of about 1 ms, a loaded
+    machine lifting the total by 76 %): a region whose fastest call stayed
+    within the bound is noise, whatever its total did; one whose fastest
+    call grew past it, or called twice as often as fast, still fails."""
+    base = [1_000_000, 1_050_000, 1_100_000, 1_250_000]
+    write(sp.tmp / "a.h5", {"io.write": base, "calc": base, "more": base})
+    write(sp.tmp / "b.h5", {"io.write": [1_010_000, 2_300_000, 2_200_000, 2_230_000],
+                            "calc": [1_600_000, 1_650_000, 1_700_000, 1_750_000],
+                            "more": base + base})
+    gate = ("--fail-above", "10%", "--min-time", "1ms")
+    proc = sp("diff", "a.h5", "b.h5", *gate)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    one_line_error(proc, "2 regions above the bound")
+    assert "io.write" not in proc.stderr
+    text = notes(proc.stdout)
+    assert "within the noise (not failed): io.write (+" in text
+    doc = json.loads(sp("diff", "--json", "a.h5", "b.h5", *gate).stdout)
+    verdicts = {r["name"]: r["verdict"] for r in doc["regions"]}
+    assert verdicts == {"io.write": "noise", "calc": "above", "more": "above"}
+    # Alone, the noisy region passes the gate.
+    proc = sp("diff", "a.h5", "b.h5", *gate, "--include", "io.write")
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -330,7 +330,7 @@ def test_chrome_threads(sp):
     path = run_script(sp, THREADS, "t.h5", "--track-threads")
     doc, xs, meta = chrome(sp, "t.h5")
     with h5py.File(path) as f:
-        lanes = dict(item.split("=", 1) for item in f["metadata"].attrs["lanes"].decode().split("; "))
+        lanes = dict(item.split("=", 1) for item in f["metadata"].attrs["lanes"].split("; "))
     assert meta[("process_name", 0, 0)] == {"name": "rank 0"}
     tids = {e["tid"] for e in xs}
     assert tids == {0, 1, 2}
@@ -561,3 +561,73 @@ def test_bounded_memory_two_million_events(sp):
     # All rows as text would be ~100 MB; the columns alone 32 MB.
     assert size > 90 * 2**20
     assert peak_kb * 1024 < size / 2.5, (peak_kb, size)
+
+
+# ---- speedscope ---------------------------------------------------------------
+
+def speedscope(sp, path, *args):
+    """speedscope's file, loaded, each evented profile checked by structure:
+    events in time order within [startValue, endValue], every open closed by
+    a close of the same frame, innermost first. Returns (doc, {profile name:
+    [(frame name, open at, close at, depth)]})."""
+    doc = json.loads(export(sp, path, "speedscope", *args))
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = [f["name"] for f in doc["shared"]["frames"]]
+    assert len(set(frames)) == len(frames)
+    calls = {}
+    for p in doc["profiles"]:
+        assert p["type"] == "evented" and p["unit"] == "nanoseconds"
+        assert p["startValue"] <= p["endValue"]
+        stack, last, got = [], p["startValue"], []
+        for e in p["events"]:
+            assert e["type"] in ("O", "C") and 0 <= e["frame"] < len(frames)
+            assert isinstance(e["at"], int) and last <= e["at"] <= p["endValue"]
+            last = e["at"]
+            if e["type"] == "O":
+                stack.append((e["frame"], e["at"]))
+            else:
+                frame, at = stack.pop()
+                assert frame == e["frame"]
+                got.append((frames[frame], at, e["at"], len(stack)))
+        assert stack == []
+        calls[p["name"]] = sorted(got)
+    return doc, calls
+
+
+def test_speedscope_nested_calls_are_the_files(sp):
+    path = run_script(sp, NESTED, "n.h5")
+    doc, calls = speedscope(sp, "n.h5")
+    assert list(calls) == ["rank 0"] and doc["name"] == "n.h5"
+    h5, run_start, _ = h5_calls(path)
+    origin = origins(h5, run_start)[0]
+    want = sorted((name, int(s) - origin, int(e) - origin)
+                  for (name, _), (ss, es, _) in h5.items() for s, e in zip(ss, es))
+    assert [c[:3] for c in calls["rank 0"]] == want
+    # The nesting is the folded export's: leaf two deep under inner, three
+    # in all under outer's regions.
+    depth = {}
+    for name, _, _, d in calls["rank 0"]:
+        depth.setdefault(name, set()).add(d)
+    assert depth["outer"] == {0} and depth['inner, "quoted"'] == {1} and depth["leaf"] == {2}
+
+
+def test_speedscope_a_profile_per_rank_and_lane(sp):
+    run_script(sp, THREADS, "t.h5", "--track-threads")
+    _, calls = speedscope(sp, "t.h5")
+    assert list(calls) == ["rank 0, lane 0", "rank 0, lane 1", "rank 0, lane 2"]
+    assert {c[0] for c in calls["rank 0, lane 0"]} == {"main"}
+    for lane in ("rank 0, lane 1", "rank 0, lane 2"):
+        assert [(c[0], c[3]) for c in calls[lane]] == [("step", 1), ("step", 1), ("step", 1),
+                                                       ("work", 0), ("work", 0), ("work", 0)]
+    two_ranks(sp)
+    _, calls = speedscope(sp, "two.h5")
+    assert list(calls) == ["rank 0", "rank 1"]
+    _, calls = speedscope(sp, "two.h5", "--ranks", "1", "--include", "solve")
+    assert list(calls) == ["rank 1"] and {c[0] for c in calls["rank 1"]} == {"solve"}
+
+
+def test_speedscope_of_aggregates_says_why_not(sp):
+    run_script(sp, NESTED, "a.h5", "--aggregate")
+    proc = sp("export", "a.h5", "--format", "speedscope")
+    assert proc.returncode == 1 and proc.stdout == ""
+    one_line_error(proc, "export", "aggregates", "speedscope")

@@ -6,7 +6,7 @@ import subprocess
 import h5py
 import pytest
 
-from conftest import embedded, one_line_error, regions
+from conftest import duration_s, embedded, one_line_error, regions
 
 # Functions under test, in a module of their own so that a plain-Python
 # sys.settrace run can count the interpreter's line events for them.
@@ -147,7 +147,7 @@ hot_function(20_000)
     assert report.returncode == 0, report.stderr
     out = report.stdout
     assert "hot_function (line_demo.py:7)" in out
-    for col in ("line", "hits", "time [s]", "per hit [s]", "% time", "source"):
+    for col in ("line", "hits", "time [µs]", "per hit [µs]", "% time", "source"):
         assert col in out
     row10 = next(l for l in out.splitlines() if "for i in range(n):" in l)
     assert "20001" in row10
@@ -371,3 +371,70 @@ def test_source_column_of_code_registered_in_linecache(sp):
     assert proc.returncode == 0, proc.stderr
     src = line_tables(sp.tmp / "out.h5")["g:source"]
     assert "    x = 41" in src and "    return x + 1" in src, src
+
+
+KERNPROF = '''
+import scope_profiler as sp
+
+@sp.profile("hot")
+def hot_function(n):
+    total = 0.0
+    for i in range(n):
+        total += i ** 0.5  # a comment long enough to pass the old forty-eight character cut
+    return total
+
+class Mesh:
+    @sp.profile("refine")
+    def refine(self):
+        return sum(range(1000))
+
+hot_function(2000)
+Mesh().refine()
+'''
+
+
+def test_line_profile_reads_as_kernprof_does(sp):
+    """One timer unit for every table, said once; each function's total
+    time; whole source lines where COLUMNS allows, cut where it does not;
+    --include/--exclude on the function's name and --ranks as the other
+    commands have them."""
+    script = sp.script(KERNPROF, name="kp.py")
+    proc = sp("run", "--line-profile", "-q", "-o", "kp.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    wide = sp("line-profile", "kp.h5", env={"COLUMNS": "200"})
+    assert wide.returncode == 0, wide.stderr
+    out = wide.stdout
+    assert out.count("Timer unit: 1e-06 s") == 1
+    assert "total += i ** 0.5  # a comment long enough to pass the old forty-eight character cut" in out
+    # Each table's total time, in the summary's format, and its rows' times in
+    # the unit: the rows add up to the total.
+    blocks = out.split("\nRank 0 | ")[1:]
+    assert len(blocks) == 2
+    for block in blocks:
+        total = duration_s(block.splitlines()[1].removeprefix("Total time: "))
+        cells = [l.split("│") for l in block.splitlines() if l.startswith("│ ") and "line" not in l]
+        rows_us = sum(float(c[3]) for c in cells if c[3].strip())
+        assert abs(rows_us * 1e-6 - total) <= max(0.01 * total, 1e-6 * len(cells)), block
+    narrow = sp("line-profile", "kp.h5", env={"COLUMNS": "80"}).stdout
+    assert max(len(l) for l in narrow.splitlines()) <= 80
+    assert "total += i ** 0.5" in narrow and "cut" not in narrow and "\u2026 │" in narrow
+    only = sp("line-profile", "kp.h5", "--include", "Mesh.*", "--ranks", "0").stdout
+    assert "Mesh.refine" in only and "hot_function" not in only
+    rest = sp("line-profile", "kp.h5", "--exclude", "Mesh.*").stdout
+    assert "Mesh.refine" not in rest and "hot_function" in rest
+    none = sp("line-profile", "kp.h5", "--include", "nothing")
+    assert none.returncode == 1
+    one_line_error(none, "line-profile", "selected")
+    bad = sp("line-profile", "kp.h5", "--ranks", "x")
+    assert bad.returncode == 2
+    helptext = sp("line-profile", "--help").stdout
+    assert "--include" in helptext and "--ranks" in helptext and "COLUMNS" in helptext
+    # --json: every line of the selected tables, exact to the nanosecond.
+    doc = json.loads(sp("line-profile", "kp.h5", "--json", "--exclude", "Mesh.*").stdout)
+    assert [t["function"] for t in doc["tables"]] == ["hot_function"]
+    [t] = doc["tables"]
+    want = line_tables(sp.tmp / "kp.h5")
+    assert {l["line"]: l["hits"] for l in t["lines"] if l["hits"]} == want["hot_function"]
+    assert {l["line"]: round(l["time_s"] * 1e9) for l in t["lines"]} == want["hot_function:time"]
+    assert [l["source"] for l in t["lines"]] == want["hot_function:source"]
+    assert round(t["total_s"] * 1e9) == sum(want["hot_function:time"].values())

@@ -139,6 +139,18 @@ def test_hosts_and_cores(sp):
     assert doc["hosts"] == {"nodeA": [1], "nodeB": [2, 3]}
 
 
+def test_cores_from_metadata_of_either_type(sp):
+    # Earlier files hold the counts as fixed-length strings (h5py: bytes),
+    # files written now as integers, as the original package writes them.
+    for meta in ({"mpi_size": np.bytes_(b"4"), "omp_num_threads": np.bytes_(b"2")},
+                 {"mpi_size": np.int64(4), "omp_num_threads": np.int64(2)}):
+        hosted_file(sp.tmp / "t.h5", ["A", "A", "B", "B"], meta)
+        out = summary_ok(sp, "t.h5")
+        assert "\ncores: 4 ranks × 2 OpenMP threads = 8\n" in out, meta
+        doc = json.loads(summary_ok(sp, "t.h5", "--json"))
+        assert doc["hosts"] == {"A": [0, 1], "B": [2, 3]}
+
+
 def test_hosts_interleaved_and_unknown(sp):
     hosted_file(sp.tmp / "i.h5", ["A", "B", "A", "B"], {"omp_num_threads": "1"})
     out = summary_ok(sp, "i.h5")

@@ -121,17 +121,19 @@ static void test_seed_example(void **state)
 	char *text = render(p, SP_OK, &err);
 	assert_string_equal(text,
 		"Line profile: line.h5\n"
+		"Timer unit: 1e-06 s\n"
 		"\n"
 		"Rank 0 | hot_function | hot_function (line_demo.py:7)\n"
-		"╭──────┬───────┬────────────┬─────────────┬────────┬─────────────────────╮\n"
-		"│ line │ hits  │ time [s]   │ per hit [s] │ % time │ source              │\n"
-		"├──────┼───────┼────────────┼─────────────┼────────┼─────────────────────┤\n"
-		"│ 9    │ 1     │ 7.82e-07   │ 7.82e-07    │ 0.01   │ total = 0.0         │\n"
-		"│ 10   │ 20001 │ 0.00269025 │ 1.34506e-07 │ 36.79  │ for i in range(n):  │\n"
-		"│ 11   │ 20000 │ 0.00355299 │ 1.77649e-07 │ 48.59  │     total += i**0.5 │\n"
-		"│ 12   │ 1     │ 0.0010667  │ 0.0010667   │ 14.59  │ time.sleep(0.001)   │\n"
-		"│ 13   │ 1     │ 1.733e-06  │ 1.733e-06   │ 0.02   │ return total        │\n"
-		"╰──────┴───────┴────────────┴─────────────┴────────┴─────────────────────╯\n");
+		"Total time: 7.31 ms\n"
+		"╭──────┬───────┬───────────┬──────────────┬────────┬─────────────────────╮\n"
+		"│ line │ hits  │ time [µs] │ per hit [µs] │ % time │ source              │\n"
+		"├──────┼───────┼───────────┼──────────────┼────────┼─────────────────────┤\n"
+		"│ 9    │ 1     │ 0.8       │ 0.8          │ 0.01   │ total = 0.0         │\n"
+		"│ 10   │ 20001 │ 2690.2    │ 0.1          │ 36.79  │ for i in range(n):  │\n"
+		"│ 11   │ 20000 │ 3553.0    │ 0.2          │ 48.59  │     total += i**0.5 │\n"
+		"│ 12   │ 1     │ 1066.7    │ 1066.7       │ 14.59  │ time.sleep(0.001)   │\n"
+		"│ 13   │ 1     │ 1.7       │ 1.7          │ 0.02   │ return total        │\n"
+		"╰──────┴───────┴───────────┴──────────────┴────────┴─────────────────────╯\n");
 	free(text);
 	sp_profile_free(p);
 }
@@ -152,17 +154,19 @@ static void test_blank_rows(void **state)
 	char *text = render(p, SP_OK, &err);
 	assert_string_equal(text,
 		"Line profile: line.h5\n"
+		"Timer unit: 1e-06 s\n"
 		"\n"
 		"Rank 0 | f | f (m.py:1)\n"
-		"╭──────┬──────┬──────────┬─────────────┬────────┬─────────────────╮\n"
-		"│ line │ hits │ time [s] │ per hit [s] │ % time │ source          │\n"
-		"├──────┼──────┼──────────┼─────────────┼────────┼─────────────────┤\n"
-		"│ 2    │ 2    │ 1e-07    │ 5e-08       │ 10.00  │ if x:           │\n"
-		"│ 3    │      │          │             │        │     # a comment │\n"
-		"│ 4    │      │          │             │        │                 │\n"
-		"│ 5    │ 2    │ 3e-07    │ 1.5e-07     │ 30.00  │     y = 1       │\n"
-		"│ 6    │ 2    │ 6e-07    │ 3e-07       │ 60.00  │ return y        │\n"
-		"╰──────┴──────┴──────────┴─────────────┴────────┴─────────────────╯\n");
+		"Total time: 1.00 µs\n"
+		"╭──────┬──────┬───────────┬──────────────┬────────┬─────────────────╮\n"
+		"│ line │ hits │ time [µs] │ per hit [µs] │ % time │ source          │\n"
+		"├──────┼──────┼───────────┼──────────────┼────────┼─────────────────┤\n"
+		"│ 2    │ 2    │ 0.1       │ 0.1          │ 10.00  │ if x:           │\n"
+		"│ 3    │      │           │              │        │     # a comment │\n"
+		"│ 4    │      │           │              │        │                 │\n"
+		"│ 5    │ 2    │ 0.3       │ 0.1          │ 30.00  │     y = 1       │\n"
+		"│ 6    │ 2    │ 0.6       │ 0.3          │ 60.00  │ return y        │\n"
+		"╰──────┴──────┴───────────┴──────────────┴────────┴─────────────────╯\n");
 	free(text);
 	sp_profile_free(p);
 }
@@ -181,16 +185,16 @@ static void test_dedent_tabs(void **state)
 	add_table(&p->ranks[0], "C.g", "g", "t.py", 10, 4, hits, ns, src);
 	char *text = render(p, SP_OK, &err);
 	assert_non_null(strstr(text, "Rank 0 | g | C.g (t.py:10)\n"));
-	assert_non_null(strstr(text, "│ 10   │ 1    │ 1e-09    │ 1e-09       │ 25.00  │ def g():          │\n"));
-	assert_non_null(strstr(text, "│ 11   │ 1    │ 1e-09    │ 1e-09       │ 25.00  │         x = 1     │\n"));
-	assert_non_null(strstr(text, "│ 12   │      │          │             │        │                   │\n"));
-	assert_non_null(strstr(text, "│ 13   │ 1    │ 2e-09    │ 2e-09       │ 50.00  │         return  x │\n"));
+	assert_non_null(strstr(text, "│ 10   │ 1    │ 0.0       │ 0.0          │ 25.00  │ def g():          │\n"));
+	assert_non_null(strstr(text, "│ 11   │ 1    │ 0.0       │ 0.0          │ 25.00  │         x = 1     │\n"));
+	assert_non_null(strstr(text, "│ 12   │      │           │              │        │                   │\n"));
+	assert_non_null(strstr(text, "│ 13   │ 1    │ 0.0       │ 0.0          │ 50.00  │         return  x │\n"));
 	assert_null(strchr(text, '\t'));
 	free(text);
 	sp_profile_free(p);
 }
 
-/* %.6g seconds, per-hit division, % of the table's own total, "-" when
+/* Microseconds with one decimal (the timer unit), per-hit division, % of the table's own total, "-" when
  * the table took no time. */
 static void test_numbers(void **state)
 {
@@ -203,12 +207,12 @@ static void test_numbers(void **state)
 	add_table(&p->ranks[0], "big", "big", "n.py", 1, 3, hits, ns, src);
 	add_table(&p->ranks[0], "zero", "zero", "n.py", 20, 1, zhits, zns, src);
 	char *text = render(p, SP_OK, &err);
-	assert_non_null(strstr(text, "│ 1    │ 3       │ 123.457  │ 41.1523     │ 100.00 │ a      │\n"));
-	assert_non_null(strstr(text, "│ 2    │ 1000000 │ 1e-09    │ 1e-15       │ 0.00   │ b      │\n"));
-	assert_non_null(strstr(text, "│ 3    │ 7       │ 0        │ 0           │ 0.00   │ c      │\n"));
-	assert_non_null(strstr(text, "│ 20   │ 5    │ 0        │ 0           │ -      │ a      │\n"));
+	assert_non_null(strstr(text, "│ 1    │ 3       │ 123456789.0 │ 41152263.0   │ 100.00 │ a      │\n"));
+	assert_non_null(strstr(text, "│ 2    │ 1000000 │ 0.0         │ 0.0          │ 0.00   │ b      │\n"));
+	assert_non_null(strstr(text, "│ 3    │ 7       │ 0.0         │ 0.0          │ 0.00   │ c      │\n"));
+	assert_non_null(strstr(text, "│ 20   │ 5    │ 0.0       │ 0.0          │ -      │ a      │\n"));
 	/* A blank line between the two tables, none at the end. */
-	assert_non_null(strstr(text, "╯\n\nRank 0 | zero | zero (n.py:20)\n╭"));
+	assert_non_null(strstr(text, "╯\n\nRank 0 | zero | zero (n.py:20)\nTotal time: 0 ns\n╭"));
 	assert_int_equal(text[strlen(text) - 1], '\n');
 	assert_int_not_equal(text[strlen(text) - 2], '\n');
 	free(text);
@@ -280,13 +284,13 @@ static void test_two_ranks(void **state)
 	add_table(&p->ranks[1], "h", "hr", "a/b.py", 1, 2, hits, ns, src);
 	add_table(&p->ranks[1], "empty", "empty", "", 0, 0, NULL, NULL, NULL);
 	char *text = render(p, SP_OK, &err);
-	const char *r0 = strstr(text, "\n\nRank 0 | hr | h (b.py:1)\n╭");
+	const char *r0 = strstr(text, "\n\nRank 0 | hr | h (b.py:1)\nTotal time: 40 ns\n╭");
 	const char *u = strstr(text, "\n\nRank 0 | unused | unused (b.py:5)\n(no line executed)\n\n");
-	const char *r3 = strstr(text, "\n\nRank 3 | hr | h (b.py:1)\n╭");
+	const char *r3 = strstr(text, "\n\nRank 3 | hr | h (b.py:1)\nTotal time: 40 ns\n╭");
 	const char *e = strstr(text, "\n\nRank 3 | empty | empty (:0)\n(no line executed)\n");
 	assert_true(r0 && u && r3 && e);
 	assert_true(r0 < u && u < r3 && r3 < e);
-	assert_non_null(strstr(r3, "│ 2    │ 4    │ 4e-08    │ 1e-08       │ 100.00 │ pass   │\n"));
+	assert_non_null(strstr(r3, "│ 2    │ 4    │ 0.0       │ 0.0          │ 100.00 │ pass   │\n"));
 	assert_string_equal(e + strlen("\n\nRank 3 | empty | empty (:0)\n(no line executed)\n"), "");
 	free(text);
 	sp_profile_free(p);
