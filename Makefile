@@ -137,6 +137,22 @@ MPI_CFLAGS  := $(shell pkg-config --cflags ompi-c) -DSP_HAVE_MPI \
 MPI_LIBS    := -Wl,--export-dynamic-symbol='MPI_*'
 endif
 
+# NVTX (run --nvtx): NVTX3 is header-only (nvtx3/nvToolsExt.h; NVTX's own
+# loader opens a tool such as Nsight Systems at run time, nothing is linked).
+# Found in NVTX_INCLUDE when given, else beside nvcc (the CUDA toolkit's
+# include/), /usr/local/cuda/include or /usr/include; NVTX=0 builds without,
+# and then `run --nvtx` says so in one line and runs without ranges. Searched
+# after the system's headers (-idirafter), so the toolkit's folder shadows none.
+NVTX_SEARCH := $(or $(NVTX_INCLUDE),$(shell d=$$(command -v nvcc 2>/dev/null) && echo $$(dirname $$(dirname $$(readlink -f $$d))))/include) \
+               /usr/local/cuda/include /usr/include
+NVTX_DIR    := $(if $(filter 0,$(NVTX)),,$(firstword $(foreach d,$(NVTX_SEARCH),$(if $(wildcard $(d)/nvtx3/nvToolsExt.h),$(d)))))
+ifneq ($(NVTX_INCLUDE),)
+ifeq ($(NVTX_DIR),)
+$(error NVTX_INCLUDE=$(NVTX_INCLUDE) has no nvtx3/nvToolsExt.h)
+endif
+endif
+NVTX_CFLAGS := $(if $(NVTX_DIR),-DSP_HAVE_NVTX -idirafter $(NVTX_DIR))
+
 # The flag sets, each defined here once; the rules below only combine them.
 #   SP_CPPFLAGS(GEN)  every C file: include/, GEN (the folder of the generated
 #                     headers), HDF5's headers, the version
@@ -156,7 +172,7 @@ LANG_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN)
 ALL_CFLAGS  = $(LANG_CFLAGS) $(CFLAGS)
 LAYER_INC   = -Isrc/$(firstword $(subst /, ,$*))
 PY_EXE_DEF  = -DSP_PYTHON_EXECUTABLE='"$(PY_EXE)"'
-PY_DEFS     = $(PY_CFLAGS) $(PY_EXE_DEF) -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"'
+PY_DEFS     = $(PY_CFLAGS) $(PY_EXE_DEF) -DSP_PYTHON_VERSION='"$(PY_VERSION) ($(PY_EXE))"' $(NVTX_CFLAGS)
 PIC_CPPFLAGS = $(PY_DEFS) -DSP_EXTENSION
 PIC_CFLAGS  := -fPIC -fvisibility=hidden
 SANITIZE_LD := -fsanitize=address,undefined
@@ -238,17 +254,21 @@ $(call both_builds,$(VECTORISE_OBJ)): ALL_CFLAGS += -ftree-vectorize -fvect-cost
 $(call both_builds,$(NO_PLT_OBJ)): ALL_CFLAGS += -fno-plt
 # The Python layer goes in compiled (marshalled bytecode of the very
 # interpreter linked in), so a run does not compile it at start-up (~12 ms).
+# $(call freeze,NAME,BASE): $< compiled as module NAME, marshalled into
+# $(BUILD)/BASE.pyc, as a C array in $@.
+freeze = mkdir -p $(BUILD) && $(PYTHON) -c 'import marshal, sys; sys.stdout.buffer.write(marshal.dumps(compile(open(sys.argv[1]).read(), sys.argv[2], "exec", dont_inherit=True)))' $< '$(1)' > $(BUILD)/$(2).pyc && cd $(BUILD) && xxd -i $(2).pyc > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
 $(BUILD)/sp_pysrc.h: src/python/scope_profiler_py.py Makefile
-	@mkdir -p $(BUILD)
-	$(PYTHON) -c 'import marshal, sys; sys.stdout.buffer.write(marshal.dumps(compile(open(sys.argv[1]).read(), "<scope_profiler>", "exec", dont_inherit=True)))' $< > $(BUILD)/scope_profiler_py.pyc
-	cd $(BUILD) && xxd -i scope_profiler_py.pyc > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
+	$(call freeze,<scope_profiler>,scope_profiler_py)
 # The read API's matplotlib charts, a second module frozen the same way
 # (scope_profiler._charts, loaded on a chart's first call; charts.c).
 $(BUILD)/obj/python/charts.o $(BUILD)/pic/python/charts.o: $(BUILD)/sp_pycharts.h
 $(BUILD)/sp_pycharts.h: src/python/scope_profiler_charts.py Makefile
-	@mkdir -p $(BUILD)
-	$(PYTHON) -c 'import marshal, sys; sys.stdout.buffer.write(marshal.dumps(compile(open(sys.argv[1]).read(), "<scope_profiler._charts>", "exec", dont_inherit=True)))' $< > $(BUILD)/scope_profiler_charts.pyc
-	cd $(BUILD) && xxd -i scope_profiler_charts.pyc > $(abspath $@).tmp && mv $(abspath $@).tmp $(abspath $@)
+	$(call freeze,<scope_profiler._charts>,scope_profiler_charts)
+# The submodules made the same way on their first import (frozen.c):
+# scope_profiler.ipython_magics, .plotting_scripts, .post_processing.
+PY_FROZEN := ipython_magics plotting_scripts post_processing
+$(BUILD)/sp_pymod_%.h: src/python/scope_profiler_%.py Makefile
+	$(call freeze,<scope_profiler.$*>,scope_profiler_$*)
 # The no-op module the script's Python subprocesses import (see the shim).
 $(BUILD)/sp_pyshim.h: src/python/scope_profiler_shim.py
 	@mkdir -p $(BUILD)
@@ -299,7 +319,8 @@ $(BUILD)/pic/%.o: src/%.c | $(LAYERS_OK)
 # The generated headers, each before the first object of the layer that
 # includes it: the Python sources embedded in the executable (the read API's
 # classes, the subprocesses' shim), report.html's script.
-PY_GEN_H     := $(BUILD)/sp_pysrc.h $(BUILD)/sp_pycharts.h $(BUILD)/sp_pyshim.h
+PY_GEN_H     := $(BUILD)/sp_pysrc.h $(BUILD)/sp_pycharts.h $(BUILD)/sp_pyshim.h \
+                $(PY_FROZEN:%=$(BUILD)/sp_pymod_%.h)
 REPORT_GEN_H := $(BUILD)/sp_timeline_js.h
 $(filter $(BUILD)/obj/python/% $(BUILD)/pic/python/%,$(PY_OBJ) $(EXT_OBJ)): | $(PY_GEN_H)
 $(filter $(BUILD)/obj/report/% $(BUILD)/pic/report/%,$(LIB_OBJ) $(EXT_OBJ)): | $(REPORT_GEN_H)

@@ -62,6 +62,10 @@ struct sp_region_data {
 	/* The peak of live bytes while the region was open (run --memory):
 	 * known when > 0; 0 or SP_NO_PEAK when not. */
 	int64_t peak_bytes;
+	/* run --gpu (gpu_waited 1): the time the calls' exits waited for the
+	 * device, inside their intervals (the file's gpu_wait_ns column). */
+	int64_t gpu_wait_ns;
+	int gpu_waited;
 };
 
 /* One node of a rank's call tree. Nodes are stored parents first: a node's

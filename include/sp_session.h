@@ -36,6 +36,8 @@ struct sp_settings {
 	int likwid;                 /* LIKWID marker regions (use_likwid, run --likwid) */
 	int memory;                 /* bytes allocated per call, peaks per region (use_memray) */
 	int mpi_calls;              /* a region per MPI call (profile_mpi_calls) */
+	int nvtx;                   /* each region call an NVTX range (use_nvtx, run --nvtx) */
+	int gpu;                    /* the CUDA device synchronised at each call's entry and exit (use_gpu) */
 	int force;                  /* run --force: replace an existing file that is not a profile */
 	int subprocesses;           /* run --subprocesses: Python child processes profiled too */
 	long long memory_budget;    /* bytes of event buffers; past them calls stream to disk
@@ -46,8 +48,10 @@ struct sp_settings {
 
 /* What `run` runs: a script or a module, and the arguments after it. */
 struct sp_run_target {
-	const char *script;         /* script.py or a folder with __main__.py; NULL with module */
+	const char *script;         /* script.py or a folder with __main__.py; NULL with
+				     * module or command */
 	const char *module;         /* run -m MODULE */
+	const char *command;        /* run -c CODE */
 	int argc;                   /* the script's own arguments */
 	char **argv;
 	const char *command_line;   /* as the user typed it, for the file's metadata */

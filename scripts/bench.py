@@ -189,7 +189,7 @@ print(json.dumps({"enabled": enabled, "disabled": disabled, "lines": lines, "agg
 '''
 
 # The kinds that record events into a region's buffer: warmed up first.
-WARMED = ("region", "sp_deco", "rec_ours")
+WARMED = ("region", "sp_deco", "rec_ours", "nvtx_region", "nvtx_deco", "nvtx_rec", "gpu_region")
 
 # One candidate alone, for callgrind: ITER iterations of one statement.
 CG_INNER = f"WARMED = {WARMED!r}\n" + r'''
@@ -210,6 +210,12 @@ if kind == "disabled":
     sp.ProfileManager.setup(deactivate_profiling=True)
 if kind.startswith("agg_"):
     sp.ProfileManager.setup(aggregation_mode=True)
+if kind.startswith("nvtx_"):
+    sp.ProfileManager.setup(use_nvtx=True)  # no NVTX tool attached
+if kind.startswith("gpu_"):
+    # The profiler's own part of --gpu: SCOPE_PROFILER_CUDART names a runtime
+    # whose cudaDeviceSynchronize returns at once (tests/e2e/cudart_standin.c).
+    sp.ProfileManager.setup(use_gpu=True)
 def fcall():
     return None
 def heavy(n):
@@ -262,7 +268,9 @@ loop = {"empty": loop_empty, "lock": loop_lock, "region": loop_region, "disabled
  "agg_region": loop_region, "agg_deco": loop_sp_deco,
  "call": loop_call, "py_deco": loop_py_deco, "sp_deco": loop_sp_deco,
  "rec_plain": loop_rec_plain, "rec_cprofile": loop_rec_cprofile, "rec_ours": loop_rec_ours,
- "lines_plain": loop_lines_plain, "lines_lp": loop_lines_lp, "lines_ours": loop_lines_ours}[kind]
+ "lines_plain": loop_lines_plain, "lines_lp": loop_lines_lp, "lines_ours": loop_lines_ours,
+ "nvtx_region": loop_region, "nvtx_deco": loop_sp_deco, "nvtx_rec": loop_rec_ours,
+ "gpu_region": loop_region}[kind]
 if kind in WARMED:
     # The same warm-up in both runs (it cancels out): the region's buffer
     # has grown to its final size, so the loop measures the steady state.
@@ -413,7 +421,7 @@ def main():
         for kind in ("empty", "lock", "region", "disabled", "agg_region", "agg_deco", "call",
                      "py_deco", "sp_deco",
                      "rec_plain", "rec_cprofile", "rec_ours", "lines_plain", "lines_lp",
-                     "lines_ours"):
+                     "lines_ours", "nvtx_region", "nvtx_deco", "nvtx_rec"):
             cg[kind] = callgrind_per_call(args.binary, kind)
     if args.json:
         print(json.dumps({"wall_ns": r, "callgrind_ir": cg}, indent=2))
@@ -456,6 +464,13 @@ def main():
              cg["region"] - cg["empty"]),
             ("aggregate: decorated call", cg["agg_deco"] - cg["call"], "time-only decorated",
              cg["sp_deco"] - cg["call"]),
+            # --nvtx with no NVTX tool attached: budget <= 1.10x a plain region (issue 29)
+            ("--nvtx: with region", cg["nvtx_region"] - cg["empty"], "time-only with region",
+             cg["region"] - cg["empty"]),
+            ("--nvtx: decorated call", cg["nvtx_deco"] - cg["call"], "time-only decorated",
+             cg["sp_deco"] - cg["call"]),
+            ("--nvtx: --recursive call", cg["nvtx_rec"] - cg["rec_plain"], "--recursive call",
+             cg["rec_ours"] - cg["rec_plain"]),
         ]
         for name, ours, peer_name, peer in pairs:
             print(f"{name:<32}{ours:7.0f}  {peer_name:<24}{peer:7.0f}{ours / peer:7.2f}x")

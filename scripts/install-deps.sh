@@ -6,7 +6,7 @@
 #
 #   build  building and running it: `make`, `make demo` (a C compiler and make,
 #          pkg-config, xxd, the Python's headers and python3.X-config, HDF5, zlib)
-#   check  build + the tests: `make check` (pytest, h5py, numpy, cmocka, Open MPI
+#   check  build + the tests: `make check` (pytest, h5py, numpy, cmocka, ipython3, Open MPI
 #          and mpi4py, matplotlib, pandas, chromium, man), `make asan` (gcc's own
 #          sanitizers), `make fuzz-ci` (clang), `make check-pythons` (its chroots
 #          get the bench group from here through scripts/chroot.sh)
@@ -34,7 +34,7 @@ case $python in
 esac
 
 build=(build-essential pkg-config xxd python3 $python_dev libhdf5-dev zlib1g-dev)
-check=(python3-pytest python3-numpy python3-h5py libcmocka-dev
+check=(python3-pytest python3-numpy python3-h5py libcmocka-dev ipython3
        python3-venv python3-pip git
        libopenmpi-dev openmpi-bin python3-mpi4py
        python3-matplotlib python3-pandas chromium man-db groff-base

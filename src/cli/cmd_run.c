@@ -18,7 +18,8 @@
 static const struct sp_cmd_help help = {
 	.name = CMD,
 	.usage = "scope-profiler run [OPTIONS] script.py [ARGS...]\n"
-		 "scope-profiler run [OPTIONS] -m module [ARGS...]",
+		 "scope-profiler run [OPTIONS] -m module [ARGS...]\n"
+		 "scope-profiler run [OPTIONS] -c CODE [ARGS...]",
 	.about =
 		"Runs the script as __main__, like `python script.py ARGS...`, with its\n"
 		"regions (@scope_profiler.profile, with scope_profiler.region(...)) recording,\n"
@@ -149,11 +150,12 @@ static int check_settings(struct sp_settings *s, const struct sp_opt_list *inclu
 	return 0;
 }
 
-/* The script, argv[first] unless -m named a module, and the arguments after
- * it into t: 0, or -1 after saying that none is given. */
+/* The script, argv[first] unless -m named a module or -c gave the code,
+ * and the arguments after it into t: 0, or -1 after saying that none is
+ * given. */
 static int set_target(struct sp_run_target *t, int argc, char **argv, int first)
 {
-	if (!t->module) {
+	if (!t->module && !t->command) {
 		if (first >= argc) {
 			sp_cmd_error(CMD, "no script given; usage: scope-profiler run [OPTIONS] script.py [ARGS...]");
 			return -1;
@@ -204,6 +206,10 @@ int cmd_run(int argc, char **argv)
 		 "a region per MPI call, with the bytes it moves", NULL},
 		{0, "likwid", SP_OPT_FLAG, &s.likwid, 1, NULL,
 		 "each region a LIKWID marker region (likwid-perfctr -m)", NULL},
+		{0, "nvtx", SP_OPT_FLAG, &s.nvtx, 1, NULL,
+		 "each region call an NVTX range (Nsight Systems)", NULL},
+		{0, "gpu", SP_OPT_FLAG, &s.gpu, 1, NULL,
+		 "sync the CUDA device at each region entry and exit", NULL},
 		{0, "subprocesses", SP_OPT_FLAG, &s.subprocesses, 1, NULL,
 		 "also profile Python child processes, in the same file", NULL},
 		{0, "compression", SP_OPT_CALL, &s.compression, 0, "C",
@@ -214,6 +220,8 @@ int cmd_run(int argc, char **argv)
 		 "seconds between flushes of PATH.partial (1)", parse_interval},
 		{'m', NULL, SP_OPT_STOP, &t.module, 0, "MODULE",
 		 "run a module as __main__, like `python -m MODULE`", NULL},
+		{'c', NULL, SP_OPT_STOP, &t.command, 0, "CODE",
+		 "run CODE as __main__, like `python -c CODE`", NULL},
 	};
 	char err[256], *cmdline = NULL;
 	int status = SP_EXIT_USAGE;

@@ -24,7 +24,7 @@ static const struct command commands[] = {
 	{"export", cmd_export, "write the calls as CSV, JSON, a Chrome trace or folded stacks"},
 	{"diff", cmd_diff, "compare two profiles region by region; --fail-above for CI"},
 	{"plot", cmd_plot, "draw Gantt, flame, durations and speedup charts as SVG files"},
-	{"recover", cmd_recover, "write a killed run's OUT.partial as a finished profile"},
+	{"recover", cmd_recover, "write a killed run's OUT.partial (an MPI job's rank files) as a finished profile"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -25,6 +25,8 @@ static const struct sp_setting_key keys[] = {
 	{"use_likwid", SP_SETTING_BOOL, FIELD(likwid), NULL},
 	{"use_memray", SP_SETTING_BOOL, FIELD(memory), NULL},
 	{"profile_mpi_calls", SP_SETTING_BOOL, FIELD(mpi_calls), NULL},
+	{"use_nvtx", SP_SETTING_BOOL, FIELD(nvtx), NULL},
+	{"use_gpu", SP_SETTING_BOOL, FIELD(gpu), NULL},
 	{"memory_budget", SP_SETTING_COUNT, FIELD(memory_budget), NULL},
 };
 
@@ -166,6 +168,36 @@ int sp_settings_check(const struct sp_settings *s, int python, char *err, size_t
 		snprintf(err, len, "%s cannot be combined with %s: LIKWID marker regions wrap the "
 			 "calls of explicit regions (with --track-threads too)",
 			 python ? "use_likwid" : "--likwid", other);
+		return -1;
+	}
+	if (s->nvtx && !s->disable &&
+	    (s->aggregate || s->line_profile || s->memory || s->likwid || s->mpi_calls)) {
+		/* As the original: aggregates keep no calls to make ranges of; the
+		 * other modes have region classes of their own (record them in
+		 * two runs), and MPI calls are timed outside the regions' paths. */
+		const char *other = s->aggregate ? (python ? "aggregation_mode" : "--aggregate")
+			: s->line_profile ? (python ? "use_line_profiler" : "--line-profile")
+			: s->memory ? (python ? "use_memray" : "--memory")
+			: s->likwid ? (python ? "use_likwid" : "--likwid")
+				    : (python ? "profile_mpi_calls" : "--mpi-calls");
+		snprintf(err, len, "%s cannot be combined with %s: %s", python ? "use_nvtx" : "--nvtx", other,
+			 s->aggregate ? "aggregates keep no per-call data" : "record them in two runs");
+		return -1;
+	}
+	if (s->gpu && !s->disable &&
+	    (s->aggregate || s->line_profile || s->memory || s->likwid || s->track_async || s->recursive)) {
+		/* As the original: aggregates keep no calls; a task's calls
+		 * interleave on a thread (each would wait for the others' work);
+		 * every function call would wait for the device under
+		 * --recursive; the other modes have region classes of their own. */
+		const char *other = s->aggregate ? (python ? "aggregation_mode" : "--aggregate")
+			: s->line_profile ? (python ? "use_line_profiler" : "--line-profile")
+			: s->memory ? (python ? "use_memray" : "--memory")
+			: s->likwid ? (python ? "use_likwid" : "--likwid")
+			: s->track_async ? (python ? "track_async" : "--track-async")
+					 : (python ? "recursive_profile" : "--recursive");
+		snprintf(err, len, "%s cannot be combined with %s: the device is synchronised around "
+			 "explicit regions' calls", python ? "use_gpu" : "--gpu", other);
 		return -1;
 	}
 	if (s->memory_budget > 0 && s->memory_budget < SP_MEMORY_BUDGET_MIN) {

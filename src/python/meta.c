@@ -15,12 +15,14 @@
 #include "sp_lanes.h"
 #include "sp_meta.h"
 #include "sp_mpi.h"
+#include "sp_nvtx.h"
 
 
 static int meta_add(struct sp_meta *m, const char *key, const char *value, int own)
 {
 	m->kv[m->n].key = (char *)key;
 	m->kv[m->n].value = (char *)value;
+	m->kv[m->n].type = SP_KV_TEXT;
 	m->owned[m->n] = own ? (char *)value : NULL;
 	if (!value) {
 		PyErr_NoMemory();
@@ -79,7 +81,7 @@ static const char *user_name(char *buf, size_t len)
 
 /* OMP_NUM_THREADS's first number when it is a positive whole number
  * (nested levels are comma-separated), else 1: the OpenMP threads per rank
- * of total_cores. */
+ * (omp_num_threads, as the original package falls back to) of total_cores. */
 static long omp_threads(const char *omp)
 {
 	char *end;
@@ -123,7 +125,7 @@ int sp_meta_build(struct sp_meta *m, const struct sp_settings *s, const char *co
 {
 	struct utsname u;
 	static char host[256], platform[800], version[64], size[16], limit[32], comp[16];
-	static char stamp[64], cwd[PATH_MAX], cores[32], user[64];
+	static char stamp[64], cwd[PATH_MAX], cores[32], user[64], threads[32];
 	uname(&u);
 	snprintf(host, sizeof host, "%s", u.nodename);
 	snprintf(platform, sizeof platform, "%s %s %s", u.sysname, u.release, u.machine);
@@ -138,26 +140,31 @@ int sp_meta_build(struct sp_meta *m, const struct sp_settings *s, const char *co
 	iso_now(stamp, sizeof stamp);
 	if (!getcwd(cwd, sizeof cwd))
 		cwd[0] = '\0';
+	snprintf(threads, sizeof threads, "%ld", omp_threads(omp));
 	snprintf(cores, sizeof cores, "%lld", (long long)(sp_mpi_active() ? sp_mpi_size() : 1) * omp_threads(omp));
 	char *cmdline = command_line ? strdup(command_line)
 		: join_str(PySys_GetObject("argv"), " ", 0);
 	if (!cmdline && PyErr_Occurred())
 		return -1;
-	if (meta_add(m, "hostname", host, 0) || meta_add(m, "platform", platform, 0) ||
-	    meta_add(m, "python_version", version, 0) || meta_add(m, "tool", "scope-profiler", 0) ||
-	    meta_add(m, "tool_version", SP_VERSION, 0) || meta_add(m, "command_line", cmdline, 1) ||
-	    meta_add(m, "mpi_size", size, 0) ||
-	    meta_add(m, "mpi_library", sp_mpi_active() ? sp_mpi_library() : "", 0) ||
-	    meta_add(m, "omp_num_threads", omp ? omp : "", 0) ||
-	    meta_add(m, "mode", s->disable ? "disabled" : s->aggregate ? "aggregate"
-			 : s->track_async ? "async" : s->track_threads ? "threads" : "time_only", 0) ||
+	/* As the original package stores them: strings that h5py reads as
+	 * str (variable-length UTF-8), the counts integers. */
+	if (meta_add_as(m, "hostname", host, SP_KV_TEXT) || meta_add_as(m, "platform", platform, SP_KV_TEXT) ||
+	    meta_add_as(m, "python_version", version, SP_KV_TEXT) ||
+	    meta_add_as(m, "tool", "scope-profiler", SP_KV_TEXT) ||
+	    meta_add_as(m, "tool_version", SP_VERSION, SP_KV_TEXT) ||
+	    meta_add(m, "command_line", cmdline, 1) ||
+	    meta_add_as(m, "mpi_size", size, SP_KV_INT) ||
+	    meta_add_as(m, "mpi_library", sp_mpi_active() ? sp_mpi_library() : "", SP_KV_TEXT) ||
+	    meta_add_as(m, "omp_num_threads", threads, SP_KV_INT) ||
+	    meta_add_as(m, "mode", s->disable ? "disabled" : s->aggregate ? "aggregate"
+			: s->track_async ? "async" : s->track_threads ? "threads" : "time_only", SP_KV_TEXT) ||
 	    meta_add(m, "lanes", join_str(sp_lane_names, "; ", 1), 1) ||
-	    meta_add(m, "recursive", recursive, 0) ||
-	    meta_add(m, "line_profile", s->line_profile ? "true" : "false", 0) ||
-	    meta_add(m, "mpi_calls", s->mpi_calls && !s->disable ? "true" : "false", 0) ||
-	    meta_add(m, "buffer_limit", limit, 0) || meta_add(m, "compression", comp, 0) ||
-	    /* The keys the original package's post-processing reads, as it
-	     * stores them: strings h5py reads as str, total_cores an integer. */
+	    meta_add_as(m, "recursive", recursive, SP_KV_TEXT) ||
+	    meta_add_as(m, "line_profile", s->line_profile ? "true" : "false", SP_KV_TEXT) ||
+	    meta_add_as(m, "mpi_calls", s->mpi_calls && !s->disable ? "true" : "false", SP_KV_TEXT) ||
+	    meta_add_as(m, "nvtx", s->nvtx && !s->disable && sp_nvtx_built() ? "true" : "false", SP_KV_TEXT) ||
+	    meta_add_as(m, "buffer_limit", limit, SP_KV_INT) ||
+	    meta_add_as(m, "compression", comp, SP_KV_TEXT) ||
 	    meta_add_as(m, "timestamp", stamp, SP_KV_TEXT) ||
 	    meta_add_as(m, "scope_profiler_version", SP_VERSION, SP_KV_TEXT) ||
 	    meta_add_as(m, "working_directory", cwd, SP_KV_TEXT) ||

@@ -5,10 +5,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "sp_gpu.h"
 #include "sp_likwid.h"
 #include "sp_memory.h"
 #include "sp_mode.h"
 #include "sp_mpicalls.h"
+#include "sp_nvtx.h"
 #include "sp_recorder.h"
 
 struct sp_recmode sp_mode = { .buffer_limit = SP_DEFAULT_BUFFER_LIMIT };
@@ -86,10 +88,14 @@ int sp_mode_apply(const struct sp_settings *s)
 	sp_mode.lines = on && s->line_profile;
 	sp_mode.memory = on && s->memory;
 	sp_mode.likwid = on && s->likwid;
+	/* Without NVTX in this build: said once, and the run goes on (sp_nvtx.h). */
+	sp_mode.nvtx = on && s->nvtx && sp_nvtx_open();
+	/* Without a usable device: said once, timed without synchronising. */
+	sp_mode.gpu = on && s->gpu && sp_gpu_open();
 	sp_mode.memory_kept |= sp_mode.memory;
 	/* Without track_threads, lanes go on when a second thread records. */
 	sp_mode.auto_lanes = on && !sp_mode.aggregate && !sp_mode.threads;
-	sp_mode.hook_special = sp_mode.aggregate || sp_mode.memory;
+	sp_mode.hook_special = sp_mode.aggregate || sp_mode.memory || sp_mode.nvtx;
 	ops.hook_mode();
 	if (on && s->mpi_calls) {
 		/* MPI calls always carry their thread's lane: they may be made
@@ -118,7 +124,8 @@ void sp_mode_freeze(void)
 	sp_mode.disabled = 1;
 	sp_mode.aggregate = sp_mode.track_async = sp_mode.lines = sp_mode.memory = 0;
 	sp_mode.hook_special = 0;
-	ops.regions_freeze();
+	ops.regions_freeze();   /* --nvtx: the thread's open ranges end (sp_region_paths.h) */
+	sp_mode.nvtx = 0;
 	ops.wrappers_freeze();
 	sp_mpicalls_stop();
 }

@@ -20,6 +20,7 @@
 #include <marshal.h>
 
 #include "sp_charts.h"
+#include "sp_frozen.h"
 #include "sp_exitphase.h"
 #include "sp_lanes.h"
 #include "sp_linetrace.h"
@@ -118,6 +119,7 @@ static PyObject *module_init(void)
 	    PyModule_AddFunctions(mod, sp_results_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_exitphase_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_charts_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_frozen_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_shim_methods) != 0)
 		goto fail;
 	sp_session_bind(mod);

@@ -219,6 +219,9 @@ static PyObject *region_to_py(struct sp_region_data *rd, int64_t cum, int64_t se
 		  (vname && set_ll(d, "values_total", rd->values_total) != 0) ||
 		  (rd->peak_bytes > 0 && set_ll(d, "peak_live_bytes", rd->peak_bytes) != 0)))
 		Py_CLEAR(d);
+	/* run --gpu: what the calls' exits waited for the device. */
+	if (d && rd->gpu_waited && set_ll(d, "gpu_wait_ns", rd->gpu_wait_ns) != 0)
+		Py_CLEAR(d);
 	Py_XDECREF(values);
 	return d;
 }

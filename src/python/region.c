@@ -5,6 +5,7 @@
 #include <Python.h>
 
 #include "sp_likwid.h"
+#include "sp_nvtx.h"
 #include "sp_mode.h"
 #include "sp_pytext.h"
 #include "sp_recorder.h"
@@ -51,6 +52,13 @@ int sp_region_fit(RegionObject *r)
 		PyErr_NoMemory();
 		return -1;
 	}
+	if (sp_mode.nvtx && !r->nvtx_name) {
+		/* Registered once, for the process (sp_nvtx.h). */
+		const char *u = PyUnicode_AsUTF8(r->name);
+		if (!u)
+			return -1;
+		r->nvtx_name = sp_nvtx_name(u);
+	}
 	return sp_mode.likwid ? likwid_register(r) : 0;
 }
 
@@ -94,6 +102,8 @@ static PyObject *region_create(PyObject *name)
 	sp_stats_acc_init(&r->acc);
 	r->index = -1;
 	r->likwid_id = -1;
+	r->nvtx_name = NULL;
+	r->gpu_wait_ns = 0;
 	r->kept_calls = 0;
 	r->holds_functions = 0;
 	r->peak_bytes = SP_NO_PEAK;
@@ -140,6 +150,7 @@ void sp_regions_reset(void)
 			sp_buf_free(&r->buf);
 		sp_buf_clear(&r->buf);
 		r->peak_bytes = SP_NO_PEAK;
+		r->gpu_wait_ns = 0;
 		sp_agg_region_init(&r->agg);
 		sp_stats_acc_init(&r->acc);
 		r->buf.limit = sp_mode.buffer_limit;

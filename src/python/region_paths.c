@@ -1,6 +1,6 @@
 /* region_paths.c - what `with region:` records, one pair of __enter__ and
  * __exit__ per recording mode (time-only, lanes of threads or tasks,
- * allocations, lines, LIKWID, aggregation, disabled), each checking
+ * allocations, lines, LIKWID, NVTX, aggregation, disabled), each checking
  * nothing but its own path: the mode is the region's class
  * (region_types.c). The `with` blocks open in each thread, so that an
  * exit closes its own call. */
@@ -13,11 +13,13 @@
 #include "sp_aggregate.h"
 #include "sp_blocks.h"
 #include "sp_clock.h"
+#include "sp_gpu.h"
 #include "sp_lanes.h"
 #include "sp_likwid.h"
 #include "sp_linetrace.h"
 #include "sp_memory.h"
 #include "sp_mode.h"
+#include "sp_nvtx.h"
 #include "sp_recorder.h"
 #include "sp_region.h"
 #include "sp_region_paths.h"
@@ -122,10 +124,13 @@ static __attribute__((noinline)) void exit_below(RegionObject *r, int64_t t)
 		note_unmatched_exit(r);
 		return;
 	}
+	int mem = r->buf.keep_values == SP_VALUES_ALLOC_BYTES && sp_mode.memory;
 	if (e.slot >= 0 && r->gen == e.gen) {
-		if (r->buf.keep_values == SP_VALUES_ALLOC_BYTES && sp_mode.memory)
+		if (mem)
 			sp_region_mem_close(r, (size_t)e.slot, em.alloc0, em.mark0);
 		sp_region_end(r, (size_t)e.slot, t);
+	} else if (e.slot >= 0 && mem) {
+		sp_spill_late_end_mem(r, e.gen, e.slot, t, &em.alloc0, em.mark0);
 	} else if (e.slot >= 0) {
 		sp_spill_late_end(r, e.gen, e.slot, t);
 	}
@@ -140,15 +145,35 @@ static int open_at_end(const struct sp_open_entry *e)
 	       r->buf.ends[e->slot] == SP_NO_TIME;
 }
 
-void sp_regions_end_open(void)
+/* A thread's block entered through sp_enter_nvtx whose range is still
+ * pushed: its sp_open_mem's range (unused otherwise on a thread's stack). */
+#define NVTX_PUSHED 1
+
+void sp_regions_nvtx_end_open(void)
+{
+	for (size_t k = open_blocks.depth; k-- > 0;) {
+		const struct sp_open_entry *e = &open_blocks.v[k];
+		if (e->gen == e->region->gen && open_blocks.m[k].range == NVTX_PUSHED) {
+			sp_nvtx_pop();
+			open_blocks.m[k].range = 0;   /* not again at its exit */
+		}
+	}
+}
+
+void sp_regions_end_open(int64_t now)
 {
 	if (!sp_mem.installed)
 		return;
 	for (size_t k = open_blocks.depth; k-- > 0;) {
 		const struct sp_open_entry *e = &open_blocks.v[k];
-		if (open_at_end(e) && e->region->buf.keep_values == SP_VALUES_ALLOC_BYTES)
-			sp_region_mem_close(e->region, (size_t)e->slot, open_blocks.m[k].alloc0,
-					    open_blocks.m[k].mark0);
+		RegionObject *r = e->region;
+		if (r->buf.keep_values != SP_VALUES_ALLOC_BYTES || e->slot < 0)
+			continue;
+		if (open_at_end(e))
+			sp_region_mem_close(r, (size_t)e->slot, open_blocks.m[k].alloc0, open_blocks.m[k].mark0);
+		else if (e->gen + 1 < r->gen)
+			sp_spill_late_end_mem(r, e->gen, e->slot, now, &open_blocks.m[k].alloc0,
+					      open_blocks.m[k].mark0);
 	}
 }
 
@@ -166,6 +191,9 @@ static inline PyObject *region_exit(PyObject *self, int mem)
 				sp_region_mem_close(r, (size_t)e->slot, open_blocks.m[d - 1].alloc0,
 						    open_blocks.m[d - 1].mark0);
 			sp_region_end(r, (size_t)e->slot, t);
+		} else if (e->slot >= 0 && mem) {
+			sp_spill_late_end_mem(r, e->gen, e->slot, t, &open_blocks.m[d - 1].alloc0,
+					      open_blocks.m[d - 1].mark0);
 		} else if (e->slot >= 0) {
 			sp_spill_late_end(r, e->gen, e->slot, t);   /* handed over open (spill.c) */
 		}
@@ -186,9 +214,11 @@ PyObject *sp_exit_mem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* --track-async: `with region:` records the task's lane and pushes the
- * entry on the task's own stack (sp_lane_blocks); `mem` (a constant in
- * each caller below): the call's allocations too (sp_memory.h). */
-static inline PyObject *enter_async(PyObject *self, int mem)
+ * entry on the task's own stack (sp_lane_blocks); `mem` and `nvtx`
+ * (constants in each caller below): the call's allocations too
+ * (sp_memory.h), or an NVTX range started by id (sp_nvtx.h: a task's calls
+ * do not nest on its thread). */
+static inline PyObject *enter_async(PyObject *self, int mem, int nvtx)
 {
 	RegionObject *r = (RegionObject *)self;
 	int32_t lane = sp_async_lane();
@@ -196,6 +226,8 @@ static inline PyObject *enter_async(PyObject *self, int mem)
 	if (!s)
 		return PyErr_NoMemory();
 	ptrdiff_t i = sp_buf_reserve(&r->buf);
+	if (nvtx)
+		s->m[s->depth].range = sp_nvtx_start(r->nvtx_name);
 	s->v[s->depth++] = (struct sp_open_entry){r, i, r->gen};
 	if (i >= 0) {
 		if (r->buf.lanes)
@@ -214,16 +246,21 @@ static inline PyObject *enter_async(PyObject *self, int mem)
 
 PyObject *sp_enter_async(PyObject *self, PyObject *unused)
 {
-	return enter_async(self, 0);
+	return enter_async(self, 0, 0);
 }
 
 PyObject *sp_enter_async_mem(PyObject *self, PyObject *unused)
 {
-	return enter_async(self, 1);
+	return enter_async(self, 1, 0);
+}
+
+PyObject *sp_enter_async_nvtx(PyObject *self, PyObject *unused)
+{
+	return enter_async(self, 0, 1);
 }
 
 /* Closes the innermost open entry of this region in the task's stack. */
-static inline PyObject *exit_async(PyObject *self, int mem)
+static inline PyObject *exit_async(PyObject *self, int mem, int nvtx)
 {
 	int64_t t = sp_clock_ns();
 	RegionObject *r = (RegionObject *)self;
@@ -235,9 +272,13 @@ static inline PyObject *exit_async(PyObject *self, int mem)
 			if (mem)
 				sp_region_mem_close(r, (size_t)e.slot, em.alloc0, em.mark0);
 			sp_region_end(r, (size_t)e.slot, t);
+		} else if (e.slot >= 0 && mem) {
+			sp_spill_late_end_mem(r, e.gen, e.slot, t, &em.alloc0, em.mark0);
 		} else if (e.slot >= 0) {
 			sp_spill_late_end(r, e.gen, e.slot, t);
 		}
+		if (nvtx)
+			sp_nvtx_end(em.range);
 		Py_RETURN_NONE;
 	}
 	/* Entered before the mode was on: on the thread's stack, if anywhere. */
@@ -247,12 +288,17 @@ static inline PyObject *exit_async(PyObject *self, int mem)
 
 PyObject *sp_exit_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	return exit_async(self, 0);
+	return exit_async(self, 0, 0);
 }
 
 PyObject *sp_exit_async_mem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	return exit_async(self, 1);
+	return exit_async(self, 1, 0);
+}
+
+PyObject *sp_exit_async_nvtx(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	return exit_async(self, 0, 1);
 }
 
 /* --line-profile, a region holding functions: the line hook runs in this
@@ -298,6 +344,55 @@ PyObject *sp_exit_likwid(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 	else
 		PyErr_Clear();   /* its entry could not start it either */
 	return sp_exit_timed(self, args, nargs);
+}
+
+/* --nvtx: each call also an NVTX range on its thread (sp_nvtx.h), pushed
+ * before the recorded interval starts and popped after it ends, so the
+ * range holds the call as recorded; lanes as the mode says (a branch
+ * here, as for LIKWID). */
+PyObject *sp_enter_nvtx(PyObject *self, PyObject *unused)
+{
+	sp_nvtx_push(((RegionObject *)self)->nvtx_name);
+	PyObject *res = sp_mode.threads ? region_enter(self, 1, 0) : region_enter(self, 0, 0);
+	if (!res)
+		sp_nvtx_pop();
+	else
+		open_blocks.m[open_blocks.depth - 1].range = NVTX_PUSHED;
+	return res;
+}
+
+/* The range is popped when the block's entry still holds it: not when the
+ * end of the session popped it already (sp_regions_nvtx_end_open), nor for
+ * an exit with no entry in this thread (its range is another thread's). */
+PyObject *sp_exit_nvtx(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	int pushed = 0;
+	for (size_t k = open_blocks.depth; k-- > 0;)
+		if (open_blocks.v[k].region == (RegionObject *)self) {   /* the entry region_exit takes */
+			pushed = open_blocks.m[k].range == NVTX_PUSHED;
+			break;
+		}
+	PyObject *res = region_exit(self, 0);
+	if (pushed)
+		sp_nvtx_pop();
+	return res;
+}
+
+/* --gpu: the device synchronised at each call's entry, before its start,
+ * and at its exit, before its end, the wait added to the region's
+ * gpu_wait_ns (sp_gpu.h); with --nvtx the range too (branches here: a
+ * synchronisation costs far more). */
+PyObject *sp_enter_gpu(PyObject *self, PyObject *unused)
+{
+	sp_gpu_sync();
+	return sp_mode.nvtx ? sp_enter_nvtx(self, unused)
+		: sp_mode.threads ? region_enter(self, 1, 0) : region_enter(self, 0, 0);
+}
+
+PyObject *sp_exit_gpu(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	((RegionObject *)self)->gpu_wait_ns += sp_gpu_wait();
+	return sp_mode.nvtx ? sp_exit_nvtx(self, args, nargs) : region_exit(self, 0);
 }
 
 /* Aggregation mode: count the call, keep no event (sp_aggregate.h). */

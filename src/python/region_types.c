@@ -17,6 +17,7 @@
 #include "sp_linestats.h"
 #include "sp_linetrace.h"
 #include "sp_mode.h"
+#include "sp_nvtx.h"
 #include "sp_pytext.h"
 #include "sp_recorder.h"
 #include "sp_region.h"
@@ -228,6 +229,15 @@ REGION_CLASS(sp_AggregateRegionType, agg_methods, "AggregateProfileRegion", sp_e
 REGION_CLASS(sp_LikwidRegionType, likwid_methods, "LikwidProfileRegion", sp_enter_likwid,
 	     sp_exit_likwid, region_call_timed,
 	     "A region that records every call and makes it a LIKWID marker region.")
+REGION_CLASS(sp_NvtxRegionType, nvtx_methods, "NvtxProfileRegion", sp_enter_nvtx,
+	     sp_exit_nvtx, region_call_timed,
+	     "A region that records every call and makes it an NVTX range of its thread.")
+REGION_CLASS(sp_NvtxAsyncRegionType, nvtx_async_methods, "NvtxAsyncProfileRegion", sp_enter_async_nvtx,
+	     sp_exit_async_nvtx, region_call_timed,
+	     "A region that records every call with its task's lane and makes it an NVTX start/end range.")
+REGION_CLASS(sp_GpuRegionType, gpu_methods, "GpuProfileRegion", sp_enter_gpu,
+	     sp_exit_gpu, region_call_timed,
+	     "A region whose calls synchronise the CUDA device at their entry and exit.")
 REGION_CLASS(sp_DisabledRegionType, disabled_methods, "DisabledProfileRegion", sp_enter_disabled,
 	     sp_exit_disabled, region_call_disabled,
 	     "A region that records nothing; as a decorator it returns the function itself.")
@@ -236,7 +246,7 @@ static PyTypeObject *const region_classes[] = {
 	&sp_TimeOnlyRegionType, &sp_DisabledRegionType, &sp_ThreadsRegionType,
 	&sp_LinesRegionType, &sp_AggregateRegionType, &sp_AsyncRegionType,
 	&sp_MemoryRegionType, &sp_MemoryThreadsRegionType, &sp_MemoryAsyncRegionType,
-	&sp_LikwidRegionType,
+	&sp_LikwidRegionType, &sp_NvtxRegionType, &sp_NvtxAsyncRegionType, &sp_GpuRegionType,
 };
 
 /* A `with` block looks __exit__ up when it enters and calls it when it
@@ -401,10 +411,17 @@ static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 				"(use_likwid): LIKWID marker regions wrap the calls of explicit regions");
 		return NULL;
 	}
+	if (sp_mode.gpu) {
+		/* As run --gpu --recursive: every nested call would wait for the device. */
+		PyErr_SetString(PyExc_ValueError, "profile(recursive=True) cannot be combined with --gpu "
+				"(use_gpu): the device is synchronised around explicit regions' calls");
+		return NULL;
+	}
 	if ((Py_TYPE(region) != &sp_TimeOnlyRegionType && Py_TYPE(region) != &sp_ThreadsRegionType &&
-	     Py_TYPE(region) != &sp_DisabledRegionType &&
+	     Py_TYPE(region) != &sp_DisabledRegionType && Py_TYPE(region) != &sp_AggregateRegionType &&
 	     Py_TYPE(region) != &sp_AsyncRegionType && Py_TYPE(region) != &sp_MemoryRegionType &&
-	     Py_TYPE(region) != &sp_MemoryThreadsRegionType && Py_TYPE(region) != &sp_MemoryAsyncRegionType) ||
+	     Py_TYPE(region) != &sp_MemoryThreadsRegionType && Py_TYPE(region) != &sp_MemoryAsyncRegionType &&
+	     Py_TYPE(region) != &sp_NvtxRegionType && Py_TYPE(region) != &sp_NvtxAsyncRegionType) ||
 	    !PyCallable_Check(func)) {
 		PyErr_SetString(PyExc_TypeError, "_profile_recursive(region, callable)");
 		return NULL;
@@ -438,8 +455,9 @@ static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
 		Py_RETURN_NONE;
 	/* --likwid: timed without a marker region too (scope-profiler-run(1)):
 	 * the calls of a thread's tasks interleave, LIKWID's regions nest. */
+	int nvtx = type == &sp_NvtxRegionType || type == &sp_NvtxAsyncRegionType;
 	if (type != &sp_TimeOnlyRegionType && type != &sp_ThreadsRegionType && type != &sp_AsyncRegionType &&
-	    type != &sp_LinesRegionType && type != &sp_LikwidRegionType) {
+	    type != &sp_LinesRegionType && type != &sp_LikwidRegionType && !nvtx) {
 		PyObject *res = PyObject_CallMethod(region, "__enter__", NULL);
 		if (!res)
 			return NULL;
@@ -456,10 +474,17 @@ static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
 	if (r->buf.lanes)
 		r->buf.lanes[i] = lane;
 	r->buf.ends[i] = SP_NO_TIME;
+	/* --nvtx: the run's range is started by id, its calls interleaving
+	 * with other tasks' on the thread (sp_nvtx.h); the id goes in the token. */
+	unsigned long long range = nvtx ? sp_nvtx_start(r->nvtx_name) : 0;
 	r->buf.starts[i] = sp_clock_ns();
-	PyObject *token = Py_BuildValue("(nK)", i, (unsigned long long)r->gen);
-	if (!token)   /* out of memory: the call is lost, not left open */
+	PyObject *token = nvtx ? Py_BuildValue("(nKK)", i, (unsigned long long)r->gen, range)
+		: Py_BuildValue("(nK)", i, (unsigned long long)r->gen);
+	if (!token) {   /* out of memory: the call is lost, not left open */
 		sp_region_end(r, (size_t)i, r->buf.starts[i]);
+		if (nvtx)
+			sp_nvtx_end(range);
+	}
 	return token;
 }
 
@@ -479,9 +504,9 @@ static PyObject *mod_coroutine_exit(PyObject *m, PyObject *const *args, Py_ssize
 		return res ? Py_NewRef(Py_None) : NULL;
 	}
 	Py_ssize_t slot;
-	unsigned long long gen;
+	unsigned long long gen, range = 0;
 	if (!PyObject_TypeCheck(region, &sp_RegionBaseType) || !PyTuple_Check(token) ||
-	    !PyArg_ParseTuple(token, "nK", &slot, &gen)) {
+	    !PyArg_ParseTuple(token, "nK|K", &slot, &gen, &range)) {
 		PyErr_Clear();
 		PyErr_SetString(PyExc_TypeError, "_coroutine_exit(region, token)");
 		return NULL;
@@ -494,6 +519,8 @@ static PyObject *mod_coroutine_exit(PyObject *m, PyObject *const *args, Py_ssize
 		sp_region_end(r, (size_t)slot, t);
 	else if (slot >= 0 && r->gen != gen)
 		sp_spill_late_end(r, gen, slot, t);   /* handed over open (spill.c) */
+	if (PyTuple_GET_SIZE(token) == 3)
+		sp_nvtx_end(range);
 	Py_RETURN_NONE;
 }
 
@@ -517,6 +544,8 @@ static PyTypeObject *class_of_mode(void)
 {
 	return sp_mode.disabled ? &sp_DisabledRegionType
 		: sp_mode.aggregate ? &sp_AggregateRegionType
+		: sp_mode.gpu ? &sp_GpuRegionType
+		: sp_mode.nvtx ? (sp_mode.track_async ? &sp_NvtxAsyncRegionType : &sp_NvtxRegionType)
 		: sp_mode.track_async ? (sp_mode.memory ? &sp_MemoryAsyncRegionType : &sp_AsyncRegionType)
 		: sp_mode.likwid ? &sp_LikwidRegionType
 		: sp_mode.memory ? (sp_mode.threads ? &sp_MemoryThreadsRegionType : &sp_MemoryRegionType)
@@ -549,6 +578,8 @@ void sp_region_types_freeze(void)
 {
 	Py_ssize_t pos = 0;
 	PyObject *k, *v;
+	if (sp_mode.nvtx)
+		sp_regions_nvtx_end_open();
 	sp_regions_set_class(&sp_DisabledRegionType);
 	retire_exits();
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {

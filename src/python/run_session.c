@@ -99,25 +99,31 @@ static int check_outfile(const char *path, const struct sp_run_target *t, int fo
 	return 0;
 }
 
-/* Compiles the script once before running it, so a syntax error is one
- * clear line and no profile is written. Returns 0 when it compiles. */
-static int precompile(const char *script)
+/* Compiles the script (or -c's code, as "<string>") once before running
+ * it, so a syntax error is one clear line and no profile is written.
+ * Returns 0 when it compiles. */
+static int precompile(const char *script, const char *command)
 {
 	struct stat st;
-	if (stat(script, &st) != 0 || S_ISDIR(st.st_mode))
-		return 0;  /* a folder: Python reports its own errors */
-	FILE *f = fopen(script, "rb");
-	if (!f) {
-		sp_cmd_error(CMD, "cannot read script '%s': %s", script, strerror(errno));
-		return -1;
-	}
 	PyObject *src = NULL;
-	char *buf = malloc((size_t)st.st_size + 1);
-	size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
-	fclose(f);
-	if (buf)
-		src = PyBytes_FromStringAndSize(buf, (Py_ssize_t)n);
-	free(buf);
+	if (command) {
+		src = PyBytes_FromString(command);
+		script = "<string>";
+	} else {
+		if (stat(script, &st) != 0 || S_ISDIR(st.st_mode))
+			return 0;  /* a folder: Python reports its own errors */
+		FILE *f = fopen(script, "rb");
+		if (!f) {
+			sp_cmd_error(CMD, "cannot read script '%s': %s", script, strerror(errno));
+			return -1;
+		}
+		char *buf = malloc((size_t)st.st_size + 1);
+		size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+		fclose(f);
+		if (buf)
+			src = PyBytes_FromStringAndSize(buf, (Py_ssize_t)n);
+		free(buf);
+	}
 	if (!src) {
 		PyErr_Clear();
 		sp_cmd_error(CMD, "cannot read script '%s': out of memory", script);
@@ -260,15 +266,15 @@ static int init_python(const struct sp_run_target *a, int memory, const char *ex
 		return -1;
 	PyConfig_InitPythonConfig(&config);
 	config.parse_argv = 0;
-	/* sys.argv: [script, ARGS...] or ["-m", ARGS...] as python sets it
-	 * before runpy replaces it with the module's path. */
+	/* sys.argv: [script, ARGS...], ["-c", ARGS...], or ["-m", ARGS...] as
+	 * python sets it before runpy replaces it with the module's path. */
 	int n = a->argc + 1;
 	char **argv = malloc(sizeof(char *) * (size_t)(n + 1));
 	if (!argv) {
 		sp_cmd_error(CMD, "out of memory");
 		return -1;
 	}
-	argv[0] = (char *)(a->module ? "-m" : a->script);
+	argv[0] = (char *)(a->module ? "-m" : a->command ? "-c" : a->script);
 	for (int i = 0; i < a->argc; i++)
 		argv[i + 1] = a->argv[i];
 	argv[n] = NULL;
@@ -276,9 +282,22 @@ static int init_python(const struct sp_run_target *a, int memory, const char *ex
 	free(argv);
 	if (PyStatus_Exception(status))
 		goto fail;
-	if (a->module)
+	if (a->module) {
 		status = PyConfig_SetBytesString(&config, &config.run_module, a->module);
-	else
+	} else if (a->command) {
+		/* As python's -c: the code and a newline. */
+		size_t len = strlen(a->command);
+		char *code = malloc(len + 2);
+		if (!code) {
+			PyConfig_Clear(&config);
+			sp_cmd_error(CMD, "out of memory");
+			return -1;
+		}
+		memcpy(code, a->command, len);
+		memcpy(code + len, "\n", 2);
+		status = PyConfig_SetBytesString(&config, &config.run_command, code);
+		free(code);
+	} else
 		status = PyConfig_SetBytesString(&config, &config.run_filename, a->script);
 	if (PyStatus_Exception(status))
 		goto fail;
@@ -308,11 +327,14 @@ fail:
 	return -1;
 }
 
-/* The root region of --recursive: the script's file name, or the module. */
+/* The root region of --recursive: the script's file name, the module, or
+ * "-c". */
 static const char *root_name(const struct sp_run_target *t)
 {
 	if (t->module)
 		return t->module;
+	if (t->command)
+		return "-c";
 	const char *slash = strrchr(t->script, '/');
 	return slash && slash[1] ? slash + 1 : t->script;
 }
@@ -384,8 +406,8 @@ static int run(const struct sp_settings *settings, const struct sp_run_target *t
 	rc = t->module ? check_module(t->module) != 0 : 0;
 	if (!rc && t->module && checked && check_module_outfile(t->module, outfile) != 0)
 		rc = SP_EXIT_USAGE;
-	if (rc || (t->script && precompile(t->script) != 0) ||
-	    sp_session_begin_run(settings, outfile, root_name(t), t->command_line) != 0) {
+	if (rc || ((t->script || t->command) && precompile(t->script, t->command) != 0) ||
+	    sp_session_begin_run(settings, outfile, root_name(t), t) != 0) {
 		Py_FinalizeEx();
 		return rc ? rc : 1;
 	}

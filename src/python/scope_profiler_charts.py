@@ -108,7 +108,7 @@ def _merge_note(ax, calls, bars, columns):
 def plot_gantt(results, ranks=None, include=None, exclude=None, ax=None, title=None,
                columns=4000):
     """The Gantt chart of a profile: one lane per rank x region (by rank,
-    then by first entry on that rank), one bar per call, x in seconds from
+    then the heaviest total on that rank first), one bar per call, x in seconds from
     the first region entry (results.minimum_start_time, whatever ranks are
     drawn: what events(origin=results.minimum_start_time) gives) to the
     last end of the ranks drawn.

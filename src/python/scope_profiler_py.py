@@ -148,16 +148,22 @@ else:
     _sys.meta_path.insert(0, _AsyncioWatch)
 
 
-# Regions named after an unnamed decorator's function: {plain name: {the
-# qualified names}}, so that get_region("step") finds "Solver.step".
-_plain_names = {}
+# The regions of unnamed decorators by their functions' qualified names
+# ({"Solver.step": "step"}), so that get_region("Solver.step"), the name
+# earlier builds gave such a region, still finds it.
+_qualified_names = {}
 
 
 def _unnamed(func):
-    """The region of an unnamed @profile on func: its qualified name."""
-    name = _qualname(func)
-    if isinstance(name, str):
-        _plain_names.setdefault(name.rsplit(".", 1)[-1], set()).add(name)
+    """The region of an unnamed @profile on func: the function's __name__, as
+    the original package names it (methods of two classes that share a name
+    share the region: name them to keep them apart)."""
+    name = getattr(func, "__name__", None)
+    if not isinstance(name, str) or not name:
+        name = _qualname(func)
+    qual = getattr(func, "__qualname__", None)
+    if isinstance(qual, str) and qual != name:
+        _qualified_names.setdefault(qual, name)
     return region(name)
 
 
@@ -165,9 +171,9 @@ def profile(name=None, recursive=None, *, region_name=None):
     """Decorator: ``@profile``, ``@profile("name")`` or ``@profile(recursive=...)``.
 
     The function's calls are recorded in the region `name` (also
-    region_name=, the earlier spelling; default: the function's qualified
-    name). recursive=True also records every call made under each call
-    (the --recursive hook); recursive=False keeps the region to itself even
+    region_name=, the earlier spelling; default: the function's __name__,
+    as the original package names it). recursive=True also records every
+    call made under each call (the --recursive hook); recursive=False keeps the region to itself even
     under setup(recursive_profile=True). With profiling disabled the
     function itself is returned, unwrapped.
     """
@@ -191,18 +197,15 @@ _get_region_exact = get_region
 
 
 def get_region(name):
-    """The existing region called `name`; or the one region of an unnamed
-    @profile whose function's plain name is `name` ("step" for the method
-    Solver.step). KeyError when there is none, or several (naming them)."""
+    """The existing region called `name`; or the region of an unnamed @profile
+    whose function's qualified name is `name` ("Solver.step" for the region
+    "step"). KeyError when there is none."""
     try:
         return _get_region_exact(name)
     except KeyError:
-        found = sorted(n for n in _plain_names.get(name, ()) if n in _registry)
-        if len(found) == 1:
-            return _registry[found[0]]
-        if found:
-            raise KeyError(f"region name {name!r} is ambiguous: it is the plain name of "
-                           + ", ".join(repr(n) for n in found)) from None
+        plain = _qualified_names.get(name)
+        if plain is not None and plain in _registry:
+            return _registry[plain]
         raise
 
 
@@ -212,23 +215,62 @@ def get_all_regions():
 
 
 class ProfilingConfig:
-    """The settings in force (get_config()): one attribute per setup()
-    keyword, and the earlier releases' names (profiling_activated,
-    time_trace, flush_to_disk) as what they mean. A snapshot: setup()
-    changes the session, not this object."""
+    """The settings in force (get_config(), ProfileManager._config): one
+    attribute per setup() keyword, the earlier releases' names
+    (profiling_activated, time_trace, flush_to_disk) as what they mean, and
+    the original package's other settings as this tool has them (comm: the
+    MPI communicator, None but under MPI; output_mode "auto": rank 0 writes
+    the merged file; hdf5_compression_level; use_gpu_timing: use_gpu;
+    metadata_detail "minimal"; off: perf_events, capture_region_source,
+    paused). A read-only snapshot: setup() changes the session, not this
+    object (an assignment is an AttributeError)."""
 
     def __init__(self, settings, active):
-        self.__dict__.update(settings)
-        self.active = active
-        self.profiling_activated = not settings["deactivate_profiling"]
-        self.time_trace = not settings["aggregation_mode"]
-        self.flush_to_disk = False  # the events stay in memory until finalize()
+        d = self.__dict__
+        d.update(settings)
+        d["active"] = active
+        d["profiling_activated"] = not settings["deactivate_profiling"]
+        d["time_trace"] = not settings["aggregation_mode"]
+        d["flush_to_disk"] = False  # the events stay in memory until finalize()
+        comp = settings.get("hdf5_compression", "none")
+        d["hdf5_compression_level"] = (int(comp.partition("=")[2])
+                                       if comp.startswith("gzip=") else None)
+        d["use_gpu_timing"] = bool(settings.get("use_gpu", False))
+        for name, value in _ORIGINAL_SETTINGS.items():
+            d.setdefault(name, value)
+        mpi = _sys.modules.get("mpi4py.MPI")
+        d["comm"] = mpi.COMM_WORLD if mpi is not None and mpi.Is_initialized() else None
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"ProfilingConfig is read-only: setup({name}=...) changes "
+                             "the settings")
+
+    def __delattr__(self, name):
+        self.__setattr__(name, None)
 
     def as_dict(self):
         return dict(self.__dict__)
 
     def __repr__(self):
         return "ProfilingConfig(" + ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items()) + ")"
+
+
+# The original package's settings that this tool has no setup() keyword
+# for, as they are here: what ProfilingConfig says for them.
+_ORIGINAL_SETTINGS = {
+    "output_mode": "auto", "hdf5_chunk_size": None, "perf_events": (),
+    "gpu_sync_on_exit": False, "gpu_timing_backend": "auto",
+    "metadata_detail": "minimal", "capture_region_source": False, "memory_profile_path": None,
+    "tracker": None, "paused": False, "label": None,
+}
+
+
+class _ConfigView:
+    """ProfileManager._config: the original package's settings object,
+    read each time from the session (get_config())."""
+
+    def __get__(self, obj, owner=None):
+        return get_config()
 
 
 def get_config():
@@ -255,6 +297,7 @@ class ProfileManager:
     get_all_regions = staticmethod(get_all_regions)
     get_config = staticmethod(get_config)
     read_results = staticmethod(read_results)
+    _config = _ConfigView()
 
 
 profile_region = region
@@ -316,19 +359,62 @@ def _warn_hook_replaced(name, original):
     return replacement
 
 
-def _start_tracing(target, trace_all, include, exclude):
+def _own_prefixes(kind, what):
+    """What --recursive takes for the user's own code though it be in the
+    stdlib or installed: the folder of the script being run ("script"),
+    the package named by -m, its top-level package's folder, or the file
+    of a top-level module ("module"), -c's code ("command", "<string>").
+    Looked up without importing anything."""
+    if kind == "command":
+        return ("<string>",)
+    if kind == "script":
+        path = _os.path.abspath(what)
+        folder = path if _os.path.isdir(path) else _os.path.dirname(path)
+        return tuple(sorted({p.rstrip("/") + "/" for p in (folder, _os.path.realpath(folder))}))
+    here = [] if getattr(_sys.flags, "safe_path", False) else [_os.getcwd()]
+    _sys.path[:0] = here
+    try:
+        specs = _module_specs(what) or ()
+    except (ImportError, ValueError):
+        specs = ()
+    finally:
+        del _sys.path[:len(here)]
+    top = specs[0] if specs else None
+    if top is None:
+        return ()
+    places = list(top.submodule_search_locations or ())
+    if not places and top.origin and _os.path.isfile(top.origin):
+        places = [top.origin]
+    found = set()
+    for p in places:
+        for q in (p, _os.path.realpath(p)):
+            found.add(q.rstrip("/") + ("/" if _os.path.isdir(q) else ""))
+    return tuple(sorted(found))
+
+
+def _start_tracing(target, trace_all, include, exclude, own=()):
     """`run --recursive`: the root region, then the hook in every thread."""
     region(target).__enter__()
     _tracer_configure(bool(trace_all), tuple(include), tuple(exclude),
-                      () if trace_all else _foreign_prefixes())
-    _tracer_start()
+                      () if trace_all else _foreign_prefixes(), tuple(own))
     if _sys.version_info < (3, 12):
         # 3.11: a profile hook per thread, which a script's own replaces.
         # Later, sys.monitoring events reach every thread and coexist.
-        import threading
+        # New threads get it from threading when plain python has it
+        # loaded already, else from _thread.start_new_thread (which
+        # threading takes when the script imports it): importing threading
+        # here would run its code, and its _shutdown at exit, as the
+        # program's.
+        threading = _sys.modules.get("threading")
+        if threading is not None:
+            threading.setprofile(_thread_hook)
+        else:
+            import _thread
 
-        threading.setprofile(_thread_hook)
+            _thread.start_new_thread = _thread_start(_thread.start_new_thread)
         _sys.setprofile = _warn_hook_replaced("setprofile", _sys.setprofile)
+    # The hook records from the program's main module on.
+    _tracer_start(True)
     _sys.settrace = _warn_hook_replaced("settrace", _sys.settrace)
 
 
@@ -426,7 +512,8 @@ def _compile_error(specs):
     return None
 
 
-def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False):
+def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False, own_of=None,
+               builtin_profile=False):
     """The Python-level hooks of `scope-profiler run`, after the C session
     started (session.c): the --recursive hook in every thread, the exit
     callback, sys.exit, the exit signals and os.exec* watched, the shim
@@ -440,8 +527,17 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False):
 
     if not had_atexit:
         del _sys.modules["atexit"]
+    if builtin_profile:
+        # kernprof's habit (run --line-profile, --recursive): a bare
+        # @profile with no import is this module's profile, from builtins,
+        # where a script's own `profile` (defined or imported) wins.
+        import builtins
+
+        if not hasattr(builtins, "profile"):
+            builtins.profile = profile
     if trace:
-        _start_tracing(target, trace_all, include, exclude)
+        _start_tracing(target, trace_all, include, exclude,
+                       _own_prefixes(*own_of) if own_of and not trace_all else ())
     atexit.register(_run_exit)  # C: ends the session, signals held
     _sys.exit = _watch_exit(_sys.exit)
     # The no-op scope_profiler for the script's Python subprocesses (shim.c;
@@ -596,6 +692,10 @@ class Region:
         # the region was open (run --memory), None when not known.
         self.values_total = raw.get("values_total")
         self.peak_live_bytes = raw.get("peak_live_bytes")
+        # run --gpu: the time the calls' exits waited for the device (ns,
+        # inside their durations); None when the run did not synchronise.
+        self.gpu_wait_ns = raw.get("gpu_wait_ns")
+        self.gpu_wait = None if self.gpu_wait_ns is None else self.gpu_wait_ns / _NS
         # Each call's place in call_stack(rank) and its parent's there (-1: a
         # root), set by ProfilingResults._stack when first asked for.
         self._call_ids = self._parent_ids = None
@@ -691,6 +791,13 @@ class MPIRegion:
         """The self time summed over ranks (seconds); None when not known."""
         parts = [r.self_duration_ns for r in self._per_rank.values()]
         return None if None in parts else sum(parts) / _NS
+
+    @property
+    def gpu_wait(self):
+        """run --gpu: the device waits summed over ranks (seconds); None
+        when no rank synchronised."""
+        parts = [r.gpu_wait_ns for r in self._per_rank.values() if r.gpu_wait_ns is not None]
+        return sum(parts) / _NS if parts else None
 
     @property
     def first_start_ns(self):
@@ -1105,6 +1212,10 @@ def _submodule(short):
 
 
 _SUBMODULES = ("h5reader", "region_profiler", "_charts")
+# Submodules frozen from Python sources of their own (frozen.c): the IPython
+# magics, the original package's plot functions and its post-processing
+# command line.
+_FROZEN = ("ipython_magics", "plotting_scripts", "post_processing")
 # The read API's matplotlib charts: scope_profiler._charts, frozen beside
 # this layer (charts.c) and run on the first use of one of them.
 _CHARTS = ("plot_gantt", "plot_flame", "plot_durations", "plot_speedup")
@@ -1121,7 +1232,7 @@ class _Submodules:
         parent, _, short = name.rpartition(".")
         if parent != __name__:
             return None
-        if short in _SUBMODULES:
+        if short in _SUBMODULES or short in _FROZEN:
             return _sys.modules["_frozen_importlib"].ModuleSpec(name, _Submodules)
         # Installed (make install, pip) as the package scope_profiler/ whose
         # __init__<EXT_SUFFIX> is this module: the folder's own modules too
@@ -1138,13 +1249,15 @@ class _Submodules:
     @staticmethod
     def create_module(spec):
         short = spec.name.rpartition(".")[2]
-        return None if short == "_charts" else _submodule(short)
+        return None if short == "_charts" or short in _FROZEN else _submodule(short)
 
     @staticmethod
     def exec_module(module):
         short = module.__name__.rpartition(".")[2]
         if short == "_charts":
             exec(_charts_code(), module.__dict__)
+        elif short in _FROZEN:
+            exec(_frozen_code(short), module.__dict__)
         globals()[short] = module
 
     @staticmethod
@@ -1159,8 +1272,8 @@ def __getattr__(name):
     """scope_profiler.h5reader without importing it first, as the earlier
     package allowed; plot_gantt and the other charts, from the charts'
     module, loaded now."""
-    if name in _SUBMODULES or name in _CHARTS:
-        short = name if name in _SUBMODULES else "_charts"
+    if name in _SUBMODULES or name in _FROZEN or name in _CHARTS:
+        short = name if name in _SUBMODULES or name in _FROZEN else "_charts"
         __import__(f"{__name__}.{short}")
         module = _sys.modules[f"{__name__}.{short}"]
         return module if name == short else getattr(module, name)
@@ -1169,6 +1282,21 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_CHARTS))
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext scope_profiler`: the magics %scope_profiler and
+    %%scope_profiler (scope_profiler.ipython_magics, imported now)."""
+    from scope_profiler.ipython_magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython):
+    """`%unload_ext scope_profiler`."""
+    from scope_profiler.ipython_magics import unload_ipython_extension as unload
+
+    unload(ipython)
 
 
 def read_h5_summary(path):

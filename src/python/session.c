@@ -20,6 +20,7 @@
 #include "sp_linetrace.h"
 #include "sp_meta.h"
 #include "sp_mode.h"
+#include "sp_merge.h"
 #include "sp_mpi.h"
 #include "sp_mpicalls.h"
 #include "sp_pysession.h"
@@ -52,6 +53,10 @@ static struct {
 	Py_ssize_t children_merged;  /* child profiles merged by the last write (-1: none looked for) */
 	PyObject *module;            /* the module (sys.modules keeps it alive) */
 	long long flush_ms;          /* run --flush-interval (0: the default) */
+	int skip_empty;              /* run's end after a failure: sp_final's skip_if_empty */
+	char *root;                  /* run --recursive: the root region's name */
+	int skipped;                 /* the last finish() wrote nothing for that reason */
+	int64_t calls;               /* the script's calls the last finish() saw; -1: unknown */
 } session = { .children_merged = -1, .cur = { .compression = -1, .verbose = -1 },
 	     .locked = { .compression = -1, .verbose = -1 } };   /* nothing fixed without `run` */
 
@@ -98,10 +103,11 @@ static int reset_events(void)
 
 /* Streams the session's events to its file's .partial while it runs
  * (spill.c) when the session can: a file is written, the calls are kept
- * one by one (not --aggregate, --memory or --mpi-calls), by a serial run's
- * own process (not under MPI, not a child of the run, not gathering child
- * processes). Once something was streamed, the stream goes on to the end.
- * 0, or -1 with an exception. */
+ * one by one (not --aggregate), by a run's own
+ * process (not a child of the run, not gathering child processes; under
+ * MPI each rank to its own file, OUT.rank{r}, which the end merges into
+ * OUT). Once something was streamed, the stream goes on to the end. 0, or
+ * -1 with an exception. */
 static int stream_update(void)
 {
 	const struct sp_settings *s = &session.cur;
@@ -109,13 +115,22 @@ static int stream_update(void)
 	if (sp_spill_streamed())
 		return 0;
 	const char *path = sp_standalone_outfile(s->outfile, buf, sizeof buf);
-	int can = path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate && !s->memory && !s->mpi_calls &&
-		  getpid() == session.pid && !sp_mpi_active() && sp_mpi_launch_rank() < 0 && !session.parent_pid && !session.children_dir;
+	int mpi = sp_mpi_active();
+	int can = path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate &&
+		  getpid() == session.pid && (mpi || sp_mpi_launch_rank() < 0) && !session.parent_pid && !session.children_dir;
 	sp_spill_cancel();
 	if (!can)
 		return 0;
-	return sp_spill_begin(path, (size_t)s->memory_budget, (int64_t)(session.flush_ms ? session.flush_ms : 1000) * 1000000,
-			      s->compression, session.run_start_ns);
+	char *rank_file = mpi ? sp_merge_rank_file(path, sp_mpi_rank()) : NULL;
+	if (mpi && !rank_file) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	int rc = sp_spill_begin(rank_file ? rank_file : path, (size_t)s->memory_budget,
+				(int64_t)(session.flush_ms ? session.flush_ms : 1000) * 1000000, s->compression,
+				session.run_start_ns, s->memory || s->mpi_calls);
+	free(rank_file);
+	return rc;
 }
 
 /* setup(**kw): the merged settings (the running session's or the
@@ -128,10 +143,11 @@ static int setup_kwargs(PyObject *kw)
 	char *path = NULL, err[256], abs[PATH_MAX];
 	unsigned mask;
 	int rc = -1;
+	/* Every setup() starts from the defaults, an open session's too (as
+	 * the original package's does): what it is not given is not kept
+	 * from an earlier setup(); what run's command line gave is. */
 	if (sp_keywords_settings(kw, &given, &mask, &path) != 0)
 		goto out;
-	if (session.active)
-		merged = session.cur;
 	size_t n;
 	const struct sp_setting_key *keys = sp_settings_keywords(&n);
 	for (size_t i = 0; i < n; i++) {
@@ -162,6 +178,12 @@ static int setup_kwargs(PyObject *kw)
 	if ((unsigned long long)merged.buffer_limit > sp_buf_max_cap()) {
 		PyErr_Format(PyExc_ValueError, "buffer_limit=%lld: that many events take 16 bytes each, "
 			     "more than this machine's memory (at most %zu)", merged.buffer_limit, sp_buf_max_cap());
+		goto out;
+	}
+	if (merged.gpu && !merged.disable && sp_wrappers_recursive()) {
+		PyErr_SetString(PyExc_ValueError, "use_gpu cannot be combined with a function decorated "
+				"with profile(recursive=True): the device is synchronised around explicit "
+				"regions' calls");
 		goto out;
 	}
 	if (merged.likwid && !merged.disable && sp_wrappers_recursive()) {
@@ -258,14 +280,17 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	*written = NULL;
 	if (session_busy())
 		return NULL;
+	int traced_run = session.tracing;
 	if (session.tracing) {
 		/* 3.11's hook for threads started later (see _start_tracing);
 		 * threading is loaded only if it was set. */
 		PyObject *name = PyUnicode_FromString("threading");
 		PyObject *threading = name ? PyImport_GetModule(name) : NULL;
 		Py_XDECREF(name);
-		PyObject *r = threading ? PyObject_CallMethod(threading, "setprofile", "O", Py_None) : NULL;
-		Py_XDECREF(r);
+		/* threading.setprofile(None) without a call of Python code
+		 * (the hook still records in this thread). */
+		if (threading && PyObject_SetAttrString(threading, "_profile_hook", Py_None) != 0)
+			PyErr_Clear();
 		Py_XDECREF(threading);
 		PyErr_Clear();
 		session.tracing = 0;
@@ -278,6 +303,8 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 		.run_start_ns = session.run_start_ns, .parent_pid = session.parent_pid,
 		/* The run's own process gathers its children's profiles. */
 		.children_dir = session.parent_pid || !path ? NULL : session.children_dir,
+		.root = traced_run ? session.root : NULL,
+		.skip_if_empty = session.skip_empty,
 	};
 	if (sp_meta_build(&m, s, session.command_line,
 			  session.trace_all ? "all" : session.traced ? "true" : "false") != 0) {
@@ -289,6 +316,8 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	int rc = sp_final_run(&f);
 	sp_meta_free(&m);
 	session.children_merged = f.children_dir ? (Py_ssize_t)f.children_merged : -1;
+	session.skipped = f.skipped;
+	session.calls = f.calls;
 	if (rc != 0) {
 		PyObject *type, *value, *tb;
 		PyErr_Fetch(&type, &value, &tb);
@@ -313,7 +342,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	Py_XDECREF(f.summary);
 	Py_XDECREF(f.lines);
 	Py_XDECREF(f.data);
-	if (rank == 0)
+	if (rank == 0 && !f.skipped)
 		*written = path;
 	return res;
 }
@@ -524,11 +553,13 @@ static PyObject *mod_clock_ns(PyObject *m, PyObject *unused)
  * watch of asyncio.events._set_running_loop). Task lanes by default: the
  * session records as with track_async from now on, so that tasks never
  * nest in each other nor close each other's `with` blocks; not in the
- * modes that keep no per-call lanes (disabled, aggregation, LIKWID). */
+ * modes that keep no per-call lanes (disabled, aggregation, LIKWID), nor
+ * with --gpu (whose calls synchronise the device on their thread). */
 static PyObject *mod_async_lanes_auto(PyObject *m, PyObject *unused)
 {
 	struct sp_settings *s = &session.cur;
-	if (!session.active || sp_final_writing() || s->track_async || s->disable || s->aggregate || s->likwid)
+	if (!session.active || sp_final_writing() || s->track_async || s->disable || s->aggregate || s->likwid ||
+	    s->gpu)
 		Py_RETURN_NONE;
 	s->track_async = 1;
 	if (sp_mode_apply(s) != 0) {
@@ -567,9 +598,28 @@ PyMethodDef sp_session_methods[] = {
 
 /* ---- `run`: its start and its end ---- */
 
-int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const char *target,
-			 const char *command_line)
+/* _run_hooks' last argument: (kind, the script's path or the module's name). */
+struct own_of {
+	const char *kind, *what;
+};
+
+static PyObject *own_of(void *arg)
 {
+	const struct own_of *o = arg;
+	PyObject *what = PyUnicode_DecodeFSDefault(o->what);
+	PyObject *r = what ? Py_BuildValue("(sO)", o->kind, what) : NULL;
+	Py_XDECREF(what);
+	return r;
+}
+
+int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const char *target,
+			 const struct sp_run_target *t)
+{
+	const char *command_line = t->command_line;
+	/* What --recursive takes for the user's own code, even installed
+	 * (scope_profiler._own_prefixes). */
+	const char *kind = t->module ? "module" : t->command ? "command" : "script";
+	const char *what = t->module ? t->module : t->command ? "" : t->script;
 	PyObject *mod = PyImport_ImportModule("scope_profiler"), *res = NULL;
 	session.locked = *s;
 	/* --recursive is the hook _run_hooks starts below, not the script's
@@ -600,8 +650,15 @@ int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const
 	PyObject *root = fsname ? sp_text_storable(fsname) : NULL;
 	Py_XDECREF(fsname);
 	if (root && inc && exc && !PyErr_Occurred())
-		res = PyObject_CallMethod(mod, "_run_hooks", "OiiOOi", root, trace, s->trace_all, inc, exc,
-					  s->subprocesses && !session.cur.disable);
+		res = PyObject_CallMethod(mod, "_run_hooks", "OiiOOiO&i", root, trace, s->trace_all, inc, exc,
+					  s->subprocesses && !session.cur.disable, own_of, &(struct own_of){kind, what},
+					  (trace || s->line_profile) && !session.cur.disable);
+	if (res && trace) {
+		const char *u = PyUnicode_AsUTF8(root);
+		free(session.root);
+		session.root = u ? strdup(u) : NULL;
+		PyErr_Clear();
+	}
 	Py_XDECREF(root);
 	Py_XDECREF(inc);
 	Py_XDECREF(exc);
@@ -638,6 +695,23 @@ static PyObject *exc_text(void)
 	return s ? s : PyUnicode_FromString("unknown error");
 }
 
+/* The run failed before recording a call of its own: the output path keeps
+ * the profile it had (one line says so, even under -q). */
+static void say_skipped(PyObject *err)
+{
+	const char *out = session.cur.outfile ? session.cur.outfile : session.default_outfile;
+	char ranked[PATH_MAX];
+	out = sp_standalone_outfile(out, ranked, sizeof ranked);
+	int had = out && access(out, F_OK) == 0;
+	PyObject *line = had ? PyUnicode_FromFormat("scope-profiler: run: the script failed before "
+						    "recording anything: %s keeps its previous profile\n", out)
+		: PyUnicode_FromFormat("scope-profiler: run: the script failed before recording anything: "
+				       "no profile written to %s\n", out ? out : "");
+	stream_write(err, line);
+	stream_flush(err);
+	Py_XDECREF(line);
+}
+
 /* Writes what the script did not finalize itself. */
 static void write_at_exit(void)
 {
@@ -651,9 +725,21 @@ static void write_at_exit(void)
 	/* A reference of our own: finish() runs Python, which may swap it. */
 	PyObject *err = Py_XNewRef(PySys_GetObject("stderr"));
 	const char *path;
+	session.skip_empty = failed;
 	PyObject *res = finish(!session.quiet, 0, err, !session.quiet && session.cur.line_profile, failed, &path);
+	session.skip_empty = 0;
 	if (res) {
 		Py_DECREF(res);
+		if (session.skipped && talk) {
+			say_skipped(err);
+		} else if (path && !session.quiet && session.calls == 0 && !session.traced) {
+			PyObject *line = PyUnicode_FromString(
+				"scope-profiler: hint: the script has no regions: `run --recursive` records "
+				"every function of an unmodified program, `run --line-profile` each line of its "
+				"@profile functions (kernprof's)\n");
+			stream_write(err, line);
+			Py_XDECREF(line);
+		}
 		if (path && !session.quiet) {
 			PyObject *line = PyUnicode_FromFormat("scope-profiler: profile written to %s\n", path);
 			stream_write(err, line);
@@ -675,10 +761,11 @@ static void write_at_exit(void)
 		return;
 	}
 	session.write_failed = 1;
-	if (sp_spill_finish_failed()) {
-		/* A streamed run: its calls are in the partial file, said so. */
+	if (sp_spill_finish_failed() || sp_final_files_kept()) {
+		/* A streamed run: its calls are in the partial file (under MPI,
+		 * the ranks' files), said so (by rank 0 for every rank). */
 		PyObject *first = exc_text();
-		PyObject *line = PyUnicode_FromFormat("scope-profiler: run: %S\n", first);
+		PyObject *line = talk ? PyUnicode_FromFormat("scope-profiler: run: %S\n", first) : NULL;
 		stream_write(err, line);
 		stream_flush(err);
 		Py_XDECREF(line);

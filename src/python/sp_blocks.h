@@ -19,11 +19,13 @@ struct sp_open_entry {
 	uint64_t gen;
 };
 
-/* The memory mode's counters at a block's entry (sp_memory.h), in an
- * array beside the entries that only the memory paths touch: the other
- * modes keep their 24-byte entries. */
+/* The memory mode's counters at a block's entry (sp_memory.h), and on a
+ * task's stack the --nvtx range of the block (sp_nvtx.h), in an array
+ * beside the entries that only those paths touch: the other modes keep
+ * their 24-byte entries. */
 struct sp_open_mem {
 	int64_t alloc0, mark0;
+	uint64_t range;
 };
 
 /* Innermost last; v[cap] and m[cap] are one allocation (v's pointer). */

@@ -35,9 +35,13 @@ struct sp_recmode {
 				       * use_memray on until they are reset */
 	int likwid;                   /* use_likwid: LIKWID marker regions (sp_likwid.h);
 				       * kept through the freeze, for the end of the session */
+	int nvtx;                     /* use_nvtx: each call an NVTX range (sp_nvtx.h) */
+	int gpu;                      /* use_gpu: the device synchronised around each call
+				       * (sp_gpu.h); kept through the freeze, for the end
+				       * of the session */
 	int auto_lanes;               /* lanes go on when a thread other than lane 0's
 				       * records (sp_mode_check_thread) */
-	int hook_special;             /* aggregate or memory: the --recursive hook's one check */
+	int hook_special;             /* aggregate, memory or nvtx: the --recursive hook's one check */
 };
 extern struct sp_recmode sp_mode;
 

@@ -15,9 +15,10 @@ void sp_session_end_run(void);
 /* `run`'s start, after the interpreter: the session of the command line's
  * settings (the given ones fixed for the script's setup()), writing to
  * outfile (absolute; fixed only when s->outfile was given), the --recursive
- * hook, the exit hooks. Returns 0, or -1 after printing why. */
-int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const char *target,
-			 const char *command_line);
+ * hook (its root region `root`; the code of t counts as the user's own),
+ * the exit hooks. Returns 0, or -1 after printing why. */
+int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const char *root,
+			 const struct sp_run_target *t);
 
 /* The module, for the read API's classes (module init; borrowed). */
 void sp_session_bind(PyObject *mod);

@@ -39,11 +39,14 @@ typedef struct sp_region {
 	int32_t index;                /* the end of a session: its place in the rank's regions, or -1 */
 	int64_t peak_bytes;           /* run --memory: the peak of live bytes while open; -1: none */
 	int32_t likwid_id;            /* --likwid: its number with sp_likwid_register, or -1 */
+	void *nvtx_name;              /* --nvtx: its NVTX registered string (sp_nvtx_name), or NULL */
+	int64_t gpu_wait_ns;          /* --gpu: the time its calls' exits waited for the device */
 	size_t kept_calls;            /* after finalize(): the calls the session recorded */
 	/* Streaming (spill.c): its id in the stream (-1: none yet), its first
 	 * call's start, and its calls handed over while still open. */
 	int32_t stream_id;
 	size_t streamed;              /* calls handed over this session */
+	uint64_t values_sum;          /* the sum of their values (wrapping), patched ones included */
 	int64_t first_start;
 	struct sp_late *late;
 	size_t nlate, late_cap;
@@ -81,7 +84,8 @@ void sp_regions_set_class(PyTypeObject *type);
 
 /* r's buffer and columns as sp_mode asks: its capacity, a lanes column
  * when sp_mode.threads, allocation values when sp_mode.memory, its LIKWID
- * marker name when sp_mode.likwid. 0, or -1 with an exception. */
+ * marker name when sp_mode.likwid, its NVTX name when sp_mode.nvtx. 0, or
+ * -1 with an exception. */
 int sp_region_fit(RegionObject *r);
 
 /* One call of r around work that runs synchronously in the calling thread

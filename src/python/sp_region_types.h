@@ -11,7 +11,7 @@ extern PyTypeObject sp_RegionBaseType;
 extern PyTypeObject sp_TimeOnlyRegionType, sp_ThreadsRegionType, sp_AsyncRegionType,
 	sp_LinesRegionType, sp_DisabledRegionType, sp_AggregateRegionType,
 	sp_MemoryRegionType, sp_MemoryThreadsRegionType, sp_MemoryAsyncRegionType,
-	sp_LikwidRegionType;
+	sp_LikwidRegionType, sp_NvtxRegionType, sp_NvtxAsyncRegionType, sp_GpuRegionType;
 
 /* Every region takes the class of the mode (sp_mode) and the buffer and
  * columns it asks for (sp_region_fit); regions created later too. 0, or

@@ -26,6 +26,7 @@
 #include "sp_memory.h"
 #include "sp_mode.h"
 #include "sp_monitor.h"
+#include "sp_nvtx.h"
 #include "sp_region.h"
 #include "sp_spill.h"
 #include "sp_tracer.h"
@@ -64,17 +65,23 @@ struct open_call {
 	RegionObject *region;
 	ptrdiff_t slot;                /* its event; -1: aggregation mode; below -1: the
 					* memory mode's event -(slot + 2), whose value holds
-					* the allocation counter at its start until it ends */
-	int64_t start;                 /* aggregation mode: its start; memory mode: the mark before */
+					* the allocation counter at its start until it ends,
+					* or with start NVTX_CALL an --nvtx call's event */
+	int64_t start;                 /* aggregation mode: its start; memory mode: the mark
+					* before; NVTX_CALL: a call that is an NVTX range */
 	union {
 		struct {
 			int32_t node;  /* aggregation mode: its call-tree node, */
 			int32_t parent;   /* and the node before */
 		};
 		uint64_t gen;          /* its region's gen at the start (a slot handed over
-					* to the stream since is ended by spill.c) */
+					* to the stream since is ended by spill.c); also
+					* the memory mode's */
 	};
 };
+
+/* The start of an --nvtx call (no memory mode mark is this). */
+#define NVTX_CALL INT64_MIN
 
 /* An open call with a slot ends at t: in its slot, or, when its region
  * handed the slot over open since (streaming), through spill.c. */
@@ -92,11 +99,26 @@ static inline ptrdiff_t slot_of(const struct open_call *c)
 	return c->slot < -1 ? -(c->slot + 2) : c->slot;
 }
 
-/* The memory mode: a call ends at t. */
-static void end_mem(struct open_call *c, int64_t t)
+/* The memory mode, or an --nvtx call (its range popped after its end when
+ * `own`: the calling thread's call; another thread's ranges are its own): a
+ * call ends at t. */
+static void end_mem(struct open_call *c, int64_t t, int own)
 {
 	RegionObject *r = c->region;
 	size_t i = (size_t)slot_of(c);
+	if (c->start == NVTX_CALL) {
+		if (__builtin_expect(r->gen == c->gen, 1))
+			sp_region_end(r, i, t);
+		else
+			sp_spill_late_end(r, c->gen, (ptrdiff_t)i, t);
+		if (own)
+			sp_nvtx_pop();
+		return;
+	}
+	if (__builtin_expect(r->gen != c->gen, 0)) {
+		sp_spill_late_end_mem(r, c->gen, (ptrdiff_t)i, t, NULL, c->start);
+		return;
+	}
 	sp_region_mem_close(r, i, r->buf.values[i], c->start);
 	sp_region_end(r, i, t);
 }
@@ -140,7 +162,7 @@ static void close_open_calls(struct call_stack *s, int64_t now, int own)
 {
 	for (struct open_call *c = s->top; c > s->calls; c--) {
 		if (c->slot < -1) {
-			end_mem(c, now);
+			end_mem(c, now, own);
 		} else if (c->slot >= 0) {
 			end_slot(c, now);
 		} else {
@@ -246,6 +268,35 @@ static __attribute__((noinline)) void push_mem(struct call_stack *s, RegionObjec
 		r->buf.values[i] = sp_mem_allocated();
 	}
 	c->region = r;
+	c->gen = r->gen;
+	if (lanes)
+		r->buf.lanes[i] = lane;
+	r->buf.ends[i] = SP_NO_TIME;
+	r->buf.starts[i] = sp_clock_ns();
+}
+
+/* --nvtx: a call starts, its range pushed on the thread first (popped by
+ * end_mem after its end). */
+static __attribute__((noinline)) void push_nvtx(struct call_stack *s, RegionObject *r, const void *frame,
+						int lanes)
+{
+	int32_t lane = lanes ? sp_current_lane() : 0;
+	if (!lanes && sp_mode_check_thread()) {   /* lanes on just now (as in push_call) */
+		push_nvtx(s, r, frame, 1);
+		return;
+	}
+	sp_nvtx_push(r->nvtx_name);
+	ptrdiff_t i = sp_buf_reserve(&r->buf);
+	if (__builtin_expect(i < 0, 0)) {
+		r = &scratch;   /* as in push_call */
+		i = 0;
+	}
+	struct open_call *c = ++s->top;
+	c->frame = frame;
+	c->region = r;
+	c->slot = -(i + 2);
+	c->start = NVTX_CALL;
+	c->gen = r->gen;
 	if (lanes)
 		r->buf.lanes[i] = lane;
 	r->buf.ends[i] = SP_NO_TIME;
@@ -265,12 +316,15 @@ static inline __attribute__((always_inline)) void push_call(struct call_stack *s
 	}
 	/* Aggregation mode (--aggregate): calls count in the call tree of
 	 * aggregate.c, as decorated functions do, and keep no events; the
-	 * memory mode (sp_memory.h): each call's allocations too. */
+	 * memory mode (sp_memory.h): each call's allocations too; --nvtx:
+	 * each call an NVTX range (sp_nvtx.h). */
 	if (__builtin_expect(sp_mode.hook_special, 0)) {
 		if (sp_mode.aggregate)
 			push_agg(s, r, frame);
-		else
+		else if (sp_mode.memory)
 			push_mem(s, r, frame, lanes);
+		else
+			push_nvtx(s, r, frame, lanes);
 		return;
 	}
 	/* The lane first (as in pf_record): starts stay in slot order. */
@@ -320,7 +374,7 @@ static inline int pop_call(struct call_stack *s, const void *frame)
 		if (c->slot == -1)
 			pop_agg(c);
 		else
-			end_mem(c, sp_clock_ns());
+			end_mem(c, sp_clock_ns(), 1);
 	} else {
 		end_slot(c, sp_clock_ns());
 	}
@@ -331,7 +385,7 @@ static inline int pop_call(struct call_stack *s, const void *frame)
  * Redis's ae.c includes ae_epoll.c or ae_kqueue.c), over the paths above.
  * Each defines the same few functions: code_cached(co) (a code object's
  * slot: its region, SKIP, or NULL when not classified yet), backend_init(),
- * start_every_thread() (`run --recursive`), this_thread_traced(),
+ * start_every_thread(wait_for_main) (`run --recursive`), this_thread_traced(),
  * THREAD_HOOK_METHOD (its own module functions), and sp_tracer.h's
  * sp_tracer_start_thread, sp_tracer_stop_thread, sp_tracer_stop_all,
  * sp_tracer_mode and sp_tracer_lanes_on. */
@@ -407,18 +461,19 @@ static int patterns(PyObject *tuple, struct sp_pattern **v, size_t *n)
 	return 0;
 }
 
-/* _tracer_configure(all, include, exclude, foreign): the filter for code
- * objects not yet seen. */
+/* _tracer_configure(all, include, exclude, foreign, own=()): the filter for
+ * code objects not yet seen. */
 static PyObject *tr_configure(PyObject *m, PyObject *args)
 {
 	int all;
-	PyObject *inc, *exc, *foreign;
-	if (!PyArg_ParseTuple(args, "pO!O!O!:_tracer_configure", &all, &PyTuple_Type, &inc,
-			      &PyTuple_Type, &exc, &PyTuple_Type, &foreign))
+	PyObject *inc, *exc, *foreign, *own = NULL;
+	if (!PyArg_ParseTuple(args, "pO!O!O!|O!:_tracer_configure", &all, &PyTuple_Type, &inc,
+			      &PyTuple_Type, &exc, &PyTuple_Type, &foreign, &PyTuple_Type, &own))
 		return NULL;
 	struct sp_filter f = {.all = all};
 	if (patterns(inc, &f.include, &f.ninclude) != 0 || patterns(exc, &f.exclude, &f.nexclude) != 0 ||
-	    str_list(foreign, &f.foreign, &f.nforeign) != 0) {
+	    str_list(foreign, &f.foreign, &f.nforeign) != 0 ||
+	    (own && str_list(own, &f.own, &f.nown) != 0)) {
 		sp_filter_clear(&f);
 		return NULL;
 	}
@@ -427,11 +482,16 @@ static PyObject *tr_configure(PyObject *m, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* _tracer_start(): `run --recursive`, from the calling thread on, in every
- * thread. */
-static PyObject *tr_start(PyObject *m, PyObject *unused)
+/* _tracer_start(wait_for_main=False): `run --recursive`, from the calling
+ * thread on, in every thread; with wait_for_main, the calling thread
+ * records from the start of the program's main module on (code
+ * "<module>" in a namespace called __main__), not what runs before it. */
+static PyObject *tr_start(PyObject *m, PyObject *args)
 {
-	if (start_every_thread() < 0)
+	int wait = 0;
+	if (!PyArg_ParseTuple(args, "|p:_tracer_start", &wait))
+		return NULL;
+	if (start_every_thread(wait) < 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -449,7 +509,7 @@ static PyObject *tr_active(PyObject *m, PyObject *unused)
 
 PyMethodDef sp_tracer_methods[] = {
 	{"_tracer_configure", tr_configure, METH_VARARGS, NULL},
-	{"_tracer_start", tr_start, METH_NOARGS, NULL},
+	{"_tracer_start", tr_start, METH_VARARGS, NULL},
 	{"_tracer_stop_all", tr_stop_all, METH_NOARGS, NULL},
 	{"_tracer_active", tr_active, METH_NOARGS, NULL},
 	THREAD_HOOK_METHOD

@@ -138,12 +138,34 @@ static PyObject *cb_unwind(PyObject *self, PyObject *const *args, Py_ssize_t nar
 	Py_RETURN_NONE;
 }
 
+static PyObject *cb_start_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 static PyMethodDef cb_defs[] = {
 	{"_on_start", (PyCFunction)(void (*)(void))cb_start, METH_FASTCALL, NULL},
 	{"_on_throw", (PyCFunction)(void (*)(void))cb_throw, METH_FASTCALL, NULL},
 	{"_on_return", (PyCFunction)(void (*)(void))cb_return, METH_FASTCALL, NULL},
 	{"_on_unwind", (PyCFunction)(void (*)(void))cb_unwind, METH_FASTCALL, NULL},
+	{"_on_start_wait", (PyCFunction)(void (*)(void))cb_start_wait, METH_FASTCALL, NULL},
 };
+
+/* `run --recursive`'s start callback until the program's main module
+ * starts (code "<module>" run in a namespace called __main__: the script,
+ * -m's module through runpy, -c): what the interpreter and the tool do
+ * before it is not the program's. Then the start callback proper, from
+ * that call on. */
+static PyObject *cb_start_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	PyCodeObject *co = (PyCodeObject *)args[0];
+	if (PyUnicode_CompareWithASCIIString(co->co_name, "<module>") != 0)
+		Py_RETURN_NONE;
+	PyObject *globals = PyEval_GetGlobals();   /* borrowed: the frame that starts */
+	PyObject *name = globals ? PyDict_GetItemString(globals, "__name__") : NULL;
+	if (!name || !PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, "__main__") != 0)
+		Py_RETURN_NONE;
+	if (sp_mon_register(mon.tool, "PY_START|PY_RESUME", &cb_defs[0]) != 0)
+		PyErr_Clear();
+	return cb_start(self, args, nargs);
+}
 
 #define TRACER_EVENTS "PY_START|PY_RESUME|PY_THROW|PY_RETURN|PY_YIELD|PY_UNWIND"
 
@@ -204,9 +226,10 @@ void sp_tracer_stop_thread(void)
 }
 
 /* `run --recursive`: every thread records from its first call. */
-static int start_every_thread(void)
+static int start_every_thread(int wait)
 {
-	if (sp_tracer_start_thread() < 0)
+	if (sp_tracer_start_thread() < 0 ||
+	    (wait && sp_mon_register(mon.tool, "PY_START|PY_RESUME", &cb_defs[4]) != 0))
 		return -1;
 	mon.every_thread = 1;
 	return 0;

@@ -109,9 +109,37 @@ void sp_tracer_mode(void)
 	active_hook = sp_mode.threads ? hook_lanes : hook;
 }
 
+static int wait_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
 static inline int is_ours(Py_tracefunc f)
 {
-	return f == hook || f == hook_lanes;
+	return f == hook || f == hook_lanes || f == wait_hook;
+}
+
+/* Whether the frame runs the program's main module: code "<module>" in
+ * a namespace called __main__ (a script, -m's module through runpy, -c). */
+static int runs_main(PyFrameObject *frame)
+{
+	PyCodeObject *co = frame_code(frame);
+	if (PyUnicode_CompareWithASCIIString(co->co_name, "<module>") != 0)
+		return 0;
+	PyObject *globals = PyFrame_GetGlobals(frame);
+	PyObject *name = globals ? PyDict_GetItemString(globals, "__name__") : NULL;
+	int yes = name && PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__main__") == 0;
+	Py_XDECREF(globals);
+	return yes;
+}
+
+/* `run --recursive`'s hook in the thread that starts the run until the
+ * program's main module starts: what the interpreter and the tool do
+ * before it (importlib, runpy, the loader of the script) is not the
+ * program's. Then the hook proper, from that call on. */
+static int wait_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	if (what != PyTrace_CALL || !runs_main(frame))
+		return 0;
+	PyThreadState_Get()->c_profilefunc = active_hook;
+	return active_hook(obj, frame, what, arg);
 }
 
 void sp_tracer_lanes_on(void)
@@ -158,15 +186,27 @@ void sp_tracer_stop_thread(void)
 	}
 }
 
-/* `run --recursive`: threads started later get the hook through
- * threading.setprofile(_thread_hook) (see _start_tracing). */
-static int start_every_thread(void)
+/* Threads started from now on get the hook (_thread_start's trampoline). */
+static int threads_follow;
+
+/* `run --recursive`: this thread's hook (waiting for the main module
+ * when asked: wait_hook); threads started later get the hook through
+ * threading.setprofile(_thread_hook) or _thread.start_new_thread's
+ * trampoline (see _start_tracing). */
+static int start_every_thread(int wait)
 {
-	return sp_tracer_start_thread() < 0 ? -1 : 0;
+	int rc = sp_tracer_start_thread();
+	if (rc < 0)
+		return -1;
+	if (rc == 1 && wait)
+		PyThreadState_Get()->c_profilefunc = wait_hook;
+	threads_follow = 1;
+	return 0;
 }
 
 void sp_tracer_stop_all(void)
 {
+	threads_follow = 0;
 	int64_t now = sp_clock_ns();
 	PyThreadState *me = PyThreadState_Get();
 	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t; t = PyThreadState_Next(t)) {
@@ -199,6 +239,49 @@ static PyObject *tr_thread_hook(PyObject *m, PyObject *args)
 		tstate->c_profilefunc(tstate->c_profileobj, (PyFrameObject *)frame, PyTrace_CALL, NULL);
 	Py_RETURN_NONE;
 }
-#define THREAD_HOOK_METHOD {"_thread_hook", tr_thread_hook, METH_VARARGS, NULL},
+/* The trampoline of a thread started through _thread_start: self is
+ * (function, args, kwargs or NULL); the hook first, while the run traces. */
+static PyObject *thread_trampoline(PyObject *self, PyObject *unused)
+{
+	if (threads_follow && sp_tracer_start_thread() < 0)
+		PyErr_Clear();   /* the thread runs untraced */
+	PyObject *kw = PyTuple_GET_ITEM(self, 2);
+	return PyObject_Call(PyTuple_GET_ITEM(self, 0), PyTuple_GET_ITEM(self, 1), kw == Py_None ? NULL : kw);
+}
+
+static PyMethodDef trampoline_def = {"_thread_trampoline", thread_trampoline, METH_NOARGS, NULL};
+
+/* _thread_start(original)(function, args, kwargs=None): _thread.start_new_thread
+ * under run --recursive where threading is not imported yet (importing it
+ * would run its code, and its _shutdown at exit, which plain python would
+ * not): the new thread gets the hook before function runs. */
+static PyObject *thread_start(PyObject *original, PyObject *const *args, Py_ssize_t nargs)
+{
+	/* What the original refuses, it refuses itself, in this thread (the
+	 * trampoline would call with them in the new one). */
+	if (nargs < 2 || nargs > 3 || !PyCallable_Check(args[0]) || !PyTuple_Check(args[1]) ||
+	    (nargs == 3 && !PyDict_Check(args[2])))
+		return PyObject_Vectorcall(original, args, (size_t)nargs, NULL);   /* its own error */
+	PyObject *self = PyTuple_Pack(3, args[0], args[1], nargs == 3 ? args[2] : Py_None);
+	PyObject *tramp = self ? PyCFunction_NewEx(&trampoline_def, self, NULL) : NULL;
+	Py_XDECREF(self);
+	PyObject *empty = tramp ? PyTuple_New(0) : NULL;
+	PyObject *r = empty ? PyObject_CallFunctionObjArgs(original, tramp, empty, NULL) : NULL;
+	Py_XDECREF(empty);
+	Py_XDECREF(tramp);
+	return r;
+}
+
+static PyMethodDef thread_start_def = {
+	"start_new_thread", (PyCFunction)(void (*)(void))thread_start, METH_FASTCALL,
+	"_thread.start_new_thread under scope-profiler run --recursive: the new thread is traced."};
+
+static PyObject *tr_thread_start(PyObject *m, PyObject *original)
+{
+	return PyCFunction_NewEx(&thread_start_def, original, NULL);
+}
+
+#define THREAD_HOOK_METHOD {"_thread_hook", tr_thread_hook, METH_VARARGS, NULL}, \
+	{"_thread_start", tr_thread_start, METH_O, NULL},
 
 #endif

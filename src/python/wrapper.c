@@ -18,12 +18,14 @@
 #include "sp_aggregate.h"
 #include "sp_clock.h"
 #include "sp_generator.h"
+#include "sp_gpu.h"
 #include "sp_spill.h"
 #include "sp_lanes.h"
 #include "sp_likwid.h"
 #include "sp_linetrace.h"
 #include "sp_memory.h"
 #include "sp_mode.h"
+#include "sp_nvtx.h"
 #include "sp_recorder.h"
 #include "sp_region.h"
 #include "sp_tracer.h"
@@ -60,12 +62,13 @@ static struct {
 /* The recording call; `lanes` and `mem` are constants in each caller
  * below, so each compiles to its own branch-free path: lanes 1 the thread's
  * lane, 2 the task's (--track-async; found first, as it may run Python
- * code); mem: the call's allocations (sp_memory.h). */
+ * code); mem: the call's allocations (sp_memory.h); gpu: the device
+ * synchronised before the start and the end (sp_gpu.h). */
 static PyObject *pf_call_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 static PyObject *pf_call_mem_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self, PyObject *const *args, size_t nargsf,
-				  PyObject *kwnames, int lanes, int mem)
+				  PyObject *kwnames, int lanes, int mem, int gpu)
 {
 	ProfiledFunction *pf = (ProfiledFunction *)self;
 	RegionObject *r = pf->region;
@@ -90,8 +93,12 @@ static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self,
 		mark0 = sp_mem_open();
 		alloc0 = sp_mem_allocated();
 	}
+	if (gpu)
+		sp_gpu_sync();
 	r->buf.starts[i] = sp_clock_ns();
 	PyObject *res = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
+	if (gpu)
+		r->gpu_wait_ns += sp_gpu_wait();
 	int64_t t = sp_clock_ns();
 	/* The session may have been finalized during the call; then the slot
 	 * is no longer ours. */
@@ -99,6 +106,8 @@ static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self,
 		if (mem)
 			sp_region_mem_close(r, (size_t)i, alloc0, mark0);
 		sp_region_end(r, (size_t)i, t);
+	} else if (mem) {
+		sp_spill_late_end_mem(r, gen, i, t, &alloc0, mark0);   /* or handed over open (spill.c) */
 	} else {
 		sp_spill_late_end(r, gen, i, t);   /* or handed over open (spill.c) */
 	}
@@ -107,33 +116,33 @@ static inline __attribute__((always_inline)) PyObject *pf_record(PyObject *self,
 
 static PyObject *pf_call_timed(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-	return pf_record(self, args, nargsf, kwnames, 0, 0);
+	return pf_record(self, args, nargsf, kwnames, 0, 0, 0);
 }
 
 static PyObject *pf_call_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-	return pf_record(self, args, nargsf, kwnames, 1, 0);
+	return pf_record(self, args, nargsf, kwnames, 1, 0, 0);
 }
 
 /* --memory, without and with lanes. */
 static PyObject *pf_call_mem(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-	return pf_record(self, args, nargsf, kwnames, 0, 1);
+	return pf_record(self, args, nargsf, kwnames, 0, 1, 0);
 }
 
 static PyObject *pf_call_mem_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-	return pf_record(self, args, nargsf, kwnames, 1, 1);
+	return pf_record(self, args, nargsf, kwnames, 1, 1, 0);
 }
 
 static PyObject *pf_call_mem_async(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-	return pf_record(self, args, nargsf, kwnames, 2, 1);
+	return pf_record(self, args, nargsf, kwnames, 2, 1, 0);
 }
 
 static PyObject *pf_call_async(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-	return pf_record(self, args, nargsf, kwnames, 2, 0);
+	return pf_record(self, args, nargsf, kwnames, 2, 0, 0);
 }
 
 /* An `async def` function: its call only creates the coroutine, so the
@@ -229,8 +238,8 @@ static PyObject *pf_call_recursive(PyObject *self, PyObject *const *args, size_t
 	if (started < 0)
 		return NULL;
 	PyObject *res = sp_mode.aggregate ? pf_call_agg(self, args, nargsf, kwnames)
-		: sp_mode.memory ? pf_record(self, args, nargsf, kwnames, sp_mode.threads, 1)
-		: pf_record(self, args, nargsf, kwnames, sp_mode.threads, 0);
+		: sp_mode.memory ? pf_record(self, args, nargsf, kwnames, sp_mode.threads, 1, 0)
+		: pf_record(self, args, nargsf, kwnames, sp_mode.threads, 0, 0);
 	if (started)
 		sp_tracer_stop_thread();
 	return res;
@@ -241,7 +250,7 @@ static PyObject *pf_call_lines(PyObject *self, PyObject *const *args, size_t nar
 {
 	if (sp_linetrace_hold() != 0)
 		return NULL;
-	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_mode.track_async ? 2 : sp_mode.threads, 0);
+	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_mode.track_async ? 2 : sp_mode.threads, 0, 0);
 	sp_linetrace_release();
 	return sp_linetrace_wrap_result(((ProfiledFunction *)self)->func, res);
 }
@@ -254,8 +263,76 @@ static PyObject *pf_call_likwid(PyObject *self, PyObject *const *args, size_t na
 	if (!tag)
 		return NULL;
 	sp_likwid_enter(r->likwid_id, tag);
-	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_mode.threads, 0);
+	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_mode.threads, 0, 0);
 	sp_likwid_leave(r->likwid_id, tag);
+	return res;
+}
+
+/* --nvtx: the call is also an NVTX range (sp_nvtx.h) around its recorded
+ * interval: pushed and popped on the thread, or with --track-async (lanes
+ * 2) started and ended by id (a task's calls do not nest on its thread);
+ * lanes a constant in each caller, as in pf_record. */
+static inline __attribute__((always_inline)) PyObject *pf_nvtx(PyObject *self, PyObject *const *args,
+								 size_t nargsf, PyObject *kwnames, int lanes)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	PyObject *res;
+	if (lanes == 2) {
+		uint64_t range = sp_nvtx_start(pf->region->nvtx_name);
+		res = pf_record(self, args, nargsf, kwnames, 2, 0, 0);
+		sp_nvtx_end(range);
+	} else {
+		sp_nvtx_push(pf->region->nvtx_name);
+		res = pf_record(self, args, nargsf, kwnames, lanes, 0, 0);
+		sp_nvtx_pop();
+	}
+	return res;
+}
+
+static PyObject *pf_call_nvtx_timed(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_nvtx(self, args, nargsf, kwnames, 0);
+}
+
+static PyObject *pf_call_nvtx_threads(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_nvtx(self, args, nargsf, kwnames, 1);
+}
+
+static PyObject *pf_call_nvtx_async(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	return pf_nvtx(self, args, nargsf, kwnames, 2);
+}
+
+/* profile(recursive=True) or --recursive: the hook records the calls made
+ * inside, each a range of its own. */
+static PyObject *pf_call_nvtx(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	int started = sp_tracer_start_thread();
+	if (started < 0)
+		return NULL;
+	PyObject *res = sp_mode.track_async ? pf_nvtx(self, args, nargsf, kwnames, 2)
+		: sp_mode.threads ? pf_nvtx(self, args, nargsf, kwnames, 1)
+		: pf_nvtx(self, args, nargsf, kwnames, 0);
+	if (started)
+		sp_tracer_stop_thread();
+	return res;
+}
+
+/* --gpu: the device synchronised around the call (sp_gpu.h); with --nvtx
+ * its range too. */
+static PyObject *pf_call_gpu(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	ProfiledFunction *pf = (ProfiledFunction *)self;
+	int nvtx = sp_mode.nvtx;
+	if (!sp_mode.threads)
+		sp_mode_check_thread();   /* a thread other than lane 0's turns them on */
+	if (nvtx)
+		sp_nvtx_push(pf->region->nvtx_name);
+	PyObject *res = sp_mode.threads ? pf_record(self, args, nargsf, kwnames, 1, 0, 1)
+		: pf_record(self, args, nargsf, kwnames, 0, 0, 1);
+	if (nvtx)
+		sp_nvtx_pop();
 	return res;
 }
 
@@ -274,6 +351,13 @@ static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 	}
 	if (sp_mode.likwid)
 		return pf_call_likwid;
+	if (sp_mode.gpu)
+		return pf_call_gpu;
+	if (sp_mode.nvtx && (pf->recursive > 0 || (sp_mode.recursive_all && pf->recursive == 0)))
+		return pf_call_nvtx;
+	if (sp_mode.nvtx)
+		return sp_mode.track_async ? pf_call_nvtx_async
+			: sp_mode.threads ? pf_call_nvtx_threads : pf_call_nvtx_timed;
 	if (pf->recursive > 0 || (sp_mode.recursive_all && pf->recursive == 0))
 		return pf_call_recursive;
 	if (sp_mode.lines)

@@ -27,6 +27,8 @@ static void test_every_seed_keyword_has_one_field(void **state)
 		{"use_likwid", offsetof(struct sp_settings, likwid)},
 		{"use_memray", offsetof(struct sp_settings, memory)},
 		{"profile_mpi_calls", offsetof(struct sp_settings, mpi_calls)},
+		{"use_nvtx", offsetof(struct sp_settings, nvtx)},
+		{"use_gpu", offsetof(struct sp_settings, gpu)},
 		{"memory_budget", offsetof(struct sp_settings, memory_budget)},   /* ours (streaming) */
 	};
 	size_t n;
@@ -188,6 +190,26 @@ static void test_refused_combinations(void **state)
 	s = (struct sp_settings){ .likwid = 1, .memory = 1 };
 	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
 	assert_non_null(strstr(err, "--likwid cannot be combined with --memory"));
+	/* NVTX ranges: explicit regions, threads, tasks, --recursive; as the
+	 * original, never with aggregates. */
+	s = (struct sp_settings){ .nvtx = 1, .recursive = 1, .track_async = 1, .gpu = 0 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
+	s = (struct sp_settings){ .nvtx = 1, .aggregate = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "--nvtx cannot be combined with --aggregate"));
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "use_nvtx cannot be combined with aggregation_mode"));
+	s.disable = 1;
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), 0);
+	/* The device synchronised around explicit regions' calls, with NVTX too. */
+	s = (struct sp_settings){ .gpu = 1, .nvtx = 1, .track_threads = 1 };
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), 0);
+	s.recursive = 1;
+	assert_int_equal(sp_settings_check(&s, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "--gpu cannot be combined with --recursive"));
+	s = (struct sp_settings){ .gpu = 1, .aggregate = 1 };
+	assert_int_equal(sp_settings_check(&s, 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "use_gpu cannot be combined with aggregation_mode"));
 }
 
 int main(void)

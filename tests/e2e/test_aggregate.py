@@ -61,7 +61,7 @@ def test_the_file_holds_aggregates_and_the_tree(sp):
     proc = sp("run", "--aggregate", "-o", "agg.h5", "script.py")
     assert proc.returncode == 0, proc.stderr
     with h5py.File(sp.tmp / "agg.h5") as f:
-        assert f["metadata"].attrs["mode"] == b"aggregate"
+        assert f["metadata"].attrs["mode"] == "aggregate"
         regs = regions(f)
         assert sorted(regs) == ["io", "solve", "timestep"]
         for name in regs:
@@ -239,7 +239,7 @@ def test_recursive_aggregate_counts_what_the_timeline_records(sp):
     assert calls["__main__.fib"] == 25 and calls["solve"] == 3 and calls["__main__.boom"] == 1
     assert calls["__main__.leaf"] == 12 and calls["__main__.gen"] == 15   # 5 resumes per solve
     with h5py.File(sp.tmp / "a.h5") as f:
-        assert f["metadata"].attrs["mode"] == b"aggregate"
+        assert f["metadata"].attrs["mode"] == "aggregate"
         rows = regions(f)
         assert all(r.aggregate and list(r) == [] for r in rows.values())   # no events
         fib = rows["__main__.fib"].attrs

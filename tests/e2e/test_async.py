@@ -86,7 +86,7 @@ def run(sp, text, out, *flags, name="script.py"):
 
 def lane_names(f):
     """{lane: name} from the /metadata "lanes" attribute."""
-    text = f["metadata"].attrs["lanes"].decode()
+    text = f["metadata"].attrs["lanes"]
     return {int(k): v for k, v in (item.split("=", 1) for item in text.split("; "))}
 
 
@@ -133,7 +133,7 @@ def test_interleaved_tasks_get_a_lane_each(sp):
     path, _ = run(sp, INTERLEAVED, "a.h5", "--track-async")
     with h5py.File(path) as f:
         names = lane_names(f)
-        assert f["metadata"].attrs["mode"].decode() == "async"
+        assert f["metadata"].attrs["mode"] == "async"
         outer, inner = calls(f, "outer"), calls(f, "inner")
         assert len(outer) == len(inner) == 3
         # One lane per task, named after the task and its coroutine.

@@ -5,6 +5,7 @@ the /metadata keys their post-processing reads. Each script runs through
 the real binary; what it recorded is read back with h5py."""
 import datetime
 import json
+import os
 
 import h5py
 import numpy as np
@@ -258,7 +259,10 @@ def test_region_profiler_names_load(sp):
     assert last_json(out) == [True] * 6
 
 
-def test_get_region_by_the_plain_name_of_an_unnamed_method(sp):
+def test_an_unnamed_profile_is_named_as_the_original_names_it(sp):
+    """The original package names an unnamed @profile's region after
+    func.__name__ (its tests look regions up by it in get_all_regions());
+    the qualified name, which earlier builds gave, still finds it."""
     out = run_ok(sp, """
         import json
         from scope_profiler import ProfileManager
@@ -283,13 +287,12 @@ def test_get_region_by_the_plain_name_of_an_unnamed_method(sp):
         for _ in range(3):
             s.step()
         s.assemble(); Mesh().assemble()
-        report = {"step": [ProfileManager.get_region("step").name,
+        regions = ProfileManager.get_all_regions()
+        report = {"names": sorted(regions),
+                  "step": [ProfileManager.get_region("step").name,
                            ProfileManager.get_region("step").num_calls],
-                  "full": ProfileManager.get_region("Solver.step").name}
-        try:
-            ProfileManager.get_region("assemble")
-        except KeyError as exc:
-            report["ambiguous"] = str(exc)
+                  "full": ProfileManager.get_region("Solver.step").name,
+                  "assemble": regions["assemble"].num_calls}
         try:
             ProfileManager.get_region("nothing")
         except KeyError as exc:
@@ -298,8 +301,9 @@ def test_get_region_by_the_plain_name_of_an_unnamed_method(sp):
         print(json.dumps(report))
     """)
     rep = last_json(out)
-    assert rep["step"] == ["Solver.step", 3] and rep["full"] == "Solver.step"
-    assert "'Mesh.assemble'" in rep["ambiguous"] and "'Solver.assemble'" in rep["ambiguous"]
+    assert rep["names"] == ["assemble", "step"]
+    assert rep["step"] == ["step", 3] and rep["full"] == "step"
+    assert rep["assemble"] == 2          # both classes' methods: one name, one region
     assert "nothing" in rep["missing"]
 
 
@@ -435,10 +439,18 @@ def test_metadata_keys_of_the_original(sp):
     version = sp("--version").stdout.split()[1]
     with h5py.File(sp.tmp / "meta.h5") as f:
         m = dict(f["metadata"].attrs)
-    for key in ("timestamp", "scope_profiler_version", "working_directory", "user"):
+    # As the original writes them: every string a str (h5py reads
+    # variable-length UTF-8 as str, never bytes), the counts integers.
+    for key, value in m.items():
+        assert isinstance(value, (str, np.integer)), (key, value)
+    for key in ("timestamp", "scope_profiler_version", "working_directory", "user", "hostname",
+                "platform", "python_version", "mode", "tool"):
         assert isinstance(m[key], str), (key, m[key])
-    assert isinstance(m["total_cores"], np.integer)
+    for key in ("total_cores", "mpi_size", "omp_num_threads", "buffer_limit"):
+        assert isinstance(m[key], np.integer), (key, m[key])
     assert m["total_cores"] == 3      # one rank x OMP_NUM_THREADS
+    assert m["omp_num_threads"] == 3 and m["mpi_size"] == 1
+    assert m["hostname"] == os.uname().nodename and m["mode"] == "time_only"
     assert m["user"] == "earlier-user"
     assert m["scope_profiler_version"] == version
     assert m["working_directory"] == str(sp.tmp)
@@ -452,6 +464,16 @@ def test_metadata_keys_of_the_original(sp):
     # the read API gives the integer as an int
     assert last_json(out) == {"total_cores": 3, "user": "earlier-user",
                               "working_directory": str(sp.tmp)}
+
+
+def test_metadata_without_omp_num_threads(sp):
+    # OMP_NUM_THREADS unset: one thread, as the original falls back to.
+    sp.script("import scope_profiler as sp\nwith sp.region('r'):\n    pass\n")
+    proc = sp("run", "-q", "-o", "m.h5", "script.py", env={"OMP_NUM_THREADS": ""})
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "m.h5") as f:
+        assert f["metadata"].attrs["omp_num_threads"] == 1
+        assert f["metadata"].attrs["total_cores"] == 1
 
 
 def test_subprocesses_of_a_run_load_earlier_scripts(sp):
@@ -517,3 +539,73 @@ def test_plain_python_runs_an_earlier_script(installed, tmp_path):
     with h5py.File(tmp_path / "plain.h5") as f:
         assert regions(f)["iteration"].attrs["num_calls"] == 4
         assert f["metadata"].attrs["working_directory"] == str(tmp_path)
+
+
+CONFIG_SCRIPT = """
+    import json
+    from scope_profiler import ProfileManager
+
+    seen = []
+    for deactivate in (False, True):
+        ProfileManager.setup(deactivate_profiling=deactivate, deactivate_file_output=True,
+                             buffer_limit=64)
+        c = ProfileManager._config          # the original's settings object, read now
+        seen.append({k: getattr(c, k) for k in (
+            "deactivate_profiling", "profiling_activated", "buffer_limit", "file_path",
+            "use_likwid", "use_line_profiler", "recursive_profile", "aggregation_mode",
+            "deactivate_file_output", "track_threads", "track_async", "hdf5_compression_level",
+            "output_mode", "comm", "use_nvtx", "use_gpu_timing", "metadata_detail")})
+        ProfileManager.finalize(verbose=False)
+    try:
+        ProfileManager._config.deactivate_profiling = False
+        seen.append("assigned")
+    except AttributeError as exc:
+        seen.append(str(exc))
+    print(json.dumps(seen))
+"""
+
+
+def check_config_report(stdout):
+    on, off, assigned = last_json(stdout)
+    # A relative file_path is taken from the current folder at setup().
+    assert on.pop("file_path").endswith("/profiling_data.h5") and off.pop("file_path")
+    assert on == {"deactivate_profiling": False, "profiling_activated": True, "buffer_limit": 64,
+                  "use_likwid": False,
+                  "use_line_profiler": False, "recursive_profile": False,
+                  "aggregation_mode": False, "deactivate_file_output": True,
+                  "track_threads": False, "track_async": False, "hdf5_compression_level": None,
+                  "output_mode": "auto", "comm": None, "use_nvtx": False,
+                  "use_gpu_timing": False, "metadata_detail": "minimal"}
+    assert off == dict(on, deactivate_profiling=True, profiling_activated=False)
+    assert "read-only" in assigned
+
+
+def test_profile_manager_config_is_the_current_setup(sp):
+    """ProfileManager._config, as the original's tests read it after setup()."""
+    check_config_report(run_ok(sp, CONFIG_SCRIPT))
+
+
+def test_profile_manager_config_says_what_gpu_and_nvtx_are(sp):
+    """use_gpu_timing is the original's name for use_gpu; use_nvtx is the
+    setting itself (the session goes on without a device: one warning)."""
+    out = run_ok(sp, """
+        import json
+        from scope_profiler import ProfileManager
+        ProfileManager.setup(use_gpu=True, deactivate_file_output=True)
+        c = ProfileManager._config
+        print(json.dumps([c.use_gpu_timing, c.use_nvtx]))
+        ProfileManager.finalize(verbose=False)
+        ProfileManager.setup(use_nvtx=True, deactivate_file_output=True)
+        c = ProfileManager._config
+        print(json.dumps([c.use_gpu_timing, c.use_nvtx]))
+        ProfileManager.finalize(verbose=False)
+    """)
+    lines = [l for l in out.splitlines() if l.startswith("[")]
+    assert lines == ["[true, false]", "[false, true]"]
+
+
+@pytest.mark.same_python
+def test_profile_manager_config_in_plain_python(installed):  # noqa: F811
+    proc = installed.python(installed.dest / "config", CONFIG_SCRIPT)
+    assert proc.returncode == 0, proc.stderr
+    check_config_report(proc.stdout)

@@ -135,8 +135,8 @@ def test_file_holds_counters_per_region_and_thread(sp, standin):
     assert proc.returncode == 0, proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
         meta = f["metadata"].attrs
-        assert meta["likwid_events"] == EVENTS.encode()
-        assert meta["likwid_event_names"] == ",".join(NAMES).encode()
+        assert meta["likwid_events"] == EVENTS
+        assert meta["likwid_event_names"] == ",".join(NAMES)
         tables = likwid_tables(f)
         assert set(tables) == {"step", "kernel"}
         step, kernel = tables["step"], tables["kernel"]
@@ -168,8 +168,8 @@ def test_event_names_from_the_group_file(sp, standin):
               env=likwid_env(standin, sp, LIKWID_EVENTS="MEM", SCOPE_PROFILER_LIKWID_GROUPS=str(groups)))
     assert proc.returncode == 0, proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["metadata"].attrs["likwid_events"] == b"MEM"
-        assert f["metadata"].attrs["likwid_event_names"] == b"INSTR,LOADS,STORES"
+        assert f["metadata"].attrs["likwid_events"] == "MEM"
+        assert f["metadata"].attrs["likwid_event_names"] == "INSTR,LOADS,STORES"
     summary = sp("summary", "out.h5")
     assert summary.returncode == 0, summary.stderr
     assert "INSTR" in summary.stdout and "STORES" in summary.stdout
@@ -311,7 +311,7 @@ def test_mpi_ranks_counters_merge(sp, standin):
     assert proc.returncode == 0, proc.stderr
     assert "LIKWID counters, rank 0" in proc.stderr and "LIKWID counters, rank 1" in proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["metadata"].attrs["likwid_event_names"] == ",".join(NAMES).encode()
+        assert f["metadata"].attrs["likwid_event_names"] == ",".join(NAMES)
         for rank in (0, 1):
             ex = likwid_tables(f, rank)["exchange"]
             assert ex.attrs["likwid_count"].tolist() == [rank + 2]
@@ -478,7 +478,7 @@ def test_derived_metrics_from_likwid(sp, standin):
     assert ops[-1] == "perfmon_readMarkerFile"   # no marker call after the close
     assert (sp.tmp / "marker.txt").exists()
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["metadata"].attrs["likwid_metric_names"].decode().split("\n") == METRIC_NAMES
+        assert f["metadata"].attrs["likwid_metric_names"].split("\n") == METRIC_NAMES
         t = likwid_tables(f)
         counts = {name: g.attrs["likwid_count"].tolist() for name, g in t.items()}
         assert counts == {"step": [3, 2], "kernel": [3]}
@@ -587,7 +587,7 @@ def test_mpi_ranks_metrics_merge(sp, standin):
     assert proc.returncode == 0, proc.stderr
     assert "LIKWID metrics, rank 1" in proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["metadata"].attrs["likwid_metric_names"].decode().split("\n") == METRIC_NAMES
+        assert f["metadata"].attrs["likwid_metric_names"].split("\n") == METRIC_NAMES
         for rank in (0, 1):
             ex = likwid_tables(f, rank)["exchange"]
             assert ex["likwid_metrics"][()].tolist() == [[(rank + 2) * 0.5, 2001.0]]

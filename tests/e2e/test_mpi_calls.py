@@ -127,7 +127,7 @@ def test_every_call_is_a_region_nested_in_the_scripts_own(sp):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("done") == 2
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["metadata"].attrs["mpi_calls"] == b"true"
+        assert f["metadata"].attrs["mpi_calls"] == "true"
         for r in (0, 1):
             t = tree(f, r)
             for region, per_rank in EXPECTED.items():
@@ -187,7 +187,7 @@ def test_off_by_default(sp):
     proc = mpirun(sp, 2, "run", "-o", "out.h5", "script.py")
     assert proc.returncode == 0, proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
-        assert f["metadata"].attrs["mpi_calls"] == b"false"
+        assert f["metadata"].attrs["mpi_calls"] == "false"
         for r in (0, 1):
             assert set(regions(f, r)) == set(EXPECTED) | {"pickled"}
 

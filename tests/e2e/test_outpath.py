@@ -291,7 +291,7 @@ def test_full_disk_is_one_line_and_status_1(sp):
             assert g.attrs["num_calls"] == 200000
             assert g["start_times"].shape == (200000,)
             # The retry describes the same run as the first try would have.
-            assert f["metadata"].attrs["recursive"] == b"true"
+            assert f["metadata"].attrs["recursive"] == "true"
         # The same with compressed columns, and an export into the full disk.
         filler = small / "filler"
         with open(filler, "wb") as f:

@@ -395,7 +395,7 @@ def test_track_threads_keeps_threads_apart(sp):
         assert list(r["__main__.outer"]["lanes"]) == [1]
         assert list(r["__main__.inner"]["lanes"]) == [1]
         assert list(r["__main__.other"]["lanes"]) == [0]
-        assert "1=worker" in f["metadata"].attrs["lanes"].decode()
+        assert "1=worker" in f["metadata"].attrs["lanes"]
     tree = sp("summary", "--tree", "lanes.h5").stdout
     rows = {re.match(r"^(.*?)\s{2,}\d", l).group(1).strip(): l for l in tree.splitlines()
             if "__main__." in l}
@@ -481,8 +481,8 @@ def test_run_recursive_leaves_the_scripts_setup_free(sp):
     assert proc.stdout.split() == ["AggregateProfileRegion", "3"]
 
 
-@pytest.mark.parametrize("flags,value", [((), b"false"), (("--recursive",), b"true"),
-                                         (("--recursive", "--all"), b"all")])
+@pytest.mark.parametrize("flags,value", [((), "false"), (("--recursive",), "true"),
+                                         (("--recursive", "--all"), "all")])
 def test_metadata_says_how_the_run_traced(sp, flags, value):
     script = sp.script("def f():\n    return 1\nf()\n")
     proc = sp("run", "-q", *flags, "-o", "m.h5", script)

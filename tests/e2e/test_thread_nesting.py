@@ -106,7 +106,7 @@ def check_threads_file(sp, path, flags=()):
     with h5py.File(path) as f:
         nodes = tree(f)
         regs = regions(f)
-        lane_names = f["metadata"].attrs["lanes"].decode()
+        lane_names = f["metadata"].attrs["lanes"]
         job_lanes = [int(x) for x in regs["job"]["lanes"]]
         step_lanes = [int(x) for x in regs["step"]["lanes"]]
         main_lanes = [int(x) for x in regs["main_alone"]["lanes"]]
