@@ -83,11 +83,15 @@
     const p = Math.pow(10, Math.floor(Math.log10(x))), m = x / p;
     return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
   }
+  // sp_render_duration()'s rule (render_text.c): the unit in which the figure stays
+  // below 1000 as printed, three significant digits, so the page and `summary` agree
   function duration(ns) {
-    const s = ns / 1e9;
-    if (s >= 1) return s.toFixed(3) + ' s';
-    if (s >= 1e-3) return (s * 1e3).toFixed(3) + ' ms';
-    return (s * 1e6).toFixed(3) + ' \u00b5s';
+    if (!isFinite(ns)) return '-';
+    const units = ['ns', '\u00b5s', 'ms', 's'];
+    let a = Math.abs(ns), u = 0;
+    while (u < 3 && a >= 999.5) { a /= 1000; ns /= 1000; u++; }
+    if (u === 0) return ns.toFixed(0) + ' ns';
+    return ns.toFixed(a < 9.995 ? 2 : a < 99.95 ? 1 : 0) + ' ' + units[u];
   }
 
   function width() { return Math.max(200, canvas.parentElement.clientWidth - labels.offsetWidth - 2); }

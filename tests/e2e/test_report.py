@@ -271,3 +271,45 @@ def test_aggregation_mode_page_says_why_there_is_no_timeline(sp, tmp_path):
     assert "No timeline: agg.h5: no per-call events (aggregation mode" in text
     assert [a["data-chart"] for a in page.find("div", "chart")] == ["durations_total.svg"]
     assert_not_blank(screenshot(tmp_path, out / "report.html", "agg.png"), "report.html")
+
+
+DURATIONS = """
+    import time
+    import scope_profiler as sp
+    for name, seconds in (("none", 0), ("micro", 2e-6), ("milli", 3e-4), ("centi", 0.02)):
+        for _ in range(3):
+            with sp.region(name):
+                if seconds:
+                    time.sleep(seconds)
+"""
+
+
+def test_the_page_writes_a_duration_as_summary_does(sp, tmp_path):
+    """One time formatter: the timeline's tooltip says a call's duration with
+    summary's rule (its unit, three digits), run in the browser on the exact
+    totals, minima and maxima that summary's table prints."""
+    sp.script(DURATIONS)
+    assert sp("run", "-q", "-o", "d.h5", "script.py").returncode == 0
+    assert sp("plot", "d.h5", "-o", "out").returncode == 0
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    function = re.search(r"function duration\(ns\) \{.*?\n  \}\n", page, re.S).group(0)
+    report = json.loads(sp("summary", "--json", "d.h5").stdout)
+    lines = sp("summary", "--flat", "d.h5").stdout.splitlines()
+    header = lines.index(next(l for l in lines if l.startswith("region")))
+    cells = {}
+    for line in lines[header + 2:header + 2 + len(report["regions"])]:
+        name, _, *times = re.split(r"\s\s+|(?<=\d) (?=\d)", line.strip())
+        cells[name] = times
+    wanted, printed = [], []
+    for r in report["regions"]:
+        for key, column in (("total_s", 0), ("min_s", 3), ("max_s", 4)):
+            wanted.append(round(r[key] * NS))
+            printed.append(cells[r["name"]][column])
+    assert len(set(p.split()[-1] for p in printed)) >= 3, printed    # ns, µs and ms at least
+    probe = tmp_path / "probe.html"
+    probe.write_text("<html><body><pre id='o'></pre><script>" + function +
+                     "document.getElementById('o').textContent = JSON.stringify(%s.map(duration));"
+                     "</script></body></html>" % json.dumps(wanted), encoding="utf-8")
+    dom = chromium(tmp_path, "--dump-dom", probe.as_uri())
+    shown = json.loads(html.unescape(re.search(r"<pre id=\"o\">(.*?)</pre>", dom, re.S).group(1)))
+    assert shown == printed
