@@ -74,6 +74,17 @@ enum sp_err sp_plot_gantt(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 enum sp_err sp_plot_flame(FILE *svg, FILE *csv, const struct sp_plot_file *f,
 			  const struct sp_plot_opts *o, struct sp_plot_info *info, struct sp_error *err);
 
+/* The merged (left-heavy) flame graph of f: the summary's call tree of the
+ * selected ranks and regions (ranks merged by path), each entry a box as
+ * wide as its total, the heaviest child leftmost, depth downwards; boxes
+ * narrower than a threshold (0.5 px, wider until the chart fits its budget)
+ * are left out with their subtrees and counted in a note. Every box has a
+ * <title> (name, total, share, calls) and sp:calls. csv: "path,calls,total"
+ * (path: the names joined by ';'), every entry. SP_EINVAL when there is no
+ * call tree of a selected region; SP_ENOMEM, SP_EIO. */
+enum sp_err sp_plot_flamegraph(FILE *svg, FILE *csv, const struct sp_plot_file *f,
+			       const struct sp_plot_opts *o, struct sp_error *err);
+
 enum sp_plot_metric {
 	SP_PLOT_AVG, SP_PLOT_MIN, SP_PLOT_MAX, SP_PLOT_TOTAL, SP_PLOT_NMETRICS
 };

@@ -29,6 +29,9 @@ static const struct sp_cmd_help help = {
 		"  gantt.svg             one lane per rank and region, every call a bar\n"
 		"  flame.svg             each rank's call stacks over time, depth down;\n"
 		"                        hover a box for its name, start and duration\n"
+		"  flamegraph.svg        the call tree merged (the summary's, ranks\n"
+		"                        summed): each call path once, as wide as its\n"
+		"                        total, heaviest first (left-heavy)\n"
 		"  durations_METRIC.svg  one bar per region (per file, side by side)\n"
 		"  speedup.svg           per region, speedup against the smallest run,\n"
 		"                        when the files differ in size (see --x-field)\n"
@@ -44,7 +47,8 @@ static const struct sp_cmd_help help = {
 	.notes =
 		"With --export-data, the data behind each chart, in seconds:\n"
 		"gantt_data.csv (rank,region,start,end,duration), flame_data.csv\n"
-		"(rank,depth,region,start,duration), durations_data.csv\n"
+		"(rank,depth,region,start,duration), flamegraph_data.csv (path,calls,total;\n"
+		"path: the names joined by ';'), durations_data.csv\n"
 		"(file,region,metric,value), speedup_data.csv (region,x,time,speedup).\n"
 		"Exit status: 0; 1 when a FILE cannot be read or holds no region, no FILE\n"
 		"has per-call events (aggregation mode: no Gantt or flame chart or\n"
@@ -109,8 +113,8 @@ struct plot {
 	struct timespec start;
 	int status;
 	/* the SVG charts written, for report.html to inline */
-	struct sp_plot_chart charts[4 + SP_PLOT_NMETRICS];
-	char *chart_bufs[4 + SP_PLOT_NMETRICS], *chart_names[4 + SP_PLOT_NMETRICS];
+	struct sp_plot_chart charts[5 + SP_PLOT_NMETRICS];
+	char *chart_bufs[5 + SP_PLOT_NMETRICS], *chart_names[5 + SP_PLOT_NMETRICS];
 	size_t ncharts;
 	const char *why_not;                   /* no timeline: why */
 	int full;                              /* the disk is full: nothing more is written */
@@ -118,13 +122,14 @@ struct plot {
 
 /* What one output file gets: the chart (svg) and, for --export-data, its
  * CSV beside it (csv NULL when not asked for). */
-enum what { GANTT, FLAME, DURATIONS, DURATIONS_CSV, SPEEDUP, STATISTICS, REPORT };
+enum what { GANTT, FLAME, FLAMEGRAPH, DURATIONS, DURATIONS_CSV, SPEEDUP, STATISTICS, REPORT };
 
 static enum sp_err draw(struct plot *pl, enum what w, int metric, FILE *f, FILE *csv, struct sp_error *err)
 {
 	switch (w) {
 	case GANTT: return sp_plot_gantt(f, csv, pl->events, &pl->opts, NULL, err);
 	case FLAME: return sp_plot_flame(f, csv, pl->events, &pl->opts, NULL, err);
+	case FLAMEGRAPH: return sp_plot_flamegraph(f, csv, pl->events, &pl->opts, err);
 	case DURATIONS: return sp_plot_durations(f, pl->files, pl->n, (enum sp_plot_metric)metric, &pl->opts, err);
 	case DURATIONS_CSV: return sp_plot_durations_csv(f, pl->files, pl->n, pl->metrics, &pl->opts, err);
 	case SPEEDUP: return sp_plot_speedup(f, csv, pl->files, pl->n, (enum sp_plot_xfield)pl->xfield,
@@ -438,6 +443,7 @@ static void write_charts(struct plot *pl)
 	if (pl->events) {
 		write_chart(pl, GANTT, 0, "gantt.svg", pl->export_data ? "gantt_data.csv" : NULL);
 		write_chart(pl, FLAME, 0, "flame.svg", pl->export_data ? "flame_data.csv" : NULL);
+		write_chart(pl, FLAMEGRAPH, 0, "flamegraph.svg", pl->export_data ? "flamegraph_data.csv" : NULL);
 	}
 	for (int m = 0; m < SP_PLOT_NMETRICS; m++) {
 		char name[64];

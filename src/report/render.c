@@ -383,20 +383,25 @@ static void render_html(FILE *out, const struct view *v, const char *title, int 
 /* Narrows sub, a shallow copy of p, to the ranks sel selects; sub->ranks is
  * then malloc'd and the caller's to free, also on failure. SP_ENOMEM, or
  * SP_EINVAL when no rank is selected, with err set. */
-static enum sp_err select_ranks(const struct sp_profile *p, const struct sp_select *sel,
-				struct sp_profile *sub, struct sp_error *err)
+enum sp_err sp_rview_select(struct view *v, const struct sp_profile *p, const struct sp_select *sel,
+			    struct sp_error *err)
 {
 	char list[128];
-	sub->ranks = malloc((p->nranks ? p->nranks : 1) * sizeof *sub->ranks);
-	if (!sub->ranks)
+	v->p = p;
+	if (!sel || !sel->nranks)
+		return SP_OK;
+	v->sub = *p;
+	v->sub.ranks = malloc((p->nranks ? p->nranks : 1) * sizeof *v->sub.ranks);
+	if (!v->sub.ranks)
 		return sp_error_set(err, SP_ENOMEM, "out of memory selecting ranks");
-	sub->nranks = 0;
+	v->sub.nranks = 0;
 	for (size_t r = 0; r < p->nranks; r++)
 		if (sp_select_rank(sel, p->ranks[r].rank))
-			sub->ranks[sub->nranks++] = p->ranks[r];
-	if (sub->nranks == 0)
+			v->sub.ranks[v->sub.nranks++] = p->ranks[r];
+	if (v->sub.nranks == 0)
 		return sp_error_set(err, SP_EINVAL, "no rank selected: the profile has rank%s %s",
 				    p->nranks == 1 ? "" : "s", sp_render_rank_list(list, sizeof list, p));
+	v->p = &v->sub;
 	return SP_OK;
 }
 
@@ -532,16 +537,11 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 {
 	const struct sp_select *sel = o ? o->select : NULL;
 	int json = o && (o->json || o->html);
-	struct sp_profile sub = *p;
-	struct view v = { .p = p, .sel = sel, .roots_first = -1, .roots_last = -1 };
+	struct view v = { .sel = sel, .roots_first = -1, .roots_last = -1 };
 	struct sp_hosts hosts = {0};
-	enum sp_err rc = SP_OK;
-	sub.ranks = NULL;
-	if (sel && sel->nranks) {
-		if ((rc = select_ranks(p, sel, &sub, err)) != SP_OK)
-			goto out;
-		v.p = &sub;
-	}
+	enum sp_err rc = sp_rview_select(&v, p, sel, err);
+	if (rc != SP_OK)
+		goto out;
 	if ((rc = build_view(&v, parts, json, o, err)) != SP_OK)
 		goto out;
 	if (sp_hosts_group(v.p, &hosts) != 0) {
@@ -558,7 +558,6 @@ static enum sp_err summary(FILE *out, const struct sp_profile *p, const char *ti
 	if (fflush(out) != 0 || ferror(out))
 		rc = sp_error_set(err, SP_EIO, "writing the summary failed");
 out:
-	free(sub.ranks);
 	sp_rview_free(&v);
 	sp_hosts_free(&hosts);
 	return rc;

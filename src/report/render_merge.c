@@ -355,4 +355,5 @@ void sp_rview_free(struct view *v)
 	free(v->cum);
 	free(v->self);
 	free(v->rank_totals);
+	free(v->sub.ranks);
 }

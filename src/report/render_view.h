@@ -54,6 +54,7 @@ struct frow {
 
 struct view {
 	const struct sp_profile *p;    /* the selected ranks only */
+	struct sp_profile sub;         /* p's ranks when a selection made them (owned) */
 	const struct sp_select *sel;
 	unsigned char *keep;           /* per region of each rank, in order: selected */
 	int64_t *cum, *self;           /* per region of each rank: sp_rank_region_times */
@@ -77,6 +78,11 @@ struct view {
 	size_t tree_shown, rows_shown;
 	int64_t tree_cut, rows_cut;
 };
+
+/* Points v->p at p's ranks that sel selects (all when sel names none).
+ * SP_EINVAL when it selects none (err says which ranks p has), SP_ENOMEM. */
+enum sp_err sp_rview_select(struct view *v, const struct sp_profile *p, const struct sp_select *sel,
+			    struct sp_error *err);
 
 /* Merges the regions of every rank of v->p by name into v->rows, keeping
  * the selected ones, in the order asked for; notes in v->keep which region

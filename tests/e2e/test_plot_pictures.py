@@ -6,7 +6,9 @@ import csv
 import json
 import xml.etree.ElementTree as ET
 
-from conftest import ROOT
+import h5py
+
+from conftest import ROOT, tree
 
 SVG = "{http://www.w3.org/2000/svg}"
 SPNS = "{urn:scope-profiler:plot}"
@@ -166,3 +168,61 @@ def test_long_names_are_cut_in_the_middle_as_summary_cuts_them(sp):
     labels = [t for t in texts if t.startswith("0 \u00b7 ")]
     assert len(labels) == 2 and len(set(labels)) == 2, labels
     assert all("\u2026" in t and t.endswith(("alpha", "beta")) for t in labels), labels
+
+
+def test_the_flame_graph_merges_call_paths_heaviest_first(sp):
+    """flamegraph.svg: the summary's call tree, each path once, as wide as its
+    total, the heaviest child leftmost although it ran last."""
+    sp.script("""
+        import time
+        import scope_profiler as sp
+
+        def leaf(s):
+            time.sleep(s)
+
+        def light():
+            leaf(0.004)
+
+        def heavy():
+            for _ in range(3):
+                leaf(0.006)
+
+        def main():
+            light()
+            light()
+            heavy()
+
+        main()
+    """)
+    assert sp("run", "-q", "--recursive", "-o", "r.h5", "script.py").returncode == 0
+    proc = sp("plot", "r.h5", "-o", "out", "--export-data")
+    assert proc.returncode == 0, proc.stderr
+    out = sp.tmp / "out"
+    # the data: every path of the file's call tree once, with its calls and total
+    with h5py.File(sp.tmp / "r.h5") as f:
+        nodes = tree(f)
+    paths = {}
+    for i, (parent, name, calls, ns) in enumerate(nodes):
+        path = name if parent < 0 else paths[parent][0] + ";" + name
+        paths[i] = (path, calls, ns)
+    with open(out / "flamegraph_data.csv", newline="") as fh:
+        rows = {r["path"]: (int(r["calls"]), round(float(r["total"]) * 1e9)) for r in csv.DictReader(fh)}
+    assert rows == {p: (c, ns) for p, c, ns in paths.values()}
+    # the picture: a box per path, as wide as its total, heavy left of light
+    boxes = {}
+    for rect in svg(out / "flamegraph.svg").iter(SVG + "rect"):
+        title = rect.find(SVG + "title")
+        if title is not None:
+            boxes.setdefault(title.text.split("\n")[0], []).append(
+                (float(rect.get("x")), float(rect.get("width")), int(rect.get(SPNS + "calls"))))
+    (hx, hw, hcalls), = boxes["__main__.heavy"]
+    (lx, lw, lcalls), = boxes["__main__.light"]
+    assert (hcalls, lcalls) == (1, 2)
+    assert hx < lx and abs(hx + hw - lx) < 0.01
+    total = {p.rsplit(";", 1)[-1]: ns for p, (c, ns) in rows.items()
+             if p.endswith(("main;__main__.heavy", "main;__main__.light"))}
+    assert abs(hw / lw - total["__main__.heavy"] / total["__main__.light"]) < 0.01
+    # one leaf box under each (its calls merged), two call paths of leaf
+    assert sorted(c for _, _, c in boxes["__main__.leaf"]) == [2, 3]
+    # report.html shows it too
+    assert 'data-chart="flamegraph.svg"' in (out / "report.html").read_text(encoding="utf-8")

@@ -204,7 +204,7 @@ def test_report_of_a_real_script_in_a_browser(sp, tmp_path):
     assert got == {(0, n): c for n, c in recorded.items()}
     # every chart the run drew is inlined, and the statistics are a table
     charts = sorted(p.name for p in out.iterdir() if p.suffix == ".svg")
-    assert charts == ["durations_max.svg", "durations_total.svg", "flame.svg", "gantt.svg"]
+    assert charts == ["durations_max.svg", "durations_total.svg", "flame.svg", "flamegraph.svg", "gantt.svg"]
     assert sorted(a["data-chart"] for a in page.find("div", "chart")) == charts
     assert text.count("<svg ") == len(charts)
     assert len(page.find("table", "stats", data_file="out.h5")) == 1
