@@ -663,6 +663,48 @@ static PyObject *ch_sizes(PyObject *m, PyObject *args)
 	return out;
 }
 
+/* _chart_colours(files, ranks, include, exclude, names) -> {name: "#rrggbb"}
+ * for each of names: the colours every chart of `scope-profiler plot` gives
+ * them (sp_plot_colours_build over the files and selection: the heaviest
+ * regions the palette in order, the others a hash of their names). */
+static PyObject *ch_colours(PyObject *m, PyObject *args)
+{
+	PyObject *files, *ranks, *include, *exclude, *names, *out = NULL;
+	struct view *vs;
+	struct sp_plot_file *fs;
+	struct sp_select s;
+	struct sp_plot_colours c;
+	struct sp_error err = {0};
+	size_t nf;
+	if (!PyArg_ParseTuple(args, "OOOOO:_chart_colours", &files, &ranks, &include, &exclude, &names) ||
+	    views_build(files, &vs, &fs, &nf) != 0)
+		return NULL;
+	if (select_build(&s, ranks, include, exclude) != 0) {
+		views_free(vs, fs, nf);
+		return NULL;
+	}
+	enum sp_err rc = sp_plot_colours_build(&c, fs, nf, &s, &err);
+	PyObject *it = rc == SP_OK ? PyObject_GetIter(names) : NULL;
+	if (rc != SP_OK)
+		chart_err(rc, &err);
+	else if (it)
+		out = PyDict_New();
+	for (PyObject *name; out && (name = PyIter_Next(it));) {
+		const char *utf8 = PyUnicode_AsUTF8(name);
+		PyObject *hex = utf8 ? PyUnicode_FromString(sp_plot_colour(&c, utf8)) : NULL;
+		if (!hex || PyDict_SetItem(out, name, hex) != 0)
+			Py_CLEAR(out);
+		Py_XDECREF(hex);
+		Py_DECREF(name);
+	}
+	if (PyErr_Occurred())
+		Py_CLEAR(out);
+	Py_XDECREF(it);
+	sp_select_free(&s);
+	views_free(vs, fs, nf);
+	return out;
+}
+
 /* _charts_code() -> the code of scope_profiler._charts (frozen at build
  * time by the interpreter linked in, as the module's own layer). */
 static PyObject *ch_code(PyObject *m, PyObject *unused)
@@ -677,6 +719,7 @@ PyMethodDef sp_charts_methods[] = {
 	{"_chart_flame", ch_flame, METH_VARARGS, NULL},
 	{"_chart_table", ch_table, METH_VARARGS, NULL},
 	{"_chart_sizes", ch_sizes, METH_VARARGS, NULL},
+	{"_chart_colours", ch_colours, METH_VARARGS, NULL},
 	{"_charts_code", ch_code, METH_NOARGS, NULL},
 	{NULL},
 };

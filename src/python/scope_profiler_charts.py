@@ -11,7 +11,7 @@ script's program.
 """
 
 from . import _NS, ProfilingResults, read_h5
-from . import _chart_flame, _chart_gantt, _chart_sizes, _chart_table
+from . import _chart_colours, _chart_flame, _chart_gantt, _chart_sizes, _chart_table
 
 
 def _pyplot(caller):
@@ -60,11 +60,11 @@ def _has_calls(results, caller):
         raise ValueError(f"{caller}: {_file_label(results)} has no recorded calls")
 
 
-def _region_colors(plt, results):
-    """One colour per region, by the file's region order: the same region
-    has the same colour on the Gantt and the flame chart of a file."""
-    cmap = plt.get_cmap("tab20" if len(results.region_names) > 10 else "tab10")
-    return {name: cmap(i % cmap.N) for i, name in enumerate(results.region_names)}
+def _region_colors(results, ranks, include, exclude):
+    """Each region's colour as `scope-profiler plot` draws it (the heaviest
+    regions of the selection the palette in order, the others a hash of the
+    name): one region, one colour, in every chart, SVG or matplotlib."""
+    return _chart_colours([_file(results)], ranks, include, exclude, results.region_names)
 
 
 def _axes(plt, ax, figsize):
@@ -135,7 +135,7 @@ def plot_gantt(results, ranks=None, include=None, exclude=None, ax=None, title=N
                          "selected regions and ranks (aggregation-mode files have none)")
     span_ns, lanes = drawn
     span = span_ns / _NS
-    colors = _region_colors(plt, results)
+    colors = _region_colors(results, ranks, include, exclude)
     fig, ax = _axes(plt, ax, (10, max(2.5, 1.2 + 0.35 * len(lanes))))
     named, calls, bars = set(), 0, 0
     for y, (rank, name, n, x0, x1, _) in enumerate(lanes):
@@ -204,7 +204,7 @@ def plot_flame(results, rank=0, include=None, exclude=None, ax=None, title=None,
     top = int(band_depth.sum())
     row = depth + band_top[lane_of]
     span = span_ns / _NS
-    colors = _region_colors(plt, results)
+    colors = _region_colors(results, None, include, exclude)   # as plot_gantt's of the file
     fig, ax = _axes(plt, ax, (10, max(2.5, 1.2 + 0.45 * top)))
     index = {name: i for i, name in enumerate(names)}
     for name in results.region_names + [None]:
@@ -281,10 +281,14 @@ def plot_durations(results, metric="avg", ranks=None, include=None, exclude=None
     k = list(_METRICS).index(metric)
     fig, ax = _axes(plt, ax, (max(6, 1.5 + 0.8 * len(rows) * max(1, len(runs) / 2)), 4.5))
     width = 0.8 / len(runs)
+    # one file: each region's bar in its colour, as plot's durations chart
+    colours = (_chart_colours([_file(runs[0])], ranks, include, exclude, [n for n, _ in rows])
+               if len(runs) == 1 else None)
     for i, label in enumerate(labels):
         xs = [j for j, (_, vals) in enumerate(rows) if vals[i] is not None]
         ax.bar([x - 0.4 + width * (i + 0.5) for x in xs], [rows[x][1][i][k] for x in xs],
-               width=width, label=label)
+               width=width, label=label,
+               color=[colours[rows[x][0]] for x in xs] if colours else None)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([name for name, _ in rows], rotation=30 if len(rows) > 4 else 0,
                        ha="right" if len(rows) > 4 else "center")
@@ -343,8 +347,10 @@ def plot_speedup(results, x_field="num_ranks", include=None, exclude=None, ax=No
         raise ValueError("plot_speedup: no selected region has calls in the smallest run "
                          "and another")
     fig, ax = _axes(plt, ax, (7, 5))
+    colours = _chart_colours(files, None, include, exclude, list(lines))
     for name, points in lines.items():
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name,
+                color=colours[name])
     xs = sorted(set(sizes))
     ax.plot(xs, [x / xs[0] for x in xs], linestyle="--", color="black", label="ideal")
     ax.set_xticks(xs)

@@ -557,3 +557,52 @@ def test_without_matplotlib_one_clear_import_error(tmp_path):
         assert line.startswith(f"ImportError scope_profiler.{name}() needs matplotlib"), line
         assert "apt-get install python3-matplotlib" in line
         assert "`scope-profiler plot FILE -o DIR`" in line
+
+
+COLOURS = """
+import time
+import scope_profiler as sp
+for i in range(12):
+    with sp.region("r%02d" % i):
+        with sp.region("inner%02d" % (i % 3)):
+            time.sleep(0.0004 * (i + 1))
+"""
+
+SAME_COLOURS = """
+import json
+from matplotlib.colors import to_hex
+import scope_profiler as sp
+out = {}
+ax = sp.plot_gantt("c.h5", columns=None).axes[0]
+out["gantt"] = {c.get_gid().split(":", 2)[2]: to_hex(c.get_facecolor()[0]) for c in ax.collections
+                if (c.get_gid() or "").startswith("gantt:")}
+ax = sp.plot_flame("c.h5", columns=None).axes[0]
+out["flame"] = {c.get_label(): to_hex(c.get_facecolor()[0]) for c in ax.collections
+                if not c.get_label().startswith("_")}
+ax = sp.plot_durations("c.h5", metric="total").axes[0]
+out["durations"] = dict(zip([t.get_text() for t in ax.get_xticklabels()],
+                            [to_hex(b.get_facecolor()) for b in ax.containers[0]]))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.script_imports("matplotlib", "numpy")
+def test_charts_colour_regions_as_scope_profiler_plot(tmp_path):
+    """One palette: every matplotlib chart gives a region the colour that
+    `scope-profiler plot`'s charts give it (the heaviest in the palette's
+    order, all different), not matplotlib's cycle in the file's order."""
+    (tmp_path / "rec.py").write_text(COLOURS)
+    assert run_tool(tmp_path, "run", "-q", "-o", "c.h5", "rec.py").returncode == 0
+    proc = run_tool(tmp_path, "plot", "c.h5", "-o", "svg")
+    assert proc.returncode == 0, proc.stderr
+    ns = "{urn:scope-profiler:plot}"
+    svg = {g.get(ns + "region"): g.get("fill") for g in ET.parse(tmp_path / "svg" / "gantt.svg")
+           .getroot().iter(SVG + "g") if g.get(ns + "region") and g.get("fill")}
+    assert len(svg) == 15 and len(set(svg.values())) == 15, svg
+    (tmp_path / "same.py").write_text(SAME_COLOURS)
+    proc = run_tool(tmp_path, "run", "-q", "--no-output", "same.py")
+    assert proc.returncode == 0, proc.stderr
+    py = json.loads(proc.stdout.splitlines()[-1])
+    assert py["gantt"] == svg
+    assert py["flame"] and all(svg[name] == colour for name, colour in py["flame"].items()), py["flame"]
+    assert py["durations"] == svg
