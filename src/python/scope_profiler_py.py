@@ -363,10 +363,10 @@ def _own_prefixes(kind, what):
     """What --recursive takes for the user's own code though it be in the
     stdlib or installed: the folder of the script being run ("script"),
     the package named by -m, its top-level package's folder, or the file
-    of a top-level module ("module"), -c's code ("command", "<string>").
-    Looked up without importing anything."""
+    of a top-level module ("module"); -c's code ("command") is told by its
+    code objects (_command_codes). Looked up without importing anything."""
     if kind == "command":
-        return ("<string>",)
+        return ()
     if kind == "script":
         path = _os.path.abspath(what)
         folder = path if _os.path.isdir(path) else _os.path.dirname(path)
@@ -392,11 +392,28 @@ def _own_prefixes(kind, what):
     return tuple(sorted(found))
 
 
-def _start_tracing(target, trace_all, include, exclude, own=()):
+def _command_codes(source):
+    """run -c: the keys of the code objects compile() makes of the command
+    (qualified name, first line, bytecode), by which --recursive tells its
+    functions from other code named "<string>" (what exec and eval make:
+    dataclasses' __init__, namedtuple's __new__)."""
+    try:
+        top = compile(source, "<string>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return None
+    keys, todo = set(), [top]
+    while todo:
+        co = todo.pop()
+        keys.add((co.co_qualname, co.co_firstlineno, co.co_code))
+        todo.extend(c for c in co.co_consts if isinstance(c, type(top)))
+    return frozenset(keys)
+
+
+def _start_tracing(target, trace_all, include, exclude, own=(), codes=None):
     """`run --recursive`: the root region, then the hook in every thread."""
     region(target).__enter__()
     _tracer_configure(bool(trace_all), tuple(include), tuple(exclude),
-                      () if trace_all else _foreign_prefixes(), tuple(own))
+                      () if trace_all else _foreign_prefixes(), tuple(own), codes)
     if _sys.version_info < (3, 12):
         # 3.11: a profile hook per thread, which a script's own replaces.
         # Later, sys.monitoring events reach every thread and coexist.
@@ -536,8 +553,10 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False, o
         if not hasattr(builtins, "profile"):
             builtins.profile = profile
     if trace:
+        command = own_of and own_of[0] == "command" and not trace_all
         _start_tracing(target, trace_all, include, exclude,
-                       _own_prefixes(*own_of) if own_of and not trace_all else ())
+                       _own_prefixes(*own_of) if own_of and not trace_all else (),
+                       _command_codes(own_of[1]) if command else None)
     atexit.register(_run_exit)  # C: ends the session, signals held
     _sys.exit = _watch_exit(_sys.exit)
     # The no-op scope_profiler for the script's Python subprocesses (shim.c;

@@ -598,7 +598,7 @@ PyMethodDef sp_session_methods[] = {
 
 /* ---- `run`: its start and its end ---- */
 
-/* _run_hooks' last argument: (kind, the script's path or the module's name). */
+/* _run_hooks' last argument: (kind, the script's path, the module's name or -c's code). */
 struct own_of {
 	const char *kind, *what;
 };
@@ -619,7 +619,7 @@ int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const
 	/* What --recursive takes for the user's own code, even installed
 	 * (scope_profiler._own_prefixes). */
 	const char *kind = t->module ? "module" : t->command ? "command" : "script";
-	const char *what = t->module ? t->module : t->command ? "" : t->script;
+	const char *what = t->module ? t->module : t->command ? t->command : t->script;
 	PyObject *mod = PyImport_ImportModule("scope_profiler"), *res = NULL;
 	session.locked = *s;
 	/* --recursive is the hook _run_hooks starts below, not the script's

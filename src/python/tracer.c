@@ -43,6 +43,12 @@ static Py_ssize_t extra_index = -1;
 
 /* What to trace; set before the first code object is classified. */
 static struct sp_filter filter;
+/* run -c: the keys (co_qualname, co_firstlineno, co_code) of the code
+ * objects compile() makes of the command, or NULL. Its code is named
+ * "<string>", as python -c names it, and so is code that exec() and eval()
+ * make at run time (dataclasses' __init__, namedtuple's __new__), which is
+ * not the user's: the key tells them apart. */
+static PyObject *command_codes;
 
 /* Slots are valid until the regions are reset, which stops the hook in
  * every thread first (sp_tracer_stop_all), discarding the stacks. */
@@ -194,6 +200,13 @@ static __attribute__((noinline, cold)) void *classify(PyCodeObject *co, PyObject
 	const char *filename = fsname ? PyBytes_AS_STRING(fsname) : NULL;
 	int own = filename && strcmp(filename, "<scope_profiler>") != 0   /* never the profiler's layer */
 		  && sp_filter_own_code(&filter, filename);
+	if (!own && command_codes && filename && strcmp(filename, "<string>") == 0) {
+		PyObject *bytes = PyObject_GetAttrString((PyObject *)co, "co_code");
+		PyObject *key = bytes ? Py_BuildValue("(OiO)", co->co_qualname, co->co_firstlineno, bytes) : NULL;
+		own = key && PySet_Contains(command_codes, key) == 1;
+		Py_XDECREF(key);
+		Py_XDECREF(bytes);
+	}
 	Py_XDECREF(fsname);
 	if (!own)
 		goto out;
@@ -461,15 +474,22 @@ static int patterns(PyObject *tuple, struct sp_pattern **v, size_t *n)
 	return 0;
 }
 
-/* _tracer_configure(all, include, exclude, foreign, own=()): the filter for
- * code objects not yet seen. */
+/* _tracer_configure(all, include, exclude, foreign, own=(), codes=None):
+ * the filter for code objects not yet seen; codes: run -c's keys (a
+ * frozenset, see command_codes). */
 static PyObject *tr_configure(PyObject *m, PyObject *args)
 {
 	int all;
-	PyObject *inc, *exc, *foreign, *own = NULL;
-	if (!PyArg_ParseTuple(args, "pO!O!O!|O!:_tracer_configure", &all, &PyTuple_Type, &inc,
-			      &PyTuple_Type, &exc, &PyTuple_Type, &foreign, &PyTuple_Type, &own))
+	PyObject *inc, *exc, *foreign, *own = NULL, *codes = NULL;
+	if (!PyArg_ParseTuple(args, "pO!O!O!|O!O:_tracer_configure", &all, &PyTuple_Type, &inc,
+			      &PyTuple_Type, &exc, &PyTuple_Type, &foreign, &PyTuple_Type, &own, &codes))
 		return NULL;
+	if (codes == Py_None)
+		codes = NULL;
+	if (codes && !PyFrozenSet_Check(codes)) {
+		PyErr_SetString(PyExc_TypeError, "_tracer_configure: codes must be a frozenset or None");
+		return NULL;
+	}
 	struct sp_filter f = {.all = all};
 	if (patterns(inc, &f.include, &f.ninclude) != 0 || patterns(exc, &f.exclude, &f.nexclude) != 0 ||
 	    str_list(foreign, &f.foreign, &f.nforeign) != 0 ||
@@ -479,6 +499,8 @@ static PyObject *tr_configure(PyObject *m, PyObject *args)
 	}
 	sp_filter_clear(&filter);
 	filter = f;
+	Py_XINCREF(codes);
+	Py_XSETREF(command_codes, codes);
 	Py_RETURN_NONE;
 }
 

@@ -45,6 +45,26 @@ def test_run_c_recursive_records_the_code_s_functions(sp):
     assert calls["__main__.f"] == 177
 
 
+def test_run_c_recursive_leaves_out_code_that_exec_makes(sp):
+    """-c's code is named "<string>", as is the code exec() and eval() make
+    at run time (dataclasses' __init__, namedtuple's __new__, those of the
+    stdlib modules imported): only the command's own functions are its."""
+    code = ("import collections, dataclasses\n"
+            "@dataclasses.dataclass\n"
+            "class P:\n    x: int\n    y: int = 2\n"
+            "T = collections.namedtuple('T', 'a b')\n"
+            "def f(n):\n    return [P(i) for i in range(n)] + [T(1, 2)]\n"
+            "g = lambda: f(3)\n"
+            "print(len(g()))\n")
+    proc = sp("run", "-q", "--recursive", "-o", "c.h5", "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "4\n"
+    calls = names(sp.tmp / "c.h5")
+    assert calls["__main__.f"] == 1 and calls["__main__.<lambda>"] == 1 and calls["__main__.P"] == 1
+    assert set(calls) - {"-c", "__main__.<module>", "__main__.f", "__main__.<lambda>", "__main__.P"} \
+        <= {"__main__.f.<locals>.<listcomp>"}, calls   # a comprehension's frame before 3.12
+
+
 def test_run_c_status_and_errors(sp):
     proc = sp("run", "-q", "--no-output", "-c", "import sys; sys.exit(4)")
     assert proc.returncode == 4, proc.stderr
