@@ -245,3 +245,30 @@ def tree(f, rank=0):
     t = f[f"rank{rank}/tree"]
     return [(int(p), names[int(r)], int(c), int(ns))
             for p, r, c, ns in zip(t["parent"][:], t["region"][:], t["calls"][:], t["total_ns"][:])]
+
+
+def tick_hwm(body="pass", stream="sys.stderr"):
+    """The text of a script that runs int(argv[1]) calls of the region
+    "tick", each running `body` (i: the call's index), and prints
+    "hwm QUARTER WHOLE" to `stream`: its peak RSS (VmHWM, KiB) after a
+    quarter of the calls and after all of them (what the memory tests
+    compare within one run)."""
+    return f"""
+import sys
+import scope_profiler as sp
+
+def hwm():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+
+n = int(sys.argv[1])
+r = sp.region("tick")
+for i in range(n // 4):
+    with r:
+        {body}
+quarter = hwm()
+for i in range(n - n // 4):
+    with r:
+        {body}
+print("hwm", quarter, hwm(), file={stream}, flush=True)
+"""

@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, one_line_error, regions, tree
+from conftest import BINARY, one_line_error, regions, tree, tick_hwm
 
 TICK = """
 import sys
@@ -223,27 +223,7 @@ def test_streaming_keeps_every_call_where_memory_would_run_out(sp):
         assert run.stderr == ""
 
 
-# TICK that says its peak RSS (VmHWM, KiB) after a quarter of its calls and
-# after all of them, on stderr.
-TICK_HWM = """
-import sys
-import scope_profiler as sp
-
-def hwm():
-    with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
-
-n = int(sys.argv[1])
-r = sp.region("tick")
-for _ in range(n // 4):
-    with r:
-        pass
-quarter = hwm()
-for _ in range(n - n // 4):
-    with r:
-        pass
-print("hwm", quarter, hwm(), file=sys.stderr)
-"""
+TICK_HWM = tick_hwm()
 
 
 def test_streamed_run_memory_is_bounded_by_the_budget(sp):

@@ -14,7 +14,7 @@ import time
 import h5py
 import pytest
 
-from conftest import BINARY, regions
+from conftest import BINARY, regions, tick_hwm
 from test_memory import ASAN
 from test_mpi import mpirun as mpirun_env
 
@@ -140,24 +140,7 @@ def test_a_streamed_job_merges_into_one_file_with_every_call(sp):
         assert (ranks, steps) == (4, sum(calls_and_dropped(s, r)["step"][0] for r in (0, 2, 3)))
 
 
-# Each rank's VmHWM after a quarter of its calls and after all of them.
-TICK_HWM = """
-import sys
-import scope_profiler as sp
-def hwm():
-    with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
-n = int(sys.argv[1])
-r = sp.region("tick")
-for _ in range(n // 4):
-    with r:
-        pass
-quarter = hwm()
-for _ in range(n - n // 4):
-    with r:
-        pass
-print("hwm", quarter, hwm(), flush=True)
-"""
+TICK_HWM = tick_hwm(stream="sys.stdout")
 
 
 # argv: log prefix, command...: runs the command (a rank: its log is the

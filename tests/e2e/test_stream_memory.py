@@ -13,7 +13,7 @@ import sys
 import h5py
 import numpy as np
 
-from conftest import regions
+from conftest import regions, tick_hwm
 from test_memory import ASAN, peak_rss
 from test_stream import partial_calls, running, wait_flushed, wait_started
 
@@ -169,27 +169,7 @@ def test_a_killed_memory_run_keeps_the_column_and_recover_keeps_it(sp):
     assert summary.returncode == 0 and "Allocations" in summary.stdout, summary.stderr
 
 
-# TICK with allocations that says its peak RSS (VmHWM, KiB) after a quarter
-# of its calls and after all of them, on stderr.
-TICK_HWM = """
-import sys
-import scope_profiler as sp
-
-def hwm():
-    with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
-
-n = int(sys.argv[1])
-r = sp.region("tick")
-for i in range(n // 4):
-    with r:
-        x = [None] * (i & 3)
-quarter = hwm()
-for i in range(n - n // 4):
-    with r:
-        x = [None] * (i & 3)
-print("hwm", quarter, hwm(), file=sys.stderr)
-"""
+TICK_HWM = tick_hwm("x = [None] * (i & 3)")
 
 
 def test_a_streamed_memory_run_stays_within_its_budget(sp):
