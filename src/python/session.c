@@ -699,6 +699,8 @@ static PyObject *exc_text(void)
  * the profile it had (one line says so, even under -q). */
 static void say_skipped(PyObject *err)
 {
+	if (session.cur.no_output || session.locked.no_output)
+		return;   /* run --no-output: there is no file to speak of */
 	const char *out = session.cur.outfile ? session.cur.outfile : session.default_outfile;
 	char ranked[PATH_MAX];
 	out = sp_standalone_outfile(out, ranked, sizeof ranked);

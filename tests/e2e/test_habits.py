@@ -220,6 +220,12 @@ def test_failure_before_recording_keeps_the_last_profile(sp, recursive):
     assert not (sp.tmp / "new.h5").exists()
     ours = [l for l in proc.stderr.splitlines() if l.startswith("scope-profiler")]
     assert len(ours) == 1 and "no profile written" in ours[0], proc.stderr
+    # --no-output writes no file: there is none to speak of, the script's
+    # own message is all, as under plain python.
+    proc = sp("run", *opts, "--no-output", script)
+    assert proc.returncode == 2
+    assert not [l for l in proc.stderr.splitlines() if l.startswith("scope-profiler")], proc.stderr
+    assert "required" in proc.stderr
 
 
 def test_failure_after_recording_writes_the_profile(sp):
