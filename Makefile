@@ -500,6 +500,7 @@ bench: deps-bench
 	$(PYTHON) scripts/bench_wholerun.py --binary $(abspath $(BIN)) --python $(PYTHON)
 	$(PYTHON) scripts/bench_endrun.py --binary $(abspath $(BIN))
 	$(PYTHON) scripts/bench_stream.py --binary $(abspath $(BIN))
+	$(PYTHON) scripts/bench_mpi_stream.py --binary $(abspath $(BIN))
 
 # The man pages: the overview, one per command, the file format. Their
 # SYNOPSIS and OPTIONS sections are written from the binary's --help by
