@@ -370,7 +370,7 @@ check-pythons:
 	@failed=; for s in $(CHECK_SUITES); do \
 		start=$$(date +%s); echo "== check-pythons: $$s"; \
 		if ./scripts/chroot.sh $$s run sh -c "make -j2 BUILD=build-$$s all unit-build && \
-			./build-$$s/scope-profiler --version && make BUILD=build-$$s unit e2e"; \
+			./build-$$s/scope-profiler --version && make BUILD=build-$$s unit e2e E2E_ARGS=$(OTHER_PYTHON_ARGS)"; \
 		then echo "== check-pythons: $$s passed in $$(( $$(date +%s) - start )) s"; \
 		else echo "== check-pythons: $$s FAILED after $$(( $$(date +%s) - start )) s"; failed="$$failed $$s"; fi; \
 	done; \
@@ -382,15 +382,29 @@ check-pythons:
 # with pytest and h5py); those whose scripts import a package the pyenv Python lacks
 # (numpy, h5py, mpi4py, ...) skip naming it (they run in the other suites). Every
 # version runs; the target fails if one did or is missing. CHECK_PYENV=3.13.0 runs one.
+# 3.12.1 (the only 3.12 here) runs the whole suite; the versions of CHECK_PYENV_SHORT
+# (3.13.0: Debian 13's 3.13 runs the whole suite in check-pythons) only what a
+# pyenv build changes: finding and linking its libpython, venvs, installs, the
+# interpreter's start, and the hooks (PYENV_SHORT_TESTS).
 CHECK_PYENV     ?= 3.12.1 3.13.0
+CHECK_PYENV_SHORT ?= 3.13.0
 CHECK_PYENV_DIR ?= $(shell pyenv root 2>/dev/null || echo $$HOME/.pyenv)/versions
 CHECK_TEST_PYTHON ?= /usr/bin/python3
+PYENV_SHORT_TESTS := $(addprefix tests/e2e/test_,build_python.py venv.py run.py module.py \
+	module_install.py interpreter.py earlier_api.py recursive.py lines.py exit.py habits.py)
+# The tests of the other Pythons leave out those marked any_python (their
+# outcome does not depend on the Python embedded: the browser, the docs, the
+# layers, builds against another HDF5), which the host's suite runs
+# (tests/e2e/conftest.py's --other-python).
+OTHER_PYTHON_ARGS := --other-python
 check-pyenv:
 	@failed=; for v in $(CHECK_PYENV); do \
 		start=$$(date +%s); py=$(CHECK_PYENV_DIR)/$$v/bin/python3; b=build-py$$v; \
+		tests=tests/e2e; case " $(CHECK_PYENV_SHORT) " in *" $$v "*) tests="$(PYENV_SHORT_TESTS)";; esac; \
 		echo "== check-pyenv: $$v ($$py)"; \
 		if $(MAKE) -j2 PYTHON=$$py BUILD=$$b all unit-build && ./$$b/scope-profiler --version && \
-			$(MAKE) PYTHON=$$py BUILD=$$b TEST_PYTHON=$(CHECK_TEST_PYTHON) unit e2e; \
+			$(MAKE) PYTHON=$$py BUILD=$$b TEST_PYTHON=$(CHECK_TEST_PYTHON) unit e2e \
+				E2E_ARGS="$(OTHER_PYTHON_ARGS)" E2E_TESTS="$$tests"; \
 		then echo "== check-pyenv: $$v passed in $$(( $$(date +%s) - start )) s"; \
 		else echo "== check-pyenv: $$v FAILED after $$(( $$(date +%s) - start )) s"; failed="$$failed $$v"; fi; \
 	done; \
@@ -407,8 +421,11 @@ unit: $(UNIT_BIN)
 		CMOCKA_MESSAGE_OUTPUT=stdout ./$$t; done
 
 # Not -q: the header says what the executable embeds (tests/e2e/conftest.py).
+# E2E_TESTS: the files or folders to run (default tests/e2e); E2E_ARGS: more
+# pytest arguments (check-pythons and check-pyenv give --other-python).
+E2E_TESTS ?= tests/e2e
 e2e: $(BIN)
-	SCOPE_PROFILER=$(abspath $(BIN)) $(TEST_PYTHON) -m pytest tests/e2e
+	SCOPE_PROFILER=$(abspath $(BIN)) $(TEST_PYTHON) -m pytest $(E2E_ARGS) $(E2E_TESTS)
 
 # Same tests, built with AddressSanitizer and UndefinedBehaviorSanitizer.
 # Leak checking is off where the interpreter is embedded (CPython keeps its

@@ -53,7 +53,25 @@ def embedded():
                                  packages=info["packages"])
 
 
+def pytest_addoption(parser):
+    parser.addoption("--other-python", action="store_true",
+                     help="this run checks a build against another Python than the host's "
+                          "(make check-pythons, check-pyenv): leave out the tests marked any_python, "
+                          "which the host's suite runs")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--other-python"):
+        return
+    kept = [i for i in items if not i.get_closest_marker("any_python")]
+    config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker("any_python")])
+    items[:] = kept
+
+
 def pytest_configure(config):
+    config.addinivalue_line("markers", "any_python: the test's outcome does not depend on the "
+                            "Python the tool embeds (the browser, the docs, the layers, builds "
+                            "against another HDF5): --other-python leaves it out")
     config.addinivalue_line("markers", "script_imports(*packages): the test's scripts import "
                             "these packages in the embedded Python; skipped where it lacks one")
     config.addinivalue_line("markers", "same_python: the test loads the extension module built "

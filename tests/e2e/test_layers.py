@@ -13,6 +13,9 @@ import pytest
 
 from conftest import BINARY, ROOT
 
+# The same whatever Python the tool embeds: the host's suite runs it (conftest's --other-python).
+pytestmark = pytest.mark.any_python
+
 
 def copy_tree(tmp):
     for part in ("src", "include", "scripts"):

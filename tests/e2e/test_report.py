@@ -17,6 +17,9 @@ import pytest
 
 from conftest import regions
 
+# The same whatever Python the tool embeds: the host's suite runs it (conftest's --other-python).
+pytestmark = pytest.mark.any_python
+
 NS = 1_000_000_000
 ODD = 'step <&"\'> \u00fc'     # HTML's specials and a non-ASCII letter
 CLOSER = "leaf </script><!--"  # would end the page's script if not escaped

@@ -11,6 +11,9 @@ import pytest
 
 from conftest import ROOT, shell_env
 
+# The same whatever Python the tool embeds: the host's suite runs it (conftest's --other-python).
+pytestmark = pytest.mark.any_python
+
 INSTALL_DEPS = ROOT / "scripts" / "install-deps.sh"
 GROUPS = ("build", "check", "bench")
 # Debian 12's HDF5, as libhdf5-dev installs it.
