@@ -116,28 +116,47 @@ static void render_flat(FILE *out, const struct view *v)
 
 /* ---- values: bytes allocated (run --memory) or moved (run --mpi-calls) --- */
 
+/* What a side table of the shown rows that keep(row, arg) takes needs: how
+ * many rows, the widest name, the calls column's width (at least 5). */
+struct fit {
+	size_t n;
+	int name_width, calls_width;
+};
+
+static struct fit rows_fit(const struct view *v, int (*keep)(const struct frow *, int), int arg)
+{
+	struct fit fit = {0};
+	int64_t maxcalls = 0;
+	for (size_t i = 0; i < v->rows_shown; i++) {
+		const struct frow *f = &v->rows[i];
+		if (!keep(f, arg))
+			continue;
+		int nw = sp_render_text_width(f->name);
+		fit.name_width = nw > fit.name_width ? nw : fit.name_width;
+		maxcalls = f->calls > maxcalls ? f->calls : maxcalls;
+		fit.n++;
+	}
+	fit.calls_width = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
+	return fit;
+}
+
 /* A table of the shown rows that have values of kind (or, for
  * SP_VALUES_ALLOC_BYTES, a known peak), in the region table's order;
  * nothing when none has. */
+static int has_values(const struct frow *f, int kind)
+{
+	return f->value_kind == kind || (kind == SP_VALUES_ALLOC_BYTES && f->peak_bytes > 0);
+}
+
 static void render_values(FILE *out, const struct view *v, int kind)
 {
-	int alloc = kind == SP_VALUES_ALLOC_BYTES, need = 0;
-	int64_t maxcalls = 0;
-	size_t n = 0;
-	for (size_t i = 0; i < v->rows_shown; i++) {
-		const struct frow *f = &v->rows[i];
-		if (f->value_kind != kind && !(alloc && f->peak_bytes > 0))
-			continue;
-		int nw = sp_render_text_width(f->name);
-		need = nw > need ? nw : need;
-		maxcalls = f->calls > maxcalls ? f->calls : maxcalls;
-		n++;
-	}
-	if (n == 0)
+	int alloc = kind == SP_VALUES_ALLOC_BYTES;
+	struct fit fit = rows_fit(v, has_values, kind);
+	if (fit.n == 0)
 		return;
-	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
+	int cw = fit.calls_width;
 	int rest = 2 + cw + 3 * (2 + 10);
-	int w = sp_render_name_width(need, rest);
+	int w = sp_render_name_width(fit.name_width, rest);
 	struct sp_table_col tc[5];
 	const int cols_w[] = {w, cw, 10, 10, 10};
 	for (size_t k = 0; k < 5; k++)
@@ -171,25 +190,20 @@ static void render_values(FILE *out, const struct view *v, int kind)
 
 /* The shown rows timed with --gpu: each region's time and the part of it
  * its calls' exits waited for the device; nothing when none was. */
+static int gpu_waited(const struct frow *f, int unused)
+{
+	(void)unused;
+	return f->gpu_waited;
+}
+
 static void render_gpu(FILE *out, const struct view *v)
 {
-	int need = 0;
-	int64_t maxcalls = 0;
-	size_t n = 0;
-	for (size_t i = 0; i < v->rows_shown; i++) {
-		const struct frow *f = &v->rows[i];
-		if (!f->gpu_waited)
-			continue;
-		int nw = sp_render_text_width(f->name);
-		need = nw > need ? nw : need;
-		maxcalls = f->calls > maxcalls ? f->calls : maxcalls;
-		n++;
-	}
-	if (n == 0)
+	struct fit fit = rows_fit(v, gpu_waited, 0);
+	if (fit.n == 0)
 		return;
-	int cw = sp_render_digits(maxcalls) > 5 ? sp_render_digits(maxcalls) : 5;
+	int cw = fit.calls_width;
 	int rest = 2 + cw + 2 * (2 + SECS) + 2 + 6;
-	int w = sp_render_name_width(need, rest);
+	int w = sp_render_name_width(fit.name_width, rest);
 	struct sp_table_col tc[5];
 	const int cols_w[] = {w, cw, SECS, SECS, 6};
 	for (size_t k = 0; k < 5; k++)
