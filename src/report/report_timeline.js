@@ -86,12 +86,20 @@
   // sp_render_duration()'s rule (render_text.c): the unit in which the figure stays
   // below 1000 as printed, three significant digits, so the page and `summary` agree
   function duration(ns) {
+    // x with d decimals as printf writes it: toFixed() rounds an exact tie
+    // (2125 ns as 2.125 us, 12.25 us, 100.5 us) up, printf (the summary) to even
+    function fixed(x, d) {
+      const exact = Math.abs(x).toFixed(100), dot = exact.indexOf('.');
+      if (!/^50*$/.test(exact.slice(dot + 1 + d))) return x.toFixed(d);
+      const down = exact.slice(0, d ? dot + 1 + d : dot);
+      return +down[down.length - 1] % 2 ? x.toFixed(d) : (x < 0 ? '-' : '') + down;
+    }
     if (!isFinite(ns)) return '-';
     const units = ['ns', '\u00b5s', 'ms', 's'];
     let a = Math.abs(ns), u = 0;
     while (u < 3 && a >= 999.5) { a /= 1000; ns /= 1000; u++; }
-    if (u === 0) return ns.toFixed(0) + ' ns';
-    return ns.toFixed(a < 9.995 ? 2 : a < 99.95 ? 1 : 0) + ' ' + units[u];
+    if (u === 0) return fixed(ns, 0) + ' ns';
+    return fixed(ns, a < 9.995 ? 2 : a < 99.95 ? 1 : 0) + ' ' + units[u];
   }
 
   function width() { return Math.max(200, canvas.parentElement.clientWidth - labels.offsetWidth - 2); }
