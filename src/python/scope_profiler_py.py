@@ -397,8 +397,12 @@ def _command_codes(source):
     (qualified name, first line, bytecode), by which --recursive tells its
     functions from other code named "<string>" (what exec and eval make:
     dataclasses' __init__, namedtuple's __new__)."""
+    import warnings
     try:
-        top = compile(source, "<string>", "exec", dont_inherit=True)
+        # quietly: the run compiles it again and says its warnings once
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            top = compile(source, "<string>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return None
     keys, todo = set(), [top]

@@ -66,6 +66,16 @@ def test_run_c_recursive_leaves_out_code_that_exec_makes(sp):
             "__main__.P.__annotate__"}, calls  # 3.14 (PEP 649): P's annotations, the command's own
 
 
+def test_run_c_recursive_says_a_compile_warning_no_more_than_without(sp):
+    """Telling -c's code objects apart compiles the command once more, quietly:
+    --recursive adds no copy of its compile-time warnings."""
+    code = "x = 1\nprint(x is 1)\n"
+    plain = sp("run", "-q", "--no-output", "-c", code)
+    traced = sp("run", "-q", "--no-output", "--recursive", "-c", code)
+    assert plain.returncode == traced.returncode == 0, traced.stderr
+    assert traced.stderr.count("SyntaxWarning") == plain.stderr.count("SyntaxWarning") >= 1, traced.stderr
+
+
 def test_run_c_status_and_errors(sp):
     proc = sp("run", "-q", "--no-output", "-c", "import sys; sys.exit(4)")
     assert proc.returncode == 4, proc.stderr
