@@ -289,7 +289,8 @@ DURATIONS = """
 
 # (ns, sp_render_duration's text): ties at two, one and no decimals, in µs and s
 TIES = [(2125, "2.12 \u00b5s"), (2375, "2.38 \u00b5s"), (12250, "12.2 \u00b5s"), (100500, "100 \u00b5s"),
-        (101500, "102 \u00b5s"), (2125000000, "2.12 s"), (1005, "1.00 \u00b5s")]
+        (101500, "102 \u00b5s"), (2125000000, "2.12 s"), (1005, "1.00 \u00b5s"), (2125000, "2.12 ms"),
+        (500, "500 ns")]
 
 
 def test_the_page_writes_a_duration_as_summary_does(sp, tmp_path):
@@ -313,7 +314,7 @@ def test_the_page_writes_a_duration_as_summary_does(sp, tmp_path):
         for key, column in (("total_s", 0), ("min_s", 3), ("max_s", 4)):
             wanted.append(round(r[key] * NS))
             printed.append(cells[r["name"]][column])
-    assert len(set(p.split()[-1] for p in printed)) >= 3, printed    # ns, µs and ms at least
+    assert len(set(p.split()[-1] for p in printed)) >= 2, printed    # µs and ms at least
     # and exact ties, which toFixed() rounds up and printf (summary) to even:
     # what sp_render_duration() prints for them (a run's times hit one ~1% of the time)
     for ns, text in TIES:
