@@ -40,8 +40,9 @@ static const struct sp_cmd_help help = {
 		"  report.html           one self-contained page: every chart, the\n"
 		"                        statistics as tables, and a timeline to zoom,\n"
 		"                        pan and hover, with a rank filter\n"
-		"The Gantt and flame charts show the first FILE that has per-call events;\n"
-		"their time axis starts at its first region entry. Calls narrower than a\n"
+		"The Gantt and flame charts and the flame graph show the first FILE that\n"
+		"has per-call events; the charts' time axis starts at its first region\n"
+		"entry. Calls narrower than a\n"
 		"pixel column are merged into one bar per lane and column, and the chart\n"
 		"says so, so that a million calls plot in seconds into a few MiB.\n",
 	.notes =
@@ -409,7 +410,7 @@ static void pick_events(struct plot *pl, const struct sp_select *sel, char *why,
 		pl->status = 1;
 	}
 	if (pl->events && pl->n > 1)
-		fprintf(stderr, "scope-profiler: plot: gantt.svg and flame.svg show %s\n", pl->events->name);
+		fprintf(stderr, "scope-profiler: plot: gantt.svg, flame.svg and flamegraph.svg show %s\n", pl->events->name);
 }
 
 /* speedup.svg when at least two files differ in --x-field, else a line

@@ -242,7 +242,7 @@ def test_speedup_of_two_files_with_different_rank_counts(sp):
     solve = [r for r in doc["files"][0]["regions"] if r["name"] == "solve"][0]
     assert solve["rank_total_min_s"] == solve["rank_total_max_s"] == 2.0
     assert solve["imbalance"] == 1.0
-    assert "gantt.svg and flame.svg show two.h5" in proc.stderr
+    assert "gantt.svg, flame.svg and flamegraph.svg show two.h5" in proc.stderr
 
 
 def test_x_field_from_the_metadata(sp):
