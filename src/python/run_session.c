@@ -129,12 +129,14 @@ static int precompile(const char *script, const char *command)
 		sp_cmd_error(CMD, "cannot read script '%s': out of memory", script);
 		return -1;
 	}
-	PyObject *builtins = PyEval_GetBuiltins();
-	PyObject *compile = builtins ? PyDict_GetItemString(builtins, "compile") : NULL;
-	/* The file name as python names it (os.fsdecode: any bytes). */
+	/* Quietly (scope_profiler._compile_quietly): the run compiles it again
+	 * and says its warnings once, as python does. The file name as python
+	 * names it (os.fsdecode: any bytes). */
+	PyObject *mod = PyImport_ImportModule("scope_profiler");
 	PyObject *fname = PyUnicode_DecodeFSDefault(script);
-	PyObject *code = compile && fname ? PyObject_CallFunction(compile, "OOs", src, fname, "exec") : NULL;
+	PyObject *code = mod && fname ? PyObject_CallMethod(mod, "_compile_quietly", "OO", src, fname) : NULL;
 	Py_XDECREF(fname);
+	Py_XDECREF(mod);
 	Py_DECREF(src);
 	if (code) {
 		Py_DECREF(code);

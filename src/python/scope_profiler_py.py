@@ -392,17 +392,34 @@ def _own_prefixes(kind, what):
     return tuple(sorted(found))
 
 
+def _compile_quietly(source, filename):
+    """compile(source, filename, "exec") with every warning ignored. `run`
+    compiles the script (or -c's command) before running it, so that a
+    syntax error is one line and no profile, and --recursive compiles the
+    command again for its code objects; Python's own compile, when it runs
+    the script, says its warnings (SyntaxWarning, ...) once, as plain python
+    does. Through _warnings' list (the warnings module's too, when loaded),
+    so that nothing is imported before the script."""
+    import _warnings
+
+    ignore = ("ignore", None, Warning, None, 0)
+    _warnings.filters.insert(0, ignore)
+    try:
+        return compile(source, filename, "exec", dont_inherit=True)
+    finally:
+        for i, f in enumerate(_warnings.filters):
+            if f is ignore:
+                del _warnings.filters[i]
+                break
+
+
 def _command_codes(source):
     """run -c: the keys of the code objects compile() makes of the command
     (qualified name, first line, bytecode), by which --recursive tells its
     functions from other code named "<string>" (what exec and eval make:
     dataclasses' __init__, namedtuple's __new__)."""
-    import warnings
     try:
-        # quietly: the run compiles it again and says its warnings once
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            top = compile(source, "<string>", "exec", dont_inherit=True)
+        top = _compile_quietly(source, "<string>")
     except (SyntaxError, ValueError):
         return None
     keys, todo = set(), [top]

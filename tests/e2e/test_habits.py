@@ -76,6 +76,18 @@ def test_run_c_recursive_says_a_compile_warning_no_more_than_without(sp):
     assert traced.stderr.count("SyntaxWarning") == plain.stderr.count("SyntaxWarning") >= 1, traced.stderr
 
 
+def test_a_script_s_compile_warning_is_said_once_as_python_says_it(sp):
+    """run compiles the script before running it (a syntax error is one
+    line): quietly, so that its compile-time warnings come once, from
+    Python's own compile, as under plain python."""
+    script = sp.script("x = 1\nprint(x is 1)\n", name="w.py")
+    plain = subprocess.run([embedded().executable, "w.py"], capture_output=True, text=True, cwd=sp.tmp)
+    for opts in ((), ("--recursive",), ("--line-profile",)):
+        proc = sp("run", "-q", "--no-output", *opts, script)
+        assert proc.returncode == 0 and proc.stdout == plain.stdout, proc.stderr
+        assert proc.stderr.count("SyntaxWarning") == plain.stderr.count("SyntaxWarning") == 1, proc.stderr
+
+
 def test_run_c_status_and_errors(sp):
     proc = sp("run", "-q", "--no-output", "-c", "import sys; sys.exit(4)")
     assert proc.returncode == 4, proc.stderr
