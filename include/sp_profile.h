@@ -57,15 +57,16 @@ struct sp_region_data {
 	 * of them with the events (NULL when the events are not loaded; freed
 	 * with them when owns_events), and their sum, known without them. */
 	int64_t *values;
-	int value_kind;
 	int64_t values_total;
+	int value_kind;
+	/* run --gpu (gpu_waited 1): the time the calls' exits waited for the
+	 * device, inside their intervals (the file's gpu_wait_ns column).
+	 * gpu_waited beside value_kind: one 8-byte slot holds both. */
+	int gpu_waited;
+	int64_t gpu_wait_ns;
 	/* The peak of live bytes while the region was open (run --memory):
 	 * known when > 0; 0 or SP_NO_PEAK when not. */
 	int64_t peak_bytes;
-	/* run --gpu (gpu_waited 1): the time the calls' exits waited for the
-	 * device, inside their intervals (the file's gpu_wait_ns column). */
-	int64_t gpu_wait_ns;
-	int gpu_waited;
 };
 
 /* One node of a rank's call tree. Nodes are stored parents first: a node's

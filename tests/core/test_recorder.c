@@ -34,10 +34,12 @@ static void test_grows_to_the_limit_then_doubles(void **state)
 	static const struct {
 		size_t limit, caps[16];
 	} cases[] = {
-		{1024, {4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}},
-		{1000, {4, 8, 16, 32, 64, 128, 256, 512, 1000, 2000, 4000}},
-		{5, {4, 5, 10, 20}},
-		{4, {4, 8, 16}},
+		{1024, {3, 6, 12, 24, 48, 96, 192, 384, 768, 1024, 2048, 4096}},
+		{1000, {3, 6, 12, 24, 48, 96, 192, 384, 768, 1000, 2000, 4000}},
+		{5, {3, 5, 10, 20}},
+		{4, {3, 4, 8, 16}},
+		{3, {3, 6, 12}},
+		{2, {2, 4, 8}},
 		{1, {1, 2, 4, 8}},
 	};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -263,30 +265,30 @@ static void test_a_full_buffer_is_spilled_kept_or_dropped(void **state)
 {
 	(void)state;
 	struct sp_buf b;
-	sp_buf_init(&b, 4);
+	sp_buf_init(&b, SP_BUF_FIRST_CAP);         /* the first growth takes the limit */
 	b.spillable = 1;
-	size_t before = sp_buf_bytes;
+	size_t before = sp_buf_bytes, first = SP_BUF_FIRST_CAP;
 	sp_buf_spill = spill_hook;
-	for (int i = 0; i < 4; i++)
+	for (size_t i = 0; i < first; i++)
 		assert_int_equal(sp_buf_reserve(&b), i);
 	assert_int_equal(spilled, 0);              /* the first growth: nothing to spill */
-	assert_int_equal(sp_buf_bytes - before, 4 * 16);
+	assert_int_equal(sp_buf_bytes - before, first * 16);
 	spill_answer = 0;                          /* emptied: the next call takes slot 0 */
 	assert_int_equal(sp_buf_reserve(&b), 0);
 	assert_int_equal(spilled, 1);
-	assert_int_equal(b.cap, 4);
-	for (int i = 1; i < 4; i++)
+	assert_int_equal(b.cap, first);
+	for (size_t i = 1; i < first; i++)
 		assert_int_equal(sp_buf_reserve(&b), i);
 	spill_answer = 1;                          /* grow as usual */
-	assert_int_equal(sp_buf_reserve(&b), 4);
-	assert_int_equal(b.cap, 8);
-	assert_int_equal(sp_buf_bytes - before, 8 * 16);
-	for (int i = 5; i < 8; i++)
+	assert_int_equal(sp_buf_reserve(&b), first);
+	assert_int_equal(b.cap, 2 * first);
+	assert_int_equal(sp_buf_bytes - before, 2 * first * 16);
+	for (size_t i = first + 1; i < 2 * first; i++)
 		assert_int_equal(sp_buf_reserve(&b), i);
 	spill_answer = -1;                         /* over the budget: dropped, counted */
 	assert_int_equal(sp_buf_reserve(&b), -1);
 	assert_int_equal(b.dropped, 1);
-	assert_int_equal(b.cap, 8);
+	assert_int_equal(b.cap, 2 * first);
 	/* A buffer that is not spillable never asks. */
 	struct sp_buf other;
 	sp_buf_init(&other, 1);
