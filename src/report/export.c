@@ -12,6 +12,7 @@
 #include "sp_analysis.h"
 #include "sp_hosts.h"
 #include "sp_clock.h"
+#include "sp_nest.h"
 
 const char *const sp_export_format_names[SP_EXPORT_NFORMATS] = {"csv", "json", "chrome", "folded",
 									   "speedscope"};
@@ -204,6 +205,82 @@ static enum sp_err encode_name(struct exporter *x, const char *name)
 	if (x->name.oom)
 		return sp_error_set(x->err, SP_ENOMEM, "out of memory");
 	return SP_OK;
+}
+
+/* Loads the selected calls of rank ri: *colsp, one column per region of
+ * the rank (empty when not selected), over *mem, 20 bytes a call; both
+ * malloc'd (the previous rank's are freed here). SP_ENOMEM or the stream's
+ * read error otherwise. */
+static enum sp_err load_rank(struct exporter *x, size_t ri, struct sp_nest_column **colsp, void **mem)
+{
+	const struct sp_rank *rk = &x->p->ranks[ri];
+	size_t n = 0, k = 0;
+	enum sp_err rc = SP_OK;
+	free(*mem);
+	*mem = NULL;
+	free(*colsp);
+	struct sp_nest_column *cols = *colsp = malloc((rk->nregions ? rk->nregions : 1) * sizeof *cols);
+	if (!cols)
+		return sp_error_set(x->err, SP_ENOMEM, "out of memory");
+	for (size_t g = 0; g < rk->nregions; g++) {
+		int64_t calls = rk->regions[g].stats.num_calls;
+		cols[g] = (struct sp_nest_column){ 0 };
+		if (calls <= 0 || !sp_select_region(x->sel, rk->regions[g].name))
+			continue;
+		if ((uint64_t)calls > SIZE_MAX / 20 - n)
+			return sp_error_set(x->err, SP_ENOMEM, "rank %d: too many calls", rk->rank);
+		n += (size_t)calls;
+		cols[g].n = (size_t)calls;
+	}
+	char *m = malloc(n ? n * 20 : 1);
+	if (!m)
+		return sp_error_set(x->err, SP_ENOMEM,
+				    "rank %d: out of memory for %zu calls (folded needs 20 bytes a call)",
+				    rk->rank, n);
+	int64_t *starts = (int64_t *)m, *ends = starts + n;
+	int32_t *lanes = (int32_t *)(ends + n);
+	for (size_t g = 0; g < rk->nregions; g++) {
+		size_t calls = cols[g].n;
+		if (!calls)
+			continue;
+		cols[g] = (struct sp_nest_column){ starts + k, ends + k, lanes + k, calls };
+		for (size_t first = 0; first < calls; first += SLICE) {
+			size_t c = calls - first < SLICE ? calls - first : SLICE;
+			size_t at = k + first;
+			if ((rc = sp_h5_stream_read(x->s, ri, g, first, c, starts + at, ends + at, lanes + at,
+						    x->err)) != SP_OK) {
+				free(m);
+				return rc;
+			}
+		}
+		k += calls;
+	}
+	*mem = m;
+	return SP_OK;
+}
+
+enum sp_err sp_export_walk_ranks(struct exporter *x, sp_nest_fn visit, void *ctx,
+				 void (*begin)(void *ctx, const int32_t *gid, int64_t origin),
+				 enum sp_err (*end)(struct exporter *x, void *ctx, int rank))
+{
+	struct sp_nest_column *cols = NULL;
+	void *mem = NULL;
+	enum sp_err rc = SP_OK;
+	for (size_t r = 0; r < x->p->nranks && rc == SP_OK; r++) {
+		const struct sp_rank *rk = &x->p->ranks[r];
+		if (!sp_select_rank(x->sel, rk->rank))
+			continue;
+		if ((rc = load_rank(x, r, &cols, &mem)) != SP_OK)
+			break;
+		begin(ctx, x->gid + x->names.base[r], x->origin[r]);
+		if (sp_nest_walk(cols, rk->nregions, 0, visit, ctx, x->err) != SP_OK)
+			rc = sp_error_set(x->err, SP_ENOMEM, "rank %d: out of memory nesting its calls", rk->rank);
+		else if (end)
+			rc = end(x, ctx, rk->rank);
+	}
+	free(mem);
+	free(cols);
+	return rc;
 }
 
 /* Streams every selected call, region by region, rank by rank. */

@@ -55,54 +55,6 @@ static int fvisit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, i
 	return 0;
 }
 
-enum sp_err sp_export_load_rank(struct exporter *x, size_t ri, struct sp_nest_column **colsp, void **mem)
-{
-	const struct sp_rank *rk = &x->p->ranks[ri];
-	size_t n = 0, k = 0;
-	enum sp_err rc = SP_OK;
-	free(*mem);
-	*mem = NULL;
-	free(*colsp);
-	struct sp_nest_column *cols = *colsp = malloc((rk->nregions ? rk->nregions : 1) * sizeof *cols);
-	if (!cols)
-		return sp_error_set(x->err, SP_ENOMEM, "out of memory");
-	for (size_t g = 0; g < rk->nregions; g++) {
-		int64_t calls = rk->regions[g].stats.num_calls;
-		cols[g] = (struct sp_nest_column){ 0 };
-		if (calls <= 0 || !sp_select_region(x->sel, rk->regions[g].name))
-			continue;
-		if ((uint64_t)calls > SIZE_MAX / 20 - n)
-			return sp_error_set(x->err, SP_ENOMEM, "rank %d: too many calls", rk->rank);
-		n += (size_t)calls;
-		cols[g].n = (size_t)calls;
-	}
-	char *m = malloc(n ? n * 20 : 1);
-	if (!m)
-		return sp_error_set(x->err, SP_ENOMEM,
-				    "rank %d: out of memory for %zu calls (folded needs 20 bytes a call)",
-				    rk->rank, n);
-	int64_t *starts = (int64_t *)m, *ends = starts + n;
-	int32_t *lanes = (int32_t *)(ends + n);
-	for (size_t g = 0; g < rk->nregions; g++) {
-		size_t calls = cols[g].n;
-		if (!calls)
-			continue;
-		cols[g] = (struct sp_nest_column){ starts + k, ends + k, lanes + k, calls };
-		for (size_t first = 0; first < calls; first += SLICE) {
-			size_t c = calls - first < SLICE ? calls - first : SLICE;
-			size_t at = k + first;
-			if ((rc = sp_h5_stream_read(x->s, ri, g, first, c, starts + at, ends + at, lanes + at,
-						    x->err)) != SP_OK) {
-				free(m);
-				return rc;
-			}
-		}
-		k += calls;
-	}
-	*mem = m;
-	return SP_OK;
-}
-
 /* Writes "a;b;c self_ns" for every distinct stack, parents first. */
 static enum sp_err fprint(struct exporter *x, const struct folded *f)
 {
@@ -132,28 +84,18 @@ static enum sp_err fprint(struct exporter *x, const struct folded *f)
 	return x->o->err ? SP_EIO : SP_OK;
 }
 
+static void fbegin(void *ctx, const int32_t *gid, int64_t origin)
+{
+	(void)origin;
+	((struct folded *)ctx)->gid = gid;
+}
+
 enum sp_err sp_export_folded(struct exporter *x)
 {
 	struct folded f = {0};
-	struct sp_nest_column *cols = NULL;
-	void *mem = NULL;
-	enum sp_err rc = SP_OK;
-	for (size_t r = 0; r < x->p->nranks; r++) {
-		const struct sp_rank *rk = &x->p->ranks[r];
-		if (!sp_select_rank(x->sel, rk->rank))
-			continue;
-		if ((rc = sp_export_load_rank(x, r, &cols, &mem)) != SP_OK)
-			goto out;
-		f.gid = x->gid + x->names.base[r];
-		if (sp_nest_walk(cols, rk->nregions, 0, fvisit, &f, x->err) != SP_OK) {
-			rc = sp_error_set(x->err, SP_ENOMEM, "rank %d: out of memory for the stacks", rk->rank);
-			goto out;
-		}
-	}
-	rc = fprint(x, &f);
-out:
-	free(mem);
-	free(cols);
+	enum sp_err rc = sp_export_walk_ranks(x, fvisit, &f, fbegin, NULL);
+	if (rc == SP_OK)
+		rc = fprint(x, &f);
 	free(f.nodes);
 	sp_keytab_free(&f.ids);
 	return rc;

@@ -12,6 +12,7 @@
 #include "sp_export.h"
 #include "sp_h5.h"
 #include "sp_json.h"
+#include "sp_nest.h"
 #include "sp_select.h"
 #include "byname.h"
 
@@ -138,13 +139,14 @@ static inline int32_t sp_export_group_of(const struct exporter *x, const char *n
 	return x->gid[x->names.base[r->ri] + r->gi];
 }
 
-struct sp_nest_column;
-
-/* Loads the selected calls of rank ri: *cols, one column per region of the
- * rank (empty when not selected), over *mem, 20 bytes a call; both malloc'd
- * (the caller frees them at the end; the previous rank's are freed here).
- * SP_ENOMEM or the stream's read error otherwise. */
-enum sp_err sp_export_load_rank(struct exporter *x, size_t ri, struct sp_nest_column **cols, void **mem);
+/* Walks the nesting of each selected rank's selected calls with visit(ctx,
+ * ...) (sp_nest.h), a rank at a time (its calls loaded, 20 bytes a call):
+ * begin(ctx, the group of each of its regions, its time origin) before its
+ * walk, end(x, ctx, its rank number) after it (NULL: nothing). SP_ENOMEM,
+ * the stream's read error or end's otherwise. */
+enum sp_err sp_export_walk_ranks(struct exporter *x, sp_nest_fn visit, void *ctx,
+				 void (*begin)(void *ctx, const int32_t *gid, int64_t origin),
+				 enum sp_err (*end)(struct exporter *x, void *ctx, int rank));
 
 /* speedscope's own JSON file: the regions as its shared frames, an evented
  * profile per selected rank and lane (export_speedscope.c). */

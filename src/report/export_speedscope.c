@@ -39,6 +39,7 @@ struct swalk {
 	size_t nlanes, cap;
 	const int32_t *gid;            /* the group of each region of the rank */
 	int64_t origin;
+	int written;                   /* a profile was written (the next one after a comma) */
 };
 
 static int push_event(struct slane *l, int64_t at, int32_t frame, int open)
@@ -104,7 +105,8 @@ static void lanes_free(struct swalk *w)
 		free(w->lanes[i].stack);
 	}
 	free(w->lanes);
-	*w = (struct swalk){0};
+	w->lanes = NULL;
+	w->nlanes = w->cap = 0;
 }
 
 /* One lane's profile: {"type":"evented", ...}. */
@@ -137,15 +139,33 @@ static void write_profile(struct exporter *x, int rank, int many, const struct s
 	out_str(o, "]}");
 }
 
+static void sbegin(void *ctx, const int32_t *gid, int64_t origin)
+{
+	struct swalk *w = ctx;
+	w->gid = gid;
+	w->origin = origin;
+}
+
+/* After a rank's walk: a profile per lane. */
+static enum sp_err sprofiles(struct exporter *x, void *ctx, int rank)
+{
+	struct swalk *w = ctx;
+	for (size_t i = 0; i < w->nlanes; i++) {
+		if (close_to(&w->lanes[i], -1, INT64_MAX) != 0)
+			return sp_error_set(x->err, SP_ENOMEM, "rank %d: out of memory for the events", rank);
+		write_profile(x, rank, w->nlanes > 1, &w->lanes[i], !w->written);
+		w->written = 1;
+	}
+	lanes_free(w);
+	return x->o->err ? SP_EIO : SP_OK;
+}
+
 enum sp_err sp_export_speedscope(struct exporter *x)
 {
 	struct out *o = x->o;
 	struct sp_str s = {0};
-	struct sp_nest_column *cols = NULL;
 	struct swalk w = {0};
-	void *mem = NULL;
 	enum sp_err rc = SP_OK;
-	int first = 1;
 	/* The frames: every region by name, in the export's order. */
 	out_str(o, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n\"shared\":{\"frames\":[");
 	for (size_t k = 0; k < x->ngroups; k++) {
@@ -160,33 +180,8 @@ enum sp_err sp_export_speedscope(struct exporter *x)
 		out_ch(o, '}');
 	}
 	out_str(o, "]},\n\"profiles\":[");
-	for (size_t r = 0; r < x->p->nranks; r++) {
-		const struct sp_rank *rk = &x->p->ranks[r];
-		if (!sp_select_rank(x->sel, rk->rank))
-			continue;
-		if ((rc = sp_export_load_rank(x, r, &cols, &mem)) != SP_OK)
-			goto out;
-		w.gid = x->gid + x->names.base[r];
-		w.origin = x->origin[r];
-		if (sp_nest_walk(cols, rk->nregions, 0, svisit, &w, x->err) != SP_OK) {
-			rc = sp_error_set(x->err, SP_ENOMEM, "rank %d: out of memory for the events", rk->rank);
-			goto out;
-		}
-		for (size_t i = 0; i < w.nlanes; i++) {
-			if (close_to(&w.lanes[i], -1, INT64_MAX) != 0) {
-				rc = sp_error_set(x->err, SP_ENOMEM, "rank %d: out of memory for the events",
-						  rk->rank);
-				goto out;
-			}
-			write_profile(x, rk->rank, w.nlanes > 1, &w.lanes[i], first);
-			first = 0;
-		}
-		lanes_free(&w);
-		if (o->err) {
-			rc = SP_EIO;
-			goto out;
-		}
-	}
+	if ((rc = sp_export_walk_ranks(x, svisit, &w, sbegin, sprofiles)) != SP_OK)
+		goto out;
 	out_str(o, "\n],\n\"name\":");
 	s.n = 0;
 	sp_json_string(&s, x->path);
@@ -198,8 +193,6 @@ enum sp_err sp_export_speedscope(struct exporter *x)
 	out_str(o, ",\"activeProfileIndex\":0,\"exporter\":\"scope-profiler " SP_VERSION "\"}\n");
 out:
 	lanes_free(&w);
-	free(mem);
-	free(cols);
 	free(s.p);
 	return rc;
 }

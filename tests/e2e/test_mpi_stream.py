@@ -28,7 +28,7 @@ ONE_NODE = {"OMPI_MCA_btl": "^tcp"}
 
 def mpirun(sp, n, *args, env=None, **kw):
     return mpirun_env(sp, n, *args, env=dict(ONE_NODE, **(env or {})), **kw)
-from test_stream import running, wait_flushed, wait_started
+from test_stream import FOREVER, running, wait_flushed, wait_started
 
 NODE = os.uname().nodename
 
@@ -64,18 +64,6 @@ if rank == 1:
     os.kill(os.getpid(), signal.SIGKILL)
 while True:                # mpirun takes the others down
     time.sleep(0.1)
-"""
-
-# Records until killed; says on stdout when it started.
-FOREVER = """
-import scope_profiler as sp
-step = sp.region("step")
-print("started", flush=True)
-with sp.region("main"):
-    while True:
-        for _ in range(1000):
-            with step:
-                pass
 """
 
 
