@@ -244,6 +244,11 @@ def main():
     ap.add_argument("--no-programs", action="store_true", help="leave out pyflakes and sympy")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.events <= args.baseline_events:
+        ap.error(f"--events {args.events} is not above the baseline's {args.baseline_events} events "
+                 "(the bytes per event are the difference of the two runs)")
+    if args.regions < 2:
+        ap.error("--regions must be at least 2 (the bytes per region are against one region)")
     binary = os.path.abspath(args.binary)
     with tempfile.TemporaryDirectory(dir=args.dir) as folder:
         script = os.path.join(folder, "tick.py")
