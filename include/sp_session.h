@@ -18,7 +18,7 @@
 struct sp_settings {
 	const char *outfile;        /* the profile's path; NULL: not given (profiling_data.h5) */
 	int quiet;                  /* run: print no summary after the run */
-	long long buffer_limit;     /* the capacity regions double up to from 4 events; 0: not given (1024) */
+	long long buffer_limit;     /* the capacity regions double up to from 3 events; 0: not given (1024) */
 	int no_output;              /* record, write no file (deactivate_file_output) */
 	int disable;                /* record nothing (deactivate_profiling) */
 	int recursive;              /* a region per function call (recursive_profile) */

@@ -180,7 +180,7 @@ int cmd_run(int argc, char **argv)
 		 "replace a PATH that is no profile (never the script)", NULL},
 		{'q', "quiet", SP_OPT_FLAG, &s.quiet, 1, NULL, "print no summary after the run", NULL},
 		{0, "buffer-limit", SP_OPT_CALL, &s.buffer_limit, 0, "N",
-		 "buffers double from 4 events to N, then on (1024)", parse_buffer_limit},
+		 "buffers double from 3 events to N, then on (1024)", parse_buffer_limit},
 		{0, "no-output", SP_OPT_FLAG, &s.no_output, 1, NULL, "record, but write no file", NULL},
 		{0, "disable", SP_OPT_FLAG, &s.disable, 1, NULL,
 		 "record nothing; decorators return the function itself", NULL},
