@@ -119,8 +119,16 @@ static int stream_update(void)
 	int can = path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate &&
 		  getpid() == session.pid && (mpi || sp_mpi_launch_rank() < 0) && !session.parent_pid && !session.children_dir;
 	sp_spill_cancel();
-	if (!can)
+	if (!can) {
+		/* run --subprocesses: neither the run's process nor its children
+		 * stream yet (each profile is written whole at its end). */
+		if (path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate &&
+		    getpid() == session.pid && (session.parent_pid || session.children_dir))
+			sp_spill_watch((size_t)s->memory_budget, session.parent_pid
+				       ? "a child process of run --subprocesses does not stream its calls to disk yet"
+				       : "run --subprocesses does not stream its calls to disk yet");
 		return 0;
+	}
 	char *rank_file = mpi ? sp_merge_rank_file(path, sp_mpi_rank()) : NULL;
 	if (mpi && !rank_file) {
 		PyErr_NoMemory();
@@ -512,6 +520,8 @@ static PyObject *mod_child_session(PyObject *m, PyObject *unused)
 	session.pid = getpid();
 	session.run_start_ns = sp_clock_ns();
 	session.exit_failed = 0;
+	if (stream_update() != 0)   /* a child's: its calls are watched, not streamed */
+		PyErr_Clear();
 	if (session.tracing) {
 		/* --recursive: the reset stopped the hook; it goes on from here,
 		 * in the one thread a fork leaves. */
@@ -531,6 +541,8 @@ static PyObject *mod_child_setup(PyObject *m, PyObject *arg)
 	    child_outfile(session.children_dir) != 0)
 		return NULL;
 	session.parent_pid = getppid();
+	if (stream_update() != 0)   /* a child's: its calls are watched, not streamed */
+		return NULL;
 	Py_RETURN_NONE;
 }
 

@@ -233,3 +233,27 @@ def test_a_pool_terminated_by_its_with_block_ends(sp, method):
         """)
         assert procs[0][2] == {"main": 1}
         assert proc.stderr == "" or "profiled child processes wrote no profile" in proc.stderr
+
+
+def test_calls_past_the_memory_budget_are_said_not_streamed(sp):
+    """Neither the run's process nor its children stream under
+    --subprocesses: each says once, when its calls held in memory pass the
+    budget, that they stay there; every call still arrives."""
+    n = 200_000    # 3.2 MB of calls, past a 1M budget
+    proc, procs = run(sp, f"""
+        p = mp.get_context("fork").Process(target=work, args=({n},))
+        p.start()
+        p.join()
+        work({n})
+    """, "--memory-budget", "1M")
+    lines = [l for l in proc.stderr.splitlines() if "passed --memory-budget (1.0 MiB)" in l]
+    assert sorted(l.split("MiB): ")[1] for l in lines) == [
+        "a child process of run --subprocesses does not stream its calls to disk yet, so they stay in "
+        "memory to the end of the run",
+        "run --subprocesses does not stream its calls to disk yet, so they stay in memory to the end of "
+        "the run"], proc.stderr
+    assert procs[0][2]["step"] == n and children(procs) == [{"work": 1, "step": n}]
+    # Without the option the run streams within the same budget: no such line.
+    script = sp.script(WORK.replace("{body}", f"work({n})"), name="alone.py")
+    alone = sp("run", "-q", "--memory-budget", "1M", "-o", "alone.h5", script)
+    assert alone.returncode == 0 and "passed --memory-budget" not in alone.stderr, alone.stderr
