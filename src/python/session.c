@@ -125,7 +125,7 @@ static int stream_update(void)
 		if (path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate &&
 		    getpid() == session.pid && (session.parent_pid || session.children_dir))
 			sp_spill_watch((size_t)s->memory_budget, session.parent_pid
-				       ? "a child process of run --subprocesses does not stream its calls to disk yet"
+				       ? "a forked child of run --subprocesses does not stream its calls to disk yet"
 				       : "run --subprocesses does not stream its calls to disk yet");
 		return 0;
 	}
@@ -520,7 +520,7 @@ static PyObject *mod_child_session(PyObject *m, PyObject *unused)
 	session.pid = getpid();
 	session.run_start_ns = sp_clock_ns();
 	session.exit_failed = 0;
-	if (stream_update() != 0)   /* a child's: its calls are watched, not streamed */
+	if (stream_update() != 0)   /* a fork's: its calls are watched, not streamed */
 		PyErr_Clear();
 	if (session.tracing) {
 		/* --recursive: the reset stopped the hook; it goes on from here,
@@ -541,8 +541,10 @@ static PyObject *mod_child_setup(PyObject *m, PyObject *arg)
 	    child_outfile(session.children_dir) != 0)
 		return NULL;
 	session.parent_pid = getppid();
-	if (stream_update() != 0)   /* a child's: its calls are watched, not streamed */
-		return NULL;
+	/* Its settings are the defaults, not the run's (--memory-budget,
+	 * --no-output, --aggregate do not reach it): no watch of a budget the
+	 * run did not set. */
+	sp_spill_cancel();
 	Py_RETURN_NONE;
 }
 

@@ -635,6 +635,8 @@ static void stop(void (*end)(void))
 static struct {
 	size_t budget;
 	char why[160];
+	pid_t pid;                     /* the process watched (a fork's copy says nothing) */
+	pid_t said;                    /* the process that said it (once each) */
 } watch;
 
 /* sp_buf_spill while watched: a full buffer grows as without a stream; the
@@ -642,10 +644,13 @@ static struct {
 static int watch_full(struct sp_buf *b)
 {
 	(void)b;
-	if (sp_buf_bytes < watch.budget)
+	if (sp_buf_bytes < watch.budget || getpid() != watch.pid)
 		return 1;
-	fprintf(stderr, "scope-profiler: warning: the calls held in memory passed --memory-budget (%.1f MiB): "
-		"%s, so they stay in memory to the end of the run\n", (double)watch.budget / (1 << 20), watch.why);
+	if (watch.said != watch.pid)
+		fprintf(stderr, "scope-profiler: warning: the calls held in memory passed --memory-budget "
+			"(%.1f MiB): %s, so they stay in memory to the end of the run\n",
+			(double)watch.budget / (1 << 20), watch.why);
+	watch.said = watch.pid;
 	sp_buf_spill = NULL;
 	return 1;
 }
@@ -656,6 +661,7 @@ void sp_spill_watch(size_t budget, const char *why)
 		return;
 	watch.budget = budget;
 	snprintf(watch.why, sizeof watch.why, "%s", why);
+	watch.pid = getpid();
 	sp_buf_spill = watch_full;
 }
 

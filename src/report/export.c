@@ -235,7 +235,7 @@ static enum sp_err load_rank(struct exporter *x, size_t ri, struct sp_nest_colum
 	char *m = malloc(n ? n * 20 : 1);
 	if (!m)
 		return sp_error_set(x->err, SP_ENOMEM,
-				    "rank %d: out of memory for %zu calls (folded needs 20 bytes a call)",
+				    "rank %d: out of memory for %zu calls (the export needs 20 bytes a call)",
 				    rk->rank, n);
 	int64_t *starts = (int64_t *)m, *ends = starts + n;
 	int32_t *lanes = (int32_t *)(ends + n);

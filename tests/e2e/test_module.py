@@ -204,12 +204,12 @@ def test_seed_buffer_size(sp):
 
         region = ProfileManager.get_region("grows_often")
         print("  calls    :", region.num_calls)
-        print("  capacity :", region.capacity, "(grew from 4)")
+        print("  capacity :", region.capacity, "(grew from 3)")
 
         ProfileManager.finalize(verbose=False)
         print("recorded  :", read_h5("buffered.h5")["grows_often"].num_calls)
     """)
-    assert out.splitlines() == ["  calls    : 10", "  capacity : 16 (grew from 4)", "recorded  : 10"]
+    assert out.splitlines() == ["  calls    : 10", "  capacity : 16 (grew from 3)", "recorded  : 10"]
     # The script finalized itself: `run` wrote nothing more.
     assert not (sp.tmp / "profiling_data.h5").exists()
 

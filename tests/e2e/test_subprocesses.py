@@ -235,24 +235,34 @@ def test_a_pool_terminated_by_its_with_block_ends(sp, method):
         assert proc.stderr == "" or "profiled child processes wrote no profile" in proc.stderr
 
 
-def test_calls_past_the_memory_budget_are_said_not_streamed(sp):
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_calls_past_the_memory_budget_are_said_not_streamed(sp, method):
     """Neither the run's process nor its children stream under
-    --subprocesses: each says once, when its calls held in memory pass the
-    budget, that they stay there; every call still arrives."""
+    --subprocesses: the run's process and a forked child each say once,
+    when their calls held in memory pass the budget, that they stay there;
+    every call still arrives. A spawned child runs on the default settings,
+    not the run's (its explicit regions only): it says nothing of a budget
+    the run set."""
     n = 200_000    # 3.2 MB of calls, past a 1M budget
-    proc, procs = run(sp, f"""
-        p = mp.get_context("fork").Process(target=work, args=({n},))
+    body = f"""
+        p = mp.get_context("{method}").Process(target=work, args=({n},))
         p.start()
         p.join()
         work({n})
-    """, "--memory-budget", "1M")
+    """
+    proc, procs = run(sp, body, "--memory-budget", "1M")
     lines = [l for l in proc.stderr.splitlines() if "passed --memory-budget (1.0 MiB)" in l]
-    assert sorted(l.split("MiB): ")[1] for l in lines) == [
-        "a child process of run --subprocesses does not stream its calls to disk yet, so they stay in "
-        "memory to the end of the run",
-        "run --subprocesses does not stream its calls to disk yet, so they stay in memory to the end of "
-        "the run"], proc.stderr
+    said = ["run --subprocesses does not stream its calls to disk yet, so they stay in memory to the "
+            "end of the run"]
+    if method == "fork":
+        said.insert(0, "a forked child of run --subprocesses does not stream its calls to disk yet, so "
+                       "they stay in memory to the end of the run")
+    assert sorted(l.split("MiB): ")[1] for l in lines) == said, proc.stderr
     assert procs[0][2]["step"] == n and children(procs) == [{"work": 1, "step": n}]
+    # --memory-budget 0 keeps every call in memory by request: no line.
+    proc, procs = run(sp, body, "--memory-budget", "0")
+    assert "passed --memory-budget" not in proc.stderr, proc.stderr
+    assert children(procs) == [{"work": 1, "step": n}]
     # Without the option the run streams within the same budget: no such line.
     script = sp.script(WORK.replace("{body}", f"work({n})"), name="alone.py")
     alone = sp("run", "-q", "--memory-budget", "1M", "-o", "alone.h5", script)
