@@ -422,11 +422,11 @@ def _command_codes(source):
         top = _compile_quietly(source, "<string>")
     except (SyntaxError, ValueError):
         return None
-    keys, todo = set(), [top]
-    while todo:
-        co = todo.pop()
+    keys, pending = set(), [top]
+    while pending:
+        co = pending.pop()
         keys.add((co.co_qualname, co.co_firstlineno, co.co_code))
-        todo.extend(c for c in co.co_consts if isinstance(c, type(top)))
+        pending.extend(c for c in co.co_consts if isinstance(c, type(top)))
     return frozenset(keys)
 
 

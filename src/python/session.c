@@ -116,14 +116,15 @@ static int stream_update(void)
 		return 0;
 	const char *path = sp_standalone_outfile(s->outfile, buf, sizeof buf);
 	int mpi = sp_mpi_active();
-	int can = path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate &&
-		  getpid() == session.pid && (mpi || sp_mpi_launch_rank() < 0) && !session.parent_pid && !session.children_dir;
+	/* This process keeps its calls one by one for a file, within a budget. */
+	int keeps = path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate &&
+		    getpid() == session.pid;
+	int can = keeps && (mpi || sp_mpi_launch_rank() < 0) && !session.parent_pid && !session.children_dir;
 	sp_spill_cancel();
 	if (!can) {
 		/* run --subprocesses: neither the run's process nor its children
 		 * stream yet (each profile is written whole at its end). */
-		if (path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate &&
-		    getpid() == session.pid && (session.parent_pid || session.children_dir))
+		if (keeps && (session.parent_pid || session.children_dir))
 			sp_spill_watch((size_t)s->memory_budget, session.parent_pid
 				       ? "a forked child of run --subprocesses does not stream its calls to disk yet"
 				       : "run --subprocesses does not stream its calls to disk yet");

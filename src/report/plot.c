@@ -95,6 +95,15 @@ void sp_plot_axis_draw(FILE *out, const struct sp_plot_axis *a, double top, doub
 		     "time since the first region entry [s]", 0);
 }
 
+void sp_plot_more(FILE *out, double y, size_t more, const char *why)
+{
+	if (!more)
+		return;
+	char line[160];
+	snprintf(line, sizeof line, "\xe2\x80\xa6 %zu more region%s, %s", more, more == 1 ? "" : "s", why);
+	sp_svg_label(out, 12, y, "start", "class=\"more\" font-size=\"11\" fill=\"#555555\"", line, 0);
+}
+
 void sp_plot_csv_name(FILE *out, const char *s)
 {
 	struct sp_str b = {0};
@@ -331,13 +340,8 @@ static struct sp_plot_info gantt_columns(const struct sp_plot_axis *a, const str
 static void draw_lanes(FILE *svg, const struct sp_plot_axis *a, const struct sp_plot_lane *l, size_t nl,
 		       double colw, const struct sp_plot_colours *colours, size_t more)
 {
-	if (more) {
-		char line[128];
-		snprintf(line, sizeof line, "\xe2\x80\xa6 %zu more region%s, lighter: not drawn here (--include "
-			 "chooses; gantt_data.csv has every call)", more, more == 1 ? "" : "s");
-		sp_svg_label(svg, 12, G_TOP + (double)nl * G_LANE + 11, "start",
-			     "class=\"more\" font-size=\"11\" fill=\"#555555\"", line, 0);
-	}
+	sp_plot_more(svg, G_TOP + (double)nl * G_LANE + 11, more,
+		     "lighter: not drawn here (--include chooses; gantt_data.csv has every call)");
 	for (size_t i = 0; i < nl; i++) {
 		double y = G_TOP + (double)i * G_LANE;
 		if (i && l[i].rk != l[i - 1].rk)

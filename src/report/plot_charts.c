@@ -244,13 +244,8 @@ enum sp_err sp_plot_durations(FILE *svg, const struct sp_plot_file *files, size_
 		durations_legend(svg, files, n, cols);
 	for (size_t r = 0; r < shown; r++)
 		durations_row(svg, files, n, &t.rows[r], m, top + (double)r * row_h, row_h, axis_max, pw, c);
-	if (more) {
-		char line[128];
-		snprintf(line, sizeof line, "\xe2\x80\xa6 %zu more region%s, of smaller totals (durations_data.csv "
-			 "has every one)", more, more == 1 ? "" : "s");
-		sp_svg_label(svg, 12, top + (double)shown * row_h + 13, "start",
-			     "class=\"more\" font-size=\"11\" fill=\"#555555\"", line, 0);
-	}
+	sp_plot_more(svg, top + (double)shown * row_h + 13, more,
+		     "of smaller totals (durations_data.csv has every one)");
 	fprintf(svg, "<g stroke=\"#000000\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
 		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
 		left, axis_y, left + pw, axis_y, left, top, left, axis_y);

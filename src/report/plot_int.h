@@ -39,6 +39,10 @@ const struct sp_plot_colours *sp_plot_colours_for(const struct sp_plot_opts *o, 
 double sp_plot_legend(FILE *out, const char *const *names, size_t n, const struct sp_plot_colours *colours,
 		      double x, double y, double colw, int cols);
 
+/* "... N more region(s), " then why, at y under a chart that left them
+ * out (nothing when more is 0). */
+void sp_plot_more(FILE *out, double y, size_t more, const char *why);
+
 /* Writes s as a CSV field. */
 void sp_plot_csv_name(FILE *out, const char *s);
 
