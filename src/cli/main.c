@@ -1,12 +1,12 @@
 /* main.c - the scope-profiler executable: global options and the table of
  * subcommands, each implemented in its own cmd_<name>.c. */
 #include <errno.h>
-#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "sp_cmd.h"
+#include "sp_grow.h"
 #include "sp_h5.h"
 #include "sp_mpi.h"
 #include "sp_session.h"
@@ -82,14 +82,10 @@ static int finish_stdout(const char *cmd, int status, int e)
 
 int main(int argc, char **argv)
 {
-	/* Event columns and the reader's buffers are megabytes each, made and
-	 * freed over and over (read_h5 in a loop, a session per step). glibc
-	 * would give each its own mmap, zero-filled and faulted in page by page,
-	 * and trim the heap after each free until its adaptive thresholds catch
-	 * up; start where they end instead. Larger blocks (long runs' columns)
-	 * are still mmapped, and grow by mremap without a copy. */
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
-	mallopt(M_TRIM_THRESHOLD, 64 << 20);
+	/* A run leaves malloc as python has it (the script's memory is given
+	 * back as without us) until its script reads a profile. */
+	if (argc < 2 || strcmp(argv[1], "run") != 0)
+		sp_malloc_for_reading();
 	if (argc < 2) {
 		usage(stderr);
 		return SP_EXIT_USAGE;

@@ -1,4 +1,5 @@
 /* grow.c - the one growable-array idiom (see sp_grow.h). */
+#include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -24,4 +25,14 @@ void *sp_grow(void *p, size_t *cap, size_t need, size_t elem)
 	if (np)
 		*cap = ncap;
 	return np;
+}
+
+void sp_malloc_for_reading(void)
+{
+	static int done;
+	if (done)
+		return;
+	done = 1;
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }

@@ -452,6 +452,7 @@ static PyObject *res_read(PyObject *m, PyObject *args)
 	struct sp_profile *p = NULL;
 	struct sp_error err = {0};
 	enum sp_err rc;
+	sp_malloc_for_reading();   /* a read in a loop: glibc's thresholds where they end */
 	Py_BEGIN_ALLOW_THREADS
 	/* The stream's writer may be in HDF5 now (a run reading a profile). */
 	sp_h5_lock();
