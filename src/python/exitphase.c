@@ -283,6 +283,109 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* ---- a profiled child process (run --subprocesses) ----
+ *
+ * multiprocessing's Pool ends its workers with SIGTERM (at the end of its
+ * `with` block, terminate()), and a batch system or the script may end a
+ * child so too. Where the child has no handler of its own, the exit
+ * signals but SIGINT write its profile and then end it by the same signal,
+ * as plain python would have been ended, without unwinding any of its
+ * code (a Pool's worker may hold a lock its siblings wait for). Python
+ * runs the handler in the main thread at its next bytecode: should that
+ * not come within CHILD_DEADLINE_S (a C call that runs on, never checking
+ * for signals), SIGALRM ends the child by its signal, unwritten (the run
+ * counts it). A second exit signal ends it at once. */
+#define CHILD_DEADLINE_S 2
+
+static volatile sig_atomic_t child_signal;
+static void (*python_handler[NSIGNALS])(int);   /* Python's own C handler of each */
+
+/* Ends the process by sig, as its default action does. */
+static void die_by(int sig)
+{
+	sigset_t set;
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
+static void child_deadline(int unused)
+{
+	(void)unused;
+	die_by(child_signal);
+}
+
+static void on_child_signal(int sig)
+{
+	if (child_signal)
+		die_by(sig);
+	for (size_t i = 0; i < NSIGNALS; i++)
+		if (exit_signals[i] == sig && python_handler[i]) {
+			child_signal = sig;
+			struct sigaction sa;
+			memset(&sa, 0, sizeof sa);
+			sa.sa_handler = child_deadline;
+			sigemptyset(&sa.sa_mask);
+			sigaction(SIGALRM, &sa, NULL);
+			alarm(CHILD_DEADLINE_S);
+			python_handler[i](sig);   /* the Python-level handler below, at its next bytecode */
+			return;
+		}
+	die_by(sig);
+}
+
+/* _on_child_signal(signum, frame): the child's profile is written, then
+ * the signal ends the process. */
+static PyObject *on_child_signal_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+	long sig = nargs >= 1 ? PyLong_AsLong(args[0]) : -1;
+	if (!is_exit_signal(sig) || sig == SIGINT) {
+		PyErr_Clear();
+		Py_RETURN_NONE;
+	}
+	alarm(0);   /* the main thread is here: the write may take its time */
+	child_signal = (int)sig;
+	sp_session_end_child();
+	die_by((int)sig);
+	Py_RETURN_NONE;
+}
+
+/* _child_signals(): in a profiled child, the exit signals but SIGINT that
+ * have no handler of the script's get the child's (above). Never raises. */
+static PyObject *child_signals(PyObject *m, PyObject *unused)
+{
+	PyObject *sigmod = PyImport_ImportModule("_signal");
+	PyObject *handler = sigmod ? PyObject_GetAttrString(m, "_on_child_signal") : NULL;
+	for (size_t i = 0; handler && i < NSIGNALS; i++) {
+		if (exit_signals[i] == SIGINT)
+			continue;   /* Python's KeyboardInterrupt: the child's os._exit writes */
+		PyObject *cur = PyObject_CallMethod(sigmod, "getsignal", "i", exit_signals[i]);
+		int free_ = cur && ((PyLong_Check(cur) && PyLong_AsLong(cur) == (long)(intptr_t)SIG_DFL) ||
+				    PyObject_RichCompareBool(cur, handler, Py_EQ) == 1);
+		Py_XDECREF(cur);
+		PyObject *r = free_ ? PyObject_CallMethod(sigmod, "signal", "iO", exit_signals[i], handler) : NULL;
+		Py_XDECREF(r);
+		struct sigaction sa;
+		/* Python's own C handler (which runs the one above) is called
+		 * from ours, which keeps the deadline. */
+		if (r && sigaction(exit_signals[i], NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
+		    sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) {
+			if (sa.sa_handler != on_child_signal)
+				python_handler[i] = sa.sa_handler;
+			sa.sa_handler = on_child_signal;
+			if (python_handler[i])
+				sigaction(exit_signals[i], &sa, NULL);
+		}
+	}
+	Py_XDECREF(handler);
+	Py_XDECREF(sigmod);
+	PyErr_Clear();
+	Py_RETURN_NONE;
+}
+
 /* _run_exit(): the run's atexit callback, in C so that no signal handler
  * of Python's can run between the script's end and the handlers below;
  * then the session ends (sp_session_end_run: write, print, clean up). */
@@ -333,6 +436,10 @@ PyMethodDef sp_exitphase_methods[] = {
 	{"_run_exit", run_exit, METH_NOARGS, NULL},
 	{"_run_watch", run_watch, METH_VARARGS, NULL},
 	{"_exit_signals_default", exit_signals_default, METH_NOARGS, NULL},
+	{"_child_signals", child_signals, METH_NOARGS, NULL},
+	{"_on_child_signal", (PyCFunction)(void (*)(void))on_child_signal_py, METH_FASTCALL,
+	 "scope-profiler run --subprocesses' handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1 and SIGUSR2 "
+	 "in a child process: its profile is written, then the signal ends it."},
 	{"_on_exit_signal", (PyCFunction)(void (*)(void))on_exit_signal_py, METH_FASTCALL,
 	 "scope-profiler run's handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1 and SIGUSR2: the script "
 	 "ends as at sys.exit(128 + signum), and the profile is written."},

@@ -600,33 +600,42 @@ def _forked_child():
     _shim_mark()
     _exit_signals_default()   # as under plain python (exitphase.c)
     _child_session()
+    if _session_is_child():
+        _child_signals()      # SIGTERM (a Pool's end): written, then ended by it (exitphase.c)
 
 
 def _in_fork_server():
     """Whether this import runs inside multiprocessing's fork server (its
-    main() preloading __main__)."""
+    main() preloading __main__), not in one of its forks, a worker, which
+    imports __main__ under main()'s _serve_one() when the server did not."""
     f = _sys._getframe(1)
+    server = False
     while f is not None:
         code = f.f_code
-        if code.co_name == "main" and code.co_filename.endswith("multiprocessing/forkserver.py"):
-            return True
+        if code.co_filename.endswith("multiprocessing/forkserver.py"):
+            if code.co_name == "_serve_one":
+                return False
+            server = server or code.co_name == "main"
         f = f.f_back
-    return False
+    return server
 
 
 def _child_begin(folder):
     """A spawned child of run --subprocesses (the shim loaded this module):
     a session of its own, written at its exit (also os._exit) as
     proc-PID.h5 in folder; os.exec*, os._exit and its forks handled as the
-    run's (a SIGTERM ends it unwritten, as it would end it unprofiled)."""
+    run's, SIGTERM and the like write it and end it (exitphase.c). Returns
+    "server" in multiprocessing's fork server, else "child"."""
     _child_setup(folder)
-    _run_watch(_os, False)   # its signals stay as they are: a Pool terminates its workers so
+    _run_watch(_os, False)   # no SystemExit at SIGTERM: a Pool terminates its workers so
+    _os.register_at_fork(after_in_child=_forked_child)
     if _in_fork_server():
         # multiprocessing's fork server (3.14 loads __main__ there): it lives
         # until the run ends and runs no task; its forks, the workers, are
         # the children. Not counted as one that wrote nothing.
-        _shim_unmark(folder)
-    _os.register_at_fork(after_in_child=_forked_child)
+        return "server"
+    _child_signals()
+    return "child"
 
 
 # ---------------------------------------------------------------------------

@@ -114,7 +114,9 @@ def _mark_process():
 
 def _profiled():
     """Under run --subprocesses: the real module (the extension module the
-    run names) in place of this one, recording from now on, or None."""
+    run names) in place of this one, recording from now on: "child", or
+    "server" in multiprocessing's fork server (which runs no task: its
+    forks, the workers, are the children); else None."""
     import os
     import sys
 
@@ -131,8 +133,7 @@ def _profiled():
         mod = module_from_spec(spec_from_file_location(__name__, path, loader=loader))
         sys.modules[__name__] = mod   # what `import scope_profiler` gives from now on
         loader.exec_module(mod)
-        mod._child_begin(folder)
-        return mod
+        return mod._child_begin(folder)
     except Exception as exc:  # never the child's failure: it runs unprofiled
         if me is not None:
             sys.modules[__name__] = me
@@ -140,6 +141,8 @@ def _profiled():
         return None
 
 
-_mark_process()
+# Marked once its handlers are in place (a child ended before them had
+# recorded nothing); the fork server is not a child to count.
+if _profiled() != "server":
+    _mark_process()
 __import__("os").register_at_fork(after_in_child=_mark_process)
-_profiled()

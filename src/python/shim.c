@@ -275,21 +275,6 @@ static PyObject *shim_mark(PyObject *m, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* _shim_unmark(folder): a process that imported the shim but is not a child
- * to count (multiprocessing's fork server, which runs no task: its forks
- * are the children) takes its mark back. */
-static PyObject *shim_unmark(PyObject *m, PyObject *arg)
-{
-	PyObject *b = PyUnicode_EncodeFSDefault(arg);
-	char path[PATH_MAX + 32];
-	if (!b)
-		return NULL;
-	if ((size_t)snprintf(path, sizeof path, "%s/child-%d", PyBytes_AS_STRING(b), (int)getpid()) < sizeof path)
-		unlink(path);
-	Py_DECREF(b);
-	Py_RETURN_NONE;
-}
-
 void sp_shim_end(Py_ssize_t merged)
 {
 	if (!*shim || getpid() != shim_pid)
@@ -317,6 +302,5 @@ void sp_shim_end(Py_ssize_t merged)
 PyMethodDef sp_shim_methods[] = {
 	{"_shim_offer", shim_offer, METH_O, NULL},
 	{"_shim_mark", shim_mark, METH_NOARGS, NULL},
-	{"_shim_unmark", shim_unmark, METH_O, NULL},
 	{NULL},
 };

@@ -11,7 +11,7 @@
  * nothing, never raises. */
 void sp_shim_end(Py_ssize_t merged);
 
-/* _shim_offer(subprocesses), _shim_mark() and _shim_unmark(folder), for
+/* _shim_offer(subprocesses) and _shim_mark(), for
  * the module's table. */
 extern PyMethodDef sp_shim_methods[];
 

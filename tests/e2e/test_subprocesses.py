@@ -222,17 +222,83 @@ def test_refused_under_an_mpi_launcher(sp):
 
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_a_pool_terminated_by_its_with_block_ends(sp, method):
-    # Pool.__exit__ terminates its workers with SIGTERM, one of them maybe
-    # holding the task queue's lock: the run must end (a spawned worker that
-    # turned SIGTERM into SystemExit once left its siblings waiting forever).
-    # Workers ended so write nothing: the line counts them.
+    """The most common Pool: its `with` block's end terminates the workers
+    with SIGTERM, one of them maybe holding the task queue's lock. Each
+    worker writes its profile, then SIGTERM ends it (no Python code
+    unwound: a spawned worker that turned SIGTERM into SystemExit once left
+    its siblings waiting forever), so every call arrives and no line is
+    said (all were lost, said for spawn and forkserver workers not even).
+    A spawned worker ended before its handler came had recorded nothing
+    and is not counted."""
     for _ in range(3):
         proc, procs = run(sp, f"""
             with mp.get_context("{method}").Pool(3) as pool:
                 assert pool.map(work, [1] * 6) == [None] * 6
         """)
+        assert proc.stderr == ""
         assert procs[0][2] == {"main": 1}
-        assert proc.stderr == "" or "profiled child processes wrote no profile" in proc.stderr
+        kids = children(procs, direct=method != "forkserver")
+        assert sum(k.get("work", 0) for k in kids) == 6
+        assert sum(k.get("step", 0) for k in kids) == 6
+
+
+def test_a_child_ended_by_sigterm_writes_then_ends_by_it(sp):
+    """A child with no handler of its own: its profile is written, and it
+    ends as plain python's would, killed by the signal. One whose script
+    set a handler keeps it (here, one that leaves by os._exit(3), which
+    writes the profile too)."""
+    proc, procs = run(sp, """
+        import signal
+        def leave(signum, frame):
+            os._exit(3)
+        for own in (False, True):
+            signal.signal(signal.SIGTERM, leave if own else signal.SIG_DFL)
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                work(2 if own else 1)
+                os.write(w, b"x")
+                while True:
+                    signal.pause()
+            os.read(r, 1)
+            os.kill(pid, signal.SIGTERM)
+            status = os.waitpid(pid, 0)[1]
+            assert os.waitstatus_to_exitcode(status) == (3 if own else -signal.SIGTERM), status
+    """)
+    assert proc.stderr == ""
+    assert children(procs) == [{"work": 1, "step": 1}, {"work": 1, "step": 2}]
+
+
+def test_a_child_that_never_returns_to_python_still_ends_at_sigterm(sp):
+    """A child stuck in one C call (sum over an endless iterator never
+    checks for signals) cannot run the handler that writes its profile:
+    two seconds after SIGTERM it ends by it all the same, as plain python's
+    would have at once, unwritten and counted."""
+    proc, procs = run(sp, """
+        import itertools, signal, time
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            work(1)
+            os.write(w, b"x")
+            sum(itertools.repeat(0))
+        os.read(r, 1)
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(600):   # at most a minute; never a stray child spinning on
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise SystemExit("the child did not end at SIGTERM")
+        assert os.waitstatus_to_exitcode(status) == -signal.SIGTERM, status
+    """)
+    assert proc.stderr == ("scope-profiler: run: warning: 1 of 1 profiled child processes wrote no "
+                           "profile (killed, or still running at the end): their calls are not in "
+                           "this profile\n")
+    assert children(procs) == []
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
