@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "sp_exitphase.h"
@@ -290,14 +291,20 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
  * child so too. Where the child has no handler of its own, the exit
  * signals but SIGINT write its profile and then end it by the same signal,
  * as plain python would have been ended, without unwinding any of its
- * code (a Pool's worker may hold a lock its siblings wait for). Python
- * runs the handler in the main thread at its next bytecode: should that
- * not come within CHILD_DEADLINE_S (a C call that runs on, never checking
- * for signals), SIGALRM ends the child by its signal, unwritten (the run
- * counts it). A second exit signal ends it at once. */
+ * code (a Pool's worker may hold a lock its siblings wait for).
+ *
+ * Python runs the handler in the main thread at its next bytecode, or when
+ * a blocking call returns with EINTR. A signal that comes just before such
+ * a call blocks (a worker's wait for the task queue's lock) interrupts
+ * nothing: so from the signal on, SIGALRM comes every CHILD_TICK_MS, each
+ * one interrupting the call, which then runs the handler (PEP 475). Should
+ * it not run within CHILD_DEADLINE_S (one long C call that never checks
+ * for signals), the child ends by the signal, unwritten (the run counts
+ * it). A second exit signal ends it at once. */
+#define CHILD_TICK_MS 50
 #define CHILD_DEADLINE_S 2
 
-static volatile sig_atomic_t child_signal;
+static volatile sig_atomic_t child_signal, child_ticks;
 static void (*python_handler[NSIGNALS])(int);   /* Python's own C handler of each */
 
 /* Ends the process by sig, as its default action does. */
@@ -312,10 +319,18 @@ static void die_by(int sig)
 	_exit(128 + sig);
 }
 
-static void child_deadline(int unused)
+static void child_ticks_set(long ms)
+{
+	struct itimerval it = { .it_interval = { ms / 1000, ms % 1000 * 1000 },
+				.it_value = { ms / 1000, ms % 1000 * 1000 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void child_tick(int unused)
 {
 	(void)unused;
-	die_by(child_signal);
+	if (++child_ticks >= CHILD_DEADLINE_S * 1000 / CHILD_TICK_MS)
+		die_by(child_signal);
 }
 
 static void on_child_signal(int sig)
@@ -327,11 +342,11 @@ static void on_child_signal(int sig)
 			child_signal = sig;
 			struct sigaction sa;
 			memset(&sa, 0, sizeof sa);
-			sa.sa_handler = child_deadline;
+			sa.sa_handler = child_tick;
 			sigemptyset(&sa.sa_mask);
-			sigaction(SIGALRM, &sa, NULL);
-			alarm(CHILD_DEADLINE_S);
-			python_handler[i](sig);   /* the Python-level handler below, at its next bytecode */
+			sigaction(SIGALRM, &sa, NULL);   /* no SA_RESTART: a blocking call returns */
+			child_ticks_set(CHILD_TICK_MS);
+			python_handler[i](sig);   /* the Python-level handler below, at its next chance */
 			return;
 		}
 	die_by(sig);
@@ -346,7 +361,7 @@ static PyObject *on_child_signal_py(PyObject *m, PyObject *const *args, Py_ssize
 		PyErr_Clear();
 		Py_RETURN_NONE;
 	}
-	alarm(0);   /* the main thread is here: the write may take its time */
+	child_ticks_set(0);   /* the main thread is here: the write may take its time */
 	child_signal = (int)sig;
 	sp_session_end_child();
 	die_by((int)sig);

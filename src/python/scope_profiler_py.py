@@ -433,8 +433,14 @@ def _command_codes(source):
 def _start_tracing(target, trace_all, include, exclude, own=(), codes=None):
     """`run --recursive`: the root region, then the hook in every thread."""
     region(target).__enter__()
+    _trace_hooks(trace_all, include, exclude, own, codes)
+
+
+def _trace_hooks(trace_all, include, exclude, own=(), codes=None, foreign=()):
+    """The --recursive hook in every thread, from the main module's start;
+    foreign: folders of code that is not the program's, beside the stdlib."""
     _tracer_configure(bool(trace_all), tuple(include), tuple(exclude),
-                      () if trace_all else _foreign_prefixes(), tuple(own), codes)
+                      tuple(foreign) + (() if trace_all else _foreign_prefixes()), tuple(own), codes)
     if _sys.version_info < (3, 12):
         # 3.11: a profile hook per thread, which a script's own replaces.
         # Later, sys.monitoring events reach every thread and coexist.
@@ -573,10 +579,10 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False, o
 
         if not hasattr(builtins, "profile"):
             builtins.profile = profile
+    own = _own_prefixes(*own_of) if trace and own_of and not trace_all else ()
     if trace:
         command = own_of and own_of[0] == "command" and not trace_all
-        _start_tracing(target, trace_all, include, exclude,
-                       _own_prefixes(*own_of) if own_of and not trace_all else (),
+        _start_tracing(target, trace_all, include, exclude, own,
                        _command_codes(own_of[1]) if command else None)
     atexit.register(_run_exit)  # C: ends the session, signals held
     _sys.exit = _watch_exit(_sys.exit)
@@ -586,6 +592,10 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False, o
     # subprocesses, recording as its own process from the fork on).
     if _shim_offer(subprocesses):
         _os.register_at_fork(after_in_child=_forked_child)
+        folder = _os.environ.get("SCOPE_PROFILER_CHILDREN") if subprocesses else None
+        if folder:
+            _offer_children(folder, {"trace_all": bool(trace_all), "include": tuple(include),
+                                     "exclude": tuple(exclude), "own": tuple(own)} if trace else None)
     # SIGTERM (a batch system's time limit), SIGHUP, SIGXCPU, SIGUSR1/2
     # unwind like sys.exit(128 + signal), so the profile is written (a
     # script may still install its own handler); os.exec* writes it first;
@@ -593,21 +603,94 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False, o
     _run_watch(_os)
 
 
+# run --subprocesses --recursive: the shim folder's sitecustomize, so that a
+# Python child is profiled from its start, whether it imports scope_profiler
+# or not (the shim then loads the run's module: _child_begin).
+_SITECUSTOMIZE = '''"""scope-profiler run --subprocesses --recursive: this Python process, a child
+of the run, is profiled from its start (the run's folder, first on
+PYTHONPATH, holds this file and its scope_profiler). Then the sitecustomize
+this file hides, the next on sys.path, runs as it would have."""
+
+
+def _hidden():
+    import os
+    import sys
+    from importlib.machinery import PathFinder
+    from importlib.util import module_from_spec
+
+    # Not multiprocessing's resource tracker: it lives to the run's end
+    # and runs none of the program's code.
+    tracker = @TRACKER@
+    try:
+        if not any(tracker in a for a in getattr(sys, "orig_argv", ())):
+            import scope_profiler  # noqa: F401
+    except Exception as exc:  # never the child's failure: it runs unprofiled
+        sys.stderr.write(f"scope-profiler: warning: child process {os.getpid()} is not profiled: {exc}\\n")
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = PathFinder.find_spec(__name__, [p for p in sys.path if os.path.abspath(p or os.curdir) != here])
+    if spec is not None and spec.loader is not None:
+        mod = module_from_spec(spec)
+        sys.modules[__name__] = mod
+        spec.loader.exec_module(mod)
+
+
+_hidden()
+'''
+
+
+def _offer_children(folder, tracing):
+    """run --subprocesses: what a spawned child takes from the run (the
+    settings its command line gave, --recursive's), in the shim folder
+    (marshal: no module that plain python has not loaded); with --recursive
+    a sitecustomize there too. A child that cannot have them runs on the
+    defaults, said here."""
+    import marshal
+
+    try:
+        with open(_os.path.join(folder, "run-settings"), "wb") as f:
+            f.write(marshal.dumps({"given": _run_given(), "trace": tracing}))
+        if tracing:
+            with open(_os.path.join(folder, "sitecustomize.py"), "w", encoding="ascii") as f:
+                f.write(_SITECUSTOMIZE.replace("@TRACKER@", repr(_MP_HELPER.format("resource_tracker"))))
+    except OSError as e:
+        _sys.stderr.write(f"scope-profiler: run: warning: --subprocesses: cannot pass the run's "
+                          f"settings to its spawned children ({e.strerror or e}): they run on the "
+                          f"defaults\n")
+
+
+def _run_settings(folder):
+    """What the run passed on to its spawned children (_offer_children), or
+    None (then the defaults)."""
+    import marshal
+
+    try:
+        with open(_os.path.join(folder, "run-settings"), "rb") as f:
+            return marshal.loads(f.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+
+
 def _forked_child():
     """In a forked child of a recording process: its mark in the shim
     folder (shim.c), and under run --subprocesses its own session from the
     fork on (session.c)."""
-    _shim_mark()
     _exit_signals_default()   # as under plain python (exitphase.c)
     _child_session()
     if _session_is_child():
         _child_signals()      # SIGTERM (a Pool's end): written, then ended by it (exitphase.c)
+    # Marked once its handlers are in place: a child ended before them had
+    # recorded nothing (a Pool may end a worker as soon as it is forked).
+    _shim_mark()
+
+
+_MP_HELPER = "from multiprocessing.{} import main"   # how multiprocessing starts its helpers
 
 
 def _in_fork_server():
     """Whether this import runs inside multiprocessing's fork server (its
-    main() preloading __main__), not in one of its forks, a worker, which
-    imports __main__ under main()'s _serve_one() when the server did not."""
+    main() preloading __main__, or the run's sitecustomize before it), not
+    in one of its forks, a worker, which imports __main__ under main()'s
+    _serve_one() when the server did not."""
     f = _sys._getframe(1)
     server = False
     while f is not None:
@@ -617,18 +700,34 @@ def _in_fork_server():
                 return False
             server = server or code.co_name == "main"
         f = f.f_back
-    return server
+    return server or _mp_helper("forkserver")
+
+
+def _mp_helper(name):
+    """Whether this process is multiprocessing's helper process name
+    (forkserver, resource_tracker): python -c started with its main()."""
+    return any(_MP_HELPER.format(name) in a for a in getattr(_sys, "orig_argv", ()))
 
 
 def _child_begin(folder):
     """A spawned child of run --subprocesses (the shim loaded this module):
-    a session of its own, written at its exit (also os._exit) as
-    proc-PID.h5 in folder; os.exec*, os._exit and its forks handled as the
+    a session of its own on the run's settings, written at its exit (also
+    os._exit) as proc-PID.h5 in folder; with --recursive, every function
+    from its main module on; os.exec*, os._exit and its forks handled as the
     run's, SIGTERM and the like write it and end it (exitphase.c). Returns
     "server" in multiprocessing's fork server, else "child"."""
-    _child_setup(folder)
+    run = _run_settings(folder)
+    _child_setup(folder, run["given"] if run else None)
     _run_watch(_os, False)   # no SystemExit at SIGTERM: a Pool terminates its workers so
     _os.register_at_fork(after_in_child=_forked_child)
+    tracing = run and run["trace"]
+    if tracing:
+        # --recursive: from this process's main module on (its forks go on
+        # with it, session.c); never the shim folder's code.
+        _child_tracing(tracing["trace_all"])
+        shim = {p.rstrip("/") + "/" for p in (folder, _os.path.realpath(folder))}
+        _trace_hooks(tracing["trace_all"], tracing["include"], tracing["exclude"], tracing["own"],
+                     foreign=tuple(sorted(shim)))
     if _in_fork_server():
         # multiprocessing's fork server (3.14 loads __main__ there): it lives
         # until the run ends and runs no task; its forks, the workers, are

@@ -282,8 +282,10 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	const char *path = s->no_output || s->disable || forked ? NULL
 		: sp_standalone_outfile(s->outfile, ranked, sizeof ranked);
 	int snapshot = want_results && (!path || rank != 0);
-	int show = verbose && !forked && rank == 0;
-	int show_lines = verbose_lines && !forked && rank == 0;
+	/* A child of run --subprocesses says nothing: its profile joins the
+	 * run's, which the run shows (its own file is gone by then). */
+	int show = verbose && !forked && rank == 0 && !session.parent_pid;
+	int show_lines = verbose_lines && !forked && rank == 0 && !session.parent_pid;
 	char fallback[PATH_MAX];
 	fallback_path(fallback, sizeof fallback);
 	*written = NULL;
@@ -533,19 +535,82 @@ static PyObject *mod_child_session(PyObject *m, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* _child_setup(folder): plain python started by a run --subprocesses (the
- * shim folder's scope_profiler loads this module and calls this): a session
- * of its own from now, written at exit as proc-PID.h5 in folder. */
-static PyObject *mod_child_setup(PyObject *m, PyObject *arg)
+/* The setup() keywords of the run's settings that do not reach its spawned
+ * children: where and whether to write, and what to say (a child writes
+ * proc-PID.h5 and says nothing), and the memory budget (a child keeps its
+ * calls in memory: it does not stream). */
+static int child_keyword(const char *keyword)
 {
-	if (mod_children_dir(m, arg) == NULL || setup_kwargs(NULL) != 0 ||
+	static const char *const not_theirs[] = {"file_path", "deactivate_file_output", "verbose",
+						 "memory_budget"};
+	for (size_t i = 0; i < sizeof not_theirs / sizeof not_theirs[0]; i++)
+		if (strcmp(keyword, not_theirs[i]) == 0)
+			return 0;
+	return 1;
+}
+
+/* _run_given(): {keyword: value} of the settings that run's command line
+ * gave and its spawned children take (run --subprocesses). */
+static PyObject *mod_run_given(PyObject *m, PyObject *unused)
+{
+	struct sp_settings cur = session.locked;
+	cur.outfile = "";   /* not passed on: never NULL for the dict below */
+	PyObject *all = sp_keywords_dict(&cur), *given = all ? PyDict_New() : NULL;
+	size_t n;
+	const struct sp_setting_key *keys = sp_settings_keywords(&n);
+	for (size_t i = 0; given && i < n; i++) {
+		if (!sp_settings_given(&session.locked, &keys[i]) || !child_keyword(keys[i].keyword))
+			continue;
+		PyObject *v = PyDict_GetItemString(all, keys[i].keyword);   /* borrowed */
+		if (!v || PyDict_SetItemString(given, keys[i].keyword, v) != 0)
+			Py_CLEAR(given);
+	}
+	Py_XDECREF(all);
+	return given;
+}
+
+/* _child_setup(folder, given=None): plain python started by a run
+ * --subprocesses (the shim folder's scope_profiler loads this module and
+ * calls this): a session of its own from now, written at exit as
+ * proc-PID.h5 in folder, on the settings the run's command line gave
+ * (given, from _run_given: the child's setup() cannot change them). */
+static PyObject *mod_child_setup(PyObject *m, PyObject *args)
+{
+	PyObject *folder, *given = Py_None;
+	if (!PyArg_ParseTuple(args, "O|O:_child_setup", &folder, &given))
+		return NULL;
+	if (given != Py_None) {
+		struct sp_settings locked = { .compression = -1, .verbose = -1 };
+		unsigned mask;
+		char *path = NULL;
+		int rc = PyDict_Check(given) ? sp_keywords_settings(given, &locked, &mask, &path) : -1;
+		free(path);
+		if (rc != 0) {
+			if (!PyErr_Occurred())
+				PyErr_SetString(PyExc_TypeError, "_child_setup: given is not a dict");
+			return NULL;
+		}
+		session.locked = locked;
+	}
+	if (mod_children_dir(m, folder) == NULL || setup_kwargs(NULL) != 0 ||
 	    child_outfile(session.children_dir) != 0)
 		return NULL;
 	session.parent_pid = getppid();
-	/* Its settings are the defaults, not the run's (--memory-budget,
-	 * --no-output, --aggregate do not reach it): no watch of a budget the
-	 * run did not set. */
+	/* It keeps its calls in memory (--subprocesses does not stream), and
+	 * the run's budget is not passed on: no watch. */
 	sp_spill_cancel();
+	Py_RETURN_NONE;
+}
+
+/* _child_tracing(trace_all): a spawned child's --recursive hook is on
+ * (_child_trace): its forks go on with it, its end stops it. */
+static PyObject *mod_child_tracing(PyObject *m, PyObject *arg)
+{
+	int all = PyObject_IsTrue(arg);
+	if (all < 0)
+		return NULL;
+	session.tracing = session.traced = 1;
+	session.trace_all = all;
 	Py_RETURN_NONE;
 }
 
@@ -602,7 +667,9 @@ PyMethodDef sp_session_methods[] = {
 	{"_note_exit_status", mod_note_exit_status, METH_O, NULL},
 	{"_children_dir", mod_children_dir, METH_O, NULL},
 	{"_child_session", mod_child_session, METH_NOARGS, NULL},
-	{"_child_setup", mod_child_setup, METH_O, NULL},
+	{"_child_setup", mod_child_setup, METH_VARARGS, NULL},
+	{"_run_given", mod_run_given, METH_NOARGS, NULL},
+	{"_child_tracing", mod_child_tracing, METH_O, NULL},
 	{"_session_is_child", mod_session_is_child, METH_NOARGS, NULL},
 	{"_run_tracing", mod_run_tracing, METH_NOARGS, NULL},
 	{"_async_lanes_auto", mod_async_lanes_auto, METH_NOARGS, NULL},

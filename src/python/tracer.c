@@ -211,7 +211,11 @@ static __attribute__((noinline, cold)) void *classify(PyCodeObject *co, PyObject
 	if (!own)
 		goto out;
 	PyObject *module = globals ? PyDict_GetItemString(globals, "__name__") : NULL;
-	if (module && PyUnicode_Check(module))
+	/* The script in a spawned child of run --subprocesses (multiprocessing
+	 * imports it as __mp_main__): named as in the run and its forks. */
+	if (module && PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "__mp_main__") == 0)
+		name = PyUnicode_FromFormat("__main__.%U", co->co_qualname);
+	else if (module && PyUnicode_Check(module))
 		name = PyUnicode_FromFormat("%U.%U", module, co->co_qualname);
 	else
 		name = PyUnicode_FromFormat("%U", co->co_qualname);

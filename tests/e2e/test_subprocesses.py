@@ -202,6 +202,81 @@ def test_recursive_children(sp):
     assert children(procs) == [{"__main__.leaf": 2}]
 
 
+def test_spawned_children_take_the_run_s_settings(sp):
+    """A Python child started through subprocess records on the settings
+    the run's command line gave (its own setup() cannot change them, as
+    the run's script cannot), and prints no summary of its own: the run's
+    shows it (here -q: none at all)."""
+    sp.script("""
+        import scope_profiler as sp
+        sp.setup(buffer_limit=5, track_threads=False)
+        c = sp.get_config()
+        print("child", c.buffer_limit, c.track_threads)
+        with sp.region("sub"):
+            pass
+    """, name="child.py")
+    proc, procs = run(sp, """
+        subprocess.run([sys.executable, "child.py"], check=True)
+    """, "--buffer-limit", "7", "--track-threads")
+    assert proc.stdout == "child 7 True\n"
+    assert proc.stderr == ""
+    assert children(procs) == [{"sub": 1}]
+
+
+POOL = """
+    import multiprocessing as mp, sys
+
+    def work(n):
+        return sum(range(n))
+
+    if __name__ == "__main__":
+        with mp.get_context(sys.argv[1]).Pool(2) as pool:
+            assert pool.map(work, [10] * 6) == [45] * 6
+"""
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_recursive_reaches_spawned_children_that_never_import_it(sp, method):
+    """run --subprocesses --recursive on a program that never imports
+    scope_profiler: each spawned or forkserver's worker is profiled from its
+    start (a sitecustomize in the run's folder), its functions named as in
+    the run (__main__, not multiprocessing's __mp_main__); multiprocessing's
+    own helpers (the fork server, the resource tracker) are not counted as
+    children that wrote nothing."""
+    script = sp.script(POOL, name="pool.py")
+    proc = sp("run", "-q", "--subprocesses", "--recursive", "-o", "out.h5", script, method, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    procs = processes(sp.tmp / "out.h5")
+    kids = children(procs, direct=method == "spawn")
+    assert sum(k.get("__main__.work", 0) for k in kids) == 6
+    assert not any(name.startswith(("scope_profiler", "sitecustomize")) for k in kids for name in k)
+
+
+def test_the_sitecustomize_the_run_s_hides_still_runs(sp):
+    """Under --recursive the run's folder, first on the children's
+    PYTHONPATH, holds a sitecustomize: the one it hides (the next on
+    sys.path) runs in the child as it would have."""
+    site = sp.tmp / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nMARK = os.getpid()\n")
+    sp.script("""
+        import os, sitecustomize
+        print("site", sitecustomize.MARK == os.getpid())
+    """, name="child.py")
+    env = dict(ENV or {}, PYTHONPATH=str(site))
+    script = sp.script("""
+        import subprocess, sys
+        subprocess.run([sys.executable, "child.py"], check=True)
+    """)
+    plain = sp("run", "-q", "--no-output", script, env=env)
+    proc = sp("run", "-q", "--subprocesses", "--recursive", "-o", "out.h5", script, env=env)
+    assert plain.returncode == 0 and proc.returncode == 0, (plain.stderr, proc.stderr)
+    assert plain.stdout == proc.stdout == "site True\n"
+    assert proc.stderr == ""
+    assert children(processes(sp.tmp / "out.h5")) == [{"__main__.<module>": 1}]
+
+
 def test_without_the_option_children_stay_out(sp):
     script = sp.script(WORK.replace("{body}", """pid = os.fork()
             if pid == 0:
@@ -273,7 +348,9 @@ def test_a_child_that_never_returns_to_python_still_ends_at_sigterm(sp):
     """A child stuck in one C call (sum over an endless iterator never
     checks for signals) cannot run the handler that writes its profile:
     two seconds after SIGTERM it ends by it all the same, as plain python's
-    would have at once, unwritten and counted."""
+    would have at once, unwritten and counted. (Should the signal come
+    before the child is in that call, its handler writes the profile: a
+    rare ordering, allowed.)"""
     proc, procs = run(sp, """
         import itertools, signal, time
         r, w = os.pipe()
@@ -283,6 +360,7 @@ def test_a_child_that_never_returns_to_python_still_ends_at_sigterm(sp):
             os.write(w, b"x")
             sum(itertools.repeat(0))
         os.read(r, 1)
+        time.sleep(0.2)   # into sum(), almost always
         os.kill(pid, signal.SIGTERM)
         for _ in range(600):   # at most a minute; never a stray child spinning on
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -295,10 +373,9 @@ def test_a_child_that_never_returns_to_python_still_ends_at_sigterm(sp):
             raise SystemExit("the child did not end at SIGTERM")
         assert os.waitstatus_to_exitcode(status) == -signal.SIGTERM, status
     """)
-    assert proc.stderr == ("scope-profiler: run: warning: 1 of 1 profiled child processes wrote no "
-                           "profile (killed, or still running at the end): their calls are not in "
-                           "this profile\n")
-    assert children(procs) == []
+    unwritten = ("scope-profiler: run: warning: 1 of 1 profiled child processes wrote no profile "
+                 "(killed, or still running at the end): their calls are not in this profile\n")
+    assert (proc.stderr, children(procs)) in ((unwritten, []), ("", [{"work": 1, "step": 1}]))
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
