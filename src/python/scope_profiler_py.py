@@ -618,11 +618,13 @@ def _hidden():
     from importlib.machinery import PathFinder
     from importlib.util import module_from_spec
 
-    # Not multiprocessing's resource tracker: it lives to the run's end
-    # and runs none of the program's code.
+    # Only the run's Python (another one cannot load its module), and not
+    # multiprocessing's resource tracker: it lives to the run's end and
+    # runs none of the program's code.
     tracker = @TRACKER@
     try:
-        if not any(tracker in a for a in getattr(sys, "orig_argv", ())):
+        if sys.implementation.cache_tag == @TAG@ and \\
+                not any(tracker in a for a in getattr(sys, "orig_argv", ())):
             import scope_profiler  # noqa: F401
     except Exception as exc:  # never the child's failure: it runs unprofiled
         sys.stderr.write(f"scope-profiler: warning: child process {os.getpid()} is not profiled: {exc}\\n")
@@ -651,7 +653,8 @@ def _offer_children(folder, tracing):
             f.write(marshal.dumps({"given": _run_given(), "trace": tracing}))
         if tracing:
             with open(_os.path.join(folder, "sitecustomize.py"), "w", encoding="ascii") as f:
-                f.write(_SITECUSTOMIZE.replace("@TRACKER@", repr(_MP_HELPER.format("resource_tracker"))))
+                f.write(_SITECUSTOMIZE.replace("@TRACKER@", repr(_MP_HELPER.format("resource_tracker")))
+                        .replace("@TAG@", repr(_sys.implementation.cache_tag)))
     except OSError as e:
         _sys.stderr.write(f"scope-profiler: run: warning: --subprocesses: cannot pass the run's "
                           f"settings to its spawned children ({e.strerror or e}): they run on the "
