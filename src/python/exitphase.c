@@ -25,6 +25,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -40,6 +41,9 @@ static const int exit_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SI
 #define NSIGNALS (sizeof exit_signals / sizeof exit_signals[0])
 
 static volatile sig_atomic_t exit_signal;   /* the first one received, or 0 */
+static volatile sig_atomic_t child_signal;  /* a profiled child's (below), or 0 */
+static void (*python_c_handler)(int);       /* Python's own C handler, as _run_watch found it */
+static void child_signal_end(void);
 
 static int is_exit_signal(long sig)
 {
@@ -149,6 +153,8 @@ static PyMethodDef unraisable_def = {
  * from then on is not in the profile: one line says so. */
 static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+	if (child_signal)
+		child_signal_end();   /* a child's exit signal came first: it ends the child */
 	int ended = sp_session_end_before_exec();
 	PyObject *r = PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
 	if (!r && ended)
@@ -157,12 +163,22 @@ static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 }
 
 /* os.fork and os.forkpty under run: the stream's threads, stopped before
- * the fork, start again once it returned (sp_spill.h). */
+ * the fork, start again once it returned (sp_spill.h). The exit signals
+ * are held across it: one sent to the child before its fork hooks gave it
+ * its handlers (a Pool may end a worker as soon as it is forked) would be
+ * lost (Python forgets signals caught before the hooks) or raise in a
+ * hook; held, it comes once they are in place. */
 static PyObject *fork_around(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+	sigset_t held, before;
+	sigemptyset(&held);
+	for (size_t i = 0; i < NSIGNALS; i++)
+		sigaddset(&held, exit_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &held, &before);
 	sp_spill_fork_enter();
 	PyObject *r = PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
 	sp_spill_fork_leave();
+	pthread_sigmask(SIG_SETMASK, &before, NULL);
 	return r;
 }
 
@@ -219,6 +235,9 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 			if (!r)
 				goto fail;
 			Py_DECREF(r);
+			struct sigaction sa;
+			if (sigaction(exit_signals[i], NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO))
+				python_c_handler = sa.sa_handler;
 		}
 	}
 	PyObject *hook = PySys_GetObject("unraisablehook");   /* borrowed */
@@ -271,7 +290,10 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
 	PyObject *handler = sigmod ? PyObject_GetAttrString(m, "_on_exit_signal") : NULL;
 	for (size_t i = 0; handler && i < NSIGNALS; i++) {
 		PyObject *cur = PyObject_CallMethod(sigmod, "getsignal", "i", exit_signals[i]);
-		if (cur == handler) {
+		struct sigaction sa;
+		/* One a C handler took since (faulthandler.register) stays its. */
+		if (cur == handler && sigaction(exit_signals[i], NULL, &sa) == 0 &&
+		    (!python_c_handler || sa.sa_handler == python_c_handler)) {
 			PyObject *r = PyObject_CallMethod(sigmod, "signal", "ii", exit_signals[i],
 							  (int)(intptr_t)SIG_DFL);
 			Py_XDECREF(r);
@@ -304,7 +326,7 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
 #define CHILD_TICK_MS 50
 #define CHILD_DEADLINE_S 2
 
-static volatile sig_atomic_t child_signal, child_ticks;
+static volatile sig_atomic_t child_ticks;
 static void (*python_handler[NSIGNALS])(int);   /* Python's own C handler of each */
 
 /* Ends the process by sig, as its default action does. */
@@ -335,6 +357,7 @@ static void child_tick(int unused)
 
 static void on_child_signal(int sig)
 {
+	int saved = errno;
 	if (child_signal)
 		die_by(sig);
 	for (size_t i = 0; i < NSIGNALS; i++)
@@ -347,8 +370,20 @@ static void on_child_signal(int sig)
 			sigaction(SIGALRM, &sa, NULL);   /* no SA_RESTART: a blocking call returns */
 			child_ticks_set(CHILD_TICK_MS);
 			python_handler[i](sig);   /* the Python-level handler below, at its next chance */
+			errno = saved;
 			return;
 		}
+	die_by(sig);
+}
+
+/* A signal on_child_signal took and the Python-level handler has not
+ * answered yet: the profile is written and the signal ends the process
+ * (also where the script would exec first: a timer survives exec). */
+static void child_signal_end(void)
+{
+	int sig = child_signal;
+	child_ticks_set(0);
+	sp_session_end_child();
 	die_by(sig);
 }
 
@@ -356,44 +391,55 @@ static void on_child_signal(int sig)
  * the signal ends the process. */
 static PyObject *on_child_signal_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
-	long sig = nargs >= 1 ? PyLong_AsLong(args[0]) : -1;
-	if (!is_exit_signal(sig) || sig == SIGINT) {
-		PyErr_Clear();
+	(void)args;
+	(void)nargs;
+	/* Called other than for a signal on_child_signal took: by a handler
+	 * the script set later that calls the one it replaced (under plain
+	 * python, SIG_DFL, which it cannot call, so it goes on): nothing. */
+	if (!child_signal)
 		Py_RETURN_NONE;
-	}
-	child_ticks_set(0);   /* the main thread is here: the write may take its time */
-	child_signal = (int)sig;
-	sp_session_end_child();
-	die_by((int)sig);
+	child_signal_end();   /* the main thread is here: the write may take its time */
 	Py_RETURN_NONE;
 }
 
 /* _child_signals(): in a profiled child, the exit signals but SIGINT that
- * have no handler of the script's get the child's (above). Never raises. */
+ * have no handler of the script's, Python's or C's (faulthandler's), get
+ * the child's (above). Never raises. */
 static PyObject *child_signals(PyObject *m, PyObject *unused)
 {
 	PyObject *sigmod = PyImport_ImportModule("_signal");
 	PyObject *handler = sigmod ? PyObject_GetAttrString(m, "_on_child_signal") : NULL;
 	for (size_t i = 0; handler && i < NSIGNALS; i++) {
-		if (exit_signals[i] == SIGINT)
+		int sig = exit_signals[i];
+		if (sig == SIGINT)
 			continue;   /* Python's KeyboardInterrupt: the child's os._exit writes */
-		PyObject *cur = PyObject_CallMethod(sigmod, "getsignal", "i", exit_signals[i]);
-		int free_ = cur && ((PyLong_Check(cur) && PyLong_AsLong(cur) == (long)(intptr_t)SIG_DFL) ||
-				    PyObject_RichCompareBool(cur, handler, Py_EQ) == 1);
-		Py_XDECREF(cur);
-		PyObject *r = free_ ? PyObject_CallMethod(sigmod, "signal", "iO", exit_signals[i], handler) : NULL;
-		Py_XDECREF(r);
 		struct sigaction sa;
+		PyObject *cur = PyObject_CallMethod(sigmod, "getsignal", "i", sig);
+		int dfl = cur && PyLong_Check(cur) && PyLong_AsLong(cur) == (long)(intptr_t)SIG_DFL;
+		int ours = cur && PyObject_RichCompareBool(cur, handler, Py_EQ) == 1;
+		Py_XDECREF(cur);
+		PyErr_Clear();
+		if (sigaction(sig, NULL, &sa) != 0 ||
+		    !((dfl && sa.sa_handler == SIG_DFL) ||
+		      (ours && (sa.sa_handler == on_child_signal || sa.sa_handler == python_handler[i]))))
+			continue;
+		PyObject *r = PyObject_CallMethod(sigmod, "signal", "iO", sig, handler);
+		Py_XDECREF(r);
 		/* Python's own C handler (which runs the one above) is called
-		 * from ours, which keeps the deadline. */
-		if (r && sigaction(exit_signals[i], NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
-		    sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) {
-			if (sa.sa_handler != on_child_signal)
-				python_handler[i] = sa.sa_handler;
-			sa.sa_handler = on_child_signal;
-			if (python_handler[i])
-				sigaction(exit_signals[i], &sa, NULL);
+		 * from ours, which keeps the ticks; without ours, the signal
+		 * stays as it was (on_child_signal_py answers only ours). */
+		if (!r || sigaction(sig, NULL, &sa) != 0 || (sa.sa_flags & SA_SIGINFO) ||
+		    sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN) {
+			PyErr_Clear();
+			r = PyObject_CallMethod(sigmod, "signal", "ii", sig, (int)(intptr_t)SIG_DFL);
+			Py_XDECREF(r);
+			PyErr_Clear();
+			continue;
 		}
+		if (sa.sa_handler != on_child_signal)
+			python_handler[i] = sa.sa_handler;
+		sa.sa_handler = on_child_signal;
+		sigaction(sig, &sa, NULL);
 	}
 	Py_XDECREF(handler);
 	Py_XDECREF(sigmod);

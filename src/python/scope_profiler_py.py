@@ -609,34 +609,46 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False, o
 _SITECUSTOMIZE = '''"""scope-profiler run --subprocesses --recursive: this Python process, a child
 of the run, is profiled from its start (the run's folder, first on
 PYTHONPATH, holds this file and its scope_profiler). Then the sitecustomize
-this file hides, the next on sys.path, runs as it would have."""
+this file hides, the next on sys.path, runs as it would have; where there
+is none, the import of this one fails as it would have, silently."""
+import sys
 
 
 def _hidden():
     import os
-    import sys
-    from importlib.machinery import PathFinder
-    from importlib.util import module_from_spec
 
     # Only the run's Python (another one cannot load its module), and not
     # multiprocessing's resource tracker: it lives to the run's end and
-    # runs none of the program's code.
+    # runs none of the program's code. (No f-strings: any Python reads it.)
     tracker = @TRACKER@
+    impl = getattr(sys, "implementation", None)
     try:
-        if sys.implementation.cache_tag == @TAG@ and \\
+        if getattr(impl, "cache_tag", None) == @TAG@ and \\
                 not any(tracker in a for a in getattr(sys, "orig_argv", ())):
             import scope_profiler  # noqa: F401
     except Exception as exc:  # never the child's failure: it runs unprofiled
-        sys.stderr.write(f"scope-profiler: warning: child process {os.getpid()} is not profiled: {exc}\\n")
-    here = os.path.dirname(os.path.abspath(__file__))
-    spec = PathFinder.find_spec(__name__, [p for p in sys.path if os.path.abspath(p or os.curdir) != here])
-    if spec is not None and spec.loader is not None:
-        mod = module_from_spec(spec)
-        sys.modules[__name__] = mod
-        spec.loader.exec_module(mod)
+        sys.stderr.write("scope-profiler: warning: child process %d is not profiled: %s\\n"
+                         % (os.getpid(), exc))
+    try:
+        from importlib.machinery import PathFinder
+        from importlib.util import module_from_spec
+    except ImportError:
+        return None
+    here = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
+    spec = PathFinder.find_spec(__name__, [p for p in sys.path
+                                           if os.path.realpath(p or os.curdir) != here])
+    if spec is None or spec.loader is None:
+        return None
+    mod = module_from_spec(spec)
+    sys.modules[__name__] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
-_hidden()
+if _hidden() is None:
+    _none = ImportError("No module named 'sitecustomize'")
+    _none.name = __name__   # site.py then goes on silently
+    raise _none
 '''
 
 

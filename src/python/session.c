@@ -537,12 +537,14 @@ static PyObject *mod_child_session(PyObject *m, PyObject *unused)
 
 /* The setup() keywords of the run's settings that do not reach its spawned
  * children: where and whether to write, and what to say (a child writes
- * proc-PID.h5 and says nothing), and the memory budget (a child keeps its
- * calls in memory: it does not stream). */
+ * proc-PID.h5 and says nothing), the memory budget (a child keeps its calls
+ * in memory: it does not stream), and what would cost every worker of a
+ * pool a device or a library of its own (--gpu: a CUDA context; --likwid;
+ * --mpi-calls, which needs run itself). */
 static int child_keyword(const char *keyword)
 {
 	static const char *const not_theirs[] = {"file_path", "deactivate_file_output", "verbose",
-						 "memory_budget"};
+						 "memory_budget", "profile_mpi_calls", "use_gpu", "use_likwid"};
 	for (size_t i = 0; i < sizeof not_theirs / sizeof not_theirs[0]; i++)
 		if (strcmp(keyword, not_theirs[i]) == 0)
 			return 0;
@@ -809,7 +811,7 @@ static void write_at_exit(void)
 	/* A reference of our own: finish() runs Python, which may swap it. */
 	PyObject *err = Py_XNewRef(PySys_GetObject("stderr"));
 	const char *path;
-	session.skip_empty = failed;
+	session.skip_empty = failed && !session.parent_pid;   /* a child is always accounted for */
 	PyObject *res = finish(!session.quiet, 0, err, !session.quiet && session.cur.line_profile, failed, &path);
 	session.skip_empty = 0;
 	if (res) {

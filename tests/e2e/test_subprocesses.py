@@ -344,6 +344,65 @@ def test_a_child_ended_by_sigterm_writes_then_ends_by_it(sp):
     assert children(procs) == [{"work": 1, "step": 1}, {"work": 1, "step": 2}]
 
 
+def test_a_child_ended_as_soon_as_it_is_forked_ends(sp):
+    """SIGTERM sent the moment a fork returns (a Pool ending a worker it
+    just made) reaches the child once its handlers are in place: it ends by
+    it as under plain python (caught before them, it was forgotten, and a
+    Pool waited forever for the worker)."""
+    proc, procs = run(sp, """
+        import collections, signal, time
+        ends = collections.Counter()
+        for _ in range(20):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(0.5)
+                os._exit(7)
+            os.kill(pid, signal.SIGTERM)
+            ends[os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])] += 1
+        assert ends == {-signal.SIGTERM: 20}, ends
+    """)
+    assert proc.stderr == ""
+    assert len(children(procs)) == 20
+
+
+def test_a_child_s_own_handlers_are_kept(sp):
+    """A handler the child sets that calls the one it replaced (plain
+    python's SIG_DFL, which it cannot call) goes on to its own cleanup; a
+    signal faulthandler holds stays faulthandler's; a child that fails
+    before recording anything is still a process of the profile, and says
+    nothing."""
+    proc, procs = run(sp, """
+        import faulthandler, signal, time
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            prev = signal.getsignal(signal.SIGTERM)
+            def leave(signum, frame):
+                if callable(prev):
+                    prev(signum, frame)
+                sys.exit(5)
+            signal.signal(signal.SIGTERM, leave)
+            os.write(w, b"x")
+            try:
+                time.sleep(30)
+            finally:
+                os.write(1, b"cleanup\\n")
+        os.read(r, 1)
+        os.kill(pid, signal.SIGTERM)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 5
+        faulthandler.register(signal.SIGUSR1, file=sys.stdout)
+        pid = os.fork()
+        if pid == 0:
+            os.kill(os.getpid(), signal.SIGUSR1)   # a traceback, not the end
+            os._exit(0)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    """)
+    assert proc.stdout.startswith("cleanup\n"), proc.stdout
+    assert "Current thread" in proc.stdout or "Stack (most recent call first)" in proc.stdout
+    assert proc.stderr == ""
+    assert children(procs) == [{}, {}]
+
+
 def test_a_child_that_never_returns_to_python_still_ends_at_sigterm(sp):
     """A child stuck in one C call (sum over an endless iterator never
     checks for signals) cannot run the handler that writes its profile:
