@@ -42,8 +42,19 @@ static const int exit_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SI
 
 static volatile sig_atomic_t exit_signal;   /* the first one received, or 0 */
 static volatile sig_atomic_t child_signal;  /* a profiled child's (below), or 0 */
-static void (*python_c_handler)(int);       /* Python's own C handler, as _run_watch found it */
+static void (*python_c_handler)(int);       /* Python's own C handler, as _run_watch or
+					     * _child_signals found it (one for every signal) */
 static void child_signal_end(void);
+
+/* Blocks the exit signals in the calling thread; the mask it had into *before. */
+static void hold_exit_signals(sigset_t *before)
+{
+	sigset_t held;
+	sigemptyset(&held);
+	for (size_t i = 0; i < NSIGNALS; i++)
+		sigaddset(&held, exit_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &held, before);
+}
 
 static int is_exit_signal(long sig)
 {
@@ -82,11 +93,8 @@ int sp_run_exit_signal_last(void)
 {
 	/* Held while read: one arriving between the read and the return
 	 * would otherwise be noted (and announced) but not obeyed. */
-	sigset_t held, before, pending;
-	sigemptyset(&held);
-	for (size_t i = 0; i < NSIGNALS; i++)
-		sigaddset(&held, exit_signals[i]);
-	pthread_sigmask(SIG_BLOCK, &held, &before);
+	sigset_t before, pending;
+	hold_exit_signals(&before);
 	int sig = exit_signal;
 	if (!sig && sigpending(&pending) == 0)
 		for (size_t i = 0; i < NSIGNALS && !sig; i++)
@@ -170,11 +178,8 @@ static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t na
  * hook; held, it comes once they are in place. */
 static PyObject *fork_around(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	sigset_t held, before;
-	sigemptyset(&held);
-	for (size_t i = 0; i < NSIGNALS; i++)
-		sigaddset(&held, exit_signals[i]);
-	pthread_sigmask(SIG_BLOCK, &held, &before);
+	sigset_t before;
+	hold_exit_signals(&before);
 	sp_spill_fork_enter();
 	PyObject *r = PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
 	sp_spill_fork_leave();
@@ -327,7 +332,6 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
 #define CHILD_DEADLINE_S 2
 
 static volatile sig_atomic_t child_ticks;
-static void (*python_handler[NSIGNALS])(int);   /* Python's own C handler of each */
 
 /* Ends the process by sig, as its default action does. */
 static void die_by(int sig)
@@ -360,20 +364,17 @@ static void on_child_signal(int sig)
 	int saved = errno;
 	if (child_signal)
 		die_by(sig);
-	for (size_t i = 0; i < NSIGNALS; i++)
-		if (exit_signals[i] == sig && python_handler[i]) {
-			child_signal = sig;
-			struct sigaction sa;
-			memset(&sa, 0, sizeof sa);
-			sa.sa_handler = child_tick;
-			sigemptyset(&sa.sa_mask);
-			sigaction(SIGALRM, &sa, NULL);   /* no SA_RESTART: a blocking call returns */
-			child_ticks_set(CHILD_TICK_MS);
-			python_handler[i](sig);   /* the Python-level handler below, at its next chance */
-			errno = saved;
-			return;
-		}
-	die_by(sig);
+	if (!python_c_handler)
+		die_by(sig);
+	child_signal = sig;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = child_tick;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);   /* no SA_RESTART: a blocking call returns */
+	child_ticks_set(CHILD_TICK_MS);
+	python_c_handler(sig);   /* the Python-level handler below, at its next chance */
+	errno = saved;
 }
 
 /* A signal on_child_signal took and the Python-level handler has not
@@ -421,7 +422,7 @@ static PyObject *child_signals(PyObject *m, PyObject *unused)
 		PyErr_Clear();
 		if (sigaction(sig, NULL, &sa) != 0 ||
 		    !((dfl && sa.sa_handler == SIG_DFL) ||
-		      (ours && (sa.sa_handler == on_child_signal || sa.sa_handler == python_handler[i]))))
+		      (ours && (sa.sa_handler == on_child_signal || sa.sa_handler == python_c_handler))))
 			continue;
 		PyObject *r = PyObject_CallMethod(sigmod, "signal", "iO", sig, handler);
 		Py_XDECREF(r);
@@ -437,7 +438,7 @@ static PyObject *child_signals(PyObject *m, PyObject *unused)
 			continue;
 		}
 		if (sa.sa_handler != on_child_signal)
-			python_handler[i] = sa.sa_handler;
+			python_c_handler = sa.sa_handler;
 		sa.sa_handler = on_child_signal;
 		sigaction(sig, &sa, NULL);
 	}
@@ -454,11 +455,8 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 {
 	/* Held while the handlers change hands: one arriving meanwhile
 	 * reaches the C handler when they are let through below. */
-	sigset_t held, before;
-	sigemptyset(&held);
-	for (size_t i = 0; i < NSIGNALS; i++)
-		sigaddset(&held, exit_signals[i]);
-	pthread_sigmask(SIG_BLOCK, &held, &before);
+	sigset_t before;
+	hold_exit_signals(&before);
 	/* A signal that arrived just before, its Python handler not yet run:
 	 * Python's KeyboardInterrupt for SIGINT, the run's handler of the
 	 * others (it notes itself). */

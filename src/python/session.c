@@ -605,7 +605,7 @@ static PyObject *mod_child_setup(PyObject *m, PyObject *args)
 }
 
 /* _child_tracing(trace_all): a spawned child's --recursive hook is on
- * (_child_trace): its forks go on with it, its end stops it. */
+ * (_child_begin): its forks go on with it, its end stops it. */
 static PyObject *mod_child_tracing(PyObject *m, PyObject *arg)
 {
 	int all = PyObject_IsTrue(arg);
