@@ -382,8 +382,8 @@ def test_a_child_s_own_handlers_are_kept(sp):
                     prev(signum, frame)
                 sys.exit(5)
             signal.signal(signal.SIGTERM, leave)
-            os.write(w, b"x")
-            try:
+            try:   # the signal may come as the write returns: inside the try
+                os.write(w, b"x")
                 time.sleep(30)
             finally:
                 os.write(1, b"cleanup\\n")
