@@ -244,4 +244,9 @@ int sp_rank_region_times(const struct sp_rank *rk, int64_t *cumulative, int64_t 
 /* Returns the value of a metadata key, or NULL. */
 const char *sp_profile_meta(const struct sp_profile *p, const char *key);
 
+/* Sets key to a copy of value (of type) in the metadata *meta of *n
+ * entries, replacing the key's value when it is there, else appending it.
+ * 0, or -1 out of memory (the metadata unchanged). */
+int sp_kv_set(struct sp_kv **meta, size_t *n, const char *key, const char *value, enum sp_kv_type type);
+
 #endif

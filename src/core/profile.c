@@ -174,6 +174,29 @@ const char *sp_profile_meta(const struct sp_profile *p, const char *key)
 	return NULL;
 }
 
+int sp_kv_set(struct sp_kv **meta, size_t *n, const char *key, const char *value, enum sp_kv_type type)
+{
+	size_t i = 0;
+	while (i < *n && strcmp((*meta)[i].key, key) != 0)
+		i++;
+	char *k = strdup(key), *v = strdup(value);
+	struct sp_kv *m = i < *n ? *meta : realloc(*meta, (*n + 1) * sizeof *m);
+	if (!k || !v || !m) {
+		free(k);
+		free(v);
+		return -1;
+	}
+	*meta = m;
+	if (i < *n) {
+		free(m[i].key);
+		free(m[i].value);
+	} else {
+		(*n)++;
+	}
+	m[i] = (struct sp_kv){k, v, type};
+	return 0;
+}
+
 /* a - b, saturating (damaged files' totals may be anything). */
 static int64_t sub_sat(int64_t a, int64_t b)
 {

@@ -377,25 +377,7 @@ static int pick_job(struct merge *m, int found)
 /* Sets key of the metadata (replacing it when there). 0, or -1. */
 static int meta_set(struct merge *m, const char *key, const char *value, enum sp_kv_type type)
 {
-	char *k = strdup(key), *v = strdup(value);
-	size_t i = 0;
-	while (i < m->nmeta && strcmp(m->meta[i].key, key) != 0)
-		i++;
-	struct sp_kv *meta = i < m->nmeta ? m->meta : realloc(m->meta, (m->nmeta + 1) * sizeof *meta);
-	if (!k || !v || !meta) {
-		free(k);
-		free(v);
-		return -1;
-	}
-	m->meta = meta;
-	if (i < m->nmeta) {
-		free(meta[i].key);
-		free(meta[i].value);
-	} else {
-		m->nmeta++;
-	}
-	meta[i] = (struct sp_kv){k, v, type};
-	return 0;
+	return sp_kv_set(&m->meta, &m->nmeta, key, value, type);
 }
 
 /* The ranks in state (PARTIAL: recovered; NONE: left out) as a list
