@@ -1,6 +1,8 @@
 /* sp_children.h - the profiles of a run's child processes (run
- * --subprocesses): each child writes dir/proc-<PID>.h5, a one-rank profile,
- * and the parent merges them into its own profile before writing it. */
+ * --subprocesses): each child streams to dir/proc-<PID>.h5.partial and
+ * finishes it into dir/proc-<PID>.h5, a one-rank profile (or writes that
+ * whole), and the parent merges them into its own profile before writing
+ * it; a child killed (or still running) is merged from its partial file. */
 #ifndef SP_CHILDREN_H
 #define SP_CHILDREN_H
 
@@ -13,20 +15,25 @@
 struct sp_children_found {
 	size_t merged;       /* child profiles merged into p */
 	size_t unreadable;   /* proc-*.h5 files that could not be read (not profiles, truncated) */
+	size_t recovered;    /* of those merged, the ones from a partial file (up to its last flush) */
 };
 
 /* Appends to p each child profile dir/proc-<PID>.h5 (a profile written by
- * a child process of the run: one rank, its pid and parent_pid set), in
- * ascending pid order, as ranks of their own numbered after p's highest
- * rank number, keeping everything the child recorded (pid, parent_pid,
- * run start/end, hostname, dropped, regions with their events owned by p,
- * the call tree, line tables, likwid tables). Files whose name does not match
- * proc-<digits>.h5 are ignored (e.g. temporary files of a write in progress
- * and other files in the folder). Returns SP_OK, also when dir holds none or
- * does not exist; an error only when memory runs out. Never prints.
- * found may be NULL; on an error p holds the children merged so far (each
- * whole) and found counts them. The files' metadata is ignored; a file
- * of several ranks adds each of them. */
+ * a child process of the run: one rank, its pid and parent_pid set), or,
+ * when there is none or it cannot be read, dir/proc-<PID>.h5.partial (the
+ * calls up to its last flush, as `recover` reads it: the rank's run ends
+ * there, and p's metadata gets incomplete_ranks and partial_until_ns, as
+ * an MPI job's merge sets them), in ascending pid order, as ranks of their
+ * own numbered after p's highest rank number, keeping everything the child
+ * recorded (pid, parent_pid, run start/end, hostname, dropped, regions with
+ * their events owned by p, the call tree, line tables, likwid tables).
+ * Files whose name does not match proc-<digits>.h5[.partial] are ignored
+ * (e.g. temporary files of a write in progress and other files in the
+ * folder). Returns SP_OK, also when dir holds none or does not exist; an
+ * error only when memory runs out. Never prints. found may be NULL; on an
+ * error p holds the children merged so far (each whole) and found counts
+ * them. The files' metadata is ignored; a file of several ranks adds each
+ * of them. */
 enum sp_err sp_children_merge(struct sp_profile *p, const char *dir,
 			      struct sp_children_found *found, struct sp_error *err);
 

@@ -39,6 +39,7 @@ struct sp_stream_config {
 	int64_t clock_offset_ns;
 	int64_t mpi_job;           /* under MPI: the job's id (sp_mpi_job), the rank's mpi_job */
 	int64_t pid, run_start_ns;
+	int64_t parent_pid;        /* a child process of run --subprocesses: its parent's pid (0: none) */
 	const char *hostname;      /* NULL: none */
 	int compression;           /* the event columns: 0, or a deflate level 1..9 */
 	size_t queue_bytes;        /* the most bytes of calls waiting for the writer */

@@ -514,20 +514,14 @@ int sp_final_files_kept(void)
 	return files_kept;
 }
 
-/* Appends key = value (of that enum sp_kv_type) to p's metadata; 0, or -1 with
- * MemoryError set. */
+/* Sets key = value (of that enum sp_kv_type) in p's metadata; 0, or -1
+ * with MemoryError set. */
 static int meta_append(struct sp_profile *p, const char *key, const char *value, enum sp_kv_type type)
 {
-	struct sp_kv *kv = realloc(p->meta, (p->nmeta + 1) * sizeof *kv);
-	if (kv)
-		p->meta = kv;
-	char *k = kv ? strdup(key) : NULL, *v = k ? strdup(value) : NULL;
-	if (!v) {
-		free(k);
+	if (sp_kv_set(&p->meta, &p->nmeta, key, value, type) != 0) {
 		PyErr_NoMemory();
 		return -1;
 	}
-	p->meta[p->nmeta++] = (struct sp_kv){k, v, type};
 	return 0;
 }
 
@@ -778,6 +772,7 @@ int sp_final_run(struct sp_final *f)
 			goto out;
 		}
 		f->children_merged = found.merged;
+		f->children_recovered = found.recovered;
 	}
 	enum sp_err wrc = SP_OK;
 	if (collective) {

@@ -51,6 +51,7 @@ static struct {
 				      * profiles (proc-PID.h5), merged by the run's own process */
 	pid_t parent_pid;            /* this session is a child process's: its parent */
 	Py_ssize_t children_merged;  /* child profiles merged by the last write (-1: none looked for) */
+	Py_ssize_t children_recovered;  /* of those, the ones from a partial file (killed) */
 	PyObject *module;            /* the module (sys.modules keeps it alive) */
 	long long flush_ms;          /* run --flush-interval (0: the default) */
 	int skip_empty;              /* run's end after a failure: sp_final's skip_if_empty */
@@ -103,11 +104,12 @@ static int reset_events(void)
 
 /* Streams the session's events to its file's .partial while it runs
  * (spill.c) when the session can: a file is written, the calls are kept
- * one by one (not --aggregate), by a run's own
- * process (not a child of the run, not gathering child processes; under
- * MPI each rank to its own file, OUT.rank{r}, which the end merges into
- * OUT). Once something was streamed, the stream goes on to the end. 0, or
- * -1 with an exception. */
+ * one by one (not --aggregate), by a run's own process that does not
+ * gather child processes (under MPI each rank to its own file,
+ * OUT.rank{r}, which the end merges into OUT), or by a child process of
+ * run --subprocesses (to proc-PID.h5, which the run's end merges, up to
+ * its last flush when the child was killed). Once something was streamed,
+ * the stream goes on to the end. 0, or -1 with an exception. */
 static int stream_update(void)
 {
 	const struct sp_settings *s = &session.cur;
@@ -119,15 +121,15 @@ static int stream_update(void)
 	/* This process keeps its calls one by one for a file, within a budget. */
 	int keeps = path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate &&
 		    getpid() == session.pid;
-	int can = keeps && (mpi || sp_mpi_launch_rank() < 0) && !session.parent_pid && !session.children_dir;
+	int gathers = session.children_dir && !session.parent_pid;
+	int can = keeps && (mpi || sp_mpi_launch_rank() < 0) && !gathers;
 	sp_spill_cancel();
 	if (!can) {
-		/* run --subprocesses: neither the run's process nor its children
-		 * stream yet (each profile is written whole at its end). */
-		if (keeps && (session.parent_pid || session.children_dir))
-			sp_spill_watch((size_t)s->memory_budget, session.parent_pid
-				       ? "a forked child of run --subprocesses does not stream its calls to disk yet"
-				       : "run --subprocesses does not stream its calls to disk yet");
+		/* run --subprocesses: the run's own process writes its profile
+		 * whole at its end, with its children's. */
+		if (keeps && gathers)
+			sp_spill_watch((size_t)s->memory_budget,
+				       "run --subprocesses does not stream the calls of the run's own process to disk yet");
 		return 0;
 	}
 	char *rank_file = mpi ? sp_merge_rank_file(path, sp_mpi_rank()) : NULL;
@@ -137,7 +139,7 @@ static int stream_update(void)
 	}
 	int rc = sp_spill_begin(rank_file ? rank_file : path, (size_t)s->memory_budget,
 				(int64_t)(session.flush_ms ? session.flush_ms : 1000) * 1000000, s->compression,
-				session.run_start_ns, s->memory || s->mpi_calls);
+				session.run_start_ns, s->memory || s->mpi_calls, session.parent_pid);
 	free(rank_file);
 	return rc;
 }
@@ -327,6 +329,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	int rc = sp_final_run(&f);
 	sp_meta_free(&m);
 	session.children_merged = f.children_dir ? (Py_ssize_t)f.children_merged : -1;
+	session.children_recovered = (Py_ssize_t)f.children_recovered;
 	session.skipped = f.skipped;
 	session.calls = f.calls;
 	if (rc != 0) {
@@ -523,7 +526,7 @@ static PyObject *mod_child_session(PyObject *m, PyObject *unused)
 	session.pid = getpid();
 	session.run_start_ns = sp_clock_ns();
 	session.exit_failed = 0;
-	if (stream_update() != 0)   /* a fork's: its calls are watched, not streamed */
+	if (stream_update() != 0)   /* to its own file, proc-PID.h5 */
 		PyErr_Clear();
 	if (session.tracing) {
 		/* --recursive: the reset stopped the hook; it goes on from here,
@@ -537,14 +540,14 @@ static PyObject *mod_child_session(PyObject *m, PyObject *unused)
 
 /* The setup() keywords of the run's settings that do not reach its spawned
  * children: where and whether to write, and what to say (a child writes
- * proc-PID.h5 and says nothing), the memory budget (a child keeps its calls
- * in memory: it does not stream), and what would cost every worker of a
+ * proc-PID.h5 and says nothing), and what would cost every worker of a
  * pool a device or a library of its own (--gpu: a CUDA context; --likwid;
- * --mpi-calls, which needs run itself). */
+ * --mpi-calls, which needs run itself). The memory budget does: each child
+ * streams within it. */
 static int child_keyword(const char *keyword)
 {
 	static const char *const not_theirs[] = {"file_path", "deactivate_file_output", "verbose",
-						 "memory_budget", "profile_mpi_calls", "use_gpu", "use_likwid"};
+						 "profile_mpi_calls", "use_gpu", "use_likwid"};
 	for (size_t i = 0; i < sizeof not_theirs / sizeof not_theirs[0]; i++)
 		if (strcmp(keyword, not_theirs[i]) == 0)
 			return 0;
@@ -564,8 +567,13 @@ static PyObject *mod_run_given(PyObject *m, PyObject *unused)
 		if (!sp_settings_given(&session.locked, &keys[i]) || !child_keyword(keys[i].keyword))
 			continue;
 		PyObject *v = PyDict_GetItemString(all, keys[i].keyword);   /* borrowed */
-		if (!v || PyDict_SetItemString(given, keys[i].keyword, v) != 0)
+		/* --memory-budget 0 (no budget, kept as -1), which setup() has no
+		 * value for, goes as 0 (_child_setup). */
+		PyObject *none = strcmp(keys[i].keyword, "memory_budget") == 0 && cur.memory_budget < 0
+				 ? PyLong_FromLong(0) : NULL;
+		if (!v || PyDict_SetItemString(given, keys[i].keyword, none ? none : v) != 0)
 			Py_CLEAR(given);
+		Py_XDECREF(none);
 	}
 	Py_XDECREF(all);
 	return given;
@@ -585,22 +593,29 @@ static PyObject *mod_child_setup(PyObject *m, PyObject *args)
 		struct sp_settings locked = { .compression = -1, .verbose = -1 };
 		unsigned mask;
 		char *path = NULL;
-		int rc = PyDict_Check(given) ? sp_keywords_settings(given, &locked, &mask, &path) : -1;
+		PyObject *kw = PyDict_Check(given) ? PyDict_Copy(given) : NULL;
+		/* memory_budget 0: the run's --memory-budget 0, no budget (_run_given). */
+		PyObject *budget = kw ? PyDict_GetItemString(kw, "memory_budget") : NULL;   /* borrowed */
+		int unbounded = budget && PyLong_Check(budget) && PyLong_AsLong(budget) == 0;
+		int rc = kw && (!unbounded || PyDict_DelItemString(kw, "memory_budget") == 0)
+			 ? sp_keywords_settings(kw, &locked, &mask, &path) : -1;
+		Py_XDECREF(kw);
 		free(path);
 		if (rc != 0) {
 			if (!PyErr_Occurred())
 				PyErr_SetString(PyExc_TypeError, "_child_setup: given is not a dict");
 			return NULL;
 		}
+		if (unbounded)
+			locked.memory_budget = -1;
 		session.locked = locked;
 	}
 	if (mod_children_dir(m, folder) == NULL || setup_kwargs(NULL) != 0 ||
 	    child_outfile(session.children_dir) != 0)
 		return NULL;
 	session.parent_pid = getppid();
-	/* It keeps its calls in memory (--subprocesses does not stream), and
-	 * the run's budget is not passed on: no watch. */
-	sp_spill_cancel();
+	if (stream_update() != 0)   /* to its own file, proc-PID.h5 */
+		return NULL;
 	Py_RETURN_NONE;
 }
 
@@ -950,7 +965,8 @@ void sp_session_end_run(void)
 {
 	write_at_exit();
 	say_end_error();
-	sp_shim_end(session.children_merged);   /* in the process that made the folder */
+	/* in the process that made the folder */
+	sp_shim_end(session.children_merged, session.children_recovered);
 }
 
 void sp_session_bind(PyObject *mod)

@@ -275,7 +275,7 @@ static PyObject *shim_mark(PyObject *m, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-void sp_shim_end(Py_ssize_t merged)
+void sp_shim_end(Py_ssize_t merged, Py_ssize_t recovered)
 {
 	if (!*shim || getpid() != shim_pid)
 		return;
@@ -285,6 +285,11 @@ void sp_shim_end(Py_ssize_t merged)
 		children += strncmp(e->d_name, "child-", 6) == 0;
 	if (d)
 		closedir(d);
+	if (merged >= 0 && recovered > 0)
+		PySys_FormatStderr("scope-profiler: run: warning: %ld of %ld profiled child processes did not "
+				   "finish their profile (killed, or still running at the end): their calls up to "
+				   "their last flush are in this profile\n", (long)recovered,
+				   children > merged ? children : (long)merged);
 	if (merged >= 0 && children > merged)
 		PySys_FormatStderr("scope-profiler: run: warning: %ld of %ld profiled child processes wrote no "
 				   "profile (killed, or still running at the end): their calls are not in this "

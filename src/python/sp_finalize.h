@@ -25,6 +25,7 @@ struct sp_final {
 	const char *children_dir;    /* the run's own process under --subprocesses: the child
 				      * profiles there join this one (sp_children_merge) */
 	size_t children_merged;      /* out: how many did */
+	size_t children_recovered;   /* out: of those, how many from a partial file (killed) */
 	const char *root;            /* run --recursive: the root region, which with the
 				      * script's body (__main__.<module>) every run records */
 	int skip_if_empty;           /* the script failed: a profile of no call of its own

@@ -7,9 +7,10 @@
 /* The end of the run (session.c, after the profile, the exit signals
  * held), in the process that made the folder: one line counts the child
  * processes that imported scope_profiler (their marks), against the merged
- * ones under --subprocesses (merged >= 0), then the folder goes. Imports
- * nothing, never raises. */
-void sp_shim_end(Py_ssize_t merged);
+ * ones under --subprocesses (merged >= 0), and one the merged ones that
+ * did not finish their profile (recovered of them, from their last
+ * flush); then the folder goes. Imports nothing, never raises. */
+void sp_shim_end(Py_ssize_t merged, Py_ssize_t recovered);
 
 /* _shim_offer(subprocesses) and _shim_mark(), for
  * the module's table. */

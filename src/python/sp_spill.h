@@ -46,7 +46,8 @@ static inline void sp_spill_region_init(RegionObject *r)
 
 /* The session starts recording into path (its profile; under MPI the
  * rank's own file, its times put on rank 0's clock): streams to
- * path.partial when it can (the caller says when: a run's own process,
+ * path.partial when it can (the caller says when: a run's own process or
+ * a child process of run --subprocesses, whose parent_pid its file names,
  * with events), within budget bytes of buffers (0: the default), flushing
  * every interval_ns (0: a second); `values`: calls carry a value each
  * (--memory, --mpi-calls), which the block size counts (24 bytes a call
@@ -56,7 +57,7 @@ static inline void sp_spill_region_init(RegionObject *r)
  * Says nothing and streams nothing when it cannot; 0 either way, or -1
  * with an exception when memory runs out. */
 int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int compression, int64_t run_start_ns,
-		   int values);
+		   int values, int64_t parent_pid);
 
 /* Whether this session streams (something was handed over): its end then
  * finishes the stream (sp_spill_end) instead of writing a file whole. */

@@ -511,15 +511,16 @@ void sp_spill_fork_leave(void)
 		resume();   /* the parent; the child has no stream */
 }
 
-/* Registers the hooks, once per process. 0, or -1 with an exception. */
+/* Registers the hooks once (a forked child has them from its parent). 0,
+ * or -1 with an exception. */
 static int fork_hooks(void)
 {
 	static PyMethodDef defs[] = {
 		{"_stream_before_fork", fork_before, METH_NOARGS, NULL},
 		{"_stream_after_fork", fork_parent, METH_NOARGS, NULL},
 	};
-	static pid_t registered;
-	if (registered == getpid())
+	static int registered;   /* a forked child has its parent's hooks */
+	if (registered)
 		return 0;
 	PyObject *os = PyImport_ImportModule("os"), *before = NULL, *parent = NULL, *r = NULL;
 	PyObject *kw = PyDict_New();
@@ -539,12 +540,12 @@ static int fork_hooks(void)
 	if (!r)
 		return -1;
 	Py_DECREF(r);
-	registered = getpid();
+	registered = 1;
 	return 0;
 }
 
 int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int compression, int64_t run_start_ns,
-		   int values)
+		   int values, int64_t parent_pid)
 {
 	if (spill.on)
 		sp_spill_cancel();
@@ -556,7 +557,7 @@ int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int com
 	struct sp_stream_config c = {
 		.path = path, .rank = sp_mpi_rank(), .mpi_size = sp_mpi_active() ? sp_mpi_size() : 0,
 		.clock_offset_ns = sp_mpi_clock_offset(), .mpi_job = sp_mpi_job(), .pid = (int64_t)getpid(),
-		.run_start_ns = run_start_ns,
+		.parent_pid = parent_pid, .run_start_ns = run_start_ns,
 		.hostname = host[0] ? host : NULL, .compression = compression, .queue_bytes = budget / 2,
 		.interval_ns = interval_ns > 0 ? interval_ns : SP_STREAM_INTERVAL_NS, .ask_flush = NULL,
 	};

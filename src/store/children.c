@@ -1,5 +1,7 @@
 /* children.c - merging the profiles of a run's child processes
- * (dir/proc-<PID>.h5, run --subprocesses) into the parent's (sp_children.h). */
+ * (dir/proc-<PID>.h5, or what a child killed while streaming left in
+ * dir/proc-<PID>.h5.partial; run --subprocesses) into the parent's
+ * (sp_children.h). */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -7,18 +9,23 @@
 #include <string.h>
 
 #include "sp_children.h"
+#include "sp_clock.h"
 #include "sp_grow.h"
 #include "sp_h5.h"
+#include "sp_hosts.h"
+#include "sp_stream.h"
 
 /* A file name of the folder that names a child profile. */
 struct child {
 	int64_t pid;
+	int partial;                   /* proc-<PID>.h5.partial: the child did not finish it */
 	char *name;
 };
 
-/* The pid of a child profile's name "proc-<digits>.h5", or -1 for any other
- * name (a temporary file "proc-12.h5.tmp.34", a pid too long for int64). */
-static int64_t child_pid(const char *name)
+/* The pid of a child profile's name "proc-<digits>.h5" or, with *partial
+ * set, "proc-<digits>.h5.partial"; -1 for any other name (a temporary file
+ * "proc-12.h5.tmp.34", a pid too long for int64). */
+static int64_t child_pid(const char *name, int *partial)
 {
 	if (strncmp(name, "proc-", 5) != 0)
 		return -1;
@@ -30,7 +37,8 @@ static int64_t child_pid(const char *name)
 			return -1;
 		pid = pid * 10 + (s[n] - '0');
 	}
-	return n > 0 && strcmp(s + n, ".h5") == 0 ? pid : -1;
+	*partial = strcmp(s + n, ".h5.partial") == 0;
+	return n > 0 && (*partial || strcmp(s + n, ".h5") == 0) ? pid : -1;
 }
 
 static int by_pid(const void *a, const void *b)
@@ -38,6 +46,8 @@ static int by_pid(const void *a, const void *b)
 	const struct child *x = a, *y = b;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
+	if (x->partial != y->partial)
+		return x->partial - y->partial;   /* a finished file first */
 	return strcmp(x->name, y->name);  /* proc-7.h5 before proc-07.h5: any fixed order */
 }
 
@@ -52,13 +62,15 @@ static enum sp_err list_children(const char *dir, struct child **out, size_t *n,
 	struct dirent *e;
 
 	while (d && (e = readdir(d))) {
-		int64_t pid = child_pid(e->d_name);
+		int partial;
+		int64_t pid = child_pid(e->d_name, &partial);
 		if (pid < 0)
 			continue;
 		if (SP_GROW(&v, &cap, nv + 1) < 0 || !(v[nv].name = strdup(e->d_name))) {
 			rc = sp_error_set(err, SP_ENOMEM, "out of memory listing the child profiles in %s", dir);
 			break;
 		}
+		v[nv].partial = partial;
 		v[nv++].pid = pid;
 	}
 	if (d)
@@ -99,11 +111,13 @@ static enum sp_err take_ranks(struct sp_profile *p, struct sp_profile *c, int *n
 enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_children_found *found,
 			      struct sp_error *err)
 {
-	struct sp_children_found f = {0, 0};
+	struct sp_children_found f = {0, 0, 0};
 	struct child *v = NULL;
 	size_t nv = 0;
 	enum sp_err rc;
 	char *path = NULL;
+	int *recovered = NULL;         /* the ranks merged from partial files */
+	int64_t until = INT64_MAX;     /* their earliest last flush */
 
 	if (found)
 		*found = f;
@@ -117,9 +131,14 @@ enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_c
 			next = p->ranks[r].rank + 1;
 
 	size_t dlen = strlen(dir);
+	if (!(recovered = malloc((nv ? nv : 1) * sizeof *recovered)))
+		return sp_error_set(err, SP_ENOMEM, "out of memory merging the child profiles");
+	int64_t merged_pid = -1;   /* the last child merged */
 	for (size_t i = 0; i < nv; i++) {
 		struct sp_profile *c = NULL;
 		struct sp_error cerr = {0};
+		if (v[i].pid == merged_pid)
+			continue;   /* its finished file is in, or a second name of the same pid */
 		free(path);
 		if (!(path = malloc(dlen + strlen(v[i].name) + 2))) {
 			rc = sp_error_set(err, SP_ENOMEM, "out of memory merging the child profiles");
@@ -127,6 +146,13 @@ enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_c
 		}
 		sprintf(path, "%s/%s", dir, v[i].name);
 		enum sp_err crc = sp_h5_read(path, SP_READ_EVENTS, &c, &cerr);
+		/* A child killed while it finished its file left it marked as
+		 * open for writing: marked closed, it reads as a partial file. */
+		if (v[i].partial && crc != SP_OK && crc != SP_ENOMEM && sp_stream_unmark_dead(path) == 1) {
+			sp_profile_free(c);
+			c = NULL;
+			crc = sp_h5_read(path, SP_READ_EVENTS, &c, &cerr);
+		}
 		if (crc == SP_ENOMEM) {
 			rc = sp_error_set(err, SP_ENOMEM, "%s", cerr.msg);
 			goto out;
@@ -136,14 +162,36 @@ enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_c
 			sp_profile_free(c);
 			continue;
 		}
+		int first = next, partial = c->partial;
+		if (partial) {
+			/* Its calls up to its last flush, a call open then ending
+			 * there, as `recover` reads it; the child ended there. */
+			for (size_t k = 0; k < c->nranks; k++)
+				if (c->ranks[k].run_end_ns == SP_NO_TIME)
+					c->ranks[k].run_end_ns = c->partial_until_ns;
+			until = c->partial_until_ns < until ? c->partial_until_ns : until;
+		}
 		rc = take_ranks(p, c, &next, err);
 		sp_profile_free(c);
 		if (rc != SP_OK)
 			goto out;
+		merged_pid = v[i].pid;
 		f.merged++;
+		if (partial)
+			recovered[f.recovered++] = first;
 	}
 	rc = SP_OK;
+	if (f.recovered) {
+		/* As an MPI job's merge marks the ranks it recovered. */
+		char list[256], at[24];
+		snprintf(at, sizeof at, "%lld", (long long)until);
+		sp_rank_list(list, sizeof list, recovered, f.recovered);
+		if (sp_kv_set(&p->meta, &p->nmeta, "incomplete_ranks", list, SP_KV_TEXT) != 0 ||
+		    sp_kv_set(&p->meta, &p->nmeta, "partial_until_ns", at, SP_KV_INT) != 0)
+			rc = sp_error_set(err, SP_ENOMEM, "out of memory merging the child profiles");
+	}
 out:
+	free(recovered);
 	free(path);
 	for (size_t i = 0; i < nv; i++)
 		free(v[i].name);

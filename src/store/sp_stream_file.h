@@ -24,6 +24,7 @@ struct sp_sfile {
 	int64_t clock_offset_ns;       /* written as the rank's clock_offset_ns */
 	int64_t mpi_job;               /* mpi_size > 0: written as the rank's mpi_job */
 	int64_t pid, run_start_ns;
+	int64_t parent_pid;            /* > 0: written as the rank's parent_pid */
 	const char *hostname;          /* NULL: none */
 	/* The rest is the file's. */
 	const char *why;               /* after a failure: what failed, or NULL (errno says) */

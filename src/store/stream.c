@@ -148,7 +148,8 @@ static int create(void)
 {
 	S.f = (struct sp_sfile){.partial = S.partial, .rank = S.c.rank, .compression = S.c.compression,
 				.mpi_size = S.c.mpi_size, .clock_offset_ns = S.c.clock_offset_ns, .mpi_job = S.c.mpi_job,
-				.pid = S.c.pid, .run_start_ns = on_rank0(S.c.run_start_ns), .hostname = S.hostname,
+				.pid = S.c.pid, .parent_pid = S.c.parent_pid, .run_start_ns = on_rank0(S.c.run_start_ns),
+				.hostname = S.hostname,
 				.file = -1, .fd = -1, .lock_fd = -1};
 	sp_h5_lock();
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);

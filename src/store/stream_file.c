@@ -71,6 +71,7 @@ static int make_layout(struct sp_sfile *f, hid_t file)
 	if (ev < 0 || st < 0 || sp_h5w_attr_str(file, "format", "scope-profiler") < 0 ||
 	    sp_h5w_attr(file, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT32, &(int32_t){3}) < 0 ||
 	    sp_h5w_attr_i64(g, "run_start_time", f->run_start_ns) < 0 || sp_h5w_attr_i64(g, "pid", f->pid) < 0 ||
+	    (f->parent_pid > 0 && sp_h5w_attr_i64(g, "parent_pid", f->parent_pid) < 0) ||
 	    sp_h5w_attr_i64(g, "clock_offset_ns", f->clock_offset_ns) < 0 ||
 	    (f->mpi_size > 0 && (sp_h5w_attr_i64(g, "mpi_size", f->mpi_size) < 0 ||
 				 sp_h5w_attr_i64(g, "mpi_job", f->mpi_job) < 0)) ||

@@ -205,20 +205,21 @@ def test_recursive_children(sp):
 def test_spawned_children_take_the_run_s_settings(sp):
     """A Python child started through subprocess records on the settings
     the run's command line gave (its own setup() cannot change them, as
-    the run's script cannot), and prints no summary of its own: the run's
-    shows it (here -q: none at all)."""
+    the run's script cannot), the memory budget it streams within among
+    them, and prints no summary of its own: the run's shows it (here -q:
+    none at all)."""
     sp.script("""
         import scope_profiler as sp
-        sp.setup(buffer_limit=5, track_threads=False)
+        sp.setup(buffer_limit=5, track_threads=False, memory_budget=2 << 20)
         c = sp.get_config()
-        print("child", c.buffer_limit, c.track_threads)
+        print("child", c.buffer_limit, c.track_threads, c.memory_budget)
         with sp.region("sub"):
             pass
     """, name="child.py")
     proc, procs = run(sp, """
         subprocess.run([sys.executable, "child.py"], check=True)
-    """, "--buffer-limit", "7", "--track-threads")
-    assert proc.stdout == "child 7 True\n"
+    """, "--buffer-limit", "7", "--track-threads", "--memory-budget", "3M")
+    assert proc.stdout == f"child 7 True {3 << 20}\n"
     assert proc.stderr == ""
     assert children(procs) == [{"sub": 1}]
 
@@ -407,9 +408,10 @@ def test_a_child_that_never_returns_to_python_still_ends_at_sigterm(sp):
     """A child stuck in one C call (sum over an endless iterator never
     checks for signals) cannot run the handler that writes its profile:
     two seconds after SIGTERM it ends by it all the same, as plain python's
-    would have at once, unwritten and counted. (Should the signal come
-    before the child is in that call, its handler writes the profile: a
-    rare ordering, allowed.)"""
+    would have at once, unwritten and counted (or, had its stream flushed
+    before it went into that call, with its calls up to that flush). Should
+    the signal come before the child is in that call, its handler writes
+    the profile: a rare ordering, allowed."""
     proc, procs = run(sp, """
         import itertools, signal, time
         r, w = os.pipe()
@@ -434,17 +436,77 @@ def test_a_child_that_never_returns_to_python_still_ends_at_sigterm(sp):
     """)
     unwritten = ("scope-profiler: run: warning: 1 of 1 profiled child processes wrote no profile "
                  "(killed, or still running at the end): their calls are not in this profile\n")
-    assert (proc.stderr, children(procs)) in ((unwritten, []), ("", [{"work": 1, "step": 1}]))
+    recovered = ("scope-profiler: run: warning: 1 of 1 profiled child processes did not finish their profile "
+                 "(killed, or still running at the end): their calls up to their last flush are in this profile\n")
+    assert (proc.stderr, children(procs)) in ((unwritten, []), ("", [{"work": 1, "step": 1}]),
+                                              (recovered, [{"work": 1, "step": 1}]), (recovered, [{}]))
+
+
+KILLED = """
+    import multiprocessing as mp, os, signal, subprocess, sys, time
+    import scope_profiler as sp
+
+    @sp.profile("work")
+    def work(n):
+        for _ in range(n):
+            with sp.region("step"):
+                pass
+
+    def killed():
+        work(5)
+        # Until its stream flushed those calls (the test reads the file the
+        # child streams to), then SIGKILL: nothing of its own runs after.
+        partial = os.path.join(os.environ["SCOPE_PROFILER_CHILDREN"], "proc-%d.h5.partial" % os.getpid())
+        for _ in range(600):
+            out = subprocess.run([BINARY, "export", "--format", "csv", partial],
+                                 capture_output=True, text=True).stdout
+            if out.count("\\nstep,") == 5:
+                break
+            time.sleep(0.1)
+        else:
+            raise SystemExit("the child's calls were never flushed")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if __name__ == "__main__":
+        p = mp.get_context(METHOD).Process(target=killed)
+        p.start()
+        p.join()
+        assert p.exitcode == -signal.SIGKILL, p.exitcode
+        work(1)
+"""
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_calls_past_the_memory_budget_are_said_not_streamed(sp, method):
-    """Neither the run's process nor its children stream under
-    --subprocesses: the run's process and a forked child each say once,
-    when their calls held in memory pass the budget, that they stay there;
-    every call still arrives. A spawned child runs on the default settings,
-    not the run's (its explicit regions only): it says nothing of a budget
-    the run set."""
+def test_a_child_killed_by_sigkill_keeps_its_calls_up_to_its_last_flush(sp, method):
+    """A child streams to its own file: killed with SIGKILL (the OOM
+    killer), it still is a process of the profile, with every call up to its
+    last flush, and one line says so; the file says which process is
+    incomplete, as an MPI job's merge does for a rank."""
+    text = textwrap.dedent(KILLED).replace("BINARY", repr(str(BINARY)), 1).replace("METHOD", repr(method))
+    script = sp.script(text)
+    proc = sp("run", "-q", "--subprocesses", "--flush-interval", "0.1", "-o", "out.h5", script, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ("scope-profiler: run: warning: 1 of 1 profiled child processes did not finish their "
+                           "profile (killed, or still running at the end): their calls up to their last flush "
+                           "are in this profile\n")
+    procs = processes(sp.tmp / "out.h5")
+    assert procs[0][2] == {"work": 1, "step": 1}
+    assert children(procs) == [{"work": 1, "step": 5}]
+    with h5py.File(sp.tmp / "out.h5") as f:
+        meta = f["metadata"].attrs
+        assert meta["incomplete_ranks"] in ("1", b"1") and int(meta["partial_until_ns"]) > 0
+    summary = sp("summary", sp.tmp / "out.h5")
+    assert summary.returncode == 0, summary.stderr
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_children_stream_within_the_budget_the_run_s_process_says_it_does_not(sp, method):
+    """A child streams its calls to its own file within the run's
+    --memory-budget (a spawned child takes the run's budget too): it says
+    nothing of the budget, and its calls arrive (but for those the
+    writer, behind at so small a budget, dropped and counted). The run's
+    own process does not stream under --subprocesses: it says once that its
+    calls stay in memory, and every one of them arrives."""
     n = 200_000    # 3.2 MB of calls, past a 1M budget
     body = f"""
         p = mp.get_context("{method}").Process(target=work, args=({n},))
@@ -454,13 +516,14 @@ def test_calls_past_the_memory_budget_are_said_not_streamed(sp, method):
     """
     proc, procs = run(sp, body, "--memory-budget", "1M")
     lines = [l for l in proc.stderr.splitlines() if "passed --memory-budget (1.0 MiB)" in l]
-    said = ["run --subprocesses does not stream its calls to disk yet, so they stay in memory to the "
-            "end of the run"]
-    if method == "fork":
-        said.insert(0, "a forked child of run --subprocesses does not stream its calls to disk yet, so "
-                       "they stay in memory to the end of the run")
-    assert sorted(l.split("MiB): ")[1] for l in lines) == said, proc.stderr
-    assert procs[0][2]["step"] == n and children(procs) == [{"work": 1, "step": n}]
+    said = ["run --subprocesses does not stream the calls of the run's own process to disk yet, so they "
+            "stay in memory to the end of the run"]
+    assert [l.split("MiB): ")[1] for l in lines] == said, proc.stderr
+    assert procs[0][2]["step"] == n
+    with h5py.File(sp.tmp / "out.h5") as f:
+        step = regions(f, 1)["step"].attrs
+        assert step["num_calls"] + step.get("dropped_events", 0) == n, dict(step)
+        assert int(f["rank1"].attrs["parent_pid"]) == procs[0][0]
     # --memory-budget 0 keeps every call in memory by request: no line.
     proc, procs = run(sp, body, "--memory-budget", "0")
     assert "passed --memory-budget" not in proc.stderr, proc.stderr

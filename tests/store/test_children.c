@@ -211,6 +211,43 @@ static void test_unreadable_and_ignored(void **state)
 	remove(tpath("proc-40.h5"));
 }
 
+/* A child's finished file is taken before its partial one (which a
+ * finished stream no longer leaves); a partial file is taken when the
+ * finished one is not there or cannot be read. (What a partial file holds
+ * and the incomplete_ranks it adds: test_subprocesses.py, from a child
+ * really killed while streaming.) */
+static void test_finished_before_partial(void **state)
+{
+	(void)state;
+	struct sp_profile *p = make_parent(0, -1);
+	struct sp_children_found found = {0, 0, 0};
+	struct sp_error err = {0};
+
+	write_child("proc-50.h5", 50, 100, 2000);
+	write_child("proc-50.h5.partial", 50, 100, 9000);
+	write_bytes(tpath("proc-60.h5"), "garbage, not HDF5", 17);
+	write_child("proc-60.h5.partial", 60, 100, 3000);
+	write_child("proc-70.h5.partial", 70, 100, 4000);
+	write_child("proc-80.h5.partia", 80, 100, 4000);   /* not a name of a child's */
+	assert_ok(sp_children_merge(p, dir, &found, &err), &err);
+	assert_int_equal(found.merged, 3);
+	assert_int_equal(found.unreadable, 1);
+	assert_int_equal(found.recovered, 0);           /* each file here is a finished profile */
+	assert_int_equal(p->nranks, 4);
+	assert_parent(p, 0, 0);
+	assert_child(p, 1, 1, 50, 100, 2000);
+	assert_child(p, 2, 2, 60, 100, 3000);
+	assert_child(p, 3, 3, 70, 100, 4000);
+	assert_null(sp_profile_meta(p, "incomplete_ranks"));
+	sp_profile_free(p);
+	remove(tpath("proc-50.h5"));
+	remove(tpath("proc-50.h5.partial"));
+	remove(tpath("proc-60.h5"));
+	remove(tpath("proc-60.h5.partial"));
+	remove(tpath("proc-70.h5.partial"));
+	remove(tpath("proc-80.h5.partia"));
+}
+
 /* A missing or empty folder merges nothing and is no error. */
 static void test_none(void **state)
 {
@@ -241,6 +278,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_merge_two),
 		cmocka_unit_test(test_unreadable_and_ignored),
+		cmocka_unit_test(test_finished_before_partial),
 		cmocka_unit_test(test_none),
 	};
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
