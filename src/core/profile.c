@@ -181,12 +181,13 @@ int sp_kv_set(struct sp_kv **meta, size_t *n, const char *key, const char *value
 		i++;
 	char *k = strdup(key), *v = strdup(value);
 	struct sp_kv *m = i < *n ? *meta : realloc(*meta, (*n + 1) * sizeof *m);
+	if (m)
+		*meta = m;   /* moved by realloc: the old block is gone, whatever follows */
 	if (!k || !v || !m) {
 		free(k);
 		free(v);
 		return -1;
 	}
-	*meta = m;
 	if (i < *n) {
 		free(m[i].key);
 		free(m[i].value);

@@ -531,9 +531,20 @@ void sp_stream_forget(void)
 		}
 	}
 	sp_sfile_unlock(&S.f);   /* this process's copy; the parent keeps its lock */
-	S.on = 0;
-	S.thread_running = 0;
-	S.created = 0;
+	/* Nothing of the parent's stream is this process's: a stream it
+	 * starts (a child of run --subprocesses) starts from nothing (its own
+	 * call indexes, no pending patch, no queue). Its HDF5 handles stay
+	 * open, writing to /dev/null; memory is freed without HDF5. */
+	free(S.target);
+	free(S.partial);
+	free(S.hostname);
+	for (int c = 0; c < 4; c++)
+		free(S.patch[c]);
+	for (struct rec *r = S.head, *next; r; r = next) {
+		next = r->next;
+		free(r);
+	}
+	S = (struct stream){.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1, .lock_fd = -1}};
 }
 
 enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *err)
