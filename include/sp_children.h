@@ -37,4 +37,13 @@ struct sp_children_found {
 enum sp_err sp_children_merge(struct sp_profile *p, const char *dir,
 			      struct sp_children_found *found, struct sp_error *err);
 
+/* The children's profiles in dir for a merge of files (sp_merge_processes):
+ * *files (*n of them, in ascending pid order) are dir/proc-<PID>.h5 for each
+ * pid that left that file or dir/proc-<PID>.h5.partial. Free with
+ * sp_children_files_free. SP_OK (also for none, or no folder), or
+ * SP_ENOMEM. */
+enum sp_err sp_children_files(const char *dir, char ***files, size_t *n, struct sp_error *err);
+
+void sp_children_files_free(char **files, size_t n);
+
 #endif

@@ -69,6 +69,17 @@ enum sp_err sp_merge_ranks(const char *job, const char *out, int nranks, int64_t
 			   const enum sp_merge_state *said, int remove, struct sp_merge_report *rep,
 			   struct sp_error *err);
 
+/* Writes out from the profiles of a run's processes (run --subprocesses):
+ * files[k] (k < n) is process k's finished file, or, when that is not
+ * there or cannot be read, files[k] + ".partial" is recovered (as above);
+ * each holds one rank group of format version 3, which becomes OUT's
+ * rank{k} (its pid and parent_pid kept). files[0] may be out itself (the
+ * run's own profile, replaced by OUT complete). No file is removed. *rep
+ * and the return as sp_merge_ranks's (each part a "rank" of the report;
+ * its notes name ranks, not processes). */
+enum sp_err sp_merge_processes(const char *const *files, int n, const char *out, struct sp_merge_report *rep,
+			       struct sp_error *err);
+
 void sp_merge_report_free(struct sp_merge_report *rep);
 
 /* Whether path names an MPI rank's file, OUT.rank{N} or OUT.rank{N}.partial

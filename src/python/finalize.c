@@ -460,11 +460,61 @@ static int add_streamed_tree(struct sp_profile *p)
 	return 0;   /* unreadable: the file goes without a tree, the reader builds it */
 }
 
-/* The end of a streamed session: the file finished, then read back for
- * what f asks to show or hand over. 0, or -1 with an exception. */
+static int merged_show(struct sp_final *f, const struct sp_merge_report *rep, struct sp_profile **back,
+		       struct sp_h5_stream **st);
+
+/* run --subprocesses, the run's own process, its profile finished into
+ * f->path: its children's files join it there (sp_merge_processes: a
+ * group at a time, in bounded memory, as an MPI job's ranks; a child that
+ * did not finish its file up to its last flush), and f counts them. 0, or
+ * -1 with an exception (f->path then holds the run's own profile). */
+static int merge_children(struct sp_final *f, struct sp_merge_report *rep)
+{
+	struct sp_error err = {0};
+	char **kids = NULL;
+	const char **files = NULL;
+	size_t nkids = 0;
+	enum sp_err r = sp_children_files(f->children_dir, &kids, &nkids, &err);
+	if (r == SP_OK && nkids == 0) {
+		sp_children_files_free(kids, nkids);
+		return 0;
+	}
+	if (r == SP_OK && (nkids > INT32_MAX - 1 || !(files = malloc((nkids + 1) * sizeof *files))))
+		r = sp_error_set(&err, SP_ENOMEM, "out of memory merging the child profiles");
+	if (r == SP_OK) {
+		files[0] = f->path;
+		for (size_t i = 0; i < nkids; i++)
+			files[i + 1] = kids[i];
+		Py_BEGIN_ALLOW_THREADS
+		r = sp_merge_processes(files, (int)nkids + 1, f->path, rep, &err);
+		Py_END_ALLOW_THREADS
+	}
+	free(files);
+	sp_children_files_free(kids, nkids);
+	if (r == SP_ENOMEM) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	if (r != SP_OK) {
+		PyErr_Format(PyExc_OSError, "cannot merge the child processes' profiles into %s, which holds the run's "
+			     "own: %s", f->path, err.msg);
+		return -1;
+	}
+	for (int k = 1; k < rep->nranks; k++) {
+		f->children_merged += rep->ranks[k].state != SP_MERGE_NONE;
+		f->children_recovered += rep->ranks[k].state == SP_MERGE_PARTIAL;
+	}
+	return 0;
+}
+
+/* The end of a streamed session: the file finished (under --subprocesses
+ * the children's joining it), then read back for what f asks to show or
+ * hand over. 0, or -1 with an exception. */
 static int final_streamed(struct sp_final *f, int64_t now)
 {
 	struct sp_profile *p = streamed_profile(now, f->run_start_ns, f->meta, f->nmeta), *back = NULL;
+	struct sp_h5_stream *st = NULL;
+	struct sp_merge_report rep = {0};
 	struct sp_error err = {0};
 	int rc = -1;
 	if (!p)
@@ -477,12 +527,19 @@ static int final_streamed(struct sp_final *f, int64_t now)
 		report_losses(p, 0);
 	if (add_streamed_tree(p) != 0 || sp_spill_finish(p, f->path) != 0)
 		goto out;
+	if (f->children_dir && merge_children(f, &rep) != 0)
+		goto out;
 	/* What is shown is read back from the file; but a file without a
 	 * tree (over sp_spill_readback_max() calls) would be read with every event,
 	 * as many bytes as the run streamed: its summary is p's, its
-	 * statistics without a tree (summary FILE builds it). */
+	 * statistics without a tree (summary FILE builds it). The children's
+	 * merged with it: as an MPI job's merge shows its file. */
 	const struct sp_profile *show = p;
-	if (f->snapshot || ((f->render || f->render_lines) && p->ranks[0].tree)) {
+	if (rep.nranks > 1) {
+		if ((f->render || f->render_lines || f->snapshot) && merged_show(f, &rep, &back, &st) != 0)
+			goto out;
+		show = back ? back : st ? sp_h5_stream_profile(st) : p;
+	} else if (f->snapshot || ((f->render || f->render_lines) && p->ranks[0].tree)) {
 		enum sp_err r;
 		Py_BEGIN_ALLOW_THREADS
 		r = sp_h5_read(f->path, f->snapshot ? SP_READ_EVENTS : SP_READ_SUMMARY, &back, &err);
@@ -499,6 +556,8 @@ static int final_streamed(struct sp_final *f, int64_t now)
 		goto out;
 	rc = 0;
 out:
+	sp_merge_report_free(&rep);
+	sp_h5_stream_close(st);
 	sp_profile_free(back);
 	sp_profile_free(p);
 	return rc;
@@ -716,7 +775,12 @@ int sp_final_run(struct sp_final *f)
 	sp_mode_freeze();
 	writing = 1;   /* until the events are no longer read */
 	int64_t now = sp_clock_ns();
-	if (sp_spill_streamed() && f->path && !collective && !f->children_dir)
+	/* Under run --subprocesses each process whose calls could stream ends
+	 * its file through the stream, as an MPI job's ranks do, so that the
+	 * run's process merges the files a group at a time. */
+	if ((f->children_dir || f->parent_pid) && f->path && !collective && sp_stream_on())
+		sp_stream_want_file();
+	if (sp_spill_streamed() && f->path && !collective)
 		return final_done(f, final_streamed(f, now));
 	if (collective && (rc = final_mpi(f, now)) != 1)
 		return final_done(f, rc);

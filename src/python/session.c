@@ -104,12 +104,12 @@ static int reset_events(void)
 
 /* Streams the session's events to its file's .partial while it runs
  * (spill.c) when the session can: a file is written, the calls are kept
- * one by one (not --aggregate), by a run's own process that does not
- * gather child processes (under MPI each rank to its own file,
- * OUT.rank{r}, which the end merges into OUT), or by a child process of
- * run --subprocesses (to proc-PID.h5, which the run's end merges, up to
- * its last flush when the child was killed). Once something was streamed,
- * the stream goes on to the end. 0, or -1 with an exception. */
+ * one by one (not --aggregate), by a run's own process (under MPI each
+ * rank to its own file, OUT.rank{r}, which the end merges into OUT) or a
+ * child process of run --subprocesses (to proc-PID.h5, which the run's
+ * end merges into OUT, up to its last flush when the child was killed).
+ * Once something was streamed, the stream goes on to the end. 0, or -1
+ * with an exception. */
 static int stream_update(void)
 {
 	const struct sp_settings *s = &session.cur;
@@ -121,17 +121,10 @@ static int stream_update(void)
 	/* This process keeps its calls one by one for a file, within a budget. */
 	int keeps = path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate &&
 		    getpid() == session.pid;
-	int gathers = session.children_dir && !session.parent_pid;
-	int can = keeps && (mpi || sp_mpi_launch_rank() < 0) && !gathers;
+	int can = keeps && (mpi || sp_mpi_launch_rank() < 0);
 	sp_spill_cancel();
-	if (!can) {
-		/* run --subprocesses: the run's own process writes its profile
-		 * whole at its end, with its children's. */
-		if (keeps && gathers)
-			sp_spill_watch((size_t)s->memory_budget,
-				       "run --subprocesses does not stream the calls of the run's own process to disk yet");
+	if (!can)
 		return 0;
-	}
 	char *rank_file = mpi ? sp_merge_rank_file(path, sp_mpi_rank()) : NULL;
 	if (mpi && !rank_file) {
 		PyErr_NoMemory();
@@ -501,8 +494,6 @@ static PyObject *mod_children_dir(PyObject *m, PyObject *arg)
 		return PyErr_NoMemory();
 	free(session.children_dir);
 	session.children_dir = copy;
-	if (session.active && stream_update() != 0)   /* such a run writes its file whole */
-		return NULL;
 	Py_RETURN_NONE;
 }
 

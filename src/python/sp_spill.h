@@ -64,13 +64,8 @@ int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int com
 int sp_spill_streamed(void);
 
 /* The session ends without streaming (nothing was handed over, or no file
- * is written): the writer stops, nothing is written. Ends a watch too. */
+ * is written): the writer stops, nothing is written. */
 void sp_spill_cancel(void);
-
-/* A session that keeps its calls but cannot stream them (why: the reason,
- * said as it is): nothing bounds its buffers, so one line on stderr says
- * when they first pass budget bytes (0: never). Until sp_spill_cancel. */
-void sp_spill_watch(size_t budget, const char *why);
 
 /* A call of r handed over while open (gen and slot as the caller held
  * them) ends at t; nothing when it is no such call. */

@@ -631,46 +631,9 @@ static void stop(void (*end)(void))
 	mpi_off();
 }
 
-/* A session that keeps its calls but cannot stream them (sp_spill_watch):
- * its budget and why it cannot. */
-static struct {
-	size_t budget;
-	char why[160];
-	pid_t pid;                     /* the process watched (a fork's copy says nothing) */
-	pid_t said;                    /* the process that said it (once each) */
-} watch;
-
-/* sp_buf_spill while watched: a full buffer grows as without a stream; the
- * first growth past the budget says so, once. */
-static int watch_full(struct sp_buf *b)
-{
-	(void)b;
-	if (sp_buf_bytes < watch.budget || getpid() != watch.pid)
-		return 1;
-	if (watch.said != watch.pid)
-		fprintf(stderr, "scope-profiler: warning: the calls held in memory passed --memory-budget "
-			"(%.1f MiB): %s, so they stay in memory to the end of the run\n",
-			(double)watch.budget / (1 << 20), watch.why);
-	watch.said = watch.pid;
-	sp_buf_spill = NULL;
-	return 1;
-}
-
-void sp_spill_watch(size_t budget, const char *why)
-{
-	if (spill.on || !budget)
-		return;
-	watch.budget = budget;
-	snprintf(watch.why, sizeof watch.why, "%s", why);
-	watch.pid = getpid();
-	sp_buf_spill = watch_full;
-}
-
 void sp_spill_cancel(void)
 {
 	stop(sp_stream_cancel);
-	if (sp_buf_spill == watch_full)
-		sp_buf_spill = NULL;
 }
 
 /* Takes r's late record of the call in (gen, slot) out of the list into

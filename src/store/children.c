@@ -88,6 +88,48 @@ static enum sp_err list_children(const char *dir, struct child **out, size_t *n,
 	return SP_OK;
 }
 
+enum sp_err sp_children_files(const char *dir, char ***files, size_t *n, struct sp_error *err)
+{
+	struct child *v = NULL;
+	size_t nv = 0, nf = 0;
+	char **f = NULL;
+	*files = NULL;
+	*n = 0;
+	enum sp_err rc = list_children(dir, &v, &nv, err);
+	if (rc != SP_OK)
+		return rc;
+	if (nv && !(f = calloc(nv, sizeof *f)))
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory listing the child profiles in %s", dir);
+	for (size_t i = 0; rc == SP_OK && i < nv; i++) {
+		if (i > 0 && v[i].pid == v[i - 1].pid)
+			continue;   /* its finished and partial files: one child */
+		/* The finished file's name (the merge looks for its partial one). */
+		size_t name = strlen(v[i].name) - (v[i].partial ? strlen(".partial") : 0), len = strlen(dir) + name + 2;
+		if (!(f[nf] = malloc(len))) {
+			rc = sp_error_set(err, SP_ENOMEM, "out of memory listing the child profiles in %s", dir);
+			break;
+		}
+		snprintf(f[nf++], len, "%s/%.*s", dir, (int)name, v[i].name);
+	}
+	for (size_t i = 0; i < nv; i++)
+		free(v[i].name);
+	free(v);
+	if (rc != SP_OK) {
+		sp_children_files_free(f, nf);
+		return rc;
+	}
+	*files = f;
+	*n = nf;
+	return SP_OK;
+}
+
+void sp_children_files_free(char **files, size_t n)
+{
+	for (size_t i = 0; files && i < n; i++)
+		free(files[i]);
+	free(files);
+}
+
 /* Moves every rank of c to the end of p, numbered from *next on (each
  * whole, or none when memory runs out); c keeps no ranks. */
 static enum sp_err take_ranks(struct sp_profile *p, struct sp_profile *c, int *next, struct sp_error *err)
@@ -131,8 +173,10 @@ enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_c
 			next = p->ranks[r].rank + 1;
 
 	size_t dlen = strlen(dir);
-	if (!(recovered = malloc((nv ? nv : 1) * sizeof *recovered)))
-		return sp_error_set(err, SP_ENOMEM, "out of memory merging the child profiles");
+	if (!(recovered = malloc((nv ? nv : 1) * sizeof *recovered))) {
+		rc = sp_error_set(err, SP_ENOMEM, "out of memory merging the child profiles");
+		goto out;
+	}
 	int64_t merged_pid = -1;   /* the last child merged */
 	for (size_t i = 0; i < nv; i++) {
 		struct sp_profile *c = NULL;
@@ -183,12 +227,14 @@ enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_c
 	rc = SP_OK;
 	if (f.recovered) {
 		/* As an MPI job's merge marks the ranks it recovered. */
-		char list[256], at[24];
+		size_t len = 12 * f.recovered + 16;   /* every rank named, as merge.c's */
+		char *list = malloc(len), at[24];
 		snprintf(at, sizeof at, "%lld", (long long)until);
-		sp_rank_list(list, sizeof list, recovered, f.recovered);
-		if (sp_kv_set(&p->meta, &p->nmeta, "incomplete_ranks", list, SP_KV_TEXT) != 0 ||
+		if (!list || sp_kv_set(&p->meta, &p->nmeta, "incomplete_ranks",
+				       sp_rank_list(list, len, recovered, f.recovered), SP_KV_TEXT) != 0 ||
 		    sp_kv_set(&p->meta, &p->nmeta, "partial_until_ns", at, SP_KV_INT) != 0)
 			rc = sp_error_set(err, SP_ENOMEM, "out of memory merging the child profiles");
+		free(list);
 	}
 out:
 	free(recovered);

@@ -56,6 +56,7 @@ struct part {
 
 struct merge {
 	const char *job;               /* the rank files' base */
+	const char *const *files;      /* or each part's finished file (sp_merge_processes) */
 	int size;                      /* the job's ranks; 0 while not known (recover) */
 	int64_t job_id;                /* the job's id (its newest file's mpi_job); 0: not known */
 	const enum sp_merge_state *said;
@@ -208,7 +209,7 @@ static int survey_file(struct merge *m, int k, const char *path)
 		ok = -1;
 	} else if (rc != SP_OK) {
 		snprintf(mr->note, sizeof mr->note, "rank %d: %.440s; left out", k, e.msg);
-	} else if (p->nranks != 1 || p->ranks[0].rank != k) {
+	} else if (p->nranks != 1 || (p->ranks[0].rank != k && !m->files)) {
 		snprintf(mr->note, sizeof mr->note, "rank %d: '%s' holds rank %d, not rank %d; left out", k, path,
 			 p->nranks ? p->ranks[0].rank : -1, k);
 	} else if (m->size > 0 && s.mpi_size > 0 && s.mpi_size != m->size) {
@@ -255,7 +256,8 @@ static int survey(struct merge *m, int k)
 {
 	enum sp_merge_state said = m->said ? m->said[k] : SP_MERGE_UNKNOWN;
 	struct sp_merge_rank *mr = &m->rep->ranks[k];
-	char *fin = sp_merge_rank_file(m->job, k), *par = fin ? sp_stream_partial_path(fin) : NULL;
+	char *fin = m->files ? strdup(m->files[k]) : sp_merge_rank_file(m->job, k);
+	char *par = fin ? sp_stream_partial_path(fin) : NULL;
 	struct stat st;
 	int rc = 0, got = 0;
 	if (!fin || !par) {
@@ -405,7 +407,7 @@ static int merged_meta(struct merge *m)
 		goto out;
 	snprintf(size, sizeof size, "%d", n);
 	if (!m->meta && (meta_set(m, "tool", "scope-profiler", SP_KV_TEXT) != 0 ||
-			 meta_set(m, "mpi_size", size, SP_KV_INT) != 0))
+			 (!m->files && meta_set(m, "mpi_size", size, SP_KV_INT) != 0)))
 		goto out;
 	struct sp_profile hp = {.ranks = ranks};
 	for (int k = 0; k < n; k++)
@@ -545,6 +547,7 @@ static int recovered_attrs(hid_t g, const struct sp_rank *rk, const struct part 
 	return (rk->run_start_ns != SP_NO_TIME && sp_h5w_attr_i64(g, "run_start_time", rk->run_start_ns) < 0) ||
 	       sp_h5w_attr_i64(g, "run_end_time", flushed_ns) < 0 ||
 	       (rk->pid != 0 && sp_h5w_attr_i64(g, "pid", rk->pid) < 0) ||
+	       (rk->parent_pid != 0 && sp_h5w_attr_i64(g, "parent_pid", rk->parent_pid) < 0) ||
 	       (rk->hostname && sp_h5w_attr_str(g, "hostname", rk->hostname) < 0) ||
 	       sp_h5w_attr_i64(g, "clock_offset_ns", rk->clock_offset_ns) < 0 ||
 	       sp_h5w_attr_i64(g, "dropped_events", rk->dropped) < 0 ||
@@ -709,6 +712,69 @@ void sp_merge_report_free(struct sp_merge_report *rep)
 	*rep = (struct sp_merge_report){0};
 }
 
+/* Surveys m's n parts, then writes out from them (sp_merge_ranks,
+ * sp_merge_processes); with `remove`, the rank files that went into OUT
+ * go once it is there. */
+static enum sp_err merge_parts(struct merge *m, int n, const char *out, int remove)
+{
+	struct sp_merge_report *rep = m->rep;
+	struct sp_error *err = m->err;
+	enum sp_err rc = SP_OK;
+	for (int k = 0; k < n; k++) {
+		if (room(m, k) != 0 || (rep->nranks = k + 1, survey(m, k)) != 0)
+			return sp_error_set(err, SP_ENOMEM, "cannot merge into '%s': out of memory", out);
+	}
+	for (int k = 0; k < rep->nranks; k++)
+		rep->in_out += rep->ranks[k].state != SP_MERGE_NONE;
+	if (rep->in_out == 0)
+		return sp_error_set(err, SP_ENOENT, "no rank's profile could be read for '%s'", out);
+	if (merged_meta(m) != 0)
+		return sp_error_set(err, SP_ENOMEM, "cannot merge into '%s': out of memory", out);
+	struct sp_profile mp = {.meta = m->meta, .nmeta = m->nmeta};
+	if ((rc = sp_h5w_open(out, &mp, 3, &m->w, err)) != SP_OK)
+		return rc;
+	rep->all_trees = 1;
+	for (int k = 0; k < rep->nranks && rc == SP_OK; k++) {
+		struct sp_merge_rank *mr = &rep->ranks[k];
+		if (mr->state == SP_MERGE_FINISHED) {
+			rc = copy_finished(m, k);
+			rep->all_trees &= m->parts[k].tree;
+		} else if (mr->state == SP_MERGE_PARTIAL) {
+			rc = recover_partial(m, k);
+			rep->all_trees = 0;
+			if (rc == SP_OK && mr->state == SP_MERGE_PARTIAL)
+				note_partial(m, k);
+			else if (rc == SP_OK)
+				rep->in_out--;
+		}
+		rep->calls += mr->state == SP_MERGE_NONE ? 0 : mr->calls;
+	}
+	if (rc != SP_OK) {
+		if (err)
+			*err = m->w->failure;
+		sp_h5_writer_abort(m->w);
+		return rc;
+	}
+	if (rep->in_out == 0) {
+		sp_h5_writer_abort(m->w);
+		return sp_error_set(err, SP_ENOENT, "no rank's profile could be read for '%s'", out);
+	}
+	if ((rc = sp_h5_writer_commit(m->w, err)) != SP_OK)
+		return rc;
+	for (int k = 0; remove && k < rep->nranks; k++) {
+		if (rep->ranks[k].state == SP_MERGE_NONE)
+			continue;
+		char *fin = sp_merge_rank_file(m->job, k), *par = fin ? sp_stream_partial_path(fin) : NULL;
+		if (fin)
+			unlink(fin);
+		if (par)
+			unlink(par);
+		free(fin);
+		free(par);
+	}
+	return SP_OK;
+}
+
 enum sp_err sp_merge_ranks(const char *job, const char *out, int nranks, int64_t job_id,
 			   const enum sp_merge_state *said, int remove, struct sp_merge_report *rep, struct sp_error *err)
 {
@@ -726,70 +792,23 @@ enum sp_err sp_merge_ranks(const char *job, const char *out, int nranks, int64_t
 				    job, job);
 	/* Recover: the job's size from its files (its newest file's mpi_size,
 	 * else the lowest rank's), which may name ranks that left no file. */
-	if (!m.job_id && pick_job(&m, found) != 0) {
+	if (!m.job_id && pick_job(&m, found) != 0)
 		rc = sp_error_set(err, SP_ENOMEM, "cannot merge into '%s': out of memory", out);
-		goto out;
-	}
-	for (int k = 0; k < (m.size ? m.size : found); k++) {
-		if (room(&m, k) != 0 || (rep->nranks = k + 1, survey(&m, k)) != 0) {
-			rc = sp_error_set(err, SP_ENOMEM, "cannot merge into '%s': out of memory", out);
-			goto out;
-		}
-	}
-	for (int k = 0; k < rep->nranks; k++)
-		rep->in_out += rep->ranks[k].state != SP_MERGE_NONE;
-	if (rep->in_out == 0) {
-		rc = sp_error_set(err, SP_ENOENT, "no rank's profile could be read for '%s'", out);
-		goto out;
-	}
-	if (merged_meta(&m) != 0) {
-		rc = sp_error_set(err, SP_ENOMEM, "cannot merge into '%s': out of memory", out);
-		goto out;
-	}
-	struct sp_profile mp = {.meta = m.meta, .nmeta = m.nmeta};
-	if ((rc = sp_h5w_open(out, &mp, 3, &m.w, err)) != SP_OK)
-		goto out;
-	rep->all_trees = 1;
-	for (int k = 0; k < rep->nranks && rc == SP_OK; k++) {
-		struct sp_merge_rank *mr = &rep->ranks[k];
-		if (mr->state == SP_MERGE_FINISHED) {
-			rc = copy_finished(&m, k);
-			rep->all_trees &= m.parts[k].tree;
-		} else if (mr->state == SP_MERGE_PARTIAL) {
-			rc = recover_partial(&m, k);
-			rep->all_trees = 0;
-			if (rc == SP_OK && mr->state == SP_MERGE_PARTIAL)
-				note_partial(&m, k);
-			else if (rc == SP_OK)
-				rep->in_out--;
-		}
-		rep->calls += mr->state == SP_MERGE_NONE ? 0 : mr->calls;
-	}
-	if (rc != SP_OK) {
-		if (err)
-			*err = m.w->failure;
-		sp_h5_writer_abort(m.w);
-		goto out;
-	}
-	if (rep->in_out == 0) {
-		sp_h5_writer_abort(m.w);
-		rc = sp_error_set(err, SP_ENOENT, "no rank's profile could be read for '%s'", out);
-		goto out;
-	}
-	if ((rc = sp_h5_writer_commit(m.w, err)) != SP_OK)
-		goto out;
-	for (int k = 0; remove && k < rep->nranks; k++) {
-		if (rep->ranks[k].state == SP_MERGE_NONE)
-			continue;
-		char *fin = sp_merge_rank_file(job, k), *par = fin ? sp_stream_partial_path(fin) : NULL;
-		if (fin)
-			unlink(fin);
-		if (par)
-			unlink(par);
-		free(fin);
-		free(par);
-	}
-out:
+	else
+		rc = merge_parts(&m, m.size ? m.size : found, out, remove);
+	parts_free(&m);
+	return rc;
+}
+
+enum sp_err sp_merge_processes(const char *const *files, int n, const char *out, struct sp_merge_report *rep,
+			       struct sp_error *err)
+{
+	struct merge m = {.files = files, .rep = rep, .err = err};
+	*rep = (struct sp_merge_report){0};
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	if (n <= 0)
+		return sp_error_set(err, SP_EINVAL, "sp_merge_processes: no file");
+	enum sp_err rc = merge_parts(&m, n, out, 0);
 	parts_free(&m);
 	return rc;
 }

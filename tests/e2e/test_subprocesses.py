@@ -4,12 +4,14 @@ subprocess) each recorded as a process of their own in the run's one file,
 with their pid and their parent's; children that write nothing (killed)
 are counted in one line. Real processes, the file read back with h5py."""
 import pathlib
+import sys
 import textwrap
 
 import h5py
 import pytest
 
 from conftest import BINARY, regions, sanitizer_env
+from test_memory import ASAN, peak_rss
 
 
 def child_env():
@@ -499,14 +501,42 @@ def test_a_child_killed_by_sigkill_keeps_its_calls_up_to_its_last_flush(sp, meth
     assert summary.returncode == 0, summary.stderr
 
 
+def test_a_fork_of_a_child_that_streamed_streams_from_nothing_of_its_parent_s(sp):
+    """A child whose calls streamed forks a grandchild: the grandchild's
+    own stream takes nothing of its parent's (call indexes, the end of a
+    call still open at a flush), so its call held open across flushes is
+    in the profile, with its parent's calls, and nothing is said (the
+    parent's pending state had made the grandchild's file unreadable)."""
+    proc, procs = run(sp, """
+        import time
+        pid = os.fork()
+        if pid == 0:
+            work(10)
+            time.sleep(0.3)            # flushes hand the calls over
+            g = os.fork()
+            if g == 0:
+                with sp.region("slow"):
+                    time.sleep(0.35)   # open across flushes
+                os._exit(0)
+            assert os.waitstatus_to_exitcode(os.waitpid(g, 0)[1]) == 0
+            os._exit(0)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    """, "--flush-interval", "0.1")
+    assert proc.stderr == ""
+    assert children(procs, direct=False) == [{"slow": 1}, {"work": 1, "step": 10}]
+    with h5py.File(sp.tmp / "out.h5") as f:
+        slow = next(regions(f, r)["slow"] for r in procs if "slow" in regions(f, r))
+        assert slow["end_times"][0] - slow["start_times"][0] >= 300_000_000
+
+
 @pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_children_stream_within_the_budget_the_run_s_process_says_it_does_not(sp, method):
-    """A child streams its calls to its own file within the run's
-    --memory-budget (a spawned child takes the run's budget too): it says
-    nothing of the budget, and its calls arrive (but for those the
-    writer, behind at so small a budget, dropped and counted). The run's
-    own process does not stream under --subprocesses: it says once that its
-    calls stay in memory, and every one of them arrives."""
+def test_every_process_streams_within_the_budget(sp, method):
+    """Under --subprocesses the run's own process and each child stream
+    their calls to files of their own within the run's --memory-budget (a
+    spawned child takes the run's budget too), and the end merges the files
+    into the one profile (format version 3, a group at a time): no line
+    about the budget, and every call arrives (but for those the writer,
+    behind at so small a budget, dropped and counted)."""
     n = 200_000    # 3.2 MB of calls, past a 1M budget
     body = f"""
         p = mp.get_context("{method}").Process(target=work, args=({n},))
@@ -515,20 +545,47 @@ def test_children_stream_within_the_budget_the_run_s_process_says_it_does_not(sp
         work({n})
     """
     proc, procs = run(sp, body, "--memory-budget", "1M")
-    lines = [l for l in proc.stderr.splitlines() if "passed --memory-budget (1.0 MiB)" in l]
-    said = ["run --subprocesses does not stream the calls of the run's own process to disk yet, so they "
-            "stay in memory to the end of the run"]
-    assert [l.split("MiB): ")[1] for l in lines] == said, proc.stderr
-    assert procs[0][2]["step"] == n
+    assert "--memory-budget" not in proc.stderr, proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
+        assert int(f.attrs["format_version"]) == 3
+        for rank in (0, 1):
+            step = regions(f, rank)["step"].attrs
+            assert step["num_calls"] + step.get("dropped_events", 0) == n, (rank, dict(step))
+        assert "parent_pid" not in f["rank0"].attrs
+        assert int(f["rank1"].attrs["parent_pid"]) == procs[0][0]
+    # --memory-budget 0 keeps every call in memory by request: the file is
+    # written whole, each child's joining it.
+    proc, procs = run(sp, body, "--memory-budget", "0")
+    assert proc.stderr == "", proc.stderr
+    assert procs[0][2]["step"] == n and children(procs) == [{"work": 1, "step": n}]
+
+
+FORKED = """
+import os, sys
+import scope_profiler as sp
+n = int(sys.argv[1])
+step = sp.region("step")
+pid = os.fork()
+if pid == 0:
+    for _ in range(n):
+        with step:
+            pass
+    os._exit(0)
+assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+"""
+
+
+def test_a_long_child_and_the_run_s_end_stay_within_the_budget(sp):
+    """A child's 2M calls (32 MB held whole) stream within the budget, and
+    the run's end merges its file a group at a time: the run's peak (its
+    process's and its children's) stays within a few MiB of a 100-call
+    run's, and every call is there."""
+    script = sp.script(FORKED, name="forked.py")
+    n = 200_000 if ASAN else 2_000_000
+    base, _ = peak_rss(sp, script, 100, "--subprocesses", "--memory-budget", "4M")
+    peak, out = peak_rss(sp, script, n, "--subprocesses", "--memory-budget", "4M")
+    print(f"peak {peak / 2**20:.1f} MiB, 100 calls {base / 2**20:.1f} MiB", file=sys.stderr)
+    assert ASAN or peak - base < 12 << 20, (peak, base)
+    with h5py.File(out) as f:
         step = regions(f, 1)["step"].attrs
         assert step["num_calls"] + step.get("dropped_events", 0) == n, dict(step)
-        assert int(f["rank1"].attrs["parent_pid"]) == procs[0][0]
-    # --memory-budget 0 keeps every call in memory by request: no line.
-    proc, procs = run(sp, body, "--memory-budget", "0")
-    assert "passed --memory-budget" not in proc.stderr, proc.stderr
-    assert children(procs) == [{"work": 1, "step": n}]
-    # Without the option the run streams within the same budget: no such line.
-    script = sp.script(WORK.replace("{body}", f"work({n})"), name="alone.py")
-    alone = sp("run", "-q", "--memory-budget", "1M", "-o", "alone.h5", script)
-    assert alone.returncode == 0 and "passed --memory-budget" not in alone.stderr, alone.stderr

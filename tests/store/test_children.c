@@ -136,7 +136,7 @@ static void test_merge_two(void **state)
 {
 	(void)state;
 	struct sp_profile *p = make_parent(0, -1), *q = NULL;
-	struct sp_children_found found = {9, 9};
+	struct sp_children_found found = {.merged = 9, .unreadable = 9, .recovered = 9};
 	struct sp_error err = {0};
 
 	write_child("proc-205.h5", 205, 100, 2000);
@@ -182,7 +182,7 @@ static void test_unreadable_and_ignored(void **state)
 {
 	(void)state;
 	struct sp_profile *p = make_parent(0, 3);
-	struct sp_children_found found = {0, 0};
+	struct sp_children_found found = {0};
 	struct sp_error err = {0};
 
 	write_bytes(tpath("proc-9.h5"), "garbage, not HDF5", 17);
@@ -220,7 +220,7 @@ static void test_finished_before_partial(void **state)
 {
 	(void)state;
 	struct sp_profile *p = make_parent(0, -1);
-	struct sp_children_found found = {0, 0, 0};
+	struct sp_children_found found = {0};
 	struct sp_error err = {0};
 
 	write_child("proc-50.h5", 50, 100, 2000);
@@ -253,7 +253,7 @@ static void test_none(void **state)
 {
 	(void)state;
 	struct sp_profile *p = make_parent(0, -1);
-	struct sp_children_found found = {5, 5};
+	struct sp_children_found found = {.merged = 5, .unreadable = 5, .recovered = 5};
 	struct sp_error err = {0};
 
 	assert_ok(sp_children_merge(p, tpath("no-such-folder"), &found, &err), &err);
@@ -263,7 +263,7 @@ static void test_none(void **state)
 
 	const char *empty = tpath("empty");
 	assert_int_equal(mkdir(empty, 0700), 0);
-	found = (struct sp_children_found){5, 5};
+	found = (struct sp_children_found){.merged = 5, .unreadable = 5, .recovered = 5};
 	assert_ok(sp_children_merge(p, empty, &found, &err), &err);
 	assert_int_equal(found.merged, 0);
 	assert_int_equal(found.unreadable, 0);

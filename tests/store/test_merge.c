@@ -16,18 +16,18 @@
 /* The job the next rank_file belongs to (its mpi_job). */
 static int64_t job_id = 7;
 
-/* One rank's file of job `job` (of `size` ranks): region "work" with CALLS
- * calls (at 10 * i + 5000 on the rank's own clock, 5 ns each) and region
- * "main" with one call still open when its block went, ending at 9000.
- * Finished into job.rank{r}, or (!finish) left in job.rank{r}.partial. */
-static void rank_file(const char *job, int rank, int size, int64_t offset, int finish)
+/* A streamed file at path of one rank (of `size` ranks; 0: a serial run's,
+ * a process of run --subprocesses with parent_pid): region "work" with
+ * CALLS calls (at 10 * i + 5000 on the rank's own clock, 5 ns each) and
+ * region "main" with one call still open when its block went, ending at
+ * 9000. Finished into path, or (!finish) left in path.partial. */
+static void stream_file(const char *path, int rank, int size, int64_t offset, int64_t pid, int64_t parent_pid,
+			int finish)
 {
 	struct sp_error err = {0};
-	char path[600];
-	snprintf(path, sizeof path, "%s.rank%d", job, rank);
 	struct sp_stream_config c = {
-		.path = path, .rank = rank, .mpi_size = size, .clock_offset_ns = offset, .mpi_job = job_id, .pid = 100 + rank,
-		.run_start_ns = 1000, .hostname = "node1", .queue_bytes = 1 << 20,
+		.path = path, .rank = rank, .mpi_size = size, .clock_offset_ns = offset, .mpi_job = size ? job_id : 0,
+		.pid = pid, .parent_pid = parent_pid, .run_start_ns = 1000, .hostname = "node1", .queue_bytes = 1 << 20,
 		.interval_ns = 3600 * SP_STREAM_INTERVAL_NS,
 	};
 	int64_t s[CALLS], e[CALLS], main_s[] = {2000}, main_e[] = {SP_NO_TIME};
@@ -52,9 +52,10 @@ static void rank_file(const char *job, int rank, int size, int64_t offset, int f
 	p->ranks = calloc(1, sizeof *p->ranks);
 	p->meta = calloc(1, sizeof *p->meta);
 	p->meta[0] = (struct sp_kv){strdup("mpi_size"), strdup("3"), SP_KV_FIXED};
-	p->nmeta = 1;
+	p->nmeta = size > 0;   /* a serial run's has none */
 	struct sp_rank *rk = &p->ranks[0];
 	rk->rank = rank;
+	rk->parent_pid = parent_pid;
 	rk->run_start_ns = 1000;
 	rk->run_end_ns = 9500;
 	rk->regions = calloc(2, sizeof *rk->regions);
@@ -65,6 +66,15 @@ static void rank_file(const char *job, int rank, int size, int64_t offset, int f
 	sp_stats_compute(&rk->regions[1].stats, s, e, CALLS);
 	assert_ok(sp_stream_finish(p, NULL, &err), &err);
 	sp_profile_free(p);
+}
+
+/* Rank r's file of job `job` (of `size` ranks), finished into
+ * job.rank{r}, or (!finish) left in job.rank{r}.partial. */
+static void rank_file(const char *job, int rank, int size, int64_t offset, int finish)
+{
+	char path[640];
+	snprintf(path, sizeof path, "%s.rank%d", job, rank);
+	stream_file(path, rank, size, offset, 100 + rank, 0, finish);
 }
 
 static const struct sp_region_data *region(const struct sp_rank *rk, const char *name)
@@ -277,6 +287,57 @@ static void test_what_the_ranks_said_is_taken(void **state)
 	setup(NULL);
 }
 
+/* run --subprocesses: the run's own file and its children's (each of rank
+ * 0) become ranks 0.. of OUT, the run's own replaced by OUT; a child killed
+ * is recovered up to its last flush with its parent_pid, one without a
+ * file is left out; no file is removed. */
+static void test_processes_merge_into_the_run_s_own_file(void **state)
+{
+	(void)state;
+	struct sp_error err = {0};
+	struct sp_merge_report rep;
+	char out[600], a[600], b[600], c[600];
+	snprintf(out, sizeof out, "%s", tpath("out.h5"));
+	snprintf(a, sizeof a, "%s", tpath("proc-201.h5"));
+	snprintf(b, sizeof b, "%s", tpath("proc-202.h5"));
+	snprintf(c, sizeof c, "%s", tpath("proc-203.h5"));
+	stream_file(out, 0, 0, 0, 100, 0, 1);
+	stream_file(a, 0, 0, 0, 201, 100, 1);
+	stream_file(b, 0, 0, 0, 202, 201, 0);   /* killed: its partial file only */
+	const char *files[] = {out, a, b, c};
+	assert_ok(sp_merge_processes(files, 4, out, &rep, &err), &err);
+	assert_int_equal(rep.nranks, 4);
+	assert_int_equal(rep.in_out, 3);
+	assert_int_equal(rep.ranks[0].state, SP_MERGE_FINISHED);
+	assert_int_equal(rep.ranks[1].state, SP_MERGE_FINISHED);
+	assert_int_equal(rep.ranks[2].state, SP_MERGE_PARTIAL);
+	assert_int_equal(rep.ranks[3].state, SP_MERGE_NONE);
+	assert_int_equal(rep.calls, 3 * (CALLS + 1));
+	int64_t until = rep.ranks[2].partial_until_ns;
+	sp_merge_report_free(&rep);
+
+	struct sp_profile *p = NULL;
+	assert_ok(sp_h5_read(out, SP_READ_EVENTS, &p, &err), &err);
+	assert_int_equal(p->format_version, 3);
+	assert_int_equal(p->nranks, 3);
+	const int64_t pid[] = {100, 201, 202}, parent[] = {0, 100, 201};
+	for (int r = 0; r < 3; r++) {
+		const struct sp_rank *rk = &p->ranks[r];
+		assert_int_equal(rk->rank, r);
+		assert_int_equal(rk->pid, pid[r]);
+		assert_int_equal(rk->parent_pid, parent[r]);
+		assert_int_equal(region(rk, "work")->stats.num_calls, CALLS);
+		assert_int_equal(region(rk, "main")->ends[0], r == 2 ? until : 9000);
+	}
+	assert_string_equal(sp_profile_meta(p, "incomplete_ranks"), "2");
+	assert_string_equal(sp_profile_meta(p, "missing_ranks"), "3");
+	assert_null(sp_profile_meta(p, "mpi_size"));
+	sp_profile_free(p);
+	assert_true(exists(a, "") && exists(b, ".partial"));
+	teardown(NULL);
+	setup(NULL);
+}
+
 static void test_rank_file_names(void **state)
 {
 	(void)state;
@@ -307,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_an_earlier_jobs_file_of_the_same_size_is_left_out),
 		cmocka_unit_test(test_a_rank_taken_from_its_partial_file_has_no_line_left_out),
 		cmocka_unit_test(test_what_the_ranks_said_is_taken),
+		cmocka_unit_test(test_processes_merge_into_the_run_s_own_file),
 		cmocka_unit_test(test_rank_file_names),
 	};
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
