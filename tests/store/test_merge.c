@@ -51,8 +51,10 @@ static void stream_file(const char *path, int rank, int size, int64_t offset, in
 	p->nranks = 1;
 	p->ranks = calloc(1, sizeof *p->ranks);
 	p->meta = calloc(1, sizeof *p->meta);
-	p->meta[0] = (struct sp_kv){strdup("mpi_size"), strdup("3"), SP_KV_FIXED};
-	p->nmeta = size > 0;   /* a serial run's has none */
+	if (size > 0) {   /* a serial run's has none */
+		p->meta[0] = (struct sp_kv){strdup("mpi_size"), strdup("3"), SP_KV_FIXED};
+		p->nmeta = 1;
+	}
 	struct sp_rank *rk = &p->ranks[0];
 	rk->rank = rank;
 	rk->parent_pid = parent_pid;
