@@ -545,7 +545,9 @@ def test_every_process_streams_within_the_budget(sp, method):
         work({n})
     """
     proc, procs = run(sp, body, "--memory-budget", "1M")
-    assert "--memory-budget" not in proc.stderr, proc.stderr
+    # At most the writer's losses are said (by either process).
+    assert all("calls were not recorded: the profile's writer fell behind" in line
+               for line in proc.stderr.splitlines()), proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
         assert int(f.attrs["format_version"]) == 3
         for rank in (0, 1):
