@@ -75,6 +75,10 @@ int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64
 /* Whether a block of n calls (with lanes, values or not) would be taken now. */
 int sp_stream_room(size_t n, int lanes, int values);
 
+/* Whether the writer thread has stopped (sp_stream_quiesce): each record
+ * is then written by the caller as it is handed over. */
+int sp_stream_direct(void);
+
 /* A call handed over while still open ends at `end`: event `index` of the
  * file (sp_stream_block's index plus its place in the block); kind > 0:
  * its value of that kind is `value` (handed over as 0). Kept until the

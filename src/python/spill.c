@@ -153,9 +153,20 @@ static int hand_over_locked(RegionObject *r)
 			if (kind)
 				b->values[i] = 0;
 		}
-	int64_t at = sp_stream_block(r->stream_id, n, b->starts, b->ends, b->keep_lanes ? b->lanes : NULL, kind,
-				     kind ? b->values : NULL);
-	if (at < 0) {
+	/* Written at once (the end of the run): a buffer that grew before
+	 * the stream began goes a block at a time, never copied whole. The
+	 * blocks are the file's next calls, one after the other. */
+	size_t step = sp_stream_direct() && n > spill.block ? spill.block : n, off = 0;
+	int64_t at = -1;
+	for (; off < n; off += step) {
+		size_t m = n - off < step ? n - off : step;
+		int64_t a = sp_stream_block(r->stream_id, m, b->starts + off, b->ends + off,
+					    b->keep_lanes ? b->lanes + off : NULL, kind, kind ? b->values + off : NULL);
+		if (a < 0)
+			break;   /* refused; past the first block only by a failed writer (the end says so) */
+		at = off == 0 ? a : at;
+	}
+	if (off < n) {
 		for (size_t k = 0; kind && k < open; k++)
 			b->values[late[k].slot] = late[k].value0;
 		return -1;

@@ -371,6 +371,11 @@ int sp_stream_room(size_t n, int lanes, int values)
 	return room;
 }
 
+int sp_stream_direct(void)
+{
+	return S.on && S.direct;
+}
+
 int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64_t *ends, const int32_t *lanes,
 			int kind, const int64_t *values)
 {
