@@ -38,8 +38,8 @@ def processes(path):
     return out
 
 
-WORK = """
-    import multiprocessing as mp, os, subprocess, sys
+PRELUDE = """
+    import multiprocessing as mp, os, signal, subprocess, sys, time
     import scope_profiler as sp
 
     @sp.profile("work")
@@ -47,7 +47,9 @@ WORK = """
         for _ in range(n):
             with sp.region("step"):
                 pass
+"""
 
+WORK = PRELUDE + """
     if __name__ == "__main__":
         with sp.region("main"):
             {body}
@@ -444,16 +446,7 @@ def test_a_child_that_never_returns_to_python_still_ends_at_sigterm(sp):
                                               (recovered, [{"work": 1, "step": 1}]), (recovered, [{}]))
 
 
-KILLED = """
-    import multiprocessing as mp, os, signal, subprocess, sys, time
-    import scope_profiler as sp
-
-    @sp.profile("work")
-    def work(n):
-        for _ in range(n):
-            with sp.region("step"):
-                pass
-
+KILLED = PRELUDE + """
     def killed():
         work(5)
         # Until its stream flushed those calls (the test reads the file the
