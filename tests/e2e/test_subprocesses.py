@@ -437,13 +437,15 @@ def test_a_child_that_never_returns_to_python_still_ends_at_sigterm(sp):
             os.waitpid(pid, 0)
             raise SystemExit("the child did not end at SIGTERM")
         assert os.waitstatus_to_exitcode(status) == -signal.SIGTERM, status
+        print(sorted(os.listdir(os.environ["SCOPE_PROFILER_CHILDREN"])))   # what the run will count
     """)
     unwritten = ("scope-profiler: run: warning: 1 of 1 profiled child processes wrote no profile "
                  "(killed, or still running at the end): their calls are not in this profile\n")
     recovered = ("scope-profiler: run: warning: 1 of 1 profiled child processes did not finish their profile "
                  "(killed, or still running at the end): their calls up to their last flush are in this profile\n")
     assert (proc.stderr, children(procs)) in ((unwritten, []), ("", [{"work": 1, "step": 1}]),
-                                              (recovered, [{"work": 1, "step": 1}]), (recovered, [{}]))
+                                              (recovered, [{"work": 1, "step": 1}]), (recovered, [{}])), \
+        (proc.stderr, procs, proc.stdout)
 
 
 KILLED = PRELUDE + """
