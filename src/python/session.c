@@ -545,6 +545,9 @@ static int child_keyword(const char *keyword)
 	return 1;
 }
 
+/* _run_given()'s key for run --flush-interval (milliseconds). */
+#define FLUSH_KEY "_flush_ms"
+
 /* _run_given(): {keyword: value} of the settings that run's command line
  * gave and its spawned children take (run --subprocesses). */
 static PyObject *mod_run_given(PyObject *m, PyObject *unused)
@@ -566,6 +569,12 @@ static PyObject *mod_run_given(PyObject *m, PyObject *unused)
 			Py_CLEAR(given);
 		Py_XDECREF(none);
 	}
+	/* run --flush-interval, which is no setup() keyword: under a key
+	 * _child_setup takes out before the others. */
+	PyObject *flush = given && session.flush_ms ? PyLong_FromLongLong(session.flush_ms) : NULL;
+	if (flush && PyDict_SetItemString(given, FLUSH_KEY, flush) != 0)
+		Py_CLEAR(given);
+	Py_XDECREF(flush);
 	Py_XDECREF(all);
 	return given;
 }
@@ -588,7 +597,14 @@ static PyObject *mod_child_setup(PyObject *m, PyObject *args)
 		/* memory_budget 0: the run's --memory-budget 0, no budget (_run_given). */
 		PyObject *budget = kw ? PyDict_GetItemString(kw, "memory_budget") : NULL;   /* borrowed */
 		int unbounded = budget && PyLong_Check(budget) && PyLong_AsLong(budget) == 0;
-		int rc = kw && (!unbounded || PyDict_DelItemString(kw, "memory_budget") == 0)
+		PyObject *flush = kw ? PyDict_GetItemString(kw, FLUSH_KEY) : NULL;   /* borrowed */
+		long long flush_ms = flush && PyLong_Check(flush) ? PyLong_AsLongLong(flush) : 0;
+		if (flush_ms < 0) {
+			PyErr_Clear();
+			flush_ms = 0;
+		}
+		int rc = kw && (!unbounded || PyDict_DelItemString(kw, "memory_budget") == 0) &&
+			 (!flush || PyDict_DelItemString(kw, FLUSH_KEY) == 0)
 			 ? sp_keywords_settings(kw, &locked, &mask, &path) : -1;
 		Py_XDECREF(kw);
 		free(path);
@@ -600,6 +616,7 @@ static PyObject *mod_child_setup(PyObject *m, PyObject *args)
 		if (unbounded)
 			locked.memory_budget = -1;
 		session.locked = locked;
+		session.flush_ms = flush_ms;
 	}
 	if (mod_children_dir(m, folder) == NULL || setup_kwargs(NULL) != 0 ||
 	    child_outfile(session.children_dir) != 0)

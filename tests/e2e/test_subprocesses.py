@@ -496,6 +496,34 @@ def test_a_child_killed_by_sigkill_keeps_its_calls_up_to_its_last_flush(sp, meth
     assert summary.returncode == 0, summary.stderr
 
 
+def test_a_spawned_child_flushes_at_the_run_s_interval(sp):
+    """A spawned child streams at the run's --flush-interval, not at the
+    default second: under a day's interval nothing of its calls is in its
+    file three seconds on (a second's would have flushed them), and all of
+    them are in the profile at its end."""
+    text = textwrap.dedent(PRELUDE + """
+    def child():
+        work(5)
+        time.sleep(3)
+        partial = os.path.join(os.environ["SCOPE_PROFILER_CHILDREN"], "proc-%d.h5.partial" % os.getpid())
+        if os.path.exists(partial):
+            out = subprocess.run([BINARY, "export", "--format", "csv", partial],
+                                 capture_output=True, text=True).stdout
+            assert "\\nstep," not in out, out
+
+    if __name__ == "__main__":
+        p = mp.get_context("spawn").Process(target=child)
+        p.start()
+        p.join()
+        assert p.exitcode == 0, p.exitcode
+    """).replace("BINARY", repr(str(BINARY)), 1)
+    proc = sp("run", "-q", "--subprocesses", "--flush-interval", "86400", "-o", "out.h5", sp.script(text),
+              env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert children(processes(sp.tmp / "out.h5")) == [{"work": 1, "step": 5}]
+
+
 def test_a_fork_of_a_child_that_streamed_streams_from_nothing_of_its_parent_s(sp):
     """A child whose calls streamed forks a grandchild: the grandchild's
     own stream takes nothing of its parent's (call indexes, the end of a
