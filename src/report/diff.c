@@ -14,6 +14,7 @@
 #include "sp_diff.h"
 #include "byname.h"
 #include "diff_int.h"
+#include "render_int.h"
 #include "sp_json.h"
 #include "sp_render.h"
 #include "sp_table.h"
@@ -242,7 +243,10 @@ static void file_line(FILE *out, const char *label, const struct sp_diff_file *f
 	char list[96], buf[CELL];
 	fprintf(out, "%s: ", label);
 	sp_render_text(out, f->path, 200);
-	fprintf(out, " (%zu rank%s", f->nranks, f->nranks == 1 ? "" : "s");
+	if (f->p && sp_render_children(f->p))   /* run --subprocesses: its processes */
+		fprintf(out, " (%zu process%s", f->nranks, f->nranks == 1 ? "" : "es");
+	else
+		fprintf(out, " (%zu rank%s", f->nranks, f->nranks == 1 ? "" : "s");
 	if (f->nranks > 1)
 		fprintf(out, " %s", sp_rank_list(list, sizeof list, f->ranks, f->nranks));
 	fprintf(out, ", run span %s s)\n", sp_diff_secs(buf, (double)f->span));
@@ -258,6 +262,10 @@ struct layout {
 	const char *heads[NCOLS];
 };
 
+/* several, for the layout: 0 (one rank each), 1 (ranks) or this (a run's
+ * processes, the columns and their legend named so). */
+#define SEVERAL_PROCESSES 2
+
 /* Fits the columns of L to their headings and to the cells of the n rows,
  * each group at least as wide as its label, and the name column to the
  * widest name within TABLE_CAP. Cannot fail. */
@@ -267,10 +275,12 @@ static void fit_table(struct layout *L, const struct sp_diff_row *rows, size_t n
 	static const char *const groups_one[] = {"calls", "total [s]", "mean [s]", "change", "", ""};
 	static const char *const groups_many[] = {"calls", "total/rank [s]", "slowest [s]", "change",
 						  "", "", "imbalance"};
+	static const char *const groups_procs[] = {"calls", "total/process [s]", "slowest [s]", "change",
+						   "", "", "imbalance"};
 	const char *text[NCOLS];
 	int ncols = L->ncols = several ? NCOLS : C_SLOW, *w = L->w, need = 6;
 	struct sp_table_col *tc = L->tc;
-	L->groups = several ? groups_many : groups_one;
+	L->groups = several == SEVERAL_PROCESSES ? groups_procs : several ? groups_many : groups_one;
 	for (int k = 0; k < ncols; k++) {
 		tc[k] = (struct sp_table_col){ k && cols[k].group == cols[k - 1].group ? " " : "  ",
 					       SP_TABLE_RIGHT, 0 };
@@ -309,7 +319,12 @@ static void put_preamble(FILE *out, const struct sp_diff_file *fa, const struct 
 {
 	file_line(out, "A", fa);
 	file_line(out, "B", fb);
-	if (several)
+	if (several == SEVERAL_PROCESSES)
+		fputs("total/process: the mean over processes of each one's total (the change is of\n"
+		      "it); slowest: the largest process's total; imbalance: slowest / fastest\n"
+		      "process's total, a process without the region counting as 0 s (inf; - when all\n"
+		      "are 0)\n", out);
+	else if (several)
 		fputs("total/rank: the mean over ranks of each rank's total (the change is of it);\n"
 		      "slowest: the largest rank's total; imbalance: slowest / fastest rank's total,\n"
 		      "a rank without the region counting as 0 s (inf; - when all are 0)\n", out);
@@ -542,7 +557,10 @@ enum sp_err sp_diff_render(FILE *out, const struct sp_diff *d, int json, struct 
 		return sp_error_set(err, SP_ENOMEM, "out of memory");
 	for (size_t i = 0; i < d->n; i++)
 		row_cells(cells[i], &d->rows[i], d->several);
-	render_table(out, &d->f[0], &d->f[1], d->rows, d->n, cells, d->several, d->by_name);
+	/* Both files a run's processes (run --subprocesses): named so. */
+	int several = d->several && d->f[0].p && d->f[1].p && sp_render_children(d->f[0].p) &&
+		      sp_render_children(d->f[1].p) ? SEVERAL_PROCESSES : d->several;
+	render_table(out, &d->f[0], &d->f[1], d->rows, d->n, cells, several, d->by_name);
 	free(cells);
 	sp_diff_put_gate(out, d);
 	return SP_OK;

@@ -22,10 +22,11 @@
 /* The cells of a region table row into cells[FLAT_COLS] (bufs holding the
  * text): name, calls, then with one rank total, self, mean, min, max, std;
  * with several, each rank's mean total and self, the smallest and largest
- * rank total, the imbalance. */
+ * rank total, the imbalance ("ranks k/n" when on k of them only, units
+ * naming them: "processes" for the child processes of a run). */
 enum { FLAT_COLS = 8, CELL = 48 };
 
-static size_t flat_cells(const struct frow *f, size_t nranks, char bufs[FLAT_COLS][CELL],
+static size_t flat_cells(const struct frow *f, size_t nranks, const char *units, char bufs[FLAT_COLS][CELL],
 			 const char *cells[FLAT_COLS])
 {
 	cells[0] = f->name;
@@ -40,7 +41,7 @@ static size_t flat_cells(const struct frow *f, size_t nranks, char bufs[FLAT_COL
 		sp_render_duration(bufs[4], CELL, (double)f->min_rank);
 		sp_render_duration(bufs[5], CELL, (double)f->max_rank);
 		if (f->present < nranks)
-			snprintf(bufs[6], CELL, "ranks %zu/%zu", f->present, nranks);
+			snprintf(bufs[6], CELL, "%s %zu/%zu", units, f->present, nranks);
 		else if (isfinite(x))
 			snprintf(bufs[6], CELL, "%.2fx", x);
 		else
@@ -71,7 +72,11 @@ static void render_flat(FILE *out, const struct view *v)
 						      "min", "max", "std"};
 	static const char *const headsn[FLAT_COLS] = {"region", "calls", "mean/rank", "self/rank",
 						      "min rank", "max rank", "imbalance", NULL};
-	const char *const *heads = nranks > 1 ? headsn : heads1;
+	static const char *const headsp[FLAT_COLS] = {"region", "calls", "mean/process", "self/process",
+						      "min process", "max process", "imbalance", NULL};
+	int procs = sp_render_children(v->p) > 0;
+	const char *units = procs ? "processes" : "ranks";
+	const char *const *heads = nranks == 1 ? heads1 : procs ? headsp : headsn;
 	size_t nc = nranks > 1 ? 7 : 8;
 	/* Times are at least 7 columns wide ("12.3 ms"), numbers 5. */
 	struct sp_table_col tc[FLAT_COLS];
@@ -84,14 +89,14 @@ static void render_flat(FILE *out, const struct view *v)
 		int nw = sp_render_text_width(f->name);
 		need = nw > need ? nw : need;
 		flagged |= nranks > 1 && f->present < nranks;
-		flat_cells(f, nranks, bufs, cells);
+		flat_cells(f, nranks, units, bufs, cells);
 		sp_table_fit(tc + 1, nc - 1, cells + 1);
 	}
 	int rest = 0;
 	for (size_t k = 1; k < nc; k++)
 		rest += 2 + tc[k].w;
 	tc[0].w = sp_render_name_width(need, rest);
-	if (nranks > 1 && sp_render_children(v->p))
+	if (nranks > 1 && procs)
 		fprintf(out, "Regions (%zu processes: calls summed; times are each process's total)\n",
 			nranks);
 	else if (nranks > 1)
@@ -103,15 +108,15 @@ static void render_flat(FILE *out, const struct view *v)
 	if (v->nrows == 0)
 		fputs("(no regions)\n", out);
 	for (size_t i = 0; i < v->rows_shown; i++) {
-		flat_cells(&v->rows[i], nranks, bufs, cells);
+		flat_cells(&v->rows[i], nranks, units, bufs, cells);
 		sp_table_row(out, tc, nc, cells, "\n");
 	}
 	if (flagged)
-		fprintf(out, "ranks k/%zu: recorded on k ranks only; the others count as 0 s.\n",
-			nranks);
+		fprintf(out, "%s k/%zu: recorded on k %s only; the others count as 0 s.\n", units,
+			nranks, units);
 	if (v->approx)
-		fputs("note: a rank without a call tree: its totals are raw sums, a recursive region's "
-		      "nested calls counted again.\n", out);
+		fprintf(out, "note: a %s without a call tree: its totals are raw sums, a recursive region's "
+			"nested calls counted again.\n", procs ? "process" : "rank");
 }
 
 /* ---- values: bytes allocated (run --memory) or moved (run --mpi-calls) --- */
@@ -353,7 +358,10 @@ static void render_html(FILE *out, const struct view *v, const char *title, int 
 		v->calls == 1 ? "" : "s");
 	fputs("<thead><tr><th>region</th><th>calls</th><th>total [s]</th><th>mean [s]</th><th>min [s]</th>"
 	      "<th>max [s]</th><th>std [s]</th>", out);
-	if (nranks > 1)
+	if (nranks > 1 && procs)
+		fputs("<th>min process [s]</th><th>mean/process [s]</th><th>max process [s]</th><th>imbalance</th>",
+		      out);
+	else if (nranks > 1)
 		fputs("<th>min rank [s]</th><th>mean/rank [s]</th><th>max rank [s]</th><th>imbalance</th>", out);
 	fputs("</tr></thead>\n<tbody>\n", out);
 	for (size_t i = 0; i < shown; i++) {
@@ -379,7 +387,7 @@ static void render_html(FILE *out, const struct view *v, const char *title, int 
 		html_secs(out, (double)f->max_rank);
 		double imb = sp_imbalance_of(f->max_rank, f->min_rank);
 		if (f->present < nranks)
-			fprintf(out, "<td>ranks %zu/%zu</td></tr>\n", f->present, nranks);
+			fprintf(out, "<td>%s %zu/%zu</td></tr>\n", procs ? "processes" : "ranks", f->present, nranks);
 		else if (isfinite(imb))
 			fprintf(out, "<td>%.2fx</td></tr>\n", imb);
 		else

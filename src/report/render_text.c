@@ -343,11 +343,14 @@ void sp_render_notes(FILE *out, const struct sp_profile *shown, const struct sp_
 	unsigned long long cores;
 	if (threads > 0 && !__builtin_mul_overflow((unsigned long long)shown->nranks,
 						   (unsigned long long)threads, &cores))
-		fprintf(out, "cores: %zu ranks × %ld OpenMP thread%s = %llu\n", shown->nranks, threads,
-			threads == 1 ? "" : "s", cores);
+		fprintf(out, "cores: %zu %s × %ld OpenMP thread%s = %llu\n", shown->nranks,
+			sp_render_children(shown) ? "processes" : "ranks", threads, threads == 1 ? "" : "s", cores);
 	if (sel && (sel->ninclude || sel->nexclude || sel->nranks)) {
 		fprintf(out, "Selection: %zu of %zu region%s", nrows, nall, nall == 1 ? "" : "s");
-		if (sel->nranks)
+		if (sel->nranks && sp_render_children(p))
+			fprintf(out, "; process%s %s of %zu", shown->nranks == 1 ? "" : "es",
+				sp_render_rank_list(list, sizeof list, shown), p->nranks);
+		else if (sel->nranks)
 			fprintf(out, "; rank%s %s of %zu", shown->nranks == 1 ? "" : "s",
 				sp_render_rank_list(list, sizeof list, shown), p->nranks);
 		fputc('\n', out);

@@ -242,9 +242,9 @@ enum sp_err sp_plot_report(FILE *out, const struct sp_plot_file *files, size_t n
 		most = files[i].p->nranks > most ? files[i].p->nranks : most;
 	fputs("<p class=\"note\">Times in seconds; a recursive region's total counts its outermost calls.", out);
 	if (most > 1)
-		fputs(" With several ranks, calls and totals are summed over them; min/mean/max rank are each "
-		      "rank's total in the region, imbalance the largest over the smallest; \"ranks k/n\": "
-		      "recorded on k of n ranks.", out);
+		fputs(" With several ranks (or processes), calls and totals are summed over them; min/mean/max "
+		      "rank (process) are each one's total in the region, imbalance the largest over the "
+		      "smallest; \"ranks k/n\" (\"processes k/n\"): recorded on k of n.", out);
 	fputs("</p>\n</section>\n", out);
 	fputs("<section id=\"charts\">\n", out);
 	for (size_t i = 0; i < ncharts; i++) {

@@ -101,6 +101,32 @@ def test_forked_children_are_processes_of_their_own(sp):
     assert all("main" not in k for k in kids)
 
 
+def test_the_readers_name_processes_not_ranks(sp):
+    """summary and diff of a run's processes say processes (its columns,
+    its notes, a selection): ranks are an MPI job's."""
+    for out in ("a.h5", "b.h5"):
+        proc = sp("run", "-q", "--subprocesses", "-o", out, sp.script(WORK.replace("{body}", """
+            pid = os.fork()
+            if pid == 0:
+                work(3)
+                os._exit(0)
+            os.waitpid(pid, 0)
+        """.strip()), name="script.py"), env=ENV)
+        assert proc.returncode == 0, proc.stderr
+    summary = sp("summary", sp.tmp / "a.h5")
+    assert summary.returncode == 0, summary.stderr
+    assert "2 processes (this run and 1 child process)" in summary.stdout
+    assert "mean/process" in summary.stdout and "processes 1/2" in summary.stdout
+    assert "rank" not in summary.stdout.replace(str(sp.tmp), ""), summary.stdout
+    picked = sp("summary", "--ranks", "1", sp.tmp / "a.h5")
+    assert "; process 1 of 2\n" in picked.stdout, picked.stdout
+    diff = sp("diff", sp.tmp / "a.h5", sp.tmp / "b.h5")
+    assert diff.returncode == 0, diff.stderr
+    assert " (2 processes 0,1, run span " in diff.stdout, diff.stdout
+    assert "total/process [s]" in diff.stdout
+    assert "rank" not in diff.stdout.replace(str(sp.tmp), ""), diff.stdout
+
+
 @pytest.mark.parametrize("option", ["--track-threads", "--memory"])
 def test_a_forked_child_records_in_the_mode_of_the_run(sp, option):
     """The child's session starts with its events reset: the mode is

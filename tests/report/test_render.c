@@ -859,15 +859,19 @@ static void test_child_processes(void **state)
 		p->ranks[r].pid = r ? 4000 + r : 100;
 		event(&p->ranks[r], "main", 0, (r + 1) * S);
 	}
+	event(&p->ranks[1], "io", 0, S / 2);   /* on one process only */
 	p->ranks[1].parent_pid = 100;
 	p->ranks[2].parent_pid = 4001;          /* a grandchild */
 	p->ranks[2].regions[0].dropped = 5;
 	p->ranks[2].dropped = 5;
 	finish(p);
 	char *out = render(p, SP_RENDER_ALL);
-	assert_non_null(line_starting(out, "3 processes (this run and 2 child processes), 1 region, 3 calls"));
-	assert_null(strstr(out, "rank(s)"));
+	assert_non_null(line_starting(out, "3 processes (this run and 2 child processes), 2 regions, 4 calls"));
+	assert_null(strstr(out, "rank"));   /* the table's columns and notes too */
 	assert_non_null(strstr(out, "Regions (3 processes: "));
+	assert_non_null(strstr(line_after(out, "Regions"), "mean/process"));
+	assert_non_null(strstr(line_starting(strstr(out, "Regions"), "io "), "processes 1/3"));
+	assert_non_null(line_starting(out, "processes k/3: recorded on k processes only"));
 	assert_non_null(line_starting(out, "Call tree (sum of 3 processes; "));
 	assert_non_null(strstr(out, "(main on process 2 (pid 4002): 5)"));
 	free(out);
@@ -882,8 +886,9 @@ static void test_child_processes(void **state)
 	/* The same ranks as MPI ranks: the output of before. */
 	p->ranks[1].parent_pid = p->ranks[2].parent_pid = 0;
 	out = render(p, SP_RENDER_ALL);
-	assert_non_null(line_starting(out, "3 rank(s), 1 region, 3 calls"));
+	assert_non_null(line_starting(out, "3 rank(s), 2 regions, 4 calls"));
 	assert_null(strstr(out, "process"));
+	assert_non_null(strstr(line_starting(strstr(out, "Regions"), "io "), "ranks 1/3"));
 	assert_non_null(strstr(out, "(main on rank 2: 5)"));
 	free(out);
 	buf = render_opts(p, &json);
