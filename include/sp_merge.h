@@ -73,12 +73,14 @@ enum sp_err sp_merge_ranks(const char *job, const char *out, int nranks, int64_t
  * files[k] (k < n) is process k's finished file, or, when that is not
  * there or cannot be read, files[k] + ".partial" is recovered (as above);
  * each holds one rank group of format version 3, which becomes OUT's
- * rank{k} (its pid and parent_pid kept). files[0] may be out itself (the
- * run's own profile, replaced by OUT complete). No file is removed. *rep
- * and the return as sp_merge_ranks's (each part a "rank" of the report;
- * its notes name ranks, not processes). */
-enum sp_err sp_merge_processes(const char *const *files, int n, const char *out, struct sp_merge_report *rep,
-			       struct sp_error *err);
+ * rank{k} (its pid and parent_pid kept); said (NULL: nothing said) as
+ * sp_merge_ranks's (recover of a run killed: its own file is the partial
+ * one, whatever files[0] is). files[0] may be out itself (the run's own
+ * profile, replaced by OUT complete). No file is removed. *rep and the
+ * return as sp_merge_ranks's (each part a "rank" of the report; its notes
+ * name ranks, not processes). */
+enum sp_err sp_merge_processes(const char *const *files, int n, const char *out,
+			       const enum sp_merge_state *said, struct sp_merge_report *rep, struct sp_error *err);
 
 void sp_merge_report_free(struct sp_merge_report *rep);
 

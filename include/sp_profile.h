@@ -121,6 +121,10 @@ struct sp_rank {
 	 * 0 for the run's own process and for MPI ranks. */
 	int64_t parent_pid;
 	char *hostname;                /* NULL when unknown; owned */
+	/* A partial file of a run under --subprocesses (its own process): the
+	 * folder its child processes streamed into, for `recover`; NULL when
+	 * none; owned. */
+	char *children_dir;
 	/* This rank's clock minus rank 0's, measured at start under MPI; the
 	 * stored timestamps are already on rank 0's clock (0 when serial). */
 	int64_t clock_offset_ns;

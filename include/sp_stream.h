@@ -41,6 +41,10 @@ struct sp_stream_config {
 	int64_t pid, run_start_ns;
 	int64_t parent_pid;        /* a child process of run --subprocesses: its parent's pid (0: none) */
 	const char *hostname;      /* NULL: none */
+	/* The run's own process under run --subprocesses: the folder its child
+	 * processes stream into (NULL: none), the rank's children_dir, for
+	 * `recover` of a run that was killed. */
+	const char *children_dir;
 	int compression;           /* the event columns: 0, or a deflate level 1..9 */
 	size_t queue_bytes;        /* the most bytes of calls waiting for the writer */
 	int64_t interval_ns;       /* how often the writer asks for a flush (> 0) */

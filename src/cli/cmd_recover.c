@@ -3,11 +3,13 @@
  * into OUT.partial, written as a finished profile (format version 2); for
  * an MPI job, from what its ranks left in OUT.rank{N} and
  * OUT.rank{N}.partial, merged into one (format version 3, sp_merge.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sp_children.h"
 #include "sp_cmd.h"
 #include "sp_h5.h"
 #include "sp_merge.h"
@@ -38,7 +40,13 @@ static const struct sp_cmd_help help = {
 		"it, recover merges every rank's file into OUT (format version 3): a\n"
 		"rank's finished file whole, a partial one up to its last flush, with one\n"
 		"line for each rank that did not finish or left no file. The rank files\n"
-		"are only read.\n",
+		"are only read.\n"
+		"\n"
+		"A run of --subprocesses that was killed: its OUT.partial names the folder\n"
+		"its child processes streamed into, and recover merges their files there\n"
+		"with the run's own calls into OUT (format version 3), as the end of the\n"
+		"run would have; the folder is kept for this while a child runs and for a\n"
+		"day after.\n",
 	.notes =
 		"Exit status: 0; 1 when PARTIAL cannot be read or OUT cannot be written\n"
 		"(OUT is then left as it was); 2 for usage errors, among them an OUT that\n"
@@ -95,6 +103,32 @@ static enum sp_err mark_partial(struct sp_profile *p)
 	return SP_OK;
 }
 
+/* Says what a merge into out did (rc, *rep, *err; its parts are ranks, or
+ * with procs processes), and frees *rep. Returns 0, or 1 when it failed. */
+static int merged(const char *out, enum sp_err rc, struct sp_merge_report *rep, const struct sp_error *err,
+		  int procs)
+{
+	for (int k = 0; k < rep->nranks; k++)
+		if (rep->ranks[k].note[0])
+			fprintf(stderr, "scope-profiler: %s: %s\n", CMD, rep->ranks[k].note);
+	if (rc != SP_OK) {
+		sp_cmd_error(CMD, "%s", err->msg);
+	} else {
+		int partial = 0;
+		for (int k = 0; k < rep->nranks; k++)
+			partial += rep->ranks[k].state == SP_MERGE_PARTIAL;
+		fprintf(stderr, "scope-profiler: %s: wrote %s: %lld call%s of %d %s of %d", CMD, out,
+			(long long)rep->calls, rep->calls == 1 ? "" : "s", rep->in_out,
+			procs ? (rep->in_out == 1 ? "process" : "processes") : (rep->in_out == 1 ? "rank" : "ranks"),
+			rep->nranks);
+		if (partial)
+			fprintf(stderr, ", %d of them up to %s last flush", partial, partial == 1 ? "its" : "their");
+		fputc('\n', stderr);
+	}
+	sp_merge_report_free(rep);
+	return rc == SP_OK ? 0 : 1;
+}
+
 /* An MPI job's rank files merged into out (job: their OUT). Returns 0, or
  * 1 when no rank's file can be read or out cannot be written. */
 static int recover_job(const char *job, const char *out)
@@ -102,24 +136,55 @@ static int recover_job(const char *job, const char *out)
 	struct sp_merge_report rep = {0};
 	struct sp_error err = {0};
 	enum sp_err rc = sp_merge_ranks(job, out, 0, 0, NULL, 0, &rep, &err);
-	for (int k = 0; k < rep.nranks; k++)
-		if (rep.ranks[k].note[0])
-			fprintf(stderr, "scope-profiler: %s: %s\n", CMD, rep.ranks[k].note);
-	if (rc != SP_OK) {
-		sp_cmd_error(CMD, "%s", err.msg);
-	} else {
-		int partial = 0;
-		for (int k = 0; k < rep.nranks; k++)
-			partial += rep.ranks[k].state == SP_MERGE_PARTIAL;
-		fprintf(stderr, "scope-profiler: %s: wrote %s: %lld call%s of %d rank%s of %d", CMD, out,
-			(long long)rep.calls, rep.calls == 1 ? "" : "s", rep.in_out, rep.in_out == 1 ? "" : "s",
-			rep.nranks);
-		if (partial)
-			fprintf(stderr, ", %d of them up to %s last flush", partial, partial == 1 ? "its" : "their");
-		fputc('\n', stderr);
+	return merged(out, rc, &rep, &err, 0);
+}
+
+/* A run under --subprocesses that was killed: its own partial file (in,
+ * read into p) names the folder its child processes streamed into, and
+ * their files there (finished, or partial: killed too, or still running)
+ * are merged with it into out (format version 3). Returns 0, or 1 as
+ * recover_job; -1 when there is nothing of theirs to merge (the run's own
+ * calls alone are recovered then), after a line when the folder is gone. */
+static int recover_processes(const char *in, const struct sp_profile *p, const char *out)
+{
+	const char *dir = p->nranks == 1 ? p->ranks[0].children_dir : NULL;
+	size_t n = strlen(in), k = strlen(SUFFIX);
+	struct stat sb;
+	if (!dir || n <= k || strcmp(in + n - k, SUFFIX) != 0)
+		return -1;
+	if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+		fprintf(stderr, "scope-profiler: %s: warning: the run's child processes streamed into '%s', which "
+			"is gone (runs on this host remove it a day after): only the run's own calls are "
+			"recovered\n", CMD, dir);
+		return -1;
 	}
-	sp_merge_report_free(&rep);
-	return rc == SP_OK ? 0 : 1;
+	struct sp_merge_report rep = {0};
+	struct sp_error err = {0};
+	char **kids = NULL;
+	size_t nkids = 0;
+	enum sp_err rc = sp_children_files(dir, &kids, &nkids, &err);
+	if (rc == SP_OK && nkids == 0) {
+		sp_children_files_free(kids, nkids);
+		return -1;
+	}
+	const char **files = NULL;
+	enum sp_merge_state *said = NULL;
+	char *own = NULL;
+	if (rc == SP_OK && (nkids > INT32_MAX - 1 || !(files = malloc((nkids + 1) * sizeof *files)) ||
+			    !(said = calloc(nkids + 1, sizeof *said)) || !(own = strndup(in, n - k))))
+		rc = sp_error_set(&err, SP_ENOMEM, "out of memory");
+	if (rc == SP_OK) {
+		files[0] = own;         /* its partial file, own.partial: in */
+		said[0] = SP_MERGE_PARTIAL;
+		for (size_t i = 0; i < nkids; i++)
+			files[i + 1] = kids[i];
+		rc = sp_merge_processes(files, (int)nkids + 1, out, said, &rep, &err);
+	}
+	free(files);
+	free(said);
+	free(own);
+	sp_children_files_free(kids, nkids);
+	return merged(out, rc, &rep, &err, 1);
 }
 
 /* Returns 0, 1 when PARTIAL cannot be read or OUT written, or SP_EXIT_USAGE. */
@@ -189,6 +254,11 @@ int cmd_recover(int argc, char **argv)
 	if (sp_report_read(in, SP_READ_EVENTS, &p, &err) != SP_OK &&
 	    (sp_stream_unmark_dead(in) != 1 || sp_report_read(in, SP_READ_EVENTS, &p, &err) != SP_OK)) {
 		sp_cmd_error(CMD, "%s", err.msg);
+		goto out;
+	}
+	int kids = recover_processes(in, p, out);
+	if (kids >= 0) {
+		status = kids;
 		goto out;
 	}
 	int partial = p->partial;

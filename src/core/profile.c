@@ -78,6 +78,7 @@ void sp_rank_clear(struct sp_rank *rk)
 		sp_likwid_region_clear(&rk->likwid[i]);
 	free(rk->likwid);
 	free(rk->hostname);
+	free(rk->children_dir);
 	memset(rk, 0, sizeof *rk);
 }
 

@@ -486,7 +486,7 @@ static int merge_children(struct sp_final *f, struct sp_merge_report *rep)
 		for (size_t i = 0; i < nkids; i++)
 			files[i + 1] = kids[i];
 		Py_BEGIN_ALLOW_THREADS
-		r = sp_merge_processes(files, (int)nkids + 1, f->path, rep, &err);
+		r = sp_merge_processes(files, (int)nkids + 1, f->path, NULL, rep, &err);
 		Py_END_ALLOW_THREADS
 	}
 	free(files);

@@ -132,7 +132,8 @@ static int stream_update(void)
 	}
 	int rc = sp_spill_begin(rank_file ? rank_file : path, (size_t)s->memory_budget,
 				(int64_t)(session.flush_ms ? session.flush_ms : 1000) * 1000000, s->compression,
-				session.run_start_ns, s->memory || s->mpi_calls, session.parent_pid);
+				session.run_start_ns, s->memory || s->mpi_calls, session.parent_pid,
+				session.parent_pid ? NULL : session.children_dir);
 	free(rank_file);
 	return rc;
 }
@@ -482,18 +483,30 @@ static int child_outfile(const char *dir)
 	return 0;
 }
 
-/* _children_dir(folder): run --subprocesses, in the run's own process. */
-static PyObject *mod_children_dir(PyObject *m, PyObject *arg)
+/* The session's children_dir: folder (str). 0, or -1 with an exception. */
+static int set_children_dir(PyObject *folder)
 {
-	PyObject *b = PyUnicode_EncodeFSDefault(arg);
+	PyObject *b = PyUnicode_EncodeFSDefault(folder);
 	if (!b)
-		return NULL;
+		return -1;
 	char *copy = strdup(PyBytes_AS_STRING(b));
 	Py_DECREF(b);
-	if (!copy)
-		return PyErr_NoMemory();
+	if (!copy) {
+		PyErr_NoMemory();
+		return -1;
+	}
 	free(session.children_dir);
 	session.children_dir = copy;
+	return 0;
+}
+
+/* _children_dir(folder): run --subprocesses, in the run's own process:
+ * its stream, if it has not begun, names the folder in its file (for
+ * `recover` of a run that was killed). */
+static PyObject *mod_children_dir(PyObject *m, PyObject *arg)
+{
+	if (set_children_dir(arg) != 0 || stream_update() != 0)
+		return NULL;
 	Py_RETURN_NONE;
 }
 
@@ -618,7 +631,7 @@ static PyObject *mod_child_setup(PyObject *m, PyObject *args)
 		session.locked = locked;
 		session.flush_ms = flush_ms;
 	}
-	if (mod_children_dir(m, folder) == NULL || setup_kwargs(NULL) != 0 ||
+	if (set_children_dir(folder) != 0 || setup_kwargs(NULL) != 0 ||
 	    child_outfile(session.children_dir) != 0)
 		return NULL;
 	session.parent_pid = getppid();

@@ -12,7 +12,10 @@
  *
  * The folder is $TMPDIR/scope-profiler-shim-HOST-PID-RANDOM, mode 0700,
  * removed at the end by the process that made it, or by the next run on
- * this host when that process died without it (os._exit, SIGKILL). */
+ * this host when that process died without it (os._exit, SIGKILL), once
+ * none of its children runs and a day after the last profile of theirs
+ * was written there (for `recover`, which merges them: the run's partial
+ * file names the folder). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -27,6 +30,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sp_pyshim.h"
@@ -79,8 +83,36 @@ static void remove_tree(const char *path)
 	rmdir(path);
 }
 
+/* How long a dead run's folder that holds its children's profiles is kept
+ * for `recover` (its own partial file names the folder). */
+#define KEEP_SECONDS (24 * 3600)
+
+/* Whether the folder at path of a run that died is still wanted: a child
+ * process of it still runs (its mark names it), or it holds a child's
+ * profile written less than KEEP_SECONDS ago. */
+static int still_wanted(const char *path)
+{
+	DIR *d = opendir(path);
+	int wanted = 0;
+	time_t now = time(NULL);
+	for (struct dirent *e; d && !wanted && (e = readdir(d));) {
+		struct stat st;
+		char *end;
+		if (strncmp(e->d_name, "child-", 6) == 0) {
+			long pid = strtol(e->d_name + 6, &end, 10);
+			wanted = !*end && pid > 0 && pid <= INT_MAX && (kill((pid_t)pid, 0) == 0 || errno != ESRCH);
+		} else if (strncmp(e->d_name, "proc-", 5) == 0) {
+			wanted = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				 now - st.st_mtime < KEEP_SECONDS;
+		}
+	}
+	if (d)
+		closedir(d);
+	return wanted;
+}
+
 /* This user's folders of runs on this host that died without removing
- * theirs: their process is gone. */
+ * theirs: their process is gone, and the folder is not still wanted. */
 static void remove_stale(const char *tmp, const char *host)
 {
 	char mine[PATH_MAX], path[PATH_MAX];
@@ -103,7 +135,7 @@ static void remove_stale(const char *tmp, const char *host)
 		    (size_t)snprintf(path, sizeof path, "%s/%s", tmp, e->d_name) >= sizeof path ||
 		    lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
 			continue;
-		if (kill((pid_t)p, 0) != 0 && errno == ESRCH)
+		if (kill((pid_t)p, 0) != 0 && errno == ESRCH && !still_wanted(path))
 			remove_tree(path);
 	}
 	closedir(d);

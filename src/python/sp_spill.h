@@ -48,7 +48,8 @@ static inline void sp_spill_region_init(RegionObject *r)
  * rank's own file, its times put on rank 0's clock): streams to
  * path.partial when it can (the caller says when: a run's own process or
  * a child process of run --subprocesses, whose parent_pid its file names,
- * with events), within budget bytes of buffers (0: the default), flushing
+ * with events; the run's own process names children_dir, the folder they
+ * stream into, NULL otherwise), within budget bytes of buffers (0: the default), flushing
  * every interval_ns (0: a second); `values`: calls carry a value each
  * (--memory, --mpi-calls), which the block size counts (24 bytes a call
  * instead of 16). Under --mpi-calls the intercepted functions' calls stream
@@ -57,7 +58,7 @@ static inline void sp_spill_region_init(RegionObject *r)
  * Says nothing and streams nothing when it cannot; 0 either way, or -1
  * with an exception when memory runs out. */
 int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int compression, int64_t run_start_ns,
-		   int values, int64_t parent_pid);
+		   int values, int64_t parent_pid, const char *children_dir);
 
 /* Whether this session streams (something was handed over): its end then
  * finishes the stream (sp_spill_end) instead of writing a file whole. */

@@ -353,7 +353,8 @@ void *sp_h5r_alloc_column(size_t n, size_t sz)
 }
 
 /* A rank group's attributes (each optional): run start and end, pid,
- * parent_pid, hostname, clock offset and calls not recorded (0 when absent). */
+ * parent_pid, hostname, clock offset, calls not recorded (0 when absent),
+ * children_dir (a partial file's). */
 enum sp_err sp_h5r_rank_attrs(struct reader *r, hid_t g, const char *gname, struct sp_rank *rk)
 {
 	int a = 0;
@@ -363,7 +364,8 @@ enum sp_err sp_h5r_rank_attrs(struct reader *r, hid_t g, const char *gname, stru
 	    sp_h5r_attr_num(g, "parent_pid", H5T_NATIVE_INT64, &rk->parent_pid) < 0 ||
 	    sp_h5r_attr_num(g, "clock_offset_ns", H5T_NATIVE_INT64, &rk->clock_offset_ns) < 0 ||
 	    sp_h5r_attr_num(g, "dropped_events", H5T_NATIVE_INT64, &rk->dropped) < 0 ||
-	    (a = sp_h5r_attr_str(r, g, "hostname", &rk->hostname)) == -1)
+	    (a = sp_h5r_attr_str(r, g, "hostname", &rk->hostname)) == -1 ||
+	    (a != -2 && (a = sp_h5r_attr_str(r, g, "children_dir", &rk->children_dir)) == -1))
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s: unreadable attribute", gname);
 	if (a == -2)
 		return sp_h5r_fail(r, SP_ENOMEM, "out of memory");

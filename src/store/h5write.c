@@ -498,7 +498,8 @@ static int unlink_empty(hid_t g, const char *name)
 }
 
 /* One rank of a streamed file: its attributes, table, line tables and LIKWID
- * counters; its stream group and empty columns go. */
+ * counters; its stream group, empty columns and children_dir (a partial
+ * file's, for recover) go. */
 static enum sp_err finish_rank(struct sp_h5_writer *w, const struct sp_rank *rk)
 {
 	char name[32];
@@ -509,7 +510,8 @@ static enum sp_err finish_rank(struct sp_h5_writer *w, const struct sp_rank *rk)
 		return sp_h5w_fail(w, SP_EIO, "cannot open group %s", name);
 	if ((rk->run_end_ns != SP_NO_TIME && attr_i64_set(g, "run_end_time", rk->run_end_ns) < 0) ||
 	    (rk->parent_pid != 0 && attr_i64_set(g, "parent_pid", rk->parent_pid) < 0) ||
-	    attr_i64_set(g, "dropped_events", rk->dropped) < 0)
+	    attr_i64_set(g, "dropped_events", rk->dropped) < 0 ||
+	    (H5Aexists(g, "children_dir") > 0 && H5Adelete(g, "children_dir") < 0))
 		rc = sp_h5w_fail(w, SP_EIO, "cannot write attributes of %s", name);
 	if (rc == SP_OK)
 		rc = sp_h5w_regions_v3(w, g, rk);

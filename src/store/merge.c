@@ -800,10 +800,10 @@ enum sp_err sp_merge_ranks(const char *job, const char *out, int nranks, int64_t
 	return rc;
 }
 
-enum sp_err sp_merge_processes(const char *const *files, int n, const char *out, struct sp_merge_report *rep,
-			       struct sp_error *err)
+enum sp_err sp_merge_processes(const char *const *files, int n, const char *out,
+			       const enum sp_merge_state *said, struct sp_merge_report *rep, struct sp_error *err)
 {
-	struct merge m = {.files = files, .rep = rep, .err = err};
+	struct merge m = {.files = files, .said = said, .rep = rep, .err = err};
 	*rep = (struct sp_merge_report){0};
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	if (n <= 0)

@@ -26,6 +26,7 @@ struct sp_sfile {
 	int64_t pid, run_start_ns;
 	int64_t parent_pid;            /* > 0: written as the rank's parent_pid */
 	const char *hostname;          /* NULL: none */
+	const char *children_dir;      /* NULL: none; written as the rank's children_dir */
 	/* The rest is the file's. */
 	const char *why;               /* after a failure: what failed, or NULL (errno says) */
 	hid_t file;

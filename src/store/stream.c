@@ -69,7 +69,7 @@ struct rec {
 static struct stream {
 	int on;                        /* started, not finished (producer's view) */
 	struct sp_stream_config c;
-	char *target, *partial, *hostname;
+	char *target, *partial, *hostname, *children_dir;
 	pthread_t thread;
 	int thread_running;
 	pid_t thread_tid;              /* the writer's, as the kernel counts threads */
@@ -149,7 +149,7 @@ static int create(void)
 	S.f = (struct sp_sfile){.partial = S.partial, .rank = S.c.rank, .compression = S.c.compression,
 				.mpi_size = S.c.mpi_size, .clock_offset_ns = S.c.clock_offset_ns, .mpi_job = S.c.mpi_job,
 				.pid = S.c.pid, .parent_pid = S.c.parent_pid, .run_start_ns = on_rank0(S.c.run_start_ns),
-				.hostname = S.hostname,
+				.hostname = S.hostname, .children_dir = S.children_dir,
 				.file = -1, .fd = -1, .lock_fd = -1};
 	sp_h5_lock();
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -491,6 +491,7 @@ static void release(void)
 	free(S.target);
 	free(S.partial);
 	free(S.hostname);
+	free(S.children_dir);
 	for (int c = 0; c < 4; c++)
 		free(S.patch[c]);
 	sp_sfile_close_layout(&S.f);
@@ -543,6 +544,7 @@ void sp_stream_forget(void)
 	free(S.target);
 	free(S.partial);
 	free(S.hostname);
+	free(S.children_dir);
 	for (int c = 0; c < 4; c++)
 		free(S.patch[c]);
 	for (struct rec *r = S.head, *next; r; r = next) {
@@ -570,9 +572,11 @@ enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *e
 	S.target = target ? target : strdup(abs);
 	S.partial = S.target ? sp_stream_partial_path(S.target) : NULL;
 	S.hostname = c->hostname ? strdup(c->hostname) : NULL;
+	S.children_dir = c->children_dir ? strdup(c->children_dir) : NULL;
 	S.c.path = S.target;
 	S.c.hostname = S.hostname;
-	if (!S.target || !S.partial || (c->hostname && !S.hostname)) {
+	S.c.children_dir = S.children_dir;
+	if (!S.target || !S.partial || (c->hostname && !S.hostname) || (c->children_dir && !S.children_dir)) {
 		release();
 		return sp_error_set(err, SP_ENOMEM, "out of memory");
 	}

@@ -75,7 +75,8 @@ static int make_layout(struct sp_sfile *f, hid_t file)
 	    sp_h5w_attr_i64(g, "clock_offset_ns", f->clock_offset_ns) < 0 ||
 	    (f->mpi_size > 0 && (sp_h5w_attr_i64(g, "mpi_size", f->mpi_size) < 0 ||
 				 sp_h5w_attr_i64(g, "mpi_job", f->mpi_job) < 0)) ||
-	    (f->hostname && sp_h5w_attr_str(g, "hostname", f->hostname) < 0))
+	    (f->hostname && sp_h5w_attr_str(g, "hostname", f->hostname) < 0) ||
+	    (f->children_dir && sp_h5w_attr_str(g, "children_dir", f->children_dir) < 0))
 		ok = 0;
 	enum { NIDS = SP_SCOLS + 3 };
 	hid_t ids[NIDS];

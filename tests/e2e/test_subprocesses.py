@@ -550,6 +550,80 @@ def test_a_spawned_child_flushes_at_the_run_s_interval(sp):
     assert children(processes(sp.tmp / "out.h5")) == [{"work": 1, "step": 5}]
 
 
+KILLED_RUN = PRELUDE + """
+    if __name__ == "__main__":
+        work(2)
+        for method in ("fork", "spawn"):
+            p = mp.get_context(method).Process(target=work, args=(3,))
+            p.start()
+            p.join()
+            assert p.exitcode == 0, p.exitcode
+        # Until the run's own stream flushed its calls, then SIGKILL.
+        for _ in range(600):
+            out = subprocess.run([BINARY, "export", "--format", "csv", "out.h5.partial"],
+                                 capture_output=True, text=True).stdout
+            if out.count("\\nstep,") == 2:
+                break
+            time.sleep(0.1)
+        else:
+            raise SystemExit("the run's calls were never flushed")
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def killed_run(sp):
+    """A run of --subprocesses killed with SIGKILL after its two children
+    (fork, spawn) finished: its temporary folder (under the test's own
+    TMPDIR) and the environment that finds it."""
+    env = dict(ENV, TMPDIR=str(sp.tmp / "tmp"))
+    (sp.tmp / "tmp").mkdir()
+    script = sp.script(textwrap.dedent(KILLED_RUN).replace("BINARY", repr(str(BINARY)), 1))
+    proc = sp("run", "-q", "--subprocesses", "--flush-interval", "0.1", "-o", "out.h5", script, env=env)
+    assert proc.returncode == -9, proc.stderr
+    assert not (sp.tmp / "out.h5").exists()
+    folders = list((sp.tmp / "tmp").iterdir())
+    assert len(folders) == 1, folders
+    return folders[0], env
+
+
+def test_a_run_killed_is_recovered_with_its_children(sp):
+    """The run itself killed (SIGKILL, the OOM killer): recover merges its
+    own calls up to its last flush with its children's files, which its
+    partial file finds in its folder; a later run on the host keeps that
+    folder (it is a dead run's, but holds its children's profiles)."""
+    folder, env = killed_run(sp)
+    later = sp("run", "-q", "--subprocesses", "-o", "later.h5", sp.script("print('hi')\n", name="later.py"),
+               env=env)
+    assert later.returncode == 0, later.stderr
+    assert folder.is_dir()
+    proc = sp("recover", "out.h5.partial", env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("scope-profiler: recover: rank 0 did not finish"), lines
+    assert lines[1] == ("scope-profiler: recover: wrote out.h5: 11 calls of 3 processes of 3, 1 of them up "
+                        "to its last flush")
+    procs = processes(sp.tmp / "out.h5")
+    assert procs[0][2] == {"work": 1, "step": 2}
+    assert children(procs) == [{"work": 1, "step": 3}, {"work": 1, "step": 3}]
+    assert (sp.tmp / "out.h5.partial").exists()   # only read
+
+
+def test_a_run_killed_whose_folder_is_gone_recovers_its_own_calls(sp):
+    """The run's folder gone (the system's cleaning of its temporary
+    folder): one line says so, and its own calls are recovered."""
+    import shutil
+    folder, env = killed_run(sp)
+    shutil.rmtree(folder)
+    proc = sp("recover", "out.h5.partial", env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == (f"scope-profiler: recover: warning: the run's child processes streamed into "
+                        f"'{folder}', which is gone (runs on this host remove it a day after): only the "
+                        f"run's own calls are recovered"), lines
+    assert lines[1].startswith("scope-profiler: recover: wrote out.h5: 3 calls of 2 regions"), lines
+    assert processes(sp.tmp / "out.h5")[0][2] == {"work": 1, "step": 2}
+
+
 def test_a_fork_of_a_child_that_streamed_streams_from_nothing_of_its_parent_s(sp):
     """A child whose calls streamed forks a grandchild: the grandchild's
     own stream takes nothing of its parent's (call indexes, the end of a

@@ -307,7 +307,7 @@ static void test_processes_merge_into_the_run_s_own_file(void **state)
 	stream_file(a, 0, 0, 0, 201, 100, 1);
 	stream_file(b, 0, 0, 0, 202, 201, 0);   /* killed: its partial file only */
 	const char *files[] = {out, a, b, c};
-	assert_ok(sp_merge_processes(files, 4, out, &rep, &err), &err);
+	assert_ok(sp_merge_processes(files, 4, out, NULL, &rep, &err), &err);
 	assert_int_equal(rep.nranks, 4);
 	assert_int_equal(rep.in_out, 3);
 	assert_int_equal(rep.ranks[0].state, SP_MERGE_FINISHED);
