@@ -3,6 +3,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import h5py
 import pytest
@@ -408,6 +409,21 @@ def test_shim_folder_removed_even_after_os_exit(sp):
         other.mkdir()
         os.chown(other, 65534, 65534)
         keep.append(other)
+    # A dead run's folder stays while a child of it runs (its mark names a
+    # live process), and for a day after a child's profile was written
+    # there (for recover); an older one goes.
+    running = tmp / f"scope-profiler-shim-{host}-4194302-0001"
+    running.mkdir()
+    (running / f"child-{os.getpid()}").touch()
+    recent = tmp / f"scope-profiler-shim-{host}-4194301-0002"
+    recent.mkdir()
+    (recent / "proc-5.h5").touch()
+    keep += [running, recent]
+    old = tmp / f"scope-profiler-shim-{host}-4194300-0003"
+    old.mkdir()
+    (old / "proc-5.h5").touch()
+    os.utime(old / "proc-5.h5", (time.time() - 25 * 3600,) * 2)
+    (old / "child-4194299").touch()   # a child that ended
     proc = sp("run", "-q", "--no-output", script, "hard", env=env)
     assert proc.returncode == 0, proc.stderr
     left = tmp / proc.stdout.split()[0]
