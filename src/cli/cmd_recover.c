@@ -89,18 +89,7 @@ static enum sp_err mark_partial(struct sp_profile *p)
 {
 	char value[32];
 	snprintf(value, sizeof value, "%lld", (long long)p->partial_until_ns);
-	struct sp_kv *meta = realloc(p->meta, (p->nmeta + 1) * sizeof *meta);
-	if (!meta)
-		return SP_ENOMEM;
-	p->meta = meta;
-	char *key = strdup("partial_until_ns"), *val = strdup(value);
-	if (!key || !val) {
-		free(key);
-		free(val);
-		return SP_ENOMEM;
-	}
-	p->meta[p->nmeta++] = (struct sp_kv){key, val, SP_KV_INT};
-	return SP_OK;
+	return sp_kv_set(&p->meta, &p->nmeta, "partial_until_ns", value, SP_KV_INT) == 0 ? SP_OK : SP_ENOMEM;
 }
 
 /* Says what a merge into out did (rc, *rep, *err; its parts are ranks, or
