@@ -18,10 +18,14 @@
 #include "sp_h5write.h"
 #include "sp_stream_file.h"
 
-/* Calls gathered before a write; also the event columns' chunk. */
+/* Calls gathered before a write. */
 #define STAGE ((size_t)1 << 16)
+/* The event columns' chunk, an eighth of a stage: a chunk takes its whole
+ * size on disk from its first call, so a process of a few calls (a child
+ * of run --subprocesses, an MPI rank) leaves 64 KiB a column, not 512. */
+#define EVENT_CHUNK ((hsize_t)STAGE / 8)
 /* The chunk of the small columns (blocks, names). */
-#define SMALL_CHUNK ((hsize_t)4096)
+#define SMALL_CHUNK ((hsize_t)1024)
 
 /* An empty 1-D extendible dataset of type t, chunked by chunk elements
  * (deflated at level when > 0). */
@@ -85,7 +89,7 @@ static int make_layout(struct sp_sfile *f, hid_t file)
 	if (ok) {
 		for (int c = 0; c < SP_SCOLS; c++)
 			ids[c] = column_new(ev, column_name(c), c == SP_SCOL_LANES ? H5T_STD_I32LE : H5T_STD_I64LE,
-					    STAGE, f->compression);
+					    EVENT_CHUNK, f->compression);
 		ids[SP_SCOLS] = column_new(ev, "block_region", H5T_STD_I32LE, SMALL_CHUNK, 0);
 		ids[SP_SCOLS + 1] = column_new(ev, "block_calls", H5T_STD_I64LE, SMALL_CHUNK, 0);
 		ids[SP_SCOLS + 2] = column_new(st, "names", H5T_STD_U8LE, SMALL_CHUNK, 0);

@@ -127,6 +127,24 @@ def test_the_readers_name_processes_not_ranks(sp):
     assert "rank" not in diff.stdout.replace(str(sp.tmp), ""), diff.stdout
 
 
+def test_a_process_of_few_calls_takes_little_room(sp):
+    """Each process's calls stream into chunked columns, whose chunk is
+    stored whole from its first call: four children of a few calls each
+    and the run make a file of under 256 KiB a process (512 KiB a column
+    each before)."""
+    proc, procs = run(sp, """
+        for _ in range(4):
+            pid = os.fork()
+            if pid == 0:
+                work(3)
+                os._exit(0)
+            os.waitpid(pid, 0)
+    """)
+    assert proc.stderr == ""
+    assert len(procs) == 5
+    assert (sp.tmp / "out.h5").stat().st_size < 5 * 256 * 1024
+
+
 @pytest.mark.parametrize("option", ["--track-threads", "--memory"])
 def test_a_forked_child_records_in_the_mode_of_the_run(sp, option):
     """The child's session starts with its events reset: the mode is
