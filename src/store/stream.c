@@ -486,7 +486,9 @@ char *sp_stream_partial_path(const char *path)
 	return p;
 }
 
-static void release(void)
+/* Frees the memory the stream owns: its paths and names, pending
+ * patches, queued records (no HDF5, no lock). */
+static void free_owned(void)
 {
 	free(S.target);
 	free(S.partial);
@@ -494,12 +496,17 @@ static void release(void)
 	free(S.children_dir);
 	for (int c = 0; c < 4; c++)
 		free(S.patch[c]);
-	sp_sfile_close_layout(&S.f);
-	sp_sfile_unlock(&S.f);   /* the file is renamed or removed by now */
 	for (struct rec *r = S.head, *next; r; r = next) {
 		next = r->next;
 		free(r);
 	}
+}
+
+static void release(void)
+{
+	sp_sfile_close_layout(&S.f);
+	sp_sfile_unlock(&S.f);   /* the file is renamed or removed by now */
+	free_owned();
 	pthread_cond_destroy(&S.cv);
 	S = (struct stream){.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1, .lock_fd = -1}};
 }
@@ -541,16 +548,7 @@ void sp_stream_forget(void)
 	 * starts (a child of run --subprocesses) starts from nothing (its own
 	 * call indexes, no pending patch, no queue). Its HDF5 handles stay
 	 * open, writing to /dev/null; memory is freed without HDF5. */
-	free(S.target);
-	free(S.partial);
-	free(S.hostname);
-	free(S.children_dir);
-	for (int c = 0; c < 4; c++)
-		free(S.patch[c]);
-	for (struct rec *r = S.head, *next; r; r = next) {
-		next = r->next;
-		free(r);
-	}
+	free_owned();
 	S = (struct stream){.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1, .lock_fd = -1}};
 }
 

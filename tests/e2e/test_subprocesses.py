@@ -492,20 +492,24 @@ def test_a_child_that_never_returns_to_python_still_ends_at_sigterm(sp):
         (proc.stderr, procs, proc.stdout)
 
 
-KILLED = PRELUDE + """
+FLUSHED = """
+    def flushed(partial, steps):
+        \"\"\"Waits until the stream's file partial holds that many step calls.\"\"\"
+        for _ in range(600):
+            out = subprocess.run([BINARY, "export", "--format", "csv", partial],
+                                 capture_output=True, text=True).stdout
+            if out.count("\\nstep,") == steps:
+                return
+            time.sleep(0.1)
+        raise SystemExit(f"{partial}: the calls were never flushed")
+"""
+
+KILLED = PRELUDE + FLUSHED + """
     def killed():
         work(5)
         # Until its stream flushed those calls (the test reads the file the
         # child streams to), then SIGKILL: nothing of its own runs after.
-        partial = os.path.join(os.environ["SCOPE_PROFILER_CHILDREN"], "proc-%d.h5.partial" % os.getpid())
-        for _ in range(600):
-            out = subprocess.run([BINARY, "export", "--format", "csv", partial],
-                                 capture_output=True, text=True).stdout
-            if out.count("\\nstep,") == 5:
-                break
-            time.sleep(0.1)
-        else:
-            raise SystemExit("the child's calls were never flushed")
+        flushed(os.path.join(os.environ["SCOPE_PROFILER_CHILDREN"], "proc-%d.h5.partial" % os.getpid()), 5)
         os.kill(os.getpid(), signal.SIGKILL)
 
     if __name__ == "__main__":
@@ -523,7 +527,7 @@ def test_a_child_killed_by_sigkill_keeps_its_calls_up_to_its_last_flush(sp, meth
     killer), it still is a process of the profile, with every call up to its
     last flush, and one line says so; the file says which process is
     incomplete, as an MPI job's merge does for a rank."""
-    text = textwrap.dedent(KILLED).replace("BINARY", repr(str(BINARY)), 1).replace("METHOD", repr(method))
+    text = textwrap.dedent(KILLED).replace("BINARY", repr(str(BINARY))).replace("METHOD", repr(method))
     script = sp.script(text)
     proc = sp("run", "-q", "--subprocesses", "--flush-interval", "0.1", "-o", "out.h5", script, env=ENV)
     assert proc.returncode == 0, proc.stderr
@@ -568,7 +572,7 @@ def test_a_spawned_child_flushes_at_the_run_s_interval(sp):
     assert children(processes(sp.tmp / "out.h5")) == [{"work": 1, "step": 5}]
 
 
-KILLED_RUN = PRELUDE + """
+KILLED_RUN = PRELUDE + FLUSHED + """
     if __name__ == "__main__":
         work(2)
         for method in ("fork", "spawn"):
@@ -576,15 +580,7 @@ KILLED_RUN = PRELUDE + """
             p.start()
             p.join()
             assert p.exitcode == 0, p.exitcode
-        # Until the run's own stream flushed its calls, then SIGKILL.
-        for _ in range(600):
-            out = subprocess.run([BINARY, "export", "--format", "csv", "out.h5.partial"],
-                                 capture_output=True, text=True).stdout
-            if out.count("\\nstep,") == 2:
-                break
-            time.sleep(0.1)
-        else:
-            raise SystemExit("the run's calls were never flushed")
+        flushed("out.h5.partial", 2)   # the run's own calls, then SIGKILL
         os.kill(os.getpid(), signal.SIGKILL)
 """
 
@@ -595,7 +591,7 @@ def killed_run(sp):
     TMPDIR) and the environment that finds it."""
     env = dict(ENV, TMPDIR=str(sp.tmp / "tmp"))
     (sp.tmp / "tmp").mkdir()
-    script = sp.script(textwrap.dedent(KILLED_RUN).replace("BINARY", repr(str(BINARY)), 1))
+    script = sp.script(textwrap.dedent(KILLED_RUN).replace("BINARY", repr(str(BINARY))))
     proc = sp("run", "-q", "--subprocesses", "--flush-interval", "0.1", "-o", "out.h5", script, env=env)
     assert proc.returncode == -9, proc.stderr
     assert not (sp.tmp / "out.h5").exists()
