@@ -69,6 +69,13 @@ struct merge {
 	struct sp_error *err;
 };
 
+/* What the notes call a part: a rank, or a process of a run
+ * (sp_merge_processes). */
+static const char *unit(const struct merge *m)
+{
+	return m->files ? "process" : "rank";
+}
+
 /* ---- reading the rank files ------------------------------------------ */
 
 /* Opens path for reading as sp_h5_read does (a partial file for reading
@@ -208,7 +215,7 @@ static int survey_file(struct merge *m, int k, const char *path)
 	if (rc == SP_ENOMEM) {
 		ok = -1;
 	} else if (rc != SP_OK) {
-		snprintf(mr->note, sizeof mr->note, "rank %d: %.440s; left out", k, e.msg);
+		snprintf(mr->note, sizeof mr->note, "%s %d: %.440s; left out", unit(m), k, e.msg);
 	} else if (p->nranks != 1 || (p->ranks[0].rank != k && !m->files)) {
 		snprintf(mr->note, sizeof mr->note, "rank %d: '%s' holds rank %d, not rank %d; left out", k, path,
 			 p->nranks ? p->ranks[0].rank : -1, k);
@@ -287,8 +294,8 @@ static int survey(struct merge *m, int k)
 		snprintf(mr->note, sizeof mr->note, "rank %d: it finished '%s', which is not there for the "
 			 "merge (a folder the nodes do not share?); left out", k, fin);
 	else if (got == 0 && !mr->note[0])
-		snprintf(mr->note, sizeof mr->note, "rank %d: no file ('%s' nor '%s'): the rank never streamed a "
-			 "call, or died before its first flush; left out", k, fin, par);
+		snprintf(mr->note, sizeof mr->note, "%s %d: no file ('%s' nor '%s'): it never streamed a call, "
+			 "or died before its first flush; left out", unit(m), k, fin, par);
 out:
 	free(fin);
 	free(par);
@@ -660,7 +667,7 @@ out:
 			wrc = sp_h5w_fail(w, SP_EIO, "cannot remove the group %s", dst);
 		mr->state = SP_MERGE_NONE;
 		mr->calls = 0;
-		snprintf(mr->note, sizeof mr->note, "rank %d: %.440s; left out", k, e.msg);
+		snprintf(mr->note, sizeof mr->note, "%s %d: %.440s; left out", unit(m), k, e.msg);
 	}
 	free(s.acc);
 	free(s.first);
@@ -684,8 +691,8 @@ static void note_partial(struct merge *m, int k)
 	char when[64] = "";
 	if (start != SP_NO_TIME && mr->partial_until_ns >= start)
 		snprintf(when, sizeof when, ", %.1f s after its start,", (double)(mr->partial_until_ns - start) / 1e9);
-	snprintf(mr->note, sizeof mr->note, "rank %d did not finish its profile (killed, or it failed): its "
-		 "%lld call%s up to its last flush%s are in the profile", k, (long long)mr->calls,
+	snprintf(mr->note, sizeof mr->note, "%s %d did not finish its profile (killed, or it failed): its "
+		 "%lld call%s up to its last flush%s are in the profile", unit(m), k, (long long)mr->calls,
 		 mr->calls == 1 ? "" : "s", when);
 }
 

@@ -613,7 +613,7 @@ def test_a_run_killed_is_recovered_with_its_children(sp):
     proc = sp("recover", "out.h5.partial", env=env)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("scope-profiler: recover: rank 0 did not finish"), lines
+    assert len(lines) == 2 and lines[0].startswith("scope-profiler: recover: process 0 did not finish"), lines
     assert lines[1] == ("scope-profiler: recover: wrote out.h5: 11 calls of 3 processes of 3, 1 of them up "
                         "to its last flush")
     procs = processes(sp.tmp / "out.h5")

@@ -316,6 +316,9 @@ static void test_processes_merge_into_the_run_s_own_file(void **state)
 	assert_int_equal(rep.ranks[3].state, SP_MERGE_NONE);
 	assert_int_equal(rep.calls, 3 * (CALLS + 1));
 	int64_t until = rep.ranks[2].partial_until_ns;
+	/* The notes name processes. */
+	assert_non_null(strstr(rep.ranks[2].note, "process 2 did not finish its profile"));
+	assert_non_null(strstr(rep.ranks[3].note, "process 3: no file ("));
 	sp_merge_report_free(&rep);
 
 	struct sp_profile *p = NULL;
@@ -336,6 +339,20 @@ static void test_processes_merge_into_the_run_s_own_file(void **state)
 	assert_null(sp_profile_meta(p, "mpi_size"));
 	sp_profile_free(p);
 	assert_true(exists(a, "") && exists(b, ".partial"));
+
+	/* recover of a run killed: its own file is its partial one, whatever
+	 * stands at files[0] (an earlier run's finished profile). */
+	stream_file(a, 0, 0, 0, 999, 0, 0);   /* proc-201.h5.partial, of pid 999 */
+	const enum sp_merge_state said[] = {SP_MERGE_PARTIAL};
+	for (int partial = 0; partial < 2; partial++) {
+		struct sp_profile *q = NULL;
+		assert_ok(sp_merge_processes(files + 1, 1, c, partial ? said : NULL, &rep, &err), &err);
+		assert_int_equal(rep.ranks[0].state, partial ? SP_MERGE_PARTIAL : SP_MERGE_FINISHED);
+		sp_merge_report_free(&rep);
+		assert_ok(sp_h5_read(c, SP_READ_SUMMARY, &q, &err), &err);
+		assert_int_equal(q->ranks[0].pid, partial ? 999 : 201);
+		sp_profile_free(q);
+	}
 	teardown(NULL);
 	setup(NULL);
 }
