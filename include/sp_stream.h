@@ -125,6 +125,13 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
  * the run, which must not be refused). */
 void sp_stream_quiesce(void);
 
+/* At the end of the run, before the last calls are handed over: when the
+ * file is not made yet, it is made for about this many calls in this many
+ * blocks (its columns' chunks no larger: a chunk takes its whole size on
+ * disk from its first call, so a process of a few calls leaves a small
+ * file). A hint: more calls are written all the same. */
+void sp_stream_size_hint(uint64_t calls, uint64_t blocks);
+
 /* Before a fork: the writer thread writes what was handed over and ends,
  * and is gone from the kernel's count of this process's threads, so that
  * the fork is a single-threaded process's (as without the stream); the next

@@ -715,6 +715,16 @@ int sp_spill_collect(struct sp_rank *rk, int64_t now)
 	ticker_stop();
 	spill.paused = 0;
 	sp_stream_quiesce();
+	/* A file not made yet is made for the calls at hand (a process of a
+	 * few calls leaves a small one). */
+	uint64_t calls = 0, blocks = 0;
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		size_t n = ((RegionObject *)v)->buf.n;
+		calls += n;
+		blocks += n ? (n + spill.block - 1) / spill.block : 0;
+	}
+	sp_stream_size_hint(calls, blocks);
+	pos = 0;
 	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
 		RegionObject *r = (RegionObject *)v;
 		rk->dropped += (int64_t)r->buf.dropped;

@@ -27,6 +27,9 @@ struct sp_sfile {
 	int64_t parent_pid;            /* > 0: written as the rank's parent_pid */
 	const char *hostname;          /* NULL: none */
 	const char *children_dir;      /* NULL: none; written as the rank's children_dir */
+	/* The columns' chunks: the event columns' and the block table's, in
+	 * elements (0: the defaults, for a file that grows). */
+	size_t event_chunk, block_chunk;
 	/* The rest is the file's. */
 	const char *why;               /* after a failure: what failed, or NULL (errno says) */
 	hid_t file;

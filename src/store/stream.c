@@ -70,6 +70,7 @@ static struct stream {
 	int on;                        /* started, not finished (producer's view) */
 	struct sp_stream_config c;
 	char *target, *partial, *hostname, *children_dir;
+	uint64_t hint_calls, hint_blocks;  /* sp_stream_size_hint: the file's size when made at the end */
 	pthread_t thread;
 	int thread_running;
 	pid_t thread_tid;              /* the writer's, as the kernel counts threads */
@@ -150,6 +151,8 @@ static int create(void)
 				.mpi_size = S.c.mpi_size, .clock_offset_ns = S.c.clock_offset_ns, .mpi_job = S.c.mpi_job,
 				.pid = S.c.pid, .parent_pid = S.c.parent_pid, .run_start_ns = on_rank0(S.c.run_start_ns),
 				.hostname = S.hostname, .children_dir = S.children_dir,
+				.event_chunk = S.hint_calls ? (size_t)S.hint_calls : 0,
+				.block_chunk = S.hint_blocks ? (size_t)S.hint_blocks : 0,
 				.file = -1, .fd = -1, .lock_fd = -1};
 	sp_h5_lock();
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -659,6 +662,14 @@ void sp_stream_quiesce(void)
 	sp_h5_lock();
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);    /* this thread writes from here on */
 	sp_h5_unlock();
+}
+
+void sp_stream_size_hint(uint64_t calls, uint64_t blocks)
+{
+	if (!S.on || S.created)
+		return;
+	S.hint_calls = calls ? calls : 1;
+	S.hint_blocks = blocks ? blocks : 1;
 }
 
 void sp_stream_want_file(void)

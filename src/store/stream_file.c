@@ -26,6 +26,8 @@
 #define EVENT_CHUNK ((hsize_t)STAGE / 8)
 /* The chunk of the small columns (blocks, names). */
 #define SMALL_CHUNK ((hsize_t)1024)
+/* The names' chunk in a file made for a known size (sp_stream_size_hint). */
+#define NAME_CHUNK ((hsize_t)256)
 
 /* An empty 1-D extendible dataset of type t, chunked by chunk elements
  * (deflated at level when > 0). */
@@ -86,13 +88,15 @@ static int make_layout(struct sp_sfile *f, hid_t file)
 	hid_t ids[NIDS];
 	for (int i = 0; i < NIDS; i++)
 		ids[i] = -1;
+	hsize_t events = f->event_chunk && f->event_chunk < EVENT_CHUNK ? f->event_chunk : EVENT_CHUNK;
+	hsize_t blocks = f->block_chunk && f->block_chunk < SMALL_CHUNK ? f->block_chunk : SMALL_CHUNK;
 	if (ok) {
 		for (int c = 0; c < SP_SCOLS; c++)
 			ids[c] = column_new(ev, column_name(c), c == SP_SCOL_LANES ? H5T_STD_I32LE : H5T_STD_I64LE,
-					    EVENT_CHUNK, f->compression);
-		ids[SP_SCOLS] = column_new(ev, "block_region", H5T_STD_I32LE, SMALL_CHUNK, 0);
-		ids[SP_SCOLS + 1] = column_new(ev, "block_calls", H5T_STD_I64LE, SMALL_CHUNK, 0);
-		ids[SP_SCOLS + 2] = column_new(st, "names", H5T_STD_U8LE, SMALL_CHUNK, 0);
+					    events, f->compression);
+		ids[SP_SCOLS] = column_new(ev, "block_region", H5T_STD_I32LE, blocks, 0);
+		ids[SP_SCOLS + 1] = column_new(ev, "block_calls", H5T_STD_I64LE, blocks, 0);
+		ids[SP_SCOLS + 2] = column_new(st, "names", H5T_STD_U8LE, f->block_chunk ? NAME_CHUNK : SMALL_CHUNK, 0);
 		for (int i = 0; i < NIDS; i++)
 			ok &= ids[i] >= 0;
 	}

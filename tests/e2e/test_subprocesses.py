@@ -129,9 +129,9 @@ def test_the_readers_name_processes_not_ranks(sp):
 
 def test_a_process_of_few_calls_takes_little_room(sp):
     """Each process's calls stream into chunked columns, whose chunk is
-    stored whole from its first call: four children of a few calls each
-    and the run make a file of under 256 KiB a process (512 KiB a column
-    each before)."""
+    stored whole from its first call: a process whose file is made at its
+    end sizes them to its calls, so four children of a few calls each and
+    the run make a file of under 32 KiB a process (1.1 MB each before)."""
     proc, procs = run(sp, """
         for _ in range(4):
             pid = os.fork()
@@ -142,7 +142,7 @@ def test_a_process_of_few_calls_takes_little_room(sp):
     """)
     assert proc.stderr == ""
     assert len(procs) == 5
-    assert (sp.tmp / "out.h5").stat().st_size < 5 * 256 * 1024
+    assert (sp.tmp / "out.h5").stat().st_size < 5 * 32 * 1024
 
 
 @pytest.mark.parametrize("option", ["--track-threads", "--memory"])
