@@ -2,7 +2,9 @@
  * --subprocesses): each child streams to dir/proc-<PID>.h5.partial and
  * finishes it into dir/proc-<PID>.h5, a one-rank profile (or writes that
  * whole), and the parent merges them into its own profile before writing
- * it; a child killed (or still running) is merged from its partial file. */
+ * it; a child killed (or still running) is merged from its partial file.
+ * A program the child runs after os.exec* (the same pid) writes
+ * proc-<PID>-<k>.h5, k = 2, 3, ...: a child of its own here, after it. */
 #ifndef SP_CHILDREN_H
 #define SP_CHILDREN_H
 
@@ -27,7 +29,7 @@ struct sp_children_found {
  * own numbered after p's highest rank number, keeping everything the child
  * recorded (pid, parent_pid, run start/end, hostname, dropped, regions with
  * their events owned by p, the call tree, line tables, likwid tables).
- * Files whose name does not match proc-<digits>.h5[.partial] are ignored
+ * Files whose name does not match proc-<digits>[-<k>].h5[.partial] are ignored
  * (e.g. temporary files of a write in progress and other files in the
  * folder). Returns SP_OK, also when dir holds none or does not exist; an
  * error only when memory runs out. Never prints. found may be NULL; on an

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sp_aggregate.h"
@@ -461,13 +462,23 @@ static PyObject *mod_note_exit_status(PyObject *m, PyObject *status)
 }
 
 /* A child process's session (run --subprocesses) writes its own profile,
- * quietly, as proc-PID.h5 in the folder the run merges at its end. */
+ * quietly, as proc-PID.h5 in the folder the run merges at its end; a
+ * program the same process runs after os.exec* (whose profile before it
+ * is there, finished or not) as proc-PID-2.h5, then -3, ... (children.c). */
 static int child_outfile(const char *dir)
 {
-	char path[PATH_MAX];
-	if ((size_t)snprintf(path, sizeof path, "%s/proc-%d.h5", dir, (int)getpid()) >= sizeof path) {
-		PyErr_SetString(PyExc_OSError, "scope_profiler: the children's folder path is too long");
-		return -1;
+	char path[PATH_MAX], partial[PATH_MAX + 16];
+	struct stat st;
+	for (int k = 1;; k++) {
+		int n = k == 1 ? snprintf(path, sizeof path, "%s/proc-%d.h5", dir, (int)getpid())
+			       : snprintf(path, sizeof path, "%s/proc-%d-%d.h5", dir, (int)getpid(), k);
+		if (n < 0 || (size_t)n >= sizeof path) {
+			PyErr_SetString(PyExc_OSError, "scope_profiler: the children's folder path is too long");
+			return -1;
+		}
+		snprintf(partial, sizeof partial, "%s.partial", path);
+		if (k >= 10000 || (lstat(path, &st) != 0 && lstat(partial, &st) != 0))
+			break;
 	}
 	char *copy = strdup(path);
 	if (!copy) {

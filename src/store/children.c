@@ -18,27 +18,47 @@
 /* A file name of the folder that names a child profile. */
 struct child {
 	int64_t pid;
+	int64_t seq;                   /* 1, or k of proc-<PID>-<k>.h5: the k-th program the pid ran (os.exec*) */
 	int partial;                   /* proc-<PID>.h5.partial: the child did not finish it */
 	char *name;
 };
 
-/* The pid of a child profile's name "proc-<digits>.h5" or, with *partial
- * set, "proc-<digits>.h5.partial"; -1 for any other name (a temporary file
- * "proc-12.h5.tmp.34", a pid too long for int64). */
-static int64_t child_pid(const char *name, int *partial)
+/* The digits at s (at most 18) into *v; how many, 0 for none or too many. */
+static size_t digits(const char *s, int64_t *v)
+{
+	size_t n = 0;
+	for (*v = 0; s[n] >= '0' && s[n] <= '9'; n++) {
+		if (n >= 18)
+			return 0;
+		*v = *v * 10 + (s[n] - '0');
+	}
+	return n;
+}
+
+/* The pid of a child profile's name "proc-<digits>.h5" (or, for a later
+ * program the same process ran after os.exec*, "proc-<digits>-<k>.h5",
+ * *seq k, else 1) or, with *partial set, that name + ".partial"; -1 for any
+ * other name (a temporary file "proc-12.h5.tmp.34", a pid too long for
+ * int64). */
+static int64_t child_pid(const char *name, int *partial, int64_t *seq)
 {
 	if (strncmp(name, "proc-", 5) != 0)
 		return -1;
 	const char *s = name + 5;
-	int64_t pid = 0;
-	size_t n = 0;
-	for (; s[n] >= '0' && s[n] <= '9'; n++) {
-		if (n >= 18)
-			return -1;
-		pid = pid * 10 + (s[n] - '0');
-	}
-	*partial = strcmp(s + n, ".h5.partial") == 0;
-	return n > 0 && (*partial || strcmp(s + n, ".h5") == 0) ? pid : -1;
+	int64_t pid;
+	size_t n = digits(s, &pid), k = 0;
+	*seq = 1;
+	if (n > 0 && s[n] == '-' && ((k = digits(s + n + 1, seq)) == 0 || *seq < 2))
+		return -1;
+	s += n + (k ? k + 1 : 0);
+	*partial = strcmp(s, ".h5.partial") == 0;
+	return n > 0 && (*partial || strcmp(s, ".h5") == 0) ? pid : -1;
+}
+
+/* Whether two names are the same child's (its finished and partial files). */
+static int same_child(const struct child *x, const struct child *y)
+{
+	return x->pid == y->pid && x->seq == y->seq;
 }
 
 static int by_pid(const void *a, const void *b)
@@ -46,6 +66,8 @@ static int by_pid(const void *a, const void *b)
 	const struct child *x = a, *y = b;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
 	if (x->partial != y->partial)
 		return x->partial - y->partial;   /* a finished file first */
 	return strcmp(x->name, y->name);  /* proc-7.h5 before proc-07.h5: any fixed order */
@@ -63,7 +85,7 @@ static enum sp_err list_children(const char *dir, struct child **out, size_t *n,
 
 	while (d && (e = readdir(d))) {
 		int partial;
-		int64_t pid = child_pid(e->d_name, &partial);
+		int64_t seq, pid = child_pid(e->d_name, &partial, &seq);
 		if (pid < 0)
 			continue;
 		if (SP_GROW(&v, &cap, nv + 1) < 0 || !(v[nv].name = strdup(e->d_name))) {
@@ -71,6 +93,7 @@ static enum sp_err list_children(const char *dir, struct child **out, size_t *n,
 			break;
 		}
 		v[nv].partial = partial;
+		v[nv].seq = seq;
 		v[nv++].pid = pid;
 	}
 	if (d)
@@ -101,7 +124,7 @@ enum sp_err sp_children_files(const char *dir, char ***files, size_t *n, struct 
 	if (nv && !(f = calloc(nv, sizeof *f)))
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory listing the child profiles in %s", dir);
 	for (size_t i = 0; rc == SP_OK && i < nv; i++) {
-		if (i > 0 && v[i].pid == v[i - 1].pid)
+		if (i > 0 && same_child(&v[i], &v[i - 1]))
 			continue;   /* its finished and partial files: one child */
 		/* The finished file's name (the merge looks for its partial one). */
 		size_t name = strlen(v[i].name) - (v[i].partial ? strlen(".partial") : 0), len = strlen(dir) + name + 2;
@@ -177,12 +200,12 @@ enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_c
 		rc = sp_error_set(err, SP_ENOMEM, "out of memory merging the child profiles");
 		goto out;
 	}
-	int64_t merged_pid = -1;   /* the last child merged */
+	const struct child *merged = NULL;   /* the last child merged */
 	for (size_t i = 0; i < nv; i++) {
 		struct sp_profile *c = NULL;
 		struct sp_error cerr = {0};
-		if (v[i].pid == merged_pid)
-			continue;   /* its finished file is in, or a second name of the same pid */
+		if (merged && same_child(&v[i], merged))
+			continue;   /* its finished file is in, or a second name of the same one */
 		free(path);
 		if (!(path = malloc(dlen + strlen(v[i].name) + 2))) {
 			rc = sp_error_set(err, SP_ENOMEM, "out of memory merging the child profiles");
@@ -219,7 +242,7 @@ enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_c
 		sp_profile_free(c);
 		if (rc != SP_OK)
 			goto out;
-		merged_pid = v[i].pid;
+		merged = &v[i];
 		f.merged++;
 		if (partial)
 			recovered[f.recovered++] = first;

@@ -127,6 +127,27 @@ def test_the_readers_name_processes_not_ranks(sp):
     assert "rank" not in diff.stdout.replace(str(sp.tmp), ""), diff.stdout
 
 
+def test_a_child_that_execs_python_keeps_its_calls_before_and_after(sp):
+    """A forked child that runs another Python program through os.execv
+    (the same pid) writes its profile before the exec, and the program it
+    became writes one of its own: two processes of the profile, neither
+    replacing the other (the second had taken the first one's file)."""
+    proc, procs = run(sp, """
+        pid = os.fork()
+        if pid == 0:
+            work(5)
+            os.execv(sys.executable, [sys.executable, "-c", "import scope_profiler as sp\\n"
+                                      "with sp.region('after_exec'):\\n    pass"])
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    """)
+    assert proc.stderr == ""
+    kids = [v for r, v in procs.items() if r != 0]
+    assert sorted((calls for _, _, calls in kids), key=lambda c: sorted(c)) == \
+        [{"after_exec": 1}, {"step": 5, "work": 1}], procs
+    assert kids[0][0] == kids[1][0]   # one pid, two programs
+    assert (sp.tmp / "out.h5").exists()
+
+
 def test_a_process_of_few_calls_takes_little_room(sp):
     """Each process's calls stream into chunked columns, whose chunk is
     stored whole from its first call: a process whose file is made at its

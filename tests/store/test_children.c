@@ -177,7 +177,8 @@ static void test_merge_two(void **state)
 }
 
 /* A garbage proc-9.h5 is counted, not merged; a temporary file of a write
- * in progress is ignored; ranks are numbered after the highest one. */
+ * in progress is ignored; ranks are numbered after the highest one; a
+ * program a child ran after os.exec* is a child after it. */
 static void test_unreadable_and_ignored(void **state)
 {
 	(void)state;
@@ -189,25 +190,40 @@ static void test_unreadable_and_ignored(void **state)
 	write_child("proc-12.h5.tmp.34", 12, 100, 7000);   /* a child still writing */
 	write_child("proc-.h5", 1, 100, 7000);
 	write_child("proc-1x.h5", 1, 100, 7000);
+	write_child("proc-40-1.h5", 1, 100, 7000);   /* a program after os.exec* is -2, -3, ... */
+	write_child("proc-40-.h5", 1, 100, 7000);
+	write_child("proc-40-2.h5", 40, 100, 5000);  /* what pid 40 ran after its exec */
 	write_child("proc-40.h5", 40, 100, 3000);
 	assert_ok(sp_children_merge(p, dir, &found, &err), &err);
-	assert_int_equal(found.merged, 1);
+	assert_int_equal(found.merged, 2);
 	assert_int_equal(found.unreadable, 1);
-	assert_int_equal(p->nranks, 3);
+	assert_int_equal(p->nranks, 4);
 	assert_parent(p, 0, 0);
 	assert_parent(p, 1, 3);
 	assert_child(p, 2, 4, 40, 100, 3000);
+	assert_child(p, 3, 5, 40, 100, 5000);
 	sp_profile_free(p);
+
+	char **files = NULL;
+	size_t n = 0;
+	assert_ok(sp_children_files(dir, &files, &n, &err), &err);
+	assert_int_equal(n, 3);   /* proc-9.h5 (unreadable: the merge says so), proc-40.h5, proc-40-2.h5 */
+	assert_string_equal(strrchr(files[1], '/'), "/proc-40.h5");
+	assert_string_equal(strrchr(files[2], '/'), "/proc-40-2.h5");
+	sp_children_files_free(files, n);
 
 	/* found may be NULL. */
 	p = make_parent(0, -1);
 	assert_ok(sp_children_merge(p, dir, NULL, &err), &err);
-	assert_int_equal(p->nranks, 2);
+	assert_int_equal(p->nranks, 3);
 	sp_profile_free(p);
 	remove(tpath("proc-9.h5"));
 	remove(tpath("proc-12.h5.tmp.34"));
 	remove(tpath("proc-.h5"));
 	remove(tpath("proc-1x.h5"));
+	remove(tpath("proc-40-1.h5"));
+	remove(tpath("proc-40-.h5"));
+	remove(tpath("proc-40-2.h5"));
 	remove(tpath("proc-40.h5"));
 }
 
