@@ -48,4 +48,9 @@ enum sp_err sp_children_files(const char *dir, char ***files, size_t *n, struct 
 
 void sp_children_files_free(char **files, size_t n);
 
+/* How many children in dir still stream into their partial file (a live
+ * process holds it: one that has not finished it yet); 0 for none, no
+ * folder, or out of memory. */
+size_t sp_children_streaming(const char *dir);
+
 #endif

@@ -89,6 +89,15 @@ static void on_exit_signal(int sig)
 	(void)unused;
 }
 
+int sp_run_ending_by_signal(void)
+{
+	if (exit_signal)
+		return 1;
+	/* The script's unhandled KeyboardInterrupt, printed by now. */
+	PyObject *last = PySys_GetObject("last_type");   /* borrowed */
+	return last == PyExc_KeyboardInterrupt;
+}
+
 int sp_run_exit_signal_last(void)
 {
 	/* Held while read: one arriving between the read and the return
@@ -327,11 +336,15 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
  * one interrupting the call, which then runs the handler (PEP 475). Should
  * it not run within CHILD_DEADLINE_S (one long C call that never checks
  * for signals), the child ends by the signal, unwritten (the run counts
- * it). A second exit signal ends it at once. */
+ * it). The same signal again (a pool's terminate() after SIGTERM to the
+ * whole process group) changes nothing before the write, and gives the
+ * write CHILD_DEADLINE_S more once it began; another exit signal ends the
+ * child at once. */
 #define CHILD_TICK_MS 50
 #define CHILD_DEADLINE_S 2
 
 static volatile sig_atomic_t child_ticks;
+static volatile sig_atomic_t child_writing;   /* child_signal_end writes the profile */
 
 /* Ends the process by sig, as its default action does. */
 static void die_by(int sig)
@@ -359,9 +372,33 @@ static void child_tick(int unused)
 		die_by(child_signal);
 }
 
+/* The write's deadline (the same signal again during it). */
+static void child_deadline(int unused)
+{
+	(void)unused;
+	die_by(child_signal);
+}
+
 static void on_child_signal(int sig)
 {
 	int saved = errno;
+	if (child_signal && sig == child_signal && child_writing) {
+		/* Restarted, not interrupted: the write's calls go on. */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = child_deadline;
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGALRM, &sa, NULL);
+		struct itimerval it = { .it_value = { CHILD_DEADLINE_S, 0 } };
+		setitimer(ITIMER_REAL, &it, NULL);
+		errno = saved;
+		return;
+	}
+	if (child_signal && sig == child_signal) {
+		errno = saved;   /* the deadline set at the first one stands */
+		return;
+	}
 	if (child_signal)
 		die_by(sig);
 	if (!python_c_handler)
@@ -384,6 +421,7 @@ static void child_signal_end(void)
 {
 	int sig = child_signal;
 	child_ticks_set(0);
+	child_writing = 1;
 	sp_session_end_child();
 	die_by(sig);
 }

@@ -13,6 +13,7 @@
 #include "sp_aggregate.h"
 #include "sp_children.h"
 #include "sp_clock.h"
+#include "sp_exitphase.h"
 #include "sp_finalize.h"
 #include "sp_h5.h"
 #include "sp_likwid.h"
@@ -474,6 +475,16 @@ static int merge_children(struct sp_final *f, struct sp_merge_report *rep)
 	char **kids = NULL;
 	const char **files = NULL;
 	size_t nkids = 0;
+	/* Ended by a signal (SIGTERM to the job's process group, a batch
+	 * system's time limit, Ctrl-C): the children got it too and finish
+	 * their files as this process does; up to 3 s for them, so that their
+	 * calls after their last flush are in. */
+	if (sp_run_ending_by_signal()) {
+		Py_BEGIN_ALLOW_THREADS
+		for (int i = 0; i < 300 && sp_children_streaming(f->children_dir) > 0; i++)
+			usleep(10000);
+		Py_END_ALLOW_THREADS
+	}
 	enum sp_err r = sp_children_files(f->children_dir, &kids, &nkids, &err);
 	if (r == SP_OK && nkids == 0) {
 		sp_children_files_free(kids, nkids);

@@ -14,6 +14,7 @@
 #include "sp_h5.h"
 #include "sp_hosts.h"
 #include "sp_stream.h"
+#include "sp_stream_file.h"
 
 /* A file name of the folder that names a child profile. */
 struct child {
@@ -151,6 +152,30 @@ void sp_children_files_free(char **files, size_t n)
 	for (size_t i = 0; files && i < n; i++)
 		free(files[i]);
 	free(files);
+}
+
+size_t sp_children_streaming(const char *dir)
+{
+	struct child *v = NULL;
+	size_t nv = 0, live = 0, dlen = strlen(dir);
+	struct sp_error err = {0};
+	if (list_children(dir, &v, &nv, &err) != SP_OK)
+		return 0;
+	for (size_t i = 0; i < nv; i++) {
+		/* A partial file only: its finished one sorts before it. */
+		if (!v[i].partial || (i > 0 && same_child(&v[i], &v[i - 1])))
+			continue;
+		char *path = malloc(dlen + strlen(v[i].name) + 2);
+		if (path) {
+			sprintf(path, "%s/%s", dir, v[i].name);
+			live += sp_sfile_live(path) == 1;
+			free(path);
+		}
+	}
+	for (size_t i = 0; i < nv; i++)
+		free(v[i].name);
+	free(v);
+	return live;
 }
 
 /* Moves every rank of c to the end of p, numbered from *next on (each

@@ -3,7 +3,9 @@ multiprocessing's fork, spawn and forkserver, python started through
 subprocess) each recorded as a process of their own in the run's one file,
 with their pid and their parent's; children that write nothing (killed)
 are counted in one line. Real processes, the file read back with h5py."""
+import os
 import pathlib
+import signal
 import sys
 import textwrap
 
@@ -146,6 +148,52 @@ def test_a_child_that_execs_python_keeps_its_calls_before_and_after(sp):
         [{"after_exec": 1}, {"step": 5, "work": 1}], procs
     assert kids[0][0] == kids[1][0]   # one pid, two programs
     assert (sp.tmp / "out.h5").exists()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_sigterm_to_the_process_group_keeps_every_process_s_calls(sp, method):
+    """SIGTERM to the job's whole process group (a batch system's end)
+    while a pool's workers run: each worker writes its profile at the
+    signal, and the pool's terminate() (the run's `with` block unwinding)
+    sends it SIGTERM again meanwhile, which lets the write finish (it had
+    killed it half-way); the run waits for its children (a few seconds at
+    most) before it merges. Every call is in, none cut at a last flush (a
+    day's interval: nothing was flushed), and no line says a child did not
+    finish."""
+    import subprocess
+    import time
+    script = sp.script(textwrap.dedent(PRELUDE + """
+    def task(_):
+        work(3)
+        open("ready-%d" % os.getpid(), "w").close()
+        time.sleep(600)
+
+    if __name__ == "__main__":
+        work(1)
+        with mp.get_context(METHOD).Pool(2) as pool:
+            pool.map(task, range(2), chunksize=1)
+    """).replace("METHOD", repr(method)))
+    proc = subprocess.Popen([BINARY, "run", "-q", "--subprocesses", "--flush-interval", "86400", "-o", "out.h5",
+                             str(script)], cwd=sp.tmp, env=dict(os.environ, **ENV), start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):
+            if len(list(sp.tmp.glob("ready-*"))) == 2:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the workers never got ready")
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM), (proc.returncode, err)
+    assert "child process" not in err, err
+    procs = processes(sp.tmp / "out.h5")
+    assert procs[0][2] == {"work": 1, "step": 1}
+    assert children(procs) == [{"work": 1, "step": 3}, {"work": 1, "step": 3}]
 
 
 def test_a_process_of_few_calls_takes_little_room(sp):
