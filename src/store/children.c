@@ -257,10 +257,18 @@ enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_c
 		int first = next, partial = c->partial;
 		if (partial) {
 			/* Its calls up to its last flush, a call open then ending
-			 * there, as `recover` reads it; the child ended there. */
-			for (size_t k = 0; k < c->nranks; k++)
-				if (c->ranks[k].run_end_ns == SP_NO_TIME)
-					c->ranks[k].run_end_ns = c->partial_until_ns;
+			 * there, as `recover` reads it; the child ended there, or
+			 * at the end of a call a block written after it holds. */
+			for (size_t k = 0; k < c->nranks; k++) {
+				struct sp_rank *rk = &c->ranks[k];
+				if (rk->run_end_ns != SP_NO_TIME)
+					continue;
+				rk->run_end_ns = c->partial_until_ns;
+				for (size_t g = 0; g < rk->nregions; g++)
+					if (rk->regions[g].stats.num_calls &&
+					    rk->regions[g].stats.last_end_ns > rk->run_end_ns)
+						rk->run_end_ns = rk->regions[g].stats.last_end_ns;
+			}
 			until = c->partial_until_ns < until ? c->partial_until_ns : until;
 		}
 		rc = take_ranks(p, c, &next, err);

@@ -549,10 +549,9 @@ static int deflate_level(hid_t ds)
 }
 
 /* The attributes of a recovered rank: its own, ended at its last flush. */
-static int recovered_attrs(hid_t g, const struct sp_rank *rk, const struct part *pt, int64_t flushed_ns)
+static int recovered_attrs(hid_t g, const struct sp_rank *rk, const struct part *pt)
 {
 	return (rk->run_start_ns != SP_NO_TIME && sp_h5w_attr_i64(g, "run_start_time", rk->run_start_ns) < 0) ||
-	       sp_h5w_attr_i64(g, "run_end_time", flushed_ns) < 0 ||
 	       (rk->pid != 0 && sp_h5w_attr_i64(g, "pid", rk->pid) < 0) ||
 	       (rk->parent_pid != 0 && sp_h5w_attr_i64(g, "parent_pid", rk->parent_pid) < 0) ||
 	       (rk->hostname && sp_h5w_attr_str(g, "hostname", rk->hostname) < 0) ||
@@ -608,7 +607,7 @@ static enum sp_err recover_partial(struct merge *m, int k)
 	}
 	int level = deflate_level(v.cols[0]);
 	if ((dg = H5Gcreate2(w->file, dst, w->lcpl, w->gcpl, H5P_DEFAULT)) < 0 ||
-	    recovered_attrs(dg, &rk, pt, v.flushed_ns) < 0 ||
+	    recovered_attrs(dg, &rk, pt) < 0 ||
 	    (ev = H5Gcreate2(dg, "events", w->lcpl, w->gcpl, H5P_DEFAULT)) < 0 ||
 	    (s.cols[0] = sp_h5w_dataset(w, ev, "start_times", H5T_STD_I64LE, (size_t)v.total, level)) < 0 ||
 	    (s.cols[1] = sp_h5w_dataset(w, ev, "end_times", H5T_STD_I64LE, (size_t)v.total, level)) < 0 ||
@@ -640,6 +639,9 @@ static enum sp_err recover_partial(struct merge *m, int k)
 		wrc = sp_h5w_fail(w, SP_EIO, "cannot write the blocks of %s", dst);
 		goto out;
 	}
+	/* The rank's run ends at its last flush, or at its last call's end
+	 * when a block written after that flush holds a later one. */
+	int64_t end = v.flushed_ns;
 	for (size_t i = 0; i < rk.nregions; i++) {
 		struct sp_region_data *rd = &rk.regions[i];
 		rd->values_total = (int64_t)s.sum[i];   /* its value_kind: the partial file's */
@@ -648,6 +650,12 @@ static enum sp_err recover_partial(struct merge *m, int k)
 					 pt->gname, rd->name);
 			goto out;
 		}
+		if (rd->stats.num_calls && rd->stats.last_end_ns > end)
+			end = rd->stats.last_end_ns;
+	}
+	if (sp_h5w_attr_i64(dg, "run_end_time", end) < 0) {
+		wrc = sp_h5w_fail(w, SP_EIO, "cannot write attributes of %s", dst);
+		goto out;
 	}
 	if ((wrc = sp_h5w_regions_v3(w, dg, &rk)) != SP_OK)
 		goto out;

@@ -6,6 +6,8 @@
  * times of each rank on rank 0's clock, the file names. */
 
 #include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "h5_fixtures.h"
 #include "sp_merge.h"
@@ -357,6 +359,53 @@ static void test_processes_merge_into_the_run_s_own_file(void **state)
 	setup(NULL);
 }
 
+/* A partial file whose last block, written after its last flush, holds
+ * a call that ended after it: the rank's run ends at that call's end, not
+ * before it (at the flush). */
+static void test_a_partial_rank_ends_at_its_last_call(void **state)
+{
+	(void)state;
+	struct sp_error err = {0};
+	struct sp_merge_report rep;
+	char in[600], out[600];
+	snprintf(in, sizeof in, "%s", tpath("proc-301.h5"));
+	snprintf(out, sizeof out, "%s", tpath("out.h5"));
+	struct sp_stream_config c = {
+		.path = in, .pid = 301, .parent_pid = 300, .run_start_ns = 1000, .queue_bytes = 1 << 20,
+		.interval_ns = 3600 * SP_STREAM_INTERVAL_NS,
+	};
+	/* A child process streams, then dies without a word (SIGKILL): its
+	 * second block is on disk (written with a flush record that, as one
+	 * handed over late, still says 8000). */
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (sp_stream_start(&c, &err) != SP_OK || sp_stream_name(0, "work") != 0 ||
+		    sp_stream_block(0, 1, (int64_t[]){5000}, (int64_t[]){5005}, NULL, 0, NULL) != 0)
+			_exit(1);
+		sp_stream_flush(8000);
+		if (sp_stream_block(0, 1, (int64_t[]){8100}, (int64_t[]){8500}, NULL, 0, NULL) != 1)
+			_exit(1);
+		sp_stream_flush(8000);
+		sp_stream_quiesce();   /* the writer wrote both */
+		_exit(0);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	const char *files[] = {in};
+	assert_ok(sp_merge_processes(files, 1, out, NULL, &rep, &err), &err);
+	assert_int_equal(rep.ranks[0].state, SP_MERGE_PARTIAL);
+	sp_merge_report_free(&rep);
+	struct sp_profile *p = NULL;
+	assert_ok(sp_h5_read(out, SP_READ_SUMMARY, &p, &err), &err);
+	const struct sp_region_data *w = region(&p->ranks[0], "work");
+	assert_int_equal(w->stats.num_calls, 2);
+	assert_int_equal(p->ranks[0].run_end_ns, 8500);   /* its flush said 8000 */
+	sp_profile_free(p);
+	teardown(NULL);
+	setup(NULL);
+}
+
 static void test_rank_file_names(void **state)
 {
 	(void)state;
@@ -388,6 +437,7 @@ int main(void)
 		cmocka_unit_test(test_a_rank_taken_from_its_partial_file_has_no_line_left_out),
 		cmocka_unit_test(test_what_the_ranks_said_is_taken),
 		cmocka_unit_test(test_processes_merge_into_the_run_s_own_file),
+		cmocka_unit_test(test_a_partial_rank_ends_at_its_last_call),
 		cmocka_unit_test(test_rank_file_names),
 	};
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
