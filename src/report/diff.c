@@ -75,16 +75,8 @@ static enum sp_err collect(struct sp_diff_file *f, size_t fi, const struct sp_by
 		if (sp_rank_region_times(&p->ranks[r], cum + b->base[b->rank0[fi] + r], NULL) < 0)
 			return sp_error_set(err, SP_ENOMEM, "%s: out of memory", f->path);
 	}
-	if (f->nranks == 0) {
-		char list[128];
-		int nums[64];
-		size_t n = p->nranks < 64 ? p->nranks : 64;
-		for (size_t r = 0; r < n; r++)
-			nums[r] = p->ranks[r].rank;
-		return sp_error_set(err, SP_EINVAL, "%s: no rank selected: the profile has rank%s %s%s",
-				    f->path, p->nranks == 1 ? "" : "s", sp_rank_list(list, sizeof list, nums, n),
-				    p->nranks > n ? ",..." : "");
-	}
+	if (f->nranks == 0)
+		return sp_render_none_selected(err, f->path, p);
 	return SP_OK;
 }
 

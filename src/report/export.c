@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "export_int.h"
+#include "render_int.h"
 #include "sp_grow.h"
 #include "sp_analysis.h"
 #include "sp_hosts.h"
@@ -554,14 +555,7 @@ enum sp_err sp_export(struct sp_h5_stream *s, const char *path, enum sp_export_f
 	for (size_t r = 0; r < x.p->nranks; r++)
 		nsel += sp_select_rank(sel, x.p->ranks[r].rank);
 	if (nsel == 0) {
-		int nums[64];
-		char list[128];
-		size_t n = x.p->nranks < 64 ? x.p->nranks : 64;
-		for (size_t r = 0; r < n; r++)
-			nums[r] = x.p->ranks[r].rank;
-		sp_rank_list(list, sizeof list, nums, n);
-		rc = sp_error_set(err, SP_EINVAL, "no rank selected: the profile has rank%s %s%s",
-				  x.p->nranks == 1 ? "" : "s", list, x.p->nranks > n ? ",..." : "");
+		rc = sp_render_none_selected(err, NULL, x.p);
 		goto out;
 	}
 	if ((rc = plan(&x)) != SP_OK)

@@ -408,7 +408,6 @@ static void render_html(FILE *out, const struct view *v, const char *title, int 
 enum sp_err sp_rview_select(struct view *v, const struct sp_profile *p, const struct sp_select *sel,
 			    struct sp_error *err)
 {
-	char list[128];
 	v->p = p;
 	if (!sel || !sel->nranks)
 		return SP_OK;
@@ -421,8 +420,7 @@ enum sp_err sp_rview_select(struct view *v, const struct sp_profile *p, const st
 		if (sp_select_rank(sel, p->ranks[r].rank))
 			v->sub.ranks[v->sub.nranks++] = p->ranks[r];
 	if (v->sub.nranks == 0)
-		return sp_error_set(err, SP_EINVAL, "no rank selected: the profile has rank%s %s",
-				    p->nranks == 1 ? "" : "s", sp_render_rank_list(list, sizeof list, p));
+		return sp_render_none_selected(err, NULL, p);
 	v->p = &v->sub;
 	return SP_OK;
 }

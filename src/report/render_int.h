@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sp_error.h"
+
 /* A table is as narrow as its names allow; its name column may always grow to
  * NAME_CAP columns, and further only while the table stays within TABLE_CAP.
  * Longer labels are cut with an ellipsis. */
@@ -41,6 +43,11 @@ char *sp_render_rank_list(char *buf, size_t len, const struct sp_profile *p);
 /* Child processes of the run (run --subprocesses) among p's ranks: those
  * with a parent_pid; 0 for every profile without them. */
 size_t sp_render_children(const struct sp_profile *p);
+
+/* SP_EINVAL with "[PATH: ]no rank selected: the profile has ranks 0-3"
+ * (processes, for a run's child processes) in *err: a --ranks that picks
+ * none of p's. path may be NULL. */
+enum sp_err sp_render_none_selected(struct sp_error *err, const char *path, const struct sp_profile *p);
 
 struct sp_rank;
 /* A rank's label in per-rank rows and headings: "rank 3", or for a child

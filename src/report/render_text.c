@@ -320,6 +320,15 @@ char *sp_render_rank_list(char *buf, size_t len, const struct sp_profile *p)
 	return buf;
 }
 
+enum sp_err sp_render_none_selected(struct sp_error *err, const char *path, const struct sp_profile *p)
+{
+	char list[128];
+	const char *unit = sp_render_children(p) ? "process" : "rank";
+	return sp_error_set(err, SP_EINVAL, "%s%sno %s selected: the profile has %s%s %s", path ? path : "",
+			    path ? ": " : "", unit, unit, p->nranks == 1 ? "" : sp_render_children(p) ? "es" : "s",
+			    sp_render_rank_list(list, sizeof list, p));
+}
+
 /* The number in /metadata omp_num_threads; 0 when absent, empty or not a
  * positive whole number. */
 static long omp_threads(const struct sp_profile *p)

@@ -127,6 +127,12 @@ def test_the_readers_name_processes_not_ranks(sp):
     assert " (2 processes 0,1, run span " in diff.stdout, diff.stdout
     assert "total/process [s]" in diff.stdout
     assert "rank" not in diff.stdout.replace(str(sp.tmp), ""), diff.stdout
+    for command in ("summary", "diff", "export"):
+        args = [sp.tmp / "a.h5"] + ([sp.tmp / "b.h5"] if command == "diff" else []) + \
+            (["--format", "csv", "-o", sp.tmp / "x.csv"] if command == "export" else [])
+        none = sp(command, "--ranks", "7", *args)
+        assert none.returncode != 0
+        assert none.stderr.endswith("no process selected: the profile has processes 0,1\n"), none.stderr
 
 
 def test_a_child_that_execs_python_keeps_its_calls_before_and_after(sp):
