@@ -3,6 +3,8 @@
  * into OUT.partial, written as a finished profile (format version 2); for
  * an MPI job, from what its ranks left in OUT.rank{N} and
  * OUT.rank{N}.partial, merged into one (format version 3, sp_merge.h). */
+#include <dirent.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +148,25 @@ static int recover_processes(const char *in, const struct sp_profile *p, const c
 			"is gone (runs on this host remove it a day after): only the run's own calls are "
 			"recovered\n", CMD, dir);
 		return -1;
+	}
+	DIR *d = opendir(dir);
+	if (!d) {
+		fprintf(stderr, "scope-profiler: %s: warning: cannot read '%s', where the run's child processes "
+			"streamed: %s; only the run's own calls are recovered\n", CMD, dir, strerror(errno));
+		return -1;
+	}
+	closedir(d);
+	/* OUT among the files it is made of: refused, as for an MPI job. */
+	char *slash = strrchr(out, '/'), *out_dir = slash ? strndup(out, (size_t)(slash - out + 1)) : strdup(".");
+	char *a = out_dir ? realpath(out_dir, NULL) : NULL, *b = realpath(dir, NULL);
+	int inside = a && b && strcmp(a, b) == 0;
+	free(out_dir);
+	free(a);
+	free(b);
+	if (inside) {
+		sp_cmd_error(CMD, "'%s' is in the folder of the child processes' files to recover; choose another "
+			     "output", out);
+		return SP_EXIT_USAGE;
 	}
 	struct sp_merge_report rep = {0};
 	struct sp_error err = {0};

@@ -345,6 +345,7 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
 
 static volatile sig_atomic_t child_ticks;
 static volatile sig_atomic_t child_writing;   /* child_signal_end writes the profile */
+static volatile sig_atomic_t child_deadline_set;   /* the write's deadline is armed (once) */
 
 /* Ends the process by sig, as its default action does. */
 static void die_by(int sig)
@@ -383,6 +384,11 @@ static void on_child_signal(int sig)
 {
 	int saved = errno;
 	if (child_signal && sig == child_signal && child_writing) {
+		if (child_deadline_set) {   /* once: repeats do not push it back */
+			errno = saved;
+			return;
+		}
+		child_deadline_set = 1;
 		/* Restarted, not interrupted: the write's calls go on. */
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);

@@ -87,9 +87,42 @@ static void remove_tree(const char *path)
  * for `recover` (its own partial file names the folder). */
 #define KEEP_SECONDS (24 * 3600)
 
+/* When process pid started (seconds since the epoch, from /proc), or -1
+ * when that cannot be told. */
+static double started(long pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	/* Field 22, starttime, in clock ticks since boot; the fields count
+	 * from after the command's ")" (field 2, which may hold spaces). */
+	char *at = strrchr(buf, ')');
+	unsigned long long ticks = 0;
+	for (int field = 2; at && field < 22; field++)
+		at = strchr(at + 1, ' ');
+	if (!at || sscanf(at + 1, "%llu", &ticks) != 1)
+		return -1;
+	f = fopen("/proc/stat", "re");
+	unsigned long long boot = 0;
+	char line[256];
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "btime %llu", &boot) == 1)
+			break;
+	if (f)
+		fclose(f);
+	long hz = sysconf(_SC_CLK_TCK);
+	return boot && hz > 0 ? (double)boot + (double)ticks / (double)hz : -1;
+}
+
 /* Whether the folder at path of a run that died is still wanted: a child
- * process of it still runs (its mark names it), or it holds a child's
- * profile written less than KEEP_SECONDS ago. */
+ * process of it still runs (its mark names it: a process of this user of
+ * that pid, started before the mark was made, not one that took the pid
+ * over since), or it holds a child's profile written less than
+ * KEEP_SECONDS ago. */
 static int still_wanted(const char *path)
 {
 	DIR *d = opendir(path);
@@ -100,7 +133,10 @@ static int still_wanted(const char *path)
 		char *end;
 		if (strncmp(e->d_name, "child-", 6) == 0) {
 			long pid = strtol(e->d_name + 6, &end, 10);
-			wanted = !*end && pid > 0 && pid <= INT_MAX && (kill((pid_t)pid, 0) == 0 || errno != ESRCH);
+			double since;
+			wanted = !*end && pid > 0 && pid <= INT_MAX && kill((pid_t)pid, 0) == 0 &&
+				 fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				 ((since = started(pid)) < 0 || since <= (double)st.st_mtime + 2);
 		} else if (strncmp(e->d_name, "proc-", 5) == 0) {
 			wanted = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 				 now - st.st_mtime < KEEP_SECONDS;
@@ -147,8 +183,12 @@ static int make_folder(void)
 {
 	const char *tmp = getenv("TMPDIR");
 	struct utsname u;
-	char host[sizeof u.nodename];
+	char host[sizeof u.nodename], abs_tmp[PATH_MAX];
 	tmp = tmp && *tmp ? tmp : "/tmp";
+	/* Absolute: children that change folder find it, and so does
+	 * `recover` (the run's partial file names it). */
+	if (realpath(tmp, abs_tmp))
+		tmp = abs_tmp;
 	if (uname(&u) != 0)
 		snprintf(u.nodename, sizeof u.nodename, "localhost");
 	snprintf(host, sizeof host, "%s", u.nodename);

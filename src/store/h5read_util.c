@@ -364,9 +364,14 @@ enum sp_err sp_h5r_rank_attrs(struct reader *r, hid_t g, const char *gname, stru
 	    sp_h5r_attr_num(g, "parent_pid", H5T_NATIVE_INT64, &rk->parent_pid) < 0 ||
 	    sp_h5r_attr_num(g, "clock_offset_ns", H5T_NATIVE_INT64, &rk->clock_offset_ns) < 0 ||
 	    sp_h5r_attr_num(g, "dropped_events", H5T_NATIVE_INT64, &rk->dropped) < 0 ||
-	    (a = sp_h5r_attr_str(r, g, "hostname", &rk->hostname)) == -1 ||
-	    (a != -2 && (a = sp_h5r_attr_str(r, g, "children_dir", &rk->children_dir)) == -1))
+	    (a = sp_h5r_attr_str(r, g, "hostname", &rk->hostname)) == -1)
 		return sp_h5r_fail(r, SP_ECORRUPT, "%s: unreadable attribute", gname);
+	/* recover's hint only: one that is not a string is no folder. */
+	if (a != -2 && (a = sp_h5r_attr_str(r, g, "children_dir", &rk->children_dir)) == -1) {
+		free(rk->children_dir);
+		rk->children_dir = NULL;
+		H5Eclear2(H5E_DEFAULT);
+	}
 	if (a == -2)
 		return sp_h5r_fail(r, SP_ENOMEM, "out of memory");
 	if (rk->dropped < 0)

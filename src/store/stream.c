@@ -664,12 +664,16 @@ void sp_stream_quiesce(void)
 	sp_h5_unlock();
 }
 
+#define HINT_MIN 256
+
 void sp_stream_size_hint(uint64_t calls, uint64_t blocks)
 {
 	if (!S.on || S.created)
 		return;
-	S.hint_calls = calls ? calls : 1;
-	S.hint_blocks = blocks ? blocks : 1;
+	/* At least HINT_MIN: calls not counted (an MPI rank's intercepted
+	 * ones, handed over after) would each take a chunk of their own. */
+	S.hint_calls = calls > HINT_MIN ? calls : HINT_MIN;
+	S.hint_blocks = blocks > HINT_MIN / 8 ? blocks : HINT_MIN / 8;
 }
 
 void sp_stream_want_file(void)

@@ -410,8 +410,8 @@ def test_shim_folder_removed_even_after_os_exit(sp):
         os.chown(other, 65534, 65534)
         keep.append(other)
     # A dead run's folder stays while a child of it runs (its mark names a
-    # live process), and for a day after a child's profile was written
-    # there (for recover); an older one goes.
+    # live process that started before it), and for a day after a child's
+    # profile was written there (for recover); an older one goes.
     running = tmp / f"scope-profiler-shim-{host}-4194302-0001"
     running.mkdir()
     (running / f"child-{os.getpid()}").touch()
@@ -424,6 +424,12 @@ def test_shim_folder_removed_even_after_os_exit(sp):
     (old / "proc-5.h5").touch()
     os.utime(old / "proc-5.h5", (time.time() - 25 * 3600,) * 2)
     (old / "child-4194299").touch()   # a child that ended
+    # A mark older than the live process that holds its pid now: the pid
+    # was taken over since, that process is no child of the dead run.
+    reused = tmp / f"scope-profiler-shim-{host}-4194298-0004"
+    reused.mkdir()
+    (reused / f"child-{os.getpid()}").touch()
+    os.utime(reused / f"child-{os.getpid()}", (time.time() - 3 * 24 * 3600,) * 2)
     proc = sp("run", "-q", "--no-output", script, "hard", env=env)
     assert proc.returncode == 0, proc.stderr
     left = tmp / proc.stdout.split()[0]

@@ -660,11 +660,12 @@ KILLED_RUN = PRELUDE + FLUSHED + """
 """
 
 
-def killed_run(sp):
+def killed_run(sp, tmpdir=None):
     """A run of --subprocesses killed with SIGKILL after its two children
     (fork, spawn) finished: its temporary folder (under the test's own
-    TMPDIR) and the environment that finds it."""
-    env = dict(ENV, TMPDIR=str(sp.tmp / "tmp"))
+    TMPDIR, or tmpdir: relative to the run's folder) and the environment
+    that finds it."""
+    env = dict(ENV, TMPDIR=tmpdir or str(sp.tmp / "tmp"))
     (sp.tmp / "tmp").mkdir()
     script = sp.script(textwrap.dedent(KILLED_RUN).replace("BINARY", repr(str(BINARY))))
     proc = sp("run", "-q", "--subprocesses", "--flush-interval", "0.1", "-o", "out.h5", script, env=env)
@@ -695,6 +696,22 @@ def test_a_run_killed_is_recovered_with_its_children(sp):
     assert procs[0][2] == {"work": 1, "step": 2}
     assert children(procs) == [{"work": 1, "step": 3}, {"work": 1, "step": 3}]
     assert (sp.tmp / "out.h5.partial").exists()   # only read
+
+
+def test_a_run_killed_under_a_relative_tmpdir_is_recovered_from_elsewhere(sp):
+    """TMPDIR relative to the run's folder: the folder its partial file
+    names is absolute, so recover finds the children from another folder;
+    an OUT in that folder, among the files recover reads, is refused."""
+    folder, env = killed_run(sp, tmpdir="tmp")
+    sub = sp.tmp / "elsewhere"
+    sub.mkdir()
+    refused = sp("recover", "--force", "-o", folder / "proc-1.h5", sp.tmp / "out.h5.partial", env=env, cwd=sub)
+    assert refused.returncode == 2, refused.stderr
+    assert "is in the folder of the child processes' files to recover" in refused.stderr
+    proc = sp("recover", "-o", "x.h5", sp.tmp / "out.h5.partial", env=env, cwd=sub)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines()[-1].endswith("11 calls of 3 processes of 3, 1 of them up to its last flush")
+    assert children(processes(sub / "x.h5")) == [{"work": 1, "step": 3}, {"work": 1, "step": 3}]
 
 
 def test_a_run_killed_whose_folder_is_gone_recovers_its_own_calls(sp):
