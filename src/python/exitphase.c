@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "sp_exitphase.h"
+#include "sp_finalize.h"
 #include "sp_outpath.h"
 #include "sp_pysession.h"
 #include "sp_spill.h"
@@ -64,6 +65,14 @@ static int is_exit_signal(long sig)
 	return 0;
 }
 
+/* The exit signal that ends the run (and that the end's merge of its
+ * children knows of). Async-signal-safe. */
+static void note_exit_signal(int sig)
+{
+	exit_signal = sig;
+	sp_final_note_signal();
+}
+
 static void on_exit_signal(int sig)
 {
 	if (exit_signal) {
@@ -82,20 +91,11 @@ static void on_exit_signal(int sig)
 		}
 		_exit(128 + sig);
 	}
-	exit_signal = sig;
+	note_exit_signal(sig);
 	static const char msg[] = "scope-profiler: run: finishing the profile; "
 				  "interrupt again to abandon it\n";
 	ssize_t unused = write(STDERR_FILENO, msg, sizeof msg - 1);
 	(void)unused;
-}
-
-int sp_run_ending_by_signal(void)
-{
-	if (exit_signal)
-		return 1;
-	/* The script's unhandled KeyboardInterrupt, printed by now. */
-	PyObject *last = PySys_GetObject("last_type");   /* borrowed */
-	return last == PyExc_KeyboardInterrupt;
 }
 
 int sp_run_exit_signal_last(void)
@@ -129,7 +129,7 @@ static PyObject *on_exit_signal_py(PyObject *m, PyObject *const *args, Py_ssize_
 	if (sig == -1 && PyErr_Occurred())
 		return NULL;
 	if (!exit_signal && is_exit_signal(sig))
-		exit_signal = (int)sig;
+		note_exit_signal((int)sig);
 	sp_session_note_failed();
 	PyObject *code = PyLong_FromLong(128 + sig);
 	if (code) {
@@ -152,7 +152,7 @@ static PyObject *unraisable_hook(PyObject *self, PyObject *u)
 		PyErr_Clear();
 	int quiet = 0;
 	if (type == PyExc_KeyboardInterrupt && !exit_signal)
-		exit_signal = SIGINT;
+		note_exit_signal(SIGINT);
 	else if (type == PyExc_SystemExit && exit_signal && exit_signal != SIGINT)
 		quiet = 1;
 	Py_XDECREF(type);
@@ -506,7 +506,7 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 	 * others (it notes itself). */
 	if (PyErr_CheckSignals() < 0) {
 		if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) && !exit_signal)
-			exit_signal = SIGINT;
+			note_exit_signal(SIGINT);
 		PyErr_Clear();
 	}
 	struct sigaction sa;

@@ -5,6 +5,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,6 @@
 #include "sp_aggregate.h"
 #include "sp_children.h"
 #include "sp_clock.h"
-#include "sp_exitphase.h"
 #include "sp_finalize.h"
 #include "sp_h5.h"
 #include "sp_likwid.h"
@@ -469,6 +469,20 @@ static int merged_show(struct sp_final *f, const struct sp_merge_report *rep, st
  * group at a time, in bounded memory, as an MPI job's ranks; a child that
  * did not finish its file up to its last flush), and f counts them. 0, or
  * -1 with an exception (f->path then holds the run's own profile). */
+static volatile sig_atomic_t signalled;   /* sp_final_note_signal */
+
+void sp_final_note_signal(void)
+{
+	signalled = 1;
+}
+
+/* Whether the run is ending by an exit signal, or an unhandled
+ * KeyboardInterrupt (Ctrl-C, printed by now). The GIL held. */
+static int ending_by_signal(void)
+{
+	return signalled || PySys_GetObject("last_type") == PyExc_KeyboardInterrupt;
+}
+
 static int merge_children(struct sp_final *f, struct sp_merge_report *rep)
 {
 	struct sp_error err = {0};
@@ -479,7 +493,7 @@ static int merge_children(struct sp_final *f, struct sp_merge_report *rep)
 	 * system's time limit, Ctrl-C): the children got it too and finish
 	 * their files as this process does; up to 3 s for them, so that their
 	 * calls after their last flush are in. */
-	if (sp_run_ending_by_signal()) {
+	if (ending_by_signal()) {
 		Py_BEGIN_ALLOW_THREADS
 		for (int i = 0; i < 300 && sp_children_streaming(f->children_dir) > 0; i++)
 			usleep(10000);

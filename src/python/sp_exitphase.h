@@ -11,11 +11,6 @@
  * end of plain python. */
 int sp_run_exit_signal_last(void);
 
-/* Whether the run is ending by an exit signal (one of those above, or an
- * unhandled KeyboardInterrupt: Ctrl-C), which a process group's children
- * got too. The GIL held. */
-int sp_run_ending_by_signal(void);
-
 /* _run_exit, _run_watch, _exit_signals_default, _on_exit_signal. */
 extern PyMethodDef sp_exitphase_methods[];
 
