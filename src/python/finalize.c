@@ -464,11 +464,6 @@ static int add_streamed_tree(struct sp_profile *p)
 static int merged_show(struct sp_final *f, const struct sp_merge_report *rep, struct sp_profile **back,
 		       struct sp_h5_stream **st);
 
-/* run --subprocesses, the run's own process, its profile finished into
- * f->path: its children's files join it there (sp_merge_processes: a
- * group at a time, in bounded memory, as an MPI job's ranks; a child that
- * did not finish its file up to its last flush), and f counts them. 0, or
- * -1 with an exception (f->path then holds the run's own profile). */
 static volatile sig_atomic_t signalled;   /* sp_final_note_signal */
 
 void sp_final_note_signal(void)
@@ -483,6 +478,11 @@ static int ending_by_signal(void)
 	return signalled || PySys_GetObject("last_type") == PyExc_KeyboardInterrupt;
 }
 
+/* run --subprocesses, the run's own process, its profile finished into
+ * f->path: its children's files join it there (sp_merge_processes: a
+ * group at a time, in bounded memory, as an MPI job's ranks; a child that
+ * did not finish its file up to its last flush), and f counts them. 0, or
+ * -1 with an exception (f->path then holds the run's own profile). */
 static int merge_children(struct sp_final *f, struct sp_merge_report *rep)
 {
 	struct sp_error err = {0};

@@ -569,7 +569,8 @@ int sp_spill_begin(const char *path, size_t budget, int64_t interval_ns, int com
 		.path = path, .rank = sp_mpi_rank(), .mpi_size = sp_mpi_active() ? sp_mpi_size() : 0,
 		.clock_offset_ns = sp_mpi_clock_offset(), .mpi_job = sp_mpi_job(), .pid = (int64_t)getpid(),
 		.parent_pid = parent_pid, .run_start_ns = run_start_ns,
-		.hostname = host[0] ? host : NULL, .children_dir = children_dir, .compression = compression, .queue_bytes = budget / 2,
+		.hostname = host[0] ? host : NULL, .children_dir = children_dir, .compression = compression,
+		.queue_bytes = budget / 2,
 		.interval_ns = interval_ns > 0 ? interval_ns : SP_STREAM_INTERVAL_NS, .ask_flush = NULL,
 	};
 	struct sp_error err = {0};
