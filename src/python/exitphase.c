@@ -43,9 +43,11 @@ static const int exit_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SI
 
 static volatile sig_atomic_t exit_signal;   /* the first one received, or 0 */
 static volatile sig_atomic_t child_signal;  /* a profiled child's (below), or 0 */
+static volatile sig_atomic_t child_writing; /* the child writes its profile (its end) */
 static void (*python_c_handler)(int);       /* Python's own C handler, as _run_watch or
 					     * _child_signals found it (one for every signal) */
 static void child_signal_end(void);
+static void die_by(int sig);
 
 /* Blocks the exit signals in the calling thread; the mask it had into *before. */
 static void hold_exit_signals(sigset_t *before)
@@ -211,7 +213,13 @@ static PyMethodDef os_defs[] = {
  * child's profile is written first (multiprocessing's workers end so). */
 static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+	if (child_signal)
+		child_signal_end();   /* an exit signal came first: it ends the child */
+	child_writing = 1;   /* an exit signal from here on ends it after the write */
 	sp_session_end_child();
+	child_writing = 0;
+	if (child_signal)
+		die_by(child_signal);
 	return PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
 }
 
@@ -339,12 +347,12 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
  * it). The same signal again (a pool's terminate() after SIGTERM to the
  * whole process group) changes nothing before the write, and gives the
  * write CHILD_DEADLINE_S more once it began; another exit signal ends the
- * child at once. */
+ * child at once. A first signal while the child writes at its own end
+ * (os._exit) lets the write finish, then ends the child. */
 #define CHILD_TICK_MS 50
 #define CHILD_DEADLINE_S 2
 
 static volatile sig_atomic_t child_ticks;
-static volatile sig_atomic_t child_writing;   /* child_signal_end writes the profile */
 static volatile sig_atomic_t child_deadline_set;   /* the write's deadline is armed (once) */
 
 /* Ends the process by sig, as its default action does. */
@@ -383,6 +391,13 @@ static void child_deadline(int unused)
 static void on_child_signal(int sig)
 {
 	int saved = errno;
+	if (!child_signal && child_writing) {
+		/* The first, while the child writes at its normal end
+		 * (os._exit): the write goes on and the signal ends it after. */
+		child_signal = sig;
+		errno = saved;
+		return;
+	}
 	if (child_signal && sig == child_signal && child_writing) {
 		if (child_deadline_set) {   /* once: repeats do not push it back */
 			errno = saved;

@@ -836,7 +836,11 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
 		const char *pause = getenv("SCOPE_PROFILER_TEST_FINISH_PAUSE_MS");
 		if (pause) {
 			fputs("scope-profiler: test: finishing\n", stderr);
-			usleep((useconds_t)strtoul(pause, NULL, 10) * 1000);
+			/* the whole pause, whatever signal comes meanwhile */
+			unsigned long ms = strtoul(pause, NULL, 10);
+			struct timespec left = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+			while (nanosleep(&left, &left) != 0 && errno == EINTR)
+				;
 		}
 		rc = sp_h5w_finish_stream(file, S.partial, rp ? rp : path ? path : S.target, p, err);
 		free(rp);

@@ -468,6 +468,34 @@ def test_a_child_ended_by_sigterm_writes_then_ends_by_it(sp):
     assert children(procs) == [{"work": 1, "step": 1}, {"work": 1, "step": 2}]
 
 
+def test_sigterm_while_a_child_writes_at_its_end_lets_the_write_finish(sp):
+    """SIGTERM that comes while a child writes its profile at os._exit (a
+    Pool's terminate() as its workers end): the write goes on to its end,
+    however long (here 3 s, the test's pause inside it), then the signal
+    ends the child. Before, the signal gave the write 2 s and lost it."""
+    proc, procs = run(sp, """
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            work(1000)
+            os.dup2(w, 2)   # the pause's line comes here
+            os.environ["SCOPE_PROFILER_TEST_FINISH_PAUSE_MS"] = "3000"
+            os._exit(0)
+        os.close(w)
+        said = b""
+        while b"test: finishing" not in said:
+            more = os.read(r, 100)
+            assert more, said
+            said += more
+        os.kill(pid, signal.SIGTERM)
+        status = os.waitpid(pid, 0)[1]
+        assert os.waitstatus_to_exitcode(status) == -signal.SIGTERM, status
+    """)
+    assert proc.stderr == ""
+    assert children(procs) == [{"work": 1, "step": 1000}]
+
+
 def test_a_child_ended_as_soon_as_it_is_forked_ends(sp):
     """SIGTERM sent the moment a fork returns (a Pool ending a worker it
     just made) reaches the child once its handlers are in place: it ends by
