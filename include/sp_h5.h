@@ -118,4 +118,12 @@ void sp_h5_stream_close(struct sp_h5_stream *s);
  * libhdf5_serial.so.310)"; written into buf (len bytes). */
 void sp_h5_library(char *buf, size_t len);
 
+/* Before any other HDF5 call: where HDF5 is linked in (this program's copy
+ * alone), the library does not close files at exit. Every file of ours is
+ * closed when its work ends; one whose close failed (the disk or
+ * RLIMIT_FSIZE full) stays half-closed, and HDF5 1.10's exit handler
+ * crashed on it. A shared library (one a script's h5py may share) keeps
+ * its handler. */
+void sp_h5_no_exit_handler(void);
+
 #endif

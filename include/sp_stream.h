@@ -97,6 +97,9 @@ void sp_stream_flush(int64_t now);
  * and whether the writer has failed (its message in *err when err). */
 uint64_t sp_stream_refused(void);
 int sp_stream_failed(struct sp_error *err);
+/* After a failure, the calls handed over that the file's last flush does
+ * not hold (lost with the stream; the writer stopped); else 0. */
+uint64_t sp_stream_unsaved(void);
 
 /* Writes what was handed over (the writer stopped) and closes the file:
  * OUT.partial then reads as a complete partial profile (every call up to

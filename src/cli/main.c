@@ -82,6 +82,7 @@ static int finish_stdout(const char *cmd, int status, int e)
 
 int main(int argc, char **argv)
 {
+	sp_h5_no_exit_handler();
 	/* A run leaves malloc as python has it (the script's memory is given
 	 * back as without us) until its script reads a profile. */
 	if (argc < 2 || strcmp(argv[1], "run") != 0)

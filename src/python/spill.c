@@ -809,19 +809,23 @@ int sp_spill_finish(const struct sp_profile *p, const char *path)
 	spill.on = 0;
 	sp_buf_spill = NULL;
 	mpi_off();
-	if (dropped && sp_stream_failed(NULL))
-		fprintf(stderr, "scope-profiler: warning: %llu call%s not recorded: the stream to the "
-			"profile had failed\n", (unsigned long long)dropped, dropped == 1 ? " was" : "s were");
-	else if (dropped)
+	if (dropped && !sp_stream_failed(NULL))
 		fprintf(stderr, "scope-profiler: warning: %llu call%s not recorded: the profile's writer fell "
 			"behind the recording (a slow disk?); a larger --memory-budget gives it more room\n",
 			(unsigned long long)dropped, dropped == 1 ? " was" : "s were");
 	spill.finish_failed = 0;
+	/* Closed first (sp_stream_finish closes it too, then forgets it):
+	 * after a failure, what the file's last flush missed is known now. */
+	sp_stream_close(&err);
+	uint64_t lost = sp_stream_failed(NULL) ? dropped + sp_stream_unsaved() : 0;
 	if (sp_stream_finish(p, path, &err) != SP_OK) {
 		/* The calls are on disk, up to the last flush that worked: no
-		 * other file can hold more. */
+		 * other file can hold more. Those after it are counted. */
+		if (lost)
+			fprintf(stderr, "scope-profiler: warning: %llu call%s not recorded: the stream to the "
+				"profile had failed\n", (unsigned long long)lost, lost == 1 ? " was" : "s were");
 		spill.finish_failed = 1;
-		PyErr_Format(PyExc_OSError, "%s; the calls written so far stay in %s.partial (scope-profiler "
+		PyErr_Format(PyExc_OSError, "%s; the calls flushed before it stay in %s.partial (scope-profiler "
 			     "recover %s.partial finishes it)", err.msg, path, path);
 		return -1;
 	}

@@ -177,17 +177,33 @@ static int make_plists(struct sp_h5_writer *w)
 	return 0;
 }
 
+/* Whether HDF5 is linked into the object this code is in; the library's
+ * file name into *where when it is known. */
+static int linked_in(Dl_info *where)
+{
+	Dl_info self = {0};
+	return dladdr((void *)H5get_libversion, where) && where->dli_fname &&
+	       dladdr((void *)linked_in, &self) && self.dli_fbase == where->dli_fbase;
+}
+
 void sp_h5_library(char *buf, size_t len)
 {
 	unsigned maj = 0, min = 0, rel = 0;
 	H5get_libversion(&maj, &min, &rel);
-	Dl_info where = {0}, self = {0};
-	if (!dladdr((void *)H5get_libversion, &where) || !where.dli_fname)
-		snprintf(buf, len, "%u.%u.%u", maj, min, rel);
-	else if (dladdr((void *)sp_h5_library, &self) && self.dli_fbase == where.dli_fbase)
+	Dl_info where = {0};
+	if (linked_in(&where))
 		snprintf(buf, len, "%u.%u.%u, linked in", maj, min, rel);
+	else if (!where.dli_fname)
+		snprintf(buf, len, "%u.%u.%u", maj, min, rel);
 	else
 		snprintf(buf, len, "%u.%u.%u (%s)", maj, min, rel, where.dli_fname);
+}
+
+void sp_h5_no_exit_handler(void)
+{
+	Dl_info where = {0};
+	if (linked_in(&where))
+		H5dont_atexit();
 }
 
 /* Compression needs HDF5's shuffle and deflate (zlib) filters, able to

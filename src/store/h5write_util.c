@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -27,30 +28,45 @@ int sp_h5w_small_caches(hid_t fapl)
 	return H5Pset_mdc_config(fapl, &mdc) < 0 ? -1 : 0;
 }
 
-/* Abandons the temporary file after a failure, before any more of it is
- * closed. HDF5 writes cached data and metadata when a dataset or the file
- * is closed; when that write fails (a full disk), HDF5 1.10 frees the object
- * all the same but keeps its id, and its atexit handler later closes that id
- * again: a use after free, SIGSEGV at exit. So the file's descriptor is
- * pointed at an anonymous memory file: every later write and close then
- * succeeds, nothing more reaches the disk, and the file is removed. */
+/* Abandons a file after a failure, before any more of it is closed. HDF5
+ * writes cached data and metadata when a dataset or the file is closed;
+ * when that write fails (a full disk), HDF5 1.10 frees the object all the
+ * same but keeps its id, and its atexit handler later closes that id again:
+ * a use after free, SIGSEGV at exit (sp_h5_no_exit_handler leaves that
+ * handler out where it can). So the file's descriptor is pointed at an
+ * anonymous memory file (at /dev/null under a finite RLIMIT_FSIZE, which
+ * bounds a memory file too): every later write and close then succeeds,
+ * and nothing more reaches the disk. */
+int sp_h5_detach(hid_t file)
+{
+	int *fd = NULL;
+	int e = errno, ok = 0;
+	if (file >= 0 && H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) {
+		struct rlimit lim;
+		int m = getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur == RLIM_INFINITY
+			? memfd_create("scope-profiler-abandoned", MFD_CLOEXEC)
+			: open("/dev/null", O_RDWR | O_CLOEXEC);
+		ok = m >= 0 && dup3(m, *fd, O_CLOEXEC) >= 0;
+		if (m >= 0)
+			close(m);
+	}
+	errno = e;
+	return ok ? 0 : -1;
+}
+
+/* The writer's temporary file, abandoned (above) and then removed. */
 void sp_h5w_detach(struct sp_h5_writer *w)
 {
 	int *fd = NULL;
 	int e = errno;
 	if (w->detached || w->file < 0)
 		return;
-	if (H5Fget_vfd_handle(w->file, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) {
-		int m = memfd_create("scope-profiler-abandoned", MFD_CLOEXEC);
-		if (m >= 0 && dup3(m, *fd, O_CLOEXEC) >= 0) {
-			w->detached = 1;
-		} else {
-			/* No memory file: give the disk space back at least. */
-			int ignored = ftruncate(*fd, 0);
-			(void)ignored;
-		}
-		if (m >= 0)
-			close(m);
+	if (sp_h5_detach(w->file) == 0) {
+		w->detached = 1;
+	} else if (H5Fget_vfd_handle(w->file, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) {
+		/* Nowhere to point it: give the disk space back at least. */
+		int ignored = ftruncate(*fd, 0);
+		(void)ignored;
 	}
 	errno = e;
 }

@@ -74,7 +74,10 @@ enum sp_err sp_h5w_open(const char *path, const struct sp_profile *p, int versio
 enum sp_err sp_h5w_fail(struct sp_h5_writer *w, enum sp_err code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Points the file's descriptor at memory after a failed write, so that
- * closing it can no longer fail (see h5write_util.c). */
+ * closing it can no longer fail and writes nothing more to the disk (see
+ * h5write_util.c); 0, or -1 (left as it was). */
+int sp_h5_detach(hid_t file);
+/* The same for the writer's temporary file, emptied where it cannot be. */
 void sp_h5w_detach(struct sp_h5_writer *w);
 
 /* Scalar attributes of loc: 0, or -1 on failure. */

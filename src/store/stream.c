@@ -90,6 +90,7 @@ static struct stream {
 	int64_t *patch[4];             /* index, end, kind (0: no value), value */
 	size_t npatch, patch_cap;
 	/* Writer side. */
+	uint64_t flushed_calls;        /* calls in the file as of its last flush */
 	unsigned slow_us;              /* SCOPE_PROFILER_TEST_SLOW_WRITER_US: a pause per record */
 	int64_t busy_ns;               /* the writer's time at work (make bench) */
 	struct sp_sfile f;
@@ -204,8 +205,14 @@ static void put(struct rec *r)
 		break;
 	case REC_FLUSH:
 		rc = sp_sfile_flush(&S.f, on_rank0(r->time));
+		if (rc >= 0)
+			S.flushed_calls = S.f.events;
 		break;
 	}
+	/* The file keeps what its last flush wrote: a failed write goes on
+	 * nowhere, so the close cannot spoil what recover reads. */
+	if (rc < 0)
+		sp_h5_detach(S.f.file);
 	sp_h5_unlock();
 	if (rc < 0)
 		fail("HDF5 cannot write");
@@ -461,6 +468,11 @@ void sp_stream_flush(int64_t now)
 uint64_t sp_stream_refused(void)
 {
 	return S.refused;
+}
+
+uint64_t sp_stream_unsaved(void)
+{
+	return is_failed() && S.next_index > S.flushed_calls ? S.next_index - S.flushed_calls : 0;
 }
 
 int sp_stream_failed(struct sp_error *err)

@@ -312,6 +312,30 @@ def test_full_disk_is_one_line_and_status_1(sp):
         subprocess.run(["umount", str(small)], check=True)
 
 
+def test_a_file_size_limit_at_the_end_is_one_line_and_status_1(sp):
+    """RLIMIT_FSIZE (a batch job's file size limit) below the profile's
+    size, written whole at the end: the write and its $TMPDIR retry fail
+    with one line and status 1, no file is left (before, HDF5's exit handler
+    crashed on the failed file: status 139)."""
+    import resource
+    import signal
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (500_000, 500_000))
+
+    script = sp.script(BIG, name="big.py")
+    fallback = sp.tmp / "fallback"
+    fallback.mkdir()
+    proc = subprocess.run([BINARY, "run", "-q", "--memory-budget", "0", "-o", "out.h5", script],
+                          cwd=sp.tmp, capture_output=True, text=True, timeout=120, preexec_fn=limit,
+                          env=dict(os.environ, TMPDIR=str(fallback)))
+    assert proc.returncode == 1, proc.stderr
+    one_line_error(proc, "run", "out.h5", "File too large", "the profile is lost")
+    assert not (sp.tmp / "out.h5").exists()
+    assert list(fallback.iterdir()) == []
+
+
 # ---- run -o naming the script, the module, or a file that is not a profile ----
 
 RAN = """

@@ -6,6 +6,7 @@ machine's load, by a small --memory-budget (a block is handed over when the
 buffers reach it) or a short --flush-interval."""
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -338,6 +339,57 @@ def test_a_full_disk_while_streaming_is_one_line_and_keeps_the_partial(sp):
         assert calls.get("step", 0) > 0
     finally:
         subprocess.run(["umount", str(small)], capture_output=True)
+
+
+BATCHES = """
+import time
+import scope_profiler as sp
+r = sp.region("r")
+for b in range(40):
+    for i in range(20000):
+        with r:
+            pass
+    time.sleep(0.05)
+print("done")
+"""
+
+
+def file_size_limit(size):
+    """A preexec_fn: RLIMIT_FSIZE of size bytes (a job's file size limit),
+    SIGXFSZ ignored as python ignores it."""
+    import resource
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    return limit
+
+
+def test_a_file_size_limit_while_streaming_keeps_the_partial_and_counts_the_rest(sp):
+    """A file size limit (or a full disk) reached while streaming: status 1,
+    one line counting the calls lost, one naming the partial file; the
+    partial reads back with the calls of its last flush, and those with the
+    lost are every call the script made. Before, closing the failed file
+    spoiled the partial ('truncated or damaged'), the calls still held in
+    memory were lost without a word, and HDF5's exit handler crashed."""
+    script = sp.script(BATCHES, name="batches.py")
+    proc = subprocess.run([BINARY, "run", "-q", "--flush-interval", "0.2", "-o", "out.h5", script],
+                          cwd=sp.tmp, capture_output=True, text=True, timeout=120,
+                          preexec_fn=file_size_limit(2_000_000))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == "done\n"
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2, proc.stderr
+    lost = re.fullmatch(r"scope-profiler: warning: (\d+) calls were not recorded: the stream to "
+                        r"the profile had failed", lines[0])
+    assert lost, lines[0]
+    assert lines[1].startswith("scope-profiler: run: cannot stream to ") and "File too large" in lines[1]
+    assert "out.h5.partial (scope-profiler recover " in lines[1]
+    rec = sp("recover", "out.h5.partial", "-o", "rec.h5")
+    assert rec.returncode == 0, rec.stderr
+    with h5py.File(sp.tmp / "rec.h5") as f:
+        kept = {n: int(g.attrs["num_calls"]) for n, g in regions(f).items()}
+    assert kept.get("r", 0) + int(lost.group(1)) == 40 * 20000, (kept, lines)
 
 
 @pytest.mark.parametrize("bad", ["64X", "-1", "512K", "lots"])
