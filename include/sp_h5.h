@@ -118,6 +118,11 @@ void sp_h5_stream_close(struct sp_h5_stream *s);
  * libhdf5_serial.so.310)"; written into buf (len bytes). */
 void sp_h5_library(char *buf, size_t len);
 
+/* Whether path is a scope-profiler profile (any format version, a partial
+ * one too) as the reader would take it: 1 if so, 0 if not (another file,
+ * another HDF5 file, a damaged one). */
+int sp_h5_is_profile(const char *path);
+
 /* Before any other HDF5 call: where HDF5 is linked in (this program's copy
  * alone), the library does not close files at exit. Every file of ours is
  * closed when its work ends; one whose close failed (the disk or

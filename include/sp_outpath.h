@@ -8,8 +8,9 @@
  *     real target and renamed over it: readers see the old file or
  *     the whole new one. A new file gets 0666 & ~umask; a replaced one keeps
  *     its permission bits (and, as root, its owner). With
- *     SP_OUTPATH_HDF5_ONLY (the profile) a non-empty file that is not HDF5
- *     (a script, notes) is refused instead;
+ *     SP_OUTPATH_PROFILE_ONLY (the profile) a non-empty file that is not a
+ *     scope-profiler profile (a script, notes, someone's HDF5 data) is
+ *     refused instead, unless sp_outpath_allow named it;
  *   - a character device or a FIFO (/dev/null, a terminal) is written in
  *     place, opened without O_CREAT or O_TRUNC, when the caller asks for it
  *     (SP_OUTPATH_IN_PLACE: exports); otherwise it is refused (the HDF5
@@ -47,9 +48,10 @@ enum sp_outpath_kind {
 
 enum sp_outpath_flags {
 	SP_OUTPATH_IN_PLACE = 1,   /* write devices and FIFOs in place (else refuse them) */
-	SP_OUTPATH_HDF5_ONLY = 2,  /* replace an existing non-empty regular file only when it
-				    * is an HDF5 file (a profile); refuse any other (a script,
-				    * a text file) with SP_EEXIST */
+	SP_OUTPATH_PROFILE_ONLY = 2,  /* replace an existing non-empty regular file only when
+				       * it is a scope-profiler profile (or sp_outpath_allow
+				       * named it); refuse any other (a script, a text file,
+				       * another HDF5 file) with SP_EEXIST */
 };
 
 /* An output being written. Fields are read-only for callers. */
@@ -69,8 +71,8 @@ struct sp_outpath {
  * (a missing folder or a permission problem shows now). *kind (when not
  * NULL) is set even on failure, when the path could be examined. Returns
  * SP_OK, SP_EINVAL (a directory, a socket, a device or FIFO without
- * SP_OUTPATH_IN_PLACE, a symlink loop), SP_EEXIST (SP_OUTPATH_HDF5_ONLY: a
- * file that is not HDF5), SP_ENOMEM or SP_EIO with err set. */
+ * SP_OUTPATH_IN_PLACE, a symlink loop), SP_EEXIST (SP_OUTPATH_PROFILE_ONLY:
+ * a file that is not a profile), SP_ENOMEM or SP_EIO with err set. */
 enum sp_err sp_outpath_check(const char *path, int flags, enum sp_outpath_kind *kind,
 			     struct sp_error *err);
 
@@ -88,10 +90,22 @@ enum sp_err sp_outpath_absolute(const char *path, char *buf, size_t len, struct 
  * run's script). */
 int sp_outpath_same_file(const char *path, const char *other);
 
-/* Whether the regular file at path is an HDF5 file: the signature at 0,
- * 512, 1024, 2048, ... as HDF5 looks for it. 1 if so, 0 when it is not,
- * -1 when it cannot be read (errno set). */
-int sp_outpath_is_hdf5(const char *path);
+/* The user's leave (run --force, recover --force) to replace what path
+ * leads to with a profile, whatever it holds: SP_OUTPATH_PROFILE_ONLY and
+ * sp_outpath_replaceable then let it be replaced (a later call names
+ * another path; NULL forgets it), unless it is then the file never (when
+ * not NULL: the script being run, which a symlink made meanwhile could
+ * lead to). Returns SP_OK, or SP_ENOMEM / SP_EINVAL (sp_outpath_absolute's)
+ * with err set. */
+enum sp_err sp_outpath_allow(const char *path, const char *never, struct sp_error *err);
+
+/* Whether a profile may replace what path leads to now (the end of a run
+ * checks again what the start checked: a file may have appeared since):
+ * SP_OK for nothing there, an empty file, a profile, or the path
+ * sp_outpath_allow named; SP_EEXIST (err: "'PATH': it exists and is not a
+ * scope-profiler profile") for another regular file (one it cannot read
+ * too); SP_EIO when its real path cannot be found. */
+enum sp_err sp_outpath_replaceable(const char *path, struct sp_error *err);
 
 /* Opens path for writing into *o: a device or FIFO in place (flags allowing),
  * else a new TARGET.tmp.PID (created with O_EXCL, registered for

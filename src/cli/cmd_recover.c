@@ -198,6 +198,18 @@ static int recover_processes(const char *in, const struct sp_profile *p, const c
 }
 
 /* Returns 0, 1 when PARTIAL cannot be read or OUT written, or SP_EXIT_USAGE. */
+/* --force: what is at out may be replaced, whatever it holds (without it,
+ * out must not exist). 0, or -1 said. */
+static int allow(const char *out, int force)
+{
+	struct sp_error err = {0};
+	if (force && sp_outpath_allow(out, NULL, &err) != SP_OK) {
+		sp_cmd_error(CMD, "cannot write the profile to %s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_recover(int argc, char **argv)
 {
 	const char *outpath = NULL;
@@ -238,7 +250,7 @@ int cmd_recover(int argc, char **argv)
 			size_t len = rank_file ? strlen(rank_file) - 1 : 0;   /* "OUT.rank" */
 			if (rank_file && strncmp(out, rank_file, len) == 0 && out[len] >= '0' && out[len] <= '9')
 				sp_cmd_error(CMD, "'%s' is one of the files to recover; choose another output", out);
-			else
+			else if (allow(out, force) == 0)
 				status = recover_job(job, out);
 			free(rank_file);
 		}
@@ -258,6 +270,8 @@ int cmd_recover(int argc, char **argv)
 		sp_cmd_error(CMD, "'%s' exists; --force replaces it", out);
 		goto out;
 	}
+	if (allow(out, force) != 0)
+		goto out;
 	status = 1;
 	/* A run killed while it finished the file left it marked as open for
 	 * writing: marked closed, it reads as any partial file. */

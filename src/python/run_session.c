@@ -71,7 +71,7 @@ static int is_script(const char *out, const char *script)
  * profile can be written there (sp_outpath_check: a symlink is followed; a
  * directory, a device, a FIFO or a socket is refused, never replaced), that
  * it is not the script itself, and that an existing file there is a profile
- * (HDF5) unless force. */
+ * (a scope-profiler profile) unless force. */
 static int check_outfile(const char *path, const struct sp_run_target *t, int force, char *abs, size_t len)
 {
 	struct sp_error err = {0};
@@ -86,7 +86,17 @@ static int check_outfile(const char *path, const struct sp_run_target *t, int fo
 		return -1;
 	}
 	enum sp_outpath_kind kind;
-	enum sp_err rc = sp_outpath_check(path, force ? 0 : SP_OUTPATH_HDF5_ONLY, &kind, &err);
+	enum sp_err rc = sp_outpath_check(path, force ? 0 : SP_OUTPATH_PROFILE_ONLY, &kind, &err);
+	/* --force: the end (which checks again) may replace what is there,
+	 * never the script */
+	char main_py[PATH_MAX];
+	struct stat st;
+	const char *never = t->script;
+	if (never && stat(never, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    (size_t)snprintf(main_py, sizeof main_py, "%s/__main__.py", never) < sizeof main_py)
+		never = main_py;
+	if (rc == SP_OK && force)
+		rc = sp_outpath_allow(path, never, &err);
 	if (rc != SP_OK) {
 		/* -o /dev/null is refused and --no-output named (man
 		 * scope-profiler-run, "Before the script runs"): saying so is

@@ -825,8 +825,12 @@ int sp_spill_finish(const struct sp_profile *p, const char *path)
 			fprintf(stderr, "scope-profiler: warning: %llu call%s not recorded: the stream to the "
 				"profile had failed\n", (unsigned long long)lost, lost == 1 ? " was" : "s were");
 		spill.finish_failed = 1;
-		PyErr_Format(PyExc_OSError, "%s; the calls flushed before it stay in %s.partial (scope-profiler "
-			     "recover %s.partial finishes it)", err.msg, path, path);
+		if (err.code == SP_EEXIST)   /* a file appeared at the output: the profile is whole */
+			PyErr_Format(PyExc_OSError, "%s; the profile stays in %s.partial (scope-profiler recover "
+				     "%s.partial -o OTHER.h5 moves it)", err.msg, path, path);
+		else
+			PyErr_Format(PyExc_OSError, "%s; the calls flushed before it stay in %s.partial (scope-profiler "
+				     "recover %s.partial finishes it)", err.msg, path, path);
 		return -1;
 	}
 	return 0;

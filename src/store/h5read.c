@@ -342,23 +342,28 @@ static int rank_number(const char *name)
 	return (int)v;
 }
 
-/* Reads the file's structure into p; the caller frees p on failure. */
-enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p, sp_h5r_rank_fn read_one)
+/* Whether file is a scope-profiler profile: its "format" attribute, when
+ * there, is "scope-profiler", its format_version one this reader knows,
+ * and it has a rank group (the plain hand-written layout has no attribute
+ * at all). SP_OK with *version and the root's links in *nl (freed by the
+ * caller), or the reader's failure. With `ours`, the attribute alone
+ * answers where it is there (a later version's, a damaged one of ours). */
+static enum sp_err identify(struct reader *r, hid_t file, int ours, int32_t *version, struct names *nl,
+			    size_t *nr)
 {
-	struct names nl = {0};
 	enum sp_err rc = SP_OK;
 	char *format = NULL;
-	int32_t version = 0;
 	int a;
-
 	hid_t root = sp_h5r_open_group(r, file, "/");
 	sp_h5r_close(root);
+	*version = 0;
+	*nr = 0;
 	if (root < 0) {
 		rc = sp_h5r_fail(r, SP_ECORRUPT, "damaged root group");
 		goto out;
 	}
 	if ((a = sp_h5r_attr_str(r, file, "format", &format)) < 0 ||
-	    sp_h5r_attr_num(file, "format_version", H5T_NATIVE_INT32, &version) < 0) {
+	    sp_h5r_attr_num(file, "format_version", H5T_NATIVE_INT32, version) < 0) {
 		rc = sp_h5r_fail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "unreadable file attributes");
 		goto out;
 	}
@@ -366,22 +371,36 @@ enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p,
 		rc = sp_h5r_fail(r, SP_ENOTPROF, "not a scope-profiler file (format '%.64s')", format);
 		goto out;
 	}
-	if (version < 0 || version > 3) {
-		rc = sp_h5r_fail(r, SP_ENOTPROF, "format version %d is not supported (1 to 3 are)", (int)version);
+	if (format && ours)
+		goto out;
+	if (*version < 0 || *version > 3) {
+		rc = sp_h5r_fail(r, SP_ENOTPROF, "format version %d is not supported (1 to 3 are)", (int)*version);
 		goto out;
 	}
-	p->format_version = r->version = version;
-	if ((a = sp_h5r_list_links(file, &nl)) < 0) {
+	if ((a = sp_h5r_list_links(file, nl)) < 0) {
 		rc = sp_h5r_fail(r, a == -2 ? SP_ENOMEM : SP_ECORRUPT, "cannot list the root group");
 		goto out;
 	}
-	size_t nr = 0;
-	for (size_t i = 0; i < nl.n; i++)
-		nr += rank_number(nl.v[i]) >= 0;
-	if (nr == 0) {
+	for (size_t i = 0; i < nl->n; i++)
+		*nr += rank_number(nl->v[i]) >= 0;
+	if (*nr == 0)
 		rc = sp_h5r_fail(r, SP_ENOTPROF, "not a scope-profiler file (no rank groups)");
+out:
+	free(format);
+	return rc;
+}
+
+/* Reads the file's structure into p; the caller frees p on failure. */
+enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p, sp_h5r_rank_fn read_one)
+{
+	struct names nl = {0};
+	int32_t version = 0;
+	size_t nr = 0;
+	int a;
+	enum sp_err rc = identify(r, file, 0, &version, &nl, &nr);
+	if (rc != SP_OK)
 		goto out;
-	}
+	p->format_version = r->version = version;
 	if (!(p->ranks = calloc(nr, sizeof *p->ranks))) {
 		rc = sp_h5r_fail(r, SP_ENOMEM, "out of memory");
 		goto out;
@@ -417,9 +436,28 @@ enum sp_err sp_h5r_read_file(struct reader *r, hid_t file, struct sp_profile *p,
 	else if (a < 0)
 		rc = sp_h5r_fail(r, SP_ECORRUPT, "cannot look up the metadata");
 out:
-	free(format);
 	sp_h5r_names_free(&nl);
 	return rc;
+}
+
+int sp_h5_is_profile(const char *path)
+{
+	struct sp_error err = {0};
+	struct reader r = {.path = path ? path : "", .err = &err, .file = -1, .fd = -1};
+	struct names nl = {0};
+	hid_t fapl = -1, file = -1;
+	int32_t version;
+	size_t nr;
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	int yes = path && sp_h5r_check_path(&r) == SP_OK && (fapl = H5Pcreate(H5P_FILE_ACCESS)) >= 0 &&
+		  H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0 && sp_h5r_open_file(&r, fapl, &file) == SP_OK &&
+		  (r.file = file, identify(&r, file, 1, &version, &nl, &nr) == SP_OK);
+	sp_h5r_names_free(&nl);
+	if (file >= 0)
+		H5Fclose(file);
+	sp_h5r_close(fapl);
+	sp_h5r_release(&r);
+	return yes;
 }
 
 /* Reads path into *out. Returns SP_ENOENT, SP_EIO, SP_ENOTHDF5, SP_ENOTPROF,

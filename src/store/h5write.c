@@ -378,10 +378,11 @@ enum sp_err sp_h5w_open(const char *path, const struct sp_profile *p, int versio
 		goto out;
 	w->level = p->compression;
 	w->version = version;
-	/* A profile goes only to a regular file (new or replaced): a device
-	 * or a FIFO is refused, never replaced. */
+	/* A profile goes only to a regular file, new or replacing a profile
+	 * (or what sp_outpath_allow named): a device, a FIFO or another file
+	 * that appeared there since the run began is refused, never replaced. */
 	struct sp_error oerr = {0};
-	if ((rc = sp_outpath_open(&w->out, path, 0, &oerr)) != SP_OK) {
+	if ((rc = sp_outpath_open(&w->out, path, SP_OUTPATH_PROFILE_ONLY, &oerr)) != SP_OK) {
 		sp_error_set(&w->failure, rc, "cannot write %s", oerr.msg);
 		goto out;
 	}
@@ -588,6 +589,9 @@ enum sp_err sp_h5w_finish_stream(hid_t file, const char *partial, const char *ta
 	if (H5Fclose(w->file) < 0 && rc == SP_OK)
 		rc = sp_h5w_fail(w, SP_EIO, "cannot finish writing the file");
 	w->file = H5I_INVALID_HID;
+	struct sp_error oerr = {0};
+	if (rc == SP_OK && sp_outpath_replaceable(target, &oerr) != SP_OK)
+		rc = sp_error_set(&w->failure, oerr.code, "cannot write %s", oerr.msg);
 	if (rc == SP_OK && rename(partial, target) != 0)
 		rc = sp_error_set(&w->failure, SP_EIO, "cannot write '%s': renaming '%s': %s", target, partial,
 				  strerror(errno));

@@ -16,6 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "sp_h5.h"
 #include "sp_outpath.h"
 
 #define MAX_HOPS 40                /* symlinks followed, as the kernel's limit */
@@ -199,6 +200,58 @@ static enum sp_err follow_links(struct sp_outpath *o, const char *path, struct s
 	return sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
 }
 
+/* sp_outpath_allow's path, absolute (NULL: none), and the file it must not
+ * lead to (never_dev 0: none). */
+static char *allowed;
+static dev_t never_dev;
+static ino_t never_ino;
+
+/* Whether target (symlinks followed) is what the allowed path leads to now,
+ * and not the file it must never replace. */
+static int allowed_here(const char *target)
+{
+	struct stat st;
+	char *rp = allowed ? realpath(allowed, NULL) : NULL;
+	int same = rp && strcmp(rp, target) == 0;
+	free(rp);
+	if (same && never_dev && stat(target, &st) == 0 && st.st_dev == never_dev && st.st_ino == never_ino)
+		same = 0;
+	return same;
+}
+
+enum sp_err sp_outpath_allow(const char *path, const char *never, struct sp_error *err)
+{
+	char abs[PATH_MAX];
+	struct stat st;
+	free(allowed);
+	allowed = NULL;
+	never_dev = 0;
+	if (!path)
+		return SP_OK;
+	if (never && stat(never, &st) == 0) {
+		never_dev = st.st_dev;
+		never_ino = st.st_ino;
+	}
+	enum sp_err rc = sp_outpath_absolute(path, abs, sizeof abs, err);
+	if (rc == SP_OK && !(allowed = strdup(abs)))
+		rc = sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
+	return rc;
+}
+
+enum sp_err sp_outpath_replaceable(const char *path, struct sp_error *err)
+{
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+		return SP_OK;   /* nothing, or what the rename itself refuses */
+	char *rp = realpath(path, NULL);
+	if (!rp)
+		return sp_error_set(err, SP_EIO, "'%s': %s", path, strerror(errno));
+	int prof = allowed_here(rp) || sp_h5_is_profile(rp);
+	free(rp);
+	return prof ? SP_OK : sp_error_set(err, SP_EEXIST, "'%s': it exists and is not a scope-profiler profile",
+					   path);
+}
+
 /* Finds what path leads to: o->target, o->kind, *st (of the target when it
  * exists), *via_link. Refuses what flags do not allow. */
 static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, struct stat *st,
@@ -222,14 +275,11 @@ static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, st
 			if (!o->target)
 				return sp_error_set(err, errno == ENOMEM ? SP_ENOMEM : SP_EIO, "'%s': %s", path,
 						    strerror(errno));
-			if ((flags & SP_OUTPATH_HDF5_ONLY) && st->st_size > 0) {
-				int h5 = sp_outpath_is_hdf5(o->target);
+			if ((flags & SP_OUTPATH_PROFILE_ONLY) && st->st_size > 0 && !allowed_here(o->target)) {
 				describe(where, sizeof where, path, o->target, *via_link);
-				if (h5 < 0)
-					return sp_error_set(err, SP_EIO, "%s: %s", where, strerror(errno));
-				if (!h5)
+				if (!sp_h5_is_profile(o->target))
 					return sp_error_set(err, SP_EEXIST,
-							    "%s: it exists and is not an HDF5 file (a profile)", where);
+							    "%s: it exists and is not a scope-profiler profile", where);
 			}
 			return SP_OK;
 		} else if (S_ISDIR(st->st_mode))
@@ -377,37 +427,6 @@ int sp_outpath_same_file(const char *path, const char *other)
 	struct stat a, b;
 	return path && other && stat(path, &a) == 0 && stat(other, &b) == 0 && a.st_dev == b.st_dev &&
 	       a.st_ino == b.st_ino;
-}
-
-int sp_outpath_is_hdf5(const char *path)
-{
-	static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-	unsigned char b[sizeof sig];
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -1;
-	int found = 0, e = 0;
-	if (fstat(fd, &st) != 0) {
-		e = errno;
-	} else {
-		/* HDF5's superblock: at 0, or after a user block of 512, 1024, ... bytes */
-		uint64_t size = (uint64_t)st.st_size;
-		for (uint64_t at = 0; !found && at < size && size - at >= sizeof sig; at = at ? at * 2 : 512) {
-			ssize_t got = pread(fd, b, sizeof b, (off_t)at);
-			if (got < 0) {
-				e = errno;
-				break;
-			}
-			found = got == (ssize_t)sizeof sig && memcmp(b, sig, sizeof sig) == 0;
-		}
-	}
-	close(fd);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return found;
 }
 
 static void reset(struct sp_outpath *o)

@@ -382,7 +382,7 @@ def test_run_replaces_a_file_that_is_not_a_profile_only_with_force(sp):
     notes.write_text("my notes\n")
     proc = sp("run", "-q", "-o", "notes.txt", script)
     assert proc.returncode == 2, proc.stderr
-    one_line_error(proc, "run:", "notes.txt", "not an HDF5 file", "--force")
+    one_line_error(proc, "run:", "notes.txt", "not a scope-profiler profile", "--force")
     assert notes.read_text() == "my notes\n"
     assert not (sp.tmp / "ran").exists()
     proc = sp("run", "-q", "--force", "-o", "notes.txt", script)
@@ -392,6 +392,86 @@ def test_run_replaces_a_file_that_is_not_a_profile_only_with_force(sp):
     assert tmp_files(sp.tmp) == []
 
 
+def test_run_refuses_another_hdf5_file_unless_forced(sp):
+    """Someone's HDF5 data at -o (h5py's, no format attribute, no rank
+    group) is not a profile: refused before the script runs; --force
+    replaces it. Before, any HDF5 file passed for a profile."""
+    script = sp.script(SCRIPT)
+    data = sp.tmp / "data.h5"
+    with h5py.File(data, "w") as f:
+        f["x"] = [1, 2, 3]
+    before = data.read_bytes()
+    proc = sp("run", "-q", "-o", "data.h5", script)
+    assert proc.returncode == 2, proc.stderr
+    one_line_error(proc, "run:", "data.h5", "not a scope-profiler profile", "--force")
+    assert data.read_bytes() == before and not (sp.tmp / "ran").exists()
+    proc = sp("run", "-q", "--force", "-o", "data.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(data) as f:
+        assert regions(f)["step"].attrs["num_calls"] == 3
+
+
+APPEARS = """
+import os, time
+import scope_profiler as sp
+for i in range(3):
+    with sp.region("step"):
+        time.sleep(0.02)
+if os.path.lexists("out.h5"):
+    os.remove("out.h5")
+if os.environ.get("LINK"):
+    os.symlink(os.path.abspath(__file__), "out.h5")   # -o now leads to the script
+else:
+    open("out.h5", "w").write("precious results\\n")
+"""
+
+
+@pytest.mark.parametrize("what", ["file", "link"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["written-whole", "streamed"])
+def test_the_end_of_the_run_checks_the_output_again(sp, what, streamed):
+    """A file that is not a profile and appeared at -o while the script ran
+    (the script's own results, a symlink to the script) is not replaced at
+    the end: status 1, one line; the profile goes to $TMPDIR (written
+    whole) or stays in OUT.partial (streamed), complete. With --force the
+    file is replaced, the script never. Before, the end replaced either
+    with the profile, status 0."""
+    script = sp.script(APPEARS, name="appears.py")
+    source = script.read_bytes()
+    fallback = sp.tmp / "fallback"
+    fallback.mkdir()
+    env = {"TMPDIR": str(fallback), **({"LINK": "1"} if what == "link" else {})}
+    how = ["--flush-interval", "0.01"] if streamed else ["--memory-budget", "0"]
+    proc = sp("run", "-q", *how, "-o", "out.h5", script, env=env)
+    assert proc.returncode == 1, proc.stderr
+    one_line_error(proc, "run:", "out.h5", "it exists and is not a scope-profiler profile")
+    assert script.read_bytes() == source
+    if what == "file":
+        assert (sp.tmp / "out.h5").read_text() == "precious results\n"
+    if streamed:
+        assert "the profile stays in " in proc.stderr and list(fallback.iterdir()) == []
+        rec = sp("recover", "out.h5.partial", "-o", "moved.h5")
+        assert rec.returncode == 0, rec.stderr
+        saved = sp.tmp / "moved.h5"
+    else:
+        [saved] = fallback.iterdir()
+        assert f"profile saved to {saved} instead" in proc.stderr
+    with h5py.File(saved) as f:
+        assert regions(f)["step"].attrs["num_calls"] == 3
+    for p in sp.tmp.glob("out.h5*"):
+        p.unlink()
+    for p in fallback.iterdir():
+        p.unlink()
+    # --force: what -o led to at the start may be replaced, never the script.
+    (sp.tmp / "out.h5").write_text("old notes\n")
+    proc = sp("run", "-q", "--force", *how, "-o", "out.h5", script, env=env)
+    assert script.read_bytes() == source
+    if what == "link":
+        assert proc.returncode == 1, proc.stderr
+        one_line_error(proc, "run:", "out.h5", "it exists and is not a scope-profiler profile")
+        return
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert regions(f)["step"].attrs["num_calls"] == 3
 def test_run_replaces_an_existing_profile_and_an_empty_file(sp):
     good = good_profile(sp, "out.h5")
     before = os.stat(good).st_ino

@@ -21,7 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sp_h5.h"
 #include "sp_outpath.h"
+#include "sp_profile.h"
 
 #define assert_ok(call, err) do { \
 	if ((call) != SP_OK) \
@@ -425,17 +427,28 @@ static void test_check_probe(void **state)
 	unlink(path);
 }
 
-/* SP_OUTPATH_HDF5_ONLY: a non-empty file without the HDF5 signature (at 0
- * or after a user block) is refused, an HDF5 file, an empty or a new one
- * is not; sp_outpath_same_file follows symlinks. */
-static void test_hdf5_only_and_same_file(void **state)
+/* A profile of one rank and no region at path, as a run writes it. */
+static void put_profile(const char *path)
+{
+	struct sp_rank rk = {.rank = 0, .run_start_ns = 1, .run_end_ns = 2};
+	struct sp_profile p = {.nranks = 1, .ranks = &rk};
+	struct sp_error err = {0};
+	assert_ok(sp_h5_write(&p, path, &err), &err);
+}
+
+/* SP_OUTPATH_PROFILE_ONLY: a non-empty file that is not a scope-profiler
+ * profile (text, or HDF5 that is not a profile: the signature alone, after
+ * a user block) is refused, a profile, an empty or a new file is not; so
+ * sp_outpath_replaceable; sp_outpath_allow lets one path through;
+ * sp_outpath_same_file follows symlinks. */
+static void test_profile_only_and_same_file(void **state)
 {
 	(void)state;
 	static const char sig[8] = {(char)0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 	struct sp_error err = {0};
 	enum sp_outpath_kind kind;
 	const char *text = tpath("notes.txt"), *h5 = tpath("p.h5"), *ub = tpath("ub.h5");
-	const char *empty = tpath("empty.h5"), *link = tpath("link.txt");
+	const char *empty = tpath("empty.h5"), *link = tpath("link.txt"), *prof = tpath("prof.h5");
 	put_file(text, "my notes\n", 0644);
 	put_file(empty, "", 0644);
 	int fd = open(h5, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -445,20 +458,33 @@ static void test_hdf5_only_and_same_file(void **state)
 	assert_int_equal(pwrite(fd, sig, sizeof sig, 1024), (ssize_t)sizeof sig);
 	close(fd);
 	assert_int_equal(symlink("notes.txt", link), 0);
+	put_profile(prof);
 
-	assert_int_equal(sp_outpath_is_hdf5(text), 0);
-	assert_int_equal(sp_outpath_is_hdf5(h5), 1);
-	assert_int_equal(sp_outpath_is_hdf5(ub), 1);
-	assert_int_equal(sp_outpath_is_hdf5(tpath("missing")), -1);
-	assert_int_equal(sp_outpath_check(text, SP_OUTPATH_HDF5_ONLY, &kind, &err), SP_EEXIST);
-	assert_non_null(strstr(err.msg, "not an HDF5 file"));
-	assert_int_equal(sp_outpath_check(link, SP_OUTPATH_HDF5_ONLY, &kind, &err), SP_EEXIST);
+	assert_int_equal(sp_outpath_check(text, SP_OUTPATH_PROFILE_ONLY, &kind, &err), SP_EEXIST);
+	assert_non_null(strstr(err.msg, "not a scope-profiler profile"));
+	assert_int_equal(sp_outpath_check(link, SP_OUTPATH_PROFILE_ONLY, &kind, &err), SP_EEXIST);
+	assert_int_equal(sp_outpath_check(h5, SP_OUTPATH_PROFILE_ONLY, &kind, &err), SP_EEXIST);
+	assert_int_equal(sp_outpath_check(ub, SP_OUTPATH_PROFILE_ONLY, &kind, &err), SP_EEXIST);
 	assert_string_equal(slurp(text), "my notes\n");
 	assert_ok(sp_outpath_check(text, 0, &kind, &err), &err);
-	assert_ok(sp_outpath_check(h5, SP_OUTPATH_HDF5_ONLY, &kind, &err), &err);
-	assert_ok(sp_outpath_check(ub, SP_OUTPATH_HDF5_ONLY, &kind, &err), &err);
-	assert_ok(sp_outpath_check(empty, SP_OUTPATH_HDF5_ONLY, &kind, &err), &err);
-	assert_ok(sp_outpath_check(tpath("new.h5"), SP_OUTPATH_HDF5_ONLY, &kind, &err), &err);
+	assert_ok(sp_outpath_check(prof, SP_OUTPATH_PROFILE_ONLY, &kind, &err), &err);
+	assert_ok(sp_outpath_check(empty, SP_OUTPATH_PROFILE_ONLY, &kind, &err), &err);
+	assert_ok(sp_outpath_check(tpath("new.h5"), SP_OUTPATH_PROFILE_ONLY, &kind, &err), &err);
+	assert_int_equal(sp_outpath_replaceable(text, &err), SP_EEXIST);
+	assert_non_null(strstr(err.msg, "not a scope-profiler profile"));
+	assert_int_equal(sp_outpath_replaceable(h5, &err), SP_EEXIST);
+	assert_ok(sp_outpath_replaceable(prof, &err), &err);
+	assert_ok(sp_outpath_replaceable(empty, &err), &err);
+	assert_ok(sp_outpath_replaceable(tpath("missing"), &err), &err);
+	/* Allowed (run --force): the file the link leads to, by either name. */
+	assert_ok(sp_outpath_allow(link, NULL, &err), &err);
+	assert_ok(sp_outpath_check(text, SP_OUTPATH_PROFILE_ONLY, &kind, &err), &err);
+	assert_ok(sp_outpath_replaceable(text, &err), &err);
+	assert_int_equal(sp_outpath_replaceable(h5, &err), SP_EEXIST);
+	assert_ok(sp_outpath_allow(link, text, &err), &err);   /* never notes.txt: the script */
+	assert_int_equal(sp_outpath_replaceable(link, &err), SP_EEXIST);
+	assert_ok(sp_outpath_allow(NULL, NULL, &err), &err);
+	assert_int_equal(sp_outpath_replaceable(text, &err), SP_EEXIST);
 	assert_int_equal(count_tmp(), 0);
 
 	assert_true(sp_outpath_same_file(link, text));
@@ -476,6 +502,7 @@ static void test_hdf5_only_and_same_file(void **state)
 	unlink(h5);
 	unlink(ub);
 	unlink(empty);
+	unlink(prof);
 }
 
 int main(void)
@@ -490,7 +517,7 @@ int main(void)
 		cmocka_unit_test(test_stale_tmp),
 		cmocka_unit_test(test_abort_and_cleanup),
 		cmocka_unit_test(test_check_probe),
-		cmocka_unit_test(test_hdf5_only_and_same_file),
+		cmocka_unit_test(test_profile_only_and_same_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
