@@ -25,6 +25,7 @@ struct sp_buf {
 	size_t limit;             /* buffer_limit: the capacity the first growths double
 				   * up to (from SP_BUF_FIRST_CAP); past it, doubling */
 	size_t dropped;           /* events lost because memory ran out */
+	size_t retry_at;          /* after a failed growth: tried again once dropped reaches it */
 	int mapped;               /* columns are mmaps of their own (large buffers) */
 	int spillable;            /* a full buffer is offered to sp_buf_spill before it grows */
 };

@@ -107,6 +107,15 @@ static int grow_maps(struct sp_buf *b, size_t cap)
 	return 0;
 }
 
+/* A growth that failed: the next is tried once the calls dropped since
+ * have doubled (memory may come back; a failed attempt, mremap's system
+ * calls, would otherwise cost every dropped call 20 times its recording). */
+static int grow_failed(struct sp_buf *b)
+{
+	b->retry_at = 2 * b->dropped + 1;
+	return -1;
+}
+
 int sp_buf_grow(struct sp_buf *b)
 {
 	if (b->spillable && sp_buf_spill && b->n) {
@@ -114,36 +123,38 @@ int sp_buf_grow(struct sp_buf *b)
 		if (spilled <= 0)
 			return spilled;   /* emptied, or over the budget: the call is dropped */
 	}
+	if (b->dropped < b->retry_at)
+		return -1;
 	size_t cap = sp_buf_next_cap(b->cap, b->limit);
 	if (!cap)
-		return -1;
+		return grow_failed(b);
 	if (b->mapped) {
 		if (grow_maps(b, cap) != 0)
-			return -1;
+			return grow_failed(b);
 	} else if (cap * sizeof(int64_t) >= SP_BUF_MAP_BYTES) {
 		if (grow_to_maps(b, cap) != 0)
-			return -1;
+			return grow_failed(b);
 	} else {
 		/* Grow both columns before publishing either, so a failure
 		 * leaves the buffer exactly as it was. */
 		int64_t *st = realloc(b->starts, cap * sizeof(int64_t));
 		if (!st)
-			return -1;
+			return grow_failed(b);
 		b->starts = st;
 		int64_t *e = realloc(b->ends, cap * sizeof(int64_t));
 		if (!e)
-			return -1;   /* starts is larger now, harmlessly; cap is unchanged */
+			return grow_failed(b);   /* starts is larger now, harmlessly; cap is unchanged */
 		b->ends = e;
 		if (b->keep_lanes) {
 			int32_t *l = realloc(b->lanes, cap * sizeof(int32_t));
 			if (!l)
-				return -1;
+				return grow_failed(b);
 			b->lanes = l;
 		}
 		if (b->keep_values) {
 			int64_t *v = realloc(b->values, cap * sizeof(int64_t));
 			if (!v)
-				return -1;
+				return grow_failed(b);
 			b->values = v;
 		}
 	}
@@ -188,6 +199,7 @@ void sp_buf_clear(struct sp_buf *b)
 {
 	b->n = 0;
 	b->dropped = 0;
+	b->retry_at = 0;
 }
 
 void sp_buf_free(struct sp_buf *b)
@@ -207,4 +219,5 @@ void sp_buf_free(struct sp_buf *b)
 	b->mapped = 0;
 	b->n = b->cap = 0;
 	b->dropped = 0;
+	b->retry_at = 0;
 }

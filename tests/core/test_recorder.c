@@ -148,6 +148,30 @@ static void test_overflowing_growth_fails_cleanly(void **state)
 	sp_buf_free(&b);
 }
 
+/* After a failed growth the next is tried only once the calls dropped since
+ * have doubled: a run whose memory ran out does not pay a failing mremap
+ * for every call it drops, and grows again when memory comes back. */
+static void test_growth_after_a_failure_waits_for_the_drops_to_double(void **state)
+{
+	struct sp_buf b;
+	sp_buf_init(&b, 4);
+	assert_int_equal(sp_buf_reserve(&b), 0);
+	size_t real_cap = b.cap;
+	b.cap = b.n = SIZE_MAX / 2 + 1;   /* doubling overflows: every growth fails */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(sp_buf_reserve(&b), -1);
+	assert_int_equal(b.dropped, 4);   /* tried at 0, 1 and 3 dropped: next at 7 */
+	assert_int_equal(b.retry_at, 7);
+	b.cap = b.n = real_cap;           /* memory is back: a growth would work */
+	for (int i = 4; i < 7; i++)
+		assert_int_equal(sp_buf_reserve(&b), -1);
+	assert_int_equal(b.dropped, 7);
+	assert_int_equal(sp_buf_reserve(&b), (ptrdiff_t)real_cap);   /* tried: grown */
+	assert_true(b.cap > real_cap);
+	sp_buf_free(&b);
+	assert_int_equal(b.retry_at, 0);
+}
+
 static void test_out_of_memory_is_an_error(void **state)
 {
 	struct sp_buf b;
@@ -311,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_zero_initial_capacity_means_one),
 		cmocka_unit_test(test_large_columns_are_mapped_and_keep_events),
 		cmocka_unit_test(test_overflowing_growth_fails_cleanly),
+		cmocka_unit_test(test_growth_after_a_failure_waits_for_the_drops_to_double),
 		cmocka_unit_test(test_out_of_memory_is_an_error),
 		cmocka_unit_test(test_lanes_follow_growth_and_backfill_zero),
 		cmocka_unit_test(test_values_follow_growth_and_backfill_zero),
