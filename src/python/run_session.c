@@ -28,11 +28,19 @@
 
 #define CMD "run"
 
+/* Whether the script is "-": python reads it from standard input. */
+static int from_stdin(const char *script)
+{
+	return script && strcmp(script, "-") == 0;
+}
+
 /* The script must be a readable file, or a folder with __main__.py (which
- * Python runs like `python folder`). */
+ * Python runs like `python folder`), or standard input ("-"). */
 static int check_script(const char *script)
 {
 	struct stat st;
+	if (from_stdin(script))
+		return 0;
 	if (stat(script, &st) != 0) {
 		sp_cmd_error(CMD, "cannot open script '%s': %s", script, strerror(errno));
 		return -1;
@@ -111,7 +119,7 @@ static int check_outfile(const char *path, const struct sp_run_target *t, int fo
 
 /* Compiles the script (or -c's code, as "<string>") once before running
  * it, so a syntax error is one clear line and no profile is written.
- * Returns 0 when it compiles. */
+ * Returns 0 when it compiles, or when it is not source. */
 static int precompile(const char *script, const char *command)
 {
 	struct stat st;
@@ -120,8 +128,9 @@ static int precompile(const char *script, const char *command)
 		src = PyBytes_FromString(command);
 		script = "<string>";
 	} else {
-		if (stat(script, &st) != 0 || S_ISDIR(st.st_mode))
-			return 0;  /* a folder: Python reports its own errors */
+		if (from_stdin(script) || stat(script, &st) != 0 || S_ISDIR(st.st_mode))
+			return 0;  /* standard input (read once, by python), a folder: Python
+				    * reports its own errors */
 		FILE *f = fopen(script, "rb");
 		if (!f) {
 			sp_cmd_error(CMD, "cannot read script '%s': %s", script, strerror(errno));
@@ -130,6 +139,13 @@ static int precompile(const char *script, const char *command)
 		char *buf = malloc((size_t)st.st_size + 1);
 		size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
 		fclose(f);
+		/* A file with NUL bytes is no source: a zipapp (.pyz), a zip
+		 * or a .pyc, which python runs as such; python says what it
+		 * makes of anything else. */
+		if (buf && memchr(buf, 0, n)) {
+			free(buf);
+			return 0;
+		}
 		if (buf)
 			src = PyBytes_FromStringAndSize(buf, (Py_ssize_t)n);
 		free(buf);
@@ -309,8 +325,9 @@ static int init_python(const struct sp_run_target *a, int memory, const char *ex
 		memcpy(code + len, "\n", 2);
 		status = PyConfig_SetBytesString(&config, &config.run_command, code);
 		free(code);
-	} else
+	} else if (!from_stdin(a->script)) {
 		status = PyConfig_SetBytesString(&config, &config.run_filename, a->script);
+	}   /* else "-": python runs standard input, as `python -` does */
 	if (PyStatus_Exception(status))
 		goto fail;
 	/* sys.executable is the real interpreter, so subprocesses and
@@ -339,14 +356,16 @@ fail:
 	return -1;
 }
 
-/* The root region of --recursive: the script's file name, the module, or
- * "-c". */
+/* The root region of --recursive: the script's file name, the module,
+ * "-c", or "<stdin>". */
 static const char *root_name(const struct sp_run_target *t)
 {
 	if (t->module)
 		return t->module;
 	if (t->command)
 		return "-c";
+	if (from_stdin(t->script))
+		return "<stdin>";
 	const char *slash = strrchr(t->script, '/');
 	return slash && slash[1] ? slash + 1 : t->script;
 }

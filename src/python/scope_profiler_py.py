@@ -361,12 +361,15 @@ def _warn_hook_replaced(name, original):
 
 def _own_prefixes(kind, what):
     """What --recursive takes for the user's own code though it be in the
-    stdlib or installed: the folder of the script being run ("script"),
+    stdlib or installed: the folder of the script being run ("script"; its
+    code's file name when it is standard input, "-"),
     the package named by -m, its top-level package's folder, or the file
     of a top-level module ("module"); -c's code ("command") is told by its
     code objects (_command_codes). Looked up without importing anything."""
     if kind == "command":
         return ()
+    if kind == "script" and what == "-":
+        return ("<stdin>",)   # python's name for the code it reads there
     if kind == "script":
         path = _os.path.abspath(what)
         folder = path if _os.path.isdir(path) else _os.path.dirname(path)

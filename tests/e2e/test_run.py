@@ -437,3 +437,66 @@ def test_shim_folder_removed_even_after_os_exit(sp):
     proc = sp("run", "-q", "--no-output", script, env=env)
     assert proc.returncode == 0, proc.stderr
     assert sorted(tmp.iterdir()) == sorted(keep)
+
+
+ZIP_MAIN = """
+import sys
+import helper
+import scope_profiler as sp
+with sp.region("work"):
+    print("zip", helper.x, sys.argv[1:])
+"""
+
+
+def test_a_zipapp_a_zip_and_a_pyc_run_as_under_python(sp):
+    """What python runs that is no source: a zipapp (.pyz, with its #! line),
+    a zip with a __main__.py, a .pyc (compiled by the embedded python: its
+    magic number). Before, run compiled each as source first: 'source code
+    string cannot contain null bytes', status 1."""
+    import shutil
+    import zipapp
+    app = sp.tmp / "app"
+    app.mkdir()
+    (app / "__main__.py").write_text(ZIP_MAIN)
+    (app / "helper.py").write_text("x = 42\n")
+    zipapp.create_archive(app, sp.tmp / "app.pyz", interpreter="/usr/bin/env python3")
+    shutil.copy(sp.tmp / "app.pyz", sp.tmp / "app.zip")
+    sp.script(ZIP_MAIN.replace("import helper\n", "").replace("helper.x", "'pyc'"), name="c.py")
+    made = sp("run", "-q", "--no-output", "-c", "import py_compile; py_compile.compile('c.py', cfile='c.pyc')")
+    assert made.returncode == 0, made.stderr
+    shutil.rmtree(app)
+    (sp.tmp / "c.py").unlink()
+    for name, says in (("app.pyz", "zip 42"), ("app.zip", "zip 42"), ("c.pyc", "zip pyc")):
+        proc = sp("run", "-q", "-o", f"{name}.h5", name, "a", "b")
+        assert proc.returncode == 0, (name, proc.stderr)
+        assert proc.stdout == f"{says} ['a', 'b']\n"
+        with h5py.File(sp.tmp / f"{name}.h5") as f:
+            assert regions(f)["work"].attrs["num_calls"] == 1
+
+
+STDIN = """
+import sys
+import scope_profiler as sp
+def f():
+    return 1
+with sp.region("s"):
+    print("stdin", f(), sys.argv)
+"""
+
+
+def test_the_script_from_standard_input(sp):
+    """`run -` reads the script from standard input, as `python -` does
+    (sys.argv[0] '-', code named '<stdin>', traced by --recursive as the
+    program's own). Before: "cannot open script '-'", status 2."""
+    proc = sp("run", "-q", "-o", "s.h5", "-", "a", input=STDIN)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "stdin 1 ['-', 'a']\n"
+    with h5py.File(sp.tmp / "s.h5") as f:
+        assert regions(f)["s"].attrs["num_calls"] == 1
+    proc = sp("run", "-q", "--recursive", "-o", "r.h5", "-", input=STDIN)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "r.h5") as f:
+        names = set(regions(f))
+    assert {"<stdin>", "__main__.<module>", "__main__.f", "s"} <= names, names
+    proc = sp("run", "-q", "-o", "e.h5", "-", input="raise SystemExit(3)\n")
+    assert proc.returncode == 3, proc.stderr
