@@ -38,11 +38,13 @@ def _qualname(func):
     return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
 
 
-async def _timed_coroutine(region, coro):
+async def _timed_coroutine(region, pending):
     """A call of a decorated ``async def`` function (the C wrapper makes one
-    per call, named as the function's coroutine): the region is open from
-    the coroutine's first step to its end (return, exception or
-    cancellation), in the task that runs it."""
+    per call, named as the function's coroutine; pending() gives the
+    function's coroutine, held until now): the region is open from the
+    coroutine's first step to its end (return, exception or cancellation),
+    in the task that runs it."""
+    coro = pending()
     token = _coroutine_enter(region)
     try:
         return await coro

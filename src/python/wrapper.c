@@ -145,6 +145,71 @@ static PyObject *pf_call_async(PyObject *self, PyObject *const *args, size_t nar
 	return pf_record(self, args, nargsf, kwnames, 2, 0, 0);
 }
 
+/* The function's coroutine, held for _timed_coroutine until its first step
+ * takes it (calling the holder): if that never comes (the call's coroutine
+ * closed before it started, or dropped, which warns as never awaited by
+ * itself, named as the function's), the function's coroutine is closed
+ * with the holder, so that it does not warn too (plain python: no warning
+ * after close(), one when dropped). */
+typedef struct {
+	PyObject_HEAD
+	vectorcallfunc vectorcall;
+	PyObject *coro;
+} PendingCoro;
+
+static PyObject *pending_take(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	(void)args;
+	(void)nargsf;
+	(void)kwnames;
+	PendingCoro *p = (PendingCoro *)self;
+	PyObject *coro = p->coro;
+	p->coro = NULL;
+	return coro ? coro : Py_NewRef(Py_None);
+}
+
+static void pending_dealloc(PyObject *self)
+{
+	PendingCoro *p = (PendingCoro *)self;
+	PyObject_GC_UnTrack(self);
+	if (p->coro) {
+		PyObject *type, *value, *tb;
+		PyErr_Fetch(&type, &value, &tb);
+		PyObject *r = PyObject_CallMethod(p->coro, "close", NULL);
+		if (!r)
+			PyErr_WriteUnraisable(p->coro);
+		Py_XDECREF(r);
+		PyErr_Restore(type, value, tb);
+		Py_CLEAR(p->coro);
+	}
+	PyObject_GC_Del(self);
+}
+
+static int pending_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(((PendingCoro *)self)->coro);
+	return 0;
+}
+
+static int pending_clear(PyObject *self)
+{
+	Py_CLEAR(((PendingCoro *)self)->coro);
+	return 0;
+}
+
+static PyTypeObject PendingCoroType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler._PendingCoroutine",
+	.tp_basicsize = sizeof(PendingCoro),
+	.tp_dealloc = pending_dealloc,
+	.tp_vectorcall_offset = offsetof(PendingCoro, vectorcall),
+	.tp_call = PyVectorcall_Call,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+	.tp_doc = "A decorated coroutine function's coroutine until its timed run takes it.",
+	.tp_traverse = pending_traverse,
+	.tp_clear = pending_clear,
+};
+
 /* An `async def` function: its call only creates the coroutine, so the
  * region is timed by _timed_coroutine (the Python layer), a coroutine that
  * awaits this one between _coroutine_enter and _coroutine_exit below. */
@@ -156,8 +221,17 @@ static PyObject *pf_call_coro(PyObject *self, PyObject *const *args, size_t narg
 		coro = sp_linetrace_wrap_result(pf->func, coro);
 	if (!coro || !Py_TYPE(coro)->tp_as_async || !Py_TYPE(coro)->tp_as_async->am_await)
 		return coro;
-	PyObject *argv[2] = {(PyObject *)pf->region, coro};
+	PendingCoro *pending = PyObject_GC_New(PendingCoro, &PendingCoroType);
+	if (!pending) {
+		Py_DECREF(coro);
+		return NULL;
+	}
+	pending->vectorcall = pending_take;
+	pending->coro = Py_NewRef(coro);
+	PyObject_GC_Track(pending);
+	PyObject *argv[2] = {(PyObject *)pf->region, (PyObject *)pending};
 	PyObject *res = PyObject_Vectorcall(wrap.timed_coroutine, argv, 2, NULL);
+	Py_DECREF(pending);
 	/* Named as the function's coroutine (never-awaited warnings, task lanes). */
 	PyObject *name = res ? PyObject_GetAttrString(coro, "__name__") : NULL;
 	PyObject *qual = name ? PyObject_GetAttrString(coro, "__qualname__") : NULL;
@@ -600,7 +674,7 @@ void sp_wrappers_freeze(void)
 
 int sp_wrapper_init(void)
 {
-	if (PyType_Ready(&sp_ProfiledFunctionType) < 0)
+	if (PyType_Ready(&sp_ProfiledFunctionType) < 0 || PyType_Ready(&PendingCoroType) < 0)
 		return -1;
 	return sp_generator_init();
 }

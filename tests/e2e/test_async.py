@@ -4,6 +4,7 @@ functions timed for their awaited run (in every mode). Real scripts under
 the real executable, checked in the HDF5 file, the summary tree and the
 Chrome trace."""
 import json
+import os
 import re
 
 import h5py
@@ -586,3 +587,44 @@ def test_a_coroutine_token_given_back_twice_ends_its_call_once(sp):
     rows = [l.split(",") for l in exported.stdout.splitlines()[1:]]
     assert [r[0] for r in rows] == ["x", "x"]
     assert all(float(r[5]) >= float(r[4]) for r in rows)
+
+
+NEVER_AWAITED = """
+import sys, warnings
+import scope_profiler as sp
+warnings.simplefilter("always")
+
+@sp.profile("c")
+async def coro():
+    pass
+
+if sys.argv[1] == "closed":
+    coro().close()
+else:
+    c = coro()
+    del c
+print("end")
+"""
+
+
+@pytest.mark.parametrize("how", ["closed", "dropped"])
+def test_a_decorated_coroutine_never_awaited_warns_as_plain_python(sp, how):
+    """A decorated coroutine closed before it started warns of nothing, one
+    dropped unawaited warns once, named as the function's: as the same
+    script under plain python (a no-op scope_profiler beside it). Before: a
+    warning after close(), two when dropped (the function's own coroutine,
+    held by the timed one, warned too)."""
+    import subprocess
+    script = sp.script(NEVER_AWAITED, name="never.py")
+    proc = sp("run", "-q", "--no-output", script, how)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "end\n"
+    stub = sp.tmp / "stub"
+    stub.mkdir()
+    (stub / "scope_profiler.py").write_text("def profile(name=None):\n    return lambda f: f\n")
+    plain = subprocess.run([embedded().executable, str(script), how], capture_output=True, text=True,
+                           timeout=120, cwd=sp.tmp, env={**os.environ, "PYTHONPATH": str(stub)})
+    assert plain.returncode == 0 and plain.stdout == "end\n", plain.stderr
+    warning = "RuntimeWarning: coroutine 'coro' was never awaited"
+    assert proc.stderr.count(warning) == plain.stderr.count(warning) == (0 if how == "closed" else 1), \
+        (proc.stderr, plain.stderr)
