@@ -62,6 +62,51 @@ int sp_region_fit(RegionObject *r)
 	return sp_mode.likwid ? likwid_register(r) : 0;
 }
 
+/* The names that regions stand for in the file in place of their own (an
+ * invalid name's escaped form, or a name such a form had taken): created
+ * with the first. */
+static PyObject *stand_ins;
+
+/* The name region `name` is stored under: its own, or (an invalid name)
+ * its escaped form; either with " [2]", " [3]"... when another region is
+ * stored under it already, so that no two regions share a name in the
+ * file. A new reference, said on stderr when it is not the name; NULL on
+ * error. */
+static PyObject *stored_name(PyObject *name)
+{
+	PyObject *base = sp_text_storable(name);
+	if (!base || (base == name && !stand_ins))
+		return base;
+	if (!stand_ins && !(stand_ins = PySet_New(NULL))) {
+		Py_DECREF(base);
+		return NULL;
+	}
+	PyObject *stored = Py_NewRef(base);
+	for (long k = 2;; k++) {
+		int taken = PySet_Contains(stand_ins, stored);
+		if (!taken && stored != name)
+			taken = PyDict_Contains(sp_registry, stored);
+		if (taken <= 0) {
+			if (taken < 0 || (stored != name && PySet_Add(stand_ins, stored) != 0))
+				Py_CLEAR(stored);
+			break;
+		}
+		Py_DECREF(stored);
+		if (!(stored = PyUnicode_FromFormat("%U [%ld]", base, k)))
+			break;
+	}
+	if (stored && stored != name) {
+		if (base != name)
+			PySys_FormatStderr("scope-profiler: warning: the region name %R is not valid text "
+					   "(UTF-8 cannot hold it); it is recorded as %R\n", name, stored);
+		else
+			PySys_FormatStderr("scope-profiler: warning: the region name %R is taken by an "
+					   "invalid name's escaped form; it is recorded as %R\n", name, stored);
+	}
+	Py_DECREF(base);
+	return stored;
+}
+
 static PyObject *region_create(PyObject *name)
 {
 	Py_ssize_t len = PyUnicode_GetLength(name);
@@ -76,19 +121,11 @@ static PyObject *region_create(PyObject *name)
 		return NULL;
 	}
 	/* A name UTF-8 cannot hold (a lone surrogate) would fail the file at
-	 * the end of the run: the region goes by its escaped form, said once. */
-	PyObject *stored = sp_text_storable(name);
+	 * the end of the run: the region goes by its escaped form, said once;
+	 * it is found by its own name, never by that form's text. */
+	PyObject *stored = stored_name(name);
 	if (!stored)
 		return NULL;
-	if (stored != name) {
-		PyObject *known = PyDict_GetItemWithError(sp_registry, stored);
-		if (known || PyErr_Occurred()) {
-			Py_DECREF(stored);
-			return Py_XNewRef(known);
-		}
-		PySys_FormatStderr("scope-profiler: warning: the region name %R is not valid text "
-				   "(UTF-8 cannot hold it); it is recorded as %R\n", name, stored);
-	}
 	RegionObject *r = PyObject_New(RegionObject, new_class);
 	if (!r) {
 		Py_DECREF(stored);
@@ -108,7 +145,7 @@ static PyObject *region_create(PyObject *name)
 	r->holds_functions = 0;
 	r->peak_bytes = SP_NO_PEAK;
 	r->gen = 0;
-	if (sp_region_fit(r) != 0 || PyDict_SetItem(sp_registry, r->name, (PyObject *)r) != 0) {
+	if (sp_region_fit(r) != 0 || PyDict_SetItem(sp_registry, name, (PyObject *)r) != 0) {
 		Py_DECREF(r);
 		return NULL;
 	}

@@ -433,9 +433,7 @@ static PyObject *mod_get_region(PyObject *m, PyObject *name)
 {
 	if (!check_name(name))
 		return NULL;
-	PyObject *stored = sp_text_storable(name);   /* as region_create keys it */
-	PyObject *r = stored ? PyDict_GetItemWithError(sp_registry, stored) : NULL;
-	Py_XDECREF(stored);
+	PyObject *r = PyDict_GetItemWithError(sp_registry, name);   /* by its own name */
 	if (r)
 		return Py_NewRef(r);
 	if (!PyErr_Occurred())

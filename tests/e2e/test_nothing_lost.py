@@ -31,13 +31,18 @@ BAD_NAME = """
         with sp.region(name):
             pass
     assert sp.get_region(name).num_calls == 3
-    with sp.region("bad\\\\udcff"):          # the escaped form: the same region
-        pass
+    for _ in range(2):
+        with sp.region("bad\\\\udcff"):      # the escaped form's text: another region
+            pass
+    assert sp.get_region("bad\\\\udcff").num_calls == 2
     print("done")
 """
 
 
 def test_a_name_utf8_cannot_hold_keeps_the_profile(sp):
+    """The invalid name is recorded as its escaped form, said once; a
+    region named by that form's text stays a region of its own, stored with
+    a suffix, said too (before, the two were merged into one)."""
     script = sp.script(BAD_NAME)
     proc = sp("run", "-q", "-o", "out.h5", script)
     assert proc.returncode == 0, proc.stderr
@@ -45,7 +50,27 @@ def test_a_name_utf8_cannot_hold_keeps_the_profile(sp):
     warnings = [l for l in proc.stderr.splitlines() if "not valid text" in l]
     assert len(warnings) == 1, proc.stderr
     assert "'bad\\udcff'" in warnings[0] and "'bad\\\\udcff'" in warnings[0]
-    assert calls(sp.tmp / "out.h5") == {"good": 3, "bad\\udcff": 4}
+    taken = [l for l in proc.stderr.splitlines() if "taken by an invalid name's escaped form" in l]
+    assert len(taken) == 1 and "'bad\\\\udcff [2]'" in taken[0], proc.stderr
+    assert calls(sp.tmp / "out.h5") == {"good": 3, "bad\\udcff": 3, "bad\\udcff [2]": 2}
+
+
+def test_an_invalid_name_whose_escaped_form_is_taken_gets_a_suffix(sp):
+    """The other order: a region named "bad\\udcff" first, then the invalid
+    name whose escaped form that is: it is recorded as "bad\\udcff [2]"."""
+    sp.script("""
+        import os
+        import scope_profiler as sp
+        with sp.region("bad\\\\udcff"):
+            pass
+        for _ in range(2):
+            with sp.region(os.fsdecode(b"bad\\xff")):
+                pass
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert "it is recorded as 'bad\\\\udcff [2]'" in proc.stderr
+    assert calls(sp.tmp / "out.h5") == {"bad\\udcff": 1, "bad\\udcff [2]": 2}
 
 
 @pytest.mark.script_imports("mpi4py")
