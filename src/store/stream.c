@@ -31,6 +31,7 @@
 #include <hdf5.h>
 
 #include "sp_clock.h"
+#include "sp_h5.h"
 #include "sp_h5write.h"
 #include "sp_outpath.h"
 #include "sp_stream.h"
@@ -596,6 +597,13 @@ enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *e
 	struct stat st;
 	if (lstat(S.partial, &st) == 0 && !S_ISREG(st.st_mode)) {
 		enum sp_err rc = sp_error_set(err, SP_EINVAL, "'%s' exists and is not a regular file", S.partial);
+		release();
+		return rc;
+	}
+	/* An earlier run's partial file is replaced; anything else is kept. */
+	if (lstat(S.partial, &st) == 0 && st.st_size > 0 && !sp_h5_is_profile(S.partial)) {
+		enum sp_err rc = sp_error_set(err, SP_EEXIST, "'%s' exists and is not a scope-profiler profile "
+					      "(an earlier run's partial file); move it away", S.partial);
 		release();
 		return rc;
 	}

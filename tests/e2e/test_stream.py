@@ -392,6 +392,23 @@ def test_a_file_size_limit_while_streaming_keeps_the_partial_and_counts_the_rest
     assert kept.get("r", 0) + int(lost.group(1)) == 40 * 20000, (kept, lines)
 
 
+def test_a_file_at_out_partial_that_is_no_profile_is_kept(sp):
+    """OUT.partial holding something else (the user's notes) is not
+    replaced by the stream: one line says so, the run keeps its calls in
+    memory and writes OUT whole at the end. Before, the stream replaced the
+    file and then removed it."""
+    script = sp.script(LOOP, name="loop.py")
+    (sp.tmp / "out.h5.partial").write_text("notes\n")
+    proc = sp("run", "-q", "--flush-interval", "0.01", "-o", "out.h5", script, 100_000)
+    assert proc.returncode == 0, proc.stderr
+    assert (sp.tmp / "out.h5.partial").read_text() == "notes\n"
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "out.h5.partial' exists and is not a scope-profiler profile" in lines[0], \
+        proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert int(regions(f)["step"].attrs["num_calls"]) == 100_000
+
+
 @pytest.mark.parametrize("bad", ["64X", "-1", "512K", "lots"])
 def test_a_bad_memory_budget_is_one_line(sp, bad):
     proc = sp("run", "--memory-budget", bad, sp.script("pass\n"))
