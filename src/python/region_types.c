@@ -135,12 +135,7 @@ static PyObject *region_call_timed(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	if (!PyArg_ParseTuple(args, "O:region", &func))
 		return NULL;
-	if (!PyCallable_Check(func)) {
-		PyErr_Format(PyExc_TypeError, "a region decorates a callable, not %.100s",
-			     Py_TYPE(func)->tp_name);
-		return NULL;
-	}
-	return sp_wrapper_new((RegionObject *)self, func, 0);
+	return sp_wrapper_decorate((RegionObject *)self, func, 0);
 }
 
 /* Disabled: the function itself. With no session (idle), a wrapper that
@@ -151,8 +146,8 @@ static PyObject *region_call_disabled(PyObject *self, PyObject *args, PyObject *
 	PyObject *func;
 	if (!PyArg_ParseTuple(args, "O:region", &func))
 		return NULL;
-	if (sp_mode.idle && PyCallable_Check(func))
-		return sp_wrapper_new((RegionObject *)self, func, 0);
+	if (sp_mode.idle && sp_wrapper_takes(func))
+		return sp_wrapper_decorate((RegionObject *)self, func, 0);
 	return Py_NewRef(func);
 }
 
@@ -395,14 +390,14 @@ static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 	int recursive = 1;
 	if (!PyArg_ParseTuple(args, "OO|p:_profile_recursive", &region, &func, &recursive))
 		return NULL;
-	if (Py_TYPE(region) == &sp_DisabledRegionType && !(sp_mode.idle && PyCallable_Check(func)))
+	if (Py_TYPE(region) == &sp_DisabledRegionType && !(sp_mode.idle && sp_wrapper_takes(func)))
 		return Py_NewRef(func);
 	if (!recursive) {
-		if (!PyObject_TypeCheck(region, &sp_RegionBaseType) || !PyCallable_Check(func)) {
+		if (!PyObject_TypeCheck(region, &sp_RegionBaseType) || !sp_wrapper_takes(func)) {
 			PyErr_SetString(PyExc_TypeError, "_profile_recursive(region, callable, False)");
 			return NULL;
 		}
-		return sp_wrapper_new((RegionObject *)region, func, -1);
+		return sp_wrapper_decorate((RegionObject *)region, func, -1);
 	}
 	if (sp_mode.likwid) {
 		/* As run --likwid --recursive: the nested calls would be regions
@@ -422,11 +417,11 @@ static PyObject *mod_profile_recursive(PyObject *m, PyObject *args)
 	     Py_TYPE(region) != &sp_AsyncRegionType && Py_TYPE(region) != &sp_MemoryRegionType &&
 	     Py_TYPE(region) != &sp_MemoryThreadsRegionType && Py_TYPE(region) != &sp_MemoryAsyncRegionType &&
 	     Py_TYPE(region) != &sp_NvtxRegionType && Py_TYPE(region) != &sp_NvtxAsyncRegionType) ||
-	    !PyCallable_Check(func)) {
+	    !sp_wrapper_takes(func)) {
 		PyErr_SetString(PyExc_TypeError, "_profile_recursive(region, callable)");
 		return NULL;
 	}
-	return sp_wrapper_new((RegionObject *)region, func, 1);
+	return sp_wrapper_decorate((RegionObject *)region, func, 1);
 }
 
 static PyObject *mod_get_region(PyObject *m, PyObject *name)

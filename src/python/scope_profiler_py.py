@@ -35,7 +35,10 @@ class session:
 
 
 def _qualname(func):
-    return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+    # A callable object without names (an instance with __call__): its
+    # class's, the same in every run (its repr holds an address).
+    return (getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
+            or type(func).__qualname__)
 
 
 async def _timed_coroutine(region, pending):
@@ -159,7 +162,10 @@ _qualified_names = {}
 def _unnamed(func):
     """The region of an unnamed @profile on func: the function's __name__, as
     the original package names it (methods of two classes that share a name
-    share the region: name them to keep them apart)."""
+    share the region: name them to keep them apart). A classmethod or
+    staticmethod (the decorator above it) is named by its function."""
+    if isinstance(func, (classmethod, staticmethod)):
+        func = func.__func__
     name = getattr(func, "__name__", None)
     if not isinstance(name, str) or not name:
         name = _qualname(func)
@@ -183,7 +189,7 @@ def profile(name=None, recursive=None, *, region_name=None):
         if name is not None:
             raise TypeError("profile() got both name and region_name")
         name = region_name
-    if callable(name) and not isinstance(name, str):
+    if isinstance(name, (classmethod, staticmethod)) or (callable(name) and not isinstance(name, str)):
         return _unnamed(name)(name)
     if recursive is not None:
         flag = bool(recursive)

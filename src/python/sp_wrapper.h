@@ -14,6 +14,14 @@ extern PyTypeObject sp_ProfiledFunctionType;
  * recursive_profile says; a new reference, or NULL with an exception. */
 PyObject *sp_wrapper_new(RegionObject *region, PyObject *func, int recursive);
 
+/* What a region's decorator makes of what it decorates: a callable's
+ * wrapper (sp_wrapper_new), a classmethod or staticmethod of its
+ * function's wrapper (a decorator above @classmethod); else a TypeError
+ * naming what it got. A new reference, or NULL. */
+PyObject *sp_wrapper_decorate(RegionObject *region, PyObject *func, int recursive);
+/* Whether the decorator can take func (sp_wrapper_decorate). */
+int sp_wrapper_takes(PyObject *func);
+
 /* Every decorated function's call chosen again from sp_mode (line mode
  * times the lines of what was decorated before it was asked for): mode.c's
  * wrappers_apply; -1 with an exception. */

@@ -480,6 +480,30 @@ static int function_kind(PyObject *func)
 	return kind;
 }
 
+int sp_wrapper_takes(PyObject *func)
+{
+	return PyCallable_Check(func) || PyObject_TypeCheck(func, &PyClassMethod_Type) ||
+	       PyObject_TypeCheck(func, &PyStaticMethod_Type);
+}
+
+PyObject *sp_wrapper_decorate(RegionObject *region, PyObject *func, int recursive)
+{
+	int cm = PyObject_TypeCheck(func, &PyClassMethod_Type);
+	if (cm || PyObject_TypeCheck(func, &PyStaticMethod_Type)) {
+		PyObject *inner = PyObject_GetAttrString(func, "__func__");
+		PyObject *w = inner ? sp_wrapper_decorate(region, inner, recursive) : NULL;
+		PyObject *res = w ? (cm ? PyClassMethod_New(w) : PyStaticMethod_New(w)) : NULL;
+		Py_XDECREF(w);
+		Py_XDECREF(inner);
+		return res;
+	}
+	if (!PyCallable_Check(func)) {
+		PyErr_Format(PyExc_TypeError, "a region decorates a callable, not %.100s", Py_TYPE(func)->tp_name);
+		return NULL;
+	}
+	return sp_wrapper_new(region, func, recursive);
+}
+
 PyObject *sp_wrapper_new(RegionObject *region, PyObject *func, int recursive)
 {
 	if (sp_mode.lines && recursive <= 0 && sp_linetrace_choose(func, region->name) != 0)

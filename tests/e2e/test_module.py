@@ -404,3 +404,54 @@ def test_a_region_made_before_setup_track_threads_records_its_lane(sp):
     proc = sp("run", "-q", "--no-output", script)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "1 [0]\n"
+
+
+CLASSMETHODS = """
+import scope_profiler as sp
+
+class A:
+    @sp.profile
+    @classmethod
+    def make(cls, x):
+        return cls.__name__, x
+
+    @sp.profile("twice")
+    @staticmethod
+    def st(y):
+        return y * 2
+
+    @sp.profile(recursive=True)
+    @classmethod
+    def rec(cls):
+        return 1
+
+class Call:
+    def __call__(self):
+        return 5
+
+c = sp.profile(Call())
+print(A.make(3), A().make(4), A.st(5), A().st(6), A.rec(), c())
+print(sorted(sp.get_all_regions()))
+try:
+    sp.profile("x")(42)
+except TypeError as e:
+    print("TypeError:", e)
+"""
+
+
+def test_a_decorator_above_classmethod_or_staticmethod(sp):
+    """@sp.profile above @classmethod or @staticmethod (named or not,
+    recursive too) times the method and keeps it one; a callable object
+    without a name is named by its class, the same in every run (before:
+    'a region name must be a str, not classmethod', and the object's repr,
+    its address in it)."""
+    script = sp.script(CLASSMETHODS)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "('A', 3) ('A', 4) 10 12 1 5",
+        "['Call', 'make', 'rec', 'twice']",
+        "TypeError: a region decorates a callable, not int"]
+    with h5py.File(sp.tmp / "out.h5") as f:
+        got = {name: int(r.attrs["num_calls"]) for name, r in regions(f).items()}
+    assert {k: got[k] for k in ("make", "twice", "rec", "Call")} == {"make": 2, "twice": 2, "rec": 1, "Call": 1}
