@@ -46,8 +46,13 @@ static volatile sig_atomic_t child_signal;  /* a profiled child's (below), or 0 
 static volatile sig_atomic_t child_writing; /* the child writes its profile (its end) */
 static void (*python_c_handler)(int);       /* Python's own C handler, as _run_watch or
 					     * _child_signals found it (one for every signal) */
+static int run_signals;   /* this process is the run: its exit signals are run_watch's */
+static int run_ending;    /* run_signal_end writes the profile: no new process from here */
 static void child_signal_end(void);
+static void run_signal_end(int sig);
 static void die_by(int sig);
+static void child_ticks_set(long ms);
+static void on_child_signal(int sig);
 
 /* Blocks the exit signals in the calling thread; the mask it had into *before. */
 static void hold_exit_signals(sigset_t *before)
@@ -122,23 +127,40 @@ int sp_run_exit_signal_last(void)
 	return sig;
 }
 
+static PyObject *run_exit(PyObject *m, PyObject *unused);
+
+/* The run ends at exit signal sig: plain python ends at such a signal at
+ * once, running none of the script's code; so does the run, once its
+ * profile is written (the end of the run, as at the script's end), with
+ * status 128 + sig. Unwinding the script instead (SystemExit) ran code
+ * plain python never runs, which could wait forever: a Pool's terminate()
+ * on a lock a killed worker held, multiprocessing's exit joining a child
+ * that never ends. The signal's deadline (on_child_signal's ticks) stops:
+ * the main thread is here, the write may take its time. */
+static void run_signal_end(int sig)
+{
+	child_ticks_set(0);
+	run_ending = 1;
+	if (!exit_signal)
+		note_exit_signal(sig);
+	sp_session_note_failed();
+	PyObject *r = run_exit(NULL, NULL);
+	Py_XDECREF(r);
+	PyErr_Clear();
+	_exit(128 + sig);
+}
+
 /* _on_exit_signal(signum, frame): the run's handler of the exit signals
- * but SIGINT, in C so that no frame of the profiler's shows in a
- * traceback: the script unwinds as at sys.exit(128 + signum). */
+ * but SIGINT (run_signal_end). */
 static PyObject *on_exit_signal_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
 	long sig = nargs >= 1 ? PyLong_AsLong(args[0]) : -1;
 	if (sig == -1 && PyErr_Occurred())
 		return NULL;
-	if (!exit_signal && is_exit_signal(sig))
-		note_exit_signal((int)sig);
-	sp_session_note_failed();
-	PyObject *code = PyLong_FromLong(128 + sig);
-	if (code) {
-		PyErr_SetObject(PyExc_SystemExit, code);
-		Py_DECREF(code);
-	}
-	return NULL;
+	if (!is_exit_signal(sig) || sig == SIGINT)
+		Py_RETURN_NONE;   /* called by a handler of the script's for another signal */
+	run_signal_end((int)sig);
+	Py_RETURN_NONE;
 }
 
 /* _watch_unraisable(hook)(unraisable): the run's sys.unraisablehook, over
@@ -172,8 +194,8 @@ static PyMethodDef unraisable_def = {
  * from then on is not in the profile: one line says so. */
 static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	if (child_signal)
-		child_signal_end();   /* a child's exit signal came first: it ends the child */
+	if (child_signal)   /* an exit signal came first: it ends the process */
+		run_signals ? run_signal_end(child_signal) : child_signal_end();
 	int ended = sp_session_end_before_exec();
 	PyObject *r = PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
 	if (!r && ended)
@@ -189,6 +211,17 @@ static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t na
  * hook; held, it comes once they are in place. */
 static PyObject *fork_around(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+	/* The run ends at a signal, writing its profile (run_signal_end): a
+	 * thread of the script's that forks now (a Pool replacing the workers
+	 * the signal ended) waits for the end instead; plain python, ended at
+	 * once, forked nothing more, and a worker forked now would outlive the
+	 * run, waiting on its pool for ever. */
+	if (run_ending) {
+		Py_BEGIN_ALLOW_THREADS
+		for (;;)
+			pause();
+		Py_END_ALLOW_THREADS
+	}
 	sigset_t before;
 	hold_exit_signals(&before);
 	sp_spill_fork_enter();
@@ -213,8 +246,8 @@ static PyMethodDef os_defs[] = {
  * child's profile is written first (multiprocessing's workers end so). */
 static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	if (child_signal)
-		child_signal_end();   /* an exit signal came first: it ends the child */
+	if (child_signal)   /* an exit signal came first: it ends the process */
+		run_signals ? run_signal_end(child_signal) : child_signal_end();
 	child_writing = 1;   /* an exit signal from here on ends it after the write */
 	sp_session_end_child();
 	child_writing = 0;
@@ -257,9 +290,18 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 			if (!r)
 				goto fail;
 			Py_DECREF(r);
+			/* Python's C handler runs under ours (on_child_signal): the
+			 * signal's deadline, should the main thread not come back
+			 * to Python (a long C call, an MPI wait) to write. */
 			struct sigaction sa;
-			if (sigaction(exit_signals[i], NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO))
-				python_c_handler = sa.sa_handler;
+			if (sigaction(exit_signals[i], NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
+			    sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) {
+				if (sa.sa_handler != on_child_signal)
+					python_c_handler = sa.sa_handler;
+				sa.sa_handler = on_child_signal;
+				sigaction(exit_signals[i], &sa, NULL);
+				run_signals = 1;
+			}
 		}
 	}
 	PyObject *hook = PySys_GetObject("unraisablehook");   /* borrowed */
@@ -310,12 +352,13 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
 {
 	PyObject *sigmod = PyImport_ImportModule("_signal");
 	PyObject *handler = sigmod ? PyObject_GetAttrString(m, "_on_exit_signal") : NULL;
+	run_signals = 0;   /* a fork of the run is no run */
 	for (size_t i = 0; handler && i < NSIGNALS; i++) {
 		PyObject *cur = PyObject_CallMethod(sigmod, "getsignal", "i", exit_signals[i]);
 		struct sigaction sa;
 		/* One a C handler took since (faulthandler.register) stays its. */
 		if (cur == handler && sigaction(exit_signals[i], NULL, &sa) == 0 &&
-		    (!python_c_handler || sa.sa_handler == python_c_handler)) {
+		    (!python_c_handler || sa.sa_handler == python_c_handler || sa.sa_handler == on_child_signal)) {
 			PyObject *r = PyObject_CallMethod(sigmod, "signal", "ii", exit_signals[i],
 							  (int)(intptr_t)SIG_DFL);
 			Py_XDECREF(r);
@@ -351,6 +394,12 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
  * (os._exit) lets the write finish, then ends the child. */
 #define CHILD_TICK_MS 50
 #define CHILD_DEADLINE_S 2
+/* The run's (its exit signals take the same path): a batch system's grace
+ * before SIGKILL is longer (Slurm: 30 s), and a long C call of the
+ * script's (numpy's) that ends within it still lets the profile be
+ * written; one that never ends (an MPI wait for a rank that is gone) no
+ * longer keeps the run forever. */
+#define RUN_DEADLINE_S 10
 
 static volatile sig_atomic_t child_ticks;
 static volatile sig_atomic_t child_deadline_set;   /* the write's deadline is armed (once) */
@@ -377,8 +426,15 @@ static void child_ticks_set(long ms)
 static void child_tick(int unused)
 {
 	(void)unused;
-	if (++child_ticks >= CHILD_DEADLINE_S * 1000 / CHILD_TICK_MS)
-		die_by(child_signal);
+	if (++child_ticks < (run_signals ? RUN_DEADLINE_S : CHILD_DEADLINE_S) * 1000 / CHILD_TICK_MS)
+		return;
+	if (run_signals) {
+		static const char msg[] = "scope-profiler: run: the script did not come back to Python "
+					  "within 10 s of the signal to write the profile: ended unwritten\n";
+		ssize_t unused_rc = write(STDERR_FILENO, msg, sizeof msg - 1);
+		(void)unused_rc;
+	}
+	die_by(child_signal);
 }
 
 /* The write's deadline (the same signal again during it). */
@@ -559,7 +615,7 @@ PyMethodDef sp_exitphase_methods[] = {
 	 "scope-profiler run --subprocesses' handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1 and SIGUSR2 "
 	 "in a child process: its profile is written, then the signal ends it."},
 	{"_on_exit_signal", (PyCFunction)(void (*)(void))on_exit_signal_py, METH_FASTCALL,
-	 "scope-profiler run's handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1 and SIGUSR2: the script "
-	 "ends as at sys.exit(128 + signum), and the profile is written."},
+	 "scope-profiler run's handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1 and SIGUSR2: the profile "
+	 "is written, then the run ends with status 128 + signum, running no more of the script."},
 	{NULL},
 };

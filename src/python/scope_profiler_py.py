@@ -608,9 +608,10 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False, o
             _offer_children(folder, {"trace_all": bool(trace_all), "include": tuple(include),
                                      "exclude": tuple(exclude), "own": tuple(own)} if trace else None)
     # SIGTERM (a batch system's time limit), SIGHUP, SIGXCPU, SIGUSR1/2
-    # unwind like sys.exit(128 + signal), so the profile is written (a
-    # script may still install its own handler); os.exec* writes it first;
-    # signals Python's shutdown swallows are noted (exitphase.c).
+    # write the profile, then end the run with status 128 + signal, running
+    # no more of the script (a script may still install its own handler);
+    # os.exec* writes it first; signals Python's shutdown swallows are
+    # noted (exitphase.c).
     _run_watch(_os)
 
 

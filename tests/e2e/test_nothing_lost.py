@@ -128,6 +128,68 @@ def test_exit_signals_write_the_profile_and_end_as_the_signal_asks(sp, sig):
     assert calls(sp.tmp / "out.h5")["loop"] >= 1
 
 
+NO_CLEANUP = """
+    import atexit, multiprocessing as mp, sys, time
+    import scope_profiler as sp
+
+    def serve():
+        while True:
+            time.sleep(0.05)
+
+    if __name__ == "__main__":
+        atexit.register(lambda: print("atexit ran", flush=True))
+        mp.get_context("fork").Process(target=serve).start()   # never ends, not a daemon
+        try:
+            with sp.region("main"):
+                print("started", flush=True)
+                time.sleep(600)
+        finally:
+            print("finally ran", flush=True)
+"""
+
+
+def test_an_exit_signal_runs_none_of_the_script_s_code(sp):
+    """SIGTERM to the run alone while a non-daemon multiprocessing child
+    runs: the profile is written and the run ends, status 143, running no
+    finally block or atexit callback, as plain python ends at once. Before,
+    the signal unwound the script (SystemExit): its cleanup ran, and
+    multiprocessing's exit waited for the child for ever (so did a Pool's
+    terminate() on a lock a worker killed by the same signal held)."""
+    script = sp.script(NO_CLEANUP)
+    p = start(script, sp.tmp / "out.h5")
+    try:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=60)
+    finally:
+        # The child, orphaned as under python (it holds the pipes open).
+        subprocess.run(["pkill", "-9", "-f", str(script)])
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 143, err
+    assert out == "", out
+    assert "Traceback" not in err, err
+    assert calls(sp.tmp / "out.h5") == {"main": 1}
+
+
+def test_an_exit_signal_while_python_never_returns_ends_the_run(sp):
+    """SIGTERM while the main thread is in one C call that never checks for
+    signals (an MPI wait for a rank that is gone; here, sum over a huge
+    range): the run cannot write its profile, and ends by the signal 10 s
+    later with one line (before: it ran on until the call ended)."""
+    script = sp.script("""
+        import scope_profiler as sp
+        with sp.region("x"):
+            pass
+        print("started", flush=True)
+        sum(range(10 ** 14))
+    """)
+    p = start(script, sp.tmp / "out.h5")
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == -signal.SIGTERM, err
+    assert err == ("scope-profiler: run: the script did not come back to Python within 10 s of the "
+                   "signal to write the profile: ended unwritten\n")
+
+
 def test_a_scripts_own_handler_is_kept(sp):
     script = sp.script("""
         import os, signal, sys, time
