@@ -177,6 +177,7 @@ enum { TAG_PING = 1, TAG_PONG, TAG_GO, TAG_DATA };
 static struct {
 	int active, rank, size;
 	int script_finalized;          /* the script called MPI_Finalize */
+	int provided;                  /* the thread level MPI_Init_thread gave the run */
 	int alone;                     /* this failed rank waited in vain at the end (sp_mpi_meet) */
 	pid_t pid;                     /* forked children must not communicate */
 	int64_t offset;                /* this rank's clock - rank 0's */
@@ -245,6 +246,30 @@ int MPI_Finalize(void)
 	int (*fin)(void) = real((void *)lib.PMPI_Finalize, "PMPI_Finalize");
 	return fin ? fin() : MPI_ERR_OTHER;
 }
+
+/* A script that starts MPI itself (mpi4py.rc.initialize = False, then
+ * MPI.Init()): under a launcher the run started it already, which a second
+ * MPI_Init would abort; it succeeds instead, as the script's first. */
+#undef MPI_Init_thread
+int MPI_Init(int *argc, char ***argv)
+{
+	if (mpi.active)
+		return MPI_SUCCESS;
+	int (*init)(int *, char ***) = real(NULL, "PMPI_Init");
+	return init ? init(argc, argv) : MPI_ERR_OTHER;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	if (mpi.active) {
+		if (provided)
+			*provided = mpi.provided;
+		return MPI_SUCCESS;
+	}
+	int (*init)(int *, char ***, int, int *) = real((void *)lib.MPI_Init_thread, "PMPI_Init_thread");
+	return init ? init(argc, argv, required, provided) : MPI_ERR_OTHER;
+}
+#define MPI_Init_thread lib.MPI_Init_thread
 
 int MPI_Finalized(int *flag)
 {
@@ -355,6 +380,7 @@ enum sp_err sp_mpi_start(struct sp_error *err)
 	MPI_Initialized(&initialized);
 	if (!initialized && MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
 		return sp_error_set(err, SP_EIO, "MPI_Init_thread failed");
+	mpi.provided = initialized ? MPI_THREAD_MULTIPLE : provided;
 	MPI_Comm_rank(MPI_COMM_WORLD, &mpi.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &mpi.size);
 	if (MPI_Comm_dup(MPI_COMM_WORLD, &mpi.comm) != MPI_SUCCESS)

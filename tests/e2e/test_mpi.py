@@ -431,3 +431,39 @@ def test_a_bad_wait_is_refused_before_the_script_runs(sp):
     assert errors and all(l == "scope-profiler: run: SCOPE_PROFILER_MPI_WAIT must be a number "
                           "of seconds, not 'soon'" for l in errors), proc.stderr
     assert not (sp.tmp / "ran").exists()
+
+
+SELF_INIT = """
+import sys
+import mpi4py
+mpi4py.rc.initialize = False
+mpi4py.rc.finalize = False
+from mpi4py import MPI
+import scope_profiler as sp
+if sys.argv[1] == "thread":
+    print("provided", MPI.Init_thread(MPI.THREAD_FUNNELED) >= MPI.THREAD_FUNNELED, flush=True)
+else:
+    MPI.Init()
+with sp.region("a"):
+    MPI.COMM_WORLD.Barrier()
+MPI.Finalize()
+print("finalized", MPI.Is_finalized(), flush=True)
+"""
+
+
+@pytest.mark.script_imports("mpi4py")
+@pytest.mark.parametrize("how", ["init", "thread"])
+def test_a_script_that_starts_mpi_itself(sp, how):
+    """mpi4py.rc.initialize = False, then MPI.Init() or MPI.Init_thread():
+    the run started MPI already under the launcher; the script's call
+    succeeds (before, Open MPI aborted the job: 'initialize MPI more than
+    once'), and one file holds both ranks."""
+    sp.script(SELF_INIT)
+    proc = mpirun(sp, 2, "run", "-q", "-o", "out.h5", "script.py", how)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("finalized True") == 2, proc.stdout
+    if how == "thread":
+        assert proc.stdout.count("provided True") == 2, proc.stdout
+    with h5py.File(sp.tmp / "out.h5") as f:
+        for r in (0, 1):
+            assert int(regions(f, r)["a"].attrs["num_calls"]) == 1
