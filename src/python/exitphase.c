@@ -236,6 +236,10 @@ static PyMethodDef os_defs[] = {
 	 "os.execv under scope-profiler run: the profile is written before the process is replaced."},
 	{"execve", (PyCFunction)(void (*)(void))exec_first, METH_FASTCALL | METH_KEYWORDS,
 	 "os.execve under scope-profiler run: the profile is written before the process is replaced."},
+	/* os.execvp and the like try each folder of PATH in turn: a miss is
+	 * no failure, only the whole search failing is. */
+	{"_execvpe", (PyCFunction)(void (*)(void))exec_first, METH_FASTCALL | METH_KEYWORDS,
+	 "os._execvpe under scope-profiler run: the profile is written before the process is replaced."},
 	{"fork", (PyCFunction)(void (*)(void))fork_around, METH_FASTCALL | METH_KEYWORDS,
 	 "os.fork under scope-profiler run: the profile's writer pauses around the fork."},
 	{"forkpty", (PyCFunction)(void (*)(void))fork_around, METH_FASTCALL | METH_KEYWORDS,

@@ -290,6 +290,36 @@ def test_exec_writes_the_profile_first(sp, call):
     assert calls(sp.tmp / "out.h5") == {"before": 5}
 
 
+def test_execvp_that_misses_in_some_path_folders_is_no_failure(sp):
+    """os.execvp tries each folder of PATH in turn: a miss in the first ones
+    says nothing (before: 'os.exec*() failed', then the exec succeeded); a
+    program found nowhere is said once."""
+    script = sp.script("""
+        import os, sys
+        import scope_profiler as sp
+        with sp.region("before"):
+            pass
+        sys.stdout.flush()
+        if sys.argv[1] == "missing":
+            try:
+                os.execvp("no-such-program-anywhere", ["x"])
+            except OSError:
+                print("exec failed")
+        else:
+            os.execvp("python3", ["python3", "-c", "print('replaced')"])
+    """)
+    env = {"PATH": f"{sp.tmp}/no-such-folder:{sp.tmp}/nor-this:{os.environ['PATH']}"}
+    proc = sp("run", "-q", "-o", "out.h5", script, "found", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "replaced\n"
+    assert "failed" not in proc.stderr, proc.stderr
+    assert calls(sp.tmp / "out.h5") == {"before": 1}
+    proc = sp("run", "-q", "-o", "out.h5", script, "missing", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "exec failed\n"
+    assert proc.stderr.count("os.exec*() failed") == 1, proc.stderr
+
+
 def test_a_failed_exec_is_said(sp):
     script = sp.script("""
         import os
