@@ -260,6 +260,19 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	return PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
 }
 
+/* sys.exit under run (in C: no frame of the profiler's in a traceback
+ * through it): the status is noted, then the original raises. */
+static PyObject *sys_exit_noted(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+	sp_session_note_exit_status(nargs >= 1 && !kwnames ? args[0] : Py_None);
+	return PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
+}
+
+static PyMethodDef sys_exit_def = {
+	"exit", (PyCFunction)(void (*)(void))sys_exit_noted, METH_FASTCALL | METH_KEYWORDS,
+	"exit(status=None, /)\n--\n\nExit the interpreter by raising SystemExit(status) (scope-profiler run "
+	"notes a failure status first)."};
+
 static PyMethodDef exit_def = {
 	"_exit", (PyCFunction)(void (*)(void))exit_first, METH_FASTCALL | METH_KEYWORDS,
 	"os._exit under scope-profiler run: a profiled child process writes its profile first."};
@@ -339,6 +352,17 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 		goto fail;
 	}
 	Py_DECREF(w);
+	if (signals) {   /* the run's sys.exit */
+		orig = PySys_GetObject("exit");   /* borrowed */
+		PyObject *sysname = PyUnicode_FromString("sys");
+		w = orig && sysname ? PyCFunction_NewEx(&sys_exit_def, orig, sysname) : NULL;
+		Py_XDECREF(sysname);
+		if (!w || PySys_SetObject("exit", w) != 0) {
+			Py_XDECREF(w);
+			goto fail;
+		}
+		Py_DECREF(w);
+	}
 	Py_DECREF(handler);
 	Py_DECREF(sigmod);
 	Py_RETURN_NONE;

@@ -331,17 +331,6 @@ def _finalize_at_exit():
 # ---------------------------------------------------------------------------
 # `scope-profiler run` glue
 
-def _watch_exit(original):
-    """sys.exit that remembers a failure status: under MPI such a rank
-    does not wait forever for ranks that may be waiting for it."""
-    def exit(status=None):
-        _note_exit_status(status)
-        return original(status)
-
-    exit.__doc__ = original.__doc__
-    return exit
-
-
 def _foreign_prefixes():
     """Folders whose code is not the user's: the stdlib (where os lives; no
     sysconfig, which plain python does not load). Installed packages are
@@ -596,7 +585,6 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False, o
         _start_tracing(target, trace_all, include, exclude, own,
                        _command_codes(own_of[1]) if command else None)
     atexit.register(_run_exit)  # C: ends the session, signals held
-    _sys.exit = _watch_exit(_sys.exit)
     # The no-op scope_profiler for the script's Python subprocesses (shim.c;
     # under subprocesses, the real one): a fork of this process has the
     # module, marked to be counted at the end like those (and, with

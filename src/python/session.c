@@ -454,10 +454,15 @@ static PyObject *mod_session_active(PyObject *m, PyObject *unused)
 
 /* _note_exit_status(status): run's sys.exit() and SIGTERM handler say the
  * script failed, so that under MPI this rank does not wait for the others. */
-static PyObject *mod_note_exit_status(PyObject *m, PyObject *status)
+void sp_session_note_exit_status(PyObject *status)
 {
 	session.exit_failed = status != Py_None && !(PyLong_Check(status) && PyLong_AsLong(status) == 0);
 	PyErr_Clear();
+}
+
+static PyObject *mod_note_exit_status(PyObject *m, PyObject *status)
+{
+	sp_session_note_exit_status(status);
 	Py_RETURN_NONE;
 }
 

@@ -29,6 +29,9 @@ int sp_session_write_failed(void);
 /* The script is ending with a failure (an exit signal): under MPI this
  * rank does not wait for the others. */
 void sp_session_note_failed(void);
+/* sys.exit(status) under run: a status other than None or 0 is a failure
+ * (under MPI such a rank does not wait for ever for the others). */
+void sp_session_note_exit_status(PyObject *status);
 
 /* `run`, at os.exec*(): writes the profile as at the end of the run (the
  * process is about to be replaced); the shim folder stays for the new

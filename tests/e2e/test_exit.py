@@ -320,3 +320,20 @@ def test_sigterm_while_python_waits_for_threads_is_143(sp):
     assert p.returncode == 143, err
     with h5py.File(sp.tmp / "out.h5") as f:
         assert regions(f)["main"].attrs["num_calls"] == 1
+
+
+def test_a_traceback_through_sys_exit_has_no_frame_of_the_tool(sp):
+    """sys.exit under run notes the status for MPI's end in C: a traceback
+    through it (an atexit callback's, which Python prints) shows the
+    script's frames only, as under plain python (before: a frame
+    '<scope_profiler>', in exit)."""
+    script = sp.script("""
+        import atexit, sys
+        import scope_profiler as sp
+        with sp.region("r"):
+            pass
+        atexit.register(lambda: sys.exit(5))
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert "SystemExit: 5" in proc.stderr, proc.stderr
+    assert "scope_profiler" not in proc.stderr, proc.stderr
