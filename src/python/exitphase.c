@@ -26,8 +26,10 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -37,6 +39,7 @@
 #include "sp_outpath.h"
 #include "sp_pysession.h"
 #include "sp_spill.h"
+#include "sp_stream.h"
 
 static const int exit_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2};
 #define NSIGNALS (sizeof exit_signals / sizeof exit_signals[0])
@@ -80,12 +83,21 @@ static void note_exit_signal(int sig)
 	sp_final_note_signal();
 }
 
+/* What a second signal says as it abandons the end (run_exit writes it
+ * before the end begins: a signal handler only writes it out). */
+static char abandon_msg[PATH_MAX + 160];
+static size_t abandon_len;
+
 static void on_exit_signal(int sig)
 {
 	if (exit_signal) {
 		/* Again: leave now, without the temporary file; the output
 		 * path keeps what it had. */
 		sp_outpath_cleanup_tmp();
+		if (abandon_len) {
+			ssize_t unused = write(STDERR_FILENO, abandon_msg, abandon_len);
+			(void)unused;
+		}
 		if (sig == SIGINT) {
 			/* Killed by SIGINT, as python ends on Ctrl-C; the
 			 * handler's own mask holds it back until unblocked. */
@@ -629,6 +641,12 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 	}
 	Py_XDECREF(sigmod);
 	PyErr_Clear();
+	const char *partial = sp_stream_on() ? sp_stream_partial() : NULL;
+	int n = partial ? snprintf(abandon_msg, sizeof abandon_msg, "scope-profiler: run: abandoned: the calls "
+				   "streamed so far stay in %s (scope-profiler recover finishes it)\n", partial)
+			: snprintf(abandon_msg, sizeof abandon_msg, "scope-profiler: run: abandoned: no profile "
+				   "written\n");
+	abandon_len = n > 0 && (size_t)n < sizeof abandon_msg ? (size_t)n : 0;
 	pthread_sigmask(SIG_SETMASK, &before, NULL);
 	sp_session_end_run();
 	Py_RETURN_NONE;

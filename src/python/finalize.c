@@ -5,10 +5,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sp_aggregate.h"
@@ -22,6 +24,7 @@
 #include "sp_mode.h"
 #include "sp_mpi.h"
 #include "sp_mpicalls.h"
+#include "sp_outpath.h"
 #include "sp_profile.h"
 #include "sp_pyedge.h"
 #include "sp_pyresults.h"
@@ -478,12 +481,16 @@ static int ending_by_signal(void)
 	return signalled || PySys_GetObject("last_type") == PyExc_KeyboardInterrupt;
 }
 
-/* run --subprocesses, the run's own process, its profile finished into
- * f->path: its children's files join it there (sp_merge_processes: a
- * group at a time, in bounded memory, as an MPI job's ranks; a child that
- * did not finish its file up to its last flush), and f counts them. 0, or
- * -1 with an exception (f->path then holds the run's own profile). */
-static int merge_children(struct sp_final *f, struct sp_merge_report *rep)
+/* run --subprocesses, the run's own process, its profile finished in
+ * place as `own` (OUT.partial, which keeps the children's folder for
+ * recover): its children's files join it into f->path (sp_merge_processes:
+ * a group at a time, in bounded memory, as an MPI job's ranks; a child that
+ * did not finish its file up to its last flush), and f counts them; own is
+ * then removed. Until OUT is complete, the file there stays as it was: a
+ * second signal, or SIGKILL, meanwhile leaves it and own, which recover
+ * merges with the children as the end would have. 0, or -1 with an
+ * exception (own then holds the run's own profile). */
+static int merge_children(struct sp_final *f, const char *own, struct sp_merge_report *rep)
 {
 	struct sp_error err = {0};
 	char **kids = NULL;
@@ -502,12 +509,29 @@ static int merge_children(struct sp_final *f, struct sp_merge_report *rep)
 	enum sp_err r = sp_children_files(f->children_dir, &kids, &nkids, &err);
 	if (r == SP_OK && nkids == 0) {
 		sp_children_files_free(kids, nkids);
+		/* No child's: the run's own is the profile. */
+		if (sp_outpath_replaceable(f->path, &err) != SP_OK || rename(own, f->path) != 0) {
+			PyErr_Format(PyExc_OSError, "cannot write %s; the profile stays in %s",
+				     err.msg[0] ? err.msg : strerror(errno), own);
+			return -1;
+		}
 		return 0;
 	}
 	if (r == SP_OK && (nkids > INT32_MAX - 1 || !(files = malloc((nkids + 1) * sizeof *files))))
 		r = sp_error_set(&err, SP_ENOMEM, "out of memory merging the child profiles");
+	/* The tests kill the run here, OUT not made yet. */
+	const char *pause = getenv("SCOPE_PROFILER_TEST_MERGE_PAUSE_MS");
+	if (r == SP_OK && pause) {
+		fputs("scope-profiler: test: merging\n", stderr);
+		unsigned long ms = strtoul(pause, NULL, 10);
+		struct timespec left = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+		Py_BEGIN_ALLOW_THREADS
+		while (nanosleep(&left, &left) != 0 && errno == EINTR)
+			;
+		Py_END_ALLOW_THREADS
+	}
 	if (r == SP_OK) {
-		files[0] = f->path;
+		files[0] = own;
 		for (size_t i = 0; i < nkids; i++)
 			files[i + 1] = kids[i];
 		Py_BEGIN_ALLOW_THREADS
@@ -521,10 +545,11 @@ static int merge_children(struct sp_final *f, struct sp_merge_report *rep)
 		return -1;
 	}
 	if (r != SP_OK) {
-		PyErr_Format(PyExc_OSError, "cannot merge the child processes' profiles into %s, which holds the run's "
-			     "own: %s", f->path, err.msg);
+		PyErr_Format(PyExc_OSError, "cannot merge the child processes' profiles into %s: %s; the run's own "
+			     "profile stays in %s (scope-profiler recover %s merges them)", f->path, err.msg, own, own);
 		return -1;
 	}
+	unlink(own);
 	for (int k = 1; k < rep->nranks; k++) {
 		f->children_merged += rep->ranks[k].state != SP_MERGE_NONE;
 		f->children_recovered += rep->ranks[k].state == SP_MERGE_PARTIAL;
@@ -550,10 +575,23 @@ static int final_streamed(struct sp_final *f, int64_t now)
 	 * sp_spill_finish, in their own words; others (memory) here. */
 	if ((uint64_t)p->ranks[0].dropped > sp_spill_dropped() || sp_unmatched_exits)
 		report_losses(p, 0);
-	if (add_streamed_tree(p) != 0 || sp_spill_finish(p, f->path) != 0)
+	/* Under --subprocesses the run's own file is finished in place, and
+	 * OUT made only by the merge (merge_children). */
+	const char *partial = f->children_dir ? sp_stream_partial() : NULL;
+	char *own = partial ? strdup(partial) : NULL;
+	if (partial && !own) {
+		PyErr_NoMemory();
 		goto out;
-	if (f->children_dir && merge_children(f, &rep) != 0)
+	}
+	if (add_streamed_tree(p) != 0 || sp_spill_finish(p, own ? own : f->path) != 0) {
+		free(own);
 		goto out;
+	}
+	if (own && merge_children(f, own, &rep) != 0) {
+		free(own);
+		goto out;
+	}
+	free(own);
 	/* What is shown is read back from the file; but a file without a
 	 * tree (over sp_spill_readback_max() calls) would be read with every event,
 	 * as many bytes as the run streamed: its summary is p's, its

@@ -17,6 +17,7 @@
 
 #include "sp_clock.h"
 #include "sp_h5write.h"
+#include "sp_outpath.h"
 #include "sp_h5write_table.h"
 #include "sp_h5write_v1.h"
 #include "sp_h5write_likwid.h"
@@ -516,7 +517,8 @@ static int unlink_empty(hid_t g, const char *name)
 
 /* One rank of a streamed file: its attributes, table, line tables and LIKWID
  * counters; its stream group, empty columns and children_dir (a partial
- * file's, for recover) go. */
+ * file's, for recover) go; children_dir stays in a file finished in place
+ * (the run's own, before its children's files are merged with it). */
 static enum sp_err finish_rank(struct sp_h5_writer *w, const struct sp_rank *rk)
 {
 	char name[32];
@@ -528,7 +530,7 @@ static enum sp_err finish_rank(struct sp_h5_writer *w, const struct sp_rank *rk)
 	if ((rk->run_end_ns != SP_NO_TIME && attr_i64_set(g, "run_end_time", rk->run_end_ns) < 0) ||
 	    (rk->parent_pid != 0 && attr_i64_set(g, "parent_pid", rk->parent_pid) < 0) ||
 	    attr_i64_set(g, "dropped_events", rk->dropped) < 0 ||
-	    (H5Aexists(g, "children_dir") > 0 && H5Adelete(g, "children_dir") < 0))
+	    (!w->keep_children_dir && H5Aexists(g, "children_dir") > 0 && H5Adelete(g, "children_dir") < 0))
 		rc = sp_h5w_fail(w, SP_EIO, "cannot write attributes of %s", name);
 	if (rc == SP_OK)
 		rc = sp_h5w_regions_v3(w, g, rk);
@@ -565,6 +567,7 @@ enum sp_err sp_h5w_finish_stream(hid_t file, const char *partial, const char *ta
 	w->file = file;
 	w->version = 3;
 	w->level = p->compression;
+	w->keep_children_dir = sp_outpath_same_file(partial, target);
 	if (make_plists(w) < 0) {
 		rc = sp_h5w_fail(w, SP_EIO, "cannot set up HDF5 property lists");
 		goto out;

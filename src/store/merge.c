@@ -458,7 +458,9 @@ static enum sp_err copy_finished(struct merge *m, int k)
 	enum sp_err rc = open_read(&r, m->parts[k].path, &e, &file);
 	if (rc != SP_OK)
 		rc = sp_h5w_fail(m->w, rc, "rank %d: %s", k, e.msg);
-	else if (H5Ocopy(file, m->parts[k].gname, m->w->file, dst, H5P_DEFAULT, m->w->lcpl) < 0)
+	else if (H5Ocopy(file, m->parts[k].gname, m->w->file, dst, H5P_DEFAULT, m->w->lcpl) < 0 ||
+		 (H5Aexists_by_name(m->w->file, dst, "children_dir", H5P_DEFAULT) > 0 &&
+		  H5Adelete_by_name(m->w->file, dst, "children_dir", H5P_DEFAULT) < 0))
 		rc = sp_h5w_fail(m->w, SP_EIO, "cannot copy rank %d from '%s'", k, m->parts[k].path);
 	close_read(&r, file);
 	return rc;

@@ -25,6 +25,7 @@ struct sp_h5_writer {
 	int version;                   /* the format version written: 1, 2 or 3 (a stream finished) */
 	int failed;                    /* a call failed: failure says why */
 	int detached;                  /* the file's descriptor points at memory (detach) */
+	int keep_children_dir;         /* a stream finished in place keeps it (for recover) */
 	struct sp_error failure;       /* what sp_h5w_fail sets; copied to the caller's err */
 	hid_t fcpl, fapl;              /* the file's */
 	hid_t lcpl;                    /* UTF-8 link names */

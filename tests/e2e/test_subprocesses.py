@@ -726,6 +726,54 @@ def test_a_run_killed_is_recovered_with_its_children(sp):
     assert (sp.tmp / "out.h5.partial").exists()   # only read
 
 
+MERGED_END = PRELUDE + """
+    if __name__ == "__main__":
+        work(2)
+        p = mp.get_context("fork").Process(target=work, args=(3,))
+        p.start()
+        p.join()
+        assert p.exitcode == 0, p.exitcode
+"""
+
+
+def test_a_run_killed_while_it_merges_keeps_the_old_file_and_recovers(sp):
+    """The end merges the children's files with the run's own profile,
+    finished in place as OUT.partial: killed then (SIGKILL, or a second
+    Ctrl-C abandoning the end), OUT is as it was, and recover of OUT.partial
+    merges every process. Before, OUT already held the run's own calls
+    alone, and nothing pointed to the children's files. A run that ends
+    leaves no OUT.partial, and its OUT names no folder."""
+    import subprocess
+    script = sp.script(textwrap.dedent(MERGED_END))
+    env = dict(ENV, TMPDIR=str(sp.tmp / "tmp"))
+    (sp.tmp / "tmp").mkdir()
+    ended = sp("run", "-q", "--subprocesses", "--flush-interval", "0.1", "-o", "old.h5", script, env=env)
+    assert ended.returncode == 0, ended.stderr
+    assert not (sp.tmp / "old.h5.partial").exists()
+    with h5py.File(sp.tmp / "old.h5") as f:
+        assert "children_dir" not in f["rank0"].attrs
+    (sp.tmp / "old.h5").rename(sp.tmp / "out.h5")
+    before = (sp.tmp / "out.h5").read_bytes()
+    proc = subprocess.Popen([BINARY, "run", "-q", "--subprocesses", "--flush-interval", "0.1", "-o", "out.h5",
+                             str(script)], cwd=sp.tmp, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **env, SCOPE_PROFILER_TEST_MERGE_PAUSE_MS="60000"))
+    try:
+        assert proc.stderr.readline() == "scope-profiler: test: merging\n"
+        proc.kill()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    assert (sp.tmp / "out.h5").read_bytes() == before
+    rec = sp("recover", "-o", "rec.h5", "out.h5.partial", env=env)
+    assert rec.returncode == 0, rec.stderr
+    procs = processes(sp.tmp / "rec.h5")
+    assert procs[0][2] == {"work": 1, "step": 2}
+    assert children(procs) == [{"work": 1, "step": 3}]
+
+
 def test_a_run_killed_under_a_relative_tmpdir_is_recovered_from_elsewhere(sp):
     """TMPDIR relative to the run's folder: the folder its partial file
     names is absolute, so recover finds the children from another folder;
