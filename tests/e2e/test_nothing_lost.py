@@ -172,22 +172,34 @@ def test_an_exit_signal_runs_none_of_the_script_s_code(sp):
 
 def test_an_exit_signal_while_python_never_returns_ends_the_run(sp):
     """SIGTERM while the main thread is in one C call that never checks for
-    signals (an MPI wait for a rank that is gone; here, sum over a huge
-    range): the run cannot write its profile, and ends by the signal 10 s
-    later with one line (before: it ran on until the call ended)."""
+    signals (an MPI wait for a rank that is gone; here, hashlib's key
+    derivation, minutes of C without the GIL): the run cannot write its
+    profile, and ends by the signal 10 s later with one line (before: it
+    ran on until the call ended). The signal is sent by a thread of the
+    script once the main thread is inside the call."""
     script = sp.script("""
+        import hashlib, os, signal, sys, threading, time
         import scope_profiler as sp
         with sp.region("x"):
             pass
-        print("started", flush=True)
-        sum(range(10 ** 14))
+        main = threading.main_thread().ident
+
+        def kill():
+            while sys._current_frames()[main].f_code.co_name != "derive":
+                time.sleep(0.01)
+            time.sleep(0.5)   # inside the call, the GIL let go
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        def derive():
+            return hashlib.pbkdf2_hmac("sha256", b"x", b"y", 2 ** 31 - 1)
+
+        threading.Thread(target=kill, daemon=True).start()
+        derive()
     """)
-    p = start(script, sp.tmp / "out.h5")
-    p.send_signal(signal.SIGTERM)
-    _, err = p.communicate(timeout=120)
-    assert p.returncode == -signal.SIGTERM, err
-    assert err == ("scope-profiler: run: the script did not come back to Python within 10 s of the "
-                   "signal to write the profile: ended unwritten\n")
+    proc = sp("run", "-q", "-o", "out.h5", script, timeout=120)
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    assert proc.stderr == ("scope-profiler: run: the script did not come back to Python within 10 s of "
+                           "the signal to write the profile: ended unwritten\n")
 
 
 def test_a_scripts_own_handler_is_kept(sp):
