@@ -901,7 +901,12 @@ static void write_at_exit(void)
 	session.write_failed = 1;
 	if (sp_spill_finish_failed() || sp_final_files_kept()) {
 		/* A streamed run: its calls are in the partial file (under MPI,
-		 * the ranks' files), said so (by rank 0 for every rank). */
+		 * the ranks' files), said so (by rank 0 for every rank); those
+		 * a failed stream lost are counted. */
+		uint64_t lost = sp_spill_lost();
+		if (lost && talk)
+			PySys_WriteStderr("scope-profiler: warning: %llu call%s not recorded: the stream to the "
+					  "profile had failed\n", (unsigned long long)lost, lost == 1 ? " was" : "s were");
 		PyObject *first = exc_text();
 		PyObject *line = talk ? PyUnicode_FromFormat("scope-profiler: run: %S\n", first) : NULL;
 		stream_write(err, line);

@@ -121,4 +121,8 @@ uint64_t sp_spill_dropped(void);
  * partial file, and writing one elsewhere would hold less. */
 int sp_spill_finish_failed(void);
 
+/* After a failed sp_spill_finish whose stream had failed: the calls the
+ * partial file's last flush does not hold (with those dropped); else 0. */
+uint64_t sp_spill_lost(void);
+
 #endif

@@ -60,6 +60,7 @@ static struct {
 	size_t call_bytes;             /* a call's bytes in the buffers (16, 24 with values) */
 	int32_t next_id;               /* the next region's id in the stream */
 	uint64_t dropped;              /* calls not recorded: the writer was behind */
+	uint64_t lost;                 /* a failed stream's calls its last flush missed */
 	int64_t interval_ns;           /* between flushes */
 	int finish_failed;             /* the last sp_spill_finish failed */
 	int paused;                    /* the threads were stopped for a fork */
@@ -820,10 +821,9 @@ int sp_spill_finish(const struct sp_profile *p, const char *path)
 	uint64_t lost = sp_stream_failed(NULL) ? dropped + sp_stream_unsaved() : 0;
 	if (sp_stream_finish(p, path, &err) != SP_OK) {
 		/* The calls are on disk, up to the last flush that worked: no
-		 * other file can hold more. Those after it are counted. */
-		if (lost)
-			fprintf(stderr, "scope-profiler: warning: %llu call%s not recorded: the stream to the "
-				"profile had failed\n", (unsigned long long)lost, lost == 1 ? " was" : "s were");
+		 * other file can hold more. Those after it are counted, said
+		 * by the run (sp_spill_lost; a child process says nothing). */
+		spill.lost = lost;
 		spill.finish_failed = 1;
 		if (err.code == SP_EEXIST)   /* a file appeared at the output: the profile is whole */
 			PyErr_Format(PyExc_OSError, "%s; the profile stays in %s.partial (scope-profiler recover "
@@ -859,4 +859,9 @@ uint64_t sp_spill_dropped(void)
 int sp_spill_finish_failed(void)
 {
 	return spill.finish_failed;
+}
+
+uint64_t sp_spill_lost(void)
+{
+	return spill.finish_failed ? spill.lost : 0;
 }
