@@ -215,6 +215,49 @@ static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	return r;
 }
 
+/* The thread that runs the handlers of Python's signals (the main one;
+ * in a fork, the one that forked), set where the exit signals get ours. */
+static pthread_t main_thread;
+
+/* A thread about to fork once an exit signal came (its handler has not run yet, or writes the profile):
+ * plain python, ended at once, started nothing more, and a process started
+ * now missed the signal (sent to the whole process group: a batch
+ * system's end) and outlives the run (a fork Pool's replacement worker,
+ * waiting on its pool for ever: it holds the pool's pipes open; a spawned
+ * one sees them close and ends). The main thread ends the process as the handler
+ * would; another waits for that end. */
+static void no_new_process_once_ending(void)
+{
+	if (!run_ending && !child_signal)
+		return;
+	if (child_signal && pthread_equal(pthread_self(), main_thread))
+		run_signals ? run_signal_end(child_signal) : child_signal_end();
+	Py_BEGIN_ALLOW_THREADS
+	for (;;)
+		pause();
+	Py_END_ALLOW_THREADS
+}
+
+/* In the child of a fork() that raced the signal past the check above
+ * (or of one outside os.fork: a C library's), before any hook of
+ * Python's: it ends by the signal, as the process it was forked from
+ * does; otherwise the thread that forked is its main thread. */
+static void forked_child(void)
+{
+	if (child_signal)
+		die_by(child_signal);
+	main_thread = pthread_self();
+}
+
+/* Where a process's exit signals get ours (the run's, a child's). */
+static void watch_new_processes(void)
+{
+	static int registered;
+	main_thread = pthread_self();
+	if (!registered && pthread_atfork(NULL, NULL, forked_child) == 0)
+		registered = 1;
+}
+
 /* os.fork and os.forkpty under run: the stream's threads, stopped before
  * the fork, start again once it returned (sp_spill.h). The exit signals
  * are held across it: one sent to the child before its fork hooks gave it
@@ -223,17 +266,7 @@ static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t na
  * hook; held, it comes once they are in place. */
 static PyObject *fork_around(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	/* The run ends at a signal, writing its profile (run_signal_end): a
-	 * thread of the script's that forks now (a Pool replacing the workers
-	 * the signal ended) waits for the end instead; plain python, ended at
-	 * once, forked nothing more, and a worker forked now would outlive the
-	 * run, waiting on its pool for ever. */
-	if (run_ending) {
-		Py_BEGIN_ALLOW_THREADS
-		for (;;)
-			pause();
-		Py_END_ALLOW_THREADS
-	}
+	no_new_process_once_ending();
 	sigset_t before;
 	hold_exit_signals(&before);
 	sp_spill_fork_enter();
@@ -364,6 +397,7 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 		goto fail;
 	}
 	Py_DECREF(w);
+	watch_new_processes();
 	if (signals) {   /* the run's sys.exit */
 		orig = PySys_GetObject("exit");   /* borrowed */
 		PyObject *sysname = PyUnicode_FromString("sys");
@@ -440,6 +474,8 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
  * written; one that never ends (an MPI wait for a rank that is gone) no
  * longer keeps the run forever. */
 #define RUN_DEADLINE_S 10
+#define SP_STR_(x) #x
+#define SP_STR(x) SP_STR_(x)
 
 static volatile sig_atomic_t child_ticks;
 static volatile sig_atomic_t child_deadline_set;   /* the write's deadline is armed (once) */
@@ -470,7 +506,8 @@ static void child_tick(int unused)
 		return;
 	if (run_signals) {
 		static const char msg[] = "scope-profiler: run: the script did not come back to Python "
-					  "within 10 s of the signal to write the profile: ended unwritten\n";
+					  "within " SP_STR(RUN_DEADLINE_S) " s of the signal to write the "
+					  "profile: ended unwritten\n";
 		ssize_t unused_rc = write(STDERR_FILENO, msg, sizeof msg - 1);
 		(void)unused_rc;
 	}
@@ -600,6 +637,7 @@ static PyObject *child_signals(PyObject *m, PyObject *unused)
 	Py_XDECREF(handler);
 	Py_XDECREF(sigmod);
 	PyErr_Clear();
+	watch_new_processes();
 	Py_RETURN_NONE;
 }
 

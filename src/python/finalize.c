@@ -520,14 +520,9 @@ static int merge_children(struct sp_final *f, const char *own, struct sp_merge_r
 	if (r == SP_OK && (nkids > INT32_MAX - 1 || !(files = malloc((nkids + 1) * sizeof *files))))
 		r = sp_error_set(&err, SP_ENOMEM, "out of memory merging the child profiles");
 	/* The tests kill the run here, OUT not made yet. */
-	const char *pause = getenv("SCOPE_PROFILER_TEST_MERGE_PAUSE_MS");
-	if (r == SP_OK && pause) {
-		fputs("scope-profiler: test: merging\n", stderr);
-		unsigned long ms = strtoul(pause, NULL, 10);
-		struct timespec left = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	if (r == SP_OK) {
 		Py_BEGIN_ALLOW_THREADS
-		while (nanosleep(&left, &left) != 0 && errno == EINTR)
-			;
+		sp_test_pause("SCOPE_PROFILER_TEST_MERGE_PAUSE_MS", "merging");
 		Py_END_ALLOW_THREADS
 	}
 	if (r == SP_OK) {

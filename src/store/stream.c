@@ -853,15 +853,7 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
 	} else {
 		char *rp = path ? realpath(path, NULL) : NULL;
 		/* The tests kill the run here, the file open for writing. */
-		const char *pause = getenv("SCOPE_PROFILER_TEST_FINISH_PAUSE_MS");
-		if (pause) {
-			fputs("scope-profiler: test: finishing\n", stderr);
-			/* the whole pause, whatever signal comes meanwhile */
-			unsigned long ms = strtoul(pause, NULL, 10);
-			struct timespec left = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-			while (nanosleep(&left, &left) != 0 && errno == EINTR)
-				;
-		}
+		sp_test_pause("SCOPE_PROFILER_TEST_FINISH_PAUSE_MS", "finishing");
 		rc = sp_h5w_finish_stream(file, S.partial, rp ? rp : path ? path : S.target, p, err);
 		free(rp);
 	}

@@ -202,6 +202,43 @@ def test_an_exit_signal_while_python_never_returns_ends_the_run(sp):
                            "the signal to write the profile: ended unwritten\n")
 
 
+@pytest.mark.parametrize("options", [(), ("--subprocesses",)])
+def test_no_fork_once_an_exit_signal_came(sp, options):
+    """A thread of the script that forks after an exit signal came, before
+    the main thread's handler ends the run (a Pool replacing the workers a
+    process-group SIGTERM ended): plain python, ended at once, forked
+    nothing; the run's thread waits for the end instead (before, the child
+    missed the group's signal and outlived the run: a fork Pool's worker
+    waits on its pool for ever). The main thread holds SIGTERM, so the
+    thread that sends it takes it."""
+    script = sp.script("""
+        import os, signal, threading, time
+        import scope_profiler as sp
+        with sp.region("x"):
+            pass
+        go = threading.Event()
+
+        def start_after_the_signal():
+            go.wait()
+            os.kill(os.getpid(), signal.SIGTERM)
+            if os.fork() == 0:
+                os.write(1, b"started after the signal\\n")
+                time.sleep(5)
+                os._exit(0)
+
+        t = threading.Thread(target=start_after_the_signal)
+        t.start()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        go.set()
+        t.join(10)
+    """)
+    proc = sp("run", "-q", *options, "-o", "out.h5", script, timeout=120)
+    assert proc.returncode == 143, proc.stderr
+    assert "started after the signal" not in proc.stdout
+    assert proc.stderr == ""
+    assert calls(sp.tmp / "out.h5") == {"x": 1}
+
+
 def test_a_scripts_own_handler_is_kept(sp):
     script = sp.script("""
         import os, signal, sys, time
