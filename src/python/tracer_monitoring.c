@@ -87,16 +87,22 @@ static __attribute__((noinline, cold)) struct tstack *my_stack(void)
 static inline int enter(PyCodeObject *co)
 {
 	void *x = code_cached(co);
-	if (__builtin_expect(!x, 0))
-		x = classify(co, PyEval_GetGlobals());   /* the frame that starts */
 	if (x == SKIP)
 		return 1;
 	struct tstack *t = me;
 	if (__builtin_expect(!t || !t->active, 0)) {
-		/* Threads that do not record, unless every thread does. */
+		/* Threads that do not record, unless every thread does: the
+		 * events stay on once a profile(recursive=True) call ran, and
+		 * their code is not classified (a region for each function the
+		 * program runs outside the call, in get_all_regions()). */
 		if (!mon.every_thread || !(t = my_stack()))
 			return 0;
 		t->active = 1;
+	}
+	if (__builtin_expect(!x, 0)) {
+		x = classify(co, PyEval_GetGlobals());   /* the frame that starts */
+		if (x == SKIP)
+			return 1;
 	}
 	push_call(&t->s, x, co, sp_mode.threads);
 	return 0;

@@ -223,6 +223,38 @@ def test_seed_recursive_decorator(sp):
     assert "entry" in tree and "└─ __main__.middle" in tree and "__main__.leaf (2x)" in tree
 
 
+def test_code_run_outside_a_recursive_call_is_no_region(sp):
+    """Once a profile(recursive=True) call ran, functions called outside
+    it (at the top level, in a region that is not recursive, a decorated
+    callable object's __call__) are no regions: before, on 3.12+ (whose
+    hook stays on) each got an empty region in get_all_regions()."""
+    script = sp.script("""
+        import scope_profiler as sp
+
+        class Call:
+            def __call__(self):
+                return 5
+
+        def g():
+            return 2
+
+        @sp.profile(recursive=True)
+        def rec():
+            return g()
+
+        @sp.profile
+        def h():
+            return g()
+
+        c = sp.profile(Call())
+        print(rec(), g(), h(), c(), sorted(sp.get_all_regions()))
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "2 2 2 5 ['Call', '__main__.g', 'h', 'rec']\n"
+    assert regions_of(sp.tmp / "out.h5") == {"rec": 1, "__main__.g": 1, "h": 1, "Call": 1}
+
+
 def test_setup_recursive_profile_option(sp):
     script = sp.script("""
         from scope_profiler import ProfileManager
