@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,7 +52,8 @@ static const struct sp_cmd_help help = {
 		"partial file is there): the summary again every 2 seconds, in place on a\n"
 		"terminal (as top does), else one block after another, until the run\n"
 		"ends and FILE is finished (status 0), or the run is gone without\n"
-		"finishing it (status 1: scope-profiler recover FILE.partial).\n",
+		"finishing it (status 1: scope-profiler recover FILE.partial). With\n"
+		"--json it waits as quietly and prints one document, the finished file's.\n",
 };
 
 /* --top N, --depth N: a whole number >= 1 into an int. */
@@ -84,17 +86,20 @@ static int parse_sort(const struct sp_opt *o, const char *key, void *ctx, char *
 	return -1;
 }
 
-/* Returns 0, 1 when the file cannot be read (or no rank of it is selected),
- * or SP_EXIT_USAGE. */
-/* One summary of path to stdout (the partial line on stderr). 0, 1 (cannot
- * read or render: said), or 2 when stdout failed (main says so). */
-static int show(const char *path, const struct sp_render_opts *opts, struct sp_profile **out)
+/* One summary of path to stdout (the partial line on stderr); with draw 0
+ * only read (into *out). 0, 1 (cannot read or render: said), or 2 when
+ * stdout failed (main says so). */
+static int show(const char *path, const struct sp_render_opts *opts, struct sp_profile **out, int draw)
 {
 	struct sp_profile *p = NULL;
 	struct sp_error err = {0};
 	if (sp_report_read(path, SP_READ_SUMMARY, &p, &err) != SP_OK) {
 		sp_cmd_error(CMD, "%s", err.msg);
 		return 1;
+	}
+	if (!draw) {
+		*out = p;
+		return 0;
 	}
 	sp_cmd_partial(CMD, path, p);
 	enum sp_err rc = sp_render_summary_opts(stdout, p, path, opts, &err);
@@ -129,8 +134,18 @@ static int process_gone(pid_t pid)
 	return p && p[1] == ' ' && p[2] == 'Z';
 }
 
+/* Whether a was modified after b (both there). */
+static int modified_after(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
+		return 0;
+	return sa.st_mtim.tv_sec > sb.st_mtim.tv_sec ||
+	       (sa.st_mtim.tv_sec == sb.st_mtim.tv_sec && sa.st_mtim.tv_nsec > sb.st_mtim.tv_nsec);
+}
+
 /* --follow: the run's partial file, redrawn every FOLLOW_S seconds, then
- * the finished file. */
+ * the finished file. With --json, one document: the finished file's. */
 #define FOLLOW_S 2
 
 static int follow(const char *path, const struct sp_render_opts *opts)
@@ -144,35 +159,40 @@ static int follow(const char *path, const struct sp_render_opts *opts)
 		snprintf(partial, sizeof partial, "%s.partial", path);
 		snprintf(final, sizeof final, "%s", path);
 	}
-	int tty = isatty(STDOUT_FILENO), shown = 0, rc;
+	int tty = isatty(STDOUT_FILENO), draw = !opts->json, shown = 0, rc;
 	for (;;) {
 		if (access(partial, F_OK) != 0) {
-			/* Finished (renamed), or never streamed: the file itself. */
+finished:		/* Finished (renamed), or never streamed: the file itself. */
 			if (tty && shown)
 				fputs("\033[H\033[2J", stdout);
 			else if (shown)
 				fputs("\n", stdout);
-			return show(final, opts, NULL);
+			return show(final, opts, NULL, 1);
 		}
-		if (tty)
+		if (tty && draw)
 			fputs("\033[H\033[2J", stdout);
 		else if (shown)
 			fputs("\n", stdout);
 		struct sp_profile *p = NULL;
-		if ((rc = show(partial, opts, &p)) == 2)
+		if ((rc = show(partial, opts, &p, draw)) == 2)
 			return 2;
 		fflush(stdout);
-		shown = 1;
-		/* The writer gone and its file still partial: killed. */
+		shown = draw;
+		/* The writer gone and its file still partial: killed, unless
+		 * FILE was made from it since (--subprocesses' end merges the
+		 * run's finished own file into FILE, then removes it); a FILE
+		 * older than the partial file is an earlier run's. */
 		int64_t pid = p && p->nranks ? p->ranks[0].pid : 0;
 		int gone = pid > 0 && process_gone((pid_t)pid);
 		sp_profile_free(p);
-		if (rc == 0 && gone && access(partial, F_OK) == 0 && access(final, F_OK) != 0) {
+		if (rc == 0 && gone && access(partial, F_OK) == 0) {
+			if (modified_after(final, partial))
+				goto finished;   /* made at the end: the partial file is a leftover */
 			sp_cmd_error(CMD, "the run (pid %lld) ended without finishing %s; scope-profiler recover "
 				     "%s finishes it", (long long)pid, final, partial);
 			return 1;
 		}
-		if (rc == 0 && gone && access(partial, F_OK) != 0)
+		if (rc == 0 && gone)
 			continue;   /* finished meanwhile */
 		struct timespec t = {FOLLOW_S, 0};
 		while (nanosleep(&t, &t) != 0 && errno == EINTR)

@@ -5,6 +5,7 @@ the run writes only what is left. Streaming is made certain, whatever the
 machine's load, by a small --memory-budget (a block is handed over when the
 buffers reach it) or a short --flush-interval."""
 import contextlib
+import json
 import os
 import re
 import signal
@@ -525,14 +526,22 @@ def test_summary_follow_redraws_until_the_run_finishes(sp):
     try:
         wait_started(proc)
         wait_flushed(sp.tmp / "f.h5.partial", 0, proc)
+        as_json = subprocess.Popen([BINARY, "summary", "--follow", "--json", "f.h5"], cwd=sp.tmp,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         follow = sp("summary", "--follow", "--flat", "f.h5")
         proc.communicate(timeout=120)
+        json_out, json_err = as_json.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        for p in (proc, as_json):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     assert proc.returncode == 0
     assert follow.returncode == 0, follow.stderr
+    # --json: one document, the finished file's (before: one a redraw,
+    # run together, which no JSON reader takes).
+    assert as_json.returncode == 0, json_err
+    assert json.loads(json_out)["file"] == "f.h5", json_out
     blocks = follow.stdout.split("\n\n")
     heads = [b.splitlines()[0] for b in blocks if b.startswith("Profile:")]
     # The partial file at least once (not a terminal: one block after
@@ -570,6 +579,15 @@ while not os.path.exists("go"):
 
 
 def test_summary_follow_of_a_killed_run_says_recover(sp):
+    """Also where FILE is there from an earlier run (the default
+    profiling_data.h5 is each run's): before, --follow took it for this
+    run's end and redrew the partial file for ever."""
+    earlier = sp.script("""
+        import scope_profiler as sp
+        with sp.region("earlier"):
+            pass
+    """, name="earlier.py")
+    assert sp("run", "-q", "-o", "k.h5", earlier).returncode == 0
     script = sp.script(FOREVER, name="forever.py")
     proc = subprocess.Popen([BINARY, "run", "-q", "--flush-interval", "0.05", "-o", "k.h5", str(script)],
                             cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -584,12 +602,12 @@ def test_summary_follow_of_a_killed_run_says_recover(sp):
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
-    follow = sp("summary", "--follow", "k.h5.partial")
+    follow = sp("summary", "--follow", "k.h5.partial", timeout=60)
     assert follow.returncode == 1
     assert follow.stdout.startswith("Profile: k.h5.partial")
     last = follow.stderr.splitlines()[-1]
     assert "ended without finishing" in last and "recover" in last, follow.stderr
-    recovered = sp("recover", "k.h5.partial")
+    recovered = sp("recover", "--force", "k.h5.partial")
     assert recovered.returncode == 0, recovered.stderr
     with h5py.File(sp.tmp / "k.h5") as f:
         assert regions(f)["step"].attrs["num_calls"] > 0
