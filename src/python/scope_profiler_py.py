@@ -16,18 +16,38 @@ import sys as _sys
 
 
 class session:
-    """``with ProfileManager.session(**options):`` = setup() ... finalize()."""
+    """``with ProfileManager.session(**options):`` = setup() ... finalize().
+    One inside another's block (a library's own session called from the
+    user's) joins the open one: its setup() would reconfigure it and its
+    finalize() end it, the outer one's file never written and its later
+    calls lost. A warning says so, once."""
+
+    _open = 0        # session blocks open, in every thread (the session is one)
+    _warned = False
 
     def __init__(self, **options):
         _check_options(**options)
         self._options = options
+        self._joined = False
         self.results = None
 
     def __enter__(self):
-        setup(**self._options)
+        if session._open:
+            self._joined = True
+            if not session._warned:
+                session._warned = True
+                _sys.stderr.write("scope-profiler: warning: a session() inside an open session() "
+                                  "joins it: its options are not applied, and what it records is "
+                                  "written at the end of the outer one\n")
+        else:
+            setup(**self._options)
+        session._open += 1
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        session._open -= 1
+        if self._joined:
+            return False
         # failed: under MPI, do not wait forever for ranks that may be
         # blocked waiting for this one (see sp_mpi.h).
         finalize(self._options.get("verbose"), _failed=exc_type is not None)

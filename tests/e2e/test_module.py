@@ -235,6 +235,39 @@ def test_session_context_manager_and_decorator_reuse(sp):
     assert out.split() == ["7", "7", "0"]
 
 
+def test_a_session_inside_another_joins_it(sp):
+    """A library's own session() called inside the user's: it joins the
+    open one (one warning, however many), and the outer one writes every
+    call (before: the inner one reconfigured and ended the session,
+    outer.h5 was never written and the calls after it were lost)."""
+    script = sp.script("""
+        from scope_profiler import ProfileManager as PM
+        with PM.session(file_path="outer.h5", verbose=False):
+            with PM.region("before"):
+                pass
+            for _ in range(2):
+                with PM.session(file_path="inner.h5", verbose=False):
+                    with PM.region("inside"):
+                        pass
+            with PM.region("after"):
+                pass
+        with PM.session(file_path="next.h5", verbose=False):   # after it: a session again
+            with PM.region("next"):
+                pass
+    """)
+    proc = sp("run", "-q", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ("scope-profiler: warning: a session() inside an open session() joins it: "
+                           "its options are not applied, and what it records is written at the end "
+                           "of the outer one\n")
+    assert not (sp.tmp / "inner.h5").exists()
+    with h5py.File(sp.tmp / "outer.h5") as f:
+        assert {n: int(r.attrs["num_calls"]) for n, r in regions(f).items()} == \
+            {"before": 1, "inside": 2, "after": 1}
+    with h5py.File(sp.tmp / "next.h5") as f:
+        assert {n: int(r.attrs["num_calls"]) for n, r in regions(f).items()} == {"next": 1}
+
+
 def test_setup_after_decorating_applies_mode(sp):
     # Decorated at import under run's session, then the script turns
     # profiling off: the existing wrapper stops recording.
