@@ -61,7 +61,17 @@ int sp_linetrace_hold(void)
 	if (ts->c_tracefunc == hook)
 		return 0;
 	if (ts->c_tracefunc) {
-		/* A debugger or coverage tool traces this thread: leave it. */
+		/* A debugger or coverage tool traces this thread: leave it,
+		 * and say once that its calls' lines are not timed (their
+		 * count in the region is, which the table would contradict). */
+		static int warned;
+		if (!warned) {
+			warned = 1;
+			PySys_WriteStderr("scope-profiler: warning: a trace function of the script's "
+					  "(sys.settrace: a debugger, coverage) traces a thread: the lines of "
+					  "calls made under it are not timed (Python 3.11; 3.12 and later time "
+					  "them)\n");
+		}
 		return 0;
 	}
 	LineState *ls = PyObject_New(LineState, &LineStateType);

@@ -319,6 +319,46 @@ print(asyncio.run(main()))
     assert {str(k): v for k, v in got.items()} == expected["counts"]
 
 
+def test_a_call_under_the_scripts_trace_function(sp):
+    """A call made while a trace function of the script's (coverage, a
+    debugger) holds the thread: on 3.12+ its lines are timed all the same
+    (sys.monitoring); on 3.11 the thread is the script's, and one warning
+    says that those calls' lines are not timed (before: nothing said, and
+    the table disagreed with the region's count)."""
+    script = sp.script("""
+        import sys
+        import scope_profiler as sp
+
+        @sp.profile("work")
+        def work(n):
+            s = 0
+            for i in range(n):
+                s += i
+            return s
+
+        work(10)
+        sys.settrace(lambda frame, event, arg: None)
+        work(10)
+        work(10)
+        sys.settrace(None)
+    """)
+    proc = sp("run", "--line-profile", "-q", "-o", "l.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "l.h5") as f:
+        assert int(regions(f)["work"].attrs["num_calls"]) == 3
+    hits = line_tables(sp.tmp / "l.h5")["work"]
+    first = min(hits)   # s = 0
+    if embedded().version >= (3, 12):
+        assert proc.stderr == ""
+        assert hits[first] == 3 and hits[first + 1] == 33, hits
+    else:
+        assert proc.stderr == (
+            "scope-profiler: warning: a trace function of the script's (sys.settrace: a debugger, "
+            "coverage) traces a thread: the lines of calls made under it are not timed (Python "
+            "3.11; 3.12 and later time them)\n")
+        assert hits[first] == 1 and hits[first + 1] == 11, hits
+
+
 # The source column as the file says it, however the file is written: UTF-8
 # with or without a BOM, CRLF line ends, another declared encoding, and lines
 # a script registered in linecache for code without a file. The function
