@@ -75,6 +75,12 @@ void sp_python_library(char *buf, size_t len);
 /* The values a session uses for the fields s left "not given". */
 void sp_settings_defaults(struct sp_settings *s);
 
+/* A decimal number at the start of s, as strtod reads one, into *v, *end
+ * after it: digits, a point, an exponent, a sign; not hex (0x10 would be
+ * 16), inf, nan nor a leading space, which strtod also takes. Returns 0,
+ * or -1 (none there, or out of range). */
+int sp_parse_decimal(const char *s, double *v, char **end);
+
 /* The deflate level of a compression name: "none" 0, "auto" and "gzip" 4,
  * "gzip=N" N (1 to 9). Returns 0, or -1 when text is none of these. */
 int sp_settings_compression(const char *text, int *level);

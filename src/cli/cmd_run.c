@@ -97,9 +97,8 @@ static int parse_budget(const struct sp_opt *o, const char *arg, void *ctx, char
 static int parse_interval(const struct sp_opt *o, const char *arg, void *ctx, char *err, size_t len)
 {
 	char *end;
-	errno = 0;
-	double v = strtod(arg, &end);
-	if (errno || *end || end == arg || !(v >= 0.01 && v <= 86400)) {
+	double v;
+	if (sp_parse_decimal(arg, &v, &end) != 0 || *end || !(v >= 0.01 && v <= 86400)) {
 		snprintf(err, len, "--flush-interval takes seconds from 0.01 to 86400, not '%s'", arg);
 		return -1;
 	}

@@ -1,6 +1,8 @@
 /* settings.c - the settings of a session (include/sp_session.h): defaults,
  * compression names, and the one table from setup() keywords to fields. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sp_filter.h"
@@ -75,6 +77,21 @@ void sp_settings_defaults(struct sp_settings *s)
 		s->memory_budget = SP_MEMORY_BUDGET;
 	if (!s->flush_ms)
 		s->flush_ms = 1000;
+}
+
+int sp_parse_decimal(const char *s, double *v, char **end)
+{
+	if (!strchr("0123456789+-.", *s) || !*s)
+		return -1;
+	errno = 0;
+	double d = strtod(s, end);
+	if (*end == s || errno)
+		return -1;
+	for (const char *c = s; c < *end; c++)
+		if (!strchr("0123456789+-.eE", *c))
+			return -1;   /* 0x10, inf, nan */
+	*v = d;
+	return 0;
 }
 
 /* hdf5_compression="auto" and "gzip": shuffle + deflate at this level (as

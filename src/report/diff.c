@@ -11,6 +11,7 @@
 #include "sp_clock.h"
 #include "sp_analysis.h"
 #include "sp_hosts.h"
+#include "sp_session.h"
 #include "sp_diff.h"
 #include "byname.h"
 #include "diff_int.h"
@@ -473,9 +474,8 @@ static void render_json(FILE *out, const struct sp_diff_file *fa, const struct s
 int sp_diff_parse_percent(const char *s, double *pct)
 {
 	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0)
+	double v;
+	if (sp_parse_decimal(s, &v, &end) != 0 || v < 0)
 		return -1;
 	if (*end == '%')
 		end++;

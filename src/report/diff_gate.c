@@ -13,6 +13,7 @@
 
 #include "sp_diff.h"
 #include "sp_h5.h"
+#include "sp_session.h"
 #include "diff_int.h"
 
 #define MS 1000000LL
@@ -50,11 +51,8 @@ int sp_diff_parse_time(const char *s, int64_t *ns)
 		double ns;
 	} units[] = {{"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"", 1e9}};
 	char *end;
-	if (!*s || isspace((unsigned char)*s))
-		return -1;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0)
+	double v;
+	if (sp_parse_decimal(s, &v, &end) != 0 || v < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
 		if (strcmp(end, units[i].unit) != 0)

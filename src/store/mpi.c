@@ -22,6 +22,7 @@
 #include "sp_clock.h"
 #include "sp_h5.h"
 #include "sp_merge.h"
+#include "sp_session.h"
 #include "sp_mpi.h"
 #include "sp_pack.h"
 #include "sp_hosts.h"
@@ -52,9 +53,8 @@ int sp_mpi_wait_seconds(double *out)
 	if (!v || !*v)
 		return 0;
 	char *end;
-	errno = 0;
-	double d = strtod(v, &end);
-	if (errno || *end || end == v || !(d >= 0) || d > 1e9)
+	double d;
+	if (sp_parse_decimal(v, &d, &end) != 0 || *end || !(d >= 0) || d > 1e9)
 		return -1;
 	*out = d;
 	return 0;

@@ -150,7 +150,7 @@ def test_fail_above(profiles):
     one_line_error(proc, "diff", "'step'")
 
 
-@pytest.mark.parametrize("bound", ["-1", "abc", "", "10%%", "nan", "inf", "5x", "1e999"])
+@pytest.mark.parametrize("bound", ["-1", "abc", "", "10%%", "nan", "inf", "5x", "1e999", "0x10", " 5"])
 def test_fail_above_bad_values(profiles, bound):
     proc = profiles("diff", "a.h5", "b.h5", "--fail-above", bound)
     assert proc.returncode == 2

@@ -189,7 +189,7 @@ def test_min_time_floor(sp):
         assert "under --min-time in both files (not judged): " in proc.stdout
 
 
-@pytest.mark.parametrize("value", ["", "-1ms", "abc", "1 ms", "5m", "nan", "inf", "ms", "1e300"])
+@pytest.mark.parametrize("value", ["", "-1ms", "abc", "1 ms", "5m", "nan", "inf", "ms", "1e300", "0x1p0s", " 1ms"])
 def test_min_time_bad_values(sp, value):
     write(sp.tmp / "a.h5", {"x": [MS]})
     proc = sp("diff", "a.h5", "a.h5", "--fail-above", "10", "--min-time", value)

@@ -423,13 +423,14 @@ def test_diff_of_two_mpi_runs_shows_the_imbalance(sp):
     assert imb_b > imb_a + 0.3, row
 
 
-def test_a_bad_wait_is_refused_before_the_script_runs(sp):
+@pytest.mark.parametrize("wait", ["soon", "0x10"])
+def test_a_bad_wait_is_refused_before_the_script_runs(sp, wait):
     sp.script("open('ran', 'w').close()\n")
-    proc = mpirun(sp, 2, "run", "-q", "script.py", env={"SCOPE_PROFILER_MPI_WAIT": "soon"})
+    proc = mpirun(sp, 2, "run", "-q", "script.py", env={"SCOPE_PROFILER_MPI_WAIT": wait})
     assert proc.returncode != 0
     errors = [l for l in proc.stderr.splitlines() if l.startswith("scope-profiler:")]
     assert errors and all(l == "scope-profiler: run: SCOPE_PROFILER_MPI_WAIT must be a number "
-                          "of seconds, not 'soon'" for l in errors), proc.stderr
+                          f"of seconds, not '{wait}'" for l in errors), proc.stderr
     assert not (sp.tmp / "ran").exists()
 
 

@@ -417,6 +417,14 @@ def test_a_bad_memory_budget_is_one_line(sp, bad):
     one_line_error(proc, "--memory-budget")
 
 
+@pytest.mark.parametrize("bad", ["0", "0x10", "inf", "nan", " 1", "1s", "86401"])
+def test_a_bad_flush_interval_is_one_line(sp, bad):
+    proc = sp("run", "--flush-interval", bad, sp.script("open('ran', 'w').close()\n"))
+    assert proc.returncode == 2
+    one_line_error(proc, "--flush-interval takes seconds from 0.01 to 86400")
+    assert not (sp.tmp / "ran").exists()
+
+
 def test_a_forked_child_never_writes_into_the_stream(sp):
     script = sp.script("""
 import os, sys
