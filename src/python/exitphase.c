@@ -139,6 +139,134 @@ int sp_run_exit_signal_last(void)
 	return sig;
 }
 
+/* ---- the script sees the exit signals as plain python shows them ----
+ *
+ * Where the run (or a profiled child) put its handler in place of SIG_DFL,
+ * signal.getsignal() and signal.signal()'s return say SIG_DFL, as under
+ * plain python: a script or library that chains to the handler it found
+ * when it is callable (PyTorch Lightning's SLURM requeue at SIGUSR1)
+ * otherwise called ours, which ended the process. signal.signal(sig,
+ * SIG_DFL) puts ours back (the signal still ends the process as its
+ * default action would, the profile written first). _signal's own
+ * functions, kept here, are what this file calls. */
+static PyObject *real_getsignal_fn, *real_signal_fn;
+static PyObject *ours[NSIGNALS];   /* our handler of exit_signals[i], or NULL */
+
+static PyObject *real_getsignal(PyObject *sigmod, int sig)
+{
+	return real_getsignal_fn ? PyObject_CallFunction(real_getsignal_fn, "i", sig)
+				 : PyObject_CallMethod(sigmod, "getsignal", "i", sig);
+}
+
+static PyObject *real_signal(PyObject *sigmod, int sig, PyObject *handler)
+{
+	return real_signal_fn ? PyObject_CallFunction(real_signal_fn, "iO", sig, handler)
+			      : PyObject_CallMethod(sigmod, "signal", "iO", sig, handler);
+}
+
+static PyObject *real_signal_default(PyObject *sigmod, int sig)
+{
+	PyObject *dfl = PyLong_FromVoidPtr((void *)SIG_DFL);
+	PyObject *r = dfl ? real_signal(sigmod, sig, dfl) : NULL;
+	Py_XDECREF(dfl);
+	return r;
+}
+
+static ptrdiff_t signal_index(long sig)
+{
+	for (size_t i = 0; i < NSIGNALS; i++)
+		if (exit_signals[i] == sig)
+			return (ptrdiff_t)i;
+	return -1;
+}
+
+/* h, or SIG_DFL where h is our handler of a signal (a new reference). */
+static PyObject *hide_ours(PyObject *h)
+{
+	for (size_t i = 0; h && i < NSIGNALS; i++)
+		if (ours[i] && h == ours[i]) {
+			Py_DECREF(h);
+			return PyLong_FromVoidPtr((void *)SIG_DFL);
+		}
+	return h;
+}
+
+/* Python's C handler of sig, in place after a Python-level handler was
+ * set, runs under ours (on_child_signal: the deadline of a main thread
+ * that does not come back to Python). 1 when it does. */
+static int under_our_c_handler(int sig)
+{
+	struct sigaction sa;
+	if (sigaction(sig, NULL, &sa) != 0 || (sa.sa_flags & SA_SIGINFO) || sa.sa_handler == SIG_DFL ||
+	    sa.sa_handler == SIG_IGN)
+		return 0;
+	if (sa.sa_handler != on_child_signal)
+		python_c_handler = sa.sa_handler;
+	sa.sa_handler = on_child_signal;
+	sigaction(sig, &sa, NULL);
+	return 1;
+}
+
+static PyObject *getsignal_shown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	return hide_ours(PyObject_Vectorcall(real_getsignal_fn, args, (size_t)nargs, NULL));
+}
+
+static PyObject *signal_shown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	long sig = nargs == 2 && PyLong_Check(args[0]) ? PyLong_AsLong(args[0]) : -1;
+	ptrdiff_t i = sig > 0 ? signal_index(sig) : -1;
+	PyErr_Clear();
+	if (i >= 0 && ours[i] && PyLong_Check(args[1]) && PyLong_AsVoidPtr(args[1]) == (void *)SIG_DFL) {
+		PyObject *prev = PyObject_CallFunction(real_signal_fn, "lO", sig, ours[i]);
+		if (prev)
+			under_our_c_handler((int)sig);
+		return hide_ours(prev);
+	}
+	PyErr_Clear();
+	return hide_ours(PyObject_Vectorcall(real_signal_fn, args, (size_t)nargs, NULL));
+}
+
+static PyMethodDef shown_defs[] = {
+	{"getsignal", (PyCFunction)(void (*)(void))getsignal_shown, METH_FASTCALL, NULL},
+	{"signal", (PyCFunction)(void (*)(void))signal_shown, METH_FASTCALL, NULL},
+};
+
+/* _signal.getsignal and _signal.signal as the script sees them (above),
+ * once; the originals' docs. 0, or -1 with an exception. */
+static int show_signals_as_plain(PyObject *sigmod)
+{
+	if (real_getsignal_fn)
+		return 0;
+	PyObject **real[] = {&real_getsignal_fn, &real_signal_fn};
+	PyObject *got[2] = {NULL, NULL};
+	for (int k = 0; k < 2; k++) {
+		got[k] = PyObject_GetAttrString(sigmod, shown_defs[k].ml_name);
+		if (!got[k])
+			goto fail;
+		PyObject *doc = PyObject_GetAttrString(got[k], "__doc__");
+		const char *text = doc && PyUnicode_Check(doc) ? PyUnicode_AsUTF8(doc) : NULL;
+		shown_defs[k].ml_doc = text ? strdup(text) : NULL;
+		Py_XDECREF(doc);
+		PyErr_Clear();
+	}
+	for (int k = 0; k < 2; k++) {
+		PyObject *w = PyCFunction_NewEx(&shown_defs[k], NULL, NULL);
+		if (!w || PyObject_SetAttrString(sigmod, shown_defs[k].ml_name, w) != 0) {
+			Py_XDECREF(w);
+			goto fail;
+		}
+		Py_DECREF(w);
+		*real[k] = got[k];
+		got[k] = NULL;
+	}
+	return 0;
+fail:
+	Py_XDECREF(got[0]);
+	Py_XDECREF(got[1]);
+	return -1;
+}
+
 static PyObject *run_exit(PyObject *m, PyObject *unused);
 
 /* The run ends at exit signal sig: plain python ends at such a signal at
@@ -341,31 +469,27 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 	for (size_t i = 0; signals && i < NSIGNALS; i++) {
 		if (exit_signals[i] == SIGINT)
 			continue;   /* Python's own KeyboardInterrupt */
-		PyObject *cur = PyObject_CallMethod(sigmod, "getsignal", "i", exit_signals[i]);
+		PyObject *cur = real_getsignal(sigmod, exit_signals[i]);
 		if (!cur)
 			goto fail;
 		/* SIG_DFL is 0; a script's handler (or SIG_IGN) is kept. */
 		int dfl = PyLong_Check(cur) && PyLong_AsLong(cur) == (long)(intptr_t)SIG_DFL;
 		Py_DECREF(cur);
 		if (dfl) {
-			PyObject *r = PyObject_CallMethod(sigmod, "signal", "iO", exit_signals[i], handler);
+			PyObject *r = real_signal(sigmod, exit_signals[i], handler);
 			if (!r)
 				goto fail;
 			Py_DECREF(r);
+			Py_XSETREF(ours[i], Py_NewRef(handler));
 			/* Python's C handler runs under ours (on_child_signal): the
 			 * signal's deadline, should the main thread not come back
 			 * to Python (a long C call, an MPI wait) to write. */
-			struct sigaction sa;
-			if (sigaction(exit_signals[i], NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
-			    sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) {
-				if (sa.sa_handler != on_child_signal)
-					python_c_handler = sa.sa_handler;
-				sa.sa_handler = on_child_signal;
-				sigaction(exit_signals[i], &sa, NULL);
+			if (under_our_c_handler(exit_signals[i]))
 				run_signals = 1;
-			}
 		}
 	}
+	if (signals && show_signals_as_plain(sigmod) != 0)
+		goto fail;
 	PyObject *hook = PySys_GetObject("unraisablehook");   /* borrowed */
 	if (hook) {
 		PyObject *w = PyCFunction_NewEx(&unraisable_def, hook, NULL);
@@ -428,15 +552,16 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
 	PyObject *handler = sigmod ? PyObject_GetAttrString(m, "_on_exit_signal") : NULL;
 	run_signals = 0;   /* a fork of the run is no run */
 	for (size_t i = 0; handler && i < NSIGNALS; i++) {
-		PyObject *cur = PyObject_CallMethod(sigmod, "getsignal", "i", exit_signals[i]);
+		PyObject *cur = real_getsignal(sigmod, exit_signals[i]);
 		struct sigaction sa;
 		/* One a C handler took since (faulthandler.register) stays its. */
 		if (cur == handler && sigaction(exit_signals[i], NULL, &sa) == 0 &&
 		    (!python_c_handler || sa.sa_handler == python_c_handler || sa.sa_handler == on_child_signal)) {
-			PyObject *r = PyObject_CallMethod(sigmod, "signal", "ii", exit_signals[i],
-							  (int)(intptr_t)SIG_DFL);
+			PyObject *r = real_signal_default(sigmod, exit_signals[i]);
 			Py_XDECREF(r);
 		}
+		if (cur == handler)
+			Py_CLEAR(ours[i]);
 		Py_XDECREF(cur);
 	}
 	Py_XDECREF(handler);
@@ -607,33 +732,31 @@ static PyObject *child_signals(PyObject *m, PyObject *unused)
 		if (sig == SIGINT)
 			continue;   /* Python's KeyboardInterrupt: the child's os._exit writes */
 		struct sigaction sa;
-		PyObject *cur = PyObject_CallMethod(sigmod, "getsignal", "i", sig);
+		PyObject *cur = real_getsignal(sigmod, sig);
 		int dfl = cur && PyLong_Check(cur) && PyLong_AsLong(cur) == (long)(intptr_t)SIG_DFL;
-		int ours = cur && PyObject_RichCompareBool(cur, handler, Py_EQ) == 1;
+		int mine = cur && PyObject_RichCompareBool(cur, handler, Py_EQ) == 1;
 		Py_XDECREF(cur);
 		PyErr_Clear();
 		if (sigaction(sig, NULL, &sa) != 0 ||
 		    !((dfl && sa.sa_handler == SIG_DFL) ||
-		      (ours && (sa.sa_handler == on_child_signal || sa.sa_handler == python_c_handler))))
+		      (mine && (sa.sa_handler == on_child_signal || sa.sa_handler == python_c_handler))))
 			continue;
-		PyObject *r = PyObject_CallMethod(sigmod, "signal", "iO", sig, handler);
+		PyObject *r = real_signal(sigmod, sig, handler);
 		Py_XDECREF(r);
 		/* Python's own C handler (which runs the one above) is called
 		 * from ours, which keeps the ticks; without ours, the signal
 		 * stays as it was (on_child_signal_py answers only ours). */
-		if (!r || sigaction(sig, NULL, &sa) != 0 || (sa.sa_flags & SA_SIGINFO) ||
-		    sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN) {
+		if (!r || !under_our_c_handler(sig)) {
 			PyErr_Clear();
-			r = PyObject_CallMethod(sigmod, "signal", "ii", sig, (int)(intptr_t)SIG_DFL);
+			r = real_signal_default(sigmod, sig);
 			Py_XDECREF(r);
 			PyErr_Clear();
 			continue;
 		}
-		if (sa.sa_handler != on_child_signal)
-			python_c_handler = sa.sa_handler;
-		sa.sa_handler = on_child_signal;
-		sigaction(sig, &sa, NULL);
+		Py_XSETREF(ours[i], Py_NewRef(handler));
 	}
+	if (handler && show_signals_as_plain(sigmod) != 0)
+		PyErr_Clear();
 	Py_XDECREF(handler);
 	Py_XDECREF(sigmod);
 	PyErr_Clear();
@@ -672,8 +795,7 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 		/* Python forgets its handler first: else its finalisation
 		 * would put back SIG_DFL under ours, and a signal then would
 		 * kill the run after the profile is written. */
-		PyObject *r = sigmod ? PyObject_CallMethod(sigmod, "signal", "ii", exit_signals[i],
-							   (int)(intptr_t)SIG_DFL) : NULL;
+		PyObject *r = sigmod ? real_signal_default(sigmod, exit_signals[i]) : NULL;
 		Py_XDECREF(r);
 		sigaction(exit_signals[i], &sa, NULL);
 	}

@@ -10,7 +10,7 @@ import subprocess
 import h5py
 import pytest
 
-from conftest import BINARY, regions
+from conftest import BINARY, embedded, regions
 from test_mpi import mpirun
 
 
@@ -236,6 +236,55 @@ def test_no_fork_once_an_exit_signal_came(sp, options):
     assert proc.returncode == 143, proc.stderr
     assert "started after the signal" not in proc.stdout
     assert proc.stderr == ""
+    assert calls(sp.tmp / "out.h5") == {"x": 1}
+
+
+def test_the_script_sees_the_exit_signals_as_plain_python_shows_them(sp):
+    """signal.getsignal() and signal.signal()'s return say SIG_DFL where
+    the run put its handler, as under plain python: a handler that chains
+    to the one it found when that is callable (PyTorch Lightning's SLURM
+    requeue at SIGUSR1) goes on (before: it called the run's, and the run
+    ended, status 138)."""
+    script = sp.script("""
+        import os, signal
+        sigs = [signal.SIGTERM, signal.SIGHUP, signal.SIGXCPU, signal.SIGUSR1, signal.SIGUSR2]
+        print([repr(signal.getsignal(s)) for s in sigs])
+        prev = signal.getsignal(signal.SIGUSR1)
+
+        def requeue(signum, frame):
+            print("requeue", flush=True)
+            if callable(prev):
+                prev(signum, frame)
+
+        print(repr(signal.signal(signal.SIGUSR1, requeue)))
+        os.kill(os.getpid(), signal.SIGUSR1)
+        print("went on", signal.signal(signal.SIGUSR1, signal.SIG_DFL) is requeue)
+    """)
+    plain = subprocess.run([embedded().executable, str(script)], capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stderr
+    proc = sp("run", "-q", "--no-output", script)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, plain.stdout, "")
+
+
+def test_sig_dfl_set_by_the_script_still_writes_the_profile(sp):
+    """signal.signal(SIGTERM, SIG_DFL) (a library restoring what it found):
+    the run's handler is put back, so SIGTERM still writes the profile
+    before it ends the run as the default action would."""
+    script = sp.script("""
+        import os, signal, time
+        import scope_profiler as sp
+        with sp.region("x"):
+            pass
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)
+        print(repr(signal.signal(signal.SIGTERM, signal.SIG_DFL)) != "<Handlers.SIG_DFL: 0>",
+              repr(signal.getsignal(signal.SIGTERM)), flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+        print("not reached")
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script, timeout=120)
+    assert proc.returncode == 143, proc.stderr
+    assert proc.stdout == "True <Handlers.SIG_DFL: 0>\n"
     assert calls(sp.tmp / "out.h5") == {"x": 1}
 
 
