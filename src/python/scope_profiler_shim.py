@@ -4,7 +4,10 @@
 script starts with sys.executable (multiprocessing's spawn and forkserver
 children, subprocess.run([sys.executable, ...])), so that a script that
 imports scope_profiler also imports there. Nothing is recorded in those
-processes: decorators return the function itself, regions do nothing.
+processes: decorators return the function itself, regions do nothing. A
+scope_profiler the process finds further along sys.path (installed in its
+venv, on the user's PYTHONPATH) is imported in its place, as under plain
+python.
 Each process that imports it (and each fork of such a process) leaves a
 mark in this module's folder, so that the run can say at its end how many
 processes imported scope_profiler without being profiled.
@@ -141,8 +144,37 @@ def _profiled():
         return None
 
 
+def _installed():
+    """Where the process would have found a scope_profiler of its own under
+    plain python (further along sys.path: the package installed in its
+    venv, the user's PYTHONPATH), that one in place of this one, as
+    `import scope_profiler` gives it from now on; else None (this one)."""
+    import os
+    import sys
+    from importlib.machinery import PathFinder
+    from importlib.util import module_from_spec
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = PathFinder.find_spec(__name__, rest)
+    if spec is None or spec.loader is None:
+        return None
+    me = sys.modules.get(__name__)
+    mod = module_from_spec(spec)
+    sys.modules[__name__] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules[__name__] = me   # as plain python would, the import fails
+        raise
+    return mod
+
+
 # Marked once its handlers are in place (a child ended before them had
 # recorded nothing); the fork server is not a child to count.
-if _profiled() != "server":
+_how = _profiled()
+if _how is None:
+    _installed()
+if _how != "server":
     _mark_process()
 __import__("os").register_at_fork(after_in_child=_mark_process)

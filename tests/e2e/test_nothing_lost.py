@@ -476,6 +476,29 @@ def test_children_that_import_scope_profiler_are_counted(sp):
     assert calls(sp.tmp / "out.h5") == {"main": 1}
 
 
+def test_a_child_imports_the_scope_profiler_it_would_under_python(sp):
+    """A Python child that finds a scope_profiler of its own (installed in
+    its venv, on the user's PYTHONPATH) imports that one, as under plain
+    python, not the run's stand-in that records nothing (before: the
+    stand-in, first on PYTHONPATH, shadowed it: the child's own profile
+    was never written, and read_h5 was missing). Still counted."""
+    lib = sp.tmp / "lib"
+    lib.mkdir()
+    (lib / "scope_profiler.py").write_text("WHICH = 'installed'\n")
+    script = sp.script("""
+        import subprocess, sys
+        code = "import scope_profiler as s; print(getattr(s, 'WHICH', 'stand-in'))"
+        subprocess.run([sys.executable, "-c", code], check=True)
+    """)
+    env = dict(os.environ, PYTHONPATH=str(lib))
+    plain = subprocess.run([embedded().executable, str(script)], capture_output=True, text=True, env=env)
+    assert (plain.returncode, plain.stdout) == (0, "installed\n"), plain.stderr
+    proc = sp("run", "-q", "--no-output", script, env=env)
+    assert (proc.returncode, proc.stdout) == (0, "installed\n"), proc.stderr
+    assert proc.stderr == ("scope-profiler: run: warning: 1 child process imported scope_profiler and "
+                           "was not profiled: its calls are not in this profile\n")
+
+
 def test_no_child_no_line(sp):
     script = sp.script("""
         import subprocess, sys
