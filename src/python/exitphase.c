@@ -98,17 +98,9 @@ static void on_exit_signal(int sig)
 			ssize_t unused = write(STDERR_FILENO, abandon_msg, abandon_len);
 			(void)unused;
 		}
-		if (sig == SIGINT) {
-			/* Killed by SIGINT, as python ends on Ctrl-C; the
-			 * handler's own mask holds it back until unblocked. */
-			sigset_t set;
-			sigemptyset(&set);
-			sigaddset(&set, SIGINT);
-			signal(SIGINT, SIG_DFL);
-			sigprocmask(SIG_UNBLOCK, &set, NULL);
-			raise(SIGINT);
-		}
-		_exit(128 + sig);
+		/* Killed by the signal, as python is; the handler's own mask
+		 * holds it back until unblocked. */
+		die_by(sig);
 	}
 	note_exit_signal(sig);
 	static const char msg[] = "scope-profiler: run: finishing the profile; "
@@ -271,8 +263,8 @@ static PyObject *run_exit(PyObject *m, PyObject *unused);
 
 /* The run ends at exit signal sig: plain python ends at such a signal at
  * once, running none of the script's code; so does the run, once its
- * profile is written (the end of the run, as at the script's end), with
- * status 128 + sig. Unwinding the script instead (SystemExit) ran code
+ * profile is written (the end of the run, as at the script's end), killed
+ * by sig as python is (a shell shows 128 + sig). Unwinding the script instead (SystemExit) ran code
  * plain python never runs, which could wait forever: a Pool's terminate()
  * on a lock a killed worker held, multiprocessing's exit joining a child
  * that never ends. The signal's deadline (on_child_signal's ticks) stops:
@@ -287,7 +279,7 @@ static void run_signal_end(int sig)
 	PyObject *r = run_exit(NULL, NULL);
 	Py_XDECREF(r);
 	PyErr_Clear();
-	_exit(128 + sig);
+	die_by(sig);
 }
 
 /* _on_exit_signal(signum, frame): the run's handler of the exit signals
@@ -822,6 +814,6 @@ PyMethodDef sp_exitphase_methods[] = {
 	 "in a child process: its profile is written, then the signal ends it."},
 	{"_on_exit_signal", (PyCFunction)(void (*)(void))on_exit_signal_py, METH_FASTCALL,
 	 "scope-profiler run's handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1 and SIGUSR2: the profile "
-	 "is written, then the run ends with status 128 + signum, running no more of the script."},
+	 "is written, then the signal ends the run, running no more of the script."},
 	{NULL},
 };

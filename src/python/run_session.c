@@ -449,18 +449,18 @@ static int run(const struct sp_settings *settings, const struct sp_run_target *t
 	if (rc == 0 && sp_session_write_failed())
 		rc = 1;
 	/* A signal received while the run ended: the profile is complete;
-	 * end as that signal asks, as during the script. */
+	 * the process ends killed by it, as during the script and as python
+	 * is (a shell shows 128 + sig). */
 	int sig = sp_run_exit_signal_last();
-	if (sig == SIGINT) {
+	if (sig) {
 		fflush(NULL);
 		sigset_t set;
 		sigemptyset(&set);
-		sigaddset(&set, SIGINT);
-		signal(SIGINT, SIG_DFL);
-		raise(SIGINT);   /* delivered when let through, below */
+		sigaddset(&set, sig);
+		signal(sig, SIG_DFL);
+		raise(sig);   /* delivered when let through, below */
 		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-	} else if (sig) {
-		rc = 128 + sig;
+		rc = 128 + sig;   /* should it not end the process */
 	}
 	return rc;
 }
