@@ -284,6 +284,45 @@ static int find_venv(struct sp_venv *v)
 	return 0;
 }
 
+/* sys.orig_argv as python's command line for the same run would be:
+ * [PYTHON, SCRIPT | -m MODULE | -c CODE | -, ARGS...], so that a script
+ * restarting itself (os.execv(sys.executable, sys.orig_argv)) runs what
+ * it ran. 0, or -1 (out of memory). */
+static int orig_argv(PyConfig *config, const struct sp_run_target *a, const char *executable)
+{
+	const char *head[3] = {executable ? executable : "python3", NULL, NULL};
+	if (a->module) {
+		head[1] = "-m";
+		head[2] = a->module;
+	} else if (a->command) {
+		head[1] = "-c";
+		head[2] = a->command;
+	} else {
+		head[1] = a->script;
+	}
+	PyWideStringList list = {0, NULL};
+	for (int i = 0; i < 3 + a->argc; i++) {
+		const char *arg = i < 3 ? head[i] : a->argv[i - 3];
+		if (!arg)
+			continue;
+		wchar_t *w = Py_DecodeLocale(arg, NULL);
+		PyStatus st = w ? PyWideStringList_Append(&list, w) : PyStatus_NoMemory();
+		PyMem_RawFree(w);
+		if (PyStatus_Exception(st))
+			goto fail;
+	}
+	PyStatus st = PyConfig_SetWideStringList(config, &config->orig_argv, list.length, list.items);
+	for (Py_ssize_t i = 0; i < list.length; i++)
+		PyMem_RawFree(list.items[i]);
+	PyMem_RawFree(list.items);
+	return PyStatus_Exception(st) ? -1 : 0;
+fail:
+	for (Py_ssize_t i = 0; i < list.length; i++)
+		PyMem_RawFree(list.items[i]);
+	PyMem_RawFree(list.items);
+	return -1;
+}
+
 /* executable: the environment's python (a virtual environment's), or
  * NULL: the one the executable was built with. */
 static int init_python(const struct sp_run_target *a, int memory, const char *executable)
@@ -343,6 +382,11 @@ static int init_python(const struct sp_run_target *a, int memory, const char *ex
 			status = PyConfig_SetBytesString(&config, &config.executable, executable);
 		if (PyStatus_Exception(status))
 			goto fail;
+	}
+	if (orig_argv(&config, a, executable) != 0) {
+		PyConfig_Clear(&config);
+		sp_cmd_error(CMD, "out of memory");
+		return -1;
 	}
 	status = Py_InitializeFromConfig(&config);
 	if (PyStatus_Exception(status))

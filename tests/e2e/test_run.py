@@ -33,6 +33,22 @@ def test_argv_name_path_and_stdio(sp):
     assert not (sp.tmp / "x").exists()
 
 
+def test_orig_argv_is_pythons_command_line(sp):
+    """sys.orig_argv is what python's command line for the same run would
+    be ([sys.executable, SCRIPT | -m MOD | -c CODE, ARGS...]): a script that
+    restarts itself with os.execv(sys.executable, sys.orig_argv) runs what
+    it ran (before: ['-m', 'y'], without the interpreter nor the module)."""
+    sp.script("import sys\nprint(sys.orig_argv == [sys.executable] + sys.argv[:1] + sys.argv[1:], "
+              "sys.orig_argv[1:])\n", name="oa.py")
+    proc = sp("run", "-q", "--no-output", "oa.py", "x", "-o")
+    assert (proc.returncode, proc.stdout) == (0, "True ['oa.py', 'x', '-o']\n"), proc.stderr
+    proc = sp("run", "-q", "--no-output", "-m", "oa", "y")
+    assert proc.stdout.split(" ", 1)[1] == "['-m', 'oa', 'y']\n", proc.stderr
+    code = "import sys; print(sys.orig_argv[0] == sys.executable, sys.orig_argv[1:])"
+    proc = sp("run", "-q", "--no-output", "-c", code, "z")
+    assert proc.stdout == f"True ['-c', {code!r}, 'z']\n", proc.stderr
+
+
 def test_sys_exit_status_and_profile_written(sp):
     script = sp.script("""
         import sys, scope_profiler as sp
