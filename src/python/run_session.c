@@ -35,7 +35,8 @@ static int from_stdin(const char *script)
 }
 
 /* The script must be a readable file, or a folder with __main__.py (which
- * Python runs like `python folder`), or standard input ("-"). */
+ * Python runs like `python folder`), or standard input ("-"). 0, or the
+ * status python gives: 2 (cannot open it), 1 (a folder without one). */
 static int check_script(const char *script)
 {
 	struct stat st;
@@ -43,20 +44,20 @@ static int check_script(const char *script)
 		return 0;
 	if (stat(script, &st) != 0) {
 		sp_cmd_error(CMD, "cannot open script '%s': %s", script, strerror(errno));
-		return -1;
+		return SP_EXIT_USAGE;
 	}
 	if (S_ISDIR(st.st_mode)) {
 		char main_py[PATH_MAX];
 		snprintf(main_py, sizeof main_py, "%s/__main__.py", script);
 		if (access(main_py, R_OK) != 0) {
 			sp_cmd_error(CMD, "'%s' is a directory with no __main__.py", script);
-			return -1;
+			return 1;
 		}
 		return 0;
 	}
 	if (access(script, R_OK) != 0) {
 		sp_cmd_error(CMD, "cannot read script '%s': %s", script, strerror(errno));
-		return -1;
+		return SP_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -419,8 +420,9 @@ static const char *root_name(const struct sp_run_target *t)
 static int check_before(const struct sp_settings *s, const struct sp_run_target *t,
 			char *outfile, size_t len, int *checked, struct sp_venv *venv)
 {
-	if (t->script && check_script(t->script) != 0)
-		return SP_EXIT_USAGE;
+	int rc = t->script ? check_script(t->script) : 0;
+	if (rc != 0)
+		return rc;
 	if (find_venv(venv) != 0)
 		return SP_EXIT_USAGE;
 	const char *out = s->outfile ? s->outfile : "profiling_data.h5";

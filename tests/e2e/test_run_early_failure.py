@@ -29,6 +29,7 @@ def make_tree(sp):
     (sp.tmp / "brokenpkg" / "sub" / "__init__.py").write_text("")
     sp.script("print('never')\n", name="badmain/__init__.py")
     (sp.tmp / "badmain" / "__main__.py").write_text("if True\n")
+    (sp.tmp / "nomain").mkdir()
 
 
 # (arguments, what the one line names, python's own arguments)
@@ -40,6 +41,7 @@ CASES = [
     (["-m", "mods.badmod"], "SyntaxError", ["-m", "mods.badmod"]),
     (["-m", "brokenpkg.sub"], "SyntaxError", ["-m", "brokenpkg.sub"]),
     (["-m", "badmain"], "SyntaxError", ["-m", "badmain"]),
+    (["nomain"], "is a directory with no __main__.py", ["nomain"]),   # python: 1, not 2
 ]
 
 
@@ -52,7 +54,7 @@ def test_keeps_the_last_good_profile(sp, args, fragment, plain):
     assert proc.stdout == ""
     python = subprocess.run([embedded().executable, *plain], capture_output=True, text=True, cwd=sp.tmp)
     assert proc.returncode == python.returncode != 0
-    assert fragment.split(":")[0] in python.stderr or fragment == "nosuch.py"
+    assert fragment.split(":")[0] in python.stderr or fragment in ("nosuch.py", CASES[-1][1])
     assert (sp.tmp / "p.h5").read_bytes() == before
     # Nothing beside it either: no temporary file, no other profile.
     assert not [p.name for p in sp.tmp.iterdir() if p.name.startswith("p.h5.")]
