@@ -48,9 +48,16 @@ enum sp_err sp_children_files(const char *dir, char ***files, size_t *n, struct 
 
 void sp_children_files_free(char **files, size_t n);
 
-/* How many children in dir still stream into their partial file (a live
- * process holds it: one that has not finished it yet); 0 for none, no
- * folder, or out of memory. */
-size_t sp_children_streaming(const char *dir);
+/* How many children in dir are still ending: those that still stream
+ * into their partial file (a live process holds it), and each child marked in dir ("child-<PID>", the shim's) that is
+ * alive, has no finished profile (proc-<PID>.h5) and said it writes one
+ * ("writing-<PID>", left at its exit signal or its os._exit), or, with
+ * fresh set, has not said so yet (a loaded machine may not have run it
+ * since the signal: a small child makes its file only at its end). */
+size_t sp_children_ending(const char *dir, int fresh);
+
+/* Whether process pid has ended (a zombie its parent has not reaped yet
+ * included). */
+int sp_process_gone(long pid);
 
 #endif

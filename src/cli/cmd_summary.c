@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sp_children.h"
 #include "sp_cmd.h"
 #include "sp_h5.h"
 #include "sp_tree.h"
@@ -116,24 +117,6 @@ static int show(const char *path, const struct sp_render_opts *opts, struct sp_p
 	return rc == SP_OK ? 0 : rc == SP_EIO ? 2 : 1;
 }
 
-/* Whether process pid has ended (a zombie its parent has not reaped yet
- * included). */
-static int process_gone(pid_t pid)
-{
-	if (kill(pid, 0) != 0)
-		return errno == ESRCH;
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] == 'Z';
-}
-
 /* Whether a was modified after b (both there). */
 static int modified_after(const char *a, const char *b)
 {
@@ -183,7 +166,7 @@ finished:		/* Finished (renamed), or never streamed: the file itself. */
 		 * run's finished own file into FILE, then removes it); a FILE
 		 * older than the partial file is an earlier run's. */
 		int64_t pid = p && p->nranks ? p->ranks[0].pid : 0;
-		int gone = pid > 0 && process_gone((pid_t)pid);
+		int gone = pid > 0 && sp_process_gone((long)pid);
 		sp_profile_free(p);
 		if (rc == 0 && gone && access(partial, F_OK) == 0) {
 			if (modified_after(final, partial))

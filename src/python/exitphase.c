@@ -26,6 +26,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -56,6 +57,7 @@ static void run_signal_end(int sig);
 static void die_by(int sig);
 static void child_ticks_set(long ms);
 static void on_child_signal(int sig);
+static void say_writing(void);
 
 /* Blocks the exit signals in the calling thread; the mask it had into *before. */
 static void hold_exit_signals(sigset_t *before)
@@ -418,6 +420,7 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	if (child_signal)   /* an exit signal came first: it ends the process */
 		run_signals ? run_signal_end(child_signal) : child_signal_end();
 	child_writing = 1;   /* an exit signal from here on ends it after the write */
+	say_writing();
 	sp_session_end_child();
 	child_writing = 0;
 	if (child_signal)
@@ -638,9 +641,25 @@ static void child_deadline(int unused)
 	die_by(child_signal);
 }
 
+/* dir/writing-<PID> in the folder of a profiled child's run (set by
+ * child_signals), left as the child begins to write at its end: the run,
+ * ended by the same signal, waits for it (sp_children_ending). */
+static char writing_mark[PATH_MAX];
+
+static void say_writing(void)
+{
+	if (!writing_mark[0])
+		return;
+	int fd = open(writing_mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void on_child_signal(int sig)
 {
 	int saved = errno;
+	if (!child_signal)
+		say_writing();   /* async-signal-safe: open, close */
 	if (!child_signal && child_writing) {
 		/* The first, while the child writes at its normal end
 		 * (os._exit): the write goes on and the signal ends it after. */
@@ -717,6 +736,10 @@ static PyObject *on_child_signal_py(PyObject *m, PyObject *const *args, Py_ssize
  * the child's (above). Never raises. */
 static PyObject *child_signals(PyObject *m, PyObject *unused)
 {
+	const char *folder = getenv("SCOPE_PROFILER_CHILDREN");
+	if (!folder || (size_t)snprintf(writing_mark, sizeof writing_mark, "%s/writing-%ld", folder,
+					(long)getpid()) >= sizeof writing_mark)
+		writing_mark[0] = 0;
 	PyObject *sigmod = PyImport_ImportModule("_signal");
 	PyObject *handler = sigmod ? PyObject_GetAttrString(m, "_on_child_signal") : NULL;
 	for (size_t i = 0; handler && i < NSIGNALS; i++) {

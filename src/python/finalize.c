@@ -498,11 +498,14 @@ static int merge_children(struct sp_final *f, const char *own, struct sp_merge_r
 	size_t nkids = 0;
 	/* Ended by a signal (SIGTERM to the job's process group, a batch
 	 * system's time limit, Ctrl-C): the children got it too and finish
-	 * their files as this process does; up to 3 s for them, so that their
-	 * calls after their last flush are in. */
+	 * their files as this process does; up to 10 s for them (a loaded
+	 * machine; the run's own deadline is as long), so that their calls
+	 * after their last flush are in. For its first second, a child alive
+	 * with no file yet counts too: one not run since the signal has not
+	 * said that it writes (sp_children_ending). */
 	if (ending_by_signal()) {
 		Py_BEGIN_ALLOW_THREADS
-		for (int i = 0; i < 300 && sp_children_streaming(f->children_dir) > 0; i++)
+		for (int i = 0; i < 1000 && sp_children_ending(f->children_dir, i < 100) > 0; i++)
 			usleep(10000);
 		Py_END_ALLOW_THREADS
 	}

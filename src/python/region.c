@@ -9,6 +9,7 @@
 #include "sp_mode.h"
 #include "sp_pytext.h"
 #include "sp_recorder.h"
+#include "sp_shim.h"
 #include "sp_region.h"
 #include "sp_spill.h"
 
@@ -145,6 +146,8 @@ static PyObject *region_create(PyObject *name)
 	r->holds_functions = 0;
 	r->peak_bytes = SP_NO_PEAK;
 	r->gen = 0;
+	if (__builtin_expect(sp_shim_unmarked, 0))
+		sp_shim_mark_now();   /* a fork of the run that now can record */
 	if (sp_region_fit(r) != 0 || PyDict_SetItem(sp_registry, name, (PyObject *)r) != 0) {
 		Py_DECREF(r);
 		return NULL;

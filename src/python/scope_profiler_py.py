@@ -711,11 +711,13 @@ def _forked_child():
     fork on (session.c)."""
     _exit_signals_default()   # as under plain python (exitphase.c)
     _child_session()
-    if _session_is_child():
-        _child_signals()      # SIGTERM (a Pool's end): written, then ended by it (exitphase.c)
     # Marked once its handlers are in place: a child ended before them had
     # recorded nothing (a Pool may end a worker as soon as it is forked).
-    _shim_mark()
+    if _session_is_child():
+        _child_signals()      # SIGTERM (a Pool's end): written, then ended by it (exitphase.c)
+        _shim_mark()
+    else:
+        _shim_mark_when_used()   # not one that never could record (shim.c)
 
 
 _MP_HELPER = "from multiprocessing.{} import main"   # how multiprocessing starts its helpers

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "sp_pyshim.h"
+#include "sp_region.h"
 #include "sp_shim.h"
 
 /* Where `run --subprocesses` finds this module for spawned children (the
@@ -333,17 +334,43 @@ out:
 	return res;
 }
 
-/* _shim_mark(): in a fork of the run (its os.register_at_fork hook), its
- * mark, to be counted at the end as a subprocess that imported the shim. */
-static PyObject *shim_mark(PyObject *m, PyObject *unused)
+int sp_shim_unmarked;
+
+static void mark(void)
 {
 	char path[PATH_MAX + 32];
+	sp_shim_unmarked = 0;
 	if (*shim) {
 		snprintf(path, sizeof path, "%s/child-%d", shim, (int)getpid());
 		int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			close(fd);
 	}
+}
+
+void sp_shim_mark_now(void)
+{
+	mark();
+}
+
+/* _shim_mark(): in a fork of the run (its os.register_at_fork hook), its
+ * mark, to be counted at the end as a subprocess that imported the shim. */
+static PyObject *shim_mark(PyObject *m, PyObject *unused)
+{
+	mark();
+	Py_RETURN_NONE;
+}
+
+/* _shim_mark_when_used(): in a fork of the run that is not profiled, the
+ * mark once it can record: now if the run had made a region, else at its
+ * first (a Pool's worker of a script that never used scope_profiler is
+ * no child that lost calls). */
+static PyObject *shim_mark_when_used(PyObject *m, PyObject *unused)
+{
+	if (PyDict_GET_SIZE(sp_registry) > 0)
+		mark();
+	else
+		sp_shim_unmarked = 1;
 	Py_RETURN_NONE;
 }
 
@@ -379,5 +406,6 @@ void sp_shim_end(Py_ssize_t merged, Py_ssize_t recovered)
 PyMethodDef sp_shim_methods[] = {
 	{"_shim_offer", shim_offer, METH_O, NULL},
 	{"_shim_mark", shim_mark, METH_NOARGS, NULL},
+	{"_shim_mark_when_used", shim_mark_when_used, METH_NOARGS, NULL},
 	{NULL},
 };

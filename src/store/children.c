@@ -3,10 +3,14 @@
  * dir/proc-<PID>.h5.partial; run --subprocesses) into the parent's
  * (sp_children.h). */
 #include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sp_children.h"
 #include "sp_clock.h"
@@ -154,7 +158,10 @@ void sp_children_files_free(char **files, size_t n)
 	free(files);
 }
 
-size_t sp_children_streaming(const char *dir)
+/* How many children in dir still stream into their partial file (a live
+ * process holds it: one that has not finished it yet); 0 for none, no
+ * folder, or out of memory. */
+static size_t children_streaming(const char *dir)
 {
 	struct child *v = NULL;
 	size_t nv = 0, live = 0, dlen = strlen(dir);
@@ -176,6 +183,50 @@ size_t sp_children_streaming(const char *dir)
 		free(v[i].name);
 	free(v);
 	return live;
+}
+
+int sp_process_gone(long pid)
+{
+	if (kill((pid_t)pid, 0) != 0)
+		return errno == ESRCH;
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'Z';
+}
+
+/* Whether dir/<prefix><pid><suffix> is there. */
+static int there(const char *dir, const char *prefix, long pid, const char *suffix)
+{
+	char path[PATH_MAX];
+	return (size_t)snprintf(path, sizeof path, "%s/%s%ld%s", dir, prefix, pid, suffix) < sizeof path &&
+	       access(path, F_OK) == 0;
+}
+
+size_t sp_children_ending(const char *dir, int fresh)
+{
+	size_t ending = children_streaming(dir);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int64_t pid;
+		if (strncmp(e->d_name, "child-", 6) != 0 || digits(e->d_name + 6, &pid) == 0 ||
+		    e->d_name[6 + digits(e->d_name + 6, &pid)] != '\0' || pid <= 0)
+			continue;
+		if (there(dir, "proc-", (long)pid, ".h5") || there(dir, "proc-", (long)pid, ".h5.partial") ||
+		    sp_process_gone((long)pid))
+			continue;   /* finished, streaming (counted above), or gone */
+		ending += fresh || there(dir, "writing-", (long)pid, "");
+	}
+	if (d)
+		closedir(d);
+	return ending;
 }
 
 /* Moves every rank of c to the end of p, numbered from *next on (each

@@ -499,6 +499,43 @@ def test_a_child_imports_the_scope_profiler_it_would_under_python(sp):
                            "was not profiled: its calls are not in this profile\n")
 
 
+def test_forks_that_never_could_record_are_not_counted(sp):
+    """Forks of a script that had made no region (a Pool's workers of a
+    program that never used scope_profiler) are no children that lost
+    calls: no line (before: each was counted, with the line, even under
+    -q). One that makes a region after the fork is counted."""
+    script = sp.script("""
+        import multiprocessing as mp, os, sys
+
+        def plain(x):
+            return x
+
+        def lazy():
+            import scope_profiler as sp
+            with sp.region("task"):
+                pass
+
+        if __name__ == "__main__":
+            with mp.get_context("fork").Pool(2) as pool:
+                pool.map(plain, range(4))
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+            if sys.argv[1] == "lazy":
+                p = mp.get_context("fork").Process(target=lazy)
+                p.start()
+                p.join()
+            print("done")
+    """)
+    proc = sp("run", "-q", "--no-output", script, "plain")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "done\n", "")
+    proc = sp("run", "-q", "--no-output", script, "lazy")
+    assert (proc.returncode, proc.stdout) == (0, "done\n"), proc.stderr
+    assert proc.stderr == ("scope-profiler: run: warning: 1 child process imported scope_profiler and "
+                           "was not profiled: its calls are not in this profile\n")
+
+
 def test_no_child_no_line(sp):
     script = sp.script("""
         import subprocess, sys
