@@ -13,6 +13,7 @@
 #include <Python.h>
 
 #include "sp_generator.h"
+#include "sp_lanes.h"
 #include "sp_mode.h"
 #include "sp_region.h"
 #include "sp_tracer.h"
@@ -101,8 +102,8 @@ static PyObject *tg_resume(TimedGen *g, enum tg_op op, PyObject *arg)
 		return NULL;
 	}
 	int hook = 0;
-	if ((g->recursive > 0 || (sp_mode.recursive_all && g->recursive == 0)) &&
-	    !sp_mode.disabled && (hook = sp_tracer_start_thread()) < 0)
+	if ((g->recursive > 0 || (sp_mode.recursive_all && g->recursive == 0)) && !sp_mode.disabled &&
+	    ((void)sp_current_lane(), (hook = sp_tracer_start_thread()) < 0))   /* the lane before the hook */
 		return NULL;
 	PyObject *res = NULL;
 	sp_region_exit_fn exit = sp_region_enter_with(g->region);

@@ -308,6 +308,7 @@ static PyObject *pf_call_disabled(PyObject *self, PyObject *const *args, size_t 
  * under this one, in this thread. */
 static PyObject *pf_call_recursive(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+	(void)sp_current_lane();   /* before the hook: a thread's first runs threading's code */
 	int started = sp_tracer_start_thread();
 	if (started < 0)
 		return NULL;
@@ -382,6 +383,7 @@ static PyObject *pf_call_nvtx_async(PyObject *self, PyObject *const *args, size_
  * inside, each a range of its own. */
 static PyObject *pf_call_nvtx(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+	(void)sp_current_lane();   /* before the hook: a thread's first runs threading's code */
 	int started = sp_tracer_start_thread();
 	if (started < 0)
 		return NULL;

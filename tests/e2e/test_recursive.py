@@ -255,6 +255,34 @@ def test_code_run_outside_a_recursive_call_is_no_region(sp):
     assert regions_of(sp.tmp / "out.h5") == {"rec": 1, "__main__.g": 1, "h": 1, "Call": 1}
 
 
+def test_a_recursive_call_in_a_new_thread_records_only_the_scripts_calls(sp):
+    """The first recursive=True call of a thread: its lane is named
+    (threading.current_thread().name) before the hook starts, so the
+    tool's own lookup is no region (before: threading.current_thread and
+    threading.Thread.name, one call each, in every such thread)."""
+    script = sp.script("""
+        import threading
+        import scope_profiler as sp
+
+        def work():
+            return 1
+
+        @sp.profile("entry", recursive=True)
+        def entry():
+            work()
+
+        t = threading.Thread(target=entry)
+        t.start()
+        t.join()
+        entry()
+        print(sorted(sp.get_all_regions()))
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "['__main__.work', 'entry']\n"
+    assert regions_of(sp.tmp / "out.h5") == {"entry": 2, "__main__.work": 2}
+
+
 def test_setup_recursive_profile_option(sp):
     script = sp.script("""
         from scope_profiler import ProfileManager
