@@ -506,10 +506,28 @@ PyObject *sp_wrapper_decorate(RegionObject *region, PyObject *func, int recursiv
 	return sp_wrapper_new(region, func, recursive);
 }
 
+/* Line timing on and a profile(recursive=True) function: it records its
+ * callees, its lines are not timed (the hook's cost in every callee would
+ * be in them). Said once. */
+static void lines_not_timed(RegionObject *region)
+{
+	static int said;
+	if (said)
+		return;
+	said = 1;
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	PySys_FormatStderr("scope-profiler: warning: line timing: the lines of %R are not timed: "
+			   "it is profile(recursive=True), which records every call under it\n", region->name);
+	PyErr_Restore(type, value, tb);
+}
+
 PyObject *sp_wrapper_new(RegionObject *region, PyObject *func, int recursive)
 {
 	if (sp_mode.lines && recursive <= 0 && sp_linetrace_choose(func, region->name) != 0)
 		return NULL;
+	if (sp_mode.lines && recursive > 0)
+		lines_not_timed(region);
 	int kind = function_kind(func);
 	ProfiledFunction *pf = PyObject_GC_New(ProfiledFunction, &sp_ProfiledFunctionType);
 	if (!pf)
@@ -673,6 +691,8 @@ int sp_wrappers_apply(void)
 	for (ProfiledFunction *pf = wrap.list; pf; pf = pf->next) {
 		if (sp_mode.lines && pf->recursive <= 0 && sp_linetrace_choose(pf->func, pf->region->name) != 0)
 			return -1;
+		if (sp_mode.lines && pf->recursive > 0)
+			lines_not_timed(pf->region);
 		pf->vectorcall = pf_choose_call(pf);
 	}
 	return 0;

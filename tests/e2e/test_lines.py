@@ -359,6 +359,38 @@ def test_a_call_under_the_scripts_trace_function(sp):
         assert hits[first] == 1 and hits[first + 1] == 11, hits
 
 
+def test_a_recursive_function_under_line_timing_is_said(sp):
+    """A profile(recursive=True) function under --line-profile records its
+    callees, its lines are not timed: one warning says so (before:
+    nothing, the function simply had no table)."""
+    script = sp.script("""
+        import scope_profiler as sp
+
+        def work():
+            return 1
+
+        @sp.profile("entry", recursive=True)
+        def entry():
+            for _ in range(5):
+                work()
+
+        @sp.profile("plain")
+        def plain():
+            return 2
+
+        entry()
+        plain()
+    """)
+    proc = sp("run", "--line-profile", "-q", "-o", "l.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ("scope-profiler: warning: line timing: the lines of 'entry' are not timed: "
+                           "it is profile(recursive=True), which records every call under it\n")
+    tables = line_tables(sp.tmp / "l.h5")
+    assert "plain" in tables and "entry" not in tables
+    with h5py.File(sp.tmp / "l.h5") as f:
+        assert int(regions(f)["__main__.work"].attrs["num_calls"]) == 5
+
+
 # The source column as the file says it, however the file is written: UTF-8
 # with or without a BOM, CRLF line ends, another declared encoding, and lines
 # a script registered in linecache for code without a file. The function
