@@ -36,23 +36,28 @@ static struct {
 /* What one resume does to the generator. */
 enum tg_op { OP_NEXT, OP_SEND, OP_THROW, OP_CLOSE };
 
-static PyObject *tg_run(TimedGen *g, enum tg_op op, PyObject *arg)
+static PyObject *step_run(PyObject *gen, enum tg_op op, PyObject *arg)
 {
 	switch (op) {
 	case OP_NEXT:
-		return Py_TYPE(g->gen)->tp_iternext(g->gen);
+		return Py_TYPE(gen)->tp_iternext(gen);
 	case OP_SEND:
-		return PyObject_CallMethodOneArg(g->gen, tg.send, arg);
+		return PyObject_CallMethodOneArg(gen, tg.send, arg);
 	case OP_THROW: {
-		PyObject *fn = PyObject_GetAttr(g->gen, tg.throw);
+		PyObject *fn = PyObject_GetAttr(gen, tg.throw);
 		PyObject *res = fn ? PyObject_Call(fn, arg, NULL) : NULL;
 		Py_XDECREF(fn);
 		return res;
 	}
 	case OP_CLOSE:
-		return PyObject_CallMethodNoArgs(g->gen, tg.close);
+		return PyObject_CallMethodNoArgs(gen, tg.close);
 	}
 	return NULL;
+}
+
+static PyObject *tg_run(TimedGen *g, enum tg_op op, PyObject *arg)
+{
+	return step_run(g->gen, op, arg);
 }
 
 /* Its exit, with the resume's exception (if any) kept aside: the exits of
@@ -246,9 +251,134 @@ PyObject *sp_timed_generator_new(RegionObject *region, PyObject *gen, int recurs
 	return (PyObject *)g;
 }
 
+/* ---- the steps of an awaitable under the --recursive hook ----
+ *
+ * profile(recursive=True) on an `async def` function or an async
+ * generator function: the region is timed by the Python layer (the
+ * coroutine's whole run, each awaited step of the async generator), and
+ * the hook records the calls of each step of the function's own code,
+ * started as the step begins and stopped as it suspends, so that what
+ * other tasks run while it waits is not under it. */
+typedef struct {
+	PyObject_HEAD
+	PyObject *it;           /* the awaitable's iterator (its __await__()) */
+} HookSteps;
+
+static PyObject *hs_resume(HookSteps *h, enum tg_op op, PyObject *arg)
+{
+	if (!h->it) {
+		if (op != OP_NEXT && op != OP_CLOSE)
+			PyErr_SetNone(PyExc_StopIteration);
+		return op == OP_CLOSE ? Py_NewRef(Py_None) : NULL;
+	}
+	int hook = 0;
+	/* The hook's calls in the task's lane, the coroutine's region's (the
+	 * thread's lane is the task's for the step, and the thread's lane
+	 * named first, before the hook, as tg_resume does). */
+	int32_t thread_lane = sp_current_lane(), task_lane = sp_mode.track_async ? sp_async_lane() : thread_lane;
+	if (!sp_mode.disabled && (hook = sp_tracer_start_thread()) < 0)
+		return NULL;
+	sp_my_lane = task_lane;
+	PyObject *res = step_run(h->it, op, arg);
+	sp_my_lane = thread_lane;
+	if (hook)
+		sp_tracer_stop_thread();
+	return res;
+}
+
+static PyObject *hs_iternext(PyObject *self)
+{
+	return hs_resume((HookSteps *)self, OP_NEXT, NULL);
+}
+
+static PyObject *hs_send(PyObject *self, PyObject *value)
+{
+	return hs_resume((HookSteps *)self, OP_SEND, value);
+}
+
+static PyObject *hs_throw(PyObject *self, PyObject *args)
+{
+	return hs_resume((HookSteps *)self, OP_THROW, args);
+}
+
+static PyObject *hs_close(PyObject *self, PyObject *unused)
+{
+	return hs_resume((HookSteps *)self, OP_CLOSE, NULL);
+}
+
+static int hs_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(((HookSteps *)self)->it);
+	return 0;
+}
+
+static int hs_clear(PyObject *self)
+{
+	Py_CLEAR(((HookSteps *)self)->it);
+	return 0;
+}
+
+static void hs_dealloc(PyObject *self)
+{
+	PyObject_GC_UnTrack(self);
+	hs_clear(self);
+	PyObject_GC_Del(self);
+}
+
+static PyMethodDef hs_methods[] = {
+	{"send", hs_send, METH_O, "send(value): the awaitable's next step, under the hook."},
+	{"throw", hs_throw, METH_VARARGS, "throw(exc): raises exc in the awaitable, under the hook."},
+	{"close", hs_close, METH_NOARGS, "close(): closes the awaitable, under the hook."},
+	{NULL},
+};
+
+static PyTypeObject hook_steps_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler._HookSteps",
+	.tp_basicsize = sizeof(HookSteps),
+	.tp_dealloc = hs_dealloc,
+	.tp_as_async = &tg_async,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	.tp_doc = "The steps of an awaitable, each under the --recursive hook.",
+	.tp_traverse = hs_traverse,
+	.tp_clear = hs_clear,
+	.tp_iter = PyObject_SelfIter,
+	.tp_iternext = hs_iternext,
+	.tp_methods = hs_methods,
+};
+
+/* _hooked_steps(awaitable): to await in its place (the Python layer's
+ * _timed_coroutine and _TimedAsyncGenerator, for recursive=True). */
+static PyObject *hooked_steps(PyObject *m, PyObject *awaitable)
+{
+	PyAsyncMethods *am = Py_TYPE(awaitable)->tp_as_async;
+	if (!am || !am->am_await) {
+		PyErr_Format(PyExc_TypeError, "object %.100s can't be used in 'await' expression",
+			     Py_TYPE(awaitable)->tp_name);
+		return NULL;
+	}
+	PyObject *it = am->am_await(awaitable);
+	if (!it)
+		return NULL;
+	HookSteps *h = PyObject_GC_New(HookSteps, &hook_steps_type);
+	if (!h) {
+		Py_DECREF(it);
+		return NULL;
+	}
+	h->it = it;
+	PyObject_GC_Track(h);
+	return (PyObject *)h;
+}
+
+PyMethodDef sp_generator_methods[] = {
+	{"_hooked_steps", hooked_steps, METH_O, NULL},
+	{NULL},
+};
+
 int sp_generator_init(void)
 {
-	if (PyType_Ready(&timed_gen_type) < 0 || PyType_Ready(&timed_coro_gen_type) < 0)
+	if (PyType_Ready(&timed_gen_type) < 0 || PyType_Ready(&timed_coro_gen_type) < 0 ||
+	    PyType_Ready(&hook_steps_type) < 0)
 		return -1;
 	if (!tg.send && !(tg.send = PyUnicode_InternFromString("send")))
 		return -1;

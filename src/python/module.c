@@ -21,6 +21,7 @@
 
 #include "sp_charts.h"
 #include "sp_frozen.h"
+#include "sp_generator.h"
 #include "sp_exitphase.h"
 #include "sp_lanes.h"
 #include "sp_linetrace.h"
@@ -120,7 +121,8 @@ static PyObject *module_init(void)
 	    PyModule_AddFunctions(mod, sp_exitphase_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_charts_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_frozen_methods) != 0 ||
-	    PyModule_AddFunctions(mod, sp_shim_methods) != 0)
+	    PyModule_AddFunctions(mod, sp_shim_methods) != 0 ||
+	    PyModule_AddFunctions(mod, sp_generator_methods) != 0)
 		goto fail;
 	sp_session_bind(mod);
 	if (run_python_layer(mod) != 0 || sp_wrapper_bind(mod) != 0 || sp_standalone_init(mod) != 0)

@@ -61,16 +61,17 @@ def _qualname(func):
             or type(func).__qualname__)
 
 
-async def _timed_coroutine(region, pending):
+async def _timed_coroutine(region, pending, hooked):
     """A call of a decorated ``async def`` function (the C wrapper makes one
     per call, named as the function's coroutine; pending() gives the
     function's coroutine, held until now): the region is open from the
     coroutine's first step to its end (return, exception or cancellation),
-    in the task that runs it."""
+    in the task that runs it. hooked (recursive=True): each step of the
+    coroutine runs under the --recursive hook (generator.c)."""
     coro = pending()
     token = _coroutine_enter(region)
     try:
-        return await coro
+        return await (_hooked_steps(coro) if hooked else coro)
     finally:
         _coroutine_exit(region, token)
 
@@ -82,18 +83,19 @@ class _TimedAsyncGenerator:
     to the item it yields or its end, as a decorated coroutine's run is; the
     time it is suspended at a yield is not counted, nor its creation."""
 
-    __slots__ = ("_region", "_agen", "_started", "__weakref__")
+    __slots__ = ("_region", "_agen", "_started", "_hooked", "__weakref__")
 
-    def __init__(self, region, agen):
+    def __init__(self, region, agen, hooked):
         self._region = region
         self._agen = agen
         self._started = False
+        self._hooked = hooked   # recursive=True: each step under the hook
 
     async def _step(self, step):
         self._started = True
         token = _coroutine_enter(self._region)
         try:
-            return await step
+            return await (_hooked_steps(step) if self._hooked else step)
         finally:
             _coroutine_exit(self._region, token)
 

@@ -13,6 +13,9 @@
  * awaited too. A new reference, or NULL with an exception. */
 PyObject *sp_timed_generator_new(RegionObject *region, PyObject *gen, int recursive, int awaitable);
 
+/* _hooked_steps(awaitable), for the module's table. */
+extern PyMethodDef sp_generator_methods[];
+
 /* Module init: its types; -1 with an exception. */
 int sp_generator_init(void);
 

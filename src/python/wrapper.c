@@ -145,6 +145,13 @@ static PyObject *pf_call_async(PyObject *self, PyObject *const *args, size_t nar
 	return pf_record(self, args, nargsf, kwnames, 2, 0, 0);
 }
 
+/* Whether the --recursive hook runs under the calls of pf (recursive=True,
+ * or recursive_profile / run --recursive where pf says nothing). */
+static int hooked(const ProfiledFunction *pf)
+{
+	return pf->recursive > 0 || (sp_mode.recursive_all && pf->recursive == 0);
+}
+
 /* The function's coroutine, held for _timed_coroutine until its first step
  * takes it (calling the holder): if that never comes (the call's coroutine
  * closed before it started, or dropped, which warns as never awaited by
@@ -229,8 +236,8 @@ static PyObject *pf_call_coro(PyObject *self, PyObject *const *args, size_t narg
 	pending->vectorcall = pending_take;
 	pending->coro = Py_NewRef(coro);
 	PyObject_GC_Track(pending);
-	PyObject *argv[2] = {(PyObject *)pf->region, (PyObject *)pending};
-	PyObject *res = PyObject_Vectorcall(wrap.timed_coroutine, argv, 2, NULL);
+	PyObject *argv[3] = {(PyObject *)pf->region, (PyObject *)pending, hooked(pf) ? Py_True : Py_False};
+	PyObject *res = PyObject_Vectorcall(wrap.timed_coroutine, argv, 3, NULL);
 	Py_DECREF(pending);
 	/* Named as the function's coroutine (never-awaited warnings, task lanes). */
 	PyObject *name = res ? PyObject_GetAttrString(coro, "__name__") : NULL;
@@ -266,8 +273,8 @@ static PyObject *pf_call_async_gen(PyObject *self, PyObject *const *args, size_t
 	PyObject *agen = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
 	if (!agen || !PyAsyncGen_CheckExact(agen))
 		return agen;
-	PyObject *argv[2] = {(PyObject *)pf->region, agen};
-	PyObject *res = PyObject_Vectorcall(wrap.timed_async_gen, argv, 2, NULL);
+	PyObject *argv[3] = {(PyObject *)pf->region, agen, hooked(pf) ? Py_True : Py_False};
+	PyObject *res = PyObject_Vectorcall(wrap.timed_async_gen, argv, 3, NULL);
 	Py_DECREF(agen);
 	return res;
 }

@@ -283,6 +283,58 @@ def test_a_recursive_call_in_a_new_thread_records_only_the_scripts_calls(sp):
     assert regions_of(sp.tmp / "out.h5") == {"entry": 2, "__main__.work": 2}
 
 
+def test_recursive_async_functions_record_their_callees(sp):
+    """profile(recursive=True) on an `async def` function and on an async
+    generator function: the calls each step makes are recorded, under the
+    region in the call tree, and not those of another task that runs while
+    it waits (before: nothing was recorded under either)."""
+    script = sp.script("""
+        import asyncio
+        import scope_profiler as sp
+
+        def work():
+            return sum(range(100))
+
+        def leaf():
+            return 1
+
+        @sp.profile("async_entry", recursive=True)
+        async def async_entry():
+            work()
+            await asyncio.sleep(0)
+            work()
+
+        @sp.profile("agen", recursive=True)
+        async def agen():
+            for i in range(2):
+                leaf()
+                leaf()
+                yield i
+
+        async def other():   # not under either
+            for _ in range(3):
+                leaf()
+                await asyncio.sleep(0)
+
+        async def main():
+            await asyncio.gather(async_entry(), other())
+            async for _ in agen():
+                await asyncio.sleep(0)
+
+        asyncio.run(main())
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    got = regions_of(sp.tmp / "out.h5")
+    assert {k: got[k] for k in ("async_entry", "agen", "__main__.work", "__main__.leaf")} == \
+        {"async_entry": 1, "agen": 3, "__main__.work": 2, "__main__.leaf": 4}
+    tree = sp("summary", "--tree", "--all", "out.h5").stdout.splitlines()
+    at = next(i for i, l in enumerate(tree) if l.startswith("async_entry "))
+    assert any(l.startswith("├─ __main__.work (2x)") for l in tree[at + 1:at + 4]), tree
+    at = next(i for i, l in enumerate(tree) if l.startswith("agen (3x)"))
+    assert any(l.startswith("└─ __main__.leaf (4x)") for l in tree[at + 1:at + 3]), tree
+
+
 def test_setup_recursive_profile_option(sp):
     script = sp.script("""
         from scope_profiler import ProfileManager
