@@ -719,7 +719,7 @@ def _forked_child():
         _child_signals()      # SIGTERM (a Pool's end): written, then ended by it (exitphase.c)
         _shim_mark()
     else:
-        _shim_mark_when_used()   # not one that never could record (shim.c)
+        _shim_mark_when_used(bool(_registry))   # not one that never could record (shim.c)
 
 
 _MP_HELPER = "from multiprocessing.{} import main"   # how multiprocessing starts its helpers

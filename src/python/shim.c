@@ -34,7 +34,6 @@
 #include <unistd.h>
 
 #include "sp_pyshim.h"
-#include "sp_region.h"
 #include "sp_shim.h"
 
 /* Where `run --subprocesses` finds this module for spawned children (the
@@ -361,13 +360,16 @@ static PyObject *shim_mark(PyObject *m, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* _shim_mark_when_used(): in a fork of the run that is not profiled, the
- * mark once it can record: now if the run had made a region, else at its
- * first (a Pool's worker of a script that never used scope_profiler is
- * no child that lost calls). */
-static PyObject *shim_mark_when_used(PyObject *m, PyObject *unused)
+/* _shim_mark_when_used(any_region): in a fork of the run that is not
+ * profiled, the mark once it can record: now if the run had made a region,
+ * else at its first (a Pool's worker of a script that never used
+ * scope_profiler is no child that lost calls). */
+static PyObject *shim_mark_when_used(PyObject *m, PyObject *any_region)
 {
-	if (PyDict_GET_SIZE(sp_registry) > 0)
+	int any = PyObject_IsTrue(any_region);
+	if (any < 0)
+		return NULL;
+	if (any)
 		mark();
 	else
 		sp_shim_unmarked = 1;
@@ -406,6 +408,6 @@ void sp_shim_end(Py_ssize_t merged, Py_ssize_t recovered)
 PyMethodDef sp_shim_methods[] = {
 	{"_shim_offer", shim_offer, METH_O, NULL},
 	{"_shim_mark", shim_mark, METH_NOARGS, NULL},
-	{"_shim_mark_when_used", shim_mark_when_used, METH_NOARGS, NULL},
+	{"_shim_mark_when_used", shim_mark_when_used, METH_O, NULL},
 	{NULL},
 };

@@ -13,13 +13,13 @@
 void sp_shim_end(Py_ssize_t merged, Py_ssize_t recovered);
 
 /* A fork of the run that is not profiled and had no region when it was
- * made (_shim_mark_when_used): its mark waits for its first region, which
- * sp_shim_mark_now() then leaves. */
+ * made (_shim_mark_when_used(False)): its mark waits for its first region,
+ * which sp_shim_mark_now() then leaves (region.c). */
 extern int sp_shim_unmarked;
 void sp_shim_mark_now(void);
 
-/* _shim_offer(subprocesses), _shim_mark() and _shim_mark_when_used(), for
- * the module's table. */
+/* _shim_offer(subprocesses), _shim_mark() and _shim_mark_when_used(any_region),
+ * for the module's table. */
 extern PyMethodDef sp_shim_methods[];
 
 #endif
