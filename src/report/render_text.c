@@ -245,8 +245,11 @@ int64_t sp_render_dropped(FILE *out, const struct sp_profile *p, const char *pre
 		total = listed;   /* a file written before ranks kept the total */
 	if (total <= 0)
 		return 0;
-	fprintf(out, "%s%lld call%s not recorded: memory ran out", prefix, (long long)total,
-		total == 1 ? "" : "s");
+	/* A streamed run drops calls when its memory budget is full, the
+	 * writer behind; another only when memory runs out. */
+	fprintf(out, "%s%lld call%s not recorded: %s", prefix, (long long)total, total == 1 ? "" : "s",
+		p->format_version == 3 ? "the memory budget was full (the writer fell behind)"
+				       : "memory ran out");
 	for (int k = 0; k < TOP && top[k]; k++) {
 		fputs(k ? ", " : " (", out);
 		put_text(out, top[k]->name, 40);

@@ -314,6 +314,10 @@ def test_a_slow_writer_is_said_and_counted_never_silent(sp):
         assert f["rank0"].attrs["dropped_events"] == dropped
         kept = sum(int(g.attrs["num_calls"]) for g in regions(f).values())
         assert kept + dropped == 2 * n + 1
+    # summary names the cause (before: "memory ran out").
+    summary = sp("summary", "slow.h5")
+    assert f"{dropped} calls not recorded: the memory budget was full (the writer fell behind)" \
+        in summary.stdout, summary.stdout
 
 
 def test_a_full_disk_while_streaming_is_one_line_and_keeps_the_partial(sp):
