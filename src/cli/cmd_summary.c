@@ -117,14 +117,15 @@ static int show(const char *path, const struct sp_render_opts *opts, struct sp_p
 	return rc == SP_OK ? 0 : rc == SP_EIO ? 2 : 1;
 }
 
-/* Whether a was modified after b (both there). */
+/* Whether a was modified since b was (both there; the same time counts: a
+ * file system of whole seconds). */
 static int modified_after(const char *a, const char *b)
 {
 	struct stat sa, sb;
 	if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
 		return 0;
 	return sa.st_mtim.tv_sec > sb.st_mtim.tv_sec ||
-	       (sa.st_mtim.tv_sec == sb.st_mtim.tv_sec && sa.st_mtim.tv_nsec > sb.st_mtim.tv_nsec);
+	       (sa.st_mtim.tv_sec == sb.st_mtim.tv_sec && sa.st_mtim.tv_nsec >= sb.st_mtim.tv_nsec);
 }
 
 /* --follow: the run's partial file, redrawn every FOLLOW_S seconds, then

@@ -57,7 +57,6 @@ static void run_signal_end(int sig);
 static void die_by(int sig);
 static void child_ticks_set(long ms);
 static void on_child_signal(int sig);
-static void say_writing(void);
 
 /* Blocks the exit signals in the calling thread; the mask it had into *before. */
 static void hold_exit_signals(sigset_t *before)
@@ -206,18 +205,28 @@ static PyObject *getsignal_shown(PyObject *self, PyObject *const *args, Py_ssize
 	return hide_ours(PyObject_Vectorcall(real_getsignal_fn, args, (size_t)nargs, NULL));
 }
 
+/* An int argument's value (a numpy integer, an IntEnum too), clipped;
+ * -1 for anything else. Never raises. */
+static Py_ssize_t int_arg(PyObject *o)
+{
+	if (!PyIndex_Check(o))
+		return -1;
+	Py_ssize_t v = PyNumber_AsSsize_t(o, NULL);
+	if (v == -1 && PyErr_Occurred())
+		PyErr_Clear();
+	return v;
+}
+
 static PyObject *signal_shown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	long sig = nargs == 2 && PyLong_Check(args[0]) ? PyLong_AsLong(args[0]) : -1;
-	ptrdiff_t i = sig > 0 ? signal_index(sig) : -1;
-	PyErr_Clear();
-	if (i >= 0 && ours[i] && PyLong_Check(args[1]) && PyLong_AsVoidPtr(args[1]) == (void *)SIG_DFL) {
-		PyObject *prev = PyObject_CallFunction(real_signal_fn, "lO", sig, ours[i]);
+	Py_ssize_t sig = nargs == 2 ? int_arg(args[0]) : -1;
+	ptrdiff_t i = sig > 0 && sig < INT_MAX ? signal_index((long)sig) : -1;
+	if (i >= 0 && ours[i] && int_arg(args[1]) == (Py_ssize_t)(intptr_t)SIG_DFL) {
+		PyObject *prev = PyObject_CallFunction(real_signal_fn, "nO", sig, ours[i]);
 		if (prev)
 			under_our_c_handler((int)sig);
 		return hide_ours(prev);
 	}
-	PyErr_Clear();
 	return hide_ours(PyObject_Vectorcall(real_signal_fn, args, (size_t)nargs, NULL));
 }
 
@@ -420,7 +429,6 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	if (child_signal)   /* an exit signal came first: it ends the process */
 		run_signals ? run_signal_end(child_signal) : child_signal_end();
 	child_writing = 1;   /* an exit signal from here on ends it after the write */
-	say_writing();
 	sp_session_end_child();
 	child_writing = 0;
 	if (child_signal)
@@ -555,8 +563,7 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
 			PyObject *r = real_signal_default(sigmod, exit_signals[i]);
 			Py_XDECREF(r);
 		}
-		if (cur == handler)
-			Py_CLEAR(ours[i]);
+		Py_CLEAR(ours[i]);   /* a fork of the run is no run: nothing of ours to put back */
 		Py_XDECREF(cur);
 	}
 	Py_XDECREF(handler);
@@ -641,25 +648,11 @@ static void child_deadline(int unused)
 	die_by(child_signal);
 }
 
-/* dir/writing-<PID> in the folder of a profiled child's run (set by
- * child_signals), left as the child begins to write at its end: the run,
- * ended by the same signal, waits for it (sp_children_ending). */
-static char writing_mark[PATH_MAX];
-
-static void say_writing(void)
-{
-	if (!writing_mark[0])
-		return;
-	int fd = open(writing_mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
-}
-
 static void on_child_signal(int sig)
 {
 	int saved = errno;
 	if (!child_signal)
-		say_writing();   /* async-signal-safe: open, close */
+		sp_session_say_writing();   /* async-signal-safe: open, close */
 	if (!child_signal && child_writing) {
 		/* The first, while the child writes at its normal end
 		 * (os._exit): the write goes on and the signal ends it after. */
@@ -736,10 +729,6 @@ static PyObject *on_child_signal_py(PyObject *m, PyObject *const *args, Py_ssize
  * the child's (above). Never raises. */
 static PyObject *child_signals(PyObject *m, PyObject *unused)
 {
-	const char *folder = getenv("SCOPE_PROFILER_CHILDREN");
-	if (!folder || (size_t)snprintf(writing_mark, sizeof writing_mark, "%s/writing-%ld", folder,
-					(long)getpid()) >= sizeof writing_mark)
-		writing_mark[0] = 0;
 	PyObject *sigmod = PyImport_ImportModule("_signal");
 	PyObject *handler = sigmod ? PyObject_GetAttrString(m, "_on_child_signal") : NULL;
 	for (size_t i = 0; handler && i < NSIGNALS; i++) {

@@ -40,6 +40,7 @@ class session:
                                   "joins it: its options are not applied, and what it records is "
                                   "written at the end of the outer one\n")
         else:
+            self._joined = False   # the same object, entered again on its own
             setup(**self._options)
         session._open += 1
         return self

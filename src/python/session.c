@@ -7,6 +7,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,10 +471,28 @@ static PyObject *mod_note_exit_status(PyObject *m, PyObject *status)
  * quietly, as proc-PID.h5 in the folder the run merges at its end; a
  * program the same process runs after os.exec* (whose profile before it
  * is there, finished or not) as proc-PID-2.h5, then -3, ... (children.c). */
+/* dir/writing-<PID> of a child session (child_outfile), which it leaves as
+ * it begins to write at its end (sp_session_say_writing). */
+static char writing_mark[PATH_MAX];
+static pid_t writing_pid;
+
+void sp_session_say_writing(void)
+{
+	if (!writing_mark[0] || getpid() != writing_pid)
+		return;   /* no child session, or a fork of one that has none */
+	int fd = open(writing_mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
 static int child_outfile(const char *dir)
 {
 	char path[PATH_MAX], partial[PATH_MAX + 16];
 	struct stat st;
+	writing_pid = getpid();
+	if ((size_t)snprintf(writing_mark, sizeof writing_mark, "%s/writing-%d", dir, (int)writing_pid) >=
+	    sizeof writing_mark)
+		writing_mark[0] = 0;
 	for (int k = 1;; k++) {
 		int n = k == 1 ? snprintf(path, sizeof path, "%s/proc-%d.h5", dir, (int)getpid())
 			       : snprintf(path, sizeof path, "%s/proc-%d-%d.h5", dir, (int)getpid(), k);
@@ -863,6 +882,8 @@ static void write_at_exit(void)
 	/* A reference of our own: finish() runs Python, which may swap it. */
 	PyObject *err = Py_XNewRef(PySys_GetObject("stderr"));
 	const char *path;
+	if (session.parent_pid)
+		sp_session_say_writing();   /* a child's normal end (Ctrl-C to the group included) */
 	session.skip_empty = failed && !session.parent_pid;   /* a child is always accounted for */
 	PyObject *res = finish(!session.quiet, 0, err, !session.quiet && session.cur.line_profile, failed, &path);
 	session.skip_empty = 0;
@@ -984,6 +1005,7 @@ void sp_session_end_child(void)
 {
 	if (!session.active || !session.parent_pid || getpid() != session.pid)
 		return;
+	sp_session_say_writing();
 	PyObject *type, *value, *tb;
 	PyErr_Fetch(&type, &value, &tb);
 	const char *path;

@@ -50,4 +50,10 @@ void sp_session_exec_failed(void);
 /* setup(), finalize() and the session's other module functions. */
 extern PyMethodDef sp_session_methods[];
 
+/* In a child session (run --subprocesses): leaves dir/writing-<PID> in the
+ * run's folder as its end's write begins, so that a run ended by the same
+ * signal waits for it (sp_children_ending). Async-signal-safe (open,
+ * close); nothing in another process. */
+void sp_session_say_writing(void);
+
 #endif

@@ -254,6 +254,15 @@ def test_a_session_inside_another_joins_it(sp):
         with PM.session(file_path="next.h5", verbose=False):   # after it: a session again
             with PM.region("next"):
                 pass
+        again = PM.session(file_path="again.h5", verbose=False)
+        with PM.session(file_path="outer2.h5", verbose=False):
+            with again:   # joined
+                pass
+        with again:       # on its own now: a session of its own, written at its end
+            with PM.region("again"):
+                pass
+        import os
+        assert os.path.exists("again.h5")
     """)
     proc = sp("run", "-q", script)
     assert proc.returncode == 0, proc.stderr

@@ -259,11 +259,43 @@ def test_the_script_sees_the_exit_signals_as_plain_python_shows_them(sp):
         print(repr(signal.signal(signal.SIGUSR1, requeue)))
         os.kill(os.getpid(), signal.SIGUSR1)
         print("went on", signal.signal(signal.SIGUSR1, signal.SIG_DFL) is requeue)
+        for bad in (2 ** 64, -2 ** 70, "x"):   # python's own errors, nothing changed
+            try:
+                signal.signal(signal.SIGTERM, bad)
+            except (TypeError, ValueError, OverflowError) as e:
+                print(type(e).__name__, e)
+        print(repr(signal.getsignal(signal.SIGTERM)))
     """)
     plain = subprocess.run([embedded().executable, str(script)], capture_output=True, text=True)
     assert plain.returncode == 0, plain.stderr
     proc = sp("run", "-q", "--no-output", script)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, plain.stdout, "")
+
+
+def test_a_fork_sets_sig_dfl_as_under_python(sp):
+    """A fork of the run whose parent had its own disposition of a signal
+    (SIG_IGN here): SIG_DFL set in the child is the real SIG_DFL (before:
+    the run's handler, which ended the child through the run's end)."""
+    script = sp.script("""
+        import ctypes, os, signal
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def c_handler(sig):
+            sa = ctypes.create_string_buffer(256)
+            assert libc.sigaction(sig, None, sa) == 0
+            return int.from_bytes(sa.raw[:8], "little")   # sa_handler comes first
+
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+            os.write(1, b"child %d\\n" % c_handler(signal.SIGUSR1))
+            os._exit(0)
+        os.waitpid(pid, 0)
+    """)
+    for options in ((), ("--subprocesses",)):
+        proc = sp("run", "-q", "--no-output", *options, script)
+        assert (proc.returncode, proc.stdout) == (0, "child 0\n"), proc.stderr
 
 
 def test_sig_dfl_set_by_the_script_still_writes_the_profile(sp):
