@@ -81,7 +81,7 @@ void sp_settings_defaults(struct sp_settings *s)
 
 int sp_parse_decimal(const char *s, double *v, char **end)
 {
-	if (!strchr("0123456789+-.", *s) || !*s)
+	if (!*s || !strchr("0123456789+-.", *s))
 		return -1;
 	errno = 0;
 	double d = strtod(s, end);

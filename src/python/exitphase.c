@@ -68,12 +68,12 @@ static void hold_exit_signals(sigset_t *before)
 	pthread_sigmask(SIG_BLOCK, &held, before);
 }
 
-static int is_exit_signal(long sig)
+static ptrdiff_t signal_index(long sig)
 {
 	for (size_t i = 0; i < NSIGNALS; i++)
 		if (exit_signals[i] == sig)
-			return 1;
-	return 0;
+			return (ptrdiff_t)i;
+	return -1;
 }
 
 /* The exit signal that ends the run (and that the end's merge of its
@@ -163,14 +163,6 @@ static PyObject *real_signal_default(PyObject *sigmod, int sig)
 	PyObject *r = dfl ? real_signal(sigmod, sig, dfl) : NULL;
 	Py_XDECREF(dfl);
 	return r;
-}
-
-static ptrdiff_t signal_index(long sig)
-{
-	for (size_t i = 0; i < NSIGNALS; i++)
-		if (exit_signals[i] == sig)
-			return (ptrdiff_t)i;
-	return -1;
 }
 
 /* h, or SIG_DFL where h is our handler of a signal (a new reference). */
@@ -275,8 +267,8 @@ static PyObject *run_exit(PyObject *m, PyObject *unused);
 /* The run ends at exit signal sig: plain python ends at such a signal at
  * once, running none of the script's code; so does the run, once its
  * profile is written (the end of the run, as at the script's end), killed
- * by sig as python is (a shell shows 128 + sig). Unwinding the script instead (SystemExit) ran code
- * plain python never runs, which could wait forever: a Pool's terminate()
+ * by sig as python is (a shell shows 128 + sig). Unwinding the script
+ * instead (SystemExit) ran code plain python never runs, which could wait forever: a Pool's terminate()
  * on a lock a killed worker held, multiprocessing's exit joining a child
  * that never ends. The signal's deadline (on_child_signal's ticks) stops:
  * the main thread is here, the write may take its time. */
@@ -300,7 +292,7 @@ static PyObject *on_exit_signal_py(PyObject *m, PyObject *const *args, Py_ssize_
 	long sig = nargs >= 1 ? PyLong_AsLong(args[0]) : -1;
 	if (sig == -1 && PyErr_Occurred())
 		return NULL;
-	if (!is_exit_signal(sig) || sig == SIGINT)
+	if (signal_index(sig) < 0 || sig == SIGINT)
 		Py_RETURN_NONE;   /* called by a handler of the script's for another signal */
 	run_signal_end((int)sig);
 	Py_RETURN_NONE;
@@ -350,13 +342,13 @@ static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t na
  * in a fork, the one that forked), set where the exit signals get ours. */
 static pthread_t main_thread;
 
-/* A thread about to fork once an exit signal came (its handler has not run yet, or writes the profile):
- * plain python, ended at once, started nothing more, and a process started
- * now missed the signal (sent to the whole process group: a batch
+/* A thread about to fork once an exit signal came (its handler has not
+ * run yet, or writes the profile): plain python, ended at once, started
+ * nothing more, and a process started now missed the signal (sent to the whole process group: a batch
  * system's end) and outlives the run (a fork Pool's replacement worker,
  * waiting on its pool for ever: it holds the pool's pipes open; a spawned
- * one sees them close and ends). The main thread ends the process as the handler
- * would; another waits for that end. */
+ * one sees them close and ends). The main thread ends the process as the
+ * handler would; another waits for that end. */
 static void no_new_process_once_ending(void)
 {
 	if (!run_ending && !child_signal)

@@ -55,11 +55,6 @@ static PyObject *step_run(PyObject *gen, enum tg_op op, PyObject *arg)
 	return NULL;
 }
 
-static PyObject *tg_run(TimedGen *g, enum tg_op op, PyObject *arg)
-{
-	return step_run(g->gen, op, arg);
-}
-
 /* Its exit, with the resume's exception (if any) kept aside: the exits of
  * task lanes may run Python code. */
 static PyObject *tg_exit(TimedGen *g, sp_region_exit_fn exit, PyObject *res)
@@ -107,13 +102,12 @@ static PyObject *tg_resume(TimedGen *g, enum tg_op op, PyObject *arg)
 		return NULL;
 	}
 	int hook = 0;
-	if ((g->recursive > 0 || (sp_mode.recursive_all && g->recursive == 0)) && !sp_mode.disabled &&
-	    ((void)sp_current_lane(), (hook = sp_tracer_start_thread()) < 0))   /* the lane before the hook */
+	if (sp_mode_hooked(g->recursive) && !sp_mode.disabled && (hook = sp_tracer_start_call()) < 0)
 		return NULL;
 	PyObject *res = NULL;
 	sp_region_exit_fn exit = sp_region_enter_with(g->region);
 	if (exit) {
-		res = tg_run(g, op, arg);
+		res = step_run(g->gen, op, arg);
 		/* NULL: it returned (StopIteration, or nothing set from
 		 * __next__) or raised; either way it is finished. */
 		g->state = res && op != OP_CLOSE ? TG_SUSPENDED : TG_DONE;
@@ -148,7 +142,7 @@ static PyObject *tg_close(PyObject *self, PyObject *unused)
 		Py_RETURN_NONE;
 	if (g->state != TG_SUSPENDED) {
 		g->state = TG_DONE;
-		return tg_run(g, OP_CLOSE, NULL);
+		return step_run(g->gen, OP_CLOSE, NULL);
 	}
 	return tg_resume(g, OP_CLOSE, NULL);
 }
@@ -272,15 +266,15 @@ static PyObject *hs_resume(HookSteps *h, enum tg_op op, PyObject *arg)
 		return op == OP_CLOSE ? Py_NewRef(Py_None) : NULL;
 	}
 	int hook = 0;
-	/* The hook's calls in the task's lane, the coroutine's region's (the
-	 * thread's lane is the task's for the step, and the thread's lane
-	 * named first, before the hook, as tg_resume does). */
-	int32_t thread_lane = sp_current_lane(), task_lane = sp_mode.track_async ? sp_async_lane() : thread_lane;
-	if (!sp_mode.disabled && (hook = sp_tracer_start_thread()) < 0)
+	if (!sp_mode.disabled && (hook = sp_tracer_start_call()) < 0)
 		return NULL;
-	sp_my_lane = task_lane;
+	/* The hook's calls in the task's lane, the coroutine's region's: the
+	 * thread's lane is the task's for the step (a nested step saves and
+	 * puts back the same). */
+	int32_t saved = sp_my_lane;
+	sp_my_lane = sp_mode.track_async ? sp_async_lane() : saved;
 	PyObject *res = step_run(h->it, op, arg);
-	sp_my_lane = thread_lane;
+	sp_my_lane = saved;
 	if (hook)
 		sp_tracer_stop_thread();
 	return res;

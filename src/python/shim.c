@@ -335,7 +335,7 @@ out:
 
 int sp_shim_unmarked;
 
-static void mark(void)
+void sp_shim_mark_now(void)
 {
 	char path[PATH_MAX + 32];
 	sp_shim_unmarked = 0;
@@ -347,16 +347,11 @@ static void mark(void)
 	}
 }
 
-void sp_shim_mark_now(void)
-{
-	mark();
-}
-
 /* _shim_mark(): in a fork of the run (its os.register_at_fork hook), its
  * mark, to be counted at the end as a subprocess that imported the shim. */
 static PyObject *shim_mark(PyObject *m, PyObject *unused)
 {
-	mark();
+	sp_shim_mark_now();
 	Py_RETURN_NONE;
 }
 
@@ -370,7 +365,7 @@ static PyObject *shim_mark_when_used(PyObject *m, PyObject *any_region)
 	if (any < 0)
 		return NULL;
 	if (any)
-		mark();
+		sp_shim_mark_now();
 	else
 		sp_shim_unmarked = 1;
 	Py_RETURN_NONE;

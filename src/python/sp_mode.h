@@ -110,6 +110,14 @@ void sp_mode_set_finished(int on);
  * asked for, or out of memory; no exception set). */
 int sp_mode_other_thread_slow(void);
 
+/* Whether a decorated function's calls run the --recursive hook under
+ * them: profile(recursive=True) (recursive 1), or recursive_profile / run
+ * --recursive where the decorator said nothing (0); recursive=False -1. */
+static inline int sp_mode_hooked(int recursive)
+{
+	return recursive > 0 || (sp_mode.recursive_all && recursive == 0);
+}
+
 /* First on a recording path without lanes, before its event slot is
  * reserved. 1 when the lanes were turned on just now: the caller records
  * this call with lanes. */

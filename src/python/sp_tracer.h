@@ -17,6 +17,13 @@ void sp_tracer_mark_explicit(PyObject *func);
  * when it started it, 0 when it was running, -1 with an exception set. */
 int sp_tracer_start_thread(void);
 
+/* sp_tracer_start_thread at a decorated call (profile(recursive=True), a
+ * step of its generator or coroutine): the thread's lane is named first,
+ * as that runs threading's Python code, which the hook would record. (Not
+ * at a thread's start, where `run --recursive` starts it: threading does
+ * not know the thread yet.) */
+int sp_tracer_start_call(void);
+
 /* Stops the hook in the calling thread, its open calls ended now. */
 void sp_tracer_stop_thread(void);
 

@@ -424,6 +424,12 @@ int sp_tracer_init(void)
 	return extra_index < 0 ? -1 : 0;
 }
 
+int sp_tracer_start_call(void)
+{
+	(void)sp_current_lane();
+	return sp_tracer_start_thread();
+}
+
 void sp_tracer_mark_explicit(PyObject *func)
 {
 	if (extra_index >= 0 && PyFunction_Check(func))

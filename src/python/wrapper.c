@@ -145,13 +145,6 @@ static PyObject *pf_call_async(PyObject *self, PyObject *const *args, size_t nar
 	return pf_record(self, args, nargsf, kwnames, 2, 0, 0);
 }
 
-/* Whether the --recursive hook runs under the calls of pf (recursive=True,
- * or recursive_profile / run --recursive where pf says nothing). */
-static int hooked(const ProfiledFunction *pf)
-{
-	return pf->recursive > 0 || (sp_mode.recursive_all && pf->recursive == 0);
-}
-
 /* The function's coroutine, held for _timed_coroutine until its first step
  * takes it (calling the holder): if that never comes (the call's coroutine
  * closed before it started, or dropped, which warns as never awaited by
@@ -236,7 +229,7 @@ static PyObject *pf_call_coro(PyObject *self, PyObject *const *args, size_t narg
 	pending->vectorcall = pending_take;
 	pending->coro = Py_NewRef(coro);
 	PyObject_GC_Track(pending);
-	PyObject *argv[3] = {(PyObject *)pf->region, (PyObject *)pending, hooked(pf) ? Py_True : Py_False};
+	PyObject *argv[3] = {(PyObject *)pf->region, (PyObject *)pending, sp_mode_hooked(pf->recursive) ? Py_True : Py_False};
 	PyObject *res = PyObject_Vectorcall(wrap.timed_coroutine, argv, 3, NULL);
 	Py_DECREF(pending);
 	/* Named as the function's coroutine (never-awaited warnings, task lanes). */
@@ -273,7 +266,7 @@ static PyObject *pf_call_async_gen(PyObject *self, PyObject *const *args, size_t
 	PyObject *agen = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
 	if (!agen || !PyAsyncGen_CheckExact(agen))
 		return agen;
-	PyObject *argv[3] = {(PyObject *)pf->region, agen, hooked(pf) ? Py_True : Py_False};
+	PyObject *argv[3] = {(PyObject *)pf->region, agen, sp_mode_hooked(pf->recursive) ? Py_True : Py_False};
 	PyObject *res = PyObject_Vectorcall(wrap.timed_async_gen, argv, 3, NULL);
 	Py_DECREF(agen);
 	return res;
@@ -315,8 +308,7 @@ static PyObject *pf_call_disabled(PyObject *self, PyObject *const *args, size_t 
  * under this one, in this thread. */
 static PyObject *pf_call_recursive(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-	(void)sp_current_lane();   /* before the hook: a thread's first runs threading's code */
-	int started = sp_tracer_start_thread();
+	int started = sp_tracer_start_call();
 	if (started < 0)
 		return NULL;
 	PyObject *res = sp_mode.aggregate ? pf_call_agg(self, args, nargsf, kwnames)
@@ -390,8 +382,7 @@ static PyObject *pf_call_nvtx_async(PyObject *self, PyObject *const *args, size_
  * inside, each a range of its own. */
 static PyObject *pf_call_nvtx(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-	(void)sp_current_lane();   /* before the hook: a thread's first runs threading's code */
-	int started = sp_tracer_start_thread();
+	int started = sp_tracer_start_call();
 	if (started < 0)
 		return NULL;
 	PyObject *res = sp_mode.track_async ? pf_nvtx(self, args, nargsf, kwnames, 2)
@@ -436,12 +427,12 @@ static vectorcallfunc pf_choose_call(const ProfiledFunction *pf)
 		return pf_call_likwid;
 	if (sp_mode.gpu)
 		return pf_call_gpu;
-	if (sp_mode.nvtx && (pf->recursive > 0 || (sp_mode.recursive_all && pf->recursive == 0)))
+	if (sp_mode.nvtx && sp_mode_hooked(pf->recursive))
 		return pf_call_nvtx;
 	if (sp_mode.nvtx)
 		return sp_mode.track_async ? pf_call_nvtx_async
 			: sp_mode.threads ? pf_call_nvtx_threads : pf_call_nvtx_timed;
-	if (pf->recursive > 0 || (sp_mode.recursive_all && pf->recursive == 0))
+	if (sp_mode_hooked(pf->recursive))
 		return pf_call_recursive;
 	if (sp_mode.lines)
 		return pf_call_lines;
