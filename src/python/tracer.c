@@ -34,6 +34,10 @@
 /* The value in a code object's cache slot for "not traced" (no object
  * lives at address 1). */
 #define SKIP ((void *)1)
+/* 3.12+: the script's own code first run where no thread records (outside
+ * every profile(recursive=True) call): traced, its region made when a call
+ * records it. */
+#define TRACED_LATER ((void *)2)
 
 /* Each code object's region (or SKIP) lives in its co_extra slot, so it
  * dies with the code object and an address is never mistaken for another
@@ -187,9 +191,10 @@ static void cache_put(PyCodeObject *co, void *value)
 }
 
 /* The slow path, once per code object: traced or not, and its region, the
- * module's name taken from globals (borrowed, may be NULL). Never raises:
- * on any failure the code is simply not traced. */
-static __attribute__((noinline, cold)) void *classify(PyCodeObject *co, PyObject *globals)
+ * module's name taken from globals (borrowed, may be NULL); without
+ * `region`, TRACED_LATER for code that is traced, its region not made yet.
+ * Never raises: on any failure the code is simply not traced. */
+static __attribute__((noinline, cold)) void *classify(PyCodeObject *co, PyObject *globals, int region)
 {
 	void *result = SKIP;
 	PyObject *name = NULL, *exc_type, *exc_value, *exc_tb;
@@ -222,9 +227,11 @@ static __attribute__((noinline, cold)) void *classify(PyCodeObject *co, PyObject
 	const char *u = name ? PyUnicode_AsUTF8(name) : NULL;
 	if (!u || !sp_filter_name(&filter, u))
 		goto out;
-	RegionObject *r = sp_region_lookup(name);
+	RegionObject *r = region ? sp_region_lookup(name) : NULL;
 	if (r)
 		result = r;
+	else if (!region)
+		result = TRACED_LATER;
 out:
 	Py_XDECREF(name);
 	cache_put(co, result);
@@ -401,7 +408,7 @@ static inline int pop_call(struct call_stack *s, const void *frame)
 /* ---- The back end: one file per interpreter family, compiled here (as
  * Redis's ae.c includes ae_epoll.c or ae_kqueue.c), over the paths above.
  * Each defines the same few functions: code_cached(co) (a code object's
- * slot: its region, SKIP, or NULL when not classified yet), backend_init(),
+ * slot: its region, SKIP, TRACED_LATER (3.12+), or NULL when not classified yet), backend_init(),
  * start_every_thread(wait_for_main) (`run --recursive`), this_thread_traced(),
  * THREAD_HOOK_METHOD (its own module functions), and sp_tracer.h's
  * sp_tracer_start_thread, sp_tracer_stop_thread, sp_tracer_stop_all,

@@ -92,15 +92,20 @@ static inline int enter(PyCodeObject *co)
 	struct tstack *t = me;
 	if (__builtin_expect(!t || !t->active, 0)) {
 		/* Threads that do not record, unless every thread does: the
-		 * events stay on once a profile(recursive=True) call ran, and
-		 * their code is not classified (a region for each function the
-		 * program runs outside the call, in get_all_regions()). */
-		if (!mon.every_thread || !(t = my_stack()))
-			return 0;
+		 * events stay on once a profile(recursive=True) call ran. Code
+		 * not traced turns its events off as in a call; the script's
+		 * own gets no region until a call records it (before: an empty
+		 * region, in get_all_regions(), for each function the program
+		 * ran outside the call). */
+		if (!mon.every_thread || !(t = my_stack())) {
+			if (!x)
+				x = classify(co, PyEval_GetGlobals(), 0);
+			return x == SKIP;
+		}
 		t->active = 1;
 	}
-	if (__builtin_expect(!x, 0)) {
-		x = classify(co, PyEval_GetGlobals());   /* the frame that starts */
+	if (__builtin_expect((uintptr_t)x <= (uintptr_t)TRACED_LATER, 0)) {
+		x = classify(co, PyEval_GetGlobals(), 1);   /* the frame that starts */
 		if (x == SKIP)
 			return 1;
 	}

@@ -58,7 +58,7 @@ static inline __attribute__((always_inline)) int on_call(TracerState *ts, PyFram
 	void *x = code_cached(co);
 	if (__builtin_expect(!x, 0)) {
 		PyObject *globals = PyFrame_GetGlobals(frame);
-		x = classify(co, globals);
+		x = classify(co, globals, 1);
 		Py_XDECREF(globals);
 	}
 	if (x != SKIP)
