@@ -374,9 +374,14 @@ static int init_python(const struct sp_run_target *a, int memory, const char *ex
 	 * multiprocessing's spawn start plain Python, not this tool. In a
 	 * virtual environment it is the environment's python: CPython's path
 	 * configuration finds its pyvenv.cfg from there, as when that python
-	 * starts (sys.prefix, site-packages, .pth files, system site). */
+	 * starts (sys.prefix, site-packages, .pth files, system site).
+	 * Outside one, named as python names itself started as `python3`: the
+	 * first python3 on PATH when that is this interpreter (/usr/bin/python3
+	 * rather than /usr/bin/python3.11). */
+	char on_path[PATH_MAX];
 	if (!executable && access(SP_PYTHON_EXECUTABLE, X_OK) == 0)
-		executable = SP_PYTHON_EXECUTABLE;
+		executable = sp_venv_python_on_path(getenv("PATH"), SP_PYTHON_EXECUTABLE, on_path,
+						    sizeof on_path) == 0 ? on_path : SP_PYTHON_EXECUTABLE;
 	if (executable) {
 		status = PyConfig_SetBytesString(&config, &config.program_name, executable);
 		if (!PyStatus_Exception(status))

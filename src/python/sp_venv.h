@@ -25,6 +25,11 @@ enum sp_venv_found {
 	SP_VENV_WRONG,           /* one that cannot be used: err says why and what to do */
 };
 
+/* The first python3 on path (a PATH value) into out when it is the
+ * interpreter at `real` (a resolved path): what python names itself,
+ * started as `python3`. 0, or -1 when it is another program. */
+int sp_venv_python_on_path(const char *path, const char *real, char *out, size_t len);
+
 /* The environment the run starts in: the one whose bin/ holds w->self,
  * else w->virtual_env (activated; one that is not an environment is an
  * error), else the one whose python3 is the first on w->path. An

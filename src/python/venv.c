@@ -57,6 +57,13 @@ static int on_path(const char *path, const char *name, char *out, size_t len)
 	return -1;
 }
 
+int sp_venv_python_on_path(const char *path, const char *real, char *out, size_t len)
+{
+	char resolved[PATH_MAX];
+	return on_path(path, "python3", out, len) == 0 && out[0] == '/' && realpath(out, resolved) &&
+	       strcmp(resolved, real) == 0 ? 0 : -1;
+}
+
 /* Reads "major.minor" from the pyvenv.cfg of dir (key `version`, written
  * by python -m venv, or `version_info`, by virtualenv) into *major,
  * *minor; 0, or -1 when it says none. */

@@ -3,7 +3,10 @@ into that python is built in here too and imports, and its hash functions (the
 built-in HACL code of 3.13+, which the static link has to bring itself) give the
 very digests plain python gives."""
 import json
+import os
 import subprocess
+
+from conftest import embedded
 
 # Prints, as JSON: the built-in module names, those that fail to import, and the
 # digests of the built-in hash modules (called directly: hashlib itself prefers
@@ -80,3 +83,28 @@ def test_builtin_modules_and_hash_digests_match_plain_python(sp):
     assert ours["digests"].keys() == plain["digests"].keys()
     for key, values in plain["digests"].items():
         assert ours["digests"][key] == values, key
+
+
+def test_sys_executable_is_named_as_python_names_itself(sp, tmp_path):
+    """Outside a virtual environment sys.executable is the python3 first on
+    PATH when that is the embedded interpreter, as `python3 script.py`
+    names it (/usr/bin/python3, not the file it links to,
+    /usr/bin/python3.11); the interpreter's own file where PATH's python3
+    is another program."""
+    script = sp.script("import sys; print(sys.executable)\n")
+    real = os.path.realpath(embedded().executable)
+    same, other = tmp_path / "same", tmp_path / "other"
+    same.mkdir()
+    other.mkdir()
+    (same / "python3").symlink_to(real)
+    (other / "python3").write_text("#!/bin/sh\nexit 3\n")
+    (other / "python3").chmod(0o755)
+    for folder, expected in ((same, str(same / "python3")), (other, real)):
+        env = dict(os.environ, PATH=f"{folder}:{os.environ['PATH']}", VIRTUAL_ENV="")
+        proc = sp("run", "-q", "--no-output", script, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == expected + "\n"
+        if folder == same:
+            plain = subprocess.run(["python3", str(script)], capture_output=True, text=True,
+                                   env=env, timeout=120)
+            assert plain.stdout == proc.stdout
