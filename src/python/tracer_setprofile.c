@@ -104,9 +104,15 @@ static int hook_lanes(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
 /* The hook new threads get; chosen at setup. */
 static Py_tracefunc active_hook = hook;
 
+/* Lanes go on for the threads already traced too (asyncio's loop starting
+ * turns task lanes on during the run: a thread left with `hook` would leave
+ * its calls' lane slots unwritten); they go off only with every hook. */
 void sp_tracer_mode(void)
 {
-	active_hook = sp_mode.threads ? hook_lanes : hook;
+	if (sp_mode.threads)
+		sp_tracer_lanes_on();
+	else
+		active_hook = hook;
 }
 
 static int wait_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);

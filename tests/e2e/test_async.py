@@ -10,7 +10,7 @@ import re
 import h5py
 import pytest
 
-from conftest import embedded, regions
+from conftest import embedded, regions, tree
 
 NS = 1_000_000_000
 # asyncio.wait_for(coro) wraps the coroutine in a task of its own up to Python 3.11;
@@ -628,3 +628,39 @@ def test_a_decorated_coroutine_never_awaited_warns_as_plain_python(sp, how):
     warning = "RuntimeWarning: coroutine 'coro' was never awaited"
     assert proc.stderr.count(warning) == plain.stderr.count(warning) == (0 if how == "closed" else 1), \
         (proc.stderr, plain.stderr)
+
+
+@pytest.mark.parametrize("flags", [(), ("--memory",)], ids=["plain", "memory"])
+def test_recursive_calls_after_an_event_loop_ran_keep_their_lanes(sp, flags):
+    """run --recursive: the event loop starting turns task lanes on during
+    the run; the main thread's hook, already installed, records lanes from
+    then on too. Before (3.11), its calls after asyncio.run() left their
+    lane slots unwritten: lanes no thread or task had, the recursion split
+    into roots in the tree."""
+    out, _ = run(sp, """
+        import asyncio
+
+        def deep(n):
+            if n:
+                deep(n - 1)
+
+        async def main():
+            await asyncio.sleep(0)
+
+        asyncio.run(main())
+        for i in range(50):
+            deep(5)
+    """, "out.h5", "--recursive", *flags)
+    with h5py.File(out) as f:
+        named = set(lane_names(f))
+        for name, g in regions(f).items():
+            if "lanes" in g:
+                assert set(int(x) for x in g["lanes"]) <= named, name
+        nodes = tree(f)
+        assert all(lane == 0 for lane, *_ in calls(f, "__main__.deep"))
+    chain = [i for i, (_, name, _, _) in enumerate(nodes) if name == "__main__.deep"]
+    assert [nodes[i][2] for i in chain] == [50] * 6
+    top = nodes[chain[0]][0]
+    assert top != -1 and nodes[top][1] != "__main__.deep"
+    for parent, child in zip(chain, chain[1:]):
+        assert nodes[child][0] == parent
