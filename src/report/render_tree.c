@@ -207,6 +207,24 @@ static int64_t label_need(const struct view *v, int *dw_out, int64_t *maxcalls_o
 	return need;
 }
 
+/* Whether the run recorded more than one lane (thread or task): the
+ * /metadata "lanes" attribute ("0=MainThread; 1=worker") names a second;
+ * a file without it may have had several. */
+static int several_lanes(const struct sp_profile *p)
+{
+	const char *lanes = sp_profile_meta(p, "lanes");
+	if (!lanes)
+		return 1;
+	for (const char *sep = strstr(lanes, "; "); sep; sep = strstr(sep + 2, "; ")) {
+		const char *d = sep + 2;
+		while (*d >= '0' && *d <= '9')
+			d++;
+		if (d > sep + 2 && *d == '=')
+			return 1;
+	}
+	return 0;
+}
+
 void sp_rview_tree(FILE *out, const struct view *v)
 {
 	size_t nranks = v->p->nranks;
@@ -228,13 +246,18 @@ void sp_rview_tree(FILE *out, const struct view *v)
 		if (v->nodes[n].parent < 0)
 			roots = sp_add_sat(roots, v->nodes[n].total);
 	int overlap = (double)roots > denom * 1.001;
+	/* Else calls of one thread that overlapped without nesting (a region
+	 * left before one entered inside it), each a root. */
+	int threads = several_lanes(v->p);
 
 	if (nranks > 1)
 		fprintf(out, "Call tree (sum of %zu %s; %% run is of %zu × run span%s)\n", nranks,
 			sp_render_children(v->p) ? "processes" : "ranks", nranks,
-			overlap ? "; threads' times add up too" : "");
-	else if (overlap)
+			!overlap ? "" : threads ? "; threads' times add up too" : "; overlapping calls' times add up too");
+	else if (overlap && threads)
 		fputs("Call tree (threads ran at once: their times add up, so % run passes 100)\n", out);
+	else if (overlap)
+		fputs("Call tree (calls overlapped without nesting: their times add up, so % run passes 100)\n", out);
 	else
 		fputs("Call tree\n", out);
 	fprintf(out, "%-*s  %*s  %*s  %6s\n", w, "region", cw, "calls", dw, "total", "% run");
