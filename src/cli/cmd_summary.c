@@ -13,6 +13,7 @@
 #include "sp_children.h"
 #include "sp_cmd.h"
 #include "sp_h5.h"
+#include "sp_merge.h"
 #include "sp_tree.h"
 #include "sp_render.h"
 #include "sp_select.h"
@@ -50,11 +51,13 @@ static const struct sp_cmd_help help = {
 		"seconds (total_s counting recursion once, raw_total_s the plain sum of\n"
 		"every call, self_s).\n"
 		"--follow watches a run that streams (FILE.partial, or FILE while its\n"
-		"partial file is there): the summary again every 2 seconds, in place on a\n"
-		"terminal (as top does), else one block after another, until the run\n"
-		"ends and FILE is finished (status 0), or the run is gone without\n"
-		"finishing it (status 1: scope-profiler recover FILE.partial). With\n"
-		"--json it waits as quietly and prints one document, the finished file's.\n",
+		"partial file is there; an MPI job's FILE.rankN.partial, or FILE: rank\n"
+		"0's): the summary again every 2 seconds, in place on a terminal (as top\n"
+		"does), else one block after another, until the run ends and FILE is\n"
+		"finished (status 0; the job's ranks merged), or the run is gone without\n"
+		"finishing it (status 1: scope-profiler recover FILE.partial; MPI:\n"
+		"recover FILE), which is known only on the run's own host. With --json\n"
+		"it waits as quietly and prints one document, the finished file's.\n",
 };
 
 /* --top N, --depth N: a whole number >= 1 into an int. */
@@ -132,33 +135,108 @@ static int modified_after(const char *a, const char *b)
  * the finished file. With --json, one document: the finished file's. */
 #define FOLLOW_S 2
 
+/* What --follow watches: the file the run streams to and the file it ends
+ * in; under MPI (OUT.rank{N}[.partial], or OUT while rank files lie beside
+ * it: rank 0's) also the rank's finished file, which stays until rank 0 has
+ * merged every rank's into OUT. */
+struct watch {
+	char partial[PATH_MAX], final[PATH_MAX];
+	char rank_file[PATH_MAX];      /* "": a serial run */
+};
+
+/* 0, or -1 when a name is too long (said). */
+static int watch_of(const char *path, struct watch *w)
+{
+	size_t len = strlen(path), sfx = sizeof ".partial" - 1;
+	int base = (int)(len > sfx && strcmp(path + len - sfx, ".partial") == 0 ? len - sfx : len);
+	char *job = NULL, *rank0 = NULL;
+	int rank = -1, n;
+	w->rank_file[0] = '\0';
+	char serial_partial[PATH_MAX];
+	snprintf(serial_partial, sizeof serial_partial, "%.*s.partial", base, path);
+	if (sp_merge_rank_of(path, &job, &rank) && rank >= 0)
+		n = snprintf(w->rank_file, sizeof w->rank_file, "%.*s", base, path);
+	else if (job && access(serial_partial, F_OK) != 0 && (rank0 = sp_merge_rank_file(job, 0)))
+		n = snprintf(w->rank_file, sizeof w->rank_file, "%s", rank0);
+	else
+		n = 0;
+	int ok = n >= 0 && (size_t)n < sizeof w->rank_file;
+	if (w->rank_file[0] && ok) {
+		ok = snprintf(w->partial, sizeof w->partial, "%s.partial", w->rank_file) < (int)sizeof w->partial &&
+		     snprintf(w->final, sizeof w->final, "%s", job) < (int)sizeof w->final;
+	} else if (ok) {
+		w->rank_file[0] = '\0';
+		ok = snprintf(w->partial, sizeof w->partial, "%s", serial_partial) < (int)sizeof w->partial &&
+		     snprintf(w->final, sizeof w->final, "%.*s", base, path) < (int)sizeof w->final;
+	}
+	free(job);
+	free(rank0);
+	if (!ok)
+		sp_cmd_error(CMD, "%s: the name is too long", path);
+	return ok ? 0 : -1;
+}
+
+/* Whether the process that wrote p (its first rank's pid) is known to be
+ * gone: only on the host it ran on (the file's hostname is this host's): a
+ * job followed from a login node runs elsewhere, where the pid means
+ * nothing here. */
+static int writer_gone(const struct sp_profile *p, int64_t *pid)
+{
+	char host[256];
+	*pid = p && p->nranks ? p->ranks[0].pid : 0;
+	if (*pid <= 0 || !p->ranks[0].hostname || gethostname(host, sizeof host) != 0)
+		return 0;
+	host[sizeof host - 1] = '\0';
+	return strcmp(host, p->ranks[0].hostname) == 0 && sp_process_gone((long)*pid);
+}
+
+static void pause_follow(void)
+{
+	struct timespec t = {FOLLOW_S, 0};
+	while (nanosleep(&t, &t) != 0 && errno == EINTR)
+		;
+}
+
 static int follow(const char *path, const struct sp_render_opts *opts)
 {
-	char partial[PATH_MAX], final[PATH_MAX];
-	size_t len = strlen(path), sfx = sizeof ".partial" - 1;
-	if (len > sfx && strcmp(path + len - sfx, ".partial") == 0) {
-		snprintf(partial, sizeof partial, "%s", path);
-		snprintf(final, sizeof final, "%.*s", (int)(len - sfx), path);
-	} else {
-		snprintf(partial, sizeof partial, "%s.partial", path);
-		snprintf(final, sizeof final, "%s", path);
-	}
+	struct watch w;
+	if (watch_of(path, &w) != 0)
+		return 1;
 	int tty = isatty(STDOUT_FILENO), draw = !opts->json, shown = 0, rc;
 	for (;;) {
-		if (access(partial, F_OK) != 0) {
-finished:		/* Finished (renamed), or never streamed: the file itself. */
+		if (access(w.partial, F_OK) != 0) {
+			/* Under MPI the rank's finished file stays until rank 0
+			 * has merged the job's into FILE, then goes. */
+			if (w.rank_file[0] && access(w.rank_file, F_OK) == 0 && !modified_after(w.final, w.rank_file)) {
+				struct sp_profile *p = NULL;
+				int64_t pid;
+				int gone = show(w.rank_file, opts, &p, 0) == 0 && writer_gone(p, &pid);
+				sp_profile_free(p);
+				if (!gone) {
+					pause_follow();
+					continue;
+				}
+				pause_follow();   /* its last moments: the merge may be ending */
+				if (access(w.rank_file, F_OK) == 0 && !modified_after(w.final, w.rank_file)) {
+					sp_cmd_error(CMD, "the job's rank (pid %lld) ended before %s was merged; "
+						     "scope-profiler recover %s merges the ranks' files",
+						     (long long)pid, w.final, w.final);
+					return 1;
+				}
+			}
+finished:		/* Finished (renamed, merged), or never streamed: the file itself. */
 			if (tty && shown)
 				fputs("\033[H\033[2J", stdout);
 			else if (shown)
 				fputs("\n", stdout);
-			return show(final, opts, NULL, 1);
+			return show(w.final, opts, NULL, 1);
 		}
 		if (tty && draw)
 			fputs("\033[H\033[2J", stdout);
 		else if (shown)
 			fputs("\n", stdout);
 		struct sp_profile *p = NULL;
-		if ((rc = show(partial, opts, &p, draw)) == 2)
+		if ((rc = show(w.partial, opts, &p, draw)) == 2)
 			return 2;
 		fflush(stdout);
 		shown = draw;
@@ -166,21 +244,24 @@ finished:		/* Finished (renamed), or never streamed: the file itself. */
 		 * FILE was made from it since (--subprocesses' end merges the
 		 * run's finished own file into FILE, then removes it); a FILE
 		 * older than the partial file is an earlier run's. */
-		int64_t pid = p && p->nranks ? p->ranks[0].pid : 0;
-		int gone = pid > 0 && sp_process_gone((long)pid);
+		int64_t pid;
+		int gone = writer_gone(p, &pid);
 		sp_profile_free(p);
-		if (rc == 0 && gone && access(partial, F_OK) == 0) {
-			if (modified_after(final, partial))
+		if (rc == 0 && gone && access(w.partial, F_OK) == 0) {
+			if (modified_after(w.final, w.partial))
 				goto finished;   /* made at the end: the partial file is a leftover */
-			sp_cmd_error(CMD, "the run (pid %lld) ended without finishing %s; scope-profiler recover "
-				     "%s finishes it", (long long)pid, final, partial);
+			if (w.rank_file[0])
+				sp_cmd_error(CMD, "the job's rank (pid %lld) ended without finishing %s; "
+					     "scope-profiler recover %s merges what the ranks left",
+					     (long long)pid, w.partial, w.final);
+			else
+				sp_cmd_error(CMD, "the run (pid %lld) ended without finishing %s; scope-profiler "
+					     "recover %s finishes it", (long long)pid, w.final, w.partial);
 			return 1;
 		}
 		if (rc == 0 && gone)
 			continue;   /* finished meanwhile */
-		struct timespec t = {FOLLOW_S, 0};
-		while (nanosleep(&t, &t) != 0 && errno == EINTR)
-			;
+		pause_follow();
 	}
 }
 

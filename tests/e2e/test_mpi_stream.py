@@ -463,3 +463,53 @@ def test_a_serial_run_whose_output_ends_in_rank_n_is_recovered_as_one(sp):
     with h5py.File(sp.tmp / "prof.rank3") as f:
         assert f.attrs["format_version"] == 2
         assert calls_and_dropped(f, 0)["step"][0] >= calls["step"]
+
+
+# Records until the file "stop" is there.
+UNTIL_STOP = """
+import os
+import scope_profiler as sp
+step = sp.region("step")
+with sp.region("main"):
+    while not os.path.exists("stop"):
+        for _ in range(1000):
+            with step:
+                pass
+"""
+
+
+def test_summary_follow_follows_a_streaming_job_to_its_merged_file(sp):
+    """summary --follow OUT (rank 0's partial file meanwhile) and --follow
+    OUT.rank1.partial redraw while the job runs, then show the merged OUT
+    once the job ends (status 0). Before: OUT was "No such file" while the
+    job ran, and the rank's follow ended in "cannot read 'OUT.rank1'"
+    (status 1) when its file was finished and merged."""
+    script = sp.script(UNTIL_STOP)
+    job = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "3", BINARY, "run",
+                            "-q", "--flush-interval", "0.1", "-o", "t.h5", str(script)],
+                           cwd=sp.tmp, env=dict(os.environ, **ONE_NODE),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    follows = []
+    try:
+        ranks_flushed(sp.tmp, "t.h5", 3, job)
+        for target in ("t.h5", "t.h5.rank1.partial"):
+            follows.append(subprocess.Popen([BINARY, "summary", "--follow", "--flat", target], cwd=sp.tmp,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        firsts = [f.stdout.readline() for f in follows]
+        (sp.tmp / "stop").touch()
+        _, job_err = job.communicate(timeout=300)
+        outs = [(first + f.stdout.read(), f.stderr.read(), f.wait(timeout=120))
+                for first, f in zip(firsts, follows)]
+    finally:
+        for p in [job, *follows]:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert job.returncode == 0, job_err
+    assert firsts == ["Profile: t.h5.rank0.partial\n", "Profile: t.h5.rank1.partial\n"], outs
+    for out, err, rc in outs:
+        assert rc == 0, err
+        heads = [b.splitlines()[0] for b in out.split("\n\n") if b.startswith("Profile:")]
+        assert heads[-1] == "Profile: t.h5", out
+    with h5py.File(sp.tmp / "t.h5") as f:
+        assert sorted(k for k in f if k.startswith("rank")) == ["rank0", "rank1", "rank2"]

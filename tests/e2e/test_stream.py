@@ -658,3 +658,35 @@ def test_the_end_of_a_run_during_a_flush_keeps_every_call(sp):
         with h5py.File(out) as f:
             assert {n: int(r.attrs["num_calls"]) for n, r in regions(f).items()} == {"r": 1}, i
         assert not (sp.tmp / f"a{i}.h5.partial").exists()
+
+
+def test_summary_follow_keeps_following_a_run_of_another_host(sp):
+    """A partial file whose run is on another host (a job followed from a
+    login node over a shared file system): its pid means nothing here, so
+    --follow keeps redrawing it, never saying the run ended (before: "the
+    run (pid N) ended without finishing" at the first redraw where this
+    host had no such pid, or the run of a live unrelated process). The run
+    here gets a host name of its own (a UTS namespace; not root: through a
+    user namespace, which a chroot cannot make), then is killed: to
+    --follow, a file of elsewhere."""
+    script = sp.script(FOREVER, name="forever.py")
+    user = [] if os.geteuid() == 0 else ["--map-root-user"]
+    proc = subprocess.Popen(["unshare", *user, "--uts", "sh", "-c",
+                             'hostname node-elsewhere && exec "$@"', "sh", BINARY, "run", "-q",
+                             "--flush-interval", "0.05", "-o", "h.h5", str(script)],
+                            cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_started(proc)
+        wait_flushed(sp.tmp / "h.h5.partial", 0, proc)
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    with h5py.File(sp.tmp / "h.h5.partial", "r", swmr=True) as f:
+        assert f["rank0"].attrs["hostname"] in ("node-elsewhere", b"node-elsewhere")
+    with running(sp, "summary", "--follow", "--flat", "h.h5.partial") as follow:
+        heads = []
+        while len(heads) < 2:   # two redraws, 2 s apart: judged twice
+            line = follow.stdout.readline()
+            assert line, follow.stderr.read()
+            heads += [line] if line.startswith("Profile:") else []
+        assert follow.poll() is None, follow.stderr.read()
