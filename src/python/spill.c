@@ -812,7 +812,8 @@ int sp_spill_finish(const struct sp_profile *p, const char *path)
 	mpi_off();
 	if (dropped && !sp_stream_failed(NULL))
 		fprintf(stderr, "scope-profiler: warning: %llu call%s not recorded: the profile's writer fell "
-			"behind the recording (a slow disk?); a larger --memory-budget gives it more room\n",
+			"behind the recording (a slow disk, or many regions sharing the budget, each handing "
+			"over few calls at a time); a larger --memory-budget gives it more room\n",
 			(unsigned long long)dropped, dropped == 1 ? " was" : "s were");
 	spill.finish_failed = 0;
 	/* Closed first (sp_stream_finish closes it too, then forgets it):
