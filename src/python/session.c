@@ -140,13 +140,74 @@ static int stream_update(void)
 	return rc;
 }
 
+/* The settings of a setup() given `given` (its keywords in mask, but
+ * not the one at index `skip`, -1: none) into *merged: the defaults, then
+ * the keywords, then (`locked`) what run's command line fixed. Returns whether
+ * use_memray had to stay on (see below). */
+static int merge_settings(struct sp_settings *merged, const struct sp_settings *given, unsigned mask, long skip,
+			  int locked)
+{
+	size_t n;
+	const struct sp_setting_key *keys = sp_settings_keywords(&n);
+	*merged = (struct sp_settings){ .compression = -1, .verbose = -1 };
+	for (size_t i = 0; i < n; i++) {
+		if ((mask & (1u << i)) && (long)i != skip)
+			sp_keywords_copy(merged, given, &keys[i]);
+		if (locked && sp_settings_given(&session.locked, &keys[i]))
+			sp_keywords_copy(merged, &session.locked, &keys[i]);
+	}
+	if (!merged->outfile)
+		merged->outfile = session.default_outfile;
+	/* Like track_threads: once the calls carry allocation values, every
+	 * later call needs them; use_memray stays on until the events are
+	 * written or reset (the allocators stay wrapped anyway). */
+	int memory_forced = sp_mode.memory_kept && !merged->memory;
+	if (memory_forced)
+		merged->memory = 1;
+	sp_settings_defaults(merged);
+	return memory_forced;
+}
+
+/* A setup() keyword that cannot go with what run's command line fixed
+ * (setup(track_async=True) under run --aggregate) is left out, with one
+ * warning (why: the conflict): the command line wins, and the script runs
+ * as under python, where the keyword alone is fine. 0 when that makes
+ * *merged acceptable; -1 (nothing changed) when the conflict is the
+ * keywords' own. */
+static int command_line_wins(struct sp_settings *merged, const struct sp_settings *given, unsigned mask,
+			     int *memory_forced, const char *why)
+{
+	size_t n;
+	const struct sp_setting_key *keys = sp_settings_keywords(&n);
+	char err[256];
+	struct sp_settings alone;
+	(void)merge_settings(&alone, given, mask, -1, 0);
+	if (sp_settings_check(&alone, 1, err, sizeof err) != 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		struct sp_settings trial;
+		if (!(mask & (1u << i)) || sp_settings_given(&session.locked, &keys[i]) ||
+		    !sp_settings_given(given, &keys[i]))
+			continue;
+		int forced = merge_settings(&trial, given, mask, (long)i, 1);
+		if (sp_settings_check(&trial, 1, err, sizeof err) != 0)
+			continue;
+		PySys_FormatStderr("scope-profiler: warning: setup(%s=...) is left out: the scope-profiler "
+				   "command line's settings win (%s)\n", keys[i].keyword, why);
+		*merged = trial;
+		*memory_forced = forced;
+		return 0;
+	}
+	return -1;
+}
+
 /* setup(**kw): the merged settings (the running session's or the
  * defaults, then kw, then what run's command line fixed) are checked, then
  * applied; a refused setup() changes nothing. */
 static int setup_kwargs(PyObject *kw)
 {
 	struct sp_settings given = { .compression = -1, .verbose = -1 };
-	struct sp_settings merged = { .compression = -1, .verbose = -1 };
+	struct sp_settings merged;
 	char *path = NULL, err[256], abs[PATH_MAX];
 	unsigned mask;
 	int rc = -1;
@@ -155,24 +216,9 @@ static int setup_kwargs(PyObject *kw)
 	 * from an earlier setup(); what run's command line gave is. */
 	if (sp_keywords_settings(kw, &given, &mask, &path) != 0)
 		goto out;
-	size_t n;
-	const struct sp_setting_key *keys = sp_settings_keywords(&n);
-	for (size_t i = 0; i < n; i++) {
-		if (mask & (1u << i))
-			sp_keywords_copy(&merged, &given, &keys[i]);
-		if (sp_settings_given(&session.locked, &keys[i]))
-			sp_keywords_copy(&merged, &session.locked, &keys[i]);
-	}
-	if (!merged.outfile)
-		merged.outfile = session.default_outfile;
-	/* Like track_threads: once the calls carry allocation values, every
-	 * later call needs them; use_memray stays on until the events are
-	 * written or reset (the allocators stay wrapped anyway). */
-	int memory_forced = sp_mode.memory_kept && !merged.memory;
-	if (memory_forced)
-		merged.memory = 1;
-	sp_settings_defaults(&merged);
-	if (sp_settings_check(&merged, 1, err, sizeof err) != 0) {
+	int memory_forced = merge_settings(&merged, &given, mask, -1, 1);
+	if (sp_settings_check(&merged, 1, err, sizeof err) != 0 &&
+	    command_line_wins(&merged, &given, mask, &memory_forced, err) != 0) {
 		PyObject *tt = kw ? PyDict_GetItemString(kw, "time_trace") : NULL;
 		PyErr_Format(PyExc_ValueError, "%s%s%s", err, memory_forced ? " (use_memray stays on once "
 			     "on, until the events are written or reset)" : "",

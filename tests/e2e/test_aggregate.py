@@ -301,3 +301,37 @@ def test_blocks_inside_decorated_calls_nest_and_exceptions_unwind(sp):
         t = tree(f)
         nodes = {name: (t[parent][1] if parent >= 0 else None, calls) for parent, name, calls, _ in t}
         assert nodes == {"outer": (None, 6), "inner": ("outer", 6), "after": (None, 1)}
+
+
+@pytest.mark.parametrize("flag,keyword", [("--aggregate", "track_async"),
+                                          ("--line-profile", "aggregation_mode")])
+def test_the_command_line_wins_over_a_setup_keyword_it_cannot_go_with(sp, flag, keyword):
+    """setup(track_async=True) is fine under python; under run --aggregate
+    the command line's choice wins and the keyword is left out, one warning
+    line (before: ValueError, the script ended with status 1 and no
+    profile). A conflict of the script's own keywords is still refused."""
+    sp.script(f"""
+        import scope_profiler as sp
+        sp.setup({keyword}=True)
+        with sp.region("x"):
+            pass
+        print("ok")
+    """)
+    proc = sp("run", "-q", flag, "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "ok\n"
+    assert proc.stderr.startswith(f"scope-profiler: warning: setup({keyword}=...) is left out: the "
+                                  "scope-profiler command line's settings win (")
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        mode = f["metadata"].attrs
+        assert (mode["mode"], mode["line_profile"]) == \
+            (("aggregate", "false") if flag == "--aggregate" else ("time_only", "true"))
+        assert regions(f)["x"].attrs["num_calls"] == 1
+    sp.script("""
+        import scope_profiler as sp
+        sp.setup(aggregation_mode=True, track_async=True)
+    """, name="own.py")
+    proc = sp("run", "-q", "-o", "own.h5", "own.py")
+    assert proc.returncode == 1
+    assert "ValueError: aggregation_mode cannot be combined with track_async" in proc.stderr
