@@ -20,6 +20,7 @@ never when scope_profiler is.
 
 import html as _html
 import io as _io
+import os as _os
 import types as _types
 
 import scope_profiler as _sp
@@ -65,7 +66,9 @@ def _parse(line):
 
 def _profile_code(shell, source, name, recursive, line_profile, outfile):
     """Runs source (IPython's transforms applied) in the user's namespace as
-    the region `name` of a session of its own; returns its results."""
+    the region `name` of a session of its own; returns its results (None
+    when the cell ended the session itself) and the file it was written to
+    (None: none)."""
     from IPython.core.error import UsageError
 
     if _sp._session_active():
@@ -87,19 +90,36 @@ def _profile_code(shell, source, name, recursive, line_profile, outfile):
     else:
         options["deactivate_file_output"] = True
     _sp.setup(**options)
+    where = None
     try:
         _sp.profile(name, recursive=True if recursive else None)(cell)()
     except Exception:
         # The cell's error as IPython shows one; its profile up to there.
         shell.showtraceback()
     finally:
-        results = _sp.finalize(verbose=False, return_results=True)
-    return results
+        # Where the session writes now (a setup() of the cell's own may
+        # have changed it); the cell may have ended it itself (finalize()).
+        results = None
+        if _sp._session_active():
+            if not _sp._settings()["deactivate_file_output"]:
+                where = _sp._file_path()
+                if outfile is not None and _os.path.abspath(outfile) == where:
+                    where = outfile   # as the user wrote it
+            # _at_exit: the magic's end, not the user's finalize(): the
+            # decorated functions called later run as before the cell,
+            # without the "used after finalize()" warning.
+            results = _sp.finalize(verbose=False, return_results=True, _at_exit=True)
+    return results, where
 
 
 def _show(shell, results, outfile):
     """The summary on stdout; an HTML view too where the front end shows
-    HTML (a notebook: the display formatter has text/html active)."""
+    HTML (a notebook: the display formatter has text/html active). outfile:
+    where the profile was written, or None."""
+    if results is None:
+        print("scope-profiler: the cell ended the profiling session itself (finalize()): "
+              "what that call printed and wrote is its profile")
+        return
     text = _io.StringIO()
     results.print_summary(file=text)
     print(text.getvalue(), end="")
@@ -144,8 +164,8 @@ def _magics_class():
                 if statement:
                     raise UsageError(f"%%scope_profiler: unexpected {statement!r} after the options")
                 source, name = cell, "<cell>"
-            results = _profile_code(self.shell, source, name, recursive, line_profile, outfile)
-            _show(self.shell, results, outfile)
+            results, written = _profile_code(self.shell, source, name, recursive, line_profile, outfile)
+            _show(self.shell, results, written)
 
     return ScopeProfilerMagics
 

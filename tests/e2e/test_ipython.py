@@ -155,3 +155,33 @@ def test_html_view_where_the_front_end_shows_html(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
+
+
+def test_a_cell_that_calls_setup_or_finalize_itself(tmp_path):
+    """The cell's own setup() (default file_path) moves the profile: the
+    magic says where it went (before: "written to b.h5", which was never
+    made). The cell's own finalize() ends the session: one line, no
+    traceback of the magic's (before: AttributeError in _show). A decorated
+    function called after a magic cell runs as before it, without the
+    "used after finalize()" warning the magic's own end gave."""
+    out = ipython(tmp_path, """
+        import os
+        ip = get_ipython()
+        ip.run_line_magic("load_ext", "scope_profiler")
+        ip.run_cell('import scope_profiler as sp\\n@sp.profile("hot")\\ndef hot():\\n    return 1\\n')
+        ip.run_cell("%%scope_profiler -o b.h5\\nsp.ProfileManager.setup()\\nwith sp.region('r'):\\n    pass\\n")
+        print("files:", os.path.exists("b.h5"), os.path.exists("profiling_data.h5"))
+        ip.run_cell("%%scope_profiler -o d.h5\\nwith sp.region('r'):\\n    pass\\n"
+                    "sp.ProfileManager.finalize(verbose=False)\\n")
+        print("d.h5:", os.path.exists("d.h5"))
+        ip.run_cell("%%scope_profiler -o a.h5\\nhot()\\n")
+        print("plain call:", hot())
+        """)
+    assert f"scope-profiler: profile written to {tmp_path / 'profiling_data.h5'}" in out, out
+    assert "written to b.h5" not in out
+    assert "files: False True" in out
+    assert ("scope-profiler: the cell ended the profiling session itself (finalize()): what that "
+            "call printed and wrote is its profile") in out
+    assert "d.h5: True" in out
+    assert "profile written to a.h5" in out and "plain call: 1" in out
+    assert "Traceback" not in out and "warning" not in out, out
