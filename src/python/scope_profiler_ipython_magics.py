@@ -108,7 +108,8 @@ def _profile_code(shell, source, name, recursive, line_profile, outfile):
             # _at_exit: the magic's end, not the user's finalize(): the
             # decorated functions called later run as before the cell,
             # without the "used after finalize()" warning.
-            results = _sp.finalize(verbose=False, return_results=True, _at_exit=True)
+            results = _sp.finalize(verbose=False, verbose_line_profiler=line_profile,
+                                   return_results=True, _at_exit=True)
     return results, where
 
 

@@ -431,8 +431,9 @@ static PyObject *mod_check_options(PyObject *m, PyObject *args, PyObject *kw)
 
 /* finalize(verbose=None, return_results=False, verbose_line_profiler=None,
  * failed=False): None when no session runs. The line tables are printed
- * when line timing is on, as the original package does, unless
- * verbose_line_profiler=False. */
+ * with the summary when line timing is on (verbose_line_profiler=False:
+ * not), and alone with verbose_line_profiler=True, as the original
+ * package's published output shows them. */
 static PyObject *mod_finalize(PyObject *m, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"verbose", "return_results", "verbose_line_profiler", "_failed",
@@ -445,9 +446,13 @@ static PyObject *mod_finalize(PyObject *m, PyObject *args, PyObject *kw)
 	if (!session.active)
 		Py_RETURN_NONE;
 	int show = verbose == Py_None ? session.cur.verbose : PyObject_IsTrue(verbose);
-	int lines = verbose_lines == Py_None ? session.cur.line_profile && !session.cur.disable
+	if (show < 0)
+		return NULL;
+	/* The line tables go with the summary unless asked for alone: a
+	 * finalize(verbose=False), a session(verbose=False), prints neither. */
+	int lines = verbose_lines == Py_None ? show && session.cur.line_profile && !session.cur.disable
 		: PyObject_IsTrue(verbose_lines);
-	if (show < 0 || lines < 0)
+	if (lines < 0)
 		return NULL;
 	const char *written;
 	/* A reference of our own: finish() runs Python, which may swap it. */
@@ -776,8 +781,9 @@ PyMethodDef sp_session_methods[] = {
 	{"finalize", (PyCFunction)(void (*)(void))mod_finalize, METH_VARARGS | METH_KEYWORDS,
 	 "finalize(verbose=None, return_results=False, verbose_line_profiler=None)\n--\n\n"
 	 "End the session: write the profile (unless file output is off) and print its "
-	 "summary when verbose, and the line tables when line timing is on (unless "
-	 "verbose_line_profiler=False). Returns the results when asked to."},
+	 "summary when verbose, with the line tables when line timing is on (unless "
+	 "verbose_line_profiler=False; verbose_line_profiler=True: the tables even when not "
+	 "verbose). Returns the results when asked to."},
 	{"_check_options", (PyCFunction)(void (*)(void))mod_check_options, METH_VARARGS | METH_KEYWORDS, NULL},
 	{"_reset", mod_reset, METH_NOARGS, NULL},
 	{"_file_path", mod_file_path, METH_NOARGS, NULL},

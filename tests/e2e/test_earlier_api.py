@@ -394,7 +394,7 @@ LINES_SCRIPT = """
 
 
 def test_line_stats_and_finalize_prints_the_line_tables(sp):
-    out = run_ok(sp, LINES_SCRIPT % "")
+    out = run_ok(sp, LINES_SCRIPT % "verbose_line_profiler=True")
     before, printed = out.split("=== finalize\n")
     rep = last_json(before)
     assert rep["unit"] == 1e-9
@@ -407,7 +407,8 @@ def test_line_stats_and_finalize_prints_the_line_tables(sp):
     assert hits == {2: 1, 3: 501, 4: 500, 5: 1}
     assert all(ns >= 0 for line, h, ns in rows)
     assert "total += i" in rep["printed"] and "region 'hot'" in rep["printed"]
-    # finalize() alone prints the tables, with the same hits as the file holds
+    # finalize(verbose_line_profiler=True) prints the tables, with the same
+    # hits as the file holds
     assert "Line profile: lines.h5" in printed and "for i in range(n):" in printed
     with h5py.File(sp.tmp / "lines.h5") as f:
         g = f["rank0/lines"]
@@ -419,6 +420,19 @@ def test_line_stats_and_finalize_prints_the_line_tables(sp):
 def test_finalize_line_tables_can_be_turned_off(sp):
     out = run_ok(sp, LINES_SCRIPT % "verbose_line_profiler=False")
     assert out.split("=== finalize\n")[1] == ""
+
+
+def test_finalize_of_a_quiet_session_prints_no_line_tables(sp):
+    """setup(verbose=False) (or session(verbose=False)) then finalize():
+    neither summary nor line tables, as the original package's published
+    benchmark (a session(verbose=False, use_line_profiler=True)) shows only
+    its own table (before: every line table on its stdout). verbose=True
+    prints them with the summary."""
+    out = run_ok(sp, LINES_SCRIPT % "")
+    assert out.split("=== finalize\n")[1] == ""
+    out = run_ok(sp, LINES_SCRIPT % "verbose=True")
+    after = out.split("=== finalize\n")[1]
+    assert "Line profile: lines.h5" in after and "for i in range(n):" in after
 
 
 def test_metadata_keys_of_the_original(sp):
