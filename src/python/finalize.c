@@ -24,6 +24,7 @@
 #include "sp_mode.h"
 #include "sp_mpi.h"
 #include "sp_mpicalls.h"
+#include "sp_nest.h"
 #include "sp_outpath.h"
 #include "sp_profile.h"
 #include "sp_pyedge.h"
@@ -165,6 +166,81 @@ static int add_lost_region(struct sp_rank *rk, RegionObject *r)
 	rk->nregions++;
 	rd->dropped = (int64_t)r->buf.dropped;
 	return 0;
+}
+
+/* A session that kept some calls as events and aggregated others (a
+ * setup() turned aggregation_mode on, or off, during it) is written as
+ * aggregates: the events go into the aggregation's call tree by their
+ * nesting (the one rule, sp_nest.h) and into their regions' statistics,
+ * and leave the buffers. Before, a region with both wrote its events
+ * only, and the tree held the aggregated calls only. */
+static int fold_visit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, int64_t *tag)
+{
+	RegionObject *r = ((RegionObject **)ctx)[c->region];
+	int64_t first = r->agg.first, last = r->agg.last;
+	int32_t node = sp_agg_node_get((int32_t)parent_tag, r);
+	if (node < 0)
+		return -1;
+	sp_agg_count(r, node, c->start, c->end);
+	/* Events and aggregated calls come in either order. */
+	r->agg.first = first < c->start ? first : c->start;
+	r->agg.last = last > c->end ? last : c->end;
+	*tag = node;
+	return 0;
+}
+
+/* 0, or -1 with a Python exception set (the aggregates may then hold some
+ * of the events: the profile is not written). */
+static int fold_events_into_aggregates(int64_t now)
+{
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	size_t n = 0;
+	int aggregated = 0;
+	while (PyDict_Next(sp_registry, &pos, &k, &v)) {
+		RegionObject *r = (RegionObject *)v;
+		if (r->streamed)
+			return 0;      /* on disk already: written as events */
+		n += r->buf.n > 0;
+		aggregated |= r->agg.count > 0;
+	}
+	if (!n || !aggregated)
+		return 0;
+	struct sp_nest_column *cols = malloc(n * sizeof *cols);
+	RegionObject **rs = malloc(n * sizeof *rs);
+	if (!cols || !rs) {
+		free(cols);
+		free(rs);
+		PyErr_NoMemory();
+		return -1;
+	}
+	size_t i = 0;
+	for (pos = 0; PyDict_Next(sp_registry, &pos, &k, &v);) {
+		RegionObject *r = (RegionObject *)v;
+		if (!r->buf.n)
+			continue;
+		if ((size_t)r->acc.n != r->buf.n)   /* calls still open end now */
+			for (size_t c = 0; c < r->buf.n; c++)
+				if (r->buf.ends[c] == SP_NO_TIME)
+					sp_region_end(r, c, now);
+		cols[i] = (struct sp_nest_column){ r->buf.starts, r->buf.ends,
+						   r->buf.keep_lanes ? r->buf.lanes : NULL, r->buf.n };
+		rs[i++] = r;
+	}
+	struct sp_error err = {0};
+	enum sp_err rc = sp_nest_walk(cols, n, 0, fold_visit, rs, &err);
+	if (rc == SP_OK) {
+		for (i = 0; i < n; i++) {
+			rs[i]->buf.n = 0;
+			sp_stats_acc_init(&rs[i]->acc);
+		}
+		sp_agg_sum();
+	} else if (!PyErr_Occurred()) {
+		sp_py_err(rc, err.msg);
+	}
+	free(cols);
+	free(rs);
+	return rc == SP_OK ? 0 : -1;
 }
 
 /* Adds every registered region that recorded something to rk (room for
@@ -323,7 +399,8 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	 * at the freeze), the calling thread's `with` blocks with their
 	 * allocations so far. */
 	sp_regions_end_open(now);
-	if (add_live_regions(rk, &ix, now, need, &aggregated) != 0 ||
+	if ((need == NEED_ALL && fold_events_into_aggregates(now) != 0) ||
+	    add_live_regions(rk, &ix, now, need, &aggregated) != 0 ||
 	    (need == NEED_ALL && copy_meta(p, rk, meta, nmeta) != 0) ||
 	    (need == NEED_ALL && sp_mode.likwid && add_likwid(p, rk) != 0) ||
 	    (need != NEED_LOSSES && sp_linetrace_collect(rk) != 0))

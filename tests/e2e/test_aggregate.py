@@ -4,6 +4,7 @@ counted while recording; no per-call events."""
 import csv
 import io
 import json
+import re
 
 import h5py
 import pytest
@@ -335,3 +336,37 @@ def test_the_command_line_wins_over_a_setup_keyword_it_cannot_go_with(sp, flag, 
     proc = sp("run", "-q", "-o", "own.h5", "own.py")
     assert proc.returncode == 1
     assert "ValueError: aggregation_mode cannot be combined with track_async" in proc.stderr
+
+
+@pytest.mark.parametrize("order", ["events first", "aggregates first"])
+def test_a_session_that_switches_aggregation_keeps_every_call(sp, order):
+    """setup(aggregation_mode=True) after calls were kept as events (run
+    records from the script's first line), or the other way round: the
+    profile holds every call, as aggregates, in the table and in the call
+    tree (before: a region with both wrote only its events, 1 call of
+    1001, and the tree left the event regions out)."""
+    first, second = ("False", "True") if order == "events first" else ("True", "False")
+    sp.script(f"""
+        import scope_profiler as sp
+        sp.setup(aggregation_mode={first})
+        with sp.region("load"):
+            with sp.region("part"):
+                pass
+        sp.setup(aggregation_mode={second})
+        for i in range(1000):
+            with sp.region("load"):
+                pass
+        print(sp.ProfileManager.get_region("load").num_calls)
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "1001\n"
+    with h5py.File(sp.tmp / "out.h5") as f:
+        regs = regions(f)
+        assert {n: int(g.attrs["num_calls"]) for n, g in regs.items()} == {"load": 1001, "part": 1}
+        nodes = tree(f)
+    assert sum(c for _, name, c, _ in nodes if name == "load") == 1001
+    [(parent, _, calls, _)] = [n for n in nodes if n[1] == "part"]
+    assert calls == 1 and nodes[parent][1] == "load"
+    summary = sp("summary", "--flat", "out.h5")
+    assert re.search(r"^load\s+1001\s", summary.stdout, re.M), summary.stdout
