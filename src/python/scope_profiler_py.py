@@ -176,6 +176,54 @@ else:
     _sys.meta_path.insert(0, _AsyncioWatch)
 
 
+def _hide_our_hooks():
+    """3.11: the profile hook (--recursive, profile(recursive=True)) and the
+    line timing's trace function are C hooks of the thread, whose objects
+    sys.getprofile() and sys.gettrace() would hand the script, and which
+    sys.setprofile(None) or sys.settrace(None) would take away without a
+    word. Hidden here, so the script sees what python shows it: None where
+    only ours is, and setting None where only ours is changes nothing (a
+    debugger check, `old = sys.gettrace(); ...; sys.settrace(old)`, run as
+    under python; before, the restore raised TypeError). A function of the
+    script's own still replaces ours, as said where that matters. From
+    3.12 the hooks are sys.monitoring's, which these functions never see."""
+    real = {name: getattr(_sys, name) for name in ("gettrace", "getprofile", "settrace", "setprofile")}
+
+    def ours(obj):
+        kind = type(obj)
+        return kind.__module__ == "scope_profiler" and kind.__name__ in ("_TracerState", "_LineState")
+
+    def getter(name):
+        get = real[name]
+
+        def hidden():
+            obj = get()
+            return None if ours(obj) else obj
+
+        hidden.__name__, hidden.__doc__ = name, get.__doc__
+        return hidden
+
+    def setter(name, get):
+        put = real[name]
+
+        def hidden(function):
+            if (function is None or ours(function)) and ours(get()):
+                return None    # only ours is there: the script had none to take away
+            return put(function)
+
+        hidden.__name__, hidden.__doc__ = name, put.__doc__
+        return hidden
+
+    _sys.settrace = setter("settrace", real["gettrace"])
+    _sys.setprofile = setter("setprofile", real["getprofile"])
+    _sys.gettrace = getter("gettrace")
+    _sys.getprofile = getter("getprofile")
+
+
+if _sys.version_info < (3, 12):
+    _hide_our_hooks()
+
+
 # The regions of unnamed decorators by their functions' qualified names
 # ({"Solver.step": "step"}), so that get_region("Solver.step"), the name
 # earlier builds gave such a region, still finds it.

@@ -1,12 +1,13 @@
 """`run --line-profile` and `scope-profiler line-profile`: per-line hits and
 time of chosen functions, checked against the interpreter's own line events."""
 import json
+import os
 import subprocess
 
 import h5py
 import pytest
 
-from conftest import duration_s, embedded, one_line_error, regions
+from conftest import BINARY, duration_s, embedded, one_line_error, regions
 
 # Functions under test, in a module of their own so that a plain-Python
 # sys.settrace run can count the interpreter's line events for them.
@@ -510,3 +511,64 @@ def test_line_profile_reads_as_kernprof_does(sp):
     assert {l["line"]: round(l["time_s"] * 1e9) for l in t["lines"]} == want["hot_function:time"]
     assert [l["source"] for l in t["lines"]] == want["hot_function:source"]
     assert round(t["total_s"] * 1e9) == sum(want["hot_function:time"].values())
+
+
+# What the script sees of trace and profile functions, and what it sets.
+HOOKS_SEEN = """
+import sys, threading
+import scope_profiler as sp
+
+def a():
+    return b()
+
+def b():
+    return (sys.gettrace(), sys.getprofile())
+
+@sp.profile("f")
+def f(n):
+    seen = (sys.gettrace(), sys.getprofile())
+    old = sys.gettrace()
+    sys.settrace(old)              # a debugger's save and restore
+    sys.settrace(None)             # no trace function of the script's: none to remove
+    sys.setprofile(sys.getprofile())
+    s = 0
+    for i in range(n):
+        s += i
+    return s, seen
+
+out = []
+t = threading.Thread(target=lambda: out.append(b()))
+t.start()
+t.join()
+print(f(3), a(), out)
+sys.setprofile(None)               # likewise
+a()
+a()
+print(f(2)[0])
+"""
+
+
+@pytest.mark.parametrize("mode", ["--line-profile", "--recursive"])
+def test_the_script_sees_no_hook_of_ours(sp, mode):
+    """sys.gettrace() and sys.getprofile() are None where only ours is, in
+    decorated functions, plain ones and threads, as under python; a
+    save-and-restore of them, settrace(None) and setprofile(None) leave ours
+    recording. Before (3.11): the hook's internal object came back, and
+    setting it again raised TypeError; setprofile(None) ended --recursive
+    without a word, settrace(None) in a decorated function lost its lines."""
+    script = sp.script(HOOKS_SEEN)
+    plain = subprocess.run([embedded().executable, str(script)], capture_output=True, text=True,
+                           cwd=sp.tmp, env=dict(os.environ, PYTHONPATH=os.path.dirname(BINARY)))
+    proc = sp("run", mode, "-q", "-o", "h.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert proc.stdout == "(3, (None, None)) (None, None) [(None, None)]\n1\n"
+    assert plain.stdout == proc.stdout, plain.stderr
+    if mode == "--line-profile":
+        [(_, hits)] = [(k, v) for k, v in line_tables(sp.tmp / "h.h5").items() if k == "f"]
+        loop = [line for line, h in hits.items() if h == 3 + 1 + 2 + 1]   # for: n + 1 per call
+        assert len(loop) == 1 and hits[loop[0] + 1] == 3 + 2, hits
+    else:
+        with h5py.File(sp.tmp / "h.h5") as f:
+            calls = {n: int(g.attrs["num_calls"]) for n, g in regions(f).items()}
+        assert calls["__main__.a"] == 3 and calls["__main__.b"] == 4, calls
