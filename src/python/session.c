@@ -60,6 +60,7 @@ static struct {
 	char *root;                  /* run --recursive: the root region's name */
 	int skipped;                 /* the last finish() wrote nothing for that reason */
 	int64_t calls;               /* the script's calls the last finish() saw; -1: unknown */
+	int locked_writes;           /* run -o: the script's sessions written so far */
 } session = { .children_merged = -1, .cur = { .compression = -1, .verbose = -1 },
 	     .locked = { .compression = -1, .verbose = -1 } };   /* nothing fixed without `run` */
 
@@ -201,6 +202,16 @@ static int command_line_wins(struct sp_settings *merged, const struct sp_setting
 	return -1;
 }
 
+/* run -o FILE's name for the script's n-th session (n >= 2): FILE.h5 ->
+ * FILE-n.h5, else FILE-n; 0, or -1 when it does not fit. */
+static int nth_outfile(const char *file, int n, char *out, size_t len)
+{
+	size_t l = strlen(file);
+	int ext = l > 3 && strcmp(file + l - 3, ".h5") == 0 && file[l - 4] != '/';
+	int w = snprintf(out, len, "%.*s-%d%s", (int)(ext ? l - 3 : l), file, n, ext ? ".h5" : "");
+	return w > 0 && (size_t)w < len ? 0 : -1;
+}
+
 /* setup(**kw): the merged settings (the running session's or the
  * defaults, then kw, then what run's command line fixed) are checked, then
  * applied; a refused setup() changes nothing. */
@@ -247,8 +258,29 @@ static int setup_kwargs(PyObject *kw)
 				"regions");
 		goto out;
 	}
+	/* run -o FILE: a session after one the script finalize()d goes to
+	 * FILE-2.h5, FILE-3.h5, ... (each with one line), not over the first
+	 * (as under python each goes to its own file_path); one reconfigured
+	 * keeps the file it has. */
+	char nth[PATH_MAX];
+	int new_file = 0;
+	if (session.locked.outfile && merged.outfile == session.locked.outfile && session.locked_writes > 0) {
+		if (session.active && session.cur.outfile) {
+			merged.outfile = session.cur.outfile;
+		} else if (nth_outfile(session.locked.outfile, session.locked_writes + 1, nth, sizeof nth) != 0) {
+			PyErr_Format(PyExc_OSError, "the profile path '%s' is too long", session.locked.outfile);
+			goto out;
+		} else {
+			merged.outfile = nth;
+			new_file = 1;
+		}
+	}
 	if (session_busy() || sp_mode_apply(&merged) != 0)
 		goto out;
+	if (new_file)
+		PySys_FormatStderr("scope-profiler: run: the script's profiling session %d is written to %s "
+				   "(-o %s holds its first)\n", session.locked_writes + 1, nth,
+				   session.locked.outfile);
 	/* The path: kept by this session (a new one, or the one it had). */
 	if (merged.outfile != session.outfile) {
 		char *d = strdup(merged.outfile);
@@ -400,6 +432,8 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	Py_XDECREF(f.data);
 	if (rank == 0 && !f.skipped)
 		*written = path;
+	if (path && session.locked.outfile)
+		session.locked_writes++;
 	return res;
 }
 

@@ -572,3 +572,32 @@ def test_plot_on_a_full_disk_is_one_line_and_keeps_the_earlier_report(sp):
     assert not [n for n in after if ".tmp." in n], after
     assert set(after) == set((sp.tmp / "before.list").read_text().split())
     assert (sp.tmp / "after.html").read_bytes() == (sp.tmp / "before.html").read_bytes()
+
+
+def test_run_o_keeps_every_session_the_script_finalizes(sp):
+    """Under run -o X.h5 a script that finalize()s a session and sets up
+    another: the second goes to X-2.h5 (one line says so), the third to
+    X-3.h5, as under python each goes to its own file_path; before, each
+    overwrote X.h5 and only the last session's calls were left."""
+    sp.script("""
+        import scope_profiler as sp
+        for k, name in enumerate(("first", "second", "third")):
+            sp.setup(file_path=f"own{k}.h5")
+            for _ in range(k + 1):
+                with sp.region(name):
+                    pass
+            sp.setup(file_path=f"own{k}.h5", track_threads=True)   # reconfigured: same file
+            with sp.region(name):
+                pass
+            if k < 2:
+                sp.finalize(verbose=False)
+    """)
+    proc = sp("run", "-q", "-o", "X.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"scope-profiler: run: the script's profiling session {n} is written to {sp.tmp}/X-{n}.h5 "
+        f"(-o {sp.tmp}/X.h5 holds its first)" for n in (2, 3)]
+    for path, name, calls in (("X.h5", "first", 2), ("X-2.h5", "second", 3), ("X-3.h5", "third", 4)):
+        with h5py.File(sp.tmp / path) as f:
+            assert {n: int(g.attrs["num_calls"]) for n, g in regions(f).items()} == {name: calls}
+    assert not list(sp.tmp.glob("own*.h5"))   # -o wins over file_path
