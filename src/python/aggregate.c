@@ -110,9 +110,20 @@ int32_t sp_agg_node_get(int32_t parent, RegionObject *r)
 void sp_agg_exit_below(RegionObject *r, int64_t t)
 {
 	struct sp_agg_stack *s = &sp_agg_stack;
+	static int said;
 	for (size_t k = s->depth; k-- > 0;) {
 		if (s->v[k].r != r)
 			continue;
+		if (!said) {
+			/* Generators (or asyncio tasks) interleaving in one
+			 * thread: their calls share its stack. Once a process. */
+			said = 1;
+			PySys_WriteStderr("scope-profiler: warning: calls in one thread ended out of their "
+					  "nesting order (generators or asyncio tasks interleaving): aggregation "
+					  "mode nests them on one stack per thread, so its tree and totals do not "
+					  "keep them apart (record events, without --aggregate / aggregation_mode, "
+					  "to keep them apart)\n");
+		}
 		struct sp_agg_entry e = s->v[k];
 		/* The block above it now nests in what e nested in. */
 		if (k + 1 < s->depth)

@@ -796,6 +796,16 @@ static PyObject *mod_clock_ns(PyObject *m, PyObject *unused)
 static PyObject *mod_async_lanes_auto(PyObject *m, PyObject *unused)
 {
 	struct sp_settings *s = &session.cur;
+	static int said;
+	if (session.active && s->aggregate && !s->disable && !said) {
+		/* Its calls nest on one stack per thread, which cannot tell
+		 * tasks apart. Once a process. */
+		said = 1;
+		PySys_WriteStderr("scope-profiler: warning: an asyncio event loop runs under aggregation "
+				  "mode, which nests calls on one stack per thread: tasks that interleave in "
+				  "it nest in each other, and their regions' totals and tree mix them (record "
+				  "events, without --aggregate / aggregation_mode, for a lane per task)\n");
+	}
 	if (!session.active || sp_final_writing() || s->track_async || s->disable || s->aggregate || s->likwid ||
 	    s->gpu)
 		Py_RETURN_NONE;

@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import re
+import textwrap
 
 import h5py
 import pytest
@@ -370,3 +371,48 @@ def test_a_session_that_switches_aggregation_keeps_every_call(sp, order):
     assert calls == 1 and nodes[parent][1] == "load"
     summary = sp("summary", "--flat", "out.h5")
     assert re.search(r"^load\s+1001\s", summary.stdout, re.M), summary.stdout
+
+
+@pytest.mark.parametrize("case", ["tasks", "generator", "nested"])
+def test_aggregation_says_when_calls_interleave_in_a_thread(sp, case):
+    """Aggregation nests calls on one stack per thread, which cannot keep
+    interleaving asyncio tasks or a generator's block apart: one warning
+    line says so (before: totals and a tree that mixed them, silently);
+    well-nested calls give none."""
+    body = {
+        "tasks": """
+            import asyncio
+            async def c():
+                with sp.region("ar"):
+                    await asyncio.sleep(0.01)
+            async def main():
+                await asyncio.gather(*(c() for _ in range(5)))
+            asyncio.run(main())
+        """,
+        "generator": """
+            def g():
+                with sp.region("in_gen"):
+                    yield 1
+                    yield 2
+            it = g()
+            for _ in range(2):
+                with sp.region("outer"):
+                    next(it)
+        """,
+        "nested": """
+            for _ in range(3):
+                with sp.region("outer"):
+                    with sp.region("inner"):
+                        pass
+        """,
+    }[case]
+    sp.script("import scope_profiler as sp\n" + textwrap.dedent(body))
+    proc = sp("run", "-q", "--aggregate", "-o", "a.h5", "script.py")
+    assert proc.returncode == 0, proc.stderr
+    said = proc.stderr.splitlines()
+    if case == "nested":
+        assert said == []
+    else:
+        assert len(said) == 1 and said[0].startswith("scope-profiler: warning: "), proc.stderr
+        assert ("an asyncio event loop runs under aggregation mode" if case == "tasks"
+                else "calls in one thread ended out of their nesting order") in said[0]
