@@ -144,7 +144,8 @@ static int stream_update(void)
 /* The settings of a setup() given `given` (its keywords in mask, but
  * not the one at index `skip`, -1: none) into *merged: the defaults, then
  * the keywords, then (`locked`) what run's command line fixed. Returns whether
- * use_memray had to stay on (see below). */
+ * use_memray had to stay on (see below; without `locked`, only where the
+ * script turned it on, not run --memory). */
 static int merge_settings(struct sp_settings *merged, const struct sp_settings *given, unsigned mask, long skip,
 			  int locked)
 {
@@ -162,7 +163,7 @@ static int merge_settings(struct sp_settings *merged, const struct sp_settings *
 	/* Like track_threads: once the calls carry allocation values, every
 	 * later call needs them; use_memray stays on until the events are
 	 * written or reset (the allocators stay wrapped anyway). */
-	int memory_forced = sp_mode.memory_kept && !merged->memory;
+	int memory_forced = sp_mode.memory_kept && !merged->memory && (locked || !session.locked.memory);
 	if (memory_forced)
 		merged->memory = 1;
 	sp_settings_defaults(merged);
@@ -200,6 +201,11 @@ static int command_line_wins(struct sp_settings *merged, const struct sp_setting
 		return 0;
 	}
 	return -1;
+}
+
+static int my_rank(void)
+{
+	return sp_mpi_active() ? sp_mpi_rank() : 0;
 }
 
 /* run -o FILE's name for the script's n-th session (n >= 2): FILE.h5 ->
@@ -277,7 +283,7 @@ static int setup_kwargs(PyObject *kw)
 	}
 	if (session_busy() || sp_mode_apply(&merged) != 0)
 		goto out;
-	if (new_file)
+	if (new_file && my_rank() == 0)   /* under MPI rank 0 speaks for every rank */
 		PySys_FormatStderr("scope-profiler: run: the script's profiling session %d is written to %s "
 				   "(-o %s holds its first)\n", session.locked_writes + 1, nth,
 				   session.locked.outfile);
@@ -306,11 +312,6 @@ out:
 }
 
 /* ---- the end of a session ---- */
-
-static int my_rank(void)
-{
-	return sp_mpi_active() ? sp_mpi_rank() : 0;
-}
 
 /* Writes str to the Python stream (sys.stdout or sys.stderr). */
 static void stream_write(PyObject *stream, PyObject *str)

@@ -306,7 +306,8 @@ def test_blocks_inside_decorated_calls_nest_and_exceptions_unwind(sp):
 
 
 @pytest.mark.parametrize("flag,keyword", [("--aggregate", "track_async"),
-                                          ("--line-profile", "aggregation_mode")])
+                                          ("--line-profile", "aggregation_mode"),
+                                          ("--memory", "aggregation_mode")])
 def test_the_command_line_wins_over_a_setup_keyword_it_cannot_go_with(sp, flag, keyword):
     """setup(track_async=True) is fine under python; under run --aggregate
     the command line's choice wins and the keyword is left out, one warning
@@ -327,9 +328,12 @@ def test_the_command_line_wins_over_a_setup_keyword_it_cannot_go_with(sp, flag, 
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
         mode = f["metadata"].attrs
-        assert (mode["mode"], mode["line_profile"]) == \
-            (("aggregate", "false") if flag == "--aggregate" else ("time_only", "true"))
+        assert (mode["mode"], mode["line_profile"]) == {
+            "--aggregate": ("aggregate", "false"), "--line-profile": ("time_only", "true"),
+            "--memory": ("time_only", "false")}[flag]
         assert regions(f)["x"].attrs["num_calls"] == 1
+        # --memory: each call's allocated bytes (a value column)
+        assert ("alloc_bytes" in f["rank0/events"]) == (flag == "--memory")
     sp.script("""
         import scope_profiler as sp
         sp.setup(aggregation_mode=True, track_async=True)

@@ -471,3 +471,26 @@ def test_a_script_that_starts_mpi_itself(sp, how):
     with h5py.File(sp.tmp / "out.h5") as f:
         for r in (0, 1):
             assert int(regions(f, r)["a"].attrs["num_calls"]) == 1
+
+
+def test_a_second_session_of_every_rank_goes_to_its_own_file_said_once(sp):
+    """run -o X.h5 under MPI, a script that finalize()s and sets up again on
+    every rank: the second session's merged profile is X-2.h5, and rank 0
+    alone says so (the others print nothing), as it speaks for every rank."""
+    script = sp.script("""
+        import scope_profiler as sp
+        for k, name in enumerate(("first", "second")):
+            sp.setup()
+            with sp.region(name):
+                pass
+            sp.finalize(verbose=False)
+    """)
+    proc = mpirun(sp, 3, "run", "-q", "-o", "X.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    said = [l for l in proc.stderr.splitlines() if "profiling session" in l]
+    assert said == [f"scope-profiler: run: the script's profiling session 2 is written to {sp.tmp}/X-2.h5 "
+                    f"(-o {sp.tmp}/X.h5 holds its first)"], proc.stderr
+    for path, name in (("X.h5", "first"), ("X-2.h5", "second")):
+        with h5py.File(sp.tmp / path) as f:
+            for r in range(3):
+                assert {n: int(g.attrs["num_calls"]) for n, g in regions(f, r).items()} == {name: 1}
