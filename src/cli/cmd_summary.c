@@ -208,9 +208,12 @@ static int follow(const char *path, const struct sp_render_opts *opts)
 			/* Under MPI the rank's finished file stays until rank 0
 			 * has merged the job's into FILE, then goes. */
 			if (w.rank_file[0] && access(w.rank_file, F_OK) == 0 && !modified_after(w.final, w.rank_file)) {
+				/* Read quietly: the merge may remove it meanwhile. */
 				struct sp_profile *p = NULL;
+				struct sp_error err = {0};
 				int64_t pid;
-				int gone = show(w.rank_file, opts, &p, 0) == 0 && writer_gone(p, &pid);
+				int gone = sp_report_read(w.rank_file, SP_READ_SUMMARY, &p, &err) == SP_OK &&
+					   writer_gone(p, &pid);
 				sp_profile_free(p);
 				if (!gone) {
 					pause_follow();

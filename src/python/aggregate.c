@@ -147,6 +147,11 @@ void sp_agg_reset(void)
 	pthread_mutex_unlock(&agg.stacks_lock);
 }
 
+int sp_agg_recorded(void)
+{
+	return agg.nnodes > 0;
+}
+
 void sp_agg_close_all(int64_t t)
 {
 	struct sp_agg_stack *s = &sp_agg_stack;

@@ -101,14 +101,16 @@ def _profile_code(shell, source, name, recursive, line_profile, outfile):
         # have changed it); the cell may have ended it itself (finalize()).
         results = None
         if _sp._session_active():
-            if not _sp._settings()["deactivate_file_output"]:
+            now = _sp._settings()
+            if not (now["deactivate_file_output"] or now["deactivate_profiling"]):
                 where = _sp._file_path()
                 if outfile is not None and _os.path.abspath(outfile) == where:
                     where = outfile   # as the user wrote it
             # _at_exit: the magic's end, not the user's finalize(): the
             # decorated functions called later run as before the cell,
-            # without the "used after finalize()" warning.
-            results = _sp.finalize(verbose=False, verbose_line_profiler=line_profile,
+            # without the "used after finalize()" warning. The line tables
+            # where lines were timed (also by the cell's own setup()).
+            results = _sp.finalize(verbose=False, verbose_line_profiler=bool(now["use_line_profiler"]),
                                    return_results=True, _at_exit=True)
     return results, where
 

@@ -121,9 +121,11 @@ static int stream_update(void)
 		return 0;
 	const char *path = sp_standalone_outfile(s->outfile, buf, sizeof buf);
 	int mpi = sp_mpi_active();
-	/* This process keeps its calls one by one for a file, within a budget. */
+	/* This process keeps its calls one by one for a file, within a budget
+	 * (not after it aggregated some: the end folds them together, from
+	 * memory). */
 	int keeps = path && s->memory_budget > 0 && !s->no_output && !s->disable && !s->aggregate &&
-		    getpid() == session.pid;
+		    !sp_agg_recorded() && getpid() == session.pid;
 	int can = keeps && (mpi || sp_mpi_launch_rank() < 0);
 	sp_spill_cancel();
 	if (!can)
@@ -281,9 +283,21 @@ static int setup_kwargs(PyObject *kw)
 			new_file = 1;
 		}
 	}
+	/* A session whose events stream to disk already keeps recording
+	 * events: its end could not fold aggregates into them. */
+	if (merged.aggregate && !merged.disable && session.active && !session.cur.aggregate &&
+	    sp_spill_streamed()) {
+		merged.aggregate = 0;
+		PySys_WriteStderr("scope-profiler: warning: setup(aggregation_mode=True) is left out: this "
+				  "session streams its calls to disk already, as events; finalize() it first "
+				  "to aggregate\n");
+	}
 	if (session_busy() || sp_mode_apply(&merged) != 0)
 		goto out;
-	if (new_file && my_rank() == 0)   /* under MPI rank 0 speaks for every rank */
+	/* Under MPI rank 0 speaks for every rank; a child process of run
+	 * --subprocesses is quiet (its second session is another proc file,
+	 * merged as the run's). */
+	if (new_file && my_rank() == 0 && !session.parent_pid)
 		PySys_FormatStderr("scope-profiler: run: the script's profiling session %d is written to %s "
 				   "(-o %s holds its first)\n", session.locked_writes + 1, nth,
 				   session.locked.outfile);
@@ -394,7 +408,11 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 		.root = traced_run ? session.root : NULL,
 		.skip_if_empty = session.skip_empty,
 	};
-	if (sp_meta_build(&m, s, session.command_line,
+	/* A session that aggregated some calls is written as aggregates
+	 * (finalize.c folds its events in), whatever mode it ended in. */
+	struct sp_settings as_written = *s;
+	as_written.aggregate |= sp_agg_recorded();
+	if (sp_meta_build(&m, &as_written, session.command_line,
 			  session.trace_all ? "all" : session.traced ? "true" : "false") != 0) {
 		sp_meta_free(&m);
 		return NULL;
@@ -433,7 +451,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	Py_XDECREF(f.data);
 	if (rank == 0 && !f.skipped)
 		*written = path;
-	if (path && session.locked.outfile)
+	if (path && !f.skipped && session.locked.outfile)
 		session.locked_writes++;
 	return res;
 }
@@ -599,6 +617,7 @@ static int child_outfile(const char *dir)
 	/* Locked: a setup() of the child's own keeps it (never the parent's file). */
 	session.outfile = copy;
 	session.cur.outfile = session.locked.outfile = copy;
+	session.locked_writes = 0;   /* a fork's count is not its parent's */
 	session.quiet = 1;
 	session.cur.verbose = 0;
 	return 0;
@@ -803,8 +822,8 @@ static PyObject *mod_async_lanes_auto(PyObject *m, PyObject *unused)
 		 * tasks apart. Once a process. */
 		said = 1;
 		PySys_WriteStderr("scope-profiler: warning: an asyncio event loop runs under aggregation "
-				  "mode, which nests calls on one stack per thread: tasks that interleave in "
-				  "it nest in each other, and their regions' totals and tree mix them (record "
+				  "mode, which nests calls on one stack per thread: where its tasks interleave "
+				  "in regions they nest in each other, and the totals and tree mix them (record "
 				  "events, without --aggregate / aggregation_mode, for a lane per task)\n");
 	}
 	if (!session.active || sp_final_writing() || s->track_async || s->disable || s->aggregate || s->likwid ||

@@ -54,6 +54,9 @@ void sp_agg_exit_below(RegionObject *r, int64_t t);
  * aggregates are reset one by one by the caller). */
 void sp_agg_reset(void);
 
+/* Whether this session aggregated any call (its tree has a node). */
+int sp_agg_recorded(void);
+
 /* Closes the calling thread's open calls at t (finalize). */
 void sp_agg_close_all(int64_t t);
 

@@ -343,32 +343,41 @@ def test_the_command_line_wins_over_a_setup_keyword_it_cannot_go_with(sp, flag, 
     assert "ValueError: aggregation_mode cannot be combined with track_async" in proc.stderr
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["in memory", "streamed"])
 @pytest.mark.parametrize("order", ["events first", "aggregates first"])
-def test_a_session_that_switches_aggregation_keeps_every_call(sp, order):
+def test_a_session_that_switches_aggregation_keeps_every_call(sp, order, streamed):
     """setup(aggregation_mode=True) after calls were kept as events (run
     records from the script's first line), or the other way round: the
     profile holds every call, as aggregates, in the table and in the call
     tree (before: a region with both wrote only its events, 1 call of
-    1001, and the tree left the event regions out)."""
+    1001, and the tree left the event regions out). A session that streams
+    its events already (past its flush interval) keeps recording events,
+    one warning; one that aggregated does not start streaming."""
     first, second = ("False", "True") if order == "events first" else ("True", "False")
     sp.script(f"""
+        import time
         import scope_profiler as sp
         sp.setup(aggregation_mode={first})
         with sp.region("load"):
             with sp.region("part"):
-                pass
+                time.sleep({0.3 if streamed else 0})   # flush interval 0.05 s: streams
         sp.setup(aggregation_mode={second})
         for i in range(1000):
             with sp.region("load"):
                 pass
         print(sp.ProfileManager.get_region("load").num_calls)
     """)
-    proc = sp("run", "-q", "-o", "out.h5", "script.py")
+    proc = sp("run", "-q", "--flush-interval", "0.05", "-o", "out.h5", "script.py")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "1001\n"
+    kept_events = streamed and order == "events first"
+    assert proc.stderr == ("scope-profiler: warning: setup(aggregation_mode=True) is left out: this "
+                           "session streams its calls to disk already, as events; finalize() it first "
+                           "to aggregate\n" if kept_events else "")
     with h5py.File(sp.tmp / "out.h5") as f:
         regs = regions(f)
         assert {n: int(g.attrs["num_calls"]) for n, g in regs.items()} == {"load": 1001, "part": 1}
+        assert f["metadata"].attrs["mode"] == ("time_only" if kept_events else "aggregate")
         nodes = tree(f)
     assert sum(c for _, name, c, _ in nodes if name == "load") == 1001
     [(parent, _, calls, _)] = [n for n in nodes if n[1] == "part"]

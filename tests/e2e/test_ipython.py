@@ -176,6 +176,8 @@ def test_a_cell_that_calls_setup_or_finalize_itself(tmp_path):
         print("d.h5:", os.path.exists("d.h5"))
         ip.run_cell("%%scope_profiler -o a.h5\\nhot()\\n")
         print("plain call:", hot())
+        ip.run_cell("%%scope_profiler -o q.h5\\nsp.ProfileManager.setup(deactivate_profiling=True)\\n")
+        print("q:", os.path.exists("q.h5"))
         """)
     assert f"scope-profiler: profile written to {tmp_path / 'profiling_data.h5'}" in out, out
     assert "written to b.h5" not in out
@@ -184,4 +186,5 @@ def test_a_cell_that_calls_setup_or_finalize_itself(tmp_path):
             "call printed and wrote is its profile") in out
     assert "d.h5: True" in out
     assert "profile written to a.h5" in out and "plain call: 1" in out
+    assert "q: False" in out and out.count("profile written to") == 2   # b.h5's and a.h5's
     assert "Traceback" not in out and "warning" not in out, out

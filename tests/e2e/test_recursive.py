@@ -261,7 +261,8 @@ def test_code_outside_a_recursive_call_runs_without_the_hook(sp):
     outside such a call turns them off at its first call, as inside one:
     before, each of its calls paid two callbacks for ever (1.8x the time of
     a small library function's call). The script's own function first run
-    outside is still recorded once it runs inside a call. Timings of one run
+    outside (h) is no region then, and recorded once it runs inside a call.
+    Timings of one run
     compared, min of 7 rounds each, wide margin (the two cases measure 1.0x
     and 1.8x)."""
     script = sp.script("""
@@ -278,22 +279,32 @@ def test_code_outside_a_recursive_call_runs_without_the_hook(sp):
                 f("/a")
             return time.perf_counter_ns() - t
 
+        def h():
+            return 3
+
         @sp.profile(recursive=True)
         def rec():
             return g()
+
+        @sp.profile(recursive=True)
+        def rec2():
+            return h()
 
         g()
         before = min(loop(100000) for _ in range(7))
         rec()
         after = min(loop(100000) for _ in range(7))
-        print(f"{after / before:.2f}", sorted(sp.get_all_regions()))
+        h()                 # first run outside every call: classified, no region yet
+        names = sorted(sp.get_all_regions())
+        rec2()              # recorded there
+        print(f"{after / before:.2f}", names, sorted(sp.get_all_regions()))
     """)
     proc = sp("run", "-q", "-o", "out.h5", script)
     assert proc.returncode == 0, proc.stderr
     ratio, names = proc.stdout.split(" ", 1)
-    assert names == "['__main__.g', 'rec']\n"
+    assert names == "['__main__.g', 'rec', 'rec2'] ['__main__.g', '__main__.h', 'rec', 'rec2']\n"
     assert float(ratio) < 1.4, proc.stdout
-    assert regions_of(sp.tmp / "out.h5") == {"rec": 1, "__main__.g": 1}
+    assert regions_of(sp.tmp / "out.h5") == {"rec": 1, "__main__.g": 1, "rec2": 1, "__main__.h": 1}
 
 
 def test_a_recursive_call_in_a_new_thread_records_only_the_scripts_calls(sp):

@@ -907,3 +907,34 @@ def test_a_long_child_and_the_run_s_end_stay_within_the_budget(sp):
     assert ASAN or per < 24, per
     with h5py.File(out) as f:
         assert regions(f, 1)["step"].attrs["num_calls"] == n
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_child_that_ends_a_session_and_opens_another_keeps_both(sp, start):
+    """A child whose own code finalize()s a session and opens another (two
+    ProfileManager.session() blocks): both sessions' calls are in the run's
+    file, and the child prints nothing (before: its second session wrote
+    over its first, and the child0 calls were lost)."""
+    sp.script(f"""
+        import multiprocessing as mp
+        import scope_profiler as sp
+
+        def job(i):
+            for k in range(2):
+                with sp.ProfileManager.session(verbose=False):
+                    with sp.region(f"child{{k}}"):
+                        pass
+            return i
+
+        if __name__ == "__main__":
+            with mp.get_context("{start}").Pool(1) as pool:
+                print(pool.map(job, range(1)))
+    """)
+    proc = sp("run", "-q", "--subprocesses", "-o", "out.h5", "script.py", env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "[0]\n" and proc.stderr == ""
+    calls = {}
+    for _, _, regs in processes(sp.tmp / "out.h5").values():
+        for name, n in regs.items():
+            calls[name] = calls.get(name, 0) + n
+    assert calls == {"child0": 1, "child1": 1}
