@@ -16,6 +16,7 @@
 #include "sp_lanes.h"
 #include "sp_linestats.h"
 #include "sp_linetrace.h"
+#include "sp_gpu.h"
 #include "sp_mode.h"
 #include "sp_nvtx.h"
 #include "sp_pytext.h"
@@ -448,9 +449,12 @@ static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
 		Py_RETURN_NONE;
 	/* --likwid: timed without a marker region too (scope-profiler-run(1)):
 	 * the calls of a thread's tasks interleave, LIKWID's regions nest. */
-	int nvtx = type == &sp_NvtxRegionType || type == &sp_NvtxAsyncRegionType;
+	/* --gpu: the device synchronised around the run too, its range by id
+	 * with --nvtx (sp_enter_gpu's, by token). */
+	int gpu = type == &sp_GpuRegionType;
+	int nvtx = type == &sp_NvtxRegionType || type == &sp_NvtxAsyncRegionType || (gpu && sp_mode.nvtx);
 	if (type != &sp_TimeOnlyRegionType && type != &sp_ThreadsRegionType && type != &sp_AsyncRegionType &&
-	    type != &sp_LinesRegionType && type != &sp_LikwidRegionType && !nvtx) {
+	    type != &sp_LinesRegionType && type != &sp_LikwidRegionType && !nvtx && !gpu) {
 		PyObject *res = PyObject_CallMethod(region, "__enter__", NULL);
 		if (!res)
 			return NULL;
@@ -458,6 +462,8 @@ static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
 		Py_RETURN_TRUE;
 	}
 	RegionObject *r = (RegionObject *)region;
+	if (gpu)
+		sp_gpu_sync();
 	if (!r->buf.keep_lanes)
 		sp_mode_check_thread();   /* a thread other than lane 0's turns them on */
 	int32_t lane = !r->buf.keep_lanes ? 0 : sp_mode.track_async ? sp_async_lane() : sp_current_lane();
@@ -483,12 +489,14 @@ static PyObject *mod_coroutine_enter(PyObject *m, PyObject *region)
 
 static PyObject *mod_coroutine_exit(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
-	int64_t t = sp_clock_ns();
 	if (nargs != 2) {
 		PyErr_SetString(PyExc_TypeError, "_coroutine_exit(region, token)");
 		return NULL;
 	}
 	PyObject *region = args[0], *token = args[1];
+	/* --gpu: the device's work ends before the call does (sp_exit_gpu). */
+	int64_t wait = PyTuple_Check(token) && Py_IS_TYPE(region, &sp_GpuRegionType) ? sp_gpu_wait() : 0;
+	int64_t t = sp_clock_ns();
 	if (token == Py_None)
 		Py_RETURN_NONE;
 	if (token == Py_True) {
@@ -505,6 +513,7 @@ static PyObject *mod_coroutine_exit(PyObject *m, PyObject *const *args, Py_ssize
 		return NULL;
 	}
 	RegionObject *r = (RegionObject *)region;
+	r->gpu_wait_ns += wait;
 	/* gen differs when the session was finalized meanwhile; a call ends
 	 * once (a token given back twice must not end it again: the end of the
 	 * run trusts every ended call to be counted once). */

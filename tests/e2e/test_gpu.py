@@ -188,3 +188,37 @@ def test_gpu_refuses_recursive_decorators(sp, standin):
     assert "refused: profile(recursive=True) cannot be combined with --gpu" in proc.stdout
     assert "refused: use_gpu cannot be combined with a function decorated with profile(recursive=True)" \
         in proc.stdout
+
+
+def test_overlapping_runs_of_a_decorated_coroutine_keep_their_own_times(sp, standin):
+    """Two runs of a decorated async def that overlap on one thread: each
+    call ends at its own run's end, with the device synchronised at its
+    start and end (two syncs each) and its wait in gpu_wait_ns. Before,
+    --gpu ended whichever call was innermost: the 0.05 s run was stored as
+    the 0.3 s one and the other way round."""
+    sp.script("""
+        import asyncio, time
+        import scope_profiler as sp
+
+        @sp.profile("co")
+        async def co(secs):
+            await asyncio.sleep(secs)
+
+        async def main():
+            await asyncio.gather(co(0.05), co(0.3))
+
+        asyncio.run(main())
+    """)
+    proc = sp("run", "-q", "--gpu", "-o", "g.h5", "script.py", env=gpu_env(sp, standin))
+    assert proc.returncode == 0, proc.stderr
+    assert log(sp) == ["loaded", "count"] + ["sync"] * 4
+    with h5py.File(sp.tmp / "g.h5") as f:
+        r = regions(f)["co"]
+        starts, ends = r["start_times"][:], r["end_times"][:]
+        short, long_ = sorted(int(e - s) for s, e in zip(starts, ends))
+        # the run started first is the short one: it ends first
+        first = int(starts.argmin())
+        assert int(ends[first]) == int(ends.min())
+        assert short < long_ and long_ >= 299_000_000 and short >= 49_000_000
+        wait = int(f["rank0/regions"]["gpu_wait_ns"][list(regions(f)).index("co")])
+        assert wait >= 2 * SYNC_US * 1000
