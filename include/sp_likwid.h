@@ -76,6 +76,15 @@ static inline void sp_likwid_leave(int32_t id, const char *tag)
 		sp_lw.stop(tag);
 }
 
+/* The calling thread's marker regions still open (a session ended inside
+ * its calls: finalize() in a block, a signal) are stopped now, before their
+ * counters are read; their calls' later ends stop nothing. */
+void sp_likwid_stop_open(void);
+
+/* likwid_markerClose now, if the marker API is open (its marker file for
+ * likwid-perfctr -m): a run ended by a signal, which runs no atexit. */
+void sp_likwid_close_now(void);
+
 /* The counters of every registered region, as likwid_markerGetRegion gives
  * them: in the calling thread now, and in each thread that ran marker
  * regions and has exited since the last collection (read at its exit, as

@@ -52,10 +52,30 @@ static struct {
 	size_t replaced;               /* values read not finite (or a negative time): 0 */
 } lw = {.lock = PTHREAD_MUTEX_INITIALIZER, .exited = PTHREAD_COND_INITIALIZER};
 
+static void close_markers(void);
+
 static void at_exit_close(void)
 {
 	if (lw.state == 1)
 		sp_lw.close();
+}
+
+void sp_likwid_close_now(void)
+{
+	if (lw.state == 1)
+		close_markers();
+}
+
+void sp_likwid_stop_open(void)
+{
+	pthread_mutex_lock(&lw.lock);
+	for (size_t i = sp_likwid_depth.cap; i-- > 0;)
+		if (sp_likwid_depth.v[i]) {
+			sp_likwid_depth.v[i] = 0;
+			if (i < lw.nnames)
+				sp_lw.stop(lw.names[i]);
+		}
+	pthread_mutex_unlock(&lw.lock);
 }
 
 static void thread_exit(void *unused);

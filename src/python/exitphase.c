@@ -37,6 +37,7 @@
 
 #include "sp_exitphase.h"
 #include "sp_finalize.h"
+#include "sp_likwid.h"
 #include "sp_outpath.h"
 #include "sp_pysession.h"
 #include "sp_spill.h"
@@ -282,6 +283,7 @@ static void run_signal_end(int sig)
 	PyObject *r = run_exit(NULL, NULL);
 	Py_XDECREF(r);
 	PyErr_Clear();
+	sp_likwid_close_now();   /* --likwid: its marker file, which exit would have written */
 	die_by(sig);
 }
 

@@ -314,6 +314,7 @@ static int add_likwid(struct sp_profile *p, struct sp_rank *rk)
 {
 	size_t running = 0, replaced = 0;
 	int rc;
+	sp_likwid_stop_open();
 	Py_BEGIN_ALLOW_THREADS
 	rc = sp_likwid_collect(rk, &running, &replaced);
 	Py_END_ALLOW_THREADS

@@ -11,6 +11,7 @@ count = the thread's completed start/stop pairs of the region, time =
 count * 0.5 s, event k = count * (k + 1) * 1000.5."""
 import os
 import pathlib
+import signal
 import subprocess
 
 import h5py
@@ -613,3 +614,41 @@ def test_names_likwid_cannot_read_back_leave_metrics_out(sp, standin):
     with h5py.File(sp.tmp / "out.h5") as f:
         assert sorted(likwid_tables(f)) == ["step", "two words"]
         assert "likwid_metric_names" not in f["metadata"].attrs
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "finalize"])
+def test_regions_open_at_the_end_are_stopped_before_their_counters_are_read(sp, standin, how):
+    """A session that ends inside a decorated call and a block (SIGTERM, a
+    batch job's walltime; finalize() in the block): the open marker regions
+    are stopped before the counters are read, so theirs are in the profile,
+    and under SIGTERM likwid_markerClose still runs (its marker file), the
+    run then ending by the signal. Before: no stop for them, their counters
+    missing, and no close at all after a signal."""
+    end = ("os.kill(os.getpid(), signal.SIGTERM); sum(range(100))"
+           if how == "SIGTERM" else "sp.finalize(verbose=False)")
+    sp.script(f"""
+        import os, signal
+        import scope_profiler as sp
+
+        @sp.profile("main")
+        def main():
+            for step in range(5):
+                with sp.region("step"):
+                    if step == 3:
+                        {end}
+
+        main()
+    """)
+    proc = sp("run", "-q", "--likwid", "-o", "out.h5", "script.py", env=likwid_env(standin, sp))
+    assert proc.returncode == (-signal.SIGTERM if how == "SIGTERM" else 0), proc.stderr
+    log = marker_log(sp)
+    ops = [(l[0], l[1]) for l in log if l[0] in ("start", "stop", "get", "close")]
+    first_get = next(i for i, o in enumerate(ops) if o[0] == "get")
+    before = ops[:first_get]
+    for name, calls in (("main", 1), ("step", 4)):
+        assert before.count(("start", name)) == before.count(("stop", name)) == calls, before
+    assert {o[1] for o in ops[first_get:] if o[0] == "get"} == {"main", "step"}
+    assert [o for o in ops[first_get:] if o[0] in ("start", "stop")] == []
+    assert ops.count(("close", "1")) == 1
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert set(likwid_tables(f)) == {"main", "step"}
