@@ -445,7 +445,11 @@ def test_a_child_ended_by_sigterm_writes_then_ends_by_it(sp):
     """A child with no handler of its own: its profile is written, and it
     ends as plain python's would, killed by the signal. One whose script
     set a handler keeps it (here, one that leaves by os._exit(3), which
-    writes the profile too)."""
+    writes the profile too). The child waits in short sleeps, not
+    signal.pause(): a signal that comes after Python's last look and before
+    pause() is entered leaves pause() waiting for ever (under python too;
+    the wider for a thread that takes the GIL meanwhile, as the stream's
+    flush does): this test hung once in a loaded `make check`."""
     proc, procs = run(sp, """
         import signal
         def leave(signum, frame):
@@ -458,7 +462,7 @@ def test_a_child_ended_by_sigterm_writes_then_ends_by_it(sp):
                 work(2 if own else 1)
                 os.write(w, b"x")
                 while True:
-                    signal.pause()
+                    time.sleep(0.05)
             os.read(r, 1)
             os.kill(pid, signal.SIGTERM)
             status = os.waitpid(pid, 0)[1]
