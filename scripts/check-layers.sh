@@ -130,7 +130,7 @@ BEGIN {
 	split("core store report python cli", names, " ")
 	for (i = 1; i <= 5; i++) height[names[i]] = i
 	n = split("sp_profile.h sp_error.h sp_clock.h sp_recorder.h sp_keytab.h sp_filter.h " \
-		  "sp_grow.h sp_hosts.h sp_session.h sp_likwid.h", a, " "); for (i = 1; i <= n; i++) owner[a[i]] = "core"
+		  "sp_grow.h sp_hosts.h sp_session.h sp_likwid.h sp_thread.h", a, " "); for (i = 1; i <= n; i++) owner[a[i]] = "core"
 	n = split("sp_h5.h sp_pack.h sp_mpi.h sp_mpicalls.h sp_outpath.h sp_children.h sp_stream.h sp_merge.h", a, " "); for (i = 1; i <= n; i++) owner[a[i]] = "store"
 	n = split("sp_analysis.h sp_render.h sp_nest.h sp_diff.h sp_export.h sp_json.h sp_table.h " \
 		  "sp_select.h sp_plot.h sp_tree.h", a, " "); for (i = 1; i <= n; i++) owner[a[i]] = "report"

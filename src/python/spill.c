@@ -36,6 +36,7 @@
 #include "sp_region.h"
 #include "sp_spill.h"
 #include "sp_stream.h"
+#include "sp_thread.h"
 
 /* An intercepted MPI function's calls in the stream (run --mpi-calls). */
 struct mpi_fn {
@@ -370,10 +371,7 @@ static void tick(void)
 static void *ticker_main(void *arg)
 {
 	(void)arg;
-	ticker.tid = gettid();
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the main thread's */
+	ticker.tid = gettid();   /* its signals blocked from its start (sp_thread.h) */
 	PyThreadState *ts = NULL;
 	if (!sp_py_finalizing()) {
 		PyGILState_Ensure();
@@ -450,7 +448,7 @@ static int ticker_start(int wait)
 	ticker.ready = 0;
 	ticker.pid = getpid();
 	ticker.tid = 0;
-	if (pthread_create(&ticker.thread, NULL, ticker_main, NULL) != 0)
+	if (sp_thread_start(&ticker.thread, ticker_main, NULL) != 0)
 		return -1;
 	ticker.running = 1;
 	if (wait) {

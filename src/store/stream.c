@@ -36,6 +36,7 @@
 #include "sp_outpath.h"
 #include "sp_stream.h"
 #include "sp_stream_file.h"
+#include "sp_thread.h"
 
 static pthread_mutex_t h5_mutex = PTHREAD_MUTEX_INITIALIZER;
 
@@ -237,9 +238,6 @@ static void *writer_main(void *arg)
 {
 	(void)arg;
 	S.thread_tid = gettid();
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the main thread's */
 	sp_h5_lock();
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);    /* per thread: failures are said in one line */
 	sp_h5_unlock();
@@ -297,7 +295,7 @@ static int writer_start(void)
 {
 	S.stop = 0;
 	S.thread_tid = 0;
-	int e = pthread_create(&S.thread, NULL, writer_main, NULL);
+	int e = sp_thread_start(&S.thread, writer_main, NULL);
 	if (e != 0) {
 		errno = e;
 		fail("cannot start the writer thread");
