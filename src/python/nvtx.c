@@ -12,6 +12,14 @@
 
 #ifdef SP_HAVE_NVTX
 nvtxDomainHandle_t sp_nvtx_domain;
+_Thread_local unsigned sp_nvtx_pushed, sp_nvtx_epoch;
+
+void sp_nvtx_pop_all(void)
+{
+	while (sp_nvtx_pushed)
+		sp_nvtx_pop();
+	sp_nvtx_epoch++;
+}
 
 int sp_nvtx_built(void)
 {
@@ -42,6 +50,10 @@ void *sp_nvtx_name(const char *utf8)
 	return a;
 }
 #else
+void sp_nvtx_pop_all(void)
+{
+}
+
 int sp_nvtx_built(void)
 {
 	return 0;

@@ -151,13 +151,12 @@ static int open_at_end(const struct sp_open_entry *e)
 
 void sp_regions_nvtx_end_open(void)
 {
-	for (size_t k = open_blocks.depth; k-- > 0;) {
-		const struct sp_open_entry *e = &open_blocks.v[k];
-		if (e->gen == e->region->gen && open_blocks.m[k].range == NVTX_PUSHED) {
-			sp_nvtx_pop();
+	for (size_t k = open_blocks.depth; k-- > 0;)
+		if (open_blocks.m[k].range == NVTX_PUSHED)
 			open_blocks.m[k].range = 0;   /* not again at its exit */
-		}
-	}
+	/* Theirs and those of the decorated calls still running, whose own
+	 * pops come later (sp_nvtx_pop_from). */
+	sp_nvtx_pop_all();
 }
 
 void sp_regions_end_open(int64_t now)

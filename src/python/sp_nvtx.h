@@ -21,17 +21,34 @@
 /* The domain "scope-profiler" (NULL until sp_nvtx_open). */
 extern nvtxDomainHandle_t sp_nvtx_domain;
 
+/* The calling thread's ranges of ours pushed and not popped, and the
+ * number of times the end of a session popped them all (sp_nvtx_pop_all). */
+extern _Thread_local unsigned sp_nvtx_pushed, sp_nvtx_epoch;
+
 /* A range named by name (a region's attributes, sp_nvtx_name) opens on the
- * calling thread. */
-static inline void sp_nvtx_push(void *name)
+ * calling thread. Returns the epoch to pop it with (sp_nvtx_pop_from). */
+static inline unsigned sp_nvtx_push(void *name)
 {
 	nvtxDomainRangePushEx(sp_nvtx_domain, (const nvtxEventAttributes_t *)name);
+	sp_nvtx_pushed++;
+	return sp_nvtx_epoch;
 }
 
-/* The calling thread's innermost range closes. */
+/* The calling thread's innermost range closes (none when none is open). */
 static inline void sp_nvtx_pop(void)
 {
-	nvtxDomainRangePop(sp_nvtx_domain);
+	if (sp_nvtx_pushed) {
+		sp_nvtx_pushed--;
+		nvtxDomainRangePop(sp_nvtx_domain);
+	}
+}
+
+/* The pop of a range pushed at epoch: nothing when the end of a session
+ * popped it already. */
+static inline void sp_nvtx_pop_from(unsigned epoch)
+{
+	if (epoch == sp_nvtx_epoch)
+		sp_nvtx_pop();
 }
 
 /* A range that need not nest (ended by its id, from any thread). */
@@ -45,13 +62,19 @@ static inline void sp_nvtx_end(uint64_t id)
 	nvtxDomainRangeEnd(sp_nvtx_domain, id);
 }
 #else
-static inline void sp_nvtx_push(void *name)
+static inline unsigned sp_nvtx_push(void *name)
 {
 	(void)name;
+	return 0;
 }
 
 static inline void sp_nvtx_pop(void)
 {
+}
+
+static inline void sp_nvtx_pop_from(unsigned epoch)
+{
+	(void)epoch;
 }
 
 static inline uint64_t sp_nvtx_start(void *name)
@@ -65,6 +88,11 @@ static inline void sp_nvtx_end(uint64_t id)
 	(void)id;
 }
 #endif
+
+/* The end of a session on the calling thread: every range of ours still
+ * open on it closes (blocks', decorated calls', in one go: pops are
+ * positional), and their own pops later do nothing (sp_nvtx_pop_from). */
+void sp_nvtx_pop_all(void);
 
 /* Whether this build has NVTX (SP_HAVE_NVTX). */
 int sp_nvtx_built(void);

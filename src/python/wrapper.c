@@ -356,9 +356,9 @@ static inline __attribute__((always_inline)) PyObject *pf_nvtx(PyObject *self, P
 		res = pf_record(self, args, nargsf, kwnames, 2, 0, 0);
 		sp_nvtx_end(range);
 	} else {
-		sp_nvtx_push(pf->region->nvtx_name);
+		unsigned epoch = sp_nvtx_push(pf->region->nvtx_name);
 		res = pf_record(self, args, nargsf, kwnames, lanes, 0, 0);
-		sp_nvtx_pop();
+		sp_nvtx_pop_from(epoch);
 	}
 	return res;
 }
@@ -401,12 +401,11 @@ static PyObject *pf_call_gpu(PyObject *self, PyObject *const *args, size_t nargs
 	int nvtx = sp_mode.nvtx;
 	if (!sp_mode.threads)
 		sp_mode_check_thread();   /* a thread other than lane 0's turns them on */
-	if (nvtx)
-		sp_nvtx_push(pf->region->nvtx_name);
+	unsigned epoch = nvtx ? sp_nvtx_push(pf->region->nvtx_name) : 0;
 	PyObject *res = sp_mode.threads ? pf_record(self, args, nargsf, kwnames, 1, 0, 1)
 		: pf_record(self, args, nargsf, kwnames, 0, 0, 1);
 	if (nvtx)
-		sp_nvtx_pop();
+		sp_nvtx_pop_from(epoch);
 	return res;
 }
 

@@ -11,6 +11,7 @@ import collections
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 
 import h5py
@@ -304,3 +305,40 @@ def test_finalize_inside_a_block_pops_its_range_once(sp, tool):
     _, _, threads = parse(lines)
     (events,) = threads.values()
     assert [op for op, _, _ in events] == ["push", "push", "pop", "pop"]
+
+
+@pytest.mark.parametrize("end", ["finalize", "SIGTERM"])
+def test_the_end_of_a_session_inside_a_decorated_call_pops_every_range_once(sp, tool, end):
+    """The session ends inside a decorated function that runs inside a
+    block (finalize() there, or SIGTERM: a job's walltime): every range of
+    ours on the thread is popped then, the block's and the decorated call's,
+    and their later exits pop nothing. Before: the end popped the blocks'
+    count only (the call's range and the outer block's were closed at the
+    wrong moments), and under SIGTERM one range was never closed."""
+    how = "sp.ProfileManager.finalize(verbose=False)" if end == "finalize" else \
+        "os.kill(os.getpid(), signal.SIGTERM); sum(range(100))"
+    sp.script(f"""
+        import os, signal
+        import scope_profiler as sp
+        LOG = os.environ["NVTX_TOOL_LOG"]
+
+        def mark(what):
+            with open(LOG, "a") as log:
+                log.write(f"mark {{what}}\\n")
+
+        @sp.profile("f")
+        def f():
+            with sp.region("g"):
+                {how}
+                mark("ended")
+
+        with sp.region("outer"):
+            f()
+    """)
+    log = sp.tmp / "nvtx.log"
+    proc = sp("run", "-q", "--nvtx", "-o", "out.h5", "script.py",
+              env={"NVTX_INJECTION64_PATH": str(tool), "NVTX_TOOL_LOG": str(log)})
+    assert proc.returncode == (0 if end == "finalize" else -signal.SIGTERM), proc.stderr
+    ops = [l.split()[0] for l in log.read_text().splitlines() if l.split()[0] in ("push", "pop", "mark")]
+    assert ops[:6] == ["push", "push", "push", "pop", "pop", "pop"], ops
+    assert ops[6:] == (["mark"] if end == "finalize" else []), ops
