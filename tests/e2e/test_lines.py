@@ -2,12 +2,13 @@
 time of chosen functions, checked against the interpreter's own line events."""
 import json
 import os
+import pathlib
 import subprocess
 
 import h5py
 import pytest
 
-from conftest import BINARY, duration_s, embedded, one_line_error, regions
+from conftest import BINARY, duration_s, embedded, one_line_error, regions, sanitizer_env
 
 # Functions under test, in a module of their own so that a plain-Python
 # sys.settrace run can count the interpreter's line events for them.
@@ -557,8 +558,11 @@ def test_the_script_sees_no_hook_of_ours(sp, mode):
     setting it again raised TypeError; setprofile(None) ended --recursive
     without a word, settrace(None) in a decorated function lost its lines."""
     script = sp.script(HOOKS_SEEN)
+    build = pathlib.Path(BINARY).parent    # the module built for plain python, beside it
+    module = next(iter(build.glob("scope_profiler*.so")), None)
     plain = subprocess.run([embedded().executable, str(script)], capture_output=True, text=True,
-                           cwd=sp.tmp, env=dict(os.environ, PYTHONPATH=os.path.dirname(BINARY)))
+                           cwd=sp.tmp, env=dict(os.environ, PYTHONPATH=str(build),
+                                                **sanitizer_env(module)))
     proc = sp("run", mode, "-q", "-o", "h.h5", script)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
