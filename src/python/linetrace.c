@@ -11,7 +11,10 @@
  * set_local_events, linetrace_monitoring.c), so other code pays nothing.
  * The back end is compiled here, below the frame paths. A line's time
  * runs from its line event to the next event of the same frame (the next
- * line, or the return), as line_profiler counts it. */
+ * line, or the return), as line_profiler counts it, less the calls of the
+ * same function made under it: a recursive call's time is on its own
+ * lines, so a function's lines add up to its time counted once (as
+ * cProfile's cumtime counts a recursive function). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -50,6 +53,8 @@ struct frame_state {
 	struct table *t;
 	ptrdiff_t last;                /* index of the line in progress, or -1 */
 	int64_t last_t;
+	ptrdiff_t outer;               /* the nearest frame below of the same t, or -1 */
+	int64_t start_t;               /* when it started, where outer >= 0 */
 };
 
 struct frame_stack {
@@ -77,7 +82,11 @@ static inline void frame_push(struct frame_stack *fs, struct table *t, const voi
 {
 	if (fs->depth == fs->cap && stack_grow(fs) != 0)
 		return;
-	fs->stack[fs->depth++] = (struct frame_state){.frame = frame, .t = t, .last = -1};
+	ptrdiff_t outer = (ptrdiff_t)fs->depth - 1;
+	while (outer >= 0 && fs->stack[outer].t != t)
+		outer--;
+	fs->stack[fs->depth++] = (struct frame_state){.frame = frame, .t = t, .last = -1,
+		.outer = outer, .start_t = outer >= 0 ? sp_clock_ns() : 0};
 }
 
 /* A line event of frame, at line `line`. */
@@ -110,6 +119,10 @@ static inline void frame_pop(struct frame_stack *fs, const void *frame)
 	struct frame_state *f = &fs->stack[--fs->depth];
 	if (f->last >= 0)
 		f->t->time_ns[f->last] += now - f->last_t;
+	/* A call of the same function under one of its lines: that line's
+	 * time leaves it out (its own lines hold it). */
+	if (f->outer >= 0)
+		fs->stack[f->outer].last_t += now - f->start_t;
 }
 
 /* How many holds the calling thread has on the hook. */

@@ -184,6 +184,41 @@ sleepy()
     assert sum(times.values()) <= call_ns, (times, call_ns)
 
 
+def test_a_recursive_functions_lines_add_up_to_its_time_once(sp):
+    """A line that calls its own function leaves that call's time to the
+    call's own lines, directly or through a function not timed: the lines
+    add up to the outermost call's time (cProfile's cumtime), each sleep on
+    its line. Before, every level of the recursion counted the levels under
+    it again: fib(6)'s lines summed to about five times its time."""
+    script = sp.script('''
+import time
+import scope_profiler as sp
+
+def through(n):
+    return fib(n)
+
+@sp.profile("fib")
+def fib(n):
+    if n < 2:
+        time.sleep(0.002)
+        return n
+    return fib(n - 1) + through(n - 2)
+
+fib(6)
+''')
+    proc = sp("run", "--line-profile", "-q", "-o", "r.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    tables = line_tables(sp.tmp / "r.h5")
+    hits, times = tables["fib"], tables["fib:time"]
+    with h5py.File(sp.tmp / "r.h5") as f:
+        g = regions(f)["fib"]
+        outermost_ns = max((g["end_times"][:] - g["start_times"][:]).tolist())
+    assert hits == {10: 25, 11: 13, 12: 13, 13: 12}, hits
+    assert times[11] >= 13 * 0.002e9, times
+    assert sum(times.values()) <= outermost_ns, (times, outermost_ns)
+    assert times[13] < times[11] / 4, times
+
+
 def test_region_functions_form_and_threads(sp):
     script = sp.script('''
 import threading
