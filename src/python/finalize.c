@@ -115,17 +115,22 @@ static void stats_check(const RegionObject *r, const struct sp_region_data *rd)
 }
 #endif
 
+/* r's calls still open end at `now`. Every call that ended was counted
+ * in r->acc (sp_region_end): the others are the open ones. */
+static void end_open_calls(RegionObject *r, int64_t now)
+{
+	if ((size_t)r->acc.n != r->buf.n)
+		for (size_t i = 0; i < r->buf.n; i++)
+			if (r->buf.ends[i] == SP_NO_TIME)
+				sp_region_end(r, i, now);
+}
+
 /* Appends r to rk with its events borrowed (not copied), closing calls
  * still open at `now`; 0, or -1 with a Python exception set. */
 static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now)
 {
 	size_t n = r->buf.n;
-	/* Every call that ended was counted in r->acc (sp_region_end): the
-	 * others are still open and end now. */
-	if ((size_t)r->acc.n != n)
-		for (size_t i = 0; i < n; i++)
-			if (r->buf.ends[i] == SP_NO_TIME)
-				sp_region_end(r, i, now);
+	end_open_calls(r, now);
 	struct sp_region_data *rd = &rk->regions[rk->nregions];
 	if (!(rd->name = sp_text_dup(r->name)))
 		return -1;
@@ -219,10 +224,7 @@ static int fold_events_into_aggregates(int64_t now)
 		RegionObject *r = (RegionObject *)v;
 		if (!r->buf.n)
 			continue;
-		if ((size_t)r->acc.n != r->buf.n)   /* calls still open end now */
-			for (size_t c = 0; c < r->buf.n; c++)
-				if (r->buf.ends[c] == SP_NO_TIME)
-					sp_region_end(r, c, now);
+		end_open_calls(r, now);
 		cols[i] = (struct sp_nest_column){ r->buf.starts, r->buf.ends,
 						   r->buf.keep_lanes ? r->buf.lanes : NULL, r->buf.n };
 		rs[i++] = r;
