@@ -95,6 +95,11 @@ struct sp_render_lines_opts {
 	int json;
 };
 
+/* The columns line tables written to fd may take (their width option):
+ * COLUMNS when set, else fd's terminal width; -1 (whole lines) when fd is
+ * no terminal (a pipe, a file, a job's log), or fd < 0. */
+int sp_render_lines_width(int fd);
+
 /* sp_render_lines with options (NULL: the defaults). */
 enum sp_err sp_render_lines_opts(FILE *out, const struct sp_profile *p, const char *title,
 				 const struct sp_render_lines_opts *o, struct sp_error *err);

@@ -1,7 +1,6 @@
 /* cmd_line_profile.c - `scope-profiler line-profile FILE`: the per-line tables. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "sp_cmd.h"
@@ -29,21 +28,6 @@ static const struct sp_cmd_help help = {
 		"Exit status: 0, 1 when FILE cannot be read or has no (selected) line\n"
 		"timings, 2 for usage errors.\n",
 };
-
-/* The columns a table may take: COLUMNS when set, else the terminal's
- * width; -1 (whole lines) when stdout is no terminal. */
-static int table_width(void)
-{
-	const char *c = getenv("COLUMNS");
-	char *end;
-	long v = c ? strtol(c, &end, 10) : 0;
-	if (c && end != c && !*end && v > 0)
-		return v < 40 ? 40 : v > 100000 ? 100000 : (int)v;
-	struct winsize ws;
-	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-		return ws.ws_col < 40 ? 40 : ws.ws_col;
-	return -1;
-}
 
 /* Returns 0, 1 when the file cannot be read or has no line timings, or
  * SP_EXIT_USAGE. */
@@ -81,7 +65,7 @@ int cmd_line_profile(int argc, char **argv)
 		goto out;
 	}
 	sp_cmd_partial(CMD, path, p);
-	o.width = table_width();
+	o.width = sp_render_lines_width(STDOUT_FILENO);
 	enum sp_err rc = sp_render_lines_opts(stdout, p, path, &o, &err);
 	if (rc == SP_EIO)
 		goto out;              /* stdout failed: main says so, once */

@@ -692,7 +692,7 @@ static int final_streamed(struct sp_final *f, int64_t now)
 		show = back;
 	}
 	if ((f->render && !(f->summary = sp_py_render(show, f->path, 0))) ||
-	    (f->render_lines && !(f->lines = sp_py_render(show, f->path, 1))) ||
+	    (f->render_lines && !(f->lines = sp_py_render(show, f->path, f->lines_width))) ||
 	    (f->snapshot && !(f->data = sp_results_data(back))))
 		goto out;
 	rc = 0;
@@ -878,7 +878,7 @@ static int final_mpi(struct sp_final *f, int64_t now)
 		show = back ? back : sp_h5_stream_profile(st);
 	}
 	if ((f->render && show && !(f->summary = sp_py_render(show, f->path, 0))) ||
-	    (f->render_lines && show && !(f->lines = sp_py_render(show, f->path, 1))) ||
+	    (f->render_lines && show && !(f->lines = sp_py_render(show, f->path, f->lines_width))) ||
 	    (f->snapshot && (back || own) && !(f->data = sp_results_data(back ? back : own))))
 		goto out;
 	rc = 0;
@@ -998,7 +998,7 @@ int sp_final_run(struct sp_final *f)
 	}
 	const char *title = f->path ? f->path : "(in memory)";
 	if ((f->render && !(f->summary = sp_py_render(p, title, 0))) ||
-	    (f->render_lines && !(f->lines = sp_py_render(p, title, 1))) ||
+	    (f->render_lines && !(f->lines = sp_py_render(p, title, f->lines_width))) ||
 	    (f->snapshot && !(f->data = sp_results_data(p))))
 		goto out;
 	rc = 0;

@@ -107,14 +107,16 @@ PyObject *sp_region_print_stats(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	PyObject *title = PyUnicode_FromFormat("region %R", r->name);
 	const char *t = title ? PyUnicode_AsUTF8(title) : NULL;
-	PyObject *text = !t ? NULL : p->ranks[0].nlines ? sp_py_render(p, t, 1)
+	PyObject *out = stream != Py_None ? Py_NewRef(stream) : Py_XNewRef(PySys_GetObject("stdout"));
+	PyObject *text = !t ? NULL : p->ranks[0].nlines ? sp_py_render(p, t, sp_py_lines_width(out))
 		: PyUnicode_FromFormat("Line profile: region %R has no timed lines (line timing is off, "
 				       "or its functions have not run)\n", r->name);
 	sp_profile_free(p);
 	Py_XDECREF(title);
-	if (!text)
+	if (!text) {
+		Py_XDECREF(out);
 		return NULL;
-	PyObject *out = stream != Py_None ? Py_NewRef(stream) : Py_XNewRef(PySys_GetObject("stdout"));
+	}
 	int rc = out ? PyFile_WriteObject(text, out, Py_PRINT_RAW) : 0;
 	Py_XDECREF(out);
 	Py_DECREF(text);

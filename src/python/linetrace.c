@@ -179,6 +179,25 @@ static long last_line(PyCodeObject *co)
 
 int sp_linetrace_choose(PyObject *func, PyObject *region)
 {
+	/* A bound method (an instance's, or a classmethod's through its
+	 * class) and a staticmethod or classmethod object: their function's
+	 * lines, as line_profiler takes them. */
+	for (int i = 0; i < 2 && !PyFunction_Check(func); i++) {
+		if (PyMethod_Check(func)) {
+			func = PyMethod_GET_FUNCTION(func);
+		} else if (Py_IS_TYPE(func, &PyStaticMethod_Type) || Py_IS_TYPE(func, &PyClassMethod_Type)) {
+			/* borrowed: the descriptor, which the caller holds, holds it */
+			PyObject *inner = PyObject_GetAttrString(func, "__func__");
+			if (!inner) {
+				PyErr_Clear();
+				return 0;
+			}
+			Py_DECREF(inner);
+			func = inner;
+		} else {
+			break;
+		}
+	}
 	if (!PyFunction_Check(func))
 		return 0;   /* builtins and callables without Python code: no lines */
 	PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(func);
@@ -567,9 +586,49 @@ static PyTypeObject LineGenType = {
 	.tp_methods = lg_methods,
 };
 
-PyObject *sp_linetrace_wrap_result(PyObject *func, PyObject *res)
+/* _line_steps(awaitable): to await in its place, each step under a hold
+ * (the Python layer's _TimedAsyncGenerator: an async generator's steps
+ * are awaitables of its own, not coroutines). */
+static PyObject *line_steps(PyObject *m, PyObject *awaitable)
 {
-	if (!res || !(PyGen_CheckExact(res) || PyCoro_CheckExact(res)) || !PyFunction_Check(func))
+	PyAsyncMethods *am = Py_TYPE(awaitable)->tp_as_async;
+	if (!am || !am->am_await) {
+		PyErr_Format(PyExc_TypeError, "object %.100s can't be used in 'await' expression",
+			     Py_TYPE(awaitable)->tp_name);
+		return NULL;
+	}
+	PyObject *it = am->am_await(awaitable);
+	if (!it || PyType_Ready(&LineCoroType) < 0) {
+		Py_XDECREF(it);
+		return NULL;
+	}
+	LineGen *lg = PyObject_GC_New(LineGen, &LineCoroType);
+	if (!lg) {
+		Py_DECREF(it);
+		return NULL;
+	}
+	lg->gen = it;
+	PyObject_GC_Track(lg);
+	return (PyObject *)lg;
+}
+
+PyMethodDef sp_linetrace_methods[] = {
+	{"_line_steps", line_steps, METH_O, NULL},
+	{NULL},
+};
+
+PyObject *sp_linetrace_wrap_result(PyObject *res)
+{
+	if (!res || !(PyGen_CheckExact(res) || PyCoro_CheckExact(res)))
+		return res;
+	/* Only a generator whose own lines are timed: a function that returns
+	 * another's generator hands it back as it is (inspect.isgenerator). */
+	PyObject *co = PyObject_GetAttrString(res, PyCoro_CheckExact(res) ? "cr_code" : "gi_code");
+	int chosen = co && PyCode_Check(co) && code_table((PyCodeObject *)co);
+	Py_XDECREF(co);
+	if (!co)
+		PyErr_Clear();
+	if (!chosen)
 		return res;
 	PyTypeObject *type = PyCoro_CheckExact(res) ? &LineCoroType : &LineGenType;
 	if (PyType_Ready(type) < 0) {

@@ -36,7 +36,8 @@ PyObject *sp_py_render(const struct sp_profile *p, const char *title, int lines)
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		return PyErr_NoMemory();
-	enum sp_err rc = lines ? sp_render_lines(f, p, title, &err)
+	struct sp_render_lines_opts lo = { .width = lines };
+	enum sp_err rc = lines ? sp_render_lines_opts(f, p, title, &lo, &err)
 			       : sp_render_summary_opts(f, p, title, &opts, &err);
 	fclose(f);
 	PyObject *s = NULL;
@@ -48,4 +49,12 @@ PyObject *sp_py_render(const struct sp_profile *p, const char *title, int lines)
 		s = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace");
 	free(text);
 	return s;
+}
+
+int sp_py_lines_width(PyObject *stream)
+{
+	int fd = stream && stream != Py_None ? PyObject_AsFileDescriptor(stream) : -1;
+	if (fd < 0)
+		PyErr_Clear();   /* no file (a StringIO): COLUMNS, or whole lines */
+	return sp_render_lines_width(fd);
 }

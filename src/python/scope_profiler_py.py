@@ -84,19 +84,22 @@ class _TimedAsyncGenerator:
     to the item it yields or its end, as a decorated coroutine's run is; the
     time it is suspended at a yield is not counted, nor its creation."""
 
-    __slots__ = ("_region", "_agen", "_started", "_hooked", "__weakref__")
+    __slots__ = ("_region", "_agen", "_started", "_steps", "__weakref__")
 
-    def __init__(self, region, agen, hooked):
+    def __init__(self, region, agen, steps):
         self._region = region
         self._agen = agen
         self._started = False
-        self._hooked = hooked   # recursive=True: each step under the hook
+        # 0: as they are; 1: recursive=True, each under the hook; 2:
+        # --line-profile, each with its lines timed
+        self._steps = (None, _hooked_steps, _line_steps)[steps]
 
     async def _step(self, step):
         self._started = True
         token = _coroutine_enter(self._region)
+        steps = self._steps
         try:
-            return await (_hooked_steps(step) if self._hooked else step)
+            return await (steps(step) if steps else step)
         finally:
             _coroutine_exit(self._region, token)
 

@@ -25,6 +25,7 @@
 #include "sp_merge.h"
 #include "sp_mpi.h"
 #include "sp_mpicalls.h"
+#include "sp_pyedge.h"
 #include "sp_pysession.h"
 #include "sp_pytext.h"
 #include "sp_shim.h"
@@ -401,6 +402,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 	struct sp_meta m = {0};
 	struct sp_final f = {
 		.path = path, .render = show || snapshot, .render_lines = show_lines, .snapshot = snapshot,
+		.lines_width = show_lines ? sp_py_lines_width(stream) : 0,
 		.failed = failed, .fallback = fallback, .compression = s->compression,
 		.run_start_ns = session.run_start_ns, .parent_pid = session.parent_pid,
 		/* The run's own process gathers its children's profiles. */

@@ -13,7 +13,8 @@
 struct sp_final {
 	const char *path;            /* write the profile here; NULL: no file */
 	int render;                  /* the summary, as a str in ->summary */
-	int render_lines;            /* the line tables, in ->lines */
+	int render_lines;            /* the line tables, in ->lines, */
+	int lines_width;             /* that wide (sp_py_render) */
 	int snapshot;                /* the profile as the read API's data, in ->data */
 	int failed;                  /* under MPI: this rank's script failed */
 	const char *fallback;        /* under MPI: where a rank writes alone */

@@ -20,9 +20,13 @@ int sp_linetrace_hold(void);
 void sp_linetrace_release(void);
 
 /* A chosen generator function's call returns a generator that runs later:
- * wraps it so that each next()/send()/throw() holds the hook. Other results
- * pass through. Takes res's reference; NULL in, NULL out. */
-PyObject *sp_linetrace_wrap_result(PyObject *func, PyObject *res);
+ * wraps a generator or coroutine of a chosen function's code so that each
+ * next()/send()/throw() holds the hook. Other results pass through. Takes
+ * res's reference; NULL in, NULL out. */
+PyObject *sp_linetrace_wrap_result(PyObject *res);
+
+/* _line_steps, for the Python layer. */
+extern PyMethodDef sp_linetrace_methods[];
 
 /* Zeroes every count (the functions stay chosen). */
 void sp_linetrace_reset(void);

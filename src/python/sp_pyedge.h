@@ -12,9 +12,13 @@
  * OSError, with msg. Returns NULL, for `return sp_py_err(...)`. */
 PyObject *sp_py_err(enum sp_err code, const char *msg);
 
-/* The rendered summary of p (or its line tables, with lines set) as a str,
- * titled title (a path, or "(in memory)"); "" for line tables when there
- * are none; NULL with an exception set. */
+/* The rendered summary of p as a str (lines 0), or its line tables that
+ * many columns wide (-1: whole source lines; sp_py_lines_width), titled
+ * title (a path, or "(in memory)"); "" for line tables when there are
+ * none; NULL with an exception set. */
 PyObject *sp_py_render(const struct sp_profile *p, const char *title, int lines);
+
+/* sp_render_lines_width of a Python stream (its fileno; none: -1). */
+int sp_py_lines_width(PyObject *stream);
 
 #endif

@@ -218,7 +218,7 @@ static PyObject *pf_call_coro(PyObject *self, PyObject *const *args, size_t narg
 	ProfiledFunction *pf = (ProfiledFunction *)self;
 	PyObject *coro = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
 	if (coro && sp_mode.lines)
-		coro = sp_linetrace_wrap_result(pf->func, coro);
+		coro = sp_linetrace_wrap_result(coro);
 	if (!coro || !Py_TYPE(coro)->tp_as_async || !Py_TYPE(coro)->tp_as_async->am_await)
 		return coro;
 	PendingCoro *pending = PyObject_GC_New(PendingCoro, &PendingCoroType);
@@ -252,7 +252,7 @@ static PyObject *pf_call_gen(PyObject *self, PyObject *const *args, size_t nargs
 	ProfiledFunction *pf = (ProfiledFunction *)self;
 	PyObject *gen = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
 	if (gen && sp_mode.lines)
-		gen = sp_linetrace_wrap_result(pf->func, gen);
+		gen = sp_linetrace_wrap_result(gen);
 	if (!gen || !PyIter_Check(gen))
 		return gen;
 	return sp_timed_generator_new(pf->region, gen, pf->recursive, pf->kind == KIND_ITER_CORO);
@@ -266,8 +266,12 @@ static PyObject *pf_call_async_gen(PyObject *self, PyObject *const *args, size_t
 	PyObject *agen = PyObject_Vectorcall(pf->func, args, nargsf, kwnames);
 	if (!agen || !PyAsyncGen_CheckExact(agen))
 		return agen;
-	PyObject *argv[3] = {(PyObject *)pf->region, agen, sp_mode_hooked(pf->recursive) ? Py_True : Py_False};
-	PyObject *res = PyObject_Vectorcall(wrap.timed_async_gen, argv, 3, NULL);
+	/* How its steps run: 0 as they are, 1 under the --recursive hook, 2
+	 * with their lines timed. */
+	PyObject *steps = PyLong_FromLong(sp_mode_hooked(pf->recursive) ? 1 : sp_mode.lines ? 2 : 0);
+	PyObject *argv[3] = {(PyObject *)pf->region, agen, steps};
+	PyObject *res = steps ? PyObject_Vectorcall(wrap.timed_async_gen, argv, 3, NULL) : NULL;
+	Py_XDECREF(steps);
 	Py_DECREF(agen);
 	return res;
 }
@@ -326,7 +330,7 @@ static PyObject *pf_call_lines(PyObject *self, PyObject *const *args, size_t nar
 		return NULL;
 	PyObject *res = pf_record(self, args, nargsf, kwnames, sp_mode.track_async ? 2 : sp_mode.threads, 0, 0);
 	sp_linetrace_release();
-	return sp_linetrace_wrap_result(((ProfiledFunction *)self)->func, res);
+	return sp_linetrace_wrap_result(res);
 }
 
 /* --likwid: the call is also a LIKWID marker region (sp_likwid.h). */

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "sp_json.h"
 #include "sp_render.h"
@@ -277,6 +279,19 @@ static void json_table(FILE *out, const struct sp_rank *rk, const struct sp_line
 		fputc('}', out);
 	}
 	fputs("]}", out);
+}
+
+int sp_render_lines_width(int fd)
+{
+	const char *c = getenv("COLUMNS");
+	char *end;
+	long v = c ? strtol(c, &end, 10) : 0;
+	if (c && end != c && !*end && v > 0)
+		return v < 40 ? 40 : v > 100000 ? 100000 : (int)v;
+	struct winsize ws;
+	if (fd >= 0 && isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col < 40 ? 40 : ws.ws_col;
+	return -1;
 }
 
 enum sp_err sp_render_lines_opts(FILE *out, const struct sp_profile *p, const char *title,

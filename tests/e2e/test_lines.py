@@ -611,3 +611,134 @@ def test_the_script_sees_no_hook_of_ours(sp, mode):
         with h5py.File(sp.tmp / "h.h5") as f:
             calls = {n: int(g.attrs["num_calls"]) for n, g in regions(f).items()}
         assert calls["__main__.a"] == 3 and calls["__main__.b"] == 4, calls
+
+
+def test_bound_methods_are_line_timed_as_line_profiler_takes_them(sp):
+    """A bound method decorated (sp.profile("step")(solver.step)) or given
+    to region(functions=[...]), a classmethod through its class, and a
+    staticmethod object: their function's lines are timed (before: no
+    table, no word)."""
+    script = sp.script('''
+import time
+import scope_profiler as sp
+
+class Solver:
+    def step(self, d):
+        time.sleep(d)
+        return d
+
+    @classmethod
+    def build(cls, d):
+        time.sleep(d)
+        return cls()
+
+    @staticmethod
+    def norm(d):
+        time.sleep(d)
+        return d
+
+s = Solver()
+step = sp.profile("step")(s.step)
+step(0.002)
+with sp.region("setup", functions=[Solver.build, Solver.__dict__["norm"]]):
+    Solver.build(0.003)
+    Solver.norm(0.001)
+''')
+    proc = sp("run", "--line-profile", "-q", "-o", "m.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    tables = line_tables(sp.tmp / "m.h5")
+    assert tables["Solver.step"] == {7: 1, 8: 1}, tables.keys()
+    assert tables["Solver.build"] == {12: 1, 13: 1}
+    assert tables["Solver.norm"] == {17: 1, 18: 1}
+    assert tables["Solver.step:time"][7] >= 0.002e9
+    assert tables["Solver.build:time"][12] >= 0.003e9
+
+
+def test_a_plain_function_returning_a_generator_hands_it_back_as_it_is(sp):
+    """Under --line-profile a decorated function that returns another
+    function's generator or coroutine returns that object itself, as
+    under python (before: a proxy that inspect.isgenerator and
+    inspect.iscoroutine said no to, which asyncio and frameworks check)."""
+    script = sp.script('''
+import asyncio, inspect
+import scope_profiler as sp
+
+def gen():
+    yield 1
+
+async def real(n):
+    return n
+
+@sp.profile("make_gen")
+def make_gen():
+    return gen()
+
+@sp.profile("handler")
+def handler(n):
+    return real(n)
+
+g = make_gen()
+c = handler(2)
+print(inspect.isgenerator(g), list(g), inspect.iscoroutine(c), asyncio.run(c))
+''')
+    proc = sp("run", "--line-profile", "-q", "-o", "g.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "True [1] True 2\n"
+    tables = line_tables(sp.tmp / "g.h5")
+    assert tables["make_gen"] == {13: 1} and tables["handler"] == {17: 1}, tables.keys()
+
+
+def test_a_decorated_async_generator_has_its_lines_timed_at_each_step(sp):
+    """Each awaited step of a decorated async generator runs with its lines
+    timed, as a coroutine's steps are (before: no table at all)."""
+    script = sp.script('''
+import asyncio, time
+import scope_profiler as sp
+
+@sp.profile("agen")
+async def agen(n):
+    for i in range(n):
+        await asyncio.sleep(0.001)
+        time.sleep(0.002)
+        yield i
+
+async def consume():
+    return [x async for x in agen(3)]
+
+print(asyncio.run(consume()))
+''')
+    proc = sp("run", "--line-profile", "-q", "-o", "a.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "[0, 1, 2]\n"
+    tables = line_tables(sp.tmp / "a.h5")
+    assert tables["agen"] == {7: 4, 8: 3, 9: 3, 10: 3}, tables
+    assert tables["agen:time"][9] >= 3 * 0.002e9
+
+
+LONG_SOURCE = "x = 'a line of source that runs on past the hundred columns a table takes by default, and on'"
+
+
+@pytest.mark.parametrize("where", ["COLUMNS=300", "a file"])
+def test_the_tables_at_the_end_of_run_show_whole_lines_where_there_is_room(sp, where):
+    """The tables run prints at its end take the width `line-profile`
+    takes: COLUMNS when set, the terminal's, whole lines into a file or
+    pipe (a job's log). Before: always cut at 100 columns."""
+    script = sp.script(f'''
+import scope_profiler as sp
+
+@sp.profile("w")
+def w():
+    {LONG_SOURCE}
+    return x
+
+w()
+''')
+    env = {"COLUMNS": "300"} if where == "COLUMNS=300" else {"COLUMNS": ""}
+    proc = sp("run", "--line-profile", "-o", "w.h5", script, env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "Rank 0 | w | w" in out and LONG_SOURCE in out, out
+    narrow = sp("run", "--line-profile", "-o", "w.h5", script, env={"COLUMNS": "80"})
+    text = narrow.stdout + narrow.stderr
+    assert "Rank 0 | w | w" in text and LONG_SOURCE not in text
+    assert max(len(line) for line in text.splitlines() if line.startswith("│")) <= 80
