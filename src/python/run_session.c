@@ -265,10 +265,10 @@ static int install_memory(void)
  * (said). */
 static int find_venv(struct sp_venv *v)
 {
-	char self[PATH_MAX], err[2 * PATH_MAX + 512];
+	char self[PATH_MAX], err[4 * PATH_MAX + 512];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	struct sp_venv_where w = {.self = n > 0 ? self : NULL, .virtual_env = getenv("VIRTUAL_ENV"),
-				  .path = getenv("PATH")};
+				  .path = getenv("PATH"), .embedded = SP_PYTHON_EXECUTABLE};
 	if (n > 0)
 		self[n] = '\0';
 	v->python[0] = '\0';

@@ -11,6 +11,9 @@ struct sp_venv_where {
 	const char *self;
 	const char *virtual_env;
 	const char *path;
+	/* The embedded interpreter's python (a resolved path), or NULL: an
+	 * environment made from another installation is refused. */
+	const char *embedded;
 };
 
 struct sp_venv {
@@ -34,7 +37,9 @@ int sp_venv_python_on_path(const char *path, const char *real, char *out, size_t
  * else w->virtual_env (activated; one that is not an environment is an
  * error), else the one whose python3 is the first on w->path. An
  * environment of another Python than major.minor (its pyvenv.cfg's
- * version), or without a python in bin/, is SP_VENV_WRONG. */
+ * version), one made from another installation than w->embedded's (its
+ * `home`: another standard library), or one without a python in bin/, is
+ * SP_VENV_WRONG. */
 enum sp_venv_found sp_venv_find(const struct sp_venv_where *w, int major, int minor, struct sp_venv *v,
 				char *err, size_t len);
 

@@ -64,35 +64,74 @@ int sp_venv_python_on_path(const char *path, const char *real, char *out, size_t
 	       strcmp(resolved, real) == 0 ? 0 : -1;
 }
 
-/* Reads "major.minor" from the pyvenv.cfg of dir (key `version`, written
- * by python -m venv, or `version_info`, by virtualenv) into *major,
- * *minor; 0, or -1 when it says none. */
-static int cfg_version(const char *dir, int *major, int *minor)
+/* The value of key in dir's pyvenv.cfg, its blanks trimmed, into out; 0,
+ * or -1 when it has none. */
+static int cfg_value(const char *dir, const char *key, char *out, size_t len)
 {
-	char cfg[PATH_MAX], line[1024];
+	char cfg[PATH_MAX], line[PATH_MAX + 64];
 	if (snprintf(cfg, sizeof cfg, "%s/pyvenv.cfg", dir) >= (int)sizeof cfg)
 		return -1;
 	FILE *f = fopen(cfg, "r");
 	if (!f)
 		return -1;
 	int rc = -1;
+	size_t klen = strlen(key);
 	while (rc != 0 && fgets(line, sizeof line, f)) {
 		char *eq = strchr(line, '=');
 		if (!eq)
 			continue;
-		char *k = line, *ke = eq;
+		char *k = line, *ke = eq, *v = eq + 1, *ve = v + strlen(v);
 		while (*k == ' ' || *k == '\t')
 			k++;
 		while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
 			ke--;
-		size_t kn = (size_t)(ke - k);
-		if (!((kn == 7 && !strncmp(k, "version", 7)) || (kn == 12 && !strncmp(k, "version_info", 12))))
+		if ((size_t)(ke - k) != klen || strncmp(k, key, klen) != 0)
 			continue;
-		if (sscanf(eq + 1, " %d.%d", major, minor) == 2)
+		while (*v == ' ' || *v == '\t')
+			v++;
+		while (ve > v && (ve[-1] == '\n' || ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+			ve--;
+		if ((size_t)(ve - v) < len) {
+			snprintf(out, len, "%.*s", (int)(ve - v), v);
 			rc = 0;
+		}
 	}
 	fclose(f);
 	return rc;
+}
+
+/* Whether the environment dir was made from the installation of the
+ * embedded python (a resolved path): its `home` is that python's folder
+ * (as resolved), or holds a python3 that resolves to it, or the embedded
+ * python is the environment's own (a copy, made with --copies). An
+ * environment that names no home is taken. */
+static int same_installation(const char *dir, const char *embedded)
+{
+	char home[PATH_MAX], a[PATH_MAX], b[PATH_MAX + 16], own[PATH_MAX + 8];
+	if (!embedded || cfg_value(dir, "home", home, sizeof home) != 0)
+		return 1;
+	snprintf(b, sizeof b, "%s", embedded);
+	char *slash = strrchr(b, '/');
+	if (!slash)
+		return 1;
+	*slash = '\0';           /* the embedded python's folder */
+	if (realpath(home, a) && strcmp(a, b) == 0)
+		return 1;
+	snprintf(own, sizeof own, "%s/bin", dir);
+	if (realpath(own, a) && strcmp(a, b) == 0)
+		return 1;
+	snprintf(b, sizeof b, "%s/python3", home);
+	return realpath(b, a) && strcmp(a, embedded) == 0;
+}
+
+/* Reads "major.minor" from the pyvenv.cfg of dir (key `version`, written
+ * by python -m venv, or `version_info`, by virtualenv) into *major,
+ * *minor; 0, or -1 when it says none. */
+static int cfg_version(const char *dir, int *major, int *minor)
+{
+	char v[64];
+	return (cfg_value(dir, "version", v, sizeof v) == 0 || cfg_value(dir, "version_info", v, sizeof v) == 0) &&
+	       sscanf(v, "%d.%d", major, minor) == 2 ? 0 : -1;
 }
 
 enum sp_venv_found sp_venv_find(const struct sp_venv_where *w, int major, int minor, struct sp_venv *v,
@@ -124,6 +163,16 @@ enum sp_venv_found sp_venv_find(const struct sp_venv_where *w, int major, int mi
 			 "embeds Python %d.%d: install scope-profiler into it (%s/bin/python -m pip install "
 			 "SCOPE-PROFILER-SOURCE), or build it for that Python (make PYTHON=%s/bin/python3)",
 			 dir, how, vmaj, vmin, major, minor, dir, dir);
+		return SP_VENV_WRONG;
+	}
+	if (!same_installation(dir, w->embedded)) {
+		char home[PATH_MAX];
+		if (cfg_value(dir, "home", home, sizeof home) != 0)
+			home[0] = '\0';
+		snprintf(err, len, "the virtual environment %s (%s) was made from the Python in %s, and this "
+			 "scope-profiler embeds %s, whose standard library differs: install scope-profiler "
+			 "into it (%s/bin/python -m pip install SCOPE-PROFILER-SOURCE), or build it for that "
+			 "Python (make PYTHON=%s/bin/python3)", dir, how, home, w->embedded, dir, dir);
 		return SP_VENV_WRONG;
 	}
 	/* Its python, as a user of the environment starts it. */

@@ -175,6 +175,47 @@ def test_venv_of_another_python_is_refused_in_one_line(tmp_path, version):
     assert not (tmp_path / "out.h5").exists()
 
 
+def same_version_elsewhere(major, minor, embedded):
+    """Another installation of the embedded major.minor (pyenv's 3.11.7
+    beside Debian's 3.11), or None."""
+    root = pathlib.Path(os.environ.get("PYENV_ROOT", pathlib.Path.home() / ".pyenv")) / "versions"
+    for p in sorted(root.glob(f"{major}.{minor}.*/bin/python3")):
+        if os.path.realpath(p) != os.path.realpath(embedded):
+            return str(p)
+    return None
+
+
+def test_venv_of_another_installation_of_the_same_version_is_refused(tmp_path, version):
+    """A venv made from another installation of the same major.minor would
+    start the embedded interpreter on that one's standard library (its
+    `home`): a 3.11.7 venv under a 3.11.2 build failed in `import ssl`
+    (undefined symbol) and ran other code silently. Refused in one line,
+    saying what to do; the embedded python's own venvs run (the tests
+    above)."""
+    major, minor, python = version
+    other = same_version_elsewhere(major, minor, python)
+    if other:
+        venv = make_venv(other, tmp_path / "v")
+        home = str(pathlib.Path(other).parent)
+    else:
+        # No second installation here (the Debian chroots): a venv whose
+        # pyvenv.cfg names another installation's folder, as one made by it does.
+        venv = make_venv(python, tmp_path / "v")
+        home = str(tmp_path / "elsewhere" / "bin")
+        pathlib.Path(home).mkdir(parents=True)
+        cfg = venv / "pyvenv.cfg"
+        cfg.write_text(re.sub(r"(?m)^home = .*$", f"home = {home}", cfg.read_text()))
+    script = tmp_path / "s.py"
+    script.write_text("import ssl\nprint('ran')\n")
+    env = clean_env(tmp_path, VIRTUAL_ENV=str(venv), PATH=f"{venv}/bin:/usr/bin:/bin")
+    proc = subprocess.run([BINARY, "run", "-o", "out.h5", str(script)], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == ""
+    one_line_error(proc, str(venv), f"made from the Python in {home}", "standard library differs",
+                   "pip install", f"make PYTHON={venv}/bin/python3")
+    assert not (tmp_path / "out.h5").exists()
+
+
 def test_virtual_env_that_is_no_venv_is_refused(tmp_path):
     script = tmp_path / "s.py"
     script.write_text("print('ran')\n")

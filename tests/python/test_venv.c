@@ -62,6 +62,13 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+static enum sp_venv_found find_for(const char *embedded, const char *venv, struct sp_venv *v, char *err)
+{
+	struct sp_venv_where w = {.virtual_env = venv, .embedded = embedded};
+	err[0] = '\0';
+	return sp_venv_find(&w, 3, 11, v, err, 1024);
+}
+
 static enum sp_venv_found find(const char *self, const char *venv, const char *path, struct sp_venv *v,
 			       char *err)
 {
@@ -125,12 +132,49 @@ static void test_unusable_environments_say_why(void **state)
 	assert_non_null(strstr(err, "no pyvenv.cfg"));
 }
 
+/* An environment of the same major.minor made from another installation
+ * (pyenv's 3.11.7 beside the embedded Debian 3.11.2) would start the
+ * embedded interpreter on the other one's standard library: refused. The
+ * embedded python's own installation is taken as `home` names it, through
+ * a symlinked folder, or by a python3 in home that resolves to it. */
+static void test_environment_of_another_installation_is_refused(void **state)
+{
+	(void)state;
+	char base[PATH_MAX], other[PATH_MAX], link[PATH_MAX + 16], exe[PATH_MAX + 32], cfg[3 * PATH_MAX];
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], d[PATH_MAX], err[1024];
+	struct sp_venv v;
+	make_env("base", NULL, 1, base, sizeof base);     /* base/bin/python3: the embedded one */
+	make_env("other", NULL, 1, other, sizeof other);
+	snprintf(exe, sizeof exe, "%s/bin/python3", base);
+	snprintf(link, sizeof link, "%s/base-link", root);
+	assert_int_equal(symlink(base, link), 0);
+
+	snprintf(cfg, sizeof cfg, "home = %s/bin\nversion = 3.11.2\n", base);
+	make_env("same", cfg, 1, a, sizeof a);
+	assert_int_equal(find_for(exe, a, &v, err), SP_VENV_FOUND);
+	snprintf(cfg, sizeof cfg, "home = %s/bin\nversion = 3.11.7\n", link);
+	make_env("via-link", cfg, 1, b, sizeof b);
+	assert_int_equal(find_for(exe, b, &v, err), SP_VENV_FOUND);
+	make_env("no-home", "version = 3.11.2\n", 1, d, sizeof d);
+	assert_int_equal(find_for(exe, d, &v, err), SP_VENV_FOUND);
+
+	snprintf(cfg, sizeof cfg, "home = %s/bin\nversion = 3.11.7\n", other);
+	make_env("another", cfg, 1, c, sizeof c);
+	assert_int_equal(find_for(exe, c, &v, err), SP_VENV_WRONG);
+	assert_non_null(strstr(err, "was made from the Python in"));
+	assert_non_null(strstr(err, "/other/bin, and this scope-profiler embeds"));
+	assert_non_null(strstr(err, "make PYTHON="));
+	/* without the embedded python's path (the unit tests above): taken */
+	assert_int_equal(find_for(NULL, c, &v, err), SP_VENV_FOUND);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order_self_then_virtual_env_then_path),
 		cmocka_unit_test(test_first_python3_on_path_decides),
 		cmocka_unit_test(test_unusable_environments_say_why),
+		cmocka_unit_test(test_environment_of_another_installation_is_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
