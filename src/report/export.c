@@ -472,10 +472,26 @@ static int has_aggregates(const struct sp_profile *p)
 static enum sp_err write_aggregates(struct exporter *x)
 {
 	struct out *o = x->o;
-	static const char *const keys[] = {"calls", "total_s", "self_s", "min_s", "max_s", "mean_s"};
+	/* total_s counts a recursive region once, as summary's does (its
+	 * raw_total_s: the plain sum over the calls). */
+	static const char *const keys[] = {"calls", "total_s", "self_s", "min_s", "max_s", "mean_s",
+					   "raw_total_s"};
+	enum { NKEYS = sizeof keys / sizeof *keys };
+	size_t nall = 0;
+	for (size_t r = 0; r < x->p->nranks; r++)
+		nall += x->p->ranks[r].nregions;
+	int64_t *cum = malloc((nall ? nall : 1) * sizeof *cum);
+	if (!cum)
+		return SP_ENOMEM;
+	/* cum: where the join keeps each rank's regions (sp_byname_id's place) */
+	for (size_t r = 0; r < x->p->nranks; r++)
+		if (sp_rank_region_times(&x->p->ranks[r], cum + x->names.base[x->names.rank0[0] + r], NULL) < 0) {
+			free(cum);
+			return SP_ENOMEM;
+		}
 	if (x->fmt == SP_EXPORT_CSV) {
 		out_str(o, "name,rank");
-		for (size_t i = 0; i < 6; i++) {
+		for (size_t i = 0; i < NKEYS; i++) {
 			out_ch(o, ',');
 			out_str(o, keys[i]);
 		}
@@ -492,8 +508,10 @@ static enum sp_err write_aggregates(struct exporter *x)
 		const char *name = sp_export_group_name(x, k);
 		if (!sp_select_region(x->sel, name))
 			continue;
-		if (encode_name(x, name) != SP_OK)
+		if (encode_name(x, name) != SP_OK) {
+			free(cum);
 			return SP_ENOMEM;
+		}
 		for (size_t i = 0; i < g->n; i++) {
 			const struct sp_byname_ref *e = &x->names.refs[g->first + i];
 			const struct sp_rank *rk = &x->p->ranks[e->ri];
@@ -501,9 +519,10 @@ static enum sp_err write_aggregates(struct exporter *x)
 			const struct sp_stats *st = &rd->stats;
 			if (!sp_select_rank(x->sel, rk->rank) || st->num_calls <= 0)
 				continue;
+			size_t at = x->names.base[x->names.rank0[0] + e->ri] + e->gi;
 			/* A region with events has no stored self time. */
-			__int128 vals[6] = {st->num_calls, st->total_ns, rd->aggregate ? rd->self_ns : -1,
-					    st->min_ns, st->max_ns, (__int128)(st->mean_ns + 0.5)};
+			__int128 vals[NKEYS] = {st->num_calls, cum[at], rd->aggregate ? rd->self_ns : -1,
+						st->min_ns, st->max_ns, (__int128)(st->mean_ns + 0.5), st->total_ns};
 			if (x->fmt == SP_EXPORT_CSV) {
 				out_mem(o, x->name.p, x->name.n);
 				out_ch(o, ',');
@@ -514,7 +533,7 @@ static enum sp_err write_aggregates(struct exporter *x)
 				out_str(o, ", \"rank\": ");
 				out_dec(o, rk->rank, 0);
 			}
-			for (size_t v = 0; v < 6; v++) {
+			for (size_t v = 0; v < NKEYS; v++) {
 				if (x->fmt == SP_EXPORT_CSV) {
 					out_ch(o, ',');
 				} else {
@@ -534,6 +553,7 @@ static enum sp_err write_aggregates(struct exporter *x)
 			x->written++;
 		}
 	}
+	free(cum);
 	if (x->fmt == SP_EXPORT_JSON)
 		out_str(o, x->written ? "\n]}\n" : "]}\n");
 	return SP_OK;

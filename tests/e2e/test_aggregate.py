@@ -172,6 +172,29 @@ def test_exports_of_aggregates(sp):
     assert not (sp.tmp / "t.json").exists()
 
 
+def test_export_of_aggregates_totals_a_recursive_region_as_summary_does(sp):
+    """export's total_s of an aggregated profile is summary's: a recursive
+    region counted once (before: the plain sum, 6x summary's for fib(10),
+    under the same name); the plain sum is raw_total_s, as in summary."""
+    sp.script('''
+import scope_profiler as sp
+
+@sp.profile("fib")
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+fib(10)
+''')
+    assert sp("run", "-q", "--aggregate", "-o", "f.h5", "script.py").returncode == 0
+    [summary] = json.loads(sp("summary", "--json", "f.h5").stdout)["regions"]
+    [row] = list(csv.DictReader(io.StringIO(sp("export", "--format", "csv", "f.h5").stdout)))
+    [obj] = json.loads(sp("export", "--format", "json", "f.h5").stdout)["regions"]
+    assert int(row["calls"]) == obj["calls"] == summary["calls"] == 177
+    for key in ("total_s", "raw_total_s", "self_s"):
+        assert float(row[key]) == obj[key] == summary[key], key
+    assert summary["raw_total_s"] > 2 * summary["total_s"]
+
+
 def test_diff_and_read_api_of_aggregates(sp):
     sp.script(NESTED)
     assert sp("run", "-q", "--aggregate", "-o", "a.h5", "script.py").returncode == 0
