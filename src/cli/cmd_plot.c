@@ -493,6 +493,8 @@ int cmd_plot(int argc, char **argv)
 		sp_cmd_error(CMD, "no output folder given; use -o DIR");
 		goto out;
 	}
+	if (sp_cmd_not_stdout(CMD, pl.dir, "a folder of charts") != 0)
+		goto out;
 	status = 1;
 	size_t nin = (size_t)(argc - first);
 	profiles = calloc(nin, sizeof *profiles);

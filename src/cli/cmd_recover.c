@@ -227,6 +227,8 @@ int cmd_recover(int argc, char **argv)
 	int first = sp_opt_parse(&help, options, sizeof options / sizeof options[0], argc, argv, 0, NULL);
 	if (first < 0)
 		return sp_opt_status(first);
+	if (sp_cmd_not_stdout(CMD, outpath, "an HDF5 profile") != 0)
+		goto out;
 	if (first != argc - 1) {
 		sp_cmd_error(CMD, first >= argc ? "no file given; usage: scope-profiler recover PARTIAL [-o OUT]"
 						 : "one file at a time; usage: scope-profiler recover PARTIAL [-o OUT]");

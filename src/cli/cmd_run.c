@@ -231,7 +231,8 @@ int cmd_run(int argc, char **argv)
 		status = sp_opt_status(first);
 		goto out;
 	}
-	if (check_settings(&s, &include, &exclude) != 0 || set_target(&t, argc, argv, first) != 0)
+	if (check_settings(&s, &include, &exclude) != 0 || set_target(&t, argc, argv, first) != 0 ||
+	    sp_cmd_not_stdout(CMD, s.outfile, "an HDF5 profile") != 0)
 		goto out;
 	/* LIKWID's library is opened before the script runs (sp_likwid.h). */
 	if (s.likwid && !s.disable && sp_likwid_load(err, sizeof err) != 0) {

@@ -21,7 +21,7 @@ static const struct command commands[] = {
 	{"run", cmd_run, "run a Python script with its regions recording, write the profile"},
 	{"summary", cmd_summary, "print the call tree and region table of a profile"},
 	{"line-profile", cmd_line_profile, "print per-line hits and times recorded with run --line-profile"},
-	{"export", cmd_export, "write the calls as CSV, JSON, a Chrome trace or folded stacks"},
+	{"export", cmd_export, "write the calls as CSV, JSON, a Chrome trace, speedscope or folded stacks"},
 	{"diff", cmd_diff, "compare two profiles region by region; --fail-above for CI"},
 	{"plot", cmd_plot, "draw Gantt, flame, durations and speedup charts as SVG files"},
 	{"recover", cmd_recover, "write a killed run's OUT.partial (an MPI job's rank files) as a finished profile"},

@@ -205,3 +205,11 @@ int sp_opt_select(const struct sp_opt *o, const char *arg, void *ctx, char *err,
 	snprintf(err, len, "%s", e.msg);
 	return -1;
 }
+
+int sp_cmd_not_stdout(const char *cmd, const char *path, const char *what)
+{
+	if (!path || strcmp(path, "-") != 0)
+		return 0;
+	sp_cmd_error(cmd, "-o -: %s cannot go to standard output; name it (./- for one called '-')", what);
+	return -1;
+}

@@ -25,6 +25,11 @@ int cmd_recover(int argc, char **argv);
  * profile ...". Nothing for a finished profile. */
 void sp_cmd_partial(const char *cmd, const char *path, const struct sp_profile *p);
 
+/* -o -: an HDF5 file or a folder cannot go to standard output (export's
+ * can): says so in one line and returns -1; 0 for any other path (NULL
+ * included; ./- names a file called '-'). what: "an HDF5 profile". */
+int sp_cmd_not_stdout(const char *cmd, const char *path, const char *what);
+
 
 /* What an option does with what follows it. */
 enum sp_opt_type {

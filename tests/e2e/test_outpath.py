@@ -184,6 +184,26 @@ def test_run_refuses_stdout_even_redirected_to_a_file(sp):
     assert not (sp.tmp / "ran").exists()
 
 
+@pytest.mark.parametrize("command", ["run", "recover", "plot"])
+def test_dash_is_standard_output_and_refused_where_it_cannot_be(sp, command):
+    """-o - means standard output (export writes there); run, recover and
+    plot cannot write an HDF5 file or a folder there: one line, status 2,
+    nothing named '-' made, the script not run (before: a file or folder
+    called '-', status 0). ./- still names one."""
+    sp.script(SCRIPT)
+    assert sp("run", "-q", "-o", "p.h5", "script.py").returncode == 0
+    (sp.tmp / "ran").unlink()
+    args = {"run": ["run", "-q", "-o", "-", "script.py"], "recover": ["recover", "p.h5", "-o", "-"],
+            "plot": ["plot", "p.h5", "-o", "-"]}[command]
+    proc = sp(*args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    one_line_error(proc, f"{command}: -o -: ", "cannot go to standard output", "./-")
+    assert not (sp.tmp / "-").exists() and not (sp.tmp / "ran").exists()
+    if command == "run":
+        assert sp("run", "-q", "-o", "./-", "script.py").returncode == 0
+        assert h5py.is_hdf5(sp.tmp / "-")
+
+
 def test_block_device_is_never_written(sp):
     need_root("make a block device node")
     good = good_profile(sp)
