@@ -401,19 +401,43 @@ static PyObject *fork_around(PyObject *self, PyObject *const *args, Py_ssize_t n
 	return r;
 }
 
-static PyMethodDef os_defs[] = {
-	{"execv", (PyCFunction)(void (*)(void))exec_first, METH_FASTCALL | METH_KEYWORDS,
+/* The originals of the os functions the run wraps, by os_defs' place.
+ * The wrappers are module-level builtins of os (no self, __module__ "os"),
+ * as the originals are of posix: pickle finds them as os.NAME, so a
+ * multiprocessing spawn can send os._exit or os.execv as a target (it
+ * raised AttributeError when each wrapper's self was its original). */
+enum { OS_EXECV, OS_EXECVE, OS_EXECVPE, OS_FORK, OS_FORKPTY, OS_EXIT, NOS };
+static PyObject *os_orig[NOS];
+
+#define OS_WRAPPER(fn, impl, i)                                                                   \
+	static PyObject *fn(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
+	{                                                                                            \
+		return impl(os_orig[i], args, nargs, kwnames);                                       \
+	}
+OS_WRAPPER(execv_first, exec_first, OS_EXECV)
+OS_WRAPPER(execve_first, exec_first, OS_EXECVE)
+OS_WRAPPER(execvpe_first, exec_first, OS_EXECVPE)
+OS_WRAPPER(fork_watched, fork_around, OS_FORK)
+OS_WRAPPER(forkpty_watched, fork_around, OS_FORKPTY)
+
+static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+OS_WRAPPER(exit_watched, exit_first, OS_EXIT)
+
+static PyMethodDef os_defs[NOS] = {
+	[OS_EXECV] = {"execv", (PyCFunction)(void (*)(void))execv_first, METH_FASTCALL | METH_KEYWORDS,
 	 "os.execv under scope-profiler run: the profile is written before the process is replaced."},
-	{"execve", (PyCFunction)(void (*)(void))exec_first, METH_FASTCALL | METH_KEYWORDS,
+	[OS_EXECVE] = {"execve", (PyCFunction)(void (*)(void))execve_first, METH_FASTCALL | METH_KEYWORDS,
 	 "os.execve under scope-profiler run: the profile is written before the process is replaced."},
 	/* os.execvp and the like try each folder of PATH in turn: a miss is
 	 * no failure, only the whole search failing is. */
-	{"_execvpe", (PyCFunction)(void (*)(void))exec_first, METH_FASTCALL | METH_KEYWORDS,
+	[OS_EXECVPE] = {"_execvpe", (PyCFunction)(void (*)(void))execvpe_first, METH_FASTCALL | METH_KEYWORDS,
 	 "os._execvpe under scope-profiler run: the profile is written before the process is replaced."},
-	{"fork", (PyCFunction)(void (*)(void))fork_around, METH_FASTCALL | METH_KEYWORDS,
+	[OS_FORK] = {"fork", (PyCFunction)(void (*)(void))fork_watched, METH_FASTCALL | METH_KEYWORDS,
 	 "os.fork under scope-profiler run: the profile's writer pauses around the fork."},
-	{"forkpty", (PyCFunction)(void (*)(void))fork_around, METH_FASTCALL | METH_KEYWORDS,
+	[OS_FORKPTY] = {"forkpty", (PyCFunction)(void (*)(void))forkpty_watched, METH_FASTCALL | METH_KEYWORDS,
 	 "os.forkpty under scope-profiler run: the profile's writer pauses around the fork."},
+	[OS_EXIT] = {"_exit", (PyCFunction)(void (*)(void))exit_watched, METH_FASTCALL | METH_KEYWORDS,
+	 "os._exit under scope-profiler run: a profiled child process writes its profile first."},
 };
 
 /* os._exit under a child process's session (run --subprocesses): the
@@ -431,11 +455,14 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 }
 
 /* sys.exit under run (in C: no frame of the profiler's in a traceback
- * through it): the status is noted, then the original raises. */
+ * through it): the status is noted, then the original raises. A builtin
+ * of sys with no self, as os_defs' are of os (pickle: sys.exit). */
+static PyObject *sys_exit_orig;
+
 static PyObject *sys_exit_noted(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
 	sp_session_note_exit_status(nargs >= 1 && !kwnames ? args[0] : Py_None);
-	return PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
+	return PyObject_Vectorcall(sys_exit_orig, args, (size_t)nargs, kwnames);
 }
 
 static PyMethodDef sys_exit_def = {
@@ -443,9 +470,35 @@ static PyMethodDef sys_exit_def = {
 	"exit(status=None, /)\n--\n\nExit the interpreter by raising SystemExit(status) (scope-profiler run "
 	"notes a failure status first)."};
 
-static PyMethodDef exit_def = {
-	"_exit", (PyCFunction)(void (*)(void))exit_first, METH_FASTCALL | METH_KEYWORDS,
-	"os._exit under scope-profiler run: a profiled child process writes its profile first."};
+
+/* Puts def's builtin (no self) in os in place of orig, named as orig's
+ * module names it (posix for os.execv) and put there too where that
+ * module holds orig, as python's own: pickle, which looks it up there,
+ * finds it. 0, or -1 with an exception set. */
+static int watch_os_function(PyObject *os, PyMethodDef *def, PyObject *orig)
+{
+	PyObject *modname = PyObject_GetAttrString(orig, "__module__");
+	if (!modname || !PyUnicode_Check(modname)) {
+		PyErr_Clear();
+		Py_XSETREF(modname, PyUnicode_FromString("os"));
+		if (!modname)
+			return -1;
+	}
+	PyObject *home = PyImport_GetModule(modname);
+	if (!home)
+		PyErr_Clear();
+	PyObject *there = home ? PyObject_GetAttrString(home, def->ml_name) : NULL;
+	if (home && !there)
+		PyErr_Clear();
+	PyObject *w = PyCFunction_NewEx(def, NULL, modname);
+	int rc = w && PyObject_SetAttrString(os, def->ml_name, w) == 0 &&
+		 (there != orig || home == os || PyObject_SetAttrString(home, def->ml_name, w) == 0) ? 0 : -1;
+	Py_XDECREF(w);
+	Py_XDECREF(there);
+	Py_XDECREF(home);
+	Py_DECREF(modname);
+	return rc;
+}
 
 /* _run_watch(os, signals=True): the run's watches, installed before the
  * script starts: the exit signals that have no handler yet (not in a
@@ -496,33 +549,27 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 		}
 		Py_DECREF(w);
 	}
-	for (size_t i = 0; i < sizeof os_defs / sizeof os_defs[0]; i++) {
+	for (size_t i = 0; i < NOS; i++) {
 		PyObject *orig = PyObject_GetAttrString(os, os_defs[i].ml_name);
 		if (!orig) {
 			PyErr_Clear();   /* not on this platform */
 			continue;
 		}
-		PyObject *w = PyCFunction_NewEx(&os_defs[i], orig, NULL);
-		Py_DECREF(orig);
-		if (!w || PyObject_SetAttrString(os, os_defs[i].ml_name, w) != 0) {
-			Py_XDECREF(w);
-			goto fail;
+		if (PyCFunction_Check(orig) && PyCFunction_GET_FUNCTION(orig) == os_defs[i].ml_meth) {
+			Py_DECREF(orig);   /* ours already (a second watch) */
+			continue;
 		}
-		Py_DECREF(w);
+		Py_XSETREF(os_orig[i], orig);
+		if (watch_os_function(os, &os_defs[i], orig) != 0)
+			goto fail;
 	}
-	PyObject *orig = PyObject_GetAttrString(os, "_exit");
-	PyObject *w = orig ? PyCFunction_NewEx(&exit_def, orig, NULL) : NULL;
-	Py_XDECREF(orig);
-	if (!w || PyObject_SetAttrString(os, "_exit", w) != 0) {
-		Py_XDECREF(w);
-		goto fail;
-	}
-	Py_DECREF(w);
 	watch_new_processes();
-	if (signals) {   /* the run's sys.exit */
-		orig = PySys_GetObject("exit");   /* borrowed */
+	PyObject *orig = signals ? PySys_GetObject("exit") : NULL;   /* borrowed */
+	if (orig && !(PyCFunction_Check(orig) && PyCFunction_GET_FUNCTION(orig) == sys_exit_def.ml_meth)) {
+		/* the run's sys.exit (the original held before sys lets it go) */
+		Py_XSETREF(sys_exit_orig, Py_NewRef(orig));
 		PyObject *sysname = PyUnicode_FromString("sys");
-		w = orig && sysname ? PyCFunction_NewEx(&sys_exit_def, orig, sysname) : NULL;
+		PyObject *w = sysname ? PyCFunction_NewEx(&sys_exit_def, NULL, sysname) : NULL;
 		Py_XDECREF(sysname);
 		if (!w || PySys_SetObject("exit", w) != 0) {
 			Py_XDECREF(w);

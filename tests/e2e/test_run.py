@@ -516,3 +516,29 @@ def test_the_script_from_standard_input(sp):
     assert {"<stdin>", "__main__.<module>", "__main__.f", "s"} <= names, names
     proc = sp("run", "-q", "-o", "e.h5", "-", input="raise SystemExit(3)\n")
     assert proc.returncode == 3, proc.stderr
+
+
+def test_the_functions_run_watches_pickle_as_pythons_do(sp):
+    """os._exit, os.execv, os.fork and sys.exit, which run wraps, keep
+    their module and pickle to themselves, as under python: a spawned
+    multiprocessing Process can take os._exit as its target (before: the
+    worker died of AttributeError, exit code 1 instead of 3;
+    pickle.dumps(sys.exit) raised PicklingError)."""
+    script = sp.script('''
+import multiprocessing as mp, os, pickle, sys
+
+if __name__ == "__main__":
+    p = mp.get_context("spawn").Process(target=os._exit, args=(3,))
+    p.start()
+    p.join()
+    print(p.exitcode)
+    for f in (sys.exit, os._exit, os.execv, os.execve, os.fork):
+        print(f.__module__, f.__name__, pickle.loads(pickle.dumps(f)) is f)
+''')
+    want = subprocess.run([embedded().executable, str(script)], capture_output=True, text=True,
+                          cwd=sp.tmp, timeout=120)
+    assert want.returncode == 0, want.stderr
+    proc = sp("run", "-q", "-o", "p.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == want.stdout
+    assert proc.stdout.splitlines()[0] == "3" and "False" not in proc.stdout
