@@ -33,6 +33,8 @@ struct sp_nest_call {
 	size_t call;                   /* index within the region's columns */
 	uint64_t pos;                  /* 0, 1, ...: the order of the visits */
 	size_t depth;                  /* calls of its lane that contain it */
+	int overlapped;                /* it started inside a call of its lane that
+					* ended before it: overlapped without nesting */
 };
 
 /* The visitor: called once per call, each call after its parent; parent_tag

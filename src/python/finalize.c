@@ -533,6 +533,7 @@ static int add_streamed_tree(struct sp_profile *p)
 	if (rc == SP_OK && back->ranks[0].tree) {
 		p->ranks[0].tree = back->ranks[0].tree;
 		p->ranks[0].ntree = back->ranks[0].ntree;
+		p->ranks[0].tree_overlaps = back->ranks[0].tree_overlaps;
 		back->ranks[0].tree = NULL;
 		back->ranks[0].ntree = 0;
 	}

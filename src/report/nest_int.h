@@ -178,10 +178,14 @@ static inline __attribute__((always_inline)) int merge(struct walk *w, struct cu
 		/* Every open call of the lane started no later than this one:
 		 * close those it is not inside. */
 		size_t d = ln->depth;
-		while (d > 0 && !(end <= ln->stack[d - 1].end && top.start < ln->stack[d - 1].end))
+		int overlapped = 0;
+		while (d > 0 && !(end <= ln->stack[d - 1].end && top.start < ln->stack[d - 1].end)) {
+			overlapped |= top.start < ln->stack[d - 1].end;   /* it outlives an open one */
 			d--;
+		}
 		struct sp_nest_call v = { .start = top.start, .end = end, .region = c->region,
-					  .lane = ln->id, .call = call, .pos = pos++, .depth = d };
+					  .lane = ln->id, .call = call, .pos = pos++, .depth = d,
+					  .overlapped = overlapped };
 		int64_t tag = -1;
 		if (fn(ctx, &v, d > 0 ? ln->stack[d - 1].tag : -1, &tag) != 0 || lane_room(ln, d) != 0)
 			return -1;

@@ -249,15 +249,23 @@ void sp_rview_tree(FILE *out, const struct view *v)
 	/* Else calls of one thread that overlapped without nesting (a region
 	 * left before one entered inside it), each a root. */
 	int threads = several_lanes(v->p);
+	/* Calls that overlapped without nesting where the roots did not pass
+	 * the span: a call's children can add up past it (its own time 0). */
+	int crossed = 0;
+	for (size_t r = 0; r < nranks; r++)
+		crossed |= v->p->ranks[r].tree_overlaps > 0;
 
 	if (nranks > 1)
 		fprintf(out, "Call tree (sum of %zu %s; %% run is of %zu × run span%s)\n", nranks,
 			sp_render_children(v->p) ? "processes" : "ranks", nranks,
-			!overlap ? "" : threads ? "; threads' times add up too" : "; overlapping calls' times add up too");
+			!overlap ? (crossed ? "; calls overlapped without nesting" : "")
+			: threads ? "; threads' times add up too" : "; overlapping calls' times add up too");
 	else if (overlap && threads)
 		fputs("Call tree (threads ran at once: their times add up, so % run passes 100)\n", out);
 	else if (overlap)
 		fputs("Call tree (calls overlapped without nesting: their times add up, so % run passes 100)\n", out);
+	else if (crossed)
+		fputs("Call tree (calls overlapped without nesting: a call's children can add up past it)\n", out);
 	else
 		fputs("Call tree\n", out);
 	fprintf(out, "%-*s  %*s  %*s  %6s\n", w, "region", cw, "calls", dw, "total", "% run");

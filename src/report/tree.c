@@ -43,6 +43,7 @@ struct builder {
 	size_t first_cap;
 	struct sp_keytab node_ids;     /* (parent, region) -> node */
 	struct last_node (*last)[2];   /* per region */
+	int64_t overlaps;              /* calls that overlapped without nesting */
 };
 
 /* Returns the node of region under parent, adding it if new; -1 on out of
@@ -96,6 +97,7 @@ static int visit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, in
 	}
 	if (b->first && ((size_t)id >= before || c->lane < b->first[id].lane))
 		b->first[id] = (struct first_seen){ c->lane, c->pos };
+	b->overlaps += c->overlapped;
 	b->nodes[id].calls++;
 	b->nodes[id].total_ns = sp_add_sat(b->nodes[id].total_ns, duration(c->start, c->end));
 	*tag = id;
@@ -206,6 +208,7 @@ enum sp_err sp_tree_build_opt(struct sp_rank *rank, int always_sort, struct sp_e
 	free(rank->tree);
 	rank->tree = tree;
 	rank->ntree = b.nnodes;
+	rank->tree_overlaps = b.overlaps;
 	rc = SP_OK;
 out:
 	free(cols);

@@ -102,9 +102,15 @@ enum sp_err sp_h5r_read_tree(struct reader *r, hid_t rank_g, const struct sp_h5r
 	struct tree_cols c = { parent, idx ? NULL : row, calls, total, idx ? &names : NULL, idx, nidx };
 	if ((rc = fill_nodes(r, ctx, &c, n, rk, tree)) != SP_OK)
 		goto out;
+	int64_t overlaps = 0;
+	if (sp_h5r_attr_num(tg, "overlaps", H5T_NATIVE_INT64, &overlaps) < 0 || overlaps < 0) {
+		rc = sp_h5r_fail(r, SP_ECORRUPT, "%s: its overlaps attribute is not a count", ctx);
+		goto out;
+	}
 	free(rk->tree);
 	rk->tree = tree;
 	rk->ntree = n;
+	rk->tree_overlaps = overlaps;
 	tree = NULL;
 out:
 	sp_h5r_strings_free(&names);

@@ -431,7 +431,8 @@ static enum sp_err write_tree(struct sp_h5_writer *w, hid_t rank_g, const struct
 	    sp_h5w_column(w, g, "parent", H5T_STD_I32LE, H5T_NATIVE_INT32, n, parent) < 0 ||
 	    sp_h5w_column(w, g, "region", H5T_STD_I32LE, H5T_NATIVE_INT32, n, region) < 0 ||
 	    sp_h5w_column(w, g, "calls", H5T_STD_I64LE, H5T_NATIVE_INT64, n, calls) < 0 ||
-	    sp_h5w_column(w, g, "total_ns", H5T_STD_I64LE, H5T_NATIVE_INT64, n, total) < 0)
+	    sp_h5w_column(w, g, "total_ns", H5T_STD_I64LE, H5T_NATIVE_INT64, n, total) < 0 ||
+	    (rk->tree_overlaps > 0 && sp_h5w_attr_i64(g, "overlaps", rk->tree_overlaps) < 0))
 		rc = sp_h5w_fail(w, SP_EIO, "cannot write the call tree of rank %d", rk->rank);
 out:
 	if (g >= 0 && H5Gclose(g) < 0 && rc == SP_OK)

@@ -390,3 +390,41 @@ def test_summary_says_when_calls_of_one_thread_overlapped(sp):
     assert roots > span * 1.001
     header = sp("summary", "--tree", path).stdout.splitlines()[3]
     assert header == "Call tree (calls overlapped without nesting: their times add up, so % run passes 100)"
+
+
+def test_summary_says_when_calls_overlapped_inside_another(sp):
+    """Calls that overlap without nesting inside a third (their roots never
+    pass the run span): each is a child of the call that contains it, so
+    they add up past it (its own time shows 0); the header says so, at the
+    end of run and in summary, and the file keeps the count (the tree's
+    overlaps attribute). Before: a plain "Call tree" header over children
+    larger than their parent. A run of nested calls keeps the plain one."""
+    script = sp.script("""
+        import time
+        import scope_profiler as sp
+        a, b = sp.region("a"), sp.region("b")
+        with sp.region("top"):
+            a.__enter__(); time.sleep(0.002); b.__enter__(); time.sleep(0.002)
+            a.__exit__(None, None, None); time.sleep(0.002); b.__exit__(None, None, None)
+            with a:
+                with b:
+                    pass
+    """, name="overlap_inside.py")
+    said = "Call tree (calls overlapped without nesting: a call's children can add up past it)"
+    proc = sp("run", "-o", "in.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert said in (proc.stdout + proc.stderr).splitlines()
+    with h5py.File(sp.tmp / "in.h5") as f:
+        assert int(f["rank0/tree"].attrs["overlaps"]) == 1
+    assert sp("summary", "--tree", "in.h5").stdout.splitlines()[3] == said
+    nested = sp.script("""
+        import scope_profiler as sp
+        with sp.region("top"):
+            with sp.region("a"):
+                with sp.region("b"):
+                    pass
+    """, name="nested.py")
+    assert sp("run", "-q", "-o", "n.h5", nested).returncode == 0
+    assert sp("summary", "--tree", "n.h5").stdout.splitlines()[3] == "Call tree"
+    with h5py.File(sp.tmp / "n.h5") as f:
+        assert "overlaps" not in f["rank0/tree"].attrs
