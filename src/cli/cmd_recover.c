@@ -72,17 +72,40 @@ static char *default_output(const char *in)
 	return out;
 }
 
-/* The calls and regions of p, for the line said at the end. */
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The calls (aggregated ones included) and regions (by name, as summary
+ * counts them: one of every rank is one) of p, for the line said at the
+ * end. */
 static void count(const struct sp_profile *p, long long *calls, size_t *regions)
 {
+	size_t n = 0;
 	*calls = 0;
-	*regions = 0;
+	for (size_t r = 0; r < p->nranks; r++)
+		n += p->ranks[r].nregions;
+	const char **names = malloc((n ? n : 1) * sizeof *names);
+	n = 0;
 	for (size_t r = 0; r < p->nranks; r++)
 		for (size_t i = 0; i < p->ranks[r].nregions; i++) {
 			const struct sp_region_data *rd = &p->ranks[r].regions[i];
-			*calls += rd->aggregate ? 0 : rd->stats.num_calls;
-			*regions += 1;
+			*calls += rd->stats.num_calls;
+			if (names)
+				names[n++] = rd->name ? rd->name : "";
 		}
+	if (!names) {   /* out of memory: the regions of every rank */
+		for (size_t r = 0; r < p->nranks; r++)
+			n += p->ranks[r].nregions;
+		*regions = n;
+		return;
+	}
+	qsort(names, n, sizeof *names, name_cmp);
+	*regions = 0;
+	for (size_t i = 0; i < n; i++)
+		*regions += i == 0 || strcmp(names[i - 1], names[i]) != 0;
+	free(names);
 }
 
 /* /metadata partial_until_ns: where a recovered partial profile's calls
@@ -245,6 +268,8 @@ int cmd_recover(int argc, char **argv)
 	if (job) {
 		if (!(out = strdup(outpath ? outpath : job))) {
 			sp_cmd_error(CMD, "out of memory");
+		} else if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+			sp_cmd_error(CMD, "'%s' is a folder; -o names the file to write", out);
 		} else if (!force && lstat(out, &sb) == 0) {
 			sp_cmd_error(CMD, "'%s' exists; --force replaces it", out);
 		} else {
@@ -266,6 +291,10 @@ int cmd_recover(int argc, char **argv)
 	}
 	if (sp_outpath_same_file(out, in)) {
 		sp_cmd_error(CMD, "'%s' is the file to recover itself; choose another output", out);
+		goto out;
+	}
+	if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		sp_cmd_error(CMD, "'%s' is a folder; -o names the file to write", out);
 		goto out;
 	}
 	if (!force && lstat(out, &sb) == 0) {

@@ -194,6 +194,53 @@ def test_recover_usage(sp):
     assert not (sp.tmp / "missing.h5").exists()
 
 
+def test_recover_counts_calls_and_regions_as_summary_does(sp):
+    """recover's closing line counts aggregated calls and a region by name
+    once however many processes have it, as summary does (before: "0
+    calls of 1 region" for 177 aggregated calls; "2 regions" for one
+    region of a run and its forked child), and refuses a folder as OUT up
+    front (before: "exists; --force replaces it", then failed with it)."""
+    sp.script("""
+import os
+import scope_profiler as sp
+
+@sp.profile("fib")
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+fib(10)
+""", name="fib.py")
+    assert sp("run", "-q", "--aggregate", "-o", "agg.h5", "fib.py").returncode == 0
+    proc = sp("recover", "agg.h5", "-o", "r.h5")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "scope-profiler: recover: wrote r.h5: 177 calls of 1 region\n"
+    sp.script("""
+import os
+import scope_profiler as sp
+
+with sp.region("work"):
+    pass
+pid = os.fork()
+if pid == 0:
+    with sp.region("work"):
+        pass
+    os._exit(0)
+os.waitpid(pid, 0)
+""", name="kids.py")
+    assert sp("run", "-q", "--subprocesses", "-o", "kids.h5", "kids.py").returncode == 0
+    summary = json.loads(sp("summary", "--json", "kids.h5").stdout)
+    assert summary["calls"] == 2 and len(summary["regions"]) == 1
+    proc = sp("recover", "kids.h5", "-o", "k.h5")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "scope-profiler: recover: wrote k.h5: 2 calls of 1 region\n"
+    (sp.tmp / "dir").mkdir()
+    for force in ([], ["--force"]):
+        proc = sp("recover", "agg.h5", "-o", "dir", *force)
+        assert proc.returncode == 2
+        one_line_error(proc, "'dir' is a folder")
+    assert list((sp.tmp / "dir").iterdir()) == []
+
+
 def test_read_api_says_once(sp):
     path = sp.tmp / "run.h5.partial"
     v3file.write(path, 3)
