@@ -346,11 +346,14 @@ static int make_dir(const char *dir)
 }
 
 /* Whether p has a region with calls (something to draw). */
-static int has_calls(const struct sp_profile *p)
+/* Whether p has a region with calls (that sel selects; NULL: any). */
+static int has_calls(const struct sp_profile *p, const struct sp_select *sel)
 {
 	for (size_t r = 0; r < p->nranks; r++)
 		for (size_t g = 0; g < p->ranks[r].nregions; g++)
-			if (p->ranks[r].regions[g].stats.num_calls > 0)
+			if (p->ranks[r].regions[g].stats.num_calls > 0 &&
+			    (!sel || (sp_select_rank(sel, p->ranks[r].rank) &&
+				      sp_select_region(sel, p->ranks[r].regions[g].name))))
 				return 1;
 	return 0;
 }
@@ -369,7 +372,7 @@ static void read_files(struct plot *pl, char **paths, size_t n, struct sp_profil
 			continue;
 		}
 		sp_cmd_partial(CMD, path, profiles[i]);
-		if (!has_calls(profiles[i])) {
+		if (!has_calls(profiles[i], NULL)) {
 			sp_cmd_error(CMD, "%s: the profile has no region with calls; nothing to draw", path);
 			pl->status = 1;
 			continue;
@@ -505,6 +508,15 @@ int cmd_plot(int argc, char **argv)
 	}
 	pl.opts.sel = &sel;
 	read_files(&pl, argv + first, nin, profiles);
+	/* A selection that keeps nothing: one line, no folder of empty charts */
+	int kept = 0;
+	for (size_t i = 0; i < pl.n && !kept; i++)
+		kept = has_calls(pl.files[i].p, &sel);
+	if (pl.n && !kept) {
+		sp_cmd_error(CMD, "the selection (--include, --exclude, --ranks) keeps no region with calls in %s; "
+			     "nothing to draw", pl.n == 1 ? pl.files[0].name : "any file");
+		goto out;
+	}
 	/* DIR once something can be drawn: a wrong FILE leaves no empty folder */
 	if (!pl.n || make_dir(pl.dir) != 0)
 		goto out;

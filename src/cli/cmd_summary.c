@@ -67,7 +67,9 @@ static int parse_count(const struct sp_opt *o, const char *arg, void *ctx, char 
 	errno = 0;
 	long v = strtol(arg, &end, 10);
 	if (errno || *end || end == arg || v < 1 || v > INT_MAX) {
-		snprintf(err, len, "--%s takes a whole number of at least 1, not '%s'", o->long_name, arg);
+		int large = !*end && end != arg && (v > INT_MAX || (errno == ERANGE && v > 0));
+		snprintf(err, len, large ? "--%s takes a whole number from 1 to 2147483647, not '%s'"
+				   : "--%s takes a whole number of at least 1, not '%s'", o->long_name, arg);
 		return -1;
 	}
 	*(int *)o->value = (int)v;

@@ -10,6 +10,7 @@ from decimal import Decimal
 
 import h5py
 import numpy as np
+import pytest
 
 from conftest import one_line_error, regions
 
@@ -341,6 +342,20 @@ def test_selection_narrows_every_chart(sp):
     assert {r[1] for r in read_csv(out / "durations_data.csv")[1:]} == {"solve"}
     doc = json.loads((out / "region_statistics.json").read_text())
     assert doc["files"][0]["ranks"] == [1, 3]
+
+
+@pytest.mark.parametrize("selection", [["--include", "nomatch"], ["--ranks", "7"],
+                                       ["--exclude", "re:.*"]])
+def test_a_selection_that_keeps_nothing_is_one_line_and_no_folder(sp, selection):
+    """A selection that keeps no region with calls: one line, status 1,
+    no folder (before: six lines about each chart, then a folder with an
+    empty report.html)."""
+    hand_written(sp.tmp / "four.h5", 4)
+    proc = sp("plot", "four.h5", "-o", "out", *selection)
+    assert proc.returncode == 1
+    one_line_error(proc, "plot: the selection (--include, --exclude, --ranks) keeps no region with calls "
+                   "in four.h5; nothing to draw")
+    assert not (sp.tmp / "out").exists()
 
 
 def test_a_million_calls_are_merged_into_charts_of_a_few_mib(sp):

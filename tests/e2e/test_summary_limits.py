@@ -151,6 +151,7 @@ def test_end_of_run_summary_is_limited_and_names_the_file(profile):
 @pytest.mark.parametrize("args, message", [
     (("--top", "0"), "--top takes a whole number of at least 1, not '0'"),
     (("--depth", "two"), "--depth takes a whole number of at least 1, not 'two'"),
+    (("--top", "99999999999999"), "--top takes a whole number from 1 to 2147483647, not '99999999999999'"),
 ])
 def test_bad_limits_are_usage_errors(profile, args, message):
     sp, _ = profile
