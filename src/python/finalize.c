@@ -406,7 +406,7 @@ static struct sp_profile *live_profile(int64_t now, int64_t run_start, const str
 	    add_live_regions(rk, &ix, now, need, &aggregated) != 0 ||
 	    (need == NEED_ALL && copy_meta(p, rk, meta, nmeta) != 0) ||
 	    (need == NEED_ALL && sp_mode.likwid && add_likwid(p, rk) != 0) ||
-	    (need != NEED_LOSSES && sp_linetrace_collect(rk) != 0))
+	    (need != NEED_LOSSES && sp_linetrace_collect(rk, NULL) != 0))
 		goto fail;
 	if (need == NEED_ALL && aggregated && sp_agg_tree(rk, region_index_of, &ix, &err) != SP_OK) {
 		sp_py_err(err.code, err.msg);
@@ -500,7 +500,7 @@ static struct sp_profile *streamed_profile(int64_t now, int64_t run_start, const
 	 * allocations so far, as in a run written whole. */
 	sp_regions_end_open(now);
 	if (sp_spill_collect(rk, now) != 0 || copy_meta(p, rk, meta, nmeta) != 0 ||
-	    (sp_mode.likwid && add_likwid(p, rk) != 0) || sp_linetrace_collect(rk) != 0) {
+	    (sp_mode.likwid && add_likwid(p, rk) != 0) || sp_linetrace_collect(rk, NULL) != 0) {
 		sp_profile_free(p);
 		return NULL;
 	}

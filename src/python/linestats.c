@@ -31,18 +31,10 @@ static int region_lines(PyObject *name, struct sp_profile **out)
 	p->ranks = rk;
 	p->nranks = 1;
 	rk->run_start_ns = rk->run_end_ns = SP_NO_TIME;
-	if (sp_linetrace_collect(rk) != 0) {
+	if (sp_linetrace_collect(rk, name) != 0) {
 		sp_profile_free(p);
 		return -1;
 	}
-	size_t k = 0;
-	for (size_t i = 0; i < rk->nlines; i++) {
-		if (strcmp(rk->lines[i].region, want) == 0)
-			rk->lines[k++] = rk->lines[i];
-		else
-			sp_line_table_clear(&rk->lines[i]);
-	}
-	rk->nlines = k;
 	*out = p;
 	return 0;
 }

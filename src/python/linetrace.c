@@ -34,7 +34,7 @@
 /* Line counts of one chosen function. */
 struct table {
 	PyCodeObject *code;            /* strong reference */
-	PyObject *region;              /* str: the region it is profiled under */
+	PyObject *regions;             /* list of str: the regions that chose it, in order */
 	int32_t first_line;            /* co_firstlineno */
 	size_t n;                      /* lines first_line .. first_line + n - 1 */
 	int64_t *hits, *time_ns;
@@ -201,8 +201,13 @@ int sp_linetrace_choose(PyObject *func, PyObject *region)
 	if (!PyFunction_Check(func))
 		return 0;   /* builtins and callables without Python code: no lines */
 	PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(func);
-	if (code_table(co))
-		return 0;
+	struct table *had = code_table(co);
+	if (had) {
+		/* One table for the code: its lines count under any region
+		 * that chose it, which its heading names (setup, solve). */
+		int in = PySequence_Contains(had->regions, region);
+		return in < 0 ? -1 : in ? 0 : PyList_Append(had->regions, region);
+	}
 	long last = last_line(co);
 	if (last < 0)
 		return -1;
@@ -226,12 +231,14 @@ int sp_linetrace_choose(PyObject *func, PyObject *region)
 		return -1;
 	}
 	t->code = (PyCodeObject *)Py_NewRef((PyObject *)co);
-	t->region = Py_NewRef(region);
+	t->regions = PyList_New(1);
+	if (t->regions)
+		PyList_SET_ITEM(t->regions, 0, Py_NewRef(region));
 	t->first_line = co->co_firstlineno;
 	t->n = n;
-	if (backend_choose(co) != 0 || sp_code_set_extra((PyObject *)co, extra_index, t) != 0) {
+	if (!t->regions || backend_choose(co) != 0 || sp_code_set_extra((PyObject *)co, extra_index, t) != 0) {
 		Py_DECREF(t->code);
-		Py_DECREF(t->region);
+		Py_XDECREF(t->regions);
 		PyMem_Free(t->hits);
 		PyMem_Free(t->time_ns);
 		PyMem_Free(t);
@@ -412,15 +419,25 @@ static int fill_source(struct sp_line_table *lt, PyObject *filename)
 	return 0;
 }
 
-int sp_linetrace_collect(struct sp_rank *rk)
+/* Whether table t is collected: it has hits, and only (a region's name,
+ * or NULL: any) chose it; -1 with an exception set. */
+static int collected(const struct table *t, PyObject *only)
+{
+	int any = 0;
+	for (size_t j = 0; j < t->n && !any; j++)
+		any = t->hits[j] != 0;
+	return !any ? 0 : only ? PySequence_Contains(t->regions, only) : 1;
+}
+
+int sp_linetrace_collect(struct sp_rank *rk, PyObject *only)
 {
 	size_t used = 0;
-	for (size_t i = 0; i < ntables; i++)
-		for (size_t j = 0; j < tables[i]->n; j++)
-			if (tables[i]->hits[j]) {
-				used++;
-				break;
-			}
+	for (size_t i = 0; i < ntables; i++) {
+		int c = collected(tables[i], only);
+		if (c < 0)
+			return -1;
+		used += (size_t)c;
+	}
 	if (!used)
 		return 0;
 	rk->lines = calloc(used, sizeof *rk->lines);
@@ -428,16 +445,18 @@ int sp_linetrace_collect(struct sp_rank *rk)
 		PyErr_NoMemory();
 		return -1;
 	}
+	PyObject *sep = PyUnicode_FromString(", ");
+	if (!sep)
+		return -1;
 	for (size_t i = 0; i < ntables; i++) {
 		const struct table *t = tables[i];
-		int any = 0;
-		for (size_t j = 0; j < t->n && !any; j++)
-			any = t->hits[j] != 0;
-		if (!any)
+		if (collected(t, only) != 1)
 			continue;
 		struct sp_line_table *lt = &rk->lines[rk->nlines++];
+		PyObject *label = PyUnicode_Join(sep, t->regions);
 		lt->function = dup_str(t->code->co_qualname);
-		lt->region = dup_str(t->region);
+		lt->region = label ? dup_str(label) : NULL;
+		Py_XDECREF(label);
 		lt->filename = dup_str(t->code->co_filename);
 		lt->first_line = t->first_line;
 		lt->n = t->n;
@@ -446,12 +465,15 @@ int sp_linetrace_collect(struct sp_rank *rk)
 		if (!lt->function || !lt->region || !lt->filename || !lt->hits || !lt->time_ns ||
 		    fill_source(lt, t->code->co_filename) != 0) {
 			source_forget();
-			PyErr_NoMemory();
+			Py_DECREF(sep);
+			if (!PyErr_Occurred())
+				PyErr_NoMemory();
 			return -1;
 		}
 		memcpy(lt->hits, t->hits, t->n * sizeof *lt->hits);
 		memcpy(lt->time_ns, t->time_ns, t->n * sizeof *lt->time_ns);
 	}
+	Py_DECREF(sep);
 	source_forget();
 	return 0;
 }

@@ -31,8 +31,10 @@ extern PyMethodDef sp_linetrace_methods[];
 /* Zeroes every count (the functions stay chosen). */
 void sp_linetrace_reset(void);
 
-/* Adds a line table to rk for every chosen function with hits, its source
- * from linecache. Returns 0, or -1 with an exception set. */
-int sp_linetrace_collect(struct sp_rank *rk);
+/* Adds a line table to rk for every chosen function with hits (that the
+ * region named only chose; NULL: any), its source from linecache; a
+ * function chosen by several regions has one table, its region "a, b".
+ * Returns 0, or -1 with an exception set. */
+int sp_linetrace_collect(struct sp_rank *rk, PyObject *only);
 
 #endif

@@ -245,7 +245,8 @@ ProfileManager.finalize(verbose=False, verbose_line_profiler=True)
     tables = line_tables(sp.tmp / "r.h5")
     # 10 iterations in the block, 5 in each of two threads: 20 loop bodies.
     assert tables["work"][9] == 20 and tables["work"][8] == 11 + 6 + 6
-    assert "Rank 0 | block | work" in proc.stdout
+    # one table, under both regions that chose work
+    assert "Rank 0 | block, threaded | work" in proc.stdout
 
 
 def test_line_profile_with_recursive_is_refused(sp):
@@ -742,3 +743,34 @@ w()
     text = narrow.stdout + narrow.stderr
     assert "Rank 0 | w | w" in text and LONG_SOURCE not in text
     assert max(len(line) for line in text.splitlines() if line.startswith("│")) <= 80
+
+
+def test_a_function_chosen_by_two_regions_has_one_table_naming_both(sp):
+    """A function that two regions time (in both functions= lists) has one
+    table, its lines counted under either, headed by both names; each
+    region's print_stats() and get_stats() show it (before: the table was
+    the first region's alone, holding the second's calls too, and the
+    second region said it had no timed lines)."""
+    script = sp.script('''
+import time
+import scope_profiler as sp
+
+def helper(d):
+    time.sleep(d)
+
+with sp.region("setup", functions=[helper]):
+    helper(0.001)
+with sp.region("solve", functions=[helper]):
+    helper(0.02)
+for name in ("setup", "solve"):
+    print(name, list(sp.get_region(name).get_stats().timings.values())[0][0][:2])
+sp.get_region("solve").print_stats()
+''')
+    proc = sp("run", "--line-profile", "-q", "-o", "t.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[:2] == ["setup (6, 2)", "solve (6, 2)"], proc.stdout
+    assert "Rank 0 | setup, solve | helper (script.py:5)" in out
+    with h5py.File(sp.tmp / "t.h5") as f:
+        [g] = f["rank0/lines"].values()
+        assert g.attrs["region"] == b"setup, solve" and g.attrs["function"] == b"helper"
