@@ -186,8 +186,11 @@ struct out {
 	FILE *f;
 	int fd;                                /* our duplicate of op.fd, or -1 */
 	int err;                               /* errno of the first failed write, or 0 */
+	unsigned long err_seq;                 /* when it failed, among the outs (1, 2, ...) */
 	char path[4096];
 };
+
+static unsigned long out_failures;             /* the outs' failures so far */
 
 static ssize_t out_write(void *cookie, const char *buf, size_t n)
 {
@@ -197,9 +200,10 @@ static ssize_t out_write(void *cookie, const char *buf, size_t n)
 		ssize_t w = write(o->fd, buf + done, n - done);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (w <= 0) {
 			o->err = w < 0 ? errno : EIO;
-		else
+			o->err_seq = ++out_failures;
+		} else
 			done += (size_t)w;
 	}
 	return o->err ? -1 : (ssize_t)n;
@@ -314,9 +318,17 @@ static void write_chart(struct plot *pl, enum what w, int metric, const char *na
 	int io = rc == SP_EIO;
 	if (rc != SP_OK && !io)
 		sp_cmd_error(CMD, "%s: %s", name, err.msg);
-	int ok = close_out(pl, &o, rc == SP_OK || io) == 0;
-	if (csv)
-		ok &= close_out(pl, &c, (rc == SP_OK || io) && ok) == 0;
+	/* The file whose write failed first is the one said: the CSV's fails
+	 * while the chart still sits in its stream's buffer (a full disk). */
+	int ok;
+	if (csv && c.err && (!o.err || c.err_seq < o.err_seq)) {
+		ok = close_out(pl, &c, rc == SP_OK || io) == 0;
+		ok &= close_out(pl, &o, (rc == SP_OK || io) && ok) == 0;
+	} else {
+		ok = close_out(pl, &o, rc == SP_OK || io) == 0;
+		if (csv)
+			ok &= close_out(pl, &c, (rc == SP_OK || io) && ok) == 0;
+	}
 	if (io && ok) {   /* neither stream kept the error: still not written whole */
 		sp_cmd_error(CMD, "cannot write '%s': %s", o.path, err.msg);
 		ok = 0;

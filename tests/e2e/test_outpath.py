@@ -594,6 +594,40 @@ def test_plot_on_a_full_disk_is_one_line_and_keeps_the_earlier_report(sp):
     assert (sp.tmp / "after.html").read_bytes() == (sp.tmp / "before.html").read_bytes()
 
 
+def test_plot_on_a_full_disk_names_the_file_that_did_not_fit(sp):
+    """plot --export-data writes a chart and its CSV side by side: when the
+    CSV fills the disk while the chart still sits in its buffer, the line
+    names the CSV (before: the chart, which fits alone)."""
+    need_root("mount a small tmpfs")
+    if not shutil.which("unshare"):
+        pytest.skip("needs unshare(1) (util-linux) to mount a private tmpfs")
+    calls = sp.script("""
+import scope_profiler as sp
+r = sp.region("tick")
+for _ in range(30000):
+    with r:
+        pass
+""", name="calls.py")
+    assert sp("run", "-q", "-o", "calls.h5", calls).returncode == 0
+    (sp.tmp / "out").mkdir()
+    shell = f"""
+        mount -t tmpfs -o size=200k none out || exit 99
+        {BINARY} plot calls.h5 -o out --export-data
+        echo $? > plot.rc
+        ls -a out > after.list
+    """
+    keep = ["--propagation", "unchanged"] if os.environ.get("SCOPE_PROFILER_CHROOT_NS") else []
+    proc = subprocess.run(["unshare", "-m", *keep, "sh", "-c", shell], cwd=sp.tmp,
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode == 99:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    assert int((sp.tmp / "plot.rc").read_text()) == 1
+    one_line_error(proc, "plot: cannot write 'out/gantt_data.csv': No space left on device")
+    after = (sp.tmp / "after.list").read_text().split()
+    assert not [n for n in after if ".tmp." in n], after
+
+
 def test_run_o_keeps_every_session_the_script_finalizes(sp):
     """Under run -o X.h5 a script that finalize()s a session and sets up
     another: the second goes to X-2.h5 (one line says so), the third to
