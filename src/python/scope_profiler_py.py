@@ -179,50 +179,8 @@ else:
     _sys.meta_path.insert(0, _AsyncioWatch)
 
 
-def _hide_our_hooks():
-    """3.11: the profile hook (--recursive, profile(recursive=True)) and the
-    line timing's trace function are C hooks of the thread, whose objects
-    sys.getprofile() and sys.gettrace() would hand the script, and which
-    sys.setprofile(None) or sys.settrace(None) would take away without a
-    word. Hidden here, so the script sees what python shows it: None where
-    only ours is, and setting None where only ours is changes nothing (a
-    debugger check, `old = sys.gettrace(); ...; sys.settrace(old)`, run as
-    under python; before, the restore raised TypeError). A function of the
-    script's own still replaces ours, as said where that matters. From
-    3.12 the hooks are sys.monitoring's, which these functions never see."""
-    real = {name: getattr(_sys, name) for name in ("gettrace", "getprofile", "settrace", "setprofile")}
-
-    def ours(obj):
-        kind = type(obj)
-        return kind.__module__ == "scope_profiler" and kind.__name__ in ("_TracerState", "_LineState")
-
-    def getter(name):
-        get = real[name]
-
-        def hidden():
-            obj = get()
-            return None if ours(obj) else obj
-
-        hidden.__name__, hidden.__doc__ = name, get.__doc__
-        return hidden
-
-    def setter(name, get):
-        put = real[name]
-
-        def hidden(function):
-            if (function is None or ours(function)) and ours(get()):
-                return None    # only ours is there: the script had none to take away
-            return put(function)
-
-        hidden.__name__, hidden.__doc__ = name, put.__doc__
-        return hidden
-
-    _sys.settrace = setter("settrace", real["gettrace"])
-    _sys.setprofile = setter("setprofile", real["getprofile"])
-    _sys.gettrace = getter("gettrace")
-    _sys.getprofile = getter("getprofile")
-
-
+# 3.11: sys.gettrace/getprofile/settrace/setprofile keep our C hooks out of
+# the script's sight (_hide_our_hooks, tracer_setprofile.c).
 if _sys.version_info < (3, 12):
     _hide_our_hooks()
 
@@ -412,22 +370,6 @@ def _foreign_prefixes():
     stdlib = _os.path.dirname(_os.__file__)
     found = {stdlib, _os.path.realpath(stdlib)}
     return tuple(sorted(p.rstrip("/") + "/" for p in found if p))
-
-
-def _warn_hook_replaced(name, original):
-    def replacement(function):
-        # threading installs our own _thread_hook in each new thread.
-        if (_run_tracing() and function is not None
-                and (name != "setprofile" or function is not _thread_hook)):
-            _sys.stderr.write(
-                f"scope-profiler: warning: the script called sys.{name}(); "
-                + ("--recursive stops recording calls in this thread\n" if name == "setprofile"
-                   else "--recursive goes on, but its timings now include the trace function\n"))
-        return original(function)
-
-    replacement.__name__ = name
-    replacement.__doc__ = original.__doc__
-    return replacement
 
 
 def _own_prefixes(kind, what):

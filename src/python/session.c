@@ -799,6 +799,11 @@ static PyObject *mod_session_is_child(PyObject *m, PyObject *unused)
 	return PyBool_FromLong(session.active && session.parent_pid);
 }
 
+int sp_session_tracing(void)
+{
+	return session.tracing;
+}
+
 static PyObject *mod_run_tracing(PyObject *m, PyObject *unused)
 {
 	return PyBool_FromLong(session.tracing);

@@ -27,6 +27,7 @@
 #include "sp_mode.h"
 #include "sp_monitor.h"
 #include "sp_nvtx.h"
+#include "sp_pysession.h"
 #include "sp_region.h"
 #include "sp_spill.h"
 #include "sp_tracer.h"
@@ -546,7 +547,57 @@ static PyObject *tr_active(PyObject *m, PyObject *unused)
 	return PyBool_FromLong(this_thread_traced());
 }
 
+/* _warn_hook_replaced(name, original): sys.settrace or sys.setprofile
+ * under run --recursive, which says once per call what the script's own
+ * hook does to the recording, then sets it. A builtin of sys (a trace
+ * function sees no frame of it, nor a self). [0]: settrace, [1]: setprofile. */
+static PyObject *replaced_orig[2];
+
+static PyObject *hook_replaced(int setprofile, PyObject *function)
+{
+	if (sp_session_tracing() && function != Py_None && !(setprofile && is_thread_hook(function)))
+		PySys_WriteStderr("scope-profiler: warning: the script called sys.%s(); %s\n",
+				  setprofile ? "setprofile" : "settrace",
+				  setprofile ? "--recursive stops recording calls in this thread"
+					     : "--recursive goes on, but its timings now include the trace function");
+	return PyObject_CallOneArg(replaced_orig[setprofile], function);
+}
+
+static PyObject *settrace_replaced(PyObject *m, PyObject *function)
+{
+	return hook_replaced(0, function);
+}
+
+static PyObject *setprofile_replaced(PyObject *m, PyObject *function)
+{
+	return hook_replaced(1, function);
+}
+
+static PyMethodDef hook_replaced_defs[2] = {
+	{"settrace", settrace_replaced, METH_O,
+	 "settrace($module, function, /)\n--\n\nSet the global debug tracing function."},
+	{"setprofile", setprofile_replaced, METH_O,
+	 "setprofile($module, function, /)\n--\n\nSet the profiling function."},
+};
+
+static PyObject *tr_warn_hook_replaced(PyObject *m, PyObject *args)
+{
+	PyObject *name, *original;
+	if (!PyArg_ParseTuple(args, "UO:_warn_hook_replaced", &name, &original))
+		return NULL;
+	int k = PyUnicode_CompareWithASCIIString(name, "setprofile") == 0;
+	if (PyCFunction_Check(original) && PyCFunction_GET_FUNCTION(original) == hook_replaced_defs[k].ml_meth)
+		return Py_NewRef(original);   /* replaced already (a second session) */
+	PyObject *sysname = PyUnicode_FromString("sys");
+	PyObject *w = sysname ? PyCFunction_NewEx(&hook_replaced_defs[k], NULL, sysname) : NULL;
+	Py_XDECREF(sysname);
+	if (w)
+		Py_XSETREF(replaced_orig[k], Py_NewRef(original));
+	return w;
+}
+
 PyMethodDef sp_tracer_methods[] = {
+	{"_warn_hook_replaced", tr_warn_hook_replaced, METH_VARARGS, NULL},
 	{"_tracer_configure", tr_configure, METH_VARARGS, NULL},
 	{"_tracer_start", tr_start, METH_VARARGS, NULL},
 	{"_tracer_stop_all", tr_stop_all, METH_NOARGS, NULL},

@@ -267,4 +267,10 @@ static int this_thread_traced(void)
 }
 #define THREAD_HOOK_METHOD
 
+/* No per-thread hook of ours to hand to threading.setprofile here. */
+static int is_thread_hook(PyObject *function)
+{
+	return 0;
+}
+
 #endif

@@ -287,7 +287,113 @@ static PyObject *tr_thread_start(PyObject *m, PyObject *original)
 	return PyCFunction_NewEx(&thread_start_def, original, NULL);
 }
 
+/* _hide_our_hooks(): the profile hook (--recursive, profile(recursive=True))
+ * and the line timing's trace function are C hooks of the thread, whose
+ * objects sys.getprofile() and sys.gettrace() would hand the script, and
+ * which sys.setprofile(None) or sys.settrace(None) would take away without
+ * a word. Hidden here, so the script sees what python shows it: None where
+ * only ours is, and setting None where only ours is changes nothing (a
+ * debugger's `old = sys.gettrace(); ...; sys.settrace(old)` runs as under
+ * python). A function of the script's own still replaces ours, as said
+ * where that matters. Builtins of sys with no frame of their own (a trace
+ * function never sees them) and the originals' signatures. From 3.12 the
+ * hooks are sys.monitoring's, which these functions never see. */
+static PyObject *real_get[2], *real_set[2];   /* [0]: trace, [1]: profile */
+
+/* Whether function is _thread_hook (threading.setprofile hands it on). */
+static int is_thread_hook(PyObject *function)
+{
+	return PyCFunction_Check(function) && PyCFunction_GET_FUNCTION(function) == (PyCFunction)tr_thread_hook;
+}
+
+static int ours(PyObject *obj)
+{
+	const char *n = Py_TYPE(obj)->tp_name;
+	return strcmp(n, "scope_profiler._TracerState") == 0 || strcmp(n, "scope_profiler._LineState") == 0;
+}
+
+static PyObject *hidden_get(int k)
+{
+	PyObject *obj = PyObject_CallNoArgs(real_get[k]);
+	if (obj && ours(obj))
+		Py_SETREF(obj, Py_NewRef(Py_None));
+	return obj;
+}
+
+static PyObject *hidden_set(int k, PyObject *function)
+{
+	if (function == Py_None || ours(function)) {
+		PyObject *cur = PyObject_CallNoArgs(real_get[k]);
+		if (!cur)
+			return NULL;
+		int only_ours = ours(cur);
+		Py_DECREF(cur);
+		if (only_ours)
+			Py_RETURN_NONE;   /* the script had none to take away */
+	}
+	return PyObject_CallOneArg(real_set[k], function);
+}
+
+static PyObject *gettrace_hidden(PyObject *m, PyObject *unused)
+{
+	return hidden_get(0);
+}
+
+static PyObject *getprofile_hidden(PyObject *m, PyObject *unused)
+{
+	return hidden_get(1);
+}
+
+static PyObject *settrace_hidden(PyObject *m, PyObject *function)
+{
+	return hidden_set(0, function);
+}
+
+static PyObject *setprofile_hidden(PyObject *m, PyObject *function)
+{
+	return hidden_set(1, function);
+}
+
+static PyMethodDef hidden_defs[] = {
+	{"gettrace", gettrace_hidden, METH_NOARGS,
+	 "gettrace($module, /)\n--\n\nReturn the global debug tracing function set with sys.settrace."},
+	{"getprofile", getprofile_hidden, METH_NOARGS,
+	 "getprofile($module, /)\n--\n\nReturn the profiling function set with sys.setprofile."},
+	{"settrace", settrace_hidden, METH_O,
+	 "settrace($module, function, /)\n--\n\nSet the global debug tracing function."},
+	{"setprofile", setprofile_hidden, METH_O,
+	 "setprofile($module, function, /)\n--\n\nSet the profiling function."},
+};
+
+static PyObject *tr_hide_our_hooks(PyObject *m, PyObject *unused)
+{
+	PyObject **orig[4] = {&real_get[0], &real_get[1], &real_set[0], &real_set[1]};
+	PyObject *sysname = PyUnicode_FromString("sys");
+	if (!sysname)
+		return NULL;
+	for (size_t i = 0; i < 4; i++) {
+		if (*orig[i])
+			continue;   /* hidden already */
+		PyObject *real = PySys_GetObject(hidden_defs[i].ml_name);   /* borrowed */
+		PyObject *w = real ? PyCFunction_NewEx(&hidden_defs[i], NULL, sysname) : NULL;
+		if (!w) {
+			Py_DECREF(sysname);
+			return real ? NULL : PyErr_Format(PyExc_RuntimeError, "sys.%s is gone", hidden_defs[i].ml_name);
+		}
+		*orig[i] = Py_NewRef(real);   /* held before sys lets it go */
+		int rc = PySys_SetObject(hidden_defs[i].ml_name, w);
+		Py_DECREF(w);
+		if (rc != 0) {
+			Py_DECREF(sysname);
+			return NULL;
+		}
+	}
+	Py_DECREF(sysname);
+	Py_RETURN_NONE;
+}
+
 #define THREAD_HOOK_METHOD {"_thread_hook", tr_thread_hook, METH_VARARGS, NULL}, \
-	{"_thread_start", tr_thread_start, METH_O, NULL},
+	{"_thread_start", tr_thread_start, METH_O, NULL}, \
+	{"_hide_our_hooks", tr_hide_our_hooks, METH_NOARGS, NULL},
 
 #endif

@@ -542,3 +542,51 @@ if __name__ == "__main__":
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == want.stdout
     assert proc.stdout.splitlines()[0] == "3" and "False" not in proc.stdout
+
+
+TRACED = '''
+import sys, trace
+
+def f():
+    return sum(range(3))
+
+t = trace.Trace(countfuncs=1, trace=0)
+t.runfunc(f)
+print(sorted(k[2] for k in t.results().calledfuncs))
+try:
+    sys.settrace()
+except TypeError as e:
+    print(e)
+print(sys.settrace.__name__, sys.settrace.__module__, sys.gettrace(), sys.getprofile())
+events = []
+
+def tracer(frame, event, arg):
+    events.append((frame.f_code.co_name, event))
+    return tracer
+
+def g():
+    sys.settrace(None)
+
+sys.settrace(tracer)
+g()
+print(events)
+'''
+
+
+@pytest.mark.parametrize("mode", ["--recursive", "--line-profile"])
+def test_a_trace_function_sees_no_code_of_ours(sp, mode):
+    """sys.settrace/setprofile/gettrace/getprofile under run are builtins
+    of sys, as python's: a trace function of the script's (trace,
+    coverage, a debugger) sees no frame of ours, and a wrong call says
+    python's words (before: 'replacement' and 'hidden' frames in
+    trace.Trace's counts and a trace's events, and
+    "_warn_hook_replaced.<locals>.replacement() missing 1 required
+    positional argument")."""
+    script = sp.script(TRACED)
+    want = subprocess.run([embedded().executable, str(script)], capture_output=True, text=True,
+                          cwd=sp.tmp, timeout=120)
+    assert want.returncode == 0, want.stderr
+    proc = sp("run", "-q", "--no-output", mode, script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == want.stdout
+    assert "takes exactly one argument (0 given)" in proc.stdout
