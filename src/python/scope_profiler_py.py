@@ -136,20 +136,6 @@ class _TimedAsyncGenerator:
 # asyncio.events._set_running_loop, which asyncio looks up at each start;
 # it is wrapped when asyncio.events loads (a finder that finds nothing,
 # first in sys.meta_path) or now if it is loaded already.
-def _watch_loops(events):
-    original = getattr(events, "_set_running_loop", None)
-    if original is None or getattr(original, "_scope_profiler", False):
-        return
-
-    def _set_running_loop(loop):
-        original(loop)
-        if loop is not None:
-            _async_lanes_auto()
-
-    _set_running_loop._scope_profiler = True
-    events._set_running_loop = _set_running_loop
-
-
 class _AsyncioWatch:
     @staticmethod
     def find_spec(name, path=None, target=None):

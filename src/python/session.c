@@ -844,7 +844,61 @@ static PyObject *mod_async_lanes_auto(PyObject *m, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* _watch_loops(asyncio.events): its _set_running_loop, which asyncio looks
+ * up at each start of a loop, calls _async_lanes_auto after the original.
+ * A builtin of the original's module (_asyncio), as the original is: no
+ * frame of ours in a profiler's or a tracer's view of the loop, which
+ * cProfile names as python's. */
+static PyObject *running_loop_orig;
+
+static PyObject *set_running_loop(PyObject *m, PyObject *loop)
+{
+	PyObject *r = PyObject_CallOneArg(running_loop_orig, loop);
+	if (r && loop != Py_None) {
+		PyObject *a = mod_async_lanes_auto(NULL, NULL);
+		if (!a)
+			Py_CLEAR(r);
+		Py_XDECREF(a);
+	}
+	return r;
+}
+
+static PyMethodDef set_running_loop_def = {
+	"_set_running_loop", set_running_loop, METH_O,
+	"_set_running_loop($module, loop, /)\n--\n\nSet the running event loop (scope-profiler run "
+	"gives its tasks lanes of their own once a loop runs)."};
+
+static PyObject *mod_watch_loops(PyObject *m, PyObject *events)
+{
+	PyObject *orig = PyObject_GetAttrString(events, "_set_running_loop");
+	if (!orig) {
+		PyErr_Clear();
+		Py_RETURN_NONE;
+	}
+	if (PyCFunction_Check(orig) && PyCFunction_GET_FUNCTION(orig) == (PyCFunction)set_running_loop) {
+		Py_DECREF(orig);   /* watched already */
+		Py_RETURN_NONE;
+	}
+	/* _asyncio's own, whose self is its module; else (the pure Python
+	 * one) asyncio.events' */
+	PyObject *home = PyCFunction_Check(orig) ? PyCFunction_GET_SELF(orig) : NULL;
+	if (home && !PyModule_Check(home))
+		home = NULL;
+	PyObject *modname = PyObject_GetAttrString(home ? home : events, "__name__");
+	PyObject *w = modname ? PyCFunction_NewEx(&set_running_loop_def, home, modname) : NULL;
+	Py_XDECREF(modname);
+	if (!w || PyObject_SetAttrString(events, "_set_running_loop", w) != 0) {
+		Py_XDECREF(w);
+		Py_DECREF(orig);
+		return NULL;
+	}
+	Py_DECREF(w);
+	Py_XSETREF(running_loop_orig, orig);
+	Py_RETURN_NONE;
+}
+
 PyMethodDef sp_session_methods[] = {
+	{"_watch_loops", mod_watch_loops, METH_O, NULL},
 	{"setup", (PyCFunction)(void (*)(void))mod_setup, METH_VARARGS | METH_KEYWORDS,
 	 "setup(**options)\n--\n\nConfigure profiling and start a session. Calling it again "
 	 "before finalize() reconfigures the running session and keeps what was recorded. "

@@ -664,3 +664,33 @@ def test_recursive_calls_after_an_event_loop_ran_keep_their_lanes(sp, flags):
     assert top != -1 and nodes[top][1] != "__main__.deep"
     for parent, child in zip(chain, chain[1:]):
         assert nodes[child][0] == parent
+
+
+def test_a_profiler_of_the_scripts_sees_no_code_of_ours_around_the_loop(sp):
+    """run watches asyncio.events._set_running_loop (task lanes once a loop
+    runs) with a builtin of _asyncio's, as python's own: a cProfile of
+    asyncio.run() inside the script shows the same rows as under python
+    (before: a `<scope_profiler> _set_running_loop` row of a Python
+    wrapper)."""
+    import subprocess
+    script = sp.script('''
+import asyncio, cProfile, io, pstats
+
+async def main():
+    await asyncio.sleep(0)
+
+pr = cProfile.Profile()
+pr.enable()
+asyncio.run(main())
+pr.disable()
+s = io.StringIO()
+pstats.Stats(pr, stream=s).print_stats()
+print(sorted(l.split(None, 5)[-1] for l in s.getvalue().splitlines()
+             if "set_running_loop" in l or "scope_profiler" in l))
+''')
+    want = subprocess.run([embedded().executable, str(script)], capture_output=True, text=True,
+                          cwd=sp.tmp, timeout=120)
+    assert want.returncode == 0, want.stderr
+    proc = sp("run", "-q", "--no-output", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == want.stdout and "_set_running_loop" in proc.stdout
