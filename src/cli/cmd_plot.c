@@ -48,7 +48,7 @@ static const struct sp_cmd_help help = {
 	.notes =
 		"With --export-data, the data behind each chart, in seconds:\n"
 		"gantt_data.csv (rank,region,start,end,duration), flame_data.csv\n"
-		"(rank,depth,region,start,duration), flamegraph_data.csv (path,calls,total;\n"
+		"(rank,depth,region,start,duration,lane), flamegraph_data.csv (path,calls,total;\n"
 		"path: the names joined by ';'), durations_data.csv\n"
 		"(file,region,metric,value), speedup_data.csv (region,x,time,speedup).\n"
 		"Exit status: 0; 1 when a FILE cannot be read or holds no region, no FILE\n"

@@ -248,11 +248,12 @@ static void draw_blocks(FILE *svg, const struct sp_plot_axis *a, const struct sp
 	}
 }
 
-/* flame_data.csv: every call c[0..n), in seconds from the axis's origin. */
+/* flame_data.csv: every call c[0..n), in seconds from the axis's origin,
+ * with its lane (thread or task: calls of two lanes may overlap). */
 static void flame_csv(FILE *csv, const struct sp_plot_axis *a, const struct sp_profile *p,
 		      const struct sp_plot_fcall *c, size_t n)
 {
-	fputs("rank,depth,region,start,duration\n", csv);
+	fputs("rank,depth,region,start,duration,lane\n", csv);
 	for (size_t i = 0; i < n; i++) {
 		const struct sp_rank *rk = &p->ranks[c[i].rank];
 		fprintf(csv, "%d,%u,", rk->rank, (unsigned)c[i].depth);
@@ -261,7 +262,7 @@ static void flame_csv(FILE *csv, const struct sp_plot_axis *a, const struct sp_p
 		sp_render_secs_exact(csv, c[i].start - a->t0);
 		fputc(',', csv);
 		sp_render_secs_exact(csv, c[i].end - c[i].start);
-		fputc('\n', csv);
+		fprintf(csv, ",%d\n", (int)c[i].lane);
 	}
 }
 

@@ -133,7 +133,8 @@ static void put_box(FILE *svg, const struct layout *l, int32_t i, double whole, 
 }
 
 /* flamegraph_data.csv: every merged entry, parents first: its path (names
- * joined by ';', as folded stacks are), calls and total seconds. */
+ * joined by ';', a ';' in a name written ':', as folded stacks are), calls
+ * and total seconds. */
 static int put_csv(FILE *csv, const struct view *v)
 {
 	int32_t *path = malloc((v->nnodes ? v->nnodes : 1) * sizeof *path);
@@ -151,8 +152,12 @@ static int put_csv(FILE *csv, const struct view *v)
 			free(path);
 			return -1;
 		}
-		while (d-- > 0)
-			fprintf(s, "%s%s", v->nodes[path[d]].name, d ? ";" : "");
+		while (d-- > 0) {
+			for (const char *c = v->nodes[path[d]].name; *c; c++)
+				fputc(*c == ';' ? ':' : *c, s);
+			if (d)
+				fputc(';', s);
+		}
 		if (fclose(s) != 0) {
 			free(joined);
 			free(path);

@@ -131,9 +131,10 @@ def test_charts_of_a_real_script(sp):
     assert sum(c for _, c in boxes) == sum(len(s) for s, _ in calls.values())
     assert {name for name, _ in boxes if name} <= {ODD, "leaf", "solve"}
     rows = read_csv(out / "flame_data.csv")
-    assert rows[0] == ["rank", "depth", "region", "start", "duration"]
+    assert rows[0] == ["rank", "depth", "region", "start", "duration", "lane"]
     depths = {}
-    for rank, depth, name, start, dur in rows[1:]:
+    for rank, depth, name, start, dur, lane in rows[1:]:
+        assert lane == "0"   # one thread
         depths[(name, int(depth))] = depths.get((name, int(depth)), 0) + 1
     assert depths == {(ODD, 0): 5, ("leaf", 1): 10, ("solve", 1): 5, ("leaf", 2): 5}
 
@@ -199,6 +200,49 @@ def test_recursive_calls_stack_in_the_flame_chart(sp):
     # Nested among the selected regions only: rec(4) is five calls deep.
     assert sorted(int(r[1]) for r in rows) == [d for d in range(5) for _ in range(3)]
     assert sum(c for _, c in flame_boxes(svg(sp.tmp / "out" / "flame.svg"))) == 15
+
+
+def test_flamegraph_data_paths_are_unambiguous(sp):
+    """flamegraph_data.csv joins a path's names with ';': a ';' inside a
+    name is written ':' (as folded stacks write it), so "a;b" the region
+    is no path a > b (before: the two rows read alike)."""
+    sp.script("""
+        import scope_profiler as sp
+        with sp.region("semi;colon"):
+            pass
+        with sp.region("semi"):
+            with sp.region("colon"):
+                pass
+    """)
+    assert sp("run", "-q", "-o", "s.h5", "script.py").returncode == 0
+    proc = sp("plot", "s.h5", "-o", "out", "--export-data")
+    assert proc.returncode == 0, proc.stderr
+    paths = [r[0] for r in read_csv(sp.tmp / "out" / "flamegraph_data.csv")[1:]]
+    assert sorted(paths) == ["semi", "semi:colon", "semi;colon"], paths
+
+
+def test_flame_data_tells_threads_apart(sp):
+    """flame_data.csv's lane column: two threads' calls that overlap in
+    time are told apart (before: rows of one rank and depth, no lane)."""
+    sp.script("""
+        import threading, time
+        import scope_profiler as sp
+        go = threading.Barrier(2)
+        def work():
+            go.wait()
+            with sp.region("work"):
+                time.sleep(0.02)
+        ts = [threading.Thread(target=work) for _ in range(2)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+    """)
+    assert sp("run", "-q", "-o", "t.h5", "script.py").returncode == 0
+    proc = sp("plot", "t.h5", "-o", "out", "--export-data")
+    assert proc.returncode == 0, proc.stderr
+    rows = read_csv(sp.tmp / "out" / "flame_data.csv")
+    assert rows[0][-1] == "lane"
+    lanes_seen = sorted(r[5] for r in rows[1:] if r[2] == "work")
+    assert len(lanes_seen) == 2 and lanes_seen[0] != lanes_seen[1], rows
 
 
 def hand_written(path, nranks, omp=None, solve=4.0):

@@ -263,8 +263,8 @@ static void test_flame_nests_and_titles_every_box(void **state)
 		titles++;
 	assert_int_equal(titles, 8);
 	/* outer at depth 0, in<&> at depth 1; the first call of each */
-	assert_non_null(strstr(csv, "rank,depth,region,start,duration\n0,0,outer,0.000000000,0.000010000\n"));
-	assert_non_null(strstr(csv, "\n0,1,in<&>,0.000002000,0.000001000\n"));
+	assert_non_null(strstr(csv, "rank,depth,region,start,duration,lane\n0,0,outer,0.000000000,0.000010000,0\n"));
+	assert_non_null(strstr(csv, "\n0,1,in<&>,0.000002000,0.000001000,0\n"));
 	assert_non_null(strstr(s, "<title>in&lt;&amp;&gt;\nstart 0.000002000 s\nduration 0.000001000 s</title>"));
 	free(s);
 	free(csv);
