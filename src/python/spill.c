@@ -364,16 +364,19 @@ static void tick(void)
 /* The ticker: a thread that takes the GIL once per interval for tick().
  * (Py_AddPendingCall would need no thread of ours, but on 3.11 a call added
  * from a thread that is not Python's main one waits until the main thread
- * happens to recompute its eval breaker: in a busy loop, never.) It keeps
- * one thread state for its life: taking the GIL then allocates nothing,
- * which the memory mode would count in the calls open at each flush. The
- * stream's writer itself never takes the GIL. */
+ * happens to recompute its eval breaker: in a busy loop, never.) Under the
+ * memory mode it keeps one thread state for its life: taking the GIL then
+ * allocates nothing, which that mode would count in the calls open at each
+ * flush. Otherwise it has one only while it ticks, so that the script's
+ * view of its threads (faulthandler's dumps, py-spy's) has no thread of
+ * ours between flushes. The stream's writer itself never takes the GIL. */
 static void *ticker_main(void *arg)
 {
 	(void)arg;
 	ticker.tid = gettid();   /* its signals blocked from its start (sp_thread.h) */
+	int keep = sp_mode.memory;
 	PyThreadState *ts = NULL;
-	if (!sp_py_finalizing()) {
+	if (keep && !sp_py_finalizing()) {
 		PyGILState_Ensure();
 		ts = PyEval_SaveThread();
 	}
@@ -391,9 +394,13 @@ static void *ticker_main(void *arg)
 		if (ticker.stop)
 			break;
 		pthread_mutex_unlock(&ticker.mu);
-		if (!ts || sp_py_finalizing())
+		if ((keep && !ts) || sp_py_finalizing())
 			return NULL;
-		PyEval_RestoreThread(ts);
+		PyGILState_STATE g = PyGILState_UNLOCKED;
+		if (keep)
+			PyEval_RestoreThread(ts);
+		else
+			g = PyGILState_Ensure();
 		/* Stopped while this thread waited for the GIL (ticker_stop
 		 * releases it to join): the session is ending, its buffers are
 		 * the end's now. */
@@ -402,7 +409,10 @@ static void *ticker_main(void *arg)
 		pthread_mutex_unlock(&ticker.mu);
 		if (!stopped)
 			tick();
-		PyEval_SaveThread();
+		if (keep)
+			PyEval_SaveThread();
+		else
+			PyGILState_Release(g);
 		clock_gettime(CLOCK_MONOTONIC, &next);
 		pthread_mutex_lock(&ticker.mu);
 	}

@@ -590,3 +590,22 @@ def test_a_trace_function_sees_no_code_of_ours(sp, mode):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == want.stdout
     assert "takes exactly one argument (0 given)" in proc.stdout
+
+
+def test_faulthandler_shows_the_scripts_threads_only(sp):
+    """faulthandler's dump (a hung job's traceback) lists the script's
+    threads as under python: the stream's ticker holds a thread state only
+    while it flushes (before: an extra `Thread ... <no Python frame>`
+    block in every dump of a run writing a file). Under --memory it keeps
+    one, which run(1) says."""
+    script = sp.script('''
+import faulthandler, sys
+faulthandler.dump_traceback(file=sys.stdout)
+''')
+    want = subprocess.run([embedded().executable, str(script)], capture_output=True, text=True,
+                          cwd=sp.tmp, timeout=120)
+    assert want.returncode == 0, want.stderr
+    proc = sp("run", "-q", "-o", "f.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("Thread 0x") == want.stdout.count("Thread 0x") == 0
+    assert proc.stdout.count("Current thread 0x") == 1
