@@ -563,7 +563,11 @@ static PyObject *mod_session_active(PyObject *m, PyObject *unused)
  * script failed, so that under MPI this rank does not wait for the others. */
 void sp_session_note_exit_status(PyObject *status)
 {
-	session.exit_failed = status != Py_None && !(PyLong_Check(status) && PyLong_AsLong(status) == 0);
+	/* As the process's status: python ends with the int's low byte
+	 * (sys.exit(256) succeeds), 1 for another object (printed). */
+	int overflow = 0;
+	long v = PyLong_Check(status) ? PyLong_AsLongAndOverflow(status, &overflow) : 1;
+	session.exit_failed = status != Py_None && (overflow || (v & 0xff) != 0);
 	PyErr_Clear();
 }
 

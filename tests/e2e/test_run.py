@@ -609,3 +609,19 @@ faulthandler.dump_traceback(file=sys.stdout)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("Thread 0x") == want.stdout.count("Thread 0x") == 0
     assert proc.stdout.count("Current thread 0x") == 1
+
+
+@pytest.mark.parametrize("status, code", [("256", 0), ("512 + 3", 3), ("2 ** 70", 255)])
+def test_the_exit_status_is_the_processs_as_python_ends(sp, status, code):
+    """sys.exit(n) ends python with n's low byte: 256 is a success, whose
+    profile run writes as any run's that succeeds (before: "the script
+    failed before recording anything", no file, though the status was 0)."""
+    script = sp.script(f"import sys\nsys.exit({status})\n")
+    want = subprocess.run([embedded().executable, str(script)], capture_output=True, text=True,
+                          cwd=sp.tmp, timeout=120)
+    assert want.returncode == code
+    proc = sp("run", "-q", "-o", "e.h5", script)
+    assert proc.returncode == code
+    written = (sp.tmp / "e.h5").exists()
+    assert written == (code == 0), proc.stderr
+    assert ("failed before recording anything" in proc.stderr) == (code != 0)
