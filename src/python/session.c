@@ -34,6 +34,7 @@
 #include "sp_region.h"
 #include "sp_region_types.h"
 #include "sp_standalone.h"
+#include "sp_tracer.h"
 #include "sp_wrapper.h"
 
 static struct {
@@ -397,6 +398,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 		Py_XDECREF(threading);
 		PyErr_Clear();
 		session.tracing = 0;
+		sp_tracer_run_tracing(0);
 	}
 	sp_mode_hook_stop();  /* profile(recursive=True) calls still running end now */
 	struct sp_meta m = {0};
@@ -794,6 +796,7 @@ static PyObject *mod_child_tracing(PyObject *m, PyObject *arg)
 	if (all < 0)
 		return NULL;
 	session.tracing = session.traced = 1;
+	sp_tracer_run_tracing(1);
 	session.trace_all = all;
 	Py_RETURN_NONE;
 }
@@ -801,11 +804,6 @@ static PyObject *mod_child_tracing(PyObject *m, PyObject *arg)
 static PyObject *mod_session_is_child(PyObject *m, PyObject *unused)
 {
 	return PyBool_FromLong(session.active && session.parent_pid);
-}
-
-int sp_session_tracing(void)
-{
-	return session.tracing;
 }
 
 static PyObject *mod_run_tracing(PyObject *m, PyObject *unused)
@@ -1000,6 +998,7 @@ int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const
 	Py_XDECREF(exc);
 	if (res && trace) {
 		session.tracing = session.traced = 1;
+		sp_tracer_run_tracing(1);
 		session.trace_all = s->trace_all;
 	}
 out:

@@ -26,9 +26,6 @@ void sp_session_bind(PyObject *mod);
 /* Whether `run` could not write the profile where it was asked to. */
 int sp_session_write_failed(void);
 
-/* Whether run --recursive's hook is on (the session traces calls). */
-int sp_session_tracing(void);
-
 /* The script is ending with a failure (an exit signal): under MPI this
  * rank does not wait for the others. */
 void sp_session_note_failed(void);

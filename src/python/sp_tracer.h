@@ -42,4 +42,8 @@ void sp_tracer_lanes_on(void);
  * (3.11) _thread_hook. */
 extern PyMethodDef sp_tracer_methods[];
 
+/* Whether run --recursive's hook is on (the session says): the script's
+ * own sys.settrace/setprofile then gets one warning line a call. */
+void sp_tracer_run_tracing(int on);
+
 #endif

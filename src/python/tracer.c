@@ -27,7 +27,6 @@
 #include "sp_mode.h"
 #include "sp_monitor.h"
 #include "sp_nvtx.h"
-#include "sp_pysession.h"
 #include "sp_region.h"
 #include "sp_spill.h"
 #include "sp_tracer.h"
@@ -552,10 +551,16 @@ static PyObject *tr_active(PyObject *m, PyObject *unused)
  * hook does to the recording, then sets it. A builtin of sys (a trace
  * function sees no frame of it, nor a self). [0]: settrace, [1]: setprofile. */
 static PyObject *replaced_orig[2];
+static int run_tracing;   /* sp_tracer_run_tracing */
+
+void sp_tracer_run_tracing(int on)
+{
+	run_tracing = on;
+}
 
 static PyObject *hook_replaced(int setprofile, PyObject *function)
 {
-	if (sp_session_tracing() && function != Py_None && !(setprofile && is_thread_hook(function)))
+	if (run_tracing && function != Py_None && !(setprofile && is_thread_hook(function)))
 		PySys_WriteStderr("scope-profiler: warning: the script called sys.%s(); %s\n",
 				  setprofile ? "setprofile" : "settrace",
 				  setprofile ? "--recursive stops recording calls in this thread"
