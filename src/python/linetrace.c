@@ -38,6 +38,7 @@ struct table {
 	int32_t first_line;            /* co_firstlineno */
 	size_t n;                      /* lines first_line .. first_line + n - 1 */
 	int64_t *hits, *time_ns;
+	size_t open;                   /* its frames on the threads' stacks (under the GIL) */
 };
 
 static struct table **tables;          /* every chosen function, in order */
@@ -82,9 +83,13 @@ static inline void frame_push(struct frame_stack *fs, struct table *t, const voi
 {
 	if (fs->depth == fs->cap && stack_grow(fs) != 0)
 		return;
-	ptrdiff_t outer = (ptrdiff_t)fs->depth - 1;
+	/* The nearest frame of the same function below, looked for only when
+	 * one is open (in some thread): a helper called from deep in other
+	 * chosen frames pays no scan. */
+	ptrdiff_t outer = t->open ? (ptrdiff_t)fs->depth - 1 : -1;
 	while (outer >= 0 && fs->stack[outer].t != t)
 		outer--;
+	t->open++;
 	fs->stack[fs->depth++] = (struct frame_state){.frame = frame, .t = t, .last = -1,
 		.outer = outer, .start_t = outer >= 0 ? sp_clock_ns() : 0};
 }
@@ -117,6 +122,7 @@ static inline void frame_pop(struct frame_stack *fs, const void *frame)
 	if (!fs->depth || fs->stack[fs->depth - 1].frame != frame)
 		return;
 	struct frame_state *f = &fs->stack[--fs->depth];
+	f->t->open--;
 	if (f->last >= 0)
 		f->t->time_ns[f->last] += now - f->last_t;
 	/* A call of the same function under one of its lines: that line's
@@ -431,27 +437,37 @@ static int collected(const struct table *t, PyObject *only)
 
 int sp_linetrace_collect(struct sp_rank *rk, PyObject *only)
 {
+	/* The tables are taken now: filling them runs Python (linecache),
+	 * where another thread may give a table its first hits. */
+	struct table **take = malloc((ntables ? ntables : 1) * sizeof *take);
 	size_t used = 0;
-	for (size_t i = 0; i < ntables; i++) {
-		int c = collected(tables[i], only);
-		if (c < 0)
-			return -1;
-		used += (size_t)c;
-	}
-	if (!used)
-		return 0;
-	rk->lines = calloc(used, sizeof *rk->lines);
-	if (!rk->lines) {
+	if (!take) {
 		PyErr_NoMemory();
 		return -1;
 	}
-	PyObject *sep = PyUnicode_FromString(", ");
-	if (!sep)
-		return -1;
 	for (size_t i = 0; i < ntables; i++) {
-		const struct table *t = tables[i];
-		if (collected(t, only) != 1)
-			continue;
+		int c = collected(tables[i], only);
+		if (c < 0) {
+			free(take);
+			return -1;
+		}
+		if (c)
+			take[used++] = tables[i];
+	}
+	if (!used) {
+		free(take);
+		return 0;
+	}
+	rk->lines = calloc(used, sizeof *rk->lines);
+	PyObject *sep = rk->lines ? PyUnicode_FromString(", ") : NULL;
+	if (!sep) {
+		free(take);
+		if (!PyErr_Occurred())
+			PyErr_NoMemory();
+		return -1;
+	}
+	for (size_t i = 0; i < used; i++) {
+		const struct table *t = take[i];
 		struct sp_line_table *lt = &rk->lines[rk->nlines++];
 		PyObject *label = PyUnicode_Join(sep, t->regions);
 		lt->function = dup_str(t->code->co_qualname);
@@ -466,6 +482,7 @@ int sp_linetrace_collect(struct sp_rank *rk, PyObject *only)
 		    fill_source(lt, t->code->co_filename) != 0) {
 			source_forget();
 			Py_DECREF(sep);
+			free(take);
 			if (!PyErr_Occurred())
 				PyErr_NoMemory();
 			return -1;
@@ -473,6 +490,7 @@ int sp_linetrace_collect(struct sp_rank *rk, PyObject *only)
 		memcpy(lt->hits, t->hits, t->n * sizeof *lt->hits);
 		memcpy(lt->time_ns, t->time_ns, t->n * sizeof *lt->time_ns);
 	}
+	free(take);
 	Py_DECREF(sep);
 	source_forget();
 	return 0;

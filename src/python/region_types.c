@@ -315,7 +315,9 @@ static int region_add_functions(RegionObject *r, PyObject *functions)
 				     Py_TYPE(f)->tp_name);
 			rc = -1;
 		} else if (sp_mode.lines) {
-			rc = sp_linetrace_choose(f, r->name);
+			/* a decorated function (or a method of one): the one it wraps */
+			PyObject *inner = sp_wrapper_function(PyMethod_Check(f) ? PyMethod_GET_FUNCTION(f) : f);
+			rc = sp_linetrace_choose(inner ? inner : f, r->name);
 		}
 	}
 	Py_DECREF(seq);

@@ -19,6 +19,10 @@ PyObject *sp_wrapper_new(RegionObject *region, PyObject *func, int recursive);
  * function's wrapper (a decorator above @classmethod); else a TypeError
  * naming what it got. A new reference, or NULL. */
 PyObject *sp_wrapper_decorate(RegionObject *region, PyObject *func, int recursive);
+/* The function a decorated function wraps (borrowed), or NULL when obj is
+ * no decorated function. */
+PyObject *sp_wrapper_function(PyObject *obj);
+
 /* Whether the decorator can take func (sp_wrapper_decorate). */
 int sp_wrapper_takes(PyObject *func);
 

@@ -736,3 +736,8 @@ int sp_wrapper_bind(PyObject *mod)
 	Py_XSETREF(wrap.timed_async_gen, PyObject_GetAttrString(mod, "_TimedAsyncGenerator"));
 	return wrap.timed_coroutine && wrap.timed_async_gen ? 0 : -1;
 }
+
+PyObject *sp_wrapper_function(PyObject *obj)
+{
+	return Py_IS_TYPE(obj, &sp_ProfiledFunctionType) ? ((ProfiledFunction *)obj)->func : NULL;
+}

@@ -774,3 +774,68 @@ sp.get_region("solve").print_stats()
     with h5py.File(sp.tmp / "t.h5") as f:
         [g] = f["rank0/lines"].values()
         assert g.attrs["region"] == b"setup, solve" and g.attrs["function"] == b"helper"
+
+
+def test_a_table_that_gets_its_first_hits_while_the_tables_are_read(sp):
+    """Reading the tables runs Python (linecache, which may call a module
+    loader's get_source): a chosen function that runs there for the first
+    time is not written past the tables counted (before: a heap overflow,
+    which AddressSanitizer reports, the plain build's malloc aborts)."""
+    script = sp.script('''
+import linecache
+import scope_profiler as sp
+
+def h():
+    return 2
+
+SRC = "def f():\\n    return 1\\n"
+
+class Loader:
+    def get_source(self, name):
+        h()   # a chosen function's first hits, while the tables are filled
+        return SRC
+
+g = {"__name__": "fakemod", "__loader__": Loader()}
+exec(compile(SRC, "fakemod_not_a_file.py", "exec"), g)
+linecache.lazycache("fakemod_not_a_file.py", g)
+r = sp.region("r", functions=[g["f"], h])
+with r:
+    g["f"]()
+    stats = r.get_stats()
+print(sorted(k[2] for k in stats.timings))
+with r:
+    h()
+print(sorted(k[2] for k in r.get_stats().timings))
+''')
+    proc = sp("run", "--line-profile", "-q", "--no-output", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "['f']\n['f', 'h']\n"
+
+
+def test_a_decorated_function_in_a_regions_functions_is_timed_there_too(sp):
+    """region(functions=[f]) where f is decorated (or a decorated method,
+    bound): its lines are timed under that region too, one table headed by
+    both names (before: the region's list left it out)."""
+    script = sp.script('''
+import scope_profiler as sp
+
+@sp.profile("a")
+def f():
+    return 1
+
+class C:
+    @sp.profile("m")
+    def m(self):
+        return 2
+
+c = C()
+r = sp.region("r", functions=[f, c.m])
+with r:
+    f()
+    c.m()
+r.print_stats()
+''')
+    proc = sp("run", "--line-profile", "-q", "--no-output", script)
+    assert proc.returncode == 0, proc.stderr
+    heads = [l for l in proc.stdout.splitlines() if l.startswith("Rank 0 |")]
+    assert heads == ["Rank 0 | a, r | f (script.py:4)", "Rank 0 | m, r | C.m (script.py:9)"], proc.stdout
