@@ -136,8 +136,8 @@ struct sp_rank {
 	size_t ntree;                  /* 0 with tree == NULL when not built */
 	struct sp_tree_node *tree;
 	/* Calls that started inside another call of their lane and outlived it
-	 * (overlapped without nesting), as sp_tree_build found them; 0 for a
-	 * tree read from the file. */
+	 * (overlapped without nesting), as sp_tree_build found them or the
+	 * file's tree says (its overlaps attribute; 0 in older files). */
 	int64_t tree_overlaps;
 	size_t nlines;                 /* line tables, one per profiled function */
 	struct sp_line_table *lines;

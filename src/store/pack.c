@@ -347,6 +347,7 @@ enum sp_err sp_rank_pack(const struct sp_rank *rk, int with_events, int64_t shif
 	p = put_u64(p, rk->nregions);
 	p = put_u64(p, rk->ntree);
 	p = put_u64(p, rk->nlines);
+	p = put_i64(p, rk->tree_overlaps);
 	if (rk->hostname)
 		p = put_string(p, rk->hostname);
 

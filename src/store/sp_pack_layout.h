@@ -9,7 +9,7 @@
  *   header      u32 magic "SPPK", u32 version, u64 total length in bytes,
  *               u64 flags (SP_PK_EVENTS, SP_PK_HOSTNAME, SP_PK_TREE)
  *   attributes  i64 rank, run_start_ns, run_end_ns, pid, parent_pid, clock_offset_ns,
- *               dropped, u64 nregions, ntree, nlines
+ *               dropped, u64 nregions, ntree, nlines, i64 tree_overlaps
  *   hostname    a string, present only with SP_PK_HOSTNAME
  *   regions     nregions times: name (string), struct sp_stats (64 bytes),
  *               u64 region flags (SP_PK_LANES, SP_PK_AGG, SP_PK_DROPPED,
@@ -49,7 +49,7 @@
 #include "sp_profile.h"
 
 #define SP_PK_MAGIC 0x4b505053u      /* "SPPK" read little-endian */
-#define SP_PK_VERSION 5u
+#define SP_PK_VERSION 6u
 
 #define SP_PK_EVENTS 1u              /* header: event columns follow each region */
 #define SP_PK_HOSTNAME 2u            /* header: a hostname string follows */
@@ -63,7 +63,7 @@
 #define SP_PK_GPU 32u                /* region: i64 gpu_wait_ns follows (run --gpu) */
 
 #define HEADER_BYTES 24u
-#define ATTR_BYTES 80u
+#define ATTR_BYTES 88u
 #define STATS_BYTES ((size_t)sizeof(struct sp_stats))
 #define NODE_BYTES ((size_t)sizeof(struct sp_tree_node))
 

@@ -359,10 +359,13 @@ static enum sp_err unpack_header(struct cursor *c, struct sp_rank *out, uint64_t
 	    (rc = get_i64(c, &out->dropped, "no dropped count")) != SP_OK ||
 	    (rc = get_count(c, MIN_REGION, nregions, "region count exceeds the buffer")) != SP_OK ||
 	    (rc = get_count(c, NODE_BYTES, ntree, "tree size exceeds the buffer")) != SP_OK ||
-	    (rc = get_count(c, MIN_TABLE, nlines, "line table count exceeds the buffer")) != SP_OK)
+	    (rc = get_count(c, MIN_TABLE, nlines, "line table count exceeds the buffer")) != SP_OK ||
+	    (rc = get_i64(c, &out->tree_overlaps, "no overlap count")) != SP_OK)
 		return rc;
 	if (out->dropped < 0)
 		return damaged(c, "a negative dropped count");
+	if (out->tree_overlaps < 0)
+		return damaged(c, "a negative overlap count");
 	if (*ntree && !(*flags & SP_PK_TREE))
 		return damaged(c, "tree nodes without a tree");
 	if ((*flags & SP_PK_HOSTNAME) &&

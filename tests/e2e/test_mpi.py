@@ -494,3 +494,33 @@ def test_a_second_session_of_every_rank_goes_to_its_own_file_said_once(sp):
         with h5py.File(sp.tmp / path) as f:
             for r in range(3):
                 assert {n: int(g.attrs["num_calls"]) for n, g in regions(f, r).items()} == {name: 1}
+
+
+@pytest.mark.script_imports("mpi4py")
+@pytest.mark.parametrize("budget", [[], ["--memory-budget", "0"]])
+def test_every_ranks_overlap_count_reaches_the_file(sp, budget):
+    """Calls that overlapped without nesting on rank 1 only: its tree in the
+    merged file keeps the count (the overlaps attribute, carried in the
+    ranks' packed profiles), and summary says so for that rank (before:
+    rank 0's alone survived the gather)."""
+    script = sp.script("""
+        from mpi4py import MPI
+        import scope_profiler as sp
+        a, b = sp.region("a"), sp.region("b")
+        with sp.region("top"):
+            if MPI.COMM_WORLD.Get_rank() == 1:
+                a.__enter__(); b.__enter__(); a.__exit__(None, None, None); b.__exit__(None, None, None)
+            else:
+                with a:
+                    with b:
+                        pass
+    """)
+    proc = mpirun(sp, 2, "run", "-q", *budget, "-o", "o.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sp.tmp / "o.h5") as f:
+        assert "overlaps" not in f["rank0/tree"].attrs
+        assert int(f["rank1/tree"].attrs["overlaps"]) == 1
+    one = subprocess.run([BINARY, "summary", "--tree", "--ranks", "1", "o.h5"], capture_output=True,
+                         text=True, cwd=sp.tmp, timeout=120)
+    [head] = [l for l in one.stdout.splitlines() if l.startswith("Call tree")]
+    assert "calls overlapped without nesting" in head, one.stdout

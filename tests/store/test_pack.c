@@ -142,6 +142,7 @@ static void make_rank(struct sp_rank *rk)
 	rk->regions[1].dropped = 5;
 	rk->dropped = 5 + 17;
 	rk->ntree = sizeof tree / sizeof tree[0];
+	rk->tree_overlaps = 3;   /* calls that overlapped without nesting */
 	rk->tree = malloc(sizeof tree);
 	assert_non_null(rk->tree);
 	memcpy(rk->tree, tree, sizeof tree);
@@ -181,6 +182,7 @@ static void assert_same(const struct sp_rank *want, const struct sp_rank *got, i
 	assert_true(got->parent_pid == want->parent_pid);
 	assert_true(got->clock_offset_ns == want->clock_offset_ns);
 	assert_true(got->dropped == want->dropped);
+	assert_true(got->tree_overlaps == want->tree_overlaps);
 	if (want->hostname)
 		assert_string_equal(got->hostname, want->hostname);
 	else
@@ -661,6 +663,11 @@ static void test_unpack_errors(void **state)
 	memcpy(b, buf, len);
 	put64(b + 72, UINT64_MAX);
 	expect_corrupt(b, len, "negative dropped");
+
+	/* A negative count of calls that overlapped (after nlines). */
+	memcpy(b, buf, len);
+	put64(b + 104, UINT64_MAX);
+	expect_corrupt(b, len, "negative overlap");
 
 	/* Counts larger than the buffer can hold. */
 	for (size_t f = 80; f <= 96; f += 8) {   /* nregions, ntree, nlines */
