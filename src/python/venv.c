@@ -100,28 +100,46 @@ static int cfg_value(const char *dir, const char *key, char *out, size_t len)
 	return rc;
 }
 
+/* Whether path resolves to the file at resolved. */
+static int resolves_to(const char *path, const char *resolved)
+{
+	char a[PATH_MAX];
+	return realpath(path, a) && strcmp(a, resolved) == 0;
+}
+
 /* Whether the environment dir was made from the installation of the
- * embedded python (a resolved path): its `home` is that python's folder
- * (as resolved), or holds a python3 that resolves to it, or the embedded
- * python is the environment's own (a copy, made with --copies). An
- * environment that names no home is taken. */
+ * embedded python (a resolved path, .../pythonX.Y): the python its
+ * pyvenv.cfg names (`executable`, python -m venv's from 3.11;
+ * `base-executable`, virtualenv's) resolves to it, or its `home` is that
+ * python's folder (as resolved) or holds a python3, pythonX.Y or python
+ * that resolves to it, or the embedded python is the environment's own (a
+ * copy, made with --copies). An environment that names no home is taken. */
 static int same_installation(const char *dir, const char *embedded)
 {
-	char home[PATH_MAX], a[PATH_MAX], b[PATH_MAX + 16], own[PATH_MAX + 8];
+	char home[PATH_MAX], exe[PATH_MAX], folder[PATH_MAX], p[PATH_MAX + 32];
 	if (!embedded || cfg_value(dir, "home", home, sizeof home) != 0)
 		return 1;
-	snprintf(b, sizeof b, "%s", embedded);
-	char *slash = strrchr(b, '/');
+	if ((cfg_value(dir, "executable", exe, sizeof exe) == 0 && resolves_to(exe, embedded)) ||
+	    (cfg_value(dir, "base-executable", exe, sizeof exe) == 0 && resolves_to(exe, embedded)))
+		return 1;
+	snprintf(folder, sizeof folder, "%s", embedded);
+	char *slash = strrchr(folder, '/');
 	if (!slash)
 		return 1;
 	*slash = '\0';           /* the embedded python's folder */
-	if (realpath(home, a) && strcmp(a, b) == 0)
+	char a[PATH_MAX];
+	if (realpath(home, a) && strcmp(a, folder) == 0)
 		return 1;
-	snprintf(own, sizeof own, "%s/bin", dir);
-	if (realpath(own, a) && strcmp(a, b) == 0)
+	snprintf(p, sizeof p, "%s/bin", dir);
+	if (realpath(p, a) && strcmp(a, folder) == 0)
 		return 1;
-	snprintf(b, sizeof b, "%s/python3", home);
-	return realpath(b, a) && strcmp(a, embedded) == 0;
+	const char *names[] = {"python3", slash + 1, "python"};
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		snprintf(p, sizeof p, "%s/%s", home, names[i]);
+		if (resolves_to(p, embedded))
+			return 1;
+	}
+	return 0;
 }
 
 /* Reads "major.minor" from the pyvenv.cfg of dir (key `version`, written

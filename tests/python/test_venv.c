@@ -157,6 +157,20 @@ static void test_environment_of_another_installation_is_refused(void **state)
 	assert_int_equal(find_for(exe, b, &v, err), SP_VENV_FOUND);
 	make_env("no-home", "version = 3.11.2\n", 1, d, sizeof d);
 	assert_int_equal(find_for(exe, d, &v, err), SP_VENV_FOUND);
+	/* made by a symlink to the embedded python in a folder of its own:
+	 * pyvenv.cfg's executable (python -m venv) names the real one */
+	char lonely[PATH_MAX + 16], e2[PATH_MAX], e3[PATH_MAX], pylink[PATH_MAX + 32];
+	snprintf(lonely, sizeof lonely, "%s/lonely", root);
+	assert_int_equal(mkdir(lonely, 0700), 0);
+	snprintf(cfg, sizeof cfg, "home = %s\nversion = 3.11.2\nexecutable = %s\n", lonely, exe);
+	make_env("by-executable", cfg, 1, e2, sizeof e2);
+	assert_int_equal(find_for(exe, e2, &v, err), SP_VENV_FOUND);
+	/* or home holds a `python` that resolves to it */
+	snprintf(pylink, sizeof pylink, "%s/python", lonely);
+	assert_int_equal(symlink(exe, pylink), 0);
+	snprintf(cfg, sizeof cfg, "home = %s\nversion = 3.11.2\n", lonely);
+	make_env("by-home-python", cfg, 1, e3, sizeof e3);
+	assert_int_equal(find_for(exe, e3, &v, err), SP_VENV_FOUND);
 
 	snprintf(cfg, sizeof cfg, "home = %s/bin\nversion = 3.11.7\n", other);
 	make_env("another", cfg, 1, c, sizeof c);
