@@ -310,6 +310,56 @@ def read_results():
     return read_h5(_file_path())
 
 
+def run_script(path, args=(), recursive=True):
+    """Runs the Python file `path` as __main__ (a module of its own in
+    sys.modules["__main__"], sys.argv [path, *args], while it runs) in the
+    session setup() started, as one call of a region named after the file;
+    with recursive=True every Python function it calls is recorded in a
+    region of its own under it (profile(recursive=True) on the whole
+    script): the tree `scope-profiler run --recursive` gives a script.
+    Returns the script's globals."""
+    import types
+
+    path = _os.fspath(path)
+    with open(path, "rb") as f:
+        code = compile(f.read(), path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    argv = [path, *map(str, args)]
+
+    def run():
+        saved_argv, saved_main = _sys.argv[:], _sys.modules.get("__main__")
+        _sys.argv[:] = argv
+        _sys.modules["__main__"] = main
+        try:
+            exec(code, main.__dict__)
+        finally:
+            _sys.argv[:] = saved_argv
+            if saved_main is not None:
+                _sys.modules["__main__"] = saved_main
+        return main.__dict__
+
+    return profile(_os.path.basename(path), recursive=bool(recursive))(run)()
+
+
+def profile_script(path, args=(), recursive=True, verbose=False, **options):
+    """`scope-profiler run --recursive -q -o FILE SCRIPT` from Python:
+    setup(**options) (file_path= where the profile goes), run_script(path,
+    args, recursive), then finalize(verbose=verbose); returns the results
+    (read_results()'s). A session must not be running already (`run`
+    starts one: use run_script() there)."""
+    if _session_active():
+        raise RuntimeError("profile_script() starts and ends a session of its own, and one is "
+                           "running (scope-profiler run starts one): call run_script() in it, "
+                           "or finalize() it first")
+    setup(**options)
+    try:
+        run_script(path, args, recursive)
+    finally:
+        results = finalize(verbose=verbose, return_results=True)
+    return results
+
+
 class ProfileManager:
     """The facade of the original package: every method is static."""
 
@@ -323,6 +373,8 @@ class ProfileManager:
     get_all_regions = staticmethod(get_all_regions)
     get_config = staticmethod(get_config)
     read_results = staticmethod(read_results)
+    run_script = staticmethod(run_script)
+    profile_script = staticmethod(profile_script)
     _config = _ConfigView()
 
 

@@ -623,3 +623,53 @@ def test_profile_manager_config_in_plain_python(installed):  # noqa: F811
     proc = installed.python(installed.dest / "config", CONFIG_SCRIPT)
     assert proc.returncode == 0, proc.stderr
     check_config_report(proc.stdout)
+
+
+MY_SCRIPT = """
+import sys, time
+
+class Point:
+    pass
+
+def leaf():
+    time.sleep(0.001)
+
+def main():
+    for _ in range(3):
+        leaf()
+
+main()
+print("argv", sys.argv[1:], __name__, sys.modules["__main__"].Point is Point)
+"""
+
+
+def test_profile_script_and_run_script_as_the_seed_names_them(sp):
+    """ProfileManager.profile_script(...) is `run --recursive -q -o F
+    SCRIPT` from Python and returns the results; run_script(...) the call
+    inside one's own session (the seed's guide names both; before:
+    AttributeError). The script runs as __main__ with its own argv, its
+    tree as the command's: the file, then __main__.<module>, main, leaf.
+    profile_script refuses to start a second session inside a running one."""
+    sp.script(MY_SCRIPT, name="my_script.py")
+    script = sp.script('''
+from scope_profiler import ProfileManager
+try:
+    ProfileManager.profile_script("my_script.py")
+except RuntimeError as e:
+    print("refused", "run_script()" in str(e))
+ProfileManager.finalize(verbose=False)
+r = ProfileManager.profile_script("my_script.py", ["a", "b"])
+print(sorted(r.region_names), r["__main__.leaf"].num_calls)
+ProfileManager.setup()
+g = ProfileManager.run_script("my_script.py", recursive=False)
+print(sorted(ProfileManager.finalize(verbose=False, return_results=True).region_names), g["__name__"])
+''', name="driver.py")
+    proc = sp("run", "-q", "--no-output", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "refused True",
+        "argv ['a', 'b'] __main__ True",
+        "['__main__.<module>', '__main__.Point', '__main__.leaf', '__main__.main', 'my_script.py'] 3",
+        "argv [] __main__ True",
+        "['my_script.py'] __main__",
+    ], proc.stdout
