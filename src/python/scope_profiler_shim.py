@@ -14,6 +14,31 @@ processes imported scope_profiler without being profiled.
 """
 
 __version__ = "@VERSION@"
+
+
+def _command_line():
+    """`python -m scope_profiler ARGS` in a child of the run: the command
+    line of the scope_profiler installed further along sys.path (its
+    __main__ runs the scope-profiler executable), as under plain python;
+    without one, python's own words for a module it cannot find."""
+    import os
+    import runpy
+    import sys
+    from importlib.machinery import PathFinder
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    if PathFinder.find_spec("scope_profiler", rest) is None:
+        sys.stderr.write(f"{sys.executable}: No module named scope_profiler\n")
+        sys.exit(1)
+    sys.path[:] = rest
+    runpy.run_module("scope_profiler", run_name="__main__", alter_sys=True)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    _command_line()
+
 __all__ = ["ProfileManager", "profile", "region", "profile_region", "setup", "finalize"]
 
 

@@ -942,3 +942,30 @@ def test_a_child_that_ends_a_session_and_opens_another_keeps_both(sp, start):
         for name, n in regs.items():
             calls[name] = calls.get(name, 0) + n
     assert calls == {"child0": 1, "child1": 1}
+
+
+def test_python_m_scope_profiler_in_a_child_runs_the_installed_command_line(sp):
+    """`python -m scope_profiler ARGS` started by the script (the seed's
+    notebook drives the CLI so) runs the installed package's command line,
+    found past the run's stand-in module, as under plain python; with none
+    installed, python's "No module named" and status 1 (before: the
+    stand-in ran, printed nothing and exited 0, so the script went on with
+    no profile)."""
+    import subprocess
+    installed = sp.tmp / "site" / "scope_profiler"
+    installed.mkdir(parents=True)
+    (installed / "__init__.py").write_text("")
+    (installed / "__main__.py").write_text("import sys\nprint('installed command line', sys.argv[1:])\n")
+    script = sp.script("""
+        import subprocess, sys
+        p = subprocess.run([sys.executable, "-m", "scope_profiler", "--version"],
+                           capture_output=True, text=True)
+        print(p.returncode, p.stdout.strip(), p.stderr.strip().split(": ")[-1])
+    """)
+    for pythonpath, want in ((str(sp.tmp / "site"), "0 installed command line ['--version']"),
+                             ("", "1  No module named scope_profiler")):
+        env = dict(os.environ, PYTHONPATH=pythonpath)
+        proc = subprocess.run([BINARY, "run", "-q", "--no-output", str(script)], capture_output=True,
+                              text=True, cwd=sp.tmp, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == want, proc.stdout
