@@ -569,9 +569,10 @@ char *sp_diff_worst_line(const struct sp_diff *d, char *buf, size_t len)
 	double vb = slow ? (double)w->b->slowest : w->b->per_rank;
 	char fp[CELL];
 	if (w->tested) {
-		snprintf(buf, len, "'%s' grew by %s in its fastest calls (p %s%.3f; total %s s -> %s s), "
+		snprintf(buf, len, "'%s'%s grew by %s in its fastest calls (p %s%.3f; total %s s -> %s s), "
 			 "more than --fail-above %g%%; %zu region%s above the bound",
-			 sp_diff_plain(name, sizeof name, w->name), sp_diff_percent(fp, w->fast_pct) + 1,
+			 sp_diff_plain(name, sizeof name, w->name), slow ? " (slowest rank)" : "",
+			 sp_diff_percent(fp, w->fast_pct) + 1,
 			 w->p < 0.001 ? "< " : "= ", w->p < 0.001 ? 0.001 : w->p, sp_diff_secs(a, va),
 			 sp_diff_secs(b, vb), d->bound, d->nabove, d->nabove == 1 ? "" : "s");
 		return buf;

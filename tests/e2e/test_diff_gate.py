@@ -304,3 +304,42 @@ def test_few_calls_whose_fastest_call_did_not_grow_are_noise(sp):
     # Alone, the noisy region passes the gate.
     proc = sp("diff", "a.h5", "b.h5", *gate, "--include", "io.write")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_region_whose_total_did_not_grow_past_the_bound_passes(sp):
+    """The gate fails a region only where its total grew past the bound
+    (as the man page says): one that got faster, or grew less, passes
+    whatever its fastest calls did (before: a total down 63 % and one up
+    5 % failed at 10 %, their fastest calls having doubled)."""
+    write(sp.tmp / "a.h5", {"solve": [1 * MS] * 50 + [10 * MS] * 50})   # 550 ms
+    write(sp.tmp / "b.h5", {"solve": [2 * MS] * 100})                     # 200 ms
+    write(sp.tmp / "c.h5", {"solve": [1 * MS] * 10 + [2 * MS] * 90})     # 190 ms
+    for a, b in (("a.h5", "b.h5"), ("c.h5", "b.h5")):
+        proc = sp("diff", a, b, "--fail-above", "10", "--min-time", "0")
+        assert proc.returncode == 0, (a, b, proc.stderr)
+        [row] = json.loads(sp("diff", "--json", a, b, "--fail-above", "10", "--min-time", "0").stdout)["regions"]
+        assert row["verdict"] == "within" and row["above_bound"] is False, row
+    # Every call twice as long: the total grew with them, and fails.
+    write(sp.tmp / "d.h5", {"solve": [2 * MS] * 50 + [20 * MS] * 50})
+    assert sp("diff", "a.h5", "d.h5", "--fail-above", "10", "--min-time", "0").returncode == 3
+
+
+def test_a_failure_judged_on_the_slowest_rank_says_so(sp):
+    """With several ranks, a region judged by its slowest rank's growth
+    (one rank slowed) says "slowest rank" in the line on stderr and under
+    the table, whose figures are that rank's (before: shown as the
+    region's own total)."""
+    base = [1 * MS + i * 1000 for i in range(100)]
+    write(sp.tmp / "a.h5", {"w": base}, ranks=3)
+    with h5py.File(sp.tmp / "b.h5", "w") as f:
+        for rank in range(3):
+            r = f.create_group(f"rank{rank}/regions/w")
+            d = np.asarray([x * 3 // 2 for x in base] if rank == 2 else base, np.int64)
+            starts = np.arange(len(d), dtype=np.int64) * 300 * MS
+            r.create_dataset("start_times", data=starts)
+            r.create_dataset("end_times", data=starts + d)
+    proc = sp("diff", "a.h5", "b.h5", "--fail-above", "20", "--min-time", "0")
+    assert proc.returncode == 3
+    one_line_error(proc, "'w' (slowest rank) grew by 50.0% in its fastest calls")
+    line = next(l for l in notes(proc.stdout).splitlines() if "above the bound" in l)
+    assert "w (slowest rank +50.0%, fastest +50.0%" in line, proc.stdout
