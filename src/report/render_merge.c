@@ -172,8 +172,15 @@ static void frow_add_stats(struct frow *f, const struct sp_stats *st)
 		f->min_ns = st->min_ns;
 	if (f->nparts == 0 || st->max_ns > f->max_ns)
 		f->max_ns = st->max_ns;
+	/* Pooled as Chan et al. pool two samples' moments: each entry's own
+	 * squared deviations, and its mean's from the pool's (a sum of squares
+	 * less the squared mean cancels for long calls: 1e12 ns calls lost
+	 * their few hundred ns of spread). */
 	long double n = (long double)st->num_calls, m = st->mean_ns, sd = st->std_ns;
-	f->sumsq += n * (sd * sd + m * m);
+	long double total = f->pn + n, delta = m - f->pmean;
+	f->pm2 += n * sd * sd + delta * delta * f->pn * n / total;
+	f->pmean += delta * n / total;
+	f->pn = total;
 	f->nparts++;
 }
 
@@ -191,10 +198,10 @@ static void frow_finish_stats(struct frow *f)
 		return;
 	}
 	long double n = (long double)f->calls, mean = (long double)f->raw_total / n;
-	long double var = f->sumsq / n - mean * mean;
+	long double var = f->pn > 0 ? f->pm2 / f->pn : 0;
 	f->mean_ns = (double)mean;
 	/* Aggregates keep no std (NaN): then the pooled one is unknown too. */
-	f->std_ns = isnan((double)f->sumsq) ? NAN : var > 0 ? (double)sqrtl(var) : 0.0;
+	f->std_ns = isnan((double)f->pm2) ? NAN : var > 0 ? (double)sqrtl(var) : 0.0;
 }
 
 /* Folds the regions of rank r (the first noted at v->keep[base]) into

@@ -38,7 +38,8 @@ struct frow {
 	int64_t min_rank, max_rank;    /* per-rank totals over the ranks having it */
 	int64_t min_ns, max_ns;        /* shortest and longest call, over ranks */
 	double mean_ns, std_ns;        /* over every call of every rank */
-	long double sumsq;             /* sum of squared durations, for std_ns */
+	long double pn, pmean, pm2;    /* the entries' calls pooled: count, mean, and
+					* sum of squared deviations (for std_ns) */
 	size_t nparts;                 /* (rank, region) entries with calls folded in */
 	size_t present;                /* ranks where it has calls */
 	size_t order;                  /* first appearance, to break ties */
