@@ -44,8 +44,8 @@ static size_t flat_cells(const struct frow *f, size_t nranks, const char *units,
 			snprintf(bufs[6], CELL, "%s %zu/%zu", units, f->present, nranks);
 		else if (isfinite(x))
 			snprintf(bufs[6], CELL, "%.2fx", x);
-		else
-			snprintf(bufs[6], CELL, "-");
+		else   /* a rank's total is 0 (inf, as diff says), or every rank's (-) */
+			snprintf(bufs[6], CELL, "%s", isinf(x) ? "inf" : "-");
 		return 7;
 	}
 	sp_render_duration(bufs[2], CELL, (double)f->total);

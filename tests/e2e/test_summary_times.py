@@ -264,3 +264,18 @@ def test_std_over_ranks_is_the_calls_std_for_long_calls(sp, length):
     [w] = doc["regions"]
     want = float(np.concatenate(every).std())
     assert abs(w["std_s"] * 1e9 - want) < 1.0, (w["std_s"] * 1e9, want)
+
+
+def test_a_rank_whose_calls_took_no_time_is_an_infinite_imbalance(sp):
+    """A region on every rank whose calls took 0 s on one: imbalance inf in
+    the table, as diff says it (before: '-', diff's 'inf'); null in JSON,
+    which has no inf."""
+    with h5py.File(sp.tmp / "zr.h5", "w") as f:
+        for rank, (s, e) in enumerate([(0, 10_000_000), (5, 5)]):
+            g = f.create_group(f"rank{rank}/regions/w")
+            g.create_dataset("start_times", data=np.array([s], np.int64))
+            g.create_dataset("end_times", data=np.array([e], np.int64))
+    row = sp("summary", "zr.h5").stdout.splitlines()[-1].split()
+    assert row[0] == "w" and row[-1] == "inf", row
+    [w] = json.loads(sp("summary", "--json", "zr.h5").stdout)["regions"]
+    assert w["imbalance"] is None and w["ranks_present"] == 2
