@@ -204,7 +204,8 @@ def test_venv_of_another_installation_of_the_same_version_is_refused(tmp_path, v
         home = str(tmp_path / "elsewhere" / "bin")
         pathlib.Path(home).mkdir(parents=True)
         cfg = venv / "pyvenv.cfg"
-        cfg.write_text(re.sub(r"(?m)^home = .*$", f"home = {home}", cfg.read_text()))
+        text = re.sub(r"(?m)^home = .*$", f"home = {home}", cfg.read_text())
+        cfg.write_text(re.sub(r"(?m)^executable = .*$", f"executable = {home}/python3", text))
     script = tmp_path / "s.py"
     script.write_text("import ssl\nprint('ran')\n")
     env = clean_env(tmp_path, VIRTUAL_ENV=str(venv), PATH=f"{venv}/bin:/usr/bin:/bin")
