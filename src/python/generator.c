@@ -14,6 +14,7 @@
 
 #include "sp_generator.h"
 #include "sp_lanes.h"
+#include "sp_linetrace.h"
 #include "sp_mode.h"
 #include "sp_region.h"
 #include "sp_tracer.h"
@@ -341,9 +342,9 @@ static PyTypeObject hook_steps_type = {
 	.tp_methods = hs_methods,
 };
 
-/* _hooked_steps(awaitable): to await in its place (the Python layer's
- * _timed_coroutine and _TimedAsyncGenerator, for recursive=True). */
-static PyObject *hooked_steps(PyObject *m, PyObject *awaitable)
+/* The iterator that awaiting awaitable steps through (a new reference), or
+ * NULL with the TypeError an await raises. */
+static PyObject *await_iter(PyObject *awaitable)
 {
 	PyAsyncMethods *am = Py_TYPE(awaitable)->tp_as_async;
 	if (!am || !am->am_await) {
@@ -351,7 +352,21 @@ static PyObject *hooked_steps(PyObject *m, PyObject *awaitable)
 			     Py_TYPE(awaitable)->tp_name);
 		return NULL;
 	}
-	PyObject *it = am->am_await(awaitable);
+	return am->am_await(awaitable);
+}
+
+/* _line_steps(awaitable): to await in its place, each step with its lines
+ * timed (the Python layer's _TimedAsyncGenerator under --line-profile). */
+static PyObject *line_steps(PyObject *m, PyObject *awaitable)
+{
+	return sp_linetrace_wrap_steps(await_iter(awaitable));
+}
+
+/* _hooked_steps(awaitable): to await in its place (the Python layer's
+ * _timed_coroutine and _TimedAsyncGenerator, for recursive=True). */
+static PyObject *hooked_steps(PyObject *m, PyObject *awaitable)
+{
+	PyObject *it = await_iter(awaitable);
 	if (!it)
 		return NULL;
 	HookSteps *h = PyObject_GC_New(HookSteps, &hook_steps_type);
@@ -366,6 +381,7 @@ static PyObject *hooked_steps(PyObject *m, PyObject *awaitable)
 
 PyMethodDef sp_generator_methods[] = {
 	{"_hooked_steps", hooked_steps, METH_O, NULL},
+	{"_line_steps", line_steps, METH_O, NULL},
 	{NULL},
 };
 

@@ -626,18 +626,8 @@ static PyTypeObject LineGenType = {
 	.tp_methods = lg_methods,
 };
 
-/* _line_steps(awaitable): to await in its place, each step under a hold
- * (the Python layer's _TimedAsyncGenerator: an async generator's steps
- * are awaitables of its own, not coroutines). */
-static PyObject *line_steps(PyObject *m, PyObject *awaitable)
+PyObject *sp_linetrace_wrap_steps(PyObject *it)
 {
-	PyAsyncMethods *am = Py_TYPE(awaitable)->tp_as_async;
-	if (!am || !am->am_await) {
-		PyErr_Format(PyExc_TypeError, "object %.100s can't be used in 'await' expression",
-			     Py_TYPE(awaitable)->tp_name);
-		return NULL;
-	}
-	PyObject *it = am->am_await(awaitable);
 	if (!it || PyType_Ready(&LineCoroType) < 0) {
 		Py_XDECREF(it);
 		return NULL;
@@ -647,15 +637,10 @@ static PyObject *line_steps(PyObject *m, PyObject *awaitable)
 		Py_DECREF(it);
 		return NULL;
 	}
-	lg->gen = it;
+	lg->gen = it;   /* steals the reference */
 	PyObject_GC_Track(lg);
 	return (PyObject *)lg;
 }
-
-PyMethodDef sp_linetrace_methods[] = {
-	{"_line_steps", line_steps, METH_O, NULL},
-	{NULL},
-};
 
 PyObject *sp_linetrace_wrap_result(PyObject *res)
 {

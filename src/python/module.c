@@ -122,8 +122,7 @@ static PyObject *module_init(void)
 	    PyModule_AddFunctions(mod, sp_charts_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_frozen_methods) != 0 ||
 	    PyModule_AddFunctions(mod, sp_shim_methods) != 0 ||
-	    PyModule_AddFunctions(mod, sp_generator_methods) != 0 ||
-	    PyModule_AddFunctions(mod, sp_linetrace_methods) != 0)
+	    PyModule_AddFunctions(mod, sp_generator_methods) != 0)
 		goto fail;
 	sp_session_bind(mod);
 	if (run_python_layer(mod) != 0 || sp_wrapper_bind(mod) != 0 || sp_standalone_init(mod) != 0)

@@ -25,8 +25,10 @@ void sp_linetrace_release(void);
  * res's reference; NULL in, NULL out. */
 PyObject *sp_linetrace_wrap_result(PyObject *res);
 
-/* _line_steps, for the Python layer. */
-extern PyMethodDef sp_linetrace_methods[];
+/* The steps of an awaitable's iterator it (its reference taken), each
+ * under a hold (generator.c's _line_steps: an async generator's steps are
+ * awaitables of their own, not coroutines); NULL in, NULL out. */
+PyObject *sp_linetrace_wrap_steps(PyObject *it);
 
 /* Zeroes every count (the functions stay chosen). */
 void sp_linetrace_reset(void);

@@ -555,6 +555,21 @@ for i in range(60):
 """
 
 
+def in_own_mounts(sp, shell):
+    """Runs shell (which mounts what it needs, exit 99 when it cannot) in a
+    mount namespace of its own, gone when it ends; skips where none can be
+    made. Inside scripts/chroot.sh the chroot's root is no mount point, so
+    unshare cannot make it private; its namespace propagates nowhere
+    already (SCOPE_PROFILER_CHROOT_NS), so the new one's mounts stay in it."""
+    keep = ["--propagation", "unchanged"] if os.environ.get("SCOPE_PROFILER_CHROOT_NS") else []
+    proc = subprocess.run(["unshare", "-m", *keep, "sh", "-c", shell], cwd=sp.tmp,
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode == 99:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
 def test_plot_on_a_full_disk_is_one_line_and_keeps_the_earlier_report(sp):
     # A tiny tmpfs in a mount namespace of its own (gone when the shell
     # ends, whatever happens): a small profile's charts fit, a big one's
@@ -575,15 +590,7 @@ def test_plot_on_a_full_disk_is_one_line_and_keeps_the_earlier_report(sp):
         ls -a out > after.list
         cp out/report.html after.html
     """
-    # Inside scripts/chroot.sh the chroot's root is no mount point, so
-    # unshare cannot make it private; its namespace propagates nowhere
-    # already (SCOPE_PROFILER_CHROOT_NS), so the new one's mounts stay in it.
-    keep = ["--propagation", "unchanged"] if os.environ.get("SCOPE_PROFILER_CHROOT_NS") else []
-    proc = subprocess.run(["unshare", "-m", *keep, "sh", "-c", shell], cwd=sp.tmp,
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode == 99:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    assert proc.returncode == 0, proc.stderr
+    proc = in_own_mounts(sp, shell)
     assert int((sp.tmp / "big.rc").read_text()) == 1
     one_line_error(proc, "plot: cannot write 'out/", "No space left on device")
     assert "Input/output error" not in proc.stderr
@@ -616,12 +623,7 @@ for _ in range(30000):
         echo $? > plot.rc
         ls -a out > after.list
     """
-    keep = ["--propagation", "unchanged"] if os.environ.get("SCOPE_PROFILER_CHROOT_NS") else []
-    proc = subprocess.run(["unshare", "-m", *keep, "sh", "-c", shell], cwd=sp.tmp,
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode == 99:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    assert proc.returncode == 0, proc.stderr
+    proc = in_own_mounts(sp, shell)
     assert int((sp.tmp / "plot.rc").read_text()) == 1
     one_line_error(proc, "plot: cannot write 'out/gantt_data.csv': No space left on device")
     after = (sp.tmp / "after.list").read_text().split()

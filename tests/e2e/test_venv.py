@@ -164,14 +164,19 @@ def test_venv_of_another_python_is_refused_in_one_line(tmp_path, version):
         cfg = venv / "pyvenv.cfg"
         cfg.write_text(re.sub(r"(?m)^version = .*$", f"version = {major}.{minor + 1}.0", cfg.read_text()))
     cfg_version = re.search(r"(?m)^version = (\d+\.\d+)", (venv / "pyvenv.cfg").read_text()).group(1)
+    refused_in_one_line(tmp_path, venv, f"Python {cfg_version}", f"embeds Python {major}.{minor}")
+
+
+def refused_in_one_line(tmp_path, venv, *fragments):
+    """run in venv (activated) refuses before the script runs: status 2,
+    one line naming the venv, fragments, and what to do; no file."""
     script = tmp_path / "s.py"
-    script.write_text("print('ran')\n")
+    script.write_text("import ssl\nprint('ran')\n")
     env = clean_env(tmp_path, VIRTUAL_ENV=str(venv), PATH=f"{venv}/bin:/usr/bin:/bin")
     proc = subprocess.run([BINARY, "run", "-o", "out.h5", str(script)], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 2 and proc.stdout == ""
-    one_line_error(proc, str(venv), f"Python {cfg_version}", f"embeds Python {major}.{minor}",
-                   "pip install", f"make PYTHON={venv}/bin/python3")
+    one_line_error(proc, str(venv), *fragments, "pip install", f"make PYTHON={venv}/bin/python3")
     assert not (tmp_path / "out.h5").exists()
 
 
@@ -206,15 +211,7 @@ def test_venv_of_another_installation_of_the_same_version_is_refused(tmp_path, v
         cfg = venv / "pyvenv.cfg"
         text = re.sub(r"(?m)^home = .*$", f"home = {home}", cfg.read_text())
         cfg.write_text(re.sub(r"(?m)^executable = .*$", f"executable = {home}/python3", text))
-    script = tmp_path / "s.py"
-    script.write_text("import ssl\nprint('ran')\n")
-    env = clean_env(tmp_path, VIRTUAL_ENV=str(venv), PATH=f"{venv}/bin:/usr/bin:/bin")
-    proc = subprocess.run([BINARY, "run", "-o", "out.h5", str(script)], capture_output=True,
-                          text=True, env=env, cwd=tmp_path, timeout=300)
-    assert proc.returncode == 2 and proc.stdout == ""
-    one_line_error(proc, str(venv), f"made from the Python in {home}", "standard library differs",
-                   "pip install", f"make PYTHON={venv}/bin/python3")
-    assert not (tmp_path / "out.h5").exists()
+    refused_in_one_line(tmp_path, venv, f"made from the Python in {home}", "standard library differs")
 
 
 def test_virtual_env_that_is_no_venv_is_refused(tmp_path):
