@@ -626,20 +626,26 @@ static PyTypeObject LineGenType = {
 	.tp_methods = lg_methods,
 };
 
-PyObject *sp_linetrace_wrap_steps(PyObject *it)
+/* A LineGen of type over it (its reference taken); NULL in, NULL out. */
+static PyObject *line_gen_new(PyTypeObject *type, PyObject *it)
 {
-	if (!it || PyType_Ready(&LineCoroType) < 0) {
+	if (!it || PyType_Ready(type) < 0) {
 		Py_XDECREF(it);
 		return NULL;
 	}
-	LineGen *lg = PyObject_GC_New(LineGen, &LineCoroType);
+	LineGen *lg = PyObject_GC_New(LineGen, type);
 	if (!lg) {
 		Py_DECREF(it);
 		return NULL;
 	}
-	lg->gen = it;   /* steals the reference */
+	lg->gen = it;
 	PyObject_GC_Track(lg);
 	return (PyObject *)lg;
+}
+
+PyObject *sp_linetrace_wrap_steps(PyObject *it)
+{
+	return line_gen_new(&LineCoroType, it);
 }
 
 PyObject *sp_linetrace_wrap_result(PyObject *res)
@@ -655,17 +661,5 @@ PyObject *sp_linetrace_wrap_result(PyObject *res)
 		PyErr_Clear();
 	if (!chosen)
 		return res;
-	PyTypeObject *type = PyCoro_CheckExact(res) ? &LineCoroType : &LineGenType;
-	if (PyType_Ready(type) < 0) {
-		Py_DECREF(res);
-		return NULL;
-	}
-	LineGen *lg = PyObject_GC_New(LineGen, type);
-	if (!lg) {
-		Py_DECREF(res);
-		return NULL;
-	}
-	lg->gen = res;   /* steals the reference */
-	PyObject_GC_Track(lg);
-	return (PyObject *)lg;
+	return line_gen_new(PyCoro_CheckExact(res) ? &LineCoroType : &LineGenType, res);
 }
