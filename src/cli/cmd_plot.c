@@ -206,7 +206,10 @@ static ssize_t out_write(void *cookie, const char *buf, size_t n)
 		} else
 			done += (size_t)w;
 	}
-	return o->err ? -1 : (ssize_t)n;
+	/* On failure the bytes written, never -1: glibc's stdio takes a
+	 * cookie's -1 as a count (size_t) and copies past the caller's buffer
+	 * (fwrite of a chart onto a full disk read beyond it). */
+	return o->err ? (ssize_t)done : (ssize_t)n;
 }
 
 static int out_close(void *cookie)
