@@ -347,8 +347,12 @@ static void stream_flush(PyObject *stream)
 /* The read API's results of what finalize wrote (or of its snapshot). */
 static PyObject *results_of(const char *path, PyObject *data, PyObject *summary)
 {
-	if (!data)
-		return PyObject_CallMethod(session.module, "read_h5", "s", path);
+	if (!data) {
+		PyObject *name = PyUnicode_DecodeFSDefault(path);   /* one not UTF-8 too */
+		PyObject *r = name ? PyObject_CallMethod(session.module, "read_h5", "O", name) : NULL;
+		Py_XDECREF(name);
+		return r;
+	}
 	return PyObject_CallMethod(session.module, "ProfilingResults", "OOO", data, Py_None,
 				   summary ? summary : Py_None);
 }

@@ -289,7 +289,9 @@ static int set_env(PyObject *environ, const char *key, const char *value)
 static int offer_module(PyObject *m, PyObject *environ)
 {
 	char path[PATH_MAX];
-	PyObject *r = PyObject_CallMethod(m, "_children_dir", "s", shim);
+	PyObject *folder = PyUnicode_DecodeFSDefault(shim);   /* a $TMPDIR that is not UTF-8 too */
+	PyObject *r = folder ? PyObject_CallMethod(m, "_children_dir", "O", folder) : NULL;
+	Py_XDECREF(folder);
 	if (!r)
 		return -1;
 	Py_DECREF(r);

@@ -443,7 +443,7 @@ void sp_tracer_mark_explicit(PyObject *func)
 		cache_put((PyCodeObject *)PyFunction_GET_CODE(func), SKIP);
 }
 
-/* A tuple of str as a malloc'd array of malloc'd UTF-8 strings. */
+/* A tuple of str (folders) as a malloc'd array of malloc'd strings, their file-system bytes. */
 static int str_list(PyObject *tuple, char ***out, size_t *n)
 {
 	Py_ssize_t len = PyTuple_GET_SIZE(tuple);
@@ -453,9 +453,13 @@ static int str_list(PyObject *tuple, char ***out, size_t *n)
 		return -1;
 	}
 	for (Py_ssize_t i = 0; i < len; i++) {
-		const char *u = PyUnicode_Check(PyTuple_GET_ITEM(tuple, i))
-			? PyUnicode_AsUTF8(PyTuple_GET_ITEM(tuple, i)) : NULL;
-		if (!u || !(v[i] = strdup(u))) {
+		/* A folder's own bytes (os.fsencode), as classify() matches a
+		 * code's file name: one that is not UTF-8 is a folder too. */
+		PyObject *fs = PyUnicode_Check(PyTuple_GET_ITEM(tuple, i))
+			? PyUnicode_EncodeFSDefault(PyTuple_GET_ITEM(tuple, i)) : NULL;
+		v[i] = fs ? strdup(PyBytes_AS_STRING(fs)) : NULL;
+		Py_XDECREF(fs);
+		if (!v[i]) {
 			for (Py_ssize_t j = 0; j < i; j++)
 				free(v[j]);
 			free(v);
