@@ -15,12 +15,15 @@
  * Python swallows an exception raised in its own shutdown (an atexit
  * callback of the script's, the wait for threads): such a signal is noted
  * all the same (the run's sys.unraisablehook watch), so the status is the
- * signal's, as during the script.
+ * signal's, as during the script; a KeyboardInterrupt that code raised
+ * there (no SIGINT came: on_sigint) is python's, ignored. Nor does
+ * _thread.interrupt_main() reach the run's handler of a signal the script
+ * left at SIG_DFL: python does nothing then.
  *
  * os.exec*() replaces the process: the profile is written first (the
  * run's os.execv / os.execve, through which every os.exec* function goes).
- * os._exit() in a profiled child process (run --subprocesses) writes the
- * child's profile first. os.fork() and os.forkpty() pause the profile's
+ * os._exit() writes the run's profile first, and in a profiled child
+ * process (run --subprocesses) the child's. os.fork() and os.forkpty() pause the profile's
  * stream around the fork (sp_spill.h). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -33,6 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sp_exitphase.h"
@@ -49,12 +53,15 @@ static const int exit_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SI
 static volatile sig_atomic_t exit_signal;   /* the first one received, or 0 */
 static volatile sig_atomic_t child_signal;  /* a profiled child's (below), or 0 */
 static volatile sig_atomic_t child_writing; /* the child writes its profile (its end) */
+static volatile sig_atomic_t sigint_real;   /* a SIGINT was received (on_sigint): not
+					     * a KeyboardInterrupt that code raised */
 static void (*python_c_handler)(int);       /* Python's own C handler, as _run_watch or
 					     * _child_signals found it (one for every signal) */
 static int run_signals;   /* this process is the run: its exit signals are run_watch's */
 static int run_ending;    /* run_signal_end writes the profile: no new process from here */
 static void child_signal_end(void);
 static void run_signal_end(int sig);
+static void watch_late(void);
 static void die_by(int sig);
 static void child_ticks_set(long ms);
 static void on_child_signal(int sig);
@@ -79,10 +86,27 @@ static ptrdiff_t signal_index(long sig)
 
 /* The exit signal that ends the run (and that the end's merge of its
  * children knows of). Async-signal-safe. */
+static struct timespec exit_signal_at;   /* when exit_signal came (CLOCK_MONOTONIC) */
+
 static void note_exit_signal(int sig)
 {
+	clock_gettime(CLOCK_MONOTONIC, &exit_signal_at);
 	exit_signal = sig;
 	sp_final_note_signal();
+}
+
+/* The same signal again within a second of the first is the same request:
+ * GNU timeout sends it to the run and then to its process group, a batch
+ * system to every process of the job. Not Ctrl-C, which a terminal sends
+ * once: again, it abandons the write. Async-signal-safe. */
+static int same_request(int sig)
+{
+	struct timespec now;
+	if (sig != exit_signal || sig == SIGINT || clock_gettime(CLOCK_MONOTONIC, &now) != 0)
+		return 0;
+	long long ms = (long long)(now.tv_sec - exit_signal_at.tv_sec) * 1000 +
+		       (now.tv_nsec - exit_signal_at.tv_nsec) / 1000000;
+	return ms >= 0 && ms < 1000;
 }
 
 /* What a second signal says as it abandons the end (run_exit writes it
@@ -92,6 +116,8 @@ static size_t abandon_len;
 
 static void on_exit_signal(int sig)
 {
+	if (exit_signal && same_request(sig))
+		return;
 	if (exit_signal) {
 		/* Again: leave now, without the temporary file; the output
 		 * path keeps what it had. */
@@ -118,9 +144,11 @@ int sp_run_exit_signal_last(void)
 	sigset_t before, pending;
 	hold_exit_signals(&before);
 	int sig = exit_signal;
+	/* Pending, not blocked by the script itself (python ends with that
+	 * one never delivered) */
 	if (!sig && sigpending(&pending) == 0)
 		for (size_t i = 0; i < NSIGNALS && !sig; i++)
-			if (sigismember(&pending, exit_signals[i]))
+			if (sigismember(&pending, exit_signals[i]) && !sigismember(&before, exit_signals[i]))
 				sig = exit_signals[i];
 	for (size_t i = 0; i < NSIGNALS; i++) {
 		struct sigaction old;
@@ -193,6 +221,31 @@ static int under_our_c_handler(int sig)
 	return 1;
 }
 
+/* SIGINT's C handler: notes that a real one came, then Python's (its
+ * KeyboardInterrupt). Python's shutdown swallows a KeyboardInterrupt
+ * raised in it: the run ends at one a signal brought (unraisable_hook),
+ * not at one that code raised in a __del__ or an atexit callback, which
+ * python ignores (status 0). */
+static void on_sigint(int sig)
+{
+	sigint_real = 1;
+	python_c_handler(sig);   /* keeps errno as it found it */
+}
+
+/* Puts on_sigint over Python's C handler of SIGINT, where that is what
+ * SIGINT has (not SIG_IGN under nohup, nor another C handler). */
+static void count_sigint(void)
+{
+	struct sigaction sa;
+	if (sigaction(SIGINT, NULL, &sa) != 0 || (sa.sa_flags & SA_SIGINFO) || sa.sa_handler == SIG_DFL ||
+	    sa.sa_handler == SIG_IGN || sa.sa_handler == on_sigint ||
+	    (python_c_handler && sa.sa_handler != python_c_handler))
+		return;
+	python_c_handler = sa.sa_handler;
+	sa.sa_handler = on_sigint;
+	sigaction(SIGINT, &sa, NULL);
+}
+
 static PyObject *getsignal_shown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
 	return hide_ours(PyObject_Vectorcall(real_getsignal_fn, args, (size_t)nargs, NULL));
@@ -220,7 +273,10 @@ static PyObject *signal_shown(PyObject *self, PyObject *const *args, Py_ssize_t 
 			under_our_c_handler((int)sig);
 		return hide_ours(prev);
 	}
-	return hide_ours(PyObject_Vectorcall(real_signal_fn, args, (size_t)nargs, NULL));
+	PyObject *prev = PyObject_Vectorcall(real_signal_fn, args, (size_t)nargs, NULL);
+	if (prev && sig == SIGINT)
+		count_sigint();   /* Python's C handler is back in place */
+	return hide_ours(prev);
 }
 
 static PyMethodDef shown_defs[] = {
@@ -277,6 +333,7 @@ static void run_signal_end(int sig)
 {
 	child_ticks_set(0);
 	run_ending = 1;
+	watch_late();
 	if (!exit_signal)
 		note_exit_signal(sig);
 	sp_session_note_failed();
@@ -312,7 +369,7 @@ static PyObject *unraisable_hook(PyObject *self, PyObject *u)
 	if (!type)
 		PyErr_Clear();
 	int quiet = 0;
-	if (type == PyExc_KeyboardInterrupt && !exit_signal)
+	if (type == PyExc_KeyboardInterrupt && !exit_signal && sigint_real)
 		note_exit_signal(SIGINT);
 	else if (type == PyExc_SystemExit && exit_signal && exit_signal != SIGINT)
 		quiet = 1;
@@ -406,7 +463,14 @@ static PyObject *fork_around(PyObject *self, PyObject *const *args, Py_ssize_t n
  * as the originals are of posix: pickle finds them as os.NAME, so a
  * multiprocessing spawn can send os._exit or os.execv as a target (it
  * raised AttributeError when each wrapper's self was its original). */
-enum { OS_EXECV, OS_EXECVE, OS_EXECVPE, OS_FORK, OS_FORKPTY, OS_EXIT, NOS };
+enum { OS_EXECV, OS_EXECVE, OS_EXECVPE, OS_FORK, OS_FORKPTY, OS_EXIT, OS_SPAWN, OS_SPAWNP, OS_FORK_EXEC,
+       OS_INTERRUPT_MAIN, NOS };
+/* The module each is found in (os where NULL). */
+static const char *const os_home[NOS] = {[OS_FORK_EXEC] = "_posixsubprocess", [OS_INTERRUPT_MAIN] = "_thread"};
+/* Watched once the script imported its module, not before (plain python
+ * starts without it): at the run's end, when no new process may start. */
+static const unsigned char os_late[NOS] = {[OS_FORK_EXEC] = 1};
+static int watch_os_functions(PyObject *os, int late);
 static PyObject *os_orig[NOS];
 
 #define OS_WRAPPER(fn, impl, i)                                                                   \
@@ -423,6 +487,37 @@ OS_WRAPPER(forkpty_watched, fork_around, OS_FORKPTY)
 static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 OS_WRAPPER(exit_watched, exit_first, OS_EXIT)
 
+/* A process started without os.fork (subprocess's and multiprocessing
+ * spawn's fork_exec, os.posix_spawn) is no fork of this one: only the
+ * wait once an exit signal came (no_new_process_once_ending). */
+static PyObject *spawn_watched_impl(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+	no_new_process_once_ending();
+	return PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
+}
+OS_WRAPPER(spawn_watched, spawn_watched_impl, OS_SPAWN)
+OS_WRAPPER(spawnp_watched, spawn_watched_impl, OS_SPAWNP)
+OS_WRAPPER(fork_exec_watched, spawn_watched_impl, OS_FORK_EXEC)
+
+/* _thread.interrupt_main(sig): python does nothing for a signal that has
+ * no Python-level handler (SIG_DFL); where the run's own handler stands in
+ * for SIG_DFL, nothing is done either (it would end the run). */
+static PyObject *interrupt_main_impl(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+	Py_ssize_t sig = nargs == 1 && !kwnames ? int_arg(args[0]) : -1;
+	ptrdiff_t i = sig > 0 && sig < INT_MAX ? signal_index((long)sig) : -1;
+	if (i >= 0 && ours[i] && real_getsignal_fn) {
+		PyObject *cur = PyObject_CallFunction(real_getsignal_fn, "n", sig);
+		int shown_dfl = cur == ours[i];
+		Py_XDECREF(cur);
+		PyErr_Clear();
+		if (shown_dfl)
+			Py_RETURN_NONE;
+	}
+	return PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
+}
+OS_WRAPPER(interrupt_main_watched, interrupt_main_impl, OS_INTERRUPT_MAIN)
+
 static PyMethodDef os_defs[NOS] = {
 	[OS_EXECV] = {"execv", (PyCFunction)(void (*)(void))execv_first, METH_FASTCALL | METH_KEYWORDS,
 	 "os.execv under scope-profiler run: the profile is written before the process is replaced."},
@@ -438,10 +533,21 @@ static PyMethodDef os_defs[NOS] = {
 	 "os.forkpty under scope-profiler run: the profile's writer pauses around the fork."},
 	[OS_EXIT] = {"_exit", (PyCFunction)(void (*)(void))exit_watched, METH_FASTCALL | METH_KEYWORDS,
 	 "os._exit under scope-profiler run: a profiled child process writes its profile first."},
+	[OS_SPAWN] = {"posix_spawn", (PyCFunction)(void (*)(void))spawn_watched, METH_FASTCALL | METH_KEYWORDS,
+	 "os.posix_spawn under scope-profiler run: no new process once an exit signal came."},
+	[OS_SPAWNP] = {"posix_spawnp", (PyCFunction)(void (*)(void))spawnp_watched, METH_FASTCALL | METH_KEYWORDS,
+	 "os.posix_spawnp under scope-profiler run: no new process once an exit signal came."},
+	[OS_FORK_EXEC] = {"fork_exec", (PyCFunction)(void (*)(void))fork_exec_watched, METH_FASTCALL | METH_KEYWORDS,
+	 "_posixsubprocess.fork_exec under scope-profiler run: no new process once an exit signal came."},
+	[OS_INTERRUPT_MAIN] = {"interrupt_main", (PyCFunction)(void (*)(void))interrupt_main_watched,
+	 METH_FASTCALL | METH_KEYWORDS,
+	 "interrupt_main(signum=signal.SIGINT, /)\n--\n\nSimulate the arrival of the given signal in the main "
+	 "thread (scope-profiler run: nothing, as under python, for a signal left at SIG_DFL)."},
 };
 
 /* os._exit under a child process's session (run --subprocesses): the
- * child's profile is written first (multiprocessing's workers end so). */
+ * child's profile is written first (multiprocessing's workers end so);
+ * in the run's own process, the run's, as at its end. */
 static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
 	if (child_signal)   /* an exit signal came first: it ends the process */
@@ -449,6 +555,12 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	child_writing = 1;   /* an exit signal from here on ends it after the write */
 	sp_session_end_child();
 	child_writing = 0;
+	if (!run_ending) {
+		run_ending = 1;   /* no new process while it writes (its threads run on) */
+		watch_late();
+		if (!sp_session_end_at_exit(nargs >= 1 ? args[0] : Py_None))
+			run_ending = 0;   /* not the run's own process */
+	}
 	if (child_signal)
 		die_by(child_signal);
 	return PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
@@ -474,7 +586,7 @@ static PyMethodDef sys_exit_def = {
 /* Puts def's builtin (no self) in os in place of orig, named as orig's
  * module names it (posix for os.execv) and put there too where that
  * module holds orig, as python's own: pickle, which looks it up there,
- * finds it. 0, or -1 with an exception set. */
+ * finds it, with the original's doc. 0, or -1 with an exception set. */
 static int watch_os_function(PyObject *os, PyMethodDef *def, PyObject *orig)
 {
 	PyObject *modname = PyObject_GetAttrString(orig, "__module__");
@@ -490,6 +602,31 @@ static int watch_os_function(PyObject *os, PyMethodDef *def, PyObject *orig)
 	PyObject *there = home ? PyObject_GetAttrString(home, def->ml_name) : NULL;
 	if (home && !there)
 		PyErr_Clear();
+	/* The original's doc, so help() and inspect.signature() show what
+	 * they show under python. */
+	PyObject *doc = PyObject_GetAttrString(orig, "__doc__");
+	PyObject *sig = doc ? PyObject_GetAttrString(orig, "__text_signature__") : NULL;
+	/* ($module, path, /) or ($module, /, status): the builtin's self,
+	 * which ours has not, goes */
+	const char *args = sig && PyUnicode_Check(sig) ? PyUnicode_AsUTF8(sig) : NULL;
+	if (args && *args == '(')
+		args++;
+	if (args && strncmp(args, "$module", 7) == 0) {
+		args += 7;
+		args += strncmp(args, ", ", 2) == 0 ? 2 : 0;
+		args += strncmp(args, "/, ", 3) == 0 ? 3 : strncmp(args, "/)", 2) == 0 ? 1 : 0;
+	}
+	PyObject *full = !doc || !PyUnicode_Check(doc) ? NULL
+			 : args ? PyUnicode_FromFormat("%s(%s\n--\n\n%U", def->ml_name, args, doc)
+				: Py_NewRef(doc);
+	const char *text = full ? PyUnicode_AsUTF8(full) : NULL;
+	char *copy = text ? strdup(text) : NULL;
+	if (copy)
+		def->ml_doc = copy;   /* once per function: a second watch skips it */
+	Py_XDECREF(full);
+	Py_XDECREF(sig);
+	Py_XDECREF(doc);
+	PyErr_Clear();
 	PyObject *w = PyCFunction_NewEx(def, NULL, modname);
 	int rc = w && PyObject_SetAttrString(os, def->ml_name, w) == 0 &&
 		 (there != orig || home == os || PyObject_SetAttrString(home, def->ml_name, w) == 0) ? 0 : -1;
@@ -498,6 +635,55 @@ static int watch_os_function(PyObject *os, PyMethodDef *def, PyObject *orig)
 	Py_XDECREF(home);
 	Py_DECREF(modname);
 	return rc;
+}
+
+/* os_defs' builtins in place of the originals; late: only those whose
+ * module is not imported at the start (os_late), once it is (the run's
+ * end). 0, or -1 with an exception. */
+static int watch_os_functions(PyObject *os, int late)
+{
+	for (size_t i = 0; i < NOS; i++) {
+		if (late && !os_late[i])
+			continue;
+		PyObject *home;
+		if (!os_home[i]) {
+			home = Py_NewRef(os);
+		} else if (os_late[i]) {
+			PyObject *name = PyUnicode_FromString(os_home[i]);
+			home = name ? PyImport_GetModule(name) : NULL;
+			Py_XDECREF(name);
+		} else {
+			home = PyImport_ImportModule(os_home[i]);
+		}
+		PyObject *orig = home ? PyObject_GetAttrString(home, os_defs[i].ml_name) : NULL;
+		if (!orig) {
+			PyErr_Clear();   /* not on this platform, or not imported yet */
+			Py_XDECREF(home);
+			continue;
+		}
+		if (PyCFunction_Check(orig) && PyCFunction_GET_FUNCTION(orig) == os_defs[i].ml_meth) {
+			Py_DECREF(orig);   /* ours already (a second watch) */
+			Py_DECREF(home);
+			continue;
+		}
+		Py_XSETREF(os_orig[i], orig);
+		int rc = watch_os_function(home, &os_defs[i], orig);
+		Py_DECREF(home);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The late watches (os_late), where the script imported their modules:
+ * at the run's end. Never raises. */
+static void watch_late(void)
+{
+	PyObject *exc_type, *exc_value, *exc_tb;
+	PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+	if (watch_os_functions(NULL, 1) != 0)
+		PyErr_Clear();
+	PyErr_Restore(exc_type, exc_value, exc_tb);
 }
 
 /* _run_watch(os, signals=True): the run's watches, installed before the
@@ -540,6 +726,8 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 	}
 	if (signals && show_signals_as_plain(sigmod) != 0)
 		goto fail;
+	if (signals)
+		count_sigint();
 	PyObject *hook = PySys_GetObject("unraisablehook");   /* borrowed */
 	if (hook) {
 		PyObject *w = PyCFunction_NewEx(&unraisable_def, hook, NULL);
@@ -549,20 +737,8 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 		}
 		Py_DECREF(w);
 	}
-	for (size_t i = 0; i < NOS; i++) {
-		PyObject *orig = PyObject_GetAttrString(os, os_defs[i].ml_name);
-		if (!orig) {
-			PyErr_Clear();   /* not on this platform */
-			continue;
-		}
-		if (PyCFunction_Check(orig) && PyCFunction_GET_FUNCTION(orig) == os_defs[i].ml_meth) {
-			Py_DECREF(orig);   /* ours already (a second watch) */
-			continue;
-		}
-		Py_XSETREF(os_orig[i], orig);
-		if (watch_os_function(os, &os_defs[i], orig) != 0)
-			goto fail;
-	}
+	if (watch_os_functions(os, 0) != 0)
+		goto fail;
 	watch_new_processes();
 	PyObject *orig = signals ? PySys_GetObject("exit") : NULL;   /* borrowed */
 	if (orig && !(PyCFunction_Check(orig) && PyCFunction_GET_FUNCTION(orig) == sys_exit_def.ml_meth)) {
@@ -746,6 +922,7 @@ static void child_signal_end(void)
 	int sig = child_signal;
 	child_ticks_set(0);
 	child_writing = 1;
+	watch_late();
 	sp_session_end_child();
 	die_by(sig);
 }
@@ -822,7 +999,7 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 	 * Python's KeyboardInterrupt for SIGINT, the run's handler of the
 	 * others (it notes itself). */
 	if (PyErr_CheckSignals() < 0) {
-		if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) && !exit_signal)
+		if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) && !exit_signal && sigint_real)
 			note_exit_signal(SIGINT);
 		PyErr_Clear();
 	}

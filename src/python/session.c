@@ -1199,6 +1199,20 @@ void sp_session_end_child(void)
 	PyErr_Restore(type, value, tb);
 }
 
+int sp_session_end_at_exit(PyObject *status)
+{
+	/* Under an MPI launcher the other ranks wait on this one's profile at
+	 * their own end: os._exit ends this rank as it ends python's. */
+	if (!session.active || session.parent_pid || getpid() != session.pid || sp_mpi_launch_rank() >= 0)
+		return 0;
+	sp_session_note_exit_status(status);
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	sp_session_end_run();
+	PyErr_Restore(type, value, tb);
+	return 1;
+}
+
 void sp_session_exec_failed(void)
 {
 	sp_mode_set_finished(0);

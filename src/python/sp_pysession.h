@@ -43,6 +43,11 @@ int sp_session_end_before_exec(void);
  * own process. Never raises. */
 void sp_session_end_child(void);
 
+/* `run` at os._exit(status) in its own process: the profile is written
+ * as at the end of the run (not under an MPI launcher). 1 when it was
+ * written here, else 0. Never raises. */
+int sp_session_end_at_exit(PyObject *status);
+
 /* The exec after sp_session_end_before_exec failed: one line says that
  * what follows is not recorded (instead of the after-finalize warning). */
 void sp_session_exec_failed(void);

@@ -3,6 +3,7 @@ cannot hold, the signals batch systems and terminals send, os.exec*, the
 processes the script starts, regions used after finalize(), script names
 that are not UTF-8, and signals in Python's own shutdown. Real signals,
 real child processes, real mpirun; the files read back with h5py."""
+import re
 import os
 import signal
 import subprocess
@@ -361,6 +362,49 @@ def test_an_ignored_sighup_stays_ignored(sp):
     assert calls(sp.tmp / "out.h5") == {"r": 1}
 
 
+def test_a_signal_the_script_blocks_stays_blocked_to_the_end(sp):
+    """Exit signals the script blocked and that are still pending when it
+    ends are never delivered under python (status 0); the run ended killed
+    by the first of them after writing."""
+    script = sp.script("""
+        import os, signal
+        import scope_profiler as sp
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGINT, signal.SIGUSR1])
+        with sp.region("r"):
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+                os.kill(os.getpid(), sig)
+        print("end")
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "end\n" and proc.stderr == ""
+    assert calls(sp.tmp / "out.h5") == {"r": 1}
+
+
+@pytest.mark.parametrize("where", ["script", "atexit"])
+def test_os_exit_writes_the_profile_first(sp, where):
+    """os._exit(n) in the run's own process (the script's last line, or an
+    atexit callback; a thread still running): the profile is written as at
+    the end, then the process ends with n, printing what python prints
+    (nothing was written, without a word, before)."""
+    script = sp.script(f"""
+        import atexit, os, threading, time
+        import scope_profiler as sp
+        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+        with sp.region("r"):
+            pass
+        print("bye", flush=True)
+        if {where!r} == "atexit":
+            atexit.register(os._exit, 3)
+        else:
+            os._exit(3)
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == "bye\n" and proc.stderr == ""
+    assert calls(sp.tmp / "out.h5") == {"r": 1}
+
+
 # ---- 11. signals in Python's own shutdown ----
 
 ATEXIT = """
@@ -390,6 +434,55 @@ def test_a_signal_in_a_scripts_atexit_callback_ends_as_it_asks(sp, sig):
     want = -getattr(signal, sig)
     assert p.returncode == want, err
     assert "scope_profiler" not in err, err   # no traceback through the tool
+    assert calls(sp.tmp / "out.h5") == {"r": 1}
+
+
+def test_a_keyboardinterrupt_raised_by_code_at_exit_is_ignored_as_python_does(sp):
+    """No SIGINT came: a KeyboardInterrupt that a __del__ or an atexit
+    callback raises is printed and ignored, status 0, as under python (the
+    run ended with 130 before); a SIGINT there still ends the run (above)."""
+    script = sp.script("""
+        import atexit
+        import scope_profiler as sp
+        class Late:
+            def __del__(self):
+                raise KeyboardInterrupt
+        def callback():
+            raise KeyboardInterrupt
+        atexit.register(callback)
+        with sp.region("r"):
+            pass
+        late = Late()
+        print("end")
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "end\n"
+    assert proc.stderr.count("Exception ignored in") == 2, proc.stderr   # both printed, as python does
+    assert calls(sp.tmp / "out.h5") == {"r": 1}
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGUSR1"])
+def test_interrupt_main_with_a_signal_left_at_its_default_does_nothing(sp, sig):
+    """_thread.interrupt_main(sig) does nothing under python for a signal
+    with no Python handler; the run's own handler in its place ended the
+    run (status 128 + sig before). SIGINT's still interrupts."""
+    script = sp.script(f"""
+        import _thread, signal, time
+        import scope_profiler as sp
+        with sp.region("r"):
+            _thread.interrupt_main(signal.{sig})
+            time.sleep(0.05)
+        print("after", _thread.interrupt_main.__module__)
+        try:
+            _thread.interrupt_main()
+            time.sleep(5)
+        except KeyboardInterrupt:
+            print("interrupted")
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "after _thread\ninterrupted\n"
     assert calls(sp.tmp / "out.h5") == {"r": 1}
 
 
@@ -641,3 +734,52 @@ def test_a_script_name_that_is_not_utf8_runs(sp, options):
         assert got == {"n\\udce9.py": 1, "__main__.<module>": 1, "__main__.f": 1, "r": 1}
     else:
         assert got == {"r": 1}
+
+
+@pytest.mark.parametrize("where", ["script", "cwd"])
+def test_a_folder_that_is_not_utf8_runs_recursive(sp, where):
+    """run --recursive in a folder whose name is not UTF-8 (the script's
+    own folder, or the working one): the folders that tell the script's
+    code from the rest are its bytes (a traceback through the tool and no
+    profile before)."""
+    folder = os.fsencode(sp.tmp) + b"/bad\xff"
+    os.mkdir(folder)
+    with open(folder + b"/s.py", "wb") as f:
+        f.write(b"def f():\n    pass\nf()\nprint('ok')\n")
+    script = folder + b"/s.py" if where == "script" else b"s.py"
+    proc = subprocess.run([os.fsencode(BINARY), b"run", b"-q", b"--recursive", b"-o",
+                           os.fsencode(sp.tmp) + b"/out.h5", script],
+                          cwd=folder, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"ok\n" and proc.stderr == b""
+    assert calls(sp.tmp / "out.h5") == {"s.py": 1, "__main__.<module>": 1, "__main__.f": 1}
+
+
+def test_subprocesses_under_a_tmpdir_that_is_not_utf8(sp):
+    """The children's folder lives in $TMPDIR: one whose name is not UTF-8
+    holds it too (the session did not start before: a traceback, no
+    profile)."""
+    tmpdir = os.fsencode(sp.tmp) + b"/tmp\xfe"
+    os.mkdir(tmpdir)
+    script = sp.script("""
+        import multiprocessing as mp
+        import scope_profiler as sp
+
+        def job(i):
+            with sp.region("child"):
+                return i
+
+        if __name__ == "__main__":
+            with sp.region("parent"):
+                with mp.get_context("spawn").Pool(1) as pool:
+                    print(pool.map(job, range(3)))
+    """)
+    env = dict(os.environb, TMPDIR=tmpdir)
+    proc = subprocess.run([os.fsencode(BINARY), b"run", b"-q", b"--subprocesses", b"-o", b"out.h5",
+                           os.fsencode(script)], cwd=sp.tmp, env=env, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"[0, 1, 2]\n", proc.stderr
+    summary = sp("summary", "out.h5").stdout
+    assert re.search(r"^child\s+3\b", summary, re.M), summary
+    assert re.search(r"^parent\s+1\b", summary, re.M), summary
+    assert os.listdir(tmpdir) == []   # the children's folder is gone

@@ -156,6 +156,59 @@ def test_a_child_that_execs_python_keeps_its_calls_before_and_after(sp):
     assert (sp.tmp / "out.h5").exists()
 
 
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_no_worker_starts_after_the_signal_that_ends_the_run(sp, method):
+    """SIGTERM to the process group while a spawn or forkserver pool works:
+    plain python ends at once, its pool starting nothing more. The run
+    writes its profile meanwhile; the pool's thread that replaces the
+    workers the signal ended now waits for the end (before: new workers,
+    started after the signal, that never got it: tracebacks from workers
+    that found the run's module folder gone, and workers left running)."""
+    import subprocess
+    import time
+    script = sp.script(textwrap.dedent(PRELUDE + """
+    def task(_):
+        open("worker-%d" % os.getpid(), "a").close()
+        for _ in range(20000):
+            work(1)
+            time.sleep(0.001)
+
+    if __name__ == "__main__":
+        pool = mp.get_context(METHOD).Pool(3)
+        pool.map_async(task, range(12))
+        time.sleep(300)
+    """).replace("METHOD", repr(method)))
+    proc = subprocess.Popen([BINARY, "run", "-q", "--subprocesses", "-o", "out.h5", str(script)], cwd=sp.tmp,
+                            env=dict(os.environ, **ENV), start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):
+            if len(list(sp.tmp.glob("worker-*"))) == 3:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the workers never started")
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == -signal.SIGTERM, (proc.returncode, err)
+    assert "Traceback" not in err, err
+    workers = [int(p.name.split("-")[1]) for p in sp.tmp.glob("worker-*")]
+    assert len(workers) == 3, workers   # none started after the signal
+    for pid in workers:
+        for _ in range(100):   # each ended by the signal (a zombie's parent is gone: reaped)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"worker {pid} outlived the run")
+
+
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_sigterm_to_the_process_group_keeps_every_process_s_calls(sp, method):
     """SIGTERM to the job's whole process group (a batch system's end)
@@ -197,6 +250,7 @@ def test_sigterm_to_the_process_group_keeps_every_process_s_calls(sp, method):
             proc.wait()
     assert proc.returncode == -signal.SIGTERM, (proc.returncode, err)
     assert "child process" not in err, err
+    assert "Traceback" not in err, err
     procs = processes(sp.tmp / "out.h5")
     assert procs[0][2] == {"work": 1, "step": 1}
     assert children(procs) == [{"work": 1, "step": 3}, {"work": 1, "step": 3}]
