@@ -7,7 +7,7 @@ imports scope_profiler also imports there. Nothing is recorded in those
 processes: decorators return the function itself, regions do nothing. A
 scope_profiler the process finds further along sys.path (installed in its
 venv, on the user's PYTHONPATH) is imported in its place, as under plain
-python.
+python; so is it in a Python of another version than the run's.
 Each process that imports it (and each fork of such a process) leaves a
 mark in this module's folder, so that the run can say at its end how many
 processes imported scope_profiler without being profiled.
@@ -195,11 +195,22 @@ def _installed():
     return mod
 
 
+def _other_python():
+    """A Python of another version than the run's (a child the script
+    starts with another interpreter) is left as it is: the scope_profiler
+    it has further along sys.path, else python's ModuleNotFoundError."""
+    if _installed() is None:
+        raise ModuleNotFoundError(f"No module named {__name__!r}", name=__name__)
+
+
 # Marked once its handlers are in place (a child ended before them had
 # recorded nothing); the fork server is not a child to count.
-_how = _profiled()
-if _how is None:
-    _installed()
-if _how != "server":
-    _mark_process()
-__import__("os").register_at_fork(after_in_child=_mark_process)
+if "%d.%d" % __import__("sys").version_info[:2] != "@PYTHON@":
+    _other_python()
+else:
+    _how = _profiled()
+    if _how is None:
+        _installed()
+    if _how != "server":
+        _mark_process()
+    __import__("os").register_at_fork(after_in_child=_mark_process)

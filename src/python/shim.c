@@ -213,21 +213,35 @@ static int make_folder(void)
 	return -1;
 }
 
-/* Writes the no-op module, its version filled in. */
+/* Writes the no-op module, its version and the run's Python's (X.Y)
+ * filled in. */
 static int write_module(void)
 {
-	static const char mark[] = "@VERSION@";
+	static const char *const marks[][2] = {
+		{"@VERSION@", SP_VERSION},
+		{"@PYTHON@", Py_STRINGIFY(PY_MAJOR_VERSION) "." Py_STRINGIFY(PY_MINOR_VERSION)},
+	};
 	char path[PATH_MAX + 32];
 	snprintf(path, sizeof path, "%s/scope_profiler.py", shim);
 	FILE *f = fopen(path, "wxe");
 	if (!f)
 		return -1;
 	const char *src = (const char *)scope_profiler_shim_py, *end = src + scope_profiler_shim_py_len;
-	const char *at = memmem(src, scope_profiler_shim_py_len, mark, sizeof mark - 1);
-	if (at) {
+	for (;;) {
+		const char *at = NULL;
+		size_t k = 0;
+		for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+			const char *m = memmem(src, (size_t)(end - src), marks[i][0], strlen(marks[i][0]));
+			if (m && (!at || m < at)) {
+				at = m;
+				k = i;
+			}
+		}
+		if (!at)
+			break;
 		fwrite(src, 1, (size_t)(at - src), f);
-		fputs(SP_VERSION, f);
-		src = at + sizeof mark - 1;
+		fputs(marks[k][1], f);
+		src = at + strlen(marks[k][0]);
 	}
 	fwrite(src, 1, (size_t)(end - src), f);
 	return fclose(f) == 0 ? 0 : -1;

@@ -12,7 +12,7 @@ import textwrap
 import h5py
 import pytest
 
-from conftest import BINARY, regions, sanitizer_env
+from conftest import BINARY, embedded, regions, sanitizer_env
 from test_memory import ASAN, peak_rss
 
 
@@ -1023,3 +1023,47 @@ def test_python_m_scope_profiler_in_a_child_runs_the_installed_command_line(sp):
                               text=True, cwd=sp.tmp, env=env, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip() == want, proc.stdout
+
+
+def other_pythons():
+    """Pythons 3.7+ of another X.Y than the embedded one found here
+    (pyenv's, Debian's python3.X)."""
+    import glob
+    import shutil
+    import subprocess
+    mine = tuple(embedded().version[:2])
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    found = {}
+    for exe in sorted(glob.glob(f"{root}/versions/3.*/bin/python3")) + \
+            [shutil.which(f"python3.{m}") or "" for m in range(7, 16)]:
+        if not exe or not os.access(exe, os.X_OK):
+            continue
+        v = subprocess.run([exe, "-c", "import sys; print('%d %d' % sys.version_info[:2])"],
+                           capture_output=True, text=True, timeout=60).stdout.split()
+        if len(v) == 2 and (3, 7) <= tuple(map(int, v)) != mine:
+            found.setdefault(tuple(map(int, v)), exe)
+    return list(found.values())[:2]
+
+
+@pytest.mark.parametrize("options", [[], ["--subprocesses"]])
+def test_a_child_of_another_python_version_is_left_as_it_is(sp, options):
+    """A child the script starts with a Python of another X.Y that imports
+    scope_profiler gets what plain python gives it (ModuleNotFoundError
+    here, nothing being installed for it), and is no child the run counts
+    (before: the run's 3.X module imported there, or under --subprocesses
+    its extension failed to load with a warning and the end said the child
+    was killed)."""
+    others = other_pythons()
+    if not others:
+        pytest.skip("no Python of another version here (pyenv's, python3.X)")
+    script = sp.script("""
+        import subprocess, sys
+        for exe in sys.argv[1:]:
+            r = subprocess.run([exe, "-c", "import scope_profiler"], capture_output=True, text=True)
+            print(r.returncode, r.stderr.strip().splitlines()[-1])
+    """)
+    env = dict(ENV, PYTHONPATH="")
+    proc = sp("run", "-q", *options, "--no-output", script, *others, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "1 ModuleNotFoundError: No module named 'scope_profiler'\n" * len(others)
+    assert proc.stderr == "", proc.stderr
