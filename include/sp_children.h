@@ -48,12 +48,14 @@ enum sp_err sp_children_files(const char *dir, char ***files, size_t *n, struct 
 
 void sp_children_files_free(char **files, size_t n);
 
-/* How many children in dir are still ending: those that still stream
- * into their partial file (a live process holds it), and each child marked in dir ("child-<PID>", the shim's) that is
- * alive, has no finished profile (proc-<PID>.h5) and said it writes one
- * ("writing-<PID>", left at its exit signal or its os._exit), or, with
- * fresh set, has not said so yet (a loaded machine may not have run it
- * since the signal: a small child makes its file only at its end). */
+/* How many children in dir are still ending: each child that still
+ * streams into its partial file (a live process holds it) or is marked in
+ * dir ("child-<PID>", the shim's), alive, with no finished profile
+ * (proc-<PID>.h5), and said it writes one ("writing-<PID>", left at its
+ * exit signal or its os._exit), or, with fresh set, has not said so yet (a
+ * loaded machine may not have run it since the signal: a small child makes
+ * its file only at its end). A child that never got the signal (SIGTERM
+ * to the run alone) goes on by itself, as under python, after that. */
 size_t sp_children_ending(const char *dir, int fresh);
 
 /* Whether process pid has ended (a zombie its parent has not reaped yet

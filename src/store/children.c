@@ -158,10 +158,14 @@ void sp_children_files_free(char **files, size_t n)
 	free(files);
 }
 
+static int there(const char *dir, const char *prefix, long pid, const char *suffix);
+
 /* How many children in dir still stream into their partial file (a live
- * process holds it: one that has not finished it yet); 0 for none, no
- * folder, or out of memory. */
-static size_t children_streaming(const char *dir)
+ * process holds it: one that has not finished it yet); after the first
+ * second (!fresh) only those that said they write (writing-PID: they got
+ * the signal, a child that did not goes on by itself as under python);
+ * 0 for none, no folder, or out of memory. */
+static size_t children_streaming(const char *dir, int fresh)
 {
 	struct child *v = NULL;
 	size_t nv = 0, live = 0, dlen = strlen(dir);
@@ -170,7 +174,8 @@ static size_t children_streaming(const char *dir)
 		return 0;
 	for (size_t i = 0; i < nv; i++) {
 		/* A partial file only: its finished one sorts before it. */
-		if (!v[i].partial || (i > 0 && same_child(&v[i], &v[i - 1])))
+		if (!v[i].partial || (i > 0 && same_child(&v[i], &v[i - 1])) ||
+		    (!fresh && !there(dir, "writing-", (long)v[i].pid, "")))
 			continue;
 		char *path = malloc(dlen + strlen(v[i].name) + 2);
 		if (path) {
@@ -211,7 +216,7 @@ static int there(const char *dir, const char *prefix, long pid, const char *suff
 
 size_t sp_children_ending(const char *dir, int fresh)
 {
-	size_t ending = children_streaming(dir);
+	size_t ending = children_streaming(dir, fresh);
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {

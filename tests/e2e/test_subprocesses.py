@@ -1067,3 +1067,44 @@ def test_a_child_of_another_python_version_is_left_as_it_is(sp, options):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "1 ModuleNotFoundError: No module named 'scope_profiler'\n" * len(others)
     assert proc.stderr == "", proc.stderr
+
+
+def test_sigterm_to_the_run_alone_leaves_a_streaming_child_running(sp):
+    """SIGTERM to the run's process alone (`kill PID`, docker stop): python
+    ends at once and its forked child goes on by itself. The run writes its
+    profile and ends without waiting for a child that never got the signal
+    and streams on (it waited up to 10 s for it, till the child's end)."""
+    import subprocess
+    import time
+    script = sp.script("""
+        import os, signal, time
+        import scope_profiler as sp
+        pid = os.fork()
+        if pid == 0:
+            for _ in range(80):
+                with sp.region("tick"):
+                    time.sleep(0.1)
+            open("child-done", "w").close()
+            os._exit(0)
+        open("child-%d" % pid, "w").close()
+        time.sleep(1)   # the child has streamed by now
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(60)
+    """)
+    with open(sp.tmp / "err", "w") as err:   # not a pipe: the child holds it open
+        proc = subprocess.Popen([BINARY, "run", "-q", "--subprocesses", "--flush-interval", "0.2", "-o",
+                                 "out.h5", str(script)], cwd=sp.tmp, env=dict(os.environ, **ENV),
+                                stdout=subprocess.DEVNULL, stderr=err)
+        proc.wait(timeout=120)
+    proc.stderr = (sp.tmp / "err").read_text()
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    child = int(next(sp.tmp.glob("child-*")).name.split("-")[1])
+    try:
+        assert not (sp.tmp / "child-done").exists(), "the run waited for the child's end"
+        os.kill(child, 0)   # still running on its own
+    finally:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert "did not finish their profile" in proc.stderr, proc.stderr
