@@ -156,6 +156,31 @@ def test_a_child_that_execs_python_keeps_its_calls_before_and_after(sp):
     assert (sp.tmp / "out.h5").exists()
 
 
+def sigterm_to_the_group(sp, options, script, marks, n):
+    """`run -q --subprocesses OPTIONS script` in a session of its own, sent
+    SIGTERM to its whole process group (a batch system's end) once n files
+    matching marks (the workers') are there: (status, stdout, stderr)."""
+    import subprocess
+    import time
+    proc = subprocess.Popen([BINARY, "run", "-q", "--subprocesses", *options, "-o", "out.h5", str(script)],
+                            cwd=sp.tmp, env=dict(os.environ, **ENV), start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):
+            if len(list(sp.tmp.glob(marks))) == n:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the workers never got ready ({marks})")
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode, out, err
+
+
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_no_worker_starts_after_the_signal_that_ends_the_run(sp, method):
     """SIGTERM to the process group while a spawn or forkserver pool works:
@@ -164,7 +189,6 @@ def test_no_worker_starts_after_the_signal_that_ends_the_run(sp, method):
     workers the signal ended now waits for the end (before: new workers,
     started after the signal, that never got it: tracebacks from workers
     that found the run's module folder gone, and workers left running)."""
-    import subprocess
     import time
     script = sp.script(textwrap.dedent(PRELUDE + """
     def task(_):
@@ -178,23 +202,8 @@ def test_no_worker_starts_after_the_signal_that_ends_the_run(sp, method):
         pool.map_async(task, range(12))
         time.sleep(300)
     """).replace("METHOD", repr(method)))
-    proc = subprocess.Popen([BINARY, "run", "-q", "--subprocesses", "-o", "out.h5", str(script)], cwd=sp.tmp,
-                            env=dict(os.environ, **ENV), start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        for _ in range(600):
-            if len(list(sp.tmp.glob("worker-*"))) == 3:
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError("the workers never started")
-        os.killpg(proc.pid, signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == -signal.SIGTERM, (proc.returncode, err)
+    rc, _, err = sigterm_to_the_group(sp, [], script, "worker-*", 3)
+    assert rc == -signal.SIGTERM, (rc, err)
     assert "Traceback" not in err, err
     workers = [int(p.name.split("-")[1]) for p in sp.tmp.glob("worker-*")]
     assert len(workers) == 3, workers   # none started after the signal
@@ -219,8 +228,6 @@ def test_sigterm_to_the_process_group_keeps_every_process_s_calls(sp, method):
     most) before it merges. Every call is in, none cut at a last flush (a
     day's interval: nothing was flushed), and no line says a child did not
     finish."""
-    import subprocess
-    import time
     script = sp.script(textwrap.dedent(PRELUDE + """
     def task(_):
         work(3)
@@ -232,23 +239,8 @@ def test_sigterm_to_the_process_group_keeps_every_process_s_calls(sp, method):
         with mp.get_context(METHOD).Pool(2) as pool:
             pool.map(task, range(2), chunksize=1)
     """).replace("METHOD", repr(method)))
-    proc = subprocess.Popen([BINARY, "run", "-q", "--subprocesses", "--flush-interval", "86400", "-o", "out.h5",
-                             str(script)], cwd=sp.tmp, env=dict(os.environ, **ENV), start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        for _ in range(600):
-            if len(list(sp.tmp.glob("ready-*"))) == 2:
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError("the workers never got ready")
-        os.killpg(proc.pid, signal.SIGTERM)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == -signal.SIGTERM, (proc.returncode, err)
+    rc, out, err = sigterm_to_the_group(sp, ["--flush-interval", "86400"], script, "ready-*", 2)
+    assert rc == -signal.SIGTERM, (rc, err)
     assert "child process" not in err, err
     assert "Traceback" not in err, err
     procs = processes(sp.tmp / "out.h5")
@@ -1075,7 +1067,6 @@ def test_sigterm_to_the_run_alone_leaves_a_streaming_child_running(sp):
     profile and ends without waiting for a child that never got the signal
     and streams on (it waited up to 10 s for it, till the child's end)."""
     import subprocess
-    import time
     script = sp.script("""
         import os, signal, time
         import scope_profiler as sp
