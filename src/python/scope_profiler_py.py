@@ -780,6 +780,44 @@ def _mp_helper(name):
     return any(_MP_HELPER.format(name) in a for a in getattr(_sys, "orig_argv", ()))
 
 
+def _child_program(argv):
+    """What a python command line (sys.orig_argv) runs: ("command", code),
+    ("module", name), ("script", path; "-" for standard input), or None
+    (an interactive one)."""
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "--" or a == "-" or not a.startswith("-"):
+            a = argv[i + 1] if a == "--" and i + 1 < len(argv) else a
+            return ("script", a) if a != "--" else None
+        if a.startswith("--"):
+            i += 2 if a == "--check-hash-based-pycs" else 1
+            continue
+        for k, flag in enumerate(a[1:], 1):
+            if flag in "cmWX":
+                arg = a[k + 1:] or (argv[i + 1] if i + 1 < len(argv) else None)
+                if flag in "cm":
+                    return ("command" if flag == "c" else "module", arg) if arg is not None else None
+                i += 0 if a[k + 1:] else 1
+                break
+        i += 1
+    return None
+
+
+def _child_own(own):
+    """--recursive in a spawned child: its own program (its command line)
+    is the user's code too, beside the run's: the folder of the script it
+    runs, the package of -m, -c's code objects; multiprocessing's own -c
+    (its spawn bootstrap) is none. Returns (own, codes)."""
+    program = _child_program(list(getattr(_sys, "orig_argv", ())))
+    if program is None:
+        return own, None
+    kind, what = program
+    if kind == "command":
+        return own, (None if "multiprocessing" in what else _command_codes(what))
+    return own + tuple(p for p in _own_prefixes(kind, what) if p not in own), None
+
+
 def _child_begin(folder):
     """A spawned child of run --subprocesses (the shim loaded this module):
     a session of its own on the run's settings, written at its exit (also
@@ -797,7 +835,10 @@ def _child_begin(folder):
         # with it, session.c); never the shim folder's code.
         _child_tracing(tracing["trace_all"])
         shim = {p.rstrip("/") + "/" for p in (folder, _os.path.realpath(folder))}
-        _trace_hooks(tracing["trace_all"], tracing["include"], tracing["exclude"], tracing["own"],
+        own, codes = tuple(tracing["own"]), None
+        if not tracing["trace_all"]:
+            own, codes = _child_own(own)
+        _trace_hooks(tracing["trace_all"], tracing["include"], tracing["exclude"], own, codes,
                      foreign=tuple(sorted(shim)))
     if _in_fork_server():
         # multiprocessing's fork server (3.14 loads __main__ there): it lives

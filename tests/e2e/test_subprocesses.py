@@ -371,6 +371,29 @@ def test_recursive_children(sp):
     assert children(procs) == [{"__main__.leaf": 2}]
 
 
+def test_recursive_children_record_their_own_program(sp):
+    """run --recursive --subprocesses: a Python child's own program is the
+    user's code too, whatever it is: `python -c CODE`, a script in another
+    folder, `python -m module` (the -c child and the other folder's script
+    recorded nothing before: only the run's own folder counted)."""
+    (sp.tmp / "elsewhere").mkdir()
+    (sp.tmp / "elsewhere" / "tool.py").write_text("def h():\n    pass\nfor _ in range(5):\n    h()\n")
+    (sp.tmp / "elsewhere" / "modtool.py").write_text("def m():\n    pass\nm()\n")
+    script = sp.script("""
+        import os, subprocess, sys
+        here = os.path.dirname(os.path.abspath(__file__))
+        subprocess.run([sys.executable, "-c", "def g():\\n    pass\\nfor _ in range(7):\\n    g()\\n"],
+                       check=True)
+        subprocess.run([sys.executable, "-B", os.path.join(here, "elsewhere", "tool.py")], check=True)
+        subprocess.run([sys.executable, "-m", "modtool"], cwd=os.path.join(here, "elsewhere"), check=True)
+    """)
+    proc = sp("run", "-q", "--subprocesses", "--recursive", "-o", "out.h5", script, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    kids = children(processes(sp.tmp / "out.h5"))
+    assert [{k: v for k, v in c.items() if k != "__main__.<module>"} for c in kids] == \
+        [{"__main__.g": 7}, {"__main__.h": 5}, {"__main__.m": 1}], kids
+
+
 def test_spawned_children_take_the_run_s_settings(sp):
     """A Python child started through subprocess records on the settings
     the run's command line gave (its own setup() cannot change them, as
