@@ -169,6 +169,10 @@ static int precompile(const char *script, const char *command)
 		Py_DECREF(code);
 		return 0;
 	}
+	if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+		PyErr_Print();   /* Ctrl-C while it compiled: python's traceback of it */
+		return -2;
+	}
 	PyObject *type, *value, *tb;
 	PyErr_Fetch(&type, &value, &tb);
 	PyErr_NormalizeException(&type, &value, &tb);
@@ -468,6 +472,19 @@ static int check_before(const struct sp_settings *s, const struct sp_run_target 
 	return 0;
 }
 
+/* Ends the process killed by SIGINT, as python ends at an unhandled
+ * KeyboardInterrupt (a shell shows 130). */
+static void die_by_sigint(void)
+{
+	fflush(NULL);
+	signal(SIGINT, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	raise(SIGINT);
+}
+
 static int run(const struct sp_settings *settings, const struct sp_run_target *t)
 {
 	char outfile[PATH_MAX];
@@ -488,9 +505,13 @@ static int run(const struct sp_settings *settings, const struct sp_run_target *t
 	rc = t->module ? check_module(t->module) != 0 : 0;
 	if (!rc && t->module && checked && check_module_outfile(t->module, outfile) != 0)
 		rc = SP_EXIT_USAGE;
-	if (rc || ((t->script || t->command) && precompile(t->script, t->command) != 0) ||
-	    sp_session_begin_run(settings, outfile, root_name(t), t) != 0) {
+	int failed = rc ? 0 : (t->script || t->command) ? precompile(t->script, t->command) : 0;
+	if (!rc && !failed)
+		failed = sp_session_begin_run(settings, outfile, root_name(t), t);
+	if (rc || failed) {
 		Py_FinalizeEx();
+		if (failed == -2)
+			die_by_sigint();   /* Ctrl-C before the script started: as python ends then */
 		return rc ? rc : 1;
 	}
 	/* Runs the script, then Py_FinalizeEx, whose atexit stage ends the

@@ -1008,7 +1008,11 @@ int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const
 out:
 	Py_XDECREF(mod);
 	if (!res) {
+		/* Ctrl-C before the script's start: python's traceback of it */
+		int interrupted = PyErr_ExceptionMatches(PyExc_KeyboardInterrupt);
 		PyErr_Print();
+		if (interrupted)
+			return -2;
 		sp_cmd_error("run", "cannot start the profiling session");
 		return -1;
 	}

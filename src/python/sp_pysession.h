@@ -16,7 +16,8 @@ void sp_session_end_run(void);
  * settings (the given ones fixed for the script's setup()), writing to
  * outfile (absolute; fixed only when s->outfile was given), the --recursive
  * hook (its root region `root`; the code of t counts as the user's own),
- * the exit hooks. Returns 0, or -1 after printing why. */
+ * the exit hooks. Returns 0, or -1 after printing why (-2: Ctrl-C, its
+ * traceback printed as python prints it). */
 int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const char *root,
 			 const struct sp_run_target *t);
 

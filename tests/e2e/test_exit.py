@@ -346,3 +346,23 @@ def test_a_traceback_through_sys_exit_has_no_frame_of_the_tool(sp):
     proc = sp("run", "-q", "-o", "out.h5", script)
     assert "SystemExit: 5" in proc.stderr, proc.stderr
     assert "scope_profiler" not in proc.stderr, proc.stderr
+
+
+def test_ctrl_c_while_the_script_compiles_ends_as_python_does(sp):
+    """Ctrl-C before the script's first line (here while its 6 MB compile):
+    python prints the KeyboardInterrupt and ends killed by SIGINT; so does
+    the run, writing nothing (it said `script.py: KeyboardInterrupt:`, a
+    compile error, status 1)."""
+    body = "".join(f"def f{i}(a, b):\n    return a + b * {i}\n" for i in range(150_000))
+    script = sp.script("import scope_profiler as sp\n" + body, name="big.py")
+    # SIGINT as a terminal has it (a job started in the background of a
+    # script inherits it ignored)
+    proc = subprocess.Popen([BINARY, "run", "-q", "-o", "out.h5", str(script)], cwd=sp.tmp,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == -signal.SIGINT, err
+    assert "scope-profiler" not in err, err   # python's words alone
+    assert not (sp.tmp / "out.h5").exists()
