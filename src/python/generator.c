@@ -3,8 +3,10 @@
  * and close() of a suspended generator, whoever drives it: a for loop,
  * list(), `yield from`) is one call of the region, entered and exited as a
  * `with` block of the region's current class (sp_region_enter_with), so it
- * nests and takes its lane as that block would. Creating the generator records nothing, nor does the time it is
- * suspended, nor its cleanup when it is garbage collected: a call is only
+ * nests and takes its lane as that block would; so is its cleanup when it
+ * is collected suspended (tg_finalize), as cProfile counts them. Creating
+ * the generator records nothing, nor does the time it is suspended, nor a
+ * resume that runs no body code (a finished generator): a call is only
  * ever open while the body runs, so an abandoned generator leaves none.
  * The wrapper is no generator for inspect.isgenerator(); it is one for
  * collections.abc.Generator (it has __next__, send, throw and close), and
@@ -28,6 +30,7 @@ typedef struct {
 	PyObject *weaklist;
 	int recursive;          /* as ProfiledFunction's */
 	int state;              /* TG_*: whether close() runs body code */
+	int running;            /* a resume is under way (one from within it runs no body code) */
 } TimedGen;
 
 static struct {
@@ -102,13 +105,20 @@ static PyObject *tg_resume(TimedGen *g, enum tg_op op, PyObject *arg)
 			PyErr_SetNone(PyExc_StopIteration);
 		return NULL;
 	}
+	/* No body code runs: a finished generator, a value sent to a fresh
+	 * one, a resume from within its own (python raises): no call, as
+	 * cProfile counts none. */
+	if (g->state == TG_DONE || g->running || (op == OP_SEND && g->state == TG_FRESH && arg != Py_None))
+		return step_run(g->gen, op, arg);
 	int hook = 0;
 	if (sp_mode_hooked(g->recursive) && !sp_mode.disabled && (hook = sp_tracer_start_call()) < 0)
 		return NULL;
 	PyObject *res = NULL;
 	sp_region_exit_fn exit = sp_region_enter_with(g->region);
 	if (exit) {
+		g->running = 1;
 		res = step_run(g->gen, op, arg);
+		g->running = 0;
 		/* NULL: it returned (StopIteration, or nothing set from
 		 * __next__) or raised; either way it is finished. */
 		g->state = res && op != OP_CLOSE ? TG_SUSPENDED : TG_DONE;
@@ -180,10 +190,37 @@ static int tg_clear(PyObject *self)
 	return 0;
 }
 
-/* The generator goes with it, closed by its own finalizer: untimed. */
+/* Collected while suspended at a yield: its cleanup (the body's finally
+ * blocks, as its own finalizer would run them) is one call, as an explicit
+ * close() is and as cProfile counts it. */
+static void tg_finalize(PyObject *self)
+{
+	TimedGen *g = (TimedGen *)self;
+	if (!g->gen || g->state != TG_SUSPENDED)
+		return;
+#if PY_VERSION_HEX >= 0x030C0000
+	PyObject *exc = PyErr_GetRaisedException();
+#else
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+#endif
+	PyObject *res = tg_resume(g, OP_CLOSE, NULL);
+	if (res)
+		Py_DECREF(res);
+	else
+		PyErr_WriteUnraisable(self);   /* as the generator's own finalizer says it */
+#if PY_VERSION_HEX >= 0x030C0000
+	PyErr_SetRaisedException(exc);
+#else
+	PyErr_Restore(type, value, tb);
+#endif
+}
+
 static void tg_dealloc(PyObject *self)
 {
 	TimedGen *g = (TimedGen *)self;
+	if (PyObject_CallFinalizerFromDealloc(self) < 0)
+		return;   /* resurrected by its cleanup */
 	PyObject_GC_UnTrack(self);
 	if (g->weaklist)
 		PyObject_ClearWeakRefs(self);
@@ -205,6 +242,7 @@ static PyMethodDef tg_methods[] = {
 		.tp_name = "scope_profiler." pyname, \
 		.tp_basicsize = sizeof(TimedGen), \
 		.tp_dealloc = tg_dealloc, \
+		.tp_finalize = tg_finalize, \
 		.tp_as_async = async, \
 		.tp_repr = tg_repr, \
 		.tp_getattro = tg_getattro, \
@@ -242,6 +280,7 @@ PyObject *sp_timed_generator_new(RegionObject *region, PyObject *gen, int recurs
 	g->weaklist = NULL;
 	g->recursive = recursive;
 	g->state = TG_FRESH;
+	g->running = 0;
 	PyObject_GC_Track(g);
 	return (PyObject *)g;
 }

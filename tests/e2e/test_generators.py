@@ -202,15 +202,60 @@ ABANDONED = f"""
 """
 
 
-def test_an_abandoned_generator_leaves_no_open_call(sp):
+def test_an_abandoned_generator_leaves_no_open_call_and_its_cleanup_is_one(sp):
     path, proc = run(sp, ABANDONED)
     m = marks(sp)
     with h5py.File(path) as f:
         gen = calls(f, "gen")
-        # Two resumes, then three; their cleanup on collection is no call.
-        assert len(gen) == 5
+        # Two resumes, then three; each one's cleanup on collection (its
+        # finally block) is one call more, as an explicit close() and as
+        # cProfile count it (it was no call before); none stays open.
+        assert len(gen) == 7
         assert all(s < e <= m["abandoned"] for s, e in gen), gen
         assert all(e - s >= 0.005 * NS for s, e in gen)
+        assert sum(e - s >= 0.01 * NS for s, e in gen) >= 2   # the two cleanups
+
+
+def test_a_resume_that_runs_no_body_code_is_no_call(sp):
+    """next() or send() on a finished generator, a value sent to a fresh
+    one, a resume from within its own run: python runs none of the body
+    (StopIteration, TypeError, ValueError), cProfile counts no call, nor
+    does the region (each was a call before)."""
+    path, proc = run(sp, """
+        import scope_profiler as sp
+
+        @sp.profile("gen")
+        def gen():
+            yield 1
+            yield 2
+
+        g = gen()
+        print(list(g))                          # three calls
+        for _ in range(5):
+            next(g, None)
+        try:
+            g.send(None)
+        except StopIteration:
+            print("stop")
+        try:
+            gen().send(5)
+        except TypeError:
+            print("type")
+
+        @sp.profile("me")
+        def me():
+            yield next(it)
+
+        it = me()
+        try:
+            next(it)                            # one call: the inner next runs nothing
+        except ValueError:
+            print("value")
+    """)
+    assert proc.stdout == "[1, 2]\nstop\ntype\nvalue\n"
+    with h5py.File(path) as f:
+        assert len(calls(f, "gen")) == 3
+        assert len(calls(f, "me")) == 1
 
 
 ASYNC = f"""
