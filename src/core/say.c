@@ -16,5 +16,10 @@ void sp_cmd_error(const char *cmd, const char *fmt, ...)
 	if (n >= 0 && (size_t)n < sizeof line)
 		vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
 	va_end(ap);
+	/* One line: a control character a path or a name brought (a newline
+	 * in a file name) is shown as '?', as the readers show it. */
+	for (char *c = line; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	fprintf(stderr, "%s\n", line);
 }

@@ -657,3 +657,16 @@ def test_run_o_keeps_every_session_the_script_finalizes(sp):
         with h5py.File(sp.tmp / path) as f:
             assert {n: int(g.attrs["num_calls"]) for n, g in regions(f).items()} == {name: calls}
     assert not list(sp.tmp.glob("own*.h5"))   # -o wins over file_path
+
+
+@pytest.mark.parametrize("command", [["run", "-o", "OUT", "-c", "pass"], ["export", "-f", "csv", "PROFILE", "-o", "OUT"],
+                                     ["plot", "PROFILE", "-o", "OUT"]])
+def test_an_error_about_a_name_with_a_newline_is_one_line(sp, command):
+    """A path with a newline (or another control character) in an error
+    line is shown with '?': one line, as the readers show names (it broke
+    the line in two)."""
+    sp("run", "-q", "-o", "p.h5", "-c", "import scope_profiler as sp\nwith sp.region('r'): pass")
+    given = {"PROFILE": str(sp.tmp / "p.h5"), "OUT": "no\nsuch\tfolder/out"}
+    proc = sp(*[given.get(a, a) for a in command])
+    assert proc.returncode != 0
+    assert proc.stderr.count("\n") == 1 and "no?such?folder" in proc.stderr, proc.stderr
