@@ -288,7 +288,7 @@ PyObject *sp_timed_generator_new(RegionObject *region, PyObject *gen, int recurs
 /* ---- the steps of an awaitable under the --recursive hook ----
  *
  * profile(recursive=True) on an `async def` function or an async
- * generator function: the region is timed by the Python layer (the
+ * generator function: the region is timed by TimedAwait below (the
  * coroutine's whole run, each awaited step of the async generator), and
  * the hook records the calls of each step of the function's own code,
  * started as the step begins and stopped as it suspends, so that what
@@ -394,15 +394,9 @@ static PyObject *await_iter(PyObject *awaitable)
 	return am->am_await(awaitable);
 }
 
-/* _line_steps(awaitable): to await in its place, each step with its lines
- * timed (the Python layer's _TimedAsyncGenerator under --line-profile). */
-static PyObject *line_steps(PyObject *m, PyObject *awaitable)
-{
-	return sp_linetrace_wrap_steps(await_iter(awaitable));
-}
-
-/* _hooked_steps(awaitable): to await in its place (the Python layer's
- * _timed_coroutine and _TimedAsyncGenerator, for recursive=True). */
+/* _hooked_steps(awaitable): the steps of awaitable, each under the
+ * --recursive hook, to await in its place (the Python layer's
+ * _timed_coroutine and TimedAwait, for recursive=True). */
 static PyObject *hooked_steps(PyObject *m, PyObject *awaitable)
 {
 	PyObject *it = await_iter(awaitable);
@@ -418,16 +412,420 @@ static PyObject *hooked_steps(PyObject *m, PyObject *awaitable)
 	return (PyObject *)h;
 }
 
-PyMethodDef sp_generator_methods[] = {
-	{"_hooked_steps", hooked_steps, METH_O, NULL},
-	{"_line_steps", line_steps, METH_O, NULL},
+/* ---- a decorated async generator function's generator ----
+ *
+ * TimedAwait stands for an awaitable (one step of an async generator: its
+ * __anext__(), asend(), athrow(), aclose()) and is awaited in its place:
+ * the region's call opens at its first step (_coroutine_enter: the call's
+ * slot in the token, in its task's lane, so interleaved tasks never close
+ * each other's) and ends when it returns or raises (_coroutine_exit). No
+ * Python frame of the profiler is on the way: tracebacks are the
+ * generator's own. */
+static struct {
+	PyObject *enter, *exit;   /* _coroutine_enter, _coroutine_exit (region_types.c) */
+} ta;
+
+typedef struct {
+	PyObject_HEAD
+	PyObject *aw;           /* the awaitable: attributes, and closed untimed before its start */
+	PyObject *it;           /* what awaiting it steps through, once started */
+	PyObject *region;
+	PyObject *token;        /* _coroutine_enter's, while the call is open */
+	PyObject *weaklist;
+	int steps;              /* 0 as they are, 1 under the --recursive hook, 2 lines timed */
+	int state;              /* TG_FRESH, TG_SUSPENDED (started), TG_DONE */
+} TimedAwait;
+
+static int ta_start(TimedAwait *a)
+{
+	PyObject *it = a->steps == 1 ? hooked_steps(NULL, a->aw)
+		       : a->steps == 2 ? sp_linetrace_wrap_steps(await_iter(a->aw)) : await_iter(a->aw);
+	if (!it)
+		return -1;
+	PyObject *token = PyObject_CallOneArg(ta.enter, a->region);
+	if (!token) {
+		Py_DECREF(it);
+		return -1;
+	}
+	a->it = it;
+	a->token = token;
+	a->state = TG_SUSPENDED;
+	return 0;
+}
+
+/* The call ends (the awaitable returned or raised), its exception kept. */
+static void ta_end(TimedAwait *a)
+{
+	a->state = TG_DONE;
+	if (!a->token)
+		return;
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	PyObject *argv[2] = {a->region, a->token};
+	PyObject *r = PyObject_Vectorcall(ta.exit, argv, 2, NULL);
+	if (r)
+		Py_DECREF(r);
+	else
+		PyErr_WriteUnraisable(a->region);
+	PyErr_Restore(type, value, tb);
+	Py_CLEAR(a->token);
+	Py_CLEAR(a->it);
+}
+
+static PySendResult ta_send(PyObject *self, PyObject *arg, PyObject **result)
+{
+	TimedAwait *a = (TimedAwait *)self;
+	if (a->state == TG_DONE) {   /* as a finished step says */
+		*result = NULL;
+		PyErr_SetString(PyExc_RuntimeError, "cannot reuse already awaited __anext__()/asend()");
+		return PYGEN_ERROR;
+	}
+	if (a->state == TG_FRESH && ta_start(a) != 0) {
+		*result = NULL;
+		return PYGEN_ERROR;
+	}
+	PySendResult r = PyIter_Send(a->it, arg, result);
+	if (r != PYGEN_NEXT)
+		ta_end(a);
+	return r;
+}
+
+/* StopIteration(value), as a method's return (value stolen). */
+static PyObject *ta_stop(PyObject *value)
+{
+	PyObject *e = PyObject_CallOneArg(PyExc_StopIteration, value);
+	Py_DECREF(value);
+	if (e) {
+		PyErr_SetObject(PyExc_StopIteration, e);
+		Py_DECREF(e);
+	}
+	return NULL;
+}
+
+static PyObject *ta_iternext(PyObject *self)
+{
+	PyObject *res;
+	switch (ta_send(self, Py_None, &res)) {
+	case PYGEN_NEXT:
+		return res;
+	case PYGEN_RETURN:
+		if (res == Py_None) {
+			Py_DECREF(res);
+			return NULL;
+		}
+		return ta_stop(res);
+	default:
+		return NULL;
+	}
+}
+
+static PyObject *ta_send_method(PyObject *self, PyObject *value)
+{
+	PyObject *res;
+	switch (ta_send(self, value, &res)) {
+	case PYGEN_NEXT:
+		return res;
+	case PYGEN_RETURN:
+		return ta_stop(res);
+	default:
+		return NULL;
+	}
+}
+
+/* throw(): into a fresh or finished awaitable as it is (no body code of
+ * it runs yet); into a started one as one of its steps. */
+static PyObject *ta_throw(PyObject *self, PyObject *args)
+{
+	TimedAwait *a = (TimedAwait *)self;
+	if (a->state != TG_SUSPENDED) {
+		a->state = TG_DONE;
+		return step_run(a->aw, OP_THROW, args);
+	}
+	PyObject *res = step_run(a->it, OP_THROW, args);
+	if (!res)
+		ta_end(a);
+	return res;
+}
+
+/* close(): a fresh one is closed untimed; a started one runs its cleanup
+ * in the call, which then ends. */
+static PyObject *ta_close(PyObject *self, PyObject *unused)
+{
+	TimedAwait *a = (TimedAwait *)self;
+	if (a->state == TG_DONE)
+		Py_RETURN_NONE;
+	if (a->state == TG_FRESH) {
+		a->state = TG_DONE;
+		return step_run(a->aw, OP_CLOSE, NULL);
+	}
+	PyObject *res = step_run(a->it, OP_CLOSE, NULL);
+	ta_end(a);
+	return res;
+}
+
+/* Collected while suspended (a task destroyed pending): its cleanup runs
+ * in the call, which ends, as close() does. */
+static void ta_finalize(PyObject *self)
+{
+	TimedAwait *a = (TimedAwait *)self;
+	if (a->state != TG_SUSPENDED)
+		return;
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	PyObject *res = ta_close(self, NULL);
+	if (res)
+		Py_DECREF(res);
+	else
+		PyErr_WriteUnraisable(self);
+	PyErr_Restore(type, value, tb);
+}
+
+static PyObject *ta_getattro(PyObject *self, PyObject *name)
+{
+	PyObject *v = PyObject_GenericGetAttr(self, name);
+	if (v || !PyErr_ExceptionMatches(PyExc_AttributeError))
+		return v;
+	PyErr_Clear();
+	return PyObject_GetAttr(((TimedAwait *)self)->aw, name);   /* the step's own */
+}
+
+static PyObject *ta_repr(PyObject *self)
+{
+	TimedAwait *a = (TimedAwait *)self;
+	return PyUnicode_FromFormat("<profiled %R in region %R>", a->aw, ((RegionObject *)a->region)->name);
+}
+
+static int ta_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	TimedAwait *a = (TimedAwait *)self;
+	Py_VISIT(a->aw);
+	Py_VISIT(a->it);
+	Py_VISIT(a->region);
+	Py_VISIT(a->token);
+	return 0;
+}
+
+static int ta_clear(PyObject *self)
+{
+	TimedAwait *a = (TimedAwait *)self;
+	Py_CLEAR(a->aw);
+	Py_CLEAR(a->it);
+	Py_CLEAR(a->token);
+	return 0;
+}
+
+static void ta_dealloc(PyObject *self)
+{
+	if (PyObject_CallFinalizerFromDealloc(self) < 0)
+		return;   /* resurrected by its cleanup */
+	TimedAwait *a = (TimedAwait *)self;
+	PyObject_GC_UnTrack(self);
+	if (a->weaklist)
+		PyObject_ClearWeakRefs(self);
+	ta_clear(self);
+	Py_CLEAR(a->region);
+	PyObject_GC_Del(self);
+}
+
+static PyMethodDef ta_methods[] = {
+	{"send", ta_send_method, METH_O, "send(value): the next step (the first opens the region's call)."},
+	{"throw", ta_throw, METH_VARARGS, "throw(exc): raises exc in the awaitable."},
+	{"close", ta_close, METH_NOARGS, "close(): closes the awaitable (a started one ends its call)."},
 	{NULL},
 };
+
+static PyAsyncMethods ta_async = {.am_await = tg_await, .am_send = ta_send};
+
+static PyTypeObject timed_await_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler.TimedStep",
+	.tp_basicsize = sizeof(TimedAwait),
+	.tp_dealloc = ta_dealloc,
+	.tp_finalize = ta_finalize,
+	.tp_as_async = &ta_async,
+	.tp_repr = ta_repr,
+	.tp_getattro = ta_getattro,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	.tp_doc = "A step of a decorated async generator function's generator: its run is one call of its "
+		  "region.",
+	.tp_traverse = ta_traverse,
+	.tp_clear = ta_clear,
+	.tp_weaklistoffset = offsetof(TimedAwait, weaklist),
+	.tp_iter = PyObject_SelfIter,
+	.tp_iternext = ta_iternext,
+	.tp_methods = ta_methods,
+};
+
+PyObject *sp_timed_await_new(RegionObject *region, PyObject *aw, int steps)
+{
+	TimedAwait *a = PyObject_GC_New(TimedAwait, &timed_await_type);
+	if (!a) {
+		Py_DECREF(aw);
+		return NULL;
+	}
+	a->aw = aw;
+	a->it = NULL;
+	a->region = Py_NewRef((PyObject *)region);
+	a->token = NULL;
+	a->weaklist = NULL;
+	a->steps = steps;
+	a->state = TG_FRESH;
+	PyObject_GC_Track(a);
+	return (PyObject *)a;
+}
+
+/* The generator of a decorated async generator function: each awaited
+ * step (__anext__, asend, athrow, and aclose of a started one) is one
+ * call (a TimedAwait), from its first step to the item it yields or its
+ * end; the time it is suspended at a yield is not counted, nor its
+ * creation. */
+typedef struct {
+	PyObject_HEAD
+	PyObject *agen;
+	RegionObject *region;
+	PyObject *weaklist;
+	int steps;
+	int started;
+} TimedAsyncGen;
+
+static PyObject *tag_step(TimedAsyncGen *g, PyObject *step)
+{
+	if (!step)
+		return NULL;
+	g->started = 1;
+	return sp_timed_await_new(g->region, step, g->steps);
+}
+
+static PyObject *tag_anext(PyObject *self)
+{
+	TimedAsyncGen *g = (TimedAsyncGen *)self;
+	return tag_step(g, Py_TYPE(g->agen)->tp_as_async->am_anext(g->agen));
+}
+
+static PyObject *tag_asend(PyObject *self, PyObject *value)
+{
+	TimedAsyncGen *g = (TimedAsyncGen *)self;
+	return tag_step(g, PyObject_CallMethod(g->agen, "asend", "O", value));
+}
+
+static PyObject *tag_athrow(PyObject *self, PyObject *args)
+{
+	TimedAsyncGen *g = (TimedAsyncGen *)self;
+	PyObject *fn = PyObject_GetAttrString(g->agen, "athrow");
+	PyObject *step = fn ? PyObject_Call(fn, args, NULL) : NULL;
+	Py_XDECREF(fn);
+	return tag_step(g, step);
+}
+
+/* A fresh or finished generator runs no body code to close: untimed. */
+static PyObject *tag_aclose(PyObject *self, PyObject *unused)
+{
+	TimedAsyncGen *g = (TimedAsyncGen *)self;
+	PyObject *frame = g->started ? PyObject_GetAttrString(g->agen, "ag_frame") : NULL;
+	int live = frame && frame != Py_None;
+	Py_XDECREF(frame);
+	PyErr_Clear();
+	PyObject *step = PyObject_CallMethod(g->agen, "aclose", NULL);
+	return live ? tag_step(g, step) : step;
+}
+
+static PyObject *tag_getattro(PyObject *self, PyObject *name)
+{
+	PyObject *v = PyObject_GenericGetAttr(self, name);
+	if (v || !PyErr_ExceptionMatches(PyExc_AttributeError))
+		return v;
+	PyErr_Clear();
+	return PyObject_GetAttr(((TimedAsyncGen *)self)->agen, name);   /* ag_frame, ag_code, ... */
+}
+
+static PyObject *tag_repr(PyObject *self)
+{
+	TimedAsyncGen *g = (TimedAsyncGen *)self;
+	return PyUnicode_FromFormat("<profiled %R in region %R>", g->agen, g->region->name);
+}
+
+static int tag_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(((TimedAsyncGen *)self)->agen);
+	return 0;
+}
+
+static int tag_clear(PyObject *self)
+{
+	Py_CLEAR(((TimedAsyncGen *)self)->agen);
+	return 0;
+}
+
+static void tag_dealloc(PyObject *self)
+{
+	TimedAsyncGen *g = (TimedAsyncGen *)self;
+	PyObject_GC_UnTrack(self);
+	if (g->weaklist)
+		PyObject_ClearWeakRefs(self);
+	tag_clear(self);
+	Py_CLEAR(g->region);
+	PyObject_GC_Del(self);
+}
+
+static PyMethodDef tag_methods[] = {
+	{"asend", tag_asend, METH_O, "asend(value): the next step with value (one call of the region)."},
+	{"athrow", tag_athrow, METH_VARARGS, "athrow(exc): raises exc in the generator (one call of the region)."},
+	{"aclose", tag_aclose, METH_NOARGS, "aclose(): closes the generator (a call when it runs its cleanup)."},
+	{NULL},
+};
+
+static PyAsyncMethods tag_async = {.am_aiter = PyObject_SelfIter, .am_anext = tag_anext};
+
+static PyTypeObject timed_async_gen_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "scope_profiler.TimedAsyncGenerator",
+	.tp_basicsize = sizeof(TimedAsyncGen),
+	.tp_dealloc = tag_dealloc,
+	.tp_as_async = &tag_async,
+	.tp_repr = tag_repr,
+	.tp_getattro = tag_getattro,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	.tp_doc = "A decorated async generator function's generator: each awaited step is one call of its region.",
+	.tp_traverse = tag_traverse,
+	.tp_clear = tag_clear,
+	.tp_weaklistoffset = offsetof(TimedAsyncGen, weaklist),
+	.tp_methods = tag_methods,
+};
+
+PyObject *sp_timed_async_gen_new(RegionObject *region, PyObject *agen, int steps)
+{
+	TimedAsyncGen *g = PyObject_GC_New(TimedAsyncGen, &timed_async_gen_type);
+	if (!g) {
+		Py_DECREF(agen);
+		return NULL;
+	}
+	g->agen = agen;
+	g->region = (RegionObject *)Py_NewRef((PyObject *)region);
+	g->weaklist = NULL;
+	g->steps = steps;
+	g->started = 0;
+	PyObject_GC_Track(g);
+	return (PyObject *)g;
+}
+
+PyMethodDef sp_generator_methods[] = {
+	{"_hooked_steps", hooked_steps, METH_O, NULL},
+	{NULL},
+};
+
+int sp_generator_bind(PyObject *mod)
+{
+	Py_XSETREF(ta.enter, PyObject_GetAttrString(mod, "_coroutine_enter"));
+	Py_XSETREF(ta.exit, PyObject_GetAttrString(mod, "_coroutine_exit"));
+	return ta.enter && ta.exit ? 0 : -1;
+}
+
 
 int sp_generator_init(void)
 {
 	if (PyType_Ready(&timed_gen_type) < 0 || PyType_Ready(&timed_coro_gen_type) < 0 ||
-	    PyType_Ready(&hook_steps_type) < 0)
+	    PyType_Ready(&hook_steps_type) < 0 || PyType_Ready(&timed_await_type) < 0 ||
+	    PyType_Ready(&timed_async_gen_type) < 0)
 		return -1;
 	if (!tg.send && !(tg.send = PyUnicode_InternFromString("send")))
 		return -1;

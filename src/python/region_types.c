@@ -440,7 +440,7 @@ static PyObject *mod_get_region(PyObject *m, PyObject *name)
 }
 
 /* _coroutine_enter(region) and _coroutine_exit(region, token): around the
- * awaited run of a decorated `async def` function (_timed_coroutine). The
+ * awaited run of a decorated `async def` function (generator.c). The
  * token carries the call's slot, so calls of interleaved tasks never close
  * each other's. A region of another class (aggregation) is entered through
  * its own __enter__ (token True); None: nothing was entered. */

@@ -77,58 +77,6 @@ async def _timed_coroutine(region, pending, hooked):
         _coroutine_exit(region, token)
 
 
-class _TimedAsyncGenerator:
-    """The generator of a decorated async generator function (the C wrapper
-    makes one per call): each awaited step (__anext__, asend, athrow, and
-    aclose of a started one) is one call of the region, from its first step
-    to the item it yields or its end, as a decorated coroutine's run is; the
-    time it is suspended at a yield is not counted, nor its creation."""
-
-    __slots__ = ("_region", "_agen", "_started", "_steps", "__weakref__")
-
-    def __init__(self, region, agen, steps):
-        self._region = region
-        self._agen = agen
-        self._started = False
-        # 0: as they are; 1: recursive=True, each under the hook; 2:
-        # --line-profile, each with its lines timed
-        self._steps = (None, _hooked_steps, _line_steps)[steps]
-
-    async def _step(self, step):
-        self._started = True
-        token = _coroutine_enter(self._region)
-        steps = self._steps
-        try:
-            return await (steps(step) if steps else step)
-        finally:
-            _coroutine_exit(self._region, token)
-
-    def __aiter__(self):
-        return self
-
-    def __anext__(self):
-        return self._step(self._agen.__anext__())
-
-    def asend(self, value):
-        return self._step(self._agen.asend(value))
-
-    def athrow(self, *args):
-        return self._step(self._agen.athrow(*args))
-
-    def aclose(self):
-        # A fresh or finished generator runs no body code to close.
-        if not self._started or self._agen.ag_frame is None:
-            return self._agen.aclose()
-        return self._step(self._agen.aclose())
-
-    def __getattr__(self, name):
-        # ag_frame, ag_running, ag_code, __name__, ...: the generator's.
-        return getattr(self._agen, name)
-
-    def __repr__(self):
-        return f"<profiled {self._agen!r} in region {self._region.name!r}>"
-
-
 # Task lanes by default: once an event loop runs, the session records each
 # call in its asyncio task's lane (as setup(track_async=True) does), so that
 # tasks interleaving on one thread never nest in each other nor close each

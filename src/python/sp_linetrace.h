@@ -26,7 +26,7 @@ void sp_linetrace_release(void);
 PyObject *sp_linetrace_wrap_result(PyObject *res);
 
 /* The steps of an awaitable's iterator it (its reference taken), each
- * under a hold (generator.c's _line_steps: an async generator's steps are
+ * under a hold (generator.c's TimedAwait: an async generator's steps are
  * awaitables of their own, not coroutines); NULL in, NULL out. */
 PyObject *sp_linetrace_wrap_steps(PyObject *it);
 

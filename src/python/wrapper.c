@@ -6,9 +6,8 @@
  * def` function is timed from its coroutine's first step to its end
  * (_timed_coroutine of the Python layer, around _coroutine_enter and
  * _coroutine_exit of region_types.c); a generator function's generator has each resume
- * timed (generator.c), an async generator function's each awaited step
- * (_TimedAsyncGenerator of the Python layer); creating either records
- * nothing. */
+ * timed, an async generator function's each awaited step (generator.c);
+ * creating either records nothing. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -56,7 +55,6 @@ enum {
 static struct {
 	ProfiledFunction *list;       /* every live wrapper, for the mode's changes */
 	PyObject *timed_coroutine;    /* _timed_coroutine of the Python layer */
-	PyObject *timed_async_gen;    /* _TimedAsyncGenerator of the Python layer */
 } wrap;
 
 /* The recording call; `lanes` and `mem` are constants in each caller
@@ -259,7 +257,7 @@ static PyObject *pf_call_gen(PyObject *self, PyObject *const *args, size_t nargs
 }
 
 /* An async generator function: each awaited step of its generator is a
- * call, as a coroutine's run is (_TimedAsyncGenerator, the Python layer). */
+ * call, as a coroutine's run is (generator.c). */
 static PyObject *pf_call_async_gen(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
 	ProfiledFunction *pf = (ProfiledFunction *)self;
@@ -268,12 +266,7 @@ static PyObject *pf_call_async_gen(PyObject *self, PyObject *const *args, size_t
 		return agen;
 	/* How its steps run: 0 as they are, 1 under the --recursive hook, 2
 	 * with their lines timed. */
-	PyObject *steps = PyLong_FromLong(sp_mode_hooked(pf->recursive) ? 1 : sp_mode.lines ? 2 : 0);
-	PyObject *argv[3] = {(PyObject *)pf->region, agen, steps};
-	PyObject *res = steps ? PyObject_Vectorcall(wrap.timed_async_gen, argv, 3, NULL) : NULL;
-	Py_XDECREF(steps);
-	Py_DECREF(agen);
-	return res;
+	return sp_timed_async_gen_new(pf->region, agen, sp_mode_hooked(pf->recursive) ? 1 : sp_mode.lines ? 2 : 0);
 }
 
 /* Aggregation mode: the call's start stays on the C stack; only the
@@ -727,14 +720,14 @@ int sp_wrapper_init(void)
 }
 
 /* Decorated `async def` functions are timed through _timed_coroutine
- * (pf_call_coro), async generator functions' generators through
- * _TimedAsyncGenerator (pf_call_async_gen), both defined by the Python
- * layer. */
+ * (pf_call_coro), a coroutine of the Python layer (so that theirs is one
+ * for inspect.iscoroutine, as under the pure-Python package); async
+ * generator functions' generators through generator.c, around the
+ * module's _coroutine_enter and _coroutine_exit. */
 int sp_wrapper_bind(PyObject *mod)
 {
 	Py_XSETREF(wrap.timed_coroutine, PyObject_GetAttrString(mod, "_timed_coroutine"));
-	Py_XSETREF(wrap.timed_async_gen, PyObject_GetAttrString(mod, "_TimedAsyncGenerator"));
-	return wrap.timed_coroutine && wrap.timed_async_gen ? 0 : -1;
+	return wrap.timed_coroutine && sp_generator_bind(mod) == 0 ? 0 : -1;
 }
 
 PyObject *sp_wrapper_function(PyObject *obj)

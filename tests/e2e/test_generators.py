@@ -381,3 +381,32 @@ def test_the_generator_object_and_the_disabled_mode(sp):
     proc = sp("run", "-q", "--no-output", script)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "ProfiledFunction TimedGenerator False True [1]\n"
+
+
+def test_a_decorated_async_generator_adds_no_frame_to_tracebacks(sp):
+    """The steps of a decorated async generator run through no Python
+    frame of the profiler: a traceback through it is python's (a frame
+    `<scope_profiler>` ... `_step` was in it), and each step that ran is
+    still one call, the one that raised too."""
+    script = sp.script("""
+        import asyncio
+        import scope_profiler as sp
+
+        @sp.profile("ag")
+        async def ag():
+            yield 1
+            await asyncio.sleep(0)
+            raise ValueError("boom")
+
+        async def main():
+            async for x in ag():
+                print(x)
+
+        asyncio.run(main())
+    """)
+    proc = sp("run", "-q", "-o", "g.h5", script)
+    assert proc.returncode == 1
+    assert proc.stdout == "1\n"
+    assert "scope_profiler" not in proc.stderr and proc.stderr.endswith("ValueError: boom\n"), proc.stderr
+    with h5py.File(sp.tmp / "g.h5") as f:
+        assert len(calls(f, "ag")) == 2
