@@ -555,10 +555,19 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	child_writing = 1;   /* an exit signal from here on ends it after the write */
 	sp_session_end_child();
 	child_writing = 0;
-	if (!run_ending) {
+	/* The status, as os._exit takes it (positional or status=): with
+	 * anything else it raises, and the script goes on. */
+	PyObject *status = nargs == 1 && !kwnames ? args[0]
+			   : nargs == 0 && kwnames && PyTuple_GET_SIZE(kwnames) == 1 &&
+				     PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "status") == 0
+			   ? args[0] : NULL;
+	int overflow = 0;
+	long v = status && PyLong_Check(status) ? PyLong_AsLongAndOverflow(status, &overflow) : 0;
+	PyErr_Clear();
+	if (!run_ending && status && PyLong_Check(status) && !overflow && v >= INT_MIN && v <= INT_MAX) {
 		run_ending = 1;   /* no new process while it writes (its threads run on) */
 		watch_late();
-		if (!sp_session_end_at_exit(nargs >= 1 ? args[0] : Py_None))
+		if (!sp_session_end_at_exit(status))
 			run_ending = 0;   /* not the run's own process */
 	}
 	if (child_signal)

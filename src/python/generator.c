@@ -37,8 +37,9 @@ static struct {
 	PyObject *send, *throw, *close;   /* interned method names */
 } tg;
 
-/* What one resume does to the generator. */
-enum tg_op { OP_NEXT, OP_SEND, OP_THROW, OP_CLOSE };
+/* What one resume does to the generator; OP_FINALIZE: its own finalizer
+ * (the cleanup of a collected one, python's words should it fail). */
+enum tg_op { OP_NEXT, OP_SEND, OP_THROW, OP_CLOSE, OP_FINALIZE };
 
 static PyObject *step_run(PyObject *gen, enum tg_op op, PyObject *arg)
 {
@@ -55,6 +56,9 @@ static PyObject *step_run(PyObject *gen, enum tg_op op, PyObject *arg)
 	}
 	case OP_CLOSE:
 		return PyObject_CallMethodNoArgs(gen, tg.close);
+	case OP_FINALIZE:
+		PyObject_CallFinalizer(gen);   /* once: it marks the generator finalized */
+		return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
 	}
 	return NULL;
 }
@@ -121,7 +125,7 @@ static PyObject *tg_resume(TimedGen *g, enum tg_op op, PyObject *arg)
 		g->running = 0;
 		/* NULL: it returned (StopIteration, or nothing set from
 		 * __next__) or raised; either way it is finished. */
-		g->state = res && op != OP_CLOSE ? TG_SUSPENDED : TG_DONE;
+		g->state = res && op != OP_CLOSE && op != OP_FINALIZE ? TG_SUSPENDED : TG_DONE;
 		res = tg_exit(g, exit, res);
 	}
 	if (hook)
@@ -196,7 +200,9 @@ static int tg_clear(PyObject *self)
 static void tg_finalize(PyObject *self)
 {
 	TimedGen *g = (TimedGen *)self;
-	if (!g->gen || g->state != TG_SUSPENDED)
+	/* A generator's own finalizer, run once, in the call (a line-timed
+	 * wrapper's generator finalizes itself, untimed) */
+	if (!g->gen || g->state != TG_SUSPENDED || !PyGen_Check(g->gen))
 		return;
 #if PY_VERSION_HEX >= 0x030C0000
 	PyObject *exc = PyErr_GetRaisedException();
@@ -204,11 +210,11 @@ static void tg_finalize(PyObject *self)
 	PyObject *type, *value, *tb;
 	PyErr_Fetch(&type, &value, &tb);
 #endif
-	PyObject *res = tg_resume(g, OP_CLOSE, NULL);
+	PyObject *res = tg_resume(g, OP_FINALIZE, NULL);
 	if (res)
 		Py_DECREF(res);
 	else
-		PyErr_WriteUnraisable(self);   /* as the generator's own finalizer says it */
+		PyErr_WriteUnraisable(g->gen);
 #if PY_VERSION_HEX >= 0x030C0000
 	PyErr_SetRaisedException(exc);
 #else
@@ -538,8 +544,10 @@ static PyObject *ta_throw(PyObject *self, PyObject *args)
 {
 	TimedAwait *a = (TimedAwait *)self;
 	if (a->state != TG_SUSPENDED) {
-		a->state = TG_DONE;
-		return step_run(a->aw, OP_THROW, args);
+		PyObject *res = step_run(a->aw, OP_THROW, args);
+		if (!res)
+			a->state = TG_DONE;   /* else it caught it and goes on (no call yet) */
+		return res;
 	}
 	PyObject *res = step_run(a->it, OP_THROW, args);
 	if (!res)
@@ -576,7 +584,7 @@ static void ta_finalize(PyObject *self)
 	if (res)
 		Py_DECREF(res);
 	else
-		PyErr_WriteUnraisable(self);
+		PyErr_WriteUnraisable(a->aw);
 	PyErr_Restore(type, value, tb);
 }
 

@@ -170,7 +170,13 @@ static int precompile(const char *script, const char *command)
 		return 0;
 	}
 	if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
-		PyErr_Print();   /* Ctrl-C while it compiled: python's traceback of it */
+		/* Ctrl-C while it compiled: python's words, without the frame
+		 * of the profiler's compile */
+		PyObject *type, *value, *tb;
+		PyErr_Fetch(&type, &value, &tb);
+		Py_XDECREF(tb);
+		PyErr_Restore(type, value, NULL);
+		PyErr_Print();
 		return -2;
 	}
 	PyObject *type, *value, *tb;

@@ -762,7 +762,7 @@ def _child_own(own):
         return own, None
     kind, what = program
     if kind == "command":
-        return own, (None if "multiprocessing" in what else _command_codes(what))
+        return own, (None if what.startswith("from multiprocessing.") else _command_codes(what))
     return own + tuple(p for p in _own_prefixes(kind, what) if p not in own), None
 
 

@@ -410,3 +410,33 @@ def test_a_decorated_async_generator_adds_no_frame_to_tracebacks(sp):
     assert "scope_profiler" not in proc.stderr and proc.stderr.endswith("ValueError: boom\n"), proc.stderr
     with h5py.File(sp.tmp / "g.h5") as f:
         assert len(calls(f, "ag")) == 2
+
+
+def test_a_collected_generator_that_ignores_generatorexit_is_finalized_once(sp):
+    """Its cleanup on collection runs once, and python says what went
+    wrong in its own words, naming the generator (the timed cleanup ran it
+    a second time, the generator's finalizer after the wrapper's)."""
+    script = sp.script("""
+        import scope_profiler as sp
+
+        @sp.profile("stubborn")
+        def stubborn():
+            while True:
+                try:
+                    yield 1
+                except GeneratorExit:
+                    print("cleanup ran")
+
+        s = stubborn()
+        next(s)
+        del s
+        print("end")
+    """)
+    proc = sp("run", "-q", "-o", "g.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "cleanup ran\nend\n"
+    assert proc.stderr.count("Exception ignored") == 1, proc.stderr
+    assert "<generator object stubborn" in proc.stderr and "RuntimeError: generator ignored GeneratorExit" \
+        in proc.stderr, proc.stderr
+    with h5py.File(sp.tmp / "g.h5") as f:
+        assert len(calls(f, "stubborn")) == 2   # the first resume and the cleanup

@@ -405,6 +405,41 @@ def test_os_exit_writes_the_profile_first(sp, where):
     assert calls(sp.tmp / "out.h5") == {"r": 1}
 
 
+def test_os_exit_called_wrongly_raises_and_the_run_goes_on(sp):
+    """os._exit() without a status, or with one that is no int, raises and
+    the script goes on, as under python: nothing is written then (the
+    profile was written there and every later fork waited for ever), and
+    os._exit(status=3) is the failure os._exit(3) is (an empty profile took
+    the place of the previous one)."""
+    script = sp.script("""
+        import os, sys
+        import scope_profiler as sp
+        for bad in ((), ("x",)):
+            try:
+                os._exit(*bad)
+            except TypeError:
+                print("raised")
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        with sp.region("r"):
+            pass
+        print("forked", flush=True)
+        if sys.argv[1] == "kw":
+            os._exit(status=3)
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script, "ok", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "raised\nraised\nforked\n" and proc.stderr == "", proc.stderr
+    assert calls(sp.tmp / "out.h5") == {"r": 1}
+    quiet = sp.script("import os\nos._exit(status=3)\n", name="quiet.py")
+    before = (sp.tmp / "out.h5").read_bytes()
+    proc = sp("run", "-q", "-o", "out.h5", quiet)
+    assert proc.returncode == 3
+    assert (sp.tmp / "out.h5").read_bytes() == before   # a failure that recorded nothing keeps it
+
+
 # ---- 11. signals in Python's own shutdown ----
 
 ATEXIT = """
