@@ -13,6 +13,7 @@ import pytest
 
 from conftest import BINARY, embedded, regions
 from test_mpi import mpirun
+from test_subprocesses import ENV
 
 
 def calls(path):
@@ -813,7 +814,9 @@ def test_subprocesses_under_a_tmpdir_that_is_not_utf8(sp):
                 with mp.get_context("spawn").Pool(1) as pool:
                     print(pool.map(job, range(3)))
     """)
-    env = dict(os.environb, TMPDIR=tmpdir)
+    env = dict(os.environb)
+    env.update({k.encode(): v.encode() for k, v in ENV.items()})   # an ASan build's module too
+    env[b"TMPDIR"] = tmpdir
     proc = subprocess.run([os.fsencode(BINARY), b"run", b"-q", b"--subprocesses", b"-o", b"out.h5",
                            os.fsencode(script)], cwd=sp.tmp, env=env, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
