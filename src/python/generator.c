@@ -164,16 +164,20 @@ static PyObject *tg_close(PyObject *self, PyObject *unused)
 
 /* gi_frame, gi_running, gi_code, gi_suspended, __name__, ...: the
  * generator's. */
-static PyObject *tg_getattro(PyObject *self, PyObject *name)
+/* self's attribute name, else the one of what *target holds (NULL once
+ * the collector cleared it: a reference cycle). The wrappers' getattro. */
+static PyObject *forward_attr(PyObject *self, PyObject *name, PyObject *const *target)
 {
 	PyObject *v = PyObject_GenericGetAttr(self, name);
-	if (v || !PyErr_ExceptionMatches(PyExc_AttributeError))
+	if (v || !*target || !PyErr_ExceptionMatches(PyExc_AttributeError))
 		return v;
-	PyObject *gen = ((TimedGen *)self)->gen;
-	if (!gen)
-		return NULL;
 	PyErr_Clear();
-	return PyObject_GetAttr(gen, name);
+	return PyObject_GetAttr(*target, name);
+}
+
+static PyObject *tg_getattro(PyObject *self, PyObject *name)
+{
+	return forward_attr(self, name, &((TimedGen *)self)->gen);
 }
 
 static PyObject *tg_repr(PyObject *self)
@@ -543,6 +547,10 @@ static PyObject *ta_send_method(PyObject *self, PyObject *value)
 static PyObject *ta_throw(PyObject *self, PyObject *args)
 {
 	TimedAwait *a = (TimedAwait *)self;
+	if (!a->aw) {   /* cleared (ta_clear) */
+		PyErr_SetString(PyExc_RuntimeError, "cannot reuse already awaited __anext__()/asend()");
+		return NULL;
+	}
 	if (a->state != TG_SUSPENDED) {
 		PyObject *res = step_run(a->aw, OP_THROW, args);
 		if (!res)
@@ -590,17 +598,14 @@ static void ta_finalize(PyObject *self)
 
 static PyObject *ta_getattro(PyObject *self, PyObject *name)
 {
-	PyObject *v = PyObject_GenericGetAttr(self, name);
-	if (v || !PyErr_ExceptionMatches(PyExc_AttributeError))
-		return v;
-	PyErr_Clear();
-	return PyObject_GetAttr(((TimedAwait *)self)->aw, name);   /* the step's own */
+	return forward_attr(self, name, &((TimedAwait *)self)->aw);   /* the step's own */
 }
 
 static PyObject *ta_repr(PyObject *self)
 {
 	TimedAwait *a = (TimedAwait *)self;
-	return PyUnicode_FromFormat("<profiled %R in region %R>", a->aw, ((RegionObject *)a->region)->name);
+	return PyUnicode_FromFormat("<profiled %R in region %R>", a->aw ? a->aw : Py_None,
+				    ((RegionObject *)a->region)->name);
 }
 
 static int ta_traverse(PyObject *self, visitproc visit, void *arg)
@@ -613,9 +618,12 @@ static int ta_traverse(PyObject *self, visitproc visit, void *arg)
 	return 0;
 }
 
+/* Cleared by the collector (a reference cycle): finished, as a step that
+ * ran to its end (nothing of it is left to run). */
 static int ta_clear(PyObject *self)
 {
 	TimedAwait *a = (TimedAwait *)self;
+	a->state = TG_DONE;
 	Py_CLEAR(a->aw);
 	Py_CLEAR(a->it);
 	Py_CLEAR(a->token);
@@ -704,21 +712,37 @@ static PyObject *tag_step(TimedAsyncGen *g, PyObject *step)
 	return sp_timed_await_new(g->region, step, g->steps);
 }
 
+/* 1, with RuntimeError set, once the collector cleared g (a reference
+ * cycle): nothing of it is left to step. */
+static int tag_cleared(TimedAsyncGen *g)
+{
+	if (g->agen)
+		return 0;
+	PyErr_SetString(PyExc_RuntimeError, "the profiled asynchronous generator was collected");
+	return 1;
+}
+
 static PyObject *tag_anext(PyObject *self)
 {
 	TimedAsyncGen *g = (TimedAsyncGen *)self;
+	if (tag_cleared(g))
+		return NULL;
 	return tag_step(g, Py_TYPE(g->agen)->tp_as_async->am_anext(g->agen));
 }
 
 static PyObject *tag_asend(PyObject *self, PyObject *value)
 {
 	TimedAsyncGen *g = (TimedAsyncGen *)self;
+	if (tag_cleared(g))
+		return NULL;
 	return tag_step(g, PyObject_CallMethod(g->agen, "asend", "O", value));
 }
 
 static PyObject *tag_athrow(PyObject *self, PyObject *args)
 {
 	TimedAsyncGen *g = (TimedAsyncGen *)self;
+	if (tag_cleared(g))
+		return NULL;
 	PyObject *fn = PyObject_GetAttrString(g->agen, "athrow");
 	PyObject *step = fn ? PyObject_Call(fn, args, NULL) : NULL;
 	Py_XDECREF(fn);
@@ -729,6 +753,8 @@ static PyObject *tag_athrow(PyObject *self, PyObject *args)
 static PyObject *tag_aclose(PyObject *self, PyObject *unused)
 {
 	TimedAsyncGen *g = (TimedAsyncGen *)self;
+	if (tag_cleared(g))
+		return NULL;
 	PyObject *frame = g->started ? PyObject_GetAttrString(g->agen, "ag_frame") : NULL;
 	int live = frame && frame != Py_None;
 	Py_XDECREF(frame);
@@ -739,17 +765,13 @@ static PyObject *tag_aclose(PyObject *self, PyObject *unused)
 
 static PyObject *tag_getattro(PyObject *self, PyObject *name)
 {
-	PyObject *v = PyObject_GenericGetAttr(self, name);
-	if (v || !PyErr_ExceptionMatches(PyExc_AttributeError))
-		return v;
-	PyErr_Clear();
-	return PyObject_GetAttr(((TimedAsyncGen *)self)->agen, name);   /* ag_frame, ag_code, ... */
+	return forward_attr(self, name, &((TimedAsyncGen *)self)->agen);   /* ag_frame, ag_code, ... */
 }
 
 static PyObject *tag_repr(PyObject *self)
 {
 	TimedAsyncGen *g = (TimedAsyncGen *)self;
-	return PyUnicode_FromFormat("<profiled %R in region %R>", g->agen, g->region->name);
+	return PyUnicode_FromFormat("<profiled %R in region %R>", g->agen ? g->agen : Py_None, g->region->name);
 }
 
 static int tag_traverse(PyObject *self, visitproc visit, void *arg)

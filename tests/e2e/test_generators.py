@@ -440,3 +440,67 @@ def test_a_collected_generator_that_ignores_generatorexit_is_finalized_once(sp):
         in proc.stderr, proc.stderr
     with h5py.File(sp.tmp / "g.h5") as f:
         assert len(calls(f, "stubborn")) == 2   # the first resume and the cleanup
+
+
+def test_a_wrapper_the_collector_cleared_raises_instead_of_crashing(sp):
+    """The collector clears each object of a reference cycle (tp_clear)
+    before freeing it; a wrapper that is touched after (its generator gone)
+    says so as a finished one would, never dereferences what is gone. The
+    clear is called as the collector calls it (the type's tp_clear slot)."""
+    script = sp.script("""
+        import asyncio, ctypes
+        import scope_profiler as sp
+
+        get_slot = ctypes.pythonapi.PyType_GetSlot
+        get_slot.restype = ctypes.c_void_p
+        get_slot.argtypes = [ctypes.py_object, ctypes.c_int]
+        PY_TP_CLEAR = 51
+
+        def clear(obj):
+            fn = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object)(get_slot(type(obj), PY_TP_CLEAR))
+            assert fn(obj) == 0
+
+        def outcome(f):
+            try:
+                f()
+            except BaseException as e:
+                return type(e).__name__
+            return "ok"
+
+        @sp.profile("g")
+        def g():
+            yield 1
+
+        @sp.profile("ag")
+        async def ag():
+            yield 1
+
+        gen = g()
+        clear(gen)
+        print("gen", outcome(lambda: next(gen)), outcome(lambda: gen.gi_frame), outcome(lambda: repr(gen)))
+
+        agen = ag()
+        step = agen.__anext__()
+        clear(agen)
+        print("agen", outcome(agen.__anext__), outcome(lambda: agen.asend(None)), outcome(agen.athrow),
+              outcome(agen.aclose), outcome(lambda: agen.ag_frame), outcome(lambda: repr(agen)))
+
+        clear(step)
+        print("step", outcome(lambda: step.send(None)), outcome(lambda: step.throw(ValueError)),
+              outcome(step.close), outcome(lambda: step.gi_frame), outcome(lambda: repr(step)))
+
+        async def main():
+            async for x in ag():
+                print("still", x)
+        asyncio.run(main())
+    """)
+    proc = sp("run", "-q", "-o", "g.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "gen StopIteration AttributeError ok",
+        "agen RuntimeError RuntimeError RuntimeError RuntimeError AttributeError ok",
+        "step RuntimeError RuntimeError ok AttributeError ok",
+        "still 1",
+    ], proc.stdout
+    with h5py.File(sp.tmp / "g.h5") as f:
+        assert len(calls(f, "ag")) == 2   # the last loop's two steps; nothing of the cleared ones
