@@ -33,8 +33,9 @@ static const struct sp_cmd_help help = {
 	.notes =
 		SP_HELP_PATTERN
 		"Exit status: the script's own (sys.exit(n) -> n, an uncaught exception\n"
-		"-> 1; Ctrl-C, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1/2 end it killed by the\n"
-		"signal, as python: a shell shows 128 + signal);\n"
+		"-> 1; Ctrl-C, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1/2, SIGALRM (alarm()),\n"
+		"SIGVTALRM, SIGPROF end it killed by the signal, as python: a shell shows\n"
+		"128 + signal);\n"
 		"2 for usage errors. The profile is written in each of these cases, and\n"
 		"before os.exec*(). The interpreter is started as a virtual environment's\n"
 		"python would be in one: the environment scope-profiler is installed in, else\n"

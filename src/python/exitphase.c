@@ -3,7 +3,8 @@
  * The exit signals: SIGINT (Python's KeyboardInterrupt), and SIGTERM,
  * SIGHUP (the terminal or ssh session is gone), SIGXCPU (RLIMIT_CPU, a
  * batch system's CPU limit), SIGUSR1 and SIGUSR2 (SGE's -notify, Slurm's
- * --signal), which the run turns into SystemExit(128 + signal) where the
+ * --signal), SIGALRM, SIGVTALRM and SIGPROF (a script's own hard time
+ * limit: signal.alarm() or setitimer() with no handler), which the run turns into SystemExit(128 + signal) where the
  * script has no handler of its own, so that the profile is written as at
  * sys.exit. From the moment the profile is about to be written, they no
  * longer unwind Python code (where they would abort the write with a
@@ -47,7 +48,8 @@
 #include "sp_spill.h"
 #include "sp_stream.h"
 
-static const int exit_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2};
+static const int exit_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2,
+				    SIGALRM, SIGVTALRM, SIGPROF};
 #define NSIGNALS (sizeof exit_signals / sizeof exit_signals[0])
 
 static volatile sig_atomic_t exit_signal;   /* the first one received, or 0 */
@@ -320,6 +322,7 @@ fail:
 }
 
 static PyObject *run_exit(PyObject *m, PyObject *unused);
+static void take_exit_signals(void);
 
 /* The run ends at exit signal sig: plain python ends at such a signal at
  * once, running none of the script's code; so does the run, once its
@@ -564,11 +567,18 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	int overflow = 0;
 	long v = status && PyLong_Check(status) ? PyLong_AsLongAndOverflow(status, &overflow) : 0;
 	PyErr_Clear();
-	if (!run_ending && status && PyLong_Check(status) && !overflow && v >= INT_MIN && v <= INT_MAX) {
+	if (!run_ending && status && PyLong_Check(status) && !overflow && v >= INT_MIN && v <= INT_MAX &&
+	    sp_session_ends_at_exit()) {
 		run_ending = 1;   /* no new process while it writes (its threads run on) */
 		watch_late();
-		if (!sp_session_end_at_exit(status))
-			run_ending = 0;   /* not the run's own process */
+		/* The exit signals as at the run's normal end: one while it
+		 * writes is noted and ends the run after the write (it ended
+		 * the run unwritten, without a word); again, abandons it. */
+		take_exit_signals();
+		sp_session_end_at_exit(status);
+		int sig = sp_run_exit_signal_last();
+		if (sig)
+			die_by(sig);
 	}
 	if (child_signal)
 		die_by(child_signal);
@@ -995,10 +1005,10 @@ static PyObject *child_signals(PyObject *m, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* _run_exit(): the run's atexit callback, in C so that no signal handler
- * of Python's can run between the script's end and the handlers below;
- * then the session ends (sp_session_end_run: write, print, clean up). */
-static PyObject *run_exit(PyObject *m, PyObject *unused)
+/* From the script's end (or its os._exit) on, the exit signals are
+ * on_exit_signal's, in C: no handler of Python's runs between the script's
+ * end and them, nor while the profile is written. */
+static void take_exit_signals(void)
 {
 	/* Held while the handlers change hands: one arriving meanwhile
 	 * reaches the C handler when they are let through below. */
@@ -1039,6 +1049,13 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 				   "written\n");
 	abandon_len = n > 0 && (size_t)n < sizeof abandon_msg ? (size_t)n : 0;
 	pthread_sigmask(SIG_SETMASK, &before, NULL);
+}
+
+/* _run_exit(): the run's atexit callback: the exit signals are taken,
+ * then the session ends (sp_session_end_run: write, print, clean up). */
+static PyObject *run_exit(PyObject *m, PyObject *unused)
+{
+	take_exit_signals();
 	sp_session_end_run();
 	Py_RETURN_NONE;
 }
@@ -1049,10 +1066,12 @@ PyMethodDef sp_exitphase_methods[] = {
 	{"_exit_signals_default", exit_signals_default, METH_NOARGS, NULL},
 	{"_child_signals", child_signals, METH_NOARGS, NULL},
 	{"_on_child_signal", (PyCFunction)(void (*)(void))on_child_signal_py, METH_FASTCALL,
-	 "scope-profiler run --subprocesses' handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1 and SIGUSR2 "
+	 "scope-profiler run --subprocesses' handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2, "
+	 "SIGALRM, SIGVTALRM and SIGPROF "
 	 "in a child process: its profile is written, then the signal ends it."},
 	{"_on_exit_signal", (PyCFunction)(void (*)(void))on_exit_signal_py, METH_FASTCALL,
-	 "scope-profiler run's handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1 and SIGUSR2: the profile "
+	 "scope-profiler run's handler of SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM "
+	 "and SIGPROF: the profile "
 	 "is written, then the signal ends the run, running no more of the script."},
 	{NULL},
 };

@@ -597,7 +597,8 @@ def _run_hooks(target, trace, trace_all, include, exclude, subprocesses=False, o
         if folder:
             _offer_children(folder, {"trace_all": bool(trace_all), "include": tuple(include),
                                      "exclude": tuple(exclude), "own": tuple(own)} if trace else None)
-    # SIGTERM (a batch system's time limit), SIGHUP, SIGXCPU, SIGUSR1/2
+    # SIGTERM (a batch system's time limit), SIGHUP, SIGXCPU, SIGUSR1/2,
+    # SIGALRM, SIGVTALRM, SIGPROF (signal.alarm() with no handler)
     # write the profile, then end the run with status 128 + signal, running
     # no more of the script (a script may still install its own handler);
     # os.exec* writes it first; signals Python's shutdown swallows are

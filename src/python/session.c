@@ -1203,11 +1203,16 @@ void sp_session_end_child(void)
 	PyErr_Restore(type, value, tb);
 }
 
-int sp_session_end_at_exit(PyObject *status)
+int sp_session_ends_at_exit(void)
 {
 	/* Under an MPI launcher the other ranks wait on this one's profile at
 	 * their own end: os._exit ends this rank as it ends python's. */
-	if (!session.active || session.parent_pid || getpid() != session.pid || sp_mpi_launch_rank() >= 0)
+	return session.active && !session.parent_pid && getpid() == session.pid && sp_mpi_launch_rank() < 0;
+}
+
+int sp_session_end_at_exit(PyObject *status)
+{
+	if (!sp_session_ends_at_exit())
 		return 0;
 	sp_session_note_exit_status(status);
 	PyObject *type, *value, *tb;

@@ -5,7 +5,7 @@
 #define SP_EXITPHASE_H
 
 /* Once the interpreter has ended: the exit signal (SIGINT, SIGTERM,
- * SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2) that ended the run or arrived while
+ * SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF) that ended the run or arrived while
  * it ended, one pending now included, else 0. The run's handler is gone
  * after it: one arriving later takes its default action, as at the very
  * end of plain python. */

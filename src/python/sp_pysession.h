@@ -44,6 +44,10 @@ int sp_session_end_before_exec(void);
  * own process. Never raises. */
 void sp_session_end_child(void);
 
+/* 1 in the run's own process where os._exit() ends the run (not in a
+ * child, not under an MPI launcher), else 0. */
+int sp_session_ends_at_exit(void);
+
 /* `run` at os._exit(status) in its own process: the profile is written
  * as at the end of the run (not under an MPI launcher). 1 when it was
  * written here, else 0. Never raises. */

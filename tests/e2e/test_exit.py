@@ -82,6 +82,8 @@ SIGNAL_IN_WRITE = """
                 time.sleep(0.02)   # the first one taken (else the two merge into one)
             os.kill(os.getpid(), sig)
     threading.Thread(target=watcher, daemon=True).start()
+    if len(sys.argv) > 2:
+        os._exit(int(sys.argv[2]))   # the script ends so: the run's profile is written first
 """
 
 STATUS = {"SIGINT": -signal.SIGINT, "SIGTERM": -signal.SIGTERM}
@@ -97,14 +99,17 @@ def complete(path):
         return g.attrs["num_calls"] == 1_000_000 and len(g["end_times"]) == 1_000_000
 
 
-@pytest.mark.parametrize("sigs", ["SIGINT", "SIGTERM", "SIGTERM,SIGTERM", "SIGHUP,SIGHUP,SIGHUP"])
-def test_signal_while_writing_completes_the_profile(sp, sigs):
+@pytest.mark.parametrize("sigs,exit", [("SIGINT", ()), ("SIGTERM", ()), ("SIGTERM,SIGTERM", ()),
+                                       ("SIGHUP,SIGHUP,SIGHUP", ()), ("SIGTERM", ("3",)), ("SIGINT", ("3",))])
+def test_signal_while_writing_completes_the_profile(sp, sigs, exit):
     """One signal while the profile is written: it is completed, then the
     signal ends the run. The same one again at once (GNU timeout sends it to
     the run and then to its process group; a batch system to every process
-    of the job) is the same request: it abandoned the write before."""
+    of the job) is the same request: it abandoned the write before. So too
+    where the script ends with os._exit(3), whose write a signal ended
+    unwritten, without a word."""
     script = sp.script(SIGNAL_IN_WRITE)
-    proc = sp("run", "-q", *WHOLE, "-o", "out.h5", script, sigs)
+    proc = sp("run", "-q", *WHOLE, "-o", "out.h5", script, sigs, *exit)
     assert proc.returncode == -getattr(signal, sigs.split(",")[0]), proc.stderr
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     assert proc.stderr.count("scope-profiler: run: finishing the profile") == 1

@@ -119,7 +119,8 @@ def start(script, out, *options):
     return p
 
 
-@pytest.mark.parametrize("sig", ["SIGHUP", "SIGXCPU", "SIGUSR1", "SIGUSR2", "SIGTERM"])
+@pytest.mark.parametrize("sig", ["SIGHUP", "SIGXCPU", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGALRM", "SIGVTALRM",
+                                 "SIGPROF"])
 def test_exit_signals_write_the_profile_and_end_as_the_signal_asks(sp, sig):
     script = sp.script(LOOP)
     p = start(script, sp.tmp / "out.h5")
@@ -128,6 +129,29 @@ def test_exit_signals_write_the_profile_and_end_as_the_signal_asks(sp, sig):
     assert p.returncode == -getattr(signal, sig), err
     assert "Traceback" not in err, err
     assert calls(sp.tmp / "out.h5")["loop"] >= 1
+
+
+@pytest.mark.parametrize("timer", ["signal.alarm(1)", "signal.setitimer(signal.ITIMER_VIRTUAL, 0.3)",
+                                   "signal.setitimer(signal.ITIMER_PROF, 0.3)"])
+def test_a_time_limit_the_script_sets_itself_writes_the_profile(sp, timer):
+    """signal.alarm() or a CPU timer with no handler: the script's own hard
+    time limit ends python by SIGALRM, SIGVTALRM or SIGPROF; the run ends so
+    too, its profile written first (it was lost without a word)."""
+    script = sp.script(f"""
+        import signal
+        import scope_profiler as sp
+        {timer}
+        print("started", flush=True)
+        while True:
+            with sp.region("spin"):
+                sum(range(1000))
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    want = {"alarm": signal.SIGALRM, "VIRTUAL": signal.SIGVTALRM, "PROF": signal.SIGPROF}
+    sig = next(v for k, v in want.items() if k in timer)
+    assert (proc.returncode, proc.stdout) == (-sig, "started\n"), proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert calls(sp.tmp / "out.h5")["spin"] >= 1
 
 
 NO_CLEANUP = """
@@ -249,7 +273,8 @@ def test_the_script_sees_the_exit_signals_as_plain_python_shows_them(sp):
     ended, status 138)."""
     script = sp.script("""
         import os, signal
-        sigs = [signal.SIGTERM, signal.SIGHUP, signal.SIGXCPU, signal.SIGUSR1, signal.SIGUSR2]
+        sigs = [signal.SIGTERM, signal.SIGHUP, signal.SIGXCPU, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
+                signal.SIGVTALRM, signal.SIGPROF]
         print([repr(signal.getsignal(s)) for s in sigs])
         prev = signal.getsignal(signal.SIGUSR1)
 
