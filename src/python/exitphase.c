@@ -175,6 +175,7 @@ int sp_run_exit_signal_last(void)
  * functions, kept here, are what this file calls. */
 static PyObject *real_getsignal_fn, *real_signal_fn;
 static PyObject *ours[NSIGNALS];   /* our handler of exit_signals[i], or NULL */
+static PyObject *run_handler;      /* the run's (_on_exit_signal), in the run's process */
 
 static PyObject *real_getsignal(PyObject *sigmod, int sig)
 {
@@ -269,6 +270,11 @@ static PyObject *signal_shown(PyObject *self, PyObject *const *args, Py_ssize_t 
 {
 	Py_ssize_t sig = nargs == 2 ? int_arg(args[0]) : -1;
 	ptrdiff_t i = sig > 0 && sig < INT_MAX ? signal_index((long)sig) : -1;
+	/* SIGINT set to SIG_DFL (a script that lets Ctrl-C end it at once,
+	 * with no traceback): the run's handler too, hidden as the others */
+	if (i >= 0 && !ours[i] && sig == SIGINT && run_signals && run_handler &&
+	    int_arg(args[1]) == (Py_ssize_t)(intptr_t)SIG_DFL)
+		ours[i] = Py_NewRef(run_handler);
 	if (i >= 0 && ours[i] && int_arg(args[1]) == (Py_ssize_t)(intptr_t)SIG_DFL) {
 		PyObject *prev = PyObject_CallFunction(real_signal_fn, "nO", sig, ours[i]);
 		if (prev)
@@ -348,13 +354,15 @@ static void run_signal_end(int sig)
 }
 
 /* _on_exit_signal(signum, frame): the run's handler of the exit signals
- * but SIGINT (run_signal_end). */
+ * but SIGINT, Python's KeyboardInterrupt, unless the script set that to
+ * SIG_DFL (signal_shown) (run_signal_end). */
 static PyObject *on_exit_signal_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
 	long sig = nargs >= 1 ? PyLong_AsLong(args[0]) : -1;
 	if (sig == -1 && PyErr_Occurred())
 		return NULL;
-	if (signal_index(sig) < 0 || sig == SIGINT)
+	ptrdiff_t i = signal_index(sig);
+	if (i < 0 || (sig == SIGINT && !ours[i]))
 		Py_RETURN_NONE;   /* called by a handler of the script's for another signal */
 	run_signal_end((int)sig);
 	Py_RETURN_NONE;
@@ -745,6 +753,8 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 	}
 	if (signals && show_signals_as_plain(sigmod) != 0)
 		goto fail;
+	if (signals)
+		Py_XSETREF(run_handler, Py_NewRef(handler));
 	if (signals)
 		count_sigint();
 	PyObject *hook = PySys_GetObject("unraisablehook");   /* borrowed */

@@ -154,6 +154,31 @@ def test_a_time_limit_the_script_sets_itself_writes_the_profile(sp, timer):
     assert calls(sp.tmp / "out.h5")["spin"] >= 1
 
 
+def test_ctrl_c_left_at_sig_dfl_by_the_script_writes_the_profile(sp):
+    """A script that sets SIGINT to SIG_DFL (so that Ctrl-C ends it at
+    once, with no traceback) ends so under the run too, its profile written
+    first (it was lost without a word); the script still sees SIG_DFL."""
+    script = sp.script("""
+        import os, signal, time
+        import scope_profiler as sp
+        print(signal.signal(signal.SIGINT, signal.SIG_DFL) is signal.default_int_handler,
+              signal.getsignal(signal.SIGINT) == signal.SIG_DFL, flush=True)
+        with sp.region("r"):
+            pass
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+        print("not reached")
+    """)
+    # SIGINT as a terminal has it (a job started in the background of a
+    # non-interactive shell has it ignored)
+    dfl = dict(preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), capture_output=True,
+               text=True, timeout=120)
+    proc = subprocess.run([BINARY, "run", "-q", "-o", str(sp.tmp / "out.h5"), str(script)], **dfl)
+    assert (proc.returncode, proc.stdout) == (-signal.SIGINT, "True True\n"), proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert calls(sp.tmp / "out.h5") == {"r": 1}
+
+
 NO_CLEANUP = """
     import atexit, multiprocessing as mp, sys, time
     import scope_profiler as sp
