@@ -39,4 +39,8 @@ int sp_export_format_parse(const char *name);
 enum sp_err sp_export(struct sp_h5_stream *s, const char *path, enum sp_export_format fmt,
 		      const struct sp_select *sel, FILE *f, int *write_errno, struct sp_error *err);
 
+/* Whether a file that begins with head (its first n bytes, n > 0) is an
+ * export of any format (so export -o may replace it): 1 or 0. */
+int sp_export_is_own(const char *head, size_t n);
+
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sp_cmd.h"
@@ -39,6 +40,8 @@ static const struct sp_cmd_help help = {
 		"events (32 bytes a call).\n",
 	.notes =
 		SP_HELP_PATTERN
+		"OUT may be an earlier export (of any format): another file there (a script,\n"
+		"notes) is refused, and left as it was, unless --force.\n"
 		"Exit status: 0, 1 when FILE cannot be read or OUT written (OUT is then\n"
 		"left as it was), 2 for usage errors.\n",
 };
@@ -64,16 +67,38 @@ static int parse_output(const struct sp_opt *o, const char *arg, void *ctx, char
 	return 0;
 }
 
+/* Whether the regular file target (what OUT leads to), which the export
+ * would replace, holds something else than an earlier export (one it
+ * cannot read too; an empty one is none). 1 after saying so, else 0. */
+static int holds_other(const char *outpath, const char *target)
+{
+	struct stat st;
+	if (stat(target, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+		return 0;
+	static char head[65536];
+	int fd = open(target, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, head, sizeof head);
+	if (fd >= 0)
+		close(fd);
+	if (n > 0 && sp_export_is_own(head, (size_t)n))
+		return 0;
+	sp_cmd_error(CMD, "'%s' exists and is not an export of scope-profiler; --force replaces it", outpath);
+	return 1;
+}
+
 /* Opens OUT into op and *f. A file is replaced whole through a temporary
- * file; a device or a FIFO (/dev/stdout on a pipe, /dev/null) is written in
- * place. 0, or -1 after saying why (*f is then still stdout). */
-static int open_output(const char *outpath, struct sp_outpath *op, FILE **f)
+ * file (without force, only an earlier export); a device, a FIFO or an
+ * open descriptor (/dev/stdout, /dev/null) is written in place. 0, or -1
+ * after saying why (*f is then still stdout). */
+static int open_output(const char *outpath, int force, struct sp_outpath *op, FILE **f)
 {
 	struct sp_error err = {0};
 	if (sp_outpath_open(op, outpath, SP_OUTPATH_IN_PLACE, &err) != SP_OK) {
 		sp_cmd_error(CMD, "cannot write %s", err.msg);
 		return -1;
 	}
+	if (op->kind == SP_OUTPATH_FILE && !force && holds_other(outpath, op->target))
+		return -1;   /* op, the caller's to abort, holds only its temporary file */
 	/* The stream gets its own descriptor: closing it reports the
 	 * stream's errors, op's is the commit's to close. */
 	int fd = fcntl(op->fd, F_DUPFD_CLOEXEC, 0);
@@ -120,7 +145,7 @@ int cmd_export(int argc, char **argv)
 	const char *outpath = NULL;
 	struct sp_outpath op = {.fd = -1, .slot = -1};
 	FILE *f = stdout;
-	int fmt = -1, status = SP_EXIT_USAGE, stdout_err = 0, write_err = 0;
+	int fmt = -1, status = SP_EXIT_USAGE, stdout_err = 0, write_err = 0, force = 0;
 	enum sp_err rc;
 	const struct sp_opt options[] = {
 		{'f', "format", SP_OPT_CALL, &fmt, 0, "FMT", "csv, json, chrome, folded or speedscope (required)",
@@ -128,6 +153,7 @@ int cmd_export(int argc, char **argv)
 		{'o', "output", SP_OPT_CALL, &outpath, 0, "OUT",
 		 "write to OUT (atomically; a FIFO or device in place)", parse_output},
 		{0, "outfile", SP_OPT_CALL, &outpath, 0, "OUT", NULL, parse_output},
+		{0, "force", SP_OPT_FLAG, &force, 1, NULL, "replace OUT even when it is no earlier export", NULL},
 		SP_OPT_SELECT_NAMES,
 		{0, "ranks", SP_OPT_CALL, NULL, SP_SELECT_RANKS, "LIST", "only these ranks, e.g. 0-3,5",
 		 sp_opt_select},
@@ -157,7 +183,7 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	sp_cmd_partial(CMD, path, sp_h5_stream_profile(s));
-	if (outpath && open_output(outpath, &op, &f) != 0)
+	if (outpath && open_output(outpath, force, &op, &f) != 0)
 		goto out;
 	rc = sp_export(s, path, (enum sp_export_format)fmt, &sel, f, &write_err, &err);
 	if (rc == SP_EIO && write_err) {

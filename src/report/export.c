@@ -1,6 +1,7 @@
 /* export.c - a profile's calls for pandas, Perfetto / chrome://tracing,
  * speedscope and flamegraph.pl (csv, json, chrome; folded stacks are in
  * export_folded.c), streamed from the file a slice at a time. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -360,7 +361,7 @@ static enum sp_err write_chrome(struct exporter *x)
 	const char *lanes = sp_profile_meta(x->p, "lanes");
 	enum sp_err rc;
 	int n = 0;
-	out_str(o, "{\"traceEvents\": [");
+	out_str(o, HEAD_CHROME);
 	for (size_t r = 0; r < x->p->nranks; r++) {
 		int rank = x->p->ranks[r].rank;
 		if (!sp_select_rank(x->sel, rank))
@@ -431,7 +432,7 @@ static enum sp_err write_json(struct exporter *x)
 	sp_json_string(&x->name, x->path);
 	if (x->name.oom)
 		return sp_error_set(x->err, SP_ENOMEM, "out of memory");
-	out_str(o, "{\"file\": ");
+	out_str(o, HEAD_JSON);
 	out_mem(o, x->name.p, x->name.n);
 	out_str(o, ",\n\"time_origin_ns\": ");
 	if (same && n)
@@ -490,7 +491,7 @@ static enum sp_err write_aggregates(struct exporter *x)
 			return SP_ENOMEM;
 		}
 	if (x->fmt == SP_EXPORT_CSV) {
-		out_str(o, "name,rank");
+		out_str(o, HEAD_CSV);
 		for (size_t i = 0; i < NKEYS; i++) {
 			out_ch(o, ',');
 			out_str(o, keys[i]);
@@ -499,7 +500,7 @@ static enum sp_err write_aggregates(struct exporter *x)
 	} else {
 		x->name.n = 0;
 		sp_json_string(&x->name, x->path);
-		out_str(o, "{\"file\": ");
+		out_str(o, HEAD_JSON);
 		out_mem(o, x->name.p, x->name.n);
 		out_str(o, ",\n\"aggregate\": true,\n\"regions\": [");
 	}
@@ -594,7 +595,7 @@ enum sp_err sp_export(struct sp_h5_stream *s, const char *path, enum sp_export_f
 	}
 	switch (fmt) {
 	case SP_EXPORT_CSV:
-		out_str(o, "name,rank,lane,call_index,start_s,end_s,duration_s");
+		out_str(o, HEAD_CSV ",lane,call_index,start_s,end_s,duration_s");
 		for (int k = 1; k < SP_VALUE_KINDS; k++)
 			if (x.kinds[k]) {
 				out_ch(o, ',');
@@ -634,4 +635,39 @@ out:
 		*write_errno = o->err;
 	free(o);
 	return rc;
+}
+
+/* A folded file's complete lines in head (at least one): 'stack count',
+ * the stack named (a letter or '_' in it: not a column of numbers). */
+static int folded_lines(const char *head, size_t n)
+{
+	size_t lines = 0, start = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (head[i] != '\n')
+			continue;
+		size_t end = i, digits = 0;
+		while (end > start && head[end - 1] >= '0' && head[end - 1] <= '9') {
+			end--;
+			digits++;
+		}
+		if (!digits || end < start + 2 || head[end - 1] != ' ')
+			return 0;
+		int named = 0;
+		for (size_t k = start; k + 1 < end && !named; k++)
+			named = isalpha((unsigned char)head[k]) || head[k] == '_';
+		if (!named)
+			return 0;
+		lines++;
+		start = i + 1;
+	}
+	return lines > 0;
+}
+
+int sp_export_is_own(const char *head, size_t n)
+{
+	static const char *const heads[] = {HEAD_CSV ",", HEAD_JSON, HEAD_CHROME, HEAD_SPEEDSCOPE};
+	for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
+		if (n >= strlen(heads[i]) && memcmp(head, heads[i], strlen(heads[i])) == 0)
+			return 1;
+	return folded_lines(head, n);
 }

@@ -18,6 +18,14 @@
 
 #define SLICE 65536            /* calls read from the file at a time */
 
+/* How each format's file begins (sp_export_is_own knows an earlier export
+ * by them): csv (calls and aggregates), json (both), Chrome, speedscope.
+ * A folded file is lines of 'stack count'. */
+#define HEAD_CSV "name,rank"
+#define HEAD_JSON "{\"file\": "
+#define HEAD_CHROME "{\"traceEvents\": ["
+#define HEAD_SPEEDSCOPE "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""
+
 /* ---- buffered output ---------------------------------------------------- */
 
 struct out {

@@ -167,7 +167,7 @@ enum sp_err sp_export_speedscope(struct exporter *x)
 	struct swalk w = {0};
 	enum sp_err rc = SP_OK;
 	/* The frames: every region by name, in the export's order. */
-	out_str(o, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n\"shared\":{\"frames\":[");
+	out_str(o, HEAD_SPEEDSCOPE ",\n\"shared\":{\"frames\":[");
 	for (size_t k = 0; k < x->ngroups; k++) {
 		s.n = 0;
 		sp_json_string(&s, sp_export_group_name(x, k));

@@ -459,6 +459,39 @@ def test_output_unwritable_leaves_nothing(sp):
     assert (sp.tmp / "n.h5").read_bytes() == data
 
 
+def test_output_replaces_an_earlier_export_and_nothing_else(sp):
+    """-o replaces an earlier export of any format (exporting again), an
+    empty file, a FIFO or /dev/stdout in place; a file that is no export (the
+    user's script, notes, a symlink to one) is refused with one line and
+    left as it was, unless --force (a typo clobbered the script before)."""
+    run_script(sp, NESTED, "n.h5")
+    fmts = ("csv", "json", "chrome", "folded", "speedscope")
+    for first in fmts:
+        assert sp("export", "n.h5", "-f", first, "-o", "out.x").returncode == 0
+        for then in fmts:
+            proc = sp("export", "n.h5", "-f", then, "-o", "out.x")
+            assert proc.returncode == 0, (first, then, proc.stderr)
+            assert (sp.tmp / "out.x").read_text() == export(sp, "n.h5", then)
+            assert sp("export", "n.h5", "-f", first, "-o", "out.x").returncode == 0
+    (sp.tmp / "empty.csv").write_text("")
+    assert sp("export", "n.h5", "-f", "csv", "-o", "empty.csv").returncode == 0
+    script = "import numpy\nprint('my analysis')\n"
+    for name, text in (("analysis.py", script), ("notes.txt", "to do: profile the solver\n"),
+                       ("data.csv", "a,b\n1,2\n"), ("data.txt", "1.5 2\n3.5 4\n")):
+        (sp.tmp / name).write_text(text)
+        (sp.tmp / f"link-{name}").symlink_to(name)
+        for target in (name, f"link-{name}"):
+            for fmt in fmts:
+                proc = sp("export", "n.h5", "-f", fmt, "-o", target)
+                assert proc.returncode == 1, (target, fmt)
+                one_line_error(proc, "export", target, "not an export", "--force")
+                assert (sp.tmp / name).read_text() == text
+    assert not list(sp.tmp.glob("*.tmp.*"))
+    proc = sp("export", "n.h5", "-f", "csv", "-o", "analysis.py", "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert (sp.tmp / "analysis.py").read_text() == export(sp, "n.h5", "csv")
+
+
 def test_failure_midway_keeps_old_output(sp):
     # The second region's summary attributes are fine, its columns are not:
     # this shows only once the first region has been written.
@@ -472,11 +505,12 @@ def test_failure_midway_keeps_old_output(sp):
                              last_end_ns=e[-1]).items():
                 g.attrs[k] = np.int64(v)
             g.attrs["mean_ns"], g.attrs["std_ns"] = 5.0, 0.0
-    (sp.tmp / "out.csv").write_text("old\n")
+    old = "name,rank,lane,call_index,start_s,end_s,duration_s\nold,0,0,0,1,2,1\n"   # an earlier export
+    (sp.tmp / "out.csv").write_text(old)
     proc = sp("export", "bad.h5", "--format", "csv", "-o", "out.csv")
     assert proc.returncode == 1
     one_line_error(proc, "export", "bad", "ends before it starts")
-    assert (sp.tmp / "out.csv").read_text() == "old\n"
+    assert (sp.tmp / "out.csv").read_text() == old
     assert not list(sp.tmp.glob("*.tmp.*"))
 
 

@@ -227,7 +227,7 @@ def test_block_device_is_never_written(sp):
 def test_export_through_symlink_and_refuses_directory(sp):
     good = good_profile(sp)
     want = export_stdout(sp, good)
-    (sp.tmp / "real.csv").write_text("old\n")
+    (sp.tmp / "real.csv").write_text(want)   # an earlier export (export refuses to replace another file)
     os.chmod(sp.tmp / "real.csv", 0o600)
     (sp.tmp / "out.csv").symlink_to("real.csv")
     proc = sp("export", good, "--format", "csv", "-o", "out.csv")
