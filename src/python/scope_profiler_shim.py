@@ -29,7 +29,7 @@ def _command_line():
     here = os.path.dirname(os.path.abspath(__file__))
     rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
     if PathFinder.find_spec("scope_profiler", rest) is None:
-        sys.stderr.write(f"{sys.executable}: No module named scope_profiler\n")
+        sys.stderr.write("%s: No module named scope_profiler\n" % sys.executable)
         sys.exit(1)
     sys.path[:] = rest
     runpy.run_module("scope_profiler", run_name="__main__", alter_sys=True)
@@ -135,7 +135,7 @@ def _mark_process():
 
     try:
         folder = os.path.dirname(os.path.abspath(__file__))
-        os.close(os.open(os.path.join(folder, f"child-{os.getpid()}"), os.O_WRONLY | os.O_CREAT, 0o600))
+        os.close(os.open(os.path.join(folder, "child-%d" % os.getpid()), os.O_WRONLY | os.O_CREAT, 0o600))
     except OSError:
         pass  # the run has ended: nobody counts any more
 
@@ -165,7 +165,7 @@ def _profiled():
     except Exception as exc:  # never the child's failure: it runs unprofiled
         if me is not None:
             sys.modules[__name__] = me
-        sys.stderr.write(f"scope-profiler: warning: child process {os.getpid()} is not profiled: {exc}\n")
+        sys.stderr.write("scope-profiler: warning: child process %d is not profiled: %s\n" % (os.getpid(), exc))
         return None
 
 
@@ -198,9 +198,34 @@ def _installed():
 def _other_python():
     """A Python of another version than the run's (a child the script
     starts with another interpreter) is left as it is: the scope_profiler
-    it has further along sys.path, else python's ModuleNotFoundError."""
-    if _installed() is None:
-        raise ModuleNotFoundError(f"No module named {__name__!r}", name=__name__)
+    it has further along sys.path, else python's ModuleNotFoundError
+    (Python 2's ImportError: this file is Python 2 syntax for that)."""
+    import sys
+
+    if sys.version_info[0] < 3:
+        _installed_python2()
+    elif _installed() is None:
+        raise ModuleNotFoundError("No module named %r" % __name__, name=__name__)
+
+
+def _installed_python2():
+    """_installed() for Python 2, whose import machinery is imp's; else its
+    ImportError."""
+    import imp
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    try:
+        found = imp.find_module(__name__, rest)
+    except ImportError:
+        raise ImportError("No module named " + __name__)
+    try:
+        imp.load_module(__name__, *found)
+    finally:
+        if found[0]:
+            found[0].close()
 
 
 # Marked once its handlers are in place (a child ended before them had

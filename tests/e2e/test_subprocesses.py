@@ -1086,6 +1086,44 @@ def test_a_child_of_another_python_version_is_left_as_it_is(sp, options):
     assert proc.stderr == "", proc.stderr
 
 
+def old_pythons():
+    """pyenv's Python 2.7 and 3.6 (the oldest a cluster still has)."""
+    import glob
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    return sorted(glob.glob(f"{root}/versions/2.7*/bin/python2.7"))[:1] + \
+        sorted(glob.glob(f"{root}/versions/3.6*/bin/python3.6"))[:1]
+
+
+@pytest.mark.parametrize("options", [[], ["--subprocesses", "--recursive"]])
+def test_a_child_of_python_2_that_imports_scope_profiler_gets_pythons_own_words(sp, options):
+    """Python 2.7 or 3.6 children that import scope_profiler: plain python's
+    ImportError, or the scope_profiler they have further along sys.path
+    (the run's stand-in module was a SyntaxError for Python 2: f-strings)."""
+    olds = old_pythons()
+    if not olds:
+        pytest.skip("no Python 2.7 or 3.6 here (pyenv's)")
+    (sp.tmp / "site").mkdir()
+    (sp.tmp / "site" / "scope_profiler.py").write_text("import sys\nsys.stdout.write('their own\\n')\n")
+    script = sp.script("""
+        import subprocess, sys
+        for exe in sys.argv[1:]:
+            r = subprocess.run([exe, "-c", "import scope_profiler"], capture_output=True, text=True)
+            print(r.returncode, r.stdout.strip(), (r.stderr.strip().splitlines() or [""])[-1])
+    """)
+    import subprocess
+    seen = []
+    for pythonpath in ("", str(sp.tmp / "site")):
+        env = dict(ENV, PYTHONPATH=pythonpath)
+        plain = subprocess.run([embedded().executable, str(script), *olds], capture_output=True, text=True,
+                               env=env, timeout=120)
+        assert plain.returncode == 0, plain.stderr
+        proc = sp("run", "-q", *options, "--no-output", script, *olds, env=env)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, plain.stdout, ""), pythonpath
+        seen.append(plain.stdout)
+    assert all(line.startswith("1  ") and "No module named" in line for line in seen[0].splitlines())
+    assert seen[1] == "0 their own \n" * len(olds)
+
+
 def test_sigterm_to_the_run_alone_leaves_a_streaming_child_running(sp):
     """SIGTERM to the run's process alone (`kill PID`, docker stop): python
     ends at once and its forked child goes on by itself. The run writes its
