@@ -482,6 +482,7 @@ static const char *const os_home[NOS] = {[OS_FORK_EXEC] = "_posixsubprocess", [O
  * starts without it): at the run's end, when no new process may start. */
 static const unsigned char os_late[NOS] = {[OS_FORK_EXEC] = 1};
 static int watch_os_functions(PyObject *os, int late);
+static int watch_os_function(PyObject *os, PyMethodDef *def, PyObject *orig);
 static PyObject *os_orig[NOS];
 
 #define OS_WRAPPER(fn, impl, i)                                                                   \
@@ -593,21 +594,80 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	return PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
 }
 
-/* sys.exit under run (in C: no frame of the profiler's in a traceback
- * through it): the status is noted, then the original raises. A builtin
- * of sys with no self, as os_defs' are of os (pickle: sys.exit). */
+/* A SystemExit that ends the script, however it was raised (`raise
+ * SystemExit(main())`, exit(), sys.exit): Python reads its code, with no
+ * frame of Python's running, in the main thread, just before it ends
+ * (_Py_HandleSystemExit); the status is noted then (a failure that
+ * recorded nothing keeps the previous profile; under MPI the rank does not
+ * wait for ever). Reads of .code by the script (a frame runs), a
+ * SystemExit it caught, one in a thread (python ignores it) note nothing;
+ * sys.exit stays python's own. */
+static getattrofunc system_exit_getattro_orig;
+
+static PyObject *system_exit_getattro(PyObject *self, PyObject *name)
+{
+	PyObject *v = system_exit_getattro_orig(self, name);
+	if (v && !PyEval_GetFrame() && pthread_equal(pthread_self(), main_thread) && PyUnicode_Check(name) &&
+	    PyUnicode_CompareWithASCIIString(name, "code") == 0)
+		sp_session_note_exit_status(v);
+	return v;
+}
+
+#if PY_VERSION_HEX < 0x030C0000
+/* Python 3.11's sys.exit(status) sets the status itself as the exception's
+ * value, which _Py_HandleSystemExit reads without an instance (no .code):
+ * under run, sys.exit raises the SystemExit instance that normalizing it
+ * would have made (SystemExit(*status) for a tuple, SystemExit() for
+ * None), so that its end is seen as the others'. A builtin of sys with no
+ * self, as os_defs' are of os (pickle: sys.exit). 3.12+ normalizes at once:
+ * sys.exit stays python's own there. */
 static PyObject *sys_exit_orig;
 
-static PyObject *sys_exit_noted(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *sys_exit_instance(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	sp_session_note_exit_status(nargs >= 1 && !kwnames ? args[0] : Py_None);
-	return PyObject_Vectorcall(sys_exit_orig, args, (size_t)nargs, kwnames);
+	if (nargs > 1 || kwnames)
+		return PyObject_Vectorcall(sys_exit_orig, args, (size_t)nargs, kwnames);   /* its TypeError */
+	PyObject *status = nargs ? args[0] : Py_None;
+	PyObject *e = status == Py_None ? PyObject_CallNoArgs(PyExc_SystemExit)
+		      : PyTuple_Check(status) ? PyObject_Call(PyExc_SystemExit, status, NULL)
+					     : PyObject_CallOneArg(PyExc_SystemExit, status);
+	if (e) {
+		PyErr_SetObject(PyExc_SystemExit, e);
+		Py_DECREF(e);
+	}
+	return NULL;
 }
 
 static PyMethodDef sys_exit_def = {
-	"exit", (PyCFunction)(void (*)(void))sys_exit_noted, METH_FASTCALL | METH_KEYWORDS,
-	"exit(status=None, /)\n--\n\nExit the interpreter by raising SystemExit(status) (scope-profiler run "
-	"notes a failure status first)."};
+	"exit", (PyCFunction)(void (*)(void))sys_exit_instance, METH_FASTCALL | METH_KEYWORDS, NULL};
+
+static int watch_sys_exit(void)
+{
+	PyObject *orig = PySys_GetObject("exit");   /* borrowed */
+	if (!orig || (PyCFunction_Check(orig) && PyCFunction_GET_FUNCTION(orig) == sys_exit_def.ml_meth))
+		return 0;
+	Py_XSETREF(sys_exit_orig, Py_NewRef(orig));   /* held before sys lets it go */
+	PyObject *sysmod = PyImport_ImportModule("sys");
+	int rc = sysmod ? watch_os_function(sysmod, &sys_exit_def, orig) : -1;   /* python's doc and signature */
+	Py_XDECREF(sysmod);
+	return rc;
+}
+#else
+static int watch_sys_exit(void)
+{
+	return 0;
+}
+#endif
+
+static int watch_system_exit(void)
+{
+	PyTypeObject *t = (PyTypeObject *)PyExc_SystemExit;
+	if (t->tp_getattro != system_exit_getattro) {
+		system_exit_getattro_orig = t->tp_getattro ? t->tp_getattro : PyObject_GenericGetAttr;
+		t->tp_getattro = system_exit_getattro;
+	}
+	return watch_sys_exit();
+}
 
 
 /* Puts def's builtin (no self) in os in place of orig, named as orig's
@@ -769,19 +829,8 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 	if (watch_os_functions(os, 0) != 0)
 		goto fail;
 	watch_new_processes();
-	PyObject *orig = signals ? PySys_GetObject("exit") : NULL;   /* borrowed */
-	if (orig && !(PyCFunction_Check(orig) && PyCFunction_GET_FUNCTION(orig) == sys_exit_def.ml_meth)) {
-		/* the run's sys.exit (the original held before sys lets it go) */
-		Py_XSETREF(sys_exit_orig, Py_NewRef(orig));
-		PyObject *sysname = PyUnicode_FromString("sys");
-		PyObject *w = sysname ? PyCFunction_NewEx(&sys_exit_def, NULL, sysname) : NULL;
-		Py_XDECREF(sysname);
-		if (!w || PySys_SetObject("exit", w) != 0) {
-			Py_XDECREF(w);
-			goto fail;
-		}
-		Py_DECREF(w);
-	}
+	if (signals && watch_system_exit() != 0)
+		goto fail;
 	Py_DECREF(handler);
 	Py_DECREF(sigmod);
 	Py_RETURN_NONE;

@@ -634,3 +634,36 @@ def test_the_exit_status_is_the_processs_as_python_ends(sp, status, code):
     written = (sp.tmp / "e.h5").exists()
     assert written == (code == 0), proc.stderr
     assert ("failed before recording anything" in proc.stderr) == (code != 0)
+
+
+ENDINGS = {
+    "raise SystemExit(2)": 2,
+    "def main():\n    return 2\nraise SystemExit(main())": 2,
+    "raise SystemExit('usage: x')": 1,
+    "exit(3)": 3,
+    "import sys\nsys.exit(3)": 3,
+    "raise SystemExit": 0,
+    # a SystemExit the script caught, one in a thread (python ignores it): success
+    "import sys\ntry:\n    sys.exit(1)\nexcept SystemExit as e:\n    print(e.code)": 0,
+    "import sys, threading\nt = threading.Thread(target=sys.exit, args=(5,))\nt.start(); t.join()": 0,
+}
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_a_failure_status_however_it_is_raised_keeps_the_previous_profile(sp, ending):
+    """Whatever ends the script with a failure status before it recorded
+    anything (`raise SystemExit(main())`, exit(), sys.exit) keeps the
+    previous profile at -o, with one line (only sys.exit did: a raised
+    SystemExit replaced it with an empty one); a success writes this run's
+    (a SystemExit the script caught, or one in a thread, is none)."""
+    good = sp.script("import scope_profiler as sp\nwith sp.region('r'):\n    pass\n", name="good.py")
+    assert sp("run", "-q", "-o", "f.h5", good).returncode == 0
+    before = (sp.tmp / "f.h5").read_bytes()
+    script = sp.script(ending + "\n")
+    want = subprocess.run([embedded().executable, str(script)], capture_output=True, text=True,
+                          cwd=sp.tmp, timeout=120)
+    proc = sp("run", "-q", "-o", "f.h5", script)
+    assert (proc.returncode, proc.stdout) == (want.returncode, want.stdout) == (ENDINGS[ending], want.stdout)
+    kept = (sp.tmp / "f.h5").read_bytes() == before
+    assert kept == (want.returncode != 0), proc.stderr
+    assert ("keeps its previous profile" in proc.stderr) == kept, proc.stderr
