@@ -97,13 +97,24 @@ static void note_exit_signal(int sig)
 	sp_final_note_signal();
 }
 
+/* SIGXCPU (the kernel's, every CPU second past RLIMIT_CPU's soft limit)
+ * and the timers' signals (an interval timer's repeats): no one's request
+ * to stop at once. */
+static int repeats_by_itself(int sig)
+{
+	return sig == SIGXCPU || sig == SIGALRM || sig == SIGVTALRM || sig == SIGPROF;
+}
+
 /* The same signal again within a second of the first is the same request:
  * GNU timeout sends it to the run and then to its process group, a batch
- * system to every process of the job. Not Ctrl-C, which a terminal sends
- * once: again, it abandons the write. Async-signal-safe. */
+ * system to every process of the job; so is a repeat of one that repeats by
+ * itself, whenever it comes. Not Ctrl-C, which a terminal sends once: again,
+ * it abandons the write. Async-signal-safe. */
 static int same_request(int sig)
 {
 	struct timespec now;
+	if (sig == exit_signal && repeats_by_itself(sig))
+		return 1;
 	if (sig != exit_signal || sig == SIGINT || clock_gettime(CLOCK_MONOTONIC, &now) != 0)
 		return 0;
 	long long ms = (long long)(now.tv_sec - exit_signal_at.tv_sec) * 1000 +
@@ -112,9 +123,12 @@ static int same_request(int sig)
 }
 
 /* What a second signal says as it abandons the end (run_exit writes it
- * before the end begins: a signal handler only writes it out). */
+ * before the end begins: a signal handler only writes it out): where the
+ * streamed calls stay, when the stream has made that file by then. */
 static char abandon_msg[PATH_MAX + 160];
 static size_t abandon_len;
+static char abandon_partial[PATH_MAX];
+static const char abandon_none[] = "scope-profiler: run: abandoned: no profile written\n";
 
 static void on_exit_signal(int sig)
 {
@@ -125,7 +139,9 @@ static void on_exit_signal(int sig)
 		 * path keeps what it had. */
 		sp_outpath_cleanup_tmp();
 		if (abandon_len) {
-			ssize_t unused = write(STDERR_FILENO, abandon_msg, abandon_len);
+			int streamed = abandon_partial[0] && access(abandon_partial, F_OK) == 0;
+			ssize_t unused = streamed ? write(STDERR_FILENO, abandon_msg, abandon_len)
+						  : write(STDERR_FILENO, abandon_none, sizeof abandon_none - 1);
 			(void)unused;
 		}
 		/* Killed by the signal, as python is; the handler's own mask
@@ -1092,6 +1108,17 @@ static void take_exit_signals(void)
 		/* One the script ignores stays ignored. */
 		if (sigaction(exit_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
 			continue;
+		/* A timer's signal the script handles itself (a sampling
+		 * profiler's SIGPROF every millisecond) is the script's to the
+		 * end: no request to stop. */
+		if (repeats_by_itself(exit_signals[i]) && exit_signals[i] != SIGXCPU && sigmod) {
+			PyObject *cur = real_getsignal(sigmod, exit_signals[i]);
+			int theirs = cur && cur != ours[i] && !(PyLong_Check(cur) && PyLong_AsLong(cur) == 0);
+			Py_XDECREF(cur);
+			PyErr_Clear();
+			if (theirs)
+				continue;
+		}
 		/* Python forgets its handler first: else its finalisation
 		 * would put back SIG_DFL under ours, and a signal then would
 		 * kill the run after the profile is written. */
@@ -1104,9 +1131,12 @@ static void take_exit_signals(void)
 	const char *partial = sp_stream_on() ? sp_stream_partial() : NULL;
 	int n = partial ? snprintf(abandon_msg, sizeof abandon_msg, "scope-profiler: run: abandoned: the calls "
 				   "streamed so far stay in %s (scope-profiler recover finishes it)\n", partial)
-			: snprintf(abandon_msg, sizeof abandon_msg, "scope-profiler: run: abandoned: no profile "
-				   "written\n");
-	abandon_len = n > 0 && (size_t)n < sizeof abandon_msg ? (size_t)n : 0;
+			: -1;
+	int fits = n > 0 && (size_t)n < sizeof abandon_msg &&
+		   (size_t)snprintf(abandon_partial, sizeof abandon_partial, "%s", partial) < sizeof abandon_partial;
+	if (!fits)
+		abandon_partial[0] = '\0';   /* abandon_none is said */
+	abandon_len = fits ? (size_t)n : sizeof abandon_none - 1;
 	pthread_sigmask(SIG_SETMASK, &before, NULL);
 }
 

@@ -2,6 +2,7 @@
 moment after the script, never corrupt or lose the profile, never show a
 traceback of the tool's own, and end with the status the signal asks for
 (killed by the signal, as python is: a shell's 130 for SIGINT, 143 for SIGTERM)."""
+import os
 import random
 import signal
 import subprocess
@@ -136,6 +137,96 @@ def test_second_signal_abandons_the_write_and_keeps_the_old_profile(sp, sigs):
         if after == before:   # one line says so
             assert "scope-profiler: run: abandoned: no profile written\n" in proc.stderr, proc.stderr
         assert sorted(p.name for p in sp.tmp.iterdir()) == ["out.h5", "script.py"]
+
+
+def test_abandoned_streamed_run_names_only_a_partial_file_that_exists(sp):
+    """A streamed run (the default) abandoned by a second signal: the line
+    names PATH.partial only where the stream made it (a run shorter than a
+    flush named a file that never was); else it says no profile was
+    written. Either way the line is true of the folder."""
+    script = sp.script("""
+        import scope_profiler as sp
+        for k in range(1000):
+            for i in range(500):
+                with sp.region("r%d" % i):
+                    pass
+        print("end", flush=True)
+    """)
+    for delay in (0.0, 0.01, 0.01, 0.03):
+        proc = subprocess.Popen([BINARY, "run", "-q", "-o", "out.h5", str(script)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=sp.tmp,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        assert proc.stdout.readline() == "end\n"
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode in (0, -signal.SIGINT), err   # 0: it had ended before the signals
+        partial = sp.tmp / "out.h5.partial"
+        if "abandoned" in err:
+            named = "stay in " + str(partial) in err
+            assert named == partial.exists(), (err, sorted(p.name for p in sp.tmp.iterdir()))
+            assert named or "abandoned: no profile written" in err
+        for leftover in sp.tmp.glob("out.h5*"):
+            leftover.unlink()
+
+
+REPEATS = """
+    import scope_profiler as sp
+    r = sp.region("step")
+    for _ in range(300_000):
+        with r:
+            pass
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGXCPU", "SIGALRM"])
+def test_a_signal_that_repeats_by_itself_does_not_abandon_the_write(sp, sig):
+    """The kernel sends SIGXCPU again every CPU second past RLIMIT_CPU's soft
+    limit, an interval timer its signal every interval: a repeat, even more
+    than a second after the first, is no request to abandon the write (the
+    profile was lost: "abandoned")."""
+    script = sp.script(REPEATS)
+    env = dict(os.environ, SCOPE_PROFILER_TEST_FINISH_PAUSE_MS="2500")
+    proc = subprocess.Popen([BINARY, "run", "-q", "--memory-budget", "8M", "-o", "out.h5", str(script)],
+                            stderr=subprocess.PIPE, text=True, cwd=sp.tmp, env=env)
+    line = proc.stderr.readline()
+    assert line == "scope-profiler: test: finishing\n", line + proc.stderr.read()
+    proc.send_signal(getattr(signal, sig))
+    time.sleep(1.3)
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == -getattr(signal, sig), err
+    assert "abandoned" not in err, err
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert regions(f)["step"].attrs["num_calls"] == 300_000
+
+
+def test_a_timer_the_script_handles_itself_does_not_abandon_the_write(sp):
+    """A script's own handler of an interval timer (a sampling profiler's
+    SIGALRM or SIGPROF every few milliseconds) stays the script's through
+    the write: its ticks are no request to stop (the run's end took them
+    over, and a tick a second on abandoned the write: the profile lost).
+    Once Python's shutdown has put SIG_DFL back, a tick ends the process
+    as it ends python's when its shutdown outlasts the interval."""
+    script = sp.script(REPEATS + """
+    import signal
+    ticks = []
+    signal.signal(signal.SIGALRM, lambda *a: ticks.append(1))
+    signal.setitimer(signal.ITIMER_REAL, 0.005, 0.005)
+    while len(ticks) < 3:
+        pass
+    print("sampled", flush=True)
+    """)
+    env = dict(os.environ, SCOPE_PROFILER_TEST_FINISH_PAUSE_MS="1500")
+    proc = subprocess.run([BINARY, "run", "-q", "--memory-budget", "8M", "-o", "out.h5", str(script)],
+                          capture_output=True, text=True, cwd=sp.tmp, env=env, timeout=120)
+    # python's own race: a tick after its shutdown put SIG_DFL back, or none
+    assert proc.returncode in (0, -signal.SIGALRM) and proc.stdout == "sampled\n", proc.stderr
+    assert proc.stderr == "scope-profiler: test: finishing\n", proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert regions(f)["step"].attrs["num_calls"] == 300_000
 
 
 # The signal comes from outside at a random moment from the script's last
