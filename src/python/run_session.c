@@ -129,8 +129,9 @@ static int precompile(const char *script, const char *command)
 		src = PyBytes_FromString(command);
 		script = "<string>";
 	} else {
-		if (from_stdin(script) || stat(script, &st) != 0 || S_ISDIR(st.st_mode))
-			return 0;  /* standard input (read once, by python), a folder: Python
+		if (from_stdin(script) || stat(script, &st) != 0 || !S_ISREG(st.st_mode))
+			return 0;  /* standard input, a named pipe, <(...): read once, by
+				    * python (a read here left it nothing); a folder: Python
 				    * reports its own errors */
 		FILE *f = fopen(script, "rb");
 		if (!f) {

@@ -518,6 +518,27 @@ def test_the_script_from_standard_input(sp):
     assert proc.returncode == 3, proc.stderr
 
 
+def test_a_script_from_a_named_pipe_is_read_once_as_python_reads_it(sp):
+    """`run FIFO` (a named pipe, what bash's <(...) gives): python reads it
+    once; the run read it first to check its syntax, left python nothing
+    to read, and waited for ever."""
+    import threading
+    fifo = sp.tmp / "script.fifo"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "w") as out:
+            out.write(STDIN)
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    proc = sp("run", "-q", "-o", "s.h5", fifo, "a", timeout=60)
+    writer.join(timeout=10)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"stdin 1 [{str(fifo)!r}, 'a']\n"
+    with h5py.File(sp.tmp / "s.h5") as f:
+        assert regions(f)["s"].attrs["num_calls"] == 1
+
+
 def test_the_functions_run_watches_pickle_as_pythons_do(sp):
     """os._exit, os.execv, os.fork and sys.exit, which run wraps, keep
     their module, signature and doc (help() shows python's) and pickle to
