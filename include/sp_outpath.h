@@ -107,6 +107,12 @@ enum sp_err sp_outpath_allow(const char *path, const char *never, struct sp_erro
  * too); SP_EIO when its real path cannot be found. */
 enum sp_err sp_outpath_replaceable(const char *path, struct sp_error *err);
 
+/* The folders for temporary files, in the order Python's tempfile tries
+ * them ($TMPDIR, $TEMP, $TMP, /tmp, /var/tmp, /usr/tmp), each an existing
+ * folder this process may write into: up to max of them into dirs
+ * (pointers into the environment or literals). Returns how many. */
+size_t sp_outpath_tmp_dirs(const char **dirs, size_t max);
+
 /* Opens path for writing into *o: a device or FIFO in place (flags allowing),
  * else a new TARGET.tmp.PID (created with O_EXCL, registered for
  * sp_outpath_cleanup_tmp). A stale TARGET.tmp.PID of a dead process is

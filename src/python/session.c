@@ -26,6 +26,7 @@
 #include "sp_mpi.h"
 #include "sp_mpicalls.h"
 #include "sp_pyedge.h"
+#include "sp_outpath.h"
 #include "sp_pysession.h"
 #include "sp_pytext.h"
 #include "sp_shim.h"
@@ -358,11 +359,13 @@ static PyObject *results_of(const char *path, PyObject *data, PyObject *summary)
 }
 
 /* Where a profile goes when it cannot be written where asked:
- * $TMPDIR/scope-profiler-PID.h5 (TMPDIR unset or empty: /tmp). */
+ * TMP/scope-profiler-PID.h5, TMP the first folder for temporary files that
+ * can be written ($TMPDIR, else /tmp, ... as Python's tempfile has them). */
 static void fallback_path(char *buf, size_t len)
 {
-	const char *tmp = getenv("TMPDIR");
-	snprintf(buf, len, "%s/scope-profiler-%d.h5", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+	const char *tmp[1];
+	snprintf(buf, len, "%s/scope-profiler-%d.h5", sp_outpath_tmp_dirs(tmp, 1) ? tmp[0] : "/tmp",
+		 (int)getpid());
 }
 
 /* finalize()'s work: stops the session, writes (collectively under MPI:

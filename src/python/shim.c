@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sp_outpath.h"
 #include "sp_pyshim.h"
 #include "sp_shim.h"
 
@@ -177,14 +178,13 @@ static void remove_stale(const char *tmp, const char *host)
 	closedir(d);
 }
 
-/* Makes the folder (name into shim): 0, or -1 when there is no temporary
- * folder to be had (the subprocesses simply lack the module). */
-static int make_folder(void)
+static int write_module(void);
+
+/* Makes the folder (name into shim) in tmp, the module in it: 0, or -1. */
+static int make_folder_in(const char *tmp)
 {
-	const char *tmp = getenv("TMPDIR");
 	struct utsname u;
 	char host[sizeof u.nodename], abs_tmp[PATH_MAX];
-	tmp = tmp && *tmp ? tmp : "/tmp";
 	/* Absolute: children that change folder find it, and so does
 	 * `recover` (the run's partial file names it). */
 	if (realpath(tmp, abs_tmp))
@@ -203,13 +203,32 @@ static int make_folder(void)
 				     (int)getpid(), r[0], r[1], r[2], r[3]) >= sizeof shim)
 			break;
 		if (mkdir(shim, 0700) == 0) {
-			shim_pid = getpid();   /* ours from here on: removed after the profile */
-			return 0;
+			if (write_module() == 0) {
+				shim_pid = getpid();   /* ours from here on: removed after the profile */
+				return 0;
+			}
+			remove_tree(shim);   /* a full disk: the next folder */
+			break;
 		}
 		if (errno != EEXIST)
 			break;
 	}
 	shim[0] = '\0';
+	return -1;
+}
+
+/* Makes the folder and its module in the first folder for temporary files
+ * where they can be made ($TMPDIR, else /tmp, ..., as Python's tempfile
+ * tries them: a $TMPDIR that is missing, read-only or full left the
+ * subprocesses without the module): 0, or -1 when none can (they then lack
+ * it). */
+static int make_folder(void)
+{
+	const char *dirs[6];
+	size_t n = sp_outpath_tmp_dirs(dirs, sizeof dirs / sizeof dirs[0]);
+	for (size_t i = 0; i < n; i++)
+		if (make_folder_in(dirs[i]) == 0)
+			return 0;
 	return -1;
 }
 
@@ -326,7 +345,7 @@ static PyObject *shim_offer(PyObject *m, PyObject *arg)
 	int subprocesses = PyObject_IsTrue(arg);
 	if (subprocesses < 0)
 		return NULL;
-	if (make_folder() != 0 || write_module() != 0)
+	if (make_folder() != 0)
 		Py_RETURN_FALSE;
 	PyObject *os = PyImport_ImportModule("os");
 	PyObject *environ = os ? PyObject_GetAttrString(os, "environ") : NULL;

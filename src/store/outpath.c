@@ -599,3 +599,21 @@ void sp_outpath_abort(struct sp_outpath *o)
 	reg_remove(o->slot);
 	release(o);
 }
+
+size_t sp_outpath_tmp_dirs(const char **dirs, size_t max)
+{
+	const char *cands[] = {getenv("TMPDIR"), getenv("TEMP"), getenv("TMP"), "/tmp", "/var/tmp", "/usr/tmp"};
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof cands / sizeof cands[0] && n < max; i++) {
+		struct stat st;
+		if (!cands[i] || !*cands[i] || stat(cands[i], &st) != 0 || !S_ISDIR(st.st_mode) ||
+		    access(cands[i], W_OK | X_OK) != 0)
+			continue;
+		int seen = 0;
+		for (size_t k = 0; k < n && !seen; k++)
+			seen = strcmp(dirs[k], cands[i]) == 0;
+		if (!seen)
+			dirs[n++] = cands[i];
+	}
+	return n;
+}

@@ -343,6 +343,44 @@ def test_write_failure_at_end_falls_back(sp):
         assert regions(f)["r"].attrs["num_calls"] == 1
 
 
+def test_a_tmpdir_that_cannot_be_used_is_passed_over_as_python_does(sp):
+    """$TMPDIR missing: the folders for temporary files are tried as Python's
+    tempfile tries them ($TEMP, $TMP, /tmp, ...): spawned children still get
+    the run's module (a Pool's workers died with ModuleNotFoundError and were
+    started again for ever), and a profile that cannot be written where asked
+    still goes to one (lost)."""
+    script = sp.script("""
+        import multiprocessing as mp, os, shutil, sys
+        import scope_profiler as sp
+
+        @sp.profile("work")
+        def work(x):
+            return x * 2
+
+        if __name__ == "__main__":
+            with mp.get_context("spawn").Pool(2) as pool:
+                print(sum(pool.map(work, range(10))))
+            if len(sys.argv) > 1:
+                shutil.rmtree("outdir")
+    """)
+    alt = sp.tmp / "alt"
+    alt.mkdir()
+    env = {"TMPDIR": str(sp.tmp / "missing"), "TEMP": str(alt)}
+    for options in ([], ["--subprocesses"]):
+        proc = sp("run", "-q", *options, "-o", "out.h5", script, env=env, timeout=60)
+        assert (proc.returncode, proc.stdout) == (0, "90\n"), proc.stderr
+        assert "ModuleNotFoundError" not in proc.stderr, proc.stderr
+        with h5py.File(sp.tmp / "out.h5") as f:
+            calls = sum(int(regions(f, int(name[4:]))["work"].attrs["num_calls"]) for name in f
+                        if name.startswith("rank") and "work" in regions(f, int(name[4:])))
+        assert calls == (10 if options else 0), proc.stderr
+    (sp.tmp / "outdir").mkdir()
+    proc = sp("run", "-q", "-o", "outdir/out.h5", script, "gone", env=env, timeout=60)
+    assert proc.returncode == 1 and "saved to" in proc.stderr, proc.stderr
+    [fallback] = [p for p in alt.iterdir() if p.name.startswith("scope-profiler-") and p.suffix == ".h5"]
+    assert str(fallback) in proc.stderr
+
+
 def test_help_readme_and_man_page_agree(sp):
     """Every option `--help` lists is documented in the README and man page."""
     import re
