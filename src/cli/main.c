@@ -1,6 +1,7 @@
 /* main.c - the scope-profiler executable: global options and the table of
  * subcommands, each implemented in its own cmd_<name>.c. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +10,35 @@
 #include "sp_grow.h"
 #include "sp_h5.h"
 #include "sp_mpi.h"
+#include "sp_outpath.h"
 #include "sp_session.h"
+
+/* Ctrl-C, SIGTERM, SIGHUP, SIGXCPU while export, plot or recover writes:
+ * the temporary file (OUT.tmp.PID) goes, then the signal ends the process
+ * as its default action would (OUT keeps what it had). */
+static void remove_tmp_and_die(int sig)
+{
+	sp_outpath_cleanup_tmp();   /* async-signal-safe: unlink */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* For the commands but run (whose interpreter has its own handlers); a
+ * signal ignored (nohup) stays ignored. */
+static void remove_tmp_on_signals(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction old, sa;
+		if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+			continue;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = remove_tmp_and_die;
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_RESETHAND;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
 
 struct command {
 	const char *name;
@@ -102,6 +131,8 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (strcmp(arg, commands[i].name) == 0) {
+			if (commands[i].fn != cmd_run)
+				remove_tmp_on_signals();
 			int status = commands[i].fn(argc - 1, argv + 1);
 			return finish_stdout(commands[i].name, status, errno);
 		}

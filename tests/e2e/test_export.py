@@ -4,8 +4,10 @@ import csv
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from decimal import Decimal
 
 import h5py
@@ -560,6 +562,39 @@ def test_region_without_events_is_an_error(sp):
         assert proc.returncode == 1
         one_line_error(proc, "export", "solve", "start_times")
         assert proc.stdout == ""
+
+
+def big_profile(sp, n):
+    """A file of n calls of one region, written with h5py (quick)."""
+    starts = np.arange(n, dtype=np.int64) * 1000 + 10**12
+    with h5py.File(sp.tmp / "big.h5", "w") as f:
+        f.attrs["format"] = np.bytes_("scope-profiler")
+        f.attrs["format_version"] = np.int32(1)
+        g = f.create_group("rank0").create_group("regions").create_group("tick")
+        g.create_dataset("start_times", data=starts)
+        g.create_dataset("end_times", data=starts + 500)
+    return sp.tmp / "big.h5"
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_while_exporting_leaves_no_temporary_file(sp, sig):
+    """Ctrl-C (or SIGTERM, SIGHUP) while export -o writes: the process ends
+    by the signal and its OUT.tmp.PID goes with it (it stayed, until the
+    next export to that OUT); OUT keeps what it had."""
+    big_profile(sp, 3_000_000)
+    old = "name,rank,lane,call_index,start_s,end_s,duration_s\n"
+    (sp.tmp / "out.csv").write_text(old)
+    proc = subprocess.Popen([BINARY, "export", "big.h5", "--format", "csv", "-o", "out.csv"], cwd=sp.tmp,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while not list(sp.tmp.glob("out.csv.tmp.*")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)   # the export has its temporary file open
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == -getattr(signal, sig), err
+    assert sorted(p.name for p in sp.tmp.iterdir()) == ["big.h5", "out.csv"]
+    assert (sp.tmp / "out.csv").read_text() == old
 
 
 def test_bounded_memory_two_million_events(sp):
