@@ -48,6 +48,9 @@ enum sp_outpath_kind {
 
 enum sp_outpath_flags {
 	SP_OUTPATH_IN_PLACE = 1,   /* write devices and FIFOs in place (else refuse them) */
+	SP_OUTPATH_LINK_REPLACED = 4, /* a symlink at the path is replaced by the file, not
+				       * followed (plot's fixed names in its folder: a link
+				       * planted there never leads the write elsewhere) */
 	SP_OUTPATH_PROFILE_ONLY = 2,  /* replace an existing non-empty regular file only when
 				       * it is a scope-profiler profile (or sp_outpath_allow
 				       * named it); refuse any other (a script, a text file,

@@ -233,7 +233,7 @@ static int open_out(struct plot *pl, struct out *o, const char *name)
 		sp_cmd_error(CMD, "cannot write %s into '%s': the path is too long", name, pl->dir);
 		return -1;
 	}
-	if (sp_outpath_open(&o->op, o->path, 0, &err) != SP_OK) {
+	if (sp_outpath_open(&o->op, o->path, SP_OUTPATH_LINK_REPLACED, &err) != SP_OK) {
 		sp_cmd_error(CMD, "cannot write %s", err.msg);
 		return -1;
 	}

@@ -262,6 +262,13 @@ static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, st
 
 	*via_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
 	memset(st, 0, sizeof *st);
+	if (*via_link && (flags & SP_OUTPATH_LINK_REPLACED)) {
+		o->kind = SP_OUTPATH_NEW;   /* the rename replaces the link itself */
+		*via_link = 0;
+		if (!(o->target = strdup(path)))
+			return sp_error_set(err, SP_ENOMEM, "'%s': out of memory", path);
+		return SP_OK;
+	}
 	int own = 0, fdn = fd_link(path, &own);
 	if (stat(path, st) == 0) {
 		if (fdn >= 0 && !S_ISDIR(st->st_mode) && !S_ISSOCK(st->st_mode) && !S_ISBLK(st->st_mode)) {

@@ -180,6 +180,28 @@ def test_charts_of_a_real_script(sp):
         "numbers of ranks (--x-field)"]
 
 
+def test_a_link_in_the_folder_is_replaced_not_written_through(sp):
+    """A symlink planted in the charts folder under a chart's name (to the
+    user's script) is replaced by the chart; the file it led to is left as
+    it was (plot wrote the chart into it, status 0)."""
+    sp.script(SCRIPT)
+    assert sp("run", "-q", "-o", "out.h5", "script.py").returncode == 0
+    assert sp("plot", "out.h5", "-o", "charts").returncode == 0
+    names = sorted(p.name for p in (sp.tmp / "charts").iterdir())
+    mine = "print('my analysis')\n"
+    (sp.tmp / "analysis.py").write_text(mine)
+    for name in names:
+        (sp.tmp / "charts" / name).unlink()
+        (sp.tmp / "charts" / name).symlink_to("../analysis.py")
+    proc = sp("plot", "out.h5", "-o", "charts")
+    assert proc.returncode == 0, proc.stderr
+    assert (sp.tmp / "analysis.py").read_text() == mine
+    charts = sp.tmp / "charts"
+    assert sorted(p.name for p in charts.iterdir()) == names
+    assert not any(p.is_symlink() for p in charts.iterdir())
+    assert "<svg" in (charts / "gantt.svg").read_text()
+
+
 def test_recursive_calls_stack_in_the_flame_chart(sp):
     sp.script("""
         def rec(n):
