@@ -146,9 +146,13 @@ int sp_mode_reapply(void)
 	return ops.regions_apply() == 0 && ops.wrappers_apply() == 0 ? 0 : -1;
 }
 
+static unsigned long finished_thread;   /* finished == 2: the thread that wrote the profile */
+
 void sp_mode_set_finished(int on)
 {
 	sp_mode.finished = on;
+	if (on == 2)
+		finished_thread = PyThread_get_thread_ident();
 }
 
 int sp_mode_other_thread_slow(void)
@@ -178,10 +182,20 @@ int sp_mode_other_thread_slow(void)
 
 __attribute__((cold)) void sp_mode_used_after_finalize_slow(PyObject *name)
 {
+	/* After the run's end: a daemon thread still running records nothing
+	 * more, as documented; the thread that wrote the profile is in
+	 * Python's shutdown (a module global's __del__). */
+	int at_end = sp_mode.finished == 2;
+	if (at_end && PyThread_get_thread_ident() != finished_thread)
+		return;
 	sp_mode.finished = 0;
 	PyObject *type, *value, *tb;
 	PyErr_Fetch(&type, &value, &tb);
-	PySys_FormatStderr("scope-profiler: warning: region %R used after finalize(): calls after "
-			   "finalize() are not recorded (setup() starts a new session)\n", name);
+	if (at_end)
+		PySys_FormatStderr("scope-profiler: warning: region %R used in Python's shutdown, after the "
+				   "profile was written (a __del__ of a module's global): not recorded\n", name);
+	else
+		PySys_FormatStderr("scope-profiler: warning: region %R used after finalize(): calls after "
+				   "finalize() are not recorded (setup() starts a new session)\n", name);
 	PyErr_Restore(type, value, tb);
 }

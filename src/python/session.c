@@ -1078,6 +1078,7 @@ static void write_at_exit(void)
 	session.skip_empty = failed && !session.parent_pid;   /* a child is always accounted for */
 	PyObject *res = finish(!session.quiet, 0, err, !session.quiet && session.cur.line_profile, failed, &path);
 	session.skip_empty = 0;
+	sp_mode_set_finished(2);   /* a region used in Python's shutdown from here on is said once */
 	if (res) {
 		Py_DECREF(res);
 		if (session.skipped && talk) {

@@ -95,8 +95,10 @@ void sp_mode_reset(void);
 int sp_mode_reapply(void);
 
 /* finalize() ended the session (on 1): a region used from now on is said
- * once, until the next setup(); 0: not said (the run ends, or an exec
- * failed and says so itself). */
+ * once, until the next setup(); 2: the run's end wrote the profile, a
+ * region used in Python's shutdown by the thread that wrote it (a module
+ * global's __del__) is said once (a daemon thread's, not); 0: not said (an
+ * exec failed and says so itself). */
 void sp_mode_set_finished(int on);
 
 /* The slow path of sp_mode_check_thread: lanes by default. A mode without

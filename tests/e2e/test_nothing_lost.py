@@ -786,6 +786,48 @@ def test_regions_after_finalize_are_said_once(sp):
     assert calls(sp.tmp / "out.h5") == {"a": 1, "f": 1}
 
 
+def test_a_region_in_pythons_shutdown_after_the_write_is_said_once(sp):
+    """A module global's __del__ runs in Python's shutdown, after the run
+    wrote the profile: its regions are not recorded, and one line says so
+    (nothing did). A daemon thread still recording at the end is not said
+    (the documented end: it records nothing more)."""
+    script = sp.script("""
+        import scope_profiler as sp
+
+        class Late:
+            def __del__(self):
+                for _ in range(3):
+                    with sp.region("late"):
+                        pass
+
+        keep = Late()
+        with sp.region("r"):
+            pass
+        print("end")
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert (proc.returncode, proc.stdout) == (0, "end\n"), proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l]
+    assert len(lines) == 1 and "'late' used in Python's shutdown" in lines[0] and "not recorded" in lines[0], \
+        proc.stderr
+    assert calls(sp.tmp / "out.h5") == {"r": 1}
+    daemon = sp.script("""
+        import threading, time
+        import scope_profiler as sp
+
+        def background():
+            while True:
+                with sp.region("bg"):
+                    time.sleep(0.001)
+
+        threading.Thread(target=background, daemon=True).start()
+        time.sleep(0.05)
+    """, name="daemon.py")
+    proc = sp("run", "-q", "-o", "out.h5", daemon)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert calls(sp.tmp / "out.h5")["bg"] >= 1
+
+
 def test_a_decorated_call_after_finalize_is_said(sp):
     script = sp.script("""
         import scope_profiler as sp
