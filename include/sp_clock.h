@@ -29,6 +29,16 @@ static inline int64_t sp_add_sat(int64_t a, int64_t b)
 	return r;
 }
 
+/* a - b, saturating at INT64_MAX / INT64_MIN (a damaged file's times may
+ * be anything). */
+static inline int64_t sp_sub_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 /* The tests' hook into a moment of the end (env: SCOPE_PROFILER_TEST_*_MS):
  * where the variable is set, "scope-profiler: test: WHAT" on stderr, then
  * its milliseconds asleep, whatever signal comes meanwhile. */

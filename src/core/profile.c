@@ -199,14 +199,6 @@ int sp_kv_set(struct sp_kv **meta, size_t *n, const char *key, const char *value
 	return 0;
 }
 
-/* a - b, saturating (damaged files' totals may be anything). */
-static int64_t sub_sat(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_sub_overflow(a, b, &r))
-		return b < 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
 
 /* Walks rk's tree depth first (children linked through first/next, roots
  * from *roots), counting each node nested inside a node of its own region
@@ -219,7 +211,7 @@ static void cumulative_walk(const struct sp_rank *rk, const int32_t *first, cons
 	while (i >= 0) {
 		/* Entering node i. */
 		if (open[t[i].region]++ > 0)
-			cumulative[t[i].region] = sub_sat(cumulative[t[i].region], t[i].total_ns);
+			cumulative[t[i].region] = sp_sub_sat(cumulative[t[i].region], t[i].total_ns);
 		if (first[i] >= 0) {
 			i = first[i];
 			continue;
@@ -291,7 +283,7 @@ int sp_rank_region_times(const struct sp_rank *rk, int64_t *cumulative, int64_t 
 				if (nd->region < 0 || (size_t)nd->region >= nr || rk->regions[nd->region].aggregate)
 					continue;
 				int64_t inner = kids[i] < nd->total_ns ? kids[i] : nd->total_ns;
-				self[nd->region] = sub_sat(self[nd->region], inner > 0 ? inner : 0);
+				self[nd->region] = sp_sub_sat(self[nd->region], inner > 0 ? inner : 0);
 			}
 	}
 	for (size_t r = 0; r < nr; r++) {

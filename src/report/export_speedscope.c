@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "export_int.h"
+#include "sp_clock.h"
 #include "sp_grow.h"
 #include "sp_nest.h"
 
@@ -90,7 +91,7 @@ static int svisit(void *ctx, const struct sp_nest_call *c, int64_t parent_tag, i
 {
 	struct swalk *w = ctx;
 	struct slane *l = lane_of(w, c->lane);
-	int64_t start = c->start - w->origin, end = c->end - w->origin;
+	int64_t start = sp_sub_sat(c->start, w->origin), end = sp_sub_sat(c->end, w->origin);
 	if (!l || close_to(l, parent_tag, start) != 0 || SP_GROW(&l->stack, &l->scap, l->depth + 1) != 0)
 		return -1;
 	*tag = (int64_t)c->pos;

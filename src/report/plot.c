@@ -301,8 +301,8 @@ static void gantt_bar(void *ctx, const struct sp_plot_bar *b)
 void sp_plot_gantt_lane(struct sp_plot_merge *m, const struct sp_plot_axis *a, const struct sp_region_data *rd)
 {
 	for (int64_t c = 0; c < rd->stats.num_calls; c++)
-		sp_plot_merge_call(m, (double)(rd->starts[c] - a->t0) * a->k,
-				   (double)(rd->ends[c] - a->t0) * a->k, (size_t)c);
+		sp_plot_merge_call(m, ((double)rd->starts[c] - (double)a->t0) * a->k,
+				   ((double)rd->ends[c] - (double)a->t0) * a->k, (size_t)c);
 	sp_plot_merge_flush(m);
 }
 
@@ -371,9 +371,9 @@ static void gantt_csv(FILE *csv, const struct sp_plot_axis *a, const struct sp_p
 			fprintf(csv, "%d,", l[i].rk->rank);
 			sp_plot_csv_name(csv, rd->name);
 			fputc(',', csv);
-			sp_render_secs_exact(csv, rd->starts[c] - a->t0);
+			sp_render_secs_exact(csv, sp_sub_sat(rd->starts[c], a->t0));
 			fputc(',', csv);
-			sp_render_secs_exact(csv, rd->ends[c] - a->t0);
+			sp_render_secs_exact(csv, sp_sub_sat(rd->ends[c], a->t0));
 			fputc(',', csv);
 			sp_render_secs_exact(csv, rd->ends[c] - rd->starts[c]);
 			fputc('\n', csv);

@@ -90,9 +90,9 @@ static void flame_box(void *ctx, const struct sp_plot_bar *b)
 		fputs("><title>", d->out);
 	sp_svg_text(d->out, name, 0);
 	fputs("\nstart ", d->out);
-	sp_render_secs_exact(d->out, c->start - d->a->t0);
+	sp_render_secs_exact(d->out, sp_sub_sat(c->start, d->a->t0));
 	fputs(" s\nduration ", d->out);
-	sp_render_secs_exact(d->out, end - c->start);
+	sp_render_secs_exact(d->out, sp_sub_sat(end, c->start));
 	fputs(" s</title></rect>\n", d->out);
 	/* A label wherever two characters fit (one and "…"): ~7 px each; where
 	 * the qualified name does not fit, its last part (the function). */
@@ -111,7 +111,8 @@ void sp_plot_flame_merge(struct sp_plot_merge *m, const struct sp_plot_axis *a,
 	for (size_t i = 0; i < n; i++) {
 		if (i && (c[i].depth != c[i - 1].depth || c[i].lane != c[i - 1].lane || c[i].rank != c[i - 1].rank))
 			sp_plot_merge_flush(m);
-		sp_plot_merge_call(m, (double)(c[i].start - a->t0) * a->k, (double)(c[i].end - a->t0) * a->k, i);
+		sp_plot_merge_call(m, ((double)c[i].start - (double)a->t0) * a->k,
+				   ((double)c[i].end - (double)a->t0) * a->k, i);
 	}
 	sp_plot_merge_flush(m);
 }
@@ -259,7 +260,7 @@ static void flame_csv(FILE *csv, const struct sp_plot_axis *a, const struct sp_p
 		fprintf(csv, "%d,%u,", rk->rank, (unsigned)c[i].depth);
 		sp_plot_csv_name(csv, rk->regions[c[i].region].name);
 		fputc(',', csv);
-		sp_render_secs_exact(csv, c[i].start - a->t0);
+		sp_render_secs_exact(csv, sp_sub_sat(c[i].start, a->t0));
 		fputc(',', csv);
 		sp_render_secs_exact(csv, c[i].end - c[i].start);
 		fprintf(csv, ",%d\n", (int)c[i].lane);

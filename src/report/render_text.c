@@ -274,7 +274,7 @@ char *sp_render_partial_until(char *buf, size_t len, const struct sp_profile *p)
 	else
 		snprintf(buf, len, "calls up to %s after its start",
 			 sp_render_duration(d, sizeof d, p->partial_until_ns > origin ?
-							 (double)(p->partial_until_ns - origin) : 0.0));
+							 ((double)p->partial_until_ns - (double)origin) : 0.0));
 	return buf;
 }
 

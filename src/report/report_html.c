@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_clock.h"
 #include "plot_int.h"
 #include "sp_json.h"
 #include "sp_render.h"
@@ -72,8 +73,8 @@ static void tl_bar(void *ctx, const struct sp_plot_bar *b)
 	for (int64_t c = 1; c < b->calls; c++)
 		if (e->rd->ends[b->first + (size_t)c] > end)
 			end = e->rd->ends[b->first + (size_t)c];
-	fprintf(e->out, "%s%lld,%lld,%lld", e->first ? "" : ",", (long long)(e->rd->starts[b->first] - e->t0),
-		(long long)(end - e->t0), (long long)b->calls);
+	fprintf(e->out, "%s%lld,%lld,%lld", e->first ? "" : ",", (long long)sp_sub_sat(e->rd->starts[b->first], e->t0),
+		(long long)sp_sub_sat(end, e->t0), (long long)b->calls);
 	e->first = 0;
 }
 
