@@ -51,6 +51,11 @@ static int keyword_set(struct sp_settings *s, const struct sp_setting_key *k, Py
 		PyObject *b = NULL;
 		if (!PyUnicode_FSConverter(v, &b))
 			return -1;
+		if (PyBytes_GET_SIZE(b) == 0) {
+			Py_DECREF(b);
+			PyErr_Format(PyExc_ValueError, "%s must not be empty", k->keyword);
+			return -1;
+		}
 		char *d = strdup(PyBytes_AS_STRING(b));
 		Py_DECREF(b);
 		if (!d) {
@@ -64,7 +69,13 @@ static int keyword_set(struct sp_settings *s, const struct sp_setting_key *k, Py
 	}
 	case SP_SETTING_COUNT: {
 		int overflow = 0;
-		long long n = PyLong_Check(v) && !PyBool_Check(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
+		int is_int = PyLong_Check(v) && !PyBool_Check(v);
+		long long n = is_int ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
+		if (is_int && n == 0 && !overflow && strcmp(k->keyword, "memory_budget") == 0) {
+			/* 0: never stream, as run --memory-budget 0 (kept as -1) */
+			*(long long *)(void *)field = -1;
+			return 0;
+		}
 		if (n < 1 && overflow <= 0) {
 			PyErr_Clear();
 			PyErr_Format(PyExc_ValueError, "%s must be a positive integer, not %R", k->keyword, v);
@@ -153,9 +164,11 @@ PyObject *sp_keywords_dict(const struct sp_settings *cur)
 		case SP_SETTING_PATH:
 			v = PyUnicode_DecodeFSDefault(*(const char *const *)(const void *)field);
 			break;
-		case SP_SETTING_COUNT:
-			v = PyLong_FromLongLong(*(const long long *)(const void *)field);
+		case SP_SETTING_COUNT: {
+			long long count = *(const long long *)(const void *)field;
+			v = PyLong_FromLongLong(count < 0 ? 0 : count);   /* memory_budget -1: 0, never stream */
 			break;
+		}
 		case SP_SETTING_COMPRESSION: {
 			int level = *(const int *)(const void *)field;
 			snprintf(comp, sizeof comp, level ? "gzip=%d" : "none", level);

@@ -421,6 +421,37 @@ def test_a_bad_memory_budget_is_one_line(sp, bad):
     one_line_error(proc, "--memory-budget")
 
 
+def test_setup_takes_what_run_takes_and_refuses_an_empty_path(sp):
+    """setup(memory_budget=0) is run --memory-budget 0: never streamed (it
+    was a ValueError); setup(file_path="") is a ValueError at once (it
+    failed at the end with two lines of internals); memory_budget=-1 and a
+    budget below 1 MiB stay errors."""
+    script = sp.script("""
+        import os, time
+        import scope_profiler as sp
+        for bad in ({"file_path": ""}, {"memory_budget": -1}, {"memory_budget": 1000}):
+            try:
+                sp.setup(**bad)
+            except ValueError as e:
+                print("ValueError", e)
+        sp.setup(memory_budget=0, file_path="never.h5")
+        r = sp.region("step")
+        for _ in range(100_000):
+            with r:
+                pass
+        time.sleep(0.3)   # flushes every 0.01 s: a stream would have made never.h5.partial by now
+        print("streamed", os.path.exists("never.h5.partial"))
+    """)
+    proc = sp("run", "-q", "--flush-interval", "0.01", script)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "ValueError file_path must not be empty", lines
+    assert [l.split()[0] for l in lines[1:3]] == ["ValueError", "ValueError"], lines
+    assert lines[3] == "streamed False", lines
+    with h5py.File(sp.tmp / "never.h5") as f:
+        assert int(regions(f)["step"].attrs["num_calls"]) == 100_000
+
+
 @pytest.mark.parametrize("bad", ["0", "0x10", "inf", "nan", " 1", "1s", "86401"])
 def test_a_bad_flush_interval_is_one_line(sp, bad):
     proc = sp("run", "--flush-interval", bad, sp.script("open('ran', 'w').close()\n"))
