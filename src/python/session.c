@@ -337,6 +337,42 @@ static void stream_write(PyObject *stream, PyObject *str)
 		PyErr_Clear();
 }
 
+/* One line of the run's own (line ends with its newline) on stream: a
+ * control character a path brought (a newline in a file name) is shown as
+ * '?', as sp_cmd_error and the readers show it. */
+static void say_line(PyObject *stream, PyObject *line)
+{
+	static PyObject *table;   /* the control characters -> '?' */
+	if (!line || !stream)
+		return;
+	if (!table) {
+		table = PyDict_New();
+		for (int c = 0; table && c < 0x20; c++) {
+			PyObject *k = PyLong_FromLong(c), *q = PyUnicode_FromString("?");
+			if (!k || !q || PyDict_SetItem(table, k, q) != 0)
+				Py_CLEAR(table);
+			Py_XDECREF(k);
+			Py_XDECREF(q);
+		}
+		PyObject *k = table ? PyLong_FromLong(0x7f) : NULL, *q = k ? PyUnicode_FromString("?") : NULL;
+		if (table && (!q || PyDict_SetItem(table, k, q) != 0))
+			Py_CLEAR(table);
+		Py_XDECREF(k);
+		Py_XDECREF(q);
+	}
+	Py_ssize_t n = PyUnicode_GET_LENGTH(line);
+	int nl = n > 0 && PyUnicode_READ_CHAR(line, n - 1) == '\n';
+	PyObject *body = PyUnicode_Substring(line, 0, n - nl);
+	PyObject *clean = body && table ? PyObject_CallMethod(body, "translate", "O", table) : NULL;
+	PyObject *out = clean && nl ? PyUnicode_FromFormat("%U\n", clean) : Py_XNewRef(clean);
+	stream_write(stream, out ? out : line);
+	if (!out)
+		PyErr_Clear();
+	Py_XDECREF(out);
+	Py_XDECREF(clean);
+	Py_XDECREF(body);
+}
+
 static void stream_flush(PyObject *stream)
 {
 	PyObject *r = stream ? PyObject_CallMethod(stream, "flush", NULL) : NULL;
@@ -1055,7 +1091,7 @@ static void say_skipped(PyObject *err)
 						    "recording anything: %s keeps its previous profile\n", out)
 		: PyUnicode_FromFormat("scope-profiler: run: the script failed before recording anything: "
 				       "no profile written to %s\n", out ? out : "");
-	stream_write(err, line);
+	say_line(err, line);
 	stream_flush(err);
 	Py_XDECREF(line);
 }
@@ -1093,7 +1129,7 @@ static void write_at_exit(void)
 		}
 		if (path && !session.quiet) {
 			PyObject *line = PyUnicode_FromFormat("scope-profiler: profile written to %s\n", path);
-			stream_write(err, line);
+			say_line(err, line);
 			Py_XDECREF(line);
 			stream_flush(err);
 		}
@@ -1122,7 +1158,7 @@ static void write_at_exit(void)
 					  "profile had failed\n", (unsigned long long)lost, lost == 1 ? " was" : "s were");
 		PyObject *first = exc_text();
 		PyObject *line = talk ? PyUnicode_FromFormat("scope-profiler: run: %S\n", first) : NULL;
-		stream_write(err, line);
+		say_line(err, line);
 		stream_flush(err);
 		Py_XDECREF(line);
 		Py_XDECREF(first);
@@ -1149,7 +1185,7 @@ static void write_at_exit(void)
 			line = PyUnicode_FromFormat("scope-profiler: run: %S; %S; the profile is lost\n", first, second);
 		Py_XDECREF(second);
 	}
-	stream_write(err, line);
+	say_line(err, line);
 	stream_flush(err);
 	Py_XDECREF(line);
 	Py_XDECREF(first);

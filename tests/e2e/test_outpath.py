@@ -670,3 +670,19 @@ def test_an_error_about_a_name_with_a_newline_is_one_line(sp, command):
     proc = sp(*[given.get(a, a) for a in command])
     assert proc.returncode != 0
     assert proc.stderr.count("\n") == 1 and "no?such?folder" in proc.stderr, proc.stderr
+
+
+def test_the_runs_own_lines_about_a_path_with_a_newline_are_one_line(sp):
+    """run's closing lines name the output path ("profile written to",
+    "keeps its previous profile") with '?' for a control character in it,
+    as its errors do (a newline in the name broke them in two)."""
+    name = "nl\nout.h5"
+    good = sp.script("import scope_profiler as sp\nwith sp.region('r'):\n    pass\n", name="good.py")
+    proc = sp("run", "-o", name, good)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.endswith("scope-profiler: profile written to " + str(sp.tmp / "nl?out.h5") + "\n"), \
+        proc.stderr
+    proc = sp("run", "-q", "-o", name, sp.script("raise SystemExit(2)\n", name="fails.py"))
+    assert proc.returncode == 2
+    assert proc.stderr == ("scope-profiler: run: the script failed before recording anything: "
+                           + str(sp.tmp / "nl?out.h5") + " keeps its previous profile\n"), proc.stderr
