@@ -113,8 +113,11 @@ static char *join_str(PyObject *seq, const char *sep, int numbered)
 		s = PyUnicode_Join(sep_s, parts);
 	Py_XDECREF(sep_s);
 	Py_XDECREF(parts);
-	const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
-	char *d = u ? strdup(u) : NULL;
+	/* An argument that was not UTF-8 (os.fsdecode's lone surrogates:
+	 * sys.argv under plain python) is written \udcff: the text stays UTF-8 */
+	PyObject *b = s ? PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace") : NULL;
+	char *d = b ? strdup(PyBytes_AS_STRING(b)) : NULL;
+	Py_XDECREF(b);
 	Py_XDECREF(s);
 	if (!d && !PyErr_Occurred())
 		PyErr_NoMemory();

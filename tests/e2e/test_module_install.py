@@ -229,6 +229,26 @@ def test_a_session_left_open_is_finalized_at_exit(installed, tmp_path):
     assert "no/such/folder/x.h5" in lines[0]
 
 
+def test_an_argument_that_is_not_utf8_is_written_to_the_profile(installed, tmp_path):
+    """Plain python hands a command-line argument that is not UTF-8 (a file
+    name) to the script with lone surrogates (os.fsdecode); the profile's
+    command line keeps it, written \\udcff, and the profile is written (the
+    write failed with a UnicodeEncodeError traceback, twice)."""
+    proc = installed.python(tmp_path, """
+        import os, sys
+        import scope_profiler as sp
+        sp.ProfileManager.setup(file_path=sys.argv[1], verbose=False)
+        with sp.region("step"):
+            pass
+        sp.finalize(verbose=False)
+        print("written", os.path.exists(sys.argv[1]))
+    """, os.fsdecode(b"bad\xff.h5"))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "written True\n", ""), proc.stderr
+    with h5py.File(tmp_path / os.fsdecode(b"bad\xff.h5")) as f:
+        assert regions(f)["step"].attrs["num_calls"] == 1
+        assert f["metadata"].attrs["command_line"].endswith("script.py bad\\udcff.h5")
+
+
 def test_what_needs_the_executable_is_refused_naming_run(installed, tmp_path):
     proc = installed.python(tmp_path, """
         import scope_profiler as sp
