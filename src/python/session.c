@@ -1026,6 +1026,9 @@ int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const
 	PyObject *fsname = PyUnicode_DecodeFSDefault(target);
 	PyObject *root = fsname ? sp_text_storable(fsname) : NULL;
 	Py_XDECREF(fsname);
+	/* The tests' Ctrl-C before the script's start (its handler runs in
+	 * _run_hooks' first lines). */
+	sp_test_pause("SCOPE_PROFILER_TEST_START_PAUSE_MS", "starting");
 	if (root && inc && exc && !PyErr_Occurred())
 		res = PyObject_CallMethod(mod, "_run_hooks", "OiiOOiO&i", root, trace, s->trace_all, inc, exc,
 					  s->subprocesses && !session.cur.disable, own_of, &(struct own_of){kind, what},
@@ -1047,8 +1050,19 @@ int sp_session_begin_run(const struct sp_settings *s, const char *outfile, const
 out:
 	Py_XDECREF(mod);
 	if (!res) {
-		/* Ctrl-C before the script's start: python's traceback of it */
+		/* Ctrl-C before the script's start: python's words for it,
+		 * without the frames of the profiler's own start */
 		int interrupted = PyErr_ExceptionMatches(PyExc_KeyboardInterrupt);
+		if (interrupted) {
+			PyObject *type, *value, *tb;
+			PyErr_Fetch(&type, &value, &tb);
+			Py_XDECREF(tb);
+			PyErr_NormalizeException(&type, &value, &tb);
+			if (value)
+				PyException_SetTraceback(value, Py_None);
+			Py_XDECREF(tb);
+			PyErr_Restore(type, value, NULL);
+		}
 		PyErr_Print();
 		if (interrupted)
 			return -2;

@@ -444,6 +444,23 @@ def test_a_traceback_through_sys_exit_has_no_frame_of_the_tool(sp):
     assert "scope_profiler" not in proc.stderr, proc.stderr
 
 
+def test_ctrl_c_while_the_run_starts_shows_no_frame_of_the_tool(sp):
+    """Ctrl-C while the run sets up its hooks, before the script's first
+    line: python's KeyboardInterrupt alone, killed by SIGINT, nothing
+    written (a traceback through `<scope_profiler>` _run_hooks showed)."""
+    script = sp.script("import scope_profiler as sp\nprint('ran')\n")
+    proc = subprocess.Popen([BINARY, "run", "-q", "-o", "out.h5", str(script)], cwd=sp.tmp,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, SCOPE_PROFILER_TEST_START_PAUSE_MS="300"),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stderr.readline() == "scope-profiler: test: starting\n"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, out) == (-signal.SIGINT, ""), err
+    assert err == "KeyboardInterrupt\n", err
+    assert not (sp.tmp / "out.h5").exists()
+
+
 def test_ctrl_c_while_the_script_compiles_ends_as_python_does(sp):
     """Ctrl-C before the script's first line (here while its 6 MB compile):
     python prints the KeyboardInterrupt and ends killed by SIGINT; so does
