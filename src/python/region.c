@@ -68,6 +68,20 @@ int sp_region_fit(RegionObject *r)
  * with the first. */
 static PyObject *stand_ins;
 
+
+/* A name as a warning shows it: its repr, or for a long one its first 40
+ * and last 20 characters' and its length (a line, not kilobytes). */
+static PyObject *shown_name(PyObject *name)
+{
+	Py_ssize_t n = PyUnicode_GetLength(name);
+	if (n <= 80)
+		return PyObject_Repr(name);
+	PyObject *head = PyUnicode_Substring(name, 0, 40), *tail = PyUnicode_Substring(name, n - 20, n);
+	PyObject *r = head && tail ? PyUnicode_FromFormat("%R...%R (%zd characters)", head, tail, n) : NULL;
+	Py_XDECREF(head);
+	Py_XDECREF(tail);
+	return r;
+}
 /* The name region `name` is stored under: its own, or (an invalid name)
  * its escaped form; either with " [2]", " [3]"... when another region is
  * stored under it already, so that no two regions share a name in the
@@ -97,12 +111,16 @@ static PyObject *stored_name(PyObject *name)
 			break;
 	}
 	if (stored && stored != name) {
-		if (base != name)
-			PySys_FormatStderr("scope-profiler: warning: the region name %R is not valid text "
-					   "(UTF-8 cannot hold it); it is recorded as %R\n", name, stored);
-		else
-			PySys_FormatStderr("scope-profiler: warning: the region name %R is taken by an "
-					   "invalid name's escaped form; it is recorded as %R\n", name, stored);
+		PyObject *a = shown_name(name), *b = shown_name(stored);
+		if (a && b && base != name)
+			PySys_FormatStderr("scope-profiler: warning: the region name %U is not valid text "
+					   "(UTF-8 cannot hold it); it is recorded as %U\n", a, b);
+		else if (a && b)
+			PySys_FormatStderr("scope-profiler: warning: the region name %U is taken by an "
+					   "invalid name's escaped form; it is recorded as %U\n", a, b);
+		Py_XDECREF(a);
+		Py_XDECREF(b);
+		PyErr_Clear();
 	}
 	Py_DECREF(base);
 	return stored;

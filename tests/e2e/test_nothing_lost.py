@@ -41,6 +41,21 @@ BAD_NAME = """
 """
 
 
+def test_a_long_name_utf8_cannot_hold_is_said_in_a_short_line(sp):
+    """The warning about a long invalid name shows its start, its end and
+    its length: one short line (a 1,000-character name made a 12 KB line)."""
+    script = sp.script("""
+        import scope_profiler as sp
+        with sp.region("x" * 1000 + "\\udcff"):
+            pass
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert len(line) < 300 and "(1001 characters)" in line and "udcff" in line, line
+    assert calls(sp.tmp / "out.h5") == {"x" * 1000 + "\\udcff": 1}
+
+
 def test_a_name_utf8_cannot_hold_keeps_the_profile(sp):
     """The invalid name is recorded as its escaped form, said once; a
     region named by that form's text stays a region of its own, stored with
