@@ -192,13 +192,45 @@ fail:
 
 /* ---- the selection -------------------------------------------------------- */
 
+/* A pattern's UTF-8 (a new bytes object): a lone surrogate in it, which
+ * UTF-8 cannot hold, as the stored escaped name has it (bad\udcff), its
+ * backslash escaped for the glob or the expression, so that it matches. */
+static PyObject *pattern_bytes(PyObject *s)
+{
+	PyObject *b = PyUnicode_AsUTF8String(s);
+	if (b || !PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+		return b;
+	PyErr_Clear();
+	Py_ssize_t n = PyUnicode_GET_LENGTH(s), k = 0;
+	Py_UCS4 *buf = PyMem_Malloc(((size_t)n * 7 + 1) * sizeof *buf);
+	if (!buf)
+		return PyErr_NoMemory();
+	for (Py_ssize_t i = 0; i < n; i++) {
+		Py_UCS4 c = PyUnicode_READ_CHAR(s, i);
+		if (c < 0xd800 || c > 0xdfff) {
+			buf[k++] = c;
+			continue;
+		}
+		char esc[8];
+		snprintf(esc, sizeof esc, "\\\\u%04x", (unsigned)c);
+		for (const char *e = esc; *e; e++)
+			buf[k++] = (Py_UCS4)*e;
+	}
+	PyObject *u = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, k);
+	PyMem_Free(buf);
+	b = u ? PyUnicode_AsUTF8String(u) : NULL;
+	Py_XDECREF(u);
+	return b;
+}
+
 /* Adds the patterns of spec (None, a str, or an iterable of str) with add. */
 static int add_patterns(struct sp_select *s, PyObject *spec, const char *what,
 			enum sp_err (*add)(struct sp_select *, const char *, struct sp_error *))
 {
 	if (spec == Py_None)
 		return 0;
-	PyObject *seq = PyUnicode_Check(spec) ? PyTuple_Pack(1, spec) : PySequence_Fast(spec, "");
+	PyObject *seq = PyUnicode_Check(spec) ? PyTuple_Pack(1, spec)
+			: PyBytes_Check(spec) || PyByteArray_Check(spec) ? NULL : PySequence_Fast(spec, "");
 	if (!seq) {
 		PyErr_Format(PyExc_TypeError, "%s: a pattern (str) or a list of them, not %.100s", what,
 			     Py_TYPE(spec)->tp_name);
@@ -207,10 +239,17 @@ static int add_patterns(struct sp_select *s, PyObject *spec, const char *what,
 	int rc = 0;
 	for (Py_ssize_t i = 0; rc == 0 && i < PySequence_Fast_GET_SIZE(seq); i++) {
 		PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-		const char *text = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+		/* A name UTF-8 cannot hold is stored escaped (bad\udcff): so is
+		 * a pattern, which then matches it. */
+		PyObject *b = PyUnicode_Check(item) ? pattern_bytes(item) : NULL;
+		const char *text = b ? PyBytes_AS_STRING(b) : NULL;
 		struct sp_error err = {0};
 		enum sp_err e;
-		if (!text) {
+		if (text && strlen(text) != (size_t)PyBytes_GET_SIZE(b)) {
+			PyErr_Format(PyExc_ValueError, "%s: a pattern holds a NUL character, which no region "
+				     "name has", what);
+			rc = -1;
+		} else if (!text) {
 			if (!PyErr_Occurred())
 				PyErr_Format(PyExc_TypeError, "%s: a pattern is a str (a glob, or re:EXPR), not %.100s",
 					     what, Py_TYPE(item)->tp_name);
@@ -219,6 +258,7 @@ static int add_patterns(struct sp_select *s, PyObject *spec, const char *what,
 			PyErr_Format(e == SP_ENOMEM ? PyExc_MemoryError : PyExc_ValueError, "%s: %s", what, err.msg);
 			rc = -1;
 		}
+		Py_XDECREF(b);
 	}
 	Py_DECREF(seq);
 	return rc;

@@ -1060,10 +1060,24 @@ class MPIRegion:
         return f"<MPIRegion {self.name!r}: {self.num_calls} calls on {len(self._per_rank)} rank(s)>"
 
 
-def _as_list(value):
-    if value is None:
+def _rank_list(ranks):
+    """ranks as the read API takes them: None (all), an int, or ints; a
+    str or anything else is a TypeError (ranks="0" selected none)."""
+    if ranks is None:
         return None
-    return [value] if isinstance(value, (str, int)) else list(value)
+    import operator
+
+    def one(r):
+        if isinstance(r, (bool, str, bytes)):
+            raise TypeError(f"ranks: an int or a list of ints, not {r!r}")
+        try:
+            return operator.index(r)
+        except TypeError:
+            raise TypeError(f"ranks: an int or a list of ints, not {r!r}") from None
+
+    if isinstance(ranks, (str, bytes)) or not hasattr(ranks, "__iter__"):
+        return [one(ranks)]
+    return [one(r) for r in ranks]
 
 
 def call_stack_roots(calls):
@@ -1275,6 +1289,9 @@ class ProfilingResults:
         """The rank's calls in start order with their nesting: dicts with
         name, rank, call_index, start, end, duration, depth, parent_id (the
         index of the parent in this list, -1 for a root) and call_id."""
+        if isinstance(rank, (bool, str, bytes)) or not hasattr(type(rank), "__index__"):
+            raise TypeError(f"call_stack: rank is an int, not {rank!r}")
+        rank = rank.__index__()
         base = self._origin_ns(relative, origin)
         calls = []
         for k, (name, i, s, e, lane, depth, parent) in enumerate(self._stack(rank)):
@@ -1286,7 +1303,7 @@ class ProfilingResults:
 
     def _events(self, names, ranks, relative, origin):
         base = self._origin_ns(relative, origin)
-        rank_set = None if ranks is None else set(_as_list(ranks))
+        rank_set = None if ranks is None else set(_rank_list(ranks))
         with_lanes = any(r.lanes is not None for per in self._per_region.values()
                          for r in per.values())
         out = []

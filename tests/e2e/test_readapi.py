@@ -266,3 +266,39 @@ def test_hand_written_two_ranks(seed_output):
     assert [(r[1], r[2], r[5]) for r in rows] == [
         ("0", "0", "0.20"), ("0", "1", "0.25"), ("0", "2", "0.20"),
         ("1", "0", "0.32"), ("1", "1", "0.40"), ("1", "2", "0.32")]
+
+
+def test_bad_selections_are_clear_errors_and_an_escaped_name_is_found(sp):
+    """ranks="0" and call_stack(rank="0") are TypeErrors (they selected
+    nothing, []); a bytes pattern and a NUL in one are said as such; a
+    pattern holding a name UTF-8 cannot hold finds its escaped region (a
+    bare UnicodeEncodeError before)."""
+    script = sp.script("""
+        import os
+        import scope_profiler as sp
+        bad = os.fsdecode(b"bad\\xff")
+        with sp.region(bad):
+            pass
+        with sp.region("good"):
+            pass
+        res = sp.finalize(verbose=False, return_results=True)
+
+        def outcome(f):
+            try:
+                return f()
+            except Exception as e:
+                return type(e).__name__
+        print(outcome(lambda: res.events(ranks="0")), outcome(lambda: len(res.events(ranks=[0]))),
+              outcome(lambda: len(res.events(ranks=0))))
+        print(outcome(lambda: res.call_stack(rank="0")), outcome(lambda: len(res.call_stack(rank=0))))
+        print(outcome(lambda: res.events(include=b"good")), outcome(lambda: res.events(include="go\\0od")))
+        print([e["name"] for e in res.events(include=bad)], [e["name"] for e in res.events(include="re:^" + bad)])
+    """)
+    proc = sp("run", "-q", "--no-output", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "TypeError 2 2",
+        "TypeError 2",
+        "TypeError ValueError",
+        "['bad\\\\udcff'] ['bad\\\\udcff']",
+    ], proc.stdout
