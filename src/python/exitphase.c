@@ -945,8 +945,19 @@ static void child_tick(int unused)
 	if (run_signals) {
 		static const char msg[] = "scope-profiler: run: the script did not come back to Python "
 					  "within " SP_STR(RUN_DEADLINE_S) " s of the signal to write the "
-					  "profile: ended unwritten\n";
+					  "profile: ended unwritten";
+		static const char kept[] = "; the calls streamed so far stay in ";
+		static const char how[] = " (scope-profiler recover finishes it)";
+		/* async-signal-safe: the stream's path was made at its start */
+		const char *partial = sp_stream_partial();
+		int streamed = partial && access(partial, F_OK) == 0;
 		ssize_t unused_rc = write(STDERR_FILENO, msg, sizeof msg - 1);
+		if (streamed) {
+			unused_rc = write(STDERR_FILENO, kept, sizeof kept - 1);
+			unused_rc = write(STDERR_FILENO, partial, strlen(partial));
+			unused_rc = write(STDERR_FILENO, how, sizeof how - 1);
+		}
+		unused_rc = write(STDERR_FILENO, "\n", 1);
 		(void)unused_rc;
 	}
 	die_by(child_signal);

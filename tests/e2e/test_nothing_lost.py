@@ -262,10 +262,15 @@ def test_an_exit_signal_while_python_never_returns_ends_the_run(sp):
         threading.Thread(target=kill, daemon=True).start()
         derive()
     """)
-    proc = sp("run", "-q", "-o", "out.h5", script, timeout=120)
+    proc = sp("run", "-q", "--flush-interval", "0.05", "-o", "out.h5", script, timeout=120)
     assert proc.returncode == -signal.SIGTERM, proc.stderr
+    # The calls streamed by then are where the line says (it did not say).
+    partial = sp.tmp / "out.h5.partial"
     assert proc.stderr == ("scope-profiler: run: the script did not come back to Python within 10 s of "
-                           "the signal to write the profile: ended unwritten\n")
+                           f"the signal to write the profile: ended unwritten; the calls streamed so far "
+                           f"stay in {partial} (scope-profiler recover finishes it)\n")
+    assert sp("recover", partial).returncode == 0
+    assert calls(sp.tmp / "out.h5") == {"x": 1}
 
 
 @pytest.mark.parametrize("options", [(), ("--subprocesses",)])
