@@ -86,7 +86,8 @@ static int check_outfile(const char *path, const struct sp_run_target *t, int fo
 	struct sp_error err = {0};
 	if (sp_outpath_absolute(path, abs, len, &err) != SP_OK) {
 		sp_cmd_error(CMD, "cannot write the profile: %s%s", err.msg,
-			     err.code == SP_EIO ? "" : "; give -o an absolute path or run from a shorter folder");
+			     err.code == SP_EIO ? "" : path[0] == '/' ? "; give -o a shorter path"
+			     : "; give -o an absolute path or run from a shorter folder");
 		return -1;
 	}
 	if (t->script && is_script(path, t->script)) {

@@ -18,6 +18,7 @@
 #include "sp_aggregate.h"
 #include "sp_clock.h"
 #include "sp_finalize.h"
+#include "sp_h5.h"
 #include "sp_keywords.h"
 #include "sp_linetrace.h"
 #include "sp_meta.h"
@@ -1100,7 +1101,7 @@ static void say_skipped(PyObject *err)
 	const char *out = session.cur.outfile ? session.cur.outfile : session.default_outfile;
 	char ranked[PATH_MAX];
 	out = sp_standalone_outfile(out, ranked, sizeof ranked);
-	int had = out && access(out, F_OK) == 0;
+	int had = out && sp_h5_is_profile(out);   /* an empty file there is no profile */
 	PyObject *line = had ? PyUnicode_FromFormat("scope-profiler: run: the script failed before "
 						    "recording anything: %s keeps its previous profile\n", out)
 		: PyUnicode_FromFormat("scope-profiler: run: the script failed before recording anything: "

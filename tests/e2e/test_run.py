@@ -726,3 +726,19 @@ def test_a_failure_status_however_it_is_raised_keeps_the_previous_profile(sp, en
     kept = (sp.tmp / "f.h5").read_bytes() == before
     assert kept == (want.returncode != 0), proc.stderr
     assert ("keeps its previous profile" in proc.stderr) == kept, proc.stderr
+
+
+def test_a_failure_before_recording_says_what_the_output_path_holds(sp):
+    """An empty file at -o is no previous profile: the line says no profile
+    was written (it said the file kept its previous profile); a too long
+    absolute -o is not told to be made absolute."""
+    (sp.tmp / "empty.h5").write_bytes(b"")
+    proc = sp("run", "-q", "-o", "empty.h5", sp.script("raise SystemExit(2)\n"))
+    assert proc.returncode == 2
+    assert proc.stderr == ("scope-profiler: run: the script failed before recording anything: no profile "
+                           f"written to {sp.tmp / 'empty.h5'}\n"), proc.stderr
+    assert (sp.tmp / "empty.h5").read_bytes() == b""
+    long_path = "/" + "/".join(["d" * 200] * 25) + "/out.h5"
+    proc = sp("run", "-q", "-o", long_path, sp.script("pass\n"))
+    assert proc.returncode != 0
+    assert len(proc.stderr.splitlines()) == 1 and "absolute" not in proc.stderr, proc.stderr
