@@ -344,7 +344,7 @@ fail:
 }
 
 static PyObject *run_exit(PyObject *m, PyObject *unused);
-static void take_exit_signals(void);
+static void take_exit_signals(int run_pending);
 
 /* The run ends at exit signal sig: plain python ends at such a signal at
  * once, running none of the script's code; so does the run, once its
@@ -599,7 +599,7 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 		/* The exit signals as at the run's normal end: one while it
 		 * writes is noted and ends the run after the write (it ended
 		 * the run unwritten, without a word); again, abandons it. */
-		take_exit_signals();
+		take_exit_signals(0);   /* os._exit runs no Python handler more, as python's */
 		sp_session_end_at_exit(status);
 		int sig = sp_run_exit_signal_last();
 		if (sig)
@@ -644,6 +644,12 @@ static PyObject *sys_exit_instance(PyObject *self, PyObject *const *args, Py_ssi
 	if (nargs > 1 || kwnames)
 		return PyObject_Vectorcall(sys_exit_orig, args, (size_t)nargs, kwnames);   /* its TypeError */
 	PyObject *status = nargs ? args[0] : Py_None;
+	if (PyObject_TypeCheck(status, (PyTypeObject *)PyExc_SystemExit)) {
+		/* sys.exit(e) of a SystemExit (or a subclass's): itself, as
+		 * python raises it */
+		PyErr_SetObject((PyObject *)Py_TYPE(status), status);
+		return NULL;
+	}
 	PyObject *e = status == Py_None ? PyObject_CallNoArgs(PyExc_SystemExit)
 		      : PyTuple_Check(status) ? PyObject_Call(PyExc_SystemExit, status, NULL)
 					     : PyObject_CallOneArg(PyExc_SystemExit, status);
@@ -983,7 +989,9 @@ static void on_child_signal(int sig)
 		return;
 	}
 	if (child_signal && sig == child_signal && child_writing) {
-		if (child_deadline_set) {   /* once: repeats do not push it back */
+		/* once: repeats do not push it back; a signal that repeats by
+		 * itself (SIGXCPU every CPU second, a timer's) sets none */
+		if (child_deadline_set || repeats_by_itself(sig)) {
 			errno = saved;
 			return;
 		}
@@ -1094,7 +1102,7 @@ static PyObject *child_signals(PyObject *m, PyObject *unused)
 /* From the script's end (or its os._exit) on, the exit signals are
  * on_exit_signal's, in C: no handler of Python's runs between the script's
  * end and them, nor while the profile is written. */
-static void take_exit_signals(void)
+static void take_exit_signals(int run_pending)
 {
 	/* Held while the handlers change hands: one arriving meanwhile
 	 * reaches the C handler when they are let through below. */
@@ -1103,7 +1111,7 @@ static void take_exit_signals(void)
 	/* A signal that arrived just before, its Python handler not yet run:
 	 * Python's KeyboardInterrupt for SIGINT, the run's handler of the
 	 * others (it notes itself). */
-	if (PyErr_CheckSignals() < 0) {
+	if (run_pending && PyErr_CheckSignals() < 0) {
 		if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) && !exit_signal && sigint_real)
 			note_exit_signal(SIGINT);
 		PyErr_Clear();
@@ -1129,6 +1137,19 @@ static void take_exit_signals(void)
 			PyErr_Clear();
 			if (theirs)
 				continue;
+			/* or a C library's (vmprof, gperftools: sigaction), under
+			 * the run's Python-level handler: Python forgets the run's
+			 * (its end would put SIG_DFL back over the library's, and
+			 * the next tick end the process), the library keeps its */
+			void (*c)(int) = old.sa_handler;
+			if ((old.sa_flags & SA_SIGINFO) || (c != SIG_DFL && c != on_child_signal &&
+							    c != python_c_handler && c != on_exit_signal)) {
+				PyObject *r = real_signal_default(sigmod, exit_signals[i]);
+				Py_XDECREF(r);
+				PyErr_Clear();
+				sigaction(exit_signals[i], &old, NULL);
+				continue;
+			}
 		}
 		/* Python forgets its handler first: else its finalisation
 		 * would put back SIG_DFL under ours, and a signal then would
@@ -1155,7 +1176,7 @@ static void take_exit_signals(void)
  * then the session ends (sp_session_end_run: write, print, clean up). */
 static PyObject *run_exit(PyObject *m, PyObject *unused)
 {
-	take_exit_signals();
+	take_exit_signals(1);
 	sp_session_end_run();
 	Py_RETURN_NONE;
 }

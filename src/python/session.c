@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "sp_aggregate.h"
@@ -400,9 +401,15 @@ static PyObject *results_of(const char *path, PyObject *data, PyObject *summary)
  * can be written ($TMPDIR, else /tmp, ... as Python's tempfile has them). */
 static void fallback_path(char *buf, size_t len)
 {
-	const char *tmp[1];
-	snprintf(buf, len, "%s/scope-profiler-%d.h5", sp_outpath_tmp_dirs(tmp, 1) ? tmp[0] : "/tmp",
-		 (int)getpid());
+	const char *tmp[6];
+	size_t n = sp_outpath_tmp_dirs(tmp, sizeof tmp / sizeof tmp[0]), pick = 0;
+	/* the first with room (a full $TMPDIR is passed over too) */
+	for (size_t i = n; i-- > 0;) {
+		struct statvfs v;
+		if (statvfs(tmp[i], &v) == 0 && (unsigned long long)v.f_bavail * v.f_frsize >= (1u << 20))
+			pick = i;
+	}
+	snprintf(buf, len, "%s/scope-profiler-%d.h5", n ? tmp[pick] : "/tmp", (int)getpid());
 }
 
 /* finalize()'s work: stops the session, writes (collectively under MPI:

@@ -1,7 +1,6 @@
 /* export.c - a profile's calls for pandas, Perfetto / chrome://tracing,
  * speedscope and flamegraph.pl (csv, json, chrome; folded stacks are in
  * export_folded.c), streamed from the file a slice at a time. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -637,11 +636,15 @@ out:
 	return rc;
 }
 
-/* A folded file's complete lines in head (at least one): 'stack count',
- * the stack named (a letter or '_' in it: not a column of numbers). */
+/* A folded file's complete lines in head: each 'stack count', one stack
+ * at least named (a character in it that no column of numbers has: a
+ * letter, any non-ASCII one, ';', a symbol; a region may be called "1");
+ * a head that is one line longer than head, a stack of frames (';'). */
 static int folded_lines(const char *head, size_t n)
 {
-	size_t lines = 0, start = 0;
+	if (!memchr(head, '\n', n))
+		return memchr(head, ';', n) != NULL;
+	size_t named_lines = 0, start = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (head[i] != '\n')
 			continue;
@@ -654,18 +657,17 @@ static int folded_lines(const char *head, size_t n)
 			return 0;
 		int named = 0;
 		for (size_t k = start; k + 1 < end && !named; k++)
-			named = isalpha((unsigned char)head[k]) || head[k] == '_';
-		if (!named)
-			return 0;
-		lines++;
+			named = !strchr("0123456789.+-, \t", head[k]);
+		named_lines += named;
 		start = i + 1;
 	}
-	return lines > 0;
+	return named_lines > 0;
 }
 
 int sp_export_is_own(const char *head, size_t n)
 {
-	static const char *const heads[] = {HEAD_CSV ",", HEAD_JSON, HEAD_CHROME, HEAD_SPEEDSCOPE};
+	static const char *const heads[] = {HEAD_CSV ",lane,call_index,", HEAD_CSV ",calls,", HEAD_JSON,
+					     HEAD_CHROME, HEAD_SPEEDSCOPE};
 	for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
 		if (n >= strlen(heads[i]) && memcmp(head, heads[i], strlen(heads[i])) == 0)
 			return 1;

@@ -477,6 +477,13 @@ def test_output_replaces_an_earlier_export_and_nothing_else(sp):
             assert sp("export", "n.h5", "-f", first, "-o", "out.x").returncode == 0
     (sp.tmp / "empty.csv").write_text("")
     assert sp("export", "n.h5", "-f", "csv", "-o", "empty.csv").returncode == 0
+    # Names of any script, a name of digits alone among them: its folded export again
+    run_script(sp, "import scope_profiler as sp\nfor n in ['расчёт', '计算', '1', 'β']:\n"
+               "    with sp.region(n):\n        pass\n", "names.h5")
+    for fmt in fmts:
+        for _ in range(2):
+            proc = sp("export", "names.h5", "-f", fmt, "-o", f"names.{fmt}")
+            assert proc.returncode == 0, (fmt, proc.stderr)
     script = "import numpy\nprint('my analysis')\n"
     for name, text in (("analysis.py", script), ("notes.txt", "to do: profile the solver\n"),
                        ("data.csv", "a,b\n1,2\n"), ("data.txt", "1.5 2\n3.5 4\n")):

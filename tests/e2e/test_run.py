@@ -701,6 +701,7 @@ ENDINGS = {
     "raise SystemExit('usage: x')": 1,
     "exit(3)": 3,
     "import sys\nsys.exit(3)": 3,
+    "import sys\nsys.exit(SystemExit(4))": 4,   # the instance itself, as python raises it
     "raise SystemExit": 0,
     # a SystemExit the script caught, one in a thread (python ignores it): success
     "import sys\ntry:\n    sys.exit(1)\nexcept SystemExit as e:\n    print(e.code)": 0,
