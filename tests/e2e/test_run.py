@@ -363,11 +363,12 @@ def test_a_tmpdir_that_cannot_be_used_is_passed_over_as_python_does(sp):
             if len(sys.argv) > 1:
                 shutil.rmtree("outdir")
     """)
+    from test_subprocesses import ENV   # spawned children get the sanitizer's runtime (make asan)
     alt = sp.tmp / "alt"
     alt.mkdir()
-    env = {"TMPDIR": str(sp.tmp / "missing"), "TEMP": str(alt)}
+    env = dict(ENV, TMPDIR=str(sp.tmp / "missing"), TEMP=str(alt))
     for options in ([], ["--subprocesses"]):
-        proc = sp("run", "-q", *options, "-o", "out.h5", script, env=env, timeout=60)
+        proc = sp("run", "-q", *options, "-o", "out.h5", script, env=env, timeout=300)
         assert (proc.returncode, proc.stdout) == (0, "90\n"), proc.stderr
         assert "ModuleNotFoundError" not in proc.stderr, proc.stderr
         with h5py.File(sp.tmp / "out.h5") as f:
@@ -375,7 +376,7 @@ def test_a_tmpdir_that_cannot_be_used_is_passed_over_as_python_does(sp):
                         if name.startswith("rank") and "work" in regions(f, int(name[4:])))
         assert calls == (10 if options else 0), proc.stderr
     (sp.tmp / "outdir").mkdir()
-    proc = sp("run", "-q", "-o", "outdir/out.h5", script, "gone", env=env, timeout=60)
+    proc = sp("run", "-q", "-o", "outdir/out.h5", script, "gone", env=env, timeout=300)
     assert proc.returncode == 1 and "saved to" in proc.stderr, proc.stderr
     [fallback] = [p for p in alt.iterdir() if p.name.startswith("scope-profiler-") and p.suffix == ".h5"]
     assert str(fallback) in proc.stderr
