@@ -611,23 +611,31 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 }
 
 /* A SystemExit that ends the script, however it was raised (`raise
- * SystemExit(main())`, exit(), sys.exit): Python reads its code, with no
- * frame of Python's running, in the main thread, just before it ends
- * (_Py_HandleSystemExit); the status is noted then (a failure that
- * recorded nothing keeps the previous profile; under MPI the rank does not
- * wait for ever). Reads of .code by the script (a frame runs), a
- * SystemExit it caught, one in a thread (python ignores it) note nothing;
- * sys.exit stays python's own. */
-static getattrofunc system_exit_getattro_orig;
+ * SystemExit(main())`, exit(), sys.exit, a subclass's: docopt's
+ * DocoptExit): Python reads its code, with no frame of Python's running,
+ * in the main thread, just before it ends (_Py_HandleSystemExit); the
+ * status is noted then (a failure that recorded nothing keeps the previous
+ * profile; under MPI the rank does not wait for ever). Every read of
+ * .code, a subclass's instance's too, goes through SystemExit's own `code`
+ * descriptor: the run's stands in its place, over it. Reads of .code by
+ * the script (a frame runs), a SystemExit it caught, one in a thread
+ * (python ignores it) note nothing; sys.exit stays python's own. */
+static PyObject *code_member;   /* SystemExit's own descriptor of .code */
 
-static PyObject *system_exit_getattro(PyObject *self, PyObject *name)
+static PyObject *code_get(PyObject *self, void *unused)
 {
-	PyObject *v = system_exit_getattro_orig(self, name);
-	if (v && !PyEval_GetFrame() && pthread_equal(pthread_self(), main_thread) && PyUnicode_Check(name) &&
-	    PyUnicode_CompareWithASCIIString(name, "code") == 0)
+	PyObject *v = Py_TYPE(code_member)->tp_descr_get(code_member, self, (PyObject *)Py_TYPE(self));
+	if (v && !PyEval_GetFrame() && pthread_equal(pthread_self(), main_thread))
 		sp_session_note_exit_status(v);
 	return v;
 }
+
+static int code_set(PyObject *self, PyObject *value, void *unused)
+{
+	return Py_TYPE(code_member)->tp_descr_set(code_member, self, value);
+}
+
+static PyGetSetDef code_def = {"code", code_get, code_set, NULL, NULL};
 
 #if PY_VERSION_HEX < 0x030C0000
 /* Python 3.11's sys.exit(status) sets the status itself as the exception's
@@ -684,11 +692,27 @@ static int watch_sys_exit(void)
 static int watch_system_exit(void)
 {
 	PyTypeObject *t = (PyTypeObject *)PyExc_SystemExit;
-	if (t->tp_getattro != system_exit_getattro) {
-		system_exit_getattro_orig = t->tp_getattro ? t->tp_getattro : PyObject_GenericGetAttr;
-		t->tp_getattro = system_exit_getattro;
+#if PY_VERSION_HEX >= 0x030C0000
+	PyObject *dict = PyType_GetDict(t);
+#else
+	PyObject *dict = Py_XNewRef(t->tp_dict);
+#endif
+	PyObject *m = dict && !code_member ? PyDict_GetItemString(dict, "code") : NULL;   /* borrowed */
+	int rc = 0;
+	if (m && Py_TYPE(m)->tp_descr_get && Py_TYPE(m)->tp_descr_set) {
+		PyObject *doc = PyObject_GetAttrString(m, "__doc__");
+		const char *text = doc && PyUnicode_Check(doc) ? PyUnicode_AsUTF8(doc) : NULL;
+		code_def.doc = text ? strdup(text) : NULL;   /* "exception code", as python's */
+		Py_XDECREF(doc);
+		PyErr_Clear();
+		PyObject *ours_code = PyDescr_NewGetSet(t, &code_def);
+		code_member = Py_NewRef(m);
+		rc = ours_code ? PyDict_SetItemString(dict, "code", ours_code) : -1;
+		Py_XDECREF(ours_code);
+		PyType_Modified(t);
 	}
-	return watch_sys_exit();
+	Py_XDECREF(dict);
+	return rc == 0 ? watch_sys_exit() : -1;
 }
 
 

@@ -704,8 +704,15 @@ ENDINGS = {
     "import sys\nsys.exit(3)": 3,
     "import sys\nsys.exit(SystemExit(4))": 4,   # the instance itself, as python raises it
     "raise SystemExit": 0,
+    # subclasses (docopt's DocoptExit, with its own __init__; one with __new__; a subclass's subclass)
+    "class Usage(SystemExit):\n    def __init__(self, m=''):\n        SystemExit.__init__(self, m.strip())\n"
+    "raise Usage('usage: x ')": 1,
+    "import sys\nclass E(SystemExit):\n    pass\nsys.exit(E(5))": 5,
+    "class A(SystemExit):\n    pass\nclass B(A):\n    pass\nraise B(6)": 6,
+    "class N(SystemExit):\n    def __new__(cls, *a):\n        return super().__new__(cls, *a)\nraise N(7)": 7,
     # a SystemExit the script caught, one in a thread (python ignores it): success
     "import sys\ntry:\n    sys.exit(1)\nexcept SystemExit as e:\n    print(e.code)": 0,
+    "class E(SystemExit):\n    pass\ntry:\n    raise E(1)\nexcept SystemExit as e:\n    print(e.code)": 0,
     "import sys, threading\nt = threading.Thread(target=sys.exit, args=(5,))\nt.start(); t.join()": 0,
 }
 
@@ -713,7 +720,8 @@ ENDINGS = {
 @pytest.mark.parametrize("ending", ENDINGS)
 def test_a_failure_status_however_it_is_raised_keeps_the_previous_profile(sp, ending):
     """Whatever ends the script with a failure status before it recorded
-    anything (`raise SystemExit(main())`, exit(), sys.exit) keeps the
+    anything (`raise SystemExit(main())`, exit(), sys.exit, a subclass's
+    such as docopt's DocoptExit) keeps the
     previous profile at -o, with one line (only sys.exit did: a raised
     SystemExit replaced it with an empty one); a success writes this run's
     (a SystemExit the script caught, or one in a thread, is none)."""
