@@ -34,6 +34,11 @@ enum sp_err sp_error_set(struct sp_error *err, enum sp_err code, const char *fmt
  * (under mpirun the ranks' stderr meet in one stream), after flushing stdout. */
 void sp_cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* One line of the first n bytes of s, in place: a control character a path
+ * or a name brought (a newline in a file name) is shown as '?', as the
+ * readers show it. UTF-8 stays whole (its bytes are never control ones). */
+void sp_one_line(char *s, size_t n);
+
 /* The exit status of a usage error, in every command. */
 #define SP_EXIT_USAGE 2
 

@@ -3,8 +3,16 @@
  * checking one in its place. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "sp_error.h"
+
+void sp_one_line(char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			s[i] = '?';
+}
 
 void sp_cmd_error(const char *cmd, const char *fmt, ...)
 {
@@ -16,10 +24,6 @@ void sp_cmd_error(const char *cmd, const char *fmt, ...)
 	if (n >= 0 && (size_t)n < sizeof line)
 		vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
 	va_end(ap);
-	/* One line: a control character a path or a name brought (a newline
-	 * in a file name) is shown as '?', as the readers show it. */
-	for (char *c = line; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
+	sp_one_line(line, strlen(line));
 	fprintf(stderr, "%s\n", line);
 }

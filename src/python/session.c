@@ -18,6 +18,7 @@
 
 #include "sp_aggregate.h"
 #include "sp_clock.h"
+#include "sp_error.h"
 #include "sp_finalize.h"
 #include "sp_h5.h"
 #include "sp_keywords.h"
@@ -344,35 +345,28 @@ static void stream_write(PyObject *stream, PyObject *str)
  * '?', as sp_cmd_error and the readers show it. */
 static void say_line(PyObject *stream, PyObject *line)
 {
-	static PyObject *table;   /* the control characters -> '?' */
 	if (!line || !stream)
 		return;
-	if (!table) {
-		table = PyDict_New();
-		for (int c = 0; table && c < 0x20; c++) {
-			PyObject *k = PyLong_FromLong(c), *q = PyUnicode_FromString("?");
-			if (!k || !q || PyDict_SetItem(table, k, q) != 0)
-				Py_CLEAR(table);
-			Py_XDECREF(k);
-			Py_XDECREF(q);
+	/* One line (sp_one_line), its newline kept; a path not in UTF-8
+	 * (surrogates) as the stream writes it. */
+	PyObject *b = PyUnicode_AsEncodedString(line, "utf-8", "surrogateescape");
+	PyObject *clean = NULL;
+	if (b) {
+		char *s = PyBytes_AS_STRING(b);
+		Py_ssize_t n = PyBytes_GET_SIZE(b);
+		char *copy = malloc((size_t)n + 1);
+		if (copy) {
+			memcpy(copy, s, (size_t)n + 1);
+			sp_one_line(copy, (size_t)(n > 0 && copy[n - 1] == '\n' ? n - 1 : n));
+			clean = PyUnicode_DecodeUTF8(copy, n, "surrogateescape");
+			free(copy);
 		}
-		PyObject *k = table ? PyLong_FromLong(0x7f) : NULL, *q = k ? PyUnicode_FromString("?") : NULL;
-		if (table && (!q || PyDict_SetItem(table, k, q) != 0))
-			Py_CLEAR(table);
-		Py_XDECREF(k);
-		Py_XDECREF(q);
 	}
-	Py_ssize_t n = PyUnicode_GET_LENGTH(line);
-	int nl = n > 0 && PyUnicode_READ_CHAR(line, n - 1) == '\n';
-	PyObject *body = PyUnicode_Substring(line, 0, n - nl);
-	PyObject *clean = body && table ? PyObject_CallMethod(body, "translate", "O", table) : NULL;
-	PyObject *out = clean && nl ? PyUnicode_FromFormat("%U\n", clean) : Py_XNewRef(clean);
-	stream_write(stream, out ? out : line);
-	if (!out)
+	stream_write(stream, clean ? clean : line);
+	if (!clean)
 		PyErr_Clear();
-	Py_XDECREF(out);
 	Py_XDECREF(clean);
-	Py_XDECREF(body);
+	Py_XDECREF(b);
 }
 
 static void stream_flush(PyObject *stream)
@@ -403,11 +397,13 @@ static void fallback_path(char *buf, size_t len)
 {
 	const char *tmp[6];
 	size_t n = sp_outpath_tmp_dirs(tmp, sizeof tmp / sizeof tmp[0]), pick = 0;
-	/* the first with room (a full $TMPDIR is passed over too) */
-	for (size_t i = n; i-- > 0;) {
+	/* the first with room (a full $TMPDIR is passed over too), else the first */
+	for (size_t i = 0; i < n; i++) {
 		struct statvfs v;
-		if (statvfs(tmp[i], &v) == 0 && (unsigned long long)v.f_bavail * v.f_frsize >= (1u << 20))
+		if (statvfs(tmp[i], &v) == 0 && (unsigned long long)v.f_bavail * v.f_frsize >= (1u << 20)) {
 			pick = i;
+			break;
+		}
 	}
 	snprintf(buf, len, "%s/scope-profiler-%d.h5", n ? tmp[pick] : "/tmp", (int)getpid());
 }

@@ -474,7 +474,7 @@ static enum sp_err write_aggregates(struct exporter *x)
 	struct out *o = x->o;
 	/* total_s counts a recursive region once, as summary's does (its
 	 * raw_total_s: the plain sum over the calls). */
-	static const char *const keys[] = {"calls", "total_s", "self_s", "min_s", "max_s", "mean_s",
+	static const char *const keys[] = {AGG_FIRST_KEY, "total_s", "self_s", "min_s", "max_s", "mean_s",
 					   "raw_total_s"};
 	enum { NKEYS = sizeof keys / sizeof *keys };
 	size_t nall = 0;
@@ -594,7 +594,7 @@ enum sp_err sp_export(struct sp_h5_stream *s, const char *path, enum sp_export_f
 	}
 	switch (fmt) {
 	case SP_EXPORT_CSV:
-		out_str(o, HEAD_CSV ",lane,call_index,start_s,end_s,duration_s");
+		out_str(o, HEAD_CSV_CALLS "start_s,end_s,duration_s");
 		for (int k = 1; k < SP_VALUE_KINDS; k++)
 			if (x.kinds[k]) {
 				out_ch(o, ',');
@@ -666,7 +666,7 @@ static int folded_lines(const char *head, size_t n)
 
 int sp_export_is_own(const char *head, size_t n)
 {
-	static const char *const heads[] = {HEAD_CSV ",lane,call_index,", HEAD_CSV ",calls,", HEAD_JSON,
+	static const char *const heads[] = {HEAD_CSV_CALLS, HEAD_CSV "," AGG_FIRST_KEY ",", HEAD_JSON,
 					     HEAD_CHROME, HEAD_SPEEDSCOPE};
 	for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
 		if (n >= strlen(heads[i]) && memcmp(head, heads[i], strlen(heads[i])) == 0)

@@ -22,6 +22,8 @@
  * by them): csv (calls and aggregates), json (both), Chrome, speedscope.
  * A folded file is lines of 'stack count'. */
 #define HEAD_CSV "name,rank"
+#define HEAD_CSV_CALLS HEAD_CSV ",lane,call_index,"   /* then start_s, ... */
+#define AGG_FIRST_KEY "calls"                         /* an aggregates' csv: HEAD_CSV, AGG_FIRST_KEY, ... */
 #define HEAD_JSON "{\"file\": "
 #define HEAD_CHROME "{\"traceEvents\": ["
 #define HEAD_SPEEDSCOPE "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""
