@@ -396,7 +396,9 @@ static PyObject *unraisable_hook(PyObject *self, PyObject *u)
 	if (!type)
 		PyErr_Clear();
 	int quiet = 0;
-	if (type == PyExc_KeyboardInterrupt && !exit_signal && sigint_real)
+	/* In Python's shutdown (no frame runs): a KeyboardInterrupt Python
+	 * swallowed in a __del__ during the script is python's, ignored. */
+	if (type == PyExc_KeyboardInterrupt && !exit_signal && sigint_real && !PyEval_GetFrame())
 		note_exit_signal(SIGINT);
 	else if (type == PyExc_SystemExit && exit_signal && exit_signal != SIGINT)
 		quiet = 1;
@@ -622,11 +624,22 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
  * (python ignores it) note nothing; sys.exit stays python's own. */
 static PyObject *code_member;   /* SystemExit's own descriptor of .code */
 
+#if PY_VERSION_HEX < 0x030C0000
+static PyObject *tuple_exit, *tuple_status;   /* sys.exit(tuple)'s instance, and the tuple (3.11) */
+#endif
+
 static PyObject *code_get(PyObject *self, void *unused)
 {
 	PyObject *v = Py_TYPE(code_member)->tp_descr_get(code_member, self, (PyObject *)Py_TYPE(self));
-	if (v && !PyEval_GetFrame() && pthread_equal(pthread_self(), main_thread))
+	if (v && !PyEval_GetFrame() && pthread_equal(pthread_self(), main_thread)) {
+#if PY_VERSION_HEX < 0x030C0000
+		/* 3.11's sys.exit(tuple) ends python with the tuple printed,
+		 * status 1 (sys_exit_instance) */
+		if (self == tuple_exit)
+			Py_SETREF(v, Py_NewRef(tuple_status));
+#endif
 		sp_session_note_exit_status(v);
+	}
 	return v;
 }
 
@@ -642,9 +655,11 @@ static PyGetSetDef code_def = {"code", code_get, code_set, NULL, NULL};
  * value, which _Py_HandleSystemExit reads without an instance (no .code):
  * under run, sys.exit raises the SystemExit instance that normalizing it
  * would have made (SystemExit(*status) for a tuple, SystemExit() for
- * None), so that its end is seen as the others'. A builtin of sys with no
- * self, as os_defs' are of os (pickle: sys.exit). 3.12+ normalizes at once:
- * sys.exit stays python's own there. */
+ * None), so that its end is seen as the others'. A tuple's instance ends
+ * the script as the tuple did (code_get): printed, status 1 (`return 0,`
+ * in sys.exit(main())); caught, its code is the normalized one, as
+ * python's. A builtin of sys with no self, as os_defs' are of os (pickle:
+ * sys.exit). 3.12+ normalizes at once: sys.exit stays python's own there. */
 static PyObject *sys_exit_orig;
 
 static PyObject *sys_exit_instance(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -661,6 +676,10 @@ static PyObject *sys_exit_instance(PyObject *self, PyObject *const *args, Py_ssi
 	PyObject *e = status == Py_None ? PyObject_CallNoArgs(PyExc_SystemExit)
 		      : PyTuple_Check(status) ? PyObject_Call(PyExc_SystemExit, status, NULL)
 					     : PyObject_CallOneArg(PyExc_SystemExit, status);
+	if (e && PyTuple_Check(status) && pthread_equal(pthread_self(), main_thread)) {
+		Py_XSETREF(tuple_exit, Py_NewRef(e));
+		Py_XSETREF(tuple_status, Py_NewRef(status));
+	}
 	if (e) {
 		PyErr_SetObject(PyExc_SystemExit, e);
 		Py_DECREF(e);

@@ -11,7 +11,7 @@ import time
 import h5py
 import pytest
 
-from conftest import BINARY, regions
+from conftest import BINARY, embedded, regions
 
 # Four daemon threads enter regions (and a decorated function) in a loop,
 # and create new regions, while the main script ends and the profile is
@@ -514,3 +514,33 @@ def test_ctrl_c_while_the_script_compiles_ends_as_python_does(sp):
     assert proc.returncode == -signal.SIGINT, err
     assert "scope-profiler" not in err, err   # python's words alone
     assert not (sp.tmp / "out.h5").exists()
+
+
+def test_a_ctrl_c_python_swallowed_during_the_script_is_no_exit_signal(sp):
+    """A SIGINT whose KeyboardInterrupt Python swallows in a __del__ during
+    the script (printed, "Exception ignored") is python's, ignored: the
+    script goes on, and the run ends as python does, status 0 (it ended
+    130: any swallowed KeyboardInterrupt after any real SIGINT counted)."""
+    script = sp.script("""
+        import contextlib, os, signal, time
+        try:
+            from scope_profiler import region
+        except ImportError:   # plain python
+            region = lambda name: contextlib.nullcontext()
+        class D:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)
+        D()
+        with region("after"):
+            print("went on")
+    """)
+    runs = [subprocess.run(argv + [str(script)], cwd=sp.tmp, capture_output=True, text=True, timeout=120,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            for argv in ([embedded().executable], [BINARY, "run", "-q", "-o", "out.h5"])]
+    want, proc = runs
+    assert "KeyboardInterrupt" in want.stderr and want.stdout == "went on\n", want.stderr
+    assert (proc.returncode, proc.stdout) == (want.returncode, want.stdout) == (0, "went on\n"), proc.stderr
+    assert "Exception ignored" in proc.stderr, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert list(regions(f)) == ["after"]
