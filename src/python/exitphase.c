@@ -412,11 +412,30 @@ static PyMethodDef unraisable_def = {
 	"unraisablehook", unraisable_hook, METH_O,
 	"scope-profiler run's watch over sys.unraisablehook (notes exit signals Python swallowed)."};
 
+/* The profile being written by another thread (the run's end in the main
+ * thread, the script's finalize()), the GIL released: os._exit and os.exec*
+ * wait until it is complete (they ended the process with the profile half
+ * written: a watchdog thread's os._exit), for WRITE_WAIT_S at most: a
+ * watchdog's os._exit still ends a run whose end hangs (an MPI rank gone). */
+#define WRITE_WAIT_S 10
+static void wait_for_the_write(void)
+{
+	if (!sp_final_writing())
+		return;
+	Py_BEGIN_ALLOW_THREADS
+	for (int ms = 0; sp_final_writing() && ms < WRITE_WAIT_S * 1000; ms += 5) {
+		struct timespec pause = {0, 5 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
+	Py_END_ALLOW_THREADS
+}
+
 /* _exec_first(os.execv or os.execve)(*args): writes the profile, then
  * replaces the process. Where the exec fails, what the script records
  * from then on is not in the profile: one line says so. */
 static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+	wait_for_the_write();
 	if (child_signal)   /* an exit signal came first: it ends the process */
 		run_signals ? run_signal_end(child_signal) : child_signal_end();
 	int ended = sp_session_end_before_exec();
@@ -580,6 +599,7 @@ static PyMethodDef os_defs[NOS] = {
  * in the run's own process, the run's, as at its end. */
 static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+	wait_for_the_write();
 	if (child_signal)   /* an exit signal came first: it ends the process */
 		run_signals ? run_signal_end(child_signal) : child_signal_end();
 	child_writing = 1;   /* an exit signal from here on ends it after the write */

@@ -37,8 +37,9 @@
 #include "sp_stream.h"
 #include "sp_tree.h"
 
-/* A profile is being written (sp_final_run, the GIL released). */
-static int writing;
+/* A profile is being written (sp_final_run, the GIL released); read by
+ * threads waiting without the GIL (exitphase.c). */
+static _Atomic int writing;
 
 int sp_final_writing(void)
 {
@@ -989,6 +990,7 @@ int sp_final_run(struct sp_final *f)
 		Py_END_ALLOW_THREADS
 	} else if (f->path) {
 		Py_BEGIN_ALLOW_THREADS
+		sp_test_pause("SCOPE_PROFILER_TEST_WRITE_PAUSE_MS", "writing");   /* another thread runs */
 		wrc = sp_h5_write(p, f->path, &err);
 		Py_END_ALLOW_THREADS
 	}
