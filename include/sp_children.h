@@ -18,7 +18,13 @@ struct sp_children_found {
 	size_t merged;       /* child profiles merged into p */
 	size_t unreadable;   /* proc-*.h5 files that could not be read (not profiles, truncated) */
 	size_t recovered;    /* of those merged, the ones from a partial file (up to its last flush) */
+	size_t processes;    /* the processes they came from (a process that ran a second program after
+			      * os.exec* wrote one profile for each) */
 };
+
+/* The pid of a child profile's file (dir/proc-<PID>[-<k>].h5[.partial]),
+ * -1 for any other name. */
+int64_t sp_children_file_pid(const char *path);
 
 /* Appends to p each child profile dir/proc-<PID>.h5 (a profile written by
  * a child process of the run: one rank, its pid and parent_pid set), or,

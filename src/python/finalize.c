@@ -619,6 +619,17 @@ static int merge_children(struct sp_final *f, const char *own, struct sp_merge_r
 		Py_END_ALLOW_THREADS
 	}
 	free(files);
+	/* The processes merged (proc-<PID>.h5 and proc-<PID>-2.h5, a second
+	 * program after os.exec*: one process), as sp_children_merge counts
+	 * them; kids is sorted by pid. */
+	int64_t last = -1;
+	for (int k = 1; r == SP_OK && k < rep->nranks && (size_t)k <= nkids; k++) {
+		int64_t pid = sp_children_file_pid(kids[k - 1]);
+		if (rep->ranks[k].state == SP_MERGE_NONE)
+			continue;
+		f->children_merged += pid < 0 || pid != last;
+		last = pid;
+	}
 	sp_children_files_free(kids, nkids);
 	if (r == SP_ENOMEM) {
 		PyErr_NoMemory();
@@ -630,10 +641,8 @@ static int merge_children(struct sp_final *f, const char *own, struct sp_merge_r
 		return -1;
 	}
 	unlink(own);
-	for (int k = 1; k < rep->nranks; k++) {
-		f->children_merged += rep->ranks[k].state != SP_MERGE_NONE;
+	for (int k = 1; k < rep->nranks; k++)
 		f->children_recovered += rep->ranks[k].state == SP_MERGE_PARTIAL;
-	}
 	return 0;
 }
 
@@ -978,7 +987,7 @@ int sp_final_run(struct sp_final *f)
 			sp_py_err(err.code, err.msg);
 			goto out;
 		}
-		f->children_merged = found.merged;
+		f->children_merged = found.processes;   /* processes, as the shim counts them */
 		f->children_recovered = found.recovered;
 	}
 	enum sp_err wrc = SP_OK;

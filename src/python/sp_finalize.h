@@ -25,7 +25,7 @@ struct sp_final {
 	int64_t parent_pid;          /* a child process of the run (--subprocesses): its parent */
 	const char *children_dir;    /* the run's own process under --subprocesses: the child
 				      * profiles there join this one (sp_children_merge) */
-	size_t children_merged;      /* out: how many did */
+	size_t children_merged;      /* out: how many did (processes: one for the programs a pid ran) */
 	size_t children_recovered;   /* out: of those, how many from a partial file (killed) */
 	const char *root;            /* run --recursive: the root region, which with the
 				      * script's body (__main__.<module>) every run records */

@@ -60,6 +60,14 @@ static int64_t child_pid(const char *name, int *partial, int64_t *seq)
 	return n > 0 && (*partial || strcmp(s, ".h5") == 0) ? pid : -1;
 }
 
+int64_t sp_children_file_pid(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	int partial;
+	int64_t seq;
+	return path ? child_pid(slash ? slash + 1 : path, &partial, &seq) : -1;
+}
+
 /* Whether two names are the same child's (its finished and partial files). */
 static int same_child(const struct child *x, const struct child *y)
 {
@@ -257,7 +265,7 @@ static enum sp_err take_ranks(struct sp_profile *p, struct sp_profile *c, int *n
 enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_children_found *found,
 			      struct sp_error *err)
 {
-	struct sp_children_found f = {0, 0, 0};
+	struct sp_children_found f = {0, 0, 0, 0};
 	struct child *v = NULL;
 	size_t nv = 0;
 	enum sp_err rc;
@@ -331,6 +339,7 @@ enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_c
 		sp_profile_free(c);
 		if (rc != SP_OK)
 			goto out;
+		f.processes += !merged || merged->pid != v[i].pid;   /* v is sorted by pid */
 		merged = &v[i];
 		f.merged++;
 		if (partial)

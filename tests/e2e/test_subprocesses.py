@@ -156,6 +156,29 @@ def test_a_child_that_execs_python_keeps_its_calls_before_and_after(sp):
     assert (sp.tmp / "out.h5").exists()
 
 
+@pytest.mark.parametrize("budget", ["0", "64M"])   # the profile written whole, or streamed
+def test_a_killed_child_is_counted_beside_one_that_ran_a_second_program(sp, budget):
+    """A child killed before it wrote anything is said, beside a child that
+    ran a second Python program through os.execv (two profiles of one
+    process): the count was of files, and the second program's made up for
+    the killed child's, without a word."""
+    proc, procs = run(sp, """
+        pid = os.fork()
+        if pid == 0:
+            os.execv(sys.executable, [sys.executable, "-c", "import scope_profiler as sp\\n"
+                                      "with sp.region('after_exec'):\\n    pass"])
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        pid = os.fork()
+        if pid == 0:
+            work(1)
+            os.kill(os.getpid(), signal.SIGKILL)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == -signal.SIGKILL
+    """, "--memory-budget", budget)
+    assert proc.stderr == ("scope-profiler: run: warning: 1 of 2 profiled child processes wrote no profile "
+                           "(killed, or still running at the end): their calls are not in this profile\n")
+    assert [calls for r, (_, _, calls) in sorted(procs.items()) if r != 0] == [{}, {"after_exec": 1}], procs
+
+
 def sigterm_to_the_group(sp, options, script, marks, n):
     """`run -q --subprocesses OPTIONS script` in a session of its own, sent
     SIGTERM to its whole process group (a batch system's end) once n files
