@@ -1171,9 +1171,15 @@ static void write_at_exit(void)
 		 * the ranks' files), said so (by rank 0 for every rank); those
 		 * a failed stream lost are counted. */
 		uint64_t lost = sp_spill_lost();
-		if (lost && talk)
-			PySys_WriteStderr("scope-profiler: warning: %llu call%s not recorded: the stream to the "
-					  "profile had failed\n", (unsigned long long)lost, lost == 1 ? " was" : "s were");
+		/* Under MPI each rank its own (rank 0 spoke for every rank
+		 * with its own count alone). */
+		char who[32] = "";
+		if (sp_mpi_active())
+			snprintf(who, sizeof who, "rank %d: ", my_rank());
+		if (lost && (talk || who[0]))
+			PySys_WriteStderr("scope-profiler: warning: %s%llu call%s not recorded: the stream to the "
+					  "profile had failed\n", who, (unsigned long long)lost,
+					  lost == 1 ? " was" : "s were");
 		PyObject *first = exc_text();
 		PyObject *line = talk ? PyUnicode_FromFormat("scope-profiler: run: %S\n", first) : NULL;
 		say_line(err, line);

@@ -513,3 +513,49 @@ def test_summary_follow_follows_a_streaming_job_to_its_merged_file(sp):
         assert heads[-1] == "Profile: t.h5", out
     with h5py.File(sp.tmp / "t.h5") as f:
         assert sorted(k for k in f if k.startswith("rank")) == ["rank0", "rank1", "rank2"]
+
+
+FULL = """
+import os
+import scope_profiler as sp
+from mpi4py import MPI
+for i in range(1000):
+    with sp.region("outer"):
+        for j in range(1000):
+            with sp.region("inner"):
+                pass
+MPI.COMM_WORLD.Barrier()
+"""
+
+
+@pytest.mark.script_imports("mpi4py")
+def test_each_rank_counts_the_calls_a_full_disk_lost(sp):
+    """A disk that fills while the ranks stream: each rank counts its own
+    calls lost, with its rank (rank 0 spoke for every rank with its own
+    count alone); with the calls recover finds, they are every rank's calls."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    small = sp.tmp / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(small)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        proc = mpirun(sp, 2, "run", "-q", "--memory-budget", "1M", "--flush-interval", "0.2",
+                      "-o", "small/m.h5", sp.script(FULL), timeout=600)
+        assert proc.returncode != 0
+        lost = {}
+        for line in proc.stderr.splitlines():
+            words = line.split()
+            if line.startswith("scope-profiler: warning: rank ") and "not recorded" in line:
+                lost[int(words[3].rstrip(":"))] = int(words[4])
+        rec = sp("recover", "-o", "rec.h5", "small/m.h5")
+        assert rec.returncode == 0, rec.stderr
+        with h5py.File(sp.tmp / "rec.h5") as f:
+            for r in range(2):
+                kept = sum(int(g.attrs["num_calls"]) for g in regions(f, r).values())
+                assert kept + lost.get(r, 0) == 1000 * 1001, (r, kept, lost, proc.stderr)
+        assert lost, proc.stderr   # the disk filled: some rank lost calls
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)
