@@ -53,6 +53,7 @@ static const int exit_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SI
 #define NSIGNALS (sizeof exit_signals / sizeof exit_signals[0])
 
 static volatile sig_atomic_t exit_signal;   /* the first one received, or 0 */
+static pthread_t main_thread;               /* the process's (a fork's: its forking thread) */
 static volatile sig_atomic_t child_signal;  /* a profiled child's (below), or 0 */
 static volatile sig_atomic_t child_writing; /* the child writes its profile (its end) */
 static volatile sig_atomic_t sigint_real;   /* a SIGINT was received (on_sigint): not
@@ -398,7 +399,8 @@ static PyObject *unraisable_hook(PyObject *self, PyObject *u)
 	int quiet = 0;
 	/* In Python's shutdown (no frame runs): a KeyboardInterrupt Python
 	 * swallowed in a __del__ during the script is python's, ignored. */
-	if (type == PyExc_KeyboardInterrupt && !exit_signal && sigint_real && !PyEval_GetFrame())
+	if (type == PyExc_KeyboardInterrupt && !exit_signal && sigint_real && !PyEval_GetFrame() &&
+	    pthread_equal(pthread_self(), main_thread))
 		note_exit_signal(SIGINT);
 	else if (type == PyExc_SystemExit && exit_signal && exit_signal != SIGINT)
 		quiet = 1;
@@ -447,8 +449,6 @@ static PyObject *exec_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 
 /* The thread that runs the handlers of Python's signals (the main one;
  * in a fork, the one that forked), set where the exit signals get ours. */
-static pthread_t main_thread;
-
 /* A thread about to fork once an exit signal came (its handler has not
  * run yet, or writes the profile): plain python, ended at once, started
  * nothing more, and a process started now missed the signal (sent to the whole process group: a batch
@@ -477,6 +477,7 @@ static void forked_child(void)
 	if (child_signal)
 		die_by(child_signal);
 	main_thread = pthread_self();
+	sp_final_forked();   /* a fork while a thread wrote the profile writes nothing (wait_for_the_write) */
 }
 
 /* Where a process's exit signals get ours (the run's, a child's). */
@@ -644,22 +645,11 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
  * (python ignores it) note nothing; sys.exit stays python's own. */
 static PyObject *code_member;   /* SystemExit's own descriptor of .code */
 
-#if PY_VERSION_HEX < 0x030C0000
-static PyObject *tuple_exit, *tuple_status;   /* sys.exit(tuple)'s instance, and the tuple (3.11) */
-#endif
-
 static PyObject *code_get(PyObject *self, void *unused)
 {
 	PyObject *v = Py_TYPE(code_member)->tp_descr_get(code_member, self, (PyObject *)Py_TYPE(self));
-	if (v && !PyEval_GetFrame() && pthread_equal(pthread_self(), main_thread)) {
-#if PY_VERSION_HEX < 0x030C0000
-		/* 3.11's sys.exit(tuple) ends python with the tuple printed,
-		 * status 1 (sys_exit_instance) */
-		if (self == tuple_exit)
-			Py_SETREF(v, Py_NewRef(tuple_status));
-#endif
+	if (v && !PyEval_GetFrame() && pthread_equal(pthread_self(), main_thread))
 		sp_session_note_exit_status(v);
-	}
 	return v;
 }
 
@@ -674,12 +664,13 @@ static PyGetSetDef code_def = {"code", code_get, code_set, NULL, NULL};
 /* Python 3.11's sys.exit(status) sets the status itself as the exception's
  * value, which _Py_HandleSystemExit reads without an instance (no .code):
  * under run, sys.exit raises the SystemExit instance that normalizing it
- * would have made (SystemExit(*status) for a tuple, SystemExit() for
- * None), so that its end is seen as the others'. A tuple's instance ends
- * the script as the tuple did (code_get): printed, status 1 (`return 0,`
- * in sys.exit(main())); caught, its code is the normalized one, as
- * python's. A builtin of sys with no self, as os_defs' are of os (pickle:
- * sys.exit). 3.12+ normalizes at once: sys.exit stays python's own there. */
+ * would have made (SystemExit() for None), so that its end is seen as the
+ * others'. A tuple stays python's: uncaught, python prints it and ends
+ * with 1, through a handler (an except, a finally) normalized as
+ * SystemExit(*tuple) with its code (`return 0,` in sys.exit(main())); an
+ * instance cannot be both (the run's end does not see its failure). A
+ * builtin of sys with no self, as os_defs' are of os (pickle: sys.exit).
+ * 3.12+ normalizes at once: sys.exit stays python's own there. */
 static PyObject *sys_exit_orig;
 
 static PyObject *sys_exit_instance(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -687,6 +678,8 @@ static PyObject *sys_exit_instance(PyObject *self, PyObject *const *args, Py_ssi
 	if (nargs > 1 || kwnames)
 		return PyObject_Vectorcall(sys_exit_orig, args, (size_t)nargs, kwnames);   /* its TypeError */
 	PyObject *status = nargs ? args[0] : Py_None;
+	if (PyTuple_Check(status))
+		return PyObject_Vectorcall(sys_exit_orig, args, (size_t)nargs, kwnames);
 	if (PyObject_TypeCheck(status, (PyTypeObject *)PyExc_SystemExit)) {
 		/* sys.exit(e) of a SystemExit (or a subclass's): itself, as
 		 * python raises it */
@@ -694,12 +687,7 @@ static PyObject *sys_exit_instance(PyObject *self, PyObject *const *args, Py_ssi
 		return NULL;
 	}
 	PyObject *e = status == Py_None ? PyObject_CallNoArgs(PyExc_SystemExit)
-		      : PyTuple_Check(status) ? PyObject_Call(PyExc_SystemExit, status, NULL)
-					     : PyObject_CallOneArg(PyExc_SystemExit, status);
-	if (e && PyTuple_Check(status) && pthread_equal(pthread_self(), main_thread)) {
-		Py_XSETREF(tuple_exit, Py_NewRef(e));
-		Py_XSETREF(tuple_status, Py_NewRef(status));
-	}
+					 : PyObject_CallOneArg(PyExc_SystemExit, status);
 	if (e) {
 		PyErr_SetObject(PyExc_SystemExit, e);
 		Py_DECREF(e);
@@ -748,7 +736,12 @@ static int watch_system_exit(void)
 		code_member = Py_NewRef(m);
 		rc = ours_code ? PyDict_SetItemString(dict, "code", ours_code) : -1;
 		Py_XDECREF(ours_code);
+#ifndef Py_DEBUG
+		/* Lookups cached before see it (a debug build's PyType_Modified
+		 * refuses a static builtin type, 3.14: its cache may then keep
+		 * python's descriptor, which only misses the status) */
 		PyType_Modified(t);
+#endif
 	}
 	Py_XDECREF(dict);
 	return rc == 0 ? watch_sys_exit() : -1;

@@ -348,8 +348,8 @@ static void say_line(PyObject *stream, PyObject *line)
 	if (!line || !stream)
 		return;
 	/* One line (sp_one_line), its newline kept; a path not in UTF-8
-	 * (surrogates) as the stream writes it. */
-	PyObject *b = PyUnicode_AsEncodedString(line, "utf-8", "surrogateescape");
+	 * (surrogates, any) as the stream writes it. */
+	PyObject *b = PyUnicode_AsEncodedString(line, "utf-8", "surrogatepass");
 	PyObject *clean = NULL;
 	if (b) {
 		char *s = PyBytes_AS_STRING(b);
@@ -358,7 +358,7 @@ static void say_line(PyObject *stream, PyObject *line)
 		if (copy) {
 			memcpy(copy, s, (size_t)n + 1);
 			sp_one_line(copy, (size_t)(n > 0 && copy[n - 1] == '\n' ? n - 1 : n));
-			clean = PyUnicode_DecodeUTF8(copy, n, "surrogateescape");
+			clean = PyUnicode_DecodeUTF8(copy, n, "surrogatepass");
 			free(copy);
 		}
 	}

@@ -569,3 +569,33 @@ def test_os_exit_from_a_thread_while_the_profile_is_written_waits_for_it(sp):
     assert proc.stderr == "scope-profiler: test: writing\n", proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
         assert regions(f)["a"].attrs["num_calls"] == 20_000
+
+
+def test_a_fork_while_the_profile_is_written_ends_at_once(sp):
+    """A process forked by a thread while finalize() writes the profile is
+    not writing: its os._exit ends it at once (it waited for a write of its
+    parent's, 10 s, in every fork worker's os._exit)."""
+    script = sp.script("""
+        import os, threading, time
+        import scope_profiler as sp
+        with sp.region("a"):
+            pass
+        res = {}
+        done = threading.Event()
+        def forker():
+            time.sleep(0.3)   # within finalize()'s write (its pause below)
+            pid = os.fork()
+            if pid == 0:
+                os._exit(7)
+            res["status"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            res["during the write"] = not done.is_set()
+        t = threading.Thread(target=forker)
+        t.start()
+        sp.finalize()
+        done.set()
+        t.join()
+        print(res)
+    """)
+    proc = sp("run", "-q", "-o", "out.h5", script, env={"SCOPE_PROFILER_TEST_WRITE_PAUSE_MS": "3000"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "{'status': 7, 'during the write': True}", proc.stdout
