@@ -10,6 +10,7 @@ import, once per session. A test whose script imports a package marks it
 package, only where the embedded Python lacks it; a test that loads the
 extension module built beside the executable into this process is marked
 same_python."""
+import contextlib
 import functools
 import json
 import os
@@ -290,3 +291,21 @@ for i in range(n - n // 4):
         {body}
 print("hwm", quarter, hwm(), file={stream}, flush=True)
 """
+
+
+@contextlib.contextmanager
+def small_tmpfs(folder, size):
+    """A tmpfs of size (mount's -o size=, "4m") mounted at the new folder
+    for the block (a disk that fills), unmounted after it; the test skips
+    where it cannot be mounted (not root: CI runs these tests as root)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs (CI runs these tests as root)")
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)

@@ -14,7 +14,7 @@ import time
 import h5py
 import pytest
 
-from conftest import BINARY, regions, tick_hwm
+from conftest import BINARY, regions, small_tmpfs, tick_hwm
 from test_memory import ASAN
 from test_mpi import mpirun as mpirun_env
 
@@ -533,15 +533,7 @@ def test_each_rank_counts_the_calls_a_full_disk_lost(sp):
     """A disk that fills while the ranks stream: each rank counts its own
     calls lost, with its rank (rank 0 spoke for every rank with its own
     count alone); with the calls recover finds, they are every rank's calls."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    small = sp.tmp / "small"
-    small.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(small)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with small_tmpfs(sp.tmp / "small", "24m"):
         proc = mpirun(sp, 2, "run", "-q", "--memory-budget", "1M", "--flush-interval", "0.2",
                       "-o", "small/m.h5", sp.script(FULL), timeout=600)
         assert proc.returncode != 0
@@ -557,5 +549,3 @@ def test_each_rank_counts_the_calls_a_full_disk_lost(sp):
                 kept = sum(int(g.attrs["num_calls"]) for g in regions(f, r).values())
                 assert kept + lost.get(r, 0) == 1000 * 1001, (r, kept, lost, proc.stderr)
         assert lost, proc.stderr   # the disk filled: some rank lost calls
-    finally:
-        subprocess.run(["umount", str(small)], capture_output=True)

@@ -11,7 +11,7 @@ import threading
 import h5py
 import pytest
 
-from conftest import BINARY, one_line_error, regions
+from conftest import BINARY, one_line_error, regions, small_tmpfs
 
 SCRIPT = """
 import scope_profiler as sp
@@ -284,14 +284,7 @@ for i in range(200000):
 
 
 def test_full_disk_is_one_line_and_status_1(sp):
-    need_root("mount a small tmpfs")
-    small = sp.tmp / "small"
-    small.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with small_tmpfs(sp.tmp / "small", "1m") as small:
         good = good_profile(sp, "small/out.h5")
         data = good.read_bytes()
         fallback_dir = sp.tmp / "fallback"
@@ -328,8 +321,6 @@ def test_full_disk_is_one_line_and_status_1(sp):
         assert proc.returncode == 1
         one_line_error(proc, "export", "small/out.csv", "No space left on device")
         assert sorted(p.name for p in small.iterdir()) == ["filler", "out.h5"]
-    finally:
-        subprocess.run(["umount", str(small)], check=True)
 
 
 def test_a_file_size_limit_at_the_end_is_one_line_and_status_1(sp):

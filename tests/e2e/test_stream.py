@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, one_line_error, regions
+from conftest import BINARY, one_line_error, regions, small_tmpfs
 
 LOOP = """
 import sys, time
@@ -321,16 +321,8 @@ def test_a_slow_writer_is_said_and_counted_never_silent(sp):
 
 
 def test_a_full_disk_while_streaming_is_one_line_and_keeps_the_partial(sp):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    small = sp.tmp / "small"
-    small.mkdir()
     # Room for a few flushes of the first calls, not for the 64 MB of all.
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(small)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with small_tmpfs(sp.tmp / "small", "4m") as small:
         script = sp.script(LOOP, name="loop.py")
         proc = sp("run", "-q", "--memory-budget", "1M", "--flush-interval", "0.01", "-o", "small/out.h5",
                   script, 2_000_000)
@@ -342,8 +334,6 @@ def test_a_full_disk_while_streaming_is_one_line_and_keeps_the_partial(sp):
         assert not (small / "out.h5").exists()
         calls, _, _ = partial_calls(small / "out.h5.partial")
         assert calls.get("step", 0) > 0
-    finally:
-        subprocess.run(["umount", str(small)], capture_output=True)
 
 
 BATCHES = """
