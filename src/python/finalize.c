@@ -621,13 +621,14 @@ static int merge_children(struct sp_final *f, const char *own, struct sp_merge_r
 	free(files);
 	/* The processes merged (proc-<PID>.h5 and proc-<PID>-2.h5, a second
 	 * program after os.exec*: one process), as sp_children_merge counts
-	 * them; kids is sorted by pid. */
+	 * them (kids is sorted by pid), and those from a partial file. */
 	int64_t last = -1;
 	for (int k = 1; r == SP_OK && k < rep->nranks && (size_t)k <= nkids; k++) {
 		int64_t pid = sp_children_file_pid(kids[k - 1]);
 		if (rep->ranks[k].state == SP_MERGE_NONE)
 			continue;
 		f->children_merged += pid < 0 || pid != last;
+		f->children_recovered += rep->ranks[k].state == SP_MERGE_PARTIAL;
 		last = pid;
 	}
 	sp_children_files_free(kids, nkids);
@@ -641,8 +642,6 @@ static int merge_children(struct sp_final *f, const char *own, struct sp_merge_r
 		return -1;
 	}
 	unlink(own);
-	for (int k = 1; k < rep->nranks; k++)
-		f->children_recovered += rep->ranks[k].state == SP_MERGE_PARTIAL;
 	return 0;
 }
 

@@ -265,7 +265,7 @@ static enum sp_err take_ranks(struct sp_profile *p, struct sp_profile *c, int *n
 enum sp_err sp_children_merge(struct sp_profile *p, const char *dir, struct sp_children_found *found,
 			      struct sp_error *err)
 {
-	struct sp_children_found f = {0, 0, 0, 0};
+	struct sp_children_found f = {0};
 	struct child *v = NULL;
 	size_t nv = 0;
 	enum sp_err rc;

@@ -144,6 +144,7 @@ static void test_merge_two(void **state)
 	write_bytes(tpath("notes.txt"), "not a profile", 13);
 	assert_ok(sp_children_merge(p, dir, &found, &err), &err);
 	assert_int_equal(found.merged, 2);
+	assert_int_equal(found.processes, 2);
 	assert_int_equal(found.unreadable, 0);
 	assert_int_equal(p->nranks, 3);
 	assert_parent(p, 0, 0);
@@ -196,6 +197,7 @@ static void test_unreadable_and_ignored(void **state)
 	write_child("proc-40.h5", 40, 100, 3000);
 	assert_ok(sp_children_merge(p, dir, &found, &err), &err);
 	assert_int_equal(found.merged, 2);
+	assert_int_equal(found.processes, 1);   /* pid 40's two programs: one process */
 	assert_int_equal(found.unreadable, 1);
 	assert_int_equal(p->nranks, 4);
 	assert_parent(p, 0, 0);
