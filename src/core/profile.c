@@ -137,6 +137,45 @@ void sp_stats_acc_init(struct sp_stats_acc *a)
 	*a = (struct sp_stats_acc){.min = INT64_MAX, .max = INT64_MIN, .last_end = INT64_MIN};
 }
 
+void sp_stats_acc_columns(struct sp_stats_acc *a, const int64_t *starts, const int64_t *ends, size_t n)
+{
+	/* No overflow check per call: the sums wrap (as unsigned) and are
+	 * checked once after, by their bounds (n times the largest |d|, and
+	 * its square), which hold for any real run; a column past them is
+	 * added again a call at a time, each sum checked. */
+	uint64_t total = 0;
+	int64_t mn = INT64_MAX, mx = INT64_MIN, last = INT64_MIN;
+	unsigned __int128 squares = 0;
+	for (size_t i = 0; i < n; i++) {
+		int64_t d = (int64_t)((uint64_t)ends[i] - (uint64_t)starts[i]);
+		total += (uint64_t)d;
+		mn = d < mn ? d : mn;
+		mx = d > mx ? d : mx;
+		last = ends[i] > last ? ends[i] : last;
+		squares += (unsigned __int128)((sp_i128)d * d);
+	}
+	if (n == 0)
+		return;
+	int64_t big = mx > -(mn + 1) ? mx : -(mn + 1);   /* |d| - 1 at most, without overflow */
+	sp_i128 b1 = (sp_i128)big + 1, bound, sq_bound, whole;
+	int64_t sum;
+	int exact = n <= (size_t)INT64_MAX && !__builtin_mul_overflow(b1, (sp_i128)n, &bound) &&
+		    bound <= INT64_MAX && !__builtin_mul_overflow(b1 * b1, (sp_i128)n, &sq_bound) &&
+		    !__builtin_add_overflow(a->total, (int64_t)total, &sum) &&
+		    !__builtin_add_overflow(a->squares, (sp_i128)squares, &whole);
+	if (!exact) {
+		for (size_t i = 0; i < n; i++)
+			sp_stats_acc_add(a, ends[i] - starts[i], ends[i]);
+		return;
+	}
+	a->n += (int64_t)n;
+	a->total = sum;
+	a->squares = whole;
+	a->min = mn < a->min ? mn : a->min;
+	a->max = mx > a->max ? mx : a->max;
+	a->last_end = last > a->last_end ? last : a->last_end;
+}
+
 int sp_stats_from_acc(struct sp_stats *st, const struct sp_stats_acc *a, int64_t first_start)
 {
 	if (a->overflow)

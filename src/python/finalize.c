@@ -87,43 +87,13 @@ enum need {
 	NEED_ALL,
 };
 
-#ifdef SP_STATS_CHECK
-/* Development check (make BUILD=build-check CFLAGS="-O2 -g -DSP_STATS_CHECK"):
- * the statistics kept while recording against those computed from the
- * events, one line per region that differs, appended to
- * $SCOPE_PROFILER_STATS_CHECK_LOG (else stderr); run the e2e suite with it
- * and grep STATS MISMATCH. */
-#include <math.h>
-static void stats_check(const RegionObject *r, const struct sp_region_data *rd)
-{
-	struct sp_stats c;
-	sp_stats_compute(&c, rd->starts, rd->ends, r->buf.n);
-	const struct sp_stats *s = &rd->stats;
-	if (c.num_calls == s->num_calls && c.total_ns == s->total_ns && c.min_ns == s->min_ns &&
-	    c.max_ns == s->max_ns && c.first_start_ns == s->first_start_ns &&
-	    c.last_end_ns == s->last_end_ns && c.mean_ns == s->mean_ns &&
-	    fabs(c.std_ns - s->std_ns) <= 1e-9 * (c.std_ns + 1.0))
-		return;
-	const char *path = getenv("SCOPE_PROFILER_STATS_CHECK_LOG"), *test = getenv("PYTEST_CURRENT_TEST");
-	FILE *log = path ? fopen(path, "a") : stderr;
-	if (!log)
-		return;
-	fprintf(log, "STATS MISMATCH %s: calls %lld/%lld std %.17g/%.17g (acc %lld of %zu) %s\n", rd->name,
-		(long long)s->num_calls, (long long)c.num_calls, s->std_ns, c.std_ns, (long long)r->acc.n,
-		r->buf.n, test ? test : "");
-	if (log != stderr)
-		fclose(log);
-}
-#endif
 
-/* r's calls still open end at `now`. Every call that ended was counted
- * in r->acc (sp_region_end): the others are the open ones. */
+/* r's calls still open end at `now`. */
 static void end_open_calls(RegionObject *r, int64_t now)
 {
-	if ((size_t)r->acc.n != r->buf.n)
-		for (size_t i = 0; i < r->buf.n; i++)
-			if (r->buf.ends[i] == SP_NO_TIME)
-				sp_region_end(r, i, now);
+	for (size_t i = 0; i < r->buf.n; i++)
+		if (r->buf.ends[i] == SP_NO_TIME)
+			sp_region_end(r, i, now);
 }
 
 /* Appends r to rk with its events borrowed (not copied), closing calls
@@ -152,13 +122,14 @@ static int add_event_region(struct sp_rank *rk, RegionObject *r, int64_t now)
 			sum = (int64_t)((uint64_t)sum + (uint64_t)rd->values[i]);
 		rd->values_total = sum;
 	}
-	/* Starts are taken in slot order (under the GIL, right after the
-	 * slot is reserved): the first is the earliest. */
-	if ((size_t)r->acc.n != n || sp_stats_from_acc(&rd->stats, &r->acc, r->buf.starts[0]) != 0)
+	/* Nothing was streamed (sp_spill_cancel): the events in memory are
+	 * every call's. Starts are taken in slot order (under the GIL, right
+	 * after the slot is reserved): the first is the earliest. */
+	struct sp_stats_acc acc;
+	sp_stats_acc_init(&acc);
+	sp_stats_acc_columns(&acc, rd->starts, rd->ends, n);
+	if (sp_stats_from_acc(&rd->stats, &acc, n ? rd->starts[0] : SP_NO_TIME) != 0)
 		sp_stats_compute(&rd->stats, rd->starts, rd->ends, n);
-#ifdef SP_STATS_CHECK
-	stats_check(r, rd);
-#endif
 	return 0;
 }
 

@@ -33,7 +33,7 @@ typedef struct sp_region {
 	PyObject *name;               /* str, exact */
 	struct sp_buf buf;
 	struct sp_agg agg;            /* aggregation mode */
-	struct sp_stats_acc acc;      /* the completed calls' stats (sp_region_end) */
+	struct sp_stats_acc acc;      /* the stats of its calls handed to the stream (spill.c) */
 	uint64_t gen;                 /* bumped when the events are cleared */
 	int holds_functions;          /* region(name, functions=[...]) in line mode */
 	int32_t index;                /* the end of a session: its place in the rank's regions, or -1 */
@@ -52,14 +52,13 @@ typedef struct sp_region {
 	size_t nlate, late_cap;
 } RegionObject;
 
-/* A call of r in event slot `slot` ends at t: its end written and counted
- * in the region's stats, which the end of the run then takes as they are.
- * Every end goes through here; the end of the run computes the stats from
- * the events when the counts disagree. */
+/* A call of r in event slot `slot` ends at t: its end written, nothing
+ * more (every recorded call's cost). The statistics are the events': of
+ * those still in memory at the end of the run (sp_stats_compute, a pass
+ * that vectorises), of those handed to the stream when they go (r->acc). */
 static inline void sp_region_end(RegionObject *r, size_t slot, int64_t t)
 {
 	r->buf.ends[slot] = t;
-	sp_stats_acc_add(&r->acc, t - r->buf.starts[slot], t);
 }
 
 /* The memory mode: the call of r in slot `slot` closes with what it

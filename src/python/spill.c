@@ -176,6 +176,11 @@ static int hand_over_locked(RegionObject *r)
 	if (r->first_start == SP_NO_TIME)
 		r->first_start = b->starts[0];
 	r->streamed += n;
+	/* The block's ended calls count in r's stats as they leave memory
+	 * (the open ones when they end: late_patch). */
+	for (size_t i = 0; i < n; i++)
+		if (b->ends[i] != SP_NO_TIME)
+			sp_stats_acc_add(&r->acc, b->ends[i] - b->starts[i], b->ends[i]);
 	for (size_t i = 0; kind && i < n; i++)
 		r->values_sum += (uint64_t)b->values[i];
 	for (size_t k = 0; k < open; k++)

@@ -1,6 +1,7 @@
-/* test_stats.c - the statistics kept while recording (sp_stats_acc) give
- * what sp_stats_compute gives from the same events: the end of a run
- * writes the first without reading the events again. */
+/* test_stats.c - the statistics as sums (sp_stats_acc), added a call at
+ * a time or a column at a time (sp_stats_acc_columns: the end of a run's
+ * pass over each region's events), give what sp_stats_compute gives from
+ * the same events. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,33 @@
 #include "sp_clock.h"
 #include "sp_profile.h"
 
+/* The same sums, field by field. */
+static void assert_same_acc(const struct sp_stats_acc *x, const struct sp_stats_acc *y)
+{
+	assert_int_equal(x->n, y->n);
+	assert_int_equal(x->total, y->total);
+	assert_int_equal(x->min, y->min);
+	assert_int_equal(x->max, y->max);
+	assert_int_equal(x->last_end, y->last_end);
+	assert_true(x->squares == y->squares);
+	assert_int_equal(x->overflow, y->overflow);
+}
+
+/* The calls added a column at a time, whole and in two parts (the second
+ * added to sums that hold the first), give the sums of one call at a time. */
+static void check_columns(const struct sp_stats_acc *want, const int64_t *starts, const int64_t *ends,
+			  size_t n)
+{
+	struct sp_stats_acc whole, parts;
+	sp_stats_acc_init(&whole);
+	sp_stats_acc_columns(&whole, starts, ends, n);
+	assert_same_acc(&whole, want);
+	sp_stats_acc_init(&parts);
+	sp_stats_acc_columns(&parts, starts, ends, n / 3);
+	sp_stats_acc_columns(&parts, starts + n / 3, ends + n / 3, n - n / 3);
+	assert_same_acc(&parts, want);
+}
+
 /* The stats of n calls both ways; they must agree. */
 static void check_same(const int64_t *starts, const int64_t *ends, size_t n)
 {
@@ -20,6 +48,7 @@ static void check_same(const int64_t *starts, const int64_t *ends, size_t n)
 	sp_stats_acc_init(&a);
 	for (size_t i = 0; i < n; i++)
 		sp_stats_acc_add(&a, ends[i] - starts[i], ends[i]);
+	check_columns(&a, starts, ends, n);
 	struct sp_stats want, got;
 	sp_stats_compute(&want, starts, ends, n);
 	assert_int_equal(sp_stats_from_acc(&got, &a, n ? starts[0] : 0), 0);
@@ -83,6 +112,7 @@ static void test_long_calls(void **state)
 	for (size_t i = 0; i < N; i++)
 		sp_stats_acc_add(&a, ends[i] - starts[i], ends[i]);
 	assert_int_equal(a.overflow, 0);
+	check_columns(&a, starts, ends, N);   /* past the columns' bounds: summed a call at a time */
 	struct sp_stats want, got;
 	sp_stats_compute(&want, starts, ends, N);
 	assert_int_equal(sp_stats_from_acc(&got, &a, starts[0]), 0);
@@ -99,6 +129,11 @@ static void test_overflow_is_refused(void **state)
 	for (int i = 0; i < 3; i++)   /* the total passes 2^63 */
 		sp_stats_acc_add(&a, INT64_MAX / 2, INT64_MAX / 2);
 	assert_int_equal(a.overflow, 1);
+	int64_t starts[3] = {0, 0, 0}, ends[3] = {INT64_MAX / 2, INT64_MAX / 2, INT64_MAX / 2};
+	struct sp_stats_acc c;
+	sp_stats_acc_init(&c);
+	sp_stats_acc_columns(&c, starts, ends, 3);
+	assert_int_equal(c.overflow, 1);
 	struct sp_stats st = {.num_calls = 42};
 	assert_int_equal(sp_stats_from_acc(&st, &a, 0), -1);
 	assert_int_equal(st.num_calls, 42);

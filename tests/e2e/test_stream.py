@@ -85,7 +85,16 @@ def test_a_long_run_streams_and_finishes_the_same_profile(sp):
             st, en = rs[name]["start_times"], rs[name]["end_times"]
             assert len(st) == rs[name].attrs["num_calls"]
             assert (en >= st).all() and (np.diff(st) >= 0).all()
-            assert int((en - st).sum()) == int(rs[name].attrs["total_ns"])
+            # Each file's statistics are its calls' (the streamed ones summed
+            # as their blocks left memory, the whole run's at its end).
+            for r in (rs[name], rw[name]):
+                st, en = r["start_times"], r["end_times"]
+                d, a = en - st, r.attrs
+                assert int(d.sum()) == int(a["total_ns"])
+                assert (int(d.min()), int(d.max())) == (int(a["min_ns"]), int(a["max_ns"]))
+                assert (int(st.min()), int(en.max())) == (int(a["first_start_ns"]), int(a["last_end_ns"]))
+                assert a["mean_ns"] == pytest.approx(d.mean(), rel=1e-12)
+                assert a["std_ns"] == pytest.approx(d.std(), rel=1e-9, abs=1e-6)
         # The call still open when its block went (main) got its end.
         assert rs["main"]["end_times"][0] >= rs["step"]["end_times"].max()
         # Every call is in one block, blocks follow each other.
