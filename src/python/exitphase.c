@@ -600,12 +600,6 @@ static PyMethodDef os_defs[NOS] = {
  * in the run's own process, the run's, as at its end. */
 static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	wait_for_the_write();
-	if (child_signal)   /* an exit signal came first: it ends the process */
-		run_signals ? run_signal_end(child_signal) : child_signal_end();
-	child_writing = 1;   /* an exit signal from here on ends it after the write */
-	sp_session_end_child();
-	child_writing = 0;
 	/* The status, as os._exit takes it (positional or status=): with
 	 * anything else it raises, and the script goes on. */
 	PyObject *status = nargs == 1 && !kwnames ? args[0]
@@ -615,8 +609,16 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	int overflow = 0;
 	long v = status && PyLong_Check(status) ? PyLong_AsLongAndOverflow(status, &overflow) : 0;
 	PyErr_Clear();
-	if (!run_ending && status && PyLong_Check(status) && !overflow && v >= INT_MIN && v <= INT_MAX &&
-	    sp_session_ends_at_exit()) {
+	int valid = status && PyLong_Check(status) && !overflow && v >= INT_MIN && v <= INT_MAX;
+	if (valid && sp_final_writing())
+		sp_final_exit_when_written((int)v);   /* the writer ends the process with it */
+	wait_for_the_write();
+	if (child_signal)   /* an exit signal came first: it ends the process */
+		run_signals ? run_signal_end(child_signal) : child_signal_end();
+	child_writing = 1;   /* an exit signal from here on ends it after the write */
+	sp_session_end_child();
+	child_writing = 0;
+	if (!run_ending && valid && sp_session_ends_at_exit()) {
 		run_ending = 1;   /* no new process while it writes (its threads run on) */
 		watch_late();
 		/* The exit signals as at the run's normal end: one while it

@@ -46,9 +46,23 @@ int sp_final_writing(void)
 	return writing;
 }
 
+/* os._exit(status) called by a thread while the profile was written: the
+ * process ends with that status once the write is complete (final_done),
+ * as the call would have ended it (the writer keeps the GIL to the end of
+ * the run: the waiting thread would not get it back). */
+static _Atomic int exit_pending;
+static _Atomic int exit_status;
+
+void sp_final_exit_when_written(int status)
+{
+	exit_status = status;
+	exit_pending = 1;
+}
+
 void sp_final_forked(void)
 {
 	writing = 0;
+	exit_pending = 0;
 }
 
 /* Region -> index in the profile, for the aggregate call tree. */
@@ -878,6 +892,8 @@ out:
 static int final_done(struct sp_final *f, int rc)
 {
 	writing = 0;
+	if (exit_pending)
+		_exit(exit_status);
 	if (rc != 0) {
 		Py_CLEAR(f->summary);
 		Py_CLEAR(f->lines);

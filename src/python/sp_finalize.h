@@ -58,6 +58,10 @@ int sp_final_files_kept(void);
  * the session must not change meanwhile. */
 int sp_final_writing(void);
 
+/* A thread's os._exit(status) waits for the profile being written
+ * (exitphase.c): the process ends with status as soon as it is. */
+void sp_final_exit_when_written(int status);
+
 /* In a process just forked: no profile is being written here (the thread
  * of the parent's that wrote one is not in the child). */
 void sp_final_forked(void);
