@@ -101,7 +101,6 @@ enum need {
 	NEED_ALL,
 };
 
-
 /* r's calls still open end at `now`. */
 static void end_open_calls(RegionObject *r, int64_t now)
 {

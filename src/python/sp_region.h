@@ -53,9 +53,9 @@ typedef struct sp_region {
 } RegionObject;
 
 /* A call of r in event slot `slot` ends at t: its end written, nothing
- * more (every recorded call's cost). The statistics are the events': of
- * those still in memory at the end of the run (sp_stats_compute, a pass
- * that vectorises), of those handed to the stream when they go (r->acc). */
+ * more (every recorded call's cost). The statistics are summed from the
+ * events: those still in memory at the end of the run in one pass
+ * (sp_stats_acc_columns), those handed to the stream as they go (r->acc). */
 static inline void sp_region_end(RegionObject *r, size_t slot, int64_t t)
 {
 	r->buf.ends[slot] = t;
