@@ -20,9 +20,9 @@ only), `-q --no-output` (nothing asked for: nothing should be done) and
 The per-event cost is also split by what spends it (inclusive instructions
 of these functions, the same difference): the call tree, built from the
 timestamps by containment, the one nesting rule (sp_tree_build; --aggregate,
-which has no events, keeps a tree while recording: sp_agg_tree), the statistics (sp_stats_compute), the
-copies of the event bytes (memcpy: callgrind counts a byte copied with
-`rep movsb` as one instruction) and the rest.
+which has no events, keeps a tree while recording: sp_agg_tree), the statistics
+(sp_stats_acc_columns, sp_stats_compute), the copies of the event bytes (memcpy:
+callgrind counts a byte copied with `rep movsb` as one instruction) and the rest.
 
 Memory: peak RSS of the whole process (os.wait4) of N regions x a large M,
 above the same run with one call per region, against the events' own bytes
@@ -99,7 +99,7 @@ def command(binary, mode, folder, script, n, m, extra=()):
 # name in callgrind_annotate's inclusive listing).
 # Each part: the inclusive cost of these functions, summed. The tree is the
 # one built by containment (or --aggregate's, kept while recording).
-PARTS = (("tree", ("sp_tree_build [", "sp_agg_tree [")), ("stats", (":sp_stats_compute [",)),
+PARTS = (("tree", ("sp_tree_build [", "sp_agg_tree [")), ("stats", (":sp_stats_compute [", ":sp_stats_acc_columns [")),
          ("copies", ("memcpy",)))
 
 
