@@ -611,7 +611,7 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 	PyErr_Clear();
 	int valid = status && PyLong_Check(status) && !overflow && v >= INT_MIN && v <= INT_MAX;
 	if (valid && sp_final_writing())
-		sp_final_exit_when_written((int)v);   /* the writer ends the process with it */
+		sp_final_exit_when_written((int)v);   /* the run's end ends the process with it (run_exit) */
 	wait_for_the_write();
 	if (child_signal)   /* an exit signal came first: it ends the process */
 		run_signals ? run_signal_end(child_signal) : child_signal_end();
@@ -1236,6 +1236,13 @@ static PyObject *run_exit(PyObject *m, PyObject *unused)
 {
 	take_exit_signals(1);
 	sp_session_end_run();
+	/* A thread's os._exit(n) waited for this end's write and would never
+	 * get the GIL back: with the profile written (or its fallback) and the
+	 * children's folder cleaned up, the run ends with n, as the call would
+	 * have ended it; an exit signal noted meanwhile ends it instead. */
+	int status;
+	if (sp_final_exit_pending(&status) && !sp_run_exit_signal_last())
+		_exit(status);
 	Py_RETURN_NONE;
 }
 

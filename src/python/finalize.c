@@ -46,10 +46,7 @@ int sp_final_writing(void)
 	return writing;
 }
 
-/* os._exit(status) called by a thread while the profile was written: the
- * process ends with that status once the write is complete (final_done),
- * as the call would have ended it (the writer keeps the GIL to the end of
- * the run: the waiting thread would not get it back). */
+/* os._exit(status) called by a thread while the profile was written. */
 static _Atomic int exit_pending;
 static _Atomic int exit_status;
 
@@ -57,6 +54,14 @@ void sp_final_exit_when_written(int status)
 {
 	exit_status = status;
 	exit_pending = 1;
+}
+
+int sp_final_exit_pending(int *status)
+{
+	if (!exit_pending)
+		return 0;
+	*status = exit_status;
+	return 1;
 }
 
 void sp_final_forked(void)
@@ -891,8 +896,6 @@ out:
 static int final_done(struct sp_final *f, int rc)
 {
 	writing = 0;
-	if (exit_pending)
-		_exit(exit_status);
 	if (rc != 0) {
 		Py_CLEAR(f->summary);
 		Py_CLEAR(f->lines);

@@ -59,8 +59,12 @@ int sp_final_files_kept(void);
 int sp_final_writing(void);
 
 /* A thread's os._exit(status) waits for the profile being written
- * (exitphase.c): the process ends with status as soon as it is. */
+ * (exitphase.c): noted here, for the run's end, which keeps the GIL to the
+ * process's end (the waiting thread would not get it back). */
 void sp_final_exit_when_written(int status);
+
+/* Whether a thread's os._exit waited for a write: 1 and its status, or 0. */
+int sp_final_exit_pending(int *status);
 
 /* In a process just forked: no profile is being written here (the thread
  * of the parent's that wrote one is not in the child). */

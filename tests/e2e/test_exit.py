@@ -548,12 +548,14 @@ def test_a_ctrl_c_python_swallowed_during_the_script_is_no_exit_signal(sp):
         assert list(regions(f)) == ["after"]
 
 
-def test_os_exit_from_a_thread_while_the_profile_is_written_waits_for_it(sp):
+@pytest.mark.parametrize("options", [(), ("--subprocesses",)])
+def test_os_exit_from_a_thread_while_the_profile_is_written_waits_for_it(sp, options):
     """A watchdog thread's os._exit while the main thread writes the profile
     at the end: the write completes first (the run ended with nothing
     written and "cannot finish the profile: ... being written"), then the
     process ends with the watchdog's status, as python's would (it ended
-    with the main thread's: the waiting thread never got the GIL back)."""
+    with the main thread's: the waiting thread never got the GIL back),
+    once the run's end is done: --subprocesses' folder is gone."""
     script = sp.script("""
         import atexit, os, threading, time
         import scope_profiler as sp
@@ -569,9 +571,12 @@ def test_os_exit_from_a_thread_while_the_profile_is_written_waits_for_it(sp):
         atexit.register(go.set)
         print("script done")
     """)
-    proc = sp("run", "-q", "-o", "out.h5", script, env={"SCOPE_PROFILER_TEST_WRITE_PAUSE_MS": "3000"})
+    (sp.tmp / "tmp").mkdir()
+    proc = sp("run", "-q", *options, "--memory-budget", "0", "-o", "out.h5", script,
+              env={"SCOPE_PROFILER_TEST_WRITE_PAUSE_MS": "3000", "TMPDIR": str(sp.tmp / "tmp")})
     assert proc.returncode == 3, proc.stderr
     assert proc.stdout == "script done\n"
+    assert list((sp.tmp / "tmp").iterdir()) == []
     assert proc.stderr == "scope-profiler: test: writing\n", proc.stderr
     with h5py.File(sp.tmp / "out.h5") as f:
         assert regions(f)["a"].attrs["num_calls"] == 20_000
