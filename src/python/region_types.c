@@ -517,8 +517,7 @@ static PyObject *mod_coroutine_exit(PyObject *m, PyObject *const *args, Py_ssize
 	RegionObject *r = (RegionObject *)region;
 	r->gpu_wait_ns += wait;
 	/* gen differs when the session was finalized meanwhile; a call ends
-	 * once (a token given back twice must not end it again: the end of the
-	 * run trusts every ended call to be counted once). */
+	 * once (a token given back twice must not move its end). */
 	if (slot >= 0 && (size_t)slot < r->buf.n && r->gen == gen && r->buf.ends[slot] == SP_NO_TIME)
 		sp_region_end(r, (size_t)slot, t);
 	else if (slot >= 0 && r->gen != gen)
