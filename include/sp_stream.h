@@ -63,6 +63,16 @@ enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *e
 /* Whether a stream is running (started, not finished or abandoned). */
 int sp_stream_on(void);
 
+/* The script closes descriptors (os.close, os.closerange, os.dup2) between
+ * these two: the writer writes nothing meanwhile (it waits at most a few
+ * seconds: a writer waited for by a thread that holds the GIL goes on), and
+ * before it writes again it finds the file's own descriptors (opened again
+ * by path where the script closed them), never one of the script's files on
+ * a number the stream had. Enter waits for a write in progress: call it
+ * without the GIL. */
+void sp_stream_fds_enter(void);
+void sp_stream_fds_leave(void);
+
 /* Region id's exact name (UTF-8): ids are given by the caller, 0, 1, ...
  * in order, each named once before its first block. 0, or -1 (refused). */
 int sp_stream_name(int32_t id, const char *name);

@@ -513,7 +513,7 @@ static PyObject *fork_around(PyObject *self, PyObject *const *args, Py_ssize_t n
  * multiprocessing spawn can send os._exit or os.execv as a target (it
  * raised AttributeError when each wrapper's self was its original). */
 enum { OS_EXECV, OS_EXECVE, OS_EXECVPE, OS_FORK, OS_FORKPTY, OS_EXIT, OS_SPAWN, OS_SPAWNP, OS_FORK_EXEC,
-       OS_INTERRUPT_MAIN, NOS };
+       OS_INTERRUPT_MAIN, OS_CLOSE, OS_CLOSERANGE, OS_DUP2, NOS };
 /* The module each is found in (os where NULL). */
 static const char *const os_home[NOS] = {[OS_FORK_EXEC] = "_posixsubprocess", [OS_INTERRUPT_MAIN] = "_thread"};
 /* Watched once the script imported its module, not before (plain python
@@ -568,6 +568,26 @@ static PyObject *interrupt_main_impl(PyObject *self, PyObject *const *args, Py_s
 }
 OS_WRAPPER(interrupt_main_watched, interrupt_main_impl, OS_INTERRUPT_MAIN)
 
+/* os.close, os.closerange, os.dup2: the script closes descriptors (a
+ * daemon's start closes every one) while the profile's stream writes
+ * nothing; it then finds its file's own descriptors again before it writes
+ * (sp_stream_fds_enter), never one of the script's new files that took a
+ * number it had. */
+static PyObject *fds_around(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+	if (!sp_stream_on())
+		return PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
+	Py_BEGIN_ALLOW_THREADS
+	sp_stream_fds_enter();
+	Py_END_ALLOW_THREADS
+	PyObject *r = PyObject_Vectorcall(self, args, (size_t)nargs, kwnames);
+	sp_stream_fds_leave();
+	return r;
+}
+OS_WRAPPER(close_watched, fds_around, OS_CLOSE)
+OS_WRAPPER(closerange_watched, fds_around, OS_CLOSERANGE)
+OS_WRAPPER(dup2_watched, fds_around, OS_DUP2)
+
 static PyMethodDef os_defs[NOS] = {
 	[OS_EXECV] = {"execv", (PyCFunction)(void (*)(void))execv_first, METH_FASTCALL | METH_KEYWORDS,
 	 "os.execv under scope-profiler run: the profile is written before the process is replaced."},
@@ -593,6 +613,13 @@ static PyMethodDef os_defs[NOS] = {
 	 METH_FASTCALL | METH_KEYWORDS,
 	 "interrupt_main(signum=signal.SIGINT, /)\n--\n\nSimulate the arrival of the given signal in the main "
 	 "thread (scope-profiler run: nothing, as under python, for a signal left at SIG_DFL)."},
+	[OS_CLOSE] = {"close", (PyCFunction)(void (*)(void))close_watched, METH_FASTCALL | METH_KEYWORDS,
+	 "os.close under scope-profiler run: the profile's stream writes nothing meanwhile."},
+	[OS_CLOSERANGE] = {"closerange", (PyCFunction)(void (*)(void))closerange_watched,
+	 METH_FASTCALL | METH_KEYWORDS,
+	 "os.closerange under scope-profiler run: the profile's stream writes nothing meanwhile."},
+	[OS_DUP2] = {"dup2", (PyCFunction)(void (*)(void))dup2_watched, METH_FASTCALL | METH_KEYWORDS,
+	 "os.dup2 under scope-profiler run: the profile's stream writes nothing meanwhile."},
 };
 
 /* os._exit under a child process's session (run --subprocesses): the

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <hdf5.h>
 
@@ -35,6 +36,9 @@ struct sp_sfile {
 	hid_t file;
 	hid_t col[SP_SCOLS], block_region, block_calls, names, flushed;
 	int fd;                        /* HDF5's descriptor of the file (for a forked child) */
+	int *vfd;                      /* where HDF5's sec2 driver keeps it (sp_sfile_hold) */
+	dev_t dev;                     /* the file's device and inode: a descriptor of it */
+	ino_t ino;
 	int lock_fd, locked;           /* ours, holding the file's lock while it is the run's */
 	uint64_t events;               /* calls in the columns */
 	uint64_t blocks;               /* rows of the block table */
@@ -58,8 +62,24 @@ struct sp_sfile {
 int sp_sfile_create(struct sp_sfile *f);
 
 /* Gives up the lock sp_sfile_create took (once the file is renamed or
- * removed; in a forked child, only its copy of the descriptor). */
+ * removed; in a forked child, only its copy of the descriptor). A
+ * descriptor number that is no longer the file's is left alone. */
 void sp_sfile_unlock(struct sp_sfile *f);
+
+/* Before HDF5 writes to the file again: the script may have closed its
+ * descriptors since (os.closerange(), a daemon's start) and its own files
+ * taken their numbers. A descriptor that is no longer the file's is
+ * replaced by one opened again by path (the lock taken again), never
+ * written through: HDF5 writes on into the file. 0; -1 when the file is
+ * gone (f->why says so), HDF5's descriptor then /dev/null, so that nothing
+ * it writes later (a close) lands in the script's files. */
+int sp_sfile_hold(struct sp_sfile *f);   /* nothing once f->vfd is NULL (detached) */
+
+/* In a forked child: HDF5's copy of the descriptor writes to /dev/null
+ * from now on (its exit handler closes open files), the number kept where
+ * it is still the file's, else left to the file of the script's that took
+ * it. */
+void sp_sfile_forget_fd(struct sp_sfile *f);
 
 /* Whether a live run streams into the partial file at path (holds its
  * lock): 1, 0, or -1 when it cannot be told (errno). */

@@ -190,7 +190,9 @@ static void put(struct rec *r)
 	else if (r->kind == REC_PATCHES)
 		times_on_rank0(r->data + r->n, r->n);   /* the ends only */
 	sp_h5_lock();
-	switch (r->kind) {
+	/* The script may have closed the file's descriptor (sp_sfile_hold). */
+	int held = sp_sfile_hold(&S.f);
+	switch (held < 0 ? -1 : (int)r->kind) {
 	case REC_NAME:
 		rc = sp_sfile_name(&S.f, (const char *)r->data, r->n);
 		break;
@@ -213,11 +215,66 @@ static void put(struct rec *r)
 	}
 	/* The file keeps what its last flush wrote: a failed write goes on
 	 * nowhere, so the close cannot spoil what recover reads. */
-	if (rc < 0)
+	if (held < 0) {
+		rc = -1;
+	} else if (rc < 0) {
 		sp_h5_detach(S.f.file);
+		S.f.vfd = NULL;   /* detached for good: sp_sfile_hold opens the file no more */
+	}
 	sp_h5_unlock();
 	if (rc < 0)
-		fail("HDF5 cannot write");
+		fail("%s", held < 0 ? S.f.why : "HDF5 cannot write");
+}
+
+/* ---- the script's descriptors -------------------------------------------- */
+
+/* The writer thread's writes and the script's closing of descriptors
+ * (sp_stream_fds_enter/leave) keep off each other: a write begins with
+ * sp_sfile_hold, which finds the file's own descriptors again, and the
+ * script closes none of them during one. The writer waits FDS_WAIT_S at
+ * most for a script's close, which never waits for the writer itself,
+ * unless another thread that holds the GIL does (a fork, the end). */
+#define FDS_WAIT_S 2
+static pthread_mutex_t fds_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fds_cv = PTHREAD_COND_INITIALIZER;
+static int fds_closing, fds_writing;
+
+static void fds_write_begin(void)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += FDS_WAIT_S;
+	pthread_mutex_lock(&fds_mu);
+	while (fds_closing && pthread_cond_timedwait(&fds_cv, &fds_mu, &until) != ETIMEDOUT)
+		;
+	fds_writing = 1;
+	pthread_mutex_unlock(&fds_mu);
+}
+
+static void fds_write_end(void)
+{
+	pthread_mutex_lock(&fds_mu);
+	fds_writing = 0;
+	pthread_cond_broadcast(&fds_cv);
+	pthread_mutex_unlock(&fds_mu);
+}
+
+void sp_stream_fds_enter(void)
+{
+	pthread_mutex_lock(&fds_mu);
+	fds_closing++;
+	while (fds_writing)
+		pthread_cond_wait(&fds_cv, &fds_mu);
+	pthread_mutex_unlock(&fds_mu);
+}
+
+void sp_stream_fds_leave(void)
+{
+	pthread_mutex_lock(&fds_mu);
+	if (fds_closing > 0)
+		fds_closing--;
+	pthread_cond_broadcast(&fds_cv);
+	pthread_mutex_unlock(&fds_mu);
 }
 
 /* ---- the writer thread -------------------------------------------------- */
@@ -269,7 +326,9 @@ static void *writer_main(void *arg)
 			list = r->next;
 			if (S.slow_us)
 				usleep(S.slow_us);   /* the tests' slow disk */
+			fds_write_begin();
 			put(r);
+			fds_write_end();
 			done += r->bytes;
 			if (r->kind == REC_BLOCK)
 				done_blocks += r->bytes;
@@ -529,16 +588,20 @@ static void before_fork(void)
 {
 	pthread_mutex_lock(&h5_mutex);
 	pthread_mutex_lock(&S.mu);
+	pthread_mutex_lock(&fds_mu);
 }
 
 static void after_fork_parent(void)
 {
+	pthread_mutex_unlock(&fds_mu);
 	pthread_mutex_unlock(&S.mu);
 	pthread_mutex_unlock(&h5_mutex);
 }
 
 static void after_fork_child(void)
 {
+	fds_writing = fds_closing = 0;   /* no writer thread here, nor another closing thread */
+	pthread_mutex_unlock(&fds_mu);
 	pthread_mutex_unlock(&S.mu);
 	pthread_mutex_unlock(&h5_mutex);
 	sp_stream_forget();
@@ -550,13 +613,8 @@ void sp_stream_forget(void)
 		return;
 	/* Whatever HDF5 would still write into the parent's file (its exit
 	 * handler closes open files) goes to /dev/null instead. */
-	if (S.created && S.f.fd >= 0) {
-		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-		if (null >= 0) {
-			dup3(null, S.f.fd, O_CLOEXEC);
-			close(null);
-		}
-	}
+	if (S.created)
+		sp_sfile_forget_fd(&S.f);
 	sp_sfile_unlock(&S.f);   /* this process's copy; the parent keeps its lock */
 	/* Nothing of the parent's stream is this process's: a stream it
 	 * starts (a child of run --subprocesses) starts from nothing (its own
@@ -712,6 +770,7 @@ void sp_stream_cancel(void)
 	sp_stream_quiesce();
 	if (S.created) {
 		sp_h5_lock();
+		sp_sfile_hold(&S.f);   /* its close writes into the file, not a file of the script's */
 		sp_sfile_close_layout(&S.f);
 		H5Fclose(S.f.file);
 		sp_h5_unlock();
@@ -736,6 +795,7 @@ enum sp_err sp_stream_close(struct sp_error *err)
 	herr_t shut = 0;
 	if (S.created) {
 		sp_h5_lock();
+		int held = sp_sfile_hold(&S.f);
 		sp_sfile_close_layout(&S.f);
 		shut = H5Fclose(S.f.file);
 		/* What the writer freed goes back to the system before the end of
@@ -745,7 +805,10 @@ enum sp_err sp_stream_close(struct sp_error *err)
 		malloc_trim(0);
 		sp_h5_unlock();
 		S.f.file = -1;
+		S.f.vfd = NULL;
 		S.created = 0;
+		if (held < 0)
+			fail("%s", S.f.why);
 	}
 	if (sp_stream_failed(err))
 		rc = SP_EIO;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -171,12 +172,72 @@ void sp_sfile_close_layout(struct sp_sfile *f)
 	f->st_n = f->sb_n = f->sb_cap = 0;
 }
 
+/* Whether fd is a descriptor of the file: not closed by the script, nor
+ * its number taken by another file since. */
+static int is_file(const struct sp_sfile *f, int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino;
+}
+
+/* The file opened again by path (O_RDWR), or -1: gone, or another file. */
+static int reopen(const struct sp_sfile *f)
+{
+	int fd = open(f->partial, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0 && !is_file(f, fd)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 void sp_sfile_unlock(struct sp_sfile *f)
 {
-	if (f->locked)
+	if (f->locked && is_file(f, f->lock_fd))
 		close(f->lock_fd);
 	f->locked = 0;
 	f->lock_fd = -1;
+}
+
+int sp_sfile_hold(struct sp_sfile *f)
+{
+	if (f->file < 0 || !f->vfd)
+		return 0;
+	if (f->locked && !is_file(f, f->lock_fd)) {
+		struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+		int fd = reopen(f);
+		if (fd >= 0 && fcntl(fd, F_OFD_SETLK, &lk) != 0) {
+			close(fd);
+			fd = -1;
+		}
+		f->lock_fd = fd;
+		f->locked = fd >= 0;
+	}
+	if (is_file(f, *f->vfd))
+		return 0;
+	int fd = reopen(f), gone = fd < 0;
+	if (gone) {
+		fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+		f->why = "the file was removed or replaced while the run streamed into it";
+	}
+	*f->vfd = f->fd = fd;
+	return gone ? -1 : 0;
+}
+
+void sp_sfile_forget_fd(struct sp_sfile *f)
+{
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null < 0 || f->fd < 0 || !f->vfd) {
+		if (null >= 0)
+			close(null);
+		return;
+	}
+	if (is_file(f, f->fd)) {
+		dup3(null, f->fd, O_CLOEXEC);
+		close(null);
+	} else {
+		*f->vfd = f->fd = null;
+	}
 }
 
 int sp_sfile_live(const char *path)
@@ -233,6 +294,16 @@ int sp_sfile_create(struct sp_sfile *f)
 		return -1;
 	}
 	flock(fd, LOCK_UN);
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		f->why = NULL;
+		return -1;
+	}
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
 	f->lock_fd = fd;
 	f->locked = 1;
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -260,6 +331,7 @@ int sp_sfile_create(struct sp_sfile *f)
 	}
 	H5Pclose(fapl);
 	f->fd = *vfd;
+	f->vfd = vfd;
 	f->st_start = malloc(STAGE * sizeof *f->st_start);
 	f->st_end = malloc(STAGE * sizeof *f->st_end);
 	f->st_lanes = malloc(STAGE * sizeof *f->st_lanes);

@@ -305,6 +305,59 @@ def test_sigterm_during_a_streamed_run_finishes_the_file(sp):
         assert r["step"].attrs["num_calls"] == len(r["step"]["start_times"]) > 0
 
 
+def test_a_script_that_closes_every_descriptor_keeps_its_files_and_the_stream(sp):
+    """A daemon's start, or a script's os.closerange(3, ...), closes the
+    stream's descriptors of OUT.partial; the script's next files take their
+    numbers. The stream opens the file again and writes on: not a byte of
+    HDF5 in the script's files, every call in the profile, status 0. A
+    child forked then keeps the script's file as its own (a fork's stream
+    points its copy of the descriptor at /dev/null only when it is still the
+    stream's)."""
+    script = sp.script("""
+import os, sys, time
+import scope_profiler as sp
+step = sp.region("step")
+n = 0
+def record(until):
+    global n
+    t = time.monotonic() + 60
+    while not until() and time.monotonic() < t:
+        for _ in range(100):
+            with step:
+                n += 1
+        time.sleep(0.005)
+partial = "c.h5.partial"
+record(lambda: os.path.exists(partial) and os.path.getsize(partial) > 0)
+os.closerange(3, 65536)
+a, b = open("a.txt", "w"), open("b.txt", "w")
+pid = os.fork()
+if pid == 0:
+    b.write("child\\n")
+    b.flush()
+    os._exit(0)
+os.waitpid(pid, 0)
+size = os.path.getsize(partial)
+for i in range(3):
+    a.write(f"a{i}\\n"), b.write(f"b{i}\\n")
+    a.flush(), b.flush()
+    record(lambda: os.path.getsize(partial) > size or os.path.getsize("b.txt") > 100)
+    size = os.path.getsize(partial)
+a.close(), b.close()
+print(n)
+""", name="closer.py")
+    proc = sp("run", "-q", "--flush-interval", "0.05", "-o", "c.h5", script)
+    assert (sp.tmp / "a.txt").read_text() == "a0\na1\na2\n"
+    assert (sp.tmp / "b.txt").read_text() == "child\nb0\nb1\nb2\n"
+    assert proc.returncode == 0, proc.stderr
+    # Nothing but the line on the forked child, which was not profiled.
+    assert [line for line in proc.stderr.splitlines() if "was not profiled" not in line] == []
+    assert not (sp.tmp / "c.h5.partial").exists()
+    with h5py.File(sp.tmp / "c.h5") as f:
+        assert f.attrs["format_version"] == 3
+        assert int(f["rank0"].attrs["dropped_events"]) == 0
+        assert regions(f)["step"].attrs["num_calls"] == int(proc.stdout) > 0
+
+
 def test_a_slow_writer_is_said_and_counted_never_silent(sp):
     """A writer slower than the recording (here a test hook pauses it at
     each block): the recording holds on within the budget, then drops
