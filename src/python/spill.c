@@ -177,8 +177,11 @@ static int hand_over_locked(RegionObject *r)
 		r->first_start = b->starts[0];
 	r->streamed += n;
 	/* The block's ended calls count in r's stats as they leave memory
-	 * (the open ones when they end: late_patch). */
-	for (size_t i = 0; i < n; i++)
+	 * (the open ones when they end: late_patch); a block of ended calls
+	 * only (the usual one) in the end's one pass. */
+	if (!open)
+		sp_stats_acc_columns(&r->acc, b->starts, b->ends, n);
+	for (size_t i = 0; open && i < n; i++)
 		if (b->ends[i] != SP_NO_TIME)
 			sp_stats_acc_add(&r->acc, b->ends[i] - b->starts[i], b->ends[i]);
 	for (size_t i = 0; kind && i < n; i++)
@@ -245,8 +248,8 @@ static int mpi_hand(size_t fn, struct sp_buf *b)
 					 kind ? b->values : NULL) < 0)
 		return -1;
 	m->kind = kind;
+	sp_stats_acc_columns(&m->acc, b->starts, b->ends, n);
 	for (size_t i = 0; i < n; i++) {
-		sp_stats_acc_add(&m->acc, b->ends[i] - b->starts[i], b->ends[i]);
 		if (b->starts[i] < m->first)
 			m->first = b->starts[i];
 		if (kind)

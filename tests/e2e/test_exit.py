@@ -555,7 +555,8 @@ def test_os_exit_from_a_thread_while_the_profile_is_written_waits_for_it(sp, opt
     written and "cannot finish the profile: ... being written"), then the
     process ends with the watchdog's status, as python's would (it ended
     with the main thread's: the waiting thread never got the GIL back),
-    once the run's end is done: --subprocesses' folder is gone."""
+    once the run's end is done: the run's temporary folder (made with or
+    without --subprocesses) is gone from $TMPDIR."""
     script = sp.script("""
         import atexit, os, threading, time
         import scope_profiler as sp
