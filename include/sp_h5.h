@@ -123,6 +123,17 @@ void sp_h5_library(char *buf, size_t len);
  * another HDF5 file, a damaged one). */
 int sp_h5_is_profile(const char *path);
 
+/* A new file-access property list for every file of ours, read or
+ * written: HDF5's file locks where the file system has them, and none
+ * where flock() fails with ENOSYS (Lustre mounted without -o flock, some
+ * NFS), where an HDF5 built without ignore-disabled-file-locks (its default
+ * since 1.10.7) would refuse to open or create any file; as
+ * HDF5_USE_FILE_LOCKING=BEST_EFFORT does (the variable, where set, still
+ * decides). A profile is only ever written by one process: a temporary
+ * file renamed at the end, a stream under its own lock. An hid_t (this
+ * header leaves hdf5.h out), -1 on failure. */
+int64_t sp_h5_fapl(void);
+
 /* Before any other HDF5 call: where HDF5 is linked in (this program's copy
  * alone), the library does not close files at exit. Every file of ours is
  * closed when its work ends; one whose close failed (the disk or

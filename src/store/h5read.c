@@ -449,7 +449,7 @@ int sp_h5_is_profile(const char *path)
 	int32_t version;
 	size_t nr;
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-	int yes = path && sp_h5r_check_path(&r) == SP_OK && (fapl = H5Pcreate(H5P_FILE_ACCESS)) >= 0 &&
+	int yes = path && sp_h5r_check_path(&r) == SP_OK && (fapl = sp_h5_fapl()) >= 0 &&
 		  H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0 && sp_h5r_open_file(&r, fapl, &file) == SP_OK &&
 		  (r.file = file, identify(&r, file, 1, &version, &nl, &nr) == SP_OK);
 	sp_h5r_names_free(&nl);
@@ -477,7 +477,7 @@ enum sp_err sp_h5_read(const char *path, int flags, struct sp_profile **out, str
 	if ((rc = sp_h5r_check_path(&r)) != SP_OK)
 		return rc;
 	/* Strong close: whatever a failure path left open goes with the file. */
-	if ((fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
+	if ((fapl = sp_h5_fapl()) < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
 		rc = sp_h5r_fail(&r, SP_EIO, "cannot set up HDF5");
 		goto out;
 	}

@@ -283,7 +283,7 @@ enum sp_err sp_h5_stream_open(const char *path, struct sp_h5_stream **out, struc
 	/* A chunk cache that holds a compressed column's chunk (up to 16 MiB)
 	 * while it is read a slice at a time, instead of inflating it again
 	 * for every slice. */
-	if ((fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 ||
+	if ((fapl = sp_h5_fapl()) < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 ||
 	    H5Pset_cache(fapl, 0, 521, 16u << 20, 0.75) < 0) {
 		rc = sp_h5r_fail(&s->r, SP_EIO, "cannot set up HDF5");
 		goto out;

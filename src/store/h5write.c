@@ -312,7 +312,7 @@ static enum sp_err create_file(struct sp_h5_writer *w)
 	if (make_plists(w) < 0 || (w->fcpl = H5Pcreate(H5P_FILE_CREATE)) < 0 ||
 	    H5Pset_obj_track_times(w->fcpl, 0) < 0 ||
 	    (w->level > 0 && H5Pset_istore_k(w->fcpl, ISTORE_K) < 0) ||
-	    (w->fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 || H5Pset_libver_bounds(w->fapl, lv, lv) < 0 ||
+	    (w->fapl = sp_h5_fapl()) < 0 || H5Pset_libver_bounds(w->fapl, lv, lv) < 0 ||
 	    (w->version == 3 && sp_h5w_small_caches(w->fapl) < 0) ||
 	    H5Pset_sieve_buf_size(w->fapl, 0) < 0)
 		return sp_h5w_fail(w, SP_EIO, "cannot set up HDF5 property lists");

@@ -16,6 +16,19 @@
 
 #include "sp_h5write.h"
 
+_Static_assert(sizeof(hid_t) == sizeof(int64_t) && (hid_t)-1 < 0, "sp_h5_fapl returns an hid_t as int64_t");
+
+int64_t sp_h5_fapl(void)
+{
+	hbool_t use = 1, ignore = 0;
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+	if (fapl >= 0 && (H5Pget_file_locking(fapl, &use, &ignore) < 0 || H5Pset_file_locking(fapl, use, 1) < 0)) {
+		H5Pclose(fapl);
+		fapl = H5I_INVALID_HID;
+	}
+	return fapl;
+}
+
 int sp_h5w_small_caches(hid_t fapl)
 {
 	H5AC_cache_config_t mdc = {.version = H5AC__CURR_CACHE_CONFIG_VERSION};

@@ -87,7 +87,7 @@ static enum sp_err open_read(struct reader *r, const char *path, struct sp_error
 	enum sp_err rc = sp_h5r_check_path(r);
 	if (rc != SP_OK)
 		return rc;
-	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+	hid_t fapl = sp_h5_fapl();
 	if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 || sp_h5w_small_caches(fapl) < 0)
 		rc = sp_h5r_fail(r, SP_EIO, "cannot set up HDF5");
 	else

@@ -898,7 +898,7 @@ enum sp_err sp_stream_finish(const struct sp_profile *p, const char *path, struc
 		p = &shifted;
 	}
 	sp_h5_lock();
-	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = -1;
+	hid_t fapl = sp_h5_fapl(), file = -1;
 	/* Strong close: whatever a failure left open closes with the file, so
 	 * that it is never left marked as open for writing. HDF5's own file
 	 * lock is not taken: a reader of the partial file (summary --follow)

@@ -172,6 +172,12 @@ void sp_sfile_close_layout(struct sp_sfile *f)
 	f->st_n = f->sb_n = f->sb_cap = 0;
 }
 
+/* Whether a lock failed with e because the file system has none. */
+static int no_locks(int e)
+{
+	return e == ENOSYS || e == EOPNOTSUPP || e == ENOLCK;
+}
+
 /* Whether fd is a descriptor of the file: not closed by the script, nor
  * its number taken by another file since. */
 static int is_file(const struct sp_sfile *f, int fd)
@@ -256,7 +262,7 @@ int sp_sfile_live(const char *path)
 int sp_sfile_unmark(const char *path)
 {
 	hbool_t clear = 1;
-	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), file = -1;
+	hid_t fapl = sp_h5_fapl(), file = -1;
 	/* HDF5's own property for it (h5clear's); not in every version. */
 	if (fapl >= 0 && H5Pexist(fapl, "clear_status_flags") > 0 &&
 	    H5Pset(fapl, "clear_status_flags", &clear) >= 0 && H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0)
@@ -278,9 +284,12 @@ int sp_sfile_create(struct sp_sfile *f)
 	/* A live run writing the same profile holds our lock on it, for as
 	 * long as the file is its own (HDF5's own lock goes once SWMR writing
 	 * starts); one still creating it, HDF5's. The lock is an open file
-	 * description's (OFD), apart from HDF5's flock. */
+	 * description's (OFD), apart from HDF5's flock. A file system without
+	 * locks (Lustre without -o flock) has neither: the file is written
+	 * all the same, unguarded. */
 	struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-	if (fcntl(fd, F_OFD_SETLK, &lk) != 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+	if ((fcntl(fd, F_OFD_SETLK, &lk) != 0 && !no_locks(errno)) ||
+	    (flock(fd, LOCK_EX | LOCK_NB) != 0 && !no_locks(errno))) {
 		close(fd);
 		errno = 0;
 		f->why = "another process is writing it";
@@ -306,7 +315,7 @@ int sp_sfile_create(struct sp_sfile *f)
 	f->ino = st.st_ino;
 	f->lock_fd = fd;
 	f->locked = 1;
-	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+	hid_t fapl = sp_h5_fapl();
 	char by_fd[64];
 	snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", fd);
 	errno = 0;
