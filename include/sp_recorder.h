@@ -68,6 +68,11 @@ void sp_buf_clear(struct sp_buf *b);
 /* Frees the columns; the buffer is empty again (same limit). */
 void sp_buf_free(struct sp_buf *b);
 
+/* An empty buffer (its events handed over) gives its columns' memory back
+ * and keeps its settings and counts (lanes, values, calls dropped): it
+ * grows again from nothing at its next event. Nothing when it holds any. */
+void sp_buf_release(struct sp_buf *b);
+
 /* From now on, keep a lane per event; events already recorded get lane 0.
  * Returns 0, or -1 when out of memory (lanes stay off). */
 int sp_buf_keep_lanes(struct sp_buf *b);

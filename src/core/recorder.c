@@ -202,6 +202,19 @@ void sp_buf_clear(struct sp_buf *b)
 	b->retry_at = 0;
 }
 
+void sp_buf_release(struct sp_buf *b)
+{
+	if (b->n || !b->cap)
+		return;
+	int lanes = b->keep_lanes, values = b->keep_values;
+	size_t dropped = b->dropped, retry_at = b->retry_at;
+	sp_buf_free(b);
+	b->keep_lanes = lanes;
+	b->keep_values = values;
+	b->dropped = dropped;
+	b->retry_at = retry_at;
+}
+
 void sp_buf_free(struct sp_buf *b)
 {
 	size_t held = b->cap * entry_bytes(b);

@@ -217,6 +217,14 @@ void sp_regions_reset(void)
 	}
 }
 
+void sp_regions_release_empty(void)
+{
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+	while (sp_registry && PyDict_Next(sp_registry, &pos, &k, &v))
+		sp_buf_release(&((RegionObject *)v)->buf);
+}
+
 int sp_regions_init(void)
 {
 	if (!sp_registry && !(sp_registry = PyDict_New()))

@@ -106,6 +106,11 @@ extern RegionObject *sp_unmatched_region;
 /* Forgets every recorded event; the regions stay registered. */
 void sp_regions_reset(void);
 
+/* Every region whose buffer is empty (a streamed run's end, its calls all
+ * handed over) gives the buffer's memory back (sp_buf_release), before
+ * the end reads the calls back from the file. The GIL held. */
+void sp_regions_release_empty(void);
+
 /* Creates the registry (module init); -1 with an exception. */
 int sp_regions_init(void);
 

@@ -188,7 +188,8 @@ static size_t children_streaming(const char *dir, int fresh)
 		char *path = malloc(dlen + strlen(v[i].name) + 2);
 		if (path) {
 			sprintf(path, "%s/%s", dir, v[i].name);
-			live += sp_sfile_live(path) == 1;
+			int l = sp_sfile_live(path);   /* 2: no locks there, the process says */
+			live += l == 1 || (l == 2 && !sp_process_gone((long)v[i].pid));
 			free(path);
 		}
 	}

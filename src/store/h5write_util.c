@@ -18,14 +18,21 @@
 
 _Static_assert(sizeof(hid_t) == sizeof(int64_t) && (hid_t)-1 < 0, "sp_h5_fapl returns an hid_t as int64_t");
 
+/* H5Pset_file_locking: HDF5 1.10.7 and later, 1.12.1 and later. */
+#if H5_VERSION_GE(1, 10, 7) && !(H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 12 && H5_VERS_RELEASE == 0)
+#define SP_H5_FILE_LOCKING 1
+#endif
+
 int64_t sp_h5_fapl(void)
 {
-	hbool_t use = 1, ignore = 0;
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+#ifdef SP_H5_FILE_LOCKING
+	hbool_t use = 1, ignore = 0;
 	if (fapl >= 0 && (H5Pget_file_locking(fapl, &use, &ignore) < 0 || H5Pset_file_locking(fapl, use, 1) < 0)) {
 		H5Pclose(fapl);
 		fapl = H5I_INVALID_HID;
 	}
+#endif
 	return fapl;
 }
 
@@ -50,15 +57,20 @@ int sp_h5w_small_caches(hid_t fapl)
  * anonymous memory file (at /dev/null under a finite RLIMIT_FSIZE, which
  * bounds a memory file too): every later write and close then succeeds,
  * and nothing more reaches the disk. */
+int sp_h5_nowhere(void)
+{
+	struct rlimit lim;
+	return getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur == RLIM_INFINITY
+		? memfd_create("scope-profiler-abandoned", MFD_CLOEXEC)
+		: open("/dev/null", O_RDWR | O_CLOEXEC);
+}
+
 int sp_h5_detach(hid_t file)
 {
 	int *fd = NULL;
 	int e = errno, ok = 0;
 	if (file >= 0 && H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) {
-		struct rlimit lim;
-		int m = getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur == RLIM_INFINITY
-			? memfd_create("scope-profiler-abandoned", MFD_CLOEXEC)
-			: open("/dev/null", O_RDWR | O_CLOEXEC);
+		int m = sp_h5_nowhere();
 		ok = m >= 0 && dup3(m, *fd, O_CLOEXEC) >= 0;
 		if (m >= 0)
 			close(m);

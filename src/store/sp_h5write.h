@@ -78,6 +78,9 @@ enum sp_err sp_h5w_fail(struct sp_h5_writer *w, enum sp_err code, const char *fm
  * closing it can no longer fail and writes nothing more to the disk (see
  * h5write_util.c); 0, or -1 (left as it was). */
 int sp_h5_detach(hid_t file);
+/* A new descriptor of nowhere for that: an anonymous memory file (/dev/null
+ * under a finite RLIMIT_FSIZE, which bounds a memory file too); -1. */
+int sp_h5_nowhere(void);
 /* The same for the writer's temporary file, emptied where it cannot be. */
 void sp_h5w_detach(struct sp_h5_writer *w);
 

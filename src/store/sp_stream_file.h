@@ -71,8 +71,9 @@ void sp_sfile_unlock(struct sp_sfile *f);
  * taken their numbers. A descriptor that is no longer the file's is
  * replaced by one opened again by path (the lock taken again), never
  * written through: HDF5 writes on into the file. 0; -1 when the file is
- * gone (f->why says so), HDF5's descriptor then /dev/null, so that nothing
- * it writes later (a close) lands in the script's files. */
+ * gone or another run took its lock meanwhile (f->why says which): HDF5's
+ * descriptor then writes nowhere for good (f->vfd NULL), so that nothing
+ * it writes later (a close) lands in a file. */
 int sp_sfile_hold(struct sp_sfile *f);   /* nothing once f->vfd is NULL (detached) */
 
 /* In a forked child: HDF5's copy of the descriptor writes to /dev/null
@@ -82,7 +83,8 @@ int sp_sfile_hold(struct sp_sfile *f);   /* nothing once f->vfd is NULL (detache
 void sp_sfile_forget_fd(struct sp_sfile *f);
 
 /* Whether a live run streams into the partial file at path (holds its
- * lock): 1, 0, or -1 when it cannot be told (errno). */
+ * lock): 1, 0, 2 where the file system has no locks (the caller judges by
+ * the process, where it knows it), or -1 when it cannot be told (errno). */
 int sp_sfile_live(const char *path);
 
 /* A partial file that a run left marked as open for writing (killed while

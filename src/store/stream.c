@@ -238,6 +238,7 @@ static void put(struct rec *r)
 static pthread_mutex_t fds_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fds_cv = PTHREAD_COND_INITIALIZER;
 static int fds_closing, fds_writing;
+static int fds_waited_out;   /* the writer waited FDS_WAIT_S once: no more until no one closes */
 
 static void fds_write_begin(void)
 {
@@ -245,8 +246,9 @@ static void fds_write_begin(void)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += FDS_WAIT_S;
 	pthread_mutex_lock(&fds_mu);
-	while (fds_closing && pthread_cond_timedwait(&fds_cv, &fds_mu, &until) != ETIMEDOUT)
-		;
+	while (fds_closing && !fds_waited_out)
+		if (pthread_cond_timedwait(&fds_cv, &fds_mu, &until) == ETIMEDOUT)
+			fds_waited_out = 1;
 	fds_writing = 1;
 	pthread_mutex_unlock(&fds_mu);
 }
@@ -271,8 +273,8 @@ void sp_stream_fds_enter(void)
 void sp_stream_fds_leave(void)
 {
 	pthread_mutex_lock(&fds_mu);
-	if (fds_closing > 0)
-		fds_closing--;
+	if (fds_closing > 0 && --fds_closing == 0)
+		fds_waited_out = 0;
 	pthread_cond_broadcast(&fds_cv);
 	pthread_mutex_unlock(&fds_mu);
 }
@@ -600,7 +602,8 @@ static void after_fork_parent(void)
 
 static void after_fork_child(void)
 {
-	fds_writing = fds_closing = 0;   /* no writer thread here, nor another closing thread */
+	fds_writing = fds_closing = fds_waited_out = 0;   /* no writer thread here, nor another closing thread */
+	pthread_cond_init(&fds_cv, NULL);   /* no waiter either */
 	pthread_mutex_unlock(&fds_mu);
 	pthread_mutex_unlock(&S.mu);
 	pthread_mutex_unlock(&h5_mutex);
@@ -685,7 +688,8 @@ enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *e
 
 int sp_stream_unmark_dead(const char *partial)
 {
-	if (sp_sfile_live(partial) != 0)
+	int live = sp_sfile_live(partial);
+	if (live != 0 && live != 2)   /* 2: no locks there, taken for dead (the caller knows) */
 		return 0;
 	sp_h5_lock();
 	int rc = sp_sfile_unmark(partial);
@@ -849,7 +853,7 @@ uint64_t sp_stream_calls(void)
 /* fapl opens without HDF5's file lock (HDF5 1.10.7 and later). */
 static int no_h5_lock(hid_t fapl)
 {
-#if H5_VERSION_GE(1, 10, 7)
+#if H5_VERSION_GE(1, 10, 7) && !(H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 12 && H5_VERS_RELEASE == 0)
 	return H5Pset_file_locking(fapl, 0, 1) < 0 ? -1 : 0;
 #else
 	(void)fapl;

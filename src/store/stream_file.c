@@ -209,25 +209,47 @@ int sp_sfile_hold(struct sp_sfile *f)
 {
 	if (f->file < 0 || !f->vfd)
 		return 0;
-	if (f->locked && !is_file(f, f->lock_fd)) {
+	/* Both are looked at before either is opened again: a new descriptor
+	 * may take the other one's old number. */
+	int lock_ok = !f->locked || is_file(f, f->lock_fd), h5_ok = is_file(f, *f->vfd);
+	if (lock_ok && h5_ok)
+		return 0;
+	const char *why = NULL;
+	if (!lock_ok) {
 		struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
 		int fd = reopen(f);
-		if (fd >= 0 && fcntl(fd, F_OFD_SETLK, &lk) != 0) {
+		if (fd < 0) {
+			why = "the file was removed or replaced while the run streamed into it";
+		} else if (fcntl(fd, F_OFD_SETLK, &lk) != 0 && !no_locks(errno)) {
 			close(fd);
 			fd = -1;
+			why = "another run took the file while the script had closed the stream's descriptors";
 		}
 		f->lock_fd = fd;
 		f->locked = fd >= 0;
 	}
-	if (is_file(f, *f->vfd))
-		return 0;
-	int fd = reopen(f), gone = fd < 0;
-	if (gone) {
-		fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-		f->why = "the file was removed or replaced while the run streamed into it";
+	if (!why && !h5_ok) {
+		int fd = reopen(f);
+		if (fd >= 0) {
+			*f->vfd = f->fd = fd;
+			return 0;
+		}
+		why = "the file was removed or replaced while the run streamed into it";
 	}
-	*f->vfd = f->fd = fd;
-	return gone ? -1 : 0;
+	if (!why)
+		return 0;
+	/* HDF5 writes nothing more to any file: its descriptor, where still
+	 * the file's, or a new one in its place, is a file of nowhere (its
+	 * close and its exit handler then succeed), for good. */
+	if (h5_ok) {
+		sp_h5_detach(f->file);
+	} else {
+		int fd = sp_h5_nowhere();
+		*f->vfd = f->fd = fd;
+	}
+	f->vfd = NULL;
+	f->why = why;
+	return -1;
 }
 
 void sp_sfile_forget_fd(struct sp_sfile *f)
@@ -256,7 +278,7 @@ int sp_sfile_live(const char *path)
 	int e = errno;
 	close(fd);
 	errno = e;
-	return rc != 0 ? -1 : lk.l_type != F_UNLCK;
+	return rc != 0 ? (no_locks(e) ? 2 : -1) : lk.l_type != F_UNLCK;
 }
 
 int sp_sfile_unmark(const char *path)

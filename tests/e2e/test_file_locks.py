@@ -17,7 +17,8 @@ import subprocess
 import h5py
 import pytest
 
-from conftest import BINARY, regions
+from conftest import BINARY, regions, sanitizer_env
+from test_subprocesses import ENV as CHILD_ENV
 
 STANDIN_SRC = pathlib.Path(__file__).with_name("nolocks_standin.c")
 
@@ -45,8 +46,15 @@ def nolocks():
 
 
 def without_locks(sp, lib, *args):
-    env = {"LD_PRELOAD": str(lib), "NOLOCKS_DIR": str(sp.tmp), "NOLOCKS_LOG": str(sp.tmp / "locks.log")}
-    env.pop("HDF5_USE_FILE_LOCKING", None)
+    """sp(*args) with the stand-in preloaded (after an ASan build's runtime,
+    which must come first) for the run and every process it starts."""
+    env = dict(CHILD_ENV)
+    env.update(sanitizer_env(BINARY))
+    env["LD_PRELOAD"] = " ".join(p for p in (env.get("LD_PRELOAD", ""), str(lib)) if p)
+    # The run's temporary folder (its children's files) under the test's.
+    (sp.tmp / "tmp").mkdir(exist_ok=True)
+    env.update({"NOLOCKS_DIR": str(sp.tmp), "NOLOCKS_LOG": str(sp.tmp / "locks.log"),
+                "TMPDIR": str(sp.tmp / "tmp")})
     return sp(*args, env=env)
 
 
@@ -80,3 +88,4 @@ def test_a_run_on_a_file_system_without_locks_writes_its_profile(sp, nolocks, bu
     assert ("flock", "out.h5") in tried   # read back: the second run's check, summary
     if budget != "0":
         assert ("fcntl", "out.h5.partial") in tried and ("flock", "out.h5.partial") in tried
+
