@@ -154,6 +154,19 @@ MAKE_ENV = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "CFLAGS", "CPPFLAGS", "LDFLAGS",
             "PYTHON", "PYTHON_CONFIG", "TEST_PYTHON", "ASAN_OPTIONS")
 
 
+def build_standin(src, folder, lib, *flags):
+    """A stand-in library built from tests/e2e/SRC into build/FOLDER/LIB
+    (beside the binary; each test module's fixture builds it once) with
+    -Wall -Wextra and flags (-Werror, libraries); its path."""
+    where = pathlib.Path(BINARY).resolve().parent / folder
+    where.mkdir(exist_ok=True)
+    tmp = where / f"{lib}.{os.getpid()}"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", *flags, "-o", str(tmp),
+                    str(pathlib.Path(__file__).with_name(src))], check=True)
+    os.replace(tmp, where / lib)
+    return where / lib
+
+
 def sanitizer_env(module):
     """What a plain python needs to load module (a path) when it is an ASan
     build's (`make asan`): the sanitizer's runtime first (LD_PRELOAD), leaks

@@ -10,14 +10,12 @@ These machines' file systems all have locks, so the tests preload a
 stand-in (tests/e2e/nolocks_standin.c, built here) that fails every lock on
 a file under the test's folder with ENOSYS, as such a file system does, and
 logs each: the log shows that locks were tried there and refused."""
-import os
 import pathlib
-import subprocess
 
 import h5py
 import pytest
 
-from conftest import BINARY, regions, sanitizer_env
+from conftest import BINARY, build_standin, regions, sanitizer_env
 from test_subprocesses import ENV as CHILD_ENV
 
 STANDIN_SRC = pathlib.Path(__file__).with_name("nolocks_standin.c")
@@ -35,14 +33,7 @@ print("done")
 @pytest.fixture(scope="module")
 def nolocks():
     """build/nolocks-standin/libnolocks.so"""
-    folder = pathlib.Path(BINARY).resolve().parent / "nolocks-standin"
-    folder.mkdir(exist_ok=True)
-    lib = folder / "libnolocks.so"
-    tmp = folder / f"libnolocks.so.{os.getpid()}"
-    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(tmp),
-                    str(STANDIN_SRC), "-ldl"], check=True)
-    os.replace(tmp, lib)
-    return lib
+    return build_standin(STANDIN_SRC.name, "nolocks-standin", "libnolocks.so", "-Werror", "-ldl")
 
 
 def without_locks(sp, lib, *args):

@@ -11,12 +11,11 @@ cudaDeviceSynchronize."""
 import json
 import os
 import pathlib
-import subprocess
 
 import h5py
 import pytest
 
-from conftest import BINARY, one_line_error, regions
+from conftest import build_standin, one_line_error, regions
 
 STANDIN_SRC = pathlib.Path(__file__).with_name("cudart_standin.c")
 SYNC_US = 2000
@@ -38,14 +37,7 @@ SCRIPT = """
 @pytest.fixture(scope="module")
 def standin():
     """build/cudart-standin/libcudart.so"""
-    folder = pathlib.Path(BINARY).resolve().parent / "cudart-standin"
-    folder.mkdir(exist_ok=True)
-    lib = folder / "libcudart.so"
-    tmp = folder / f"libcudart.so.{os.getpid()}"
-    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(tmp),
-                    str(STANDIN_SRC)], check=True)
-    os.replace(tmp, lib)
-    return lib
+    return build_standin(STANDIN_SRC.name, "cudart-standin", "libcudart.so", "-Werror")
 
 
 def gpu_env(sp, lib, **more):

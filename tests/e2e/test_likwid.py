@@ -18,7 +18,7 @@ import h5py
 import numpy
 import pytest
 
-from conftest import BINARY, one_line_error, regions
+from conftest import build_standin, one_line_error, regions
 from test_mpi import mpirun
 
 STANDIN_SRC = pathlib.Path(__file__).with_name("likwid_standin.c")
@@ -63,14 +63,7 @@ MPI_SCRIPT = """
 @pytest.fixture(scope="module")
 def standin():
     """The stand-in's folder: build/likwid-standin/liblikwid.so.5."""
-    folder = pathlib.Path(BINARY).resolve().parent / "likwid-standin"
-    folder.mkdir(exist_ok=True)
-    lib = folder / "liblikwid.so.5"
-    tmp = folder / f"liblikwid.so.5.{os.getpid()}"
-    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-o", str(tmp),
-                    str(STANDIN_SRC)], check=True)
-    os.replace(tmp, lib)
-    return folder
+    return build_standin(STANDIN_SRC.name, "likwid-standin", "liblikwid.so.5").parent
 
 
 def likwid_env(standin, sp, **more):
