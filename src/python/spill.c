@@ -102,21 +102,14 @@ static int late_room(RegionObject *r, size_t k)
 	return 0;
 }
 
-/* A buffer grown before the stream began goes back to empty and a block's
- * size from now on (so that the writer's queue holds many), keeping its
- * columns (lanes, values of kind) and its count of dropped calls. */
-static void shrink_to_block(struct sp_buf *b, int kind)
+/* A buffer grown before the stream began, emptied, goes back to nothing
+ * and grows to a block's size from now on (so that the writer's queue
+ * holds many), keeping its columns (lanes, values) and its count of
+ * dropped calls (sp_buf_release). */
+static void shrink_to_block(struct sp_buf *b)
 {
-	if (b->cap <= 2 * spill.block)
-		return;
-	int lanes = b->keep_lanes;
-	size_t dropped = b->dropped;
-	sp_buf_free(b);
-	b->dropped = dropped;
-	if (lanes)
-		sp_buf_keep_lanes(b);
-	if (kind)
-		sp_buf_keep_values(b, kind);
+	if (b->cap > 2 * spill.block)
+		sp_buf_release(b);
 }
 
 /* Hands r's buffered calls over; the buffer is then empty and r's gen moved
@@ -192,7 +185,7 @@ static int hand_over_locked(RegionObject *r)
 	b->n = 0;
 	r->gen++;
 	if (spill.on)
-		shrink_to_block(b, kind);
+		shrink_to_block(b);
 	return 0;
 }
 
@@ -256,7 +249,7 @@ static int mpi_hand(size_t fn, struct sp_buf *b)
 			m->sum += (uint64_t)b->values[i];
 	}
 	b->n = 0;
-	shrink_to_block(b, kind);
+	shrink_to_block(b);
 	return 0;
 }
 
