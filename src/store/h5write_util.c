@@ -18,11 +18,6 @@
 
 _Static_assert(sizeof(hid_t) == sizeof(int64_t) && (hid_t)-1 < 0, "sp_h5_fapl returns an hid_t as int64_t");
 
-/* H5Pset_file_locking: HDF5 1.10.7 and later, 1.12.1 and later. */
-#if H5_VERSION_GE(1, 10, 7) && !(H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 12 && H5_VERS_RELEASE == 0)
-#define SP_H5_FILE_LOCKING 1
-#endif
-
 int64_t sp_h5_fapl(void)
 {
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);

@@ -35,8 +35,9 @@ struct sp_sfile {
 	const char *why;               /* after a failure: what failed, or NULL (errno says) */
 	hid_t file;
 	hid_t col[SP_SCOLS], block_region, block_calls, names, flushed;
-	int fd;                        /* HDF5's descriptor of the file (for a forked child) */
-	int *vfd;                      /* where HDF5's sec2 driver keeps it (sp_sfile_hold) */
+	int *vfd;                      /* where HDF5's sec2 driver keeps its descriptor of the
+					* file (sp_sfile_hold, a forked child); NULL: none, or
+					* detached for good */
 	dev_t dev;                     /* the file's device and inode: a descriptor of it */
 	ino_t ino;
 	int lock_fd, locked;           /* ours, holding the file's lock while it is the run's */

@@ -101,7 +101,7 @@ static struct stream {
 	int closed;                    /* sp_stream_close ran: */
 	enum sp_err close_rc;          /* its outcome */
 	struct sp_error close_err;
-} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1, .lock_fd = -1}};
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .lock_fd = -1}};
 
 /* ---- the file ---------------------------------------------------------- */
 
@@ -156,7 +156,7 @@ static int create(void)
 				.hostname = S.hostname, .children_dir = S.children_dir,
 				.event_chunk = S.hint_calls ? (size_t)S.hint_calls : 0,
 				.block_chunk = S.hint_blocks ? (size_t)S.hint_blocks : 0,
-				.file = -1, .fd = -1, .lock_fd = -1};
+				.file = -1, .lock_fd = -1};
 	sp_h5_lock();
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	int rc = sp_sfile_create(&S.f);
@@ -583,7 +583,7 @@ static void release(void)
 	sp_sfile_unlock(&S.f);   /* the file is renamed or removed by now */
 	free_owned();
 	pthread_cond_destroy(&S.cv);
-	S = (struct stream){.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1, .lock_fd = -1}};
+	S = (struct stream){.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .lock_fd = -1}};
 }
 
 static void before_fork(void)
@@ -624,7 +624,7 @@ void sp_stream_forget(void)
 	 * call indexes, no pending patch, no queue). Its HDF5 handles stay
 	 * open, writing to /dev/null; memory is freed without HDF5. */
 	free_owned();
-	S = (struct stream){.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .fd = -1, .lock_fd = -1}};
+	S = (struct stream){.mu = PTHREAD_MUTEX_INITIALIZER, .f = {.file = -1, .lock_fd = -1}};
 }
 
 enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *err)
@@ -853,7 +853,7 @@ uint64_t sp_stream_calls(void)
 /* fapl opens without HDF5's file lock (HDF5 1.10.7 and later). */
 static int no_h5_lock(hid_t fapl)
 {
-#if H5_VERSION_GE(1, 10, 7) && !(H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 12 && H5_VERS_RELEASE == 0)
+#ifdef SP_H5_FILE_LOCKING
 	return H5Pset_file_locking(fapl, 0, 1) < 0 ? -1 : 0;
 #else
 	(void)fapl;

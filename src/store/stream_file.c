@@ -231,7 +231,7 @@ int sp_sfile_hold(struct sp_sfile *f)
 	if (!why && !h5_ok) {
 		int fd = reopen(f);
 		if (fd >= 0) {
-			*f->vfd = f->fd = fd;
+			*f->vfd = fd;
 			return 0;
 		}
 		why = "the file was removed or replaced while the run streamed into it";
@@ -245,7 +245,7 @@ int sp_sfile_hold(struct sp_sfile *f)
 		sp_h5_detach(f->file);
 	} else {
 		int fd = sp_h5_nowhere();
-		*f->vfd = f->fd = fd;
+		*f->vfd = fd;
 	}
 	f->vfd = NULL;
 	f->why = why;
@@ -255,16 +255,16 @@ int sp_sfile_hold(struct sp_sfile *f)
 void sp_sfile_forget_fd(struct sp_sfile *f)
 {
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (null < 0 || f->fd < 0 || !f->vfd) {
+	if (null < 0 || !f->vfd || *f->vfd < 0) {
 		if (null >= 0)
 			close(null);
 		return;
 	}
-	if (is_file(f, f->fd)) {
-		dup3(null, f->fd, O_CLOEXEC);
+	if (is_file(f, *f->vfd)) {
+		dup3(null, *f->vfd, O_CLOEXEC);
 		close(null);
 	} else {
-		*f->vfd = f->fd = null;
+		*f->vfd = null;
 	}
 }
 
@@ -361,7 +361,6 @@ int sp_sfile_create(struct sp_sfile *f)
 		return -1;
 	}
 	H5Pclose(fapl);
-	f->fd = *vfd;
 	f->vfd = vfd;
 	f->st_start = malloc(STAGE * sizeof *f->st_start);
 	f->st_end = malloc(STAGE * sizeof *f->st_end);
