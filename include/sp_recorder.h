@@ -73,6 +73,17 @@ void sp_buf_free(struct sp_buf *b);
  * grows again from nothing at its next event. Nothing when it holds any. */
 void sp_buf_release(struct sp_buf *b);
 
+/* Moves b's columns and events into *to (a buffer of its own, outside
+ * sp_buf_bytes' count) and leaves b as sp_buf_release would once emptied:
+ * its calls handed over without a copy. sp_buf_free_taken frees *to's
+ * columns, from any thread. */
+void sp_buf_take(struct sp_buf *b, struct sp_buf *to);
+void sp_buf_free_taken(struct sp_buf *to);
+
+/* Gives b (as sp_buf_take left it, unchanged since) the columns and events
+ * taken into *to back. */
+void sp_buf_untake(struct sp_buf *b, const struct sp_buf *to);
+
 /* From now on, keep a lane per event; events already recorded get lane 0.
  * Returns 0, or -1 when out of memory (lanes stay off). */
 int sp_buf_keep_lanes(struct sp_buf *b);

@@ -86,6 +86,13 @@ int sp_stream_name(int32_t id, const char *name);
 int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64_t *ends,
 			const int32_t *lanes, int kind, const int64_t *values);
 
+/* sp_stream_block without the copy: the columns become the stream's (it
+ * may change them), and give_back(owner) is called once they are written
+ * or dropped, from the writer's thread or the caller's. -1: refused, the
+ * columns still the caller's (give_back not called). */
+int64_t sp_stream_block_owned(int32_t id, size_t n, int64_t *starts, int64_t *ends, int32_t *lanes, int kind,
+			      int64_t *values, void (*give_back)(void *owner), void *owner);
+
 /* Whether a block of n calls (with lanes, values or not) would be taken now. */
 int sp_stream_room(size_t n, int lanes, int values);
 

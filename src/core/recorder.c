@@ -215,10 +215,9 @@ void sp_buf_release(struct sp_buf *b)
 	b->retry_at = retry_at;
 }
 
-void sp_buf_free(struct sp_buf *b)
+/* Frees b's columns (NULL after), nothing else. */
+static void free_columns(struct sp_buf *b)
 {
-	size_t held = b->cap * entry_bytes(b);
-	sp_buf_bytes -= held < sp_buf_bytes ? held : sp_buf_bytes;
 	for (int i = 0; i < NCOLS; i++) {
 		void **p = col_ptr(b, i);
 		if (b->mapped && *p)
@@ -227,6 +226,47 @@ void sp_buf_free(struct sp_buf *b)
 			free(*p);
 		*p = NULL;
 	}
+}
+
+/* b's columns leave sp_buf_bytes' count. */
+static void uncount(const struct sp_buf *b)
+{
+	size_t held = b->cap * entry_bytes(b);
+	sp_buf_bytes -= held < sp_buf_bytes ? held : sp_buf_bytes;
+}
+
+void sp_buf_take(struct sp_buf *b, struct sp_buf *to)
+{
+	uncount(b);
+	*to = *b;
+	b->starts = b->ends = b->values = NULL;
+	b->lanes = NULL;
+	b->n = b->cap = 0;
+	b->mapped = 0;
+}
+
+void sp_buf_untake(struct sp_buf *b, const struct sp_buf *to)
+{
+	b->starts = to->starts;
+	b->ends = to->ends;
+	b->lanes = to->lanes;
+	b->values = to->values;
+	b->n = to->n;
+	b->cap = to->cap;
+	b->mapped = to->mapped;
+	sp_buf_bytes += b->cap * entry_bytes(b);
+}
+
+void sp_buf_free_taken(struct sp_buf *to)
+{
+	free_columns(to);
+	to->n = to->cap = 0;
+}
+
+void sp_buf_free(struct sp_buf *b)
+{
+	uncount(b);
+	free_columns(b);
 	b->keep_lanes = 0;
 	b->keep_values = 0;
 	b->mapped = 0;

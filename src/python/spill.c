@@ -112,6 +112,13 @@ static void shrink_to_block(struct sp_buf *b)
 		sp_buf_release(b);
 }
 
+/* The writer is done with a buffer's columns handed over as they are. */
+static void give_back_taken(void *taken)
+{
+	sp_buf_free_taken(taken);
+	free(taken);
+}
+
 /* Hands r's buffered calls over; the buffer is then empty and r's gen moved
  * on. A call still open goes with value 0 (its value is patched when it
  * ends), what its value slot held kept with its late record. 0, or -1 when
@@ -148,18 +155,51 @@ static int hand_over_locked(RegionObject *r)
 			if (kind)
 				b->values[i] = 0;
 		}
+	/* The block's ended calls count in r's stats as they leave memory
+	 * (the open ones when they end: late_patch); a block of ended calls
+	 * only (the usual one) in one pass. Summed before the hand-over
+	 * (the writer may own the columns then), kept once it is taken. */
+	struct sp_stats_acc acc = r->acc;
+	uint64_t values_sum = r->values_sum;
+	int64_t first = b->starts[0];
+	if (!open)
+		sp_stats_acc_columns(&acc, b->starts, b->ends, n);
+	for (size_t i = 0; open && i < n; i++)
+		if (b->ends[i] != SP_NO_TIME)
+			sp_stats_acc_add(&acc, b->ends[i] - b->starts[i], b->ends[i]);
+	for (size_t i = 0; kind && i < n; i++)
+		values_sum += (uint64_t)b->values[i];
 	/* Written at once (the end of the run): a buffer that grew before
 	 * the stream began goes a block at a time, never copied whole. The
-	 * blocks are the file's next calls, one after the other. */
+	 * blocks are the file's next calls, one after the other. A buffer
+	 * that would give its memory back after (shrink_to_block) hands its
+	 * columns over as they are, not a copy of them: the first flush
+	 * after a burst holds its calls once. */
 	size_t step = sp_stream_direct() && n > spill.block ? spill.block : n, off = 0;
 	int64_t at = -1;
-	for (; off < n; off += step) {
-		size_t m = n - off < step ? n - off : step;
-		int64_t a = sp_stream_block(r->stream_id, m, b->starts + off, b->ends + off,
-					    b->keep_lanes ? b->lanes + off : NULL, kind, kind ? b->values + off : NULL);
-		if (a < 0)
-			break;   /* refused; past the first block only by a failed writer (the end says so) */
-		at = off == 0 ? a : at;
+	if (step == n && spill.on && b->cap > 2 * spill.block) {
+		struct sp_buf *taken = malloc(sizeof *taken);
+		if (taken) {
+			sp_buf_take(b, taken);
+			at = sp_stream_block_owned(r->stream_id, n, taken->starts, taken->ends,
+						   taken->keep_lanes ? taken->lanes : NULL, kind,
+						   kind ? taken->values : NULL, give_back_taken, taken);
+			if (at < 0) {
+				sp_buf_untake(b, taken);   /* refused: the columns are the region's again */
+				free(taken);
+			}
+		}
+		off = at < 0 ? 0 : n;
+	} else {
+		for (; off < n; off += step) {
+			size_t m = n - off < step ? n - off : step;
+			int64_t a = sp_stream_block(r->stream_id, m, b->starts + off, b->ends + off,
+						    b->keep_lanes ? b->lanes + off : NULL, kind,
+						    kind ? b->values + off : NULL);
+			if (a < 0)
+				break;   /* refused; past the first block only by a failed writer (the end says so) */
+			at = off == 0 ? a : at;
+		}
 	}
 	if (off < n) {
 		for (size_t k = 0; kind && k < open; k++)
@@ -167,18 +207,10 @@ static int hand_over_locked(RegionObject *r)
 		return -1;
 	}
 	if (r->first_start == SP_NO_TIME)
-		r->first_start = b->starts[0];
+		r->first_start = first;
 	r->streamed += n;
-	/* The block's ended calls count in r's stats as they leave memory
-	 * (the open ones when they end: late_patch); a block of ended calls
-	 * only (the usual one) in the end's one pass. */
-	if (!open)
-		sp_stats_acc_columns(&r->acc, b->starts, b->ends, n);
-	for (size_t i = 0; open && i < n; i++)
-		if (b->ends[i] != SP_NO_TIME)
-			sp_stats_acc_add(&r->acc, b->ends[i] - b->starts[i], b->ends[i]);
-	for (size_t i = 0; kind && i < n; i++)
-		r->values_sum += (uint64_t)b->values[i];
+	r->acc = acc;
+	r->values_sum = values_sum;
 	for (size_t k = 0; k < open; k++)
 		late[k].index = at + late[k].slot;
 	r->nlate += open;

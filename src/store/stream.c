@@ -62,9 +62,16 @@ struct rec {
 	size_t n;                      /* calls, patches, or the name's bytes with its NUL */
 	size_t bytes;                  /* counted against the queue */
 	int64_t time;                  /* REC_FLUSH: the file is complete up to here */
-	/* REC_BLOCK: starts[n], ends[n], values[n] (value_kind > 0), then
-	 * int32 lanes[n]; REC_PATCHES: index[n], end[n], kind[n], value[n];
-	 * REC_NAME: the name. */
+	/* REC_BLOCK: its columns, in data (copied) or the producer's own
+	 * (sp_stream_block_owned: release(owner) gives them back once written
+	 * or dropped); lanes NULL without, values NULL when value_kind is 0. */
+	int64_t *starts, *ends, *values;
+	int32_t *lanes;
+	void (*release)(void *owner);
+	void *owner;
+	/* REC_BLOCK copied: starts[n], ends[n], values[n] (value_kind > 0),
+	 * then int32 lanes[n]; REC_PATCHES: index[n], end[n], kind[n],
+	 * value[n]; REC_NAME: the name. */
 	int64_t data[];
 };
 
@@ -185,8 +192,10 @@ static void put(struct rec *r)
 	if (!S.created && create() < 0)
 		return;
 	int rc = 0;
-	if (r->kind == REC_BLOCK)
-		times_on_rank0(r->data, 2 * r->n);   /* starts and ends, not the values */
+	if (r->kind == REC_BLOCK) {
+		times_on_rank0(r->starts, r->n);   /* starts and ends, not the values */
+		times_on_rank0(r->ends, r->n);
+	}
 	else if (r->kind == REC_PATCHES)
 		times_on_rank0(r->data + r->n, r->n);   /* the ends only */
 	sp_h5_lock();
@@ -197,13 +206,8 @@ static void put(struct rec *r)
 		rc = sp_sfile_name(&S.f, (const char *)r->data, r->n);
 		break;
 	case REC_BLOCK:
-	{
-		size_t nv = r->value_kind ? r->n : 0;
-		rc = sp_sfile_block(&S.f, r->id, r->n, r->data, r->data + r->n,
-				    r->has_lanes ? (const int32_t *)(r->data + 2 * r->n + nv) : NULL, r->value_kind,
-				    nv ? r->data + 2 * r->n : NULL);
+		rc = sp_sfile_block(&S.f, r->id, r->n, r->starts, r->ends, r->lanes, r->value_kind, r->values);
 		break;
-	}
 	case REC_PATCHES:
 		rc = sp_sfile_patches(&S.f, r->n, r->data, r->data + r->n, r->data + 2 * r->n, r->data + 3 * r->n);
 		break;
@@ -224,6 +228,14 @@ static void put(struct rec *r)
 	sp_h5_unlock();
 	if (rc < 0)
 		fail("%s", held < 0 ? S.f.why : "HDF5 cannot write");
+}
+
+/* Frees a record handed over, giving a block's columns back to their owner. */
+static void rec_free(struct rec *r)
+{
+	if (r->release)
+		r->release(r->owner);
+	free(r);
 }
 
 /* ---- the script's descriptors -------------------------------------------- */
@@ -334,7 +346,7 @@ static void *writer_main(void *arg)
 			done += r->bytes;
 			if (r->kind == REC_BLOCK)
 				done_blocks += r->bytes;
-			free(r);
+			rec_free(r);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		S.busy_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
@@ -372,7 +384,7 @@ static int hand(struct rec *r)
 {
 	if (S.direct) {
 		put(r);
-		free(r);
+		rec_free(r);
 		return 0;
 	}
 	if (!S.thread_running && writer_start() != 0) {
@@ -446,31 +458,15 @@ int sp_stream_direct(void)
 	return S.on && S.direct;
 }
 
-int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64_t *ends, const int32_t *lanes,
-			int kind, const int64_t *values)
+/* Queues a block of n calls whose columns are already set in r (or the
+ * caller's, when r->release is set: they stay the caller's on refusal).
+ * The block's index in the file, or -1 (r freed). */
+static int64_t hand_block(struct rec *r, int32_t id, size_t n, int kind)
 {
-	if (!S.on || n == 0 || n > SIZE_MAX / 32 || (values && (kind <= 0 || kind >= SP_VALUE_KINDS)))
-		return -1;
-	if (!sp_stream_room(n, lanes != NULL, values != NULL)) {
-		S.refused += n;
-		return -1;
-	}
-	struct rec *r = rec_new(REC_BLOCK, n * call_bytes(lanes != NULL, values != NULL));
-	if (!r) {
-		S.refused += n;
-		return -1;
-	}
 	r->id = id;
 	r->n = n;
-	r->has_lanes = lanes != NULL;
-	r->value_kind = values ? kind : 0;
-	memcpy(r->data, starts, n * sizeof *starts);
-	memcpy(r->data + n, ends, n * sizeof *ends);
-	size_t nv = values ? n : 0;
-	if (values)
-		memcpy(r->data + 2 * n, values, n * sizeof *values);
-	if (lanes)
-		memcpy(r->data + 2 * n + nv, lanes, n * sizeof *lanes);
+	r->has_lanes = r->lanes != NULL;
+	r->value_kind = r->values ? kind : 0;
 	int64_t at = (int64_t)S.next_index;
 	S.handed = 1;
 	if (hand(r) != 0) {
@@ -479,6 +475,60 @@ int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64
 	}
 	S.next_index += n;
 	return at;
+}
+
+/* Whether a block of n calls of these columns may be handed over: counted
+ * as refused when not. */
+static int block_ok(size_t n, int lanes, int kind, int values)
+{
+	if (!S.on || n == 0 || n > SIZE_MAX / 32 || (values && (kind <= 0 || kind >= SP_VALUE_KINDS)))
+		return 0;
+	if (!sp_stream_room(n, lanes, values)) {
+		S.refused += n;
+		return 0;
+	}
+	return 1;
+}
+
+int64_t sp_stream_block(int32_t id, size_t n, const int64_t *starts, const int64_t *ends, const int32_t *lanes,
+			int kind, const int64_t *values)
+{
+	if (!block_ok(n, lanes != NULL, kind, values != NULL))
+		return -1;
+	struct rec *r = rec_new(REC_BLOCK, n * call_bytes(lanes != NULL, values != NULL));
+	if (!r) {
+		S.refused += n;
+		return -1;
+	}
+	size_t nv = values ? n : 0;
+	r->starts = memcpy(r->data, starts, n * sizeof *starts);
+	r->ends = memcpy(r->data + n, ends, n * sizeof *ends);
+	if (values)
+		r->values = memcpy(r->data + 2 * n, values, n * sizeof *values);
+	if (lanes)
+		r->lanes = memcpy(r->data + 2 * n + nv, lanes, n * sizeof *lanes);
+	return hand_block(r, id, n, kind);
+}
+
+int64_t sp_stream_block_owned(int32_t id, size_t n, int64_t *starts, int64_t *ends, int32_t *lanes, int kind,
+			      int64_t *values, void (*give_back)(void *owner), void *owner)
+{
+	if (!give_back || !block_ok(n, lanes != NULL, kind, values != NULL))
+		return -1;
+	struct rec *r = rec_new(REC_BLOCK, 0);
+	if (!r) {
+		S.refused += n;
+		return -1;
+	}
+	/* Counted against the queue as the copy it saves would be. */
+	r->bytes += n * call_bytes(lanes != NULL, values != NULL);
+	r->starts = starts;
+	r->ends = ends;
+	r->lanes = lanes;
+	r->values = values;
+	r->release = give_back;
+	r->owner = owner;
+	return hand_block(r, id, n, kind);
 }
 
 int sp_stream_patch(int64_t index, int64_t end, int kind, int64_t value)
@@ -573,7 +623,7 @@ static void free_owned(void)
 		free(S.patch[c]);
 	for (struct rec *r = S.head, *next; r; r = next) {
 		next = r->next;
-		free(r);
+		rec_free(r);
 	}
 }
 

@@ -326,6 +326,62 @@ static void test_a_full_buffer_is_spilled_kept_or_dropped(void **state)
 	assert_int_equal(sp_buf_bytes, before);
 }
 
+/* A buffer's columns handed over as they are (a streamed flush): the
+ * buffer is left empty with its settings, out of sp_buf_bytes' count, and
+ * grows again from nothing; given back on a refusal, it is as it was. Both
+ * kinds of columns: malloc'd (small) and mapped (large). */
+static void test_columns_taken_leave_the_buffer_empty_with_its_settings(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {100, 2 * SP_BUF_MAP_BYTES / sizeof(int64_t)};
+	for (size_t k = 0; k < 2; k++) {
+		size_t before = sp_buf_bytes, n = sizes[k];
+		struct sp_buf b, taken;
+		sp_buf_init(&b, 4);
+		assert_int_equal(sp_buf_keep_lanes(&b), 0);
+		for (size_t i = 0; i < n; i++) {
+			assert_int_equal(sp_buf_reserve(&b), i);
+			b.starts[i] = (int64_t)i;
+			b.ends[i] = (int64_t)i + 1;
+			b.lanes[i] = (int32_t)(i % 3);
+		}
+		b.dropped = 7;
+		size_t cap = b.cap;
+		int mapped = b.mapped;
+		assert_int_equal(mapped, k == 1);
+		sp_buf_take(&b, &taken);
+		assert_int_equal(sp_buf_bytes, before);
+		assert_null(b.starts);
+		assert_null(b.ends);
+		assert_null(b.lanes);
+		assert_int_equal(b.n, 0);
+		assert_int_equal(b.cap, 0);
+		assert_int_equal(b.keep_lanes, 1);
+		assert_int_equal(b.dropped, 7);
+		assert_int_equal(taken.n, n);
+		assert_int_equal(taken.cap, cap);
+		assert_int_equal(taken.mapped, mapped);
+		assert_int_equal(taken.starts[n - 1], (int64_t)n - 1);
+		assert_int_equal(taken.lanes[n - 1], (int32_t)((n - 1) % 3));
+		/* Refused: given back whole. */
+		sp_buf_untake(&b, &taken);
+		assert_int_equal(sp_buf_bytes - before, cap * 20);
+		assert_int_equal(b.n, n);
+		assert_int_equal(b.cap, cap);
+		assert_int_equal(b.ends[n - 1], (int64_t)n);
+		/* Taken for good: freed by its new owner; the buffer grows again,
+		 * its lanes with it. */
+		sp_buf_take(&b, &taken);
+		sp_buf_free_taken(&taken);
+		assert_null(taken.starts);
+		assert_int_equal(sp_buf_reserve(&b), 0);
+		assert_non_null(b.lanes);
+		assert_int_equal(b.cap, SP_BUF_FIRST_CAP);
+		sp_buf_free(&b);
+		assert_int_equal(sp_buf_bytes, before);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_values_follow_growth_and_backfill_zero),
 		cmocka_unit_test(test_clock_is_monotonic_and_matches_clock_monotonic),
 		cmocka_unit_test(test_a_full_buffer_is_spilled_kept_or_dropped),
+		cmocka_unit_test(test_columns_taken_leave_the_buffer_empty_with_its_settings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
