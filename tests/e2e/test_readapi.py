@@ -2,6 +2,7 @@
 "5. Custom analysis with the Python API" (003_680d190f190136c5.txt), run
 unchanged under `scope-profiler run`, compared with what the page shows
 (structure and counts exactly, timings within tolerance)."""
+import os
 import re
 
 import pytest
@@ -172,9 +173,15 @@ def seed_output(tmp_path_factory):
     from conftest import BINARY
     d = tmp_path_factory.mktemp("seed003")
     (d / "seed.py").write_text(SEED_CELLS)
-    proc = subprocess.run([BINARY, "run", "-q", "seed.py"], cwd=d,
+    # The page makes its folder with tempfile.mkdtemp and never removes it: its
+    # TMPDIR is the test's own folder, so the test leaves nothing in /tmp.
+    tmp = d / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    proc = subprocess.run([BINARY, "run", "-q", "seed.py"], cwd=d, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in tmp.iterdir()][0].startswith("scope-profiler-tutorial-")
     return proc.stdout
 
 

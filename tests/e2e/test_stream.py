@@ -757,7 +757,10 @@ def test_summary_follow_keeps_following_a_run_of_another_host(sp):
     proc = subprocess.Popen(["unshare", *user, "--uts", "sh", "-c",
                              'hostname node-elsewhere && exec "$@"', "sh", BINARY, "run", "-q",
                              "--flush-interval", "0.05", "-o", "h.h5", str(script)],
-                            cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=sp.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # killed, it leaves its folder for Python children behind for a
+                            # later run of its host to remove: no run here is on that host
+                            env=dict(os.environ, TMPDIR=str(sp.tmp)))
     try:
         wait_started(proc)
         wait_flushed(sp.tmp / "h.h5.partial", 0, proc)
