@@ -193,6 +193,11 @@ int sp_run_exit_signal_last(void)
 static PyObject *real_getsignal_fn, *real_signal_fn;
 static PyObject *ours[NSIGNALS];   /* our handler of exit_signals[i], or NULL */
 static PyObject *run_handler;      /* the run's (_on_exit_signal), in the run's process */
+/* SIGPIPE: Python ignores it (a write to a closed pipe raises
+ * BrokenPipeError); a script that sets it to SIG_DFL (`| head` ends it at
+ * once, silently) gets the run's handler instead, hidden as the others:
+ * the profile is written, then the run is killed by SIGPIPE as python is. */
+static int pipe_ours;
 
 static PyObject *real_getsignal(PyObject *sigmod, int sig)
 {
@@ -266,11 +271,6 @@ static void count_sigint(void)
 	sigaction(SIGINT, &sa, NULL);
 }
 
-static PyObject *getsignal_shown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-	return hide_ours(PyObject_Vectorcall(real_getsignal_fn, args, (size_t)nargs, NULL));
-}
-
 /* An int argument's value (a numpy integer, an IntEnum too), clipped;
  * -1 for anything else. Never raises. */
 static Py_ssize_t int_arg(PyObject *o)
@@ -283,6 +283,14 @@ static Py_ssize_t int_arg(PyObject *o)
 	return v;
 }
 
+static PyObject *getsignal_shown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	PyObject *h = PyObject_Vectorcall(real_getsignal_fn, args, (size_t)nargs, NULL);
+	if (h && pipe_ours && h == run_handler && nargs == 1 && int_arg(args[0]) == SIGPIPE)
+		Py_SETREF(h, PyLong_FromVoidPtr((void *)SIG_DFL));
+	return hide_ours(h);
+}
+
 static PyObject *signal_shown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
 	Py_ssize_t sig = nargs == 2 ? int_arg(args[0]) : -1;
@@ -292,6 +300,18 @@ static PyObject *signal_shown(PyObject *self, PyObject *const *args, Py_ssize_t 
 	if (i >= 0 && !ours[i] && sig == SIGINT && run_signals && run_handler &&
 	    int_arg(args[1]) == (Py_ssize_t)(intptr_t)SIG_DFL)
 		ours[i] = Py_NewRef(run_handler);
+	if (sig == SIGPIPE && nargs == 2) {
+		int dfl = int_arg(args[1]) == (Py_ssize_t)(intptr_t)SIG_DFL && run_signals && run_handler;
+		PyObject *prev = dfl ? PyObject_CallFunction(real_signal_fn, "nO", sig, run_handler)
+				     : PyObject_Vectorcall(real_signal_fn, args, (size_t)nargs, NULL);
+		if (prev) {
+			/* hidden: SIG_DFL where it was ours */
+			if (pipe_ours && prev == run_handler)
+				Py_SETREF(prev, PyLong_FromVoidPtr((void *)SIG_DFL));
+			pipe_ours = dfl;
+		}
+		return prev;
+	}
 	if (i >= 0 && ours[i] && int_arg(args[1]) == (Py_ssize_t)(intptr_t)SIG_DFL) {
 		PyObject *prev = PyObject_CallFunction(real_signal_fn, "nO", sig, ours[i]);
 		if (prev)
@@ -357,6 +377,8 @@ static void take_exit_signals(int run_pending);
  * the main thread is here, the write may take its time. */
 static void run_signal_end(int sig)
 {
+	if (sig == SIGPIPE)
+		signal(SIGPIPE, SIG_IGN);   /* the end's own writes to the closed pipe fail quietly */
 	child_ticks_set(0);
 	run_ending = 1;
 	watch_late();
@@ -378,6 +400,11 @@ static PyObject *on_exit_signal_py(PyObject *m, PyObject *const *args, Py_ssize_
 	long sig = nargs >= 1 ? PyLong_AsLong(args[0]) : -1;
 	if (sig == -1 && PyErr_Occurred())
 		return NULL;
+	if (sig == SIGPIPE) {
+		if (pipe_ours && !run_ending)
+			run_signal_end(SIGPIPE);
+		Py_RETURN_NONE;
+	}
 	ptrdiff_t i = signal_index(sig);
 	if (i < 0 || (sig == SIGINT && !ours[i]))
 		Py_RETURN_NONE;   /* called by a handler of the script's for another signal */
@@ -956,6 +983,13 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
 	PyObject *sigmod = PyImport_ImportModule("_signal");
 	PyObject *handler = sigmod ? PyObject_GetAttrString(m, "_on_exit_signal") : NULL;
 	run_signals = 0;   /* a fork of the run is no run */
+	if (pipe_ours && handler) {
+		PyObject *cur = real_getsignal(sigmod, SIGPIPE);
+		PyObject *r = cur == handler ? real_signal_default(sigmod, SIGPIPE) : NULL;
+		Py_XDECREF(r);
+		Py_XDECREF(cur);
+	}
+	pipe_ours = 0;
 	for (size_t i = 0; handler && i < NSIGNALS; i++) {
 		PyObject *cur = real_getsignal(sigmod, exit_signals[i]);
 		struct sigaction sa;

@@ -392,6 +392,54 @@ def test_sig_dfl_set_by_the_script_still_writes_the_profile(sp):
     assert calls(sp.tmp / "out.h5") == {"x": 1}
 
 
+PIPE_DFL = """
+    import contextlib, signal, sys
+    try:
+        import scope_profiler as sp
+        line = sp.region("line")
+    except ImportError:   # plain python, for comparison
+        line = contextlib.nullcontext()
+    print(repr(signal.signal(signal.SIGPIPE, signal.SIG_DFL)), repr(signal.getsignal(signal.SIGPIPE)),
+          flush=True)
+    if len(sys.argv) > 1:   # set back to what python had: a closed pipe raises BrokenPipeError
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    for i in range(10 ** 6):
+        with line:
+            print(i, flush=True)
+"""
+
+
+def first_line_then_close(cmd, cwd):
+    """Runs cmd with its stdout read as `| head -1` does: one line, then
+    the pipe closed. (status, the line, stderr)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    return proc.wait(timeout=120), line, err
+
+
+def test_sigpipe_set_to_sig_dfl_writes_the_profile_then_ends_as_python(sp):
+    """A script that sets SIGPIPE to SIG_DFL (a command-line tool's habit,
+    so that `| head` ends it silently) piped into a reader that stops: the
+    profile is written and said, then the run is killed by SIGPIPE as
+    plain python is (before: killed at the write, the profile lost without
+    a word). The script sees SIG_DFL as under python; set back to SIG_IGN,
+    the closed pipe raises BrokenPipeError as under python."""
+    script = sp.script(PIPE_DFL, name="pipe.py")
+    plain = first_line_then_close([embedded().executable, str(script)], sp.tmp)
+    run = first_line_then_close([BINARY, "run", "-o", "out.h5", str(script)], sp.tmp)
+    assert plain[:2] == (-signal.SIGPIPE, "<Handlers.SIG_IGN: 1> <Handlers.SIG_DFL: 0>\n"), plain
+    assert run[:2] == plain[:2], run
+    assert f"profile written to {sp.tmp / 'out.h5'}" in run[2], run[2]
+    assert calls(sp.tmp / "out.h5")["line"] >= 1
+    # Set back to SIG_IGN: BrokenPipeError, status 1, as python; the profile written.
+    plain = first_line_then_close([embedded().executable, str(script), "ign"], sp.tmp)
+    run = first_line_then_close([BINARY, "run", "-o", "ign.h5", str(script), "ign"], sp.tmp)
+    assert plain[0] == run[0] == 1 and "BrokenPipeError" in plain[2] and "BrokenPipeError" in run[2], run
+    assert calls(sp.tmp / "ign.h5")["line"] >= 1
+
+
 def test_a_scripts_own_handler_is_kept(sp):
     script = sp.script("""
         import os, signal, sys, time
