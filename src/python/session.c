@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -40,6 +42,8 @@
 #include "sp_standalone.h"
 #include "sp_tracer.h"
 #include "sp_wrapper.h"
+
+static void spare_take(void);
 
 static struct {
 	struct sp_settings cur;      /* in force since the last setup() */
@@ -324,6 +328,7 @@ static int setup_kwargs(PyObject *kw)
 		session.active = 1;
 		session.run_start_ns = sp_clock_ns();
 		session.pid = getpid();
+		spare_take();
 	}
 	rc = stream_update();
 out:
@@ -1114,8 +1119,84 @@ static void say_skipped(PyObject *err)
 	Py_XDECREF(line);
 }
 
+/* A script that ends with as many descriptors open as its limit allows
+ * (a leak that met "Too many open files"): the end's write needs a few of
+ * its own (the output, its temporary file, HDF5's, the children's files).
+ * The soft limit is raised by END_FDS (up to the hard one) for the end and
+ * put back after it (an os.exec*'d program inherits it). 1 when raised. */
+#define END_FDS 32
+static int more_fds(struct rlimit *was)
+{
+	if (getrlimit(RLIMIT_NOFILE, was) != 0 || was->rlim_cur == RLIM_INFINITY || was->rlim_cur >= was->rlim_max)
+		return 0;
+	struct rlimit more = *was;
+	more.rlim_cur = more.rlim_max == RLIM_INFINITY || more.rlim_max - more.rlim_cur > END_FDS
+		? more.rlim_cur + END_FDS : more.rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &more) == 0;
+}
+
+static void fds_back(int raised, const struct rlimit *was)
+{
+	if (raised)
+		setrlimit(RLIMIT_NOFILE, was);
+}
+
+/* Where the limit cannot be raised (the hard one reached: `ulimit -n N`
+ * sets both), descriptors kept since the session's start are given up for
+ * the end: memfds, each its own inode (never mistaken for one the script
+ * opened after closing ours), at the top of the limit, so the script's
+ * descriptors are numbered as under python. */
+#define SPARE_FDS 2
+static struct spare_fd {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+} spare[SPARE_FDS] = {{-1, 0, 0}, {-1, 0, 0}};
+
+static void spare_take(void)
+{
+	struct rlimit lim;
+	if (spare[0].fd >= 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY ||
+	    lim.rlim_cur < 64 || lim.rlim_cur > INT_MAX)
+		return;
+	for (int i = 0; i < SPARE_FDS; i++) {
+		int m = memfd_create("scope-profiler-spare", MFD_CLOEXEC);
+		int fd = m < 0 ? -1 : fcntl(m, F_DUPFD_CLOEXEC, (int)lim.rlim_cur - SPARE_FDS);
+		struct stat st;
+		if (m >= 0)
+			close(m);
+		if (fd >= 0 && fstat(fd, &st) == 0)
+			spare[i] = (struct spare_fd){fd, st.st_dev, st.st_ino};
+		else if (fd >= 0)
+			close(fd);
+	}
+}
+
+static void spare_give(void)
+{
+	for (int i = 0; i < SPARE_FDS; i++) {
+		struct stat st;
+		if (spare[i].fd >= 0 && fstat(spare[i].fd, &st) == 0 && st.st_dev == spare[i].dev &&
+		    st.st_ino == spare[i].ino)
+			close(spare[i].fd);
+		spare[i].fd = -1;
+	}
+}
+
+static void write_profile_at_exit(void);
+
 /* Writes what the script did not finalize itself. */
 static void write_at_exit(void)
+{
+	struct rlimit was;
+	int raised = more_fds(&was);
+	if (!raised)
+		spare_give();
+	write_profile_at_exit();
+	fds_back(raised, &was);
+}
+
+static void write_profile_at_exit(void)
 {
 	if (!session.active || getpid() != session.pid)
 		return;   /* a forked child never writes into its parent's file */
@@ -1261,7 +1342,12 @@ void sp_session_end_child(void)
 	PyObject *type, *value, *tb;
 	PyErr_Fetch(&type, &value, &tb);
 	const char *path;
+	struct rlimit was;
+	int raised = more_fds(&was);
+	if (!raised)
+		spare_give();
 	PyObject *res = finish(0, 0, NULL, 0, 0, &path);
+	fds_back(raised, &was);
 	Py_XDECREF(res);
 	PyErr_Clear();   /* the parent counts a child that wrote nothing */
 	PyErr_Restore(type, value, tb);
@@ -1301,7 +1387,10 @@ void sp_session_end_run(void)
 	write_at_exit();
 	say_end_error();
 	/* in the process that made the folder */
+	struct rlimit was;
+	int raised = more_fds(&was);
 	sp_shim_end(session.children_merged, session.children_recovered);
+	fds_back(raised, &was);
 }
 
 void sp_session_bind(PyObject *mod)

@@ -238,6 +238,21 @@ enum sp_err sp_outpath_allow(const char *path, const char *never, struct sp_erro
 	return rc;
 }
 
+/* Whether the existing file path is a profile: 1, 0, or -1 when that
+ * cannot be told for want of a descriptor or of memory (said in err): no
+ * reason to call it something else. */
+static int is_profile(const char *path, struct sp_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
+		sp_error_set(err, SP_EIO, "'%s': cannot tell whether it is a profile: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return sp_h5_is_profile(path);
+}
+
 enum sp_err sp_outpath_replaceable(const char *path, struct sp_error *err)
 {
 	struct stat st;
@@ -246,8 +261,10 @@ enum sp_err sp_outpath_replaceable(const char *path, struct sp_error *err)
 	char *rp = realpath(path, NULL);
 	if (!rp)
 		return sp_error_set(err, SP_EIO, "'%s': %s", path, strerror(errno));
-	int prof = allowed_here(rp) || sp_h5_is_profile(rp);
+	int prof = allowed_here(rp) ? 1 : is_profile(rp, err);
 	free(rp);
+	if (prof < 0)
+		return SP_EIO;
 	return prof ? SP_OK : sp_error_set(err, SP_EEXIST, "'%s': it exists and is not a scope-profiler profile",
 					   path);
 }
@@ -284,7 +301,10 @@ static enum sp_err resolve(struct sp_outpath *o, const char *path, int flags, st
 						    strerror(errno));
 			if ((flags & SP_OUTPATH_PROFILE_ONLY) && st->st_size > 0 && !allowed_here(o->target)) {
 				describe(where, sizeof where, path, o->target, *via_link);
-				if (!sp_h5_is_profile(o->target))
+				int prof = is_profile(o->target, err);
+				if (prof < 0)
+					return SP_EIO;
+				if (!prof)
 					return sp_error_set(err, SP_EEXIST,
 							    "%s: it exists and is not a scope-profiler profile", where);
 			}

@@ -440,6 +440,81 @@ def test_sigpipe_set_to_sig_dfl_writes_the_profile_then_ends_as_python(sp):
     assert calls(sp.tmp / "ign.h5")["line"] >= 1
 
 
+LEAK_FDS = """
+    import os
+    import scope_profiler as sp
+    with sp.region("a"):
+        pass
+    held = []
+    try:
+        while True:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError as e:
+        print(e.strerror)
+"""
+
+
+@pytest.mark.parametrize("hard", [False, True], ids=["soft_limit", "hard_limit"])
+def test_a_script_that_uses_every_descriptor_keeps_its_profile(sp, hard):
+    """A script that leaks descriptors up to its limit ("Too many open
+    files") and ends: the profile is written over the earlier one at -o,
+    status 0 as under python (before: "cannot write ...: Too many open
+    files" twice, the profile lost, status 1; with an earlier profile
+    there, the end even called it "not a scope-profiler profile"). Under a
+    soft limit the end raises it for its write; at the hard one (`ulimit -n
+    N` sets both) two descriptors kept at the top of the limit since the
+    start are given up for it."""
+    import resource
+    script = sp.script(LEAK_FDS, name="leak.py")
+    limit = 128
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (limit, limit if hard else resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    for out in ("first.h5", "first.h5"):   # the second over the first's profile
+        proc = subprocess.run([BINARY, "run", "-q", "-o", out, str(script)], cwd=sp.tmp, preexec_fn=lower,
+                              capture_output=True, text=True, timeout=120)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "Too many open files\n", ""), proc.stderr
+        assert calls(sp.tmp / out) == {"a": 1}
+
+
+def test_descriptors_of_the_script_s_in_place_of_the_kept_ones_are_never_closed(sp):
+    """At the hard limit, a script that closed every descriptor first (a
+    daemon's start), then leaked them all: the numbers of the two kept for
+    the end are the script's files now, which the end never closes (it
+    knows its own by their inode): the write fails, said for what it is,
+    never calling the earlier profile at -o "not a profile"."""
+    import resource
+    script = sp.script("""
+        import os, resource
+        import scope_profiler as sp
+        with sp.region("a"):
+            pass
+        os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        held = []
+        try:
+            while True:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+        except OSError as e:
+            print(e.strerror, held[-1], flush=True)
+    """, name="daemon.py")
+    first = sp("run", "-q", "-o", "first.h5", sp.script("import scope_profiler as sp\nsp.region('x').__enter__()\n"))
+    assert first.returncode == 0, first.stderr
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+    proc = subprocess.run([BINARY, "run", "-q", "-o", "first.h5", str(script)], cwd=sp.tmp, preexec_fn=lower,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stdout.startswith("Too many open files 127\n"), proc.stdout
+    assert "not a scope-profiler profile" not in proc.stderr
+    assert "cannot tell whether it is a profile: Too many open files" in proc.stderr, proc.stderr
+    # Had the end closed two of the script's, the write would have had them.
+    assert proc.returncode == 1
+    assert "x" in calls(sp.tmp / "first.h5")   # the earlier profile stays
+
+
 def test_a_scripts_own_handler_is_kept(sp):
     script = sp.script("""
         import os, signal, sys, time
