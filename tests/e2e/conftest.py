@@ -16,6 +16,7 @@ import json
 import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -70,6 +71,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_configure(config):
+    # Started in the background by a shell without job control (a make
+    # recipe's `cmd &`, check-pythons' suites side by side), the tests
+    # inherit SIGINT and SIGQUIT ignored, and so would every process they
+    # start, where a run keeps an ignored signal ignored (nohup's case): the
+    # signals' tests need them as a terminal delivers them. Here they are
+    # set as python's own start sets them; exec gives the processes SIG_DFL.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     config.addinivalue_line("markers", "any_python: the test's outcome does not depend on the "
                             "Python the tool embeds (the browser, the docs, the layers, builds "
                             "against another HDF5): --other-python leaves it out")
