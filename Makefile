@@ -363,17 +363,26 @@ test: check
 # and Debian testing's 3.14, each in a chroot that scripts/chroot.sh makes once
 # per machine (as root, from the mirror apt uses) and reuses, each built in its
 # own folder (build-trixie/, build-testing/; build/ is untouched) with the
-# suite's compiler, HDF5, Open MPI and numpy. Every suite runs; the target fails
+# suite's compiler, HDF5, Open MPI and numpy. The suites run side by side (each
+# mostly waits on its runs: two on two cores take about the longer one's time),
+# each one's output shown whole when it ends. Every suite runs; the target fails
 # if one did. CHECK_SUITES=testing runs just that one.
 CHECK_SUITES ?= trixie testing
 check-pythons:
-	@failed=; for s in $(CHECK_SUITES); do \
-		start=$$(date +%s); echo "== check-pythons: $$s"; \
+	@logs=$$(mktemp -d); pids=; \
+	for s in $(CHECK_SUITES); do \
+		( start=$$(date +%s); \
 		if ./scripts/chroot.sh $$s run sh -c "make -j2 BUILD=build-$$s all unit-build && \
 			./build-$$s/scope-profiler --version && make BUILD=build-$$s unit e2e E2E_ARGS=$(OTHER_PYTHON_ARGS)"; \
 		then echo "== check-pythons: $$s passed in $$(( $$(date +%s) - start )) s"; \
-		else echo "== check-pythons: $$s FAILED after $$(( $$(date +%s) - start )) s"; failed="$$failed $$s"; fi; \
+		else echo "== check-pythons: $$s FAILED after $$(( $$(date +%s) - start )) s"; exit 1; fi \
+		) > $$logs/$$s.log 2>&1 & pids="$$pids $$!"; \
+		echo "== check-pythons: $$s started (its output follows when it ends)"; \
 	done; \
+	failed=; set -- $(CHECK_SUITES); for p in $$pids; do \
+		s=$$1; shift; wait $$p || failed="$$failed $$s"; \
+		echo "== check-pythons: $$s"; cat $$logs/$$s.log; \
+	done; rm -rf $$logs; \
 	if [ -n "$$failed" ]; then echo "check-pythons: failed:$$failed"; exit 1; fi
 
 # The same unit and end-to-end tests built against pyenv's CPythons on this machine
