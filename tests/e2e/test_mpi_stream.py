@@ -6,6 +6,7 @@ a complete profile or rank files that `recover` merges. Real Open MPI,
 oversubscribed (this machine has two cores); streaming made certain by a
 small --memory-budget or a short --flush-interval."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -478,6 +479,22 @@ with sp.region("main"):
 """
 
 
+def ended(proc, timeout=120):
+    """(stdout, stderr, status) of proc once it ends; status "still
+    running after TIMEOUT s" (and proc killed) when it does not."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return out, err, proc.returncode
+    except subprocess.TimeoutExpired:
+        where = ""
+        if shutil.which("gdb"):   # where it waits, for the report
+            where = subprocess.run(["gdb", "-batch", "-p", str(proc.pid), "-ex", "bt"],
+                                   capture_output=True, text=True, timeout=60).stdout
+        proc.kill()
+        out, err = proc.communicate()
+        return out, err, f"still running after {timeout} s\n{where}"
+
+
 def test_summary_follow_follows_a_streaming_job_to_its_merged_file(sp):
     """summary --follow OUT (rank 0's partial file meanwhile) and --follow
     OUT.rank1.partial redraw while the job runs, then show the merged OUT
@@ -498,8 +515,8 @@ def test_summary_follow_follows_a_streaming_job_to_its_merged_file(sp):
         firsts = [f.stdout.readline() for f in follows]
         (sp.tmp / "stop").touch()
         _, job_err = job.communicate(timeout=300)
-        outs = [(first + f.stdout.read(), f.stderr.read(), f.wait(timeout=120))
-                for first, f in zip(firsts, follows)]
+        outs = [(first, *ended(f)) for first, f in zip(firsts, follows)]
+        outs = [(first + out, err, rc) for first, out, err, rc in outs]
     finally:
         for p in [job, *follows]:
             if p.poll() is None:
@@ -508,7 +525,7 @@ def test_summary_follow_follows_a_streaming_job_to_its_merged_file(sp):
     assert job.returncode == 0, job_err
     assert firsts == ["Profile: t.h5.rank0.partial\n", "Profile: t.h5.rank1.partial\n"], outs
     for out, err, rc in outs:
-        assert rc == 0, err
+        assert rc == 0, (rc, err, out[-2000:], sorted(p.name for p in sp.tmp.iterdir()))
         heads = [b.splitlines()[0] for b in out.split("\n\n") if b.startswith("Profile:")]
         assert heads[-1] == "Profile: t.h5", out
     with h5py.File(sp.tmp / "t.h5") as f:
