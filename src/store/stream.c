@@ -57,8 +57,7 @@ struct rec {
 	struct rec *next;
 	enum rec_kind kind;
 	int32_t id;                    /* REC_NAME, REC_BLOCK: the region */
-	int has_lanes;                 /* REC_BLOCK: a lanes column follows */
-	int value_kind;                /* REC_BLOCK: 0, or the kind of the values column that follows */
+	int value_kind;                /* REC_BLOCK: 0, or the kind of its values */
 	size_t n;                      /* calls, patches, or the name's bytes with its NUL */
 	size_t bytes;                  /* counted against the queue */
 	int64_t time;                  /* REC_FLUSH: the file is complete up to here */
@@ -465,7 +464,6 @@ static int64_t hand_block(struct rec *r, int32_t id, size_t n, int kind)
 {
 	r->id = id;
 	r->n = n;
-	r->has_lanes = r->lanes != NULL;
 	r->value_kind = r->values ? kind : 0;
 	int64_t at = (int64_t)S.next_index;
 	S.handed = 1;

@@ -433,10 +433,12 @@ def test_sigpipe_set_to_sig_dfl_writes_the_profile_then_ends_as_python(sp):
     assert run[:2] == plain[:2], run
     assert f"profile written to {sp.tmp / 'out.h5'}" in run[2], run[2]
     assert calls(sp.tmp / "out.h5")["line"] >= 1
-    # Set back to SIG_IGN: BrokenPipeError, status 1, as python; the profile written.
+    # Set back to SIG_IGN: BrokenPipeError and python's status (1; 120 where 3.13
+    # cannot flush stdout at its end either); the profile written.
     plain = first_line_then_close([embedded().executable, str(script), "ign"], sp.tmp)
     run = first_line_then_close([BINARY, "run", "-o", "ign.h5", str(script), "ign"], sp.tmp)
-    assert plain[0] == run[0] == 1 and "BrokenPipeError" in plain[2] and "BrokenPipeError" in run[2], run
+    assert plain[0] in (1, 120) and "BrokenPipeError" in plain[2], plain
+    assert run[0] == plain[0] and "BrokenPipeError" in run[2], (run, plain)
     assert calls(sp.tmp / "ign.h5")["line"] >= 1
 
 
