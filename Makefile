@@ -364,26 +364,17 @@ test: check
 # per machine (as root, from the mirror apt uses) and reuses, each built in its
 # own folder (build-trixie/, build-testing/; build/ is untouched) with the
 # suite's compiler, HDF5, Open MPI and numpy. The suites run side by side (each
-# mostly waits on its runs: two on two cores take about the longer one's time),
-# each one's output shown whole when it ends. Every suite runs; the target fails
-# if one did. CHECK_SUITES=testing runs just that one.
+# mostly waits on its runs: two on two cores took 535 s, one after the other 899),
+# each in a session of its own (scripts/side-by-side.sh: Ctrl-C ends both), its
+# output shown whole when it ends. Every suite runs; the target fails if one did.
+# CHECK_SUITES=testing runs just that one.
 CHECK_SUITES ?= trixie testing
 check-pythons:
-	@logs=$$(mktemp -d); pids=; \
-	for s in $(CHECK_SUITES); do \
-		( start=$$(date +%s); \
+	@./scripts/side-by-side.sh $(CHECK_SUITES) -- sh -c 'start=$$(date +%s); s=$$1; \
 		if ./scripts/chroot.sh $$s run sh -c "make -j2 BUILD=build-$$s all unit-build && \
 			./build-$$s/scope-profiler --version && make BUILD=build-$$s unit e2e E2E_ARGS=$(OTHER_PYTHON_ARGS)"; \
 		then echo "== check-pythons: $$s passed in $$(( $$(date +%s) - start )) s"; \
-		else echo "== check-pythons: $$s FAILED after $$(( $$(date +%s) - start )) s"; exit 1; fi \
-		) > $$logs/$$s.log 2>&1 & pids="$$pids $$!"; \
-		echo "== check-pythons: $$s started (its output follows when it ends)"; \
-	done; \
-	failed=; set -- $(CHECK_SUITES); for p in $$pids; do \
-		s=$$1; shift; wait $$p || failed="$$failed $$s"; \
-		echo "== check-pythons: $$s"; cat $$logs/$$s.log; \
-	done; rm -rf $$logs; \
-	if [ -n "$$failed" ]; then echo "check-pythons: failed:$$failed"; exit 1; fi
+		else echo "== check-pythons: $$s FAILED after $$(( $$(date +%s) - start )) s"; exit 1; fi' sh
 
 # The same unit and end-to-end tests built against pyenv's CPythons on this machine
 # (shared or not: pyenv's libpython3.X.a is linked in where it links), each in its

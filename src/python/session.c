@@ -1123,7 +1123,8 @@ static void say_skipped(PyObject *err)
  * (a leak that met "Too many open files"): the end's write needs a few of
  * its own (the output, its temporary file, HDF5's, the children's files).
  * The soft limit is raised by END_FDS (up to the hard one) for the end and
- * put back after it (an os.exec*'d program inherits it). 1 when raised. */
+ * put back after it (an os.exec*'d program inherits it). The descriptors
+ * it adds (0: none). */
 #define END_FDS 32
 static int more_fds(struct rlimit *was)
 {
@@ -1132,7 +1133,7 @@ static int more_fds(struct rlimit *was)
 	struct rlimit more = *was;
 	more.rlim_cur = more.rlim_max == RLIM_INFINITY || more.rlim_max - more.rlim_cur > END_FDS
 		? more.rlim_cur + END_FDS : more.rlim_max;
-	return setrlimit(RLIMIT_NOFILE, &more) == 0;
+	return setrlimit(RLIMIT_NOFILE, &more) == 0 ? (int)(more.rlim_cur - was->rlim_cur) : 0;
 }
 
 static void fds_back(int raised, const struct rlimit *was)
@@ -1145,8 +1146,12 @@ static void fds_back(int raised, const struct rlimit *was)
  * sets both), descriptors kept since the session's start are given up for
  * the end: memfds, each its own inode (never mistaken for one the script
  * opened after closing ours), at the top of the limit, so the script's
- * descriptors are numbered as under python. */
+ * descriptors are numbered as under python. Only under a hard limit of
+ * SPARE_MAX_LIMIT at most: a descriptor at the top of a larger one would
+ * grow the process's descriptor table to it (8 MiB of the kernel's at a
+ * million, copied at every fork), and a leak rarely gets there. */
 #define SPARE_FDS 2
+#define SPARE_MAX_LIMIT 16384
 static struct spare_fd {
 	int fd;
 	dev_t dev;
@@ -1156,8 +1161,8 @@ static struct spare_fd {
 static void spare_take(void)
 {
 	struct rlimit lim;
-	if (spare[0].fd >= 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY ||
-	    lim.rlim_cur < 64 || lim.rlim_cur > INT_MAX)
+	if (spare[0].fd >= 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur != lim.rlim_max ||
+	    lim.rlim_cur < 64 || lim.rlim_cur > SPARE_MAX_LIMIT)
 		return;
 	for (int i = 0; i < SPARE_FDS; i++) {
 		int m = memfd_create("scope-profiler-spare", MFD_CLOEXEC);
@@ -1190,7 +1195,7 @@ static void write_at_exit(void)
 {
 	struct rlimit was;
 	int raised = more_fds(&was);
-	if (!raised)
+	if (raised < END_FDS)
 		spare_give();
 	write_profile_at_exit();
 	fds_back(raised, &was);
@@ -1344,7 +1349,7 @@ void sp_session_end_child(void)
 	const char *path;
 	struct rlimit was;
 	int raised = more_fds(&was);
-	if (!raised)
+	if (raised < END_FDS)
 		spare_give();
 	PyObject *res = finish(0, 0, NULL, 0, 0, &path);
 	fds_back(raised, &was);

@@ -177,17 +177,15 @@ static int hand_over_locked(RegionObject *r)
 	 * after a burst holds its calls once. */
 	size_t step = sp_stream_direct() && n > spill.block ? spill.block : n, off = 0;
 	int64_t at = -1;
-	if (step == n && spill.on && b->cap > 2 * spill.block) {
-		struct sp_buf *taken = malloc(sizeof *taken);
-		if (taken) {
-			sp_buf_take(b, taken);
-			at = sp_stream_block_owned(r->stream_id, n, taken->starts, taken->ends,
-						   taken->keep_lanes ? taken->lanes : NULL, kind,
-						   kind ? taken->values : NULL, give_back_taken, taken);
-			if (at < 0) {
-				sp_buf_untake(b, taken);   /* refused: the columns are the region's again */
-				free(taken);
-			}
+	struct sp_buf *taken = step == n && spill.on && b->cap > 2 * spill.block ? malloc(sizeof *taken) : NULL;
+	if (taken) {
+		sp_buf_take(b, taken);
+		at = sp_stream_block_owned(r->stream_id, n, taken->starts, taken->ends,
+					   taken->keep_lanes ? taken->lanes : NULL, kind,
+					   kind ? taken->values : NULL, give_back_taken, taken);
+		if (at < 0) {
+			sp_buf_untake(b, taken);   /* refused: the columns are the region's again */
+			free(taken);
 		}
 		off = at < 0 ? 0 : n;
 	} else {

@@ -243,13 +243,18 @@ enum sp_err sp_outpath_allow(const char *path, const char *never, struct sp_erro
  * reason to call it something else. */
 static int is_profile(const char *path, struct sp_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
-		sp_error_set(err, SP_EIO, "'%s': cannot tell whether it is a profile: %s", path, strerror(errno));
+	/* The check holds a descriptor of the file while HDF5 opens its own. */
+	int fd[2] = {open(path, O_RDONLY | O_CLOEXEC), -1};
+	if (fd[0] >= 0)
+		fd[1] = open(path, O_RDONLY | O_CLOEXEC);
+	int e = errno, short_of = fd[1] < 0 && (e == EMFILE || e == ENFILE || e == ENOMEM);
+	for (int i = 0; i < 2; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	if (short_of) {
+		sp_error_set(err, SP_EIO, "'%s': cannot tell whether it is a profile: %s", path, strerror(e));
 		return -1;
 	}
-	if (fd >= 0)
-		close(fd);
 	return sp_h5_is_profile(path);
 }
 

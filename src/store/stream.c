@@ -2,7 +2,8 @@
  * sp_stream.h; the layout is format version 3 of scope-profiler-format(5)).
  *
  * The producer (the recording side, holding the GIL) copies each block it
- * hands over into a record and queues it; the writer thread takes the whole
+ * hands over into a record, or hands a buffer's columns over as they are
+ * (sp_stream_block_owned), and queues it; the writer thread takes the whole
  * queue at once, writes the records through a stage (small blocks are
  * gathered into one write per column), and at each flush record writes
  * flushed_ns and flushes the file. The file is in HDF5's single-writer /

@@ -322,7 +322,7 @@ def test_a_burst_before_the_first_flush_is_held_once(sp):
     buffer's columns to the writer as they are, and the peak grows by about
     the columns once. Before, the flush copied them into the writer's queue
     while the buffer still held them: the peak grew by twice the calls'
-    bytes (67 MB against 36 now, measured). A flush in the middle of the
+    bytes (+65.6 MiB against +35.1 now, measured). A flush in the middle of the
     burst (a loaded machine) hands over fewer calls at once: lower still."""
     n = 200_000 if ASAN else 2_000_000
     run = subprocess.run([BINARY, "run", "-q", "-o", "burst.h5", str(sp.script(BURST, name="burst.py")),

@@ -487,9 +487,12 @@ def ended(proc, timeout=120):
         return out, err, proc.returncode
     except subprocess.TimeoutExpired:
         where = ""
-        if shutil.which("gdb"):   # where it waits, for the report
-            where = subprocess.run(["gdb", "-batch", "-p", str(proc.pid), "-ex", "bt"],
-                                   capture_output=True, text=True, timeout=60).stdout
+        try:
+            if shutil.which("gdb"):   # where it waits, for the report
+                where = subprocess.run(["gdb", "-batch", "-p", str(proc.pid), "-ex", "bt"],
+                                       capture_output=True, text=True, timeout=60).stdout
+        except subprocess.TimeoutExpired:
+            where = "(gdb did not answer)"
         proc.kill()
         out, err = proc.communicate()
         return out, err, f"still running after {timeout} s\n{where}"

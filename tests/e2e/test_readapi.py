@@ -181,7 +181,7 @@ def seed_output(tmp_path_factory):
     proc = subprocess.run([BINARY, "run", "-q", "seed.py"], cwd=d, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert [p.name for p in tmp.iterdir()][0].startswith("scope-profiler-tutorial-")
+    assert any(p.name.startswith("scope-profiler-tutorial-") for p in tmp.iterdir())
     return proc.stdout
 
 
