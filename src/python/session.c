@@ -1136,11 +1136,6 @@ static int more_fds(struct rlimit *was)
 	return setrlimit(RLIMIT_NOFILE, &more) == 0 ? (int)(more.rlim_cur - was->rlim_cur) : 0;
 }
 
-static void fds_back(int raised, const struct rlimit *was)
-{
-	if (raised)
-		setrlimit(RLIMIT_NOFILE, was);
-}
 
 /* Where the limit cannot be raised (the hard one reached: `ulimit -n N`
  * sets both), descriptors kept since the session's start are given up for
@@ -1188,17 +1183,35 @@ static void spare_give(void)
 	}
 }
 
+/* The end's descriptors: the raised limit, or the spares where it could
+ * not be raised by END_FDS; end_fds_back puts the limit back. */
+struct end_fds {
+	struct rlimit was;
+	int raised;
+};
+
+static void end_fds_take(struct end_fds *e)
+{
+	e->raised = more_fds(&e->was);
+	if (e->raised < END_FDS)
+		spare_give();
+}
+
+static void end_fds_back(const struct end_fds *e)
+{
+	if (e->raised)
+		setrlimit(RLIMIT_NOFILE, &e->was);
+}
+
 static void write_profile_at_exit(void);
 
 /* Writes what the script did not finalize itself. */
 static void write_at_exit(void)
 {
-	struct rlimit was;
-	int raised = more_fds(&was);
-	if (raised < END_FDS)
-		spare_give();
+	struct end_fds fds;
+	end_fds_take(&fds);
 	write_profile_at_exit();
-	fds_back(raised, &was);
+	end_fds_back(&fds);
 }
 
 static void write_profile_at_exit(void)
@@ -1347,12 +1360,10 @@ void sp_session_end_child(void)
 	PyObject *type, *value, *tb;
 	PyErr_Fetch(&type, &value, &tb);
 	const char *path;
-	struct rlimit was;
-	int raised = more_fds(&was);
-	if (raised < END_FDS)
-		spare_give();
+	struct end_fds fds;
+	end_fds_take(&fds);
 	PyObject *res = finish(0, 0, NULL, 0, 0, &path);
-	fds_back(raised, &was);
+	end_fds_back(&fds);
 	Py_XDECREF(res);
 	PyErr_Clear();   /* the parent counts a child that wrote nothing */
 	PyErr_Restore(type, value, tb);
@@ -1392,10 +1403,10 @@ void sp_session_end_run(void)
 	write_at_exit();
 	say_end_error();
 	/* in the process that made the folder */
-	struct rlimit was;
-	int raised = more_fds(&was);
+	struct end_fds fds;
+	end_fds_take(&fds);
 	sp_shim_end(session.children_merged, session.children_recovered);
-	fds_back(raised, &was);
+	end_fds_back(&fds);
 }
 
 void sp_session_bind(PyObject *mod)

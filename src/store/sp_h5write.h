@@ -15,12 +15,12 @@
 #include <hdf5.h>
 
 #include "sp_h5.h"
+#include "sp_outpath.h"
 
 /* H5Pset_file_locking: HDF5 1.10.7 and later, 1.12.1 and later. */
 #if H5_VERSION_GE(1, 10, 7) && !(H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 12 && H5_VERS_RELEASE == 0)
 #define SP_H5_FILE_LOCKING 1
 #endif
-#include "sp_outpath.h"
 
 /* A file being written: the temporary file, the property lists shared by
  * every object, and the first failure, which every later call returns. */
