@@ -58,11 +58,14 @@ void sp_children_files_free(char **files, size_t n);
  * streams into its partial file (a live process holds it) or is marked in
  * dir ("child-<PID>", the shim's), alive, with no finished profile
  * (proc-<PID>.h5), and said it writes one ("writing-<PID>", left at its
- * exit signal or its os._exit), or, with fresh set, has not said so yet (a
- * loaded machine may not have run it since the signal: a small child makes
- * its file only at its end). A child that never got the signal (SIGTERM
- * to the run alone) goes on by itself, as under python, after that. */
-size_t sp_children_ending(const char *dir, int fresh);
+ * exit signal or its os._exit), or has a signal pending it has not taken
+ * yet, or sig (the run's: the process group's) blocked, as it is while its
+ * handler begins (a loaded machine has not run it since, or it is
+ * stopped), or, with fresh set, has not said so yet (a small
+ * child makes its file only at its end). A child that never got the signal
+ * (SIGTERM to the run alone) goes on by itself, as under python, after
+ * that. */
+size_t sp_children_ending(const char *dir, int fresh, int sig);
 
 /* Whether process pid has ended (a zombie its parent has not reaped yet
  * included). */

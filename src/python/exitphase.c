@@ -66,6 +66,21 @@ static void child_signal_end(void);
 static void run_signal_end(int sig);
 static void watch_late(void);
 static void die_by(int sig);
+/* "scope-profiler: run: child process PID" then what (async-signal-safe). */
+static void child_says(const char *what)
+{
+	static const char head[] = "scope-profiler: run: child process ";
+	char pid[24], *p = pid + sizeof pid;
+	unsigned long v = (unsigned long)getpid();
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	ssize_t unused_rc = write(STDERR_FILENO, head, sizeof head - 1);
+	unused_rc = write(STDERR_FILENO, p, (size_t)(pid + sizeof pid - p));
+	unused_rc = write(STDERR_FILENO, what, strlen(what));
+	(void)unused_rc;
+}
+
 static void child_ticks_set(long ms);
 static void on_child_signal(int sig);
 
@@ -95,7 +110,7 @@ static void note_exit_signal(int sig)
 {
 	clock_gettime(CLOCK_MONOTONIC, &exit_signal_at);
 	exit_signal = sig;
-	sp_final_note_signal();
+	sp_final_note_signal(sig);
 }
 
 /* SIGXCPU (the kernel's, every CPU second past RLIMIT_CPU's soft limit)
@@ -1024,13 +1039,16 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
  * one interrupting the call, which then runs the handler (PEP 475). Should
  * it not run within CHILD_DEADLINE_S (one long C call that never checks
  * for signals), the child ends by the signal, unwritten (the run counts
- * it). The same signal again (a pool's terminate() after SIGTERM to the
- * whole process group) changes nothing before the write, and gives the
- * write CHILD_DEADLINE_S more once it began; another exit signal ends the
- * child at once. A first signal while the child writes at its own end
- * (os._exit) lets the write finish, then ends the child. */
+ * it, and the child says so). The same signal again (a pool's terminate()
+ * after SIGTERM to the whole process group) changes nothing before the
+ * write, and gives the write CHILD_WRITE_DEADLINE_S more once it began (a
+ * loaded machine, a large last block: as long as the run waits for its
+ * children); another exit signal ends the child at once. A first signal
+ * while the child writes at its own end (os._exit) lets the write finish,
+ * then ends the child. */
 #define CHILD_TICK_MS 50
 #define CHILD_DEADLINE_S 2
+#define CHILD_WRITE_DEADLINE_S 10
 /* The run's (its exit signals take the same path): a batch system's grace
  * before SIGKILL is longer (Slurm: 30 s), and a long C call of the
  * script's (numpy's) that ends within it still lets the profile be
@@ -1084,6 +1102,9 @@ static void child_tick(int unused)
 		}
 		unused_rc = write(STDERR_FILENO, "\n", 1);
 		(void)unused_rc;
+	} else {
+		child_says(" did not come back to Python within " SP_STR(CHILD_DEADLINE_S)
+			   " s of the signal to write its profile: ended unwritten\n");
 	}
 	die_by(child_signal);
 }
@@ -1092,6 +1113,8 @@ static void child_tick(int unused)
 static void child_deadline(int unused)
 {
 	(void)unused;
+	child_says(" did not finish its profile within " SP_STR(CHILD_WRITE_DEADLINE_S)
+		   " s of the same signal again: ended half-written\n");
 	die_by(child_signal);
 }
 
@@ -1122,7 +1145,7 @@ static void on_child_signal(int sig)
 		sigemptyset(&sa.sa_mask);
 		sa.sa_flags = SA_RESTART;
 		sigaction(SIGALRM, &sa, NULL);
-		struct itimerval it = { .it_value = { CHILD_DEADLINE_S, 0 } };
+		struct itimerval it = { .it_value = { CHILD_WRITE_DEADLINE_S, 0 } };
 		setitimer(ITIMER_REAL, &it, NULL);
 		errno = saved;
 		return;

@@ -543,11 +543,11 @@ static int add_streamed_tree(struct sp_profile *p)
 static int merged_show(struct sp_final *f, const struct sp_merge_report *rep, struct sp_profile **back,
 		       struct sp_h5_stream **st);
 
-static volatile sig_atomic_t signalled;   /* sp_final_note_signal */
+static volatile sig_atomic_t signalled;   /* sp_final_note_signal's signal */
 
-void sp_final_note_signal(void)
+void sp_final_note_signal(int sig)
 {
-	signalled = 1;
+	signalled = sig;
 }
 
 /* Whether the run is ending by an exit signal, or an unhandled
@@ -576,12 +576,13 @@ static int merge_children(struct sp_final *f, const char *own, struct sp_merge_r
 	 * system's time limit, Ctrl-C): the children got it too and finish
 	 * their files as this process does; up to 10 s for them (a loaded
 	 * machine; the run's own deadline is as long), so that their calls
-	 * after their last flush are in. For its first second, a child alive
-	 * with no file yet counts too: one not run since the signal has not
-	 * said that it writes (sp_children_ending). */
+	 * after their last flush are in. A child that has the signal still
+	 * to take (not run since: a loaded machine) counts too, and for the
+	 * first second any child alive with no file yet (sp_children_ending). */
 	if (ending_by_signal()) {
+		int sig = signalled ? (int)signalled : SIGINT;   /* else Ctrl-C's KeyboardInterrupt */
 		Py_BEGIN_ALLOW_THREADS
-		for (int i = 0; i < 1000 && sp_children_ending(f->children_dir, i < 100) > 0; i++)
+		for (int i = 0; i < 1000 && sp_children_ending(f->children_dir, i < 100, sig) > 0; i++)
 			usleep(10000);
 		Py_END_ALLOW_THREADS
 	}

@@ -44,10 +44,10 @@ struct sp_final {
  * file's failure as OSError; the events are kept). */
 int sp_final_run(struct sp_final *f);
 
-/* The run is ending by an exit signal (exitphase.c): a process group's
+/* The run is ending by exit signal sig (exitphase.c): a process group's
  * children got it too, and the end waits a moment for theirs to finish
  * their files. Async-signal-safe. */
-void sp_final_note_signal(void);
+void sp_final_note_signal(int sig);
 
 /* Whether the last end of a session under MPI left the profile in the
  * ranks' own files, their merge having failed (scope-profiler recover

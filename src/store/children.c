@@ -167,13 +167,15 @@ void sp_children_files_free(char **files, size_t n)
 }
 
 static int there(const char *dir, const char *prefix, long pid, const char *suffix);
+static int signal_waiting(long pid, int sig);
 
 /* How many children in dir still stream into their partial file (a live
  * process holds it: one that has not finished it yet); after the first
  * second (!fresh) only those that said they write (writing-PID: they got
- * the signal, a child that did not goes on by itself as under python);
+ * the signal, a child that did not goes on by itself as under python) or
+ * have a signal (or sig) still to take;
  * 0 for none, no folder, or out of memory. */
-static size_t children_streaming(const char *dir, int fresh)
+static size_t children_streaming(const char *dir, int fresh, int sig)
 {
 	struct child *v = NULL;
 	size_t nv = 0, live = 0, dlen = strlen(dir);
@@ -183,7 +185,7 @@ static size_t children_streaming(const char *dir, int fresh)
 	for (size_t i = 0; i < nv; i++) {
 		/* A partial file only: its finished one sorts before it. */
 		if (!v[i].partial || (i > 0 && same_child(&v[i], &v[i - 1])) ||
-		    (!fresh && !there(dir, "writing-", (long)v[i].pid, "")))
+		    (!fresh && !there(dir, "writing-", (long)v[i].pid, "") && !signal_waiting((long)v[i].pid, sig)))
 			continue;
 		char *path = malloc(dlen + strlen(v[i].name) + 2);
 		if (path) {
@@ -215,6 +217,37 @@ int sp_process_gone(long pid)
 	return p && p[1] == ' ' && p[2] == 'Z';
 }
 
+/* Whether process pid has a signal it will take (pending, neither blocked
+ * nor ignored) and has not taken yet, or has sig (> 0) blocked, as it is
+ * from the moment its handler is entered until it returns: a child the
+ * machine's load has not run since the process group's signal (or one
+ * stopped meanwhile) before its handler said it writes; 0 where its /proc
+ * entry cannot be read. */
+static int signal_waiting(long pid, int sig)
+{
+	char path[64], line[128];
+	unsigned long long pnd = 0, shd = 0, blk = 0, ign = 0, v;
+	snprintf(path, sizeof path, "/proc/%ld/status", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		char name[16];
+		if (sscanf(line, "%15[A-Za-z]:%llx", name, &v) != 2)
+			continue;
+		if (!strcmp(name, "SigPnd"))
+			pnd = v;
+		else if (!strcmp(name, "ShdPnd"))
+			shd = v;
+		else if (!strcmp(name, "SigBlk"))
+			blk = v;
+		else if (!strcmp(name, "SigIgn"))
+			ign = v;
+	}
+	fclose(f);
+	return ((pnd | shd) & ~blk & ~ign) != 0 || (sig > 0 && sig <= 64 && (blk >> (sig - 1) & 1));
+}
+
 /* Whether dir/<prefix><pid><suffix> is there. */
 static int there(const char *dir, const char *prefix, long pid, const char *suffix)
 {
@@ -223,9 +256,9 @@ static int there(const char *dir, const char *prefix, long pid, const char *suff
 	       access(path, F_OK) == 0;
 }
 
-size_t sp_children_ending(const char *dir, int fresh)
+size_t sp_children_ending(const char *dir, int fresh, int sig)
 {
-	size_t ending = children_streaming(dir, fresh);
+	size_t ending = children_streaming(dir, fresh, sig);
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
@@ -236,7 +269,7 @@ size_t sp_children_ending(const char *dir, int fresh)
 		if (there(dir, "proc-", (long)pid, ".h5") || there(dir, "proc-", (long)pid, ".h5.partial") ||
 		    sp_process_gone((long)pid))
 			continue;   /* finished, streaming (counted above), or gone */
-		ending += fresh || there(dir, "writing-", (long)pid, "");
+		ending += fresh || there(dir, "writing-", (long)pid, "") || signal_waiting((long)pid, sig);
 	}
 	if (d)
 		closedir(d);
