@@ -180,7 +180,8 @@ static int recover_processes(const char *in, const struct sp_profile *p, const c
 	}
 	closedir(d);
 	/* OUT among the files it is made of: refused, as for an MPI job. */
-	char *slash = strrchr(out, '/'), *out_dir = slash ? strndup(out, (size_t)(slash - out + 1)) : strdup(".");
+	const char *slash = strrchr(out, '/');
+	char *out_dir = slash ? strndup(out, (size_t)(slash - out + 1)) : strdup(".");
 	char *a = out_dir ? realpath(out_dir, NULL) : NULL, *b = realpath(dir, NULL);
 	int inside = a && b && strcmp(a, b) == 0;
 	free(out_dir);

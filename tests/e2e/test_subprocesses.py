@@ -252,8 +252,9 @@ def test_no_worker_starts_after_the_signal_that_ends_the_run(sp, method):
             raise AssertionError(f"worker {pid} outlived the run")
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_sigterm_to_the_process_group_keeps_every_process_s_calls(sp, method):
+@pytest.mark.parametrize("method,stopped_s", [("fork", 0), ("spawn", 0), ("fork", 2)],
+                         ids=["fork", "spawn", "fork-a-worker-not-run-for-2-s"])
+def test_sigterm_to_the_process_group_keeps_every_process_s_calls(sp, method, stopped_s):
     """SIGTERM to the job's whole process group (a batch system's end)
     while a pool's workers run: each worker writes its profile at the
     signal, and the pool's terminate() (the run's `with` block unwinding)
@@ -261,7 +262,12 @@ def test_sigterm_to_the_process_group_keeps_every_process_s_calls(sp, method):
     killed it half-way); the run waits for its children (a few seconds at
     most) before it merges. Every call is in, none cut at a last flush (a
     day's interval: nothing was flushed), and no line says a child did not
-    finish."""
+    finish. Also when one worker is not run for 2 s after the signal (a
+    loaded machine; here stopped, then continued): the run waits for a
+    child that still has the signal to take, as for one that said it
+    writes. Before, it waited only the first second for a child that had
+    said nothing, then merged without it ("1 of 2 profiled child processes
+    wrote no profile"), as one CI run on a loaded machine saw."""
     script = sp.script(textwrap.dedent(PRELUDE + """
     def task(_):
         work(3)
@@ -273,37 +279,12 @@ def test_sigterm_to_the_process_group_keeps_every_process_s_calls(sp, method):
         with mp.get_context(METHOD).Pool(2) as pool:
             pool.map(task, range(2), chunksize=1)
     """).replace("METHOD", repr(method)))
-    rc, out, err = sigterm_to_the_group(sp, ["--flush-interval", "86400"], script, "ready-*", 2)
+    rc, out, err = sigterm_to_the_group(sp, ["--flush-interval", "86400"], script, "ready-*", 2, stopped_s)
     assert rc == -signal.SIGTERM, (rc, err)
     assert "child process" not in err, err
     assert "Traceback" not in err, err
     procs = processes(sp.tmp / "out.h5")
     assert procs[0][2] == {"work": 1, "step": 1}
-    assert children(procs) == [{"work": 1, "step": 3}, {"work": 1, "step": 3}]
-
-
-def test_a_worker_not_run_for_seconds_after_the_group_s_signal_is_still_merged(sp):
-    """SIGTERM to the process group while one worker is not run for 2 s (a
-    loaded machine; here stopped, then continued): the run waits for a child
-    that still has the signal to take, as for one that said it writes.
-    Before, it waited only the first second for a child that had said
-    nothing, then merged without it ("1 of 2 profiled child processes wrote
-    no profile"), as one CI run on a loaded machine saw."""
-    script = sp.script(textwrap.dedent(PRELUDE + """
-    def task(_):
-        work(3)
-        open("ready-%d" % os.getpid(), "w").close()
-        time.sleep(600)
-
-    if __name__ == "__main__":
-        work(1)
-        with mp.get_context("fork").Pool(2) as pool:
-            pool.map(task, range(2), chunksize=1)
-    """))
-    rc, out, err = sigterm_to_the_group(sp, ["--flush-interval", "86400"], script, "ready-*", 2, stopped_s=2)
-    assert rc == -signal.SIGTERM, (rc, err)
-    assert "child process" not in err, err
-    procs = processes(sp.tmp / "out.h5")
     assert children(procs) == [{"work": 1, "step": 3}, {"work": 1, "step": 3}]
 
 
@@ -600,42 +581,28 @@ def test_a_child_ended_by_sigterm_writes_then_ends_by_it(sp):
     assert children(procs) == [{"work": 1, "step": 1}, {"work": 1, "step": 2}]
 
 
-def test_sigterm_while_a_child_writes_at_its_end_lets_the_write_finish(sp):
-    """SIGTERM that comes while a child writes its profile at os._exit (a
-    Pool's terminate() as its workers end): the write goes on to its end,
-    however long (here 3 s, the test's pause inside it), then the signal
-    ends the child. Before, the signal gave the write 2 s and lost it."""
+@pytest.mark.parametrize("begun_by", ["os._exit", "SIGTERM"])
+def test_sigterm_while_a_child_writes_lets_the_write_finish(sp, begun_by):
+    """SIGTERM that comes while a child writes its profile, begun at its
+    os._exit (a Pool's terminate() as its workers end) or by an earlier
+    SIGTERM (the process group's, then the pool's terminate()): the write
+    goes on to its end, however long (here 3 s, the test's pause inside
+    it), then the signal ends the child. Before, the first case gave the
+    write 2 s and lost it, and the second did too, silently; a second
+    signal now gives the write as long as the run waits for its children
+    (10 s), and a child that deadline ends says so."""
+    begin = "os._exit(0)" if begun_by == "os._exit" else 'os.write(w, b"ready"); sleep_on()'
+    first = "" if begun_by == "os._exit" else 'said = wait_for(b"ready", said); os.kill(pid, signal.SIGTERM)'
     proc, procs = run(sp, """
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            work(1000)
-            os.dup2(w, 2)   # the pause's line comes here
-            os.environ["SCOPE_PROFILER_TEST_FINISH_PAUSE_MS"] = "3000"
-            os._exit(0)
-        os.close(w)
-        said = b""
-        while b"test: finishing" not in said:
-            more = os.read(r, 100)
-            assert more, said
-            said += more
-        os.kill(pid, signal.SIGTERM)
-        status = os.waitpid(pid, 0)[1]
-        assert os.waitstatus_to_exitcode(status) == -signal.SIGTERM, status
-    """)
-    assert proc.stderr == ""
-    assert children(procs) == [{"work": 1, "step": 1000}]
-
-
-def test_the_same_signal_again_during_a_long_write_lets_it_finish(sp):
-    """SIGTERM to a child, then SIGTERM again while the write it began
-    lasts 3 s (a large last block, a loaded machine; here the test's pause
-    inside it): the write finishes, then the signal ends the child. Before,
-    the second signal gave the write 2 s and killed it half-way, silently;
-    the deadline is now the run's wait for its children (10 s), and a child
-    it ends says so."""
-    proc, procs = run(sp, """
+        def sleep_on():
+            while True:
+                time.sleep(0.05)
+        def wait_for(what, said):
+            while what not in said:
+                more = os.read(r, 100)
+                assert more, said
+                said += more
+            return said
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -643,28 +610,18 @@ def test_the_same_signal_again_during_a_long_write_lets_it_finish(sp):
             work(1000)
             os.dup2(w, 2)   # the pause's line, and what the child says, come here
             os.environ["SCOPE_PROFILER_TEST_FINISH_PAUSE_MS"] = "3000"
-            os.write(w, b"ready\\n")
-            while True:
-                time.sleep(0.05)
+            BEGIN
         os.close(w)
         said = b""
-        while b"ready" not in said:
-            more = os.read(r, 100)
-            assert more, said
-            said += more
-        os.kill(pid, signal.SIGTERM)
-        while b"test: finishing" not in said:
-            more = os.read(r, 100)
-            assert more, said
-            said += more
+        FIRST
+        said = wait_for(b"test: finishing", said)
         os.kill(pid, signal.SIGTERM)
         status = os.waitpid(pid, 0)[1]
-        while more:
-            more = os.read(r, 100)
+        while more := os.read(r, 100):
             said += more
         assert os.waitstatus_to_exitcode(status) == -signal.SIGTERM, (status, said)
         assert b"child process" not in said, said
-    """)
+    """.replace("BEGIN", begin).replace("FIRST", first))
     assert proc.stderr == ""
     assert children(procs) == [{"work": 1, "step": 1000}]
 
