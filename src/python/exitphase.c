@@ -126,16 +126,21 @@ static int repeats_by_itself(int sig)
  * system to every process of the job; so is a repeat of one that repeats by
  * itself, whenever it comes. Not Ctrl-C, which a terminal sends once: again,
  * it abandons the write. Async-signal-safe. */
-static int same_request(int sig)
+static int same_request_as(int sig, int first, const struct timespec *first_at)
 {
 	struct timespec now;
-	if (sig == exit_signal && repeats_by_itself(sig))
+	if (sig == first && repeats_by_itself(sig))
 		return 1;
-	if (sig != exit_signal || sig == SIGINT || clock_gettime(CLOCK_MONOTONIC, &now) != 0)
+	if (sig != first || sig == SIGINT || clock_gettime(CLOCK_MONOTONIC, &now) != 0)
 		return 0;
-	long long ms = (long long)(now.tv_sec - exit_signal_at.tv_sec) * 1000 +
-		       (now.tv_nsec - exit_signal_at.tv_nsec) / 1000000;
+	long long ms = (long long)(now.tv_sec - first_at->tv_sec) * 1000 +
+		       (now.tv_nsec - first_at->tv_nsec) / 1000000;
 	return ms >= 0 && ms < 1000;
+}
+
+static int same_request(int sig)
+{
+	return same_request_as(sig, exit_signal, &exit_signal_at);
 }
 
 /* What a second signal says as it abandons the end (run_exit writes it
@@ -1059,6 +1064,7 @@ static PyObject *exit_signals_default(PyObject *m, PyObject *unused)
 #define SP_STR(x) SP_STR_(x)
 
 static volatile sig_atomic_t child_ticks;
+static struct timespec child_signal_at;   /* when child_signal came (CLOCK_MONOTONIC) */
 static volatile sig_atomic_t child_deadline_set;   /* the write's deadline is armed (once) */
 
 /* Ends the process by sig, as its default action does. */
@@ -1080,28 +1086,37 @@ static void child_ticks_set(long ms)
 	setitimer(ITIMER_REAL, &it, NULL);
 }
 
+/* The run ends before its write began: "scope-profiler: run: " why
+ * ": ended unwritten", and where the calls streamed so far stay.
+ * Async-signal-safe: the stream's path was made at its start. */
+static void run_unwritten(const char *why)
+{
+	static const char head[] = "scope-profiler: run: ";
+	static const char ended[] = ": ended unwritten";
+	static const char kept[] = "; the calls streamed so far stay in ";
+	static const char how[] = " (scope-profiler recover finishes it)";
+	const char *partial = sp_stream_partial();
+	int streamed = partial && access(partial, F_OK) == 0;
+	ssize_t unused_rc = write(STDERR_FILENO, head, sizeof head - 1);
+	unused_rc = write(STDERR_FILENO, why, strlen(why));
+	unused_rc = write(STDERR_FILENO, ended, sizeof ended - 1);
+	if (streamed) {
+		unused_rc = write(STDERR_FILENO, kept, sizeof kept - 1);
+		unused_rc = write(STDERR_FILENO, partial, strlen(partial));
+		unused_rc = write(STDERR_FILENO, how, sizeof how - 1);
+	}
+	unused_rc = write(STDERR_FILENO, "\n", 1);
+	(void)unused_rc;
+}
+
 static void child_tick(int unused)
 {
 	(void)unused;
 	if (++child_ticks < (run_signals ? RUN_DEADLINE_S : CHILD_DEADLINE_S) * 1000 / CHILD_TICK_MS)
 		return;
 	if (run_signals) {
-		static const char msg[] = "scope-profiler: run: the script did not come back to Python "
-					  "within " SP_STR(RUN_DEADLINE_S) " s of the signal to write the "
-					  "profile: ended unwritten";
-		static const char kept[] = "; the calls streamed so far stay in ";
-		static const char how[] = " (scope-profiler recover finishes it)";
-		/* async-signal-safe: the stream's path was made at its start */
-		const char *partial = sp_stream_partial();
-		int streamed = partial && access(partial, F_OK) == 0;
-		ssize_t unused_rc = write(STDERR_FILENO, msg, sizeof msg - 1);
-		if (streamed) {
-			unused_rc = write(STDERR_FILENO, kept, sizeof kept - 1);
-			unused_rc = write(STDERR_FILENO, partial, strlen(partial));
-			unused_rc = write(STDERR_FILENO, how, sizeof how - 1);
-		}
-		unused_rc = write(STDERR_FILENO, "\n", 1);
-		(void)unused_rc;
+		run_unwritten("the script did not come back to Python within " SP_STR(RUN_DEADLINE_S)
+			      " s of the signal to write the profile");
 	} else {
 		child_says(" did not come back to Python within " SP_STR(CHILD_DEADLINE_S)
 			   " s of the signal to write its profile: ended unwritten\n");
@@ -1150,15 +1165,31 @@ static void on_child_signal(int sig)
 		errno = saved;
 		return;
 	}
-	if (child_signal && sig == child_signal) {
-		errno = saved;   /* the deadline set at the first one stands */
+	if (run_signals && exit_signal) {
+		on_exit_signal(sig);   /* the run's end began (run_signal_end): its rules */
+		errno = saved;
 		return;
 	}
-	if (child_signal)
+	/* A child: the deadline set at the first one stands (a pool's
+	 * terminate() sends it again). The run: the same request (within a
+	 * second, or one that repeats by itself) changes nothing; another
+	 * one, while the script still has not come back to Python to write
+	 * (one long C call), ends the run now, as the first ended python. */
+	if (child_signal && sig == child_signal &&
+	    (!run_signals || same_request_as(sig, child_signal, &child_signal_at))) {
+		errno = saved;
+		return;
+	}
+	if (child_signal) {
+		if (run_signals)
+			run_unwritten("a second signal came before the script was back in Python to write "
+				      "the profile");
 		die_by(sig);
+	}
 	if (!python_c_handler)
 		die_by(sig);
 	child_signal = sig;
+	clock_gettime(CLOCK_MONOTONIC, &child_signal_at);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = child_tick;

@@ -236,13 +236,17 @@ def test_an_exit_signal_runs_none_of_the_script_s_code(sp):
     assert calls(sp.tmp / "out.h5") == {"main": 1}
 
 
-def test_an_exit_signal_while_python_never_returns_ends_the_run(sp):
+@pytest.mark.parametrize("again", [False, True], ids=["once", "again-after-1.5-s"])
+def test_an_exit_signal_while_python_never_returns_ends_the_run(sp, again):
     """SIGTERM while the main thread is in one C call that never checks for
     signals (an MPI wait for a rank that is gone; here, hashlib's key
     derivation, minutes of C without the GIL): the run cannot write its
     profile, and ends by the signal 10 s later with one line (before: it
     ran on until the call ended). The signal is sent by a thread of the
-    script once the main thread is inside the call."""
+    script once the main thread is inside the call. The same signal again
+    more than a second later (a user who asks twice) ends the run at once,
+    with its own line (before, it changed nothing: the run waited out the
+    10 s, where python had ended at the first)."""
     script = sp.script("""
         import hashlib, os, signal, sys, threading, time
         import scope_profiler as sp
@@ -255,19 +259,23 @@ def test_an_exit_signal_while_python_never_returns_ends_the_run(sp):
                 time.sleep(0.01)
             time.sleep(0.5)   # inside the call, the GIL let go
             os.kill(os.getpid(), signal.SIGTERM)
+            if AGAIN:
+                time.sleep(1.5)   # not the same request (that is within a second)
+                os.kill(os.getpid(), signal.SIGTERM)
 
         def derive():
             return hashlib.pbkdf2_hmac("sha256", b"x", b"y", 2 ** 31 - 1)
 
         threading.Thread(target=kill, daemon=True).start()
         derive()
-    """)
+    """.replace("AGAIN", repr(again)))
     proc = sp("run", "-q", "--flush-interval", "0.05", "-o", "out.h5", script, timeout=120)
     assert proc.returncode == -signal.SIGTERM, proc.stderr
     # The calls streamed by then are where the line says (it did not say).
     partial = sp.tmp / "out.h5.partial"
-    assert proc.stderr == ("scope-profiler: run: the script did not come back to Python within 10 s of "
-                           f"the signal to write the profile: ended unwritten; the calls streamed so far "
+    why = ("a second signal came before the script was back in Python to write the profile" if again else
+           "the script did not come back to Python within 10 s of the signal to write the profile")
+    assert proc.stderr == (f"scope-profiler: run: {why}: ended unwritten; the calls streamed so far "
                            f"stay in {partial} (scope-profiler recover finishes it)\n")
     assert sp("recover", partial).returncode == 0
     assert calls(sp.tmp / "out.h5") == {"x": 1}
