@@ -77,6 +77,8 @@ int64_t sp_mpi_job(void);
  * they do not come, -1 (and a later sp_mpi_collect gives up at once, as it
  * does after waiting); else 0. A rank whose own file holds its profile
  * then calls sp_mpi_abandon: it says where the file is and aborts the job.
+ * While it waits for the others, waiting(arg) (when not NULL) is called
+ * every few milliseconds, without the GIL.
  * When no rank streamed, the session ends with sp_mpi_collect as before.
  *
  * Else every rank has left its own file (state: an enum sp_merge_state,
@@ -87,7 +89,7 @@ int64_t sp_mpi_job(void);
  * rank 0's outcome (err: rank 0's message); on failure the rank files stay
  * (scope-profiler recover merges them). */
 struct sp_merge_report;
-int sp_mpi_meet(int streamed, int failed, double wait_s, int *any);
+int sp_mpi_meet(int streamed, int failed, double wait_s, int *any, void (*waiting)(void *), void *arg);
 _Noreturn void sp_mpi_abandon(const char *file, double wait_s);
 enum sp_err sp_mpi_merge(const char *job, const char *path, int state, struct sp_merge_report *rep,
 			 struct sp_error *err);

@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -43,6 +44,7 @@
 #include "sp_exitphase.h"
 #include "sp_finalize.h"
 #include "sp_likwid.h"
+#include "sp_merge.h"
 #include "sp_outpath.h"
 #include "sp_pysession.h"
 #include "sp_spill.h"
@@ -150,6 +152,12 @@ static char abandon_msg[PATH_MAX + 160];
 static size_t abandon_len;
 static char abandon_partial[PATH_MAX];
 static const char abandon_none[] = "scope-profiler: run: abandoned: no profile written\n";
+/* An MPI rank's stream ends in a finished file of its own (OUT.rankN),
+ * before the ranks meet to merge: abandoned after that, the file holds
+ * the rank's calls (the stream removed any earlier one when it began). */
+static char abandon_rank_msg[2 * PATH_MAX + 160];
+static size_t abandon_rank_len;
+static char abandon_rank_file[PATH_MAX];
 
 static void on_exit_signal(int sig)
 {
@@ -161,7 +169,9 @@ static void on_exit_signal(int sig)
 		sp_outpath_cleanup_tmp();
 		if (abandon_len) {
 			int streamed = abandon_partial[0] && access(abandon_partial, F_OK) == 0;
+			int finished = !streamed && abandon_rank_len && access(abandon_rank_file, F_OK) == 0;
 			ssize_t unused = streamed ? write(STDERR_FILENO, abandon_msg, abandon_len)
+					 : finished ? write(STDERR_FILENO, abandon_rank_msg, abandon_rank_len)
 						  : write(STDERR_FILENO, abandon_none, sizeof abandon_none - 1);
 			(void)unused;
 		}
@@ -1342,6 +1352,17 @@ static void take_exit_signals(int run_pending)
 	if (!fits)
 		abandon_partial[0] = '\0';   /* abandon_none is said */
 	abandon_len = fits ? (size_t)n : sizeof abandon_none - 1;
+	const char *target = partial ? sp_stream_target() : NULL;
+	char *job = NULL;
+	int rank = -1;
+	n = target && sp_merge_rank_of(target, &job, &rank) && rank >= 0
+		? snprintf(abandon_rank_msg, sizeof abandon_rank_msg, "scope-profiler: run: abandoned: this rank's "
+			   "calls are in %s (scope-profiler recover %s merges the ranks' files)\n", target, job)
+		: -1;
+	free(job);
+	fits = n > 0 && (size_t)n < sizeof abandon_rank_msg &&
+	       (size_t)snprintf(abandon_rank_file, sizeof abandon_rank_file, "%s", target) < sizeof abandon_rank_file;
+	abandon_rank_len = fits ? (size_t)n : 0;
 	pthread_sigmask(SIG_SETMASK, &before, NULL);
 }
 

@@ -544,10 +544,15 @@ static int merged_show(struct sp_final *f, const struct sp_merge_report *rep, st
 		       struct sp_h5_stream **st);
 
 static volatile sig_atomic_t signalled;   /* sp_final_note_signal's signal */
+static volatile sig_atomic_t signals_noted;   /* how many it noted */
+static struct timespec signalled_at;         /* when the last came (CLOCK_MONOTONIC) */
 
+/* Async-signal-safe. */
 void sp_final_note_signal(int sig)
 {
+	clock_gettime(CLOCK_MONOTONIC, &signalled_at);
 	signalled = sig;
+	signals_noted++;
 }
 
 /* Whether the run is ending by an exit signal, or an unhandled
@@ -822,6 +827,51 @@ static int merged_show(struct sp_final *f, const struct sp_merge_report *rep, st
 	return 0;
 }
 
+/* While a rank waits for the others at the end (sp_mpi_meet), its run
+ * ended by an exit signal: when they have not come 0.3 s after it, the job
+ * may be being taken down (a rank ended without coming: mpirun sends the
+ * others SIGTERM, then SIGKILL a second later). One line says where this
+ * rank's calls are, before a SIGKILL; the wait goes on (a rank only late
+ * still merges). */
+#define MEET_SAY_NS 300000000LL
+struct meet_watch {
+	const char *file;              /* this rank's finished file, or NULL */
+	const char *job;               /* the output the ranks merge into */
+	int64_t began;                 /* when the wait began (CLOCK_MONOTONIC, ns) */
+	int said;
+};
+
+static int64_t mono_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+static void meet_watch(void *arg)
+{
+	struct meet_watch *w = arg;
+	struct timespec now, at;
+	sig_atomic_t n = signals_noted;
+	if (w->said || !signalled)
+		return;
+	at = signalled_at;
+	if (n != signals_noted || clock_gettime(CLOCK_MONOTONIC, &now) != 0)
+		return;   /* another came meanwhile: next time */
+	int64_t since = mono_ns(&at) > w->began ? mono_ns(&at) : w->began;
+	if (mono_ns(&now) - since < MEET_SAY_NS)
+		return;
+	w->said = 1;
+	const char *name = sigabbrev_np((int)signalled);
+	char head[160];
+	snprintf(head, sizeof head, "scope-profiler: run: rank %d: ended by SIG%s, and the other ranks have not "
+		 "come to merge the profile yet", sp_mpi_rank(), name ? name : "?");
+	if (w->file)
+		fprintf(stderr, "%s; its calls are in %s should the job end first (scope-profiler recover %s "
+			"merges the ranks' files)\n", head, w->file, w->job);
+	else
+		fprintf(stderr, "%s; its calls, not streamed yet (the run was shorter than its first flush), are "
+			"lost should the job end first\n", head);
+}
+
 /* The end of a session under MPI when its calls may have streamed: the
  * ranks meet (sp_mpi_meet); when any rank streamed, each leaves its own
  * file and rank 0 merges them into f->path (sp_mpi_merge), says what
@@ -848,9 +898,19 @@ static int final_mpi(struct sp_final *f, int64_t now)
 		state = finish_own(f, now, want_own ? &own : NULL);
 	else
 		sp_spill_hold();
+	char *merged = NULL;
+	int of;
+	struct timespec began;
+	clock_gettime(CLOCK_MONOTONIC, &began);
+	struct meet_watch watch = {.began = mono_ns(&began)};
+	if (state == SP_MERGE_FINISHED && mine_file && sp_merge_rank_of(mine_file, &merged, &of)) {
+		watch.file = mine_file;
+		watch.job = merged;
+	}
 	Py_BEGIN_ALLOW_THREADS
-	met = sp_mpi_meet(mine, f->failed, wait_s, &any);
+	met = sp_mpi_meet(mine, f->failed, wait_s, &any, f->path ? meet_watch : NULL, &watch);
 	Py_END_ALLOW_THREADS
+	free(merged);
 	if (met != 0 && mine)
 		sp_mpi_abandon(mine_file ? mine_file : "its own file", wait_s);
 	if (met != 0 || !any) {

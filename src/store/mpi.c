@@ -288,9 +288,10 @@ static void sleep_ns(long ns)
 	nanosleep(&ts, NULL);
 }
 
-/* Waits for n requests, sleeping between tests: 20 us growing to 2 ms.
- * limit_s < 0: no limit. Returns 0, or -1 when the limit passed. */
-static int wait_all(int n, MPI_Request *reqs, double limit_s)
+/* Waits for n requests, sleeping between tests: 20 us growing to 2 ms;
+ * waiting(arg), when given, is called between tests. limit_s < 0: no
+ * limit. Returns 0, or -1 when the limit passed. */
+static int wait_watched(int n, MPI_Request *reqs, double limit_s, void (*waiting)(void *), void *arg)
 {
 	int64_t start = sp_clock_ns();
 	long pause = 20000;
@@ -301,10 +302,17 @@ static int wait_all(int n, MPI_Request *reqs, double limit_s)
 			return 0;
 		if (limit_s >= 0 && (double)(sp_clock_ns() - start) > limit_s * 1e9)
 			return -1;
+		if (waiting)
+			waiting(arg);
 		sleep_ns(pause);
 		if (pause < 2000000)
 			pause *= 2;
 	}
+}
+
+static int wait_all(int n, MPI_Request *reqs, double limit_s)
+{
+	return wait_watched(n, reqs, limit_s, NULL, NULL);
 }
 
 /* Takes the whole job down after this rank said why on stderr. mpirun
@@ -656,14 +664,14 @@ enum sp_err sp_mpi_collect(struct sp_profile *p, const char *path, int with_even
 	return share_outcome(rc, err);
 }
 
-int sp_mpi_meet(int streamed, int failed, double wait_s, int *any)
+int sp_mpi_meet(int streamed, int failed, double wait_s, int *any, void (*waiting)(void *), void *arg)
 {
 	MPI_Request req;
 	int *all = NULL, mine = streamed != 0;
 	*any = 0;
 	/* Every rank arrives here, or a failed rank stops waiting. */
 	MPI_Ibarrier(mpi.comm, &req);
-	if (wait_all(1, &req, failed ? wait_s : -1.0) != 0) {
+	if (wait_watched(1, &req, failed ? wait_s : -1.0, waiting, arg) != 0) {
 		mpi.alone = 1;
 		return -1;
 	}
@@ -794,7 +802,7 @@ int64_t sp_mpi_job(void)
 	return 0;
 }
 
-int sp_mpi_meet(int streamed, int failed, double wait_s, int *any)
+int sp_mpi_meet(int streamed, int failed, double wait_s, int *any, void (*waiting)(void *), void *arg)
 {
 	*any = streamed != 0;
 	return 0;

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import h5py
@@ -269,6 +270,101 @@ def test_a_job_killed_at_its_time_limit_leaves_a_complete_or_recoverable_profile
         for r in range(4):
             got = calls_and_dropped(f, r)
             assert got["main"][0] == 1 and got["step"][0] > 0, (r, got)
+
+
+# Rank 1 never comes to the end (hung; or dead, its launcher slow to take
+# the job down); rank 0 is ended by SIGTERM. Waiting for rank 1 to merge,
+# rank 0 says where its calls are: when mpirun takes a job down (SIGTERM to
+# the ranks left, SIGKILL a second later) nothing else would have said it.
+HANGS = """
+import os, time
+import scope_profiler as sp
+rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+work = sp.region("work")
+for _ in range(2000):
+    with work:
+        pass
+open(f"pid{rank}", "w").write(str(os.getpid()))
+while True:
+    time.sleep(0.05)
+"""
+
+
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "not-streamed-yet"])
+def test_a_rank_ended_by_a_signal_that_waits_for_a_rank_never_coming_says_where_its_calls_are(sp, streamed):
+    proc = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2", BINARY, "run", "-q",
+                             "--flush-interval", "0.1" if streamed else "3600", "-o", "h.h5",
+                             str(sp.script(HANGS))],
+                            cwd=sp.tmp, env=dict(os.environ, **ONE_NODE), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines = []
+
+    def read():
+        for line in proc.stderr:
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    pids = [sp.tmp / f"pid{r}" for r in range(2)]
+    try:
+        for _ in range(1200):
+            if all(p.exists() and p.read_text() for p in pids):
+                break
+            assert proc.poll() is None, "".join(lines)
+            time.sleep(0.1)
+        if streamed:
+            ranks_flushed(sp.tmp, "h.h5", 2, proc)
+        os.kill(int(pids[0].read_text()), signal.SIGTERM)
+        said = None
+        for _ in range(1200):
+            said = next((l for l in lines if l.startswith("scope-profiler: run: rank 0:")), None)
+            if said:
+                break
+            assert proc.poll() is None, "".join(lines)
+            time.sleep(0.1)
+        assert said, "".join(lines)
+        assert proc.poll() is None       # still waiting: rank 1 may yet come
+        # Again, more than a second later: rank 0 abandons the wait.
+        time.sleep(1.1)
+        os.kill(int(pids[0].read_text()), signal.SIGTERM)
+        abandoned = None
+        for _ in range(1200):
+            abandoned = next((l for l in lines if l.startswith("scope-profiler: run: abandoned:")), None)
+            if abandoned:
+                break
+            time.sleep(0.1)
+        assert abandoned, "".join(lines)
+    finally:
+        for p in pids:                   # the job's end
+            if p.exists() and p.read_text():
+                try:
+                    os.kill(int(p.read_text()), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        try:
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            reader.join(timeout=10)
+    assert said.startswith("scope-profiler: run: rank 0: ended by SIGTERM, and the other ranks have not come "
+                           "to merge the profile yet; "), said
+    if not streamed:
+        assert said.endswith("its calls, not streamed yet (the run was shorter than its first flush), "
+                             "are lost should the job end first\n"), said
+        assert abandoned == "scope-profiler: run: abandoned: no profile written\n", abandoned
+        assert rank_files(sp.tmp, "h.h5") == []
+        return
+    assert abandoned == (f"scope-profiler: run: abandoned: this rank's calls are in {sp.tmp / 'h.h5.rank0'} "
+                         f"(scope-profiler recover {sp.tmp / 'h.h5'} merges the ranks' files)\n"), abandoned
+    assert said.endswith(f"its calls are in {sp.tmp / 'h.h5.rank0'} should the job end first "
+                         f"(scope-profiler recover {sp.tmp / 'h.h5'} merges the ranks' files)\n"), said
+    assert "h.h5.rank0" in rank_files(sp.tmp, "h.h5")
+    rec = sp("recover", "h.h5")
+    assert rec.returncode == 0, rec.stderr
+    with h5py.File(sp.tmp / "h.h5") as f:
+        assert calls_and_dropped(f, 0) == {"work": (2000, 0)}
 
 
 @pytest.mark.script_imports("mpi4py")
