@@ -30,7 +30,6 @@ void sp_cmd_partial(const char *cmd, const char *path, const struct sp_profile *
  * included; ./- names a file called '-'). what: "an HDF5 profile". */
 int sp_cmd_not_stdout(const char *cmd, const char *path, const char *what);
 
-
 /* What an option does with what follows it. */
 enum sp_opt_type {
 	SP_OPT_FLAG,     /* no argument: *(int *)value = set */

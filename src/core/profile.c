@@ -238,7 +238,6 @@ int sp_kv_set(struct sp_kv **meta, size_t *n, const char *key, const char *value
 	return 0;
 }
 
-
 /* Walks rk's tree depth first (children linked through first/next, roots
  * from *roots), counting each node nested inside a node of its own region
  * out of cumulative[]; open[] counts the open nodes of each region. */

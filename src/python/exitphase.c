@@ -833,7 +833,6 @@ static int watch_system_exit(void)
 	return rc == 0 ? watch_sys_exit() : -1;
 }
 
-
 /* Puts def's builtin (no self) in os in place of orig, named as orig's
  * module names it (posix for os.execv) and put there too where that
  * module holds orig, as python's own: pickle, which looks it up there,

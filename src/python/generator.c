@@ -850,7 +850,6 @@ int sp_generator_bind(PyObject *mod)
 	return ta.enter && ta.exit ? 0 : -1;
 }
 
-
 int sp_generator_init(void)
 {
 	if (PyType_Ready(&timed_gen_type) < 0 || PyType_Ready(&timed_coro_gen_type) < 0 ||

@@ -17,7 +17,6 @@
 #include "sp_mpi.h"
 #include "sp_nvtx.h"
 
-
 static int meta_add(struct sp_meta *m, const char *key, const char *value, int own)
 {
 	m->kv[m->n].key = (char *)key;

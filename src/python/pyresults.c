@@ -481,7 +481,6 @@ out:
 	return res;
 }
 
-
 int sp_results_init(void)
 {
 	return PyType_Ready(&ColumnType);

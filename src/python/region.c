@@ -68,7 +68,6 @@ int sp_region_fit(RegionObject *r)
  * with the first. */
 static PyObject *stand_ins;
 
-
 /* A name as a warning shows it: its repr, or for a long one its first 40
  * and last 20 characters' and its length (a line, not kilobytes). */
 static PyObject *shown_name(PyObject *name)

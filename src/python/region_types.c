@@ -152,7 +152,6 @@ static PyObject *region_call_disabled(PyObject *self, PyObject *args, PyObject *
 	return Py_NewRef(func);
 }
 
-
 #define REGION_COMMON_METHODS \
 	{"get_durations_numpy", region_get_durations_numpy, METH_NOARGS, \
 	 "Durations in ns of the completed calls (numpy int64 array)."}, \

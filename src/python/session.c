@@ -1136,7 +1136,6 @@ static int more_fds(struct rlimit *was)
 	return setrlimit(RLIMIT_NOFILE, &more) == 0 ? (int)(more.rlim_cur - was->rlim_cur) : 0;
 }
 
-
 /* Where the limit cannot be raised (the hard one reached: `ulimit -n N`
  * sets both), descriptors kept since the session's start are given up for
  * the end: memfds, each its own inode (never mistaken for one the script

@@ -44,7 +44,6 @@
  * code's. */
 static Py_ssize_t extra_index = -1;
 
-
 /* What to trace; set before the first code object is classified. */
 static struct sp_filter filter;
 /* run -c: the keys (co_qualname, co_firstlineno, co_code) of the code

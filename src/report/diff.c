@@ -485,7 +485,6 @@ int sp_diff_parse_percent(const char *s, double *pct)
 	return 0;
 }
 
-
 /* ---- the comparison ----------------------------------------------------- */
 
 enum sp_err sp_diff_compare(struct sp_diff *d, const struct sp_profile *a, const char *path_a,

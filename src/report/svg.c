@@ -98,7 +98,6 @@ void sp_svg_text_mid(FILE *out, const char *s, size_t max_chars)
 	sp_svg_text(out, (const char *)q, 0);
 }
 
-
 void sp_svg_begin(FILE *out, int width, int height, const char *title)
 {
 	fprintf(out,

@@ -22,7 +22,6 @@
 #include "sp_h5write_v1.h"
 #include "sp_h5write_likwid.h"
 
-
 /* Checks a line table before anything of it is written; the reader refuses
  * what this lets through. */
 static enum sp_err check_line_table(struct sp_h5_writer *w, const struct sp_rank *rk, size_t k,

@@ -129,7 +129,6 @@ out:
 	return rc;
 }
 
-
 enum sp_err sp_h5w_regions_v1(struct sp_h5_writer *w, hid_t rank_g, const struct sp_rank *rk)
 {
 	enum sp_err rc = SP_OK;

@@ -74,7 +74,6 @@ static void *library_symbol(const char *name, int *said)
 	return f;
 }
 
-
 /* The helpers the byte counts use (never recorded). */
 static int (*p_type_size)(MPI_Datatype, int *);
 static int (*p_comm_size)(MPI_Comm, int *);
@@ -264,7 +263,6 @@ static int64_t wsize_c(const MPI_Count *counts, const MPI_Datatype *types, int64
 		sum += tsize(counts[i], types[i]);
 	return sum;
 }
-
 
 #define SP_WRAP_C(BASE, PARAMS, ARGS, BYTES) SP_WRAP_AS(BASE##_c, ID_##BASE, PARAMS, ARGS, BYTES)
 SP_MPICALLS_C(SP_WRAP_C)
