@@ -270,9 +270,15 @@ void sp_sfile_forget_fd(struct sp_sfile *f)
 
 int sp_sfile_live(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* Not blocking: a FIFO so named has no writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
+	struct stat sb;
+	if (fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return 0;   /* no run streams into it; its readers say what it is */
+	}
 	struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
 	int rc = fcntl(fd, F_OFD_GETLK, &lk);
 	int e = errno;

@@ -192,6 +192,14 @@ def test_recover_usage(sp):
     one_line_error(proc, "cannot read 'missing.h5.partial'")
     assert sp("recover").returncode == 2
     assert not (sp.tmp / "missing.h5").exists()
+    # A FIFO (no run streams into one): said at once, as every reader says
+    # it (recover waited for a writer to open it, for ever).
+    for name, args in (("fifo", ("-o", "r.h5")), ("f.h5.partial", ())):
+        os.mkfifo(sp.tmp / name)
+        proc = sp("recover", name, *args, timeout=60)
+        assert proc.returncode == 1
+        one_line_error(proc, f"cannot read '{name}': not a regular file")
+    assert not (sp.tmp / "r.h5").exists() and not (sp.tmp / "f.h5").exists()
 
 
 def test_recover_counts_calls_and_regions_as_summary_does(sp):
