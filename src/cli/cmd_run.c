@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sp_cmd.h"
+#include "sp_json.h"
 #include "sp_likwid.h"
 #include "sp_mpicalls.h"
 #include "sp_recorder.h"
@@ -130,12 +131,31 @@ static char *join_args(int argc, char **argv)
 	return s;
 }
 
+/* Whether s is UTF-8 text, as the names the patterns are matched with. */
+static int utf8_text(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t cp;
+	for (size_t n; *p; p += n)
+		if (!(n = sp_utf8_seq(p, &cp)))
+			return 0;
+	return 1;
+}
+
 /* The patterns into s, then the combinations run refuses: 0, or -1 after
  * saying why. */
 static int check_settings(struct sp_settings *s, const struct sp_opt_list *include,
 			  const struct sp_opt_list *exclude)
 {
 	char err[256];
+	const struct sp_opt_list *lists[] = {include, exclude};
+	for (size_t l = 0; l < 2; l++)
+		for (size_t i = 0; i < lists[l]->n; i++)
+			if (!utf8_text(lists[l]->items[i])) {
+				sp_cmd_error(CMD, "--%s: the pattern is not UTF-8 text (names are matched as UTF-8)",
+					     l ? "exclude" : "include");
+				return -1;
+			}
 	s->include = include->items;
 	s->ninclude = include->n;
 	s->exclude = exclude->items;

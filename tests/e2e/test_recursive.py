@@ -186,6 +186,13 @@ def test_include_exclude_globs(sp):
     proc = sp("run", "--include", "x", script)
     assert proc.returncode == 2
     one_line_error(proc, "--recursive")
+    # A pattern that is not UTF-8 (a byte of another locale's): one line
+    # before the script (a traceback from the tool's own code and status 1).
+    for opt, pattern in (("--include", "\udcff"), ("--exclude", "re:a\udcff")):
+        proc = sp("run", "--recursive", opt, pattern, "-q", "-o", "u.h5", script)
+        assert proc.returncode == 2
+        one_line_error(proc, f"{opt}: the pattern is not UTF-8 text")
+        assert not (sp.tmp / "u.h5").exists()
 
 
 def test_seed_recursive_decorator(sp):
