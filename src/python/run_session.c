@@ -196,13 +196,22 @@ static int precompile(const char *script, const char *command)
 	return -1;
 }
 
+/* -m's MODULE as python -m names it: the file system's encoding, any
+ * bytes (a module file whose name is not UTF-8). */
+static PyObject *module_name(const char *module)
+{
+	return PyUnicode_DecodeFSDefault(module);
+}
+
 /* `run -m MODULE`: the module must be found, as python -m would find it,
  * before the session starts, so a mistyped name is one line, status 1 (as
  * python's), and no profile is written. Returns 0 when it is found. */
 static int check_module(const char *module)
 {
 	PyObject *mod = PyImport_ImportModule("scope_profiler");
-	PyObject *res = mod ? PyObject_CallMethod(mod, "_module_error", "s", module) : NULL;
+	PyObject *name = module_name(module);
+	PyObject *res = mod && name ? PyObject_CallMethod(mod, "_module_error", "O", name) : NULL;
+	Py_XDECREF(name);
 	Py_XDECREF(mod);
 	if (!res) {
 		PyErr_Clear();
@@ -211,8 +220,11 @@ static int check_module(const char *module)
 	}
 	int rc = 0;
 	if (res != Py_None) {
-		const char *msg = PyUnicode_Check(res) ? PyUnicode_AsUTF8(res) : NULL;
+		/* As python's stderr writes it: a name's undecodable bytes escaped */
+		PyObject *b = PyUnicode_Check(res) ? PyUnicode_AsEncodedString(res, "utf-8", "backslashreplace") : NULL;
+		const char *msg = b ? PyBytes_AsString(b) : NULL;
 		sp_cmd_error(CMD, "%s", msg ? msg : "module not found");
+		Py_XDECREF(b);
 		PyErr_Clear();
 		rc = -1;
 	}
@@ -227,7 +239,9 @@ static int check_module(const char *module)
 static int check_module_outfile(const char *module, const char *out)
 {
 	PyObject *mod = PyImport_ImportModule("scope_profiler");
-	PyObject *files = mod ? PyObject_CallMethod(mod, "_module_files", "s", module) : NULL;
+	PyObject *name = module_name(module);
+	PyObject *files = mod && name ? PyObject_CallMethod(mod, "_module_files", "O", name) : NULL;
+	Py_XDECREF(name);
 	Py_XDECREF(mod);
 	if (!files || !PyList_Check(files)) {
 		PyErr_Clear();

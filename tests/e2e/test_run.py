@@ -86,6 +86,16 @@ def test_dash_m_runs_module(sp):
     proc = sp("run", "-q", "-m", "pkg.tool", "x", "--flag")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "module main __main__ ['x', '--flag']"
+    # A module file whose name is not UTF-8 (bytes of another locale's), as
+    # python -m runs it ("cannot look up module" before); one not found is
+    # named as python names it.
+    (sp.tmp / os.fsdecode(b"m\xe9.py")).write_text("print('module', __name__)\n")
+    proc = sp("run", "-q", "-o", "m.h5", "-m", os.fsdecode(b"m\xe9"))
+    assert (proc.returncode, proc.stdout) == (0, "module __main__\n"), proc.stderr
+    assert (sp.tmp / "m.h5").exists()
+    proc = sp("run", "-q", "-o", "m2.h5", "-m", os.fsdecode(b"nosuch\xe9"))
+    assert proc.returncode == 1
+    one_line_error(proc, "scope-profiler: run: No module named nosuch\\udce9")
 
 
 def good_profile(sp, name="profiling_data.h5"):
