@@ -29,6 +29,7 @@
 #include "sp_nvtx.h"
 #include "sp_region.h"
 #include "sp_spill.h"
+#include "sp_pytext.h"
 #include "sp_tracer.h"
 
 /* The value in a code object's cache slot for "not traced" (no object
@@ -223,8 +224,22 @@ static __attribute__((noinline, cold)) void *classify(PyCodeObject *co, PyObject
 		name = PyUnicode_FromFormat("%U.%U", module, co->co_qualname);
 	else
 		name = PyUnicode_FromFormat("%U", co->co_qualname);
-	const char *u = name ? PyUnicode_AsUTF8(name) : NULL;
-	if (!u || !sp_filter_name(&filter, u))
+	/* A NUL (a code object's replaced qualname) no region name holds:
+	 * written as \x00. A lone surrogate (a module file whose name is not
+	 * UTF-8) the region keeps, stored escaped (said once); the patterns
+	 * see that escaped form. */
+	if (name && PyUnicode_FindChar(name, 0, 0, PyUnicode_GET_LENGTH(name), 1) >= 0) {
+		PyObject *nul = PyUnicode_FromOrdinal(0), *esc = PyUnicode_FromString("\\x00");
+		PyObject *clean = nul && esc ? PyUnicode_Replace(name, nul, esc, -1) : NULL;
+		Py_XDECREF(nul);
+		Py_XDECREF(esc);
+		Py_SETREF(name, clean);
+	}
+	PyObject *text = name ? sp_text_storable(name) : NULL;
+	const char *u = text ? PyUnicode_AsUTF8(text) : NULL;
+	int kept = u && sp_filter_name(&filter, u);
+	Py_XDECREF(text);
+	if (!kept)
 		goto out;
 	RegionObject *r = region ? sp_region_lookup(name) : NULL;
 	if (r)

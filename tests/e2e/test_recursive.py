@@ -1,5 +1,6 @@
 """`run --recursive`: every Python function of an unmodified script, from a
 C profile hook; counts checked against cProfile on the same program."""
+import os
 import pstats
 import re
 import subprocess
@@ -661,3 +662,27 @@ def test_metadata_says_how_the_run_traced(sp, flags, value):
     assert proc.returncode == 0, proc.stderr
     with h5py.File(sp.tmp / "m.h5") as f:
         assert f["metadata"].attrs["recursive"] == value
+
+
+def test_functions_whose_names_utf8_cannot_hold_are_recorded_escaped(sp):
+    # A module file whose name is not UTF-8 (os.fsdecode's lone surrogates),
+    # a qualname with a surrogate or a NUL (code.replace): each recorded
+    # under an escaped name (they were left out without a word).
+    (sp.tmp / os.fsdecode(b"m\xe9.py")).write_text("def g():\n    return 2\n")
+    script = sp.script("""
+        import os
+        m = __import__(os.fsdecode(b"m\\xe9"))
+        m.g()
+        def f(): return 1
+        f.__code__ = f.__code__.replace(co_qualname="a\\udcffb")
+        f()
+        def h(): return 3
+        h.__code__ = h.__code__.replace(co_qualname="a\\0b")
+        h()
+    """)
+    proc = sp("run", "--recursive", "-q", "-o", "e.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    names = set(regions_of(sp.tmp / "e.h5"))
+    assert {"m\\udce9.<module>", "m\\udce9.g", "__main__.a\\udcffb", "__main__.a\\x00b"} <= names, names
+    assert "'__main__.a\\udcffb' is not valid text (UTF-8 cannot hold it); it is recorded as " \
+           "'__main__.a\\\\udcffb'" in proc.stderr, proc.stderr
