@@ -1143,7 +1143,8 @@ static int more_fds(struct rlimit *was)
  * descriptors are numbered as under python. Only under a hard limit of
  * SPARE_MAX_LIMIT at most: a descriptor at the top of a larger one would
  * grow the process's descriptor table to it (8 MiB of the kernel's at a
- * million, copied at every fork), and a leak rarely gets there. */
+ * million, copied at every fork), and a leak rarely gets there. Not under
+ * one below 16 either, whose few descriptors the script needs more. */
 #define SPARE_FDS 2
 #define SPARE_MAX_LIMIT 16384
 static struct spare_fd {
@@ -1156,7 +1157,7 @@ static void spare_take(void)
 {
 	struct rlimit lim;
 	if (spare[0].fd >= 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur != lim.rlim_max ||
-	    lim.rlim_cur < 64 || lim.rlim_cur > SPARE_MAX_LIMIT)
+	    lim.rlim_cur < 16 || lim.rlim_cur > SPARE_MAX_LIMIT)
 		return;
 	for (int i = 0; i < SPARE_FDS; i++) {
 		int m = memfd_create("scope-profiler-spare", MFD_CLOEXEC);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include "sp_clock.h"
@@ -865,9 +866,14 @@ int sp_spill_finish(const struct sp_profile *p, const char *path)
 		 * by the run (sp_spill_lost; a child process says nothing). */
 		spill.lost = lost;
 		spill.finish_failed = 1;
+		char partial[PATH_MAX];
+		int made = snprintf(partial, sizeof partial, "%s.partial", path) >= (int)sizeof partial ||
+			   access(partial, F_OK) == 0;
 		if (err.code == SP_EEXIST)   /* a file appeared at the output: the profile is whole */
 			PyErr_Format(PyExc_OSError, "%s; the profile stays in %s.partial (scope-profiler recover "
 				     "%s.partial -o OTHER.h5 moves it)", err.msg, path, path);
+		else if (!made)   /* never made: nothing was flushed */
+			PyErr_Format(PyExc_OSError, "%s; nothing was flushed before it: the profile is lost", err.msg);
 		else
 			PyErr_Format(PyExc_OSError, "%s; the calls flushed before it stay in %s.partial (scope-profiler "
 				     "recover %s.partial finishes it)", err.msg, path, path);

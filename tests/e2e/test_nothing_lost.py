@@ -471,8 +471,9 @@ LEAK_FDS = """
 """
 
 
-@pytest.mark.parametrize("hard", [False, True], ids=["soft_limit", "hard_limit"])
-def test_a_script_that_uses_every_descriptor_keeps_its_profile(sp, hard):
+@pytest.mark.parametrize("hard, limit", [(False, 128), (True, 128), (True, 20)],
+                         ids=["soft_limit", "hard_limit", "hard_limit_of_20"])
+def test_a_script_that_uses_every_descriptor_keeps_its_profile(sp, hard, limit):
     """A script that leaks descriptors up to its limit ("Too many open
     files") and ends: the profile is written over the earlier one at -o,
     status 0 as under python (before: "cannot write ...: Too many open
@@ -483,7 +484,6 @@ def test_a_script_that_uses_every_descriptor_keeps_its_profile(sp, hard):
     start are given up for it."""
     import resource
     script = sp.script(LEAK_FDS, name="leak.py")
-    limit = 128
 
     def lower():
         resource.setrlimit(resource.RLIMIT_NOFILE,
@@ -494,6 +494,38 @@ def test_a_script_that_uses_every_descriptor_keeps_its_profile(sp, hard):
                               capture_output=True, text=True, timeout=120)
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, "Too many open files\n", ""), proc.stderr
         assert calls(sp.tmp / out) == {"a": 1}
+
+
+def test_a_stream_that_could_not_make_its_file_says_nothing_was_flushed(sp):
+    """Every descriptor held past the first flush: the stream cannot make
+    OUT.partial, and the line says the profile is lost (it named the
+    partial file, which did not exist, for recover)."""
+    import resource
+    script = sp.script("""
+        import os, time
+        import scope_profiler as sp
+        held = []
+        try:
+            while True:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+        except OSError:
+            pass
+        t = time.monotonic()
+        while time.monotonic() - t < 2:   # tries to flush every 0.05 s meanwhile
+            with sp.region("a"):
+                pass
+    """, name="held.py")
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    proc = subprocess.run([BINARY, "run", "-q", "--flush-interval", "0.05", "-o", "h.h5", str(script)],
+                          cwd=sp.tmp, preexec_fn=lower, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    last = proc.stderr.splitlines()[-1]
+    assert last.startswith(f"scope-profiler: run: cannot stream to '{sp.tmp / 'h.h5.partial'}': Too many "
+                           "open files; nothing was flushed before it: the profile is lost"), proc.stderr
+    assert sorted(p.name for p in sp.tmp.iterdir()) == ["held.py"]
 
 
 def test_descriptors_of_the_script_s_in_place_of_the_kept_ones_are_never_closed(sp):
