@@ -1153,9 +1153,40 @@ static struct spare_fd {
 	ino_t ino;
 } spare[SPARE_FDS] = {{-1, 0, 0}, {-1, 0, 0}};
 
+/* Under an address-space limit (ulimit -v, a batch system's virtual
+ * memory limit), a script that ends with all of it taken (its MemoryError
+ * caught, its objects kept) left the end none: HDF5 exits the process when
+ * its start cannot allocate, the profile lost without a word. An eighth of
+ * the limit (at most SPARE_AS_MAX), reserved at the session's start as
+ * addresses only (PROT_NONE: no memory), is given back for the end. */
+#define SPARE_AS_MAX ((size_t)64 << 20)
+static void *spare_as;
+static size_t spare_as_len;
+
+static void spare_as_take(void)
+{
+	struct rlimit lim;
+	if (spare_as || getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+		return;
+	size_t len = lim.rlim_cur / 8 < SPARE_AS_MAX ? (size_t)(lim.rlim_cur / 8) & ~(size_t)0xfff : SPARE_AS_MAX;
+	void *p = len ? mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) : MAP_FAILED;
+	if (p != MAP_FAILED) {
+		spare_as = p;
+		spare_as_len = len;
+	}
+}
+
+static void spare_as_give(void)
+{
+	if (spare_as)
+		munmap(spare_as, spare_as_len);
+	spare_as = NULL;
+}
+
 static void spare_take(void)
 {
 	struct rlimit lim;
+	spare_as_take();
 	if (spare[0].fd >= 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur != lim.rlim_max ||
 	    lim.rlim_cur < 16 || lim.rlim_cur > SPARE_MAX_LIMIT)
 		return;
@@ -1184,7 +1215,8 @@ static void spare_give(void)
 }
 
 /* The end's descriptors: the raised limit, or the spares where it could
- * not be raised by END_FDS; end_fds_back puts the limit back. */
+ * not be raised by END_FDS; end_fds_back puts the limit back. The spare
+ * address space goes too. */
 struct end_fds {
 	struct rlimit was;
 	int raised;
@@ -1192,6 +1224,7 @@ struct end_fds {
 
 static void end_fds_take(struct end_fds *e)
 {
+	spare_as_give();
 	e->raised = more_fds(&e->was);
 	if (e->raised < END_FDS)
 		spare_give();

@@ -12,6 +12,7 @@ import h5py
 import pytest
 
 from conftest import BINARY, embedded, regions
+from test_memory import ASAN
 from test_mpi import mpirun
 from test_subprocesses import ENV
 
@@ -526,6 +527,35 @@ def test_a_stream_that_could_not_make_its_file_says_nothing_was_flushed(sp):
     assert last.startswith(f"scope-profiler: run: cannot stream to '{sp.tmp / 'h.h5.partial'}': Too many "
                            "open files; nothing was flushed before it: the profile is lost"), proc.stderr
     assert sorted(p.name for p in sp.tmp.iterdir()) == ["held.py"]
+
+
+@pytest.mark.skipif(ASAN, reason="AddressSanitizer's shadow memory cannot run under an address-space limit")
+def test_a_script_that_takes_all_its_address_space_keeps_its_profile(sp):
+    """ulimit -v: the script ends holding every byte it could allocate (its
+    MemoryError caught). The end still writes the profile (HDF5's start
+    exited the process with status 255 and no word, or crashed)."""
+    import resource
+    script = sp.script("""
+        import scope_profiler as sp
+        for i in range(1000):
+            with sp.region("r%d" % (i % 10)):
+                pass
+        hold, size = [], 1 << 20
+        while size >= 64:
+            try:
+                hold.append(bytearray(size))
+            except MemoryError:
+                size //= 2
+        print("full", flush=True)
+    """, name="hog.py")
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_AS, (200_000 * 1024, 200_000 * 1024))
+
+    proc = subprocess.run([BINARY, "run", "-q", "-o", "hog.h5", str(script)], cwd=sp.tmp, preexec_fn=lower,
+                          capture_output=True, text=True, timeout=300)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "full\n", ""), proc.stderr
+    assert calls(sp.tmp / "hog.h5") == {f"r{k}": 100 for k in range(10)}
 
 
 def test_descriptors_of_the_script_s_in_place_of_the_kept_ones_are_never_closed(sp):
