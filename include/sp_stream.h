@@ -192,6 +192,11 @@ void sp_stream_forget(void);
  * was done (a live run's), -1 when it cannot be (not such a file). */
 int sp_stream_unmark_dead(const char *partial);
 
+/* Whether a live run streams into partial now (holds the stream's lock on
+ * it): 1, 0 (none: a dead run's, or a file no run made), -1 when it cannot
+ * be told (a file system without locks). */
+int sp_stream_written_now(const char *partial);
+
 /* The partial file's path for OUT (OUT + ".partial"), malloc'd, or NULL. */
 char *sp_stream_partial_path(const char *path);
 

@@ -12,6 +12,7 @@
 
 #include "sp_children.h"
 #include "sp_cmd.h"
+#include "sp_stream.h"
 #include "sp_h5.h"
 #include "sp_merge.h"
 #include "sp_tree.h"
@@ -204,7 +205,7 @@ static int follow(const char *path, const struct sp_render_opts *opts)
 	struct watch w;
 	if (watch_of(path, &w) != 0)
 		return 1;
-	int tty = isatty(STDOUT_FILENO), draw = !opts->json, shown = 0, rc;
+	int tty = isatty(STDOUT_FILENO), draw = !opts->json, shown = 0, rc, empty_seen = 0;
 	for (;;) {
 		if (access(w.partial, F_OK) != 0) {
 			/* Under MPI the rank's finished file stays until rank 0
@@ -243,6 +244,13 @@ finished:		/* Finished (renamed, merged), or never streamed: the file itself. */
 		struct sp_profile *p = NULL;
 		if ((rc = show(w.partial, opts, &p, draw)) == 2)
 			return 2;
+		/* Unreadable (said), and no run writes it: not a run's partial
+		 * file (damaged, a folder); an empty one a run may be about to
+		 * write, once more. A live run's reads next time. */
+		struct stat sb;
+		if (rc == 1 && sp_stream_written_now(w.partial) == 0 && stat(w.partial, &sb) == 0 &&
+		    (!S_ISREG(sb.st_mode) || sb.st_size > 0 || empty_seen++))
+			return 1;
 		fflush(stdout);
 		shown = draw;
 		/* The writer gone and its file still partial: killed, unless

@@ -746,6 +746,12 @@ int sp_stream_unmark_dead(const char *partial)
 	return rc == 0 ? 1 : -1;
 }
 
+int sp_stream_written_now(const char *partial)
+{
+	int live = sp_sfile_live(partial);
+	return live == 1 ? 1 : live == 0 ? 0 : -1;
+}
+
 void sp_stream_thread_gone(pid_t tid)
 {
 	char path[64];

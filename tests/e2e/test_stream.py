@@ -708,6 +708,29 @@ def test_summary_follow_of_a_killed_run_says_recover(sp):
         assert regions(f)["step"].attrs["num_calls"] > 0
 
 
+@pytest.mark.parametrize("kind, said", [("garbage", "not an HDF5 file"), ("folder", "is a directory"),
+                                         ("fifo", "not a regular file"), ("empty", "not an HDF5 file")])
+def test_summary_follow_of_a_partial_file_no_run_writes_ends(sp, kind, said):
+    """A FILE.partial that no run streams into and that is no profile
+    (damaged, a folder, a FIFO, empty): --follow says why and ends, status 1
+    (it said so every 2 s for ever); an empty one is given one more look (a
+    run may be about to write it)."""
+    partial = sp.tmp / "x.h5.partial"
+    if kind == "garbage":
+        partial.write_bytes(b"garbage\n" * 100)
+    elif kind == "folder":
+        partial.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(partial)
+    else:
+        partial.write_bytes(b"")
+    follow = sp("summary", "--follow", "x.h5", timeout=60)
+    assert follow.returncode == 1
+    lines = follow.stderr.splitlines()
+    assert set(lines) == {f"scope-profiler: summary: cannot read 'x.h5.partial': {said}"}, follow.stderr
+    assert len(lines) == (2 if kind == "empty" else 1), follow.stderr
+
+
 ATEXIT_SPIN = """
 import atexit, time
 import scope_profiler as sp
