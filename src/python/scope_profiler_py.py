@@ -341,8 +341,9 @@ def _finalize_at_exit():
     try:
         finalize(_at_exit=True)
     except OSError as exc:
-        # A child of run --subprocesses that outlived the run: counted there.
-        if not child:
+        if child:   # counted by the run, which can only guess why: the child says it
+            _child_write_failed(exc)
+        else:
             _sys.stderr.write(f"scope-profiler: cannot write the profile at exit: {exc}\n")
 
 

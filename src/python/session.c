@@ -858,6 +858,17 @@ static PyObject *mod_session_is_child(PyObject *m, PyObject *unused)
 	return PyBool_FromLong(session.active && session.parent_pid);
 }
 
+static void child_write_failed(void);
+
+/* _child_write_failed(exc): a child's profile failed at its exit in plain
+ * python (_finalize_at_exit): said as a child of the run says it. */
+static PyObject *mod_child_write_failed(PyObject *m, PyObject *exc)
+{
+	PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+	child_write_failed();
+	Py_RETURN_NONE;
+}
+
 static PyObject *mod_run_tracing(PyObject *m, PyObject *unused)
 {
 	return PyBool_FromLong(session.tracing);
@@ -975,6 +986,7 @@ PyMethodDef sp_session_methods[] = {
 	{"_run_given", mod_run_given, METH_NOARGS, NULL},
 	{"_child_tracing", mod_child_tracing, METH_O, NULL},
 	{"_session_is_child", mod_session_is_child, METH_NOARGS, NULL},
+	{"_child_write_failed", mod_child_write_failed, METH_O, NULL},
 	{"_run_tracing", mod_run_tracing, METH_NOARGS, NULL},
 	{"_async_lanes_auto", mod_async_lanes_auto, METH_NOARGS, NULL},
 	{"_clock_ns", mod_clock_ns, METH_NOARGS,
@@ -1291,9 +1303,7 @@ static void write_profile_at_exit(void)
 		return;   /* run_exit says it */
 	}
 	if (session.parent_pid) {
-		/* A child process of --subprocesses that outlived the run (its
-		 * folder is gone): the run counted it; nothing to say. */
-		PyErr_Clear();
+		child_write_failed();
 		Py_XDECREF(err);
 		return;
 	}
@@ -1385,6 +1395,39 @@ int sp_session_end_before_exec(void)
 	return !session.active;
 }
 
+/* A child of --subprocesses whose profile failed (the exception set): the
+ * run counts it and can only guess why ("killed"); the child says why (a
+ * full $TMPDIR), unless it outlived the run (its folder is gone: the run
+ * counted it, and ended). The exception is cleared. */
+static void child_write_failed(void)
+{
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	const char *out = session.cur.outfile;
+	const char *slash = out ? strrchr(out, '/') : NULL;
+	char dir[PATH_MAX];
+	int alive = slash && (size_t)(slash - out) < sizeof dir &&
+		    snprintf(dir, sizeof dir, "%.*s", (int)(slash - out), out) > 0 && access(dir, F_OK) == 0;
+	PyObject *why = alive && value ? PyObject_Str(value) : NULL;
+	PyObject *b = why ? PyUnicode_AsEncodedString(why, "utf-8", "backslashreplace") : NULL;
+	/* The cause alone: what the message goes on to say of where the calls
+	 * stay ("; the calls flushed before it stay in ...") is the run's to
+	 * take care of, and it does. */
+	const char *msg = b ? PyBytes_AsString(b) : NULL;
+	if (!msg)
+		msg = "its profile failed";
+	const char *cut = strstr(msg, "; ");
+	if (alive)
+		fprintf(stderr, "scope-profiler: run: child process %ld: %.*s; its calls after its last flush are "
+			"not in the run's profile\n", (long)getpid(), (int)(cut ? (size_t)(cut - msg) : strlen(msg)), msg);
+	PyErr_Clear();
+	Py_XDECREF(b);
+	Py_XDECREF(why);
+	Py_XDECREF(type);
+	Py_XDECREF(value);
+	Py_XDECREF(tb);
+}
+
 void sp_session_end_child(void)
 {
 	if (!session.active || !session.parent_pid || getpid() != session.pid)
@@ -1398,7 +1441,9 @@ void sp_session_end_child(void)
 	PyObject *res = finish(0, 0, NULL, 0, 0, &path);
 	end_fds_back(&fds);
 	Py_XDECREF(res);
-	PyErr_Clear();   /* the parent counts a child that wrote nothing */
+	if (!res && PyErr_Occurred())
+		child_write_failed();
+	PyErr_Clear();
 	PyErr_Restore(type, value, tb);
 }
 

@@ -418,12 +418,12 @@ void sp_shim_end(Py_ssize_t merged, Py_ssize_t recovered)
 		closedir(d);
 	if (merged >= 0 && recovered > 0)
 		PySys_FormatStderr("scope-profiler: run: warning: %ld of %ld profiled child processes did not "
-				   "finish their profile (killed, or still running at the end): their calls up to "
+				   "finish their profile (killed, still running at the end, or it failed): their calls up to "
 				   "their last flush are in this profile\n", (long)recovered,
 				   children > merged ? children : (long)merged);
 	if (merged >= 0 && children > merged)
 		PySys_FormatStderr("scope-profiler: run: warning: %ld of %ld profiled child processes wrote no "
-				   "profile (killed, or still running at the end): their calls are not in this "
+				   "profile (killed, still running at the end, or it failed): their calls are not in this "
 				   "profile\n", children - (long)merged, children);
 	else if (merged < 0 && children)
 		PySys_FormatStderr("scope-profiler: run: warning: %ld child process%s imported scope_profiler "

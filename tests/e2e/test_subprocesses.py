@@ -12,7 +12,7 @@ import textwrap
 import h5py
 import pytest
 
-from conftest import BINARY, embedded, regions, sanitizer_env
+from conftest import BINARY, embedded, regions, sanitizer_env, small_tmpfs
 from test_memory import ASAN, peak_rss
 
 
@@ -1221,3 +1221,26 @@ def test_sigterm_to_the_run_alone_leaves_a_streaming_child_running(sp):
         except ProcessLookupError:
             pass
     assert "did not finish their profile" in proc.stderr, proc.stderr
+
+
+def test_a_child_whose_profile_cannot_be_written_says_why(sp):
+    """$TMPDIR full (a small tmpfs): a spawned child's profile fails at its
+    exit. The child says why in one line (the run could only guess that it
+    was killed); the run's count names that a child may have failed; the
+    script's status stays its own."""
+    script = sp.script("""
+        import subprocess, sys
+        import scope_profiler as sp
+        child = "import scope_profiler as sp\\nfor i in range(100000):\\n    with sp.region('c%d' % (i % 100)): pass\\n"
+        with sp.region("r"):
+            print(subprocess.run([sys.executable, "-c", child]).returncode, flush=True)
+    """)
+    with small_tmpfs(sp.tmp / "full", "100k") as full:
+        proc = sp("run", "-q", "--subprocesses", "-o", "u.h5", script, env=dict(ENV, TMPDIR=str(full)))
+    assert (proc.returncode, proc.stdout) == (0, "0\n"), proc.stderr
+    lines = proc.stderr.splitlines()
+    said = [l for l in lines if l.startswith("scope-profiler: run: child process ")]
+    assert len(said) == 1, proc.stderr
+    assert said[0].endswith(": No space left on device; its calls after its last flush are not in the run's "
+                            "profile"), said
+    assert any("profiled child processes" in l and "or it failed" in l for l in lines), proc.stderr
