@@ -136,6 +136,13 @@ enum sp_err sp_outpath_commit(struct sp_outpath *o, struct sp_error *err);
  * a zeroed, a failed-to-open or an already finished *o. */
 void sp_outpath_abort(struct sp_outpath *o);
 
+/* The last file put in place by a rename (sp_outpath_commit, a stream's
+ * finish, a run's own file moved to OUT), noted by sp_outpath_note_committed:
+ * a signal handler names it (async-signal-safe); NULL before any, or
+ * since sp_outpath_note_committed(NULL) (the run's end begins). */
+void sp_outpath_note_committed(const char *target);
+const char *sp_outpath_committed(void);
+
 /* Removes every temporary file this process is writing now. Async-signal
  * safe (unlink only): for a fatal signal's handler, before it re-raises.
  * The writers then fail when they commit; nothing else is touched. Also

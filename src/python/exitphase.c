@@ -168,6 +168,18 @@ static void on_exit_signal(int sig)
 		 * path keeps what it had. */
 		sp_outpath_cleanup_tmp();
 		if (abandon_len) {
+			/* Its file put in place already (the end was removing the
+			 * rank files, or printing): said so, never "no profile". */
+			const char *done = sp_outpath_committed();
+			if (done && access(done, F_OK) == 0 &&
+			    !(abandon_rank_len && strcmp(done, abandon_rank_file) == 0)) {
+				static const char head[] = "scope-profiler: run: abandoned after the profile was written to ";
+				ssize_t unused = write(STDERR_FILENO, head, sizeof head - 1);
+				unused = write(STDERR_FILENO, done, strlen(done));
+				unused = write(STDERR_FILENO, "\n", 1);
+				(void)unused;
+				die_by(sig);
+			}
 			int streamed = abandon_partial[0] && access(abandon_partial, F_OK) == 0;
 			int finished = !streamed && abandon_rank_len && access(abandon_rank_file, F_OK) == 0;
 			ssize_t unused = streamed ? write(STDERR_FILENO, abandon_msg, abandon_len)
@@ -1342,6 +1354,7 @@ static void take_exit_signals(int run_pending)
 	}
 	Py_XDECREF(sigmod);
 	PyErr_Clear();
+	sp_outpath_note_committed(NULL);   /* what an earlier finalize() wrote is not this end's */
 	const char *partial = sp_stream_on() ? sp_stream_partial() : NULL;
 	int n = partial ? snprintf(abandon_msg, sizeof abandon_msg, "scope-profiler: run: abandoned: the calls "
 				   "streamed so far stay in %s (scope-profiler recover finishes it)\n", partial)

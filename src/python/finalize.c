@@ -600,6 +600,7 @@ static int merge_children(struct sp_final *f, const char *own, struct sp_merge_r
 				     err.msg[0] ? err.msg : strerror(errno), own);
 			return -1;
 		}
+		sp_outpath_note_committed(f->path);
 		return 0;
 	}
 	if (r == SP_OK && (nkids > INT32_MAX - 1 || !(files = malloc((nkids + 1) * sizeof *files))))
@@ -1055,6 +1056,8 @@ int sp_final_run(struct sp_final *f)
 		Py_BEGIN_ALLOW_THREADS
 		sp_test_pause("SCOPE_PROFILER_TEST_WRITE_PAUSE_MS", "writing");   /* another thread runs */
 		wrc = sp_h5_write(p, f->path, &err);
+		if (wrc == SP_OK)
+			sp_test_pause("SCOPE_PROFILER_TEST_WRITTEN_PAUSE_MS", "written");
 		Py_END_ALLOW_THREADS
 	}
 	if (wrc != SP_OK) {

@@ -587,6 +587,25 @@ enum sp_err sp_outpath_check(const char *path, int flags, enum sp_outpath_kind *
 	return rc;
 }
 
+/* The last file a rename put in place, for a signal handler to name. */
+static char committed[PATH_MAX];
+static volatile sig_atomic_t committed_set;
+
+void sp_outpath_note_committed(const char *target)
+{
+	size_t n = target ? strlen(target) : sizeof committed;
+	committed_set = 0;
+	if (n < sizeof committed) {
+		memcpy(committed, target, n + 1);
+		committed_set = 1;
+	}
+}
+
+const char *sp_outpath_committed(void)
+{
+	return committed_set ? committed : NULL;
+}
+
 enum sp_err sp_outpath_commit(struct sp_outpath *o, struct sp_error *err)
 {
 	enum sp_err rc = SP_OK;
@@ -613,6 +632,8 @@ enum sp_err sp_outpath_commit(struct sp_outpath *o, struct sp_error *err)
 	if (e) {
 		rc = sp_error_set(err, e == ENOMEM ? SP_ENOMEM : SP_EIO, "'%s': %s", o->path, strerror(e));
 		unlink(o->tmp);
+	} else {
+		sp_outpath_note_committed(o->target);
 	}
 	reg_remove(o->slot);
 	release(o);

@@ -139,6 +139,35 @@ def test_second_signal_abandons_the_write_and_keeps_the_old_profile(sp, sigs):
         assert sorted(p.name for p in sp.tmp.iterdir()) == ["out.h5", "script.py"]
 
 
+def test_abandoned_after_the_write_says_the_profile_was_written(sp):
+    """A second signal once the profile is in place (the end prints, or
+    removes the ranks' files): the line names the file written (it said
+    "no profile written" of a complete profile)."""
+    script = sp.script("""
+        import scope_profiler as sp
+        with sp.region("a"):
+            pass
+    """)
+    proc = subprocess.Popen([BINARY, "run", "-q", *WHOLE, "-o", "out.h5", str(script)], cwd=sp.tmp,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, SCOPE_PROFILER_TEST_WRITTEN_PAUSE_MS="60000"))
+    try:
+        assert proc.stderr.readline() == "scope-profiler: test: written\n"
+        proc.send_signal(signal.SIGINT)
+        assert proc.stderr.readline() == "scope-profiler: run: finishing the profile; interrupt again to abandon it\n"
+        proc.send_signal(signal.SIGINT)
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == -signal.SIGINT
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    assert err == f"scope-profiler: run: abandoned after the profile was written to {sp.tmp / 'out.h5'}\n", err
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert regions(f)["a"].attrs["num_calls"] == 1
+
+
 def test_abandoned_streamed_run_names_only_a_partial_file_that_exists(sp):
     """A streamed run (the default) abandoned by a second signal: the line
     names PATH.partial only where the stream made it (a run shorter than a
