@@ -847,6 +847,17 @@ static int64_t mono_ns(const struct timespec *t)
 	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
 }
 
+static int meet_said;   /* meet_watch said its line: the merge after it says it came */
+
+/* After meet_watch's line, the merge that came after all: its one line. */
+static void meet_ended(const char *path)
+{
+	if (meet_said)
+		fprintf(stderr, "scope-profiler: run: rank %d: the other ranks came after all; the profile is "
+			"merged into %s\n", sp_mpi_rank(), path);
+	meet_said = 0;
+}
+
 static void meet_watch(void *arg)
 {
 	struct meet_watch *w = arg;
@@ -861,6 +872,7 @@ static void meet_watch(void *arg)
 	if (mono_ns(&now) - since < MEET_SAY_NS)
 		return;
 	w->said = 1;
+	meet_said = 1;
 	const char *name = sigabbrev_np((int)signalled);
 	char head[160];
 	snprintf(head, sizeof head, "scope-profiler: run: rank %d: ended by SIG%s, and the other ranks have not "
@@ -937,6 +949,7 @@ static int final_mpi(struct sp_final *f, int64_t now)
 			     "merges them)", err.msg, job ? job : f->path, job ? job : f->path);
 		goto out;
 	}
+	meet_ended(f->path);
 	const struct sp_profile *show = own;
 	if (rank == 0 && (f->render || f->render_lines || f->snapshot)) {
 		if (merged_show(f, &rep, &back, &st) != 0)
@@ -1052,6 +1065,8 @@ int sp_final_run(struct sp_final *f)
 		Py_BEGIN_ALLOW_THREADS
 		wrc = sp_mpi_collect(p, f->path, f->path != NULL, f->failed, wait_s, f->fallback, &err);
 		Py_END_ALLOW_THREADS
+		if (wrc == SP_OK)
+			meet_ended(f->path);
 	} else if (f->path) {
 		Py_BEGIN_ALLOW_THREADS
 		sp_test_pause("SCOPE_PROFILER_TEST_WRITE_PAUSE_MS", "writing");   /* another thread runs */

@@ -285,13 +285,15 @@ for _ in range(2000):
     with work:
         pass
 open(f"pid{rank}", "w").write(str(os.getpid()))
-while True:
+while not os.path.exists("go"):
     time.sleep(0.05)
 """
 
 
-@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "not-streamed-yet"])
-def test_a_rank_ended_by_a_signal_that_waits_for_a_rank_never_coming_says_where_its_calls_are(sp, streamed):
+@pytest.mark.parametrize("streamed, late", [(True, False), (False, False), (True, True)],
+                         ids=["streamed", "not-streamed-yet", "streamed-the-other-comes-late"])
+def test_a_rank_ended_by_a_signal_that_waits_for_a_rank_never_coming_says_where_its_calls_are(sp, streamed,
+                                                                                             late):
     proc = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2", BINARY, "run", "-q",
                              "--flush-interval", "0.1" if streamed else "3600", "-o", "h.h5",
                              str(sp.script(HANGS))],
@@ -324,6 +326,17 @@ def test_a_rank_ended_by_a_signal_that_waits_for_a_rank_never_coming_says_where_
             time.sleep(0.1)
         assert said, "".join(lines)
         assert proc.poll() is None       # still waiting: rank 1 may yet come
+        if late:                         # it comes: the job merges, said
+            (sp.tmp / "go").touch()
+            proc.wait(timeout=120)
+            reader.join(timeout=60)
+            assert (f"scope-profiler: run: rank 0: the other ranks came after all; the profile is merged "
+                    f"into {sp.tmp / 'h.h5'}\n") in lines, "".join(lines)
+            with h5py.File(sp.tmp / "h.h5") as f:
+                for r in range(2):
+                    assert calls_and_dropped(f, r) == {"work": (2000, 0)}, r
+            assert rank_files(sp.tmp, "h.h5") == []
+            return
         # Again, more than a second later: rank 0 abandons the wait.
         time.sleep(1.1)
         os.kill(int(pids[0].read_text()), signal.SIGTERM)
