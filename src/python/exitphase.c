@@ -45,6 +45,7 @@
 #include "sp_finalize.h"
 #include "sp_likwid.h"
 #include "sp_merge.h"
+#include "sp_mpi.h"
 #include "sp_outpath.h"
 #include "sp_pysession.h"
 #include "sp_spill.h"
@@ -63,6 +64,7 @@ static volatile sig_atomic_t sigint_real;   /* a SIGINT was received (on_sigint)
 static void (*python_c_handler)(int);       /* Python's own C handler, as _run_watch or
 					     * _child_signals found it (one for every signal) */
 static int run_signals;   /* this process is the run: its exit signals are run_watch's */
+static int launched_rank = -1;   /* the run's MPI rank under a launcher, else -1 */
 static int run_ending;    /* run_signal_end writes the profile: no new process from here */
 static void child_signal_end(void);
 static void run_signal_end(int sig);
@@ -982,8 +984,10 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 			/* Python's C handler runs under ours (on_child_signal): the
 			 * signal's deadline, should the main thread not come back
 			 * to Python (a long C call, an MPI wait) to write. */
-			if (under_our_c_handler(exit_signals[i]))
+			if (under_our_c_handler(exit_signals[i])) {
 				run_signals = 1;
+				launched_rank = sp_mpi_launch_rank();
+			}
 		}
 	}
 	if (signals && show_signals_as_plain(sigmod) != 0)
@@ -1130,9 +1134,53 @@ static void run_unwritten(const char *why)
 	(void)unused_rc;
 }
 
+/* Async-signal-safe writes of a line's pieces to stderr. */
+static void say(const char *s)
+{
+	ssize_t unused_rc = write(STDERR_FILENO, s, strlen(s));
+	(void)unused_rc;
+}
+
+static void say_number(long v)
+{
+	char digits[24], *p = digits + sizeof digits;
+	unsigned long u = (unsigned long)(v < 0 ? 0 : v);
+	*--p = '\0';
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	say(p);
+}
+
+/* An MPI rank's run whose script has not come back to Python 0.3 s after
+ * an exit signal (blocked in an MPI call: another rank ended, and mpirun
+ * takes the job down, SIGKILL a second after its SIGTERM): where its calls
+ * are, said before that SIGKILL; it goes on waiting for the script. */
+#define RANK_SAY_TICKS (300 / CHILD_TICK_MS)
+static void rank_waits(void)
+{
+	const char *partial = sp_stream_partial();
+	say("scope-profiler: run: rank ");
+	say_number(launched_rank);
+	say(": the script has not come back to Python since the signal (blocked in a call: an MPI wait for a "
+	    "rank that ended?); ");
+	if (partial && access(partial, F_OK) == 0) {
+		say("the calls streamed so far are in ");
+		say(partial);
+		say(" (scope-profiler recover ");
+		say(partial);
+		say(" merges the job's ranks)");
+	} else {
+		say("nothing streamed yet: its calls are lost should the job end first");
+	}
+	say("; still waiting for it\n");
+}
+
 static void child_tick(int unused)
 {
 	(void)unused;
+	if (run_signals && launched_rank >= 0 && child_ticks + 1 == RANK_SAY_TICKS)
+		rank_waits();
 	if (++child_ticks < (run_signals ? RUN_DEADLINE_S : CHILD_DEADLINE_S) * 1000 / CHILD_TICK_MS)
 		return;
 	if (run_signals) {

@@ -381,6 +381,78 @@ def test_a_rank_ended_by_a_signal_that_waits_for_a_rank_never_coming_says_where_
 
 
 @pytest.mark.script_imports("mpi4py")
+def test_a_rank_blocked_in_an_mpi_call_at_a_signal_says_where_its_calls_are(sp):
+    """Rank 0 waits in MPI_Barrier (a C call that never comes back to Python)
+    for rank 1, which never comes; SIGTERM to rank 0 (mpirun's, when a rank
+    died: SIGKILL follows a second later). Within 0.3 s it says where its
+    streamed calls are (it waited 10 s for the script before saying anything,
+    long after mpirun's SIGKILL)."""
+    script = sp.script("""
+        import os, time
+        import scope_profiler as sp
+        from mpi4py import MPI
+        work = sp.region("work")
+        for _ in range(2000):
+            with work:
+                pass
+        rank = MPI.COMM_WORLD.Get_rank()
+        open(f"pid{rank}", "w").write(str(os.getpid()))
+        if rank == 0:
+            MPI.COMM_WORLD.Barrier()
+        while True:
+            time.sleep(0.05)
+    """)
+    proc = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2", BINARY, "run", "-q",
+                             "--flush-interval", "0.1", "-o", "b.h5", str(script)],
+                            cwd=sp.tmp, env=dict(os.environ, **ONE_NODE), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: [lines.append(l) for l in proc.stderr], daemon=True)
+    reader.start()
+    pids = [sp.tmp / f"pid{r}" for r in range(2)]
+    try:
+        for _ in range(1200):
+            if all(p.exists() and p.read_text() for p in pids):
+                break
+            assert proc.poll() is None, "".join(lines)
+            time.sleep(0.1)
+        ranks_flushed(sp.tmp, "b.h5", 2, proc)
+        os.kill(int(pids[0].read_text()), signal.SIGTERM)
+        said = None
+        for _ in range(1200):
+            said = next((l for l in lines if l.startswith("scope-profiler: run: rank 0:")), None)
+            if said:
+                break
+            assert proc.poll() is None, "".join(lines)
+            time.sleep(0.1)
+        assert said, "".join(lines)
+        assert proc.poll() is None       # still waiting for the script
+    finally:
+        for p in pids:                   # the job's end
+            if p.exists() and p.read_text():
+                try:
+                    os.kill(int(p.read_text()), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        try:
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            reader.join(timeout=10)
+    partial = sp.tmp / "b.h5.rank0.partial"
+    assert said == ("scope-profiler: run: rank 0: the script has not come back to Python since the signal "
+                    "(blocked in a call: an MPI wait for a rank that ended?); the calls streamed so far are "
+                    f"in {partial} (scope-profiler recover {partial} merges the job's ranks); still waiting "
+                    "for it\n"), said
+    rec = sp("recover", "-o", "r.h5", partial.name)
+    assert rec.returncode == 0, rec.stderr
+    with h5py.File(sp.tmp / "r.h5") as f:
+        assert 0 < calls_and_dropped(f, 0)["work"][0] <= 2000
+
+
+@pytest.mark.script_imports("mpi4py")
 def test_a_failed_rank_the_others_wait_for_keeps_its_finished_file(sp):
     # Rank 1 fails while the others wait for it in an allreduce: it waits
     # SCOPE_PROFILER_MPI_WAIT seconds, says where its profile is and takes
