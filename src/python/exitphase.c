@@ -583,7 +583,7 @@ static PyObject *fork_around(PyObject *self, PyObject *const *args, Py_ssize_t n
  * as the originals are of posix: pickle finds them as os.NAME, so a
  * multiprocessing spawn can send os._exit or os.execv as a target (it
  * raised AttributeError when each wrapper's self was its original). */
-enum { OS_EXECV, OS_EXECVE, OS_EXECVPE, OS_FORK, OS_FORKPTY, OS_EXIT, OS_SPAWN, OS_SPAWNP, OS_FORK_EXEC,
+enum { OS_EXECV, OS_EXECVE, OS_EXECVPE, OS_FORK, OS_FORKPTY, OS_EXIT, OS_SPAWN, OS_SPAWNP, OS_SYSTEM, OS_FORK_EXEC,
        OS_INTERRUPT_MAIN, OS_CLOSE, OS_CLOSERANGE, OS_DUP2, NOS };
 /* The module each is found in (os where NULL). */
 static const char *const os_home[NOS] = {[OS_FORK_EXEC] = "_posixsubprocess", [OS_INTERRUPT_MAIN] = "_thread"};
@@ -609,7 +609,7 @@ static PyObject *exit_first(PyObject *self, PyObject *const *args, Py_ssize_t na
 OS_WRAPPER(exit_watched, exit_first, OS_EXIT)
 
 /* A process started without os.fork (subprocess's and multiprocessing
- * spawn's fork_exec, os.posix_spawn) is no fork of this one: only the
+ * spawn's fork_exec, os.posix_spawn, os.system) is no fork of this one: only the
  * wait once an exit signal came (no_new_process_once_ending). */
 static PyObject *spawn_watched_impl(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -618,6 +618,7 @@ static PyObject *spawn_watched_impl(PyObject *self, PyObject *const *args, Py_ss
 }
 OS_WRAPPER(spawn_watched, spawn_watched_impl, OS_SPAWN)
 OS_WRAPPER(spawnp_watched, spawn_watched_impl, OS_SPAWNP)
+OS_WRAPPER(system_watched, spawn_watched_impl, OS_SYSTEM)
 OS_WRAPPER(fork_exec_watched, spawn_watched_impl, OS_FORK_EXEC)
 
 /* _thread.interrupt_main(sig): python does nothing for a signal that has
@@ -678,6 +679,8 @@ static PyMethodDef os_defs[NOS] = {
 	 "os.posix_spawn under scope-profiler run: no new process once an exit signal came."},
 	[OS_SPAWNP] = {"posix_spawnp", (PyCFunction)(void (*)(void))spawnp_watched, METH_FASTCALL | METH_KEYWORDS,
 	 "os.posix_spawnp under scope-profiler run: no new process once an exit signal came."},
+	[OS_SYSTEM] = {"system", (PyCFunction)(void (*)(void))system_watched, METH_FASTCALL | METH_KEYWORDS,
+	 "os.system under scope-profiler run: no new process once an exit signal came."},
 	[OS_FORK_EXEC] = {"fork_exec", (PyCFunction)(void (*)(void))fork_exec_watched, METH_FASTCALL | METH_KEYWORDS,
 	 "_posixsubprocess.fork_exec under scope-profiler run: no new process once an exit signal came."},
 	[OS_INTERRUPT_MAIN] = {"interrupt_main", (PyCFunction)(void (*)(void))interrupt_main_watched,
