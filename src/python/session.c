@@ -338,11 +338,35 @@ out:
 
 /* ---- the end of a session ---- */
 
+/* What a Python-level signal handler raised while the end wrote to a
+ * stream (Ctrl-C's KeyboardInterrupt, taken by the stream's write): kept
+ * for finish() to raise once the summary is out (it was lost). */
+static PyObject *held_type, *held_value, *held_tb;
+
+static void clear_stream_error(void)
+{
+	if (!held_type && !PyErr_ExceptionMatches(PyExc_Exception)) {
+		PyErr_Fetch(&held_type, &held_value, &held_tb);
+		return;
+	}
+	PyErr_Clear();
+}
+
+/* finish()'s: raises what clear_stream_error kept; -1 when it did. */
+static int raise_held(void)
+{
+	if (!held_type)
+		return 0;
+	PyErr_Restore(held_type, held_value, held_tb);
+	held_type = held_value = held_tb = NULL;
+	return -1;
+}
+
 /* Writes str to the Python stream (sys.stdout or sys.stderr). */
 static void stream_write(PyObject *stream, PyObject *str)
 {
 	if (stream && str && PyFile_WriteObject(str, stream, Py_PRINT_RAW) != 0)
-		PyErr_Clear();
+		clear_stream_error();
 }
 
 /* One line of the run's own (line ends with its newline) on stream: a
@@ -377,8 +401,8 @@ static void say_line(PyObject *stream, PyObject *line)
 static void stream_flush(PyObject *stream)
 {
 	PyObject *r = stream ? PyObject_CallMethod(stream, "flush", NULL) : NULL;
-	if (!r)
-		PyErr_Clear();
+	if (!r && stream)
+		clear_stream_error();
 	Py_XDECREF(r);
 }
 
@@ -509,6 +533,8 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 		*written = path;
 	if (path && !f.skipped && session.locked.outfile)
 		session.locked_writes++;
+	if (raise_held() != 0)
+		Py_CLEAR(res);   /* written; Ctrl-C while it was said ends the script as under python */
 	return res;
 }
 
@@ -1441,7 +1467,7 @@ void sp_session_end_child(void)
 	PyObject *res = finish(0, 0, NULL, 0, 0, &path);
 	end_fds_back(&fds);
 	Py_XDECREF(res);
-	if (!res && PyErr_Occurred())
+	if (!res && PyErr_ExceptionMatches(PyExc_OSError))
 		child_write_failed();
 	PyErr_Clear();
 	PyErr_Restore(type, value, tb);

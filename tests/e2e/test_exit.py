@@ -168,6 +168,37 @@ def test_abandoned_after_the_write_says_the_profile_was_written(sp):
         assert regions(f)["a"].attrs["num_calls"] == 1
 
 
+def test_ctrl_c_while_finalize_prints_its_summary_ends_the_script(sp):
+    """Ctrl-C while the script's own finalize() writes and prints: the
+    profile is written, then KeyboardInterrupt ends the script, status 130,
+    as python ends it (the summary's print swallowed it: the script went on,
+    status 0)."""
+    script = sp.script("""
+        import time
+        import scope_profiler as sp
+        with sp.region("a"):
+            pass
+        sp.finalize()
+        time.sleep(0.5)
+        print("went on")
+    """)
+    proc = subprocess.Popen([BINARY, "run", "-q", *WHOLE, "-o", "out.h5", str(script)], cwd=sp.tmp,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, SCOPE_PROFILER_TEST_WRITTEN_PAUSE_MS="1000"))
+    try:
+        assert proc.stderr.readline() == "scope-profiler: test: written\n"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, err)   # as python ends at it
+    assert "went on" not in out and err.endswith("KeyboardInterrupt\n"), (out, err)
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert regions(f)["a"].attrs["num_calls"] == 1
+
+
 def test_abandoned_streamed_run_names_only_a_partial_file_that_exists(sp):
     """A streamed run (the default) abandoned by a second signal: the line
     names PATH.partial only where the stream made it (a run shorter than a
