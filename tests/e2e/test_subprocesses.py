@@ -175,7 +175,7 @@ def test_a_killed_child_is_counted_beside_one_that_ran_a_second_program(sp, budg
         assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == -signal.SIGKILL
     """, "--memory-budget", budget)
     assert proc.stderr == ("scope-profiler: run: warning: 1 of 2 profiled child processes wrote no profile "
-                           "(killed, or still running at the end): their calls are not in this profile\n")
+                           "(killed, still running at the end, or it failed): their calls are not in this profile\n")
     assert [calls for r, (_, _, calls) in sorted(procs.items()) if r != 0] == [{}, {"after_exec": 1}], procs
 
 
@@ -385,7 +385,7 @@ def test_a_killed_child_is_counted(sp):
             os.waitpid(pid, 0)
     """)
     assert proc.stderr == ("scope-profiler: run: warning: 1 of 2 profiled child processes wrote no "
-                           "profile (killed, or still running at the end): their calls are not in "
+                           "profile (killed, still running at the end, or it failed): their calls are not in "
                            "this profile\n")
     assert children(procs) == [{"work": 1, "step": 1}]
 
@@ -720,9 +720,9 @@ def test_a_child_that_never_returns_to_python_still_ends_at_sigterm(sp):
     said = (f"scope-profiler: run: child process {proc.stdout.split()[0]} did not come back to Python within 2 s "
             "of the signal to write its profile: ended unwritten\n")
     unwritten = (said + "scope-profiler: run: warning: 1 of 1 profiled child processes wrote no profile "
-                 "(killed, or still running at the end): their calls are not in this profile\n")
+                 "(killed, still running at the end, or it failed): their calls are not in this profile\n")
     recovered = (said + "scope-profiler: run: warning: 1 of 1 profiled child processes did not finish their "
-                 "profile (killed, or still running at the end): their calls up to their last flush are in "
+                 "profile (killed, still running at the end, or it failed): their calls up to their last flush are in "
                  "this profile\n")
     assert (proc.stderr, children(procs)) in ((unwritten, []), ("", [{"work": 1, "step": 1}]),
                                               (recovered, [{"work": 1, "step": 1}]), (recovered, [{}])), \
@@ -769,7 +769,7 @@ def test_a_child_killed_by_sigkill_keeps_its_calls_up_to_its_last_flush(sp, meth
     proc = sp("run", "-q", "--subprocesses", "--flush-interval", "0.1", "-o", "out.h5", script, env=ENV)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ("scope-profiler: run: warning: 1 of 1 profiled child processes did not finish their "
-                           "profile (killed, or still running at the end): their calls up to their last flush "
+                           "profile (killed, still running at the end, or it failed): their calls up to their last flush "
                            "are in this profile\n")
     procs = processes(sp.tmp / "out.h5")
     assert procs[0][2] == {"work": 1, "step": 1}
