@@ -290,48 +290,80 @@ while not os.path.exists("go"):
 """
 
 
+class TwoRanks:
+    """`mpirun -n 2 scope-profiler run -q --flush-interval F -o OUT SCRIPT`,
+    its stderr read line by line as it comes (lines); the script writes each
+    rank's pid to pid<rank> once it recorded. Leaving the block is the job's
+    end: the ranks SIGKILLed, mpirun reaped."""
+
+    def __init__(self, sp, script, out, interval):
+        self.sp, self.out, self.lines = sp, out, []
+        self.pids = [sp.tmp / f"pid{r}" for r in range(2)]
+        self.proc = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2", BINARY, "run",
+                                      "-q", "--flush-interval", interval, "-o", out, str(script)],
+                                     cwd=sp.tmp, env=dict(os.environ, **ONE_NODE), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.reader = threading.Thread(target=lambda: [self.lines.append(l) for l in self.proc.stderr],
+                                       daemon=True)
+        self.reader.start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.pids:
+            if p.exists() and p.read_text():
+                try:
+                    os.kill(int(p.read_text()), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        try:
+            self.proc.wait(timeout=120)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self.reader.join(timeout=10)
+
+    def recorded(self, flushed):
+        """Waits until both ranks recorded (and, flushed: streamed some)."""
+        for _ in range(1200):
+            if all(p.exists() and p.read_text() for p in self.pids):
+                break
+            assert self.proc.poll() is None, "".join(self.lines)
+            time.sleep(0.1)
+        if flushed:
+            ranks_flushed(self.sp.tmp, self.out, 2, self.proc)
+
+    def signal_rank0(self, sig=signal.SIGTERM):
+        os.kill(int(self.pids[0].read_text()), sig)
+
+    def said(self, head, running=True):
+        """The first line starting with head, waited for (while mpirun runs)."""
+        for _ in range(1200):
+            line = next((l for l in self.lines if l.startswith(head)), None)
+            if line:
+                return line
+            assert not running or self.proc.poll() is None, "".join(self.lines)
+            time.sleep(0.1)
+        raise AssertionError("".join(self.lines))
+
+
 @pytest.mark.parametrize("streamed, late", [(True, False), (False, False), (True, True)],
                          ids=["streamed", "not-streamed-yet", "streamed-the-other-comes-late"])
 def test_a_rank_ended_by_a_signal_that_waits_for_a_rank_never_coming_says_where_its_calls_are(sp, streamed,
                                                                                              late):
-    proc = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2", BINARY, "run", "-q",
-                             "--flush-interval", "0.1" if streamed else "3600", "-o", "h.h5",
-                             str(sp.script(HANGS))],
-                            cwd=sp.tmp, env=dict(os.environ, **ONE_NODE), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    lines = []
-
-    def read():
-        for line in proc.stderr:
-            lines.append(line)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    pids = [sp.tmp / f"pid{r}" for r in range(2)]
-    try:
-        for _ in range(1200):
-            if all(p.exists() and p.read_text() for p in pids):
-                break
-            assert proc.poll() is None, "".join(lines)
-            time.sleep(0.1)
-        if streamed:
-            ranks_flushed(sp.tmp, "h.h5", 2, proc)
-        os.kill(int(pids[0].read_text()), signal.SIGTERM)
-        said = None
-        for _ in range(1200):
-            said = next((l for l in lines if l.startswith("scope-profiler: run: rank 0:")), None)
-            if said:
-                break
-            assert proc.poll() is None, "".join(lines)
-            time.sleep(0.1)
-        assert said, "".join(lines)
-        assert proc.poll() is None       # still waiting: rank 1 may yet come
-        if late:                         # it comes: the job merges, said
+    with TwoRanks(sp, sp.script(HANGS), "h.h5", "0.1" if streamed else "3600") as job:
+        job.recorded(flushed=streamed)
+        job.signal_rank0()
+        said = job.said("scope-profiler: run: rank 0:")
+        assert job.proc.poll() is None       # still waiting: rank 1 may yet come
+        if late:                             # it comes: the job merges, said
             (sp.tmp / "go").touch()
-            proc.wait(timeout=120)
-            reader.join(timeout=60)
+            job.proc.wait(timeout=120)
+            job.reader.join(timeout=60)
             assert (f"scope-profiler: run: rank 0: the other ranks came after all; the profile is merged "
-                    f"into {sp.tmp / 'h.h5'}\n") in lines, "".join(lines)
+                    f"into {sp.tmp / 'h.h5'}\n") in job.lines, "".join(job.lines)
             with h5py.File(sp.tmp / "h.h5") as f:
                 for r in range(2):
                     assert calls_and_dropped(f, r) == {"work": (2000, 0)}, r
@@ -339,28 +371,8 @@ def test_a_rank_ended_by_a_signal_that_waits_for_a_rank_never_coming_says_where_
             return
         # Again, more than a second later: rank 0 abandons the wait.
         time.sleep(1.1)
-        os.kill(int(pids[0].read_text()), signal.SIGTERM)
-        abandoned = None
-        for _ in range(1200):
-            abandoned = next((l for l in lines if l.startswith("scope-profiler: run: abandoned:")), None)
-            if abandoned:
-                break
-            time.sleep(0.1)
-        assert abandoned, "".join(lines)
-    finally:
-        for p in pids:                   # the job's end
-            if p.exists() and p.read_text():
-                try:
-                    os.kill(int(p.read_text()), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        try:
-            proc.wait(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            reader.join(timeout=10)
+        job.signal_rank0()
+        abandoned = job.said("scope-profiler: run: abandoned:", running=False)
     assert said.startswith("scope-profiler: run: rank 0: ended by SIGTERM, and the other ranks have not come "
                            "to merge the profile yet; "), said
     if not streamed:
@@ -402,45 +414,11 @@ def test_a_rank_blocked_in_an_mpi_call_at_a_signal_says_where_its_calls_are(sp):
         while True:
             time.sleep(0.05)
     """)
-    proc = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2", BINARY, "run", "-q",
-                             "--flush-interval", "0.1", "-o", "b.h5", str(script)],
-                            cwd=sp.tmp, env=dict(os.environ, **ONE_NODE), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    lines = []
-    reader = threading.Thread(target=lambda: [lines.append(l) for l in proc.stderr], daemon=True)
-    reader.start()
-    pids = [sp.tmp / f"pid{r}" for r in range(2)]
-    try:
-        for _ in range(1200):
-            if all(p.exists() and p.read_text() for p in pids):
-                break
-            assert proc.poll() is None, "".join(lines)
-            time.sleep(0.1)
-        ranks_flushed(sp.tmp, "b.h5", 2, proc)
-        os.kill(int(pids[0].read_text()), signal.SIGTERM)
-        said = None
-        for _ in range(1200):
-            said = next((l for l in lines if l.startswith("scope-profiler: run: rank 0:")), None)
-            if said:
-                break
-            assert proc.poll() is None, "".join(lines)
-            time.sleep(0.1)
-        assert said, "".join(lines)
-        assert proc.poll() is None       # still waiting for the script
-    finally:
-        for p in pids:                   # the job's end
-            if p.exists() and p.read_text():
-                try:
-                    os.kill(int(p.read_text()), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        try:
-            proc.wait(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            reader.join(timeout=10)
+    with TwoRanks(sp, script, "b.h5", "0.1") as job:
+        job.recorded(flushed=True)
+        job.signal_rank0()
+        said = job.said("scope-profiler: run: rank 0:")
+        assert job.proc.poll() is None       # still waiting for the script
     partial = sp.tmp / "b.h5.rank0.partial"
     assert said == ("scope-profiler: run: rank 0: the script has not come back to Python since the signal "
                     "(blocked in a call: an MPI wait for a rank that ended?); the calls streamed so far are "
