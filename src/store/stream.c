@@ -737,6 +737,9 @@ enum sp_err sp_stream_start(const struct sp_stream_config *c, struct sp_error *e
 
 int sp_stream_unmark_dead(const char *partial)
 {
+	struct stat st;
+	if (stat(partial, &st) != 0 || !S_ISREG(st.st_mode))
+		return -1;   /* no run's file (a FIFO, a folder): its reader says what it is */
 	int live = sp_sfile_live(partial);
 	if (live != 0 && live != 2)   /* 2: no locks there, taken for dead (the caller knows) */
 		return 0;
