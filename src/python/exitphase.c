@@ -942,6 +942,80 @@ static int watch_os_functions(PyObject *os, int late)
 	return 0;
 }
 
+/* _posixsubprocess's fork_exec is watched from the script's own import of
+ * it on, so that subprocess from a thread waits once an exit signal came,
+ * as os.fork does (before: only from the run's end, when the main thread
+ * was back in Python); never imported before the script (plain python
+ * starts without it). The import machinery executes a module built in
+ * (Debian's pythons) through _imp.exec_builtin, one from a shared library
+ * (pyenv's) through _imp.exec_dynamic: ours run theirs, then watch it. */
+enum { IMP_BUILTIN, IMP_DYNAMIC, NIMP };
+static PyObject *imp_orig[NIMP];
+
+static PyObject *imp_exec_then_watch(int which, PyObject *module)
+{
+	PyObject *r = PyObject_CallOneArg(imp_orig[which], module);
+	const char *name = r && PyModule_Check(module) ? PyModule_GetName(module) : NULL;
+	if (!name) {
+		if (r)
+			PyErr_Clear();
+		return r;
+	}
+	for (size_t i = 0; strcmp(name, "_posixsubprocess") == 0 && i < NOS; i++) {
+		if (!os_home[i] || strcmp(os_home[i], name) != 0)
+			continue;
+		PyObject *orig = PyObject_GetAttrString(module, os_defs[i].ml_name);
+		if (orig && !(PyCFunction_Check(orig) && PyCFunction_GET_FUNCTION(orig) == os_defs[i].ml_meth)) {
+			Py_XSETREF(os_orig[i], Py_NewRef(orig));
+			if (watch_os_function(module, &os_defs[i], orig) != 0)
+				PyErr_Clear();   /* left as it is: watched at the end */
+		}
+		Py_XDECREF(orig);
+		PyErr_Clear();
+	}
+	return r;
+}
+
+static PyObject *exec_builtin_watched(PyObject *m, PyObject *module)
+{
+	return imp_exec_then_watch(IMP_BUILTIN, module);
+}
+
+static PyObject *exec_dynamic_watched(PyObject *m, PyObject *module)
+{
+	return imp_exec_then_watch(IMP_DYNAMIC, module);
+}
+
+static PyMethodDef imp_defs[NIMP] = {
+	[IMP_BUILTIN] = {"exec_builtin", exec_builtin_watched, METH_O,
+			 "_imp.exec_builtin under scope-profiler run: a module's functions the run watches."},
+	[IMP_DYNAMIC] = {"exec_dynamic", exec_dynamic_watched, METH_O,
+			 "_imp.exec_dynamic under scope-profiler run: a module's functions the run watches."},
+};
+
+/* Once, before the script: _imp's two exec functions. 0, or -1 with an
+ * exception. */
+static int watch_imports(void)
+{
+	PyObject *imp = PyImport_ImportModule("_imp");
+	for (size_t i = 0; imp && i < NIMP; i++) {
+		if (imp_orig[i])
+			continue;
+		PyObject *orig = PyObject_GetAttrString(imp, imp_defs[i].ml_name);
+		PyObject *fn = orig ? PyCFunction_NewEx(&imp_defs[i], NULL, NULL) : NULL;
+		if (!fn || PyObject_SetAttrString(imp, imp_defs[i].ml_name, fn) != 0) {
+			Py_XDECREF(orig);
+			Py_XDECREF(fn);
+			Py_DECREF(imp);
+			return -1;
+		}
+		imp_orig[i] = orig;
+		Py_DECREF(fn);
+	}
+	Py_XDECREF(imp);
+	return imp ? 0 : -1;
+}
+
 /* The late watches (os_late), where the script imported their modules:
  * at the run's end. Never raises. */
 static void watch_late(void)
@@ -1008,7 +1082,7 @@ static PyObject *run_watch(PyObject *m, PyObject *args)
 		}
 		Py_DECREF(w);
 	}
-	if (watch_os_functions(os, 0) != 0)
+	if (watch_os_functions(os, 0) != 0 || watch_imports() != 0)
 		goto fail;
 	watch_new_processes();
 	if (signals && watch_system_exit() != 0)

@@ -199,6 +199,40 @@ def test_ctrl_c_while_finalize_prints_its_summary_ends_the_script(sp):
         assert regions(f)["a"].attrs["num_calls"] == 1
 
 
+def test_no_subprocess_starts_once_an_exit_signal_came(sp):
+    """SIGTERM while the main thread is in a long C call (it answers the
+    signal when the call returns) and another thread starts processes in a
+    loop: python would have ended at the signal, starting none; the run
+    starts none either (subprocess, os.system: one in flight at most). They
+    went on starting until the main thread came back to Python."""
+    script = sp.script("""
+        import hashlib, os, signal, subprocess, threading
+        import scope_profiler as sp
+        def spawn():
+            n = 0
+            while True:
+                if n % 2:
+                    subprocess.run(["sh", "-c", "echo x >> spawned"])
+                else:
+                    os.system("echo x >> spawned")
+                n += 1
+                if n == 4:
+                    with open("spawned") as f:
+                        open("at_signal", "w").write(str(len(f.readlines())))
+                    os.kill(os.getpid(), signal.SIGTERM)
+        with sp.region("busy"):
+            threading.Thread(target=spawn, daemon=True).start()
+            hashlib.sha256(bytes(512 << 20))   # one C call, the GIL released
+    """)
+    proc = sp("run", "-q", *WHOLE, "-o", "out.h5", script, timeout=300)
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    at_signal = int((sp.tmp / "at_signal").read_text())
+    spawned = len((sp.tmp / "spawned").read_text().splitlines())
+    assert spawned - at_signal <= 1, (at_signal, spawned)
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert regions(f)["busy"].attrs["num_calls"] == 1
+
+
 def test_abandoned_streamed_run_names_only_a_partial_file_that_exists(sp):
     """A streamed run (the default) abandoned by a second signal: the line
     names PATH.partial only where the stream made it (a run shorter than a
