@@ -858,6 +858,25 @@ static void meet_ended(const char *path)
 	meet_said = 0;
 }
 
+/* The exit signals' names (sigabbrev_np is glibc 2.32's: not a cluster's
+ * RHEL 8). */
+static const char *signal_name(int sig)
+{
+	switch (sig) {
+	case SIGINT: return "SIGINT";
+	case SIGTERM: return "SIGTERM";
+	case SIGHUP: return "SIGHUP";
+	case SIGXCPU: return "SIGXCPU";
+	case SIGUSR1: return "SIGUSR1";
+	case SIGUSR2: return "SIGUSR2";
+	case SIGALRM: return "SIGALRM";
+	case SIGVTALRM: return "SIGVTALRM";
+	case SIGPROF: return "SIGPROF";
+	case SIGPIPE: return "SIGPIPE";
+	default: return "a signal";
+	}
+}
+
 static void meet_watch(void *arg)
 {
 	struct meet_watch *w = arg;
@@ -873,10 +892,9 @@ static void meet_watch(void *arg)
 		return;
 	w->said = 1;
 	meet_said = 1;
-	const char *name = sigabbrev_np((int)signalled);
 	char head[160];
-	snprintf(head, sizeof head, "scope-profiler: run: rank %d: ended by SIG%s, and the other ranks have not "
-		 "come to merge the profile yet", sp_mpi_rank(), name ? name : "?");
+	snprintf(head, sizeof head, "scope-profiler: run: rank %d: ended by %s, and the other ranks have not "
+		 "come to merge the profile yet", sp_mpi_rank(), signal_name((int)signalled));
 	if (w->file)
 		fprintf(stderr, "%s; its calls are in %s should the job end first (scope-profiler recover %s "
 			"merges the ranks' files)\n", head, w->file, w->job);
