@@ -352,6 +352,15 @@ static void clear_stream_error(void)
 	PyErr_Clear();
 }
 
+/* finish()'s, at its start: what an earlier write outside it kept (the
+ * end's lines at exit) is not this finish's. */
+static void drop_held(void)
+{
+	Py_CLEAR(held_type);
+	Py_CLEAR(held_value);
+	Py_CLEAR(held_tb);
+}
+
 /* finish()'s: raises what clear_stream_error kept; -1 when it did. */
 static int raise_held(void)
 {
@@ -445,6 +454,7 @@ static void fallback_path(char *buf, size_t len)
 static PyObject *finish(int verbose, int want_results, PyObject *stream, int verbose_lines,
 			int failed, const char **written)
 {
+	drop_held();
 	const struct sp_settings *s = &session.cur;
 	int forked = getpid() != session.pid, rank = my_rank();
 	static char ranked[PATH_MAX];   /* *written may point here */
