@@ -102,7 +102,7 @@ static int show(const char *path, const struct sp_render_opts *opts, struct sp_p
 	struct sp_error err = {0};
 	if (sp_report_read(path, SP_READ_SUMMARY, &p, &err) != SP_OK) {
 		sp_cmd_error(CMD, "%s", err.msg);
-		return 1;
+		return out ? 3 : 1;   /* --follow tells an unreadable file from the rest */
 	}
 	if (!draw) {
 		*out = p;
@@ -205,7 +205,9 @@ static int follow(const char *path, const struct sp_render_opts *opts)
 	struct watch w;
 	if (watch_of(path, &w) != 0)
 		return 1;
-	int tty = isatty(STDOUT_FILENO), draw = !opts->json, shown = 0, rc, empty_seen = 0;
+	int tty = isatty(STDOUT_FILENO), draw = !opts->json, shown = 0, rc;
+	struct stat bad = {0};   /* the partial file as last found unreadable, no run writing it */
+	int bad_seen = 0;
 	for (;;) {
 		if (access(w.partial, F_OK) != 0) {
 			/* Under MPI the rank's finished file stays until rank 0
@@ -244,13 +246,30 @@ finished:		/* Finished (renamed, merged), or never streamed: the file itself. */
 		struct sp_profile *p = NULL;
 		if ((rc = show(w.partial, opts, &p, draw)) == 2)
 			return 2;
-		/* Unreadable (said), and no run writes it: not a run's partial
-		 * file (damaged, a folder); an empty one a run may be about to
-		 * write, once more. A live run's reads next time. */
+		/* Unreadable (said), and no run writes it (a live run holds its
+		 * lock until the file is renamed): no run's partial file (a
+		 * folder, a FIFO), or one found so twice, unchanged (damaged; a
+		 * run about to create it, or finishing it in place, changes it). */
 		struct stat sb;
-		if (rc == 1 && sp_stream_written_now(w.partial) == 0 && stat(w.partial, &sb) == 0 &&
-		    (!S_ISREG(sb.st_mode) || sb.st_size > 0 || empty_seen++))
-			return 1;
+		if (rc == 3) {
+			int same = 0;
+			if (sp_stream_written_now(w.partial) == 0 && stat(w.partial, &sb) == 0) {
+				if (!S_ISREG(sb.st_mode))
+					return 1;
+				same = bad_seen && sb.st_ino == bad.st_ino && sb.st_dev == bad.st_dev &&
+				       sb.st_size == bad.st_size && sb.st_mtim.tv_sec == bad.st_mtim.tv_sec &&
+				       sb.st_mtim.tv_nsec == bad.st_mtim.tv_nsec;
+				if (same)
+					return 1;
+				bad = sb;
+				bad_seen = 1;
+			} else {
+				bad_seen = 0;
+			}
+			rc = 1;
+		} else {
+			bad_seen = 0;
+		}
 		fflush(stdout);
 		shown = draw;
 		/* The writer gone and its file still partial: killed, unless

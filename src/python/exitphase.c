@@ -1002,7 +1002,11 @@ static int watch_imports(void)
 		if (imp_orig[i])
 			continue;
 		PyObject *orig = PyObject_GetAttrString(imp, imp_defs[i].ml_name);
-		PyObject *fn = orig ? PyCFunction_NewEx(&imp_defs[i], NULL, NULL) : NULL;
+		if (!orig) {
+			PyErr_Clear();   /* not in this build (no dynamic loading) */
+			continue;
+		}
+		PyObject *fn = PyCFunction_NewEx(&imp_defs[i], NULL, NULL);
 		if (!fn || PyObject_SetAttrString(imp, imp_defs[i].ml_name, fn) != 0) {
 			Py_XDECREF(orig);
 			Py_XDECREF(fn);
@@ -1256,8 +1260,11 @@ static void rank_waits(void)
 static void child_tick(int unused)
 {
 	(void)unused;
-	if (run_signals && launched_rank >= 0 && child_ticks + 1 == RANK_SAY_TICKS)
+	if (run_signals && launched_rank >= 0 && child_ticks + 1 == RANK_SAY_TICKS) {
+		int saved = errno;   /* the interrupted call's EINTR, for its retry */
 		rank_waits();
+		errno = saved;
+	}
 	if (++child_ticks < (run_signals ? RUN_DEADLINE_S : CHILD_DEADLINE_S) * 1000 / CHILD_TICK_MS)
 		return;
 	if (run_signals) {

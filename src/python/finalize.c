@@ -5,6 +5,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdatomic.h>
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -544,15 +546,15 @@ static int merged_show(struct sp_final *f, const struct sp_merge_report *rep, st
 		       struct sp_h5_stream **st);
 
 static volatile sig_atomic_t signalled;   /* sp_final_note_signal's signal */
-static volatile sig_atomic_t signals_noted;   /* how many it noted */
-static struct timespec signalled_at;         /* when the last came (CLOCK_MONOTONIC) */
+static _Atomic long long signalled_at;       /* when the last came (CLOCK_MONOTONIC, ns) */
 
-/* Async-signal-safe. */
+/* Async-signal-safe (a lock-free atomic store). */
 void sp_final_note_signal(int sig)
 {
-	clock_gettime(CLOCK_MONOTONIC, &signalled_at);
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	atomic_store(&signalled_at, (long long)t.tv_sec * 1000000000LL + t.tv_nsec);
 	signalled = sig;
-	signals_noted++;
 }
 
 /* Whether the run is ending by an exit signal, or an unhandled
@@ -849,9 +851,12 @@ static int64_t mono_ns(const struct timespec *t)
 
 static int meet_said;   /* meet_watch said its line: the merge after it says it came */
 
-/* After meet_watch's line, the merge that came after all: its one line. */
+/* The merge done (every rank): OUT is in place, for a signal's abandon
+ * line; after meet_watch's line, the merge that came after all says so. */
 static void meet_ended(const char *path)
 {
+	if (path)
+		sp_outpath_note_committed(path);
 	if (meet_said)
 		fprintf(stderr, "scope-profiler: run: rank %d: the other ranks came after all; the profile is "
 			"merged into %s\n", sp_mpi_rank(), path);
@@ -880,14 +885,11 @@ static const char *signal_name(int sig)
 static void meet_watch(void *arg)
 {
 	struct meet_watch *w = arg;
-	struct timespec now, at;
-	sig_atomic_t n = signals_noted;
-	if (w->said || !signalled)
+	struct timespec now;
+	if (w->said || !signalled || clock_gettime(CLOCK_MONOTONIC, &now) != 0)
 		return;
-	at = signalled_at;
-	if (n != signals_noted || clock_gettime(CLOCK_MONOTONIC, &now) != 0)
-		return;   /* another came meanwhile: next time */
-	int64_t since = mono_ns(&at) > w->began ? mono_ns(&at) : w->began;
+	int64_t at = (int64_t)atomic_load(&signalled_at);
+	int64_t since = at > w->began ? at : w->began;
 	if (mono_ns(&now) - since < MEET_SAY_NS)
 		return;
 	w->said = 1;
@@ -934,8 +936,11 @@ static int final_mpi(struct sp_final *f, int64_t now)
 	struct timespec began;
 	clock_gettime(CLOCK_MONOTONIC, &began);
 	struct meet_watch watch = {.began = mono_ns(&began)};
-	if (state == SP_MERGE_FINISHED && mine_file && sp_merge_rank_of(mine_file, &merged, &of)) {
-		watch.file = mine_file;
+	char kept[PATH_MAX];
+	if (state != SP_MERGE_NONE && mine_file && sp_merge_rank_of(mine_file, &merged, &of) &&
+	    (size_t)snprintf(kept, sizeof kept, "%s%s", mine_file,
+			     state == SP_MERGE_PARTIAL ? ".partial" : "") < sizeof kept) {
+		watch.file = kept;   /* finished, or left partial (its finish failed, said) */
 		watch.job = merged;
 	}
 	Py_BEGIN_ALLOW_THREADS

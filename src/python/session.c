@@ -338,6 +338,8 @@ out:
 
 /* ---- the end of a session ---- */
 
+static void spare_as_give(void);
+
 /* What a Python-level signal handler raised while the end wrote to a
  * stream (Ctrl-C's KeyboardInterrupt, taken by the stream's write): kept
  * for finish() to raise once the summary is out (it was lost). */
@@ -361,7 +363,8 @@ static void drop_held(void)
 	Py_CLEAR(held_tb);
 }
 
-/* finish()'s: raises what clear_stream_error kept; -1 when it did. */
+/* The script's finalize(): raises what clear_stream_error kept; -1 when
+ * it did. */
 static int raise_held(void)
 {
 	if (!held_type)
@@ -455,6 +458,7 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 			int failed, const char **written)
 {
 	drop_held();
+	spare_as_give();   /* the write's room (a session started again takes it again) */
 	const struct sp_settings *s = &session.cur;
 	int forked = getpid() != session.pid, rank = my_rank();
 	static char ranked[PATH_MAX];   /* *written may point here */
@@ -543,8 +547,6 @@ static PyObject *finish(int verbose, int want_results, PyObject *stream, int ver
 		*written = path;
 	if (path && !f.skipped && session.locked.outfile)
 		session.locked_writes++;
-	if (raise_held() != 0)
-		Py_CLEAR(res);   /* written; Ctrl-C while it was said ends the script as under python */
 	return res;
 }
 
@@ -609,6 +611,10 @@ static PyObject *mod_finalize(PyObject *m, PyObject *args, PyObject *kw)
 	 * run). */
 	if (res && !at_exit)
 		sp_mode_set_finished(1);
+	/* Written; Ctrl-C while it was said ends the script as under python
+	 * (at the interpreter's exit the end's own signal rules hold). */
+	if (res && !at_exit && raise_held() != 0)
+		Py_CLEAR(res);
 	return res;
 }
 
@@ -1439,6 +1445,7 @@ static void child_write_failed(void)
 {
 	PyObject *type, *value, *tb;
 	PyErr_Fetch(&type, &value, &tb);
+	PyErr_NormalizeException(&type, &value, &tb);
 	const char *out = session.cur.outfile;
 	const char *slash = out ? strrchr(out, '/') : NULL;
 	char dir[PATH_MAX];

@@ -846,6 +846,12 @@ int sp_spill_collect(struct sp_rank *rk, int64_t now)
 int sp_spill_finish(const struct sp_profile *p, const char *path)
 {
 	struct sp_error err = {0};
+	/* The file the calls streamed to (OUT.partial; --subprocesses finishes
+	 * the run's own in place, path being that very file). */
+	char partial[PATH_MAX];
+	const char *streamed = sp_stream_partial();
+	if (!streamed || (size_t)snprintf(partial, sizeof partial, "%s", streamed) >= sizeof partial)
+		snprintf(partial, sizeof partial, "%s.partial", path);
 	uint64_t dropped = spill.dropped;
 	spill.on = 0;
 	sp_buf_spill = NULL;
@@ -866,17 +872,14 @@ int sp_spill_finish(const struct sp_profile *p, const char *path)
 		 * by the run (sp_spill_lost; a child process says nothing). */
 		spill.lost = lost;
 		spill.finish_failed = 1;
-		char partial[PATH_MAX];
-		int made = snprintf(partial, sizeof partial, "%s.partial", path) >= (int)sizeof partial ||
-			   access(partial, F_OK) == 0;
 		if (err.code == SP_EEXIST)   /* a file appeared at the output: the profile is whole */
-			PyErr_Format(PyExc_OSError, "%s; the profile stays in %s.partial (scope-profiler recover "
-				     "%s.partial -o OTHER.h5 moves it)", err.msg, path, path);
-		else if (!made)   /* never made: nothing was flushed */
+			PyErr_Format(PyExc_OSError, "%s; the profile stays in %s (scope-profiler recover "
+				     "%s -o OTHER.h5 moves it)", err.msg, partial, partial);
+		else if (access(partial, F_OK) != 0)   /* never made: nothing was flushed */
 			PyErr_Format(PyExc_OSError, "%s; nothing was flushed before it: the profile is lost", err.msg);
 		else
-			PyErr_Format(PyExc_OSError, "%s; the calls flushed before it stay in %s.partial (scope-profiler "
-				     "recover %s.partial finishes it)", err.msg, path, path);
+			PyErr_Format(PyExc_OSError, "%s; the calls flushed before it stay in %s (scope-profiler "
+				     "recover %s finishes it)", err.msg, partial, partial);
 		return -1;
 	}
 	return 0;

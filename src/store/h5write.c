@@ -597,7 +597,7 @@ enum sp_err sp_h5w_finish_stream(hid_t file, const char *partial, const char *ta
 	if (rc == SP_OK && rename(partial, target) != 0)
 		rc = sp_error_set(&w->failure, SP_EIO, "cannot write '%s': renaming '%s': %s", target, partial,
 				  strerror(errno));
-	else if (rc == SP_OK)
+	else if (rc == SP_OK && strcmp(partial, target) != 0)   /* not a finish in place (--subprocesses' own) */
 		sp_outpath_note_committed(target);
 out:
 	if (rc != SP_OK && err)

@@ -587,23 +587,28 @@ enum sp_err sp_outpath_check(const char *path, int flags, enum sp_outpath_kind *
 	return rc;
 }
 
-/* The last file a rename put in place, for a signal handler to name. */
-static char committed[PATH_MAX];
-static volatile sig_atomic_t committed_set;
+/* The last file a rename put in place, for a signal handler to name (on
+ * any thread, while another notes the next): two buffers, the one to read
+ * named by an atomic index (0: none), written before it is published. */
+static char committed[2][PATH_MAX];
+static _Atomic int committed_at;   /* 0 none, else 1 + the buffer */
 
 void sp_outpath_note_committed(const char *target)
 {
-	size_t n = target ? strlen(target) : sizeof committed;
-	committed_set = 0;
-	if (n < sizeof committed) {
-		memcpy(committed, target, n + 1);
-		committed_set = 1;
+	size_t n = target ? strlen(target) : sizeof committed[0];
+	int next = atomic_load(&committed_at) == 1 ? 1 : 0;
+	if (n >= sizeof committed[0]) {
+		atomic_store(&committed_at, 0);
+		return;
 	}
+	memcpy(committed[next], target, n + 1);
+	atomic_store(&committed_at, next + 1);
 }
 
 const char *sp_outpath_committed(void)
 {
-	return committed_set ? committed : NULL;
+	int at = atomic_load(&committed_at);
+	return at ? committed[at - 1] : NULL;
 }
 
 enum sp_err sp_outpath_commit(struct sp_outpath *o, struct sp_error *err)

@@ -184,7 +184,7 @@ def test_ctrl_c_while_finalize_prints_its_summary_ends_the_script(sp):
     """)
     proc = subprocess.Popen([BINARY, "run", "-q", *WHOLE, "-o", "out.h5", str(script)], cwd=sp.tmp,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, SCOPE_PROFILER_TEST_WRITTEN_PAUSE_MS="1000"))
+                            env=dict(os.environ, SCOPE_PROFILER_TEST_WRITTEN_PAUSE_MS="5000"))
     try:
         assert proc.stderr.readline() == "scope-profiler: test: written\n"
         proc.send_signal(signal.SIGINT)
@@ -222,7 +222,10 @@ def test_no_subprocess_starts_once_an_exit_signal_came(sp):
                     os.kill(os.getpid(), signal.SIGTERM)
         with sp.region("busy"):
             threading.Thread(target=spawn, daemon=True).start()
-            hashlib.sha256(bytes(512 << 20))   # one C call, the GIL released
+            data = bytes(256 << 20)
+            while not os.path.exists("at_signal"):
+                hashlib.sha256(data)   # a C call, the GIL released: the signal lands in one
+            hashlib.sha256(data)
     """)
     proc = sp("run", "-q", *WHOLE, "-o", "out.h5", script, timeout=300)
     assert proc.returncode == -signal.SIGTERM, proc.stderr
@@ -231,6 +234,29 @@ def test_no_subprocess_starts_once_an_exit_signal_came(sp):
     assert spawned - at_signal <= 1, (at_signal, spawned)
     with h5py.File(sp.tmp / "out.h5") as f:
         assert regions(f)["busy"].attrs["num_calls"] == 1
+
+
+def test_a_keyboard_interrupt_from_stderr_at_exit_keeps_the_written_profile(sp):
+    """A sys.stderr whose write raises KeyboardInterrupt (the run's end says
+    its lines there): the profile written is kept as written, status 0 as
+    before (the end took the interrupt for a failed write: status 1)."""
+    script = sp.script("""
+        import sys
+        import scope_profiler as sp
+        class Interrupting:
+            def write(self, s):
+                raise KeyboardInterrupt
+            def flush(self):
+                pass
+        with sp.region("a"):
+            pass
+        sys.stderr = Interrupting()
+    """)
+    proc = sp("run", *WHOLE, "-o", "out.h5", script)
+    assert proc.returncode == 0, proc.stderr
+    assert "cannot finish the profile" not in proc.stderr, proc.stderr
+    with h5py.File(sp.tmp / "out.h5") as f:
+        assert regions(f)["a"].attrs["num_calls"] == 1
 
 
 def test_abandoned_streamed_run_names_only_a_partial_file_that_exists(sp):

@@ -356,7 +356,7 @@ def test_a_rank_ended_by_a_signal_that_waits_for_a_rank_never_coming_says_where_
     with TwoRanks(sp, sp.script(HANGS), "h.h5", "0.1" if streamed else "3600") as job:
         job.recorded(flushed=streamed)
         job.signal_rank0()
-        said = job.said("scope-profiler: run: rank 0:")
+        said = job.said("scope-profiler: run: rank 0: ended by")
         assert job.proc.poll() is None       # still waiting: rank 1 may yet come
         if late:                             # it comes: the job merges, said
             (sp.tmp / "go").touch()

@@ -1244,3 +1244,35 @@ def test_a_child_whose_profile_cannot_be_written_says_why(sp):
     assert said[0].endswith(": No space left on device; its calls after its last flush are not in the run's "
                             "profile"), said
     assert any("profiled child processes" in l and "or it failed" in l for l in lines), proc.stderr
+
+
+def test_a_run_abandoned_while_it_merges_names_its_partial_file(sp):
+    """Ctrl-C twice while the end merges the children's files: the run's
+    own profile was finished in place as OUT.partial, which the abandon
+    line names for recover (it said the profile was written to
+    OUT.partial, as if that were the output)."""
+    import subprocess
+    script = sp.script(textwrap.dedent(MERGED_END))
+    env = dict(ENV, TMPDIR=str(sp.tmp / "tmp"))
+    (sp.tmp / "tmp").mkdir()
+    proc = subprocess.Popen([BINARY, "run", "-q", "--subprocesses", "--flush-interval", "0.1", "-o", "out.h5",
+                             str(script)], cwd=sp.tmp, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **env, SCOPE_PROFILER_TEST_MERGE_PAUSE_MS="60000"))
+    try:
+        assert proc.stderr.readline() == "scope-profiler: test: merging\n"
+        proc.send_signal(signal.SIGINT)
+        assert proc.stderr.readline() == "scope-profiler: run: finishing the profile; interrupt again to abandon it\n"
+        proc.send_signal(signal.SIGINT)
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == -signal.SIGINT
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    partial = sp.tmp / "out.h5.partial"
+    assert err == (f"scope-profiler: run: abandoned: the calls streamed so far stay in {partial} "
+                   "(scope-profiler recover finishes it)\n"), err
+    assert not (sp.tmp / "out.h5").exists()
+    rec = sp("recover", "-o", "rec.h5", "out.h5.partial", env=env)
+    assert rec.returncode == 0, rec.stderr
